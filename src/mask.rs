@@ -1,0 +1,64 @@
+//! Secret masking. Every configured credential and `$VAR`-resolved secret is registered here
+//! once; every string that could leak one (log lines, API fields, events) passes through
+//! [`mask`], which replaces each occurrence with `[redacted]`.
+
+use std::sync::{Arc, RwLock};
+
+/// The replacement text for a masked secret.
+pub const REDACTED: &str = "[redacted]";
+
+/// Secrets shorter than this are not masked: masking "a" or "1" would shred ordinary text.
+const MIN_SECRET_LEN: usize = 4;
+
+static SECRETS: RwLock<Vec<Arc<str>>> = RwLock::new(Vec::new());
+
+/// Registers a secret to be masked from now on. Short or blank values are ignored.
+pub fn register_secret(secret: &str) {
+    let secret = secret.trim();
+    if secret.len() < MIN_SECRET_LEN {
+        return;
+    }
+    let mut list = SECRETS.write().unwrap_or_else(|p| p.into_inner());
+    if !list.iter().any(|s| &**s == secret) {
+        list.push(Arc::from(secret));
+        // Longest first so a secret that contains another is masked whole.
+        list.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+}
+
+/// Replaces every registered secret in `text` with `[redacted]`.
+pub fn mask(text: &str) -> String {
+    let list = SECRETS.read().unwrap_or_else(|p| p.into_inner());
+    mask_with(text, &list)
+}
+
+/// Masking against an explicit list (pure; used by [`mask`] and by tests).
+pub fn mask_with(text: &str, secrets: &[Arc<str>]) -> String {
+    let mut out = text.to_string();
+    for s in secrets {
+        if s.len() >= MIN_SECRET_LEN && out.contains(&**s) {
+            out = out.replace(&**s, REDACTED);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_every_occurrence_longest_first() {
+        let secrets: Vec<Arc<str>> = vec![Arc::from("tok-abcdef-long"), Arc::from("tok-abc")];
+        assert_eq!(
+            mask_with("a tok-abcdef-long b tok-abc", &secrets),
+            "a [redacted] b [redacted]"
+        );
+    }
+
+    #[test]
+    fn short_values_are_not_masked() {
+        let secrets: Vec<Arc<str>> = vec![Arc::from("ab")];
+        assert_eq!(mask_with("abc", &secrets), "abc");
+    }
+}
