@@ -1,1 +1,120 @@
-//! (placeholder: filled in by its own piece of work)
+//! The tracker adapter contract (trackers-scm.md §1). Core code talks to every tracker through
+//! [`TrackerAdapter`]; names of a specific tracker appear only inside its adapter module.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::domain::{Comment, Issue};
+
+/// Error kinds of trackers-scm.md §1.2; the kind decides whether a caller retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrackerErrorKind {
+    UnsupportedTrackerKind,
+    MissingTrackerApiKey,
+    MissingTrackerProject,
+    Transport,
+    Auth,
+    Api,
+    NotFound,
+    Payload,
+    MissingEndCursor,
+}
+
+impl TrackerErrorKind {
+    /// The stable snake_case code used in messages, logs and the API.
+    pub fn code(self) -> &'static str {
+        match self {
+            TrackerErrorKind::UnsupportedTrackerKind => "unsupported_tracker_kind",
+            TrackerErrorKind::MissingTrackerApiKey => "missing_tracker_api_key",
+            TrackerErrorKind::MissingTrackerProject => "missing_tracker_project",
+            TrackerErrorKind::Transport => "tracker_transport_error",
+            TrackerErrorKind::Auth => "tracker_auth_error",
+            TrackerErrorKind::Api => "tracker_api_error",
+            TrackerErrorKind::NotFound => "tracker_not_found",
+            TrackerErrorKind::Payload => "tracker_payload_error",
+            TrackerErrorKind::MissingEndCursor => "tracker_missing_end_cursor",
+        }
+    }
+
+    /// Transport, API and cursor errors are worth retrying with backoff; the rest are not.
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            TrackerErrorKind::Transport | TrackerErrorKind::Api | TrackerErrorKind::MissingEndCursor
+        )
+    }
+}
+
+/// A tracker failure: `tracker: <kind>: <message>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackerError {
+    pub kind: TrackerErrorKind,
+    /// Which adapter raised it (`file`, `jira`, …).
+    pub tracker: String,
+    pub message: String,
+}
+
+impl TrackerError {
+    pub fn new(kind: TrackerErrorKind, tracker: &str, message: impl Into<String>) -> Self {
+        TrackerError {
+            kind,
+            tracker: tracker.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for TrackerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tracker: {}: {}: {}",
+            self.tracker,
+            self.kind.code(),
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for TrackerError {}
+
+pub type TrackerResult<T> = Result<T, TrackerError>;
+
+/// What a blocker read found: the references, and whether the tracker says the list is complete.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Blockers {
+    pub refs: Vec<crate::domain::BlockerRef>,
+    pub complete: bool,
+}
+
+/// One tracker. Implementations are shared between threads (the orchestrator and the
+/// best-effort tracker-ops thread), so every method takes `&self`.
+pub trait TrackerAdapter: Send + Sync {
+    /// Adapter kind, as written in `tracker.kind`.
+    fn kind(&self) -> &'static str;
+    /// Issues in the active states (comments not fetched: `None`).
+    fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>>;
+    /// One issue with its comments; unknown id → `NotFound`.
+    fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue>;
+    /// Issues in any of `states` (case-insensitive); an empty list answers `[]` without I/O.
+    fn fetch_issues_by_states(&self, states: &[String]) -> TrackerResult<Vec<Issue>>;
+    /// `id → state`; unknown ids are omitted, not an error.
+    fn fetch_issue_states_by_ids(&self, ids: &[String]) -> TrackerResult<BTreeMap<String, String>>;
+    /// `identifier → state`; unknown identifiers are omitted.
+    fn fetch_issue_states_by_identifiers(
+        &self,
+        identifiers: &[String],
+    ) -> TrackerResult<BTreeMap<String, String>>;
+    /// Comments of one issue (`[]` when none); unknown id → `NotFound`.
+    fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>>;
+    /// Moves the issue to the named state.
+    fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()>;
+    /// Adds a plain-text comment.
+    fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()>;
+    /// Adds a label (a label-less tracker answers `Ok`).
+    fn add_label(&self, id: &str, label: &str) -> TrackerResult<()>;
+    /// Removes a label; removing an absent label is `Ok`.
+    fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()>;
+    /// The blockers of one issue.
+    fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers>;
+}
