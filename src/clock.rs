@@ -82,3 +82,8 @@ mod tests {
         assert_eq!(rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
     }
 }
+
+/// The current wall-clock time as RFC 3339 UTC with milliseconds (for log lines).
+pub fn now_rfc3339() -> String {
+    rfc3339_ms(SystemClock.now_ms())
+}

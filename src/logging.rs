@@ -1,1 +1,251 @@
-//! (placeholder: filled in by its own piece of work)
+//! Log output: `log` + `env_logger` with a formatter that renders either slog-style text
+//! (`time=… level=INFO msg="tick completed" candidates=2`) or one JSON object per line.
+//!
+//! Fields come from two places, both supported: structured `log` key-values
+//! (`info!(issue_id = id; "worker exiting")`) and the project's inline convention
+//! (`info!("worker exiting issue_id={id}")`), where the message text is everything before the
+//! first `key=` token. Every rendered line passes through [`crate::mask::mask`], so a secret
+//! never reaches the log even when a caller forgets.
+
+use std::io::Write;
+
+use log::kv::{Key, Value, VisitSource};
+
+/// Output format of log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    /// Parses `text` / `json` (case-insensitive).
+    pub fn parse(s: &str) -> Option<LogFormat> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "text" => Some(LogFormat::Text),
+            "json" => Some(LogFormat::Json),
+            _ => None,
+        }
+    }
+}
+
+/// Parses `debug` / `info` / `warn` / `error` (case-insensitive; `warning` accepted for `warn`).
+pub fn parse_level(s: &str) -> Option<log::LevelFilter> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "debug" => Some(log::LevelFilter::Debug),
+        "info" => Some(log::LevelFilter::Info),
+        "warn" | "warning" => Some(log::LevelFilter::Warn),
+        "error" => Some(log::LevelFilter::Error),
+        _ => None,
+    }
+}
+
+/// Installs the global logger (stderr). Later calls are ignored by `log`, so call once, after
+/// the level and format are final.
+pub fn init(level: log::LevelFilter, format: LogFormat) {
+    let mut builder = env_logger::Builder::new();
+    builder
+        .filter_level(level)
+        // Dependencies' chatter stays out unless debugging them explicitly via RUST_LOG.
+        .filter_module("ureq", log::LevelFilter::Warn)
+        .filter_module("rustls", log::LevelFilter::Warn)
+        .filter_module("notify", log::LevelFilter::Warn)
+        .target(env_logger::Target::Stderr)
+        .format(move |buf, record| {
+            let line = render(record, format, crate::clock::now_rfc3339());
+            writeln!(buf, "{}", crate::mask::mask(&line))
+        });
+    if let Ok(spec) = std::env::var("RUST_LOG") {
+        builder.parse_filters(&spec);
+    }
+    let _ = builder.try_init();
+}
+
+/// Renders one record (pure; unit-tested).
+pub fn render(record: &log::Record<'_>, format: LogFormat, time: String) -> String {
+    let text = record.args().to_string();
+    let (msg, mut fields) = split_inline_fields(&text);
+    let mut kv = KvCollector(Vec::new());
+    let _ = record.key_values().visit(&mut kv);
+    fields.extend(kv.0);
+    let level = record.level().as_str().to_ascii_uppercase();
+    match format {
+        LogFormat::Text => {
+            let mut out = format!("time={time} level={level} msg={}", quote(&msg));
+            for (k, v) in fields {
+                out.push(' ');
+                out.push_str(&k);
+                out.push('=');
+                out.push_str(&quote(&v));
+            }
+            out
+        }
+        LogFormat::Json => {
+            let mut map = serde_json::Map::new();
+            map.insert("time".into(), time.into());
+            map.insert("level".into(), level.into());
+            map.insert("msg".into(), msg.into());
+            for (k, v) in fields {
+                map.insert(k, v.into());
+            }
+            serde_json::Value::Object(map).to_string()
+        }
+    }
+}
+
+struct KvCollector(Vec<(String, String)>);
+
+impl<'kvs> VisitSource<'kvs> for KvCollector {
+    fn visit_pair(&mut self, key: Key<'kvs>, value: Value<'kvs>) -> Result<(), log::kv::Error> {
+        self.0.push((key.to_string(), value.to_string()));
+        Ok(())
+    }
+}
+
+/// Quotes a value when it is empty or contains spaces, quotes, `=` or control characters.
+fn quote(v: &str) -> String {
+    let needs = v.is_empty()
+        || v
+            .chars()
+            .any(|c| c == ' ' || c == '"' || c == '=' || c.is_control());
+    if needs {
+        serde_json::Value::String(v.to_string()).to_string()
+    } else {
+        v.to_string()
+    }
+}
+
+fn is_key_token(tok: &str) -> bool {
+    match tok.split_once('=') {
+        Some((k, _)) => {
+            !k.is_empty()
+                && k.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+                && k.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.')
+        }
+        None => false,
+    }
+}
+
+/// Splits `"worker exiting issue_id=1 error=\"boom now\""` into the message and its fields.
+pub fn split_inline_fields(text: &str) -> (String, Vec<(String, String)>) {
+    // Find the first whitespace-delimited token that looks like `key=`.
+    let mut start = None;
+    let mut pos = 0;
+    for tok in text.split(' ') {
+        if is_key_token(tok) {
+            start = Some(pos);
+            break;
+        }
+        pos += tok.len() + 1;
+    }
+    let Some(start) = start else {
+        return (text.to_string(), Vec::new());
+    };
+    let msg = text[..start].trim_end().to_string();
+    let mut fields = Vec::new();
+    let rest = &text[start..];
+    let mut chars = rest.char_indices().peekable();
+    let mut key = String::new();
+    while let Some((_, c)) = chars.next() {
+        if c == '=' {
+            let mut val = String::new();
+            if chars.peek().map(|&(_, c)| c) == Some('"') {
+                chars.next();
+                let mut escaped = false;
+                for (_, c) in chars.by_ref() {
+                    if escaped {
+                        val.push(c);
+                        escaped = false;
+                    } else if c == '\\' {
+                        escaped = true;
+                    } else if c == '"' {
+                        break;
+                    } else {
+                        val.push(c);
+                    }
+                }
+            } else {
+                while let Some(&(_, c)) = chars.peek() {
+                    if c == ' ' {
+                        break;
+                    }
+                    val.push(c);
+                    chars.next();
+                }
+            }
+            fields.push((std::mem::take(&mut key), val));
+            // Skip the separating spaces.
+            while chars.peek().map(|&(_, c)| c) == Some(' ') {
+                chars.next();
+            }
+        } else {
+            key.push(c);
+        }
+    }
+    if !key.trim().is_empty() {
+        // Trailing text without `=`: keep it visible rather than dropping it.
+        fields.push(("extra".into(), key.trim().to_string()));
+    }
+    (msg, fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(args: std::fmt::Arguments<'_>, f: LogFormat) -> String {
+        let record = log::Record::builder()
+            .args(args)
+            .level(log::Level::Info)
+            .build();
+        render(&record, f, "T".into())
+    }
+
+    #[test]
+    fn inline_fields_split_from_message() {
+        let (m, f) = split_inline_fields("worker exiting issue_id=1 error=\"boom now\" n=3");
+        assert_eq!(m, "worker exiting");
+        assert_eq!(
+            f,
+            vec![
+                ("issue_id".into(), "1".into()),
+                ("error".into(), "boom now".into()),
+                ("n".into(), "3".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn text_format_quotes_message_and_values() {
+        let line = rec(format_args!("tick completed candidates=2 note=\"a b\""), LogFormat::Text);
+        assert_eq!(
+            line,
+            "time=T level=INFO msg=\"tick completed\" candidates=2 note=\"a b\""
+        );
+    }
+
+    #[test]
+    fn json_format_is_one_object_with_flat_fields() {
+        let line = rec(format_args!("tick completed candidates=2"), LogFormat::Json);
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["msg"], "tick completed");
+        assert_eq!(v["level"], "INFO");
+        assert_eq!(v["candidates"], "2");
+    }
+
+    #[test]
+    fn message_without_fields_is_kept_whole() {
+        let (m, f) = split_inline_fields("sortie started");
+        assert_eq!(m, "sortie started");
+        assert!(f.is_empty());
+    }
+
+    #[test]
+    fn levels_and_formats_parse_case_insensitively() {
+        assert_eq!(parse_level("DEBUG"), Some(log::LevelFilter::Debug));
+        assert_eq!(parse_level("verbose"), None);
+        assert_eq!(LogFormat::parse("Json"), Some(LogFormat::Json));
+        assert_eq!(LogFormat::parse("xml"), None);
+    }
+}
