@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite: unit tests, integration tests (real binary, real SQLite files, real
+# subprocesses, HTTP on 127.0.0.1). Uses cargo-nextest when installed, else cargo test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --all-targets --no-fail-fast "$@"
+  # nextest does not run doc tests.
+  cargo test --doc --quiet
+else
+  cargo test --all-targets --no-fail-fast "$@"
+fi

@@ -1,0 +1,286 @@
+//! One dispatch pass, as a pure function: sort the candidates, apply the eligibility gates of
+//! core.md §1.4 in order, and say for each candidate whether it is dispatched, held (and
+//! why, in the seed's hold vocabulary) or skipped. The orchestrator's tick and `--dry-run`
+//! both use it, so what a dry run prints is what a tick would do.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashSet};
+
+use crate::domain::{state_in, BlockerRef, Issue};
+
+/// Sorts candidates: priority ascending (none last), then `created_at` oldest first (empty
+/// last), then identifier. Stable.
+pub fn sort_candidates(issues: &mut [Issue]) {
+    issues.sort_by(compare_for_dispatch);
+}
+
+fn compare_for_dispatch(a: &Issue, b: &Issue) -> Ordering {
+    let pri = match (a.priority, b.priority) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => Ordering::Equal,
+    };
+    let created = match (a.created_at.is_empty(), b.created_at.is_empty()) {
+        (false, false) => a.created_at.cmp(&b.created_at),
+        (false, true) => Ordering::Less,
+        (true, false) => Ordering::Greater,
+        (true, true) => Ordering::Equal,
+    };
+    pri.then(created).then_with(|| a.identifier.cmp(&b.identifier))
+}
+
+/// The scope of a full agent slot limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotScope {
+    Global,
+    /// The issue's state as the pass read it.
+    State(String),
+}
+
+/// Why a pass held an issue back (the seed's `hold.reason` values this build can produce).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoldReason {
+    /// Blockers whose state is empty or not terminal, in tracker order.
+    BlockedBy(Vec<BlockerRef>),
+    AgentSlotsFull {
+        scope: SlotScope,
+        used: usize,
+        limit: usize,
+    },
+}
+
+impl HoldReason {
+    /// The seed's `reason` code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HoldReason::BlockedBy(_) => "blocked_by",
+            HoldReason::AgentSlotsFull { .. } => "agent_slots_full",
+        }
+    }
+}
+
+/// What the pass decided for one candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Dispatch,
+    Held(HoldReason),
+    /// Not eligible at all (shape, state, already claimed, budget-held, parked): not listed as held.
+    Skip(&'static str),
+}
+
+/// What the pass needs to know besides the candidates.
+#[derive(Debug, Clone, Default)]
+pub struct PassInput {
+    pub active_states: Vec<String>,
+    pub terminal_states: Vec<String>,
+    pub max_concurrent_agents: usize,
+    /// Lowercased state → limit.
+    pub max_by_state: BTreeMap<String, usize>,
+    /// Running sessions in total.
+    pub running_total: usize,
+    /// Lowercased state → running sessions in that state.
+    pub running_by_state: BTreeMap<String, usize>,
+    /// Issue ids that are running, retry-queued or being dispatched.
+    pub claimed: HashSet<String>,
+    /// Issue ids held by a budget (listed in `budget_exhausted`, not in `held`).
+    pub budget_held: HashSet<String>,
+    /// Issue ids parked until a person acts.
+    pub parked: HashSet<String>,
+}
+
+/// Runs the gates over already-sorted candidates. Slots are consumed as issues are dispatched,
+/// so the result is exactly what a tick would do with this input.
+pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
+    let mut running_total = input.running_total;
+    let mut by_state = input.running_by_state.clone();
+    let mut global_full = false;
+    let mut out = Vec::with_capacity(candidates.len());
+    for issue in candidates {
+        if !issue.is_dispatchable_shape() {
+            out.push(Decision::Skip("missing id, identifier, title or state"));
+            continue;
+        }
+        if !state_in(&issue.state, &input.active_states)
+            || state_in(&issue.state, &input.terminal_states)
+        {
+            out.push(Decision::Skip("state not active"));
+            continue;
+        }
+        if input.claimed.contains(&issue.id) {
+            out.push(Decision::Skip("already claimed"));
+            continue;
+        }
+        if input.parked.contains(&issue.id) {
+            out.push(Decision::Skip("parked"));
+            continue;
+        }
+        if input.budget_held.contains(&issue.id) {
+            out.push(Decision::Skip("budget exhausted"));
+            continue;
+        }
+        // A full global limit stops the pass: nothing after it is dispatched and no blockers
+        // are read for the rest, so they show the capacity reason.
+        if global_full || running_total >= input.max_concurrent_agents {
+            global_full = true;
+            out.push(Decision::Held(HoldReason::AgentSlotsFull {
+                scope: SlotScope::Global,
+                used: running_total,
+                limit: input.max_concurrent_agents,
+            }));
+            continue;
+        }
+        let state_key = issue.state.trim().to_lowercase();
+        if let Some(&limit) = input.max_by_state.get(&state_key) {
+            let used = by_state.get(&state_key).copied().unwrap_or(0);
+            if used >= limit {
+                out.push(Decision::Held(HoldReason::AgentSlotsFull {
+                    scope: SlotScope::State(issue.state.clone()),
+                    used,
+                    limit,
+                }));
+                continue;
+            }
+        }
+        let open: Vec<BlockerRef> = issue
+            .blocked_by
+            .iter()
+            .filter(|b| b.state.trim().is_empty() || !state_in(&b.state, &input.terminal_states))
+            .cloned()
+            .collect();
+        if !open.is_empty() {
+            out.push(Decision::Held(HoldReason::BlockedBy(open)));
+            continue;
+        }
+        running_total += 1;
+        *by_state.entry(state_key).or_insert(0) += 1;
+        out.push(Decision::Dispatch);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn issue(id: &str, pri: Option<i64>, created: &str) -> Issue {
+        Issue {
+            id: id.into(),
+            identifier: format!("T-{id}"),
+            title: "t".into(),
+            state: "To Do".into(),
+            priority: pri,
+            created_at: created.into(),
+            ..Default::default()
+        }
+    }
+
+    fn input(max: usize) -> PassInput {
+        PassInput {
+            active_states: vec!["To Do".into(), "In Progress".into()],
+            terminal_states: vec!["Done".into()],
+            max_concurrent_agents: max,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn sorts_by_priority_then_oldest_then_identifier() {
+        let mut v = vec![
+            issue("4", None, "2026-01-01"),
+            issue("3", Some(2), ""),
+            issue("2", Some(1), "2026-02-01"),
+            issue("1", Some(1), "2026-01-01"),
+            issue("0", Some(2), "2026-03-01"),
+        ];
+        sort_candidates(&mut v);
+        let ids: Vec<&str> = v.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(ids, vec!["1", "2", "0", "3", "4"]);
+    }
+
+    #[test]
+    fn global_limit_holds_the_rest_with_capacity_reason() {
+        let mut v = vec![issue("1", Some(1), ""), issue("2", Some(2), "")];
+        v[1].blocked_by = vec![BlockerRef {
+            id: "9".into(),
+            identifier: "T-9".into(),
+            state: "To Do".into(),
+        }];
+        let d = plan(&v, &input(1));
+        assert_eq!(d[0], Decision::Dispatch);
+        assert_eq!(
+            d[1],
+            Decision::Held(HoldReason::AgentSlotsFull {
+                scope: SlotScope::Global,
+                used: 1,
+                limit: 1
+            })
+        );
+    }
+
+    #[test]
+    fn blockers_hold_unless_terminal() {
+        let mut v = vec![issue("1", None, ""), issue("2", None, "")];
+        v[0].blocked_by = vec![
+            BlockerRef {
+                id: "8".into(),
+                identifier: "T-8".into(),
+                state: "done".into(),
+            },
+            BlockerRef {
+                id: "9".into(),
+                identifier: "T-9".into(),
+                state: "".into(),
+            },
+        ];
+        v[1].blocked_by = vec![BlockerRef {
+            id: "8".into(),
+            identifier: "T-8".into(),
+            state: "Done".into(),
+        }];
+        let d = plan(&v, &input(5));
+        match &d[0] {
+            Decision::Held(HoldReason::BlockedBy(b)) => assert_eq!(b.len(), 1),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(d[1], Decision::Dispatch);
+    }
+
+    #[test]
+    fn per_state_limit_holds_only_that_state() {
+        let mut v = vec![issue("1", None, ""), issue("2", None, ""), issue("3", None, "")];
+        v[2].state = "In Progress".into();
+        let mut inp = input(10);
+        inp.max_by_state.insert("to do".into(), 1);
+        let d = plan(&v, &inp);
+        assert_eq!(d[0], Decision::Dispatch);
+        assert!(matches!(
+            &d[1],
+            Decision::Held(HoldReason::AgentSlotsFull {
+                scope: SlotScope::State(_),
+                used: 1,
+                limit: 1
+            })
+        ));
+        assert_eq!(d[2], Decision::Dispatch);
+    }
+
+    #[test]
+    fn claimed_parked_budget_and_inactive_are_skipped() {
+        let mut v = vec![
+            issue("1", None, ""),
+            issue("2", None, ""),
+            issue("3", None, ""),
+            issue("4", None, ""),
+            issue("5", None, ""),
+        ];
+        v[3].state = "Done".into();
+        v[4].title.clear();
+        let mut inp = input(10);
+        inp.claimed.insert("1".into());
+        inp.parked.insert("2".into());
+        inp.budget_held.insert("3".into());
+        let d = plan(&v, &inp);
+        assert!(d.iter().all(|x| matches!(x, Decision::Skip(_))), "{d:?}");
+    }
+}
