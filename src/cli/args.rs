@@ -1,0 +1,260 @@
+//! Argument parsing (config-cli.md §5). argh does the parsing; [`normalize`] first rewrites
+//! the Go `flag` spellings existing Sortie users type (`-port 9090`, `--port=9090`, `-help`)
+//! into argh's, so their scripts keep working.
+
+use argh::FromArgs;
+
+/// Run the orchestrator on a workflow file.
+#[derive(FromArgs, Debug, Default, PartialEq)]
+#[argh(
+    description = "sortie: turns issue-tracker tickets into coding-agent sessions",
+    example = "sortie --port 9090 WORKFLOW.md",
+    note = "Subcommands: `sortie validate [--format text|json] [WORKFLOW.md]`, `sortie demo [--dir DIR]`, `sortie version`."
+)]
+pub struct RunArgs {
+    /// HTTP port (0 disables the server; default 7678 or server.port)
+    #[argh(option)]
+    pub port: Option<String>,
+    /// HTTP bind address, an IP literal (default 127.0.0.1 or server.host)
+    #[argh(option)]
+    pub host: Option<String>,
+    /// log level: debug, info, warn, error (default info or logging.level)
+    #[argh(option)]
+    pub log_level: Option<String>,
+    /// log format: text or json (default text or logging.format)
+    #[argh(option)]
+    pub log_format: Option<String>,
+    /// load SORTIE_* overrides from this .env file
+    #[argh(option)]
+    pub env_file: Option<String>,
+    /// validate, poll the tracker once and print what would be dispatched; start no agent
+    #[argh(switch)]
+    pub dry_run: bool,
+    /// print the version banner and exit
+    #[argh(switch, short = 'V')]
+    pub version: bool,
+    /// path of the workflow file (default ./WORKFLOW.md)
+    #[argh(positional)]
+    pub workflow: Option<String>,
+}
+
+/// Check a workflow file without running anything.
+#[derive(FromArgs, Debug, Default, PartialEq)]
+#[argh(description = "validate a WORKFLOW.md: errors and warnings; exit 1 on an error")]
+pub struct ValidateArgs {
+    /// output format: text (diagnostics on stderr) or json (one line on stdout)
+    #[argh(option, default = "String::from(\"text\")")]
+    pub format: String,
+    /// load SORTIE_* overrides from this .env file
+    #[argh(option)]
+    pub env_file: Option<String>,
+    /// path of the workflow file (default ./WORKFLOW.md)
+    #[argh(positional)]
+    pub workflow: Option<String>,
+}
+
+/// Run the embedded credential-free demo.
+#[derive(FromArgs, Debug, Default, PartialEq)]
+#[argh(
+    description = "write the embedded demo (file tracker, mock agent) into a directory and run it",
+    note = "Existing files in the directory are kept, so a restart resumes the same demo."
+)]
+pub struct DemoArgs {
+    /// directory for the demo's WORKFLOW.md, issues.json, database and workspaces (default ./sortie-demo)
+    #[argh(option, default = "String::from(\"sortie-demo\")")]
+    pub dir: String,
+    /// HTTP port (0 disables the server; default 7678)
+    #[argh(option)]
+    pub port: Option<String>,
+    /// HTTP bind address, an IP literal (default 127.0.0.1)
+    #[argh(option)]
+    pub host: Option<String>,
+    /// log level: debug, info, warn, error
+    #[argh(option)]
+    pub log_level: Option<String>,
+    /// log format: text or json
+    #[argh(option)]
+    pub log_format: Option<String>,
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq)]
+pub enum Command {
+    Run(RunArgs),
+    Validate(ValidateArgs),
+    Demo(DemoArgs),
+    Version,
+    /// `-dumpversion`: the bare version.
+    DumpVersion,
+}
+
+/// The outcome of parsing: a command, or text to print and an exit code (help, errors).
+#[derive(Debug, PartialEq)]
+pub enum Parsed {
+    Command(Command),
+    Exit { stdout: String, stderr: String, code: i32 },
+}
+
+const LONG_FLAGS: &[&str] = &[
+    "port",
+    "host",
+    "log-level",
+    "log-format",
+    "env-file",
+    "dry-run",
+    "version",
+    "format",
+    "dir",
+    "help",
+];
+
+/// Rewrites Go-style flags into argh's: `-port` → `--port`, `--port=1` → `--port 1`.
+/// Stops at `--`.
+pub fn normalize(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut rest = false;
+    for a in args {
+        if rest || !a.starts_with('-') || a == "-" {
+            out.push(a.clone());
+            continue;
+        }
+        if a == "--" {
+            rest = true;
+            out.push(a.clone());
+            continue;
+        }
+        let body = a.trim_start_matches('-');
+        let (name, value) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        let name = name.replace('_', "-");
+        if LONG_FLAGS.contains(&name.as_str()) {
+            out.push(format!("--{name}"));
+            if let Some(v) = value {
+                out.push(v.to_string());
+            }
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(args: &[String]) -> Parsed {
+    if args.iter().any(|a| a == "-dumpversion" || a == "--dumpversion") {
+        return Parsed::Command(Command::DumpVersion);
+    }
+    let (sub, rest): (Option<&str>, &[String]) = match args.first().map(String::as_str) {
+        Some(s @ ("validate" | "demo" | "version")) => (Some(s), &args[1..]),
+        _ => (None, args),
+    };
+    let norm = normalize(rest);
+    let strs: Vec<&str> = norm.iter().map(String::as_str).collect();
+    let parsed = match sub {
+        Some("version") => {
+            if strs.is_empty() {
+                Ok(Command::Version)
+            } else {
+                return Parsed::Exit {
+                    stdout: String::new(),
+                    stderr: "sortie version: takes no arguments\n".into(),
+                    code: 1,
+                };
+            }
+        }
+        Some("validate") => ValidateArgs::from_args(&["sortie validate"], &strs).map(Command::Validate),
+        Some(_) => DemoArgs::from_args(&["sortie demo"], &strs).map(Command::Demo),
+        None => RunArgs::from_args(&["sortie"], &strs).map(|r| {
+            if r.version {
+                Command::Version
+            } else {
+                Command::Run(r)
+            }
+        }),
+    };
+    match parsed {
+        Ok(c) => Parsed::Command(c),
+        Err(e) => match e.status {
+            Ok(()) => Parsed::Exit {
+                stdout: e.output,
+                stderr: String::new(),
+                code: 0,
+            },
+            Err(()) => Parsed::Exit {
+                stdout: String::new(),
+                stderr: format!("sortie: {}", e.output.trim_end()) + "\n",
+                code: 1,
+            },
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn go_style_flags_are_accepted() {
+        assert_eq!(
+            normalize(&s(&["-port", "9090", "--log-level=debug", "-dry-run", "W.md"])),
+            s(&["--port", "9090", "--log-level", "debug", "--dry-run", "W.md"])
+        );
+    }
+
+    #[test]
+    fn run_is_the_default_command() {
+        match parse(&s(&["--port", "9090", "WORKFLOW.md"])) {
+            Parsed::Command(Command::Run(r)) => {
+                assert_eq!(r.port.as_deref(), Some("9090"));
+                assert_eq!(r.workflow.as_deref(), Some("WORKFLOW.md"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn subcommands_only_in_first_position() {
+        assert!(matches!(
+            parse(&s(&["validate", "--format", "json", "W.md"])),
+            Parsed::Command(Command::Validate(ValidateArgs { ref format, .. })) if format == "json"
+        ));
+        assert!(matches!(
+            parse(&s(&["W.md", "validate"])),
+            Parsed::Exit { code: 1, .. }
+        ));
+    }
+
+    #[test]
+    fn help_exits_zero_on_stdout_and_unknown_flags_exit_one() {
+        match parse(&s(&["--help"])) {
+            Parsed::Exit { stdout, code, .. } => {
+                assert_eq!(code, 0);
+                assert!(stdout.contains("--port"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(&s(&["--bogus"])) {
+            Parsed::Exit { stderr, code, .. } => {
+                assert_eq!(code, 1);
+                assert!(stderr.starts_with("sortie: "));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn version_spellings() {
+        assert_eq!(parse(&s(&["-V"])), Parsed::Command(Command::Version));
+        assert_eq!(parse(&s(&["version"])), Parsed::Command(Command::Version));
+        assert_eq!(
+            parse(&s(&["-dumpversion"])),
+            Parsed::Command(Command::DumpVersion)
+        );
+    }
+}
