@@ -1,0 +1,68 @@
+//! Messages into the orchestrator thread (DESIGN.md §1: threads talk only through channels).
+
+use crossbeam_channel::Sender;
+
+use crate::agent::{AgentEvent, CancelReason, DeclaredOutcome};
+
+/// How a worker attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkerExit {
+    /// The turn loop ended without an error: max turns reached, the issue left the active
+    /// states, or the agent declared an outcome in `.sortie/status`.
+    Normal {
+        declared: Option<DeclaredOutcome>,
+        statement: Option<String>,
+    },
+    /// The attempt failed; `code` is the error kind (`agent_not_found`, `turn_failed`, …).
+    Error {
+        code: String,
+        message: String,
+        retryable: bool,
+    },
+    /// Cancelled on request (stall, reconciliation, budget, shutdown).
+    Cancelled { reason: CancelReason },
+}
+
+/// What a supervisor thread reports when its attempt is over.
+#[derive(Debug, Clone)]
+pub struct WorkerResult {
+    pub dispatch_id: String,
+    pub issue_id: String,
+    pub exit: WorkerExit,
+    pub turns_completed: u32,
+    pub session_id: Option<String>,
+    pub workspace_path: Option<std::path::PathBuf>,
+    pub ended_at_ms: i64,
+}
+
+/// Answer to a refresh request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefreshOutcome {
+    /// A tick was queued.
+    Queued,
+    /// A tick was already queued; this request joined it.
+    Coalesced,
+    /// The orchestrator is shutting down.
+    Draining,
+}
+
+/// Everything the orchestrator thread reacts to.
+pub enum OrchMsg {
+    /// An agent event of a running dispatch.
+    Agent {
+        dispatch_id: String,
+        event: AgentEvent,
+    },
+    /// A worker started turn `turn` of its session.
+    TurnStarted { dispatch_id: String, turn: u32 },
+    /// A worker finished.
+    Exit(Box<WorkerResult>),
+    /// Run a tick now (coalesced).
+    Refresh {
+        reply: Option<Sender<RefreshOutcome>>,
+    },
+    /// The workflow file changed on disk.
+    WorkflowChanged,
+    /// Begin graceful shutdown.
+    Shutdown,
+}

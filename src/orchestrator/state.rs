@@ -1,0 +1,237 @@
+//! Scheduling state owned by the orchestrator thread alone.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+
+use crate::agent::{AgentEvent, AgentEventKind, CancelToken, TokenUsage};
+use crate::domain::Issue;
+
+use super::dispatch_pass::HoldReason;
+use super::retry_queue::RetryQueue;
+
+/// A run keeps at most this many events in memory (newest kept)…
+pub const RUN_EVENTS_MAX: usize = 1_000;
+/// …within this many bytes of serialized events.
+pub const RUN_EVENTS_MAX_BYTES: usize = 256 * 1024;
+
+/// One live session.
+pub struct RunningEntry {
+    pub issue: Issue,
+    pub dispatch_id: String,
+    /// 0 on first dispatch.
+    pub attempt: u32,
+    pub started_at_ms: i64,
+    /// When this pass was first picked up (kept across retries).
+    pub dispatched_at_ms: i64,
+    pub last_event_at_ms: Option<i64>,
+    pub last_event_type: Option<String>,
+    pub last_message: Option<String>,
+    pub session_id: Option<String>,
+    pub agent_pid: Option<u32>,
+    pub turn: u32,
+    pub tokens: TokenUsage,
+    pub tokens_measured: bool,
+    pub api_request_count: u64,
+    pub turn_had_usage: bool,
+    pub turns_without_figure: u32,
+    pub reported_model: Option<String>,
+    pub cancel: CancelToken,
+    /// Reconciliation found the issue terminal: remove the workspace after the exit.
+    pub pending_cleanup: bool,
+    /// A per-issue budget stopped the session.
+    pub budget_stopped: bool,
+    pub events: EventRing,
+    pub workspace_path: Option<PathBuf>,
+}
+
+/// The in-memory event list of a live run: the events the API serves and that are stored with
+/// the run. Token usage events (totals ride on the run), blank heartbeats and repeats of the
+/// newest kept message are not kept, as the seed specifies.
+#[derive(Default)]
+pub struct EventRing {
+    pub events: VecDeque<(u64, AgentEvent, usize)>,
+    pub bytes: usize,
+    pub next_seq: u64,
+    pub dropped: u64,
+}
+
+impl EventRing {
+    /// Adds an event if it is one the API keeps; returns its sequence number.
+    pub fn push(&mut self, event: &AgentEvent) -> Option<u64> {
+        let msg = event.kind.message();
+        match &event.kind {
+            AgentEventKind::TokenUsage { .. } => return None,
+            AgentEventKind::Notification { .. }
+            | AgentEventKind::OtherMessage { .. }
+            | AgentEventKind::Malformed { .. } => {
+                if msg.trim().is_empty() {
+                    return None;
+                }
+                if let Some((_, last, _)) = self.events.back()
+                    && last.kind.type_name() == event.kind.type_name()
+                    && last.kind.message() == msg
+                {
+                    return None;
+                }
+            }
+            _ => {}
+        }
+        self.next_seq += 1;
+        let size = serde_json::to_string(event).map(|s| s.len()).unwrap_or(0);
+        self.events.push_back((self.next_seq, event.clone(), size));
+        self.bytes += size;
+        while self.events.len() > RUN_EVENTS_MAX || self.bytes > RUN_EVENTS_MAX_BYTES {
+            match self.events.pop_front() {
+                Some((_, _, s)) => {
+                    self.bytes -= s;
+                    self.dropped += 1;
+                }
+                None => break,
+            }
+        }
+        Some(self.next_seq)
+    }
+}
+
+/// A queued retry, in memory (mirrors its `retry_entries` row).
+#[derive(Debug, Clone)]
+pub struct RetryInfo {
+    pub issue: Issue,
+    /// The attempt this retry dispatches (1-based).
+    pub attempt: u32,
+    pub due_at_ms: i64,
+    pub error: Option<String>,
+    pub session_id: Option<String>,
+    /// `continuation`, `error`, `stall`, `timer`.
+    pub trigger: String,
+    pub dispatched_at_ms: i64,
+}
+
+/// A budget hold.
+#[derive(Debug, Clone)]
+pub struct BudgetHold {
+    pub issue: Issue,
+    /// `session_budget` or `token_budget`.
+    pub reason: &'static str,
+    pub used: u64,
+    pub limit: u64,
+    pub since_ms: i64,
+}
+
+/// A parked issue (the agent reported itself blocked).
+#[derive(Debug, Clone)]
+pub struct Park {
+    pub issue: Issue,
+    pub reason: String,
+    pub parked_at_ms: i64,
+    pub parked_state: String,
+    pub label: String,
+    pub label_applied: bool,
+}
+
+/// A pass's hold of one issue.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub issue: Issue,
+    pub reason: HoldReason,
+    pub since_ms: i64,
+}
+
+/// Outcome of one of the orchestrator's own checks.
+#[derive(Debug, Clone, Default)]
+pub struct CheckHealth {
+    pub ok: bool,
+    pub checked_at_ms: Option<i64>,
+    pub error: Option<String>,
+    /// Consecutive failures.
+    pub failing_streak: u32,
+    pub since_ms: Option<i64>,
+}
+
+impl CheckHealth {
+    pub fn record(&mut self, now_ms: i64, result: Result<(), String>) {
+        let was_ok = self.ok || self.checked_at_ms.is_none();
+        self.checked_at_ms = Some(now_ms);
+        match result {
+            Ok(()) => {
+                if !self.ok {
+                    self.since_ms = Some(now_ms);
+                }
+                self.ok = true;
+                self.error = None;
+                self.failing_streak = 0;
+            }
+            Err(e) => {
+                if was_ok {
+                    self.since_ms = Some(now_ms);
+                }
+                self.ok = false;
+                self.error = Some(crate::mask::mask(&e));
+                self.failing_streak += 1;
+            }
+        }
+    }
+}
+
+/// The last poll's outcome.
+#[derive(Debug, Clone, Default)]
+pub struct PollHealth {
+    pub at_ms: Option<i64>,
+    /// `ok`, `preflight_failed`, `tracker_failed`.
+    pub outcome: String,
+    pub error: Option<String>,
+    pub candidates: usize,
+    pub dispatched: usize,
+}
+
+/// Health of the orchestrator's own checks.
+#[derive(Debug, Clone, Default)]
+pub struct Health {
+    pub database: CheckHealth,
+    pub preflight: CheckHealth,
+    pub workflow: CheckHealth,
+    pub poll: PollHealth,
+}
+
+/// Cumulative totals (seeded from the aggregate row at start).
+#[derive(Debug, Clone, Default)]
+pub struct AgentTotals {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub dispatches: u64,
+    pub seconds_running: f64,
+    pub unmeasured_sessions: u64,
+}
+
+/// Everything the orchestrator owns.
+#[derive(Default)]
+pub struct State {
+    /// Keyed by issue id.
+    pub running: HashMap<String, RunningEntry>,
+    /// dispatch id → issue id.
+    pub dispatch_index: HashMap<String, String>,
+    pub retries: HashMap<String, RetryInfo>,
+    pub retry_queue: RetryQueue,
+    pub budget_held: BTreeMap<String, BudgetHold>,
+    pub parked: BTreeMap<String, Park>,
+    pub held: BTreeMap<String, Held>,
+    pub completed: HashSet<String>,
+    pub totals: AgentTotals,
+    pub health: Health,
+    /// Issue outcomes: issue id → (`handed_off`|`terminal`, state).
+    pub outcomes: HashMap<String, (String, String)>,
+}
+
+impl State {
+    /// Running, retry-queued, or being dispatched.
+    pub fn claimed(&self) -> HashSet<String> {
+        self.running
+            .keys()
+            .chain(self.retries.keys())
+            .cloned()
+            .collect()
+    }
+}
