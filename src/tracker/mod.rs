@@ -6,6 +6,8 @@ use std::fmt;
 
 use crate::domain::{Comment, Issue};
 
+pub mod file;
+
 /// Error kinds of trackers-scm.md §1.2; the kind decides whether a caller retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrackerErrorKind {
@@ -40,7 +42,9 @@ impl TrackerErrorKind {
     pub fn retryable(self) -> bool {
         matches!(
             self,
-            TrackerErrorKind::Transport | TrackerErrorKind::Api | TrackerErrorKind::MissingEndCursor
+            TrackerErrorKind::Transport
+                | TrackerErrorKind::Api
+                | TrackerErrorKind::MissingEndCursor
         )
     }
 }

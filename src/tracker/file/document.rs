@@ -1,0 +1,170 @@
+//! The tracker file as a JSON document on disk: read, parse, and atomic rewrite.
+//!
+//! Write-back works on `serde_json::Value` (with `preserve_order`), never on the typed record,
+//! so unknown keys and key order survive. A write re-reads the file under a process-wide lock
+//! right before editing, so a person's hand edit made since the last read is not clobbered, and
+//! replaces the file by rename so a concurrent reader sees either the old or the new document.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Map, Value};
+
+use crate::tracker::{TrackerError, TrackerErrorKind, TrackerResult};
+
+/// The adapter name in every error this module raises.
+pub const TRACKER: &str = "file";
+
+/// Serializes read-modify-write cycles of every file tracker in the process (there is normally
+/// one file; a single lock keeps two adapters on the same file from interleaving).
+static WRITE_LOCK: Mutex<()> = Mutex::new(());
+
+/// Distinguishes temp files of concurrent writers within this process.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+pub fn payload(message: impl Into<String>) -> TrackerError {
+    TrackerError::new(TrackerErrorKind::Payload, TRACKER, message)
+}
+
+pub fn not_found(id: &str) -> TrackerError {
+    TrackerError::new(
+        TrackerErrorKind::NotFound,
+        TRACKER,
+        format!("issue not found: {id}"),
+    )
+}
+
+/// Reads and parses the file; the top level must be an array.
+pub fn read_document(path: &Path) -> TrackerResult<Vec<Value>> {
+    let text = fs::read_to_string(path)
+        .map_err(|e| payload(format!("failed to read file: {}: {e}", path.display())))?;
+    parse_document(path, &text)
+}
+
+fn parse_document(path: &Path, text: &str) -> TrackerResult<Vec<Value>> {
+    let parse_err =
+        |cause: String| payload(format!("failed to parse file: {}: {cause}", path.display()));
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Array(items)) => Ok(items),
+        Ok(other) => Err(parse_err(format!(
+            "top-level value must be an array, found {}",
+            json_type(&other)
+        ))),
+        Err(e) => Err(parse_err(e.to_string())),
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Re-reads the file, applies `edit` to the first issue object whose `id` equals `id`, and
+/// rewrites the file when `edit` reports a change (`Ok(true)`). Unknown id → `NotFound`.
+pub fn modify_issue<F>(path: &Path, id: &str, edit: F) -> TrackerResult<bool>
+where
+    F: FnOnce(&mut Map<String, Value>) -> TrackerResult<bool>,
+{
+    let _guard = WRITE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let mut items = read_document(path)?;
+    let target = items
+        .iter_mut()
+        .filter_map(Value::as_object_mut)
+        .find(|obj| obj.get("id").and_then(Value::as_str) == Some(id))
+        .ok_or_else(|| not_found(id))?;
+    if !edit(target)? {
+        return Ok(false);
+    }
+    write_atomic(path, &Value::Array(items))?;
+    Ok(true)
+}
+
+/// Pretty-prints (2-space indent, trailing newline) to a temp file beside the real file,
+/// fsyncs it, gives it the original's permissions, renames it over the original and fsyncs the
+/// directory. A symlinked path is resolved first so the link keeps pointing at the data.
+fn write_atomic(path: &Path, doc: &Value) -> TrackerResult<()> {
+    let write_err =
+        |cause: String| payload(format!("failed to write file: {}: {cause}", path.display()));
+    let target = fs::canonicalize(path).map_err(|e| write_err(e.to_string()))?;
+    let permissions = fs::metadata(&target)
+        .map_err(|e| write_err(e.to_string()))?
+        .permissions();
+    let mut bytes = serde_json::to_vec_pretty(doc).map_err(|e| write_err(e.to_string()))?;
+    bytes.push(b'\n');
+
+    let temp = temp_path(&target);
+    let result = (|| -> std::io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        file.write_all(&bytes)?;
+        file.set_permissions(permissions)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&temp, &target)?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        // Best effort: a leftover temp file is harmless but untidy.
+        let _ = fs::remove_file(&temp);
+        return Err(write_err(e.to_string()));
+    }
+    if let Some(dir) = target.parent() {
+        // Makes the rename itself durable; some filesystems refuse to open a directory, and
+        // the data is already in place, so a failure here is only logged.
+        if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
+            log::debug!(
+                "tracker file directory fsync failed path={} error={e}",
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `.<name>.sortie-<pid>-<n>.tmp` in the same directory, so the rename stays on one filesystem.
+fn temp_path(target: &Path) -> PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "issues.json".to_string());
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    target.with_file_name(format!(".{name}.sortie-{}-{n}.tmp", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_level_must_be_an_array() {
+        let p = Path::new("/x/issues.json");
+        let e = parse_document(p, r#"{"id": "1"}"#).err();
+        assert_eq!(
+            e.map(|e| e.message),
+            Some(
+                "failed to parse file: /x/issues.json: top-level value must be an array, found an object"
+                    .to_string()
+            )
+        );
+        assert_eq!(parse_document(p, "[]").ok(), Some(vec![]));
+    }
+
+    #[test]
+    fn temp_file_sits_beside_the_target() {
+        let t = temp_path(Path::new("/data/issues.json"));
+        assert_eq!(t.parent(), Some(Path::new("/data")));
+        let name = t.file_name().map(|n| n.to_string_lossy().into_owned());
+        assert!(name.is_some_and(|n| n.starts_with(".issues.json.sortie-") && n.ends_with(".tmp")));
+    }
+}

@@ -1,0 +1,242 @@
+//! One issue record of the tracker file and its normalization into [`Issue`]
+//! (config-cli.md §4.2). Pure: no I/O here.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::domain::{BlockerRef, Comment, Issue, IssueRef};
+
+/// The record as written in the file. Every field is optional and `null` counts as absent,
+/// like the Go decoder's zero values; unknown keys are ignored (they are kept on write-back,
+/// which works on the raw JSON, not on this struct).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FileRecord {
+    id: Option<String>,
+    identifier: Option<String>,
+    title: Option<String>,
+    description: Option<String>,
+    state: Option<String>,
+    /// Kept raw: only a true JSON integer is a priority; `"high"`, `2.5`, `true` are not.
+    priority: Option<Value>,
+    branch_name: Option<String>,
+    url: Option<String>,
+    assignee: Option<String>,
+    issue_type: Option<String>,
+    labels: Option<Vec<String>>,
+    parent: Option<FileRef>,
+    comments: Option<Vec<FileComment>>,
+    blocked_by: Option<Vec<FileRef>>,
+    created_at: Option<String>,
+    updated_at: Option<String>,
+}
+
+/// `parent` and `blocked_by[]` entries (`state` only matters for blockers).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FileRef {
+    id: Option<String>,
+    identifier: Option<String>,
+    state: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FileComment {
+    id: Option<String>,
+    author: Option<String>,
+    body: Option<String>,
+    created_at: Option<String>,
+}
+
+/// Normalizes one element of the top-level array. The error text names the element so a
+/// person can find the bad record in a long file.
+pub fn normalize_record(index: usize, raw: &Value) -> Result<Issue, String> {
+    if !raw.is_object() {
+        return Err(format!("issue [{index}]: expected a JSON object"));
+    }
+    let rec = FileRecord::deserialize(raw).map_err(|e| {
+        let who = raw
+            .get("id")
+            .and_then(Value::as_str)
+            .map(|id| format!(" (id {id})"))
+            .unwrap_or_default();
+        format!("issue [{index}]{who}: {e}")
+    })?;
+    Ok(into_issue(rec))
+}
+
+fn into_issue(rec: FileRecord) -> Issue {
+    Issue {
+        id: rec.id.unwrap_or_default(),
+        identifier: rec.identifier.unwrap_or_default(),
+        display_identifier: String::new(),
+        title: rec.title.unwrap_or_default(),
+        description: rec.description.unwrap_or_default(),
+        state: rec.state.unwrap_or_default(),
+        priority: rec.priority.as_ref().and_then(integer_priority),
+        branch_name: rec.branch_name.unwrap_or_default(),
+        url: rec.url.unwrap_or_default(),
+        assignee: rec.assignee.unwrap_or_default(),
+        issue_type: rec.issue_type.unwrap_or_default(),
+        labels: rec
+            .labels
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| l.to_lowercase())
+            .collect(),
+        parent: rec.parent.map(|p| IssueRef {
+            id: p.id.unwrap_or_default(),
+            identifier: p.identifier.unwrap_or_default(),
+        }),
+        comments: rec.comments.map(|cs| {
+            cs.into_iter()
+                .map(|c| Comment {
+                    id: c.id.unwrap_or_default(),
+                    author: c.author.unwrap_or_default(),
+                    body: c.body.unwrap_or_default(),
+                    created_at: c.created_at.unwrap_or_default(),
+                })
+                .collect()
+        }),
+        blocked_by: rec
+            .blocked_by
+            .unwrap_or_default()
+            .into_iter()
+            .map(|b| BlockerRef {
+                id: b.id.unwrap_or_default(),
+                identifier: b.identifier.unwrap_or_default(),
+                state: b.state.unwrap_or_default(),
+            })
+            .collect(),
+        created_at: rec.created_at.unwrap_or_default(),
+        updated_at: rec.updated_at.unwrap_or_default(),
+    }
+}
+
+/// Only a JSON integer literal that fits `i64` is a priority.
+fn integer_priority(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        _ => None,
+    }
+}
+
+/// Replaces each blocker's state with the live state of the referenced issue when that issue
+/// is in the same file (matched by id, else by identifier), so moving the blocker to a
+/// terminal state in the file unblocks its dependents. Blockers that reference nothing in
+/// the file keep the state written inside `blocked_by`. A missing id or identifier of the
+/// reference is filled in from the matched issue.
+pub fn resolve_blockers(issues: &mut [Issue]) {
+    let live: Vec<(String, String, String)> = issues
+        .iter()
+        .map(|i| (i.id.clone(), i.identifier.clone(), i.state.clone()))
+        .collect();
+    let find = |b: &BlockerRef| {
+        let by_id = (!b.id.is_empty())
+            .then(|| live.iter().find(|(id, _, _)| *id == b.id))
+            .flatten();
+        by_id.or_else(|| {
+            (!b.identifier.is_empty())
+                .then(|| live.iter().find(|(_, ident, _)| *ident == b.identifier))
+                .flatten()
+        })
+    };
+    for issue in issues.iter_mut() {
+        for blocker in issue.blocked_by.iter_mut() {
+            if let Some((id, identifier, state)) = find(blocker) {
+                blocker.state = state.clone();
+                if blocker.id.is_empty() {
+                    blocker.id = id.clone();
+                }
+                if blocker.identifier.is_empty() {
+                    blocker.identifier = identifier.clone();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn norm(v: Value) -> Issue {
+        match normalize_record(0, &v) {
+            Ok(i) => i,
+            Err(e) => panic!("normalize failed: {e}"),
+        }
+    }
+
+    #[test]
+    fn priority_only_from_integers() {
+        assert_eq!(norm(json!({"priority": 3})).priority, Some(3));
+        assert_eq!(norm(json!({"priority": -1})).priority, Some(-1));
+        assert_eq!(norm(json!({"priority": "high"})).priority, None);
+        assert_eq!(norm(json!({"priority": 2.5})).priority, None);
+        assert_eq!(norm(json!({"priority": 1.0})).priority, None);
+        assert_eq!(norm(json!({"priority": true})).priority, None);
+        assert_eq!(norm(json!({"priority": null})).priority, None);
+        assert_eq!(norm(json!({"priority": [1]})).priority, None);
+        assert_eq!(norm(json!({"priority": u64::MAX})).priority, None);
+    }
+
+    #[test]
+    fn nulls_are_defaults_and_comments_keep_absence() {
+        let i = norm(json!({"id": "1", "title": null, "labels": null, "comments": null}));
+        assert_eq!(i.title, "");
+        assert!(i.labels.is_empty());
+        assert_eq!(i.comments, None);
+        assert_eq!(norm(json!({"comments": []})).comments, Some(vec![]));
+        let c = norm(json!({"comments": [{"body": "hi", "author": null}]}));
+        assert_eq!(
+            c.comments,
+            Some(vec![Comment {
+                body: "hi".into(),
+                ..Comment::default()
+            }])
+        );
+    }
+
+    #[test]
+    fn wrong_types_and_non_objects_are_errors() {
+        let e = normalize_record(4, &json!({"id": "x", "title": 5}));
+        assert!(
+            matches!(&e, Err(m) if m.starts_with("issue [4] (id x): ")),
+            "{e:?}"
+        );
+        let e = normalize_record(2, &json!("just a string"));
+        assert_eq!(e, Err("issue [2]: expected a JSON object".to_string()));
+        assert!(normalize_record(0, &json!({"labels": ["a", 1]})).is_err());
+    }
+
+    #[test]
+    fn blockers_take_the_live_state_by_id_then_identifier() {
+        let mut issues = vec![
+            norm(json!({"id": "1", "identifier": "P-1", "state": "Done"})),
+            norm(json!({"id": "2", "identifier": "P-2", "state": "In Progress"})),
+            norm(
+                json!({"id": "3", "identifier": "P-3", "state": "To Do", "blocked_by": [
+                    {"id": "1", "identifier": "P-1", "state": "To Do"},
+                    {"identifier": "P-2", "state": "Done"},
+                    {"id": "99", "identifier": "X-99", "state": "Done"},
+                    {"id": "98"}
+                ]}),
+            ),
+        ];
+        resolve_blockers(&mut issues);
+        let b = &issues[2].blocked_by;
+        assert_eq!((b[0].id.as_str(), b[0].state.as_str()), ("1", "Done"));
+        assert_eq!(
+            (
+                b[1].id.as_str(),
+                b[1].identifier.as_str(),
+                b[1].state.as_str()
+            ),
+            ("2", "P-2", "In Progress")
+        );
+        assert_eq!(b[2].state, "Done");
+        assert_eq!(b[3].state, "");
+    }
+}
