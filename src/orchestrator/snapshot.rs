@@ -1,0 +1,204 @@
+//! The immutable view of scheduling state that the orchestrator publishes after each change.
+//! HTTP handlers read it without ever blocking the orchestrator (DESIGN.md §1).
+
+use std::collections::BTreeMap;
+
+use crate::agent::TokenUsage;
+use crate::config::Workflow;
+use crate::domain::Issue;
+
+use super::dispatch_pass::HoldReason;
+use super::state::{AgentTotals, Health, State};
+
+/// One running session.
+#[derive(Debug, Clone)]
+pub struct RunningRow {
+    pub issue: Issue,
+    pub dispatch_id: String,
+    pub attempt: u32,
+    pub turn: u32,
+    pub max_turns: u32,
+    pub started_at_ms: i64,
+    pub dispatched_at_ms: i64,
+    pub last_event_at_ms: Option<i64>,
+    pub last_event_type: Option<String>,
+    pub last_message: Option<String>,
+    pub session_id: Option<String>,
+    pub tokens: Option<TokenUsage>,
+    pub api_request_count: u64,
+    pub model: Option<String>,
+    pub stall_at_ms: Option<i64>,
+    /// The newest kept events, oldest first: `(seq, event)`.
+    pub recent_events: Vec<(u64, crate::agent::AgentEvent)>,
+}
+
+/// One queued retry.
+#[derive(Debug, Clone)]
+pub struct RetryRow {
+    pub issue: Issue,
+    pub attempt: u32,
+    pub due_at_ms: i64,
+    pub error: Option<String>,
+    pub trigger: String,
+}
+
+/// One held issue.
+#[derive(Debug, Clone)]
+pub struct HeldRow {
+    pub issue: Issue,
+    pub reason: HoldReason,
+    pub since_ms: i64,
+}
+
+/// One budget hold.
+#[derive(Debug, Clone)]
+pub struct BudgetRow {
+    pub issue: Issue,
+    pub reason: &'static str,
+    pub used: u64,
+    pub limit: u64,
+    pub since_ms: i64,
+}
+
+/// One parked issue.
+#[derive(Debug, Clone)]
+pub struct ParkedRow {
+    pub issue: Issue,
+    pub reason: String,
+    pub parked_at_ms: i64,
+    pub label: String,
+    pub label_applied: bool,
+}
+
+/// The published state.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub generated_at_ms: i64,
+    pub started_at_ms: i64,
+    pub draining: bool,
+    pub running: Vec<RunningRow>,
+    pub retrying: Vec<RetryRow>,
+    pub held: Vec<HeldRow>,
+    pub budget_exhausted: Vec<BudgetRow>,
+    pub parked: Vec<ParkedRow>,
+    pub totals: AgentTotals,
+    pub health: Health,
+    /// issue id → (outcome, state).
+    pub outcomes: BTreeMap<String, (String, String)>,
+    pub workflow_path: String,
+    pub tracker_kind: String,
+    pub agent_kind: String,
+    pub poll_interval_ms: u64,
+    pub max_concurrent_agents: u32,
+}
+
+impl Snapshot {
+    pub fn build(
+        state: &State,
+        workflow: &Workflow,
+        now_ms: i64,
+        started_at_ms: i64,
+        draining: bool,
+    ) -> Snapshot {
+        let cfg = &workflow.config;
+        let stall = cfg.agent.stall_timeout_ms.filter(|s| *s > 0);
+        let mut running: Vec<RunningRow> = state
+            .running
+            .values()
+            .map(|e| RunningRow {
+                issue: e.issue.clone(),
+                dispatch_id: e.dispatch_id.clone(),
+                attempt: e.attempt,
+                turn: e.turn,
+                max_turns: cfg.agent.max_turns.max(1),
+                started_at_ms: e.started_at_ms,
+                dispatched_at_ms: e.dispatched_at_ms,
+                last_event_at_ms: e.last_event_at_ms,
+                last_event_type: e.last_event_type.clone(),
+                last_message: e.last_message.clone(),
+                session_id: e.session_id.clone(),
+                tokens: e.tokens_measured.then(|| e.tokens.clone()),
+                api_request_count: e.api_request_count,
+                model: e.reported_model.clone(),
+                stall_at_ms: stall
+                    .map(|s| e.last_event_at_ms.unwrap_or(e.started_at_ms) + s as i64),
+                recent_events: e
+                    .events
+                    .events
+                    .iter()
+                    .map(|(seq, ev, _)| (*seq, ev.clone()))
+                    .collect(),
+            })
+            .collect();
+        running.sort_by(|a, b| a.issue.identifier.cmp(&b.issue.identifier));
+        let mut retrying: Vec<RetryRow> = state
+            .retries
+            .values()
+            .map(|r| RetryRow {
+                issue: r.issue.clone(),
+                attempt: r.attempt,
+                due_at_ms: r.due_at_ms,
+                error: r.error.clone(),
+                trigger: r.trigger.clone(),
+            })
+            .collect();
+        retrying.sort_by(|a, b| {
+            a.due_at_ms
+                .cmp(&b.due_at_ms)
+                .then_with(|| a.issue.identifier.cmp(&b.issue.identifier))
+        });
+        let held = state
+            .held
+            .values()
+            .map(|h| HeldRow {
+                issue: h.issue.clone(),
+                reason: h.reason.clone(),
+                since_ms: h.since_ms,
+            })
+            .collect();
+        let budget_exhausted = state
+            .budget_held
+            .values()
+            .map(|b| BudgetRow {
+                issue: b.issue.clone(),
+                reason: b.reason,
+                used: b.used,
+                limit: b.limit,
+                since_ms: b.since_ms,
+            })
+            .collect();
+        let parked = state
+            .parked
+            .values()
+            .map(|p| ParkedRow {
+                issue: p.issue.clone(),
+                reason: p.reason.clone(),
+                parked_at_ms: p.parked_at_ms,
+                label: p.label.clone(),
+                label_applied: p.label_applied,
+            })
+            .collect();
+        Snapshot {
+            generated_at_ms: now_ms,
+            started_at_ms,
+            draining,
+            running,
+            retrying,
+            held,
+            budget_exhausted,
+            parked,
+            totals: state.totals.clone(),
+            health: state.health.clone(),
+            outcomes: state
+                .outcomes
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            workflow_path: workflow.path.display().to_string(),
+            tracker_kind: cfg.tracker.kind.clone(),
+            agent_kind: cfg.agent.kind.clone(),
+            poll_interval_ms: cfg.polling.interval_ms,
+            max_concurrent_agents: cfg.agent.max_concurrent_agents,
+        }
+    }
+}
