@@ -37,7 +37,7 @@ pub struct OrchestratorDeps {
     pub load_options: LoadOptions,
     pub tracker: Arc<dyn TrackerAdapter>,
     pub agent: Arc<dyn AgentAdapter>,
-    pub store: Store,
+    pub store: Arc<Store>,
     pub clock: Arc<dyn Clock>,
 }
 
@@ -71,7 +71,7 @@ pub struct Orchestrator {
     load_options: LoadOptions,
     tracker: Arc<dyn TrackerAdapter>,
     agent: Arc<dyn AgentAdapter>,
-    store: Store,
+    store: Arc<Store>,
     clock: Arc<dyn Clock>,
     state: State,
     tx: Sender<OrchMsg>,

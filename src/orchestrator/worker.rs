@@ -220,7 +220,7 @@ fn run_session(job: &WorkerJob, p: &mut Progress, workspace: &std::path::Path) -
         let prompt = match crate::prompt::build_turn_prompt(
             &job.template,
             issue,
-            job.attempt,
+            Some(job.attempt),
             turn,
             max_turns,
         ) {

@@ -1,0 +1,124 @@
+//! `sortie --dry-run`: one read-only poll. Loads and validates the workflow, queries the
+//! tracker once, and prints what a tick would dispatch (dispatch order, workspace path, the
+//! rendered first-turn prompt). Starts no agent, opens no database, binds no port, writes
+//! nothing to the tracker.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use crate::config::Workflow;
+use crate::orchestrator::adapters;
+use crate::orchestrator::dispatch_pass::{Decision, HoldReason, PassInput, SlotScope, plan, sort_candidates};
+use crate::prompt::PromptTemplate;
+
+/// Runs the dry run and writes the report to `out`; returns the exit code.
+pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32 {
+    let tracker = match adapters::build_tracker(wf, Arc::new(crate::clock::SystemClock)) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("sortie: {e}");
+            return 1;
+        }
+    };
+    let mut candidates = match tracker.fetch_candidate_issues() {
+        Ok(c) => c,
+        Err(e) => {
+            log::error!("failed to fetch candidate issues error=\"{e}\"");
+            eprintln!("sortie: {e}");
+            return 1;
+        }
+    };
+    sort_candidates(&mut candidates);
+    let cfg = &wf.config;
+    let input = PassInput {
+        active_states: cfg.tracker.active_states.clone(),
+        terminal_states: cfg.tracker.terminal_states.clone(),
+        max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
+        max_by_state: cfg
+            .agent
+            .max_concurrent_agents_by_state
+            .iter()
+            .map(|(k, v)| (k.clone(), *v as usize))
+            .collect(),
+        ..Default::default()
+    };
+    let decisions = plan(&candidates, &input);
+    let workspaces = adapters::workspace_manager(wf);
+    let max_turns = cfg.agent.max_turns.max(1);
+    let mut would = 0usize;
+    let _ = writeln!(
+        out,
+        "dry run: {} candidate(s) from tracker {:?}; max_concurrent_agents={}",
+        candidates.len(),
+        cfg.tracker.kind,
+        cfg.agent.max_concurrent_agents
+    );
+    for (issue, decision) in candidates.iter().zip(&decisions) {
+        log::info!(
+            "dry-run: candidate issue_id={} issue_identifier={} state=\"{}\" would_dispatch={}",
+            issue.id,
+            issue.identifier,
+            issue.state,
+            matches!(decision, Decision::Dispatch)
+        );
+        match decision {
+            Decision::Dispatch => {
+                would += 1;
+                let ws = workspaces
+                    .path_for(&issue.identifier)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|e| format!("(invalid: {e})"));
+                let prompt = crate::prompt::build_turn_prompt(template, issue, Some(0), 1, max_turns)
+                    .unwrap_or_else(|e| format!("(prompt render failed: {e})"));
+                let _ = writeln!(
+                    out,
+                    "\n== {}. dispatch {} \"{}\" (state {:?}, priority {})",
+                    would,
+                    issue.identifier,
+                    crate::mask::mask(&issue.title),
+                    issue.state,
+                    issue
+                        .priority
+                        .map(|p| p.to_string())
+                        .unwrap_or_else(|| "none".into())
+                );
+                let _ = writeln!(out, "workspace: {ws}");
+                let _ = writeln!(out, "prompt:\n{}", crate::mask::mask(&prompt));
+            }
+            Decision::Held(reason) => {
+                let _ = writeln!(out, "\n-- held {}: {}", issue.identifier, hold_text(reason));
+            }
+            Decision::Skip(why) => {
+                let _ = writeln!(out, "\n-- skipped {}: {}", issue.identifier, why);
+            }
+        }
+    }
+    let _ = writeln!(out, "\ndry run complete: would_dispatch={would}");
+    log::info!(
+        "dry-run: complete candidates_fetched={} would_dispatch={} ineligible={} max_concurrent_agents={}",
+        candidates.len(),
+        would,
+        candidates.len() - would,
+        cfg.agent.max_concurrent_agents
+    );
+    0
+}
+
+fn hold_text(reason: &HoldReason) -> String {
+    match reason {
+        HoldReason::BlockedBy(b) => format!(
+            "blocked by {}",
+            b.iter()
+                .map(|r| {
+                    let state = if r.state.is_empty() { "no state" } else { r.state.as_str() };
+                    format!("{} ({state})", r.identifier)
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        HoldReason::AgentSlotsFull { scope, used, limit } => match scope {
+            SlotScope::Global => format!("all {limit} agent slots taken ({used} used)"),
+            SlotScope::State(s) => format!("agent slots of state {s:?} taken ({used}/{limit})"),
+        },
+    }
+}

@@ -1,0 +1,270 @@
+//! Run mode (config-cli.md §5.3): load and check the workflow, set up logging, then either a
+//! dry run or the daemon: database, warm start, HTTP server, signal handling, the workflow
+//! watcher and the orchestrator thread.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::{LoadOptions, Workflow, load_workflow};
+use crate::logging::{self, LogFormat};
+use crate::orchestrator::{self, adapters};
+use crate::prompt::PromptTemplate;
+
+/// Default HTTP port.
+pub const DEFAULT_PORT: u16 = 7678;
+
+/// Flags shared by `sortie` and `sortie demo`.
+pub struct RunOptions {
+    pub workflow: PathBuf,
+    pub port: Option<String>,
+    pub host: Option<String>,
+    pub log_level: Option<String>,
+    pub log_format: Option<String>,
+    pub env_file: Option<PathBuf>,
+    pub dry_run: bool,
+}
+
+/// Where the HTTP server binds, and whether the port was chosen explicitly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerBind {
+    pub host: IpAddr,
+    pub port: u16,
+    pub explicit: bool,
+}
+
+/// Resolves `--port`/`--host` over `server.port`/`server.host` over the defaults.
+pub fn resolve_bind(opts: &RunOptions, wf: &Workflow) -> Result<ServerBind, String> {
+    let flag_port = match &opts.port {
+        Some(p) => Some(
+            p.trim()
+                .parse::<u16>()
+                .map_err(|_| format!("invalid port {p:?}: must be an integer from 0 to 65535"))?,
+        ),
+        None => None,
+    };
+    let flag_host = match &opts.host {
+        Some(h) => Some(
+            h.trim()
+                .parse::<IpAddr>()
+                .map_err(|_| format!("invalid host {h:?}: must be an IP address"))?,
+        ),
+        None => None,
+    };
+    let explicit = flag_port.is_some() || wf.config.server.port.is_some();
+    Ok(ServerBind {
+        host: flag_host
+            .or(wf.config.server.host)
+            .unwrap_or(IpAddr::from([127, 0, 0, 1])),
+        port: flag_port.or(wf.config.server.port).unwrap_or(DEFAULT_PORT),
+        explicit,
+    })
+}
+
+fn fail(msg: impl std::fmt::Display) -> i32 {
+    eprintln!("sortie: {msg}");
+    1
+}
+
+/// Runs sortie; returns the process exit code.
+pub fn run(opts: RunOptions) -> i32 {
+    // Flag values are checked before anything else.
+    let flag_level = match opts.log_level.as_deref().map(|l| (l, logging::parse_level(l))) {
+        Some((l, None)) => {
+            return fail(format!(
+                "unknown log level {l:?}: accepted values are debug, info, warn, error"
+            ));
+        }
+        Some((_, Some(v))) => Some(v),
+        None => None,
+    };
+    let flag_format = match opts.log_format.as_deref().map(|f| (f, LogFormat::parse(f))) {
+        Some((f, None)) => {
+            return fail(format!(
+                "unknown log format {f:?}: accepted values are text, json"
+            ));
+        }
+        Some((_, Some(v))) => Some(v),
+        None => None,
+    };
+
+    let load_options = LoadOptions::from_process(opts.env_file.clone());
+    let wf = match load_workflow(&opts.workflow, &load_options) {
+        Ok(wf) => wf,
+        Err(e) => return fail(e),
+    };
+    for s in wf.config.secrets() {
+        crate::mask::register_secret(&s);
+    }
+    let level = flag_level
+        .or_else(|| {
+            wf.config
+                .logging
+                .level
+                .as_ref()
+                .and_then(|l| logging::parse_level(&format!("{l:?}")))
+        })
+        .unwrap_or(log::LevelFilter::Info);
+    let format = flag_format
+        .or_else(|| {
+            wf.config
+                .logging
+                .format
+                .as_ref()
+                .and_then(|f| LogFormat::parse(&format!("{f:?}")))
+        })
+        .unwrap_or(LogFormat::Text);
+    logging::init(level, format);
+    for w in &wf.warnings {
+        log::warn!(
+            "workflow warning check={} field={} message=\"{}\"",
+            w.check,
+            w.field,
+            w.message
+        );
+    }
+
+    let template = match PromptTemplate::parse(
+        &wf.prompt_template,
+        &wf.path.display().to_string(),
+        wf.prompt_line_offset,
+    ) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let bind = match resolve_bind(&opts, &wf) {
+        Ok(b) => b,
+        Err(e) => return fail(e),
+    };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+
+    // Startup preflight: every problem at once.
+    let report = super::validate::validate(&wf.path, &load_options);
+    if !report.errors.is_empty() {
+        let joined: Vec<String> = report.errors.iter().map(|d| d.message.clone()).collect();
+        log::error!(
+            "dispatch preflight failed error=\"{}\"",
+            joined.join("; ")
+        );
+        return fail(format!("dispatch preflight failed: {}", joined.join("; ")));
+    }
+
+    if opts.dry_run {
+        let stdout = std::io::stdout();
+        let mut lock = stdout.lock();
+        return super::dry_run::run(&wf, &template, &mut lock);
+    }
+
+    log::info!(
+        "sortie starting version={} workflow_path={} server_addr={}:{}",
+        super::VERSION,
+        wf.path.display(),
+        bind.host,
+        bind.port
+    );
+    run_daemon(wf, template, load_options, bind, clock)
+}
+
+fn run_daemon(
+    wf: Workflow,
+    template: PromptTemplate,
+    load_options: LoadOptions,
+    bind: ServerBind,
+    clock: Arc<dyn Clock>,
+) -> i32 {
+    log::info!("database path resolved db_path={}", wf.config.db_path.display());
+    let store = match crate::store::Store::open(&wf.config.db_path, clock.clone()) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return fail(e),
+    };
+    let tracker = match adapters::build_tracker(&wf, clock.clone()) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let agent = match adapters::build_agent(&wf, clock.clone()) {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let workflow_path = wf.path.clone();
+    let (orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
+        workflow: Arc::new(wf),
+        template: Arc::new(template),
+        load_options,
+        tracker,
+        agent,
+        store: store.clone(),
+        clock: clock.clone(),
+    });
+
+    let server = match crate::http::start(&bind, handle.clone(), store.clone(), clock.clone()) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+
+    if let Err(e) = orchestrator::watch::spawn(&workflow_path, handle.tx.clone()) {
+        log::warn!("workflow watcher not started; relying on per-tick reload error=\"{e}\"");
+    }
+    if let Err(e) = install_signal_handlers(handle.tx.clone()) {
+        return fail(format!("cannot install signal handlers: {e}"));
+    }
+
+    let orch_thread = match std::thread::Builder::new()
+        .name("orch".into())
+        .spawn(move || orch.run())
+    {
+        Ok(t) => t,
+        Err(e) => return fail(format!("cannot start the orchestrator thread: {e}")),
+    };
+    log::info!("sortie started");
+    // Wait for the orchestrator to finish, or for the HTTP accept loop to die (fatal: a
+    // supervisor should restart sortie).
+    if let Some(rx) = server.as_ref().map(|s| s.fatal_receiver()) {
+        while !orch_thread.is_finished() {
+            if let Ok(msg) = rx.recv_timeout(std::time::Duration::from_millis(200)) {
+                log::error!("http server stopped error=\"{msg}\"");
+                let _ = handle.tx.send(orchestrator::OrchMsg::Shutdown);
+                let _ = orch_thread.join();
+                return 1;
+            }
+        }
+    }
+    let _ = orch_thread.join();
+    if let Some(s) = server {
+        s.shutdown();
+    }
+    0
+}
+
+/// SIGTERM/SIGINT start a graceful shutdown; a second signal exits at once.
+fn install_signal_handlers(
+    tx: crossbeam_channel::Sender<orchestrator::OrchMsg>,
+) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let mut seen = 0;
+            for sig in signals.forever() {
+                seen += 1;
+                if seen == 1 {
+                    log::info!(
+                        "signal received, initiating shutdown signal={} pid={}",
+                        sig,
+                        std::process::id()
+                    );
+                    let _ = tx.send(orchestrator::OrchMsg::Shutdown);
+                } else {
+                    log::warn!("second signal received, exiting now signal={sig}");
+                    std::process::exit(1);
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// The default workflow path.
+pub fn default_workflow() -> PathBuf {
+    Path::new("WORKFLOW.md").to_path_buf()
+}

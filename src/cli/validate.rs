@@ -1,0 +1,128 @@
+//! `sortie validate [--format text|json] [WORKFLOW.md]` (config-cli.md §5.4): load, typed
+//! config, template parse and lint, config preflight, workspace root writable. Never opens the
+//! database or starts anything.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::config::{LoadOptions, load_workflow};
+use crate::prompt::PromptTemplate;
+
+use super::args::ValidateArgs;
+
+/// One diagnostic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub check: String,
+    pub message: String,
+}
+
+/// All findings of one validation.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub errors: Vec<Diagnostic>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+fn diag(check: impl Into<String>, message: impl Into<String>) -> Diagnostic {
+    Diagnostic {
+        check: check.into(),
+        message: crate::mask::mask(&message.into()),
+    }
+}
+
+/// Validates a workflow file (pure apart from reading files and probing the workspace root).
+pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
+    let mut report = Report::default();
+    let wf = match load_workflow(path, opts) {
+        Ok(wf) => wf,
+        Err(e) => {
+            report.errors.push(diag(e.check(), e.to_string()));
+            return report;
+        }
+    };
+    for s in wf.config.secrets() {
+        crate::mask::register_secret(&s);
+    }
+    for w in &wf.warnings {
+        report
+            .warnings
+            .push(diag(w.check.clone(), format!("{}: {}", w.field, w.message)));
+    }
+    match PromptTemplate::parse(
+        &wf.prompt_template,
+        &wf.path.display().to_string(),
+        wf.prompt_line_offset,
+    ) {
+        Ok(t) => {
+            for w in crate::prompt::lint(&t) {
+                report.warnings.push(diag(
+                    w.kind.as_str(),
+                    format!("line {}: {}", w.line, w.message),
+                ));
+            }
+        }
+        Err(e) => report.errors.push(diag("template_parse", e.to_string())),
+    }
+    for m in wf.config.config_preflight() {
+        let check = m.split(':').next().unwrap_or("preflight").trim().to_string();
+        report.errors.push(diag(check, m));
+    }
+    if let Err(e) = crate::orchestrator::adapters::build_tracker(
+        &wf,
+        std::sync::Arc::new(crate::clock::SystemClock),
+    ) {
+        report.errors.push(diag("tracker_adapter", e.to_string()));
+    }
+    if crate::agent::caps_for_kind(&wf.config.agent.kind).is_none() {
+        report.errors.push(diag(
+            "agent_adapter",
+            format!(
+                "agent kind {:?} is not supported by this build (supported: claude-code, mock)",
+                wf.config.agent.kind
+            ),
+        ));
+    }
+    let ws = crate::orchestrator::adapters::workspace_manager(&wf);
+    if let Err(e) = ws.preflight_root_writable() {
+        report
+            .errors
+            .push(diag("workspace.root_writable", e.to_string()));
+    }
+    report
+}
+
+/// Runs the subcommand; returns the exit code.
+pub fn run(args: ValidateArgs) -> i32 {
+    let format = args.format.to_ascii_lowercase();
+    if format != "text" && format != "json" {
+        eprintln!(
+            "sortie validate: invalid --format value {:?}: must be \"text\" or \"json\"",
+            args.format
+        );
+        return 1;
+    }
+    let opts = LoadOptions::from_process(args.env_file.map(PathBuf::from));
+    let path = PathBuf::from(args.workflow.unwrap_or_else(|| "WORKFLOW.md".into()));
+    let report = validate(&path, &opts);
+    if format == "json" {
+        let item = |sev: &str, d: &Diagnostic| {
+            json!({"severity": sev, "check": d.check, "message": d.message})
+        };
+        let out = json!({
+            "valid": report.errors.is_empty(),
+            "errors": report.errors.iter().map(|d| item("error", d)).collect::<Vec<_>>(),
+            "warnings": report.warnings.iter().map(|d| item("warning", d)).collect::<Vec<_>>(),
+        });
+        println!("{out}");
+    } else {
+        for d in &report.errors {
+            eprintln!("error: {}: {}", d.check, d.message);
+        }
+        for d in &report.warnings {
+            eprintln!("warning: {}: {}", d.check, d.message);
+        }
+    }
+    if report.errors.is_empty() { 0 } else { 1 }
+}

@@ -1,0 +1,346 @@
+//! The orchestrator's side of persistence: converts its in-memory records into store rows
+//! and back. Durable writes go through the store's single writer thread (FIFO); a run is
+//! recorded (row, events, aggregates, session) in one transaction before any retry for it is
+//! scheduled.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::config::{LoadOptions, Workflow};
+use crate::domain::Issue;
+use crate::prompt::PromptTemplate;
+use crate::store::{
+    IssueOutcome, ParkedIssue, RetryEntry, RunRecord, RunWrite, SessionMeta, Store, StoredEvent,
+};
+
+use super::msg::{WorkerExit, WorkerResult};
+use super::state::{AgentTotals, Park, RetryInfo, RunningEntry};
+
+pub use super::adapters::workspace_manager;
+
+/// Loads the workflow and parses its template; both must succeed for a reload to apply.
+pub fn reload(path: &Path, opts: &LoadOptions) -> Result<(Workflow, PromptTemplate), String> {
+    let wf = crate::config::load_workflow(path, opts).map_err(|e| e.to_string())?;
+    let t = PromptTemplate::parse(
+        &wf.prompt_template,
+        &wf.path.display().to_string(),
+        wf.prompt_line_offset,
+    )
+    .map_err(|e| e.to_string())?;
+    for s in wf.config.secrets() {
+        crate::mask::register_secret(&s);
+    }
+    Ok((wf, t))
+}
+
+/// What the warm start restores.
+pub struct WarmStart {
+    pub retries: Vec<RetryInfo>,
+    pub totals: AgentTotals,
+    pub parks: Vec<Park>,
+    pub outcomes: HashMap<String, (String, String)>,
+}
+
+fn issue_from_parts(
+    id: &str,
+    identifier: &str,
+    title: &str,
+    url: &str,
+    issue_type: &str,
+    labels: &[String],
+    state: &str,
+) -> Issue {
+    Issue {
+        id: id.to_string(),
+        identifier: identifier.to_string(),
+        title: title.to_string(),
+        url: url.to_string(),
+        issue_type: issue_type.to_string(),
+        labels: labels.to_vec(),
+        state: state.to_string(),
+        ..Default::default()
+    }
+}
+
+pub fn load_warm_start(store: &Store) -> Result<WarmStart, String> {
+    let read = store.read_conn().map_err(|e| e.to_string())?;
+    let snap = read.warm_start_snapshot().map_err(|e| e.to_string())?;
+    let retries = snap
+        .retries
+        .into_iter()
+        .map(|r| RetryInfo {
+            issue: issue_from_parts(
+                &r.issue_id,
+                &r.identifier,
+                &r.issue_title,
+                &r.issue_url,
+                &r.issue_type,
+                &r.issue_labels,
+                &r.issue_state,
+            ),
+            attempt: r.attempt.max(0) as u32,
+            due_at_ms: r.due_at_ms,
+            error: r.error,
+            session_id: r.session_id,
+            trigger: r.trigger.unwrap_or_else(|| "error".into()),
+            dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
+        })
+        .collect();
+    let t = snap.totals;
+    let totals = AgentTotals {
+        input_tokens: t.input_tokens.max(0) as u64,
+        output_tokens: t.output_tokens.max(0) as u64,
+        total_tokens: t.total_tokens.max(0) as u64,
+        cache_read_tokens: t.cache_read_tokens.max(0) as u64,
+        cache_write_tokens: t.cache_write_tokens.max(0) as u64,
+        dispatches: t.dispatches.max(0) as u64,
+        seconds_running: t.seconds_running,
+        unmeasured_sessions: t.unmeasured_sessions.max(0) as u64,
+    };
+    let parks = snap
+        .parks
+        .into_iter()
+        .map(|p| Park {
+            issue: issue_from_parts(
+                &p.issue_id,
+                &p.identifier,
+                &p.issue_title,
+                &p.issue_url,
+                &p.issue_type,
+                &p.issue_labels,
+                &p.parked_state,
+            ),
+            reason: p.reason,
+            parked_at_ms: p.parked_at_ms,
+            parked_state: p.parked_state,
+            label: p.label,
+            label_applied: p.label_applied,
+        })
+        .collect();
+    let outcomes = snap
+        .outcomes
+        .into_iter()
+        .map(|o| (o.issue_id, (o.kind, o.state)))
+        .collect();
+    Ok(WarmStart {
+        retries,
+        totals,
+        parks,
+        outcomes,
+    })
+}
+
+fn warn_on_err<T>(what: &str, r: Result<T, crate::store::StoreError>) {
+    if let Err(e) = r {
+        log::error!("database write failed op={what} error=\"{e}\"");
+    }
+}
+
+pub fn save_retry(store: &Store, r: &RetryInfo, wf: &Workflow) {
+    let entry = RetryEntry {
+        issue_id: r.issue.id.clone(),
+        identifier: r.issue.identifier.clone(),
+        display_identifier: r.issue.display_identifier.clone(),
+        attempt: i64::from(r.attempt),
+        due_at_ms: r.due_at_ms,
+        error: r.error.clone(),
+        session_id: r.session_id.clone(),
+        agent_kind: wf.config.agent.kind.clone(),
+        trigger: Some(r.trigger.clone()),
+        issue_title: r.issue.title.clone(),
+        issue_url: r.issue.url.clone(),
+        issue_type: r.issue.issue_type.clone(),
+        issue_labels: r.issue.labels.clone(),
+        issue_state: r.issue.state.clone(),
+        dispatched_at_ms: Some(r.dispatched_at_ms),
+        ..Default::default()
+    };
+    warn_on_err("upsert_retry", store.writer().upsert_retry(entry));
+}
+
+pub fn delete_retry(store: &Store, issue_id: &str) {
+    warn_on_err("delete_retry", store.writer().delete_retry(issue_id));
+}
+
+pub fn count_sessions(store: &Store, issue_id: &str) -> Result<u64, String> {
+    store
+        .writer()
+        .count_runs_for_issue(issue_id)
+        .map(|n| n.max(0) as u64)
+        .map_err(|e| e.to_string())
+}
+
+pub fn uncached_tokens_for_issue(store: &Store, issue_id: &str) -> Result<u64, String> {
+    store
+        .writer()
+        .uncached_tokens_for_issue(issue_id)
+        .map(|n| n.max(0) as u64)
+        .map_err(|e| e.to_string())
+}
+
+pub fn ping(store: &Store) -> Result<(), String> {
+    store.writer().ping().map_err(|e| e.to_string())
+}
+
+pub fn shutdown(store: &Store) {
+    warn_on_err("flush", store.writer().flush());
+    warn_on_err("shutdown", store.writer().shutdown());
+}
+
+pub fn park(store: &Store, p: &Park) {
+    warn_on_err(
+        "park",
+        store.writer().park(ParkedIssue {
+            issue_id: p.issue.id.clone(),
+            identifier: p.issue.identifier.clone(),
+            reason: p.reason.clone(),
+            label: p.label.clone(),
+            label_applied: p.label_applied,
+            parked_state: p.parked_state.clone(),
+            parked_at_ms: p.parked_at_ms,
+            issue_title: p.issue.title.clone(),
+            issue_url: p.issue.url.clone(),
+            issue_type: p.issue.issue_type.clone(),
+            issue_labels: p.issue.labels.clone(),
+            ..Default::default()
+        }),
+    );
+}
+
+pub fn unpark(store: &Store, issue_id: &str) {
+    warn_on_err("unpark", store.writer().unpark(issue_id));
+}
+
+pub fn set_outcome(store: &Store, issue_id: &str, _identifier: &str, kind: &str, state: &str) {
+    warn_on_err(
+        "set_outcome",
+        store.writer().set_outcome(IssueOutcome {
+            issue_id: issue_id.to_string(),
+            kind: kind.to_string(),
+            observed_at_ms: crate::clock::SystemClock.now_ms(),
+            state: state.to_string(),
+            ..Default::default()
+        }),
+    );
+}
+
+pub fn clear_outcome(store: &Store, issue_id: &str) {
+    warn_on_err("clear_outcome", store.writer().clear_outcome(issue_id));
+}
+
+/// Records a finished run with its events and session row; returns once committed.
+pub fn record_run(
+    store: &Store,
+    wf: &Workflow,
+    e: &RunningEntry,
+    result: &WorkerResult,
+    status: &str,
+    _totals: &AgentTotals,
+) -> Result<i64, String> {
+    let (error, declared, statement) = match &result.exit {
+        WorkerExit::Normal {
+            declared,
+            statement,
+        } => (
+            None,
+            declared.map(|d| d.as_str().to_string()),
+            statement.clone(),
+        ),
+        WorkerExit::Error { code, message, .. } => (Some(format!("{code}: {message}")), None, None),
+        WorkerExit::Cancelled { reason } => (
+            Some(format!(
+                "cancelled: {}",
+                serde_json::to_value(reason)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            )),
+            None,
+            None,
+        ),
+    };
+    let measured = e.tokens_measured;
+    let t = &e.tokens;
+    let n = |v: u64| if measured { v as i64 } else { 0 };
+    let workspace = e
+        .workspace_path
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let run = RunRecord {
+        issue_id: e.issue.id.clone(),
+        identifier: e.issue.identifier.clone(),
+        display_identifier: e.issue.display_identifier.clone(),
+        issue_title: e.issue.title.clone(),
+        issue_url: e.issue.url.clone(),
+        attempt: i64::from(e.attempt) + 1,
+        status: status.to_string(),
+        error: error.map(|s| crate::mask::mask(&s)),
+        declared_outcome: declared.clone(),
+        agent_text: statement.map(|s| crate::mask::mask(&s)),
+        started_at_ms: e.started_at_ms,
+        completed_at_ms: result.ended_at_ms,
+        dispatched_at_ms: Some(e.dispatched_at_ms),
+        workflow_file: wf.path.display().to_string(),
+        agent_kind: wf.config.agent.kind.clone(),
+        reported_model: e.reported_model.clone().unwrap_or_default(),
+        workspace,
+        turns_completed: i64::from(result.turns_completed),
+        input_tokens: n(t.input_tokens),
+        output_tokens: n(t.output_tokens),
+        total_tokens: n(t.total_tokens),
+        cache_read_tokens: n(t.cache_read_tokens),
+        cache_write_tokens: n(t.cache_write_tokens),
+        tokens_measured: measured,
+        unaccounted_turns: i64::from(e.turns_without_figure),
+        dispatch_id: Some(e.dispatch_id.clone()),
+        session_id: e.session_id.clone(),
+        agent_blocked: declared.as_deref() == Some("blocked"),
+        usage_completeness: if !measured {
+            "unmeasured".into()
+        } else if e.turns_without_figure > 0 {
+            "partial".into()
+        } else {
+            "complete".into()
+        },
+        cost_status: "unpriced".into(),
+        ..Default::default()
+    };
+    let events: Vec<StoredEvent> = e
+        .events
+        .events
+        .iter()
+        .map(|(seq, ev, _)| StoredEvent {
+            seq: *seq as i64,
+            at_ms: ev.at_ms,
+            event_type: ev.kind.type_name().to_string(),
+            payload: serde_json::to_value(ev).unwrap_or(serde_json::Value::Null),
+        })
+        .collect();
+    let session = e.session_id.as_ref().map(|sid| SessionMeta {
+        issue_id: e.issue.id.clone(),
+        session_id: sid.clone(),
+        agent_pid: e.agent_pid.map(|p| p.to_string()),
+        input_tokens: n(t.input_tokens),
+        output_tokens: n(t.output_tokens),
+        total_tokens: n(t.total_tokens),
+        cache_read_tokens: n(t.cache_read_tokens),
+        cache_write_tokens: n(t.cache_write_tokens),
+        model_name: e.reported_model.clone().unwrap_or_default(),
+        api_request_count: e.api_request_count as i64,
+        api_requests_measured: true,
+        started_at_ms: Some(e.started_at_ms),
+        updated_at_ms: result.ended_at_ms,
+        exit_type: Some(status.to_string()),
+        dispatch_id: None,
+    });
+    store
+        .writer()
+        .record(RunWrite {
+            run,
+            events,
+            session,
+        })
+        .map(|o| o.run_id)
+        .map_err(|e| e.to_string())
+}
