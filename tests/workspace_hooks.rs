@@ -326,3 +326,42 @@ fn background_process_holding_the_pipe_does_not_hang_the_hook() -> TestResult {
     assert_eq!(out.output.trim_end(), "hi");
     Ok(())
 }
+
+#[test]
+fn cancellation_kills_the_hook_group() -> TestResult {
+    let tmp = tempfile::tempdir()?;
+    let (mgr, ws) = setup(
+        tmp.path(),
+        "sleep 30 & echo $! > child.pid; echo $$ > sh.pid.tmp; mv sh.pid.tmp sh.pid; sleep 30",
+        600_000,
+    )?;
+    let (cancel_tx, cancel_rx) = crossbeam_channel::bounded::<()>(1);
+    let pid_file = ws.join("sh.pid");
+    let canceller = std::thread::spawn(move || {
+        // Cancel once the hook is demonstrably running.
+        if wait_until(Duration::from_secs(30), || pid_file.exists()) {
+            let _ = cancel_tx.send(());
+        }
+    });
+    let err = mgr
+        .run_hook_cancellable(HookKind::BeforeRun, &ws, &hook_env("PROJ-1", 0), &cancel_rx)
+        .err();
+    let _ = canceller.join();
+    assert!(
+        matches!(
+            err,
+            Some(WorkspaceError::HookCancelled {
+                hook: HookKind::BeforeRun
+            })
+        ),
+        "{err:?}"
+    );
+    let sh_pid = read_pid(&ws.join("sh.pid"))?;
+    let child_pid = read_pid(&ws.join("child.pid"))?;
+    assert!(
+        wait_until(Duration::from_secs(10), || process_gone(sh_pid)
+            && process_gone(child_pid)),
+        "hook processes still alive: sh={sh_pid} child={child_pid}"
+    );
+    Ok(())
+}

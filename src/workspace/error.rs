@@ -9,7 +9,7 @@ use super::hooks::HookKind;
 
 /// How much of a hook's captured output an error message shows: enough for the failing
 /// command's message, small enough to stay one readable log line.
-const DISPLAY_OUTPUT_TAIL: usize = 2 * 1024;
+pub(crate) const DISPLAY_OUTPUT_TAIL: usize = 2 * 1024;
 
 /// Everything that can go wrong while deriving, creating, removing a workspace or running a hook.
 #[derive(Debug)]
@@ -50,6 +50,8 @@ pub enum WorkspaceError {
         /// Masked output captured before the kill.
         output: String,
     },
+    /// The caller cancelled the hook (worker cancellation); its process group was killed.
+    HookCancelled { hook: HookKind },
     /// The hook exited non-zero or was killed by a signal.
     HookFailed {
         hook: HookKind,
@@ -71,13 +73,14 @@ impl WorkspaceError {
             WorkspaceError::HookValidate { .. }
                 | WorkspaceError::HookStart { .. }
                 | WorkspaceError::HookTimeout { .. }
+                | WorkspaceError::HookCancelled { .. }
                 | WorkspaceError::HookFailed { .. }
         )
     }
 }
 
 /// The last `DISPLAY_OUTPUT_TAIL` bytes of `output`, cut on a char boundary.
-fn output_tail(output: &str) -> (&str, bool) {
+pub(crate) fn output_tail(output: &str) -> (&str, bool) {
     if output.len() <= DISPLAY_OUTPUT_TAIL {
         return (output, false);
     }
@@ -157,6 +160,9 @@ impl fmt::Display for WorkspaceError {
                     "hook timeout: hook={hook}: exceeded timeout_ms={timeout_ms}"
                 )?;
                 write_output(f, output, false)
+            }
+            WorkspaceError::HookCancelled { hook } => {
+                write!(f, "hook cancelled: hook={hook}: process group killed")
             }
             WorkspaceError::HookFailed {
                 hook,

@@ -7,10 +7,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::error::WorkspaceError;
+use super::error::{WorkspaceError, output_tail};
 use super::output_capture::attach_merged_output;
-use super::process_group::spawn_in_new_group;
+use super::process_group::{WaitOutcome, spawn_in_new_group};
 use crate::mask::mask;
+use crossbeam_channel::Receiver;
 
 /// Default and fallback for `hooks.timeout_ms` (a zero value means "use the default").
 pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 60_000;
@@ -178,6 +179,8 @@ pub(crate) struct HookInvocation<'a> {
     pub timeout_ms: u64,
     /// For log lines only.
     pub issue_identifier: &'a str,
+    /// A message (or a dropped sender) kills the hook early.
+    pub cancel: &'a Receiver<()>,
 }
 
 /// Runs the hook and waits for it (bounded by its timeout plus the pipe grace).
@@ -219,10 +222,11 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
         .map_err(|source| WorkspaceError::HookStart { hook: kind, source })?;
 
     let timeout = Duration::from_millis(inv.timeout_ms);
-    let waited = child.wait_timeout(timeout);
-    let (status, timed_out) = match waited {
-        Ok(Some(status)) => (Some(status), false),
-        Ok(None) => (child.kill_and_reap().ok(), true),
+    let (status, stopped) = match child.wait_timeout_or_cancel(timeout, inv.cancel) {
+        Ok(WaitOutcome::Exited(status)) => (Some(status), None),
+        Ok(stop @ (WaitOutcome::TimedOut | WaitOutcome::Cancelled)) => {
+            (child.kill_and_reap().ok(), Some(stop))
+        }
         Err(source) => {
             // Cannot observe the child any more: kill it rather than leave it unsupervised.
             let _ = child.kill_and_reap();
@@ -232,10 +236,19 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
     let captured = capture.finish(PIPE_GRACE);
     let duration_ms = started.elapsed().as_millis() as u64;
     let output = mask(&String::from_utf8_lossy(&captured.bytes));
+    // Log lines carry only the tail; the full (capped) output stays in the result/error.
+    let log_output = output_tail(output.trim_end()).0;
 
-    if timed_out {
+    if stopped == Some(WaitOutcome::Cancelled) {
         log::warn!(
-            "hook timed out hook={kind} issue_identifier={} duration_ms={duration_ms} timeout_ms={} script={script_shown:?} output={output:?}",
+            "hook cancelled hook={kind} issue_identifier={} duration_ms={duration_ms} script={script_shown:?}",
+            inv.issue_identifier
+        );
+        return Err(WorkspaceError::HookCancelled { hook: kind });
+    }
+    if stopped == Some(WaitOutcome::TimedOut) {
+        log::warn!(
+            "hook timed out hook={kind} issue_identifier={} duration_ms={duration_ms} timeout_ms={} script={script_shown:?} output={log_output:?}",
             inv.issue_identifier,
             inv.timeout_ms
         );
@@ -251,7 +264,7 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
         let exit_code = status.and_then(|s| s.code());
         let signal = status.and_then(|s| s.signal());
         log::warn!(
-            "hook failed hook={kind} issue_identifier={} duration_ms={duration_ms} exit_code={} script={script_shown:?} output={output:?}",
+            "hook failed hook={kind} issue_identifier={} duration_ms={duration_ms} exit_code={} script={script_shown:?} output={log_output:?}",
             inv.issue_identifier,
             exit_code.map_or_else(|| "none".to_string(), |c| c.to_string())
         );

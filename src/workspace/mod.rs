@@ -27,7 +27,7 @@ pub use hooks::{
 };
 pub use output_capture::{Captured, MergedOutput, attach_merged_output};
 pub use path::sanitize_key;
-pub use process_group::{GroupChild, spawn_in_new_group};
+pub use process_group::{GroupChild, WaitOutcome, spawn_in_new_group};
 
 /// Directories (root and workspaces) are created owner+group only.
 const DIR_MODE: u32 = 0o750;
@@ -167,12 +167,26 @@ impl WorkspaceManager {
         Ok(())
     }
 
-    /// Runs one hook in `workspace`. With no script configured it returns `ran: false`.
+    /// Runs one hook in `workspace`, bounded only by `hooks.timeout_ms` (use this for
+    /// `after_run`/`before_remove`, which must not be cut short by worker cancellation). With no
+    /// script configured it returns `ran: false`.
     pub fn run_hook(
         &self,
         kind: HookKind,
         workspace: &Path,
         env: &HookEnv,
+    ) -> Result<HookOutput, WorkspaceError> {
+        self.run_hook_cancellable(kind, workspace, env, &crossbeam_channel::never())
+    }
+
+    /// Like [`run_hook`](Self::run_hook), but a message on `cancel` (or dropping its sender)
+    /// kills the hook's process group early and returns [`WorkspaceError::HookCancelled`].
+    pub fn run_hook_cancellable(
+        &self,
+        kind: HookKind,
+        workspace: &Path,
+        env: &HookEnv,
+        cancel: &crossbeam_channel::Receiver<()>,
     ) -> Result<HookOutput, WorkspaceError> {
         let Some(script) = self.hooks.script(kind) else {
             return Ok(HookOutput::default());
@@ -189,6 +203,7 @@ impl WorkspaceManager {
             env: environment,
             timeout_ms: self.hooks.effective_timeout_ms(),
             issue_identifier: &env.issue_identifier,
+            cancel,
         })
     }
 

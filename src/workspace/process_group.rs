@@ -10,9 +10,20 @@ use std::process::{Child, Command, ExitStatus};
 use std::thread;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, bounded};
+use crossbeam_channel::{Receiver, bounded, never, select};
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
+
+/// How a bounded wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// The leader exited (and was reaped) with this status.
+    Exited(ExitStatus),
+    /// The deadline passed first; the group is still running.
+    TimedOut,
+    /// The cancel channel fired (or its sender was dropped) first; the group is still running.
+    Cancelled,
+}
 
 /// A spawned process that leads its own process group.
 #[derive(Debug)]
@@ -69,9 +80,27 @@ impl GroupChild {
         if let Some(status) = self.status {
             return Ok(Some(status));
         }
-        match self.exited.recv_timeout(timeout) {
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => self.reap().map(Some),
-            Err(RecvTimeoutError::Timeout) => Ok(None),
+        match self.wait_timeout_or_cancel(timeout, &never())? {
+            WaitOutcome::Exited(status) => Ok(Some(status)),
+            WaitOutcome::TimedOut | WaitOutcome::Cancelled => Ok(None),
+        }
+    }
+
+    /// Waits until the leader exits, `timeout` passes, or `cancel` receives a message or is
+    /// disconnected (an owner that went away counts as cancellation).
+    pub fn wait_timeout_or_cancel(
+        &mut self,
+        timeout: Duration,
+        cancel: &Receiver<()>,
+    ) -> io::Result<WaitOutcome> {
+        if let Some(status) = self.status {
+            return Ok(WaitOutcome::Exited(status));
+        }
+        let exited = self.exited.clone();
+        select! {
+            recv(exited) -> _ => self.reap().map(WaitOutcome::Exited),
+            recv(cancel) -> _ => Ok(WaitOutcome::Cancelled),
+            default(timeout) => Ok(WaitOutcome::TimedOut),
         }
     }
 
@@ -143,5 +172,20 @@ mod tests {
         let status = child.kill_and_reap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(status.ok().and_then(|s| s.signal()), Some(9));
+    }
+
+    #[test]
+    fn cancel_wins_over_a_long_deadline() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let mut child = match spawn_in_new_group(cmd) {
+            Ok(c) => c,
+            Err(e) => panic!("spawn sleep: {e}"),
+        };
+        let (tx, rx) = bounded(1);
+        let _ = tx.send(());
+        let outcome = child.wait_timeout_or_cancel(Duration::from_secs(3600), &rx);
+        assert!(matches!(outcome, Ok(WaitOutcome::Cancelled)));
+        assert!(child.kill_and_reap().is_ok());
     }
 }
