@@ -1,0 +1,356 @@
+//! Lifecycle hooks: operator shell snippets run with `sh -c` inside the issue workspace, in their
+//! own process group, with a scrubbed environment, merged capped output and a hard timeout.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::error::{WorkspaceError, output_tail};
+use super::output_capture::attach_merged_output;
+use super::process_group::{WaitOutcome, spawn_in_new_group};
+use crate::mask::mask;
+use crossbeam_channel::Receiver;
+
+/// Default and fallback for `hooks.timeout_ms` (a zero value means "use the default").
+pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 60_000;
+/// Merged stdout+stderr kept per hook run (the tail; earlier bytes are dropped).
+pub const MAX_HOOK_OUTPUT_BYTES: usize = 256 * 1024;
+/// How much of a script is shown in logs.
+pub const MAX_SCRIPT_DISPLAY_BYTES: usize = 200;
+/// After the shell exits (or is killed), how long to wait for its output pipe to close; a
+/// background process that inherited the pipe must not hang the caller.
+const PIPE_GRACE: Duration = Duration::from_secs(3);
+
+/// Parent variables a hook inherits besides `SORTIE_*`; everything else (tokens, API keys) is
+/// stripped so a hook cannot leak what it was never meant to see.
+pub const HOOK_ENV_ALLOWLIST: &[&str] = &[
+    "PATH",
+    "HOME",
+    "SHELL",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+    "TERM",
+    "LANG",
+    "LC_ALL",
+    "SSH_AUTH_SOCK",
+];
+
+/// The configured hook scripts (`hooks.*` in WORKFLOW.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookScripts {
+    pub after_create: Option<String>,
+    pub before_run: Option<String>,
+    pub after_run: Option<String>,
+    pub before_remove: Option<String>,
+    /// Per invocation; `0` means [`DEFAULT_HOOK_TIMEOUT_MS`].
+    pub timeout_ms: u64,
+}
+
+impl HookScripts {
+    /// The script for `kind`, if one is configured and not blank.
+    pub fn script(&self, kind: HookKind) -> Option<&str> {
+        let s = match kind {
+            HookKind::AfterCreate => &self.after_create,
+            HookKind::BeforeRun => &self.before_run,
+            HookKind::AfterRun => &self.after_run,
+            HookKind::BeforeRemove => &self.before_remove,
+        };
+        s.as_deref().filter(|s| !s.trim().is_empty())
+    }
+
+    /// The effective timeout (zero falls back to the default).
+    pub fn effective_timeout_ms(&self) -> u64 {
+        if self.timeout_ms == 0 {
+            DEFAULT_HOOK_TIMEOUT_MS
+        } else {
+            self.timeout_ms
+        }
+    }
+}
+
+/// Which lifecycle point a hook belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookKind {
+    AfterCreate,
+    BeforeRun,
+    AfterRun,
+    BeforeRemove,
+}
+
+impl HookKind {
+    /// The config key / log name (`after_create`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookKind::AfterCreate => "after_create",
+            HookKind::BeforeRun => "before_run",
+            HookKind::AfterRun => "after_run",
+            HookKind::BeforeRemove => "before_remove",
+        }
+    }
+}
+
+impl fmt::Display for HookKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Per-invocation values injected into the hook environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookEnv {
+    pub issue_id: String,
+    pub issue_identifier: String,
+    /// Retry counter, `0` on first dispatch (`SORTIE_ATTEMPT`).
+    pub attempt: u32,
+    /// Additional variables (e.g. `SORTIE_SELF_REVIEW_STATUS` for `after_run`); they win over
+    /// inherited ones but not over the four standard injected variables.
+    pub extra: Vec<(String, String)>,
+}
+
+/// The result of a hook that exited 0 (or did not run because none is configured).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookOutput {
+    /// False when no script is configured for this hook.
+    pub ran: bool,
+    /// Merged stdout+stderr (tail, at most [`MAX_HOOK_OUTPUT_BYTES`]), secrets masked.
+    pub output: String,
+    /// True when earlier output was dropped by the cap.
+    pub truncated: bool,
+    pub duration_ms: u64,
+}
+
+/// Builds the hook environment: allowlisted and `SORTIE_*` variables from `parent`, then
+/// `injected` (later entries win over earlier ones and over the parent).
+pub fn hook_environment<I>(parent: I, injected: &[(String, String)]) -> Vec<(OsString, OsString)>
+where
+    I: IntoIterator<Item = (OsString, OsString)>,
+{
+    let mut env: Vec<(OsString, OsString)> = parent
+        .into_iter()
+        .filter(|(k, _)| {
+            k.to_str()
+                .is_some_and(|k| HOOK_ENV_ALLOWLIST.contains(&k) || k.starts_with("SORTIE_"))
+        })
+        .collect();
+    for (k, v) in injected {
+        env.retain(|(ek, _)| ek.as_os_str() != k.as_str());
+        env.push((OsString::from(k), OsString::from(v)));
+    }
+    env
+}
+
+/// The standard injected variables for one invocation (extra first, so the standard four win).
+pub(crate) fn injected_vars(env: &HookEnv, workspace: &Path) -> Vec<(String, String)> {
+    let mut vars = env.extra.clone();
+    vars.push(("SORTIE_ISSUE_ID".into(), env.issue_id.clone()));
+    vars.push((
+        "SORTIE_ISSUE_IDENTIFIER".into(),
+        env.issue_identifier.clone(),
+    ));
+    vars.push((
+        "SORTIE_WORKSPACE".into(),
+        workspace.to_string_lossy().into_owned(),
+    ));
+    vars.push(("SORTIE_ATTEMPT".into(), env.attempt.to_string()));
+    vars
+}
+
+/// `s` cut to at most `max` bytes on a char boundary, with `…` when cut.
+pub(crate) fn truncate_for_display(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// One hook invocation, fully specified.
+pub(crate) struct HookInvocation<'a> {
+    pub kind: HookKind,
+    pub script: &'a str,
+    pub workspace: &'a Path,
+    pub env: Vec<(OsString, OsString)>,
+    pub timeout_ms: u64,
+    /// For log lines only.
+    pub issue_identifier: &'a str,
+    /// A message (or a dropped sender) kills the hook early.
+    pub cancel: &'a Receiver<()>,
+}
+
+/// Runs the hook and waits for it (bounded by its timeout plus the pipe grace).
+pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, WorkspaceError> {
+    let kind = inv.kind;
+    match std::fs::metadata(inv.workspace) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(WorkspaceError::HookValidate {
+                hook: kind,
+                reason: format!("workspace {:?} is not a directory", inv.workspace.display()),
+            });
+        }
+        Err(e) => {
+            return Err(WorkspaceError::HookValidate {
+                hook: kind,
+                reason: format!("workspace {:?}: {e}", inv.workspace.display()),
+            });
+        }
+    }
+    let script_shown = mask(&truncate_for_display(inv.script, MAX_SCRIPT_DISPLAY_BYTES));
+    log::debug!(
+        "hook starting hook={kind} issue_identifier={} workspace={} script={script_shown:?}",
+        inv.issue_identifier,
+        inv.workspace.display()
+    );
+
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(inv.script)
+        .current_dir(inv.workspace)
+        .env_clear()
+        .envs(inv.env)
+        .stdin(Stdio::null());
+    let capture = attach_merged_output(&mut cmd, MAX_HOOK_OUTPUT_BYTES)
+        .map_err(|source| WorkspaceError::HookStart { hook: kind, source })?;
+    let started = Instant::now();
+    let mut child = spawn_in_new_group(cmd)
+        .map_err(|source| WorkspaceError::HookStart { hook: kind, source })?;
+
+    let timeout = Duration::from_millis(inv.timeout_ms);
+    let (status, stopped) = match child.wait_timeout_or_cancel(timeout, inv.cancel) {
+        Ok(WaitOutcome::Exited(status)) => (Some(status), None),
+        Ok(stop @ (WaitOutcome::TimedOut | WaitOutcome::Cancelled)) => {
+            (child.kill_and_reap().ok(), Some(stop))
+        }
+        Err(source) => {
+            // Cannot observe the child any more: kill it rather than leave it unsupervised.
+            let _ = child.kill_and_reap();
+            return Err(WorkspaceError::HookStart { hook: kind, source });
+        }
+    };
+    let captured = capture.finish(PIPE_GRACE);
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let output = mask(&String::from_utf8_lossy(&captured.bytes));
+    // Log lines carry only the tail; the full (capped) output stays in the result/error.
+    let log_output = output_tail(output.trim_end()).0;
+
+    if stopped == Some(WaitOutcome::Cancelled) {
+        log::warn!(
+            "hook cancelled hook={kind} issue_identifier={} duration_ms={duration_ms} script={script_shown:?}",
+            inv.issue_identifier
+        );
+        return Err(WorkspaceError::HookCancelled { hook: kind });
+    }
+    if stopped == Some(WaitOutcome::TimedOut) {
+        log::warn!(
+            "hook timed out hook={kind} issue_identifier={} duration_ms={duration_ms} timeout_ms={} script={script_shown:?} output={log_output:?}",
+            inv.issue_identifier,
+            inv.timeout_ms
+        );
+        return Err(WorkspaceError::HookTimeout {
+            hook: kind,
+            timeout_ms: inv.timeout_ms,
+            output,
+        });
+    }
+    let success = status.is_some_and(|s| s.success());
+    if !success {
+        use std::os::unix::process::ExitStatusExt;
+        let exit_code = status.and_then(|s| s.code());
+        let signal = status.and_then(|s| s.signal());
+        log::warn!(
+            "hook failed hook={kind} issue_identifier={} duration_ms={duration_ms} exit_code={} script={script_shown:?} output={log_output:?}",
+            inv.issue_identifier,
+            exit_code.map_or_else(|| "none".to_string(), |c| c.to_string())
+        );
+        return Err(WorkspaceError::HookFailed {
+            hook: kind,
+            exit_code,
+            signal,
+            output,
+            output_truncated: captured.truncated,
+        });
+    }
+    log::info!(
+        "hook completed hook={kind} issue_identifier={} duration_ms={duration_ms} output_bytes={}",
+        inv.issue_identifier,
+        captured.total_bytes
+    );
+    Ok(HookOutput {
+        ran: true,
+        output,
+        truncated: captured.truncated,
+        duration_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(k: &str, v: &str) -> (OsString, OsString) {
+        (OsString::from(k), OsString::from(v))
+    }
+
+    #[test]
+    fn environment_keeps_allowlist_and_sortie_vars_only() {
+        let parent = vec![
+            os("PATH", "/bin"),
+            os("GITHUB_TOKEN", "secret"),
+            os("SORTIE_LOG_LEVEL", "debug"),
+            os("SORTIE_ISSUE_ID", "stale"),
+            os("path", "lowercase is not PATH"),
+        ];
+        let env = hook_environment(parent, &[("SORTIE_ISSUE_ID".into(), "42".into())]);
+        let keys: Vec<String> = env
+            .iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(keys, ["PATH", "SORTIE_LOG_LEVEL", "SORTIE_ISSUE_ID"]);
+        assert_eq!(env[2].1, OsString::from("42"));
+    }
+
+    #[test]
+    fn standard_vars_win_over_extra() {
+        let env = HookEnv {
+            issue_id: "1".into(),
+            issue_identifier: "P-1".into(),
+            attempt: 0,
+            extra: vec![
+                ("SORTIE_ATTEMPT".into(), "99".into()),
+                ("SORTIE_SELF_REVIEW_STATUS".into(), "passed".into()),
+            ],
+        };
+        let built = hook_environment(Vec::new(), &injected_vars(&env, Path::new("/w/P-1")));
+        let get = |k: &str| {
+            built
+                .iter()
+                .find(|(ek, _)| ek == k)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(get("SORTIE_ATTEMPT").as_deref(), Some("0"));
+        assert_eq!(get("SORTIE_SELF_REVIEW_STATUS").as_deref(), Some("passed"));
+        assert_eq!(get("SORTIE_WORKSPACE").as_deref(), Some("/w/P-1"));
+    }
+
+    #[test]
+    fn script_display_truncates_on_char_boundary() {
+        let s = "é".repeat(150);
+        let shown = truncate_for_display(&s, MAX_SCRIPT_DISPLAY_BYTES);
+        assert!(shown.ends_with('…'));
+        assert!(shown.len() <= MAX_SCRIPT_DISPLAY_BYTES + '…'.len_utf8());
+        assert_eq!(truncate_for_display("short", 200), "short");
+    }
+
+    #[test]
+    fn zero_timeout_falls_back_to_default() {
+        let h = HookScripts::default();
+        assert_eq!(h.effective_timeout_ms(), DEFAULT_HOOK_TIMEOUT_MS);
+        assert!(h.script(HookKind::AfterRun).is_none());
+    }
+}
