@@ -105,8 +105,7 @@ impl<'kvs> VisitSource<'kvs> for KvCollector {
 /// Quotes a value when it is empty or contains spaces, quotes, `=` or control characters.
 fn quote(v: &str) -> String {
     let needs = v.is_empty()
-        || v
-            .chars()
+        || v.chars()
             .any(|c| c == ' ' || c == '"' || c == '=' || c.is_control());
     if needs {
         serde_json::Value::String(v.to_string()).to_string()
@@ -119,7 +118,9 @@ fn is_key_token(tok: &str) -> bool {
     match tok.split_once('=') {
         Some((k, _)) => {
             !k.is_empty()
-                && k.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+                && k.chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
                 && k.chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.')
         }
@@ -218,7 +219,10 @@ mod tests {
 
     #[test]
     fn text_format_quotes_message_and_values() {
-        let line = rec(format_args!("tick completed candidates=2 note=\"a b\""), LogFormat::Text);
+        let line = rec(
+            format_args!("tick completed candidates=2 note=\"a b\""),
+            LogFormat::Text,
+        );
         assert_eq!(
             line,
             "time=T level=INFO msg=\"tick completed\" candidates=2 note=\"a b\""

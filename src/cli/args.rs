@@ -92,7 +92,11 @@ pub enum Command {
 #[derive(Debug, PartialEq)]
 pub enum Parsed {
     Command(Command),
-    Exit { stdout: String, stderr: String, code: i32 },
+    Exit {
+        stdout: String,
+        stderr: String,
+        code: i32,
+    },
 }
 
 const LONG_FLAGS: &[&str] = &[
@@ -143,7 +147,10 @@ pub fn normalize(args: &[String]) -> Vec<String> {
 
 /// Parses the arguments after the program name.
 pub fn parse(args: &[String]) -> Parsed {
-    if args.iter().any(|a| a == "-dumpversion" || a == "--dumpversion") {
+    if args
+        .iter()
+        .any(|a| a == "-dumpversion" || a == "--dumpversion")
+    {
         return Parsed::Command(Command::DumpVersion);
     }
     let (sub, rest): (Option<&str>, &[String]) = match args.first().map(String::as_str) {
@@ -164,7 +171,9 @@ pub fn parse(args: &[String]) -> Parsed {
                 };
             }
         }
-        Some("validate") => ValidateArgs::from_args(&["sortie validate"], &strs).map(Command::Validate),
+        Some("validate") => {
+            ValidateArgs::from_args(&["sortie validate"], &strs).map(Command::Validate)
+        }
         Some(_) => DemoArgs::from_args(&["sortie demo"], &strs).map(Command::Demo),
         None => RunArgs::from_args(&["sortie"], &strs).map(|r| {
             if r.version {
@@ -202,8 +211,21 @@ mod tests {
     #[test]
     fn go_style_flags_are_accepted() {
         assert_eq!(
-            normalize(&s(&["-port", "9090", "--log-level=debug", "-dry-run", "W.md"])),
-            s(&["--port", "9090", "--log-level", "debug", "--dry-run", "W.md"])
+            normalize(&s(&[
+                "-port",
+                "9090",
+                "--log-level=debug",
+                "-dry-run",
+                "W.md"
+            ])),
+            s(&[
+                "--port",
+                "9090",
+                "--log-level",
+                "debug",
+                "--dry-run",
+                "W.md"
+            ])
         );
     }
 

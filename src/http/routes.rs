@@ -155,7 +155,8 @@ fn refresh(state: &AppState, req: Request) {
 }
 
 fn opt_ms(ms: Option<i64>) -> Value {
-    ms.map(|m| Value::String(rfc3339_ms(m))).unwrap_or(Value::Null)
+    ms.map(|m| Value::String(rfc3339_ms(m)))
+        .unwrap_or(Value::Null)
 }
 
 fn issue_fields(issue: &crate::domain::Issue) -> serde_json::Map<String, Value> {
@@ -178,15 +179,19 @@ fn issue_fields(issue: &crate::domain::Issue) -> serde_json::Map<String, Value> 
 fn hold_json(reason: &HoldReason, since_ms: i64) -> Value {
     let (blockers, slot) = match reason {
         HoldReason::BlockedBy(b) => (
-            json!(b.iter().map(|r| {
-                let mut m = serde_json::Map::new();
-                m.insert("issue_id".into(), r.id.clone().into());
-                m.insert("issue_identifier".into(), r.identifier.clone().into());
-                if !r.state.is_empty() {
-                    m.insert("state".into(), r.state.clone().into());
-                }
-                Value::Object(m)
-            }).collect::<Vec<_>>()),
+            json!(
+                b.iter()
+                    .map(|r| {
+                        let mut m = serde_json::Map::new();
+                        m.insert("issue_id".into(), r.id.clone().into());
+                        m.insert("issue_identifier".into(), r.identifier.clone().into());
+                        if !r.state.is_empty() {
+                            m.insert("state".into(), r.state.clone().into());
+                        }
+                        Value::Object(m)
+                    })
+                    .collect::<Vec<_>>()
+            ),
             Value::Null,
         ),
         HoldReason::AgentSlotsFull { scope, used, limit } => {
@@ -226,7 +231,10 @@ pub fn state_json(snap: &Snapshot, state: &AppState) -> Value {
             m.insert("turn_count".into(), json!(r.turn));
             m.insert("max_turns".into(), json!(r.max_turns));
             m.insert("started_at".into(), rfc3339_ms(r.started_at_ms).into());
-            m.insert("dispatched_at".into(), rfc3339_ms(r.dispatched_at_ms).into());
+            m.insert(
+                "dispatched_at".into(),
+                rfc3339_ms(r.dispatched_at_ms).into(),
+            );
             m.insert("last_event_at".into(), opt_ms(r.last_event_at_ms));
             m.insert("last_event".into(), json!(r.last_event_type));
             m.insert("last_message".into(), json!(r.last_message));

@@ -16,7 +16,9 @@ pub fn failure_delay_ms(attempt: u32, cap_ms: u64) -> u64 {
     };
     let exp = attempt.max(1) - 1;
     // 10_000 · 2^exp overflows u64 past exp ≈ 50; saturate instead.
-    let delay = 10_000u64.checked_shl(exp.min(63)).filter(|d| d >> exp.min(63) == 10_000);
+    let delay = 10_000u64
+        .checked_shl(exp.min(63))
+        .filter(|d| d >> exp.min(63) == 10_000);
     delay.unwrap_or(u64::MAX).min(cap)
 }
 

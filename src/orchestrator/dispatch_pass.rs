@@ -6,7 +6,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
 
-use crate::domain::{state_in, BlockerRef, Issue};
+use crate::domain::{BlockerRef, Issue, state_in};
 
 /// Sorts candidates: priority ascending (none last), then `created_at` oldest first (empty
 /// last), then identifier. Stable.
@@ -27,7 +27,8 @@ fn compare_for_dispatch(a: &Issue, b: &Issue) -> Ordering {
         (true, false) => Ordering::Greater,
         (true, true) => Ordering::Equal,
     };
-    pri.then(created).then_with(|| a.identifier.cmp(&b.identifier))
+    pri.then(created)
+        .then_with(|| a.identifier.cmp(&b.identifier))
 }
 
 /// The scope of a full agent slot limit.
@@ -248,7 +249,11 @@ mod tests {
 
     #[test]
     fn per_state_limit_holds_only_that_state() {
-        let mut v = vec![issue("1", None, ""), issue("2", None, ""), issue("3", None, "")];
+        let mut v = vec![
+            issue("1", None, ""),
+            issue("2", None, ""),
+            issue("3", None, ""),
+        ];
         v[2].state = "In Progress".into();
         let mut inp = input(10);
         inp.max_by_state.insert("to do".into(), 1);
