@@ -2,6 +2,10 @@
 //! `sortie version`.
 
 pub mod args;
+pub mod demo;
+pub mod dry_run;
+pub mod run;
+pub mod validate;
 
 use args::{Command, Parsed};
 
@@ -39,9 +43,19 @@ pub fn main() -> i32 {
             println!("{VERSION}");
             0
         }
-        Parsed::Command(_) => {
-            eprintln!("sortie: not yet: this build cannot run workflows");
-            1
-        }
+        Parsed::Command(Command::Validate(v)) => validate::run(v),
+        Parsed::Command(Command::Demo(d)) => demo::run(d),
+        Parsed::Command(Command::Run(r)) => run::run(run::RunOptions {
+            workflow: r
+                .workflow
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(run::default_workflow),
+            port: r.port,
+            host: r.host,
+            log_level: r.log_level,
+            log_format: r.log_format,
+            env_file: r.env_file.map(std::path::PathBuf::from),
+            dry_run: r.dry_run,
+        }),
     }
 }

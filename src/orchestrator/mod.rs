@@ -1,5 +1,17 @@
-//! The orchestrator: one thread owns all scheduling state (DESIGN.md §1).
+//! The orchestrator: one thread owns all scheduling state (DESIGN.md §1). Supervisor threads
+//! run the agents; the store's writer thread persists; HTTP reads published snapshots.
 
+pub mod adapters;
 pub mod backoff;
+mod core;
 pub mod dispatch_pass;
+pub mod msg;
+pub mod persist;
 pub mod retry_queue;
+pub mod snapshot;
+pub mod state;
+pub mod watch;
+pub mod worker;
+
+pub use self::core::{Orchestrator, OrchestratorDeps, OrchestratorHandle, new_dispatch_id};
+pub use msg::{OrchMsg, RefreshOutcome, WorkerExit, WorkerResult};
