@@ -8,8 +8,9 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-/// The whole typed configuration of one workflow file.
-#[derive(Debug, Clone, PartialEq)]
+/// The whole typed configuration of one workflow file. `Debug` shows only the raw block
+/// names and no secret values, so a logged config never leaks a credential.
+#[derive(Clone, PartialEq)]
 pub struct ServiceConfig {
     pub tracker: TrackerConfig,
     pub polling: PollingConfig,
@@ -27,6 +28,24 @@ pub struct ServiceConfig {
     pub raw: Map<String, Value>,
     /// Values that must be masked: the API key and every value `$VAR` put into it.
     pub secret_values: Vec<String>,
+}
+
+impl fmt::Debug for ServiceConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceConfig")
+            .field("tracker", &self.tracker)
+            .field("polling", &self.polling)
+            .field("workspace", &self.workspace)
+            .field("hooks", &self.hooks)
+            .field("agent", &self.agent)
+            .field("db_path", &self.db_path)
+            .field("server", &self.server)
+            .field("logging", &self.logging)
+            .field("file_tracker_path", &self.file_tracker_path)
+            .field("raw_keys", &self.raw.keys().collect::<Vec<_>>())
+            .field("secret_values", &self.secret_values.len())
+            .finish()
+    }
 }
 
 /// `tracker.*`. `Debug` masks the API key.
