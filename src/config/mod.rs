@@ -113,13 +113,15 @@ pub fn load_workflow(path: &Path, opts: &LoadOptions) -> Result<Workflow, Config
     parse_workflow(&content, &abs, opts)
 }
 
-/// Loads a workflow from text already read; `path` must be absolute (it anchors `db_path`
-/// and `file.path`).
+/// Loads a workflow from text already read. `path` (made absolute against `opts.cwd`) anchors
+/// `db_path` and `file.path` and labels error messages.
 pub fn parse_workflow(
     content: &str,
     path: &Path,
     opts: &LoadOptions,
 ) -> Result<Workflow, ConfigError> {
+    let abs = opts.absolute(path);
+    let path = abs.as_path();
     let split = split_front_matter(content);
     let mut raw = match &split.yaml {
         Some(yaml) => workflow_file::decode_front_matter(yaml, path, 1)?,

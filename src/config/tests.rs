@@ -714,3 +714,17 @@ fn terminal_states_alone_satisfy_promotion() {
         "tracker.active_states and tracker.terminal_states are both empty; at least one must be configured"
     );
 }
+
+#[test]
+fn relative_path_given_to_parse_workflow_is_made_absolute() {
+    let w = parse_workflow(&doc(""), Path::new("flows/WORKFLOW.md"), &opts(&[])).unwrap();
+    assert_eq!(w.path, PathBuf::from("/run/cwd/flows/WORKFLOW.md"));
+    assert_eq!(w.config.db_path, PathBuf::from("/run/cwd/flows/.sortie.db"));
+}
+
+#[test]
+fn from_process_uses_the_current_directory() {
+    let o = LoadOptions::from_process(Some(PathBuf::from("x.env")));
+    assert_eq!(Some(o.cwd.clone()), std::env::current_dir().ok());
+    assert_eq!(o.effective_env_file(), Some(o.cwd.join("x.env")));
+}
