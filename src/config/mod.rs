@@ -15,6 +15,7 @@
 //! - `$VAR` looks only at the real (injected) environment, never at `.env`.
 //! - Type names in `expected X, got <type>` are Go's `%T` names for compatibility.
 
+mod adapter_maps;
 mod build;
 mod coerce;
 mod dotenv;

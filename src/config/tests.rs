@@ -728,3 +728,27 @@ fn from_process_uses_the_current_directory() {
     assert_eq!(Some(o.cwd.clone()), std::env::current_dir().ok());
     assert_eq!(o.effective_env_file(), Some(o.cwd.join("x.env")));
 }
+
+#[test]
+fn adapter_config_maps_merge_without_overwriting() {
+    let text = "---
+tracker: {kind: file, active_states: [To Do], handoff_state: Review}
+file: {path: i.json, kind: other, extra: 1}
+agent: {kind: claude-code, command: claude, max_turns: 3, stall_timeout_ms: 0}
+claude-code: {max_turns: 50, model: opus, command: ignored}
+---
+";
+    let w = ok(text, &opts(&[]));
+    let t = w.config.tracker_adapter_config();
+    assert_eq!(t["kind"], "file");
+    assert_eq!(t["path"], "/srv/flows/i.json");
+    assert_eq!(t["extra"], 1);
+    assert_eq!(t["handoff_state"], "Review");
+    assert_eq!(t["active_states"], serde_json::json!(["To Do"]));
+    let a = w.config.agent_adapter_config();
+    assert_eq!(a["command"], "claude");
+    assert_eq!(a["max_turns"], 50);
+    assert_eq!(a["model"], "opus");
+    assert_eq!(a["stall_timeout_ms"], 0);
+    assert_eq!(a["turn_timeout_ms"], 3_600_000);
+}
