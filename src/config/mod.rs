@@ -1,1 +1,189 @@
-//! (placeholder: filled in by its own piece of work)
+//! WORKFLOW.md loading and the typed service configuration (config-cli.md §1).
+//!
+//! [`load_workflow`] reads the file, splits front matter from the prompt, applies `.env` and
+//! `SORTIE_*` overrides, builds the typed [`ServiceConfig`] and runs the promotion rules. The
+//! process environment is injected through [`LoadOptions`] so tests never touch the real one.
+//! The result is one immutable [`Workflow`]; reload builds a new one and swaps the `Arc`.
+//!
+//! Decisions where the spec leaves room (§10):
+//! - `polling.interval_ms` ≤ 0 after defaults is rejected (`must be positive`), not a busy loop.
+//! - `file.path` resolves against the workflow file's directory, not the process CWD.
+//! - `tracker.path` is accepted as a fallback for `file.path` (§10 #7).
+//! - Negative `agent.max_turns` is clamped to 1 at load with a `clamped` warning; negative
+//!   `max_concurrent_agents`, `turn_timeout_ms`, `read_timeout_ms`, `max_tokens`,
+//!   `max_sessions` are errors; `max_retry_backoff_ms` ≤ 0 reads as the default.
+//! - `$VAR` looks only at the real (injected) environment, never at `.env`.
+//! - Type names in `expected X, got <type>` are Go's `%T` names for compatibility.
+
+mod adapter_maps;
+mod build;
+mod coerce;
+mod dotenv;
+mod env;
+mod error;
+mod overrides;
+mod schema;
+mod validate;
+mod workflow_file;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use build::{
+    DEFAULT_AGENT_KIND, DEFAULT_DB_FILE, DEFAULT_HOOK_TIMEOUT_MS, DEFAULT_MAX_CONCURRENT_AGENTS,
+    DEFAULT_MAX_RETRY_BACKOFF_MS, DEFAULT_MAX_TURNS, DEFAULT_POLL_INTERVAL_MS,
+    DEFAULT_READ_TIMEOUT_MS, DEFAULT_STALL_TIMEOUT_MS, DEFAULT_TURN_TIMEOUT_MS,
+};
+pub use dotenv::parse_dotenv;
+pub use env::{Expanded, expand_env, expand_path, resolve_env_ref};
+pub use error::{ConfigError, ConfigWarning};
+pub use overrides::override_vars;
+pub use schema::{
+    AgentConfig, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig, ServerConfig,
+    ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
+};
+pub use workflow_file::{SplitWorkflow, split_front_matter};
+
+/// Everything loading reads from the outside world besides the workflow file itself.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// `--env-file`; when `None`, `SORTIE_ENV_FILE` from `env` is used. Relative to `cwd`.
+    pub env_file: Option<PathBuf>,
+    /// The process environment (real env vars; they beat `.env`).
+    pub env: BTreeMap<String, String>,
+    /// Base for the workflow path, `workspace.root` and `--env-file`.
+    pub cwd: PathBuf,
+    /// Home directory for `~` expansion.
+    pub home: Option<PathBuf>,
+}
+
+impl LoadOptions {
+    /// Options from the real process: `std::env::vars()`, the current directory, `$HOME`.
+    pub fn from_process(env_file: Option<PathBuf>) -> Self {
+        let env: BTreeMap<String, String> = std::env::vars().collect();
+        let home = env.get("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        LoadOptions {
+            env_file,
+            env,
+            cwd,
+            home,
+        }
+    }
+
+    fn absolute(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.cwd.join(p)
+        }
+    }
+
+    /// The `.env` path in effect: `--env-file` wins over `SORTIE_ENV_FILE`.
+    pub fn effective_env_file(&self) -> Option<PathBuf> {
+        let p = match &self.env_file {
+            Some(p) => p.clone(),
+            None => PathBuf::from(self.env.get("SORTIE_ENV_FILE").filter(|s| !s.is_empty())?),
+        };
+        Some(self.absolute(&p))
+    }
+}
+
+/// One loaded workflow: typed config plus prompt template. Immutable; share as `Arc<Workflow>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workflow {
+    /// Absolute path of WORKFLOW.md.
+    pub path: PathBuf,
+    pub config: ServiceConfig,
+    /// The prompt body (trimmed).
+    pub prompt_template: String,
+    /// Lines before the prompt body; add to template line numbers to get file lines.
+    pub prompt_line_offset: usize,
+    /// Advisory findings (`sortie validate` prints them; never block loading).
+    pub warnings: Vec<ConfigWarning>,
+}
+
+/// Reads and loads a workflow file (§1.1 + typed config + promotion rules).
+pub fn load_workflow(path: &Path, opts: &LoadOptions) -> Result<Workflow, ConfigError> {
+    let abs = opts.absolute(path);
+    let content = std::fs::read(&abs).map_err(|e| ConfigError::MissingFile {
+        path: abs.clone(),
+        reason: e.to_string(),
+    })?;
+    let content = String::from_utf8_lossy(&content);
+    parse_workflow(&content, &abs, opts)
+}
+
+/// Loads a workflow from text already read. `path` (made absolute against `opts.cwd`) anchors
+/// `db_path` and `file.path` and labels error messages.
+pub fn parse_workflow(
+    content: &str,
+    path: &Path,
+    opts: &LoadOptions,
+) -> Result<Workflow, ConfigError> {
+    let abs = opts.absolute(path);
+    let path = abs.as_path();
+    let split = split_front_matter(content);
+    let mut raw = match &split.yaml {
+        Some(yaml) => workflow_file::decode_front_matter(yaml, path, 1)?,
+        None => serde_json::Map::new(),
+    };
+    let mut warnings = Vec::new();
+    let dotenv_values = read_dotenv(opts, &mut warnings)?;
+    let overridden = overrides::apply_overrides(&mut raw, &opts.env, &dotenv_values)?;
+    let workflow_dir = path.parent().unwrap_or(Path::new("/"));
+    let ctx = build::BuildContext {
+        env: &opts.env,
+        home: opts.home.as_deref(),
+        cwd: &opts.cwd,
+        workflow_dir,
+        overridden: &overridden,
+    };
+    let tracker_kind = coerce::string_field(
+        coerce::sub_map(&raw, "tracker").unwrap_or(&serde_json::Map::new()),
+        "kind",
+    );
+    let mut advisory = Vec::new();
+    let config = build::build_service_config(raw, &ctx, &mut advisory)?;
+    warnings.extend(validate::collect_warnings(
+        &config.raw,
+        &tracker_kind,
+        &config.agent.kind,
+    ));
+    warnings.extend(advisory);
+    Ok(Workflow {
+        path: path.to_path_buf(),
+        config,
+        prompt_template: split.prompt,
+        prompt_line_offset: split.front_matter_lines,
+        warnings,
+    })
+}
+
+/// Reads the opt-in `.env`; a missing file is a warning, any other read failure an error.
+fn read_dotenv(
+    opts: &LoadOptions,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let Some(path) = opts.effective_env_file() else {
+        return Ok(BTreeMap::new());
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse_dotenv(&text, &path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            warnings.push(ConfigWarning::new(
+                "dotenv_missing",
+                path.display().to_string(),
+                "env file not found; continuing without it",
+            ));
+            Ok(BTreeMap::new())
+        }
+        Err(e) => Err(ConfigError::field(
+            format!("dotenv {}", path.display()),
+            e.to_string(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests;

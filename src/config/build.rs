@@ -1,0 +1,505 @@
+//! Raw front-matter map → typed [`ServiceConfig`], applying defaults, coercion, `$VAR`/`~`
+//! expansion and per-field rules (config-cli.md §1.3–§1.10, §1.13).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::coerce::{
+    coerce_int, display_value, int_field, strict_string_field, string_field, string_list, sub_map,
+    type_name,
+};
+use super::env::{expand_env, expand_path, resolve_env_ref};
+use super::error::{ConfigError, ConfigWarning};
+use super::overrides::Overridden;
+use super::schema::{
+    AgentConfig, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig, ServerConfig,
+    ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
+};
+use super::validate::{validate_state_rules, validate_states_not_both_empty};
+
+pub const DEFAULT_POLL_INTERVAL_MS: u64 = 30_000;
+pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 60_000;
+pub const DEFAULT_AGENT_KIND: &str = "claude-code";
+pub const DEFAULT_MAX_TURNS: u32 = 20;
+pub const DEFAULT_MAX_CONCURRENT_AGENTS: u32 = 10;
+pub const DEFAULT_TURN_TIMEOUT_MS: u64 = 3_600_000;
+pub const DEFAULT_READ_TIMEOUT_MS: u64 = 5_000;
+pub const DEFAULT_STALL_TIMEOUT_MS: u64 = 300_000;
+pub const DEFAULT_MAX_RETRY_BACKOFF_MS: u64 = 300_000;
+pub const DEFAULT_DB_FILE: &str = ".sortie.db";
+
+/// What building needs besides the raw map: the injected environment and the two bases that
+/// relative paths resolve against.
+pub struct BuildContext<'a> {
+    pub env: &'a BTreeMap<String, String>,
+    pub home: Option<&'a Path>,
+    pub cwd: &'a Path,
+    pub workflow_dir: &'a Path,
+    pub overridden: &'a Overridden,
+}
+
+/// Builds the typed config. Warnings for silently-ignored values are appended to `warnings`.
+pub fn build_service_config(
+    raw: Map<String, Value>,
+    ctx: &BuildContext<'_>,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<ServiceConfig, ConfigError> {
+    build_inner(raw, ctx, warnings).map_err(|e| ctx.overridden.annotate(e))
+}
+
+fn build_inner(
+    raw: Map<String, Value>,
+    ctx: &BuildContext<'_>,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<ServiceConfig, ConfigError> {
+    let empty = Map::new();
+    let section = |name: &str| sub_map(&raw, name).unwrap_or(&empty);
+
+    let mut secret_values = Vec::new();
+    let tracker = build_tracker(section("tracker"), ctx, &mut secret_values)?;
+    validate_state_rules(&tracker)?;
+    let polling = build_polling(section("polling"))?;
+    let workspace = build_workspace(section("workspace"), ctx)?;
+    let hooks = build_hooks(section("hooks"), warnings);
+    let agent = build_agent(section("agent"), warnings)?;
+    let db_path = build_db_path(&raw, ctx)?;
+    let server = build_server(section("server"))?;
+    let logging = build_logging(section("logging"))?;
+    let file_tracker_path = if tracker.kind == "file" {
+        file_path(&raw, ctx, warnings)?
+    } else {
+        None
+    };
+    validate_states_not_both_empty(&tracker)?;
+
+    Ok(ServiceConfig {
+        tracker,
+        polling,
+        workspace,
+        hooks,
+        agent,
+        db_path,
+        server,
+        logging,
+        file_tracker_path,
+        raw,
+        secret_values,
+    })
+}
+
+fn non_empty(s: String) -> Option<String> {
+    if s.is_empty() { None } else { Some(s) }
+}
+
+/// Whole-value `$VAR` resolution unless the field came from a `SORTIE_*` override.
+fn whole_value(m: &Map<String, Value>, key: &str, ctx: &BuildContext<'_>) -> String {
+    let v = string_field(m, key);
+    if ctx.overridden.contains(&format!("tracker.{key}")) {
+        v
+    } else {
+        resolve_env_ref(&v, ctx.env).text
+    }
+}
+
+fn build_tracker(
+    m: &Map<String, Value>,
+    ctx: &BuildContext<'_>,
+    secrets: &mut Vec<String>,
+) -> Result<TrackerConfig, ConfigError> {
+    let api_key_raw = string_field(m, "api_key");
+    let api_key = if ctx.overridden.contains("tracker.api_key") {
+        api_key_raw
+    } else {
+        let e = expand_env(&api_key_raw, ctx.env);
+        secrets.extend(e.substituted);
+        e.text
+    };
+    if !api_key.is_empty() {
+        secrets.push(api_key.clone());
+    }
+    Ok(TrackerConfig {
+        kind: string_field(m, "kind"),
+        endpoint: non_empty(whole_value(m, "endpoint", ctx)),
+        api_key: non_empty(api_key),
+        project: non_empty(whole_value(m, "project", ctx)),
+        active_states: string_list(m.get("active_states")),
+        terminal_states: string_list(m.get("terminal_states")),
+        query_filter: non_empty(whole_value(m, "query_filter", ctx)),
+        handoff_state: optional_state(m, "handoff_state", ctx)?,
+        in_progress_state: optional_state(m, "in_progress_state", ctx)?,
+        no_change_state: optional_state(m, "no_change_state", ctx)?,
+        comments: build_comments(m)?,
+    })
+}
+
+/// `handoff_state`, `in_progress_state`, `no_change_state`: absent = off; must be a string;
+/// explicit `""` and a `$VAR` that resolves to empty are errors.
+fn optional_state(
+    m: &Map<String, Value>,
+    key: &str,
+    ctx: &BuildContext<'_>,
+) -> Result<Option<String>, ConfigError> {
+    let field = format!("tracker.{key}");
+    let Some(raw) = strict_string_field(m, key, &field)? else {
+        return Ok(None);
+    };
+    if raw.trim().is_empty() {
+        return Err(ConfigError::field(field, "must not be empty"));
+    }
+    let resolved = if ctx.overridden.contains(&field) {
+        raw
+    } else {
+        resolve_env_ref(&raw, ctx.env).text
+    };
+    if resolved.trim().is_empty() {
+        return Err(ConfigError::field(
+            field,
+            "resolved to empty (check environment variable)",
+        ));
+    }
+    Ok(Some(resolved))
+}
+
+fn build_comments(m: &Map<String, Value>) -> Result<TrackerComments, ConfigError> {
+    let c = match m.get("comments") {
+        None | Some(Value::Null) => return Ok(TrackerComments::default()),
+        Some(Value::Object(c)) => c,
+        Some(other) => {
+            return Err(ConfigError::field(
+                "tracker.comments",
+                format!("expected map, got {}", type_name(other)),
+            ));
+        }
+    };
+    let flag = |key: &str| -> Result<bool, ConfigError> {
+        match c.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(ConfigError::field(
+                format!("tracker.comments.{key}"),
+                format!("expected bool, got {}", type_name(other)),
+            )),
+        }
+    };
+    Ok(TrackerComments {
+        on_dispatch: flag("on_dispatch")?,
+        on_completion: flag("on_completion")?,
+        on_failure: flag("on_failure")?,
+    })
+}
+
+fn build_polling(m: &Map<String, Value>) -> Result<PollingConfig, ConfigError> {
+    let interval_ms = match int_field(m, "interval_ms", "polling.interval_ms")? {
+        None | Some(0) => DEFAULT_POLL_INTERVAL_MS,
+        Some(n) if n < 0 => {
+            // Go accepts this and busy-loops (§10 #10); we refuse it.
+            return Err(ConfigError::field(
+                "polling.interval_ms",
+                "must be positive",
+            ));
+        }
+        Some(n) => n.unsigned_abs(),
+    };
+    Ok(PollingConfig { interval_ms })
+}
+
+fn absolute(base: &Path, p: &str) -> PathBuf {
+    let p = Path::new(p);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+/// The OS temp dir as Go's `os.TempDir` sees it, read from the injected environment.
+fn temp_dir(env: &BTreeMap<String, String>) -> PathBuf {
+    match env.get("TMPDIR") {
+        Some(t) if !t.is_empty() => PathBuf::from(t),
+        _ => PathBuf::from("/tmp"),
+    }
+}
+
+fn build_workspace(
+    m: &Map<String, Value>,
+    ctx: &BuildContext<'_>,
+) -> Result<WorkspaceConfig, ConfigError> {
+    let raw = string_field(m, "root");
+    let expand_vars = !ctx.overridden.contains("workspace.root");
+    let root = expand_path(&raw, ctx.home, expand_vars, ctx.env)
+        .map_err(|e| ConfigError::field("workspace.root", e))?;
+    let root = if root.is_empty() {
+        temp_dir(ctx.env).join("sortie_workspaces")
+    } else {
+        absolute(ctx.cwd, &root)
+    };
+    Ok(WorkspaceConfig { root })
+}
+
+fn build_hooks(m: &Map<String, Value>, warnings: &mut Vec<ConfigWarning>) -> HooksConfig {
+    let script = |key: &str| non_empty(string_field(m, key));
+    let timeout_ms = match m.get("timeout_ms") {
+        None | Some(Value::Null) => DEFAULT_HOOK_TIMEOUT_MS,
+        Some(v) => match coerce_int(v) {
+            Some(n) if n > 0 => n.unsigned_abs(),
+            _ => {
+                warnings.push(ConfigWarning::new(
+                    "invalid_value",
+                    "hooks.timeout_ms",
+                    format!(
+                        "{} is not a positive integer; using {DEFAULT_HOOK_TIMEOUT_MS}",
+                        display_value(v)
+                    ),
+                ));
+                DEFAULT_HOOK_TIMEOUT_MS
+            }
+        },
+    };
+    HooksConfig {
+        after_create: script("after_create"),
+        before_run: script("before_run"),
+        after_run: script("after_run"),
+        before_remove: script("before_remove"),
+        timeout_ms,
+    }
+}
+
+fn to_u32(n: i64, field: &str) -> Result<u32, ConfigError> {
+    u32::try_from(n).map_err(|_| ConfigError::field(field, format!("value out of range: {n}")))
+}
+
+/// Non-negative integer where 0/absent means "use the default".
+fn int_or_default(m: &Map<String, Value>, key: &str, default: u64) -> Result<u64, ConfigError> {
+    let field = format!("agent.{key}");
+    match int_field(m, key, &field)? {
+        None | Some(0) => Ok(default),
+        Some(n) if n < 0 => Err(ConfigError::field(field, "must be non-negative")),
+        Some(n) => Ok(n.unsigned_abs()),
+    }
+}
+
+/// Non-negative integer budget where 0/absent means "no limit".
+fn budget(m: &Map<String, Value>, key: &str) -> Result<Option<u64>, ConfigError> {
+    let field = format!("agent.{key}");
+    match int_field(m, key, &field)? {
+        None | Some(0) => Ok(None),
+        Some(n) if n < 0 => Err(ConfigError::field(field, "must be non-negative")),
+        Some(n) => Ok(Some(n.unsigned_abs())),
+    }
+}
+
+/// A USD ceiling: YAML number or numeric string; 0/absent = none; negative is an error.
+fn usd(m: &Map<String, Value>, key: &str) -> Result<Option<f64>, ConfigError> {
+    let field = format!("agent.{key}");
+    let v = match m.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(v) => v,
+    };
+    let n = match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok().filter(|f| f.is_finite()),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        ConfigError::field(
+            &field,
+            format!("invalid number value: {}", display_value(v)),
+        )
+    })?;
+    if n < 0.0 {
+        return Err(ConfigError::field(field, "must be non-negative"));
+    }
+    Ok(if n == 0.0 { None } else { Some(n) })
+}
+
+fn build_agent(
+    m: &Map<String, Value>,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<AgentConfig, ConfigError> {
+    let kind = non_empty(string_field(m, "kind")).unwrap_or_else(|| DEFAULT_AGENT_KIND.into());
+    let max_turns = match int_field(m, "max_turns", "agent.max_turns")? {
+        None | Some(0) => DEFAULT_MAX_TURNS,
+        Some(n) if n < 0 => {
+            warnings.push(ConfigWarning::new(
+                "clamped",
+                "agent.max_turns",
+                format!("{n} is below 1; using 1"),
+            ));
+            1
+        }
+        Some(n) => to_u32(n, "agent.max_turns")?,
+    };
+    let max_concurrent_agents =
+        match int_field(m, "max_concurrent_agents", "agent.max_concurrent_agents")? {
+            None | Some(0) => DEFAULT_MAX_CONCURRENT_AGENTS,
+            Some(n) if n < 0 => {
+                return Err(ConfigError::field(
+                    "agent.max_concurrent_agents",
+                    "must be non-negative",
+                ));
+            }
+            Some(n) => to_u32(n, "agent.max_concurrent_agents")?,
+        };
+    // Absent → default; explicit 0 or negative → stall detection off (§1.8).
+    let stall_timeout_ms = match int_field(m, "stall_timeout_ms", "agent.stall_timeout_ms")? {
+        None => Some(DEFAULT_STALL_TIMEOUT_MS),
+        Some(n) if n <= 0 => None,
+        Some(n) => Some(n.unsigned_abs()),
+    };
+    // ≤ 0 would fall back at use time anyway; normalize once here.
+    let max_retry_backoff_ms =
+        match int_field(m, "max_retry_backoff_ms", "agent.max_retry_backoff_ms")? {
+            Some(n) if n > 0 => n.unsigned_abs(),
+            _ => DEFAULT_MAX_RETRY_BACKOFF_MS,
+        };
+    Ok(AgentConfig {
+        command: non_empty(string_field(m, "command").trim().to_string()),
+        kind,
+        max_turns,
+        max_sessions: budget(m, "max_sessions")?,
+        max_tokens: budget(m, "max_tokens")?,
+        max_cost_usd: usd(m, "max_cost_usd")?,
+        max_daily_cost_usd: usd(m, "max_daily_cost_usd")?,
+        max_weekly_cost_usd: usd(m, "max_weekly_cost_usd")?,
+        max_monthly_cost_usd: usd(m, "max_monthly_cost_usd")?,
+        max_concurrent_agents,
+        max_concurrent_agents_by_state: by_state(m.get("max_concurrent_agents_by_state"), warnings),
+        turn_timeout_ms: int_or_default(m, "turn_timeout_ms", DEFAULT_TURN_TIMEOUT_MS)?,
+        read_timeout_ms: int_or_default(m, "read_timeout_ms", DEFAULT_READ_TIMEOUT_MS)?,
+        stall_timeout_ms,
+        max_retry_backoff_ms,
+    })
+}
+
+/// Lower-cased keys; non-numeric or ≤ 0 entries are dropped (with a warning).
+fn by_state(v: Option<&Value>, warnings: &mut Vec<ConfigWarning>) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    let Some(Value::Object(m)) = v else {
+        return out;
+    };
+    for (state, limit) in m {
+        match coerce_int(limit)
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| *n > 0)
+        {
+            Some(n) => {
+                out.insert(state.to_lowercase(), n);
+            }
+            None => warnings.push(ConfigWarning::new(
+                "invalid_value",
+                format!("agent.max_concurrent_agents_by_state.{state}"),
+                format!(
+                    "{} is not a positive integer; entry ignored",
+                    display_value(limit)
+                ),
+            )),
+        }
+    }
+    out
+}
+
+fn build_db_path(raw: &Map<String, Value>, ctx: &BuildContext<'_>) -> Result<PathBuf, ConfigError> {
+    let default = || ctx.workflow_dir.join(DEFAULT_DB_FILE);
+    let Some(s) = strict_string_field(raw, "db_path", "db_path")? else {
+        return Ok(default());
+    };
+    if s.is_empty() {
+        return Ok(default());
+    }
+    let expanded = expand_path(&s, ctx.home, !ctx.overridden.contains("db_path"), ctx.env)
+        .map_err(|e| ConfigError::field("db_path", e))?;
+    if expanded.is_empty() {
+        return Err(ConfigError::field(
+            "db_path",
+            "resolved to empty (check environment variable)",
+        ));
+    }
+    Ok(absolute(ctx.workflow_dir, &expanded))
+}
+
+fn build_server(m: &Map<String, Value>) -> Result<ServerConfig, ConfigError> {
+    let port = match m.get("port") {
+        None | Some(Value::Null) => None,
+        // Only a YAML int or integral float; strings are refused (§1.10).
+        Some(v @ Value::Number(_)) => Some(
+            coerce_int(v)
+                .and_then(|n| u16::try_from(n).ok())
+                .ok_or_else(|| bad_port(v))?,
+        ),
+        Some(v) => return Err(bad_port(v)),
+    };
+    let host =
+        match strict_string_field(m, "host", "server.host")? {
+            None => None,
+            Some(h) => Some(h.trim().parse::<IpAddr>().map_err(|_| {
+                ConfigError::field("server.host", format!("invalid IP address: {h}"))
+            })?),
+        };
+    Ok(ServerConfig { port, host })
+}
+
+fn bad_port(v: &Value) -> ConfigError {
+    ConfigError::field(
+        "server.port",
+        format!(
+            "invalid port value: {} (must be an integer from 0 to 65535)",
+            display_value(v)
+        ),
+    )
+}
+
+fn build_logging(m: &Map<String, Value>) -> Result<LoggingConfig, ConfigError> {
+    let level = match strict_string_field(m, "level", "logging.level")? {
+        None => None,
+        Some(s) => Some(LogLevel::parse(&s).ok_or_else(|| {
+            ConfigError::field(
+                "logging.level",
+                format!("invalid value {s:?} (expected debug, info, warn or error)"),
+            )
+        })?),
+    };
+    let format = match strict_string_field(m, "format", "logging.format")? {
+        None => None,
+        Some(s) => Some(LogFormat::parse(&s).ok_or_else(|| {
+            ConfigError::field(
+                "logging.format",
+                format!("invalid value {s:?} (expected text or json)"),
+            )
+        })?),
+    };
+    Ok(LoggingConfig { level, format })
+}
+
+/// `file.path` (or the documented-but-unread `tracker.path`, §10 #7), `~`-expanded and resolved
+/// against the **workflow file's directory** — a deliberate deviation from Go, which uses the
+/// process CWD, so a workflow works the same from any directory.
+fn file_path(
+    raw: &Map<String, Value>,
+    ctx: &BuildContext<'_>,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<Option<PathBuf>, ConfigError> {
+    let candidates = [("file", "file.path"), ("tracker", "tracker.path")];
+    for (block, field) in candidates {
+        let Some(v) = sub_map(raw, block).and_then(|m| m.get("path")) else {
+            continue;
+        };
+        let Value::String(s) = v else {
+            warnings.push(ConfigWarning::new(
+                "type_mismatch",
+                field,
+                format!("expected string, got {}", type_name(v)),
+            ));
+            continue;
+        };
+        if s.trim().is_empty() {
+            continue;
+        }
+        let p = expand_path(s.trim(), ctx.home, false, ctx.env)
+            .map_err(|e| ConfigError::field(field, e))?;
+        return Ok(Some(absolute(ctx.workflow_dir, &p)));
+    }
+    Ok(None)
+}

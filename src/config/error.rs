@@ -1,0 +1,103 @@
+//! Errors and advisory warnings produced while loading a workflow file.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Why a workflow could not be loaded. The `Display` texts are the exact formats of
+/// config-cli.md §1.1 / §1.4 / §1.15, because operators and tests match on them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The workflow file could not be read.
+    MissingFile { path: PathBuf, reason: String },
+    /// The front matter is not valid YAML. `message` already carries line numbers counted
+    /// in WORKFLOW.md (the front-matter offset is added).
+    Parse {
+        path: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
+    /// The front matter decoded to something other than a map.
+    FrontMatterNotMap { path: PathBuf, got: String },
+    /// A typed field is invalid: `config: <field>: <message>`.
+    Field { field: String, message: String },
+    /// Both state lists are empty (the promotion cross-rule).
+    NoStates,
+}
+
+impl ConfigError {
+    pub(crate) fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError::Field {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The preflight check name this error reports under (config-cli.md §7):
+    /// `workflow_load`, `workflow_front_matter` or `config.<field>`.
+    pub fn check(&self) -> String {
+        match self {
+            ConfigError::MissingFile { .. } => "workflow_load".to_string(),
+            ConfigError::Parse { .. } | ConfigError::FrontMatterNotMap { .. } => {
+                "workflow_front_matter".to_string()
+            }
+            ConfigError::Field { field, .. } => format!("config.{field}"),
+            ConfigError::NoStates => "config.tracker.active_states".to_string(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::MissingFile { path, reason } => {
+                write!(f, "workflow file not found: {}: {reason}", path.display())
+            }
+            ConfigError::Parse { path, message, .. } => write!(
+                f,
+                "failed to parse YAML front matter in {} (did you forget the closing '---' delimiter?): {message}",
+                path.display()
+            ),
+            ConfigError::FrontMatterNotMap { path, got } => write!(
+                f,
+                "workflow front matter in {} must be a YAML map: got {got}",
+                path.display()
+            ),
+            ConfigError::Field { field, message } => write!(f, "config: {field}: {message}"),
+            ConfigError::NoStates => f.write_str(
+                "tracker.active_states and tracker.terminal_states are both empty; at least one must be configured",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// An advisory finding that never blocks loading (`sortie validate` prints them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigWarning {
+    /// Check id: `unknown_key`, `type_mismatch`, `invalid_value`, `dotenv_missing`, `clamped`.
+    pub check: String,
+    /// Dotted field (or top-level key) the warning is about.
+    pub field: String,
+    pub message: String,
+}
+
+impl ConfigWarning {
+    pub(crate) fn new(check: &str, field: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigWarning {
+            check: check.to_string(),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "warning: {}: {}: {}",
+            self.check, self.field, self.message
+        )
+    }
+}

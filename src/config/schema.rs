@@ -1,0 +1,220 @@
+//! The typed, immutable configuration (config-cli.md §1.4–§1.10). Every value here is fully
+//! resolved: defaults applied, `$VAR`/`~` expanded, paths absolute.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+
+/// The whole typed configuration of one workflow file. `Debug` shows only the raw block
+/// names and no secret values, so a logged config never leaks a credential.
+#[derive(Clone, PartialEq)]
+pub struct ServiceConfig {
+    pub tracker: TrackerConfig,
+    pub polling: PollingConfig,
+    pub workspace: WorkspaceConfig,
+    pub hooks: HooksConfig,
+    pub agent: AgentConfig,
+    /// Absolute SQLite path; default `.sortie.db` beside WORKFLOW.md.
+    pub db_path: PathBuf,
+    pub server: ServerConfig,
+    pub logging: LoggingConfig,
+    /// `file.path` resolved against the workflow file's directory, when `tracker.kind` is `file`.
+    pub file_tracker_path: Option<PathBuf>,
+    /// Every top-level key as decoded (after `SORTIE_*` overrides): adapter pass-through blocks,
+    /// extensions and post-MVP sections are read from here.
+    pub raw: Map<String, Value>,
+    /// Values that must be masked: the API key and every value `$VAR` put into it.
+    pub secret_values: Vec<String>,
+}
+
+impl fmt::Debug for ServiceConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceConfig")
+            .field("tracker", &self.tracker)
+            .field("polling", &self.polling)
+            .field("workspace", &self.workspace)
+            .field("hooks", &self.hooks)
+            .field("agent", &self.agent)
+            .field("db_path", &self.db_path)
+            .field("server", &self.server)
+            .field("logging", &self.logging)
+            .field("file_tracker_path", &self.file_tracker_path)
+            .field("raw_keys", &self.raw.keys().collect::<Vec<_>>())
+            .field("secret_values", &self.secret_values.len())
+            .finish()
+    }
+}
+
+/// `tracker.*`. `Debug` masks the API key.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct TrackerConfig {
+    /// Adapter id (`file`, `jira`, `github`, …); empty when unset (preflight reports it).
+    pub kind: String,
+    /// API base URL; `None` = adapter default.
+    pub endpoint: Option<String>,
+    /// Secret; `None` when unset or empty after expansion.
+    pub api_key: Option<String>,
+    pub project: Option<String>,
+    pub active_states: Vec<String>,
+    pub terminal_states: Vec<String>,
+    pub query_filter: Option<String>,
+    /// State written after a successful run; `None` = off.
+    pub handoff_state: Option<String>,
+    /// State written at the start of each worker attempt; `None` = off.
+    pub in_progress_state: Option<String>,
+    /// State written after a successful run whose agent declared `no-change-needed`; `None` = off.
+    pub no_change_state: Option<String>,
+    pub comments: TrackerComments,
+}
+
+impl fmt::Debug for TrackerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TrackerConfig")
+            .field("kind", &self.kind)
+            .field("endpoint", &self.endpoint)
+            .field(
+                "api_key",
+                &self.api_key.as_ref().map(|_| crate::mask::REDACTED),
+            )
+            .field("project", &self.project)
+            .field("active_states", &self.active_states)
+            .field("terminal_states", &self.terminal_states)
+            .field("query_filter", &self.query_filter)
+            .field("handoff_state", &self.handoff_state)
+            .field("in_progress_state", &self.in_progress_state)
+            .field("no_change_state", &self.no_change_state)
+            .field("comments", &self.comments)
+            .finish()
+    }
+}
+
+/// `tracker.comments.*`: whether to comment at session lifecycle points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TrackerComments {
+    pub on_dispatch: bool,
+    pub on_completion: bool,
+    pub on_failure: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PollingConfig {
+    /// Always > 0 (≤ 0 is rejected, unlike Go's busy loop; §10 #10).
+    pub interval_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceConfig {
+    /// Absolute; relative values are resolved against the process CWD.
+    pub root: PathBuf,
+}
+
+/// Hook scripts are literal shell text (no `$VAR` expansion by Sortie).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HooksConfig {
+    pub after_create: Option<String>,
+    pub before_run: Option<String>,
+    pub after_run: Option<String>,
+    pub before_remove: Option<String>,
+    /// Shared by every hook; invalid or ≤ 0 falls back to 60000.
+    pub timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentConfig {
+    pub kind: String,
+    /// Command line (split on whitespace by the adapter); `None` = adapter fallback.
+    pub command: Option<String>,
+    /// ≥ 1 (negative values are clamped to 1 with a warning, 0 means the default 20).
+    pub max_turns: u32,
+    /// `None` = unlimited.
+    pub max_sessions: Option<u64>,
+    /// Per-issue uncached-token budget; `None` = unlimited.
+    pub max_tokens: Option<u64>,
+    /// Per-issue estimated-cost ceiling in USD; `None` = none.
+    pub max_cost_usd: Option<f64>,
+    pub max_daily_cost_usd: Option<f64>,
+    pub max_weekly_cost_usd: Option<f64>,
+    pub max_monthly_cost_usd: Option<f64>,
+    pub max_concurrent_agents: u32,
+    /// Lower-cased state → positive cap.
+    pub max_concurrent_agents_by_state: BTreeMap<String, u32>,
+    pub turn_timeout_ms: u64,
+    pub read_timeout_ms: u64,
+    /// `None` = stall detection off (explicit 0 or negative).
+    pub stall_timeout_ms: Option<u64>,
+    pub max_retry_backoff_ms: u64,
+}
+
+/// `server.*` as written; the CLI applies `--port`/`--host` precedence and the 7678 default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServerConfig {
+    /// `Some(0)` disables the server.
+    pub port: Option<u16>,
+    pub host: Option<IpAddr>,
+}
+
+/// `logging.*` as written; the CLI flags win.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LoggingConfig {
+    pub level: Option<LogLevel>,
+    pub format: Option<LogFormat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl LogLevel {
+    /// Case-insensitive parse of `debug`/`info`/`warn`/`error`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "debug" => Some(LogLevel::Debug),
+            "info" => Some(LogLevel::Info),
+            "warn" => Some(LogLevel::Warn),
+            "error" => Some(LogLevel::Error),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    /// Case-insensitive parse of `text`/`json`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "text" => Some(LogFormat::Text),
+            "json" => Some(LogFormat::Json),
+            _ => None,
+        }
+    }
+}
+
+impl ServiceConfig {
+    /// A raw top-level block as a JSON map (adapter pass-through blocks such as `file`, `mock`,
+    /// `claude-code`, and extensions such as `worker`). `None` when absent or not a map.
+    pub fn adapter_block(&self, name: &str) -> Option<&Map<String, Value>> {
+        self.raw.get(name).and_then(Value::as_object)
+    }
+
+    /// The file tracker's issues file (absolute), when `tracker.kind` is `file` and a path is set.
+    pub fn file_tracker_path(&self) -> Option<&std::path::Path> {
+        self.file_tracker_path.as_deref()
+    }
+
+    /// Every value to register for masking.
+    pub fn secrets(&self) -> Vec<String> {
+        self.secret_values.clone()
+    }
+}

@@ -1,0 +1,271 @@
+//! Splitting WORKFLOW.md into YAML front matter and prompt body, and decoding the front matter
+//! (config-cli.md §1.1 steps 2–7).
+
+use std::path::Path;
+
+use serde_json::{Map, Number, Value};
+
+use super::coerce::type_name;
+use super::error::ConfigError;
+
+/// The two halves of a workflow file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitWorkflow {
+    /// The YAML text between the delimiters; `None` when the file has no front matter.
+    pub yaml: Option<String>,
+    /// The prompt body, trimmed both ends.
+    pub prompt: String,
+    /// Lines before the prompt body starts (opening + YAML lines + closing); template error
+    /// line numbers add this.
+    pub front_matter_lines: usize,
+}
+
+/// Splits file content. Strips one BOM and normalizes CRLF first. A missing closing delimiter
+/// makes everything YAML with an empty prompt (YAML errors then mention the delimiter).
+pub fn split_front_matter(content: &str) -> SplitWorkflow {
+    let content = content.strip_prefix('\u{feff}').unwrap_or(content);
+    let content = content.replace("\r\n", "\n");
+    let Some(first_nl) = content.find('\n') else {
+        return no_front_matter(&content);
+    };
+    if content[..first_nl].trim_end_matches([' ', '\t']) != "---" {
+        return no_front_matter(&content);
+    }
+    let rest = &content[first_nl + 1..];
+    let mut offset = 0;
+    let mut closing: Option<(usize, usize)> = None;
+    for line in rest.split_inclusive('\n') {
+        let body = line.strip_suffix('\n').unwrap_or(line);
+        if body.trim_end_matches([' ', '\t']) == "---" {
+            closing = Some((offset, offset + line.len()));
+            break;
+        }
+        offset += line.len();
+    }
+    match closing {
+        Some((start, end)) => {
+            let yaml = &rest[..start];
+            SplitWorkflow {
+                yaml: Some(yaml.to_string()),
+                prompt: rest[end..].trim().to_string(),
+                front_matter_lines: 1 + yaml.matches('\n').count() + 1,
+            }
+        }
+        None => SplitWorkflow {
+            yaml: Some(rest.to_string()),
+            prompt: String::new(),
+            front_matter_lines: 1 + rest.matches('\n').count(),
+        },
+    }
+}
+
+fn no_front_matter(content: &str) -> SplitWorkflow {
+    SplitWorkflow {
+        yaml: None,
+        prompt: content.trim().to_string(),
+        front_matter_lines: 0,
+    }
+}
+
+/// Decodes front matter into a JSON-shaped map. Empty or comment-only YAML is `{}`.
+/// `line_offset` is the number of file lines before the YAML text (1: the opening `---`),
+/// added to every line number the YAML error mentions.
+pub fn decode_front_matter(
+    yaml: &str,
+    path: &Path,
+    line_offset: usize,
+) -> Result<Map<String, Value>, ConfigError> {
+    let value: serde_yaml::Value = serde_yaml::from_str(yaml).map_err(|e| {
+        let line = e.location().map(|l| l.line() + line_offset);
+        ConfigError::Parse {
+            path: path.to_path_buf(),
+            line,
+            message: shift_line_numbers(&e.to_string(), line_offset),
+        }
+    })?;
+    match yaml_to_json(value) {
+        Value::Null => Ok(Map::new()),
+        Value::Object(m) => Ok(m),
+        other => Err(ConfigError::FrontMatterNotMap {
+            path: path.to_path_buf(),
+            got: type_name(&other).to_string(),
+        }),
+    }
+}
+
+/// Rewrites every `line N` in a YAML error message to count lines of the whole file.
+fn shift_line_numbers(msg: &str, offset: usize) -> String {
+    const KEY: &str = "line ";
+    let mut out = String::with_capacity(msg.len() + 8);
+    let mut rest = msg;
+    while let Some(pos) = rest.find(KEY) {
+        let (head, tail) = rest.split_at(pos + KEY.len());
+        out.push_str(head);
+        let digits = tail.chars().take_while(char::is_ascii_digit).count();
+        match tail[..digits].parse::<usize>() {
+            Ok(n) => out.push_str(&(n + offset).to_string()),
+            Err(_) => out.push_str(&tail[..digits]),
+        }
+        rest = &tail[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// YAML → JSON value. Non-string map keys are stringified (Go decodes into `map[string]any`);
+/// tags are dropped; non-finite floats become null.
+pub fn yaml_to_json(v: serde_yaml::Value) -> Value {
+    match v {
+        serde_yaml::Value::Null => Value::Null,
+        serde_yaml::Value::Bool(b) => Value::Bool(b),
+        serde_yaml::Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::Number(i.into())
+            } else if let Some(u) = n.as_u64() {
+                Value::Number(u.into())
+            } else {
+                n.as_f64()
+                    .and_then(Number::from_f64)
+                    .map(Value::Number)
+                    .unwrap_or(Value::Null)
+            }
+        }
+        serde_yaml::Value::String(s) => Value::String(s),
+        serde_yaml::Value::Sequence(items) => {
+            Value::Array(items.into_iter().map(yaml_to_json).collect())
+        }
+        serde_yaml::Value::Mapping(m) => {
+            let mut out = Map::new();
+            for (k, v) in m {
+                let key = match yaml_to_json(k) {
+                    Value::String(s) => s,
+                    Value::Null => "null".to_string(),
+                    other => other.to_string(),
+                };
+                out.insert(key, yaml_to_json(v));
+            }
+            Value::Object(out)
+        }
+        serde_yaml::Value::Tagged(t) => yaml_to_json(t.value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_front_matter_and_counts_lines() {
+        let s = split_front_matter("---\na: 1\nb: 2\n---\n\n Hello {{ .x }}\n\n");
+        assert_eq!(s.yaml.as_deref(), Some("a: 1\nb: 2\n"));
+        assert_eq!(s.prompt, "Hello {{ .x }}");
+        assert_eq!(s.front_matter_lines, 4);
+    }
+
+    #[test]
+    fn bom_and_crlf_are_normalized() {
+        let s = split_front_matter("\u{feff}---\r\na: 1\r\n---\r\nBody\r\nmore\r\n");
+        assert_eq!(s.yaml.as_deref(), Some("a: 1\n"));
+        assert_eq!(s.prompt, "Body\nmore");
+        assert_eq!(s.front_matter_lines, 3);
+    }
+
+    #[test]
+    fn delimiters_may_carry_trailing_blanks() {
+        let s = split_front_matter("--- \t\na: 1\n---  \nBody");
+        assert_eq!(s.yaml.as_deref(), Some("a: 1\n"));
+        assert_eq!(s.prompt, "Body");
+    }
+
+    #[test]
+    fn no_front_matter_when_first_line_differs() {
+        for text in [
+            "  ---\na: 1\n---\nx",
+            "--- x\nbody",
+            "---",
+            "just a prompt\n",
+        ] {
+            let s = split_front_matter(text);
+            assert_eq!(s.yaml, None, "{text:?}");
+            assert_eq!(s.front_matter_lines, 0);
+            assert_eq!(s.prompt, text.trim());
+        }
+    }
+
+    #[test]
+    fn unterminated_front_matter_is_all_yaml() {
+        let s = split_front_matter("---\na: 1\nb: 2\n");
+        assert_eq!(s.yaml.as_deref(), Some("a: 1\nb: 2\n"));
+        assert_eq!(s.prompt, "");
+        assert_eq!(s.front_matter_lines, 3);
+    }
+
+    #[test]
+    fn empty_front_matter_decodes_to_empty_map() {
+        let s = split_front_matter("---\n---\nBody");
+        assert_eq!(s.yaml.as_deref(), Some(""));
+        assert_eq!(s.front_matter_lines, 2);
+        let p = Path::new("/w/WORKFLOW.md");
+        assert!(decode_front_matter("", p, 1).unwrap().is_empty());
+        assert!(
+            decode_front_matter("# only a comment\n", p, 1)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn non_map_front_matter_is_rejected() {
+        let p = Path::new("/w/WORKFLOW.md");
+        let e = decode_front_matter("- a\n- b\n", p, 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "workflow front matter in /w/WORKFLOW.md must be a YAML map: got []interface {}"
+        );
+        let e = decode_front_matter("hello\n", p, 1).unwrap_err();
+        assert!(e.to_string().ends_with("got string"), "{e}");
+    }
+
+    #[test]
+    fn syntax_error_line_counts_from_file_start() {
+        let p = Path::new("/w/WORKFLOW.md");
+        // The bad line is YAML line 3, which is file line 4 after the opening `---`.
+        let e = decode_front_matter("a: 1\nb: 2\nc: [1, 2\n", p, 1).unwrap_err();
+        let ConfigError::Parse { line, message, .. } = &e else {
+            panic!("expected a parse error, got {e:?}");
+        };
+        assert!(line.is_some_and(|l| l >= 4), "{line:?} {message}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("failed to parse YAML front matter in /w/WORKFLOW.md (did you forget the closing '---' delimiter?): "),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("line {}", line.unwrap_or(0))),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn shifts_every_line_number() {
+        assert_eq!(
+            shift_line_numbers(
+                "bad at line 3 column 2, while parsing at line 1 column 1",
+                1
+            ),
+            "bad at line 4 column 2, while parsing at line 2 column 1"
+        );
+        assert_eq!(shift_line_numbers("no location", 5), "no location");
+    }
+
+    #[test]
+    fn yaml_values_convert_to_json() {
+        let v: serde_yaml::Value =
+            serde_yaml::from_str("a: 1\nb: 2.5\n3: x\nc: [true, null]\nd: !tag 7\n").unwrap();
+        let j = yaml_to_json(v);
+        assert_eq!(
+            j,
+            serde_json::json!({"a": 1, "b": 2.5, "3": "x", "c": [true, null], "d": 7})
+        );
+    }
+}
