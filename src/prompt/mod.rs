@@ -2,6 +2,7 @@
 //! config-cli.md §2, with Go's strictness (absent keys, fields of nil and unknown functions are
 //! errors) and error lines that point into WORKFLOW.md.
 
+mod balance;
 mod data;
 mod error;
 mod functions;
@@ -108,6 +109,9 @@ impl PromptTemplate {
         let (parsed, parsed_defines) = Parser::with_name(Some(MAIN), source, "{{", "}}")
             .and_then(Parser::parse)
             .map_err(engine_error)?;
+        if let Some((line, message)) = balance::block_imbalance(source) {
+            return Err(parse_error(line, message));
+        }
 
         let mut strict_defines = BTreeMap::new();
         for define in &parsed_defines {
