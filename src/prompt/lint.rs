@@ -54,8 +54,7 @@ pub fn lint(t: &PromptTemplate) -> Vec<PromptWarning> {
         offset: t.line_offset(),
         warnings: Vec::new(),
     };
-    let (body, _defines) = t.parsed();
-    linter.list(body, true);
+    linter.list(t.parsed(), true);
     linter.warnings
 }
 

@@ -13,7 +13,7 @@ mod turn;
 
 use std::collections::BTreeMap;
 
-use gotmpl::parse::{DefineNode, ListNode, Parser};
+use gotmpl::parse::{ListNode, Parser};
 use gotmpl::{MissingKey, Template, TemplateError};
 
 pub use data::{PromptData, RunInfo};
@@ -33,8 +33,6 @@ pub struct PromptTemplate {
     source: String,
     /// The body as parsed (for static analysis).
     parsed: ListNode,
-    /// `{{define}}` bodies as parsed.
-    parsed_defines: Vec<DefineNode>,
     /// The body with strict field access.
     strict: ListNode,
     strict_defines: BTreeMap<String, ListNode>,
@@ -57,7 +55,6 @@ impl Clone for PromptTemplate {
             line_offset: self.line_offset,
             source: self.source.clone(),
             parsed: self.parsed.clone(),
-            parsed_defines: self.parsed_defines.clone(),
             strict: self.strict.clone(),
             strict_defines: self.strict_defines.clone(),
             engine: build_engine(&self.strict, &self.strict_defines),
@@ -149,7 +146,6 @@ impl PromptTemplate {
             line_offset,
             source: source.to_string(),
             parsed,
-            parsed_defines,
             strict,
             strict_defines,
             engine,
@@ -189,7 +185,7 @@ impl PromptTemplate {
         self.line_offset
     }
 
-    pub(crate) fn parsed(&self) -> (&ListNode, &[DefineNode]) {
-        (&self.parsed, &self.parsed_defines)
+    pub(crate) fn parsed(&self) -> &ListNode {
+        &self.parsed
     }
 }
