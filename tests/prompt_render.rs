@@ -380,6 +380,16 @@ fn unknown_function_is_a_parse_error_with_line() {
 fn named_templates_render_and_the_body_name_is_reserved() {
     let src = "{{ define \"labels\" }}{{ join \", \" . }}{{ end }}Labels: {{ template \"labels\" .issue.labels }}";
     assert_eq!(ok(src, &issue()), "Labels: feature, auth");
+    let redefined = "{{ define \"a\" }}A{{ end }}{{ define \"a\" }}{{ end }}{{ template \"a\" }}";
+    assert_eq!(ok(redefined, &issue()), "A");
+    let e = parse_err(
+        "{{ define \"a\" }}A{{ end }}\n{{ define \"a\" }}B{{ end }}",
+        0,
+    );
+    assert!(
+        e.to_string().contains("(line 2): multiple definition"),
+        "{e}"
+    );
     let e = parse_err("{{ define \"prompt\" }}x{{ end }}", 0);
     assert!(e.to_string().contains("reserved"), "{e}");
 }

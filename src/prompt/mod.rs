@@ -124,14 +124,20 @@ impl PromptTemplate {
                     format!("template name \"{MAIN}\" is reserved for the prompt body"),
                 ));
             }
-            let previous =
-                strict_defines.insert(define.name.to_string(), strict::rewrite_list(&define.body));
-            if previous.is_some_and(|p| !p.is_empty_tree()) && !define.body.is_empty_tree() {
+            // Go's rule: an empty redefinition is ignored, two non-empty ones are an error.
+            let earlier_non_empty = strict_defines
+                .get(define.name.as_str())
+                .is_some_and(|p: &ListNode| !p.is_empty_tree());
+            if earlier_non_empty {
+                if define.body.is_empty_tree() {
+                    continue;
+                }
                 return Err(parse_error(
                     define.pos.line,
                     format!("multiple definition of template \"{}\"", define.name),
                 ));
             }
+            strict_defines.insert(define.name.to_string(), strict::rewrite_list(&define.body));
         }
         if let Some((line, name)) = strict::unknown_function(&parsed) {
             return Err(parse_error(
