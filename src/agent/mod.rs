@@ -1,1 +1,172 @@
-//! (placeholder: filled in by its own piece of work)
+//! The agent runtime: the adapter contract every agent kind implements, normalized events,
+//! the process supervisor, the per-kind stream parsers, and the agent → orchestrator files
+//! (`.sortie/status`, `.sortie/state.json`).
+//!
+//! Everything is synchronous: `run_turn` blocks the calling supervisor thread and streams
+//! events into a crossbeam channel; another thread cancels through a [`CancelToken`].
+
+pub mod cancel;
+pub mod claude;
+pub mod claude_argv;
+pub mod claude_parser;
+pub mod error;
+pub mod event;
+pub mod mock;
+pub mod process;
+pub mod state_file;
+pub mod status_file;
+pub mod stream;
+pub mod text;
+pub mod tool_kind;
+
+pub use cancel::{CancelReason, CancelToken};
+pub use error::{AgentError, AgentErrorKind};
+pub use event::{
+    AgentEvent, AgentEventKind, RateLimitStatus, RateLimitWindow, TokenUsage, TurnOutcome,
+};
+pub use tool_kind::ToolKind;
+
+use crate::clock::{Clock, SystemClock};
+use crossbeam_channel::Sender;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// When a kind's token figures arrive (API `usage_arrival`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageArrival {
+    /// One figure per LLM request, while the turn runs.
+    Incremental,
+    /// At most one figure per turn, after the turn's work.
+    TurnEnd,
+    /// Never.
+    None,
+}
+
+/// What a kind's figures attribute to (API `usage_attribution`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageAttribution {
+    PerModel,
+    SessionTotal,
+    None,
+}
+
+/// Static facts about a kind, frozen per session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AdapterCaps {
+    pub usage_arrival: UsageArrival,
+    pub usage_attribution: UsageAttribution,
+    /// A later dispatch can continue the same agent conversation.
+    pub resumable: bool,
+    /// The kind runs an external command (`agent.command`).
+    pub requires_command: bool,
+}
+
+/// The typed agent configuration the adapters need; the integrator maps config onto it.
+#[derive(Debug, Clone, Default)]
+pub struct AgentSettings {
+    /// `agent.kind`, e.g. `claude-code` or `mock`.
+    pub kind: String,
+    /// `agent.command`; `None` means the kind's default binary.
+    pub command: Option<String>,
+    /// `agent.turn_timeout_ms`; 0 disables the per-turn deadline.
+    pub turn_timeout_ms: u64,
+    /// `agent.read_timeout_ms`; bounds output draining after exit and the stop budget.
+    pub read_timeout_ms: u64,
+    /// The `<kind>:` pass-through block of WORKFLOW.md.
+    pub block: serde_json::Map<String, serde_json::Value>,
+    /// Directory of WORKFLOW.md, for relative paths in the block (e.g. `mcp_config`).
+    pub workflow_dir: PathBuf,
+}
+
+/// What a session starts from.
+#[derive(Debug, Clone, Default)]
+pub struct StartSessionParams {
+    /// Absolute workspace path; the agent's cwd.
+    pub workspace: PathBuf,
+    /// A session id from an earlier attempt to continue.
+    pub resume_session_id: Option<String>,
+    pub issue_identifier: String,
+    /// The worker-written MCP config (`.sortie/mcp.json`); wins over the block's `mcp_config`.
+    pub mcp_config_path: Option<PathBuf>,
+}
+
+/// What one turn produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnResult {
+    pub outcome: TurnOutcome,
+    /// The session id after this turn (it may change per turn).
+    pub session_id: Option<String>,
+    /// The turn's total usage; `None` when the agent reported none (unmeasured, not zero).
+    pub usage: Option<TokenUsage>,
+    /// The model the agent reported running.
+    pub model: Option<String>,
+}
+
+/// One agent kind.
+pub trait AgentAdapter: Send + Sync {
+    fn kind(&self) -> &'static str;
+    fn caps(&self) -> AdapterCaps;
+    /// Validates the workspace and prepares a session. Fork-per-turn kinds spawn nothing yet.
+    fn start_session(
+        &self,
+        params: StartSessionParams,
+    ) -> Result<Box<dyn AgentSession>, AgentError>;
+}
+
+/// One agent conversation; `&mut self` serializes turns.
+pub trait AgentSession: Send {
+    fn session_id(&self) -> Option<String>;
+    /// Runs one turn, blocking. Events go to `events` as they happen, ending with exactly one
+    /// terminal event that matches the returned outcome. A cancel makes it return promptly
+    /// with the agent's whole process group killed.
+    fn run_turn(
+        &mut self,
+        prompt: &str,
+        events: &Sender<AgentEvent>,
+        cancel: &CancelToken,
+    ) -> TurnResult;
+    /// Ends the session; idempotent.
+    fn stop(&mut self) -> Result<(), AgentError>;
+}
+
+/// The adapter for a configured kind, on the system clock.
+pub fn adapter_for(settings: &AgentSettings) -> Result<Arc<dyn AgentAdapter>, AgentError> {
+    adapter_for_with_clock(settings, Arc::new(SystemClock))
+}
+
+/// Kinds the configuration may name but this build does not run yet.
+const PLANNED_KINDS: &[&str] = &["codex", "copilot-cli", "opencode", "agent-client-protocol"];
+
+/// The adapter for a configured kind, with event timestamps from `clock`.
+pub fn adapter_for_with_clock(
+    settings: &AgentSettings,
+    clock: Arc<dyn Clock>,
+) -> Result<Arc<dyn AgentAdapter>, AgentError> {
+    match settings.kind.as_str() {
+        claude::KIND => Ok(Arc::new(claude::ClaudeAdapter::new(
+            settings.clone(),
+            clock,
+        ))),
+        mock::KIND => Ok(Arc::new(mock::MockAdapter::from_settings(settings, clock)?)),
+        k if PLANNED_KINDS.contains(&k) => Err(AgentError::new(
+            AgentErrorKind::AgentNotFound,
+            format!("agent kind {k} is not supported yet"),
+        )),
+        k => Err(AgentError::new(
+            AgentErrorKind::AgentNotFound,
+            format!("unknown agent kind {k:?}"),
+        )),
+    }
+}
+
+/// Caps of a kind by name, without building an adapter; `None` for an unregistered kind.
+pub fn caps_for_kind(kind: &str) -> Option<AdapterCaps> {
+    match kind {
+        claude::KIND => Some(claude::CAPS),
+        mock::KIND => Some(mock::CAPS),
+        _ => None,
+    }
+}

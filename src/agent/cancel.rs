@@ -1,0 +1,120 @@
+//! Cross-thread turn cancellation. The token's receiver disconnects when cancelled, so a
+//! supervisor blocked in `select!` wakes immediately without polling.
+
+use crossbeam_channel::{Receiver, Sender};
+use std::sync::{Arc, Mutex};
+
+/// Why a turn was cancelled from outside the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelReason {
+    /// No agent event for `stall_timeout_ms`.
+    Stall,
+    /// `agent.turn_timeout_ms` elapsed.
+    TurnTimeout,
+    /// The daemon is shutting down.
+    Shutdown,
+    /// The tracker says the issue is no longer active.
+    Reconcile,
+    /// A token, cost or session budget ran out.
+    Budget,
+    /// An operator asked for it.
+    User,
+    /// The agent died of a signal nobody here sent (e.g. the OOM killer).
+    Signal,
+}
+
+struct Inner {
+    reason: Mutex<Option<CancelReason>>,
+    trigger: Mutex<Option<Sender<()>>>,
+    fired: Receiver<()>,
+}
+
+/// A cloneable cancellation handle; the first `cancel` wins.
+#[derive(Clone)]
+pub struct CancelToken {
+    inner: Arc<Inner>,
+}
+
+impl Default for CancelToken {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelToken")
+            .field("reason", &self.reason())
+            .finish()
+    }
+}
+
+impl CancelToken {
+    pub fn new() -> Self {
+        let (tx, rx) = crossbeam_channel::bounded(0);
+        CancelToken {
+            inner: Arc::new(Inner {
+                reason: Mutex::new(None),
+                trigger: Mutex::new(Some(tx)),
+                fired: rx,
+            }),
+        }
+    }
+
+    /// Cancels with `reason`; later calls keep the first reason.
+    pub fn cancel(&self, reason: CancelReason) {
+        {
+            let mut r = self.inner.reason.lock().unwrap_or_else(|p| p.into_inner());
+            if r.is_none() {
+                *r = Some(reason);
+            }
+        }
+        // Dropping the only sender disconnects `fired`, waking every waiter.
+        self.inner
+            .trigger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+    }
+
+    /// The reason, once cancelled.
+    pub fn reason(&self) -> Option<CancelReason> {
+        *self.inner.reason.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.reason().is_some()
+    }
+
+    /// A receiver that becomes ready (disconnected) once cancelled; use it in `select!`.
+    pub fn receiver(&self) -> &Receiver<()> {
+        &self.inner.fired
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn cancel_wakes_a_waiter_on_another_thread_and_keeps_first_reason() {
+        let token = CancelToken::new();
+        let waiter = token.clone();
+        let handle = std::thread::spawn(move || {
+            // Blocks until the token fires; a disconnect is the signal.
+            let r = waiter.receiver().recv_timeout(Duration::from_secs(30));
+            (
+                matches!(r, Err(crossbeam_channel::RecvTimeoutError::Disconnected)),
+                waiter.reason(),
+            )
+        });
+        token.cancel(CancelReason::Stall);
+        token.cancel(CancelReason::Shutdown);
+        let (woke, reason) = handle.join().unwrap_or((false, None));
+        assert!(woke);
+        assert_eq!(reason, Some(CancelReason::Stall));
+        assert!(token.is_cancelled());
+    }
+}

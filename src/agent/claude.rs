@@ -1,0 +1,246 @@
+//! The claude-code adapter: one `claude -p … --output-format stream-json` process per turn,
+//! `--session-id` on a new conversation's first turn and `--resume` afterwards.
+
+use super::claude_argv::{SessionFlag, build_args, prompt_needs_stdin};
+use super::claude_parser::ClaudeParser;
+use super::process::{
+    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, split_command, verify_workspace,
+};
+use super::{
+    AdapterCaps, AgentAdapter, AgentError, AgentErrorKind, AgentEvent, AgentSession, AgentSettings,
+    CancelToken, StartSessionParams, TurnResult, UsageArrival, UsageAttribution,
+};
+use crate::clock::Clock;
+use crossbeam_channel::Sender;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The configuration name of this kind.
+pub const KIND: &str = "claude-code";
+/// Usage arrives per API request and names its model.
+pub const CAPS: AdapterCaps = AdapterCaps {
+    usage_arrival: UsageArrival::Incremental,
+    usage_attribution: UsageAttribution::PerModel,
+    resumable: true,
+    requires_command: true,
+};
+const DEFAULT_COMMAND: &str = "claude";
+
+/// Builds claude-code sessions.
+pub struct ClaudeAdapter {
+    settings: AgentSettings,
+    clock: Arc<dyn Clock>,
+}
+
+impl ClaudeAdapter {
+    pub fn new(settings: AgentSettings, clock: Arc<dyn Clock>) -> Self {
+        ClaudeAdapter { settings, clock }
+    }
+}
+
+impl AgentAdapter for ClaudeAdapter {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn caps(&self) -> AdapterCaps {
+        CAPS
+    }
+
+    fn start_session(
+        &self,
+        params: StartSessionParams,
+    ) -> Result<Box<dyn AgentSession>, AgentError> {
+        let workspace = verify_workspace(&params.workspace)
+            .map_err(|m| AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, m))?;
+        let command = self
+            .settings
+            .command
+            .clone()
+            .filter(|c| !c.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_COMMAND.to_string());
+        let (program, command_args) = split_command(&command)
+            .ok_or_else(|| AgentError::new(AgentErrorKind::AgentNotFound, "empty agent.command"))?;
+        let program = resolve_program(&program).ok_or_else(|| {
+            AgentError::new(
+                AgentErrorKind::AgentNotFound,
+                format!("agent binary {program:?} not found"),
+            )
+        })?;
+        if self
+            .settings
+            .block
+            .get("session_persistence")
+            .and_then(|v| v.as_bool())
+            == Some(false)
+        {
+            log::warn!(
+                "claude-code session_persistence is false: --resume will not work issue_identifier={}",
+                params.issue_identifier
+            );
+        }
+        let new_session_id = new_uuid()?;
+        let (session_id, resuming) = match params.resume_session_id.filter(|s| !s.is_empty()) {
+            Some(id) => (id, true),
+            None => (new_session_id, false),
+        };
+        Ok(Box::new(ClaudeSession {
+            settings: self.settings.clone(),
+            clock: Arc::clone(&self.clock),
+            workspace,
+            program,
+            command_args,
+            mcp_config: params.mcp_config_path,
+            issue_identifier: params.issue_identifier,
+            session_id,
+            resume_next: resuming,
+            stopped: false,
+        }))
+    }
+}
+
+/// One claude-code conversation.
+pub struct ClaudeSession {
+    settings: AgentSettings,
+    clock: Arc<dyn Clock>,
+    workspace: PathBuf,
+    program: String,
+    command_args: Vec<String>,
+    mcp_config: Option<PathBuf>,
+    issue_identifier: String,
+    session_id: String,
+    /// False only before the first turn of a brand-new conversation.
+    resume_next: bool,
+    stopped: bool,
+}
+
+impl AgentSession for ClaudeSession {
+    fn session_id(&self) -> Option<String> {
+        Some(self.session_id.clone())
+    }
+
+    fn run_turn(
+        &mut self,
+        prompt: &str,
+        events: &Sender<AgentEvent>,
+        cancel: &CancelToken,
+    ) -> TurnResult {
+        let flag = if self.resume_next {
+            SessionFlag::Resume(self.session_id.clone())
+        } else {
+            SessionFlag::New(self.session_id.clone())
+        };
+        let on_stdin = prompt_needs_stdin(prompt);
+        let mut args = self.command_args.clone();
+        args.extend(build_args(
+            (!on_stdin).then_some(prompt),
+            &flag,
+            &self.settings.block,
+            &self.settings.workflow_dir,
+            self.mcp_config.as_deref(),
+        ));
+        let spec = ProcessSpec {
+            program: self.program.clone(),
+            args,
+            cwd: self.workspace.clone(),
+            stdin: on_stdin.then(|| prompt.as_bytes().to_vec()),
+            env: Vec::new(),
+            max_line_bytes: MAX_LINE_BYTES,
+        };
+        let limits = TurnLimits {
+            turn_timeout: (self.settings.turn_timeout_ms > 0)
+                .then(|| Duration::from_millis(self.settings.turn_timeout_ms)),
+            drain_timeout: Duration::from_millis(if self.settings.read_timeout_ms > 0 {
+                self.settings.read_timeout_ms
+            } else {
+                5000
+            }),
+            ..TurnLimits::default()
+        };
+        log::info!(
+            "agent turn starting agent_kind={KIND} issue_identifier={} session_id={} resume={}",
+            self.issue_identifier,
+            self.session_id,
+            self.resume_next
+        );
+        let mut parser = ClaudeParser::new(
+            Arc::clone(&self.clock),
+            self.workspace.clone(),
+            Some(self.session_id.clone()),
+        );
+        let turn = process::run_turn(&spec, &mut parser, events, cancel, limits);
+        if let Some(sid) =
+            super::stream::StreamParser::session_id(&parser).filter(|s| !s.is_empty())
+        {
+            self.session_id = sid;
+        }
+        // Once a process has run with this id the conversation exists; resume from now on.
+        if turn.pid.is_some() {
+            self.resume_next = true;
+        }
+        TurnResult {
+            outcome: turn.outcome,
+            session_id: Some(self.session_id.clone()),
+            usage: super::stream::StreamParser::usage(&parser),
+            model: super::stream::StreamParser::model(&parser),
+        }
+    }
+
+    fn stop(&mut self) -> Result<(), AgentError> {
+        // Fork-per-turn: every process is gone when `run_turn` returns.
+        self.stopped = true;
+        Ok(())
+    }
+}
+
+impl ClaudeSession {
+    /// Whether `stop` was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+}
+
+/// Finds `program` on PATH (or checks it directly when it contains a slash).
+fn resolve_program(program: &str) -> Option<String> {
+    if program.contains('/') {
+        return Path::new(program).is_file().then(|| program.to_string());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// A random RFC 4122 version-4 UUID for a new conversation.
+fn new_uuid() -> Result<String, AgentError> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| {
+        AgentError::new(AgentErrorKind::ResponseError, format!("no randomness: {e}"))
+    })?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = data_encoding::HEXLOWER.encode(&b);
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_are_version_4() {
+        let u = new_uuid().unwrap_or_default();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert_ne!(u, new_uuid().unwrap_or_default());
+    }
+}

@@ -1,0 +1,581 @@
+//! Pure parser for Claude Code's `--output-format stream-json --verbose` stdout: one JSON
+//! object per line in, normalized events out. Usage is tracked per message id so repeated
+//! snapshots count once, emitted as deltas, and reconciled with `result.usage` at the end.
+
+use super::error::AgentErrorKind;
+use super::event::{
+    AgentEvent, AgentEventKind, RateLimitStatus, RateLimitWindow, TokenUsage, TurnOutcome,
+};
+use super::stream::{StreamParser, TurnEnd, shared_outcome};
+use super::text::{cut_chars, head_and_tail, strip_ansi};
+use super::tool_kind::{ToolKind, classify_claude, display_tool_name};
+use crate::clock::Clock;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+const NOTIFICATION_CHARS: usize = 200;
+const RESULT_CHARS: usize = 500;
+const MALFORMED_CHARS: usize = 500;
+const TOOL_ERROR_BYTES: usize = 2048;
+
+/// Claude's raw counters: `input` excludes both cache terms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct RawUsage {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_creation: u64,
+}
+
+impl RawUsage {
+    fn from_json(v: &Value) -> RawUsage {
+        let f = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+        RawUsage {
+            input: f("input_tokens"),
+            output: f("output_tokens"),
+            cache_read: f("cache_read_input_tokens"),
+            cache_creation: f("cache_creation_input_tokens"),
+        }
+    }
+    fn minus(&self, o: &RawUsage) -> RawUsage {
+        RawUsage {
+            input: self.input.saturating_sub(o.input),
+            output: self.output.saturating_sub(o.output),
+            cache_read: self.cache_read.saturating_sub(o.cache_read),
+            cache_creation: self.cache_creation.saturating_sub(o.cache_creation),
+        }
+    }
+    fn plus(&self, o: &RawUsage) -> RawUsage {
+        RawUsage {
+            input: self.input.saturating_add(o.input),
+            output: self.output.saturating_add(o.output),
+            cache_read: self.cache_read.saturating_add(o.cache_read),
+            cache_creation: self.cache_creation.saturating_add(o.cache_creation),
+        }
+    }
+    fn max(&self, o: &RawUsage) -> RawUsage {
+        RawUsage {
+            input: self.input.max(o.input),
+            output: self.output.max(o.output),
+            cache_read: self.cache_read.max(o.cache_read),
+            cache_creation: self.cache_creation.max(o.cache_creation),
+        }
+    }
+    fn is_zero(&self) -> bool {
+        *self == RawUsage::default()
+    }
+    fn normalized(&self) -> TokenUsage {
+        TokenUsage::from_uncached_input(
+            self.input,
+            self.output,
+            self.cache_read,
+            self.cache_creation,
+        )
+    }
+}
+
+struct OpenTool {
+    name: String,
+    kind: Option<ToolKind>,
+    argument: Option<String>,
+    started: Instant,
+}
+
+struct ResultLine {
+    subtype: String,
+    is_error: bool,
+    text: String,
+    duration_api_ms: Option<u64>,
+}
+
+/// Parser state for one turn.
+pub struct ClaudeParser {
+    clock: Arc<dyn Clock>,
+    workspace: PathBuf,
+    pid: Option<u32>,
+    session_id: Option<String>,
+    model: Option<String>,
+    api_timer: Option<Instant>,
+    sent_api_timing: bool,
+    tools: HashMap<String, OpenTool>,
+    usage_by_message: HashMap<String, RawUsage>,
+    anonymous_messages: u64,
+    turn_usage: RawUsage,
+    pending: RawUsage,
+    usage_seen: bool,
+    result: Option<ResultLine>,
+    usage_limit_resets_at_ms: Option<Option<i64>>,
+}
+
+impl ClaudeParser {
+    /// A parser for one turn; `session_id` is the id the turn was launched with.
+    pub fn new(clock: Arc<dyn Clock>, workspace: PathBuf, session_id: Option<String>) -> Self {
+        ClaudeParser {
+            clock,
+            workspace,
+            pid: None,
+            session_id,
+            model: None,
+            api_timer: None,
+            sent_api_timing: false,
+            tools: HashMap::new(),
+            usage_by_message: HashMap::new(),
+            anonymous_messages: 0,
+            turn_usage: RawUsage::default(),
+            pending: RawUsage::default(),
+            usage_seen: false,
+            result: None,
+            usage_limit_resets_at_ms: None,
+        }
+    }
+
+    fn event(&self, kind: AgentEventKind) -> AgentEvent {
+        AgentEvent::new(self.clock.now_ms(), kind)
+    }
+
+    fn notification(&self, message: String) -> AgentEvent {
+        self.event(AgentEventKind::Notification { message })
+    }
+
+    fn parse(&mut self, v: &Value) -> Vec<AgentEvent> {
+        let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
+        let subtype = v.get("subtype").and_then(Value::as_str);
+        match (ty, subtype) {
+            ("system", Some("init")) => self.on_init(v),
+            ("system", Some("api_retry")) => vec![self.notification(api_retry_message(v))],
+            ("system", sub) => vec![self.notification(format!("system/{}", sub.unwrap_or("")))],
+            ("assistant", _) => self.on_assistant(v),
+            ("user", _) => self.on_user(v),
+            ("result", _) => self.on_result(v),
+            ("stream_event", _) => vec![self.notification(String::new())],
+            ("rate_limit_event", _) => self.on_rate_limit(v),
+            (other, sub) => {
+                let label = match sub {
+                    Some(s) => format!("{other}/{s}"),
+                    None => other.to_string(),
+                };
+                vec![self.event(AgentEventKind::OtherMessage { message: label })]
+            }
+        }
+    }
+
+    fn on_init(&mut self, v: &Value) -> Vec<AgentEvent> {
+        if let Some(sid) = v.get("session_id").and_then(Value::as_str) {
+            self.session_id = Some(sid.to_string());
+        }
+        self.api_timer = Some(self.clock.instant());
+        vec![self.event(AgentEventKind::SessionStarted {
+            session_id: self.session_id.clone().unwrap_or_default(),
+            agent_pid: self.pid,
+        })]
+    }
+
+    fn on_assistant(&mut self, v: &Value) -> Vec<AgentEvent> {
+        let mut out = Vec::new();
+        let Some(msg) = v.get("message") else {
+            return vec![self.event(AgentEventKind::OtherMessage {
+                message: "assistant".into(),
+            })];
+        };
+        if let Some(model) = msg.get("model").and_then(Value::as_str) {
+            self.model = Some(model.to_string());
+        }
+        if let Some(usage) = msg.get("usage").filter(|u| u.is_object()) {
+            let id = match msg.get("id").and_then(Value::as_str) {
+                Some(id) => id.to_string(),
+                None => {
+                    self.anonymous_messages += 1;
+                    format!("\u{0}anonymous-{}", self.anonymous_messages)
+                }
+            };
+            let raw = RawUsage::from_json(usage);
+            let prev = self.usage_by_message.get(&id).copied().unwrap_or_default();
+            let delta = raw.minus(&prev);
+            self.usage_by_message.insert(id, prev.max(&raw));
+            self.add_usage(delta);
+            // Hold input-only figures until the turn has output, so no zero-output event.
+            if self.turn_usage.output > 0
+                && let Some(ev) = self.flush_usage()
+            {
+                out.push(ev);
+            }
+        }
+        let mut parts = Vec::new();
+        for block in msg
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            match block.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    let text = block
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .trim();
+                    if !text.is_empty() {
+                        parts.push(cut_chars(text, NOTIFICATION_CHARS));
+                    }
+                }
+                Some("tool_use") => {
+                    let name = block
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown");
+                    self.open_tool(block);
+                    parts.push(format!("[tool: {name}]"));
+                }
+                Some("tool_result") => {
+                    let ev = self.close_tool(block);
+                    let ok = !block
+                        .get("is_error")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    parts.push(format!(
+                        "[tool_result: {}]",
+                        if ok { "ok" } else { "error" }
+                    ));
+                    out.push(ev);
+                }
+                _ => {}
+            }
+        }
+        if !parts.is_empty() {
+            out.push(self.notification(parts.join(" ")));
+        }
+        out
+    }
+
+    fn on_user(&mut self, v: &Value) -> Vec<AgentEvent> {
+        let mut out = Vec::new();
+        let blocks = v
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array);
+        for block in blocks.into_iter().flatten() {
+            if block.get("type").and_then(Value::as_str) == Some("tool_result") {
+                out.push(self.close_tool(block));
+            }
+        }
+        // Tool output goes back to the model: a new API request starts now.
+        self.api_timer = Some(self.clock.instant());
+        if out.is_empty() {
+            out.push(self.notification(String::new()));
+        }
+        out
+    }
+
+    fn on_result(&mut self, v: &Value) -> Vec<AgentEvent> {
+        if self.session_id.is_none()
+            && let Some(sid) = v.get("session_id").and_then(Value::as_str)
+        {
+            self.session_id = Some(sid.to_string());
+        }
+        if self.model.is_none()
+            && let Some(m) = v.get("modelUsage").and_then(Value::as_object)
+        {
+            self.model = m.keys().next().cloned();
+        }
+        self.result = Some(ResultLine {
+            subtype: v
+                .get("subtype")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            is_error: v.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+            text: v
+                .get("result")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            duration_api_ms: v.get("duration_api_ms").and_then(Value::as_u64),
+        });
+        let mut out = Vec::new();
+        if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
+            // Only the part the per-message figures missed is added, never a second count.
+            let remainder = RawUsage::from_json(usage).minus(&self.turn_usage);
+            self.add_usage(remainder);
+            if let Some(ev) = self.flush_usage() {
+                out.push(ev);
+            }
+        }
+        out
+    }
+
+    fn on_rate_limit(&mut self, v: &Value) -> Vec<AgentEvent> {
+        let Some(info) = v.get("rate_limit_info") else {
+            return vec![self.event(AgentEventKind::OtherMessage {
+                message: "rate_limit_event".into(),
+            })];
+        };
+        let status = match info.get("status").and_then(Value::as_str) {
+            Some("allowed") => Some(RateLimitStatus::Allowed),
+            Some("allowed_warning") => Some(RateLimitStatus::Warning),
+            Some("rejected") => Some(RateLimitStatus::Exhausted),
+            _ => None,
+        };
+        let resets_at_ms = info
+            .get("resetsAt")
+            .and_then(Value::as_i64)
+            .map(|s| s.saturating_mul(1000));
+        if status == Some(RateLimitStatus::Exhausted) {
+            self.usage_limit_resets_at_ms = Some(resets_at_ms);
+        }
+        let label = match info.get("rateLimitType").and_then(Value::as_str) {
+            Some("five_hour") => "5-hour limit".to_string(),
+            Some("seven_day") => "Weekly limit".to_string(),
+            Some("seven_day_opus") => "Weekly Opus limit".to_string(),
+            Some("seven_day_sonnet") => "Weekly Sonnet limit".to_string(),
+            Some(other) => other.to_string(),
+            None => "Rate limit".to_string(),
+        };
+        let window = RateLimitWindow {
+            label,
+            used_percent: info
+                .get("utilization")
+                .and_then(Value::as_f64)
+                .map(|u| u * 100.0),
+            status,
+            resets_at_ms,
+        };
+        vec![self.event(AgentEventKind::RateLimits {
+            windows: vec![window],
+        })]
+    }
+
+    fn add_usage(&mut self, delta: RawUsage) {
+        self.usage_seen = true;
+        self.turn_usage = self.turn_usage.plus(&delta);
+        self.pending = self.pending.plus(&delta);
+    }
+
+    fn flush_usage(&mut self) -> Option<AgentEvent> {
+        if self.pending.is_zero() {
+            return None;
+        }
+        let usage = self.pending.normalized();
+        self.pending = RawUsage::default();
+        let api_duration_ms = self.api_timer.take().map(|t| {
+            let ms = self
+                .clock
+                .instant()
+                .saturating_duration_since(t)
+                .as_millis();
+            u64::try_from(ms).unwrap_or(u64::MAX).max(1)
+        });
+        if api_duration_ms.is_some() {
+            self.sent_api_timing = true;
+        }
+        Some(self.event(AgentEventKind::TokenUsage {
+            usage,
+            model: self.model.clone(),
+            api_duration_ms,
+        }))
+    }
+
+    fn open_tool(&mut self, block: &Value) {
+        let Some(id) = block.get("id").and_then(Value::as_str) else {
+            return;
+        };
+        let name = block
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
+        let input = block.get("input").cloned().unwrap_or(Value::Null);
+        let (kind, argument) = classify_claude(name, &input, &self.workspace);
+        self.tools.insert(
+            id.to_string(),
+            OpenTool {
+                name: display_tool_name(name),
+                kind,
+                argument,
+                started: self.clock.instant(),
+            },
+        );
+    }
+
+    fn close_tool(&mut self, block: &Value) -> AgentEvent {
+        let id = block
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let tool_error = block
+            .get("is_error")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let open = self.tools.remove(id);
+        let now = self.clock.instant();
+        let message = if tool_error {
+            tool_error_text(block.get("content"))
+        } else {
+            String::new()
+        };
+        let (tool_name, tool_kind, tool_argument, duration_ms) = match open {
+            Some(t) => {
+                let ms = now.saturating_duration_since(t.started).as_millis();
+                (
+                    Some(t.name),
+                    t.kind,
+                    t.argument,
+                    Some(u64::try_from(ms).unwrap_or(u64::MAX)),
+                )
+            }
+            None => (Some("unknown".to_string()), None, None, None),
+        };
+        self.event(AgentEventKind::ToolResult {
+            tool_name,
+            tool_kind,
+            tool_argument,
+            duration_ms,
+            tool_error,
+            message,
+        })
+    }
+
+    fn decide(&self, end: &TurnEnd) -> TurnOutcome {
+        if let Some(o) = shared_outcome(end) {
+            return o;
+        }
+        match &self.result {
+            Some(r) if r.subtype == "success" && !r.is_error => TurnOutcome::Completed {
+                message: cut_chars(&r.text, RESULT_CHARS),
+            },
+            Some(r) => {
+                if let Some(resets_at_ms) = self.usage_limit_resets_at_ms
+                    && self.turn_usage.output == 0
+                {
+                    return TurnOutcome::UsageLimited {
+                        message: "usage limit reached".into(),
+                        resets_at_ms,
+                        model: self.model.clone(),
+                    };
+                }
+                let subtype = if r.subtype.is_empty() {
+                    "error"
+                } else {
+                    &r.subtype
+                };
+                let text = r.text.trim();
+                let message = if text.is_empty() {
+                    subtype.to_string()
+                } else {
+                    format!("{subtype}: {}", cut_chars(text, RESULT_CHARS))
+                };
+                TurnOutcome::Failed {
+                    message,
+                    kind: AgentErrorKind::TurnFailed,
+                }
+            }
+            None => {
+                let code = end.exit.and_then(|e| e.code).unwrap_or(0);
+                if code != 0 {
+                    TurnOutcome::Failed {
+                        message: format!("non-zero exit (code {code})"),
+                        kind: AgentErrorKind::PortExit,
+                    }
+                } else if self.turn_usage.output == 0 {
+                    TurnOutcome::Failed {
+                        message: "agent exited without output".into(),
+                        kind: AgentErrorKind::TurnFailed,
+                    }
+                } else {
+                    TurnOutcome::Completed {
+                        message: String::new(),
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl StreamParser for ClaudeParser {
+    fn on_spawn(&mut self, pid: u32) -> Vec<AgentEvent> {
+        self.pid = Some(pid);
+        Vec::new()
+    }
+
+    fn on_line(&mut self, line: &[u8]) -> Vec<AgentEvent> {
+        let text = String::from_utf8_lossy(line);
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Vec::new();
+        }
+        match serde_json::from_str::<Value>(trimmed) {
+            Ok(v) if v.is_object() => self.parse(&v),
+            _ => vec![self.event(AgentEventKind::Malformed {
+                message: cut_chars(trimmed, MALFORMED_CHARS),
+            })],
+        }
+    }
+
+    fn finish(&mut self, end: &TurnEnd) -> (TurnOutcome, Vec<AgentEvent>) {
+        let mut out = Vec::new();
+        if let Some(ev) = self.flush_usage() {
+            out.push(ev);
+        }
+        let outcome = self.decide(end);
+        let api_duration_ms = if self.sent_api_timing {
+            None
+        } else {
+            self.result.as_ref().and_then(|r| r.duration_api_ms)
+        };
+        out.push(self.event(outcome.terminal_event(api_duration_ms)));
+        (outcome, out)
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.session_id.clone()
+    }
+
+    fn usage(&self) -> Option<TokenUsage> {
+        self.usage_seen.then(|| self.turn_usage.normalized())
+    }
+
+    fn model(&self) -> Option<String> {
+        self.model.clone()
+    }
+}
+
+fn api_retry_message(v: &Value) -> String {
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).map(|x| x.to_string());
+    let error = v.get("error").and_then(Value::as_str).unwrap_or("unknown");
+    let mut msg = format!(
+        "api retry {}/{}: {error}",
+        n("attempt").unwrap_or_else(|| "?".into()),
+        n("max_retries").unwrap_or_else(|| "?".into())
+    );
+    if let Some(status) = n("error_status") {
+        msg.push_str(&format!(" (status {status})"));
+    }
+    if let Some(delay) = n("retry_delay_ms") {
+        msg.push_str(&format!(", retrying in {delay} ms"));
+    }
+    msg
+}
+
+/// The text of a failed tool result: a string or the first text block, without the
+/// `<tool_use_error>` wrapper and ANSI codes, long output cut to first line + tail.
+fn tool_error_text(content: Option<&Value>) -> String {
+    let raw = match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .find(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .and_then(|b| b.get("text").and_then(Value::as_str))
+            .unwrap_or("")
+            .to_string(),
+        _ => String::new(),
+    };
+    let mut text = raw.trim();
+    if let Some(inner) = text
+        .strip_prefix("<tool_use_error>")
+        .and_then(|t| t.strip_suffix("</tool_use_error>"))
+    {
+        text = inner.trim();
+    }
+    head_and_tail(&strip_ansi(text), TOOL_ERROR_BYTES)
+}

@@ -1,0 +1,323 @@
+//! The `mock` agent kind: an in-process scripted agent for the credential-free demo and for
+//! orchestrator tests. Configured from the `mock:` block:
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `session_id` | `mock-session-001` | the session id reported |
+//! | `agent_pid` | none | pid put on `session_started` |
+//! | `start_error` | false | `start_session` fails with `agent_not_found` |
+//! | `stop_error` | false | `stop` returns an error |
+//! | `turn_outcomes` | `[]` | per turn: `completed`, `failed`, `cancelled`, `error`, `input_required`; missing = completed |
+//! | `events_per_turn` | 3 | notifications per turn |
+//! | `input_tokens_per_turn` | 100 | input tokens per turn (cache reads included) |
+//! | `output_tokens_per_turn` | 50 | |
+//! | `cache_read_tokens_per_turn` | 0 | |
+//! | `model_name` | none | model on `token_usage` |
+//! | `api_duration_ms` | none | on `token_usage` |
+//! | `turn_delay_ms` | 0 | wait before the terminal event; a cancel during it ends the turn |
+//! | `tool_calls` | `[]` | `[{tool_name, duration_ms, error}]` reported every turn |
+//!
+//! Each turn emits `session_started`, the notifications, one `token_usage` (this turn's
+//! figure), the tool results, then the terminal event.
+
+use super::{
+    AdapterCaps, AgentAdapter, AgentError, AgentErrorKind, AgentEvent, AgentEventKind,
+    AgentSession, AgentSettings, CancelReason, CancelToken, StartSessionParams, TokenUsage,
+    TurnOutcome, TurnResult, UsageArrival, UsageAttribution,
+};
+use crate::clock::Clock;
+use crossbeam_channel::Sender;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const KIND: &str = "mock";
+pub const CAPS: AdapterCaps = AdapterCaps {
+    usage_arrival: UsageArrival::Incremental,
+    usage_attribution: UsageAttribution::PerModel,
+    resumable: true,
+    requires_command: false,
+};
+
+/// One scripted tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockToolCall {
+    pub tool_name: String,
+    pub duration_ms: u64,
+    pub error: bool,
+}
+
+/// The parsed `mock:` block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockConfig {
+    pub session_id: String,
+    pub agent_pid: Option<u32>,
+    pub start_error: bool,
+    pub stop_error: bool,
+    pub turn_outcomes: Vec<String>,
+    pub events_per_turn: u64,
+    pub input_tokens_per_turn: u64,
+    pub output_tokens_per_turn: u64,
+    pub cache_read_tokens_per_turn: u64,
+    pub model_name: Option<String>,
+    pub api_duration_ms: Option<u64>,
+    pub turn_delay_ms: u64,
+    pub tool_calls: Vec<MockToolCall>,
+}
+
+const OUTCOMES: &[&str] = &[
+    "completed",
+    "failed",
+    "cancelled",
+    "error",
+    "input_required",
+];
+
+fn bad(msg: String) -> AgentError {
+    AgentError::new(AgentErrorKind::ResponseError, format!("mock config: {msg}"))
+}
+
+/// A non-negative integer; JSON floats only when integral.
+fn int(block: &Map<String, Value>, key: &str, default: u64) -> Result<u64, AgentError> {
+    match block.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => as_int(v).ok_or_else(|| bad(format!("{key} must be a non-negative integer"))),
+    }
+}
+
+fn as_int(v: &Value) -> Option<u64> {
+    if let Some(n) = v.as_u64() {
+        return Some(n);
+    }
+    let f = v.as_f64()?;
+    (f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64).then_some(f as u64)
+}
+
+impl MockConfig {
+    pub fn from_block(block: &Map<String, Value>) -> Result<MockConfig, AgentError> {
+        let s = |k: &str| block.get(k).and_then(Value::as_str).map(str::to_string);
+        let b = |k: &str| block.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let mut turn_outcomes = Vec::new();
+        for v in block
+            .get("turn_outcomes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let o = v.as_str().unwrap_or("");
+            if !OUTCOMES.contains(&o) {
+                return Err(bad(format!("unknown turn outcome {v}")));
+            }
+            turn_outcomes.push(o.to_string());
+        }
+        let mut tool_calls = Vec::new();
+        for v in block
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            tool_calls.push(MockToolCall {
+                tool_name: v
+                    .get("tool_name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("tool")
+                    .to_string(),
+                duration_ms: v.get("duration_ms").and_then(as_int).unwrap_or(0),
+                error: v.get("error").and_then(Value::as_bool).unwrap_or(false),
+            });
+        }
+        let opt = |k: &str| -> Result<Option<u64>, AgentError> {
+            match block.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(_) => int(block, k, 0).map(Some),
+            }
+        };
+        Ok(MockConfig {
+            session_id: s("session_id").unwrap_or_else(|| "mock-session-001".into()),
+            agent_pid: opt("agent_pid")?.and_then(|p| u32::try_from(p).ok()),
+            start_error: b("start_error"),
+            stop_error: b("stop_error"),
+            turn_outcomes,
+            events_per_turn: int(block, "events_per_turn", 3)?,
+            input_tokens_per_turn: int(block, "input_tokens_per_turn", 100)?,
+            output_tokens_per_turn: int(block, "output_tokens_per_turn", 50)?,
+            cache_read_tokens_per_turn: int(block, "cache_read_tokens_per_turn", 0)?,
+            model_name: s("model_name"),
+            api_duration_ms: opt("api_duration_ms")?,
+            turn_delay_ms: int(block, "turn_delay_ms", 0)?,
+            tool_calls,
+        })
+    }
+}
+
+/// The mock kind.
+pub struct MockAdapter {
+    config: MockConfig,
+    clock: Arc<dyn Clock>,
+}
+
+impl MockAdapter {
+    pub fn new(config: MockConfig, clock: Arc<dyn Clock>) -> Self {
+        MockAdapter { config, clock }
+    }
+
+    pub fn from_settings(
+        settings: &AgentSettings,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, AgentError> {
+        Ok(Self::new(MockConfig::from_block(&settings.block)?, clock))
+    }
+}
+
+impl AgentAdapter for MockAdapter {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn caps(&self) -> AdapterCaps {
+        CAPS
+    }
+
+    fn start_session(
+        &self,
+        params: StartSessionParams,
+    ) -> Result<Box<dyn AgentSession>, AgentError> {
+        if params.workspace.as_os_str().is_empty() {
+            return Err(AgentError::new(
+                AgentErrorKind::InvalidWorkspaceCwd,
+                "empty workspace path",
+            ));
+        }
+        if self.config.start_error {
+            return Err(AgentError::new(
+                AgentErrorKind::AgentNotFound,
+                "mock start_error",
+            ));
+        }
+        let session_id = params
+            .resume_session_id
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| self.config.session_id.clone());
+        Ok(Box::new(MockSession {
+            config: self.config.clone(),
+            clock: Arc::clone(&self.clock),
+            session_id,
+            turn_index: 0,
+        }))
+    }
+}
+
+/// One mock conversation.
+pub struct MockSession {
+    config: MockConfig,
+    clock: Arc<dyn Clock>,
+    session_id: String,
+    turn_index: usize,
+}
+
+impl AgentSession for MockSession {
+    fn session_id(&self) -> Option<String> {
+        Some(self.session_id.clone())
+    }
+
+    fn run_turn(
+        &mut self,
+        _prompt: &str,
+        events: &Sender<AgentEvent>,
+        cancel: &CancelToken,
+    ) -> TurnResult {
+        let c = &self.config;
+        let emit = |kind: AgentEventKind| {
+            let _ = events.send(AgentEvent::new(self.clock.now_ms(), kind));
+        };
+        let index = self.turn_index;
+        self.turn_index += 1;
+        emit(AgentEventKind::SessionStarted {
+            session_id: self.session_id.clone(),
+            agent_pid: c.agent_pid,
+        });
+        for i in 0..c.events_per_turn {
+            emit(AgentEventKind::Notification {
+                message: format!("mock turn {} event {}", index + 1, i + 1),
+            });
+        }
+        let usage = TokenUsage::new(
+            c.input_tokens_per_turn,
+            c.output_tokens_per_turn,
+            c.cache_read_tokens_per_turn.min(c.input_tokens_per_turn),
+            0,
+        );
+        emit(AgentEventKind::TokenUsage {
+            usage,
+            model: c.model_name.clone(),
+            api_duration_ms: c.api_duration_ms,
+        });
+        for t in &c.tool_calls {
+            emit(AgentEventKind::ToolResult {
+                tool_name: Some(t.tool_name.clone()),
+                tool_kind: None,
+                tool_argument: None,
+                duration_ms: Some(t.duration_ms),
+                tool_error: t.error,
+                message: if t.error {
+                    "mock tool error".into()
+                } else {
+                    String::new()
+                },
+            });
+        }
+        let mut outcome = match c.turn_outcomes.get(index).map(String::as_str) {
+            Some("failed") => TurnOutcome::Failed {
+                message: "mock turn failed".into(),
+                kind: AgentErrorKind::TurnFailed,
+            },
+            Some("cancelled") => TurnOutcome::Cancelled {
+                reason: CancelReason::User,
+            },
+            Some("error") => TurnOutcome::EndedWithError {
+                message: "mock turn ended with error".into(),
+                kind: AgentErrorKind::PortExit,
+            },
+            Some("input_required") => TurnOutcome::InputRequired {
+                message: "mock agent needs input".into(),
+            },
+            _ => TurnOutcome::Completed {
+                message: format!("mock turn {} completed", index + 1),
+            },
+        };
+        if let Some(reason) = cancel.reason() {
+            outcome = TurnOutcome::Cancelled { reason };
+        } else if c.turn_delay_ms > 0 {
+            // Wakes early when the token fires (its receiver disconnects).
+            let waited = cancel
+                .receiver()
+                .recv_timeout(Duration::from_millis(c.turn_delay_ms));
+            if matches!(
+                waited,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected)
+            ) {
+                outcome = TurnOutcome::Cancelled {
+                    reason: cancel.reason().unwrap_or(CancelReason::User),
+                };
+            }
+        }
+        emit(outcome.terminal_event(None));
+        TurnResult {
+            outcome,
+            session_id: Some(self.session_id.clone()),
+            usage: Some(usage),
+            model: c.model_name.clone(),
+        }
+    }
+
+    fn stop(&mut self) -> Result<(), AgentError> {
+        if self.config.stop_error {
+            return Err(AgentError::new(
+                AgentErrorKind::ResponseError,
+                "mock stop_error",
+            ));
+        }
+        Ok(())
+    }
+}

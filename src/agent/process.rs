@@ -1,0 +1,510 @@
+//! Generic fork-per-turn supervisor: runs one agent process per turn in its own process
+//! group, feeds its stdout lines to a [`StreamParser`], enforces the line cap and the turn
+//! deadline, and on cancel kills the whole group (SIGTERM, grace, SIGKILL, SIGKILL again) so
+//! no grandchild survives. The direct child is always reaped.
+
+use super::cancel::{CancelReason, CancelToken};
+use super::event::{AgentEvent, TurnOutcome};
+use super::stream::{ExitInfo, SpawnError, StreamParser, TurnEnd};
+use crossbeam_channel::{Receiver, Sender, never, select};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The longest stdout line accepted; a longer one fails the turn cleanly.
+pub const MAX_LINE_BYTES: usize = 10 << 20;
+/// How long a group gets between SIGTERM and SIGKILL.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+
+const STDERR_HEAD_LINES: usize = 500;
+const STDERR_TAIL_LINES: usize = 500;
+const STDERR_MAX_BYTES: usize = 5 << 20;
+const STDERR_MAX_LINE: usize = 64 << 10;
+/// SIGKILL cannot be ignored; this only guards against a process stuck in the kernel.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+
+/// One process to run for a turn.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    /// The workspace; verified before spawning.
+    pub cwd: PathBuf,
+    /// Written to stdin then closed; `None` gives a null stdin.
+    pub stdin: Option<Vec<u8>>,
+    /// Extra environment on top of the inherited one.
+    pub env: Vec<(String, String)>,
+    pub max_line_bytes: usize,
+}
+
+/// Timing knobs for one turn.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnLimits {
+    /// Whole-turn deadline; expiry cancels with [`CancelReason::TurnTimeout`].
+    pub turn_timeout: Option<Duration>,
+    /// SIGTERM → SIGKILL grace.
+    pub grace: Duration,
+    /// How long to keep reading buffered output after the process exited.
+    pub drain_timeout: Duration,
+}
+
+impl Default for TurnLimits {
+    fn default() -> Self {
+        TurnLimits {
+            turn_timeout: None,
+            grace: DEFAULT_GRACE,
+            drain_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What the supervisor hands back besides events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SupervisedTurn {
+    pub outcome: TurnOutcome,
+    pub pid: Option<u32>,
+    /// Bounded stderr (head and tail).
+    pub stderr: String,
+}
+
+/// Checks that `workspace` is an absolute, existing directory (not a symlink) and returns
+/// its canonical form, which becomes the agent's cwd.
+pub fn verify_workspace(workspace: &Path) -> Result<PathBuf, String> {
+    if !workspace.is_absolute() {
+        return Err(format!("{} is not absolute", workspace.display()));
+    }
+    let meta = std::fs::symlink_metadata(workspace)
+        .map_err(|e| format!("{}: {e}", workspace.display()))?;
+    if meta.file_type().is_symlink() {
+        return Err(format!("{} is a symlink", workspace.display()));
+    }
+    if !meta.is_dir() {
+        return Err(format!("{} is not a directory", workspace.display()));
+    }
+    workspace
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", workspace.display()))
+}
+
+/// Splits `agent.command` on whitespace into program and leading arguments.
+pub fn split_command(command: &str) -> Option<(String, Vec<String>)> {
+    let mut parts = command.split_whitespace().map(str::to_string);
+    let program = parts.next()?;
+    Some((program, parts.collect()))
+}
+
+enum StdoutItem {
+    Line(Vec<u8>),
+    Error(String),
+    Eof,
+}
+
+/// Runs one turn: spawn, stream, decide. Always emits exactly one terminal event.
+pub fn run_turn(
+    spec: &ProcessSpec,
+    parser: &mut dyn StreamParser,
+    events: &Sender<AgentEvent>,
+    cancel: &CancelToken,
+    limits: TurnLimits,
+) -> SupervisedTurn {
+    let emit = |evs: Vec<AgentEvent>| {
+        for ev in evs {
+            // A dropped receiver only means nobody listens any more.
+            let _ = events.send(ev);
+        }
+    };
+    let mut end = TurnEnd::default();
+    let mut pid = None;
+    let mut stderr_text = String::new();
+
+    if let Some(reason) = cancel.reason() {
+        end.spawn_error = Some(SpawnError::Other("cancelled before start".into()));
+        end.cancelled = Some(reason);
+    } else {
+        match spawn(spec) {
+            Err(e) => end.spawn_error = Some(e),
+            Ok(running) => {
+                pid = Some(running.pid);
+                emit(parser.on_spawn(running.pid));
+                let stderr = supervise(running, spec, parser, &emit, cancel, limits, &mut end);
+                stderr_text = stderr;
+            }
+        }
+    }
+
+    let (outcome, evs) = parser.finish(&end);
+    emit(evs);
+    if !outcome.is_completed() {
+        log::warn!(
+            "agent turn failed program={} pid={:?} outcome={:?} stderr={}",
+            spec.program,
+            pid,
+            outcome.error_kind(),
+            crate::mask::mask(&stderr_text)
+        );
+    }
+    SupervisedTurn {
+        outcome,
+        pid,
+        stderr: stderr_text,
+    }
+}
+
+struct Running {
+    pid: u32,
+    stdout_rx: Receiver<StdoutItem>,
+    exit_rx: Receiver<ExitInfo>,
+    stderr_done: Receiver<()>,
+    stderr: Arc<Mutex<StderrTail>>,
+}
+
+fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
+    let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(&cwd)
+        .process_group(0)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+            SpawnError::NotFound(format!("{}: {e}", spec.program))
+        }
+        _ => SpawnError::Other(format!("{}: {e}", spec.program)),
+    })?;
+    let pid = child.id();
+
+    if let (Some(mut stdin), Some(data)) = (child.stdin.take(), spec.stdin.clone()) {
+        std::thread::spawn(move || {
+            // The agent may exit without reading; a broken pipe is not our failure.
+            let _ = stdin.write_all(&data);
+        });
+    }
+
+    let (stdout_tx, stdout_rx) = crossbeam_channel::bounded(256);
+    if let Some(stdout) = child.stdout.take() {
+        let max = spec.max_line_bytes;
+        std::thread::spawn(move || read_capped_lines(stdout, max, &stdout_tx));
+    } else {
+        let _ = stdout_tx.send(StdoutItem::Eof);
+    }
+
+    let stderr = Arc::new(Mutex::new(StderrTail::default()));
+    let (stderr_done_tx, stderr_done) = crossbeam_channel::bounded(1);
+    if let Some(pipe) = child.stderr.take() {
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            collect_stderr(pipe, &sink);
+            let _ = stderr_done_tx.send(());
+        });
+    } else {
+        let _ = stderr_done_tx.send(());
+    }
+
+    let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        // This thread owns the child and reaps it, so no zombie is left behind.
+        let info = match child.wait() {
+            Ok(st) => ExitInfo {
+                code: st.code(),
+                signal: st.signal(),
+            },
+            Err(_) => ExitInfo::default(),
+        };
+        let _ = exit_tx.send(info);
+    });
+
+    Ok(Running {
+        pid,
+        stdout_rx,
+        exit_rx,
+        stderr_done,
+        stderr,
+    })
+}
+
+fn supervise(
+    running: Running,
+    spec: &ProcessSpec,
+    parser: &mut dyn StreamParser,
+    emit: &dyn Fn(Vec<AgentEvent>),
+    cancel: &CancelToken,
+    limits: TurnLimits,
+    end: &mut TurnEnd,
+) -> String {
+    let pid = running.pid;
+    let deadline = limits.turn_timeout.map(|t| Instant::now() + t);
+    let mut stdout_rx = running.stdout_rx.clone();
+    let no_stdout = never();
+    let mut stdout_open = true;
+
+    loop {
+        let timeout = deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+            .unwrap_or(Duration::from_secs(3600));
+        let out = if stdout_open { &stdout_rx } else { &no_stdout };
+        select! {
+            recv(out) -> item => match item {
+                Ok(StdoutItem::Line(line)) => emit(parser.on_line(&line)),
+                Ok(StdoutItem::Error(e)) => {
+                    end.read_error = Some(e);
+                    end.exit = Some(terminate(pid, &running.exit_rx, limits.grace));
+                    stdout_open = false;
+                    break;
+                }
+                Ok(StdoutItem::Eof) | Err(_) => {
+                    stdout_open = false;
+                }
+            },
+            recv(running.exit_rx) -> info => {
+                end.exit = Some(info.unwrap_or_default());
+                break;
+            },
+            recv(cancel.receiver()) -> _ => {
+                end.cancelled = Some(cancel.reason().unwrap_or(CancelReason::User));
+                end.exit = Some(terminate(pid, &running.exit_rx, limits.grace));
+                break;
+            },
+            default(timeout) => {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    cancel.cancel(CancelReason::TurnTimeout);
+                    end.cancelled = cancel.reason();
+                    end.exit = Some(terminate(pid, &running.exit_rx, limits.grace));
+                    break;
+                }
+            },
+        }
+    }
+    // Every exit: kill whatever is left of the group (grandchildren, MCP sidecars), so the
+    // pipes close and nothing outlives the turn.
+    kill_group(pid, rustix::process::Signal::KILL);
+
+    if stdout_open && end.read_error.is_none() {
+        let drain_until = Instant::now() + limits.drain_timeout;
+        loop {
+            let left = drain_until.saturating_duration_since(Instant::now());
+            match stdout_rx.recv_timeout(left) {
+                Ok(StdoutItem::Line(line)) => emit(parser.on_line(&line)),
+                Ok(StdoutItem::Error(e)) => {
+                    end.read_error = Some(e);
+                    break;
+                }
+                Ok(StdoutItem::Eof) | Err(_) => break,
+            }
+        }
+    }
+    stdout_rx = never();
+    drop(stdout_rx);
+    let _ = running.stderr_done.recv_timeout(limits.drain_timeout);
+    let text = running
+        .stderr
+        .lock()
+        .map(|s| s.render())
+        .unwrap_or_default();
+    log::debug!(
+        "agent process ended program={} pid={pid} exit={:?}",
+        spec.program,
+        end.exit
+    );
+    text
+}
+
+/// SIGTERM the group, wait `grace` for the child, then SIGKILL; returns the exit.
+fn terminate(pid: u32, exit_rx: &Receiver<ExitInfo>, grace: Duration) -> ExitInfo {
+    kill_group(pid, rustix::process::Signal::TERM);
+    if let Ok(info) = exit_rx.recv_timeout(grace) {
+        kill_group(pid, rustix::process::Signal::KILL);
+        return info;
+    }
+    kill_group(pid, rustix::process::Signal::KILL);
+    exit_rx.recv_timeout(KILL_WAIT).unwrap_or(ExitInfo {
+        code: None,
+        signal: Some(9),
+    })
+}
+
+/// Signals the whole process group led by `pid`; a gone group is fine.
+pub fn kill_group(pid: u32, signal: rustix::process::Signal) {
+    let Ok(raw) = i32::try_from(pid) else { return };
+    if let Some(p) = rustix::process::Pid::from_raw(raw) {
+        let _ = rustix::process::kill_process_group(p, signal);
+    }
+}
+
+fn read_capped_lines(stdout: impl Read, max: usize, tx: &Sender<StdoutItem>) {
+    let mut reader = BufReader::with_capacity(64 << 10, stdout);
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let _ = tx.send(StdoutItem::Error(e.to_string()));
+                return;
+            }
+        };
+        if buf.is_empty() {
+            if !line.is_empty()
+                && tx
+                    .send(StdoutItem::Line(std::mem::take(&mut line)))
+                    .is_err()
+            {
+                return;
+            }
+            let _ = tx.send(StdoutItem::Eof);
+            return;
+        }
+        let (chunk, consumed, complete) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], i + 1, true),
+            None => (buf, buf.len(), false),
+        };
+        if line.len() + chunk.len() > max {
+            let _ = tx.send(StdoutItem::Error(format!(
+                "line exceeds the {max}-byte limit"
+            )));
+            return;
+        }
+        line.extend_from_slice(chunk);
+        reader.consume(consumed);
+        if complete {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            if tx
+                .send(StdoutItem::Line(std::mem::take(&mut line)))
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+}
+
+/// Bounded stderr: the first and the last lines, with a count of what was dropped between.
+#[derive(Debug, Default)]
+pub struct StderrTail {
+    head: Vec<String>,
+    tail: VecDeque<String>,
+    bytes: usize,
+    discarded: usize,
+}
+
+impl StderrTail {
+    pub fn push(&mut self, line: &str) {
+        let line = if line.len() > STDERR_MAX_LINE {
+            let mut end = STDERR_MAX_LINE;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            &line[..end]
+        } else {
+            line
+        };
+        if self.head.len() < STDERR_HEAD_LINES && self.bytes + line.len() <= STDERR_MAX_BYTES {
+            self.bytes += line.len();
+            self.head.push(line.to_string());
+            return;
+        }
+        self.tail.push_back(line.to_string());
+        self.bytes += line.len();
+        while self.tail.len() > STDERR_TAIL_LINES || self.bytes > STDERR_MAX_BYTES {
+            match self.tail.pop_front() {
+                Some(old) => {
+                    self.bytes -= old.len();
+                    self.discarded += 1;
+                }
+                None => break,
+            }
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let mut out: Vec<String> = self.head.clone();
+        if self.discarded > 0 {
+            out.push(format!("... ({} lines discarded) ...", self.discarded));
+        }
+        out.extend(self.tail.iter().cloned());
+        out.join("\n")
+    }
+}
+
+fn collect_stderr(pipe: impl Read, sink: &Mutex<StderrTail>) {
+    let mut reader = BufReader::new(pipe);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        // Cap what one read may buffer so a newline-free flood cannot exhaust memory.
+        match (&mut reader)
+            .take(STDERR_MAX_LINE as u64)
+            .read_until(b'\n', &mut buf)
+        {
+            Ok(0) => return,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&buf);
+                let text = text.trim_end_matches(['\n', '\r']);
+                log::debug!("agent stderr: {}", crate::mask::mask(text));
+                if let Ok(mut s) = sink.lock() {
+                    s.push(text);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_keeps_head_and_tail() {
+        let mut t = StderrTail::default();
+        for i in 0..1500 {
+            t.push(&format!("line {i}"));
+        }
+        let r = t.render();
+        assert!(r.starts_with("line 0\n"));
+        assert!(r.contains("... (500 lines discarded) ..."));
+        assert!(r.ends_with("line 1499"));
+    }
+
+    #[test]
+    fn capped_reader_splits_lines_and_rejects_overlong_ones() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        read_capped_lines(&b"a\r\nbb\nccc"[..], 16, &tx);
+        let got: Vec<String> = rx
+            .try_iter()
+            .map(|i| match i {
+                StdoutItem::Line(l) => String::from_utf8_lossy(&l).into_owned(),
+                StdoutItem::Error(e) => format!("error {e}"),
+                StdoutItem::Eof => "eof".into(),
+            })
+            .collect();
+        assert_eq!(got, ["a", "bb", "ccc", "eof"]);
+
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let long = vec![b'x'; 100];
+        read_capped_lines(&long[..], 16, &tx);
+        assert!(matches!(rx.try_recv(), Ok(StdoutItem::Error(_))));
+    }
+
+    #[test]
+    fn workspace_must_be_an_absolute_directory() {
+        assert!(verify_workspace(Path::new("relative")).is_err());
+        assert!(verify_workspace(Path::new("/definitely/not/here")).is_err());
+        assert!(verify_workspace(Path::new("/")).is_ok());
+    }
+}
