@@ -1,1 +1,139 @@
-//! (placeholder: filled in by its own piece of work)
+//! Persistence: SQLite with embedded forward-only migrations, one writer thread owning the only
+//! read-write connection, and read-only connections for history. It is what makes a restart a
+//! warm start: retries keep their absolute due times, budgets count run history, counters
+//! resume, and finished runs stay queryable.
+
+mod aggregates;
+mod attention;
+pub mod connection;
+mod error;
+mod event_retry;
+mod events;
+mod json;
+pub mod migrate;
+mod outcomes;
+mod parks;
+mod read;
+mod record;
+mod retry;
+mod runs;
+mod sessions;
+mod time;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+pub use aggregates::AggregateTotals;
+pub use attention::AttentionAck;
+pub use error::StoreError;
+pub use event_retry::{
+    EventRetryBuffer, MAX_BUFFER_BYTES, PendingEvents, PendingSummary, RETRY_DELAYS_MS,
+};
+pub use events::{EventLimits, PruneReport, RunEvents, StoredEvent};
+pub use outcomes::{IssueOutcome, OUTCOME_HANDED_OFF, OUTCOME_MERGED, OUTCOME_TERMINAL};
+pub use parks::ParkedIssue;
+pub use read::{ReadConn, WarmStartSnapshot};
+pub use record::{RecordOutcome, RunWrite};
+pub use retry::RetryEntry;
+pub use runs::{IssueGroupPage, RuleFilter, RunFilter, RunPage, RunRecord, STATUS_CI_FAILED};
+pub use sessions::SessionMeta;
+pub use writer::{DbCmd, WriterHandle};
+
+use crate::clock::Clock;
+
+/// Tunables; the defaults are the documented limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreOptions {
+    pub event_limits: EventLimits,
+    /// Memory for events whose write failed (4 MiB).
+    pub event_retry_buffer_bytes: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            event_limits: EventLimits::default(),
+            event_retry_buffer_bytes: MAX_BUFFER_BYTES,
+        }
+    }
+}
+
+/// The open database: its writer thread and the path readers open.
+pub struct Store {
+    path: PathBuf,
+    writer: WriterHandle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Store {
+    /// Opens (creating file and directory if needed), enables WAL, applies pending migrations
+    /// and starts the writer thread. A database newer than this binary is refused with
+    /// [`StoreError::SchemaTooNew`].
+    pub fn open(path: &Path, clock: Arc<dyn Clock>) -> Result<Store, StoreError> {
+        Self::open_with(path, clock, StoreOptions::default())
+    }
+
+    pub fn open_with(
+        path: &Path,
+        clock: Arc<dyn Clock>,
+        options: StoreOptions,
+    ) -> Result<Store, StoreError> {
+        let mut conn = connection::open_read_write(path)?;
+        migrate::apply(&mut conn, migrate::MIGRATIONS, clock.as_ref())?;
+        let (writer, thread) = writer::spawn(
+            conn,
+            clock,
+            options.event_limits,
+            options.event_retry_buffer_bytes,
+        )?;
+        Ok(Store {
+            path: path.to_path_buf(),
+            writer,
+            thread: Some(thread),
+        })
+    }
+
+    /// A handle to the single writer (cloneable, `Send`).
+    pub fn writer(&self) -> WriterHandle {
+        self.writer.clone()
+    }
+
+    /// A new read-only connection (one per thread/request).
+    pub fn read_conn(&self) -> Result<ReadConn, StoreError> {
+        ReadConn::open(&self.path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Applies every queued write, stops the writer and waits for it.
+    pub fn close(mut self) -> Result<(), StoreError> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<(), StoreError> {
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        // Already stopped (an explicit writer shutdown) is fine.
+        let r = match self.writer.shutdown() {
+            Err(StoreError::WriterGone) => Ok(()),
+            r => r,
+        };
+        if thread.join().is_err() {
+            log::error!("database writer thread panicked");
+        }
+        r
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop() {
+            log::warn!("database close failed error={e}");
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Cumulative counters (single row `agent_totals` plus exits by type), incremented in the same
+//! transaction as each run row so Prometheus counters resume from the right value after a
+//! restart and never count a run twice.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{Connection, params};
+
+use super::error::{SqlContext, StoreError};
+use super::runs::{RunRecord, STATUS_CI_FAILED};
+
+const KEY: &str = "agent_totals";
+
+/// The persisted counters.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AggregateTotals {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub total_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub dispatches: i64,
+    pub seconds_running: f64,
+    /// Ended sessions whose usage was never recorded.
+    pub unmeasured_sessions: i64,
+    /// Worker exits by run status.
+    pub exits: BTreeMap<String, i64>,
+    pub updated_at_ms: i64,
+}
+
+/// Adds one finished run. Recorded CI results are not sessions and add nothing; an unmeasured
+/// run adds no tokens (its spend is unknown) but counts as an unmeasured session.
+pub(crate) fn add_run(conn: &Connection, r: &RunRecord, now_ms: i64) -> Result<(), StoreError> {
+    if r.status == STATUS_CI_FAILED {
+        return Ok(());
+    }
+    let m = i64::from(r.tokens_measured);
+    let seconds = ((r.completed_at_ms - r.started_at_ms).max(0) as f64) / 1000.0;
+    conn.execute(
+        "INSERT INTO aggregate_metrics (key, input_tokens, output_tokens, total_tokens,
+             cache_read_tokens, cache_write_tokens, dispatches, seconds_running,
+             unmeasured_sessions, updated_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?8, ?9)
+         ON CONFLICT(key) DO UPDATE SET
+             input_tokens = input_tokens + excluded.input_tokens,
+             output_tokens = output_tokens + excluded.output_tokens,
+             total_tokens = total_tokens + excluded.total_tokens,
+             cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+             cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+             dispatches = dispatches + 1,
+             seconds_running = seconds_running + excluded.seconds_running,
+             unmeasured_sessions = unmeasured_sessions + excluded.unmeasured_sessions,
+             updated_at_ms = excluded.updated_at_ms",
+        params![
+            KEY,
+            r.input_tokens * m,
+            r.output_tokens * m,
+            r.total_tokens * m,
+            r.cache_read_tokens * m,
+            r.cache_write_tokens * m,
+            seconds,
+            1 - m,
+            now_ms
+        ],
+    )
+    .ctx("add run to aggregate metrics")?;
+    conn.execute(
+        "INSERT INTO aggregate_exits (exit_type, count) VALUES (?1, 1)
+         ON CONFLICT(exit_type) DO UPDATE SET count = count + 1",
+        [&r.status],
+    )
+    .ctx("count worker exit")?;
+    Ok(())
+}
+
+/// The counters; zeros when nothing was ever recorded.
+pub(crate) fn load(conn: &Connection) -> Result<AggregateTotals, StoreError> {
+    let mut t = conn
+        .query_row(
+            "SELECT input_tokens, output_tokens, total_tokens, cache_read_tokens,
+                 cache_write_tokens, dispatches, seconds_running, unmeasured_sessions,
+                 updated_at_ms
+             FROM aggregate_metrics WHERE key = ?1",
+            [KEY],
+            |r| {
+                Ok(AggregateTotals {
+                    input_tokens: r.get(0)?,
+                    output_tokens: r.get(1)?,
+                    total_tokens: r.get(2)?,
+                    cache_read_tokens: r.get(3)?,
+                    cache_write_tokens: r.get(4)?,
+                    dispatches: r.get(5)?,
+                    seconds_running: r.get(6)?,
+                    unmeasured_sessions: r.get(7)?,
+                    exits: BTreeMap::new(),
+                    updated_at_ms: r.get(8)?,
+                })
+            },
+        )
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(AggregateTotals::default()),
+            e => Err(e),
+        })
+        .ctx("load aggregate metrics")?;
+    let mut stmt = conn
+        .prepare("SELECT exit_type, count FROM aggregate_exits")
+        .ctx("prepare load worker exits")?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+        .ctx("load worker exits")?;
+    for row in rows {
+        let (k, v) = row.ctx("read worker exit count")?;
+        t.exits.insert(k, v);
+    }
+    Ok(t)
+}

@@ -1,0 +1,60 @@
+//! Attention acknowledgements: a person saw an item. Kept under the item id so they survive a
+//! restart; the first acknowledgement time wins.
+
+use rusqlite::{Connection, Row, params};
+
+use super::error::{SqlContext, StoreError};
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AttentionAck {
+    /// 32 lowercase hex characters.
+    pub item_id: String,
+    pub kind: String,
+    pub acknowledged_at_ms: i64,
+}
+
+/// Stores the acknowledgement unless one exists; returns the stored row (the first one).
+pub(crate) fn acknowledge(conn: &Connection, a: &AttentionAck) -> Result<AttentionAck, StoreError> {
+    conn.execute(
+        "INSERT OR IGNORE INTO attention_acks (item_id, kind, acknowledged_at_ms)
+         VALUES (?1, ?2, ?3)",
+        params![a.item_id, a.kind, a.acknowledged_at_ms],
+    )
+    .ctx("save acknowledgement")?;
+    conn.query_row(
+        "SELECT * FROM attention_acks WHERE item_id = ?1",
+        [&a.item_id],
+        from_row,
+    )
+    .ctx("read acknowledgement")
+}
+
+pub(crate) fn delete(conn: &Connection, item_ids: &[String]) -> Result<usize, StoreError> {
+    let mut n = 0;
+    for id in item_ids {
+        n += conn
+            .execute("DELETE FROM attention_acks WHERE item_id = ?1", [id])
+            .ctx("delete acknowledgement")?;
+    }
+    Ok(n)
+}
+
+pub(crate) fn load_all(conn: &Connection) -> Result<Vec<AttentionAck>, StoreError> {
+    let mut stmt = conn
+        .prepare("SELECT * FROM attention_acks ORDER BY item_id")
+        .ctx("prepare load acknowledgements")?;
+    let rows = stmt.query_map([], from_row).ctx("load acknowledgements")?;
+    let mut out = Vec::new();
+    for r in rows {
+        out.push(r.ctx("read acknowledgement")?);
+    }
+    Ok(out)
+}
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<AttentionAck> {
+    Ok(AttentionAck {
+        item_id: r.get("item_id")?,
+        kind: r.get("kind")?,
+        acknowledged_at_ms: r.get("acknowledged_at_ms")?,
+    })
+}

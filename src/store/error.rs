@@ -1,0 +1,98 @@
+//! Store errors: every failure names what was being done so a log line is enough to act on.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Why a persistence operation failed.
+#[derive(Debug)]
+pub enum StoreError {
+    /// The database file or its directory could not be created or opened.
+    Open {
+        path: PathBuf,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The database was written by a newer sortie; running this binary against it could damage it.
+    SchemaTooNew { found: i64, supported: i64 },
+    /// `PRAGMA journal_mode=WAL` did not answer `wal`.
+    WalUnavailable { answer: String },
+    /// A migration failed; its transaction was rolled back.
+    Migration {
+        version: i64,
+        name: &'static str,
+        source: rusqlite::Error,
+    },
+    /// A statement failed.
+    Sqlite {
+        context: &'static str,
+        source: rusqlite::Error,
+    },
+    /// A JSON column could not be encoded or decoded.
+    Json {
+        context: &'static str,
+        source: serde_json::Error,
+    },
+    /// A stored timestamp could not be parsed.
+    Timestamp {
+        context: &'static str,
+        value: String,
+    },
+    /// The writer thread has stopped (shutdown or a crash); nothing more can be written.
+    WriterGone,
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Open { path, source } => {
+                write!(f, "cannot open database {}: {source}", path.display())
+            }
+            StoreError::SchemaTooNew { found, supported } => write!(
+                f,
+                "database schema version {found} is newer than this sortie supports \
+                 (highest known version {supported}); upgrade sortie to a version that \
+                 knows schema {found}, or point db_path at another file"
+            ),
+            StoreError::WalUnavailable { answer } => write!(
+                f,
+                "database refused write-ahead logging (journal_mode answered {answer:?})"
+            ),
+            StoreError::Migration {
+                version,
+                name,
+                source,
+            } => {
+                write!(f, "migration {version:03} ({name}) failed: {source}")
+            }
+            StoreError::Sqlite { context, source } => write!(f, "{context}: {source}"),
+            StoreError::Json { context, source } => write!(f, "{context}: {source}"),
+            StoreError::Timestamp { context, value } => {
+                write!(f, "{context}: invalid timestamp {value:?}")
+            }
+            StoreError::WriterGone => write!(f, "database writer has stopped"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Open { source, .. } => Some(source.as_ref()),
+            StoreError::Migration { source, .. } | StoreError::Sqlite { source, .. } => {
+                Some(source)
+            }
+            StoreError::Json { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Attaches a context to rusqlite results (`.ctx("insert run")?`).
+pub(crate) trait SqlContext<T> {
+    fn ctx(self, context: &'static str) -> Result<T, StoreError>;
+}
+
+impl<T> SqlContext<T> for Result<T, rusqlite::Error> {
+    fn ctx(self, context: &'static str) -> Result<T, StoreError> {
+        self.map_err(|source| StoreError::Sqlite { context, source })
+    }
+}

@@ -1,0 +1,136 @@
+//! Read-only access: a connection of its own (WAL lets it read while the writer commits), for
+//! HTTP history/stats and `sortie stats`, plus the warm-start snapshot.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use super::aggregates::{self, AggregateTotals};
+use super::attention::{self, AttentionAck};
+use super::connection;
+use super::error::StoreError;
+use super::events::{self, RunEvents};
+use super::outcomes::{self, IssueOutcome};
+use super::parks::{self, ParkedIssue};
+use super::retry::{self, RetryEntry};
+use super::runs::{self, IssueGroupPage, RunFilter, RunPage, RunRecord};
+use super::sessions::{self, SessionMeta};
+
+/// Everything the orchestrator restores at start, read in one transaction so it is consistent.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WarmStartSnapshot {
+    /// Queued retries, soonest first, with absolute `due_at_ms`.
+    pub retries: Vec<RetryEntry>,
+    /// Counters to seed Prometheus from.
+    pub totals: AggregateTotals,
+    pub parks: Vec<ParkedIssue>,
+    pub outcomes: Vec<IssueOutcome>,
+    pub acknowledgements: Vec<AttentionAck>,
+    pub sessions: Vec<SessionMeta>,
+}
+
+/// A read-only connection. Not `Sync`: open one per thread or request.
+pub struct ReadConn {
+    conn: Connection,
+}
+
+impl ReadConn {
+    /// Opens the database read-only; it must already exist (the writer creates it).
+    pub fn open(path: &Path) -> Result<ReadConn, StoreError> {
+        Ok(ReadConn {
+            conn: connection::open_read_only(path)?,
+        })
+    }
+
+    /// The underlying connection, for queries other modules add (stats aggregation).
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub fn load_retry_entries(&self) -> Result<Vec<RetryEntry>, StoreError> {
+        retry::load_all(&self.conn)
+    }
+    pub fn count_runs_for_issue(&self, issue_id: &str) -> Result<i64, StoreError> {
+        runs::count_for_issue(&self.conn, issue_id)
+    }
+    pub fn uncached_tokens_for_issue(&self, issue_id: &str) -> Result<i64, StoreError> {
+        runs::uncached_tokens_for_issue(&self.conn, issue_id)
+    }
+    pub fn aggregate_totals(&self) -> Result<AggregateTotals, StoreError> {
+        aggregates::load(&self.conn)
+    }
+    pub fn load_parks(&self) -> Result<Vec<ParkedIssue>, StoreError> {
+        parks::load_all(&self.conn)
+    }
+    pub fn load_outcomes(&self) -> Result<Vec<IssueOutcome>, StoreError> {
+        outcomes::load_all(&self.conn)
+    }
+    pub fn load_acknowledgements(&self) -> Result<Vec<AttentionAck>, StoreError> {
+        attention::load_all(&self.conn)
+    }
+    pub fn load_sessions(&self) -> Result<Vec<SessionMeta>, StoreError> {
+        sessions::load_all(&self.conn)
+    }
+    pub fn session(&self, issue_id: &str) -> Result<Option<SessionMeta>, StoreError> {
+        sessions::get(&self.conn, issue_id)
+    }
+    /// Runs matching `filter` recorded before `cursor`, newest first, `limit` per page.
+    pub fn list_runs(
+        &self,
+        filter: &RunFilter,
+        cursor: Option<i64>,
+        limit: usize,
+    ) -> Result<RunPage, StoreError> {
+        runs::list(&self.conn, filter, cursor, limit)
+    }
+    /// Issues by their newest matching run (for `GET /api/v1/runs/issues`).
+    pub fn list_issue_groups(
+        &self,
+        filter: &RunFilter,
+        cursor: Option<i64>,
+        limit: usize,
+    ) -> Result<IssueGroupPage, StoreError> {
+        runs::list_issue_groups(&self.conn, filter, cursor, limit)
+    }
+    pub fn run(&self, run_id: i64) -> Result<Option<RunRecord>, StoreError> {
+        runs::get(&self.conn, run_id)
+    }
+    /// The stored events of a finished run; `None` when none are retained.
+    pub fn run_events(&self, dispatch_id: &str) -> Result<Option<RunEvents>, StoreError> {
+        events::run_events(&self.conn, dispatch_id)
+    }
+    pub fn stored_event_bytes(&self) -> Result<i64, StoreError> {
+        events::stored_bytes(&self.conn)
+    }
+    pub fn has_events(&self, dispatch_id: &str) -> Result<bool, StoreError> {
+        events::has_events(&self.conn, dispatch_id)
+    }
+    pub fn warm_start_snapshot(&self) -> Result<WarmStartSnapshot, StoreError> {
+        warm_start_snapshot(&self.conn)
+    }
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        connection::integrity_check(&self.conn)
+    }
+    pub fn journal_mode(&self) -> Result<String, StoreError> {
+        connection::journal_mode(&self.conn)
+    }
+}
+
+/// Reads the warm-start state inside one read transaction.
+pub(crate) fn warm_start_snapshot(conn: &Connection) -> Result<WarmStartSnapshot, StoreError> {
+    use super::error::SqlContext;
+    conn.execute_batch("BEGIN DEFERRED")
+        .ctx("begin snapshot read")?;
+    let snap = (|| {
+        Ok(WarmStartSnapshot {
+            retries: retry::load_all(conn)?,
+            totals: aggregates::load(conn)?,
+            parks: parks::load_all(conn)?,
+            outcomes: outcomes::load_all(conn)?,
+            acknowledgements: attention::load_all(conn)?,
+            sessions: sessions::load_all(conn)?,
+        })
+    })();
+    conn.execute_batch("COMMIT").ctx("end snapshot read")?;
+    snap
+}

@@ -1,0 +1,107 @@
+//! Session metadata: the latest session of each issue, overwritten by the next one, so "what is
+//! happening with this issue" survives a restart.
+
+use rusqlite::{Connection, Row, named_params};
+
+use super::error::{SqlContext, StoreError};
+
+/// The current session row of one issue.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SessionMeta {
+    pub issue_id: String,
+    pub session_id: String,
+    pub agent_pid: Option<String>,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub total_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub model_name: String,
+    pub api_request_count: i64,
+    /// Whether `api_request_count` is a measurement at all.
+    pub api_requests_measured: bool,
+    pub started_at_ms: Option<i64>,
+    pub updated_at_ms: i64,
+    /// Set by the exit write; `None` while running.
+    pub exit_type: Option<String>,
+    /// The dispatch whose session last wrote the row; cleared by the exit write.
+    pub dispatch_id: Option<String>,
+}
+
+pub(crate) fn upsert(conn: &Connection, s: &SessionMeta) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO session_metadata (issue_id, session_id, agent_pid, input_tokens,
+             output_tokens, total_tokens, cache_read_tokens, cache_write_tokens, model_name,
+             api_request_count, api_requests_measured, started_at_ms, updated_at_ms, exit_type,
+             dispatch_id)
+         VALUES (:issue_id, :session_id, :agent_pid, :input_tokens, :output_tokens,
+             :total_tokens, :cache_read_tokens, :cache_write_tokens, :model_name,
+             :api_request_count, :api_requests_measured, :started_at_ms, :updated_at_ms,
+             :exit_type, :dispatch_id)
+         ON CONFLICT(issue_id) DO UPDATE SET
+             session_id = excluded.session_id, agent_pid = excluded.agent_pid,
+             input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+             total_tokens = excluded.total_tokens,
+             cache_read_tokens = excluded.cache_read_tokens,
+             cache_write_tokens = excluded.cache_write_tokens,
+             model_name = excluded.model_name, api_request_count = excluded.api_request_count,
+             api_requests_measured = excluded.api_requests_measured,
+             started_at_ms = excluded.started_at_ms, updated_at_ms = excluded.updated_at_ms,
+             exit_type = excluded.exit_type, dispatch_id = excluded.dispatch_id",
+        named_params! {
+            ":issue_id": s.issue_id, ":session_id": s.session_id, ":agent_pid": s.agent_pid,
+            ":input_tokens": s.input_tokens, ":output_tokens": s.output_tokens,
+            ":total_tokens": s.total_tokens, ":cache_read_tokens": s.cache_read_tokens,
+            ":cache_write_tokens": s.cache_write_tokens, ":model_name": s.model_name,
+            ":api_request_count": s.api_request_count,
+            ":api_requests_measured": s.api_requests_measured,
+            ":started_at_ms": s.started_at_ms, ":updated_at_ms": s.updated_at_ms,
+            ":exit_type": s.exit_type, ":dispatch_id": s.dispatch_id,
+        },
+    )
+    .ctx("save session metadata")?;
+    Ok(())
+}
+
+pub(crate) fn get(conn: &Connection, issue_id: &str) -> Result<Option<SessionMeta>, StoreError> {
+    let mut stmt = conn
+        .prepare("SELECT * FROM session_metadata WHERE issue_id = ?1")
+        .ctx("prepare get session metadata")?;
+    let mut rows = stmt.query([issue_id]).ctx("get session metadata")?;
+    match rows.next().ctx("read session metadata")? {
+        Some(r) => Ok(Some(from_row(r).ctx("read session metadata")?)),
+        None => Ok(None),
+    }
+}
+
+pub(crate) fn load_all(conn: &Connection) -> Result<Vec<SessionMeta>, StoreError> {
+    let mut stmt = conn
+        .prepare("SELECT * FROM session_metadata ORDER BY issue_id")
+        .ctx("prepare load session metadata")?;
+    let rows = stmt.query_map([], from_row).ctx("load session metadata")?;
+    let mut out = Vec::new();
+    for r in rows {
+        out.push(r.ctx("read session metadata")?);
+    }
+    Ok(out)
+}
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionMeta> {
+    Ok(SessionMeta {
+        issue_id: r.get("issue_id")?,
+        session_id: r.get("session_id")?,
+        agent_pid: r.get("agent_pid")?,
+        input_tokens: r.get("input_tokens")?,
+        output_tokens: r.get("output_tokens")?,
+        total_tokens: r.get("total_tokens")?,
+        cache_read_tokens: r.get("cache_read_tokens")?,
+        cache_write_tokens: r.get("cache_write_tokens")?,
+        model_name: r.get("model_name")?,
+        api_request_count: r.get("api_request_count")?,
+        api_requests_measured: r.get("api_requests_measured")?,
+        started_at_ms: r.get("started_at_ms")?,
+        updated_at_ms: r.get("updated_at_ms")?,
+        exit_type: r.get("exit_type")?,
+        dispatch_id: r.get("dispatch_id")?,
+    })
+}

@@ -1,0 +1,367 @@
+//! The single writer thread. It owns the only read-write connection; every write arrives as a
+//! `DbCmd` on one FIFO channel, so writes are serialized in the order the orchestrator issued
+//! them and a read sent through the same channel observes every earlier write. It also owns
+//! the events whose write failed and retries them on their schedule.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
+use rusqlite::Connection;
+
+use super::attention::{self, AttentionAck};
+use super::error::{SqlContext, StoreError};
+use super::event_retry::{EventRetryBuffer, PendingEvents, PendingSummary};
+use super::events::{EventLimits, StoredEvent};
+use super::outcomes::{self, IssueOutcome};
+use super::parks::{self, ParkedIssue};
+use super::record::{self, RecordOutcome, RunWrite};
+use super::retry::{self, RetryEntry};
+use super::runs::RunRecord;
+use super::sessions::{self, SessionMeta};
+use crate::clock::Clock;
+
+/// Longest idle wait while event retries are pending, so a wall-clock jump is noticed.
+const MAX_IDLE_WAIT: Duration = Duration::from_secs(60);
+
+type Reply<T> = Sender<Result<T, StoreError>>;
+type QueryFn = Box<dyn FnOnce(&Connection) + Send>;
+
+/// A command for the writer thread. Commands without a reply log their failures at WARN.
+pub enum DbCmd {
+    UpsertRetry(RetryEntry),
+    DeleteRetry(String),
+    RecordRun(Box<RunWrite>, Reply<RecordOutcome>),
+    UpsertSession(SessionMeta),
+    Park(ParkedIssue),
+    Unpark(String),
+    SetOutcome(IssueOutcome, Option<Reply<bool>>),
+    ClearOutcome(String),
+    Acknowledge(AttentionAck, Reply<AttentionAck>),
+    DeleteAcks(Vec<String>),
+    /// Runs a read on the writer's connection, after every earlier write.
+    Query(QueryFn),
+    PendingEvents(Reply<Vec<PendingSummary>>),
+    Ping(Reply<()>),
+    Flush(Reply<()>),
+    Shutdown(Reply<()>),
+}
+
+/// A cloneable handle to the writer thread.
+#[derive(Clone)]
+pub struct WriterHandle {
+    tx: Sender<DbCmd>,
+}
+
+impl WriterHandle {
+    fn send(&self, cmd: DbCmd) -> Result<(), StoreError> {
+        self.tx.send(cmd).map_err(|_| StoreError::WriterGone)
+    }
+
+    fn call<T>(&self, make: impl FnOnce(Reply<T>) -> DbCmd) -> Result<T, StoreError> {
+        let (tx, rx) = bounded(1);
+        self.send(make(tx))?;
+        rx.recv().map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Queues a retry upsert (not awaited; failures are logged).
+    pub fn upsert_retry(&self, entry: RetryEntry) -> Result<(), StoreError> {
+        self.send(DbCmd::UpsertRetry(entry))
+    }
+    pub fn delete_retry(&self, issue_id: &str) -> Result<(), StoreError> {
+        self.send(DbCmd::DeleteRetry(issue_id.to_string()))
+    }
+    /// Records a finished run with its events and aggregate increments; returns once committed
+    /// (the run is durable from then on) with the new run id.
+    pub fn record_run(&self, run: RunRecord, events: Vec<StoredEvent>) -> Result<i64, StoreError> {
+        self.record(RunWrite {
+            run,
+            events,
+            session: None,
+        })
+        .map(|o| o.run_id)
+    }
+    /// [`record_run`](Self::record_run) with the session row and the full outcome.
+    pub fn record(&self, write: RunWrite) -> Result<RecordOutcome, StoreError> {
+        self.call(|r| DbCmd::RecordRun(Box::new(write), r))
+    }
+    pub fn upsert_session(&self, session: SessionMeta) -> Result<(), StoreError> {
+        self.send(DbCmd::UpsertSession(session))
+    }
+    pub fn park(&self, parked: ParkedIssue) -> Result<(), StoreError> {
+        self.send(DbCmd::Park(parked))
+    }
+    pub fn unpark(&self, issue_id: &str) -> Result<(), StoreError> {
+        self.send(DbCmd::Unpark(issue_id.to_string()))
+    }
+    /// Queues an outcome observation (replacement rules apply; failures are logged).
+    pub fn set_outcome(&self, outcome: IssueOutcome) -> Result<(), StoreError> {
+        self.send(DbCmd::SetOutcome(outcome, None))
+    }
+    /// Records an outcome observation and waits; returns whether it replaced the stored one.
+    pub fn set_outcome_wait(&self, outcome: IssueOutcome) -> Result<bool, StoreError> {
+        self.call(|r| DbCmd::SetOutcome(outcome, Some(r)))
+    }
+    pub fn clear_outcome(&self, issue_id: &str) -> Result<(), StoreError> {
+        self.send(DbCmd::ClearOutcome(issue_id.to_string()))
+    }
+    /// Stores an acknowledgement and returns once committed, with the stored row (the first
+    /// acknowledgement's time is kept).
+    pub fn acknowledge(&self, ack: AttentionAck) -> Result<AttentionAck, StoreError> {
+        self.call(|r| DbCmd::Acknowledge(ack, r))
+    }
+    pub fn delete_acks(&self, item_ids: Vec<String>) -> Result<(), StoreError> {
+        self.send(DbCmd::DeleteAcks(item_ids))
+    }
+    /// Runs `f` on the writer's connection after every earlier command (read-your-writes).
+    pub fn query<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (tx, rx) = bounded(1);
+        self.send(DbCmd::Query(Box::new(move |conn| {
+            let _ = tx.send(f(conn));
+        })))?;
+        rx.recv().map_err(|_| StoreError::WriterGone)?
+    }
+    /// Sessions spent by the issue, after every earlier write.
+    pub fn count_runs_for_issue(&self, issue_id: &str) -> Result<i64, StoreError> {
+        let id = issue_id.to_string();
+        self.query(move |c| super::runs::count_for_issue(c, &id))
+    }
+    /// Uncached tokens the issue spent, after every earlier write.
+    pub fn uncached_tokens_for_issue(&self, issue_id: &str) -> Result<i64, StoreError> {
+        let id = issue_id.to_string();
+        self.query(move |c| super::runs::uncached_tokens_for_issue(c, &id))
+    }
+    /// Runs whose events await a retried write.
+    pub fn pending_event_writes(&self) -> Result<Vec<PendingSummary>, StoreError> {
+        self.call(DbCmd::PendingEvents)
+    }
+    /// Checks the database answers (health).
+    pub fn ping(&self) -> Result<(), StoreError> {
+        self.call(DbCmd::Ping)
+    }
+    /// Returns once every earlier command has been applied.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.call(DbCmd::Flush)
+    }
+    /// Applies every earlier command, drops events still awaiting a retry (WARN), stops.
+    pub fn shutdown(&self) -> Result<(), StoreError> {
+        self.call(DbCmd::Shutdown)
+    }
+}
+
+/// Starts the writer thread on `conn`.
+pub(crate) fn spawn(
+    conn: Connection,
+    clock: Arc<dyn Clock>,
+    limits: EventLimits,
+    retry_buffer_bytes: usize,
+) -> Result<(WriterHandle, JoinHandle<()>), StoreError> {
+    let (tx, rx) = unbounded();
+    let writer = Writer {
+        conn,
+        clock,
+        limits,
+        pending: EventRetryBuffer::with_capacity(retry_buffer_bytes),
+    };
+    let join = std::thread::Builder::new()
+        .name("db-writer".into())
+        .spawn(move || writer.run(rx))
+        .map_err(|e| StoreError::Open {
+            path: "db-writer thread".into(),
+            source: Box::new(e),
+        })?;
+    Ok((WriterHandle { tx }, join))
+}
+
+struct Writer {
+    conn: Connection,
+    clock: Arc<dyn Clock>,
+    limits: EventLimits,
+    pending: EventRetryBuffer,
+}
+
+impl Writer {
+    fn run(mut self, rx: Receiver<DbCmd>) {
+        loop {
+            self.retry_due_events();
+            let cmd = match self.pending.next_due_ms() {
+                Some(due) => {
+                    let wait =
+                        (due - self.clock.now_ms()).clamp(0, MAX_IDLE_WAIT.as_millis() as i64);
+                    match rx.recv_timeout(Duration::from_millis(wait as u64)) {
+                        Ok(cmd) => cmd,
+                        Err(RecvTimeoutError::Timeout) => continue,
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+                None => match rx.recv() {
+                    Ok(cmd) => cmd,
+                    Err(_) => break,
+                },
+            };
+            // Due retries run before the command, so a caller that advanced a clock and then
+            // pinged observes them.
+            self.retry_due_events();
+            if let DbCmd::Shutdown(reply) = cmd {
+                self.pending.drop_all("shutdown");
+                let _ = reply.send(Ok(()));
+                return;
+            }
+            self.handle(cmd);
+        }
+        self.pending.drop_all("writer stopped");
+    }
+
+    fn handle(&mut self, cmd: DbCmd) {
+        match cmd {
+            DbCmd::UpsertRetry(e) => {
+                let r = retry::upsert(&self.conn, &e);
+                warn_failed("save retry entry", &e.issue_id, r);
+            }
+            DbCmd::DeleteRetry(id) => {
+                warn_failed("delete retry entry", &id, retry::delete(&self.conn, &id))
+            }
+            DbCmd::RecordRun(w, reply) => {
+                let _ = reply.send(self.record_run(&w));
+            }
+            DbCmd::UpsertSession(s) => {
+                let r = sessions::upsert(&self.conn, &s);
+                warn_failed("save session metadata", &s.issue_id, r);
+            }
+            DbCmd::Park(p) => warn_failed(
+                "save parked issue",
+                &p.issue_id,
+                parks::park(&self.conn, &p),
+            ),
+            DbCmd::Unpark(id) => {
+                warn_failed("delete parked issue", &id, parks::unpark(&self.conn, &id))
+            }
+            DbCmd::SetOutcome(o, reply) => {
+                let r = outcomes::set(&self.conn, &o);
+                match reply {
+                    Some(reply) => {
+                        let _ = reply.send(r);
+                    }
+                    None => warn_failed("save issue outcome", &o.issue_id, r.map(|_| ())),
+                }
+            }
+            DbCmd::ClearOutcome(id) => {
+                warn_failed("clear issue outcome", &id, outcomes::clear(&self.conn, &id))
+            }
+            DbCmd::Acknowledge(a, reply) => {
+                let _ = reply.send(attention::acknowledge(&self.conn, &a));
+            }
+            DbCmd::DeleteAcks(ids) => {
+                let r = attention::delete(&self.conn, &ids).map(|_| ());
+                warn_failed("delete acknowledgements", "", r);
+            }
+            DbCmd::Query(f) => f(&self.conn),
+            DbCmd::PendingEvents(reply) => {
+                let _ = reply.send(Ok(self.pending.summaries()));
+            }
+            DbCmd::Ping(reply) => {
+                let r = self
+                    .conn
+                    .query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
+                    .ctx("ping database")
+                    .map(|_| ());
+                let _ = reply.send(r);
+            }
+            DbCmd::Flush(reply) => {
+                let _ = reply.send(Ok(()));
+            }
+            DbCmd::Shutdown(reply) => {
+                let _ = reply.send(Ok(()));
+            }
+        }
+    }
+
+    /// The run with its events in one transaction; if that fails and there were events, the
+    /// run without them (events queued for retry); if that fails too, the error.
+    fn record_run(&mut self, w: &RunWrite) -> Result<RecordOutcome, StoreError> {
+        let now = self.clock.now_ms();
+        let has_events =
+            !w.events.is_empty() && w.run.dispatch_id.as_deref().is_some_and(|d| !d.is_empty());
+        match record::record(&mut self.conn, w, has_events, &self.limits, now) {
+            Ok((run_id, pruned)) => {
+                if pruned.aged_runs + pruned.size_runs > 0 {
+                    log::info!(
+                        "pruned stored run events aged_runs={} size_runs={} run_id={run_id}",
+                        pruned.aged_runs,
+                        pruned.size_runs
+                    );
+                }
+                Ok(RecordOutcome {
+                    run_id,
+                    events_stored: has_events,
+                    pruned,
+                })
+            }
+            Err(first) if has_events => {
+                log::warn!(
+                    "run events not written, storing run without them issue_id={} issue_identifier={} dispatch_id={} error={first}",
+                    w.run.issue_id,
+                    w.run.identifier,
+                    w.run.dispatch_id.as_deref().unwrap_or("")
+                );
+                let (run_id, pruned) = record::record(&mut self.conn, w, false, &self.limits, now)?;
+                let dispatch_id = w.run.dispatch_id.clone().unwrap_or_default();
+                self.pending.push_failed(
+                    PendingEvents::new(
+                        dispatch_id,
+                        Some(run_id),
+                        w.run.completed_at_ms,
+                        w.events.clone(),
+                    ),
+                    now,
+                );
+                Ok(RecordOutcome {
+                    run_id,
+                    events_stored: false,
+                    pruned,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn retry_due_events(&mut self) {
+        let now = self.clock.now_ms();
+        for p in self.pending.take_due(now) {
+            let r = record::write_events_only(
+                &mut self.conn,
+                &p.dispatch_id,
+                p.run_id,
+                p.completed_at_ms,
+                &p.events,
+                &self.limits,
+            );
+            match r {
+                Ok(_) => log::info!(
+                    "run events written on retry dispatch_id={} retries={}",
+                    p.dispatch_id,
+                    p.retries + 1
+                ),
+                Err(e) => {
+                    log::warn!(
+                        "run events retry failed dispatch_id={} retries={} error={e}",
+                        p.dispatch_id,
+                        p.retries + 1
+                    );
+                    self.pending.retry_failed(p, now);
+                }
+            }
+        }
+    }
+}
+
+fn warn_failed(what: &str, issue_id: &str, r: Result<(), StoreError>) {
+    if let Err(e) = r {
+        log::warn!("database write failed op={what:?} issue_id={issue_id} error={e}");
+    }
+}
