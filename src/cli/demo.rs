@@ -16,7 +16,10 @@ pub const DEMO_ISSUES: &str = include_str!("../../examples/demo/issues.json");
 pub fn materialize(dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let wf = dir.join("WORKFLOW.md");
-    for (path, text) in [(&wf, DEMO_WORKFLOW), (&dir.join("issues.json"), DEMO_ISSUES)] {
+    for (path, text) in [
+        (&wf, DEMO_WORKFLOW),
+        (&dir.join("issues.json"), DEMO_ISSUES),
+    ] {
         if !path.exists() {
             std::fs::write(path, text)?;
         }

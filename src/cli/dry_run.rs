@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use crate::config::Workflow;
 use crate::orchestrator::adapters;
-use crate::orchestrator::dispatch_pass::{Decision, HoldReason, PassInput, SlotScope, plan, sort_candidates};
+use crate::orchestrator::dispatch_pass::{
+    Decision, HoldReason, PassInput, SlotScope, plan, sort_candidates,
+};
 use crate::prompt::PromptTemplate;
 
 /// Runs the dry run and writes the report to `out`; returns the exit code.
@@ -68,8 +70,9 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
                     .path_for(&issue.identifier)
                     .map(|p| p.display().to_string())
                     .unwrap_or_else(|e| format!("(invalid: {e})"));
-                let prompt = crate::prompt::build_turn_prompt(template, issue, Some(0), 1, max_turns)
-                    .unwrap_or_else(|e| format!("(prompt render failed: {e})"));
+                let prompt =
+                    crate::prompt::build_turn_prompt(template, issue, Some(0), 1, max_turns)
+                        .unwrap_or_else(|e| format!("(prompt render failed: {e})"));
                 let _ = writeln!(
                     out,
                     "\n== {}. dispatch {} \"{}\" (state {:?}, priority {})",
@@ -110,7 +113,11 @@ fn hold_text(reason: &HoldReason) -> String {
             "blocked by {}",
             b.iter()
                 .map(|r| {
-                    let state = if r.state.is_empty() { "no state" } else { r.state.as_str() };
+                    let state = if r.state.is_empty() {
+                        "no state"
+                    } else {
+                        r.state.as_str()
+                    };
                     format!("{} ({state})", r.identifier)
                 })
                 .collect::<Vec<_>>()

@@ -70,7 +70,11 @@ fn fail(msg: impl std::fmt::Display) -> i32 {
 /// Runs sortie; returns the process exit code.
 pub fn run(opts: RunOptions) -> i32 {
     // Flag values are checked before anything else.
-    let flag_level = match opts.log_level.as_deref().map(|l| (l, logging::parse_level(l))) {
+    let flag_level = match opts
+        .log_level
+        .as_deref()
+        .map(|l| (l, logging::parse_level(l)))
+    {
         Some((l, None)) => {
             return fail(format!(
                 "unknown log level {l:?}: accepted values are debug, info, warn, error"
@@ -143,10 +147,7 @@ pub fn run(opts: RunOptions) -> i32 {
     let report = super::validate::validate(&wf.path, &load_options);
     if !report.errors.is_empty() {
         let joined: Vec<String> = report.errors.iter().map(|d| d.message.clone()).collect();
-        log::error!(
-            "dispatch preflight failed error=\"{}\"",
-            joined.join("; ")
-        );
+        log::error!("dispatch preflight failed error=\"{}\"", joined.join("; "));
         return fail(format!("dispatch preflight failed: {}", joined.join("; ")));
     }
 
@@ -173,7 +174,10 @@ fn run_daemon(
     bind: ServerBind,
     clock: Arc<dyn Clock>,
 ) -> i32 {
-    log::info!("database path resolved db_path={}", wf.config.db_path.display());
+    log::info!(
+        "database path resolved db_path={}",
+        wf.config.db_path.display()
+    );
     let store = match crate::store::Store::open(&wf.config.db_path, clock.clone()) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(e),

@@ -66,7 +66,12 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
         Err(e) => report.errors.push(diag("template_parse", e.to_string())),
     }
     for m in wf.config.config_preflight() {
-        let check = m.split(':').next().unwrap_or("preflight").trim().to_string();
+        let check = m
+            .split(':')
+            .next()
+            .unwrap_or("preflight")
+            .trim()
+            .to_string();
         report.errors.push(diag(check, m));
     }
     if let Err(e) = crate::orchestrator::adapters::build_tracker(
@@ -107,9 +112,7 @@ pub fn run(args: ValidateArgs) -> i32 {
     let path = PathBuf::from(args.workflow.unwrap_or_else(|| "WORKFLOW.md".into()));
     let report = validate(&path, &opts);
     if format == "json" {
-        let item = |sev: &str, d: &Diagnostic| {
-            json!({"severity": sev, "check": d.check, "message": d.message})
-        };
+        let item = |sev: &str, d: &Diagnostic| json!({"severity": sev, "check": d.check, "message": d.message});
         let out = json!({
             "valid": report.errors.is_empty(),
             "errors": report.errors.iter().map(|d| item("error", d)).collect::<Vec<_>>(),

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, select};
 
-use crate::agent::{AgentAdapter, AgentEventKind, CancelReason, CancelToken, DeclaredOutcome};
+use crate::agent::status_file::DeclaredOutcome;
+use crate::agent::{AgentAdapter, AgentEventKind, CancelReason, CancelToken};
 use crate::clock::Clock;
 use crate::config::{LoadOptions, Workflow};
 use crate::domain::{Issue, state_in};
@@ -336,7 +337,9 @@ impl Orchestrator {
         let now = self.clock.now_ms();
         match persist::reload(&self.workflow.path, &self.load_options) {
             Ok((wf, template)) => {
-                if wf.config != self.workflow.config || wf.prompt_template != self.workflow.prompt_template {
+                if wf.config != self.workflow.config
+                    || wf.prompt_template != self.workflow.prompt_template
+                {
                     log::info!("workflow reloaded path={}", wf.path.display());
                 }
                 self.workflow = Arc::new(wf);
@@ -364,7 +367,10 @@ impl Orchestrator {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(format!("dispatch preflight failed: {}", problems.join("; ")))
+            Err(format!(
+                "dispatch preflight failed: {}",
+                problems.join("; ")
+            ))
         }
     }
 
@@ -565,7 +571,10 @@ impl Orchestrator {
             if let Some(p) = self.state.parked.get(&issue.id) {
                 let state_moved = !crate::domain::state_eq(&p.parked_state, &issue.state);
                 let label_removed = p.label_applied
-                    && !issue.labels.iter().any(|l| l.eq_ignore_ascii_case(&p.label));
+                    && !issue
+                        .labels
+                        .iter()
+                        .any(|l| l.eq_ignore_ascii_case(&p.label));
                 if state_moved || label_removed {
                     lifted.push(issue.id.clone());
                 }
@@ -619,7 +628,9 @@ impl Orchestrator {
             dispatch_id,
             attempt
         );
-        self.state.dispatch_index.insert(dispatch_id.clone(), issue.id.clone());
+        self.state
+            .dispatch_index
+            .insert(dispatch_id.clone(), issue.id.clone());
         self.state.running.insert(
             issue.id.clone(),
             RunningEntry {
@@ -656,7 +667,15 @@ impl Orchestrator {
             );
             self.state.running.remove(&issue.id);
             self.state.dispatch_index.remove(&dispatch_id);
-            self.schedule_retry(&issue, attempt + 1, failure_delay_ms(attempt + 1, self.backoff_cap()), "error", Some("failed to spawn agent".into()), None, dispatched_at_ms);
+            self.schedule_retry(
+                &issue,
+                attempt + 1,
+                failure_delay_ms(attempt + 1, self.backoff_cap()),
+                "error",
+                Some("failed to spawn agent".into()),
+                None,
+                dispatched_at_ms,
+            );
         }
     }
 
@@ -669,7 +688,13 @@ impl Orchestrator {
     fn reconcile(&mut self) {
         let now = self.clock.now_ms();
         // Stall detection.
-        if let Some(stall) = self.workflow.config.agent.stall_timeout_ms.filter(|s| *s > 0) {
+        if let Some(stall) = self
+            .workflow
+            .config
+            .agent
+            .stall_timeout_ms
+            .filter(|s| *s > 0)
+        {
             let mut stalled = Vec::new();
             for e in self.state.running.values() {
                 let reference = e.last_event_at_ms.unwrap_or(e.started_at_ms);
@@ -763,7 +788,12 @@ impl Orchestrator {
             .running
             .values()
             .map(|e| e.issue.identifier.clone())
-            .chain(self.state.retries.values().map(|r| r.issue.identifier.clone()))
+            .chain(
+                self.state
+                    .retries
+                    .values()
+                    .map(|r| r.issue.identifier.clone()),
+            )
             .collect();
         let dirs: Vec<String> = ws
             .list_workspace_dirs()
@@ -867,7 +897,9 @@ impl Orchestrator {
             reason
         );
         persist::save_retry(&self.store, &info, &self.workflow);
-        self.state.retry_queue.schedule(&info.issue.id, info.due_at_ms);
+        self.state
+            .retry_queue
+            .schedule(&info.issue.id, info.due_at_ms);
         self.state.retries.insert(info.issue.id.clone(), info);
     }
 
@@ -906,10 +938,18 @@ impl Orchestrator {
         }
         let mut input = self.pass_input();
         input.claimed.remove(&id);
-        match plan(std::slice::from_ref(&issue), &input).into_iter().next() {
+        match plan(std::slice::from_ref(&issue), &input)
+            .into_iter()
+            .next()
+        {
             Some(Decision::Dispatch) => {
                 persist::delete_retry(&self.store, &id);
-                self.dispatch(issue, info.attempt, info.session_id.clone(), info.dispatched_at_ms);
+                self.dispatch(
+                    issue,
+                    info.attempt,
+                    info.session_id.clone(),
+                    info.dispatched_at_ms,
+                );
             }
             Some(Decision::Held(super::dispatch_pass::HoldReason::AgentSlotsFull { .. })) => {
                 let a = info.attempt + 1;
@@ -1127,7 +1167,13 @@ impl Orchestrator {
                 self.state
                     .outcomes
                     .insert(issue.id.clone(), ("handed_off".into(), state.to_string()));
-                persist::set_outcome(&self.store, &issue.id, &issue.identifier, "handed_off", state);
+                persist::set_outcome(
+                    &self.store,
+                    &issue.id,
+                    &issue.identifier,
+                    "handed_off",
+                    state,
+                );
                 true
             }
             Err(e) => {

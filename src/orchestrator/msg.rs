@@ -2,7 +2,8 @@
 
 use crossbeam_channel::Sender;
 
-use crate::agent::{AgentEvent, CancelReason, DeclaredOutcome};
+use crate::agent::status_file::DeclaredOutcome;
+use crate::agent::{AgentEvent, CancelReason};
 
 /// How a worker attempt ended.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use crate::clock::Clock;
 use crate::config::{LoadOptions, Workflow};
 use crate::domain::Issue;
 use crate::prompt::PromptTemplate;
@@ -243,7 +244,7 @@ pub fn record_run(
             statement,
         } => (
             None,
-            declared.map(|d| d.as_str().to_string()),
+            declared.map(|d| d.token().to_string()),
             statement.clone(),
         ),
         WorkerExit::Error { code, message, .. } => (Some(format!("{code}: {message}")), None, None),

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use crossbeam_channel::{Sender, unbounded};
 
 use crate::agent::{
-    AgentAdapter, AgentEvent, CancelReason, CancelToken, StartSessionParams, state_file,
-    status_file,
+    AgentAdapter, AgentEvent, AgentEventKind, CancelReason, CancelToken, StartSessionParams,
+    state_file, status_file,
 };
 use crate::clock::Clock;
 use crate::config::Workflow;
@@ -192,13 +192,35 @@ fn run_session(job: &WorkerJob, p: &mut Progress, workspace: &std::path::Path) -
 
     // Agent events go through a forwarder so they reach the orchestrator tagged with the
     // dispatch id, in order.
+    // The forwarder also keeps `.sortie/state.json` current on every token event, for
+    // agent-side tools; the turn loop updates it at each turn start.
+    let state = Arc::new(std::sync::Mutex::new(state_file::StateFile {
+        turn_number: 0,
+        max_turns,
+        attempt: Some(job.attempt),
+        started_at: crate::clock::rfc3339_ms(job.clock.now_ms()),
+        ..Default::default()
+    }));
+    write_state(workspace, &state);
     let (ev_tx, ev_rx) = unbounded::<AgentEvent>();
     let fwd_tx = job.tx.clone();
     let dispatch_id = job.dispatch_id.clone();
+    let fwd_state = state.clone();
+    let fwd_ws = workspace.to_path_buf();
     let forwarder = std::thread::Builder::new()
         .name(format!("evt-{}", issue.identifier))
         .spawn(move || {
             for event in ev_rx.iter() {
+                if let AgentEventKind::TokenUsage { usage, .. } = &event.kind {
+                    if let Ok(mut st) = fwd_state.lock() {
+                        st.input_tokens += usage.input_tokens;
+                        st.output_tokens += usage.output_tokens;
+                        st.total_tokens += usage.total_tokens;
+                        st.cache_read_tokens += usage.cache_read_tokens;
+                        st.cache_write_tokens += usage.cache_write_tokens;
+                    }
+                    write_state(&fwd_ws, &fwd_state);
+                }
                 let _ = fwd_tx.send(OrchMsg::Agent {
                     dispatch_id: dispatch_id.clone(),
                     event,
@@ -226,7 +248,11 @@ fn run_session(job: &WorkerJob, p: &mut Progress, workspace: &std::path::Path) -
         ) {
             Ok(s) => s,
             Err(e) => {
-                exit = error_exit("prompt_render", format!("prompt render (turn {turn}): {e}"), true);
+                exit = error_exit(
+                    "prompt_render",
+                    format!("prompt render (turn {turn}): {e}"),
+                    true,
+                );
                 break;
             }
         };
@@ -234,18 +260,10 @@ fn run_session(job: &WorkerJob, p: &mut Progress, workspace: &std::path::Path) -
             dispatch_id: job.dispatch_id.clone(),
             turn,
         });
-        let _ = state_file::write(
-            workspace,
-            &state_file::StateFile {
-                issue_id: issue.id.clone(),
-                issue_identifier: issue.identifier.clone(),
-                attempt: job.attempt,
-                turn,
-                max_turns,
-                session_id: p.session_id.clone(),
-                ..Default::default()
-            },
-        );
+        if let Ok(mut st) = state.lock() {
+            st.turn_number = turn;
+        }
+        write_state(workspace, &state);
         log::info!(
             "turn started issue_id={} issue_identifier={} turn_number={} max_turns={}",
             issue.id,
@@ -330,4 +348,18 @@ fn run_session(job: &WorkerJob, p: &mut Progress, workspace: &std::path::Path) -
         let _ = handle.join();
     }
     exit
+}
+
+/// Writes `.sortie/state.json`; a failure only costs agent-side tools their view.
+fn write_state(workspace: &std::path::Path, state: &std::sync::Mutex<state_file::StateFile>) {
+    let snapshot = match state.lock() {
+        Ok(s) => s.clone(),
+        Err(p) => p.into_inner().clone(),
+    };
+    if let Err(e) = state_file::write(workspace, &snapshot) {
+        log::debug!(
+            "state file not written workspace={} error=\"{e}\"",
+            workspace.display()
+        );
+    }
 }
