@@ -64,6 +64,11 @@ pub fn rfc3339_ms(ms: i64) -> String {
     }
 }
 
+/// The current wall-clock time as RFC 3339 UTC with milliseconds (for log lines).
+pub fn now_rfc3339() -> String {
+    rfc3339_ms(SystemClock.now_ms())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,9 +86,4 @@ mod tests {
     fn rfc3339_formats_utc_millis() {
         assert_eq!(rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
     }
-}
-
-/// The current wall-clock time as RFC 3339 UTC with milliseconds (for log lines).
-pub fn now_rfc3339() -> String {
-    rfc3339_ms(SystemClock.now_ms())
 }

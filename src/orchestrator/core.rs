@@ -321,10 +321,8 @@ impl Orchestrator {
                     e.cancel.cancel(CancelReason::Budget);
                 }
             }
-            k if k.is_terminal() => {
-                if !e.turn_had_usage {
-                    e.turns_without_figure += 1;
-                }
+            k if k.is_terminal() && !e.turn_had_usage => {
+                e.turns_without_figure += 1;
             }
             _ => {}
         }
@@ -394,7 +392,7 @@ impl Orchestrator {
         // 4. Reconcile running sessions.
         self.reconcile();
         // 5. Periodic sweep.
-        if self.tick_count % SWEEP_EVERY_TICKS == 0 {
+        if self.tick_count.is_multiple_of(SWEEP_EVERY_TICKS) {
             self.sweep_terminal_workspaces();
         }
         if let Err(e) = preflight {
@@ -1136,17 +1134,17 @@ impl Orchestrator {
                     self.release(&issue.id);
                     return;
                 }
-                if let Some(state) = cfg.handoff_state.as_deref() {
-                    if self.transition_and_record(issue, state) {
-                        log::info!(
-                            "handoff transition succeeded, releasing claim issue_id={} issue_identifier={} state=\"{}\"",
-                            issue.id,
-                            issue.identifier,
-                            state
-                        );
-                        self.release(&issue.id);
-                        return;
-                    }
+                if let Some(state) = cfg.handoff_state.as_deref()
+                    && self.transition_and_record(issue, state)
+                {
+                    log::info!(
+                        "handoff transition succeeded, releasing claim issue_id={} issue_identifier={} state=\"{}\"",
+                        issue.id,
+                        issue.identifier,
+                        state
+                    );
+                    self.release(&issue.id);
+                    return;
                 }
                 self.schedule_retry(
                     issue,

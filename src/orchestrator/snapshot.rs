@@ -117,7 +117,7 @@ impl Snapshot {
                 last_event_type: e.last_event_type.clone(),
                 last_message: e.last_message.clone(),
                 session_id: e.session_id.clone(),
-                tokens: e.tokens_measured.then(|| e.tokens.clone()),
+                tokens: e.tokens_measured.then_some(e.tokens),
                 api_request_count: e.api_request_count,
                 model: e.reported_model.clone(),
                 stall_at_ms: stall

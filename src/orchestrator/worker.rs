@@ -109,15 +109,14 @@ fn run_phases(job: &WorkerJob, p: &mut Progress) -> WorkerExit {
     // 1. Move the issue to the in-progress state (non-fatal).
     if let Some(state) = cfg.tracker.in_progress_state.as_deref()
         && !state_eq(state, &issue.state)
+        && let Err(e) = job.tracker.transition_issue(&issue.id, state)
     {
-        if let Err(e) = job.tracker.transition_issue(&issue.id, state) {
-            log::warn!(
-                "in-progress transition failed issue_id={} issue_identifier={} error=\"{}\"",
-                issue.id,
-                issue.identifier,
-                e
-            );
-        }
+        log::warn!(
+            "in-progress transition failed issue_id={} issue_identifier={} error=\"{}\"",
+            issue.id,
+            issue.identifier,
+            e
+        );
     }
     if let Some(r) = job.cancel.reason() {
         return WorkerExit::Cancelled { reason: r };
