@@ -18,7 +18,7 @@ use crate::workspace::WorkspaceManager;
 
 use super::backoff::{CONTINUATION_DELAY_MS, failure_delay_ms};
 use super::dispatch_pass::{Decision, PassInput, plan, sort_candidates};
-use super::msg::{OrchMsg, RefreshOutcome, WorkerExit, WorkerResult};
+use super::msg::{OrchMsg, RefreshOutcome, RetryNowOutcome, WorkerExit, WorkerResult};
 use super::persist;
 use super::snapshot::Snapshot;
 use super::state::{BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
@@ -92,6 +92,10 @@ impl Orchestrator {
         let (tx, rx) = crossbeam_channel::unbounded();
         let now = deps.clock.now_ms();
         let published = Arc::new(RwLock::new(Arc::new(Snapshot::default())));
+        let mut state = State {
+            revision: now.max(0) as u64,
+            ..Default::default()
+        };
         let mut o = Orchestrator {
             workflow: deps.workflow,
             template: deps.template,
@@ -100,7 +104,7 @@ impl Orchestrator {
             agent: deps.agent,
             store: deps.store,
             clock: deps.clock.clone(),
-            state: State::default(),
+            state,
             tx: tx.clone(),
             rx,
             published: published.clone(),
@@ -140,6 +144,9 @@ impl Orchestrator {
                     self.state.parked.insert(p.issue.id.clone(), p);
                 }
                 self.state.outcomes = ws.outcomes;
+                for a in ws.acks {
+                    self.state.acks.insert(a.item_id.clone(), a);
+                }
                 log::info!(
                     "warm start restored retries={} parked={} dispatches_total={}",
                     self.state.retries.len(),
@@ -157,9 +164,13 @@ impl Orchestrator {
     pub fn run(mut self) {
         loop {
             let timeout = self.next_wakeup();
+            let mut changed = false;
             select! {
                 recv(self.rx) -> msg => match msg {
-                    Ok(m) => self.handle(m),
+                    Ok(m) => {
+                        self.handle(m);
+                        changed = true;
+                    }
                     Err(_) => break,
                 },
                 default(timeout) => {}
@@ -167,8 +178,12 @@ impl Orchestrator {
             // Drain whatever else is queued before timers, so exits are seen promptly.
             while let Ok(m) = self.rx.try_recv() {
                 self.handle(m);
+                changed = true;
             }
             if let Some(deadline) = self.draining {
+                if changed {
+                    self.publish();
+                }
                 if self.state.running.is_empty() {
                     break;
                 }
@@ -181,17 +196,54 @@ impl Orchestrator {
                 }
                 continue;
             }
-            self.fire_due_retries();
-            if self.refresh_pending || self.clock.instant() >= self.next_tick_at {
-                self.refresh_pending = false;
-                self.tick();
-                let interval = self.workflow.config.polling.interval_ms.max(1);
-                self.next_tick_at = self.clock.instant() + Duration::from_millis(interval);
+            changed |= self.run_timers();
+            if changed {
+                self.publish();
             }
-            self.publish();
         }
         persist::shutdown(&self.store);
         log::info!("shutting down");
+    }
+
+    /// Fires due retries and runs the tick when it is due (or requested); true if anything ran.
+    fn run_timers(&mut self) -> bool {
+        let fired = self.fire_due_retries();
+        if self.refresh_pending || self.clock.instant() >= self.next_tick_at {
+            self.refresh_pending = false;
+            self.tick();
+            let interval = self.workflow.config.polling.interval_ms.max(1);
+            self.next_tick_at = self.clock.instant() + Duration::from_millis(interval);
+            return true;
+        }
+        fired
+    }
+
+    /// Test driver: handles every message that arrives within `wait` (returning early once
+    /// one has arrived and the queue is empty), then runs due timers and publishes. Lets tests
+    /// drive the orchestrator with a manual clock instead of real time.
+    pub fn step(&mut self, wait: Duration) {
+        if let Ok(m) = self.rx.recv_timeout(wait) {
+            self.handle(m);
+        }
+        while let Ok(m) = self.rx.try_recv() {
+            self.handle(m);
+        }
+        self.run_timers();
+        self.publish();
+    }
+
+    /// Number of running sessions (for tests and diagnostics).
+    pub fn running_count(&self) -> usize {
+        self.state.running.len()
+    }
+
+    /// The latest snapshot, rebuilt now.
+    pub fn snapshot_now(&mut self) -> Arc<Snapshot> {
+        self.publish();
+        self.published
+            .read()
+            .map(|s| Arc::clone(&s))
+            .unwrap_or_else(|p| Arc::clone(&p.into_inner()))
     }
 
     fn next_wakeup(&mut self) -> Duration {
@@ -235,6 +287,26 @@ impl Orchestrator {
                 if let Some(r) = reply {
                     let _ = r.try_send(outcome);
                 }
+            }
+            OrchMsg::RetryNow { identifier, reply } => {
+                let outcome = self.retry_now(&identifier);
+                let _ = reply.try_send(outcome);
+            }
+            OrchMsg::Acknowledge { ack, reply } => {
+                let result = if self.draining.is_some() {
+                    Err("draining".to_string())
+                } else {
+                    persist::acknowledge(&self.store, ack)
+                };
+                if let Ok(stored) = &result {
+                    log::info!(
+                        "attention item acknowledged item_id={} kind={}",
+                        stored.item_id,
+                        stored.kind
+                    );
+                    self.state.acks.insert(stored.item_id.clone(), stored.clone());
+                }
+                let _ = reply.try_send(result);
             }
             OrchMsg::WorkflowChanged => {
                 self.reload_workflow();
@@ -870,14 +942,17 @@ impl Orchestrator {
         self.state.completed.insert(issue_id.to_string());
     }
 
-    fn fire_due_retries(&mut self) {
+    fn fire_due_retries(&mut self) -> bool {
         let now = self.clock.now_ms();
-        for id in self.state.retry_queue.pop_due(now) {
+        let due = self.state.retry_queue.pop_due(now);
+        let fired = !due.is_empty();
+        for id in due {
             let Some(info) = self.state.retries.remove(&id) else {
                 continue;
             };
             self.fire_retry(info);
         }
+        fired
     }
 
     fn reschedule(&mut self, mut info: RetryInfo, attempt: u32, reason: &str) {
@@ -956,6 +1031,63 @@ impl Orchestrator {
             _ => {
                 // Blocked, parked or otherwise ineligible: release the claim.
                 persist::delete_retry(&self.store, &id);
+            }
+        }
+    }
+
+    /// Makes a queued retry due now through the timer path. A retry that still cannot start
+    /// goes back at its previous attempt and due time (due at once if that has passed).
+    fn retry_now(&mut self, identifier: &str) -> RetryNowOutcome {
+        if self.draining.is_some() {
+            return RetryNowOutcome::Draining;
+        }
+        let Some(id) = self
+            .state
+            .retries
+            .values()
+            .find(|r| r.issue.identifier == identifier)
+            .map(|r| r.issue.id.clone())
+        else {
+            return RetryNowOutcome::NotFound;
+        };
+        let Some(before) = self.state.retries.remove(&id) else {
+            return RetryNowOutcome::NotFound;
+        };
+        self.state.retry_queue.cancel(&id);
+        log::info!(
+            "retry made due on request issue_id={} issue_identifier={} attempt={} replaced_due_at_ms={}",
+            before.issue.id,
+            before.issue.identifier,
+            before.attempt,
+            before.due_at_ms
+        );
+        self.fire_retry(before.clone());
+        if let Some(e) = self.state.running.get(&id) {
+            return RetryNowOutcome::Started {
+                dispatch_id: e.dispatch_id.clone(),
+            };
+        }
+        let reason = self
+            .state
+            .retries
+            .get(&id)
+            .and_then(|r| r.error.clone())
+            .unwrap_or_else(|| "the issue is no longer eligible".into());
+        if self.state.retries.contains_key(&id) {
+            let mut restored = before;
+            restored.due_at_ms = restored.due_at_ms.max(self.clock.now_ms());
+            persist::save_retry(&self.store, &restored, &self.workflow);
+            self.state.retry_queue.schedule(&id, restored.due_at_ms);
+            let due = restored.due_at_ms;
+            self.state.retries.insert(id, restored);
+            RetryNowOutcome::StillWaiting {
+                reason,
+                due_at_ms: due,
+            }
+        } else {
+            RetryNowOutcome::StillWaiting {
+                reason,
+                due_at_ms: self.clock.now_ms(),
             }
         }
     }
@@ -1189,6 +1321,7 @@ impl Orchestrator {
     // ---- snapshot -----------------------------------------------------------------------
 
     fn publish(&mut self) {
+        self.state.revision += 1;
         let snap = Snapshot::build(
             &self.state,
             &self.workflow,

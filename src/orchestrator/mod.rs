@@ -14,4 +14,4 @@ pub mod watch;
 pub mod worker;
 
 pub use self::core::{Orchestrator, OrchestratorDeps, OrchestratorHandle, new_dispatch_id};
-pub use msg::{OrchMsg, RefreshOutcome, WorkerExit, WorkerResult};
+pub use msg::{OrchMsg, RefreshOutcome, RetryNowOutcome, WorkerExit, WorkerResult};

@@ -47,6 +47,19 @@ pub enum RefreshOutcome {
     Draining,
 }
 
+/// Answer to a retry-now request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RetryNowOutcome {
+    /// No queued retry for that identifier.
+    NotFound,
+    /// The retry started a session.
+    Started { dispatch_id: String },
+    /// The retry could not start; it is back in the queue at its previous attempt.
+    StillWaiting { reason: String, due_at_ms: i64 },
+    /// The orchestrator is shutting down.
+    Draining,
+}
+
 /// Everything the orchestrator thread reacts to.
 pub enum OrchMsg {
     /// An agent event of a running dispatch.
@@ -61,6 +74,16 @@ pub enum OrchMsg {
     /// Run a tick now (coalesced).
     Refresh {
         reply: Option<Sender<RefreshOutcome>>,
+    },
+    /// Make the retry of the issue with this identifier due now (same path as the timer).
+    RetryNow {
+        identifier: String,
+        reply: Sender<RetryNowOutcome>,
+    },
+    /// Store an attention acknowledgement; answers once it is committed.
+    Acknowledge {
+        ack: crate::store::AttentionAck,
+        reply: Sender<Result<crate::store::AttentionAck, String>>,
     },
     /// The workflow file changed on disk.
     WorkflowChanged,

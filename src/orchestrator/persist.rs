@@ -40,6 +40,7 @@ pub struct WarmStart {
     pub totals: AgentTotals,
     pub parks: Vec<Park>,
     pub outcomes: HashMap<String, (String, String)>,
+    pub acks: Vec<crate::store::AttentionAck>,
 }
 
 fn issue_from_parts(
@@ -128,6 +129,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, String> {
         totals,
         parks,
         outcomes,
+        acks: snap.acknowledgements,
     })
 }
 
@@ -344,4 +346,12 @@ pub fn record_run(
         })
         .map(|o| o.run_id)
         .map_err(|e| e.to_string())
+}
+
+/// Stores an acknowledgement; returns once committed.
+pub fn acknowledge(
+    store: &Store,
+    ack: crate::store::AttentionAck,
+) -> Result<crate::store::AttentionAck, String> {
+    store.writer().acknowledge(ack).map_err(|e| e.to_string())
 }

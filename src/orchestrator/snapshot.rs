@@ -73,6 +73,9 @@ pub struct ParkedRow {
 /// The published state.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
+    /// Increases with every published change; seeded from the clock at start so a restarted
+    /// daemon never repeats an earlier process's revision.
+    pub revision: u64,
     pub generated_at_ms: i64,
     pub started_at_ms: i64,
     pub draining: bool,
@@ -83,6 +86,8 @@ pub struct Snapshot {
     pub parked: Vec<ParkedRow>,
     pub totals: AgentTotals,
     pub health: Health,
+    /// Attention acknowledgements by item id.
+    pub acks: BTreeMap<String, crate::store::AttentionAck>,
     /// issue id → (outcome, state).
     pub outcomes: BTreeMap<String, (String, String)>,
     pub workflow_path: String,
@@ -179,6 +184,8 @@ impl Snapshot {
             })
             .collect();
         Snapshot {
+            revision: state.revision,
+            acks: state.acks.clone(),
             generated_at_ms: now_ms,
             started_at_ms,
             draining,

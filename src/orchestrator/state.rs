@@ -223,6 +223,10 @@ pub struct State {
     pub health: Health,
     /// Issue outcomes: issue id → (`handed_off`|`terminal`, state).
     pub outcomes: HashMap<String, (String, String)>,
+    /// Attention acknowledgements by item id.
+    pub acks: BTreeMap<String, crate::store::AttentionAck>,
+    /// Bumped on every published change (the SSE `change` revision).
+    pub revision: u64,
 }
 
 impl State {
