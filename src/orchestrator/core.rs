@@ -92,7 +92,7 @@ impl Orchestrator {
         let (tx, rx) = crossbeam_channel::unbounded();
         let now = deps.clock.now_ms();
         let published = Arc::new(RwLock::new(Arc::new(Snapshot::default())));
-        let mut state = State {
+        let state = State {
             revision: now.max(0) as u64,
             ..Default::default()
         };
