@@ -496,7 +496,7 @@ mod tests {
         assert_eq!(got, ["a", "bb", "ccc", "eof"]);
 
         let (tx, rx) = crossbeam_channel::unbounded();
-        let long = vec![b'x'; 100];
+        let long = [b'x'; 100];
         read_capped_lines(&long[..], 16, &tx);
         assert!(matches!(rx.try_recv(), Ok(StdoutItem::Error(_))));
     }
