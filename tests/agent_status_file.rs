@@ -174,3 +174,16 @@ fn the_state_file_refuses_a_symlinked_sortie_dir() {
     assert!(state_file::write(d.path(), &StateFile::default()).is_err());
     assert!(!elsewhere.path().join("state.json").exists());
 }
+
+#[test]
+fn the_state_file_takes_the_run_usage() {
+    let usage = sortie::agent::TokenUsage::from_uncached_input(100, 50, 20, 5);
+    let s = StateFile::new(3, 10, None, 0, Some(&usage));
+    assert_eq!(s.started_at, "1970-01-01T00:00:00.000Z");
+    assert_eq!(
+        (s.input_tokens, s.total_tokens, s.cache_write_tokens),
+        (125, 175, 5)
+    );
+    let empty = StateFile::new(0, 10, Some(1), 0, None);
+    assert_eq!(empty.total_tokens, 0);
+}

@@ -517,3 +517,22 @@ fn unsupported_and_unknown_kinds_are_clear_errors() {
     s.kind = "nope".into();
     assert!(adapter_for(&s).is_err());
 }
+
+#[test]
+fn stop_is_idempotent_and_a_stopped_session_runs_no_turn() {
+    let env = Env::new("");
+    let adapter = adapter_for(&env.settings()).unwrap_or_else(|e| panic!("{e}"));
+    let mut session = adapter
+        .start_session(params(env.ws()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(session.stop().is_ok());
+    assert!(session.stop().is_ok());
+    let (tx, rx) = unbounded();
+    let r = session.run_turn("x", &tx, &CancelToken::new());
+    assert_eq!(r.outcome.error_kind(), Some(AgentErrorKind::ResponseError));
+    assert_eq!(
+        drain(&rx).iter().filter(|e| e.kind.is_terminal()).count(),
+        1
+    );
+    assert!(env.invocations().is_empty(), "no process may be spawned");
+}

@@ -246,7 +246,7 @@ fn supervise(
 ) -> String {
     let pid = running.pid;
     let deadline = limits.turn_timeout.map(|t| Instant::now() + t);
-    let mut stdout_rx = running.stdout_rx.clone();
+    let stdout_rx = running.stdout_rx.clone();
     let no_stdout = never();
     let mut stdout_open = true;
 
@@ -305,8 +305,6 @@ fn supervise(
             }
         }
     }
-    stdout_rx = never();
-    drop(stdout_rx);
     let _ = running.stderr_done.recv_timeout(limits.drain_timeout);
     let text = running
         .stderr
