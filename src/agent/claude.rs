@@ -8,7 +8,7 @@ use super::process::{
 };
 use super::{
     AdapterCaps, AgentAdapter, AgentError, AgentErrorKind, AgentEvent, AgentSession, AgentSettings,
-    CancelToken, StartSessionParams, TurnResult, UsageArrival, UsageAttribution,
+    CancelToken, StartSessionParams, TurnOutcome, TurnResult, UsageArrival, UsageAttribution,
 };
 use crate::clock::Clock;
 use crossbeam_channel::Sender;
@@ -126,6 +126,22 @@ impl AgentSession for ClaudeSession {
         events: &Sender<AgentEvent>,
         cancel: &CancelToken,
     ) -> TurnResult {
+        if self.stopped {
+            let outcome = TurnOutcome::EndedWithError {
+                message: "session already stopped".into(),
+                kind: AgentErrorKind::ResponseError,
+            };
+            let _ = events.send(AgentEvent::new(
+                self.clock.now_ms(),
+                outcome.terminal_event(None),
+            ));
+            return TurnResult {
+                outcome,
+                session_id: Some(self.session_id.clone()),
+                usage: None,
+                model: None,
+            };
+        }
         let flag = if self.resume_next {
             SessionFlag::Resume(self.session_id.clone())
         } else {
@@ -191,13 +207,6 @@ impl AgentSession for ClaudeSession {
         // Fork-per-turn: every process is gone when `run_turn` returns.
         self.stopped = true;
         Ok(())
-    }
-}
-
-impl ClaudeSession {
-    /// Whether `stop` was called.
-    pub fn is_stopped(&self) -> bool {
-        self.stopped
     }
 }
 

@@ -246,7 +246,7 @@ fn supervise(
 ) -> String {
     let pid = running.pid;
     let deadline = limits.turn_timeout.map(|t| Instant::now() + t);
-    let mut stdout_rx = running.stdout_rx.clone();
+    let stdout_rx = running.stdout_rx.clone();
     let no_stdout = never();
     let mut stdout_open = true;
 
@@ -305,8 +305,6 @@ fn supervise(
             }
         }
     }
-    stdout_rx = never();
-    drop(stdout_rx);
     let _ = running.stderr_done.recv_timeout(limits.drain_timeout);
     let text = running
         .stderr
@@ -496,7 +494,7 @@ mod tests {
         assert_eq!(got, ["a", "bb", "ccc", "eof"]);
 
         let (tx, rx) = crossbeam_channel::unbounded();
-        let long = vec![b'x'; 100];
+        let long = [b'x'; 100];
         read_capped_lines(&long[..], 16, &tx);
         assert!(matches!(rx.try_recv(), Ok(StdoutItem::Error(_))));
     }

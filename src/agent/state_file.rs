@@ -25,6 +25,30 @@ pub struct StateFile {
     pub cache_write_tokens: u64,
 }
 
+impl StateFile {
+    /// The file for a turn; `usage` is the run so far (`None` before any figure: zeros).
+    pub fn new(
+        turn_number: u32,
+        max_turns: u32,
+        attempt: Option<u32>,
+        started_at_ms: i64,
+        usage: Option<&crate::agent::TokenUsage>,
+    ) -> StateFile {
+        let u = usage.copied().unwrap_or_default();
+        StateFile {
+            turn_number,
+            max_turns,
+            attempt,
+            started_at: crate::clock::rfc3339_ms(started_at_ms),
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            total_tokens: u.total_tokens,
+            cache_read_tokens: u.cache_read_tokens,
+            cache_write_tokens: u.cache_write_tokens,
+        }
+    }
+}
+
 /// The state file path inside a workspace.
 pub fn state_path(workspace: &Path) -> PathBuf {
     workspace.join(".sortie").join("state.json")

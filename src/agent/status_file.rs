@@ -174,9 +174,10 @@ pub fn parse(bytes: &[u8]) -> StatusRead {
     }
 }
 
-/// Trims, drops control characters other than newlines, bounds the length; blank → `None`.
+/// Trims, drops ANSI codes and control characters other than newlines, bounds the length;
+/// blank → `None`.
 pub fn clean_statement(raw: &str) -> Option<String> {
-    let kept: String = raw
+    let kept: String = super::text::strip_ansi(raw)
         .replace('\r', "\n")
         .chars()
         .filter(|c| *c == '\n' || !c.is_control())

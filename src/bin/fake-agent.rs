@@ -1,1 +1,379 @@
-fn main() {}
+//! `fake-agent`: a scripted stand-in for the Claude Code CLI, for integration and end-to-end
+//! tests. It accepts every flag sortie passes to `claude` (and exits 2 on any other), logs
+//! how it was called, then plays a scenario on stdout in `stream-json` format.
+//!
+//! Use it as `agent.command: "<path to fake-agent>"` with these environment variables:
+//!
+//! - `FAKE_AGENT_SCENARIO=<file>`: the script, one JSON object per line (blank lines and lines
+//!   starting with `#` are skipped). Each step has one action key and optionally `"turn": N`,
+//!   which limits it to the N-th invocation. When no step applies to the current turn, the
+//!   default script runs: `init`, one `assistant` message with usage, `result` success.
+//! - `FAKE_AGENT_STATE_DIR=<dir>`: where the turn counter lives (file `turns`). Without it the
+//!   turn is 1, or 2 when `--resume` was passed.
+//! - `FAKE_AGENT_ARGV_LOG=<file>`: appends one JSON line per invocation:
+//!   `{"argv":[…],"cwd":"…","turn":N,"session_id":"…","resume":bool,"prompt":"…","prompt_from_stdin":bool}`.
+//! - `FAKE_AGENT_ENV_LOG=<file>`: appends one JSON object with the whole environment.
+//!
+//! Steps (`${SESSION_ID}` inside any string is replaced by the `--session-id`/`--resume` value):
+//!
+//! | step | effect |
+//! |---|---|
+//! | `{"init": {}}` | `system/init` line reporting the session id (or `{"init": {"session_id": "x"}}`) |
+//! | `{"assistant": {"text": "…", "input_tokens": N, "output_tokens": N, "model": "…", "tool": {"name": "Bash", "input": {…}}}}` | one assistant message |
+//! | `{"result": {"subtype": "success", "text": "…", "is_error": false, "input_tokens": N, "output_tokens": N}}` | the result line |
+//! | `{"emit": {…}}` | any JSON object as one line |
+//! | `{"raw": "text"}` | a raw stdout line (e.g. malformed output) |
+//! | `{"stderr": "text"}` | a stderr line |
+//! | `{"sleep_ms": N}` | pause |
+//! | `{"big_line_bytes": N}` | one stdout line of N bytes |
+//! | `{"write_file": {"path": ".sortie/status", "content": "…"}}` | write a file relative to the cwd |
+//! | `{"spawn_grandchild": true}` | start a process in the same group that ignores SIGTERM and sleeps forever, holding stdout open |
+//! | `{"ignore_sigterm": true}` | ignore SIGTERM from now on |
+//! | `{"hang": true}` | sleep forever |
+//! | `{"exit": N}` | exit with code N |
+//! | `{"kill_self": "TERM" \| "KILL"}` | die by that signal |
+//!
+//! After the last step the process exits 0.
+
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// Flags that take a value, as sortie passes them to Claude Code.
+const VALUE_FLAGS: &[&str] = &[
+    "--output-format",
+    "--permission-mode",
+    "--session-id",
+    "--resume",
+    "--model",
+    "--fallback-model",
+    "--max-turns",
+    "--max-budget-usd",
+    "--effort",
+    "--allowedTools",
+    "--disallowedTools",
+    "--append-system-prompt",
+    "--mcp-config",
+];
+const BARE_FLAGS: &[&str] = &[
+    "--verbose",
+    "--dangerously-skip-permissions",
+    "--no-session-persistence",
+];
+
+struct Invocation {
+    argv: Vec<String>,
+    prompt: String,
+    prompt_from_stdin: bool,
+    session_id: String,
+    resume: bool,
+}
+
+fn main() {
+    if std::env::var_os("FAKE_AGENT_GRANDCHILD").is_some() {
+        grandchild();
+    }
+    let inv = match parse_args() {
+        Ok(inv) => inv,
+        Err(msg) => {
+            eprintln!("fake-agent: {msg}");
+            std::process::exit(2);
+        }
+    };
+    let turn = next_turn(inv.resume);
+    log_invocation(&inv, turn);
+    let steps = load_steps(turn).unwrap_or_else(|e| {
+        eprintln!("fake-agent: scenario: {e}");
+        std::process::exit(3);
+    });
+    let steps = if steps.is_empty() {
+        default_steps()
+    } else {
+        steps
+    };
+    for step in steps {
+        run_step(&step, &inv.session_id);
+    }
+}
+
+fn parse_args() -> Result<Invocation, String> {
+    let argv: Vec<String> = std::env::args().collect();
+    let mut prompt = None;
+    let mut session_id = None;
+    let mut resume = false;
+    let mut saw_p = false;
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if a == "-p" || a == "--print" {
+            saw_p = true;
+            if let Some(next) = argv.get(i + 1).filter(|n| !n.starts_with("--")) {
+                prompt = Some(next.clone());
+                i += 1;
+            }
+        } else if VALUE_FLAGS.contains(&a) {
+            let v = argv.get(i + 1).ok_or(format!("{a} needs a value"))?;
+            match a {
+                "--session-id" => session_id = Some(v.clone()),
+                "--resume" => {
+                    session_id = Some(v.clone());
+                    resume = true;
+                }
+                _ => {}
+            }
+            i += 1;
+        } else if !BARE_FLAGS.contains(&a) {
+            return Err(format!("unknown argument {a:?}"));
+        }
+        i += 1;
+    }
+    if !saw_p {
+        return Err("-p is required".into());
+    }
+    let prompt_from_stdin = prompt.is_none();
+    let prompt = match prompt {
+        Some(p) => p,
+        None => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("reading the prompt from stdin: {e}"))?;
+            s
+        }
+    };
+    Ok(Invocation {
+        argv,
+        prompt,
+        prompt_from_stdin,
+        session_id: session_id.unwrap_or_else(|| "fake-session".into()),
+        resume,
+    })
+}
+
+fn next_turn(resume: bool) -> u64 {
+    let Some(dir) = std::env::var_os("FAKE_AGENT_STATE_DIR") else {
+        return if resume { 2 } else { 1 };
+    };
+    let path = PathBuf::from(dir).join("turns");
+    let n = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        + 1;
+    let _ = std::fs::write(&path, n.to_string());
+    n
+}
+
+fn append_line(path: &Path, line: &str) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+fn log_invocation(inv: &Invocation, turn: u64) {
+    if let Some(p) = std::env::var_os("FAKE_AGENT_ARGV_LOG") {
+        let cwd = std::env::current_dir()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let rec = json!({
+            "argv": inv.argv, "cwd": cwd, "turn": turn, "session_id": inv.session_id,
+            "resume": inv.resume, "prompt": inv.prompt, "prompt_from_stdin": inv.prompt_from_stdin,
+        });
+        append_line(Path::new(&p), &rec.to_string());
+    }
+    if let Some(p) = std::env::var_os("FAKE_AGENT_ENV_LOG") {
+        let env: serde_json::Map<String, Value> = std::env::vars()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        append_line(Path::new(&p), &Value::Object(env).to_string());
+    }
+}
+
+fn load_steps(turn: u64) -> Result<Vec<Value>, String> {
+    let Some(path) = std::env::var_os("FAKE_AGENT_SCENARIO") else {
+        return Ok(Vec::new());
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+    let mut steps = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        match v.get("turn").and_then(Value::as_u64) {
+            Some(t) if t != turn => continue,
+            _ => steps.push(v),
+        }
+    }
+    Ok(steps)
+}
+
+fn default_steps() -> Vec<Value> {
+    vec![
+        json!({"init": {}}),
+        json!({"assistant": {"text": "Working on it.", "input_tokens": 100, "output_tokens": 20}}),
+        json!({"result": {"subtype": "success", "text": "Done.", "input_tokens": 100, "output_tokens": 20}}),
+    ]
+}
+
+fn substitute(v: &Value, sid: &str) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.replace("${SESSION_ID}", sid)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, sid)).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| (k.clone(), substitute(x, sid)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn out_line(line: &str) {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe means the supervisor is gone; nothing useful is left to do.
+    if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+        std::process::exit(141);
+    }
+}
+
+fn num(v: &Value, k: &str, default: u64) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or(default)
+}
+
+fn text<'a>(v: &'a Value, k: &str, default: &'a str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or(default)
+}
+
+fn run_step(step: &Value, sid: &str) {
+    let step = substitute(step, sid);
+    if let Some(a) = step.get("init") {
+        let id = text(a, "session_id", sid);
+        out_line(&json!({"type": "system", "subtype": "init", "session_id": id, "cwd": cwd(), "tools": ["Bash", "Read", "Edit"]}).to_string());
+    } else if let Some(a) = step.get("assistant") {
+        let mut content = vec![json!({"type": "text", "text": text(a, "text", "Working.")})];
+        if let Some(tool) = a.get("tool") {
+            content.push(json!({"type": "tool_use", "id": text(tool, "id", "toolu_fake_1"),
+                "name": text(tool, "name", "Bash"), "input": tool.get("input").cloned().unwrap_or(json!({}))}));
+        }
+        let msg = json!({"type": "assistant", "session_id": sid, "message": {
+            "id": text(a, "id", "msg_fake"), "type": "message", "role": "assistant",
+            "model": text(a, "model", "fake-model-1"), "content": content,
+            "usage": {"input_tokens": num(a, "input_tokens", 100), "output_tokens": num(a, "output_tokens", 20),
+                      "cache_read_input_tokens": num(a, "cache_read_tokens", 0),
+                      "cache_creation_input_tokens": num(a, "cache_write_tokens", 0)}}});
+        out_line(&msg.to_string());
+    } else if let Some(a) = step.get("result") {
+        let subtype = text(a, "subtype", "success");
+        let is_error = a
+            .get("is_error")
+            .and_then(Value::as_bool)
+            .unwrap_or(subtype != "success");
+        let mut msg = json!({"type": "result", "subtype": subtype, "is_error": is_error,
+            "result": text(a, "text", "Done."), "session_id": sid, "duration_ms": 20, "duration_api_ms": 10, "num_turns": 1});
+        if a.get("input_tokens").is_some() || a.get("output_tokens").is_some() {
+            msg["usage"] = json!({"input_tokens": num(a, "input_tokens", 0), "output_tokens": num(a, "output_tokens", 0)});
+        }
+        out_line(&msg.to_string());
+    } else if let Some(v) = step.get("emit") {
+        out_line(&v.to_string());
+    } else if let Some(s) = step.get("raw").and_then(Value::as_str) {
+        out_line(s);
+    } else if let Some(s) = step.get("stderr").and_then(Value::as_str) {
+        eprintln!("{s}");
+    } else if let Some(ms) = step.get("sleep_ms").and_then(Value::as_u64) {
+        std::thread::sleep(Duration::from_millis(ms));
+    } else if let Some(n) = step.get("big_line_bytes").and_then(Value::as_u64) {
+        big_line(n);
+    } else if let Some(w) = step.get("write_file") {
+        let path = Path::new(text(w, "path", ".sortie/status")).to_path_buf();
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        if let Err(e) = std::fs::write(&path, text(w, "content", "")) {
+            eprintln!("fake-agent: write {}: {e}", path.display());
+        }
+    } else if step.get("spawn_grandchild").is_some() {
+        spawn_grandchild();
+    } else if step.get("ignore_sigterm").is_some() {
+        ignore_sigterm();
+    } else if step.get("hang").is_some() {
+        sleep_forever();
+    } else if let Some(code) = step.get("exit").and_then(Value::as_i64) {
+        std::process::exit(i32::try_from(code).unwrap_or(1));
+    } else if let Some(sig) = step.get("kill_self").and_then(Value::as_str) {
+        let signal = if sig == "KILL" {
+            rustix::process::Signal::KILL
+        } else {
+            rustix::process::Signal::TERM
+        };
+        let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
+        sleep_forever();
+    } else {
+        eprintln!("fake-agent: unknown step {step}");
+        std::process::exit(3);
+    }
+}
+
+fn cwd() -> String {
+    std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn big_line(n: u64) {
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut out = std::io::stdout().lock();
+    let mut left = n;
+    while left > 0 {
+        let take = usize::try_from(left.min(chunk.len() as u64)).unwrap_or(chunk.len());
+        if out.write_all(&chunk[..take]).is_err() {
+            std::process::exit(141);
+        }
+        left -= take as u64;
+    }
+    let _ = out.write_all(b"\n").and_then(|_| out.flush());
+}
+
+fn ignore_sigterm() {
+    // A handler that only sets a flag replaces the default "terminate" action.
+    let flag = Arc::new(AtomicBool::new(false));
+    if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGTERM, flag) {
+        eprintln!("fake-agent: cannot ignore SIGTERM: {e}");
+    }
+}
+
+fn spawn_grandchild() {
+    let Ok(exe) = std::env::current_exe() else {
+        eprintln!("fake-agent: no current exe");
+        return;
+    };
+    match std::process::Command::new(exe)
+        .env("FAKE_AGENT_GRANDCHILD", "1")
+        .env_remove("FAKE_AGENT_SCENARIO")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(child) => eprintln!("fake-agent: grandchild pid {}", child.id()),
+        Err(e) => eprintln!("fake-agent: spawn grandchild: {e}"),
+    }
+}
+
+fn grandchild() -> ! {
+    ignore_sigterm();
+    sleep_forever()
+}
+
+fn sleep_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
