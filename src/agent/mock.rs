@@ -16,7 +16,12 @@
 //! | `api_duration_ms` | none | on `token_usage` |
 //! | `turn_delay_ms` | 0 | wait before the terminal event; a cancel during it ends the turn |
 //! | `tool_calls` | `[]` | `[{tool_name, duration_ms, error}]` reported every turn |
+//! | `issues` | `{}` | per-issue overrides: `{<identifier>: {<any key above>…, failing_sessions: N}}` |
 //!
+//! A per-issue block is laid over the base block for sessions of that issue; with
+//! `failing_sessions: N` the first N sessions of the issue (counted by this process) fail
+//! their first turn, then sessions behave as configured. The demo uses it to show a retry
+//! with backoff on one issue while the others hand off.
 //! Each turn emits `session_started`, the notifications, one `token_usage` (this turn's
 //! figure), the tool results, then the terminal event.
 
@@ -151,22 +156,77 @@ impl MockConfig {
     }
 }
 
+/// Per-issue overrides: the merged config and how many first sessions fail.
+#[derive(Debug, Clone)]
+struct IssueOverride {
+    config: MockConfig,
+    failing_sessions: u64,
+}
+
 /// The mock kind.
 pub struct MockAdapter {
     config: MockConfig,
+    overrides: std::collections::HashMap<String, IssueOverride>,
+    sessions_started: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     clock: Arc<dyn Clock>,
 }
 
 impl MockAdapter {
     pub fn new(config: MockConfig, clock: Arc<dyn Clock>) -> Self {
-        MockAdapter { config, clock }
+        MockAdapter {
+            config,
+            overrides: Default::default(),
+            sessions_started: Default::default(),
+            clock,
+        }
     }
 
     pub fn from_settings(
         settings: &AgentSettings,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, AgentError> {
-        Ok(Self::new(MockConfig::from_block(&settings.block)?, clock))
+        let mut adapter = Self::new(MockConfig::from_block(&settings.block)?, clock);
+        if let Some(issues) = settings.block.get("issues") {
+            let issues = issues
+                .as_object()
+                .ok_or_else(|| bad("issues must be a map of identifier to settings".into()))?;
+            for (identifier, over) in issues {
+                let over = over
+                    .as_object()
+                    .ok_or_else(|| bad(format!("issues.{identifier} must be a map")))?;
+                let mut merged = settings.block.clone();
+                merged.remove("issues");
+                for (k, v) in over {
+                    merged.insert(k.clone(), v.clone());
+                }
+                adapter.overrides.insert(
+                    identifier.clone(),
+                    IssueOverride {
+                        config: MockConfig::from_block(&merged)?,
+                        failing_sessions: int(over, "failing_sessions", 0)?,
+                    },
+                );
+            }
+        }
+        Ok(adapter)
+    }
+
+    /// The configuration of the next session of `identifier`.
+    fn session_config(&self, identifier: &str) -> MockConfig {
+        let Some(over) = self.overrides.get(identifier) else {
+            return self.config.clone();
+        };
+        let mut started = self
+            .sessions_started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let n = started.entry(identifier.to_string()).or_insert(0);
+        *n += 1;
+        let mut config = over.config.clone();
+        if *n <= over.failing_sessions {
+            config.turn_outcomes = vec!["failed".into()];
+        }
+        config
     }
 }
 
@@ -189,7 +249,8 @@ impl AgentAdapter for MockAdapter {
                 "empty workspace path",
             ));
         }
-        if self.config.start_error {
+        let config = self.session_config(&params.issue_identifier);
+        if config.start_error {
             return Err(AgentError::new(
                 AgentErrorKind::AgentNotFound,
                 "mock start_error",
@@ -198,9 +259,9 @@ impl AgentAdapter for MockAdapter {
         let session_id = params
             .resume_session_id
             .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| self.config.session_id.clone());
+            .unwrap_or_else(|| config.session_id.clone());
         Ok(Box::new(MockSession {
-            config: self.config.clone(),
+            config,
             clock: Arc::clone(&self.clock),
             session_id,
             turn_index: 0,
@@ -319,5 +380,41 @@ impl AgentSession for MockSession {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_issue_overrides_and_failing_sessions() {
+        let block: Map<String, Value> = serde_json::from_str(
+            r#"{"events_per_turn": 1, "issues": {"X-1": {"failing_sessions": 1, "events_per_turn": 2}}}"#,
+        )
+        .unwrap();
+        let settings = AgentSettings {
+            kind: "mock".into(),
+            block,
+            ..Default::default()
+        };
+        let a = MockAdapter::from_settings(&settings, Arc::new(crate::clock::SystemClock)).unwrap();
+        let first = a.session_config("X-1");
+        assert_eq!(first.turn_outcomes, vec!["failed".to_string()]);
+        assert_eq!(first.events_per_turn, 2);
+        let second = a.session_config("X-1");
+        assert!(second.turn_outcomes.is_empty());
+        assert_eq!(a.session_config("Y-2").events_per_turn, 1);
+    }
+
+    #[test]
+    fn issues_block_must_be_a_map() {
+        let block: Map<String, Value> = serde_json::from_str(r#"{"issues": [1]}"#).unwrap();
+        let settings = AgentSettings {
+            kind: "mock".into(),
+            block,
+            ..Default::default()
+        };
+        assert!(MockAdapter::from_settings(&settings, Arc::new(crate::clock::SystemClock)).is_err());
     }
 }

@@ -41,8 +41,14 @@ pub fn run(args: DemoArgs) -> i32 {
         wf.display(),
         dir.join("issues.json").display()
     );
+    // The demo's relative paths (workspaces) belong inside its directory, so run from there.
+    if let Err(e) = std::env::set_current_dir(&dir) {
+        eprintln!("sortie: cannot enter {}: {e}", dir.display());
+        return 1;
+    }
+    let _ = wf;
     super::run::run(RunOptions {
-        workflow: wf,
+        workflow: PathBuf::from("WORKFLOW.md"),
         port: args.port,
         host: args.host,
         log_level: args.log_level,
