@@ -1,0 +1,105 @@
+//! `sortie validate` through the real binary.
+
+mod harness;
+
+use std::process::Command;
+
+use harness::{Project, SORTIE};
+
+fn validate(p: &Project, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(SORTIE)
+        .current_dir(p.dir.path())
+        .arg("validate")
+        .args(args)
+        .arg(p.workflow())
+        .output()
+        .expect("run sortie validate");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn valid_project() -> Project {
+    let p = Project::new();
+    p.issues(serde_json::json!([]));
+    p.fake_agent_workflow("", "");
+    p
+}
+
+#[test]
+fn a_valid_workflow_passes_with_exit_0() {
+    let p = valid_project();
+    let (code, stdout, stderr) = validate(&p, &[]);
+    assert_eq!(code, 0, "stderr: {stderr}");
+    assert!(stdout.is_empty());
+    assert!(!stderr.contains("error:"), "{stderr}");
+}
+
+#[test]
+fn invalid_yaml_fails_with_exit_1_and_a_line_number() {
+    let p = Project::new();
+    p.write(
+        "WORKFLOW.md",
+        "---\ntracker:\n  kind: file\n  active_states: [To Do\npolling:\n  interval_ms: 5\n---\nbody\n",
+    );
+    let (code, _, stderr) = validate(&p, &[]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("error: workflow_front_matter:"), "{stderr}");
+    assert!(stderr.contains("line "), "no line number in: {stderr}");
+}
+
+#[test]
+fn json_format_is_one_valid_json_line() {
+    let p = Project::new();
+    p.write("WORKFLOW.md", "---\ntracker: {kind: file}\n---\n{{ .issue.identifer }\n");
+    let (code, stdout, _) = validate(&p, &["--format", "json"]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("valid JSON");
+    assert_eq!(v["valid"], false);
+    assert!(v["errors"].as_array().is_some_and(|e| !e.is_empty()));
+    assert!(v["warnings"].is_array());
+    for e in v["errors"].as_array().into_iter().flatten() {
+        assert_eq!(e["severity"], "error");
+        assert!(e["check"].is_string() && e["message"].is_string());
+    }
+
+    let ok = valid_project();
+    let (code, stdout, _) = validate(&ok, &["--format", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("valid JSON");
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["errors"], serde_json::json!([]));
+}
+
+#[test]
+fn template_parse_errors_and_unknown_keys_are_reported() {
+    let p = Project::new();
+    p.issues(serde_json::json!([]));
+    p.fake_agent_workflow("", "mystery_section:\n  a: 1");
+    let wf = std::fs::read_to_string(p.workflow()).unwrap();
+    p.write("WORKFLOW.md", &wf.replace("{{ .issue.title }}", "{{ if .issue.title }}"));
+    let (code, _, stderr) = validate(&p, &[]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("error: template_parse:"), "{stderr}");
+    assert!(stderr.contains("warning: unknown_key:"), "{stderr}");
+    assert!(stderr.contains("mystery_section"), "{stderr}");
+}
+
+#[test]
+fn bad_format_value_is_refused() {
+    let p = valid_project();
+    let (code, _, stderr) = validate(&p, &["--format", "xml"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("invalid --format value"), "{stderr}");
+}
+
+#[test]
+fn missing_file_is_a_workflow_load_error() {
+    let p = Project::new();
+    let (code, _, stderr) = validate(&p, &[]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("error: workflow_load: workflow file not found"), "{stderr}");
+}
