@@ -121,13 +121,18 @@ impl Project {
     /// A workflow using the file tracker and the fake agent (claude-code kind). `extra_yaml`
     /// is appended to the front matter; `agent_yaml` lines go under `agent:`.
     pub fn fake_agent_workflow(&self, agent_yaml: &str, extra_yaml: &str) {
+        self.fake_agent_workflow_full("  handoff_state: Review", agent_yaml, extra_yaml)
+    }
+
+    /// Like [`fake_agent_workflow`] with `tracker_yaml` lines (e.g. `handoff_state`) under `tracker:`.
+    pub fn fake_agent_workflow_full(&self, tracker_yaml: &str, agent_yaml: &str, extra_yaml: &str) {
         let wf = format!(
             r#"---
 tracker:
   kind: file
   active_states: [To Do, In Progress]
   terminal_states: [Done, Cancelled]
-  handoff_state: Review
+{tracker_yaml}
 file:
   path: ./issues.json
 polling:
