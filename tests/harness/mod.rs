@@ -146,8 +146,7 @@ hooks:
 agent:
   kind: claude-code
   command: {agent}
-  max_turns: 1
-{agent_yaml}
+{max_turns}{agent_yaml}
 server:
   port: {port}
 {extra_yaml}
@@ -155,6 +154,7 @@ server:
 Work on {{{{ .issue.identifier }}}}: {{{{ .issue.title }}}}
 "#,
             root = self.path("ws").display(),
+            max_turns = if agent_yaml.contains("max_turns") { "" } else { "  max_turns: 1\n" },
             agent = FAKE_AGENT,
             port = self.port,
         );
@@ -234,6 +234,14 @@ Work on {{{{ .issue.identifier }}}}: {{{{ .issue.title }}}}
             .expect("query")
             .filter_map(Result::ok)
             .collect()
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("---- sortie.log ----\n{}", self.log());
+        }
     }
 }
 
