@@ -1,0 +1,110 @@
+//! Failure backoff driven in-process with a manual clock: retries are due at 10 s, 20 s,
+//! 40 s … capped, measured from the stored `due_at` — no sleeping on the clock.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sortie::clock::{Clock, ManualClock};
+use sortie::config::{LoadOptions, load_workflow};
+use sortie::orchestrator::{Orchestrator, OrchestratorDeps, adapters};
+use sortie::prompt::PromptTemplate;
+use sortie::store::Store;
+
+const START_MS: i64 = 1_800_000_000_000;
+
+fn setup(dir: &std::path::Path) -> (Orchestrator, Arc<ManualClock>) {
+    std::fs::write(
+        dir.join("issues.json"),
+        r#"[{"id": "1", "identifier": "F-1", "title": "Always fails", "state": "To Do"}]"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("WORKFLOW.md"),
+        format!(
+            "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\n\
+             file:\n  path: ./issues.json\npolling:\n  interval_ms: 1000\nworkspace:\n  root: {}\n\
+             agent:\n  kind: mock\n  max_turns: 1\n  max_retry_backoff_ms: 45000\n\
+             mock:\n  turn_outcomes: [failed]\n---\nDo {{{{ .issue.identifier }}}}\n",
+            dir.join("ws").display()
+        ),
+    )
+    .unwrap();
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let dyn_clock: Arc<dyn Clock> = clock.clone();
+    let opts = LoadOptions::from_process(None);
+    let wf = load_workflow(&dir.join("WORKFLOW.md"), &opts).unwrap();
+    let template = PromptTemplate::parse(&wf.prompt_template, "WORKFLOW.md", 0).unwrap();
+    let deps = OrchestratorDeps {
+        tracker: adapters::build_tracker(&wf, dyn_clock.clone()).unwrap(),
+        agent: adapters::build_agent(&wf, dyn_clock.clone()).unwrap(),
+        store: Arc::new(Store::open(&dir.join("sortie.db"), dyn_clock.clone()).unwrap()),
+        workflow: Arc::new(wf),
+        template: Arc::new(template),
+        load_options: opts,
+        clock: dyn_clock,
+    };
+    let (o, _handle) = Orchestrator::new(deps);
+    (o, clock)
+}
+
+/// Steps the orchestrator (real-time waits for worker messages only) until a retry of the
+/// given attempt is queued; returns its due time.
+fn wait_retry(o: &mut Orchestrator, attempt: u32) -> i64 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        o.step(Duration::from_millis(20));
+        let snap = o.snapshot_now();
+        if let Some(r) = snap.retrying.iter().find(|r| r.attempt == attempt) {
+            return r.due_at_ms;
+        }
+        assert!(Instant::now() < deadline, "no retry with attempt {attempt}");
+    }
+}
+
+#[test]
+fn failure_retries_double_from_ten_seconds_up_to_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut o, clock) = setup(dir.path());
+    let mut delays = Vec::new();
+    for attempt in 1..=5 {
+        let due = wait_retry(&mut o, attempt);
+        delays.push(due - clock.now_ms());
+        // Jump to the due time: the retry fires, the session fails again.
+        clock.advance(Duration::from_millis((due - clock.now_ms()) as u64));
+    }
+    assert_eq!(delays, vec![10_000, 20_000, 40_000, 45_000, 45_000]);
+
+    // The stored row (written by the writer thread, FIFO) carries the same absolute due time.
+    let due = wait_retry(&mut o, 6);
+    let conn = rusqlite::Connection::open(dir.path().join("sortie.db")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let row: Option<(i64, i64)> = conn
+            .query_row(
+                "SELECT attempt, due_at_ms FROM retry_entries WHERE issue_id = '1'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok();
+        if row == Some((6, due)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "stored row {row:?}, want (6, {due})");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_retry_does_not_fire_before_its_due_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut o, clock) = setup(dir.path());
+    let due = wait_retry(&mut o, 1);
+    clock.advance(Duration::from_millis((due - clock.now_ms() - 1) as u64));
+    for _ in 0..10 {
+        o.step(Duration::from_millis(10));
+    }
+    let snap = o.snapshot_now();
+    assert_eq!(snap.running.len(), 0);
+    assert_eq!(snap.retrying.len(), 1);
+    assert_eq!(snap.retrying[0].attempt, 1);
+}
