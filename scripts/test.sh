@@ -4,9 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --all-targets --no-fail-fast "$@"
-  # nextest does not run doc tests.
+  # nextest does not run doc tests; run them first so the suite's summary closes the output.
   cargo test --doc --quiet
+  cargo nextest run --all-targets --no-fail-fast "$@"
 else
   cargo test --all-targets --no-fail-fast "$@"
 fi

@@ -42,22 +42,34 @@ fn dry_run_prints_the_demo_dispatch_order_and_prompts_without_running_anything()
         "{stdout}"
     );
     // The blocked issue is excluded; the demo's two agent slots go to the next two.
-    assert!(stdout.contains("-- held DEMO-4: blocked by DEMO-7 (Backlog)"), "{stdout}");
+    assert!(
+        stdout.contains("-- held DEMO-4: blocked by DEMO-7 (Backlog)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("== 1. dispatch DEMO-3"), "{stdout}");
     assert!(stdout.contains("== 2. dispatch DEMO-2"), "{stdout}");
-    assert!(stdout.contains("-- held DEMO-1: all 2 agent slots taken"), "{stdout}");
+    assert!(
+        stdout.contains("-- held DEMO-1: all 2 agent slots taken"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("DEMO-8"), "{stdout}");
 
     // Rendered first-turn prompts with the status protocol suffix and workspace paths.
     assert!(stdout.contains("You are working on DEMO-3: Rename the config loader module."));
     assert!(stdout.contains("Labels: bug, backend"), "{stdout}");
     assert!(stdout.contains(".sortie/status"), "status suffix missing");
-    assert!(stdout.contains(&format!("workspace: {}", tmp.path().join("workspaces/DEMO-3").display())));
+    assert!(stdout.contains(&format!(
+        "workspace: {}",
+        tmp.path().join("workspaces/DEMO-3").display()
+    )));
     assert!(stdout.contains("dry run complete: would_dispatch=2"));
 
     // No agent ran, no database, the tracker file untouched, no workspace created.
     assert!(!tmp.path().join(".sortie.db").exists());
-    assert_eq!(std::fs::read(tmp.path().join("issues.json")).unwrap(), issues_before);
+    assert_eq!(
+        std::fs::read(tmp.path().join("issues.json")).unwrap(),
+        issues_before
+    );
     assert!(!tmp.path().join("workspaces/DEMO-3").exists());
 }
 

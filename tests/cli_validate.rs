@@ -53,7 +53,10 @@ fn invalid_yaml_fails_with_exit_1_and_a_line_number() {
 #[test]
 fn json_format_is_one_valid_json_line() {
     let p = Project::new();
-    p.write("WORKFLOW.md", "---\ntracker: {kind: file}\n---\n{{ .issue.identifer }\n");
+    p.write(
+        "WORKFLOW.md",
+        "---\ntracker: {kind: file}\n---\n{{ .issue.identifer }\n",
+    );
     let (code, stdout, _) = validate(&p, &["--format", "json"]);
     assert_eq!(code, 1);
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
@@ -80,7 +83,10 @@ fn template_parse_errors_and_unknown_keys_are_reported() {
     p.issues(serde_json::json!([]));
     p.fake_agent_workflow("", "mystery_section:\n  a: 1");
     let wf = std::fs::read_to_string(p.workflow()).unwrap();
-    p.write("WORKFLOW.md", &wf.replace("{{ .issue.title }}", "{{ if .issue.title }}"));
+    p.write(
+        "WORKFLOW.md",
+        &wf.replace("{{ .issue.title }}", "{{ if .issue.title }}"),
+    );
     let (code, _, stderr) = validate(&p, &[]);
     assert_eq!(code, 1);
     assert!(stderr.contains("error: template_parse:"), "{stderr}");
@@ -101,5 +107,8 @@ fn missing_file_is_a_workflow_load_error() {
     let p = Project::new();
     let (code, _, stderr) = validate(&p, &[]);
     assert_eq!(code, 1);
-    assert!(stderr.contains("error: workflow_load: workflow file not found"), "{stderr}");
+    assert!(
+        stderr.contains("error: workflow_load: workflow file not found"),
+        "{stderr}"
+    );
 }

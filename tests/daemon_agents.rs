@@ -35,9 +35,11 @@ fn a_stalled_agent_is_cancelled_and_retried() {
     let (trigger, error) = wait_for("a stall retry", Duration::from_secs(30), || retry_row(&p));
     assert_eq!(trigger, "stall");
     assert_eq!(error, "stall timeout exceeded");
-    wait_for("the cancelled run recorded", Duration::from_secs(20), || {
-        (p.run_statuses("1") == vec!["cancelled".to_string()]).then_some(())
-    });
+    wait_for(
+        "the cancelled run recorded",
+        Duration::from_secs(20),
+        || (p.run_statuses("1") == vec!["cancelled".to_string()]).then_some(()),
+    );
 }
 
 #[test]
@@ -100,7 +102,10 @@ fn blocked_parks_the_issue_with_a_label() {
     assert_eq!(s["parked"][0]["label_applied"], true);
     let issues = p.read_issues();
     assert_eq!(issues[0]["labels"], json!(["needs-human"]));
-    assert_eq!(issues[0]["state"], "To Do", "a parked issue is not handed off");
+    assert_eq!(
+        issues[0]["state"], "To Do",
+        "a parked issue is not handed off"
+    );
     assert_eq!(
         agent_text(&p),
         ("blocked".into(), "The statement for a person.".into())
@@ -164,9 +169,19 @@ fn the_workflow_reloads_live_and_a_bad_edit_keeps_the_last_good_config() {
         s["config"]["max_concurrent_agents"] == 7
     });
     p.write("WORKFLOW.md", "---\ntracker: [not, a, map\n---\n");
-    let s = d.wait_state("the failed reload in health", Duration::from_secs(20), |s| {
-        s["health"]["workflow"]["ok"] == false
-    });
-    assert_eq!(s["config"]["max_concurrent_agents"], 7, "last good config kept");
-    assert!(s["health"]["workflow"]["error"].as_str().unwrap().contains("YAML"));
+    let s = d.wait_state(
+        "the failed reload in health",
+        Duration::from_secs(20),
+        |s| s["health"]["workflow"]["ok"] == false,
+    );
+    assert_eq!(
+        s["config"]["max_concurrent_agents"], 7,
+        "last good config kept"
+    );
+    assert!(
+        s["health"]["workflow"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("YAML")
+    );
 }

@@ -117,13 +117,17 @@ fn a_blocked_issue_waits_until_its_blocker_is_terminal() {
     wait_for("B-1 handed off", Duration::from_secs(30), || {
         (p.issue_state("1") == "Review").then_some(())
     });
-    let s = d.wait_state("B-2 held by its blocker in Review", Duration::from_secs(10), |s| {
-        s["held"].as_array().is_some_and(|h| {
-            h.iter().any(|e| {
-                e["issue_identifier"] == "B-2" && e["hold"]["blockers"][0]["state"] == "Review"
+    let s = d.wait_state(
+        "B-2 held by its blocker in Review",
+        Duration::from_secs(10),
+        |s| {
+            s["held"].as_array().is_some_and(|h| {
+                h.iter().any(|e| {
+                    e["issue_identifier"] == "B-2" && e["hold"]["blockers"][0]["state"] == "Review"
+                })
             })
-        })
-    });
+        },
+    );
     let hold = &s["held"][0]["hold"];
     assert_eq!(hold["reason"], "blocked_by");
     assert_eq!(hold["blockers"][0]["issue_identifier"], "B-1");

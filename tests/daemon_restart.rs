@@ -58,7 +58,9 @@ fn a_retry_in_backoff_keeps_its_due_time_across_sigkill() {
     p.fake_agent_workflow("", "");
     let mut d = p.start();
 
-    let (attempt, due, error) = wait_for("a persisted retry", Duration::from_secs(30), || retry_row(&p));
+    let (attempt, due, error) = wait_for("a persisted retry", Duration::from_secs(30), || {
+        retry_row(&p)
+    });
     let completed: i64 = p.db_i64(
         "SELECT CAST(strftime('%s', completed_at) AS INTEGER) * 1000 FROM run_history WHERE issue_id = '1'",
     );
@@ -66,7 +68,10 @@ fn a_retry_in_backoff_keeps_its_due_time_across_sigkill() {
     // First failure retry: 10 s after the failed run ended (second-resolution read of the end).
     let delay = due - completed;
     assert!((9_000..=11_000).contains(&delay), "delay {delay} ms");
-    assert!(error.contains("boom") || error.contains("turn_failed"), "{error}");
+    assert!(
+        error.contains("boom") || error.contains("turn_failed"),
+        "{error}"
+    );
 
     d.kill9();
     let mut d = p.start();
@@ -141,5 +146,8 @@ fn a_database_from_a_newer_sortie_is_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("newer than this sortie supports"), "{stderr}");
+    assert!(
+        stderr.contains("newer than this sortie supports"),
+        "{stderr}"
+    );
 }

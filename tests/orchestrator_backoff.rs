@@ -89,7 +89,10 @@ fn failure_retries_double_from_ten_seconds_up_to_the_cap() {
         if row == Some((6, due)) {
             break;
         }
-        assert!(Instant::now() < deadline, "stored row {row:?}, want (6, {due})");
+        assert!(
+            Instant::now() < deadline,
+            "stored row {row:?}, want (6, {due})"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

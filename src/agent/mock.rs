@@ -415,6 +415,8 @@ mod tests {
             block,
             ..Default::default()
         };
-        assert!(MockAdapter::from_settings(&settings, Arc::new(crate::clock::SystemClock)).is_err());
+        assert!(
+            MockAdapter::from_settings(&settings, Arc::new(crate::clock::SystemClock)).is_err()
+        );
     }
 }

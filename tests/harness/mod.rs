@@ -154,7 +154,11 @@ server:
 Work on {{{{ .issue.identifier }}}}: {{{{ .issue.title }}}}
 "#,
             root = self.path("ws").display(),
-            max_turns = if agent_yaml.contains("max_turns") { "" } else { "  max_turns: 1\n" },
+            max_turns = if agent_yaml.contains("max_turns") {
+                ""
+            } else {
+                "  max_turns: 1\n"
+            },
             agent = FAKE_AGENT,
             port = self.port,
         );
