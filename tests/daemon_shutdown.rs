@@ -53,14 +53,20 @@ fn sigterm_cancels_running_agents_records_them_and_exits_0() {
         s["counts"]["running"] == 2
     });
     let ws = p.path("ws");
-    wait_for("agent processes in the workspaces", Duration::from_secs(10), || {
-        (processes_in(&ws).len() >= 3).then_some(())
-    });
+    wait_for(
+        "agent processes in the workspaces",
+        Duration::from_secs(10),
+        || (processes_in(&ws).len() >= 3).then_some(()),
+    );
 
     assert_eq!(d.terminate(), Some(0));
     assert_eq!(p.run_statuses("1"), vec!["cancelled"]);
     assert_eq!(p.run_statuses("2"), vec!["cancelled"]);
-    assert!(processes_in(&ws).is_empty(), "left behind: {:?}", processes_in(&ws));
+    assert!(
+        processes_in(&ws).is_empty(),
+        "left behind: {:?}",
+        processes_in(&ws)
+    );
     let log = p.log();
     assert!(log.contains("signal received, initiating shutdown"));
     assert!(log.contains("shutting down"));

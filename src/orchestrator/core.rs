@@ -573,50 +573,78 @@ impl Orchestrator {
         }
     }
 
-    /// The budget hold of one issue, if a per-issue ceiling is reached.
-    fn budget_hold_for(&self, issue: &Issue) -> Option<BudgetHold> {
+    /// The budget hold of one issue, if a per-issue ceiling is reached. `usage` is what the
+    /// issue spent according to run history (`None`: read it now).
+    fn budget_hold_for(
+        &self,
+        issue: &Issue,
+        usage: Option<crate::store::IssueUsage>,
+    ) -> Option<BudgetHold> {
         let cfg = &self.workflow.config.agent;
-        let now = self.clock.now_ms();
-        if let Some(limit) = cfg.max_tokens.filter(|l| *l > 0) {
-            match persist::uncached_tokens_for_issue(&self.store, &issue.id) {
-                Ok(used) if used >= limit => {
-                    return Some(BudgetHold {
-                        issue: issue.clone(),
-                        reason: "token_budget",
-                        used,
-                        limit,
-                        since_ms: now,
-                    });
-                }
-                Ok(_) => {}
-                Err(e) => log::warn!("budget read failed issue_id={} error=\"{e}\"", issue.id),
-            }
+        let max_tokens = cfg.max_tokens.filter(|l| *l > 0);
+        let max_sessions = cfg.max_sessions.filter(|l| *l > 0);
+        if max_tokens.is_none() && max_sessions.is_none() {
+            return None;
         }
-        if let Some(limit) = cfg.max_sessions.filter(|l| *l > 0) {
-            match persist::count_sessions(&self.store, &issue.id) {
-                Ok(used) if used >= limit => {
-                    return Some(BudgetHold {
-                        issue: issue.clone(),
-                        reason: "session_budget",
-                        used,
-                        limit,
-                        since_ms: now,
-                    });
+        let usage = match usage {
+            Some(u) => u,
+            None => {
+                let sessions = persist::count_sessions(&self.store, &issue.id);
+                let tokens = persist::uncached_tokens_for_issue(&self.store, &issue.id);
+                match (sessions, tokens) {
+                    (Ok(s), Ok(t)) => crate::store::IssueUsage {
+                        sessions: s as i64,
+                        uncached_tokens: t as i64,
+                    },
+                    (Err(e), _) | (_, Err(e)) => {
+                        // Fail open: a budget read failure must not stop all work.
+                        log::warn!("budget read failed issue_id={} error=\"{e}\"", issue.id);
+                        return None;
+                    }
                 }
-                Ok(_) => {}
-                Err(e) => log::warn!("budget read failed issue_id={} error=\"{e}\"", issue.id),
             }
+        };
+        let now = self.clock.now_ms();
+        let hold = |reason, used: i64, limit| BudgetHold {
+            issue: issue.clone(),
+            reason,
+            used: used.max(0) as u64,
+            limit,
+            since_ms: now,
+        };
+        if let Some(limit) = max_tokens
+            && usage.uncached_tokens.max(0) as u64 >= limit
+        {
+            return Some(hold("token_budget", usage.uncached_tokens, limit));
+        }
+        if let Some(limit) = max_sessions
+            && usage.sessions.max(0) as u64 >= limit
+        {
+            return Some(hold("session_budget", usage.sessions, limit));
         }
         None
     }
 
     fn rebuild_budget_holds(&mut self, candidates: &[Issue]) {
+        let cfg = &self.workflow.config.agent;
+        if cfg.max_tokens.unwrap_or(0) == 0 && cfg.max_sessions.unwrap_or(0) == 0 {
+            self.state.budget_held.clear();
+            return;
+        }
+        let usage = match persist::usage_by_issue(&self.store) {
+            Ok(u) => u,
+            Err(e) => {
+                log::warn!("budget read failed; keeping the previous holds error=\"{e}\"");
+                return;
+            }
+        };
         let mut holds = std::collections::BTreeMap::new();
         for issue in candidates {
             if self.state.running.contains_key(&issue.id) {
                 continue;
             }
-            if let Some(mut h) = self.budget_hold_for(issue) {
+            let used = usage.get(&issue.id).copied().unwrap_or_default();
+            if let Some(mut h) = self.budget_hold_for(issue, Some(used)) {
                 if let Some(prev) = self.state.budget_held.get(&issue.id) {
                     h.since_ms = prev.since_ms;
                 } else {
@@ -985,7 +1013,7 @@ impl Orchestrator {
             self.reschedule(info, a, "worker still running");
             return;
         }
-        if let Some(h) = self.budget_hold_for(&info.issue) {
+        if let Some(h) = self.budget_hold_for(&info.issue, None) {
             self.state.budget_held.insert(id.clone(), h);
             persist::delete_retry(&self.store, &id);
             return;

@@ -355,3 +355,10 @@ pub fn acknowledge(
 ) -> Result<crate::store::AttentionAck, String> {
     store.writer().acknowledge(ack).map_err(|e| e.to_string())
 }
+
+/// Budget usage of every issue with runs (one query).
+pub fn usage_by_issue(
+    store: &Store,
+) -> Result<std::collections::HashMap<String, crate::store::IssueUsage>, String> {
+    store.writer().usage_by_issue().map_err(|e| e.to_string())
+}

@@ -37,7 +37,9 @@ pub use parks::ParkedIssue;
 pub use read::{ReadConn, WarmStartSnapshot};
 pub use record::{RecordOutcome, RunWrite};
 pub use retry::RetryEntry;
-pub use runs::{IssueGroupPage, RuleFilter, RunFilter, RunPage, RunRecord, STATUS_CI_FAILED};
+pub use runs::{
+    IssueGroupPage, IssueUsage, RuleFilter, RunFilter, RunPage, RunRecord, STATUS_CI_FAILED,
+};
 pub use sessions::SessionMeta;
 pub use writer::{DbCmd, WriterHandle};
 

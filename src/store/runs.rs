@@ -173,6 +173,47 @@ pub(crate) fn uncached_tokens_for_issue(
     .ctx("sum uncached tokens for issue")
 }
 
+/// What one issue has spent, as budgets count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IssueUsage {
+    /// Sessions (run-history rows of any status).
+    pub sessions: i64,
+    /// Uncached tokens of measured runs.
+    pub uncached_tokens: i64,
+}
+
+/// Budget usage of every issue that has runs, in one query (the dispatch pass reads it once
+/// per tick instead of once per candidate).
+pub(crate) fn usage_by_issue(
+    conn: &Connection,
+) -> Result<std::collections::HashMap<String, IssueUsage>, StoreError> {
+    let mut st = conn
+        .prepare_cached(
+            "SELECT issue_id, SUM(CASE WHEN status <> ?1 THEN 1 ELSE 0 END),
+                    COALESCE(SUM(CASE WHEN tokens_measured = 1
+                                      THEN MAX(total_tokens - cache_read_tokens, 0) END), 0)
+             FROM run_history GROUP BY issue_id",
+        )
+        .ctx("prepare usage by issue")?;
+    let rows = st
+        .query_map([STATUS_CI_FAILED], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                IssueUsage {
+                    sessions: r.get(1)?,
+                    uncached_tokens: r.get(2)?,
+                },
+            ))
+        })
+        .ctx("query usage by issue")?;
+    let mut out = std::collections::HashMap::new();
+    for row in rows {
+        let (id, usage) = row.ctx("read usage by issue")?;
+        out.insert(id, usage);
+    }
+    Ok(out)
+}
+
 /// Which rule a run must have been routed by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RuleFilter {

@@ -136,6 +136,12 @@ impl WriterHandle {
         let id = issue_id.to_string();
         self.query(move |c| super::runs::uncached_tokens_for_issue(c, &id))
     }
+    /// Budget usage of every issue with runs, after every earlier write.
+    pub fn usage_by_issue(
+        &self,
+    ) -> Result<std::collections::HashMap<String, super::runs::IssueUsage>, StoreError> {
+        self.query(super::runs::usage_by_issue)
+    }
     /// Runs whose events await a retried write.
     pub fn pending_event_writes(&self) -> Result<Vec<PendingSummary>, StoreError> {
         self.call(DbCmd::PendingEvents)
