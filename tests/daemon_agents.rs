@@ -185,3 +185,45 @@ fn the_workflow_reloads_live_and_a_bad_edit_keeps_the_last_good_config() {
             .contains("YAML")
     );
 }
+
+#[test]
+fn lifecycle_comments_are_written_to_the_tracker() {
+    let p = Project::new();
+    one_issue(&p);
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"text": "done", "input_tokens": 10, "output_tokens": 2}}),
+            json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    p.fake_agent_workflow_full(
+        "  handoff_state: Review\n  comments: {on_dispatch: true, on_completion: true, on_failure: true}",
+        "",
+        "",
+    );
+    let _d = p.start();
+    let comments = wait_for("two lifecycle comments", Duration::from_secs(30), || {
+        let issues = p.read_issues();
+        let c = issues[0]["comments"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        (c.len() == 2).then_some(c)
+    });
+    let bodies: Vec<&str> = comments
+        .iter()
+        .map(|c| c["body"].as_str().unwrap())
+        .collect();
+    assert!(
+        bodies[0].starts_with("Sortie session started."),
+        "{bodies:?}"
+    );
+    assert!(
+        bodies[1].starts_with("Sortie session completed."),
+        "{bodies:?}"
+    );
+    assert!(bodies[1].contains("Turns: 1"), "{bodies:?}");
+    assert!(comments.iter().all(|c| c["author"] == "sortie"));
+}

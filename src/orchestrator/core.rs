@@ -83,6 +83,7 @@ pub struct Orchestrator {
     draining: Option<Instant>,
     tick_count: u64,
     started_at_ms: i64,
+    tracker_ops: super::tracker_ops::TrackerOps,
 }
 
 impl Orchestrator {
@@ -100,7 +101,7 @@ impl Orchestrator {
             workflow: deps.workflow,
             template: deps.template,
             load_options: deps.load_options,
-            tracker: deps.tracker,
+            tracker: deps.tracker.clone(),
             agent: deps.agent,
             store: deps.store,
             clock: deps.clock.clone(),
@@ -113,6 +114,7 @@ impl Orchestrator {
             draining: None,
             tick_count: 0,
             started_at_ms: now,
+            tracker_ops: super::tracker_ops::TrackerOps::spawn(deps.tracker.clone()),
         };
         o.warm_start();
         o.publish();
@@ -201,6 +203,7 @@ impl Orchestrator {
                 self.publish();
             }
         }
+        self.tracker_ops.drain(super::tracker_ops::DRAIN_TIMEOUT);
         persist::shutdown(&self.store);
         log::info!("shutting down");
     }
@@ -759,6 +762,22 @@ impl Orchestrator {
             },
         );
         self.state.totals.dispatches += 1;
+        if self.workflow.config.tracker.comments.on_dispatch {
+            self.tracker_ops
+                .submit(super::tracker_ops::TrackerOp::Comment {
+                    issue_id: issue.id.clone(),
+                    issue_identifier: issue.identifier.clone(),
+                    lifecycle: "dispatch",
+                    text: super::tracker_ops::lifecycle_comment(
+                        "dispatch",
+                        Some(&dispatch_id),
+                        0,
+                        0,
+                        None,
+                        None,
+                    ),
+                });
+        }
         if let Err(e) = worker::spawn(job) {
             log::error!(
                 "failed to spawn agent issue_id={} issue_identifier={} error=\"{e}\"",
@@ -1178,6 +1197,10 @@ impl Orchestrator {
         }
         let issue = entry.issue.clone();
         let next_attempt = entry.attempt + 1;
+        let exit_for_comment = result.exit.clone();
+        let duration_ms = result.ended_at_ms - entry.started_at_ms;
+        let turns = result.turns_completed;
+        let session_for_comment = entry.session_id.clone();
         match result.exit {
             WorkerExit::Cancelled { .. } => {
                 // A stall schedules its own retry; other cancellations release the claim.
@@ -1226,6 +1249,53 @@ impl Orchestrator {
                 statement: _,
             } => self.on_normal_exit(&entry, declared, result.session_id),
         }
+        self.lifecycle_comment_at_exit(
+            &issue,
+            &exit_for_comment,
+            session_for_comment.as_deref(),
+            duration_ms,
+            turns,
+        );
+    }
+
+    /// Queues the optional completion/failure comment (never for cancellations).
+    fn lifecycle_comment_at_exit(
+        &self,
+        issue: &Issue,
+        exit: &WorkerExit,
+        session_id: Option<&str>,
+        duration_ms: i64,
+        turns: u32,
+    ) {
+        let c = &self.workflow.config.tracker.comments;
+        let retry = self.state.retries.get(&issue.id).map(|r| {
+            format!(
+                "attempt {} in {}s",
+                r.attempt,
+                ((r.due_at_ms - self.clock.now_ms()).max(0) + 999) / 1000
+            )
+        });
+        let (lifecycle, error) = match exit {
+            WorkerExit::Normal { .. } if c.on_completion => ("completion", None),
+            WorkerExit::Error { code, message, .. } if c.on_failure => {
+                ("failure", Some(format!("{code}: {message}")))
+            }
+            _ => return,
+        };
+        self.tracker_ops
+            .submit(super::tracker_ops::TrackerOp::Comment {
+                issue_id: issue.id.clone(),
+                issue_identifier: issue.identifier.clone(),
+                lifecycle,
+                text: super::tracker_ops::lifecycle_comment(
+                    lifecycle,
+                    session_id,
+                    duration_ms,
+                    turns,
+                    error.as_deref(),
+                    retry.as_deref(),
+                ),
+            });
     }
 
     fn on_normal_exit(

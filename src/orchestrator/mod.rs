@@ -10,6 +10,7 @@ pub mod persist;
 pub mod retry_queue;
 pub mod snapshot;
 pub mod state;
+pub mod tracker_ops;
 pub mod watch;
 pub mod worker;
 
