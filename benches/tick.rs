@@ -9,7 +9,6 @@ use sortie::config::{LoadOptions, load_workflow};
 use sortie::orchestrator::{Orchestrator, OrchestratorDeps, adapters};
 use sortie::prompt::PromptTemplate;
 use sortie::store::Store;
-use sortie::tracker::TrackerAdapter;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
