@@ -21,12 +21,18 @@ fn fresh_database_gets_every_migration_wal_and_integrity_ok() {
         count(&raw, "SELECT COUNT(*) FROM schema_migrations"),
         migrate::MIGRATIONS.len() as i64
     );
-    assert_eq!(migrate::current_version(&raw).unwrap(), migrate::supported_version());
+    assert_eq!(
+        migrate::current_version(&raw).unwrap(),
+        migrate::supported_version()
+    );
     let sync: i64 = store
         .writer()
         .query(|c| {
             c.pragma_query_value(None, "synchronous", |r| r.get(0))
-                .map_err(|source| StoreError::Sqlite { context: "sync", source })
+                .map_err(|source| StoreError::Sqlite {
+                    context: "sync",
+                    source,
+                })
         })
         .unwrap();
     assert_eq!(sync, 2, "synchronous=FULL on the writer connection");
@@ -64,7 +70,10 @@ fn upgrades_from_every_earlier_version_preserve_data() {
         let read = store.read_conn().unwrap();
         assert_eq!(read.integrity_check().unwrap(), "ok", "from v{k}");
         let raw = raw(&path);
-        assert_eq!(migrate::current_version(&raw).unwrap(), migrate::supported_version());
+        assert_eq!(
+            migrate::current_version(&raw).unwrap(),
+            migrate::supported_version()
+        );
         if k == 0 {
             assert!(read.load_retry_entries().unwrap().is_empty());
             continue;
@@ -75,7 +84,10 @@ fn upgrades_from_every_earlier_version_preserve_data() {
         assert_eq!(retries[0].attempt, 2);
         assert_eq!(retries[0].error.as_deref(), Some("boom"));
         assert!(retries[0].issue_labels.is_empty());
-        assert_eq!(retries[0].trigger, None, "queued before the trigger was stored");
+        assert_eq!(
+            retries[0].trigger, None,
+            "queued before the trigger was stored"
+        );
 
         let page = read.list_runs(&RunFilter::default(), None, 10).unwrap();
         assert_eq!(page.runs.len(), 1, "from v{k}");
@@ -89,11 +101,17 @@ fn upgrades_from_every_earlier_version_preserve_data() {
         assert_eq!(read.count_runs_for_issue("i1").unwrap(), 1);
 
         let totals = read.aggregate_totals().unwrap();
-        assert_eq!((totals.input_tokens, totals.total_tokens, totals.dispatches), (10, 30, 1));
+        assert_eq!(
+            (totals.input_tokens, totals.total_tokens, totals.dispatches),
+            (10, 30, 1)
+        );
         assert_eq!(totals.unmeasured_sessions, 0);
         drop(read);
         // The upgraded database keeps accumulating.
-        store.writer().record_run(run("i1", "D1", T0 + DAY_MS), events(2, T0, 10)).unwrap();
+        store
+            .writer()
+            .record_run(run("i1", "D1", T0 + DAY_MS), events(2, T0, 10))
+            .unwrap();
         let totals = store.read_conn().unwrap().aggregate_totals().unwrap();
         assert_eq!(totals.dispatches, 2);
         assert_eq!(totals.total_tokens, 1230);
@@ -121,7 +139,10 @@ fn newer_schema_is_refused_with_upgrade_message() {
         "{err:?}"
     );
     let msg = err.to_string();
-    assert!(msg.contains("99") && msg.contains(&supported.to_string()), "{msg}");
+    assert!(
+        msg.contains("99") && msg.contains(&supported.to_string()),
+        "{msg}"
+    );
     assert!(msg.contains("upgrade sortie"), "{msg}");
 }
 
@@ -132,7 +153,11 @@ fn migrations_record_applied_time_from_the_clock() {
     let c = clock();
     Store::open(&path, c.clone()).unwrap().close().unwrap();
     let at: String = raw(&path)
-        .query_row("SELECT applied_at FROM schema_migrations WHERE version = 1", [], |r| r.get(0))
+        .query_row(
+            "SELECT applied_at FROM schema_migrations WHERE version = 1",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(at, sortie::clock::rfc3339_ms(c.now_ms()));
 }

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use sortie::store::{
-    IssueOutcome, RuleFilter, RunFilter, RunWrite, SessionMeta, Store, STATUS_CI_FAILED,
+    IssueOutcome, RuleFilter, RunFilter, RunWrite, STATUS_CI_FAILED, SessionMeta, Store,
 };
 use support::*;
 
@@ -46,13 +46,22 @@ fn run_events_aggregates_and_session_commit_together() {
     assert_eq!(ev.events[2], events(3, T0, 20)[2]);
     let t = read.aggregate_totals().unwrap();
     assert_eq!(
-        (t.input_tokens, t.output_tokens, t.total_tokens, t.cache_read_tokens, t.cache_write_tokens),
+        (
+            t.input_tokens,
+            t.output_tokens,
+            t.total_tokens,
+            t.cache_read_tokens,
+            t.cache_write_tokens
+        ),
         (1000, 200, 1200, 500, 40)
     );
     assert_eq!(t.dispatches, 1);
     assert_eq!(t.seconds_running, 60.0);
     assert_eq!(t.exits.get("succeeded"), Some(&1));
-    assert_eq!(read.session("i1").unwrap().unwrap().exit_type.as_deref(), Some("succeeded"));
+    assert_eq!(
+        read.session("i1").unwrap().unwrap().exit_type.as_deref(),
+        Some("succeeded")
+    );
 }
 
 #[test]
@@ -67,7 +76,9 @@ fn failure_mid_transaction_writes_nothing() {
          BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
     )
     .unwrap();
-    let err = store.writer().record_run(run("i1", "D1", T0), events(5, T0, 10));
+    let err = store
+        .writer()
+        .record_run(run("i1", "D1", T0), events(5, T0, 10));
     assert!(err.is_err(), "the write must fail");
     assert_eq!(count(&raw, "SELECT COUNT(*) FROM run_history"), 0);
     assert_eq!(count(&raw, "SELECT COUNT(*) FROM agent_events"), 0);
@@ -76,7 +87,10 @@ fn failure_mid_transaction_writes_nothing() {
     assert!(store.writer().pending_event_writes().unwrap().is_empty());
 
     raw.execute_batch("DROP TRIGGER inject_fail").unwrap();
-    store.writer().record_run(run("i1", "D1", T0), events(5, T0, 10)).unwrap();
+    store
+        .writer()
+        .record_run(run("i1", "D1", T0), events(5, T0, 10))
+        .unwrap();
     assert_eq!(count(&raw, "SELECT COUNT(*) FROM run_history"), 1);
     assert_eq!(count(&raw, "SELECT COUNT(*) FROM agent_events"), 5);
     assert_eq!(count(&raw, "SELECT dispatches FROM aggregate_metrics"), 1);
@@ -98,11 +112,22 @@ fn unmeasured_and_ci_rows_count_correctly() {
     (ci.cache_read_tokens, ci.cache_write_tokens) = (0, 0);
     w.record_run(ci, vec![]).unwrap();
     let read = store.read_conn().unwrap();
-    assert_eq!(read.count_runs_for_issue("i1").unwrap(), 2, "CI results are not sessions");
-    assert_eq!(read.uncached_tokens_for_issue("i1").unwrap(), 700, "unmeasured adds nothing");
+    assert_eq!(
+        read.count_runs_for_issue("i1").unwrap(),
+        2,
+        "CI results are not sessions"
+    );
+    assert_eq!(
+        read.uncached_tokens_for_issue("i1").unwrap(),
+        700,
+        "unmeasured adds nothing"
+    );
     assert_eq!(w.count_runs_for_issue("i1").unwrap(), 2);
     let t = read.aggregate_totals().unwrap();
-    assert_eq!((t.dispatches, t.unmeasured_sessions, t.total_tokens), (2, 1, 1200));
+    assert_eq!(
+        (t.dispatches, t.unmeasured_sessions, t.total_tokens),
+        (2, 1, 1200)
+    );
 }
 
 /// An issue that used 2 of `max_sessions: 3` has exactly one session left after each restart,
@@ -114,13 +139,26 @@ fn budgets_and_counters_survive_restarts() {
     let max_sessions = 3;
     {
         let store = Store::open(&path, clock()).unwrap();
-        store.writer().record_run(run("i1", "D1", T0), vec![]).unwrap();
-        store.writer().record_run(run("i1", "D2", T0 + 1), vec![]).unwrap();
+        store
+            .writer()
+            .record_run(run("i1", "D1", T0), vec![])
+            .unwrap();
+        store
+            .writer()
+            .record_run(run("i1", "D2", T0 + 1), vec![])
+            .unwrap();
     }
     let store = Store::open(&path, clock()).unwrap();
-    let used = store.read_conn().unwrap().count_runs_for_issue("i1").unwrap();
+    let used = store
+        .read_conn()
+        .unwrap()
+        .count_runs_for_issue("i1")
+        .unwrap();
     assert_eq!(max_sessions - used, 1);
-    store.writer().record_run(run("i1", "D3", T0 + 2), vec![]).unwrap();
+    store
+        .writer()
+        .record_run(run("i1", "D3", T0 + 2), vec![])
+        .unwrap();
     store.close().unwrap();
     let store = Store::open(&path, clock()).unwrap();
     let read = store.read_conn().unwrap();
@@ -162,20 +200,39 @@ fn list_runs_filters_and_pages() {
     assert_eq!(ids(&all, Some(2), 3), (vec![1], None));
     assert_eq!(ids(&all, None, 7), (vec![7, 6, 5, 4, 3, 2, 1], None));
     // A run recorded between pages does not move served runs.
-    w.record_run(run("a", "D-late", T0 + 20 * DAY_MS), vec![]).unwrap();
+    w.record_run(run("a", "D-late", T0 + 20 * DAY_MS), vec![])
+        .unwrap();
     assert_eq!(ids(&all, Some(5), 3), (vec![4, 3, 2], Some(2)));
 
-    let f = RunFilter { issue_identifier: Some("MT-b".into()), ..Default::default() };
+    let f = RunFilter {
+        issue_identifier: Some("MT-b".into()),
+        ..Default::default()
+    };
     assert_eq!(ids(&f, None, 10).0, vec![6, 4, 2]);
-    let f = RunFilter { issue_id: Some("a".into()), ..Default::default() };
+    let f = RunFilter {
+        issue_id: Some("a".into()),
+        ..Default::default()
+    };
     assert_eq!(ids(&f, None, 10).0, vec![8, 7, 5, 3, 1]);
-    let f = RunFilter { rule: Some(RuleFilter::Unnamed), ..Default::default() };
+    let f = RunFilter {
+        rule: Some(RuleFilter::Unnamed),
+        ..Default::default()
+    };
     assert_eq!(ids(&f, None, 10).0, vec![4]);
-    let f = RunFilter { rule: Some(RuleFilter::Named("implement".into())), ..Default::default() };
+    let f = RunFilter {
+        rule: Some(RuleFilter::Named("implement".into())),
+        ..Default::default()
+    };
     assert_eq!(ids(&f, None, 10).0.len(), 7);
-    let f = RunFilter { status: Some("failed".into()), ..Default::default() };
+    let f = RunFilter {
+        status: Some("failed".into()),
+        ..Default::default()
+    };
     assert_eq!(ids(&f, None, 10).0, vec![4]);
-    let f = RunFilter { stage: Some("review".into()), ..Default::default() };
+    let f = RunFilter {
+        stage: Some("review".into()),
+        ..Default::default()
+    };
     assert_eq!(ids(&f, None, 10).0, vec![4]);
     let f = RunFilter {
         since_ms: Some(T0 + 2 * DAY_MS),
@@ -183,11 +240,21 @@ fn list_runs_filters_and_pages() {
         ..Default::default()
     };
     assert_eq!(ids(&f, None, 10).0, vec![5, 4, 3]);
-    let f = RunFilter { ended_since_ms: Some(T0 + 10 * DAY_MS), ..Default::default() };
+    let f = RunFilter {
+        ended_since_ms: Some(T0 + 10 * DAY_MS),
+        ..Default::default()
+    };
     assert_eq!(ids(&f, None, 10).0, vec![6, 4, 2]);
-    let f = RunFilter { ended_until_ms: Some(T0 + 10 * DAY_MS), ..Default::default() };
+    let f = RunFilter {
+        ended_until_ms: Some(T0 + 10 * DAY_MS),
+        ..Default::default()
+    };
     assert!(ids(&f, None, 10).0.is_empty());
-    let f = RunFilter { status: Some("failed".into()), issue_id: Some("a".into()), ..Default::default() };
+    let f = RunFilter {
+        status: Some("failed".into()),
+        issue_id: Some("a".into()),
+        ..Default::default()
+    };
     assert!(ids(&f, None, 10).0.is_empty(), "filters combine with AND");
 
     let groups = read.list_issue_groups(&all, None, 1).unwrap();
@@ -208,7 +275,10 @@ fn kill_child_records_then_waits() {
         return;
     };
     let store = Store::open(std::path::Path::new(&path), clock()).unwrap();
-    let id = store.writer().record_run(run("i1", "D-kill", T0), events(4, T0, 30)).unwrap();
+    let id = store
+        .writer()
+        .record_run(run("i1", "D-kill", T0), events(4, T0, 30))
+        .unwrap();
     // Straight to the pipe: the test harness captures `println!`.
     let mut out = std::io::stdout();
     writeln!(out, "COMMITTED {id}").unwrap();
@@ -224,7 +294,12 @@ fn committed_run_survives_kill_9() {
     let path = db_path(&dir);
     let exe = std::env::current_exe().unwrap();
     let mut child = Command::new(exe)
-        .args(["--exact", "kill_child_records_then_waits", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "kill_child_records_then_waits",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, &path)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
