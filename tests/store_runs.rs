@@ -296,6 +296,7 @@ fn committed_run_survives_kill_9() {
         .args([
             "--exact",
             "kill_child_records_then_waits",
+            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])
