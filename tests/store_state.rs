@@ -1,0 +1,211 @@
+//! Retries, sessions, parks, outcomes and acknowledgements across reopen; the warm-start
+//! snapshot.
+
+#[path = "store_support/mod.rs"]
+mod support;
+
+use sortie::clock::Clock;
+use sortie::store::{AttentionAck, IssueOutcome, ParkedIssue, RetryEntry, SessionMeta, Store};
+use support::*;
+
+fn retry_entry() -> RetryEntry {
+    RetryEntry {
+        issue_id: "i1".into(),
+        identifier: "MT-1".into(),
+        display_identifier: "acme/shop#1".into(),
+        attempt: 3,
+        due_at_ms: T0 + 160_000,
+        error: Some("agent exited 1".into()),
+        session_id: Some("sess-1".into()),
+        agent_kind: "claude-code".into(),
+        template: "implement.md".into(),
+        rule_name: "implement".into(),
+        chain_id: "chain-1".into(),
+        stage_previous: "specify".into(),
+        stage_previous_outcome: "succeeded".into(),
+        trigger: Some("error".into()),
+        reaction_kind: String::new(),
+        reaction_config_key: String::new(),
+        issue_title: "Fix it".into(),
+        issue_url: "https://tracker.example.com/MT-1".into(),
+        issue_type: "Bug".into(),
+        issue_labels: vec!["backend".into(), "p1".into()],
+        issue_state: "In Progress".into(),
+        configured_model: "model-a".into(),
+        dispatched_at_ms: Some(T0 - 60_000),
+    }
+}
+
+#[test]
+fn retry_entries_round_trip_with_absolute_due_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let c = clock();
+    {
+        let store = Store::open(&path, c.clone()).unwrap();
+        let w = store.writer();
+        w.upsert_retry(retry_entry()).unwrap();
+        let mut other = retry_entry();
+        other.issue_id = "i2".into();
+        other.due_at_ms = T0 - 5_000;
+        w.upsert_retry(other).unwrap();
+        let mut gone = retry_entry();
+        gone.issue_id = "i3".into();
+        w.upsert_retry(gone).unwrap();
+        w.delete_retry("i3").unwrap();
+    }
+    // 100 s of downtime: i1 (due in 160 s) has 60 s left; the overdue i2 fires at once.
+    c.advance(std::time::Duration::from_secs(100));
+    let store = Store::open(&path, c.clone()).unwrap();
+    let retries = store.read_conn().unwrap().load_retry_entries().unwrap();
+    assert_eq!(retries.len(), 2);
+    assert_eq!(retries[0].issue_id, "i2", "soonest first");
+    assert_eq!(retries[0].remaining_ms(c.now_ms()), 0);
+    assert_eq!(retries[1], retry_entry());
+    assert_eq!(retries[1].remaining_ms(c.now_ms()), 60_000);
+    // Upsert replaces.
+    let mut next = retry_entry();
+    next.attempt = 4;
+    store.writer().upsert_retry(next.clone()).unwrap();
+    store.writer().flush().unwrap();
+    let retries = store.read_conn().unwrap().load_retry_entries().unwrap();
+    assert_eq!(retries[1], next);
+}
+
+#[test]
+fn acknowledgement_durable_across_reopen_and_first_time_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let id = "0123456789abcdef0123456789abcdef".to_string();
+    {
+        let store = Store::open(&path, clock()).unwrap();
+        let stored = store
+            .writer()
+            .acknowledge(AttentionAck {
+                item_id: id.clone(),
+                kind: "parked".into(),
+                acknowledged_at_ms: T0,
+            })
+            .unwrap();
+        assert_eq!(stored.acknowledged_at_ms, T0);
+        let again = store
+            .writer()
+            .acknowledge(AttentionAck {
+                item_id: id.clone(),
+                kind: "parked".into(),
+                acknowledged_at_ms: T0 + 5,
+            })
+            .unwrap();
+        assert_eq!(
+            again.acknowledged_at_ms, T0,
+            "the first acknowledgement wins"
+        );
+        std::mem::forget(store); // no orderly close: the ack was committed when it returned
+    }
+    let store = Store::open(&path, clock()).unwrap();
+    let acks = store.read_conn().unwrap().load_acknowledgements().unwrap();
+    assert_eq!(
+        acks,
+        vec![AttentionAck {
+            item_id: id.clone(),
+            kind: "parked".into(),
+            acknowledged_at_ms: T0
+        }]
+    );
+    store.writer().delete_acks(vec![id]).unwrap();
+    store.writer().flush().unwrap();
+    assert!(
+        store
+            .read_conn()
+            .unwrap()
+            .load_acknowledgements()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn outcomes_follow_replacement_rules_and_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&db_path(&dir), clock()).unwrap();
+    let w = store.writer();
+    let o = |kind: &str, at: i64| IssueOutcome {
+        issue_id: "i1".into(),
+        kind: kind.into(),
+        observed_at_ms: at,
+        ..Default::default()
+    };
+    assert!(w.set_outcome_wait(o("merged", T0)).unwrap());
+    assert!(
+        !w.set_outcome_wait(o("terminal", T0 + 1)).unwrap(),
+        "merged stays"
+    );
+    assert!(w.set_outcome_wait(o("handed_off", T0 + 2)).unwrap());
+    assert!(w.set_outcome_wait(o("terminal", T0 + 3)).unwrap());
+    let read = store.read_conn().unwrap();
+    assert_eq!(read.load_outcomes().unwrap(), vec![o("terminal", T0 + 3)]);
+    w.clear_outcome("i1").unwrap();
+    w.flush().unwrap();
+    assert!(read.load_outcomes().unwrap().is_empty());
+}
+
+#[test]
+fn warm_start_snapshot_restores_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let park = ParkedIssue {
+        issue_id: "p1".into(),
+        identifier: "MT-9".into(),
+        reason: "agent_blocked".into(),
+        label: "needs-human".into(),
+        label_applied: true,
+        parked_at_ms: T0 + 1_234,
+        issue_labels: vec!["x".into()],
+        run_id: Some(1),
+        ..Default::default()
+    };
+    let session = SessionMeta {
+        issue_id: "i1".into(),
+        session_id: "sess-1".into(),
+        agent_pid: Some("4242".into()),
+        total_tokens: 99,
+        model_name: "model-a".into(),
+        api_requests_measured: true,
+        started_at_ms: Some(T0),
+        updated_at_ms: T0 + 1,
+        dispatch_id: Some("D1".into()),
+        ..Default::default()
+    };
+    {
+        let store = Store::open(&path, clock()).unwrap();
+        let w = store.writer();
+        w.upsert_retry(retry_entry()).unwrap();
+        w.park(park.clone()).unwrap();
+        let mut p2 = park.clone();
+        p2.issue_id = "p2".into();
+        w.park(p2).unwrap();
+        w.unpark("p2").unwrap();
+        w.upsert_session(session.clone()).unwrap();
+        w.set_outcome(IssueOutcome {
+            issue_id: "i1".into(),
+            kind: "handed_off".into(),
+            observed_at_ms: T0,
+            state: "Review".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        w.record_run(run("i1", "D1", T0), vec![]).unwrap();
+        store.close().unwrap();
+    }
+    let store = Store::open(&path, clock()).unwrap();
+    let snap = store.read_conn().unwrap().warm_start_snapshot().unwrap();
+    assert_eq!(snap.retries, vec![retry_entry()]);
+    let mut expected_park = park;
+    expected_park.parked_at_ms = T0 + 1_000; // whole seconds
+    assert_eq!(snap.parks, vec![expected_park]);
+    assert_eq!(snap.sessions, vec![session]);
+    assert_eq!(snap.outcomes.len(), 1);
+    assert_eq!(snap.outcomes[0].state, "Review");
+    assert_eq!(snap.totals.dispatches, 1);
+    assert!(snap.acknowledgements.is_empty());
+}
