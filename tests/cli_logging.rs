@@ -49,8 +49,8 @@ fn json_logs_mask_configured_secrets_everywhere() {
     assert!(!text.contains(SECRET), "secret leaked:\n{text}");
     assert!(text.contains("[redacted]"), "{text}");
     for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
         assert!(v["time"].is_string() && v["level"].is_string() && v["msg"].is_string());
     }
 }
