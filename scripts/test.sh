@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 if cargo nextest --version >/dev/null 2>&1; then
   # nextest does not run doc tests; run them first so the suite's summary closes the output.
   cargo test --doc --quiet
-  cargo nextest run --all-targets --no-fail-fast "$@"
+  cargo nextest run --lib --bins --tests --no-fail-fast "$@"
 else
-  cargo test --all-targets --no-fail-fast "$@"
+  cargo test --lib --bins --tests --no-fail-fast "$@"
 fi
