@@ -347,11 +347,6 @@ impl Orchestrator {
         let Some(issue_id) = self.state.dispatch_index.get(dispatch_id).cloned() else {
             return;
         };
-        let used_before = if max_tokens > 0 {
-            persist::uncached_tokens_for_issue(&self.store, &issue_id).unwrap_or(0)
-        } else {
-            0
-        };
         let Some(e) = self.state.running.get_mut(&issue_id) else {
             return;
         };
@@ -383,6 +378,7 @@ impl Orchestrator {
                 t.total_tokens += usage.total_tokens;
                 t.cache_read_tokens += usage.cache_read_tokens;
                 t.cache_write_tokens += usage.cache_write_tokens;
+                let used_before = e.tokens_used_before;
                 if max_tokens > 0
                     && !e.budget_stopped
                     && used_before + e.tokens.uncached_tokens() >= max_tokens
@@ -707,6 +703,12 @@ impl Orchestrator {
         let now = self.clock.now_ms();
         let dispatch_id = new_dispatch_id();
         let cancel = CancelToken::new();
+        // What earlier runs spent counts against `agent.max_tokens`; read once per dispatch.
+        let tokens_used_before = if self.workflow.config.agent.max_tokens.unwrap_or(0) > 0 {
+            persist::uncached_tokens_for_issue(&self.store, &issue.id).unwrap_or(0)
+        } else {
+            0
+        };
         self.state.held.remove(&issue.id);
         self.state.outcomes.remove(&issue.id);
         persist::clear_outcome(&self.store, &issue.id);
@@ -757,6 +759,7 @@ impl Orchestrator {
                 cancel,
                 pending_cleanup: false,
                 budget_stopped: false,
+                tokens_used_before,
                 events: Default::default(),
                 workspace_path: None,
             },

@@ -40,6 +40,8 @@ pub struct RunningEntry {
     pub pending_cleanup: bool,
     /// A per-issue budget stopped the session.
     pub budget_stopped: bool,
+    /// Uncached tokens of the issue's earlier runs, read at dispatch (for `agent.max_tokens`).
+    pub tokens_used_before: u64,
     pub events: EventRing,
     pub workspace_path: Option<PathBuf>,
 }
