@@ -304,7 +304,9 @@ impl Orchestrator {
                         stored.item_id,
                         stored.kind
                     );
-                    self.state.acks.insert(stored.item_id.clone(), stored.clone());
+                    self.state
+                        .acks
+                        .insert(stored.item_id.clone(), stored.clone());
                 }
                 let _ = reply.try_send(result);
             }
