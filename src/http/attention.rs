@@ -42,17 +42,29 @@ fn whole_seconds(ms: i64) -> String {
     id_time(ms.div_euclid(1000) * 1000)
 }
 
-fn base_item(
+/// What one cause contributes to its item.
+struct Cause<'a> {
     kind: &'static str,
     id: String,
     critical: bool,
     since_ms: Option<i64>,
-    issue: Option<&crate::domain::Issue>,
+    issue: Option<&'a crate::domain::Issue>,
     words: AttentionWords,
     action: Value,
     evidence: Value,
-    snap: &Snapshot,
-) -> Item {
+}
+
+fn base_item(c: Cause<'_>, snap: &Snapshot) -> Item {
+    let Cause {
+        kind,
+        id,
+        critical,
+        since_ms,
+        issue,
+        words,
+        action,
+        evidence,
+    } = c;
     let mut m = Map::new();
     m.insert("id".into(), id.clone().into());
     m.insert("kind".into(), kind.into());
@@ -114,17 +126,19 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
         let since = h.workflow.since_ms;
         let error = h.workflow.error.clone().unwrap_or_default();
         out.push(base_item(
-            "workflow_reload_failed",
-            item_id(
-                "workflow_reload_failed",
-                &[since.map(id_time).unwrap_or_default()],
-            ),
-            true,
-            since,
-            None,
-            wording::attention_workflow(&file, &error),
-            json!({"kind": "acknowledge"}),
-            json!({"file": file, "error": error}),
+            Cause {
+                kind: "workflow_reload_failed",
+                id: item_id(
+                    "workflow_reload_failed",
+                    &[since.map(id_time).unwrap_or_default()],
+                ),
+                critical: true,
+                since_ms: since,
+                issue: None,
+                words: wording::attention_workflow(&file, &error),
+                action: json!({"kind": "acknowledge"}),
+                evidence: json!({"file": file, "error": error}),
+            },
             snap,
         ));
     }
@@ -133,17 +147,19 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
     {
         let since = h.preflight.since_ms;
         out.push(base_item(
-            "preflight_failed",
-            item_id(
-                "preflight_failed",
-                &[since.map(id_time).unwrap_or_default()],
-            ),
-            true,
-            since,
-            None,
-            wording::attention_preflight(&preflight_error),
-            json!({"kind": "acknowledge"}),
-            json!({"error": preflight_error}),
+            Cause {
+                kind: "preflight_failed",
+                id: item_id(
+                    "preflight_failed",
+                    &[since.map(id_time).unwrap_or_default()],
+                ),
+                critical: true,
+                since_ms: since,
+                issue: None,
+                words: wording::attention_preflight(&preflight_error),
+                action: json!({"kind": "acknowledge"}),
+                evidence: json!({"error": preflight_error}),
+            },
             snap,
         ));
     }
@@ -155,17 +171,19 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
             json!({"kind": "open_issue", "url": p.issue.url})
         };
         out.push(base_item(
-            "parked",
-            item_id(
-                "parked",
-                &[p.issue.id.clone(), whole_seconds(p.parked_at_ms)],
-            ),
-            false,
-            Some(since),
-            Some(&p.issue),
-            wording::attention_parked(&p.reason, &p.label, &p.parked_state),
-            action,
-            json!({"reason": p.reason, "label": p.label}),
+            Cause {
+                kind: "parked",
+                id: item_id(
+                    "parked",
+                    &[p.issue.id.clone(), whole_seconds(p.parked_at_ms)],
+                ),
+                critical: false,
+                since_ms: Some(since),
+                issue: Some(&p.issue),
+                words: wording::attention_parked(&p.reason, &p.label, &p.parked_state),
+                action,
+                evidence: json!({"reason": p.reason, "label": p.label}),
+            },
             snap,
         ));
     }
@@ -185,17 +203,19 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
             }),
         };
         out.push(base_item(
-            "budget_held",
-            item_id(
-                "budget_held",
-                &[b.issue.id.clone(), b.reason.to_string(), ceiling],
-            ),
-            false,
-            Some(b.since_ms),
-            Some(&b.issue),
-            wording::attention_budget(b.reason, b.used, b.limit),
-            json!({"kind": "acknowledge"}),
-            evidence,
+            Cause {
+                kind: "budget_held",
+                id: item_id(
+                    "budget_held",
+                    &[b.issue.id.clone(), b.reason.to_string(), ceiling],
+                ),
+                critical: false,
+                since_ms: Some(b.since_ms),
+                issue: Some(&b.issue),
+                words: wording::attention_budget(b.reason, b.used, b.limit),
+                action: json!({"kind": "acknowledge"}),
+                evidence,
+            },
             snap,
         ));
     }

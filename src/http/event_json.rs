@@ -28,7 +28,7 @@ fn cut(s: &str) -> String {
 fn seconds(ms: u64) -> String {
     if ms < 60_000 {
         let tenths = ms / 100;
-        if tenths % 10 == 0 {
+        if tenths.is_multiple_of(10) {
             format!("{}s", tenths / 10)
         } else {
             format!("{}.{}s", tenths / 10, tenths % 10)

@@ -40,7 +40,7 @@ pub fn duration(ms: i64) -> String {
 pub fn tokens(n: u64) -> String {
     fn scaled(n: u64, unit: u64, suffix: &str) -> String {
         let tenths = n * 10 / unit;
-        if tenths % 10 == 0 {
+        if tenths.is_multiple_of(10) {
             format!("{}{suffix}", tenths / 10)
         } else {
             format!("{}.{}{suffix}", tenths / 10, tenths % 10)
