@@ -14,7 +14,11 @@ fn envelope(r: &Resp, status: u16, code: &str) {
     assert_eq!(r.status, status, "body: {}", r.body);
     let v = r.json();
     assert_eq!(v["error"]["code"], code, "body: {}", r.body);
-    assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty())
+    );
     assert!(
         r.header("Content-Type")
             .is_some_and(|c| c.starts_with("application/json"))
@@ -24,7 +28,10 @@ fn envelope(r: &Resp, status: u16, code: &str) {
 /// A daemon whose one issue stays running (long turn) so the live lists are populated.
 fn running_daemon() -> (Setup, Daemon) {
     let s = Setup::new(
-        &mock_workflow("  max_turns: 1\n", "  turn_delay_ms: 600000\n  events_per_turn: 3\n"),
+        &mock_workflow(
+            "  max_turns: 1\n",
+            "  turn_delay_ms: 600000\n  events_per_turn: 3\n",
+        ),
         &issues(&[("1", "T-1", "To Do")]),
     );
     let d = s.start(&[]);
@@ -41,10 +48,23 @@ fn cross_origin_rows_and_curl_without_origin() {
     let host = format!("127.0.0.1:{}", d.port);
     let p = d.port;
     // Row 1: GET is served whatever the headers say.
-    let r = request(p, "GET", "/livez", &[("Sec-Fetch-Site", "cross-site"), ("Origin", "http://evil.example")]);
+    let r = request(
+        p,
+        "GET",
+        "/livez",
+        &[
+            ("Sec-Fetch-Site", "cross-site"),
+            ("Origin", "http://evil.example"),
+        ],
+    );
     assert_eq!(r.map(|r| r.status), Some(200));
     // Row 2: same-origin / none.
-    let r = request(p, "POST", "/api/v1/refresh", &[("Sec-Fetch-Site", "same-origin")]);
+    let r = request(
+        p,
+        "POST",
+        "/api/v1/refresh",
+        &[("Sec-Fetch-Site", "same-origin")],
+    );
     assert_eq!(r.map(|r| r.status), Some(202));
     let r = request(p, "POST", "/api/v1/refresh", &[("Sec-Fetch-Site", "none")]);
     assert_eq!(r.map(|r| r.status), Some(202));
@@ -54,7 +74,10 @@ fn cross_origin_rows_and_curl_without_origin() {
         p,
         "POST",
         "/api/v1/refresh",
-        &[("Sec-Fetch-Site", "same-site"), ("Origin", origin_ok.as_str())],
+        &[
+            ("Sec-Fetch-Site", "same-site"),
+            ("Origin", origin_ok.as_str()),
+        ],
     )
     .unwrap_or_else(|| panic!("no answer"));
     envelope(&r, 403, "cross_origin_request_rejected");
@@ -63,11 +86,21 @@ fn cross_origin_rows_and_curl_without_origin() {
     assert_eq!(r.map(|r| r.status), Some(202));
     // Row 5: Origin equals Host (scheme ignored, port included).
     let https_origin = format!("https://{host}");
-    let r = request(p, "POST", "/api/v1/refresh", &[("Origin", https_origin.as_str())]);
+    let r = request(
+        p,
+        "POST",
+        "/api/v1/refresh",
+        &[("Origin", https_origin.as_str())],
+    );
     assert_eq!(r.map(|r| r.status), Some(202));
     // Row 6: Origin differs from Host.
-    let r = request(p, "POST", "/api/v1/refresh", &[("Origin", "http://127.0.0.1:1")])
-        .unwrap_or_else(|| panic!("no answer"));
+    let r = request(
+        p,
+        "POST",
+        "/api/v1/refresh",
+        &[("Origin", "http://127.0.0.1:1")],
+    )
+    .unwrap_or_else(|| panic!("no answer"));
     envelope(&r, 403, "cross_origin_request_rejected");
     // Refused before routing: a path that would be 404, and one that would be 405.
     for path in ["/no/such/route", "/livez"] {
@@ -130,9 +163,23 @@ fn state_document_shape_of_a_running_session() {
     let (_s, d) = running_daemon();
     let s = d.state();
     for k in [
-        "generated_at", "version", "started_at", "counts", "running", "retrying",
-        "budget_exhausted", "parked", "pending_reactions", "between_stages", "active", "held",
-        "attention", "agent_totals", "rate_limits", "config", "health",
+        "generated_at",
+        "version",
+        "started_at",
+        "counts",
+        "running",
+        "retrying",
+        "budget_exhausted",
+        "parked",
+        "pending_reactions",
+        "between_stages",
+        "active",
+        "held",
+        "attention",
+        "agent_totals",
+        "rate_limits",
+        "config",
+        "health",
     ] {
         assert!(s.get(k).is_some(), "missing {k}");
     }
@@ -188,7 +235,11 @@ fn state_document_shape_of_a_running_session() {
     let events = v["recent_events"].as_array().cloned().unwrap_or_default();
     assert!(!events.is_empty());
     assert_eq!(events[0]["event"], "session_started");
-    assert!(events.windows(2).all(|w| w[0]["seq"].as_i64() < w[1]["seq"].as_i64()));
+    assert!(
+        events
+            .windows(2)
+            .all(|w| w[0]["seq"].as_i64() < w[1]["seq"].as_i64())
+    );
     assert!(events.iter().all(|e| e["text"].is_string()));
     assert!(
         v["next_outcomes"]
@@ -202,14 +253,21 @@ fn state_document_shape_of_a_running_session() {
     assert_eq!(ev.json()["first_seq"], 1);
     // Unknown identifiers and dispatch ids.
     envelope(&d.get("/api/v1/NOPE-1"), 404, "issue_not_found");
-    envelope(&d.get("/api/v1/runs/AAAA/events"), 404, "run_events_not_retained");
+    envelope(
+        &d.get("/api/v1/runs/AAAA/events"),
+        404,
+        "run_events_not_retained",
+    );
 }
 
 #[test]
 fn run_history_routes_and_parameter_errors() {
     let s = Setup::new(
-        &mock_workflow("  max_turns: 1\n  max_sessions: 1\n", "  events_per_turn: 2\n")
-            .replace("  handoff_state: Review\n", ""),
+        &mock_workflow(
+            "  max_turns: 1\n  max_sessions: 1\n",
+            "  events_per_turn: 2\n",
+        )
+        .replace("  handoff_state: Review\n", ""),
         &issues(&[("1", "H-1", "To Do")]),
     );
     let d = s.start(&[]);
@@ -240,8 +298,16 @@ fn run_history_routes_and_parameter_errors() {
     assert_eq!(ev["first_seq"], 1);
     assert!(ev["events"].as_array().is_some_and(|e| e.len() >= 3));
     // Paging and filters.
-    assert_eq!(d.get("/api/v1/runs?status=failed").json()["runs"], serde_json::json!([]));
-    assert_eq!(d.get("/api/v1/runs?limit=1").json()["runs"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        d.get("/api/v1/runs?status=failed").json()["runs"],
+        serde_json::json!([])
+    );
+    assert_eq!(
+        d.get("/api/v1/runs?limit=1").json()["runs"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
     let g = d.get("/api/v1/runs/issues").json();
     assert_eq!(g["groups"][0]["issue_id"], "1");
     assert_eq!(g["groups"][0]["status"], "budget_exhausted");
@@ -249,9 +315,18 @@ fn run_history_routes_and_parameter_errors() {
     assert_eq!(g["groups"][0]["runs"][0]["pr_loop"], Value::Null);
     // 400s name the parameter and the rule.
     for (q, msg) in [
-        ("limit=0", "parameter \"limit\" must be an integer from 1 to 200"),
-        ("limit=1&limit=2", "parameter \"limit\" must not be given more than once"),
-        ("since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", "parameter \"since\" must be before \"until\""),
+        (
+            "limit=0",
+            "parameter \"limit\" must be an integer from 1 to 200",
+        ),
+        (
+            "limit=1&limit=2",
+            "parameter \"limit\" must not be given more than once",
+        ),
+        (
+            "since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z",
+            "parameter \"since\" must be before \"until\"",
+        ),
     ] {
         let r = d.get(&format!("/api/v1/runs?{q}"));
         envelope(&r, 400, "invalid_parameter");
@@ -259,8 +334,16 @@ fn run_history_routes_and_parameter_errors() {
     }
     envelope(&d.get("/api/v1/runs?isue=H-1"), 400, "invalid_parameter");
     envelope(&d.get("/api/v1/runs?status=done"), 400, "invalid_parameter");
-    envelope(&d.get("/api/v1/runs/issues?limit=51"), 400, "invalid_parameter");
-    envelope(&d.get("/api/v1/runs/issues?since=2026-01-01T00:00:00Z"), 400, "invalid_parameter");
+    envelope(
+        &d.get("/api/v1/runs/issues?limit=51"),
+        400,
+        "invalid_parameter",
+    );
+    envelope(
+        &d.get("/api/v1/runs/issues?since=2026-01-01T00:00:00Z"),
+        400,
+        "invalid_parameter",
+    );
     // Detail of the budget-held issue carries its history.
     let detail = d.get("/api/v1/H-1").json();
     assert_eq!(detail["status"], "budget_exhausted");
@@ -271,8 +354,11 @@ fn run_history_routes_and_parameter_errors() {
 #[test]
 fn acknowledgement_survives_a_restart() {
     let s = Setup::new(
-        &mock_workflow("  max_turns: 1\n  max_sessions: 1\n", "  events_per_turn: 1\n")
-            .replace("  handoff_state: Review\n", ""),
+        &mock_workflow(
+            "  max_turns: 1\n  max_sessions: 1\n",
+            "  events_per_turn: 1\n",
+        )
+        .replace("  handoff_state: Review\n", ""),
         &issues(&[("1", "A-1", "To Do")]),
     );
     let d = s.start(&[]);
@@ -297,7 +383,9 @@ fn acknowledgement_survives_a_restart() {
         "Acknowledged A-1 (Session budget reached). It comes back only if a new cause appears."
     );
     let first_at = v["acknowledged_at"].clone();
-    let again = d.post(&format!("/api/v1/attention/{id}/acknowledge")).json();
+    let again = d
+        .post(&format!("/api/v1/attention/{id}/acknowledge"))
+        .json();
     assert_eq!(again["already_acknowledged"], true);
     assert_eq!(again["acknowledged_at"], first_at);
     let st = d.state();
@@ -325,9 +413,17 @@ fn refresh_and_retry_now() {
     });
     let row = &st["retrying"][0];
     assert_eq!(row["attempt"], 1);
-    assert!(row["status_text"].as_str().is_some_and(|t| t.starts_with("Retry 1 in ")));
+    assert!(
+        row["status_text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Retry 1 in "))
+    );
     assert_eq!(row["paused"], false);
-    envelope(&d.post("/api/v1/retries/NOPE-9/run"), 404, "retry_not_found");
+    envelope(
+        &d.post("/api/v1/retries/NOPE-9/run"),
+        404,
+        "retry_not_found",
+    );
     let r = d.post("/api/v1/retries/R-1/run");
     assert_eq!(r.status, 202, "{}", r.body);
     let v = r.json();
@@ -353,5 +449,9 @@ fn refresh_and_retry_now() {
         };
         assert_eq!(v["outcome_text"], expected);
     }
-    envelope(&d.post("/api/v1/reactions/R-1/ci/check"), 404, "reaction_not_found");
+    envelope(
+        &d.post("/api/v1/reactions/R-1/ci/check"),
+        404,
+        "reaction_not_found",
+    );
 }

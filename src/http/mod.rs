@@ -42,6 +42,10 @@ pub const MAX_STREAMS: usize = 256;
 /// How long one blocked send may wait before it returns to its caller (inherited by every
 /// accepted socket). The event stream's frame deadline loops over it.
 const SEND_TIMEOUT: Duration = Duration::from_millis(500);
+/// Send buffer of every accepted socket (the kernel doubles it). A fixed size keeps a client
+/// that stops reading from absorbing megabytes of autotuned buffer before its frame deadline
+/// can notice; it is ample for the largest JSON response.
+const SEND_BUFFER: usize = 128 * 1024;
 
 /// A running server.
 pub struct HttpServer {
@@ -121,6 +125,7 @@ fn listen(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> 
         rustix::net::sockopt::Timeout::Send,
         Some(SEND_TIMEOUT),
     )?;
+    rustix::net::sockopt::set_socket_send_buffer_size(&listener, SEND_BUFFER)?;
     Ok(listener)
 }
 

@@ -13,7 +13,9 @@ use serde_json::Value;
 
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
-    l.local_addr().map(|a| a.port()).unwrap_or_else(|e| panic!("addr: {e}"))
+    l.local_addr()
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("addr: {e}"))
 }
 
 /// A mock-agent workflow over the file tracker; `agent_extra` and `mock_extra` are YAML lines
@@ -104,8 +106,7 @@ pub struct Resp {
 
 impl Resp {
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -181,7 +182,12 @@ impl Daemon {
     }
 
     /// Waits for a state document that satisfies `pred`, and returns it.
-    pub fn wait_state(&self, what: &str, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+    pub fn wait_state(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
         let mut found = Value::Null;
         self.wait_until(what, timeout, || {
             let s = self.state();
@@ -247,7 +253,8 @@ pub fn open_stream(port: u16, path_and_query: &str, headers: &[(&str, &str)]) ->
     }
     head.push_str("\r\n");
     let mut w = s.try_clone().unwrap_or_else(|e| panic!("{e}"));
-    w.write_all(head.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    w.write_all(head.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut reader = BufReader::new(s);
     let mut status_line = String::new();
     reader
