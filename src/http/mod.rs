@@ -1,12 +1,32 @@
-//! The HTTP server on sortie's one port (tiny_http, blocking, a small accept pool).
+//! The HTTP server on sortie's one port: tiny_http with a small pool of request threads, a
+//! thread per event stream, and blocking writes. Handlers read the orchestrator's published
+//! snapshot and open read-only database connections; actions go through the orchestrator.
 //!
-//! This build serves the probes, the state snapshot and the refresh trigger; the full seed
-//! API (runs, events stream, issue detail, dashboard, metrics) is being built on the same
-//! router.
+//! Traps handled here (DESIGN.md §3): an `accept()` error ends tiny_http's accept loop for
+//! good, so `RLIMIT_NOFILE` is raised, streams are capped, and the loop's end is reported as
+//! fatal; the listener carries `SO_SNDTIMEO` (never `SO_RCVTIMEO`) so every accepted socket
+//! bounds a blocked send, which the event stream's per-frame deadline builds on.
 
-mod routes;
+pub mod actions;
+pub mod attention;
+pub mod event_json;
+pub mod extra;
+pub mod issue_detail;
+pub mod openapi;
+pub mod origin;
+pub mod probes;
+pub mod query;
+pub mod respond;
+pub mod router;
+pub mod rows;
+pub mod runs;
+pub mod sse;
+pub mod state_doc;
+pub mod wording;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
@@ -16,39 +36,97 @@ use crate::orchestrator::OrchestratorHandle;
 use crate::store::Store;
 
 /// Request-handling threads.
-const POOL_SIZE: usize = 4;
+const POOL_SIZE: usize = 8;
+/// Event streams open at once; each holds a thread and a socket.
+pub const MAX_STREAMS: usize = 256;
+/// How long one blocked send may wait before it returns to its caller (inherited by every
+/// accepted socket). The event stream's frame deadline loops over it.
+const SEND_TIMEOUT: Duration = Duration::from_millis(500);
+/// Send buffer of every accepted socket (the kernel doubles it). A fixed size keeps a client
+/// that stops reading from absorbing megabytes of autotuned buffer before its frame deadline
+/// can notice; it is ample for the largest JSON response.
+const SEND_BUFFER: usize = 128 * 1024;
 
 /// A running server.
 pub struct HttpServer {
     server: Arc<tiny_http::Server>,
+    state: Arc<AppState>,
     fatal: Receiver<String>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl HttpServer {
-    /// Receives a message when the accept loop ends unexpectedly.
+    /// Receives a message when the accept loop ends unexpectedly (exit non-zero).
     pub fn fatal_receiver(&self) -> Receiver<String> {
         self.fatal.clone()
     }
 
-    /// Stops accepting and joins the pool.
+    /// The bound address (useful when port 0 … is never used; kept for tests and logs).
+    pub fn local_port(&self) -> Option<u16> {
+        self.server.server_addr().to_ip().map(|a| a.port())
+    }
+
+    /// Stops accepting, ends every event stream before its next frame, joins the pool.
     pub fn shutdown(self) {
-        self.server.unblock();
-        for _ in 1..self.threads.len() {
+        self.state.stopping.store(true, Ordering::SeqCst);
+        crate::orchestrator::snapshot::notify_published();
+        for _ in 0..self.threads.len() {
             self.server.unblock();
         }
         for t in self.threads {
             let _ = t.join();
         }
+        // Streams end at their next check; one blocked in a write gives up at its deadline.
+        let deadline = Instant::now() + sse::FRAME_DEADLINE + SEND_TIMEOUT;
+        while self.state.sse_open.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            crate::orchestrator::snapshot::notify_published();
+            let _ = crate::orchestrator::snapshot::wait_published(
+                crate::orchestrator::snapshot::published_count(),
+                Duration::from_millis(50),
+            );
+        }
     }
 }
 
-/// Shared by the request threads.
+/// Shared by the request and stream threads.
 pub struct AppState {
     pub orch: OrchestratorHandle,
     pub store: Arc<Store>,
     pub clock: Arc<dyn Clock>,
     pub version: &'static str,
+    /// Set at shutdown: streams end, pool threads exit quietly.
+    pub stopping: AtomicBool,
+    pub sse_open: AtomicUsize,
+    pub sse_serial: AtomicUsize,
+    pub max_streams: usize,
+}
+
+/// Raises the soft open-file limit to the hard one, so a burst of clients does not make
+/// `accept()` fail (which would end tiny_http's accept loop).
+fn raise_nofile_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let lim = getrlimit(Resource::Nofile);
+    if lim.current.is_some() && lim.current != lim.maximum {
+        let new = rustix::process::Rlimit {
+            current: lim.maximum,
+            maximum: lim.maximum,
+        };
+        match setrlimit(Resource::Nofile, new) {
+            Ok(()) => log::debug!("raised open file limit to={:?}", lim.maximum),
+            Err(e) => log::warn!("cannot raise open file limit error=\"{e}\""),
+        }
+    }
+}
+
+fn listen(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    rustix::net::sockopt::set_socket_timeout(
+        &listener,
+        rustix::net::sockopt::Timeout::Send,
+        Some(SEND_TIMEOUT),
+    )?;
+    rustix::net::sockopt::set_socket_send_buffer_size(&listener, SEND_BUFFER)?;
+    Ok(listener)
 }
 
 /// Binds and starts the server. Port 0 disables it (`Ok(None)`). When the port was not chosen
@@ -65,8 +143,8 @@ pub fn start(
         return Ok(None);
     }
     let addr = std::net::SocketAddr::new(bind.host, bind.port);
-    let server = match tiny_http::Server::http(addr) {
-        Ok(s) => Arc::new(s),
+    let listener = match listen(addr) {
+        Ok(l) => l,
         Err(e) if !bind.explicit => {
             log::warn!(
                 "http server listen failed; running without HTTP server addr={addr} error=\"{e}\""
@@ -75,12 +153,20 @@ pub fn start(
         }
         Err(e) => return Err(format!("cannot listen on {addr}: {e}")),
     };
+    raise_nofile_limit();
+    let server = tiny_http::Server::from_listener(listener, None)
+        .map(Arc::new)
+        .map_err(|e| format!("cannot start the http server on {addr}: {e}"))?;
     log::info!("http server listening addr={addr}");
     let state = Arc::new(AppState {
         orch,
         store,
         clock,
         version: crate::cli::VERSION,
+        stopping: AtomicBool::new(false),
+        sse_open: AtomicUsize::new(0),
+        sse_serial: AtomicUsize::new(0),
+        max_streams: MAX_STREAMS,
     });
     let (fatal_tx, fatal_rx) = crossbeam_channel::bounded(POOL_SIZE);
     let mut threads = Vec::new();
@@ -93,7 +179,8 @@ pub fn start(
             .spawn(move || {
                 loop {
                     match server.recv() {
-                        Ok(req) => routes::handle(&state, req),
+                        Ok(req) => router::handle(&state, req),
+                        Err(_) if state.stopping.load(Ordering::SeqCst) => break,
                         Err(e) => {
                             let _ = fatal_tx.try_send(format!("accept loop ended: {e}"));
                             break;
@@ -106,6 +193,7 @@ pub fn start(
     }
     Ok(Some(HttpServer {
         server,
+        state,
         fatal: fatal_rx,
         threads,
     }))

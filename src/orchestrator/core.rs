@@ -1435,6 +1435,7 @@ impl Orchestrator {
         if let Ok(mut w) = self.published.write() {
             *w = Arc::new(snap);
         }
+        super::snapshot::notify_published();
     }
 
     /// The workflow file this orchestrator runs.

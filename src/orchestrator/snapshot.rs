@@ -2,6 +2,8 @@
 //! HTTP handlers read it without ever blocking the orchestrator (DESIGN.md §1).
 
 use std::collections::BTreeMap;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 
 use crate::agent::TokenUsage;
 use crate::config::Workflow;
@@ -30,6 +32,11 @@ pub struct RunningRow {
     pub stall_at_ms: Option<i64>,
     /// The newest kept events, oldest first: `(seq, event)`.
     pub recent_events: Vec<(u64, crate::agent::AgentEvent)>,
+    pub workspace_path: Option<String>,
+    /// Turns that reached the model without a usage figure (makes token sums lower bounds).
+    pub turns_without_figure: u32,
+    /// Whether the turn in progress has reported a usage figure yet.
+    pub turn_had_usage: bool,
 }
 
 /// One queued retry.
@@ -40,6 +47,7 @@ pub struct RetryRow {
     pub due_at_ms: i64,
     pub error: Option<String>,
     pub trigger: String,
+    pub dispatched_at_ms: i64,
 }
 
 /// One held issue.
@@ -68,6 +76,58 @@ pub struct ParkedRow {
     pub parked_at_ms: i64,
     pub label: String,
     pub label_applied: bool,
+    pub parked_state: String,
+}
+
+/// The configuration in force, as the state document's `config` serves it (no credentials).
+#[derive(Debug, Clone, Default)]
+pub struct ConfigView {
+    pub tracker_kind: String,
+    pub tracker_project: Option<String>,
+    pub active_states: Vec<String>,
+    pub terminal_states: Vec<String>,
+    pub in_progress_state: Option<String>,
+    pub handoff_state: Option<String>,
+    pub no_change_state: Option<String>,
+    pub poll_interval_ms: u64,
+    pub agent_kind: String,
+    pub max_turns: u32,
+    pub stall_timeout_ms: Option<u64>,
+    pub max_retry_backoff_ms: u64,
+    pub max_sessions: Option<u64>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub max_concurrent_agents: u32,
+    pub max_concurrent_agents_by_state: BTreeMap<String, u32>,
+    /// Base name of the workflow file.
+    pub workflow_file: String,
+}
+
+/// Wakes threads that follow published snapshots (the SSE streams) without polling: the
+/// orchestrator calls [`notify_published`] after each publish.
+static PUBLISHED: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// Signals that a new snapshot (or a shutdown) happened.
+pub fn notify_published() {
+    let (lock, cvar) = &PUBLISHED;
+    let mut n = lock.lock().unwrap_or_else(|p| p.into_inner());
+    *n = n.wrapping_add(1);
+    cvar.notify_all();
+}
+
+/// The current publish counter, to pass to [`wait_published`].
+pub fn published_count() -> u64 {
+    *PUBLISHED.0.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Waits until the publish counter moves past `seen` or `timeout` passes; returns the counter.
+pub fn wait_published(seen: u64, timeout: Duration) -> u64 {
+    let (lock, cvar) = &PUBLISHED;
+    let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+    let (guard, _) = cvar
+        .wait_timeout_while(guard, timeout, |n| *n == seen)
+        .unwrap_or_else(|p| p.into_inner());
+    *guard
 }
 
 /// The published state.
@@ -95,6 +155,44 @@ pub struct Snapshot {
     pub agent_kind: String,
     pub poll_interval_ms: u64,
     pub max_concurrent_agents: u32,
+    pub config: ConfigView,
+}
+
+impl ConfigView {
+    fn from_workflow(workflow: &Workflow) -> ConfigView {
+        let cfg = &workflow.config;
+        let positive = |v: Option<u64>| v.filter(|n| *n > 0);
+        ConfigView {
+            tracker_kind: cfg.tracker.kind.clone(),
+            tracker_project: cfg.tracker.project.clone().filter(|p| !p.is_empty()),
+            active_states: cfg.tracker.active_states.clone(),
+            terminal_states: cfg.tracker.terminal_states.clone(),
+            in_progress_state: cfg.tracker.in_progress_state.clone(),
+            handoff_state: cfg.tracker.handoff_state.clone(),
+            no_change_state: cfg.tracker.no_change_state.clone(),
+            poll_interval_ms: cfg.polling.interval_ms,
+            agent_kind: cfg.agent.kind.clone(),
+            max_turns: cfg.agent.max_turns.max(1),
+            stall_timeout_ms: positive(cfg.agent.stall_timeout_ms),
+            max_retry_backoff_ms: cfg.agent.max_retry_backoff_ms,
+            max_sessions: positive(cfg.agent.max_sessions),
+            max_tokens: positive(cfg.agent.max_tokens),
+            max_cost_usd: cfg.agent.max_cost_usd.filter(|c| *c > 0.0),
+            max_concurrent_agents: cfg.agent.max_concurrent_agents,
+            max_concurrent_agents_by_state: cfg
+                .agent
+                .max_concurrent_agents_by_state
+                .iter()
+                .filter(|(_, v)| **v > 0)
+                .map(|(k, v)| (k.to_lowercase(), *v))
+                .collect(),
+            workflow_file: workflow
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
 }
 
 impl Snapshot {
@@ -133,6 +231,9 @@ impl Snapshot {
                     .iter()
                     .map(|(seq, ev, _)| (*seq, ev.clone()))
                     .collect(),
+                workspace_path: e.workspace_path.as_ref().map(|p| p.display().to_string()),
+                turns_without_figure: e.turns_without_figure,
+                turn_had_usage: e.turn_had_usage,
             })
             .collect();
         running.sort_by(|a, b| a.issue.identifier.cmp(&b.issue.identifier));
@@ -145,6 +246,7 @@ impl Snapshot {
                 due_at_ms: r.due_at_ms,
                 error: r.error.clone(),
                 trigger: r.trigger.clone(),
+                dispatched_at_ms: r.dispatched_at_ms,
             })
             .collect();
         retrying.sort_by(|a, b| {
@@ -181,6 +283,7 @@ impl Snapshot {
                 parked_at_ms: p.parked_at_ms,
                 label: p.label.clone(),
                 label_applied: p.label_applied,
+                parked_state: p.parked_state.clone(),
             })
             .collect();
         Snapshot {
@@ -206,6 +309,7 @@ impl Snapshot {
             agent_kind: cfg.agent.kind.clone(),
             poll_interval_ms: cfg.polling.interval_ms,
             max_concurrent_agents: cfg.agent.max_concurrent_agents,
+            config: ConfigView::from_workflow(workflow),
         }
     }
 }

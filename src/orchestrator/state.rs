@@ -148,6 +148,8 @@ pub struct CheckHealth {
     /// Consecutive failures.
     pub failing_streak: u32,
     pub since_ms: Option<i64>,
+    /// When a run last passed (the API's `last_success_at`).
+    pub last_success_ms: Option<i64>,
 }
 
 impl CheckHealth {
@@ -162,6 +164,7 @@ impl CheckHealth {
                 self.ok = true;
                 self.error = None;
                 self.failing_streak = 0;
+                self.last_success_ms = Some(now_ms);
             }
             Err(e) => {
                 if was_ok {

@@ -1,0 +1,234 @@
+//! The served shape of one agent event (run events route, issue detail, SSE `agent_event`):
+//! the kept members plus `seq`, `text` and `tool_line`, worded when served and never stored.
+
+use serde_json::{Map, Value};
+
+/// Longest message or tool argument served, in characters, before `…`.
+const MAX_CHARS: usize = 999;
+
+const TURN_ENDING: &[&str] = &[
+    "turn_completed",
+    "turn_failed",
+    "turn_cancelled",
+    "turn_ended_with_error",
+    "turn_input_required",
+];
+
+fn cut(s: &str) -> String {
+    let masked = crate::mask::mask(s);
+    if masked.chars().count() > MAX_CHARS {
+        let mut out: String = masked.chars().take(MAX_CHARS).collect();
+        out.push('…');
+        out
+    } else {
+        masked
+    }
+}
+
+fn seconds(ms: u64) -> String {
+    if ms < 60_000 {
+        let tenths = ms / 100;
+        if tenths.is_multiple_of(10) {
+            format!("{}s", tenths / 10)
+        } else {
+            format!("{}.{}s", tenths / 10, tenths % 10)
+        }
+    } else {
+        super::wording::duration(ms as i64)
+    }
+}
+
+/// Ends a sentence with exactly one period.
+fn sentence(s: String) -> String {
+    let t = s.trim_end();
+    if t.ends_with('.') || t.ends_with('?') || t.ends_with('!') {
+        t.to_string()
+    } else {
+        format!("{t}.")
+    }
+}
+
+fn with_message(head: &str, message: &str) -> String {
+    if message.trim().is_empty() {
+        format!("{head}.")
+    } else {
+        sentence(format!("{head}: {}", message.trim()))
+    }
+}
+
+/// The call as one line: a shell call's command, else `Name argument`, else the name.
+fn tool_line(name: Option<&str>, kind: Option<&str>, arg: Option<&str>) -> String {
+    let stand_in = match kind {
+        Some("shell") => "Command",
+        Some("read") => "Read",
+        Some("edit") => "Edit",
+        Some("skill") => "Skill",
+        _ => "Tool",
+    };
+    let name = name.filter(|n| !n.is_empty()).unwrap_or(stand_in);
+    match (kind, arg.filter(|a| !a.is_empty())) {
+        (Some("shell"), Some(a)) => a.to_string(),
+        (_, Some(a)) => format!("{name} {a}"),
+        _ => name.to_string(),
+    }
+}
+
+/// Builds the served event from its stored members (`payload` as the store keeps it or as the
+/// live event serializes). `usage` is the run's token totals after a turn-ending event.
+pub fn served(seq: i64, payload: &Value) -> Value {
+    let get = |k: &str| payload.get(k).and_then(Value::as_str);
+    let event = get("event").unwrap_or("").to_string();
+    let message = cut(get("message").unwrap_or(""));
+    let mut m = Map::new();
+    m.insert("seq".into(), seq.into());
+    m.insert(
+        "at".into(),
+        payload.get("at").cloned().unwrap_or(Value::Null),
+    );
+    m.insert("event".into(), event.clone().into());
+    m.insert("message".into(), message.clone().into());
+    let text = match event.as_str() {
+        "session_started" => {
+            m.insert(
+                "session_id".into(),
+                get("session_id").unwrap_or("").to_string().into(),
+            );
+            "Session started.".to_string()
+        }
+        "startup_failed" => with_message("The session failed to start", &message),
+        "notification" | "other_message" => message.clone(),
+        "malformed" => with_message("The agent wrote output Sortie could not read", &message),
+        "tool_result" => {
+            let name = get("tool_name").map(cut);
+            let kind = get("tool_kind").map(str::to_string);
+            let arg = if kind.is_some() {
+                get("tool_argument").map(|a| {
+                    cut(&a
+                        .chars()
+                        .map(|c| if c.is_control() { ' ' } else { c })
+                        .collect::<String>())
+                })
+            } else {
+                None
+            };
+            if let Some(n) = &name {
+                m.insert("tool_name".into(), n.clone().into());
+            }
+            if let Some(k) = &kind {
+                m.insert("tool_kind".into(), k.clone().into());
+            }
+            if let Some(a) = &arg {
+                m.insert("tool_argument".into(), a.clone().into());
+            }
+            let duration = payload.get("duration_ms").and_then(Value::as_u64);
+            if let Some(d) = duration {
+                m.insert("duration_ms".into(), d.into());
+            }
+            let failed = payload
+                .get("tool_error")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            m.insert("tool_error".into(), failed.into());
+            let line = tool_line(name.as_deref(), kind.as_deref(), arg.as_deref());
+            m.insert("tool_line".into(), line.clone().into());
+            let mut t = format!("Ran {line}");
+            if let Some(d) = duration {
+                t.push_str(&format!(" in {}", seconds(d)));
+            }
+            if failed {
+                t.push_str("; it returned an error");
+            }
+            format!("{t}.")
+        }
+        "turn_completed" => with_message("Turn completed", &message),
+        "turn_failed" => with_message("Turn failed", &message),
+        "turn_cancelled" => with_message("Turn cancelled", &message),
+        "turn_ended_with_error" => with_message("Turn ended with an error", &message),
+        "turn_input_required" => with_message("The agent asked for input", &message),
+        other => with_message(&format!("Agent event {other}"), &message),
+    };
+    if TURN_ENDING.contains(&event.as_str()) {
+        m.insert(
+            "usage".into(),
+            payload.get("usage").cloned().unwrap_or(Value::Null),
+        );
+    }
+    // `tool_line` is served after `text`, as in the seed's example.
+    let line = m.remove("tool_line");
+    m.insert("text".into(), text.into());
+    if let Some(l) = line {
+        m.insert("tool_line".into(), l);
+    }
+    Value::Object(m)
+}
+
+/// A live event from a running row's ring.
+pub fn served_live(seq: u64, ev: &crate::agent::AgentEvent) -> Value {
+    let payload = serde_json::to_value(ev).unwrap_or(Value::Null);
+    served(seq as i64, &payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_result_reads_as_the_seed_example() {
+        let v = served(
+            41,
+            &json!({"event": "tool_result", "at": "2026-03-26T14:29:31Z", "message": "",
+                    "tool_name": "Bash", "tool_kind": "shell", "tool_argument": "go test ./...",
+                    "duration_ms": 2400, "tool_error": false}),
+        );
+        assert_eq!(
+            v,
+            json!({"seq": 41, "at": "2026-03-26T14:29:31Z", "event": "tool_result", "message": "",
+                   "tool_name": "Bash", "tool_kind": "shell", "tool_argument": "go test ./...",
+                   "duration_ms": 2400, "tool_error": false, "text": "Ran go test ./... in 2.4s.",
+                   "tool_line": "go test ./..."})
+        );
+        let keys: Vec<&String> = v
+            .as_object()
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        assert_eq!(keys.last().map(|s| s.as_str()), Some("tool_line"));
+    }
+
+    #[test]
+    fn turn_completed_carries_usage_or_null() {
+        let v = served(
+            42,
+            &json!({"event": "turn_completed", "at": "x", "message": "Working on tests"}),
+        );
+        assert_eq!(v["text"], "Turn completed: Working on tests.");
+        assert_eq!(v["usage"], Value::Null);
+    }
+
+    #[test]
+    fn other_events() {
+        let v = served(
+            1,
+            &json!({"event": "session_started", "at": "x", "message": "", "session_id": "s"}),
+        );
+        assert_eq!(v["text"], "Session started.");
+        assert_eq!(v["session_id"], "s");
+        assert!(v.get("agent_pid").is_none());
+        let v = served(
+            2,
+            &json!({"event": "notification", "at": "x", "message": "hello"}),
+        );
+        assert_eq!(v["text"], "hello");
+        let v = served(
+            3,
+            &json!({"event": "tool_result", "at": "x", "message": "", "tool_name": "Read", "tool_kind": "read", "tool_argument": "src/a.rs", "tool_error": true}),
+        );
+        assert_eq!(v["text"], "Ran Read src/a.rs; it returned an error.");
+        let long = "x".repeat(1200);
+        let v = served(
+            4,
+            &json!({"event": "notification", "at": "x", "message": long}),
+        );
+        assert_eq!(v["message"].as_str().map(|s| s.chars().count()), Some(1000));
+    }
+}

@@ -1,0 +1,168 @@
+//! Writing responses: JSON bodies with the common headers, the seed's error envelope, and the
+//! masking every served string passes through.
+
+use serde_json::{Value, json};
+use tiny_http::{Header, Request, Response};
+
+/// An API error: status, the seed's code, a message, and extra headers (`Allow`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: u16,
+    pub code: &'static str,
+    pub message: String,
+    pub allow: Option<&'static str>,
+}
+
+impl ApiError {
+    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            allow: None,
+        }
+    }
+
+    pub fn invalid_parameter(message: impl Into<String>) -> Self {
+        Self::new(400, "invalid_parameter", message)
+    }
+
+    pub fn history_unavailable(e: impl std::fmt::Display) -> Self {
+        Self::new(
+            503,
+            "history_unavailable",
+            format!("run history could not be read: {e}"),
+        )
+    }
+
+    pub fn method_not_allowed(method: &str, allow: &'static str) -> Self {
+        ApiError {
+            status: 405,
+            code: "method_not_allowed",
+            message: format!("method {method} is not allowed on this endpoint"),
+            allow: Some(allow),
+        }
+    }
+
+    /// The envelope: `{"error": {"code": …, "message": …}}`.
+    pub fn body(&self) -> Value {
+        json!({"error": {"code": self.code, "message": self.message}})
+    }
+}
+
+/// A JSON answer ready to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonReply {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl JsonReply {
+    pub fn ok(body: Value) -> Self {
+        JsonReply { status: 200, body }
+    }
+    pub fn with_status(status: u16, body: Value) -> Self {
+        JsonReply { status, body }
+    }
+}
+
+/// Replaces every registered secret in every string of `v` (keys included). Masking the
+/// values, not the serialized text, also catches secrets that JSON escaping would change.
+pub fn mask_value(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            let masked = crate::mask::mask(s);
+            if masked != *s {
+                *s = masked;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask_value),
+        Value::Object(map) => {
+            let needs_key_mask = map.keys().any(|k| crate::mask::mask(k) != *k);
+            if needs_key_mask {
+                let old = std::mem::take(map);
+                for (k, mut val) in old {
+                    mask_value(&mut val);
+                    map.insert(crate::mask::mask(&k), val);
+                }
+            } else {
+                map.values_mut().for_each(mask_value);
+            }
+        }
+        _ => {}
+    }
+}
+
+pub fn header(name: &str, value: &str) -> Option<Header> {
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).ok()
+}
+
+/// Sends a JSON body (masked) with the common headers. HEAD gets the headers only.
+pub fn send_json(req: Request, reply: JsonReply, allow: Option<&str>, head_only: bool) {
+    let mut body = reply.body;
+    mask_value(&mut body);
+    let text = serde_json::to_string(&body).unwrap_or_else(|_| {
+        r#"{"error":{"code":"internal_error","message":"response serialization failed"}}"#
+            .to_string()
+    });
+    let mut resp = if head_only {
+        Response::from_string(String::new())
+    } else {
+        Response::from_string(text)
+    }
+    .with_status_code(reply.status);
+    for h in [
+        header("Content-Type", "application/json; charset=utf-8"),
+        header("Cache-Control", "no-store"),
+        header("X-Content-Type-Options", "nosniff"),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        resp.add_header(h);
+    }
+    if let Some(a) = allow.and_then(|a| header("Allow", a)) {
+        resp.add_header(a);
+    }
+    if let Err(e) = req.respond(resp) {
+        log::debug!("http response not delivered error=\"{e}\"");
+    }
+}
+
+/// Sends the error envelope.
+pub fn send_error(req: Request, err: ApiError) {
+    let allow = err.allow;
+    send_json(
+        req,
+        JsonReply::with_status(err.status, err.body()),
+        allow,
+        false,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_has_code_and_message() {
+        let e = ApiError::method_not_allowed("DELETE", "GET");
+        assert_eq!(
+            e.body(),
+            json!({"error": {"code": "method_not_allowed", "message": "method DELETE is not allowed on this endpoint"}})
+        );
+        assert_eq!(e.allow, Some("GET"));
+        assert_eq!(e.status, 405);
+    }
+
+    #[test]
+    fn masking_reaches_nested_strings() {
+        crate::mask::register_secret("sekrit-value-123");
+        let mut v = json!({"a": ["x sekrit-value-123 y", {"b": "sekrit-value-123"}], "n": 1});
+        mask_value(&mut v);
+        assert_eq!(
+            v,
+            json!({"a": ["x [redacted] y", {"b": "[redacted]"}], "n": 1})
+        );
+    }
+}

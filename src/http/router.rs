@@ -1,0 +1,255 @@
+//! Routing: the cross-origin check first (every path), then the route table with method
+//! enforcement (405 + `Allow` + the JSON envelope), then the handler.
+
+use std::sync::Arc;
+
+use tiny_http::{Method, Request, Response};
+
+use super::AppState;
+use super::origin;
+use super::query::percent_decode;
+use super::respond::{self, ApiError, JsonReply, send_error, send_json};
+use super::{actions, extra, issue_detail, openapi, probes, runs, sse, state_doc};
+
+/// What a path names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Root,
+    Livez,
+    Readyz,
+    State,
+    Runs,
+    RunIssues,
+    RunEvents(String),
+    Events,
+    Refresh,
+    RetryNow(String),
+    ReactionCheck(String, String),
+    Acknowledge(String),
+    OpenApi,
+    /// `/metrics`, `/ui/…`, `/favicon.ico`: served by [`extra::serve`].
+    Extra,
+    Issue(String),
+    NotFound,
+}
+
+impl Route {
+    /// The methods the route accepts, as its `Allow` header says.
+    pub fn allow(&self) -> &'static str {
+        match self {
+            Route::Refresh
+            | Route::RetryNow(_)
+            | Route::ReactionCheck(..)
+            | Route::Acknowledge(_) => "POST",
+            Route::Root | Route::Extra => "GET, HEAD",
+            _ => "GET",
+        }
+    }
+
+    fn accepts(&self, m: &Method) -> bool {
+        match self.allow() {
+            "POST" => *m == Method::Post,
+            _ => *m == Method::Get || *m == Method::Head,
+        }
+    }
+}
+
+/// Fixed paths under `/api/v1/` that take precedence over `/api/v1/{identifier}`; `stats` and
+/// `prices` are reserved although this build does not serve them.
+const FIXED: &[&str] = &[
+    "state",
+    "runs",
+    "stats",
+    "prices",
+    "events",
+    "refresh",
+    "openapi.json",
+];
+
+/// Maps a path (without query) to its route.
+pub fn route(path: &str) -> Route {
+    match path {
+        "/" => return Route::Root,
+        "/livez" => return Route::Livez,
+        "/readyz" => return Route::Readyz,
+        "/metrics" | "/favicon.ico" | "/ui" => return Route::Extra,
+        _ => {}
+    }
+    if path.starts_with("/ui/") {
+        return Route::Extra;
+    }
+    let Some(rest) = path.strip_prefix("/api/v1/") else {
+        return Route::NotFound;
+    };
+    let segs: Vec<String> = rest.split('/').map(percent_decode).collect();
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    match segs.as_slice() {
+        ["state"] => Route::State,
+        ["runs"] => Route::Runs,
+        ["runs", "issues"] => Route::RunIssues,
+        ["runs", d, "events"] if !d.is_empty() => Route::RunEvents(d.to_string()),
+        ["events"] => Route::Events,
+        ["refresh"] => Route::Refresh,
+        ["openapi.json"] => Route::OpenApi,
+        ["retries", id, "run"] if !id.is_empty() => Route::RetryNow(id.to_string()),
+        ["reactions", id, kind, "check"] if !id.is_empty() && !kind.is_empty() => {
+            Route::ReactionCheck(id.to_string(), kind.to_string())
+        }
+        ["attention", id, "acknowledge"] if !id.is_empty() => Route::Acknowledge(id.to_string()),
+        [one] if !one.is_empty() && !FIXED.contains(one) => Route::Issue(one.to_string()),
+        _ => Route::NotFound,
+    }
+}
+
+fn header_value<'a>(req: &'a Request, name: &'static str) -> Option<&'a str> {
+    req.headers()
+        .iter()
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.as_str())
+}
+
+/// Handles one request on a pool thread (an event stream moves to a thread of its own).
+pub fn handle(state: &Arc<AppState>, req: Request) {
+    let url = req.url().to_string();
+    let path = url.split('?').next().unwrap_or("/").to_string();
+    let method = req.method().clone();
+    let decision = origin::check(
+        method.as_str(),
+        header_value(&req, "Sec-Fetch-Site"),
+        header_value(&req, "Origin"),
+        header_value(&req, "Host"),
+    );
+    if decision.refused() {
+        log::warn!(
+            "cross-origin request rejected method={} path={} origin={} sec_fetch_site={} host={}",
+            method,
+            path,
+            header_value(&req, "Origin").unwrap_or(""),
+            header_value(&req, "Sec-Fetch-Site").unwrap_or(""),
+            header_value(&req, "Host").unwrap_or("")
+        );
+        return send_error(
+            req,
+            ApiError::new(
+                403,
+                "cross_origin_request_rejected",
+                "a browser sent a state-changing request from another origin; nothing changed",
+            ),
+        );
+    }
+    let r = route(&path);
+    if r == Route::NotFound {
+        return send_error(
+            req,
+            ApiError::new(404, "not_found", format!("no route for {path}")),
+        );
+    }
+    if r == Route::Extra {
+        return extra::serve(state, req);
+    }
+    if !r.accepts(&method) {
+        return send_error(
+            req,
+            ApiError::method_not_allowed(method.as_str(), r.allow()),
+        );
+    }
+    let head = method == Method::Head;
+    let result: Result<JsonReply, ApiError> = match &r {
+        Route::Root => {
+            let mut resp = Response::empty(302);
+            if let Some(h) = respond::header("Location", "/ui/") {
+                resp.add_header(h);
+            }
+            let _ = req.respond(resp);
+            return;
+        }
+        Route::Events => return sse::open(state, req),
+        Route::Livez => Ok(probes::livez(state)),
+        Route::Readyz => Ok(probes::readyz(state)),
+        Route::State => {
+            let snap = state.orch.snapshot();
+            Ok(JsonReply::ok(state_doc::document(state, &snap)))
+        }
+        Route::Runs => runs::list_runs(state, &url),
+        Route::RunIssues => runs::list_issue_groups(state, &url),
+        Route::RunEvents(d) => runs::run_events(state, d),
+        Route::Refresh => actions::refresh(state),
+        Route::RetryNow(id) => actions::retry_now(state, id),
+        Route::ReactionCheck(id, kind) => reaction_check(state, id, kind),
+        Route::Acknowledge(id) => actions::acknowledge(state, id),
+        Route::OpenApi => Ok(JsonReply::ok(openapi::document())),
+        Route::Issue(id) => issue_detail::detail(state, id),
+        Route::Extra | Route::NotFound => Err(ApiError::new(404, "not_found", "not found")),
+    };
+    match result {
+        Ok(reply) => send_json(req, reply, None, head),
+        Err(e) => send_error(req, e),
+    }
+}
+
+/// No pull request reactions exist in this build, so no reaction is ever pending.
+fn reaction_check(state: &AppState, identifier: &str, kind: &str) -> Result<JsonReply, ApiError> {
+    if state.orch.snapshot().draining {
+        return Ok(JsonReply::with_status(
+            409,
+            serde_json::json!({
+                "queued": false,
+                "requested_at": crate::clock::rfc3339_ms(state.clock.now_ms()),
+                "outcome_text": super::wording::NOTHING_QUEUED_DRAINING,
+            }),
+        ));
+    }
+    Err(ApiError::new(
+        404,
+        "reaction_not_found",
+        format!("no pending \"{kind}\" reaction for issue \"{identifier}\""),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_paths_take_precedence_over_identifiers() {
+        assert_eq!(route("/api/v1/state"), Route::State);
+        assert_eq!(route("/api/v1/runs"), Route::Runs);
+        assert_eq!(route("/api/v1/events"), Route::Events);
+        assert_eq!(route("/api/v1/refresh"), Route::Refresh);
+        assert_eq!(route("/api/v1/stats"), Route::NotFound);
+        assert_eq!(route("/api/v1/MT-1"), Route::Issue("MT-1".into()));
+        assert_eq!(
+            route("/api/v1/owner%2Frepo%239"),
+            Route::Issue("owner/repo#9".into())
+        );
+        assert_eq!(route("/api/v1/"), Route::NotFound);
+    }
+
+    #[test]
+    fn parameterized_routes() {
+        assert_eq!(
+            route("/api/v1/runs/ABC/events"),
+            Route::RunEvents("ABC".into())
+        );
+        assert_eq!(route("/api/v1/runs/issues"), Route::RunIssues);
+        assert_eq!(
+            route("/api/v1/retries/MT-1/run"),
+            Route::RetryNow("MT-1".into())
+        );
+        assert_eq!(
+            route("/api/v1/attention/ab/acknowledge"),
+            Route::Acknowledge("ab".into())
+        );
+        assert_eq!(route("/ui/issues/X"), Route::Extra);
+        assert_eq!(route("/metrics"), Route::Extra);
+        assert_eq!(route("/nope"), Route::NotFound);
+    }
+
+    #[test]
+    fn allow_headers() {
+        assert_eq!(Route::State.allow(), "GET");
+        assert_eq!(Route::Refresh.allow(), "POST");
+        assert!(Route::State.accepts(&Method::Head));
+        assert!(!Route::Refresh.accepts(&Method::Get));
+    }
+}

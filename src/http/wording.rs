@@ -1,0 +1,549 @@
+//! The one table of wording: every status sentence, attention sentence and operator-action
+//! `outcome_text` the API serves. Sentences state only recorded facts, carry no clock time,
+//! date or cost, read "not measured" for a missing figure (never 0), and "at least" for a lower
+//! bound. Short sentences end without a period, long ones with one. Masking happens when the
+//! response is written, like every served string.
+
+/// A short and a long sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pair {
+    pub short: String,
+    pub full: String,
+}
+
+impl Pair {
+    fn new(short: impl Into<String>, full: impl Into<String>) -> Pair {
+        Pair {
+            short: short.into(),
+            full: full.into(),
+        }
+    }
+}
+
+/// What a sentence reads when it cannot be rendered.
+pub const NOT_AVAILABLE: &str = "Status not available";
+
+/// A relative duration: `45s`, `5m`, `4m 30s`, `2h`, `2h 5m`, `3d`. Never negative.
+pub fn duration(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 if s % 60 == 0 => format!("{}m", s / 60),
+        60..=3599 => format!("{}m {}s", s / 60, s % 60),
+        3600..=86_399 if (s % 3600) / 60 == 0 => format!("{}h", s / 3600),
+        3600..=86_399 => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+/// A token count: `950`, `12.5K`, `500K`, `1.5M`.
+pub fn tokens(n: u64) -> String {
+    fn scaled(n: u64, unit: u64, suffix: &str) -> String {
+        let tenths = n * 10 / unit;
+        if tenths.is_multiple_of(10) {
+            format!("{}{suffix}", tenths / 10)
+        } else {
+            format!("{}.{}{suffix}", tenths / 10, tenths % 10)
+        }
+    }
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=999_999 => scaled(n, 1_000, "K"),
+        _ => scaled(n, 1_000_000, "M"),
+    }
+}
+
+/// A token figure that may be missing or a lower bound.
+pub fn token_figure(n: Option<u64>, complete: bool) -> String {
+    match n {
+        None => "not measured".into(),
+        Some(n) if complete => tokens(n),
+        Some(n) => format!("at least {}", tokens(n)),
+    }
+}
+
+/// A running session.
+pub fn running(turn: u32, stage: Option<&str>) -> Pair {
+    let stage_short = stage.map(|s| format!(" of {s}")).unwrap_or_default();
+    let stage_full = stage.map(|s| format!(" on stage {s}")).unwrap_or_default();
+    if turn == 0 {
+        return Pair::new(
+            format!("Starting{stage_short}"),
+            format!("Running{stage_full}, the first turn is starting."),
+        );
+    }
+    Pair::new(
+        format!("Turn {turn}{stage_short}"),
+        format!("Running{stage_full}, turn {turn}."),
+    )
+}
+
+/// The plain sentence a retry's stored error reads as (the seed's reschedule reasons are
+/// served as written; these are their plain forms inside sentences).
+pub fn retry_reason(error: &str) -> String {
+    match error {
+        "no available orchestrator slots" => "no agent slot was free".into(),
+        "worker still running" => "the previous run had not finished stopping".into(),
+        "retry issue fetch failed" => "the issue could not be read from the tracker".into(),
+        "issue without a state label" => "the tracker returned no state for the issue".into(),
+        "no available SSH hosts" => "every SSH host was at its session limit".into(),
+        other => other.trim_end_matches('.').to_string(),
+    }
+}
+
+/// A queued retry: `attempt` is the attempt it dispatches, `due_in_ms` from the snapshot time.
+pub fn retrying(attempt: u32, due_in_ms: i64, trigger: &str, error: Option<&str>) -> Pair {
+    let when = if due_in_ms <= 0 {
+        "due now".to_string()
+    } else {
+        format!("in {}", duration(due_in_ms))
+    };
+    let head = format!("Retry {attempt} {when}");
+    match (trigger, error) {
+        ("timer", Some(e)) => {
+            let reason = retry_reason(e);
+            Pair::new(
+                format!("{head}: {reason}"),
+                format!("The retry came due and was not dispatched: {reason}. {head}."),
+            )
+        }
+        ("continuation", _) => Pair::new(
+            format!("Continuation {when}"),
+            format!("The session ended normally and continues with attempt {attempt} {when}."),
+        ),
+        ("stall", _) => Pair::new(
+            format!("{head} after a stall"),
+            format!(
+                "The agent sent no event within the stall timeout, so Sortie stopped the run. {head}."
+            ),
+        ),
+        (_, Some(e)) if !e.trim().is_empty() => {
+            let reason = retry_reason(e);
+            Pair::new(
+                format!("{head} after an error"),
+                format!("The previous run failed: {reason}. {head}."),
+            )
+        }
+        _ => Pair::new(head.clone(), format!("{head}.")),
+    }
+}
+
+/// A budget hold.
+pub fn budget(reason: &str, used: u64, limit: u64) -> Pair {
+    match reason {
+        "session_budget" => Pair::new(
+            "Held: session budget reached",
+            format!("Held at the session budget of {limit}. Sessions used: {used}."),
+        ),
+        "token_budget" => Pair::new(
+            "Held: token budget reached",
+            format!(
+                "Held at the token budget of {}. Tokens used: {}.",
+                tokens(limit),
+                tokens(used)
+            ),
+        ),
+        "money_budget" => Pair::new(
+            "Held: money budget reached",
+            "Held at the money budget (`agent.max_cost_usd`).",
+        ),
+        _ => Pair::new(NOT_AVAILABLE, format!("{NOT_AVAILABLE}.")),
+    }
+}
+
+/// A parked issue.
+pub fn parked(reason: &str, label: &str) -> Pair {
+    match reason {
+        "agent_blocked" => Pair::new(
+            "Parked: the agent needs a person",
+            format!(
+                "Parked: the agent stopped because it cannot go on without a person. Parking label: `{label}`."
+            ),
+        ),
+        "handoff_absence" => Pair::new(
+            "Parked: no evidence of work",
+            format!("Parked: runs kept ending without evidence of work. Parking label: `{label}`."),
+        ),
+        _ => Pair::new("Parked", format!("Parked. Parking label: `{label}`.")),
+    }
+}
+
+/// One blocker as a hold names it.
+pub struct BlockerWords<'a> {
+    pub identifier: &'a str,
+    pub state: &'a str,
+}
+
+/// The hold of a held issue: `(reason_text, release_text, status_text_full)`.
+pub fn blocked_by(blockers: &[BlockerWords<'_>]) -> (String, String, String) {
+    let names: Vec<String> = blockers
+        .iter()
+        .map(|b| {
+            if b.state.is_empty() {
+                format!("{} (no state)", b.identifier)
+            } else {
+                format!("{} ({})", b.identifier, b.state)
+            }
+        })
+        .collect();
+    let reason = format!("Blocked by {}", names.join(", "));
+    let (release, tail) = if blockers.len() == 1 {
+        (
+            "Released when the blocker reaches a terminal state.",
+            "Sortie dispatches the issue once the blocker reaches a terminal state.",
+        )
+    } else {
+        (
+            "Released when every blocker reaches a terminal state.",
+            "Sortie dispatches the issue once every blocker reaches a terminal state.",
+        )
+    };
+    let full = format!("{reason}. {tail}");
+    (reason, release.to_string(), full)
+}
+
+/// A full agent slot limit: `state` is `Some` for a per-state limit.
+pub fn slots_full(state: Option<&str>, used: usize, limit: usize) -> (String, String, String) {
+    let reason = match state {
+        None => format!("All {limit} agent slots are in use"),
+        Some(s) => format!("All {limit} agent slots for {s} are in use"),
+    };
+    let _ = used;
+    let release = "Released when a running session ends and frees a slot.".to_string();
+    let full = format!("{reason}. Sortie dispatches the issue when a slot frees up.");
+    (reason, release, full)
+}
+
+/// The three attention sentences of an item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttentionWords {
+    pub reason: String,
+    pub why: String,
+    pub clears: String,
+}
+
+pub fn attention_parked(reason: &str, label: &str, parked_state: &str) -> AttentionWords {
+    let why = match reason {
+        "agent_blocked" => format!(
+            "The agent stopped because it cannot go on without a person, so Sortie parked the issue under the label `{label}`."
+        ),
+        _ => format!(
+            "Runs kept ending without evidence of work, so Sortie parked the issue under the label `{label}`."
+        ),
+    };
+    let moved = if parked_state.is_empty() {
+        "or the issue moved to another tracker state".to_string()
+    } else {
+        format!("or the issue moved out of {parked_state}")
+    };
+    AttentionWords {
+        reason: parked(reason, label).short,
+        why,
+        clears: format!("Clears when a poll tick finds `{label}` removed from the issue, {moved}."),
+    }
+}
+
+pub fn attention_budget(reason: &str, used: u64, limit: u64) -> AttentionWords {
+    let (phrase, why, key, limit_words) = match reason {
+        "token_budget" => (
+            "Token budget reached",
+            format!(
+                "The issue has used {} tokens of its budget of {}.",
+                tokens(used),
+                tokens(limit)
+            ),
+            "agent.max_tokens",
+            tokens(limit),
+        ),
+        "money_budget" => (
+            "Money budget reached",
+            "The issue's estimated cost reached its money budget.".to_string(),
+            "agent.max_cost_usd",
+            "its current value".to_string(),
+        ),
+        _ => (
+            "Session budget reached",
+            format!("The issue has used {used} sessions of its budget of {limit}."),
+            "agent.max_sessions",
+            limit.to_string(),
+        ),
+    };
+    AttentionWords {
+        reason: phrase.to_string(),
+        why,
+        clears: format!(
+            "Clears on the next poll tick after `{key}` is raised above {limit_words} or is removed, or after the issue leaves the active tracker states."
+        ),
+    }
+}
+
+pub fn attention_workflow(file: &str, error: &str) -> AttentionWords {
+    AttentionWords {
+        reason: format!("{file} failed to load"),
+        why: format!(
+            "{file} failed to load ({error}), so poll ticks dispatch nothing until it loads, and the configuration that last loaded stays in effect."
+        ),
+        clears: format!(
+            "Clears when {file} loads again, which Sortie tries each time the file is saved and on every poll tick."
+        ),
+    }
+}
+
+pub fn attention_preflight(error: &str) -> AttentionWords {
+    AttentionWords {
+        reason: "Dispatch preflight failed".into(),
+        why: format!(
+            "The dispatch preflight failed ({error}), so poll ticks dispatch nothing until it passes."
+        ),
+        clears: "Clears when the dispatch preflight passes on a later poll tick.".into(),
+    }
+}
+
+/// `health.poll.summary_text`. `last_success_ago_ms` is `None` when no poll has succeeded
+/// since start or the time is not known (`known_since_start` tells which).
+pub fn poll_summary(
+    outcome: Option<&str>,
+    failures_in_row: u32,
+    last_success_ago_ms: Option<i64>,
+    known_since_start: bool,
+) -> String {
+    let Some(outcome) = outcome else {
+        return "Sortie has not polled the tracker yet.".into();
+    };
+    let stop = match outcome {
+        "ok" | "succeeded" => return "The latest poll read the tracker without an error.".into(),
+        "preflight_failed" => {
+            "The latest poll stopped at the dispatch preflight before reading the tracker"
+        }
+        _ => "The latest poll could not read the tracker",
+    };
+    let row = if failures_in_row > 1 {
+        format!(" ({failures_in_row} polls in a row failed)")
+    } else {
+        String::new()
+    };
+    let tail = match (last_success_ago_ms, known_since_start) {
+        (Some(ms), _) => format!("; the last successful poll was {} ago", duration(ms)),
+        (None, true) => "; no poll has succeeded since Sortie started".into(),
+        (None, false) => String::new(),
+    };
+    format!("{stop}{row}{tail}.")
+}
+
+/// How an issue that only run history knows ended.
+pub fn history(outcome_kind: Option<&str>, state: &str) -> Pair {
+    match outcome_kind {
+        Some("handed_off") => Pair::new(
+            format!("Handed off to {state}"),
+            format!("Handed off: Sortie moved the issue to {state}."),
+        ),
+        Some("terminal") => Pair::new(
+            format!("Ended in {state}"),
+            format!("Ended: the issue reached the terminal state {state}."),
+        ),
+        Some("merged") => Pair::new("Merged", "Ended merged: the pull request merged."),
+        _ => Pair::new(
+            "Not active; no ending recorded",
+            "Not active; no ending recorded.",
+        ),
+    }
+}
+
+pub const REFRESH_QUEUED: &str = "Tracker poll and reconciliation queued.";
+pub const REFRESH_COALESCED: &str =
+    "A tracker poll and reconciliation was already queued; this request joined it.";
+pub const NOTHING_QUEUED_DRAINING: &str = "Nothing queued: Sortie is shutting down.";
+pub const NOTHING_ACKNOWLEDGED_DRAINING: &str = "Nothing acknowledged: Sortie is shutting down.";
+
+pub fn retry_due_now(attempt: u32, key: &str) -> String {
+    format!("Retry {attempt} of {key} is due now.")
+}
+
+/// `key` is `None` for an item about the process.
+pub fn acknowledged(already: bool, key: Option<&str>, reason_text: &str) -> String {
+    let verb = if already {
+        "Already acknowledged"
+    } else {
+        "Acknowledged"
+    };
+    match key {
+        Some(k) => {
+            format!("{verb} {k} ({reason_text}). It comes back only if a new cause appears.")
+        }
+        None => format!("{verb}: {reason_text}. It comes back only if a new cause appears."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_round_down_and_never_go_negative() {
+        assert_eq!(duration(-5), "0s");
+        assert_eq!(duration(55_000), "55s");
+        assert_eq!(duration(300_000), "5m");
+        assert_eq!(duration(270_999), "4m 30s");
+        assert_eq!(duration(7_200_000), "2h");
+        assert_eq!(duration(7_500_000), "2h 5m");
+        assert_eq!(duration(3 * 86_400_000), "3d");
+    }
+
+    #[test]
+    fn token_counts_are_compact() {
+        assert_eq!(tokens(950), "950");
+        assert_eq!(tokens(500_000), "500K");
+        assert_eq!(tokens(12_500), "12.5K");
+        assert_eq!(tokens(1_500_000), "1.5M");
+        assert_eq!(token_figure(None, false), "not measured");
+        assert_eq!(token_figure(Some(0), false), "at least 0");
+        assert_eq!(token_figure(Some(2_000), true), "2K");
+    }
+
+    #[test]
+    fn running_row() {
+        assert_eq!(running(7, None), Pair::new("Turn 7", "Running, turn 7."));
+        assert_eq!(
+            running(0, None).full,
+            "Running, the first turn is starting."
+        );
+        assert_eq!(running(2, Some("implement")).short, "Turn 2 of implement");
+    }
+
+    #[test]
+    fn retry_rows() {
+        assert_eq!(
+            retrying(3, 300_000, "timer", Some("no available orchestrator slots")),
+            Pair::new(
+                "Retry 3 in 5m: no agent slot was free",
+                "The retry came due and was not dispatched: no agent slot was free. Retry 3 in 5m."
+            )
+        );
+        assert_eq!(
+            retrying(2, 10_000, "error", Some("agent exited")).full,
+            "The previous run failed: agent exited. Retry 2 in 10s."
+        );
+        assert_eq!(
+            retrying(1, -1, "continuation", None).short,
+            "Continuation due now"
+        );
+        assert_eq!(retrying(4, 0, "", None).full, "Retry 4 due now.");
+    }
+
+    #[test]
+    fn budget_rows() {
+        assert_eq!(
+            budget("session_budget", 3, 3),
+            Pair::new(
+                "Held: session budget reached",
+                "Held at the session budget of 3. Sessions used: 3."
+            )
+        );
+        assert_eq!(
+            budget("token_budget", 512_000, 500_000).full,
+            "Held at the token budget of 500K. Tokens used: 512K."
+        );
+    }
+
+    #[test]
+    fn parked_rows() {
+        assert_eq!(
+            parked("agent_blocked", "needs-human"),
+            Pair::new(
+                "Parked: the agent needs a person",
+                "Parked: the agent stopped because it cannot go on without a person. Parking label: `needs-human`."
+            )
+        );
+        assert_eq!(
+            parked("handoff_absence", "x").short,
+            "Parked: no evidence of work"
+        );
+    }
+
+    #[test]
+    fn held_rows() {
+        let (r, rel, full) = blocked_by(&[BlockerWords {
+            identifier: "MT-655",
+            state: "In Progress",
+        }]);
+        assert_eq!(r, "Blocked by MT-655 (In Progress)");
+        assert_eq!(rel, "Released when the blocker reaches a terminal state.");
+        assert_eq!(
+            full,
+            "Blocked by MT-655 (In Progress). Sortie dispatches the issue once the blocker reaches a terminal state."
+        );
+        let (r, _, _) = slots_full(None, 2, 2);
+        assert_eq!(r, "All 2 agent slots are in use");
+        let (r, _, _) = slots_full(Some("To Do"), 1, 1);
+        assert_eq!(r, "All 1 agent slots for To Do are in use");
+    }
+
+    #[test]
+    fn attention_sentences() {
+        let w = attention_parked("agent_blocked", "needs-human", "In Progress");
+        assert_eq!(w.reason, "Parked: the agent needs a person");
+        assert_eq!(
+            w.why,
+            "The agent stopped because it cannot go on without a person, so Sortie parked the issue under the label `needs-human`."
+        );
+        assert_eq!(
+            w.clears,
+            "Clears when a poll tick finds `needs-human` removed from the issue, or the issue moved out of In Progress."
+        );
+        let w = attention_budget("session_budget", 3, 3);
+        assert_eq!(w.reason, "Session budget reached");
+        assert_eq!(w.why, "The issue has used 3 sessions of its budget of 3.");
+        assert_eq!(
+            w.clears,
+            "Clears on the next poll tick after `agent.max_sessions` is raised above 3 or is removed, or after the issue leaves the active tracker states."
+        );
+        let w = attention_workflow("WORKFLOW.md", "config: bad");
+        assert_eq!(w.reason, "WORKFLOW.md failed to load");
+        assert_eq!(
+            w.why,
+            "WORKFLOW.md failed to load (config: bad), so poll ticks dispatch nothing until it loads, and the configuration that last loaded stays in effect."
+        );
+        assert_eq!(attention_preflight("x").reason, "Dispatch preflight failed");
+    }
+
+    #[test]
+    fn poll_summary_sentences() {
+        assert_eq!(
+            poll_summary(None, 0, None, true),
+            "Sortie has not polled the tracker yet."
+        );
+        assert_eq!(
+            poll_summary(Some("ok"), 0, None, true),
+            "The latest poll read the tracker without an error."
+        );
+        assert_eq!(
+            poll_summary(Some("preflight_failed"), 1, Some(32_000), true),
+            "The latest poll stopped at the dispatch preflight before reading the tracker; the last successful poll was 32s ago."
+        );
+        assert_eq!(
+            poll_summary(Some("tracker_failed"), 2, None, true),
+            "The latest poll could not read the tracker (2 polls in a row failed); no poll has succeeded since Sortie started."
+        );
+    }
+
+    #[test]
+    fn history_and_outcome_texts() {
+        assert_eq!(
+            history(Some("handed_off"), "Human Review"),
+            Pair::new(
+                "Handed off to Human Review",
+                "Handed off: Sortie moved the issue to Human Review."
+            )
+        );
+        assert_eq!(history(None, "").full, "Not active; no ending recorded.");
+        assert_eq!(retry_due_now(3, "MT-650"), "Retry 3 of MT-650 is due now.");
+        assert_eq!(
+            acknowledged(false, Some("MT-652"), "Parked: the agent needs a person"),
+            "Acknowledged MT-652 (Parked: the agent needs a person). It comes back only if a new cause appears."
+        );
+        assert_eq!(
+            acknowledged(true, None, "Dispatch preflight failed"),
+            "Already acknowledged: Dispatch preflight failed. It comes back only if a new cause appears."
+        );
+    }
+}
