@@ -114,7 +114,7 @@ fn blocked_parks_the_issue_with_a_label() {
 
     // The park holds: no further session while the label stays.
     d.wait_state("a later completed poll", Duration::from_secs(10), |s| {
-        s["health"]["poll"]["outcome"] == "ok" && s["counts"]["parked"] == 1
+        s["health"]["poll"]["outcome"] == "succeeded" && s["counts"]["parked"] == 1
     });
     assert_eq!(p.run_statuses("1").len(), 1);
 
@@ -158,7 +158,7 @@ fn the_workflow_reloads_live_and_a_bad_edit_keeps_the_last_good_config() {
     p.fake_agent_workflow("  max_concurrent_agents: 3", "");
     let d = p.start();
     d.wait_state("initial config", Duration::from_secs(20), |s| {
-        s["config"]["max_concurrent_agents"] == 3
+        s["config"]["agent"]["max_concurrent_agents"] == 3
     });
     let text = std::fs::read_to_string(p.workflow()).unwrap();
     p.write(
@@ -166,16 +166,16 @@ fn the_workflow_reloads_live_and_a_bad_edit_keeps_the_last_good_config() {
         &text.replace("max_concurrent_agents: 3", "max_concurrent_agents: 7"),
     );
     d.wait_state("reloaded config", Duration::from_secs(20), |s| {
-        s["config"]["max_concurrent_agents"] == 7
+        s["config"]["agent"]["max_concurrent_agents"] == 7
     });
     p.write("WORKFLOW.md", "---\ntracker: [not, a, map\n---\n");
     let s = d.wait_state(
         "the failed reload in health",
         Duration::from_secs(20),
-        |s| s["health"]["workflow"]["ok"] == false,
+        |s| s["health"]["workflow"]["status"] == "fail",
     );
     assert_eq!(
-        s["config"]["max_concurrent_agents"], 7,
+        s["config"]["agent"]["max_concurrent_agents"], 7,
         "last good config kept"
     );
     assert!(

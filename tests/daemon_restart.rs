@@ -77,7 +77,7 @@ fn a_retry_in_backoff_keeps_its_due_time_across_sigkill() {
     let mut d = p.start();
     // After the first tick of the new process the retry is still queued, unchanged.
     d.wait_state("a completed poll", Duration::from_secs(20), |s| {
-        s["health"]["poll"]["outcome"] == "ok"
+        s["health"]["poll"]["outcome"] == "succeeded"
     });
     let s = d.state().unwrap();
     assert_eq!(s["counts"]["retrying"], 1, "{s}");
@@ -128,7 +128,7 @@ fn a_database_from_a_newer_sortie_is_refused() {
     p.fake_agent_workflow("", "");
     let mut d = p.start();
     d.wait_state("a completed poll", Duration::from_secs(20), |s| {
-        s["health"]["poll"]["outcome"] == "ok"
+        s["health"]["poll"]["outcome"] == "succeeded"
     });
     assert_eq!(d.terminate(), Some(0));
     {

@@ -114,7 +114,11 @@ fn server_port_from_the_workflow_is_used() {
     }
     let _ = child.kill();
     let _ = child.wait();
-    assert!(ok, "log:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    assert!(
+        ok,
+        "log:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
 }
 
 /// Runs only when the test can hold the default port itself (otherwise something else owns
@@ -155,9 +159,13 @@ fn a_busy_default_port_runs_without_the_server() {
 #[test]
 fn served_strings_are_masked() {
     let secret = "sekrit-token-4242";
-    let wf = mock_workflow("  max_turns: 1\n", "  turn_delay_ms: 600000\n")
-        .replacen("  kind: file\n", &format!("  kind: file\n  api_key: {secret}\n"), 1);
-    let list = issues(&[("1", "M-1", "To Do")]).replace("Title of M-1", &format!("Title {secret} here"));
+    let wf = mock_workflow("  max_turns: 1\n", "  turn_delay_ms: 600000\n").replacen(
+        "  kind: file\n",
+        &format!("  kind: file\n  api_key: {secret}\n"),
+        1,
+    );
+    let list =
+        issues(&[("1", "M-1", "To Do")]).replace("Title of M-1", &format!("Title {secret} here"));
     let s = Setup::new(&wf, &list);
     let d = s.start(&[]);
     let st = d.wait_state("a running session", Duration::from_secs(30), |s| {
