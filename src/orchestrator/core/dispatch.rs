@@ -1,0 +1,117 @@
+//! Starting a supervisor for one issue.
+
+use super::*;
+
+impl Orchestrator {
+    pub(super) fn dispatch(
+        &mut self,
+        issue: Issue,
+        attempt: u32,
+        resume_session_id: Option<String>,
+        dispatched_at_ms: i64,
+    ) {
+        let now = self.clock.now_ms();
+        let dispatch_id = new_dispatch_id();
+        let cancel = CancelToken::new();
+        // What earlier runs spent counts against `agent.max_tokens`; read once per dispatch.
+        let tokens_used_before = if self.workflow.config.agent.max_tokens.unwrap_or(0) > 0 {
+            persist::uncached_tokens_for_issue(&self.store, &issue.id).unwrap_or(0)
+        } else {
+            0
+        };
+        self.state.held.remove(&issue.id);
+        self.state.outcomes.remove(&issue.id);
+        persist::clear_outcome(&self.store, &issue.id);
+        let job = WorkerJob {
+            dispatch_id: dispatch_id.clone(),
+            issue: issue.clone(),
+            attempt,
+            resume_session_id: resume_session_id.clone(),
+            workflow: self.workflow.clone(),
+            template: self.template.clone(),
+            workspaces: self.workspaces(),
+            tracker: self.tracker.clone(),
+            agent: self.agent.clone(),
+            cancel: cancel.clone(),
+            clock: self.clock.clone(),
+            tx: self.tx.clone(),
+        };
+        log::info!(
+            "dispatching issue_id={} issue_identifier={} dispatch_id={} attempt={}",
+            issue.id,
+            issue.identifier,
+            dispatch_id,
+            attempt
+        );
+        self.state
+            .dispatch_index
+            .insert(dispatch_id.clone(), issue.id.clone());
+        self.state.running.insert(
+            issue.id.clone(),
+            RunningEntry {
+                issue: issue.clone(),
+                dispatch_id: dispatch_id.clone(),
+                attempt,
+                started_at_ms: now,
+                dispatched_at_ms,
+                last_event_at_ms: None,
+                last_event_type: None,
+                last_message: None,
+                session_id: resume_session_id,
+                agent_pid: None,
+                turn: 0,
+                tokens: Default::default(),
+                tokens_measured: false,
+                api_request_count: 0,
+                turn_had_usage: false,
+                turns_without_figure: 0,
+                reported_model: None,
+                cancel,
+                pending_cleanup: false,
+                budget_stopped: false,
+                tokens_used_before,
+                events: Default::default(),
+                workspace_path: None,
+            },
+        );
+        self.state.totals.dispatches += 1;
+        if self.workflow.config.tracker.comments.on_dispatch {
+            self.tracker_ops
+                .submit(crate::orchestrator::tracker_ops::TrackerOp::Comment {
+                    issue_id: issue.id.clone(),
+                    issue_identifier: issue.identifier.clone(),
+                    lifecycle: "dispatch",
+                    text: crate::orchestrator::tracker_ops::lifecycle_comment(
+                        "dispatch",
+                        Some(&dispatch_id),
+                        0,
+                        0,
+                        None,
+                        None,
+                    ),
+                });
+        }
+        if let Err(e) = worker::spawn(job) {
+            log::error!(
+                "failed to spawn agent issue_id={} issue_identifier={} error=\"{e}\"",
+                issue.id,
+                issue.identifier
+            );
+            self.state.running.remove(&issue.id);
+            self.state.dispatch_index.remove(&dispatch_id);
+            self.schedule_retry(
+                &issue,
+                attempt + 1,
+                failure_delay_ms(attempt + 1, self.backoff_cap()),
+                "error",
+                Some("failed to spawn agent".into()),
+                None,
+                dispatched_at_ms,
+            );
+        }
+    }
+
+    pub(super) fn backoff_cap(&self) -> u64 {
+        self.workflow.config.agent.max_retry_backoff_ms
+    }
+}

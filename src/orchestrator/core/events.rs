@@ -1,0 +1,66 @@
+//! Agent events of running sessions: last-event bookkeeping, token accounting and the
+//! per-issue token budget of a live run.
+
+use super::*;
+
+impl Orchestrator {
+    pub(super) fn on_agent_event(&mut self, dispatch_id: &str, event: crate::agent::AgentEvent) {
+        let max_tokens = self.workflow.config.agent.max_tokens.unwrap_or(0);
+        let Some(issue_id) = self.state.dispatch_index.get(dispatch_id).cloned() else {
+            return;
+        };
+        let Some(e) = self.state.running.get_mut(&issue_id) else {
+            return;
+        };
+        e.last_event_at_ms = Some(event.at_ms);
+        e.last_event_type = Some(event.kind.type_name().to_string());
+        let msg = event.kind.message();
+        if !msg.trim().is_empty() {
+            e.last_message = Some(crate::mask::mask(msg));
+        }
+        match &event.kind {
+            AgentEventKind::SessionStarted {
+                session_id,
+                agent_pid,
+            } => {
+                e.session_id = Some(session_id.clone());
+                e.agent_pid = *agent_pid;
+            }
+            AgentEventKind::TokenUsage { usage, model, .. } => {
+                e.tokens = e.tokens.plus(usage);
+                e.tokens_measured = true;
+                e.turn_had_usage = true;
+                e.api_request_count += 1;
+                if model.is_some() {
+                    e.reported_model = model.clone();
+                }
+                let t = &mut self.state.totals;
+                t.input_tokens += usage.input_tokens;
+                t.output_tokens += usage.output_tokens;
+                t.total_tokens += usage.total_tokens;
+                t.cache_read_tokens += usage.cache_read_tokens;
+                t.cache_write_tokens += usage.cache_write_tokens;
+                let used_before = e.tokens_used_before;
+                if max_tokens > 0
+                    && !e.budget_stopped
+                    && used_before + e.tokens.uncached_tokens() >= max_tokens
+                {
+                    e.budget_stopped = true;
+                    log::warn!(
+                        "token budget reached, stopping session issue_id={} issue_identifier={} used_tokens={} budget_tokens={}",
+                        e.issue.id,
+                        e.issue.identifier,
+                        used_before + e.tokens.uncached_tokens(),
+                        max_tokens
+                    );
+                    e.cancel.cancel(CancelReason::Budget);
+                }
+            }
+            k if k.is_terminal() && !e.turn_had_usage => {
+                e.turns_without_figure += 1;
+            }
+            _ => {}
+        }
+        e.events.push(&event);
+    }
+}

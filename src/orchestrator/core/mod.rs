@@ -1,0 +1,394 @@
+//! The orchestrator thread: its state, its loop and its messages. The handlers live in the
+//! submodules, one concern each.
+
+mod dispatch;
+mod events;
+mod exit;
+mod reconcile;
+mod retry;
+mod tick;
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, select};
+
+use crate::agent::status_file::DeclaredOutcome;
+use crate::agent::{AgentAdapter, AgentEventKind, CancelReason, CancelToken};
+use crate::clock::Clock;
+use crate::config::{LoadOptions, Workflow};
+use crate::domain::{Issue, state_in};
+use crate::prompt::PromptTemplate;
+use crate::store::Store;
+use crate::tracker::TrackerAdapter;
+use crate::workspace::WorkspaceManager;
+
+use super::backoff::{CONTINUATION_DELAY_MS, failure_delay_ms};
+use super::msg::{OrchMsg, RefreshOutcome, RetryNowOutcome, WorkerExit, WorkerResult};
+use super::persist;
+use super::snapshot::Snapshot;
+use super::state::{BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
+use super::worker::{self, WorkerJob};
+use crate::orchestrator::dispatch_pass::{Decision, PassInput, plan, sort_candidates};
+
+/// How long shutdown waits for workers to exit before abandoning them.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Every this many ticks, sweep workspaces of terminal issues.
+const SWEEP_EVERY_TICKS: u64 = 60;
+/// The label a parked issue gets when the configuration names none.
+pub const DEFAULT_PARKING_LABEL: &str = "needs-human";
+
+/// What the orchestrator is built from.
+pub struct OrchestratorDeps {
+    pub workflow: Arc<Workflow>,
+    pub template: Arc<PromptTemplate>,
+    pub load_options: LoadOptions,
+    pub tracker: Arc<dyn TrackerAdapter>,
+    pub agent: Arc<dyn AgentAdapter>,
+    pub store: Arc<Store>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// The handle other threads hold.
+#[derive(Clone)]
+pub struct OrchestratorHandle {
+    pub tx: Sender<OrchMsg>,
+    pub snapshot: Arc<RwLock<Arc<Snapshot>>>,
+}
+
+impl OrchestratorHandle {
+    /// The latest published snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot
+            .read()
+            .map(|s| Arc::clone(&s))
+            .unwrap_or_else(|p| Arc::clone(&p.into_inner()))
+    }
+
+    /// Queues an immediate tick (coalesced) and waits for the answer.
+    pub fn refresh(&self, timeout: Duration) -> Option<RefreshOutcome> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.tx.send(OrchMsg::Refresh { reply: Some(tx) }).ok()?;
+        rx.recv_timeout(timeout).ok()
+    }
+}
+
+pub struct Orchestrator {
+    workflow: Arc<Workflow>,
+    template: Arc<PromptTemplate>,
+    load_options: LoadOptions,
+    tracker: Arc<dyn TrackerAdapter>,
+    agent: Arc<dyn AgentAdapter>,
+    store: Arc<Store>,
+    clock: Arc<dyn Clock>,
+    state: State,
+    tx: Sender<OrchMsg>,
+    rx: Receiver<OrchMsg>,
+    published: Arc<RwLock<Arc<Snapshot>>>,
+    next_tick_at: Instant,
+    refresh_pending: bool,
+    draining: Option<Instant>,
+    tick_count: u64,
+    started_at_ms: i64,
+    tracker_ops: crate::orchestrator::tracker_ops::TrackerOps,
+}
+
+impl Orchestrator {
+    /// Builds the orchestrator, restores persisted state (warm start) and returns it with
+    /// its handle; call [`Orchestrator::run`] on its own thread.
+    pub fn new(deps: OrchestratorDeps) -> (Orchestrator, OrchestratorHandle) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let now = deps.clock.now_ms();
+        let published = Arc::new(RwLock::new(Arc::new(Snapshot::default())));
+        let state = State {
+            revision: now.max(0) as u64,
+            ..Default::default()
+        };
+        let mut o = Orchestrator {
+            workflow: deps.workflow,
+            template: deps.template,
+            load_options: deps.load_options,
+            tracker: deps.tracker.clone(),
+            agent: deps.agent,
+            store: deps.store,
+            clock: deps.clock.clone(),
+            state,
+            tx: tx.clone(),
+            rx,
+            published: published.clone(),
+            next_tick_at: deps.clock.instant(),
+            refresh_pending: false,
+            draining: None,
+            tick_count: 0,
+            started_at_ms: now,
+            tracker_ops: crate::orchestrator::tracker_ops::TrackerOps::spawn(deps.tracker.clone()),
+        };
+        o.warm_start();
+        o.publish();
+        (
+            o,
+            OrchestratorHandle {
+                tx,
+                snapshot: published,
+            },
+        )
+    }
+
+    fn workspaces(&self) -> Arc<WorkspaceManager> {
+        Arc::new(persist::workspace_manager(&self.workflow))
+    }
+
+    /// Restores retries, totals, parks and outcomes from the database, then removes
+    /// workspaces of issues that became terminal while sortie was down.
+    fn warm_start(&mut self) {
+        let now = self.clock.now_ms();
+        match persist::load_warm_start(&self.store) {
+            Ok(ws) => {
+                for r in ws.retries {
+                    self.state.retry_queue.schedule(&r.issue.id, r.due_at_ms);
+                    self.state.retries.insert(r.issue.id.clone(), r);
+                }
+                self.state.totals = ws.totals;
+                for p in ws.parks {
+                    self.state.parked.insert(p.issue.id.clone(), p);
+                }
+                self.state.outcomes = ws.outcomes;
+                for a in ws.acks {
+                    self.state.acks.insert(a.item_id.clone(), a);
+                }
+                log::info!(
+                    "warm start restored retries={} parked={} dispatches_total={}",
+                    self.state.retries.len(),
+                    self.state.parked.len(),
+                    self.state.totals.dispatches
+                );
+            }
+            Err(e) => log::warn!("warm start failed; starting empty error=\"{e}\""),
+        }
+        self.sweep_terminal_workspaces();
+        let _ = now;
+    }
+
+    /// The loop: messages, due retries and ticks, until shutdown completes.
+    pub fn run(mut self) {
+        loop {
+            let timeout = self.next_wakeup();
+            let mut changed = false;
+            select! {
+                recv(self.rx) -> msg => match msg {
+                    Ok(m) => {
+                        self.handle(m);
+                        changed = true;
+                    }
+                    Err(_) => break,
+                },
+                default(timeout) => {}
+            }
+            // Drain whatever else is queued before timers, so exits are seen promptly.
+            while let Ok(m) = self.rx.try_recv() {
+                self.handle(m);
+                changed = true;
+            }
+            if let Some(deadline) = self.draining {
+                if changed {
+                    self.publish();
+                }
+                if self.state.running.is_empty() {
+                    break;
+                }
+                if self.clock.instant() >= deadline {
+                    log::warn!(
+                        "drain timeout exceeded, abandoning workers remaining={}",
+                        self.state.running.len()
+                    );
+                    break;
+                }
+                continue;
+            }
+            changed |= self.run_timers();
+            if changed {
+                self.publish();
+            }
+        }
+        self.tracker_ops
+            .drain(crate::orchestrator::tracker_ops::DRAIN_TIMEOUT);
+        persist::shutdown(&self.store);
+        log::info!("shutting down");
+    }
+
+    /// Fires due retries and runs the tick when it is due (or requested); true if anything ran.
+    fn run_timers(&mut self) -> bool {
+        let fired = self.fire_due_retries();
+        if self.refresh_pending || self.clock.instant() >= self.next_tick_at {
+            self.refresh_pending = false;
+            self.tick();
+            let interval = self.workflow.config.polling.interval_ms.max(1);
+            self.next_tick_at = self.clock.instant() + Duration::from_millis(interval);
+            return true;
+        }
+        fired
+    }
+
+    /// Test driver: handles every message that arrives within `wait` (returning early once
+    /// one has arrived and the queue is empty), then runs due timers and publishes. Lets tests
+    /// drive the orchestrator with a manual clock instead of real time.
+    pub fn step(&mut self, wait: Duration) {
+        if let Ok(m) = self.rx.recv_timeout(wait) {
+            self.handle(m);
+        }
+        while let Ok(m) = self.rx.try_recv() {
+            self.handle(m);
+        }
+        self.run_timers();
+        self.publish();
+    }
+
+    /// Number of running sessions (for tests and diagnostics).
+    pub fn running_count(&self) -> usize {
+        self.state.running.len()
+    }
+
+    /// The latest snapshot, rebuilt now.
+    pub fn snapshot_now(&mut self) -> Arc<Snapshot> {
+        self.publish();
+        self.published
+            .read()
+            .map(|s| Arc::clone(&s))
+            .unwrap_or_else(|p| Arc::clone(&p.into_inner()))
+    }
+
+    fn next_wakeup(&mut self) -> Duration {
+        let now = self.clock.instant();
+        if let Some(deadline) = self.draining {
+            return deadline
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(200));
+        }
+        if self.refresh_pending {
+            return Duration::ZERO;
+        }
+        let mut wait = self.next_tick_at.saturating_duration_since(now);
+        if let Some(due) = self.state.retry_queue.next_due() {
+            let ms = (due - self.clock.now_ms()).max(0) as u64;
+            wait = wait.min(Duration::from_millis(ms));
+        }
+        // Wake at least once a second so stall checks and budgets stay timely.
+        wait.min(Duration::from_secs(1))
+    }
+
+    fn handle(&mut self, msg: OrchMsg) {
+        match msg {
+            OrchMsg::Agent { dispatch_id, event } => self.on_agent_event(&dispatch_id, event),
+            OrchMsg::TurnStarted { dispatch_id, turn } => {
+                if let Some(e) = self.running_by_dispatch(&dispatch_id) {
+                    e.turn = turn;
+                    e.turn_had_usage = false;
+                }
+            }
+            OrchMsg::Exit(result) => self.on_exit(*result),
+            OrchMsg::Refresh { reply } => {
+                let outcome = if self.draining.is_some() {
+                    RefreshOutcome::Draining
+                } else if self.refresh_pending {
+                    RefreshOutcome::Coalesced
+                } else {
+                    self.refresh_pending = true;
+                    RefreshOutcome::Queued
+                };
+                if let Some(r) = reply {
+                    let _ = r.try_send(outcome);
+                }
+            }
+            OrchMsg::RetryNow { identifier, reply } => {
+                let outcome = self.retry_now(&identifier);
+                let _ = reply.try_send(outcome);
+            }
+            OrchMsg::Acknowledge { ack, reply } => {
+                let result = if self.draining.is_some() {
+                    Err("draining".to_string())
+                } else {
+                    persist::acknowledge(&self.store, ack)
+                };
+                if let Ok(stored) = &result {
+                    log::info!(
+                        "attention item acknowledged item_id={} kind={}",
+                        stored.item_id,
+                        stored.kind
+                    );
+                    self.state
+                        .acks
+                        .insert(stored.item_id.clone(), stored.clone());
+                }
+                let _ = reply.try_send(result);
+            }
+            OrchMsg::WorkflowChanged => {
+                self.reload_workflow();
+            }
+            OrchMsg::Shutdown => self.begin_shutdown(),
+        }
+    }
+
+    fn begin_shutdown(&mut self) {
+        if self.draining.is_some() {
+            return;
+        }
+        log::info!(
+            "draining: cancelling running sessions running={}",
+            self.state.running.len()
+        );
+        self.draining = Some(self.clock.instant() + DRAIN_TIMEOUT);
+        for e in self.state.running.values() {
+            e.cancel.cancel(CancelReason::Shutdown);
+        }
+        self.publish();
+    }
+
+    fn running_by_dispatch(&mut self, dispatch_id: &str) -> Option<&mut RunningEntry> {
+        let issue_id = self.state.dispatch_index.get(dispatch_id)?.clone();
+        self.state.running.get_mut(&issue_id)
+    }
+
+    // ---- snapshot -----------------------------------------------------------------------
+
+    fn publish(&mut self) {
+        self.state.revision += 1;
+        let snap = Snapshot::build(
+            &self.state,
+            &self.workflow,
+            self.clock.now_ms(),
+            self.started_at_ms,
+            self.draining.is_some(),
+        );
+        if let Ok(mut w) = self.published.write() {
+            *w = Arc::new(snap);
+        }
+        super::snapshot::notify_published();
+    }
+
+    /// The workflow file this orchestrator runs.
+    pub fn workflow_path(&self) -> PathBuf {
+        self.workflow.path.clone()
+    }
+}
+
+/// The run status the seed defines for an exit.
+fn run_status(exit: &WorkerExit, budget_stopped: bool) -> &'static str {
+    match exit {
+        WorkerExit::Normal { .. } => "succeeded",
+        WorkerExit::Error { .. } => "failed",
+        WorkerExit::Cancelled { .. } if budget_stopped => "budget_stopped",
+        WorkerExit::Cancelled { .. } => "cancelled",
+    }
+}
+
+/// A new dispatch id: 16 random bytes, base32 (A–Z2–7) without padding.
+pub fn new_dispatch_id() -> String {
+    let mut bytes = [0u8; 10];
+    if getrandom::fill(&mut bytes).is_err() {
+        // Fall back to time-derived bytes; ids only need to be unique within this database.
+        let t = crate::clock::SystemClock.now_ms().to_be_bytes();
+        bytes[..8].copy_from_slice(&t);
+    }
+    data_encoding::BASE32_NOPAD.encode(&bytes)
+}

@@ -1,0 +1,140 @@
+//! Reconciliation with the tracker: stall detection, state refresh of running issues, and the
+//! sweep of workspaces of terminal issues.
+
+use super::*;
+
+impl Orchestrator {
+    pub(super) fn reconcile(&mut self) {
+        let now = self.clock.now_ms();
+        // Stall detection.
+        if let Some(stall) = self
+            .workflow
+            .config
+            .agent
+            .stall_timeout_ms
+            .filter(|s| *s > 0)
+        {
+            let mut stalled = Vec::new();
+            for e in self.state.running.values() {
+                let reference = e.last_event_at_ms.unwrap_or(e.started_at_ms);
+                let elapsed = now - reference;
+                if elapsed > stall as i64 && e.cancel.reason().is_none() {
+                    log::warn!(
+                        "stall detected, cancelling worker issue_id={} issue_identifier={} elapsed_ms={} stall_timeout_ms={}",
+                        e.issue.id,
+                        e.issue.identifier,
+                        elapsed,
+                        stall
+                    );
+                    stalled.push(e.issue.id.clone());
+                }
+            }
+            for id in stalled {
+                let Some(e) = self.state.running.get(&id) else {
+                    continue;
+                };
+                e.cancel.cancel(CancelReason::Stall);
+                let issue = e.issue.clone();
+                let next = e.attempt + 1;
+                let dispatched_at = e.dispatched_at_ms;
+                self.schedule_retry(
+                    &issue,
+                    next,
+                    failure_delay_ms(next, self.backoff_cap()),
+                    "stall",
+                    Some("stall timeout exceeded".into()),
+                    None,
+                    dispatched_at,
+                );
+            }
+        }
+        // Tracker state refresh.
+        if self.state.running.is_empty() {
+            return;
+        }
+        let ids: Vec<String> = self.state.running.keys().cloned().collect();
+        let states = match self.tracker.fetch_issue_states_by_ids(&ids) {
+            Ok(s) => s,
+            Err(e) => {
+                log::warn!("reconcile state refresh failed; keeping workers error=\"{e}\"");
+                return;
+            }
+        };
+        let cfg = self.workflow.config.clone();
+        for id in ids {
+            let state = states.get(&id).cloned().unwrap_or_default();
+            let terminal = state_in(&state, &cfg.tracker.terminal_states);
+            let active = state_in(&state, &cfg.tracker.active_states);
+            let Some(e) = self.state.running.get_mut(&id) else {
+                continue;
+            };
+            if active && !terminal {
+                e.issue.state = state;
+                continue;
+            }
+            if terminal {
+                log::info!(
+                    "stopping worker for terminal issue issue_id={} issue_identifier={} state=\"{}\"",
+                    e.issue.id,
+                    e.issue.identifier,
+                    state
+                );
+                e.pending_cleanup = true;
+            } else {
+                log::info!(
+                    "stopping worker for inactive issue issue_id={} issue_identifier={} state=\"{}\"",
+                    e.issue.id,
+                    e.issue.identifier,
+                    state
+                );
+            }
+            e.cancel.cancel(CancelReason::Reconcile);
+            if terminal {
+                let identifier = e.issue.identifier.clone();
+                self.state
+                    .outcomes
+                    .insert(id.clone(), ("terminal".into(), state.clone()));
+                persist::set_outcome(&self.store, &id, &identifier, "terminal", &state);
+            }
+            self.cancel_retry(&id);
+        }
+    }
+
+    pub(super) fn sweep_terminal_workspaces(&mut self) {
+        let ws = self.workspaces();
+        let owned: std::collections::HashSet<String> = self
+            .state
+            .running
+            .values()
+            .map(|e| e.issue.identifier.clone())
+            .chain(
+                self.state
+                    .retries
+                    .values()
+                    .map(|r| r.issue.identifier.clone()),
+            )
+            .collect();
+        let dirs: Vec<String> = ws
+            .list_workspace_dirs()
+            .into_iter()
+            .filter(|d| !owned.contains(d))
+            .collect();
+        if dirs.is_empty() {
+            return;
+        }
+        match self.tracker.fetch_issue_states_by_identifiers(&dirs) {
+            Ok(states) => {
+                let terminal: Vec<String> = states
+                    .into_iter()
+                    .filter(|(_, s)| state_in(s, &self.workflow.config.tracker.terminal_states))
+                    .map(|(k, _)| k)
+                    .collect();
+                let removed = ws.cleanup_terminal(&terminal);
+                if removed > 0 {
+                    log::info!("removed workspaces of terminal issues count={removed}");
+                }
+            }
+            Err(e) => log::warn!("terminal workspace sweep failed error=\"{e}\""),
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! The retry queue: scheduling with backoff, the timer path that fires due retries, and
+//! retry-now requests.
+
+use super::*;
+
+impl Orchestrator {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn schedule_retry(
+        &mut self,
+        issue: &Issue,
+        attempt: u32,
+        delay_ms: u64,
+        trigger: &str,
+        error: Option<String>,
+        session_id: Option<String>,
+        dispatched_at_ms: i64,
+    ) {
+        let due = self.clock.now_ms() + delay_ms as i64;
+        if let Some(existing) = self.state.retries.get(&issue.id)
+            && existing.attempt >= attempt
+        {
+            return;
+        }
+        let info = RetryInfo {
+            issue: issue.clone(),
+            attempt,
+            due_at_ms: due,
+            error: error.map(|e| crate::mask::mask(&e)),
+            session_id,
+            trigger: trigger.to_string(),
+            dispatched_at_ms,
+        };
+        log::info!(
+            "retry scheduled issue_id={} issue_identifier={} attempt={} delay_ms={} trigger={}",
+            issue.id,
+            issue.identifier,
+            attempt,
+            delay_ms,
+            trigger
+        );
+        persist::save_retry(&self.store, &info, &self.workflow);
+        self.state.retry_queue.schedule(&issue.id, due);
+        self.state.retries.insert(issue.id.clone(), info);
+    }
+
+    pub(super) fn cancel_retry(&mut self, issue_id: &str) {
+        if self.state.retries.remove(issue_id).is_some() {
+            self.state.retry_queue.cancel(issue_id);
+            persist::delete_retry(&self.store, issue_id);
+        }
+    }
+
+    pub(super) fn release(&mut self, issue_id: &str) {
+        self.cancel_retry(issue_id);
+        self.state.completed.insert(issue_id.to_string());
+    }
+
+    pub(super) fn fire_due_retries(&mut self) -> bool {
+        let now = self.clock.now_ms();
+        let due = self.state.retry_queue.pop_due(now);
+        let fired = !due.is_empty();
+        for id in due {
+            let Some(info) = self.state.retries.remove(&id) else {
+                continue;
+            };
+            self.fire_retry(info);
+        }
+        fired
+    }
+
+    pub(super) fn reschedule(&mut self, mut info: RetryInfo, attempt: u32, reason: &str) {
+        let delay = failure_delay_ms(attempt, self.backoff_cap());
+        info.attempt = attempt;
+        info.due_at_ms = self.clock.now_ms() + delay as i64;
+        info.error = Some(reason.to_string());
+        info.trigger = "timer".into();
+        log::info!(
+            "retry rescheduled issue_id={} issue_identifier={} attempt={} delay_ms={} reason=\"{}\"",
+            info.issue.id,
+            info.issue.identifier,
+            attempt,
+            delay,
+            reason
+        );
+        persist::save_retry(&self.store, &info, &self.workflow);
+        self.state
+            .retry_queue
+            .schedule(&info.issue.id, info.due_at_ms);
+        self.state.retries.insert(info.issue.id.clone(), info);
+    }
+
+    pub(super) fn fire_retry(&mut self, info: RetryInfo) {
+        let id = info.issue.id.clone();
+        if self.state.running.contains_key(&id) {
+            let a = info.attempt;
+            self.reschedule(info, a, "worker still running");
+            return;
+        }
+        if let Some(h) = self.budget_hold_for(&info.issue, None) {
+            self.state.budget_held.insert(id.clone(), h);
+            persist::delete_retry(&self.store, &id);
+            return;
+        }
+        let issue = match self.tracker.fetch_issue_by_id(&id) {
+            Ok(i) => i,
+            Err(e) if e.kind == crate::tracker::TrackerErrorKind::NotFound => {
+                persist::delete_retry(&self.store, &id);
+                return;
+            }
+            Err(e) => {
+                log::warn!("retry issue fetch failed issue_id={} error=\"{e}\"", id);
+                let a = info.attempt + 1;
+                self.reschedule(info, a, "retry issue fetch failed");
+                return;
+            }
+        };
+        let cfg = &self.workflow.config.tracker;
+        if !issue.is_dispatchable_shape()
+            || !state_in(&issue.state, &cfg.active_states)
+            || state_in(&issue.state, &cfg.terminal_states)
+        {
+            persist::delete_retry(&self.store, &id);
+            return;
+        }
+        let mut input = self.pass_input();
+        input.claimed.remove(&id);
+        match plan(std::slice::from_ref(&issue), &input)
+            .into_iter()
+            .next()
+        {
+            Some(Decision::Dispatch) => {
+                persist::delete_retry(&self.store, &id);
+                self.dispatch(
+                    issue,
+                    info.attempt,
+                    info.session_id.clone(),
+                    info.dispatched_at_ms,
+                );
+            }
+            Some(Decision::Held(
+                crate::orchestrator::dispatch_pass::HoldReason::AgentSlotsFull { .. },
+            )) => {
+                let a = info.attempt + 1;
+                self.reschedule(info, a, "no available orchestrator slots");
+            }
+            _ => {
+                // Blocked, parked or otherwise ineligible: release the claim.
+                persist::delete_retry(&self.store, &id);
+            }
+        }
+    }
+
+    /// Makes a queued retry due now through the timer path. A retry that still cannot start
+    /// goes back at its previous attempt and due time (due at once if that has passed).
+    pub(super) fn retry_now(&mut self, identifier: &str) -> RetryNowOutcome {
+        if self.draining.is_some() {
+            return RetryNowOutcome::Draining;
+        }
+        let Some(id) = self
+            .state
+            .retries
+            .values()
+            .find(|r| r.issue.identifier == identifier)
+            .map(|r| r.issue.id.clone())
+        else {
+            return RetryNowOutcome::NotFound;
+        };
+        let Some(before) = self.state.retries.remove(&id) else {
+            return RetryNowOutcome::NotFound;
+        };
+        self.state.retry_queue.cancel(&id);
+        log::info!(
+            "retry made due on request issue_id={} issue_identifier={} attempt={} replaced_due_at_ms={}",
+            before.issue.id,
+            before.issue.identifier,
+            before.attempt,
+            before.due_at_ms
+        );
+        self.fire_retry(before.clone());
+        if let Some(e) = self.state.running.get(&id) {
+            return RetryNowOutcome::Started {
+                dispatch_id: e.dispatch_id.clone(),
+            };
+        }
+        let reason = self
+            .state
+            .retries
+            .get(&id)
+            .and_then(|r| r.error.clone())
+            .unwrap_or_else(|| "the issue is no longer eligible".into());
+        if self.state.retries.contains_key(&id) {
+            let mut restored = before;
+            restored.due_at_ms = restored.due_at_ms.max(self.clock.now_ms());
+            persist::save_retry(&self.store, &restored, &self.workflow);
+            self.state.retry_queue.schedule(&id, restored.due_at_ms);
+            let due = restored.due_at_ms;
+            self.state.retries.insert(id, restored);
+            RetryNowOutcome::StillWaiting {
+                reason,
+                due_at_ms: due,
+            }
+        } else {
+            RetryNowOutcome::StillWaiting {
+                reason,
+                due_at_ms: self.clock.now_ms(),
+            }
+        }
+    }
+}
