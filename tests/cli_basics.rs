@@ -7,7 +7,10 @@ use std::process::Command;
 use harness::SORTIE;
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(SORTIE).args(args).output().expect("run sortie");
+    let out = Command::new(SORTIE)
+        .args(args)
+        .output()
+        .expect("run sortie");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -28,7 +31,14 @@ fn help_is_on_stdout_with_exit_0_everywhere() {
         assert!(stdout.contains("Usage:"), "{args:?}: {stdout}");
     }
     let (_, stdout, _) = run(&["--help"]);
-    for flag in ["--port", "--host", "--log-level", "--log-format", "--env-file", "--dry-run"] {
+    for flag in [
+        "--port",
+        "--host",
+        "--log-level",
+        "--log-format",
+        "--env-file",
+        "--dry-run",
+    ] {
         assert!(stdout.contains(flag), "{flag} missing from help");
     }
 }
@@ -53,7 +63,10 @@ fn unknown_flags_and_missing_workflow_exit_1_on_stderr() {
     assert!(stderr.starts_with("sortie: "), "{stderr}");
 
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(SORTIE).current_dir(dir.path()).output().unwrap();
+    let out = Command::new(SORTIE)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("workflow file not found"), "{stderr}");
