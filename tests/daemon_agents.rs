@@ -227,3 +227,42 @@ fn lifecycle_comments_are_written_to_the_tracker() {
     assert!(bodies[1].contains("Turns: 1"), "{bodies:?}");
     assert!(comments.iter().all(|c| c["author"] == "sortie"));
 }
+
+#[test]
+fn turn_ending_events_carry_the_run_totals() {
+    let p = Project::new();
+    one_issue(&p);
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"id": "m1", "text": "done", "input_tokens": 30, "output_tokens": 4}}),
+            json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    p.fake_agent_workflow("", "");
+    let d = p.start();
+    wait_for("the handoff", Duration::from_secs(30), || {
+        (p.issue_state("1") == "Review").then_some(())
+    });
+    let dispatch_id: String = p
+        .db_conn()
+        .query_row(
+            "SELECT dispatch_id FROM run_history WHERE issue_id = '1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let body = d
+        .get(&format!("/api/v1/runs/{dispatch_id}/events"))
+        .expect("run events");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let events = v["events"].as_array().expect("events array");
+    let done = events
+        .iter()
+        .find(|e| e["event"] == "turn_completed")
+        .expect("a turn_completed event");
+    assert_eq!(done["usage"]["input_tokens"], 30, "{done}");
+    assert_eq!(done["usage"]["output_tokens"], 4, "{done}");
+    assert_eq!(done["usage"]["total_tokens"], 34, "{done}");
+}

@@ -112,6 +112,10 @@ fn session_budget_holds_across_restarts_and_counters_do_not_reset() {
                 .is_some_and(|b| b.iter().any(|e| e["reason"] == "session_budget"))
         });
         assert_eq!(s["counts"]["running"], 0);
+        assert_eq!(
+            s["counts"]["retrying"], 0,
+            "no retry queued beside the hold"
+        );
         assert_eq!(p.run_statuses("1").len(), 3, "exactly one more session");
         assert!(s["agent_totals"]["input_tokens"].as_u64().unwrap() as i64 >= tokens_before);
         d.kill9();
@@ -149,5 +153,54 @@ fn a_database_from_a_newer_sortie_is_refused() {
     assert!(
         stderr.contains("newer than this sortie supports"),
         "{stderr}"
+    );
+}
+
+fn metric(d: &harness::Daemon, name_and_labels: &str) -> f64 {
+    let body = d.get("/metrics").expect("metrics");
+    body.lines()
+        .find_map(|l| l.strip_prefix(name_and_labels).map(str::trim))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn counters_survive_sigkill_with_a_session_running() {
+    let p = Project::new();
+    one_issue(&p);
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"id": "m1", "text": "working", "input_tokens": 500, "output_tokens": 40}}),
+            json!({"hang": true}),
+        ],
+    );
+    p.fake_agent_workflow("", "");
+    let mut d = p.start();
+    wait_for("the live session row", Duration::from_secs(30), || {
+        (p.db_i64("SELECT input_tokens FROM session_metadata WHERE dispatch_id IS NOT NULL") == 500)
+            .then_some(())
+    });
+    let tokens_before = metric(&d, "sortie_tokens_total{type=\"input\"}");
+    let dispatches_before = metric(&d, "sortie_dispatches_total{outcome=\"success\"}");
+    assert_eq!((tokens_before, dispatches_before), (500.0, 1.0));
+    d.kill9();
+
+    // Nothing runs after the restart: the counters show only what was recovered.
+    p.set_issue_state("1", "Backlog");
+    let d = p.start();
+    d.wait_state("a completed poll", Duration::from_secs(20), |s| {
+        s["health"]["poll"]["outcome"] == "succeeded"
+    });
+    assert!(metric(&d, "sortie_tokens_total{type=\"input\"}") >= tokens_before);
+    assert!(metric(&d, "sortie_dispatches_total{outcome=\"success\"}") >= dispatches_before);
+    assert!(
+        p.log()
+            .contains("sessions lost with the previous process recorded in the totals")
+    );
+    assert_eq!(
+        p.db_i64("SELECT COUNT(*) FROM session_metadata WHERE dispatch_id IS NOT NULL"),
+        0
     );
 }

@@ -129,10 +129,14 @@ fn method_enforcement_probes_and_redirect() {
     envelope(&r, 405, "method_not_allowed");
     let r = d.get("/nope");
     envelope(&r, 404, "not_found");
-    // The three paths another module serves answer 404 for now.
-    for p in ["/metrics", "/ui/", "/favicon.ico"] {
-        assert_eq!(d.get(p).status, 404, "{p}");
+    // The metrics scrape and the dashboard: GET/HEAD only.
+    for p in ["/metrics", "/ui/", "/ui/issues/X-1", "/favicon.ico"] {
+        assert_eq!(d.get(p).status, 200, "{p}");
+        let r = d.post(p);
+        envelope(&r, 405, "method_not_allowed");
+        assert_eq!(r.header("Allow"), Some("GET, HEAD"), "{p}");
     }
+    assert_eq!(d.get("/ui/assets/nope.js").status, 404);
     let r = d.get("/");
     assert_eq!(r.status, 302);
     assert_eq!(r.header("Location"), Some("/ui/"));

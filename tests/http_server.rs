@@ -31,6 +31,35 @@ fn run_to_exit(args: &[&str], dir: &std::path::Path, timeout: Duration) -> (Opti
     (None, std::fs::read_to_string(&log).unwrap_or_default())
 }
 
+/// Starts sortie in `dir` with `args`, stderr to `log_name`, and waits (up to 20 s) until it
+/// logs `sortie started`. Returns the child, still running, and the log so far.
+fn start_logged(
+    args: &[&str],
+    dir: &std::path::Path,
+    log_name: &str,
+) -> (std::process::Child, String) {
+    let log = dir.join(log_name);
+    let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
+    let child = Command::new(env!("CARGO_BIN_EXE_sortie"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(out)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut text = String::new();
+    while Instant::now() < deadline {
+        text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("sortie started") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, text)
+}
+
 #[test]
 fn an_explicit_busy_port_exits_1() {
     let s = Setup::new(&mock_workflow("", ""), &issues(&[]));
@@ -59,25 +88,7 @@ fn host_must_be_an_ip_address() {
 fn port_0_disables_the_server() {
     let s = Setup::new(&mock_workflow("", ""), &issues(&[]));
     let wf = s.path().join("WORKFLOW.md").display().to_string();
-    let log = s.path().join("p0.log");
-    let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sortie"))
-        .args(["--port", "0", &wf])
-        .current_dir(s.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(out)
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn: {e}"));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut text = String::new();
-    while Instant::now() < deadline {
-        text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("sortie started") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (mut child, text) = start_logged(&["--port", "0", &wf], s.path(), "p0.log");
     let _ = child.kill();
     let _ = child.wait();
     assert!(text.contains("http server disabled"), "log:\n{text}");
@@ -130,25 +141,8 @@ fn a_busy_default_port_runs_without_the_server() {
         return;
     };
     let s = Setup::new(&mock_workflow("", ""), &issues(&[]));
-    let log = s.path().join("default.log");
-    let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sortie"))
-        .arg(s.path().join("WORKFLOW.md"))
-        .current_dir(s.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(out)
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn: {e}"));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut text = String::new();
-    while Instant::now() < deadline {
-        text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("sortie started") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let wf = s.path().join("WORKFLOW.md").display().to_string();
+    let (mut child, text) = start_logged(&[&wf], s.path(), "default.log");
     let still_running = matches!(child.try_wait(), Ok(None));
     let _ = child.kill();
     let _ = child.wait();
@@ -177,4 +171,59 @@ fn served_strings_are_masked() {
     let detail = d.get("/api/v1/M-1").body;
     assert!(!detail.contains(secret));
     assert!(detail.contains("Title [redacted] here"));
+}
+
+#[test]
+fn the_end_of_the_accept_loop_is_fatal() {
+    // A low hard limit on open files makes accept() fail (EMFILE) once clients hold them all;
+    // tiny_http's accept loop then ends for good and sortie must exit non-zero.
+    let s = Setup::new(&mock_workflow("", ""), &issues(&[]));
+    let port = free_port();
+    let log = s.path().join("emfile.log");
+    let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
+    let script = format!(
+        "ulimit -n 64 && exec '{}' --port {port} '{}'",
+        env!("CARGO_BIN_EXE_sortie"),
+        s.path().join("WORKFLOW.md").display()
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(s.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(out)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut answered = false;
+    while Instant::now() < deadline {
+        if request(port, "GET", "/livez", &[]).is_some() {
+            answered = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut held = Vec::new();
+    let mut code = None;
+    while Instant::now() < deadline + Duration::from_secs(10) {
+        if let Ok(Some(st)) = child.try_wait() {
+            code = st.code();
+            break;
+        }
+        if held.len() < 200
+            && let Ok(c) = std::net::TcpStream::connect(("127.0.0.1", port))
+        {
+            held.push(c);
+            continue;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if code.is_none() {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(answered, "never answered; log:\n{text}");
+    assert_eq!(code, Some(1), "log:\n{text}");
+    assert!(text.contains("http server stopped"), "log:\n{text}");
 }

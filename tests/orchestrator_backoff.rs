@@ -6,26 +6,33 @@ use std::time::{Duration, Instant};
 
 use sortie::clock::{Clock, ManualClock};
 use sortie::config::{LoadOptions, load_workflow};
-use sortie::orchestrator::{Orchestrator, OrchestratorDeps, adapters};
+use sortie::orchestrator::{Orchestrator, OrchestratorDeps, OrchestratorHandle, adapters};
 use sortie::prompt::PromptTemplate;
 use sortie::store::Store;
 
 const START_MS: i64 = 1_800_000_000_000;
 
-fn setup(dir: &std::path::Path) -> (Orchestrator, Arc<ManualClock>) {
-    std::fs::write(
-        dir.join("issues.json"),
+type Setup = (Orchestrator, Arc<ManualClock>, OrchestratorHandle);
+
+fn setup(dir: &std::path::Path) -> Setup {
+    setup_with(
+        dir,
         r#"[{"id": "1", "identifier": "F-1", "title": "Always fails", "state": "To Do"}]"#,
+        "  max_retry_backoff_ms: 45000\nmock:\n  turn_outcomes: [failed]\n",
     )
-    .unwrap();
+}
+
+/// `agent_tail` is appended after `agent.max_turns` (more agent keys, then other sections).
+fn setup_with(dir: &std::path::Path, issues: &str, agent_tail: &str) -> Setup {
+    std::fs::write(dir.join("issues.json"), issues).unwrap();
     std::fs::write(
         dir.join("WORKFLOW.md"),
         format!(
             "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\n\
              file:\n  path: ./issues.json\npolling:\n  interval_ms: 1000\nworkspace:\n  root: {}\n\
-             agent:\n  kind: mock\n  max_turns: 1\n  max_retry_backoff_ms: 45000\n\
-             mock:\n  turn_outcomes: [failed]\n---\nDo {{{{ .issue.identifier }}}}\n",
-            dir.join("ws").display()
+             agent:\n  kind: mock\n  max_turns: 1\n{}---\nDo {{{{ .issue.identifier }}}}\n",
+            dir.join("ws").display(),
+            agent_tail
         ),
     )
     .unwrap();
@@ -41,10 +48,11 @@ fn setup(dir: &std::path::Path) -> (Orchestrator, Arc<ManualClock>) {
         workflow: Arc::new(wf),
         template: Arc::new(template),
         load_options: opts,
+        metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
         clock: dyn_clock,
     };
-    let (o, _handle) = Orchestrator::new(deps);
-    (o, clock)
+    let (o, handle) = Orchestrator::new(deps);
+    (o, clock, handle)
 }
 
 /// Steps the orchestrator (real-time waits for worker messages only) until a retry of the
@@ -64,7 +72,7 @@ fn wait_retry(o: &mut Orchestrator, attempt: u32) -> i64 {
 #[test]
 fn failure_retries_double_from_ten_seconds_up_to_the_cap() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut o, clock) = setup(dir.path());
+    let (mut o, clock, _handle) = setup(dir.path());
     let mut delays = Vec::new();
     for attempt in 1..=5 {
         let due = wait_retry(&mut o, attempt);
@@ -100,7 +108,7 @@ fn failure_retries_double_from_ten_seconds_up_to_the_cap() {
 #[test]
 fn a_retry_does_not_fire_before_its_due_time() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut o, clock) = setup(dir.path());
+    let (mut o, clock, _handle) = setup(dir.path());
     let due = wait_retry(&mut o, 1);
     clock.advance(Duration::from_millis((due - clock.now_ms() - 1) as u64));
     for _ in 0..10 {
@@ -110,4 +118,47 @@ fn a_retry_does_not_fire_before_its_due_time() {
     assert_eq!(snap.running.len(), 0);
     assert_eq!(snap.retrying.len(), 1);
     assert_eq!(snap.retrying[0].attempt, 1);
+}
+
+#[test]
+fn retry_now_with_every_slot_taken_leaves_the_retry_as_it_was() {
+    use sortie::orchestrator::{OrchMsg, RetryNowOutcome};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut o, clock, handle) = setup_with(
+        dir.path(),
+        r#"[{"id": "1", "identifier": "F-1", "title": "Fails", "state": "To Do", "priority": 1},
+            {"id": "2", "identifier": "S-2", "title": "Slow", "state": "To Do", "priority": 2}]"#,
+        "  max_concurrent_agents: 1\nmock:\n  issues:\n    F-1: {turn_outcomes: [failed]}\n    S-2: {turn_delay_ms: 3600000}\n",
+    );
+    let due = wait_retry(&mut o, 1);
+    // The next tick dispatches the slow issue into the only slot.
+    clock.advance(Duration::from_millis(1000));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while o.running_count() == 0 {
+        o.step(Duration::from_millis(20));
+        assert!(Instant::now() < deadline, "S-2 never started");
+    }
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    handle
+        .tx
+        .send(OrchMsg::RetryNow {
+            identifier: "F-1".into(),
+            reply: tx,
+        })
+        .unwrap();
+    o.step(Duration::from_millis(200));
+    let outcome = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        outcome,
+        RetryNowOutcome::StillWaiting {
+            reason: "no available orchestrator slots".into(),
+            due_at_ms: due
+        }
+    );
+    let snap = o.snapshot_now();
+    assert_eq!(snap.retrying.len(), 1);
+    assert_eq!(
+        (snap.retrying[0].attempt, snap.retrying[0].due_at_ms),
+        (1, due)
+    );
 }

@@ -209,3 +209,39 @@ fn warm_start_snapshot_restores_everything() {
     assert_eq!(snap.totals.dispatches, 1);
     assert!(snap.acknowledgements.is_empty());
 }
+
+#[test]
+fn sessions_left_running_by_a_killed_process_are_folded_into_the_totals_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&db_path(&dir), clock()).unwrap();
+    let w = store.writer();
+    let live = |issue: &str, dispatch: Option<&str>, input: i64| SessionMeta {
+        issue_id: issue.into(),
+        session_id: format!("s-{issue}"),
+        input_tokens: input,
+        output_tokens: 10,
+        total_tokens: input + 10,
+        updated_at_ms: 1,
+        dispatch_id: dispatch.map(str::to_string),
+        ..Default::default()
+    };
+    w.upsert_session(live("a", Some("D1"), 100)).unwrap();
+    w.upsert_session(live("b", Some("D2"), 50)).unwrap();
+    // An ended session (dispatch id cleared at exit) is not lost.
+    w.upsert_session(live("c", None, 999)).unwrap();
+    assert_eq!(w.absorb_lost_sessions(5).unwrap(), 2);
+    let t = store.read_conn().unwrap().aggregate_totals().unwrap();
+    assert_eq!(
+        (t.input_tokens, t.output_tokens, t.dispatches),
+        (150, 20, 2)
+    );
+    // Idempotent: the rows are marked lost and never counted again.
+    assert_eq!(w.absorb_lost_sessions(6).unwrap(), 0);
+    let t = store.read_conn().unwrap().aggregate_totals().unwrap();
+    assert_eq!(t.input_tokens, 150);
+    let s = store.read_conn().unwrap().session("a").unwrap().unwrap();
+    assert_eq!(
+        (s.dispatch_id, s.exit_type.as_deref()),
+        (None, Some("lost"))
+    );
+}

@@ -298,11 +298,18 @@ pub struct AgentEvent {
     /// Arrival time, epoch milliseconds from the injected clock.
     pub at_ms: i64,
     pub kind: AgentEventKind,
+    /// The run's token totals when this turn-ending event was kept, set by the orchestrator
+    /// (agents never set it); `None` while the run is unmeasured. Served as `usage`.
+    pub run_usage: Option<TokenUsage>,
 }
 
 impl AgentEvent {
     pub fn new(at_ms: i64, kind: AgentEventKind) -> Self {
-        AgentEvent { at_ms, kind }
+        AgentEvent {
+            at_ms,
+            kind,
+            run_usage: None,
+        }
     }
 }
 
@@ -312,6 +319,9 @@ impl Serialize for AgentEvent {
         m.serialize_entry("event", self.kind.type_name())?;
         m.serialize_entry("at", &crate::clock::rfc3339_ms(self.at_ms))?;
         m.serialize_entry("message", self.kind.message())?;
+        if self.kind.is_terminal() {
+            m.serialize_entry("usage", &self.run_usage)?;
+        }
         match &self.kind {
             AgentEventKind::SessionStarted {
                 session_id,

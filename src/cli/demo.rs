@@ -36,6 +36,10 @@ pub fn run(args: DemoArgs) -> i32 {
             return 1;
         }
     };
+    let Some(wf_name) = wf.file_name().map(PathBuf::from) else {
+        eprintln!("sortie: {} has no file name", wf.display());
+        return 1;
+    };
     eprintln!(
         "sortie demo: running {} (edit {} to drive it)",
         wf.display(),
@@ -46,9 +50,8 @@ pub fn run(args: DemoArgs) -> i32 {
         eprintln!("sortie: cannot enter {}: {e}", dir.display());
         return 1;
     }
-    let _ = wf;
     super::run::run(RunOptions {
-        workflow: PathBuf::from("WORKFLOW.md"),
+        workflow: wf_name,
         port: args.port,
         host: args.host,
         log_level: args.log_level,

@@ -32,18 +32,7 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
     };
     sort_candidates(&mut candidates);
     let cfg = &wf.config;
-    let input = PassInput {
-        active_states: cfg.tracker.active_states.clone(),
-        terminal_states: cfg.tracker.terminal_states.clone(),
-        max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
-        max_by_state: cfg
-            .agent
-            .max_concurrent_agents_by_state
-            .iter()
-            .map(|(k, v)| (k.clone(), *v as usize))
-            .collect(),
-        ..Default::default()
-    };
+    let input = PassInput::from_config(cfg);
     let decisions = plan(&candidates, &input);
     let workspaces = adapters::workspace_manager(wf);
     let max_turns = cfg.agent.max_turns.max(1);

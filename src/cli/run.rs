@@ -190,6 +190,23 @@ fn run_daemon(
         Ok(a) => a,
         Err(e) => return fail(e),
     };
+    // Sessions a killed process left running count toward the totals before anything reads them.
+    match store.writer().absorb_lost_sessions(clock.now_ms()) {
+        Ok(0) => {}
+        Ok(n) => {
+            log::warn!("sessions lost with the previous process recorded in the totals count={n}")
+        }
+        Err(e) => log::warn!("lost sessions not recorded error=\"{e}\""),
+    }
+    // Restart-surviving counters resume from the persisted aggregates (no cliff on restart).
+    let seed = store
+        .read_conn()
+        .and_then(|r| r.aggregate_totals())
+        .unwrap_or_else(|e| {
+            log::warn!("aggregate counters not read; metrics start at zero error=\"{e}\"");
+            Default::default()
+        });
+    let metrics = Arc::new(crate::metrics::Metrics::with_clock(&seed, clock.clone()));
     let workflow_path = wf.path.clone();
     let (orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
         workflow: Arc::new(wf),
@@ -199,6 +216,7 @@ fn run_daemon(
         agent,
         store: store.clone(),
         clock: clock.clone(),
+        metrics,
     });
 
     let server = match crate::http::start(&bind, handle.clone(), store.clone(), clock.clone()) {

@@ -297,7 +297,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         "pending_reactions": [],
         "between_stages": null,
         "recent_events": recent_events,
-        "last_error": found.retry.and_then(|r| r.error.as_deref()).filter(|e| !e.trim().is_empty()).map(wording::retry_reason),
+        "last_error": found.retry.and_then(|r| r.error.as_deref()).filter(|e| !e.trim().is_empty()),
         "pr_loop": {},
         "tracked": {},
         "history": history,

@@ -118,6 +118,23 @@ fn raise_nofile_limit() {
     }
 }
 
+/// tiny_http's accept thread duplicates each accepted socket with `try_clone().unwrap()`; when
+/// that hits the open-file limit the thread panics and the accept loop is gone without the
+/// error message `recv()` would otherwise deliver. A panic hook recognises that panic by its
+/// location and reports it as fatal, like the loop's ordinary end.
+fn watch_accept_thread_panics(fatal: crossbeam_channel::Sender<String>) {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let in_accept = info.location().is_some_and(|l| {
+            l.file().contains("tiny_http") && l.file().ends_with("refined_tcp_stream.rs")
+        });
+        if in_accept {
+            let _ = fatal.try_send(format!("accept loop ended: {info}"));
+        }
+        previous(info);
+    }));
+}
+
 fn listen(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
     let listener = std::net::TcpListener::bind(addr)?;
     rustix::net::sockopt::set_socket_timeout(
@@ -168,7 +185,8 @@ pub fn start(
         sse_serial: AtomicUsize::new(0),
         max_streams: MAX_STREAMS,
     });
-    let (fatal_tx, fatal_rx) = crossbeam_channel::bounded(POOL_SIZE);
+    let (fatal_tx, fatal_rx) = crossbeam_channel::bounded(POOL_SIZE + 1);
+    watch_accept_thread_panics(fatal_tx.clone());
     let mut threads = Vec::new();
     for n in 0..POOL_SIZE {
         let server = server.clone();

@@ -367,7 +367,7 @@ fn state_example() -> Value {
             "status_text": "Retry 3 in 5m: no agent slot was free",
             "status_text_full": "The retry came due and was not dispatched: no agent slot was free. Retry 3 in 5m.",
             "dispatched_at": "2026-03-26T14:02:41.000Z", "attempt": 3,
-            "due_at": "2026-03-26T14:35:00.000Z", "error": "no agent slot was free",
+            "due_at": "2026-03-26T14:35:00.000Z", "error": "no available orchestrator slots",
             "trigger": "timer", "agent_kind": "mock", "stage_lineage": null,
             "stage_position": null, "paused": false,
         }],
@@ -685,6 +685,36 @@ mod tests {
         let s = json!({"$ref": "#/components/schemas/Tokens"});
         assert!(validate(&s, &json!({"input_tokens": 1}), &doc).is_err());
         assert!(validate(&s, &json!({"input_tokens": "1", "output_tokens": null, "total_tokens": null, "cache_read_tokens": null, "cache_write_tokens": null}), &doc).is_err());
+    }
+
+    #[test]
+    fn every_router_route_has_a_documented_template() {
+        use super::super::router::{Route, route};
+        let samples = [
+            "/",
+            "/livez",
+            "/readyz",
+            "/api/v1/state",
+            "/api/v1/runs",
+            "/api/v1/runs/issues",
+            "/api/v1/runs/ABC/events",
+            "/api/v1/events",
+            "/api/v1/refresh",
+            "/api/v1/retries/X-1/run",
+            "/api/v1/reactions/X-1/ci/check",
+            "/api/v1/attention/00ff/acknowledge",
+            "/api/v1/openapi.json",
+            "/api/v1/X-1",
+        ];
+        for p in samples {
+            let r = route(p);
+            assert_ne!(r, Route::NotFound, "{p}");
+            let t = r
+                .template()
+                .unwrap_or_else(|| panic!("{p} has no template"));
+            assert!(ROUTES.contains(&t), "{t:?} is served but not documented");
+        }
+        assert_eq!(samples.len(), ROUTES.len());
     }
 
     #[test]

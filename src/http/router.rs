@@ -46,6 +46,28 @@ impl Route {
         }
     }
 
+    /// The documented `(method, path template)` of the route; `None` for paths another module
+    /// serves or none serves. Exhaustive on purpose: a new route must say how it is documented.
+    pub fn template(&self) -> Option<(&'static str, &'static str)> {
+        Some(match self {
+            Route::Root => ("get", "/"),
+            Route::Livez => ("get", "/livez"),
+            Route::Readyz => ("get", "/readyz"),
+            Route::State => ("get", "/api/v1/state"),
+            Route::Runs => ("get", "/api/v1/runs"),
+            Route::RunIssues => ("get", "/api/v1/runs/issues"),
+            Route::RunEvents(_) => ("get", "/api/v1/runs/{dispatch_id}/events"),
+            Route::Events => ("get", "/api/v1/events"),
+            Route::Refresh => ("post", "/api/v1/refresh"),
+            Route::RetryNow(_) => ("post", "/api/v1/retries/{identifier}/run"),
+            Route::ReactionCheck(..) => ("post", "/api/v1/reactions/{identifier}/{kind}/check"),
+            Route::Acknowledge(_) => ("post", "/api/v1/attention/{id}/acknowledge"),
+            Route::OpenApi => ("get", "/api/v1/openapi.json"),
+            Route::Issue(_) => ("get", "/api/v1/{identifier}"),
+            Route::Extra | Route::NotFound => return None,
+        })
+    }
+
     fn accepts(&self, m: &Method) -> bool {
         match self.allow() {
             "POST" => *m == Method::Post,

@@ -61,6 +61,57 @@ pub struct IssueSpend {
 }
 
 impl IssueSpend {
+    /// The figures of several issues in one query; an issue without runs reads all zeros.
+    /// `None` when history cannot be read.
+    pub fn read_many(
+        conn: &crate::store::ReadConn,
+        issue_ids: &[&str],
+    ) -> Option<std::collections::BTreeMap<String, IssueSpend>> {
+        let mut out: std::collections::BTreeMap<String, IssueSpend> = issue_ids
+            .iter()
+            .map(|id| (id.to_string(), IssueSpend::default()))
+            .collect();
+        if issue_ids.is_empty() {
+            return Some(out);
+        }
+        let marks = vec!["?"; issue_ids.len()].join(",");
+        let sql = format!(
+            "SELECT issue_id, COUNT(*),
+                    COALESCE(SUM(tokens_measured = 0), 0),
+                    COALESCE(SUM(CASE WHEN tokens_measured = 1
+                        THEN MAX(total_tokens - cache_read_tokens, 0) ELSE 0 END), 0),
+                    COALESCE(SUM(unaccounted_turns > 0), 0)
+             FROM run_history WHERE status <> 'ci_failed' AND issue_id IN ({marks})
+             GROUP BY issue_id"
+        );
+        let mut read = || -> rusqlite::Result<()> {
+            let mut stmt = conn.connection().prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(issue_ids.iter()), |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    IssueSpend {
+                        sessions: r.get::<_, i64>(1)?.max(0) as u64,
+                        unmeasured: r.get::<_, i64>(2)?.max(0) as u64,
+                        uncached: r.get::<_, i64>(3)?.max(0) as u64,
+                        lower_bound: r.get::<_, i64>(4)?.max(0) as u64,
+                    },
+                ))
+            })?;
+            for row in rows {
+                let (id, spend) = row?;
+                out.insert(id, spend);
+            }
+            Ok(())
+        };
+        match read() {
+            Ok(()) => Some(out),
+            Err(e) => {
+                log::warn!("issue spend read failed error=\"{e}\"");
+                None
+            }
+        }
+    }
+
     /// Reads the figures in one query; `None` when history cannot be read.
     pub fn read(conn: &crate::store::ReadConn, issue_id: &str) -> Option<IssueSpend> {
         conn.connection()
@@ -146,9 +197,7 @@ pub fn running_row(
     if let Some(s) = &r.session_id {
         m.insert("session_id".into(), s.clone().into());
     }
-    m.insert("attempt".into(), json!(r.attempt + 1));
     m.insert("turn_count".into(), json!(r.turn));
-    m.insert("max_turns".into(), json!(r.max_turns));
     m.insert("self_review_active".into(), false.into());
     m.insert("self_review_iteration".into(), 0.into());
     m.insert("last_event".into(), json!(r.last_event_type));
@@ -326,7 +375,8 @@ pub fn retry_row(r: &RetryRow, cfg: &ConfigView, now_ms: i64) -> Value {
     );
     m.insert("attempt".into(), json!(r.attempt));
     m.insert("due_at".into(), ts(r.due_at_ms));
-    m.insert("error".into(), json!(error.map(wording::retry_reason)));
+    // Served as stored (the reschedule reasons as written); sentences use the plain form.
+    m.insert("error".into(), json!(error));
     put_nonempty(&mut m, "trigger", &r.trigger);
     put_nonempty(&mut m, "agent_kind", &cfg.agent_kind);
     m.insert("stage_lineage".into(), Value::Null);

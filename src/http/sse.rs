@@ -331,12 +331,13 @@ fn pump_runs(
         }
         let d = subs[i].dispatch_id.clone();
         if let Some(row) = snap.running.iter().find(|r| r.dispatch_id == d) {
-            let events: Vec<(i64, Value)> = row
-                .recent_events
-                .iter()
-                .map(|(seq, ev)| (*seq as i64, event_json::served_live(*seq, ev)))
-                .collect();
-            write_events(subs, i, &events, frames)?;
+            let seqs: Vec<i64> = row.recent_events.iter().map(|(s, _)| *s as i64).collect();
+            write_events(subs, i, &seqs, frames, |k| {
+                row.recent_events
+                    .get(k)
+                    .map(|(seq, ev)| event_json::served_live(*seq, ev))
+                    .unwrap_or(Value::Null)
+            })?;
             continue;
         }
         if subs[i].retry_read_at.is_some_and(|t| Instant::now() < t) {
@@ -356,14 +357,7 @@ fn pump_runs(
             }
             Ok(stored) => {
                 subs[i].retry_read_at = None;
-                let events: Vec<(i64, Value)> = stored
-                    .map(|s| {
-                        s.events
-                            .iter()
-                            .map(|e| (e.seq, event_json::served(e.seq, &e.payload)))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let events = stored.map(|s| s.events).unwrap_or_default();
                 if events.is_empty() {
                     subs[i].state = SubState::Gone;
                     frames.frame(
@@ -373,8 +367,14 @@ fn pump_runs(
                     )?;
                     continue;
                 }
-                write_events(subs, i, &events, frames)?;
-                let last = events.last().map(|(s, _)| *s).unwrap_or(0);
+                let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+                write_events(subs, i, &seqs, frames, |k| {
+                    events
+                        .get(k)
+                        .map(|e| event_json::served(e.seq, &e.payload))
+                        .unwrap_or(Value::Null)
+                })?;
+                let last = seqs.last().copied().unwrap_or(0);
                 subs[i].cursor = last;
                 subs[i].state = SubState::Ended;
                 frames.frame(
@@ -389,17 +389,19 @@ fn pump_runs(
 }
 
 /// Writes the events after the subscription's cursor (with a `cursor_expired` reset first when
-/// events between the cursor and the oldest retained one are gone).
+/// events between the cursor and the oldest retained one are gone). `seqs` are the retained
+/// events' numbers, oldest first; `build(k)` renders the k-th only when it is written, so a
+/// wake with nothing new costs no serialization.
 fn write_events(
     subs: &mut [Sub],
     i: usize,
-    events: &[(i64, Value)],
+    seqs: &[i64],
     frames: &mut Frames,
+    build: impl Fn(usize) -> Value,
 ) -> Result<(), StreamEnd> {
-    let (Some((first, _)), Some((newest, _))) = (events.first(), events.last()) else {
+    let (Some(first), Some(newest)) = (seqs.first().copied(), seqs.last().copied()) else {
         return Ok(());
     };
-    let (first, newest) = (*first, *newest);
     if subs[i].cursor > newest {
         subs[i].cursor = newest;
     }
@@ -412,17 +414,13 @@ fn write_events(
             &json!({"dispatch_id": d, "reason": "cursor_expired", "first_seq": first}),
         )?;
     }
-    for (seq, ev) in events {
-        if *seq <= subs[i].cursor {
-            continue;
-        }
+    let start = seqs.partition_point(|s| *s <= subs[i].cursor);
+    for (k, seq) in seqs.iter().enumerate().skip(start) {
         subs[i].cursor = *seq;
         let mut data = serde_json::Map::new();
         data.insert("dispatch_id".into(), subs[i].dispatch_id.clone().into());
-        if let Value::Object(m) = ev {
-            for (k, v) in m {
-                data.insert(k.clone(), v.clone());
-            }
+        if let Value::Object(m) = build(k) {
+            data.extend(m);
         }
         frames.frame(subs, "agent_event", &Value::Object(data))?;
     }

@@ -19,10 +19,17 @@ pub fn running_spend(state: &AppState, snap: &Snapshot) -> BTreeMap<String, Opti
     if snap.running.is_empty() {
         return out;
     }
-    let conn = state.store.read_conn().ok();
-    for r in &snap.running {
-        let spend = conn.as_ref().and_then(|c| IssueSpend::read(c, &r.issue.id));
-        out.insert(r.issue.id.clone(), spend);
+    let ids: Vec<&str> = snap.running.iter().map(|r| r.issue.id.as_str()).collect();
+    let all = state
+        .store
+        .read_conn()
+        .ok()
+        .and_then(|c| IssueSpend::read_many(&c, &ids));
+    for id in ids {
+        out.insert(
+            id.to_string(),
+            all.as_ref().and_then(|m| m.get(id).copied()),
+        );
     }
     out
 }
@@ -59,12 +66,10 @@ pub fn health(snap: &Snapshot) -> Value {
     let poll = &h.poll;
     let polled = poll.at_ms.is_some();
     let failing = polled && poll.outcome != "ok";
-    // The poll check's streak: a preflight failure ends every tick before the read, so its
-    // streak is the preflight's; a tracker failure is known to be at least one.
-    let streak = match (failing, poll.outcome.as_str()) {
-        (false, _) => 0,
-        (true, "preflight_failed") => h.preflight.failing_streak.max(1),
-        (true, _) => 1,
+    let streak = if failing {
+        poll.failing_streak.max(1)
+    } else {
+        0
     };
     let mut pm = Map::new();
     pm.insert(
@@ -72,19 +77,12 @@ pub fn health(snap: &Snapshot) -> Value {
         if failing { "fail" } else { "pass" }.into(),
     );
     pm.insert("checked_at".into(), opt_ts(poll.at_ms));
-    pm.insert(
-        "last_success_at".into(),
-        if polled && !failing {
-            opt_ts(poll.at_ms)
-        } else {
-            Value::Null
-        },
-    );
+    pm.insert("last_success_at".into(), opt_ts(poll.last_success_ms));
     pm.insert("consecutive_failures".into(), json!(streak));
     pm.insert(
         "failing_since".into(),
         if failing {
-            opt_ts(poll.at_ms)
+            opt_ts(poll.failing_since_ms.or(poll.at_ms))
         } else {
             Value::Null
         },
@@ -110,7 +108,14 @@ pub fn health(snap: &Snapshot) -> Value {
     );
     pm.insert(
         "summary_text".into(),
-        wording::poll_summary(polled.then_some(poll.outcome.as_str()), streak, None, false).into(),
+        wording::poll_summary(
+            polled.then_some(poll.outcome.as_str()),
+            streak,
+            poll.last_success_ms
+                .map(|at| (snap.generated_at_ms - at).max(0)),
+            true,
+        )
+        .into(),
     );
     json!({
         "database": Value::Object(check(&h.database)),

@@ -90,6 +90,25 @@ pub struct PassInput {
     pub parked: HashSet<String>,
 }
 
+impl PassInput {
+    /// The configured states and slot limits, with nothing running or claimed (a dry run
+    /// starts from this; the tick adds its live state).
+    pub fn from_config(cfg: &crate::config::ServiceConfig) -> PassInput {
+        PassInput {
+            active_states: cfg.tracker.active_states.clone(),
+            terminal_states: cfg.tracker.terminal_states.clone(),
+            max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
+            max_by_state: cfg
+                .agent
+                .max_concurrent_agents_by_state
+                .iter()
+                .map(|(k, v)| (k.clone(), *v as usize))
+                .collect(),
+            ..Default::default()
+        }
+    }
+}
+
 /// Runs the gates over already-sorted candidates. Slots are consumed as issues are dispatched,
 /// so the result is exactly what a tick would do with this input.
 pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {

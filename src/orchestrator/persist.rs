@@ -317,26 +317,17 @@ pub fn record_run(
             seq: *seq as i64,
             at_ms: ev.at_ms,
             event_type: ev.kind.type_name().to_string(),
-            payload: serde_json::to_value(ev).unwrap_or(serde_json::Value::Null),
+            payload: serde_json::to_value(ev.as_ref()).unwrap_or(serde_json::Value::Null),
         })
         .collect();
-    let session = e.session_id.as_ref().map(|sid| SessionMeta {
-        issue_id: e.issue.id.clone(),
-        session_id: sid.clone(),
-        agent_pid: e.agent_pid.map(|p| p.to_string()),
-        input_tokens: n(t.input_tokens),
-        output_tokens: n(t.output_tokens),
-        total_tokens: n(t.total_tokens),
-        cache_read_tokens: n(t.cache_read_tokens),
-        cache_write_tokens: n(t.cache_write_tokens),
-        model_name: e.reported_model.clone().unwrap_or_default(),
-        api_request_count: e.api_request_count as i64,
-        api_requests_measured: true,
-        started_at_ms: Some(e.started_at_ms),
-        updated_at_ms: result.ended_at_ms,
-        exit_type: Some(status.to_string()),
-        dispatch_id: None,
-    });
+    // Always written, so the exit clears the dispatch id the live row carried (a row that
+    // still names a dispatch at the next start counts as a session lost with its process).
+    let session = Some(session_meta(
+        e,
+        result.ended_at_ms,
+        Some(status.to_string()),
+        None,
+    ));
     store
         .writer()
         .record(RunWrite {
@@ -361,4 +352,45 @@ pub fn usage_by_issue(
     store: &Store,
 ) -> Result<std::collections::HashMap<String, crate::store::IssueUsage>, String> {
     store.writer().usage_by_issue().map_err(|e| e.to_string())
+}
+
+/// Keeps the issue's session row current while its session runs (tokens so far, the dispatch
+/// that writes it), so that a process killed mid-run leaves its spend on record; the exit write
+/// clears the dispatch id. Queued, not awaited.
+pub fn write_live_session(store: &Store, e: &RunningEntry, now_ms: i64) {
+    warn_on_err(
+        "upsert_session",
+        store
+            .writer()
+            .upsert_session(session_meta(e, now_ms, None, Some(e.dispatch_id.clone()))),
+    );
+}
+
+/// The issue's session row from its running entry. Unmeasured tokens are stored as 0 (the row's
+/// existence says nothing about measurement; run history carries the flag).
+fn session_meta(
+    e: &RunningEntry,
+    updated_at_ms: i64,
+    exit_type: Option<String>,
+    dispatch_id: Option<String>,
+) -> SessionMeta {
+    let t = &e.tokens;
+    let n = |v: u64| if e.tokens_measured { v as i64 } else { 0 };
+    SessionMeta {
+        issue_id: e.issue.id.clone(),
+        session_id: e.session_id.clone().unwrap_or_default(),
+        agent_pid: e.agent_pid.map(|p| p.to_string()),
+        input_tokens: n(t.input_tokens),
+        output_tokens: n(t.output_tokens),
+        total_tokens: n(t.total_tokens),
+        cache_read_tokens: n(t.cache_read_tokens),
+        cache_write_tokens: n(t.cache_write_tokens),
+        model_name: e.reported_model.clone().unwrap_or_default(),
+        api_request_count: e.api_request_count as i64,
+        api_requests_measured: true,
+        started_at_ms: Some(e.started_at_ms),
+        updated_at_ms,
+        exit_type,
+        dispatch_id,
+    }
 }

@@ -31,7 +31,7 @@ pub struct RunningRow {
     pub model: Option<String>,
     pub stall_at_ms: Option<i64>,
     /// The newest kept events, oldest first: `(seq, event)`.
-    pub recent_events: Vec<(u64, crate::agent::AgentEvent)>,
+    pub recent_events: Vec<(u64, std::sync::Arc<crate::agent::AgentEvent>)>,
     pub workspace_path: Option<String>,
     /// Turns that reached the model without a usage figure (makes token sums lower bounds).
     pub turns_without_figure: u32,

@@ -51,7 +51,9 @@ pub struct RunningEntry {
 /// newest kept message are not kept, as the seed specifies.
 #[derive(Default)]
 pub struct EventRing {
-    pub events: VecDeque<(u64, AgentEvent, usize)>,
+    /// `(seq, event, serialized size)`; events are shared with published snapshots, so a
+    /// publish copies pointers, not event text.
+    pub events: VecDeque<(u64, std::sync::Arc<AgentEvent>, usize)>,
     pub bytes: usize,
     pub next_seq: u64,
     pub dropped: u64,
@@ -80,7 +82,8 @@ impl EventRing {
         }
         self.next_seq += 1;
         let size = serde_json::to_string(event).map(|s| s.len()).unwrap_or(0);
-        self.events.push_back((self.next_seq, event.clone(), size));
+        self.events
+            .push_back((self.next_seq, std::sync::Arc::new(event.clone()), size));
         self.bytes += size;
         while self.events.len() > RUN_EVENTS_MAX || self.bytes > RUN_EVENTS_MAX_BYTES {
             match self.events.pop_front() {
@@ -187,6 +190,41 @@ pub struct PollHealth {
     pub error: Option<String>,
     pub candidates: usize,
     pub dispatched: usize,
+    /// Consecutive polls that did not read the tracker successfully.
+    pub failing_streak: u32,
+    /// When the current failing streak began.
+    pub failing_since_ms: Option<i64>,
+    /// When a poll last read the tracker successfully.
+    pub last_success_ms: Option<i64>,
+}
+
+impl PollHealth {
+    /// Records one poll's outcome (`ok`, `preflight_failed`, `tracker_failed`).
+    pub fn record(
+        &mut self,
+        now_ms: i64,
+        outcome: &str,
+        error: Option<String>,
+        candidates: usize,
+        dispatched: usize,
+    ) {
+        let ok = outcome == "ok";
+        if ok {
+            self.failing_streak = 0;
+            self.failing_since_ms = None;
+            self.last_success_ms = Some(now_ms);
+        } else {
+            if self.failing_streak == 0 {
+                self.failing_since_ms = Some(now_ms);
+            }
+            self.failing_streak += 1;
+        }
+        self.at_ms = Some(now_ms);
+        self.outcome = outcome.to_string();
+        self.error = error.map(|e| crate::mask::mask(&e));
+        self.candidates = candidates;
+        self.dispatched = dispatched;
+    }
 }
 
 /// Health of the orchestrator's own checks.
@@ -242,5 +280,58 @@ impl State {
             .chain(self.retries.keys())
             .cloned()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poll_health_tracks_streaks_and_last_success() {
+        let mut p = PollHealth::default();
+        p.record(1_000, "ok", None, 3, 1);
+        assert_eq!((p.failing_streak, p.last_success_ms), (0, Some(1_000)));
+        p.record(2_000, "tracker_failed", Some("boom".into()), 0, 0);
+        p.record(3_000, "preflight_failed", Some("bad".into()), 0, 0);
+        assert_eq!(p.failing_streak, 2);
+        assert_eq!(p.failing_since_ms, Some(2_000));
+        assert_eq!(p.last_success_ms, Some(1_000));
+        assert_eq!(p.error.as_deref(), Some("bad"));
+        p.record(4_000, "ok", None, 0, 0);
+        assert_eq!((p.failing_streak, p.failing_since_ms), (0, None));
+        assert_eq!(p.error, None);
+    }
+
+    #[test]
+    fn event_ring_keeps_the_newest_and_skips_repeats_and_usage() {
+        use crate::agent::{AgentEvent, AgentEventKind, TokenUsage};
+        let mut ring = EventRing::default();
+        let note = |m: &str| {
+            AgentEvent::new(
+                0,
+                AgentEventKind::Notification {
+                    message: m.to_string(),
+                },
+            )
+        };
+        assert_eq!(ring.push(&note("a")), Some(1));
+        assert_eq!(ring.push(&note("a")), None, "a repeat is not kept");
+        assert_eq!(ring.push(&note("  ")), None, "a heartbeat is not kept");
+        let usage = AgentEvent::new(
+            0,
+            AgentEventKind::TokenUsage {
+                usage: TokenUsage::new(1, 1, 0, 0),
+                model: None,
+                api_duration_ms: None,
+            },
+        );
+        assert_eq!(ring.push(&usage), None);
+        for i in 0..(RUN_EVENTS_MAX + 5) {
+            ring.push(&note(&format!("n{i}")));
+        }
+        assert_eq!(ring.events.len(), RUN_EVENTS_MAX);
+        assert_eq!(ring.events.front().map(|e| e.0), Some(7));
+        assert!(ring.dropped >= 5);
     }
 }

@@ -32,14 +32,17 @@ pub struct TrackerOps {
 
 impl TrackerOps {
     /// Starts the thread.
-    pub fn spawn(tracker: Arc<dyn TrackerAdapter>) -> TrackerOps {
+    pub fn spawn(
+        tracker: Arc<dyn TrackerAdapter>,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> TrackerOps {
         let (tx, rx) = crossbeam_channel::unbounded::<TrackerOp>();
         let (done_tx, done) = crossbeam_channel::bounded(1);
         let spawned = std::thread::Builder::new()
             .name("tracker-ops".into())
             .spawn(move || {
                 for op in rx.iter() {
-                    run(tracker.as_ref(), op);
+                    run(tracker.as_ref(), &metrics, op);
                 }
                 let _ = done_tx.send(());
             });
@@ -72,7 +75,7 @@ impl TrackerOps {
     }
 }
 
-fn run(tracker: &dyn TrackerAdapter, op: TrackerOp) {
+fn run(tracker: &dyn TrackerAdapter, metrics: &crate::metrics::Metrics, op: TrackerOp) {
     match op {
         TrackerOp::Comment {
             issue_id,
@@ -80,12 +83,18 @@ fn run(tracker: &dyn TrackerAdapter, op: TrackerOp) {
             lifecycle,
             text,
         } => match tracker.comment_issue(&issue_id, &crate::mask::mask(&text)) {
-            Ok(()) => log::info!(
-                "tracker comment posted issue_id={issue_id} issue_identifier={issue_identifier} lifecycle={lifecycle}"
-            ),
-            Err(e) => log::warn!(
-                "tracker comment failed issue_id={issue_id} issue_identifier={issue_identifier} lifecycle={lifecycle} error=\"{e}\""
-            ),
+            Ok(()) => {
+                metrics.tracker_comment(lifecycle, "success");
+                log::info!(
+                    "tracker comment posted issue_id={issue_id} issue_identifier={issue_identifier} lifecycle={lifecycle}"
+                )
+            }
+            Err(e) => {
+                metrics.tracker_comment(lifecycle, "error");
+                log::warn!(
+                    "tracker comment failed issue_id={issue_id} issue_identifier={issue_identifier} lifecycle={lifecycle} error=\"{e}\""
+                )
+            }
         },
     }
 }

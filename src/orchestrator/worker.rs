@@ -36,6 +36,7 @@ pub struct WorkerJob {
     pub cancel: CancelToken,
     pub clock: Arc<dyn Clock>,
     pub tx: Sender<OrchMsg>,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Starts the supervisor thread for `job`.
@@ -107,16 +108,23 @@ fn run_phases(job: &WorkerJob, p: &mut Progress) -> WorkerExit {
     let issue = &job.issue;
 
     // 1. Move the issue to the in-progress state (non-fatal).
-    if let Some(state) = cfg.tracker.in_progress_state.as_deref()
-        && !state_eq(state, &issue.state)
-        && let Err(e) = job.tracker.transition_issue(&issue.id, state)
-    {
-        log::warn!(
-            "in-progress transition failed issue_id={} issue_identifier={} error=\"{}\"",
-            issue.id,
-            issue.identifier,
-            e
-        );
+    match cfg.tracker.in_progress_state.as_deref() {
+        Some(state) if !state_eq(state, &issue.state) => {
+            match job.tracker.transition_issue(&issue.id, state) {
+                Ok(()) => job.metrics.dispatch_transition("success"),
+                Err(e) => {
+                    job.metrics.dispatch_transition("error");
+                    log::warn!(
+                        "in-progress transition failed issue_id={} issue_identifier={} error=\"{}\"",
+                        issue.id,
+                        issue.identifier,
+                        e
+                    );
+                }
+            }
+        }
+        Some(_) => job.metrics.dispatch_transition("skipped"),
+        None => {}
     }
     if let Some(r) = job.cancel.reason() {
         return WorkerExit::Cancelled { reason: r };

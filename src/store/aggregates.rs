@@ -73,6 +73,73 @@ pub(crate) fn add_run(conn: &Connection, r: &RunRecord, now_ms: i64) -> Result<(
     Ok(())
 }
 
+/// Folds the sessions that were still running when an earlier process died into the counters.
+/// A live session keeps its session row current (tokens so far, its dispatch id); a clean exit
+/// records the run and clears the dispatch id. A row that still names a dispatch at start-up
+/// belongs to a process that was killed: its tokens and its dispatch are added once, and the
+/// row is marked `lost`, so counters never fall below what the killed process had counted.
+/// Returns how many sessions were folded in.
+pub(crate) fn absorb_lost_sessions(conn: &Connection, now_ms: i64) -> Result<i64, StoreError> {
+    let tx = conn
+        .unchecked_transaction()
+        .ctx("begin absorbing lost sessions")?;
+    let (n, input, output, total, cache_read, cache_write): (i64, i64, i64, i64, i64, i64) = tx
+        .query_row(
+            "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+                 COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cache_read_tokens), 0),
+                 COALESCE(SUM(cache_write_tokens), 0)
+             FROM session_metadata WHERE dispatch_id IS NOT NULL",
+            [],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            },
+        )
+        .ctx("sum lost sessions")?;
+    if n == 0 {
+        return Ok(0);
+    }
+    tx.execute(
+        "INSERT INTO aggregate_metrics (key, input_tokens, output_tokens, total_tokens,
+             cache_read_tokens, cache_write_tokens, dispatches, seconds_running,
+             unmeasured_sessions, updated_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, 0, ?8)
+         ON CONFLICT(key) DO UPDATE SET
+             input_tokens = input_tokens + excluded.input_tokens,
+             output_tokens = output_tokens + excluded.output_tokens,
+             total_tokens = total_tokens + excluded.total_tokens,
+             cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+             cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+             dispatches = dispatches + excluded.dispatches,
+             updated_at_ms = excluded.updated_at_ms",
+        params![
+            KEY,
+            input,
+            output,
+            total,
+            cache_read,
+            cache_write,
+            n,
+            now_ms
+        ],
+    )
+    .ctx("add lost sessions to aggregate metrics")?;
+    tx.execute(
+        "UPDATE session_metadata SET dispatch_id = NULL, exit_type = 'lost'
+         WHERE dispatch_id IS NOT NULL",
+        [],
+    )
+    .ctx("mark lost sessions")?;
+    tx.commit().ctx("commit absorbing lost sessions")?;
+    Ok(n)
+}
+
 /// The counters; zeros when nothing was ever recorded.
 pub(crate) fn load(conn: &Connection) -> Result<AggregateTotals, StoreError> {
     let mut t = conn

@@ -136,6 +136,11 @@ impl WriterHandle {
         let id = issue_id.to_string();
         self.query(move |c| super::runs::uncached_tokens_for_issue(c, &id))
     }
+    /// Folds sessions left running by a killed process into the counters (see
+    /// `aggregates::absorb_lost_sessions`); returns how many there were.
+    pub fn absorb_lost_sessions(&self, now_ms: i64) -> Result<i64, StoreError> {
+        self.query(move |c| super::aggregates::absorb_lost_sessions(c, now_ms))
+    }
     /// Budget usage of every issue with runs, after every earlier write.
     pub fn usage_by_issue(
         &self,

@@ -35,6 +35,7 @@ impl Orchestrator {
             cancel: cancel.clone(),
             clock: self.clock.clone(),
             tx: self.tx.clone(),
+            metrics: self.metrics.clone(),
         };
         log::info!(
             "dispatching issue_id={} issue_identifier={} dispatch_id={} attempt={}",
@@ -75,6 +76,9 @@ impl Orchestrator {
             },
         );
         self.state.totals.dispatches += 1;
+        if let Some(e) = self.state.running.get(&issue.id) {
+            persist::write_live_session(&self.store, e, now);
+        }
         if self.workflow.config.tracker.comments.on_dispatch {
             self.tracker_ops
                 .submit(crate::orchestrator::tracker_ops::TrackerOp::Comment {
@@ -91,7 +95,10 @@ impl Orchestrator {
                     ),
                 });
         }
-        if let Err(e) = worker::spawn(job) {
+        let spawned = worker::spawn(job);
+        self.metrics
+            .dispatch(if spawned.is_ok() { "success" } else { "error" });
+        if let Err(e) = spawned {
             log::error!(
                 "failed to spawn agent issue_id={} issue_identifier={} error=\"{e}\"",
                 issue.id,

@@ -26,7 +26,18 @@ impl Orchestrator {
                 e.session_id = Some(session_id.clone());
                 e.agent_pid = *agent_pid;
             }
+            AgentEventKind::ToolResult {
+                tool_name,
+                tool_error,
+                ..
+            } => {
+                self.metrics.tool_call(
+                    tool_name.as_deref().unwrap_or("unknown"),
+                    if *tool_error { "error" } else { "success" },
+                );
+            }
             AgentEventKind::TokenUsage { usage, model, .. } => {
+                self.metrics.token_usage(usage);
                 e.tokens = e.tokens.plus(usage);
                 e.tokens_measured = true;
                 e.turn_had_usage = true;
@@ -60,6 +71,17 @@ impl Orchestrator {
                 e.turns_without_figure += 1;
             }
             _ => {}
+        }
+        if matches!(event.kind, AgentEventKind::TokenUsage { .. }) {
+            persist::write_live_session(&self.store, e, self.clock.now_ms());
+        }
+        let Some(e) = self.state.running.get_mut(&issue_id) else {
+            return;
+        };
+        let mut event = event;
+        if event.kind.is_terminal() {
+            // Turn-ending events carry the run's totals so far (null while unmeasured).
+            event.run_usage = e.tokens_measured.then_some(e.tokens);
         }
         e.events.push(&event);
     }

@@ -22,8 +22,10 @@ impl Orchestrator {
         self.state.totals.seconds_running += seconds;
         if !entry.tokens_measured {
             self.state.totals.unmeasured_sessions += 1;
+            self.metrics.unmeasured_session();
         }
         let status = run_status(&result.exit, entry.budget_stopped);
+        self.metrics.worker_exit(status, seconds);
         // Persist the run before any retry is scheduled.
         if let Err(e) = persist::record_run(
             &self.store,
@@ -224,6 +226,9 @@ impl Orchestrator {
                     None => true,
                 };
                 if !still_active {
+                    if cfg.handoff_state.is_some() {
+                        self.metrics.handoff("skipped");
+                    }
                     self.release(&issue.id);
                     return;
                 }
@@ -255,6 +260,7 @@ impl Orchestrator {
     pub(super) fn transition_and_record(&mut self, issue: &Issue, state: &str) -> bool {
         match self.tracker.transition_issue(&issue.id, state) {
             Ok(()) => {
+                self.metrics.handoff("success");
                 self.state
                     .outcomes
                     .insert(issue.id.clone(), ("handed_off".into(), state.to_string()));
@@ -268,6 +274,7 @@ impl Orchestrator {
                 true
             }
             Err(e) => {
+                self.metrics.handoff("error");
                 log::warn!(
                     "handoff transition failed issue_id={} issue_identifier={} state=\"{}\" error=\"{e}\"",
                     issue.id,

@@ -48,6 +48,8 @@ pub struct OrchestratorDeps {
     pub agent: Arc<dyn AgentAdapter>,
     pub store: Arc<Store>,
     pub clock: Arc<dyn Clock>,
+    /// Prometheus counters and histograms, seeded from the persisted aggregates.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// The handle other threads hold.
@@ -55,6 +57,7 @@ pub struct OrchestratorDeps {
 pub struct OrchestratorHandle {
     pub tx: Sender<OrchMsg>,
     pub snapshot: Arc<RwLock<Arc<Snapshot>>>,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl OrchestratorHandle {
@@ -82,6 +85,7 @@ pub struct Orchestrator {
     agent: Arc<dyn AgentAdapter>,
     store: Arc<Store>,
     clock: Arc<dyn Clock>,
+    metrics: Arc<crate::metrics::Metrics>,
     state: State,
     tx: Sender<OrchMsg>,
     rx: Receiver<OrchMsg>,
@@ -122,7 +126,11 @@ impl Orchestrator {
             draining: None,
             tick_count: 0,
             started_at_ms: now,
-            tracker_ops: crate::orchestrator::tracker_ops::TrackerOps::spawn(deps.tracker.clone()),
+            tracker_ops: crate::orchestrator::tracker_ops::TrackerOps::spawn(
+                deps.tracker.clone(),
+                deps.metrics.clone(),
+            ),
+            metrics: deps.metrics.clone(),
         };
         o.warm_start();
         o.publish();
@@ -131,6 +139,7 @@ impl Orchestrator {
             OrchestratorHandle {
                 tx,
                 snapshot: published,
+                metrics: deps.metrics,
             },
         )
     }

@@ -70,8 +70,14 @@ impl Orchestrator {
             };
             if active && !terminal {
                 e.issue.state = state;
+                self.metrics.reconciliation("keep");
                 continue;
             }
+            self.metrics
+                .reconciliation(if terminal { "cleanup" } else { "stop" });
+            let Some(e) = self.state.running.get_mut(&id) else {
+                continue;
+            };
             if terminal {
                 log::info!(
                     "stopping worker for terminal issue issue_id={} issue_identifier={} state=\"{}\"",
@@ -130,6 +136,9 @@ impl Orchestrator {
                     .map(|(k, _)| k)
                     .collect();
                 let removed = ws.cleanup_terminal(&terminal);
+                for _ in 0..removed {
+                    self.metrics.reconciliation("sweep_cleanup");
+                }
                 if removed > 0 {
                     log::info!("removed workspaces of terminal issues count={removed}");
                 }

@@ -21,6 +21,20 @@ impl Orchestrator {
         {
             return;
         }
+        // A spent budget holds the issue now rather than queueing a retry that could only be
+        // refused when it fires.
+        if let Some(hold) = self.budget_hold_for(issue, None) {
+            log::warn!(
+                "effort budget exhausted, blocking re-dispatch issue_id={} issue_identifier={} reason={} used={} limit={}",
+                issue.id,
+                issue.identifier,
+                hold.reason,
+                hold.used,
+                hold.limit
+            );
+            self.state.budget_held.insert(issue.id.clone(), hold);
+            return;
+        }
         let info = RetryInfo {
             issue: issue.clone(),
             attempt,
@@ -39,6 +53,7 @@ impl Orchestrator {
             trigger
         );
         persist::save_retry(&self.store, &info, &self.workflow);
+        self.metrics.retry(trigger);
         self.state.retry_queue.schedule(&issue.id, due);
         self.state.retries.insert(issue.id.clone(), info);
     }
@@ -83,6 +98,7 @@ impl Orchestrator {
             reason
         );
         persist::save_retry(&self.store, &info, &self.workflow);
+        self.metrics.retry("timer");
         self.state
             .retry_queue
             .schedule(&info.issue.id, info.due_at_ms);
@@ -165,6 +181,17 @@ impl Orchestrator {
         else {
             return RetryNowOutcome::NotFound;
         };
+        // With every global slot taken the timer path could only put the retry back; say so
+        // without touching it.
+        let limit = self.workflow.config.agent.max_concurrent_agents as usize;
+        if self.state.running.len() >= limit
+            && let Some(r) = self.state.retries.get(&id)
+        {
+            return RetryNowOutcome::StillWaiting {
+                reason: "no available orchestrator slots".into(),
+                due_at_ms: r.due_at_ms,
+            };
+        }
         let Some(before) = self.state.retries.remove(&id) else {
             return RetryNowOutcome::NotFound;
         };

@@ -45,7 +45,24 @@ impl Orchestrator {
         }
     }
 
+    /// One poll tick, timed for `sortie_poll_duration_seconds`.
     pub(super) fn tick(&mut self) {
+        let started = self.clock.instant();
+        self.tick_inner();
+        let result = match self.state.health.poll.outcome.as_str() {
+            "ok" => "success",
+            "preflight_failed" => "skipped",
+            _ => "error",
+        };
+        let secs = self
+            .clock
+            .instant()
+            .saturating_duration_since(started)
+            .as_secs_f64();
+        self.metrics.poll(secs, result);
+    }
+
+    fn tick_inner(&mut self) {
         self.tick_count += 1;
         let now = self.clock.now_ms();
         // 1. Reload (failure keeps the last good workflow).
@@ -70,27 +87,26 @@ impl Orchestrator {
         }
         if let Err(e) = preflight {
             log::warn!("{e}");
-            self.state.health.poll = crate::orchestrator::state::PollHealth {
-                at_ms: Some(now),
-                outcome: "preflight_failed".into(),
-                error: Some(crate::mask::mask(&e)),
-                candidates: 0,
-                dispatched: 0,
-            };
+            self.state
+                .health
+                .poll
+                .record(now, "preflight_failed", Some(e.clone()), 0, 0);
             return;
         }
         // 7. Candidates.
-        let mut candidates = match self.tracker.fetch_candidate_issues() {
+        let fetched = self.tracker.fetch_candidate_issues();
+        self.metrics.tracker_request(
+            "fetch_candidates",
+            if fetched.is_ok() { "success" } else { "error" },
+        );
+        let mut candidates = match fetched {
             Ok(c) => c,
             Err(e) => {
                 log::warn!("failed to fetch candidate issues error=\"{e}\"");
-                self.state.health.poll = crate::orchestrator::state::PollHealth {
-                    at_ms: Some(now),
-                    outcome: "tracker_failed".into(),
-                    error: Some(crate::mask::mask(&e.to_string())),
-                    candidates: 0,
-                    dispatched: 0,
-                };
+                self.state
+                    .health
+                    .poll
+                    .record(now, "tracker_failed", Some(e.to_string()), 0, 0);
                 return;
             }
         };
@@ -130,13 +146,10 @@ impl Orchestrator {
             }
         }
         self.state.held = held;
-        self.state.health.poll = crate::orchestrator::state::PollHealth {
-            at_ms: Some(now),
-            outcome: "ok".into(),
-            error: None,
-            candidates: candidates.len(),
-            dispatched,
-        };
+        self.state
+            .health
+            .poll
+            .record(now, "ok", None, candidates.len(), dispatched);
         log::info!(
             "tick completed candidates={} dispatched={} running={} retrying={}",
             candidates.len(),
@@ -155,20 +168,12 @@ impl Orchestrator {
                 .or_insert(0) += 1;
         }
         PassInput {
-            active_states: cfg.tracker.active_states.clone(),
-            terminal_states: cfg.tracker.terminal_states.clone(),
-            max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
-            max_by_state: cfg
-                .agent
-                .max_concurrent_agents_by_state
-                .iter()
-                .map(|(k, v)| (k.clone(), *v as usize))
-                .collect(),
             running_total: self.state.running.len(),
             running_by_state,
             claimed: self.state.claimed(),
             budget_held: self.state.budget_held.keys().cloned().collect(),
             parked: self.state.parked.keys().cloned().collect(),
+            ..PassInput::from_config(cfg)
         }
     }
 

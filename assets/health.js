@@ -1,0 +1,68 @@
+// Health & Workflow: the health block (database, preflight, workflow file, poll, SCM) and the
+// configuration in effect, both from GET /api/v1/state.
+
+import * as api from "./api.js";
+import { h, panel, facts, relative } from "./dom.js";
+
+export const title = "Health & Workflow";
+
+export function create(ctx) {
+  return {
+    async refresh() {
+      const s = await api.state();
+      ctx.setGenerated(s.generated_at);
+      ctx.render(view(s, ctx));
+    },
+  };
+}
+
+function view(s, ctx) {
+  const health = s.health || {};
+  const checks = Object.entries(health).map(([name, c]) => check(name, c || {}));
+  const cfg = s.config || null;
+  return [
+    h("h1", {}, "Health & Workflow"),
+    h("div", { class: "grid2" },
+      panel("Health", checks.length ? h("ul", { class: "rows", id: "health-checks" }, checks) : null, { id: "health", empty: "No health data." }),
+      panel("Daemon", h("dl", { class: "kv" },
+        h("dt", {}, "Version"), h("dd", {}, s.version || "—"),
+        h("dt", {}, "Started"), h("dd", {}, s.started_at ? relative(s.started_at) : "—"),
+        h("dt", {}, "Snapshot"), h("dd", {}, s.generated_at || "—"),
+        h("dt", {}, "Tracker"), h("dd", {}, (cfg && cfg.tracker && cfg.tracker.kind) || "—"),
+        h("dt", {}, "Agent"), h("dd", {}, (cfg && cfg.agent && cfg.agent.kind) || "—")),
+        { id: "daemon" },
+        ),
+    ),
+    h("div", {}, h("button", { type: "button", class: "secondary", "data-action": "refresh",
+      onclick: async (e) => { e.target.disabled = true; try { await api.refresh(); } finally { e.target.disabled = false; ctx.changed(); } } },
+      "Poll now")),
+    panel("Configuration in effect", cfg ? config(cfg) : null, { id: "config", empty: "The state document carries no configuration." }),
+  ];
+}
+
+function check(name, c) {
+  const st = c.status || (c.ok === true ? "pass" : c.ok === false ? "fail" : "");
+  return h("li", { dataset: { check: name } },
+    h("div", { class: "row-head" }, h("b", {}, name), h("span", { class: `status ${st}` }, st || "unknown"),
+      c.file ? h("span", { class: "muted" }, c.file) : null),
+    c.summary_text ? h("div", {}, c.summary_text) : null,
+    c.error ? h("div", { class: "msg" }, c.error) : null,
+    facts([["checked", relative(c.checked_at)], ["last success", relative(c.last_success_at)],
+      ["failing since", relative(c.failing_since)], ["failures in a row", c.consecutive_failures || null],
+      ["next poll", relative(c.next_poll_at)], ["outcome", c.outcome]]));
+}
+
+/** The config as nested definition lists: readable on a phone, no JSON to squint at. */
+function config(v, depth = 0) {
+  if (v === null || v === undefined) return h("span", { class: "muted" }, "—");
+  if (Array.isArray(v)) {
+    if (v.every((x) => typeof x !== "object" || x === null)) return v.length ? v.join(", ") : h("span", { class: "muted" }, "none");
+    return h("ol", {}, v.map((x) => h("li", {}, config(x, depth + 1))));
+  }
+  if (typeof v === "object") {
+    const entries = Object.entries(v);
+    if (!entries.length) return h("span", { class: "muted" }, "{}");
+    return h("dl", { class: "kv" }, entries.map(([k, x]) => [h("dt", {}, k), h("dd", {}, config(x, depth + 1))]));
+  }
+  return String(v);
+}

@@ -1,0 +1,108 @@
+//! The metric catalogue (spec core.md §3): names, help texts, label names, the label values
+//! each label may take, and histogram buckets. One place so the dashboard JSON and the tests
+//! can be checked against it.
+
+/// Label values pre-created at zero so every series exists from the first scrape (a `rate()`
+/// over a series that appears late misses its first increments).
+pub const TOKEN_TYPES: &[&str] = &["input", "output", "cache_read", "cache_write"];
+pub const DISPATCH_OUTCOMES: &[&str] = &["success", "error"];
+pub const EXIT_TYPES: &[&str] = &["normal", "error", "cancelled", "soft_stop"];
+pub const RETRY_TRIGGERS: &[&str] = &[
+    "error",
+    "continuation",
+    "timer",
+    "stall",
+    "ci_fix",
+    "usage_limit",
+];
+pub const RECONCILE_ACTIONS: &[&str] = &["stop", "cleanup", "keep", "sweep_cleanup"];
+pub const POLL_RESULTS: &[&str] = &["success", "error", "skipped"];
+pub const TRACKER_OPERATIONS: &[&str] = &[
+    "fetch_candidates",
+    "fetch_issue",
+    "fetch_comments",
+    "transition",
+    "comment",
+    "fetch_by_states",
+    "fetch_states_by_ids",
+    "fetch_states_by_identifiers",
+    "add_label",
+];
+pub const SUCCESS_ERROR: &[&str] = &["success", "error"];
+pub const SUCCESS_ERROR_SKIPPED: &[&str] = &["success", "error", "skipped"];
+pub const COMMENT_LIFECYCLES: &[&str] = &["dispatch", "completion", "failure"];
+pub const CI_RESULTS: &[&str] = &["passing", "pending", "failing", "error"];
+pub const ESCALATION_ACTIONS: &[&str] = &["label", "comment", "error"];
+pub const REVIEW_RESULTS: &[&str] = &["dispatched", "error", "skipped"];
+pub const SELF_REVIEW_VERDICTS: &[&str] = &["pass", "iterate", "none"];
+
+/// Label value used for anything outside a label's known set, so a caller's typo or an
+/// unexpected value can never create unbounded series.
+pub const OTHER: &str = "other";
+
+/// Distinct free-form values (tool names, verification commands) kept per label before new
+/// ones fold into [`OTHER`].
+pub const FREE_LABEL_CAP: usize = 64;
+/// Free-form label values are cut to this many characters.
+pub const FREE_LABEL_CHARS: usize = 64;
+
+/// `sortie_poll_duration_seconds`: 0.1·2^k, k = 0..9 (0.1 … 51.2).
+pub fn poll_buckets() -> Vec<f64> {
+    (0..10).map(|k| 0.1 * f64::from(1u32 << k)).collect()
+}
+
+/// `sortie_worker_duration_seconds` and the verification histogram: 10·2^k, k = 0..11.
+pub fn worker_buckets() -> Vec<f64> {
+    (0..12).map(|k| 10.0 * f64::from(1u32 << k)).collect()
+}
+
+/// Maps a run status (as stored with the run and in the aggregate exits table) or an
+/// `exit_type` label value to the `exit_type` label value.
+pub fn exit_type(status: &str) -> &'static str {
+    match status {
+        "normal" | "succeeded" => "normal",
+        "error" | "failed" => "error",
+        "cancelled" | "budget_stopped" | "stalled" => "cancelled",
+        "soft_stop" => "soft_stop",
+        _ => OTHER,
+    }
+}
+
+/// `value` when it is one of `allowed`, else [`OTHER`].
+pub fn bounded<'a>(value: &'a str, allowed: &[&str]) -> &'a str {
+    if allowed.contains(&value) {
+        value
+    } else {
+        OTHER
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_match_the_catalogue() {
+        let p = poll_buckets();
+        assert_eq!(p.len(), 10);
+        assert!((p[0] - 0.1).abs() < 1e-9 && (p[9] - 51.2).abs() < 1e-9);
+        let w = worker_buckets();
+        assert_eq!(w.len(), 12);
+        assert_eq!((w[0], w[11]), (10.0, 20480.0));
+    }
+
+    #[test]
+    fn exit_types_map_run_statuses() {
+        assert_eq!(exit_type("succeeded"), "normal");
+        assert_eq!(exit_type("failed"), "error");
+        assert_eq!(exit_type("budget_stopped"), "cancelled");
+        assert_eq!(exit_type("cancelled"), "cancelled");
+        assert_eq!(exit_type("weird"), OTHER);
+    }
+
+    #[test]
+    fn unknown_label_values_fold_into_other() {
+        assert_eq!(bounded("stall", RETRY_TRIGGERS), "stall");
+        assert_eq!(bounded("MT-649", RETRY_TRIGGERS), OTHER);
+    }
+}

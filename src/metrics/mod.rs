@@ -1,0 +1,435 @@
+//! Prometheus metrics (spec core.md §3): the catalogue's counters and histograms, recorded by
+//! the orchestrator as things happen, and gauges computed from the published snapshot at
+//! scrape time. Counters the seed promises never reset (tokens, dispatches, worker exits,
+//! runtime, unmeasured sessions) start from the persisted aggregate row, so a restart draws
+//! no cliff. No label ever carries an issue id: every label value is either from a fixed set
+//! or a capped free-form set (see [`catalogue`] and [`free_label`]).
+
+pub mod catalogue;
+mod free_label;
+mod registry;
+
+use std::sync::Arc;
+
+use prometheus::{Counter, Histogram, HistogramVec, IntCounter, IntCounterVec};
+
+use crate::agent::TokenUsage;
+use crate::clock::{Clock, SystemClock};
+use crate::orchestrator::snapshot::Snapshot;
+use crate::store::AggregateTotals;
+
+use catalogue::*;
+use free_label::FreeLabel;
+pub use registry::{GaugeValues, elapsed_seconds};
+use registry::{Gauges, Reg};
+
+/// The `Content-Type` of [`Metrics::render`]'s output (Prometheus text format 0.0.4).
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// All metrics of one daemon. Thread-safe: recording methods take `&self` and may be called
+/// from any thread; share it in an `Arc`.
+pub struct Metrics {
+    reg: Reg,
+    clock: Arc<dyn Clock>,
+    gauges: Gauges,
+    // Kept across restarts (seeded).
+    tokens: IntCounterVec,
+    runtime: Counter,
+    dispatches: IntCounterVec,
+    worker_exits: IntCounterVec,
+    unmeasured: IntCounter,
+    // Reset at restart.
+    retries: IntCounterVec,
+    reconciliations: IntCounterVec,
+    poll_cycles: IntCounterVec,
+    tracker_requests: IntCounterVec,
+    handoffs: IntCounterVec,
+    dispatch_transitions: IntCounterVec,
+    tracker_comments: IntCounterVec,
+    tool_calls: IntCounterVec,
+    ci_checks: IntCounterVec,
+    ci_escalations: IntCounterVec,
+    review_checks: IntCounterVec,
+    review_escalations: IntCounterVec,
+    self_review_iterations: IntCounterVec,
+    self_review_sessions: IntCounterVec,
+    self_review_cap: IntCounter,
+    poll_duration: Histogram,
+    worker_duration: HistogramVec,
+    verification_duration: HistogramVec,
+    tool_names: FreeLabel,
+    commands: FreeLabel,
+    verdicts: FreeLabel,
+}
+
+impl Metrics {
+    /// Metrics whose restart-surviving counters start from `seed` (the persisted aggregates).
+    pub fn new(seed: &AggregateTotals) -> Metrics {
+        Metrics::with_clock(seed, Arc::new(SystemClock))
+    }
+
+    /// As [`Metrics::new`], reading "now" for the elapsed-time gauge from `clock`.
+    pub fn with_clock(seed: &AggregateTotals, clock: Arc<dyn Clock>) -> Metrics {
+        let reg = Reg::default();
+        let m = Metrics {
+            gauges: Gauges::register(&reg),
+            tokens: reg.counter_vec(
+                "sortie_tokens_total",
+                "Tokens consumed by agent sessions, by token class.",
+                "type",
+                TOKEN_TYPES,
+            ),
+            runtime: reg.float_counter(
+                "sortie_agent_runtime_seconds_total",
+                "Agent session wall time in seconds, added when a session ends.",
+            ),
+            dispatches: reg.counter_vec(
+                "sortie_dispatches_total",
+                "Dispatch attempts, by outcome.",
+                "outcome",
+                DISPATCH_OUTCOMES,
+            ),
+            worker_exits: reg.counter_vec(
+                "sortie_worker_exits_total",
+                "Agent session ends, by exit type.",
+                "exit_type",
+                EXIT_TYPES,
+            ),
+            unmeasured: reg.counter(
+                "sortie_unmeasured_sessions_total",
+                "Ended sessions whose token usage the agent never reported.",
+            ),
+            retries: reg.counter_vec(
+                "sortie_retries_total",
+                "Retry schedules, by trigger.",
+                "trigger",
+                RETRY_TRIGGERS,
+            ),
+            reconciliations: reg.counter_vec(
+                "sortie_reconciliation_actions_total",
+                "Per-issue reconciliation outcomes, by action.",
+                "action",
+                RECONCILE_ACTIONS,
+            ),
+            poll_cycles: reg.counter_vec(
+                "sortie_poll_cycles_total",
+                "Poll ticks, by result (skipped = dispatch preflight failed).",
+                "result",
+                POLL_RESULTS,
+            ),
+            tracker_requests: reg.counter_vec2(
+                "sortie_tracker_requests_total",
+                "Issue tracker requests, by operation and result.",
+                ("operation", TRACKER_OPERATIONS),
+                ("result", SUCCESS_ERROR),
+            ),
+            handoffs: reg.counter_vec(
+                "sortie_handoff_transitions_total",
+                "Handoff transitions after a successful run, by result.",
+                "result",
+                SUCCESS_ERROR_SKIPPED,
+            ),
+            dispatch_transitions: reg.counter_vec(
+                "sortie_dispatch_transitions_total",
+                "In-progress transitions at dispatch, by result (skipped = already in state).",
+                "result",
+                SUCCESS_ERROR_SKIPPED,
+            ),
+            tracker_comments: reg.counter_vec2(
+                "sortie_tracker_comments_total",
+                "Tracker comment attempts, by lifecycle point and result.",
+                ("lifecycle", COMMENT_LIFECYCLES),
+                ("result", SUCCESS_ERROR),
+            ),
+            tool_calls: reg.counter_vec2(
+                "sortie_tool_calls_total",
+                "Agent tool calls, by tool and result.",
+                ("tool", &[]),
+                ("result", SUCCESS_ERROR),
+            ),
+            ci_checks: reg.counter_vec(
+                "sortie_ci_status_checks_total",
+                "CI status checks made by CI reactions, by result.",
+                "result",
+                CI_RESULTS,
+            ),
+            ci_escalations: reg.counter_vec(
+                "sortie_ci_escalations_total",
+                "CI failure escalations, by action.",
+                "action",
+                ESCALATION_ACTIONS,
+            ),
+            review_checks: reg.counter_vec(
+                "sortie_review_checks_total",
+                "Review comment checks, by result.",
+                "result",
+                REVIEW_RESULTS,
+            ),
+            review_escalations: reg.counter_vec(
+                "sortie_review_escalations_total",
+                "Review escalations, by action.",
+                "action",
+                ESCALATION_ACTIONS,
+            ),
+            self_review_iterations: reg.counter_vec(
+                "sortie_self_review_iterations_total",
+                "Self-review iterations, by verdict.",
+                "verdict",
+                SELF_REVIEW_VERDICTS,
+            ),
+            self_review_sessions: reg.counter_vec(
+                "sortie_self_review_sessions_total",
+                "Self-review sessions, by final verdict.",
+                "final_verdict",
+                &[],
+            ),
+            self_review_cap: reg.counter(
+                "sortie_self_review_cap_reached_total",
+                "Self-review sessions that hit the iteration cap without a pass.",
+            ),
+            poll_duration: reg.histogram(
+                "sortie_poll_duration_seconds",
+                "Poll tick duration in seconds.",
+                poll_buckets(),
+            ),
+            worker_duration: reg.histogram_vec(
+                "sortie_worker_duration_seconds",
+                "Agent session duration from spawn to exit in seconds, by exit type.",
+                "exit_type",
+                worker_buckets(),
+            ),
+            verification_duration: reg.histogram_vec(
+                "sortie_self_review_verification_duration_seconds",
+                "Self-review verification command duration in seconds, by command.",
+                "command",
+                worker_buckets(),
+            ),
+            tool_names: FreeLabel::default(),
+            commands: FreeLabel::default(),
+            verdicts: FreeLabel::default(),
+            reg,
+            clock,
+        };
+        m.seed(seed);
+        m
+    }
+
+    fn seed(&self, seed: &AggregateTotals) {
+        let n = |v: i64| v.max(0) as u64;
+        self.tokens
+            .with_label_values(&["input"])
+            .inc_by(n(seed.input_tokens));
+        self.tokens
+            .with_label_values(&["output"])
+            .inc_by(n(seed.output_tokens));
+        self.tokens
+            .with_label_values(&["cache_read"])
+            .inc_by(n(seed.cache_read_tokens));
+        self.tokens
+            .with_label_values(&["cache_write"])
+            .inc_by(n(seed.cache_write_tokens));
+        // The aggregate row counts dispatches that produced a run, i.e. successful ones.
+        self.dispatches
+            .with_label_values(&["success"])
+            .inc_by(n(seed.dispatches));
+        if seed.seconds_running.is_finite() && seed.seconds_running > 0.0 {
+            self.runtime.inc_by(seed.seconds_running);
+        }
+        self.unmeasured.inc_by(n(seed.unmeasured_sessions));
+        for (status, count) in &seed.exits {
+            self.worker_exits
+                .with_label_values(&[exit_type(status)])
+                .inc_by(n(*count));
+        }
+    }
+
+    // ---- restart-surviving counters ----------------------------------------------------
+
+    /// A dispatch attempt: `success` when the worker was spawned, `error` when spawning failed.
+    pub fn dispatch(&self, outcome: &str) {
+        self.dispatches
+            .with_label_values(&[bounded(outcome, DISPATCH_OUTCOMES)])
+            .inc();
+    }
+
+    /// A session ended. `kind` is the run status (`succeeded`, `failed`, `cancelled`,
+    /// `budget_stopped`) or an `exit_type` value; `duration_secs` is spawn → exit. Adds to the
+    /// exit counter, the runtime counter and the duration histogram.
+    pub fn worker_exit(&self, kind: &str, duration_secs: f64) {
+        let t = exit_type(kind);
+        self.worker_exits.with_label_values(&[t]).inc();
+        if duration_secs.is_finite() && duration_secs >= 0.0 {
+            self.runtime.inc_by(duration_secs);
+            self.worker_duration
+                .with_label_values(&[t])
+                .observe(duration_secs);
+        }
+    }
+
+    /// A session ended without the agent ever reporting token usage.
+    pub fn unmeasured_session(&self) {
+        self.unmeasured.inc();
+    }
+
+    /// `n` tokens of class `class` (`input`, `output`, `cache_read`, `cache_write`).
+    pub fn tokens(&self, class: &str, n: u64) {
+        if n > 0 {
+            self.tokens
+                .with_label_values(&[bounded(class, TOKEN_TYPES)])
+                .inc_by(n);
+        }
+    }
+
+    /// One token-usage delta reported by an agent, split by class.
+    pub fn token_usage(&self, usage: &TokenUsage) {
+        self.tokens("input", usage.input_tokens);
+        self.tokens("output", usage.output_tokens);
+        self.tokens("cache_read", usage.cache_read_tokens);
+        self.tokens("cache_write", usage.cache_write_tokens);
+    }
+
+    // ---- counters that reset at restart ------------------------------------------------
+
+    /// One poll tick: `result` is `success`, `error` (tracker failed) or `skipped`
+    /// (preflight failed).
+    pub fn poll(&self, duration_secs: f64, result: &str) {
+        self.poll_cycles
+            .with_label_values(&[bounded(result, POLL_RESULTS)])
+            .inc();
+        if duration_secs.is_finite() && duration_secs >= 0.0 {
+            self.poll_duration.observe(duration_secs);
+        }
+    }
+
+    /// A retry was scheduled (`error`, `continuation`, `timer`, `stall`, `ci_fix`,
+    /// `usage_limit`).
+    pub fn retry(&self, trigger: &str) {
+        self.retries
+            .with_label_values(&[bounded(trigger, RETRY_TRIGGERS)])
+            .inc();
+    }
+
+    /// A per-issue reconciliation outcome (`stop`, `cleanup`, `keep`, `sweep_cleanup`).
+    pub fn reconciliation(&self, action: &str) {
+        self.reconciliations
+            .with_label_values(&[bounded(action, RECONCILE_ACTIONS)])
+            .inc();
+    }
+
+    /// A tracker request (`fetch_candidates`, `fetch_issue`, `transition`, …), `success` or
+    /// `error`.
+    pub fn tracker_request(&self, operation: &str, result: &str) {
+        self.tracker_requests
+            .with_label_values(&[
+                bounded(operation, TRACKER_OPERATIONS),
+                bounded(result, SUCCESS_ERROR),
+            ])
+            .inc();
+    }
+
+    /// The handoff transition after a run (`success`, `error`, `skipped`).
+    pub fn handoff(&self, result: &str) {
+        self.handoffs
+            .with_label_values(&[bounded(result, SUCCESS_ERROR_SKIPPED)])
+            .inc();
+    }
+
+    /// The in-progress transition at dispatch (`success`, `error`, `skipped`).
+    pub fn dispatch_transition(&self, result: &str) {
+        self.dispatch_transitions
+            .with_label_values(&[bounded(result, SUCCESS_ERROR_SKIPPED)])
+            .inc();
+    }
+
+    /// A tracker comment attempt (`dispatch`, `completion`, `failure`; `success`/`error`).
+    pub fn tracker_comment(&self, lifecycle: &str, result: &str) {
+        self.tracker_comments
+            .with_label_values(&[
+                bounded(lifecycle, COMMENT_LIFECYCLES),
+                bounded(result, SUCCESS_ERROR),
+            ])
+            .inc();
+    }
+
+    /// An agent tool call; `tool` is free-form (capped), `result` `success` or `error`.
+    pub fn tool_call(&self, tool: &str, result: &str) {
+        let tool = self.tool_names.admit(tool);
+        self.tool_calls
+            .with_label_values(&[tool.as_str(), bounded(result, SUCCESS_ERROR)])
+            .inc();
+    }
+
+    /// A CI status check (`passing`, `pending`, `failing`, `error`).
+    pub fn ci_status_check(&self, result: &str) {
+        self.ci_checks
+            .with_label_values(&[bounded(result, CI_RESULTS)])
+            .inc();
+    }
+
+    /// A CI escalation (`label`, `comment`, `error`).
+    pub fn ci_escalation(&self, action: &str) {
+        self.ci_escalations
+            .with_label_values(&[bounded(action, ESCALATION_ACTIONS)])
+            .inc();
+    }
+
+    /// A review check (`dispatched`, `error`, `skipped`).
+    pub fn review_check(&self, result: &str) {
+        self.review_checks
+            .with_label_values(&[bounded(result, REVIEW_RESULTS)])
+            .inc();
+    }
+
+    /// A review escalation (`label`, `comment`, `error`).
+    pub fn review_escalation(&self, action: &str) {
+        self.review_escalations
+            .with_label_values(&[bounded(action, ESCALATION_ACTIONS)])
+            .inc();
+    }
+
+    /// One self-review iteration (`pass`, `iterate`, `none`).
+    pub fn self_review_iteration(&self, verdict: &str) {
+        self.self_review_iterations
+            .with_label_values(&[bounded(verdict, SELF_REVIEW_VERDICTS)])
+            .inc();
+    }
+
+    /// One finished self-review session and its final verdict (free-form, capped).
+    pub fn self_review_session(&self, final_verdict: &str) {
+        let v = self.verdicts.admit(final_verdict);
+        self.self_review_sessions
+            .with_label_values(&[v.as_str()])
+            .inc();
+    }
+
+    /// A self-review session hit its iteration cap without a pass.
+    pub fn self_review_cap_reached(&self) {
+        self.self_review_cap.inc();
+    }
+
+    /// One self-review verification command run (label: its first 64 characters, capped).
+    pub fn self_review_verification(&self, command: &str, duration_secs: f64) {
+        let c = self.commands.admit(command);
+        if duration_secs.is_finite() && duration_secs >= 0.0 {
+            self.verification_duration
+                .with_label_values(&[c.as_str()])
+                .observe(duration_secs);
+        }
+    }
+
+    // ---- exposition --------------------------------------------------------------------
+
+    /// The whole exposition, gauges computed from `snap` now.
+    pub fn render(&self, snap: &Snapshot) -> String {
+        self.render_values(&GaugeValues::from_snapshot(snap, self.clock.now_ms()))
+    }
+
+    /// The whole exposition with the given gauge values.
+    pub fn render_values(&self, gauges: &GaugeValues) -> String {
+        self.gauges.set(gauges);
+        self.reg.encode()
+    }
+}
+
+#[cfg(test)]
+mod tests;

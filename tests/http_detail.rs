@@ -1,0 +1,137 @@
+//! Issue detail over a real store and a hand-built snapshot: lookup of a renamed issue through
+//! run history, the history-only answer, 404, and stored run events.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, RwLock};
+
+use serde_json::json;
+use sortie::clock::SystemClock;
+use sortie::domain::Issue;
+use sortie::http::AppState;
+use sortie::orchestrator::OrchestratorHandle;
+use sortie::orchestrator::snapshot::{RetryRow, Snapshot};
+use sortie::store::{RunRecord, Store, StoredEvent};
+
+fn app(snap: Snapshot) -> (tempfile::TempDir, AppState) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = Store::open(&dir.path().join("s.db"), Arc::new(SystemClock))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (tx, _rx) = crossbeam_channel::unbounded();
+    let state = AppState {
+        orch: OrchestratorHandle {
+            tx,
+            snapshot: Arc::new(RwLock::new(Arc::new(snap))),
+            metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
+        },
+        store: Arc::new(store),
+        clock: Arc::new(SystemClock),
+        version: "test",
+        stopping: AtomicBool::new(false),
+        sse_open: AtomicUsize::new(0),
+        sse_serial: AtomicUsize::new(0),
+        max_streams: 4,
+    };
+    (dir, state)
+}
+
+fn run(issue_id: &str, identifier: &str, dispatch: &str) -> RunRecord {
+    RunRecord {
+        issue_id: issue_id.into(),
+        identifier: identifier.into(),
+        issue_title: "Old title".into(),
+        attempt: 1,
+        status: "succeeded".into(),
+        started_at_ms: 1_000,
+        completed_at_ms: 2_000,
+        agent_kind: "mock".into(),
+        input_tokens: 100,
+        output_tokens: 50,
+        total_tokens: 150,
+        tokens_measured: true,
+        usage_completeness: "complete".into(),
+        dispatch_id: Some(dispatch.into()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_renamed_issue_is_found_through_its_history() {
+    let mut snap = Snapshot::default();
+    snap.retrying.push(RetryRow {
+        issue: Issue {
+            id: "42".into(),
+            identifier: "NEW-1".into(),
+            title: "New title".into(),
+            ..Default::default()
+        },
+        attempt: 2,
+        due_at_ms: 10_000,
+        error: Some("no available orchestrator slots".into()),
+        trigger: "timer".into(),
+        dispatched_at_ms: 500,
+    });
+    let (_d, app) = app(snap);
+    let events = vec![StoredEvent {
+        seq: 1,
+        at_ms: 1_500,
+        event_type: "notification".into(),
+        payload: json!({"event": "notification", "at": "1970-01-01T00:00:01.500Z", "message": "hello"}),
+    }];
+    app.store
+        .writer()
+        .record_run(run("42", "OLD-1", "AAAA"), events)
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let v = sortie::http::issue_detail::detail(&app, "OLD-1")
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .body;
+    assert_eq!(v["status"], "retrying");
+    assert_eq!(v["issue_identifier"], "NEW-1");
+    assert_eq!(v["issue"]["title"], "New title");
+    assert_eq!(v["retry"]["error"], "no available orchestrator slots");
+    assert_eq!(v["status_text"], "Retry 2 in 10s: no agent slot was free");
+    assert_eq!(v["last_error"], "no available orchestrator slots");
+    assert_eq!(v["attempts"]["current_retry_attempt"], 2);
+    assert_eq!(v["history"]["runs"][0]["issue_identifier"], "OLD-1");
+    assert_eq!(v["history"]["totals"]["run_count"], 1);
+    assert_eq!(v["history"]["totals"]["uncached_tokens"], 150);
+    assert_eq!(v["recent_events"][0]["text"], "hello");
+    assert_eq!(v["running"], serde_json::Value::Null);
+
+    // The current identifier answers the same issue.
+    let v2 = sortie::http::issue_detail::detail(&app, "NEW-1")
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .body;
+    assert_eq!(v2["issue_id"], "42");
+}
+
+#[test]
+fn history_only_and_unknown_issues() {
+    let (_d, app) = app(Snapshot::default());
+    app.store
+        .writer()
+        .record_run(run("7", "H-7", "BBBB"), vec![])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = sortie::http::issue_detail::detail(&app, "H-7")
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .body;
+    assert_eq!(v["status"], "history");
+    assert_eq!(v["status_text"], "Not active; no ending recorded");
+    assert_eq!(v["status_text_full"], "Not active; no ending recorded.");
+    assert_eq!(v["next_outcomes"], json!([]));
+    assert_eq!(v["pending_reactions"], json!([]));
+    assert_eq!(v["workspace"], serde_json::Value::Null);
+    assert_eq!(v["issue"], json!({"title": "Old title"}));
+    assert_eq!(v["recent_events"], json!([]));
+    let e = sortie::http::issue_detail::detail(&app, "NOPE-1").err();
+    assert_eq!(
+        e.map(|e| (e.status, e.code)),
+        Some((404, "issue_not_found"))
+    );
+    // Stored events of a run without events are not retained.
+    let e = sortie::http::runs::run_events(&app, "BBBB").err();
+    assert_eq!(
+        e.map(|e| (e.status, e.code)),
+        Some((404, "run_events_not_retained"))
+    );
+}
