@@ -76,6 +76,7 @@ fn main() {
         workflow: Arc::new(wf),
         template: Arc::new(template),
         load_options: opts,
+        metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
         clock: dyn_clock,
     };
     let (mut o, _h) = Orchestrator::new(deps);

@@ -3,4 +3,4 @@
 # Not part of the test suite. Usage: scripts/bench-warmstart.sh [rows] [dir]
 set -eu
 cd "$(dirname "$0")/.."
-exec cargo run --quiet --example bench_warmstart -- "$@"
+exec cargo bench --quiet --bench warmstart -- "$@"

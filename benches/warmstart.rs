@@ -3,7 +3,7 @@
 //! writer start, the warm-start snapshot, and a session-budget count and spend sum for every
 //! queued retry. An empty database measured in the same run is the baseline.
 //!
-//! Usage: cargo run --example bench_warmstart -- [rows] [dir]
+//! Usage: scripts/bench-warmstart.sh [rows] [dir]
 
 use std::error::Error;
 use std::path::Path;
@@ -17,7 +17,8 @@ const RETRIES: i64 = 50;
 const ISSUES: i64 = 2_000;
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut args = std::env::args().skip(1);
+    // `cargo bench` passes `--bench`; only positional arguments are ours.
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
     let rows: i64 = args
         .next()
         .map(|a| a.parse())
