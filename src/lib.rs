@@ -1,10 +1,19 @@
 //! sortie: turns issue-tracker tickets into autonomous coding-agent sessions.
 //!
-//! Layers, lowest first (a module never imports from a layer above it):
-//! `clock`, `domain`, `mask` → `config`, `prompt`, `workspace`, `tracker`, `agent` →
-//! `store` → `orchestrator` → `http` → `cli`.
+//! Layers, lowest first; a module names only modules of strictly lower layers
+//! (`tests/layering.rs` checks it). See ARCHITECTURE.md for threads, channels and where each
+//! concept lives.
+//!
+//! 0. `build_info`, `clock`, `domain`, `mask`
+//! 1. `agent`, `config`, `logging`, `prompt`, `tracker`, `ui`, `workspace`
+//! 2. `store`
+//! 3. `metrics`
+//! 4. `orchestrator`
+//! 5. `http`
+//! 6. `cli`
 
 pub mod agent;
+pub mod build_info;
 pub mod cli;
 pub mod clock;
 pub mod config;

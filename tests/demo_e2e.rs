@@ -87,3 +87,101 @@ fn scopeguard(child: &mut std::process::Child) -> impl Drop + '_ {
     }
     G(child)
 }
+
+/// Starts `sortie demo --dir <dir> --port <port>` plus `extra`, logging to `<dir>.log`.
+fn start_demo(dir: &std::path::Path, port: u16, extra: &[&str]) -> std::process::Child {
+    let log = std::fs::File::create(dir.with_extension("log")).unwrap();
+    Command::new(SORTIE)
+        .args(["demo", "--dir"])
+        .arg(dir)
+        .args(["--port", &port.to_string()])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap()
+}
+
+/// Writes a demo directory whose backlog was worked through: every issue a pass would dispatch
+/// is in Review, a database that is not SQLite (so a run that kept it would fail to open it)
+/// and a leftover workspace.
+fn settled_demo(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir.join("workspaces/DEMO-1")).unwrap();
+    std::fs::write(dir.join("workspaces/DEMO-1/left-over"), "x").unwrap();
+    std::fs::write(dir.join(".sortie.db"), "not a database").unwrap();
+    let embedded: serde_json::Value =
+        serde_json::from_str(include_str!("../examples/demo/issues.json")).unwrap();
+    let worked: Vec<serde_json::Value> = embedded
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let mut i = i.clone();
+            if i["state"] == "To Do" && i.get("blocked_by").is_none() {
+                i["state"] = "Review".into();
+            }
+            i
+        })
+        .collect();
+    std::fs::write(
+        dir.join("issues.json"),
+        serde_json::to_string(&worked).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("WORKFLOW.md"),
+        include_str!("../examples/demo/WORKFLOW.md"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_worked_through_demo_starts_afresh_on_its_next_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    settled_demo(&dir);
+    let port = free_port();
+    let mut child = start_demo(&dir, port, &[]);
+    let guard = scopeguard(&mut child);
+    wait_for("a fresh dispatch", Duration::from_secs(60), || {
+        state(port).filter(|s| s["running"].as_array().is_some_and(|r| !r.is_empty()))
+    });
+    assert!(!dir.join("workspaces/DEMO-1/left-over").exists());
+    drop(guard);
+    let log = std::fs::read_to_string(dir.with_extension("log")).unwrap();
+    assert!(log.contains("starting the demo afresh"), "{log}");
+}
+
+#[test]
+fn reset_restores_the_embedded_workflow_and_an_unfinished_demo_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    std::fs::create_dir_all(&dir).unwrap();
+    // An unfinished demo (DEMO-1 still to do) with an edited workflow is resumed as it is.
+    let edited =
+        include_str!("../examples/demo/WORKFLOW.md").replace("max_turns: 3", "max_turns: 2");
+    std::fs::write(dir.join("WORKFLOW.md"), &edited).unwrap();
+    let port = free_port();
+    let mut child = start_demo(&dir, port, &[]);
+    let guard = scopeguard(&mut child);
+    wait_for("the demo serving", Duration::from_secs(60), || state(port));
+    drop(guard);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("WORKFLOW.md")).unwrap(),
+        edited
+    );
+    let log = std::fs::read_to_string(dir.with_extension("log")).unwrap();
+    assert!(!log.contains("starting the demo afresh"), "{log}");
+
+    // --reset restores the embedded workflow and backlog even though work is left.
+    let mut child = start_demo(&dir, port, &["--reset"]);
+    let guard = scopeguard(&mut child);
+    wait_for("the reset demo serving", Duration::from_secs(60), || {
+        state(port)
+    });
+    drop(guard);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("WORKFLOW.md")).unwrap(),
+        include_str!("../examples/demo/WORKFLOW.md")
+    );
+}

@@ -459,3 +459,54 @@ fn refresh_and_retry_now() {
         "reaction_not_found",
     );
 }
+
+#[test]
+fn the_dashboard_is_served_with_its_caching_and_security_headers() {
+    let s = Setup::new(&mock_workflow("", ""), &issues(&[]));
+    let d = s.start(&[]);
+    let index = d.get("/ui/");
+    for p in ["/ui/", "/ui/issues/DEMO-1", "/ui/runs"] {
+        let r = d.get(p);
+        assert_eq!(r.status, 200, "{p}");
+        assert_eq!(
+            r.header("Content-Type"),
+            Some("text/html; charset=utf-8"),
+            "{p}"
+        );
+        assert_eq!(r.header("X-Content-Type-Options"), Some("nosniff"), "{p}");
+        let csp = r.header("Content-Security-Policy").unwrap_or_default();
+        for d in [
+            "script-src 'self'",
+            "connect-src 'self'",
+            "frame-ancestors 'none'",
+        ] {
+            assert!(csp.contains(d), "{p}: {csp}");
+        }
+        assert_eq!(r.body, index.body, "{p}: every screen path serves the app");
+    }
+    let etag = index.header("ETag").unwrap_or_else(|| panic!("no ETag"));
+    let r = request(
+        d.port,
+        "GET",
+        "/ui/issues/DEMO-1",
+        &[("If-None-Match", etag)],
+    )
+    .unwrap_or_else(|| panic!("no answer"));
+    assert_eq!(r.status, 304);
+    assert!(r.body.is_empty());
+    // The app's script is content-hashed and cached for good.
+    let script = index
+        .body
+        .split("src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no script in {}", index.body));
+    assert!(script.starts_with("/ui/assets/app."), "{script}");
+    let r = d.get(script);
+    assert_eq!(r.status, 200, "{script}");
+    assert_eq!(
+        r.header("Cache-Control"),
+        Some("public, max-age=31536000, immutable")
+    );
+    assert_eq!(r.header("X-Content-Type-Options"), Some("nosniff"));
+}

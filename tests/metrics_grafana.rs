@@ -2,8 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use sortie::metrics::Metrics;
-use sortie::orchestrator::snapshot::Snapshot;
+use sortie::metrics::{GaugeValues, Metrics};
 use sortie::store::AggregateTotals;
 
 /// Family names (from `# TYPE` lines) plus the series names histograms add.
@@ -14,7 +13,7 @@ fn exposed_names() -> BTreeSet<String> {
     m.self_review_session("pass");
     m.self_review_verification("make test", 1.0);
     m.worker_exit("succeeded", 1.0);
-    let text = m.render(&Snapshot::default());
+    let text = m.render(&GaugeValues::default());
     let mut names = BTreeSet::new();
     for line in text.lines() {
         let mut parts = line.split_whitespace();

@@ -12,7 +12,6 @@ use promtool_support::promtool_check;
 use sortie::agent::TokenUsage;
 use sortie::clock::{Clock, SystemClock};
 use sortie::metrics::{CONTENT_TYPE, GaugeValues, Metrics};
-use sortie::orchestrator::snapshot::Snapshot;
 use sortie::store::{AggregateTotals, ReadConn, RunRecord, Store};
 
 fn sample(text: &str, series: &str) -> Option<f64> {
@@ -40,7 +39,7 @@ fn busy_scrape(seed: &AggregateTotals) -> String {
     m.self_review_iteration("pass");
     m.self_review_session("pass");
     m.self_review_verification("cargo test \"--all\"", 90.0);
-    m.render_values(&GaugeValues {
+    m.render(&GaugeValues {
         running: 2,
         retrying: 1,
         max_concurrent_agents: 4,
@@ -121,7 +120,7 @@ fn counters_after_a_restart_are_at_least_their_value_before() {
             .and_then(|r| r.aggregate_totals())
             .expect("aggregates");
         let m = Metrics::new(&seed);
-        let after_start = m.render(&Snapshot::default());
+        let after_start = m.render(&GaugeValues::default());
         if let Some(before) = &before_restart {
             for series in kept {
                 let (b, a) = (sample(before, series), sample(&after_start, series));
@@ -152,7 +151,7 @@ fn counters_after_a_restart_are_at_least_their_value_before() {
             m.worker_exit(status, 30.0);
             store.writer().record_run(r, vec![]).expect("record run");
         }
-        before_restart = Some(m.render(&Snapshot::default()));
+        before_restart = Some(m.render(&GaugeValues::default()));
         store.close().expect("close");
     }
     let last = before_restart.unwrap_or_default();

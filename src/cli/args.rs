@@ -57,7 +57,7 @@ pub struct ValidateArgs {
 #[derive(FromArgs, Debug, Default, PartialEq)]
 #[argh(
     description = "write the embedded demo (file tracker, mock agent) into a directory and run it",
-    note = "Existing files in the directory are kept, so a restart resumes the same demo."
+    note = "Existing files in the directory are kept, so a restart resumes the same demo; once nothing is left to dispatch, the next run starts afresh (backlog, database and workspaces reset)."
 )]
 pub struct DemoArgs {
     /// directory for the demo's WORKFLOW.md, issues.json, database and workspaces (default ./sortie-demo)
@@ -75,6 +75,9 @@ pub struct DemoArgs {
     /// log format: text or json
     #[argh(option)]
     pub log_format: Option<String>,
+    /// start afresh: restore the embedded WORKFLOW.md and backlog, remove the demo's database and workspaces
+    #[argh(switch)]
+    pub reset: bool,
 }
 
 /// What the command line asks for.

@@ -7,10 +7,8 @@ pub mod dry_run;
 pub mod run;
 pub mod validate;
 
+use crate::build_info::VERSION;
 use args::{Command, Parsed};
-
-/// The version string.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The `--version` banner.
 pub fn version_banner() -> String {

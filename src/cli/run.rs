@@ -2,18 +2,14 @@
 //! dry run or the daemon: database, warm start, HTTP server, signal handling, the workflow
 //! watcher and the orchestrator thread.
 
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::{LoadOptions, Workflow, load_workflow};
+use crate::config::{LoadOptions, ServerBind, Workflow, load_workflow};
 use crate::logging::{self, LogFormat};
 use crate::orchestrator::{self, adapters};
 use crate::prompt::PromptTemplate;
-
-/// Default HTTP port.
-pub const DEFAULT_PORT: u16 = 7678;
 
 /// Flags shared by `sortie` and `sortie demo`.
 pub struct RunOptions {
@@ -24,42 +20,6 @@ pub struct RunOptions {
     pub log_format: Option<String>,
     pub env_file: Option<PathBuf>,
     pub dry_run: bool,
-}
-
-/// Where the HTTP server binds, and whether the port was chosen explicitly.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerBind {
-    pub host: IpAddr,
-    pub port: u16,
-    pub explicit: bool,
-}
-
-/// Resolves `--port`/`--host` over `server.port`/`server.host` over the defaults.
-pub fn resolve_bind(opts: &RunOptions, wf: &Workflow) -> Result<ServerBind, String> {
-    let flag_port = match &opts.port {
-        Some(p) => Some(
-            p.trim()
-                .parse::<u16>()
-                .map_err(|_| format!("invalid port {p:?}: must be an integer from 0 to 65535"))?,
-        ),
-        None => None,
-    };
-    let flag_host = match &opts.host {
-        Some(h) => Some(
-            h.trim()
-                .parse::<IpAddr>()
-                .map_err(|_| format!("invalid host {h:?}: must be an IP address"))?,
-        ),
-        None => None,
-    };
-    let explicit = flag_port.is_some() || wf.config.server.port.is_some();
-    Ok(ServerBind {
-        host: flag_host
-            .or(wf.config.server.host)
-            .unwrap_or(IpAddr::from([127, 0, 0, 1])),
-        port: flag_port.or(wf.config.server.port).unwrap_or(DEFAULT_PORT),
-        explicit,
-    })
 }
 
 fn fail(msg: impl std::fmt::Display) -> i32 {
@@ -137,7 +97,11 @@ pub fn run(opts: RunOptions) -> i32 {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    let bind = match resolve_bind(&opts, &wf) {
+    let bind = match ServerBind::resolve(
+        opts.port.as_deref(),
+        opts.host.as_deref(),
+        &wf.config.server,
+    ) {
         Ok(b) => b,
         Err(e) => return fail(e),
     };
@@ -159,7 +123,7 @@ pub fn run(opts: RunOptions) -> i32 {
 
     log::info!(
         "sortie starting version={} workflow_path={} server_addr={}:{}",
-        super::VERSION,
+        crate::build_info::VERSION,
         wf.path.display(),
         bind.host,
         bind.port
@@ -206,7 +170,7 @@ fn run_daemon(
             log::warn!("aggregate counters not read; metrics start at zero error=\"{e}\"");
             Default::default()
         });
-    let metrics = Arc::new(crate::metrics::Metrics::with_clock(&seed, clock.clone()));
+    let metrics = Arc::new(crate::metrics::Metrics::new(&seed));
     let workflow_path = wf.path.clone();
     let (orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
         workflow: Arc::new(wf),

@@ -23,6 +23,7 @@ mod env;
 mod error;
 mod overrides;
 mod schema;
+mod server_bind;
 mod validate;
 mod workflow_file;
 
@@ -42,6 +43,7 @@ pub use schema::{
     AgentConfig, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig, ServerConfig,
     ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
 };
+pub use server_bind::{DEFAULT_PORT, ServerBind};
 pub use workflow_file::{SplitWorkflow, split_front_matter};
 
 /// Everything loading reads from the outside world besides the workflow file itself.

@@ -148,7 +148,7 @@ pub struct AgentConfig {
     pub max_retry_backoff_ms: u64,
 }
 
-/// `server.*` as written; the CLI applies `--port`/`--host` precedence and the 7678 default.
+/// `server.*` as written; [`super::ServerBind::resolve`] applies the flags and the defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ServerConfig {
     /// `Some(0)` disables the server.

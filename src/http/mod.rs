@@ -2,15 +2,15 @@
 //! thread per event stream, and blocking writes. Handlers read the orchestrator's published
 //! snapshot and open read-only database connections; actions go through the orchestrator.
 //!
-//! Traps handled here (DESIGN.md §3): an `accept()` error ends tiny_http's accept loop for
+//! Traps handled here (ARCHITECTURE.md, "Known traps"): an `accept()` error ends tiny_http's accept loop for
 //! good, so `RLIMIT_NOFILE` is raised, streams are capped, and the loop's end is reported as
 //! fatal; the listener carries `SO_SNDTIMEO` (never `SO_RCVTIMEO`) so every accepted socket
 //! bounds a blocked send, which the event stream's per-frame deadline builds on.
 
 pub mod actions;
 pub mod attention;
+pub mod dashboard;
 pub mod event_json;
-pub mod extra;
 pub mod issue_detail;
 pub mod openapi;
 pub mod origin;
@@ -20,6 +20,7 @@ pub mod respond;
 pub mod router;
 pub mod rows;
 pub mod runs;
+pub mod scrape;
 pub mod sse;
 pub mod state_doc;
 pub mod wording;
@@ -30,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
-use crate::cli::run::ServerBind;
 use crate::clock::Clock;
+use crate::config::ServerBind;
 use crate::orchestrator::OrchestratorHandle;
 use crate::store::Store;
 
@@ -179,7 +180,7 @@ pub fn start(
         orch,
         store,
         clock,
-        version: crate::cli::VERSION,
+        version: crate::build_info::VERSION,
         stopping: AtomicBool::new(false),
         sse_open: AtomicUsize::new(0),
         sse_serial: AtomicUsize::new(0),

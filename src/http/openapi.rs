@@ -527,7 +527,7 @@ pub fn document() -> Value {
         "openapi": "3.1.0",
         "info": {
             "title": "Sortie HTTP API",
-            "version": crate::cli::VERSION,
+            "version": crate::build_info::VERSION,
             "description": "JSON API, event stream and probes on sortie's one port. Every error uses the envelope {\"error\": {\"code\", \"message\"}}; a refused cross-origin state-changing request answers 403 cross_origin_request_rejected on every path.",
         },
         "paths": paths,

@@ -9,7 +9,7 @@ use super::AppState;
 use super::origin;
 use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, send_error, send_json};
-use super::{actions, extra, issue_detail, openapi, probes, runs, sse, state_doc};
+use super::{actions, dashboard, issue_detail, openapi, probes, runs, scrape, sse, state_doc};
 
 /// What a path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,8 +27,10 @@ pub enum Route {
     ReactionCheck(String, String),
     Acknowledge(String),
     OpenApi,
-    /// `/metrics`, `/ui/…`, `/favicon.ico`: served by [`extra::serve`].
-    Extra,
+    /// `/metrics`: the Prometheus scrape ([`scrape::serve`]).
+    Metrics,
+    /// `/ui`, `/ui/…`, `/favicon.ico`: the embedded dashboard ([`dashboard::serve`]).
+    Dashboard,
     Issue(String),
     NotFound,
 }
@@ -41,7 +43,7 @@ impl Route {
             | Route::RetryNow(_)
             | Route::ReactionCheck(..)
             | Route::Acknowledge(_) => "POST",
-            Route::Root | Route::Extra => "GET, HEAD",
+            Route::Root | Route::Metrics | Route::Dashboard => "GET, HEAD",
             _ => "GET",
         }
     }
@@ -64,7 +66,7 @@ impl Route {
             Route::Acknowledge(_) => ("post", "/api/v1/attention/{id}/acknowledge"),
             Route::OpenApi => ("get", "/api/v1/openapi.json"),
             Route::Issue(_) => ("get", "/api/v1/{identifier}"),
-            Route::Extra | Route::NotFound => return None,
+            Route::Metrics | Route::Dashboard | Route::NotFound => return None,
         })
     }
 
@@ -94,11 +96,12 @@ pub fn route(path: &str) -> Route {
         "/" => return Route::Root,
         "/livez" => return Route::Livez,
         "/readyz" => return Route::Readyz,
-        "/metrics" | "/favicon.ico" | "/ui" => return Route::Extra,
+        "/metrics" => return Route::Metrics,
+        "/favicon.ico" | "/ui" => return Route::Dashboard,
         _ => {}
     }
     if path.starts_with("/ui/") {
-        return Route::Extra;
+        return Route::Dashboard;
     }
     let Some(rest) = path.strip_prefix("/api/v1/") else {
         return Route::NotFound;
@@ -166,9 +169,6 @@ pub fn handle(state: &Arc<AppState>, req: Request) {
             ApiError::new(404, "not_found", format!("no route for {path}")),
         );
     }
-    if r == Route::Extra {
-        return extra::serve(state, req);
-    }
     if !r.accepts(&method) {
         return send_error(
             req,
@@ -186,6 +186,8 @@ pub fn handle(state: &Arc<AppState>, req: Request) {
             return;
         }
         Route::Events => return sse::open(state, req),
+        Route::Metrics => return scrape::serve(state, req, head),
+        Route::Dashboard => return dashboard::serve(req, &path, head),
         Route::Livez => Ok(probes::livez(state)),
         Route::Readyz => Ok(probes::readyz(state)),
         Route::State => {
@@ -201,7 +203,7 @@ pub fn handle(state: &Arc<AppState>, req: Request) {
         Route::Acknowledge(id) => actions::acknowledge(state, id),
         Route::OpenApi => Ok(JsonReply::ok(openapi::document())),
         Route::Issue(id) => issue_detail::detail(state, id),
-        Route::Extra | Route::NotFound => Err(ApiError::new(404, "not_found", "not found")),
+        Route::NotFound => Err(ApiError::new(404, "not_found", "not found")),
     };
     match result {
         Ok(reply) => send_json(req, reply, None, head),
@@ -262,8 +264,8 @@ mod tests {
             route("/api/v1/attention/ab/acknowledge"),
             Route::Acknowledge("ab".into())
         );
-        assert_eq!(route("/ui/issues/X"), Route::Extra);
-        assert_eq!(route("/metrics"), Route::Extra);
+        assert_eq!(route("/ui/issues/X"), Route::Dashboard);
+        assert_eq!(route("/metrics"), Route::Metrics);
         assert_eq!(route("/nope"), Route::NotFound);
     }
 

@@ -9,13 +9,9 @@ pub mod catalogue;
 mod free_label;
 mod registry;
 
-use std::sync::Arc;
-
 use prometheus::{Counter, Histogram, HistogramVec, IntCounter, IntCounterVec};
 
 use crate::agent::TokenUsage;
-use crate::clock::{Clock, SystemClock};
-use crate::orchestrator::snapshot::Snapshot;
 use crate::store::AggregateTotals;
 
 use catalogue::*;
@@ -30,7 +26,6 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// from any thread; share it in an `Arc`.
 pub struct Metrics {
     reg: Reg,
-    clock: Arc<dyn Clock>,
     gauges: Gauges,
     // Kept across restarts (seeded).
     tokens: IntCounterVec,
@@ -65,11 +60,6 @@ pub struct Metrics {
 impl Metrics {
     /// Metrics whose restart-surviving counters start from `seed` (the persisted aggregates).
     pub fn new(seed: &AggregateTotals) -> Metrics {
-        Metrics::with_clock(seed, Arc::new(SystemClock))
-    }
-
-    /// As [`Metrics::new`], reading "now" for the elapsed-time gauge from `clock`.
-    pub fn with_clock(seed: &AggregateTotals, clock: Arc<dyn Clock>) -> Metrics {
         let reg = Reg::default();
         let m = Metrics {
             gauges: Gauges::register(&reg),
@@ -208,7 +198,6 @@ impl Metrics {
             commands: FreeLabel::default(),
             verdicts: FreeLabel::default(),
             reg,
-            clock,
         };
         m.seed(seed);
         m
@@ -419,13 +408,8 @@ impl Metrics {
 
     // ---- exposition --------------------------------------------------------------------
 
-    /// The whole exposition, gauges computed from `snap` now.
-    pub fn render(&self, snap: &Snapshot) -> String {
-        self.render_values(&GaugeValues::from_snapshot(snap, self.clock.now_ms()))
-    }
-
-    /// The whole exposition with the given gauge values.
-    pub fn render_values(&self, gauges: &GaugeValues) -> String {
+    /// The whole exposition, with the gauges set to `gauges` (taken at scrape time).
+    pub fn render(&self, gauges: &GaugeValues) -> String {
         self.gauges.set(gauges);
         self.reg.encode()
     }

@@ -6,8 +6,6 @@ use prometheus::{
     IntGauge, Opts, Registry, TextEncoder,
 };
 
-use crate::orchestrator::snapshot::Snapshot;
-
 /// Family names and label names are compile-time constants validated by the unit tests, so a
 /// construction error is a programming error, never an input error.
 fn built<T>(r: prometheus::Result<T>) -> T {
@@ -117,7 +115,7 @@ impl Gauges {
             ),
             &["version", "go_version"],
         )));
-        info.with_label_values(&[env!("CARGO_PKG_VERSION"), RUST_VERSION])
+        info.with_label_values(&[crate::build_info::VERSION, crate::build_info::RUST_VERSION])
             .set(1.0);
         Gauges {
             running: reg.add(built(IntGauge::new(
@@ -153,8 +151,8 @@ impl Gauges {
     }
 }
 
-/// What the scrape-time gauges are computed from: a few numbers taken from the snapshot, so
-/// the gauges can be tested without building snapshot rows.
+/// What the scrape-time gauges are computed from: a few numbers the orchestrator's snapshot
+/// provides (`Snapshot::gauge_values`), so this layer never reads orchestrator types.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GaugeValues {
     pub running: usize,
@@ -164,23 +162,8 @@ pub struct GaugeValues {
     pub elapsed_seconds: f64,
 }
 
-impl GaugeValues {
-    pub fn from_snapshot(snap: &Snapshot, now_ms: i64) -> GaugeValues {
-        GaugeValues {
-            running: snap.running.len(),
-            retrying: snap.retrying.len(),
-            max_concurrent_agents: snap.max_concurrent_agents,
-            elapsed_seconds: elapsed_seconds(snap.running.iter().map(|r| r.started_at_ms), now_ms),
-        }
-    }
-}
-
 /// Σ (now − start) in seconds; a start in the future (clock step) counts as zero.
 pub fn elapsed_seconds(starts_ms: impl Iterator<Item = i64>, now_ms: i64) -> f64 {
     let total_ms: i64 = starts_ms.map(|s| (now_ms - s).max(0)).sum();
     total_ms as f64 / 1000.0
 }
-
-/// The toolchain the crate declares (`rust-version`); a build script could report the exact
-/// `rustc` instead.
-const RUST_VERSION: &str = concat!("rust", env!("CARGO_PKG_RUST_VERSION"));

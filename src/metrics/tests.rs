@@ -1,5 +1,4 @@
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
@@ -35,7 +34,7 @@ fn seed() -> AggregateTotals {
 #[test]
 fn restart_counters_start_from_the_aggregate_row() {
     let m = Metrics::new(&seed());
-    let text = m.render(&Snapshot::default());
+    let text = m.render(&GaugeValues::default());
     assert_eq!(
         sample(&text, "sortie_tokens_total{type=\"input\"}"),
         Some(1000.0)
@@ -106,7 +105,7 @@ fn recording_methods_move_their_series() {
     m.self_review_session("pass");
     m.self_review_cap_reached();
     m.self_review_verification("cargo test --all-targets", 12.0);
-    let t = m.render(&Snapshot::default());
+    let t = m.render(&GaugeValues::default());
     let checks = [
         ("sortie_dispatches_total{outcome=\"success\"}", 1.0),
         ("sortie_dispatches_total{outcome=\"error\"}", 1.0),
@@ -178,7 +177,7 @@ fn gauges_are_set_at_scrape_time() {
         max_concurrent_agents: 3,
         elapsed_seconds: 15.0,
     };
-    let t = m.render_values(&g);
+    let t = m.render(&g);
     assert_eq!(sample(&t, "sortie_sessions_running"), Some(2.0));
     assert_eq!(sample(&t, "sortie_sessions_retrying"), Some(1.0));
     assert_eq!(sample(&t, "sortie_slots_available"), Some(1.0));
@@ -187,16 +186,15 @@ fn gauges_are_set_at_scrape_time() {
         Some(15.0)
     );
     // Over-subscribed (limit lowered while sessions run): never negative.
-    let t = m.render_values(&GaugeValues {
+    let t = m.render(&GaugeValues {
         max_concurrent_agents: 1,
         ..g
     });
     assert_eq!(sample(&t, "sortie_slots_available"), Some(0.0));
     assert!(t.contains("sortie_build_info{go_version=\"rust"));
-    // An empty snapshot reads as idle.
-    let clock = Arc::new(ManualClock::new(1_000_000));
-    let m = Metrics::with_clock(&AggregateTotals::default(), clock.clone());
-    let t = m.render(&Snapshot::default());
+    // No sessions reads as idle.
+    let m = Metrics::new(&AggregateTotals::default());
+    let t = m.render(&GaugeValues::default());
     assert_eq!(sample(&t, "sortie_sessions_running"), Some(0.0));
     assert_eq!(
         sample(&t, "sortie_active_sessions_elapsed_seconds"),
@@ -223,7 +221,7 @@ fn no_label_carries_an_issue_identifier() {
         m.tool_call(&name, &name);
         m.self_review_verification(&name, 1.0);
     }
-    let t = m.render(&Snapshot::default());
+    let t = m.render(&GaugeValues::default());
     let mt = t.lines().filter(|l| l.contains("MT-")).count();
     // Free-form labels keep at most their capped set; fixed labels none.
     assert!(mt <= 2 * catalogue::FREE_LABEL_CAP + 20 * catalogue::FREE_LABEL_CAP);
@@ -242,7 +240,7 @@ fn every_catalogue_family_has_help_and_type() {
     m.tool_call("Read", "success");
     m.self_review_session("pass");
     m.self_review_verification("make", 1.0);
-    let t = m.render(&Snapshot::default());
+    let t = m.render(&GaugeValues::default());
     for (name, kind) in [
         ("sortie_sessions_running", "gauge"),
         ("sortie_sessions_retrying", "gauge"),

@@ -1,4 +1,4 @@
-//! The orchestrator: one thread owns all scheduling state (DESIGN.md §1). Supervisor threads
+//! The orchestrator: one thread owns all scheduling state (ARCHITECTURE.md, "Threads"). Supervisor threads
 //! run the agents; the store's writer thread persists; HTTP reads published snapshots.
 
 pub mod adapters;

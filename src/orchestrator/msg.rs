@@ -1,4 +1,4 @@
-//! Messages into the orchestrator thread (DESIGN.md §1: threads talk only through channels).
+//! Messages into the orchestrator thread (ARCHITECTURE.md, "Threads": threads talk only through channels).
 
 use crossbeam_channel::Sender;
 

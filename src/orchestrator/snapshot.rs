@@ -1,5 +1,5 @@
 //! The immutable view of scheduling state that the orchestrator publishes after each change.
-//! HTTP handlers read it without ever blocking the orchestrator (DESIGN.md §1).
+//! HTTP handlers read it without ever blocking the orchestrator (ARCHITECTURE.md, "Threads").
 
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex};
@@ -196,6 +196,20 @@ impl ConfigView {
 }
 
 impl Snapshot {
+    /// The scrape-time gauge inputs: counts, the slot limit and Σ(now − started) over running
+    /// sessions.
+    pub fn gauge_values(&self, now_ms: i64) -> crate::metrics::GaugeValues {
+        crate::metrics::GaugeValues {
+            running: self.running.len(),
+            retrying: self.retrying.len(),
+            max_concurrent_agents: self.max_concurrent_agents,
+            elapsed_seconds: crate::metrics::elapsed_seconds(
+                self.running.iter().map(|r| r.started_at_ms),
+                now_ms,
+            ),
+        }
+    }
+
     pub fn build(
         state: &State,
         workflow: &Workflow,

@@ -149,7 +149,7 @@ fn build() -> Bundle {
             &format!("/ui/assets/{hashed}"),
         );
     }
-    html = html.replace("{{version}}", env!("CARGO_PKG_VERSION"));
+    html = html.replace("{{version}}", crate::build_info::VERSION);
     let index_hash = short_hash(html.as_bytes());
     Bundle {
         assets,

@@ -1,0 +1,82 @@
+//! Where the HTTP server binds: the `--port`/`--host` flags over `server.port`/`server.host`
+//! over the defaults. Resolved here, below both the command line that reads the flags and the
+//! server that binds, so neither has to import the other.
+
+use std::net::IpAddr;
+
+use super::ServerConfig;
+
+/// Default HTTP port.
+pub const DEFAULT_PORT: u16 = 7678;
+
+/// The resolved bind address, and whether the port was chosen explicitly (an explicit port
+/// that cannot be bound is an error; the busy default port only disables the server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerBind {
+    pub host: IpAddr,
+    pub port: u16,
+    pub explicit: bool,
+}
+
+impl ServerBind {
+    /// Flags (raw text, as typed) win over the workflow's `server` block, which wins over the
+    /// defaults (127.0.0.1:7678). A flag that does not parse is an error naming it.
+    pub fn resolve(
+        flag_port: Option<&str>,
+        flag_host: Option<&str>,
+        server: &ServerConfig,
+    ) -> Result<ServerBind, String> {
+        let flag_port = flag_port
+            .map(|p| {
+                p.trim()
+                    .parse::<u16>()
+                    .map_err(|_| format!("invalid port {p:?}: must be an integer from 0 to 65535"))
+            })
+            .transpose()?;
+        let flag_host = flag_host
+            .map(|h| {
+                h.trim()
+                    .parse::<IpAddr>()
+                    .map_err(|_| format!("invalid host {h:?}: must be an IP address"))
+            })
+            .transpose()?;
+        Ok(ServerBind {
+            host: flag_host
+                .or(server.host)
+                .unwrap_or(IpAddr::from([127, 0, 0, 1])),
+            port: flag_port.or(server.port).unwrap_or(DEFAULT_PORT),
+            explicit: flag_port.is_some() || server.port.is_some(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_the_workflow_which_wins_over_defaults() {
+        let none = ServerConfig::default();
+        let d = ServerBind::resolve(None, None, &none).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((d.port, d.explicit), (DEFAULT_PORT, false));
+        assert_eq!(d.host, IpAddr::from([127, 0, 0, 1]));
+        let wf = ServerConfig {
+            port: Some(9000),
+            host: Some(IpAddr::from([0, 0, 0, 0])),
+        };
+        let w = ServerBind::resolve(None, None, &wf).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((w.port, w.explicit), (9000, true));
+        let f =
+            ServerBind::resolve(Some(" 9090 "), Some("::1"), &wf).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((f.port, f.host.to_string().as_str()), (9090, "::1"));
+    }
+
+    #[test]
+    fn bad_flags_name_the_value() {
+        let none = ServerConfig::default();
+        let e = ServerBind::resolve(Some("70000"), None, &none).err();
+        assert!(e.is_some_and(|e| e.contains("\"70000\"")));
+        let e = ServerBind::resolve(None, Some("localhost"), &none).err();
+        assert!(e.is_some_and(|e| e.contains("must be an IP address")));
+    }
+}

@@ -1,0 +1,29 @@
+//! `GET /metrics`: the Prometheus text exposition. Counters come from [`crate::metrics`]; the
+//! gauges are taken from the orchestrator's published snapshot at scrape time, so a scrape
+//! never waits on the orchestrator.
+
+use tiny_http::{Request, Response};
+
+use super::AppState;
+use super::respond::header;
+
+pub fn serve(state: &AppState, req: Request, head_only: bool) {
+    let gauges = state.orch.snapshot().gauge_values(state.clock.now_ms());
+    let body = state.orch.metrics.render(&gauges);
+    let mut resp = Response::from_data(if head_only {
+        Vec::new()
+    } else {
+        body.into_bytes()
+    });
+    for h in [
+        header("Content-Type", crate::metrics::CONTENT_TYPE),
+        header("Cache-Control", "no-store"),
+        header("X-Content-Type-Options", "nosniff"),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        resp.add_header(h);
+    }
+    let _ = req.respond(resp);
+}
