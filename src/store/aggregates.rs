@@ -28,6 +28,38 @@ pub struct AggregateTotals {
     pub updated_at_ms: i64,
 }
 
+/// Adds `d` to the counter row (creating it on first use); `d.exits` is not read here.
+fn add(conn: &Connection, d: &AggregateTotals) -> rusqlite::Result<usize> {
+    conn.execute(
+        "INSERT INTO aggregate_metrics (key, input_tokens, output_tokens, total_tokens,
+             cache_read_tokens, cache_write_tokens, dispatches, seconds_running,
+             unmeasured_sessions, updated_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT(key) DO UPDATE SET
+             input_tokens = input_tokens + excluded.input_tokens,
+             output_tokens = output_tokens + excluded.output_tokens,
+             total_tokens = total_tokens + excluded.total_tokens,
+             cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+             cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+             dispatches = dispatches + excluded.dispatches,
+             seconds_running = seconds_running + excluded.seconds_running,
+             unmeasured_sessions = unmeasured_sessions + excluded.unmeasured_sessions,
+             updated_at_ms = excluded.updated_at_ms",
+        params![
+            KEY,
+            d.input_tokens,
+            d.output_tokens,
+            d.total_tokens,
+            d.cache_read_tokens,
+            d.cache_write_tokens,
+            d.dispatches,
+            d.seconds_running,
+            d.unmeasured_sessions,
+            d.updated_at_ms
+        ],
+    )
+}
+
 /// Adds one finished run. Recorded CI results are not sessions and add nothing; an unmeasured
 /// run adds no tokens (its spend is unknown) but counts as an unmeasured session.
 pub(crate) fn add_run(conn: &Connection, r: &RunRecord, now_ms: i64) -> Result<(), StoreError> {
@@ -35,35 +67,19 @@ pub(crate) fn add_run(conn: &Connection, r: &RunRecord, now_ms: i64) -> Result<(
         return Ok(());
     }
     let m = i64::from(r.tokens_measured);
-    let seconds = ((r.completed_at_ms - r.started_at_ms).max(0) as f64) / 1000.0;
-    conn.execute(
-        "INSERT INTO aggregate_metrics (key, input_tokens, output_tokens, total_tokens,
-             cache_read_tokens, cache_write_tokens, dispatches, seconds_running,
-             unmeasured_sessions, updated_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?8, ?9)
-         ON CONFLICT(key) DO UPDATE SET
-             input_tokens = input_tokens + excluded.input_tokens,
-             output_tokens = output_tokens + excluded.output_tokens,
-             total_tokens = total_tokens + excluded.total_tokens,
-             cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
-             cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
-             dispatches = dispatches + 1,
-             seconds_running = seconds_running + excluded.seconds_running,
-             unmeasured_sessions = unmeasured_sessions + excluded.unmeasured_sessions,
-             updated_at_ms = excluded.updated_at_ms",
-        params![
-            KEY,
-            r.input_tokens * m,
-            r.output_tokens * m,
-            r.total_tokens * m,
-            r.cache_read_tokens * m,
-            r.cache_write_tokens * m,
-            seconds,
-            1 - m,
-            now_ms
-        ],
-    )
-    .ctx("add run to aggregate metrics")?;
+    let delta = AggregateTotals {
+        input_tokens: r.input_tokens * m,
+        output_tokens: r.output_tokens * m,
+        total_tokens: r.total_tokens * m,
+        cache_read_tokens: r.cache_read_tokens * m,
+        cache_write_tokens: r.cache_write_tokens * m,
+        dispatches: 1,
+        seconds_running: ((r.completed_at_ms - r.started_at_ms).max(0) as f64) / 1000.0,
+        unmeasured_sessions: 1 - m,
+        exits: BTreeMap::new(),
+        updated_at_ms: now_ms,
+    };
+    add(conn, &delta).ctx("add run to aggregate metrics")?;
     conn.execute(
         "INSERT INTO aggregate_exits (exit_type, count) VALUES (?1, 1)
          ON CONFLICT(exit_type) DO UPDATE SET count = count + 1",
@@ -105,31 +121,17 @@ pub(crate) fn absorb_lost_sessions(conn: &Connection, now_ms: i64) -> Result<i64
     if n == 0 {
         return Ok(0);
     }
-    tx.execute(
-        "INSERT INTO aggregate_metrics (key, input_tokens, output_tokens, total_tokens,
-             cache_read_tokens, cache_write_tokens, dispatches, seconds_running,
-             unmeasured_sessions, updated_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, 0, ?8)
-         ON CONFLICT(key) DO UPDATE SET
-             input_tokens = input_tokens + excluded.input_tokens,
-             output_tokens = output_tokens + excluded.output_tokens,
-             total_tokens = total_tokens + excluded.total_tokens,
-             cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
-             cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
-             dispatches = dispatches + excluded.dispatches,
-             updated_at_ms = excluded.updated_at_ms",
-        params![
-            KEY,
-            input,
-            output,
-            total,
-            cache_read,
-            cache_write,
-            n,
-            now_ms
-        ],
-    )
-    .ctx("add lost sessions to aggregate metrics")?;
+    let delta = AggregateTotals {
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: total,
+        cache_read_tokens: cache_read,
+        cache_write_tokens: cache_write,
+        dispatches: n,
+        updated_at_ms: now_ms,
+        ..AggregateTotals::default()
+    };
+    add(&tx, &delta).ctx("add lost sessions to aggregate metrics")?;
     tx.execute(
         "UPDATE session_metadata SET dispatch_id = NULL, exit_type = 'lost'
          WHERE dispatch_id IS NOT NULL",
