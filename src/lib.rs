@@ -5,8 +5,8 @@
 //! concept lives.
 //!
 //! 0. `build_info`, `clock`, `domain`, `mask`
-//! 1. `agent`, `config`, `logging`, `prompt`, `tracker`, `ui`, `workspace`
-//! 2. `store`
+//! 1. `agent`, `config`, `prompt`, `tracker`, `ui`, `workspace`
+//! 2. `logging`, `store`
 //! 3. `metrics`
 //! 4. `orchestrator`
 //! 5. `http`

@@ -11,41 +11,24 @@ use std::io::Write;
 
 use log::kv::{Key, Value, VisitSource};
 
-/// Output format of log lines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
+use crate::config::{LogFormat, LogLevel};
 
-impl LogFormat {
-    /// Parses `text` / `json` (case-insensitive).
-    pub fn parse(s: &str) -> Option<LogFormat> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "text" => Some(LogFormat::Text),
-            "json" => Some(LogFormat::Json),
-            _ => None,
-        }
-    }
-}
-
-/// Parses `debug` / `info` / `warn` / `error` (case-insensitive; `warning` accepted for `warn`).
-pub fn parse_level(s: &str) -> Option<log::LevelFilter> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "debug" => Some(log::LevelFilter::Debug),
-        "info" => Some(log::LevelFilter::Info),
-        "warn" | "warning" => Some(log::LevelFilter::Warn),
-        "error" => Some(log::LevelFilter::Error),
-        _ => None,
+/// The `log` filter for a configured level.
+pub fn level_filter(level: LogLevel) -> log::LevelFilter {
+    match level {
+        LogLevel::Debug => log::LevelFilter::Debug,
+        LogLevel::Info => log::LevelFilter::Info,
+        LogLevel::Warn => log::LevelFilter::Warn,
+        LogLevel::Error => log::LevelFilter::Error,
     }
 }
 
 /// Installs the global logger (stderr). Later calls are ignored by `log`, so call once, after
 /// the level and format are final.
-pub fn init(level: log::LevelFilter, format: LogFormat) {
+pub fn init(level: LogLevel, format: LogFormat) {
     let mut builder = env_logger::Builder::new();
     builder
-        .filter_level(level)
+        .filter_level(level_filter(level))
         // Dependencies' chatter stays out unless debugging them explicitly via RUST_LOG.
         .filter_module("ureq", log::LevelFilter::Warn)
         .filter_module("rustls", log::LevelFilter::Warn)
@@ -247,8 +230,10 @@ mod tests {
 
     #[test]
     fn levels_and_formats_parse_case_insensitively() {
-        assert_eq!(parse_level("DEBUG"), Some(log::LevelFilter::Debug));
-        assert_eq!(parse_level("verbose"), None);
+        let filter = |s: &str| LogLevel::parse(s).map(level_filter);
+        assert_eq!(filter("DEBUG"), Some(log::LevelFilter::Debug));
+        assert_eq!(filter("warning"), Some(log::LevelFilter::Warn));
+        assert_eq!(filter("verbose"), None);
         assert_eq!(LogFormat::parse("Json"), Some(LogFormat::Json));
         assert_eq!(LogFormat::parse("xml"), None);
     }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{LoadOptions, ServerBind, Workflow, load_workflow};
-use crate::logging::{self, LogFormat};
+use crate::config::{LogFormat, LogLevel};
+use crate::logging;
 use crate::orchestrator::{self, adapters};
 use crate::prompt::PromptTemplate;
 
@@ -33,7 +34,7 @@ pub fn run(opts: RunOptions) -> i32 {
     let flag_level = match opts
         .log_level
         .as_deref()
-        .map(|l| (l, logging::parse_level(l)))
+        .map(|l| (l, LogLevel::parse(l)))
     {
         Some((l, None)) => {
             return fail(format!(
@@ -58,26 +59,11 @@ pub fn run(opts: RunOptions) -> i32 {
         Ok(wf) => wf,
         Err(e) => return fail(e),
     };
-    for s in wf.config.secrets() {
-        crate::mask::register_secret(&s);
-    }
     let level = flag_level
-        .or_else(|| {
-            wf.config
-                .logging
-                .level
-                .as_ref()
-                .and_then(|l| logging::parse_level(&format!("{l:?}")))
-        })
-        .unwrap_or(log::LevelFilter::Info);
+        .or(wf.config.logging.level)
+        .unwrap_or(LogLevel::Info);
     let format = flag_format
-        .or_else(|| {
-            wf.config
-                .logging
-                .format
-                .as_ref()
-                .and_then(|f| LogFormat::parse(&format!("{f:?}")))
-        })
+        .or(wf.config.logging.format)
         .unwrap_or(LogFormat::Text);
     logging::init(level, format);
     for w in &wf.warnings {

@@ -42,9 +42,6 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
             return report;
         }
     };
-    for s in wf.config.secrets() {
-        crate::mask::register_secret(&s);
-    }
     for w in &wf.warnings {
         report
             .warnings

@@ -113,7 +113,13 @@ pub fn load_workflow(path: &Path, opts: &LoadOptions) -> Result<Workflow, Config
         reason: e.to_string(),
     })?;
     let content = String::from_utf8_lossy(&content);
-    parse_workflow(&content, &abs, opts)
+    let wf = parse_workflow(&content, &abs, opts)?;
+    // Every caller that loads a workflow from disk (run, validate, live reload) must mask its
+    // credentials from then on, so registration happens here rather than at each caller.
+    for s in wf.config.secrets() {
+        crate::mask::register_secret(&s);
+    }
+    Ok(wf)
 }
 
 /// Loads a workflow from text already read. `path` (made absolute against `opts.cwd`) anchors

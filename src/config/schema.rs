@@ -172,12 +172,12 @@ pub enum LogLevel {
 }
 
 impl LogLevel {
-    /// Case-insensitive parse of `debug`/`info`/`warn`/`error`.
+    /// Case-insensitive parse of `debug`/`info`/`warn`/`error` (`warning` is taken as `warn`).
     pub fn parse(s: &str) -> Option<Self> {
         match s.trim().to_ascii_lowercase().as_str() {
             "debug" => Some(LogLevel::Debug),
             "info" => Some(LogLevel::Info),
-            "warn" => Some(LogLevel::Warn),
+            "warn" | "warning" => Some(LogLevel::Warn),
             "error" => Some(LogLevel::Error),
             _ => None,
         }

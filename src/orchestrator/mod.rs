@@ -3,16 +3,17 @@
 
 pub mod adapters;
 pub mod backoff;
-mod core;
+mod scheduler;
 pub mod dispatch_pass;
 pub mod msg;
 pub mod persist;
+pub mod reload;
 pub mod retry_queue;
 pub mod snapshot;
 pub mod state;
 pub mod tracker_ops;
 pub mod watch;
-pub mod worker;
+pub mod supervisor;
 
-pub use self::core::{Orchestrator, OrchestratorDeps, OrchestratorHandle, new_dispatch_id};
-pub use msg::{OrchMsg, RefreshOutcome, RetryNowOutcome, WorkerExit, WorkerResult};
+pub use self::scheduler::{Orchestrator, OrchestratorDeps, OrchestratorHandle, new_dispatch_id};
+pub use msg::{OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult};

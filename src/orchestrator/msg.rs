@@ -7,7 +7,7 @@ use crate::agent::{AgentEvent, CancelReason};
 
 /// How a worker attempt ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum WorkerExit {
+pub enum SupervisorExit {
     /// The turn loop ended without an error: max turns reached, the issue left the active
     /// states, or the agent declared an outcome in `.sortie/status`.
     Normal {
@@ -26,10 +26,10 @@ pub enum WorkerExit {
 
 /// What a supervisor thread reports when its attempt is over.
 #[derive(Debug, Clone)]
-pub struct WorkerResult {
+pub struct SupervisorResult {
     pub dispatch_id: String,
     pub issue_id: String,
-    pub exit: WorkerExit,
+    pub exit: SupervisorExit,
     pub turns_completed: u32,
     pub session_id: Option<String>,
     pub workspace_path: Option<std::path::PathBuf>,
@@ -70,7 +70,7 @@ pub enum OrchMsg {
     /// A worker started turn `turn` of its session.
     TurnStarted { dispatch_id: String, turn: u32 },
     /// A worker finished.
-    Exit(Box<WorkerResult>),
+    Exit(Box<SupervisorResult>),
     /// Run a tick now (coalesced).
     Refresh {
         reply: Option<Sender<RefreshOutcome>>,

@@ -4,35 +4,16 @@
 //! scheduled.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use crate::clock::Clock;
-use crate::config::{LoadOptions, Workflow};
+use crate::config::Workflow;
 use crate::domain::Issue;
-use crate::prompt::PromptTemplate;
 use crate::store::{
     IssueOutcome, ParkedIssue, RetryEntry, RunRecord, RunWrite, SessionMeta, Store, StoredEvent,
 };
 
-use super::msg::{WorkerExit, WorkerResult};
+use super::msg::{SupervisorExit, SupervisorResult};
 use super::state::{AgentTotals, Park, RetryInfo, RunningEntry};
-
-pub use super::adapters::workspace_manager;
-
-/// Loads the workflow and parses its template; both must succeed for a reload to apply.
-pub fn reload(path: &Path, opts: &LoadOptions) -> Result<(Workflow, PromptTemplate), String> {
-    let wf = crate::config::load_workflow(path, opts).map_err(|e| e.to_string())?;
-    let t = PromptTemplate::parse(
-        &wf.prompt_template,
-        &wf.path.display().to_string(),
-        wf.prompt_line_offset,
-    )
-    .map_err(|e| e.to_string())?;
-    for s in wf.config.secrets() {
-        crate::mask::register_secret(&s);
-    }
-    Ok((wf, t))
-}
 
 /// What the warm start restores.
 pub struct WarmStart {
@@ -236,12 +217,12 @@ pub fn record_run(
     store: &Store,
     wf: &Workflow,
     e: &RunningEntry,
-    result: &WorkerResult,
+    result: &SupervisorResult,
     status: &str,
     _totals: &AgentTotals,
 ) -> Result<i64, String> {
     let (error, declared, statement) = match &result.exit {
-        WorkerExit::Normal {
+        SupervisorExit::Normal {
             declared,
             statement,
         } => (
@@ -249,8 +230,8 @@ pub fn record_run(
             declared.map(|d| d.token().to_string()),
             statement.clone(),
         ),
-        WorkerExit::Error { code, message, .. } => (Some(format!("{code}: {message}")), None, None),
-        WorkerExit::Cancelled { reason } => (
+        SupervisorExit::Error { code, message, .. } => (Some(format!("{code}: {message}")), None, None),
+        SupervisorExit::Cancelled { reason } => (
             Some(format!(
                 "cancelled: {}",
                 serde_json::to_value(reason)

@@ -25,11 +25,11 @@ use crate::tracker::TrackerAdapter;
 use crate::workspace::WorkspaceManager;
 
 use super::backoff::{CONTINUATION_DELAY_MS, failure_delay_ms};
-use super::msg::{OrchMsg, RefreshOutcome, RetryNowOutcome, WorkerExit, WorkerResult};
+use super::msg::{OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult};
 use super::persist;
 use super::snapshot::Snapshot;
 use super::state::{BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
-use super::worker::{self, WorkerJob};
+use super::supervisor::{self, SupervisorJob};
 use crate::orchestrator::dispatch_pass::{Decision, PassInput, plan, sort_candidates};
 
 /// How long shutdown waits for workers to exit before abandoning them.
@@ -145,7 +145,7 @@ impl Orchestrator {
     }
 
     fn workspaces(&self) -> Arc<WorkspaceManager> {
-        Arc::new(persist::workspace_manager(&self.workflow))
+        Arc::new(super::adapters::workspace_manager(&self.workflow))
     }
 
     /// Restores retries, totals, parks and outcomes from the database, then removes
@@ -382,12 +382,12 @@ impl Orchestrator {
 }
 
 /// The run status the seed defines for an exit.
-fn run_status(exit: &WorkerExit, budget_stopped: bool) -> &'static str {
+fn run_status(exit: &SupervisorExit, budget_stopped: bool) -> &'static str {
     match exit {
-        WorkerExit::Normal { .. } => "succeeded",
-        WorkerExit::Error { .. } => "failed",
-        WorkerExit::Cancelled { .. } if budget_stopped => "budget_stopped",
-        WorkerExit::Cancelled { .. } => "cancelled",
+        SupervisorExit::Normal { .. } => "succeeded",
+        SupervisorExit::Error { .. } => "failed",
+        SupervisorExit::Cancelled { .. } if budget_stopped => "budget_stopped",
+        SupervisorExit::Cancelled { .. } => "cancelled",
     }
 }
 

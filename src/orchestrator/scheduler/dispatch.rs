@@ -22,7 +22,7 @@ impl Orchestrator {
         self.state.held.remove(&issue.id);
         self.state.outcomes.remove(&issue.id);
         persist::clear_outcome(&self.store, &issue.id);
-        let job = WorkerJob {
+        let job = SupervisorJob {
             dispatch_id: dispatch_id.clone(),
             issue: issue.clone(),
             attempt,
@@ -95,7 +95,7 @@ impl Orchestrator {
                     ),
                 });
         }
-        let spawned = worker::spawn(job);
+        let spawned = supervisor::spawn(job);
         self.metrics
             .dispatch(if spawned.is_ok() { "success" } else { "error" });
         if let Err(e) = spawned {

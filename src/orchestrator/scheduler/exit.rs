@@ -4,7 +4,7 @@
 use super::*;
 
 impl Orchestrator {
-    pub(super) fn on_exit(&mut self, result: WorkerResult) {
+    pub(super) fn on_exit(&mut self, result: SupervisorResult) {
         let Some(issue_id) = self.state.dispatch_index.remove(&result.dispatch_id) else {
             return;
         };
@@ -65,13 +65,13 @@ impl Orchestrator {
         let turns = result.turns_completed;
         let session_for_comment = entry.session_id.clone();
         match result.exit {
-            WorkerExit::Cancelled { .. } => {
+            SupervisorExit::Cancelled { .. } => {
                 // A stall schedules its own retry; other cancellations release the claim.
                 if !self.state.retries.contains_key(&issue.id) {
                     self.release(&issue.id);
                 }
             }
-            WorkerExit::Error {
+            SupervisorExit::Error {
                 code,
                 message,
                 retryable,
@@ -107,7 +107,7 @@ impl Orchestrator {
                     self.release(&issue.id);
                 }
             }
-            WorkerExit::Normal {
+            SupervisorExit::Normal {
                 declared,
                 statement: _,
             } => self.on_normal_exit(&entry, declared, result.session_id),
@@ -125,7 +125,7 @@ impl Orchestrator {
     pub(super) fn lifecycle_comment_at_exit(
         &self,
         issue: &Issue,
-        exit: &WorkerExit,
+        exit: &SupervisorExit,
         session_id: Option<&str>,
         duration_ms: i64,
         turns: u32,
@@ -139,8 +139,8 @@ impl Orchestrator {
             )
         });
         let (lifecycle, error) = match exit {
-            WorkerExit::Normal { .. } if c.on_completion => ("completion", None),
-            WorkerExit::Error { code, message, .. } if c.on_failure => {
+            SupervisorExit::Normal { .. } if c.on_completion => ("completion", None),
+            SupervisorExit::Error { code, message, .. } if c.on_failure => {
                 ("failure", Some(format!("{code}: {message}")))
             }
             _ => return,

@@ -6,7 +6,7 @@ use super::*;
 impl Orchestrator {
     pub(super) fn reload_workflow(&mut self) -> bool {
         let now = self.clock.now_ms();
-        match persist::reload(&self.workflow.path, &self.load_options) {
+        match super::super::reload::reload(&self.workflow.path, &self.load_options) {
             Ok((wf, template)) => {
                 if wf.config != self.workflow.config
                     || wf.prompt_template != self.workflow.prompt_template

@@ -19,10 +19,10 @@ use crate::prompt::PromptTemplate;
 use crate::tracker::TrackerAdapter;
 use crate::workspace::{HookEnv, HookKind, WorkspaceManager};
 
-use super::msg::{OrchMsg, WorkerExit, WorkerResult};
+use super::msg::{OrchMsg, SupervisorExit, SupervisorResult};
 
 /// Everything one attempt needs, frozen at dispatch (a reload does not change a running attempt).
-pub struct WorkerJob {
+pub struct SupervisorJob {
     pub dispatch_id: String,
     pub issue: Issue,
     /// 0 on first dispatch; the retry counter afterwards.
@@ -40,7 +40,7 @@ pub struct WorkerJob {
 }
 
 /// Starts the supervisor thread for `job`.
-pub fn spawn(job: WorkerJob) -> std::io::Result<std::thread::JoinHandle<()>> {
+pub fn spawn(job: SupervisorJob) -> std::io::Result<std::thread::JoinHandle<()>> {
     let name = format!("sup-{}", job.issue.identifier);
     std::thread::Builder::new().name(name).spawn(move || {
         let tx = job.tx.clone();
@@ -61,7 +61,7 @@ struct Progress {
     workspace_path: Option<PathBuf>,
 }
 
-fn run(job: &WorkerJob) -> WorkerResult {
+fn run(job: &SupervisorJob) -> SupervisorResult {
     let mut p = Progress {
         turns_completed: 0,
         session_id: job.resume_session_id.clone(),
@@ -76,7 +76,7 @@ fn run(job: &WorkerJob) -> WorkerResult {
         exit_kind_name(&exit),
         p.turns_completed
     );
-    WorkerResult {
+    SupervisorResult {
         dispatch_id: job.dispatch_id.clone(),
         issue_id: job.issue.id.clone(),
         exit,
@@ -87,23 +87,23 @@ fn run(job: &WorkerJob) -> WorkerResult {
     }
 }
 
-fn exit_kind_name(e: &WorkerExit) -> &'static str {
+fn exit_kind_name(e: &SupervisorExit) -> &'static str {
     match e {
-        WorkerExit::Normal { .. } => "normal",
-        WorkerExit::Error { .. } => "error",
-        WorkerExit::Cancelled { .. } => "cancelled",
+        SupervisorExit::Normal { .. } => "normal",
+        SupervisorExit::Error { .. } => "error",
+        SupervisorExit::Cancelled { .. } => "cancelled",
     }
 }
 
-fn error_exit(code: &str, message: String, retryable: bool) -> WorkerExit {
-    WorkerExit::Error {
+fn error_exit(code: &str, message: String, retryable: bool) -> SupervisorExit {
+    SupervisorExit::Error {
         code: code.to_string(),
         message: crate::mask::mask(&message),
         retryable,
     }
 }
 
-fn run_phases(job: &WorkerJob, p: &mut Progress) -> WorkerExit {
+fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
     let cfg = &job.workflow.config;
     let issue = &job.issue;
 
@@ -127,7 +127,7 @@ fn run_phases(job: &WorkerJob, p: &mut Progress) -> WorkerExit {
         None => {}
     }
     if let Some(r) = job.cancel.reason() {
-        return WorkerExit::Cancelled { reason: r };
+        return SupervisorExit::Cancelled { reason: r };
     }
 
     // 2. Workspace, the stale stop file, before_run.
@@ -180,7 +180,7 @@ fn run_phases(job: &WorkerJob, p: &mut Progress) -> WorkerExit {
     exit
 }
 
-fn run_session(job: &WorkerJob, p: &mut Progress, workspace: &std::path::Path) -> WorkerExit {
+fn run_session(job: &SupervisorJob, p: &mut Progress, workspace: &std::path::Path) -> SupervisorExit {
     let cfg = &job.workflow.config;
     let issue = &job.issue;
     let max_turns = cfg.agent.max_turns.max(1);
@@ -235,7 +235,7 @@ fn run_session(job: &WorkerJob, p: &mut Progress, workspace: &std::path::Path) -
             }
         });
 
-    let mut exit = WorkerExit::Normal {
+    let mut exit = SupervisorExit::Normal {
         declared: None,
         statement: None,
     };
@@ -243,7 +243,7 @@ fn run_session(job: &WorkerJob, p: &mut Progress, workspace: &std::path::Path) -
     while turn < max_turns {
         turn += 1;
         if let Some(r) = job.cancel.reason() {
-            exit = WorkerExit::Cancelled { reason: r };
+            exit = SupervisorExit::Cancelled { reason: r };
             break;
         }
         let prompt = match crate::prompt::build_turn_prompt(
@@ -284,7 +284,7 @@ fn run_session(job: &WorkerJob, p: &mut Progress, workspace: &std::path::Path) -
         }
         if !result.outcome.is_completed() {
             exit = match job.cancel.reason() {
-                Some(r) if r != CancelReason::TurnTimeout => WorkerExit::Cancelled { reason: r },
+                Some(r) if r != CancelReason::TurnTimeout => SupervisorExit::Cancelled { reason: r },
                 _ => {
                     let kind = result.outcome.error_kind();
                     let code = kind.map(|k| k.code()).unwrap_or("turn_failed");
@@ -314,7 +314,7 @@ fn run_session(job: &WorkerJob, p: &mut Progress, workspace: &std::path::Path) -
             );
         }
         if let Some(declared) = status.outcome {
-            exit = WorkerExit::Normal {
+            exit = SupervisorExit::Normal {
                 declared: Some(declared),
                 statement: status.statement,
             };
