@@ -1,4 +1,4 @@
-//! Argument parsing (config-cli.md §5). argh does the parsing; [`normalize`] first rewrites
+//! Argument parsing. argh does the parsing; [`normalize`] first rewrites
 //! the Go `flag` spellings existing Sortie users type (`-port 9090`, `--port=9090`, `-help`)
 //! into argh's, so their scripts keep working.
 

@@ -1,4 +1,4 @@
-//! The metric catalogue (spec core.md §3): names, help texts, label names, the label values
+//! The metric catalogue: names, help texts, label names, the label values
 //! each label may take, and histogram buckets. One place so the dashboard JSON and the tests
 //! can be checked against it.
 

@@ -1,6 +1,6 @@
-//! Prometheus metrics (spec core.md §3): the catalogue's counters and histograms, recorded by
+//! Prometheus metrics: the catalogue's counters and histograms, recorded by
 //! the orchestrator as things happen, and gauges computed from the published snapshot at
-//! scrape time. Counters the seed promises never reset (tokens, dispatches, worker exits,
+//! scrape time. Counters that must never reset (tokens, dispatches, worker exits,
 //! runtime, unmeasured sessions) start from the persisted aggregate row, so a restart draws
 //! no cliff. No label ever carries an issue id: every label value is either from a fixed set
 //! or a capped free-form set (see [`catalogue`] and [`free_label`]).

@@ -1,4 +1,5 @@
-//! The root data map templates see (config-cli.md §2.2), built from the normalized issue.
+//! The root data map templates see (`.issue`, `.attempt`, `.run`), built from the normalized
+//! issue so every tracker's issues render alike.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

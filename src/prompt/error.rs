@@ -1,4 +1,4 @@
-//! Errors of parsing and rendering prompt templates (config-cli.md §2.5).
+//! Errors of parsing and rendering prompt templates, with the line in WORKFLOW.md they point at.
 
 /// A template error; `line` is a line of the workflow file (template line + front matter).
 #[derive(Debug, Clone, PartialEq, Eq)]

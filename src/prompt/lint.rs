@@ -1,4 +1,4 @@
-//! Static analysis for `sortie validate` (config-cli.md §2.5): warnings, never errors, about
+//! Static analysis for `sortie validate`: warnings, never errors, about
 //! references the data contract cannot satisfy. Only the prompt body is checked: the dot of a
 //! `{{define}}` body depends on its callers.
 

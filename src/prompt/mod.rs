@@ -1,5 +1,5 @@
-//! Prompt templates: Go `text/template` syntax (via gotmpl) over the data contract of
-//! config-cli.md §2, with Go's strictness (absent keys, fields of nil and unknown functions are
+//! Prompt templates: Go `text/template` syntax (via gotmpl) over the data map of
+//! [`PromptData`], with Go's strictness (absent keys, fields of nil and unknown functions are
 //! errors) and error lines that point into WORKFLOW.md.
 
 mod balance;

@@ -1,4 +1,6 @@
-//! Per-turn prompt assembly (config-cli.md §2.4, agents.md §1.4 and §4.1).
+//! Per-turn prompt assembly: the first turn renders the workflow's template (plus the status
+//! protocol), continuation turns render it again with `.run` updated or fall back to a fixed
+//! continuation prompt, because the agent resumes the same session and already has the task.
 
 use crate::domain::Issue;
 

@@ -1,5 +1,6 @@
 //! Per-issue workspaces: deterministic, contained directories under one root, and the lifecycle
-//! hooks that prepare and tear them down (config-cli.md §3).
+//! hooks (`after_create`, `before_run`, `after_run`, `before_remove`) that prepare and tear
+//! them down.
 //!
 //! The manager is cheap to clone (shared state behind `Arc`) so each worker thread can hold one.
 
