@@ -183,24 +183,24 @@ pub(crate) struct HookInvocation<'a> {
     pub cancel: &'a Receiver<()>,
 }
 
+/// A hook runs with the workspace as its working directory, so a missing one is a validation
+/// error rather than a confusing spawn failure.
+fn check_workspace_dir(inv: &HookInvocation<'_>) -> Result<(), WorkspaceError> {
+    let reason = match std::fs::metadata(inv.workspace) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => format!("workspace {:?} is not a directory", inv.workspace.display()),
+        Err(e) => format!("workspace {:?}: {e}", inv.workspace.display()),
+    };
+    Err(WorkspaceError::HookValidate {
+        hook: inv.kind,
+        reason,
+    })
+}
+
 /// Runs the hook and waits for it (bounded by its timeout plus the pipe grace).
 pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, WorkspaceError> {
     let kind = inv.kind;
-    match std::fs::metadata(inv.workspace) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(WorkspaceError::HookValidate {
-                hook: kind,
-                reason: format!("workspace {:?} is not a directory", inv.workspace.display()),
-            });
-        }
-        Err(e) => {
-            return Err(WorkspaceError::HookValidate {
-                hook: kind,
-                reason: format!("workspace {:?}: {e}", inv.workspace.display()),
-            });
-        }
-    }
+    check_workspace_dir(&inv)?;
     let script_shown = mask(&truncate_for_display(inv.script, MAX_SCRIPT_DISPLAY_BYTES));
     log::debug!(
         "hook starting hook={kind} issue_identifier={} workspace={} script={script_shown:?}",
