@@ -1,6 +1,7 @@
-//! `sortie validate [--format text|json] [WORKFLOW.md]` (config-cli.md §5.4): load, typed
-//! config, template parse and lint, config preflight, workspace root writable. Never opens the
-//! database or starts anything.
+//! `sortie validate [--format text|json] [WORKFLOW.md]`: load, typed config, template parse
+//! and lint, config preflight (including whether this build has the named adapter kinds),
+//! tracker construction, workspace root writable. Never opens the database or starts anything,
+//! so it is safe to run beside a live daemon.
 
 use std::path::PathBuf;
 
@@ -62,29 +63,18 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
         }
         Err(e) => report.errors.push(diag("template_parse", e.to_string())),
     }
-    for m in wf.config.config_preflight() {
-        let check = m
-            .split(':')
-            .next()
-            .unwrap_or("preflight")
-            .trim()
-            .to_string();
-        report.errors.push(diag(check, m));
+    for p in wf.config.preflight() {
+        report.errors.push(diag(p.check, p.message));
     }
-    if let Err(e) = crate::orchestrator::adapters::build_tracker(
-        &wf,
-        std::sync::Arc::new(crate::clock::SystemClock),
-    ) {
+    // An unsupported kind is already reported by preflight; building is tried only for a kind
+    // this build has, to catch what its constructor refuses.
+    if crate::registry::tracker(&wf.config.tracker.kind).is_some()
+        && let Err(e) = crate::orchestrator::adapters::build_tracker(
+            &wf,
+            std::sync::Arc::new(crate::clock::SystemClock),
+        )
+    {
         report.errors.push(diag("tracker_adapter", e.to_string()));
-    }
-    if crate::agent::caps_for_kind(&wf.config.agent.kind).is_none() {
-        report.errors.push(diag(
-            "agent_adapter",
-            format!(
-                "agent kind {:?} is not supported by this build (supported: claude-code, mock)",
-                wf.config.agent.kind
-            ),
-        ));
     }
     let ws = crate::orchestrator::adapters::workspace_manager(&wf);
     if let Err(e) = ws.preflight_root_writable() {
