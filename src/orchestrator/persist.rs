@@ -230,9 +230,7 @@ pub fn record_run(
             declared.map(|d| d.token().to_string()),
             statement.clone(),
         ),
-        SupervisorExit::Error { code, message, .. } => {
-            (Some(format!("{code}: {message}")), None, None)
-        }
+        SupervisorExit::Error { code, message, .. } => (Some(format!("{code}: {message}")), None, None),
         SupervisorExit::Cancelled { reason } => (
             Some(format!(
                 "cancelled: {}",
