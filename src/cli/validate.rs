@@ -116,3 +116,64 @@ pub fn run(args: ValidateArgs) -> i32 {
     }
     if report.errors.is_empty() { 0 } else { 1 }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report_for(front_matter: &str) -> Result<Report, std::io::Error> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("WORKFLOW.md");
+        std::fs::write(
+            &path,
+            format!("---\n{front_matter}\n---\nDo {{{{ .issue.title }}}}\n"),
+        )?;
+        let opts = LoadOptions {
+            cwd: dir.path().to_path_buf(),
+            ..LoadOptions::default()
+        };
+        Ok(validate(&path, &opts))
+    }
+
+    #[test]
+    fn a_kind_this_build_lacks_is_reported_as_unsupported() -> Result<(), std::io::Error> {
+        let report = report_for(
+            "tracker: {kind: github, active_states: [open]}\nagent: {kind: codex}\nworkspace: {root: ws}",
+        )?;
+        let errors: Vec<(&str, &str)> = report
+            .errors
+            .iter()
+            .map(|d| (d.check.as_str(), d.message.as_str()))
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                (
+                    "tracker_adapter",
+                    "tracker kind \"github\" is not supported by this build (supported: file)"
+                ),
+                (
+                    "agent_adapter",
+                    "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
+                ),
+            ]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn preflight_diagnostics_carry_their_check_ids() -> Result<(), std::io::Error> {
+        let report =
+            report_for("tracker: {kind: file, active_states: [To Do]}\nworkspace: {root: ws}")?;
+        let checks: Vec<&str> = report.errors.iter().map(|d| d.check.as_str()).collect();
+        assert_eq!(
+            checks,
+            [
+                "config.file.path",
+                "config.agent.command",
+                "tracker_adapter"
+            ]
+        );
+        Ok(())
+    }
+}
