@@ -32,7 +32,7 @@ use crate::tracker::{
 pub use edits::COMMENT_AUTHOR;
 
 /// The configuration name of this kind (`tracker.kind`, and the `file:` block).
-pub const KIND: &str = document::TRACKER;
+pub const KIND: &str = "file";
 /// The issues file is named by `file.path` (or `tracker.path`).
 const PATH_KEY: &str = "path";
 
