@@ -5,12 +5,14 @@
 //! concept lives.
 //!
 //! 0. `build_info`, `clock`, `domain`, `mask`
-//! 1. `agent`, `config`, `prompt`, `tracker`, `ui`, `workspace`
-//! 2. `logging`, `store`
-//! 3. `metrics`
-//! 4. `orchestrator`
-//! 5. `http`
-//! 6. `cli`
+//! 1. `agent`, `prompt`, `tracker`, `ui`, `workspace`
+//! 2. `registry`
+//! 3. `config`
+//! 4. `logging`, `store`
+//! 5. `metrics`
+//! 6. `orchestrator`
+//! 7. `http`
+//! 8. `cli`
 
 pub mod agent;
 pub mod build_info;
@@ -24,6 +26,7 @@ pub mod mask;
 pub mod metrics;
 pub mod orchestrator;
 pub mod prompt;
+pub mod registry;
 pub mod store;
 pub mod tracker;
 pub mod ui;

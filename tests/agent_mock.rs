@@ -3,9 +3,10 @@
 use crossbeam_channel::unbounded;
 use sortie::agent::{
     AgentErrorKind, AgentEventKind, AgentSettings, CancelReason, CancelToken, StartSessionParams,
-    TokenUsage, TurnOutcome, adapter_for_with_clock, caps_for_kind,
+    TokenUsage, TurnOutcome,
 };
 use sortie::clock::{Clock, ManualClock};
+use sortie::registry::{adapter_for_with_clock, caps_for_kind};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,9 +6,10 @@ use sortie::agent::claude_parser::ClaudeParser;
 use sortie::agent::process::{self, MAX_LINE_BYTES, ProcessSpec, TurnLimits};
 use sortie::agent::{
     AgentErrorKind, AgentEvent, AgentEventKind, AgentSettings, CancelReason, CancelToken,
-    StartSessionParams, TurnOutcome, adapter_for, status_file,
+    StartSessionParams, TurnOutcome, status_file,
 };
 use sortie::clock::{Clock, SystemClock};
+use sortie::registry::adapter_for;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

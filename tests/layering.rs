@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 /// Lowest first; the same order as the comment at the top of `src/lib.rs`.
 const LAYERS: &[&[&str]] = &[
     &["build_info", "clock", "domain", "mask"],
-    &["agent", "config", "prompt", "tracker", "ui", "workspace"],
+    &["agent", "prompt", "tracker", "ui", "workspace"],
+    &["registry"],
+    &["config"],
     &["logging", "store"],
     &["metrics"],
     &["orchestrator"],

@@ -7,8 +7,9 @@ use super::process::{
     self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, split_command, verify_workspace,
 };
 use super::{
-    AdapterCaps, AgentAdapter, AgentError, AgentErrorKind, AgentEvent, AgentSession, AgentSettings,
-    CancelToken, StartSessionParams, TurnOutcome, TurnResult, UsageArrival, UsageAttribution,
+    AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentEvent,
+    AgentSession, AgentSettings, CancelToken, StartSessionParams, TurnOutcome, TurnResult,
+    UsageArrival, UsageAttribution,
 };
 use crate::clock::Clock;
 use crossbeam_channel::Sender;
@@ -26,6 +27,13 @@ pub const CAPS: AdapterCaps = AdapterCaps {
     requires_command: true,
 };
 const DEFAULT_COMMAND: &str = "claude";
+
+/// This kind as the registry lists it.
+pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
+    kind: KIND,
+    caps: CAPS,
+    build: |settings, clock| Ok(Arc::new(ClaudeAdapter::new(settings.clone(), clock))),
+};
 
 /// Builds claude-code sessions.
 pub struct ClaudeAdapter {

@@ -26,9 +26,9 @@
 //! figure), the tool results, then the terminal event.
 
 use super::{
-    AdapterCaps, AgentAdapter, AgentError, AgentErrorKind, AgentEvent, AgentEventKind,
-    AgentSession, AgentSettings, CancelReason, CancelToken, StartSessionParams, TokenUsage,
-    TurnOutcome, TurnResult, UsageArrival, UsageAttribution,
+    AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentEvent,
+    AgentEventKind, AgentSession, AgentSettings, CancelReason, CancelToken, StartSessionParams,
+    TokenUsage, TurnOutcome, TurnResult, UsageArrival, UsageAttribution,
 };
 use crate::clock::Clock;
 use crossbeam_channel::Sender;
@@ -36,12 +36,20 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The configuration name of this kind (`agent.kind`, and the `mock:` block).
 pub const KIND: &str = "mock";
 pub const CAPS: AdapterCaps = AdapterCaps {
     usage_arrival: UsageArrival::Incremental,
     usage_attribution: UsageAttribution::PerModel,
     resumable: true,
     requires_command: false,
+};
+
+/// This kind as the registry lists it; building parses the `mock:` block.
+pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
+    kind: KIND,
+    caps: CAPS,
+    build: |settings, clock| Ok(Arc::new(MockAdapter::from_settings(settings, clock)?)),
 };
 
 /// One scripted tool call.

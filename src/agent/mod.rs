@@ -26,7 +26,7 @@ pub use event::{
 };
 pub use tool_kind::ToolKind;
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crossbeam_channel::Sender;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -64,10 +64,10 @@ pub struct AdapterCaps {
     pub requires_command: bool,
 }
 
-/// The typed agent configuration the adapters need; the integrator maps config onto it.
+/// The typed agent configuration the adapters need; config maps itself onto it.
 #[derive(Debug, Clone, Default)]
 pub struct AgentSettings {
-    /// `agent.kind`, e.g. `claude-code` or `mock`.
+    /// `agent.kind`.
     pub kind: String,
     /// `agent.command`; `None` means the kind's default binary.
     pub command: Option<String>,
@@ -132,41 +132,17 @@ pub trait AgentSession: Send {
     fn stop(&mut self) -> Result<(), AgentError>;
 }
 
-/// The adapter for a configured kind, on the system clock.
-pub fn adapter_for(settings: &AgentSettings) -> Result<Arc<dyn AgentAdapter>, AgentError> {
-    adapter_for_with_clock(settings, Arc::new(SystemClock))
-}
+/// Builds one kind's adapter from its settings, with event timestamps from the clock.
+pub type BuildAgent =
+    fn(&AgentSettings, Arc<dyn Clock>) -> Result<Arc<dyn AgentAdapter>, AgentError>;
 
-/// Kinds the configuration may name but this build does not run yet.
-const PLANNED_KINDS: &[&str] = &["codex", "copilot-cli", "opencode", "agent-client-protocol"];
-
-/// The adapter for a configured kind, with event timestamps from `clock`.
-pub fn adapter_for_with_clock(
-    settings: &AgentSettings,
-    clock: Arc<dyn Clock>,
-) -> Result<Arc<dyn AgentAdapter>, AgentError> {
-    match settings.kind.as_str() {
-        claude::KIND => Ok(Arc::new(claude::ClaudeAdapter::new(
-            settings.clone(),
-            clock,
-        ))),
-        mock::KIND => Ok(Arc::new(mock::MockAdapter::from_settings(settings, clock)?)),
-        k if PLANNED_KINDS.contains(&k) => Err(AgentError::new(
-            AgentErrorKind::AgentNotFound,
-            format!("agent kind {k} is not supported yet"),
-        )),
-        k => Err(AgentError::new(
-            AgentErrorKind::AgentNotFound,
-            format!("unknown agent kind {k:?}"),
-        )),
-    }
-}
-
-/// Caps of a kind by name, without building an adapter; `None` for an unregistered kind.
-pub fn caps_for_kind(kind: &str) -> Option<AdapterCaps> {
-    match kind {
-        claude::KIND => Some(claude::CAPS),
-        mock::KIND => Some(mock::CAPS),
-        _ => None,
-    }
+/// Static facts about one agent kind. Each adapter module exports one; `crate::registry`
+/// lists them, and config, core and the CLI learn about kinds only from there.
+#[derive(Clone, Copy)]
+pub struct AgentDescriptor {
+    /// The name written in `agent.kind`; also the name of the kind's pass-through block.
+    pub kind: &'static str,
+    /// Known without building an adapter, so validation and the API can read them.
+    pub caps: AdapterCaps,
+    pub build: BuildAgent,
 }

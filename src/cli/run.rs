@@ -1,4 +1,4 @@
-//! Run mode (config-cli.md §5.3): load and check the workflow, set up logging, then either a
+//! Run mode: load and check the workflow, set up logging, then either a
 //! dry run or the daemon: database, warm start, HTTP server, signal handling, the workflow
 //! watcher and the orchestrator thread.
 

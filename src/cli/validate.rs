@@ -1,6 +1,7 @@
-//! `sortie validate [--format text|json] [WORKFLOW.md]` (config-cli.md §5.4): load, typed
-//! config, template parse and lint, config preflight, workspace root writable. Never opens the
-//! database or starts anything.
+//! `sortie validate [--format text|json] [WORKFLOW.md]`: load, typed config, template parse
+//! and lint, config preflight (including whether this build has the named adapter kinds),
+//! tracker construction, workspace root writable. Never opens the database or starts anything,
+//! so it is safe to run beside a live daemon.
 
 use std::path::PathBuf;
 
@@ -62,29 +63,18 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
         }
         Err(e) => report.errors.push(diag("template_parse", e.to_string())),
     }
-    for m in wf.config.config_preflight() {
-        let check = m
-            .split(':')
-            .next()
-            .unwrap_or("preflight")
-            .trim()
-            .to_string();
-        report.errors.push(diag(check, m));
+    for p in wf.config.preflight() {
+        report.errors.push(diag(p.check, p.message));
     }
-    if let Err(e) = crate::orchestrator::adapters::build_tracker(
-        &wf,
-        std::sync::Arc::new(crate::clock::SystemClock),
-    ) {
+    // An unsupported kind is already reported by preflight; building is tried only for a kind
+    // this build has, to catch what its constructor refuses.
+    if crate::registry::tracker(&wf.config.tracker.kind).is_some()
+        && let Err(e) = crate::orchestrator::adapters::build_tracker(
+            &wf,
+            std::sync::Arc::new(crate::clock::SystemClock),
+        )
+    {
         report.errors.push(diag("tracker_adapter", e.to_string()));
-    }
-    if crate::agent::caps_for_kind(&wf.config.agent.kind).is_none() {
-        report.errors.push(diag(
-            "agent_adapter",
-            format!(
-                "agent kind {:?} is not supported by this build (supported: claude-code, mock)",
-                wf.config.agent.kind
-            ),
-        ));
     }
     let ws = crate::orchestrator::adapters::workspace_manager(&wf);
     if let Err(e) = ws.preflight_root_writable() {
@@ -125,4 +115,65 @@ pub fn run(args: ValidateArgs) -> i32 {
         }
     }
     if report.errors.is_empty() { 0 } else { 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report_for(front_matter: &str) -> Result<Report, std::io::Error> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("WORKFLOW.md");
+        std::fs::write(
+            &path,
+            format!("---\n{front_matter}\n---\nDo {{{{ .issue.title }}}}\n"),
+        )?;
+        let opts = LoadOptions {
+            cwd: dir.path().to_path_buf(),
+            ..LoadOptions::default()
+        };
+        Ok(validate(&path, &opts))
+    }
+
+    #[test]
+    fn a_kind_this_build_lacks_is_reported_as_unsupported() -> Result<(), std::io::Error> {
+        let report = report_for(
+            "tracker: {kind: github, active_states: [open]}\nagent: {kind: codex}\nworkspace: {root: ws}",
+        )?;
+        let errors: Vec<(&str, &str)> = report
+            .errors
+            .iter()
+            .map(|d| (d.check.as_str(), d.message.as_str()))
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                (
+                    "tracker_adapter",
+                    "tracker kind \"github\" is not supported by this build (supported: file)"
+                ),
+                (
+                    "agent_adapter",
+                    "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
+                ),
+            ]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn preflight_diagnostics_carry_their_check_ids() -> Result<(), std::io::Error> {
+        let report =
+            report_for("tracker: {kind: file, active_states: [To Do]}\nworkspace: {root: ws}")?;
+        let checks: Vec<&str> = report.errors.iter().map(|d| d.check.as_str()).collect();
+        assert_eq!(
+            checks,
+            [
+                "config.file.path",
+                "config.agent.command",
+                "tracker_adapter"
+            ]
+        );
+        Ok(())
+    }
 }

@@ -1,5 +1,6 @@
 //! Raw front-matter map → typed [`ServiceConfig`], applying defaults, coercion, `$VAR`/`~`
-//! expansion and per-field rules (config-cli.md §1.3–§1.10, §1.13).
+//! expansion and per-field rules. Adapter kinds are looked up in `crate::registry`, never
+//! named here.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -19,10 +20,11 @@ use super::schema::{
     ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
 };
 use super::validate::{validate_state_rules, validate_states_not_both_empty};
+use crate::registry;
 
 pub const DEFAULT_POLL_INTERVAL_MS: u64 = 30_000;
 pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 60_000;
-pub const DEFAULT_AGENT_KIND: &str = "claude-code";
+pub const DEFAULT_AGENT_KIND: &str = registry::DEFAULT_AGENT_KIND;
 pub const DEFAULT_MAX_TURNS: u32 = 20;
 pub const DEFAULT_MAX_CONCURRENT_AGENTS: u32 = 10;
 pub const DEFAULT_TURN_TIMEOUT_MS: u64 = 3_600_000;
@@ -68,10 +70,9 @@ fn build_inner(
     let db_path = build_db_path(&raw, ctx)?;
     let server = build_server(section("server"))?;
     let logging = build_logging(section("logging"))?;
-    let file_tracker_path = if tracker.kind == "file" {
-        file_path(&raw, ctx, warnings)?
-    } else {
-        None
+    let tracker_path = match registry::tracker(&tracker.kind).and_then(|d| d.path_key) {
+        Some(key) => data_path(&raw, &tracker.kind, key, ctx, warnings)?,
+        None => None,
     };
     validate_states_not_both_empty(&tracker)?;
 
@@ -84,7 +85,7 @@ fn build_inner(
         db_path,
         server,
         logging,
-        file_tracker_path,
+        tracker_path,
         raw,
         secret_values,
     })
@@ -195,7 +196,7 @@ fn build_polling(m: &Map<String, Value>) -> Result<PollingConfig, ConfigError> {
     let interval_ms = match int_field(m, "interval_ms", "polling.interval_ms")? {
         None | Some(0) => DEFAULT_POLL_INTERVAL_MS,
         Some(n) if n < 0 => {
-            // Go accepts this and busy-loops (§10 #10); we refuse it.
+            // Go Sortie accepts this and busy-loops; refused here.
             return Err(ConfigError::field(
                 "polling.interval_ms",
                 "must be positive",
@@ -343,7 +344,8 @@ fn build_agent(
             }
             Some(n) => to_u32(n, "agent.max_concurrent_agents")?,
         };
-    // Absent → default; explicit 0 or negative → stall detection off (§1.8).
+    // Absent → default; explicit 0 or negative → stall detection off, so a workflow can opt
+    // out of stall kills for agents that think silently for long stretches.
     let stall_timeout_ms = match int_field(m, "stall_timeout_ms", "agent.stall_timeout_ms")? {
         None => Some(DEFAULT_STALL_TIMEOUT_MS),
         Some(n) if n <= 0 => None,
@@ -423,7 +425,8 @@ fn build_db_path(raw: &Map<String, Value>, ctx: &BuildContext<'_>) -> Result<Pat
 fn build_server(m: &Map<String, Value>) -> Result<ServerConfig, ConfigError> {
     let port = match m.get("port") {
         None | Some(Value::Null) => None,
-        // Only a YAML int or integral float; strings are refused (§1.10).
+        // Only a YAML int or integral float; a quoted port is refused so a typo is not
+        // silently read as a number.
         Some(v @ Value::Number(_)) => Some(
             coerce_int(v)
                 .and_then(|n| u16::try_from(n).ok())
@@ -473,17 +476,23 @@ fn build_logging(m: &Map<String, Value>) -> Result<LoggingConfig, ConfigError> {
     Ok(LoggingConfig { level, format })
 }
 
-/// `file.path` (or the documented-but-unread `tracker.path`, §10 #7), `~`-expanded and resolved
-/// against the **workflow file's directory** — a deliberate deviation from Go, which uses the
-/// process CWD, so a workflow works the same from any directory.
-fn file_path(
+/// A tracker kind's local data file: `<kind>.<key>`, else `tracker.<key>` (Go Sortie documents
+/// that spelling but never reads it, so both are accepted), `~`-expanded and resolved against
+/// the **workflow file's directory** — a deliberate deviation from Go, which uses the process
+/// CWD, so a workflow works the same from any directory.
+fn data_path(
     raw: &Map<String, Value>,
+    kind: &str,
+    key: &str,
     ctx: &BuildContext<'_>,
     warnings: &mut Vec<ConfigWarning>,
 ) -> Result<Option<PathBuf>, ConfigError> {
-    let candidates = [("file", "file.path"), ("tracker", "tracker.path")];
+    let candidates = [
+        (kind, format!("{kind}.{key}")),
+        ("tracker", format!("tracker.{key}")),
+    ];
     for (block, field) in candidates {
-        let Some(v) = sub_map(raw, block).and_then(|m| m.get("path")) else {
+        let Some(v) = sub_map(raw, block).and_then(|m| m.get(key)) else {
             continue;
         };
         let Value::String(s) = v else {
@@ -498,7 +507,7 @@ fn file_path(
             continue;
         }
         let p = expand_path(s.trim(), ctx.home, false, ctx.env)
-            .map_err(|e| ConfigError::field(field, e))?;
+            .map_err(|e| ConfigError::field(&field, e))?;
         return Ok(Some(absolute(ctx.workflow_dir, &p)));
     }
     Ok(None)

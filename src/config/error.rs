@@ -3,8 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-/// Why a workflow could not be loaded. The `Display` texts are the exact formats of
-/// config-cli.md §1.1 / §1.4 / §1.15, because operators and tests match on them.
+/// Why a workflow could not be loaded. The `Display` texts are kept stable (and compatible
+/// with Go Sortie's wording) because operators, scripts and tests match on them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     /// The workflow file could not be read.
@@ -32,8 +32,8 @@ impl ConfigError {
         }
     }
 
-    /// The preflight check name this error reports under (config-cli.md §7):
-    /// `workflow_load`, `workflow_front_matter` or `config.<field>`.
+    /// The check name `sortie validate` reports this error under: `workflow_load`,
+    /// `workflow_front_matter` or `config.<field>`.
     pub fn check(&self) -> String {
         match self {
             ConfigError::MissingFile { .. } => "workflow_load".to_string(),
@@ -99,5 +99,30 @@ impl fmt::Display for ConfigWarning {
             "warning: {}: {}: {}",
             self.check, self.field, self.message
         )
+    }
+}
+
+/// One failed check of dispatch preflight: a setting the configured adapters need, or a kind
+/// this build does not run. Blocks dispatch (and startup), unlike a [`ConfigWarning`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreflightProblem {
+    /// Check id, as `sortie validate` prints it: `config.<field>` for a missing or wrong
+    /// setting, `tracker_adapter` / `agent_adapter` for an unsupported kind.
+    pub check: String,
+    pub message: String,
+}
+
+impl PreflightProblem {
+    pub(crate) fn new(check: impl Into<String>, message: impl Into<String>) -> Self {
+        PreflightProblem {
+            check: check.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for PreflightProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
     }
 }

@@ -1,14 +1,17 @@
-//! WORKFLOW.md loading and the typed service configuration (config-cli.md §1).
+//! WORKFLOW.md loading and the typed service configuration.
 //!
 //! [`load_workflow`] reads the file, splits front matter from the prompt, applies `.env` and
 //! `SORTIE_*` overrides, builds the typed [`ServiceConfig`] and runs the promotion rules. The
 //! process environment is injected through [`LoadOptions`] so tests never touch the real one.
 //! The result is one immutable [`Workflow`]; reload builds a new one and swaps the `Arc`.
 //!
-//! Decisions where the spec leaves room (§10):
+//! Adapter kinds are never named here: defaults, a tracker's local data file and the
+//! kind-specific preflight checks come from the descriptors in `crate::registry`.
+//!
+//! Where Go Sortie's behaviour is left open or is a trap, this crate decides:
 //! - `polling.interval_ms` ≤ 0 after defaults is rejected (`must be positive`), not a busy loop.
-//! - `file.path` resolves against the workflow file's directory, not the process CWD.
-//! - `tracker.path` is accepted as a fallback for `file.path` (§10 #7).
+//! - A tracker's local data file resolves against the workflow file's directory, not the
+//!   process CWD, and `tracker.<key>` is accepted as a fallback for `<kind>.<key>`.
 //! - Negative `agent.max_turns` is clamped to 1 at load with a `clamped` warning; negative
 //!   `max_concurrent_agents`, `turn_timeout_ms`, `read_timeout_ms`, `max_tokens`,
 //!   `max_sessions` are errors; `max_retry_backoff_ms` ≤ 0 reads as the default.
@@ -37,7 +40,7 @@ pub use build::{
 };
 pub use dotenv::parse_dotenv;
 pub use env::{Expanded, expand_env, expand_path, resolve_env_ref};
-pub use error::{ConfigError, ConfigWarning};
+pub use error::{ConfigError, ConfigWarning, PreflightProblem};
 pub use overrides::override_vars;
 pub use schema::{
     AgentConfig, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig, ServerConfig,
@@ -105,7 +108,7 @@ pub struct Workflow {
     pub warnings: Vec<ConfigWarning>,
 }
 
-/// Reads and loads a workflow file (§1.1 + typed config + promotion rules).
+/// Reads and loads a workflow file (front matter, typed config, promotion rules).
 pub fn load_workflow(path: &Path, opts: &LoadOptions) -> Result<Workflow, ConfigError> {
     let abs = opts.absolute(path);
     let content = std::fs::read(&abs).map_err(|e| ConfigError::MissingFile {
@@ -123,7 +126,7 @@ pub fn load_workflow(path: &Path, opts: &LoadOptions) -> Result<Workflow, Config
 }
 
 /// Loads a workflow from text already read. `path` (made absolute against `opts.cwd`) anchors
-/// `db_path` and `file.path` and labels error messages.
+/// `db_path` and the tracker's data file and labels error messages.
 pub fn parse_workflow(
     content: &str,
     path: &Path,

@@ -1,5 +1,5 @@
-//! The typed, immutable configuration (config-cli.md §1.4–§1.10). Every value here is fully
-//! resolved: defaults applied, `$VAR`/`~` expanded, paths absolute.
+//! The typed, immutable configuration. Every value here is fully resolved: defaults applied,
+//! `$VAR`/`~` expanded, paths absolute.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,8 +21,9 @@ pub struct ServiceConfig {
     pub db_path: PathBuf,
     pub server: ServerConfig,
     pub logging: LoggingConfig,
-    /// `file.path` resolved against the workflow file's directory, when `tracker.kind` is `file`.
-    pub file_tracker_path: Option<PathBuf>,
+    /// The tracker's local data file, for kinds whose descriptor declares a `path_key`:
+    /// `<kind>.<key>` (or `tracker.<key>`) resolved against the workflow file's directory.
+    pub tracker_path: Option<PathBuf>,
     /// Every top-level key as decoded (after `SORTIE_*` overrides): adapter pass-through blocks,
     /// extensions and post-MVP sections are read from here.
     pub raw: Map<String, Value>,
@@ -41,7 +42,7 @@ impl fmt::Debug for ServiceConfig {
             .field("db_path", &self.db_path)
             .field("server", &self.server)
             .field("logging", &self.logging)
-            .field("file_tracker_path", &self.file_tracker_path)
+            .field("tracker_path", &self.tracker_path)
             .field("raw_keys", &self.raw.keys().collect::<Vec<_>>())
             .field("secret_values", &self.secret_values.len())
             .finish()
@@ -51,7 +52,7 @@ impl fmt::Debug for ServiceConfig {
 /// `tracker.*`. `Debug` masks the API key.
 #[derive(Clone, PartialEq, Eq, Default)]
 pub struct TrackerConfig {
-    /// Adapter id (`file`, `jira`, `github`, …); empty when unset (preflight reports it).
+    /// Adapter kind, looked up in `crate::registry`; empty when unset (preflight reports it).
     pub kind: String,
     /// API base URL; `None` = adapter default.
     pub endpoint: Option<String>,
@@ -101,7 +102,7 @@ pub struct TrackerComments {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PollingConfig {
-    /// Always > 0 (≤ 0 is rejected, unlike Go's busy loop; §10 #10).
+    /// Always > 0 (≤ 0 is rejected rather than busy-looping as Go Sortie does).
     pub interval_ms: u64,
 }
 
@@ -202,15 +203,15 @@ impl LogFormat {
 }
 
 impl ServiceConfig {
-    /// A raw top-level block as a JSON map (adapter pass-through blocks such as `file`, `mock`,
-    /// `claude-code`, and extensions such as `worker`). `None` when absent or not a map.
+    /// A raw top-level block as a JSON map (an adapter's pass-through block, named after its
+    /// kind, or an extension such as `worker`). `None` when absent or not a map.
     pub fn adapter_block(&self, name: &str) -> Option<&Map<String, Value>> {
         self.raw.get(name).and_then(Value::as_object)
     }
 
-    /// The file tracker's issues file (absolute), when `tracker.kind` is `file` and a path is set.
-    pub fn file_tracker_path(&self) -> Option<&std::path::Path> {
-        self.file_tracker_path.as_deref()
+    /// The tracker's local data file (absolute), when its kind reads one and a path is set.
+    pub fn tracker_path(&self) -> Option<&std::path::Path> {
+        self.tracker_path.as_deref()
     }
 
     /// Every value to register for masking.

@@ -226,7 +226,7 @@ fn load_workflow_reads_relative_path_and_reports_missing_file() {
     let w = load_workflow(Path::new("WORKFLOW.md"), &o).unwrap();
     assert_eq!(w.path, dir.path().join("WORKFLOW.md"));
     assert_eq!(
-        w.config.file_tracker_path(),
+        w.config.tracker_path(),
         Some(dir.path().join("issues.json").as_path())
     );
     assert_eq!(w.config.db_path, dir.path().join(".sortie.db"));
@@ -246,21 +246,18 @@ fn file_path_rules() {
     // Relative to the workflow dir, `~` expanded, tracker.path accepted as fallback.
     let w = ok(&doc("file: {path: ./data/issues.json}"), &opts(&[]));
     assert_eq!(
-        w.config.file_tracker_path,
+        w.config.tracker_path,
         Some(PathBuf::from("/srv/flows/./data/issues.json"))
     );
     let w = ok(&doc("file: {path: ~/i.json}"), &opts(&[]));
     assert_eq!(
-        w.config.file_tracker_path,
+        w.config.tracker_path,
         Some(PathBuf::from("/home/op/i.json"))
     );
     let w = ok(&doc("  path: /abs/i.json"), &opts(&[]));
-    assert_eq!(
-        w.config.file_tracker_path,
-        Some(PathBuf::from("/abs/i.json"))
-    );
+    assert_eq!(w.config.tracker_path, Some(PathBuf::from("/abs/i.json")));
     let w = ok(&doc(""), &opts(&[]));
-    assert_eq!(w.config.file_tracker_path, None);
+    assert_eq!(w.config.tracker_path, None);
     assert_eq!(
         w.config.config_preflight(),
         vec![
@@ -268,6 +265,8 @@ fn file_path_rules() {
             "agent.command is required for agent kind \"claude-code\"".to_string(),
         ]
     );
+    let checks: Vec<String> = w.config.preflight().into_iter().map(|p| p.check).collect();
+    assert_eq!(checks, ["config.file.path", "config.agent.command"]);
 }
 
 #[test]
@@ -679,11 +678,13 @@ fn preflight_checks() {
     assert_eq!(
         w.config.config_preflight(),
         vec![
-            "tracker.api_key is required for tracker kind \"github\" (value may be empty after environment variable expansion)".to_string(),
-            "tracker.project is required for tracker kind \"github\"".to_string(),
-            "agent.command is required for agent kind \"codex\"".to_string(),
+            "tracker kind \"github\" is not supported by this build (supported: file)".to_string(),
+            "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
+                .to_string(),
         ]
     );
+    let checks: Vec<String> = w.config.preflight().into_iter().map(|p| p.check).collect();
+    assert_eq!(checks, ["tracker_adapter", "agent_adapter"]);
     let w = ok(
         "---\ntracker: {active_states: [open]}\nagent: {kind: mock}\n---\n",
         &opts(&[]),

@@ -1,11 +1,11 @@
-//! Cross-field rules, advisory warnings and the config part of preflight (config-cli.md §1.4,
-//! §1.15, §7).
+//! Cross-field rules, advisory warnings and the config part of dispatch preflight.
 
 use serde_json::{Map, Value};
 
 use super::coerce::type_name;
-use super::error::{ConfigError, ConfigWarning};
+use super::error::{ConfigError, ConfigWarning, PreflightProblem};
 use super::schema::{ServiceConfig, TrackerConfig};
+use crate::registry;
 
 /// Core sections typed by this module, plus post-MVP core sections kept raw.
 const CORE_KEYS: &[&str] = &[
@@ -269,41 +269,51 @@ pub fn collect_warnings(
     out
 }
 
-/// Agent kinds that run no external command.
-const COMMANDLESS_AGENTS: &[&str] = &["mock"];
-/// Tracker kinds that need credentials and a project.
-const REMOTE_TRACKERS: &[&str] = &["jira", "github"];
-
 impl ServiceConfig {
-    /// The pure config checks of dispatch preflight (§1.15), in order; empty when all pass.
-    /// Adapter construction and workspace writability are checked elsewhere.
-    pub fn config_preflight(&self) -> Vec<String> {
+    /// The pure config checks of dispatch preflight, in order; empty when all pass. The
+    /// tracker and agent kinds are looked up in the registry: an unknown kind is reported as
+    /// unsupported, a known one by its own descriptor's checks. Adapter construction and
+    /// workspace writability are checked elsewhere.
+    pub fn preflight(&self) -> Vec<PreflightProblem> {
         let mut out = Vec::new();
         let kind = self.tracker.kind.as_str();
         if kind.is_empty() {
-            out.push("tracker.kind is required".to_string());
-        }
-        if REMOTE_TRACKERS.contains(&kind) {
-            if self.tracker.api_key.is_none() {
-                out.push(format!(
-                    "tracker.api_key is required for tracker kind {kind:?} (value may be empty after environment variable expansion)"
-                ));
+            out.push(PreflightProblem::new(
+                "config.tracker.kind",
+                "tracker.kind is required",
+            ));
+        } else {
+            match registry::tracker(kind) {
+                None => out.push(PreflightProblem::new(
+                    "tracker_adapter",
+                    registry::unsupported_tracker(kind),
+                )),
+                Some(d) => out.extend(
+                    (d.validate)(&self.tracker_settings())
+                        .into_iter()
+                        .map(|p| PreflightProblem::new(format!("config.{}", p.field), p.message)),
+                ),
             }
-            if self.tracker.project.is_none() {
-                out.push(format!(
-                    "tracker.project is required for tracker kind {kind:?}"
-                ));
-            }
-        }
-        if kind == "file" && self.file_tracker_path.is_none() {
-            out.push("file.path is required for tracker kind \"file\"".to_string());
         }
         let agent = self.agent.kind.as_str();
-        if !COMMANDLESS_AGENTS.contains(&agent) && self.agent.command.is_none() {
-            out.push(format!(
-                "agent.command is required for agent kind {agent:?}"
-            ));
+        match registry::agent(agent) {
+            None => out.push(PreflightProblem::new(
+                "agent_adapter",
+                registry::unsupported_agent(agent),
+            )),
+            Some(d) if d.caps.requires_command && self.agent.command.is_none() => {
+                out.push(PreflightProblem::new(
+                    "config.agent.command",
+                    format!("agent.command is required for agent kind {agent:?}"),
+                ));
+            }
+            Some(_) => {}
         }
         out
+    }
+
+    /// The messages of [`Self::preflight`], for callers that join them into one line.
+    pub fn config_preflight(&self) -> Vec<String> {
+        self.preflight().into_iter().map(|p| p.message).collect()
     }
 }

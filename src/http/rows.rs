@@ -157,7 +157,7 @@ fn attribution_name(a: Option<UsageAttribution>) -> &'static str {
 
 /// The usage arrival of an agent kind (`""` when the kind is not registered).
 pub fn usage_arrival_of(kind: &str) -> &'static str {
-    arrival_name(crate::agent::caps_for_kind(kind).map(|c| c.usage_arrival))
+    arrival_name(crate::registry::caps_for_kind(kind).map(|c| c.usage_arrival))
 }
 
 /// The token facts of a running row that other parts (totals, sentences) need too.
@@ -168,7 +168,7 @@ pub struct RowUsage {
 }
 
 pub fn row_usage(r: &RunningRow, agent_kind: &str) -> RowUsage {
-    let arrival = crate::agent::caps_for_kind(agent_kind).map(|c| c.usage_arrival);
+    let arrival = crate::registry::caps_for_kind(agent_kind).map(|c| c.usage_arrival);
     let reports = matches!(
         arrival,
         Some(UsageArrival::Incremental) | Some(UsageArrival::TurnEnd)
@@ -188,7 +188,7 @@ pub fn running_row(
     now_ms: i64,
 ) -> Value {
     let mut m = issue_fields(&r.issue);
-    let caps = crate::agent::caps_for_kind(&cfg.agent_kind);
+    let caps = crate::registry::caps_for_kind(&cfg.agent_kind);
     let arrival = caps.map(|c| c.usage_arrival);
     let usage = row_usage(r, &cfg.agent_kind);
     let tokens = r.tokens.filter(|_| usage.measured);

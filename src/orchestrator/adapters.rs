@@ -1,12 +1,13 @@
-//! Glue from the typed configuration to the adapters: which tracker, which agent, which
-//! workspace manager. The only place that maps config structs onto adapter inputs.
+//! Glue from a loaded workflow to the adapters: the tracker and agent its kinds name (built
+//! through `crate::registry`) and the workspace manager.
 
 use std::sync::Arc;
 
 use crate::agent::{AgentAdapter, AgentError, AgentSettings};
 use crate::clock::Clock;
 use crate::config::Workflow;
-use crate::tracker::{TrackerAdapter, TrackerError, TrackerErrorKind};
+use crate::registry;
+use crate::tracker::{TrackerAdapter, TrackerError};
 use crate::workspace::{HookScripts, WorkspaceManager};
 
 /// Builds the tracker adapter named by `tracker.kind`.
@@ -14,48 +15,18 @@ pub fn build_tracker(
     workflow: &Workflow,
     clock: Arc<dyn Clock>,
 ) -> Result<Arc<dyn TrackerAdapter>, TrackerError> {
-    let cfg = &workflow.config;
-    match cfg.tracker.kind.as_str() {
-        "file" => {
-            let path = cfg.file_tracker_path().ok_or_else(|| {
-                TrackerError::new(
-                    TrackerErrorKind::Payload,
-                    "file",
-                    "missing required config key: path",
-                )
-            })?;
-            Ok(Arc::new(crate::tracker::file::FileTracker::new(
-                path.to_path_buf(),
-                cfg.tracker.active_states.clone(),
-                clock,
-            )))
-        }
-        other => Err(TrackerError::new(
-            TrackerErrorKind::UnsupportedTrackerKind,
-            other,
-            format!("tracker kind {other:?} is not supported by this build (supported: file)"),
-        )),
-    }
+    registry::build_tracker(&workflow.config.tracker_settings(), clock)
 }
 
-/// The adapter settings for `agent.kind` and its pass-through block.
+/// The adapter settings for `agent.kind` and its pass-through block; relative paths in the
+/// block resolve against the workflow file's directory.
 pub fn agent_settings(workflow: &Workflow) -> AgentSettings {
-    let cfg = &workflow.config;
-    AgentSettings {
-        kind: cfg.agent.kind.clone(),
-        command: cfg.agent.command.clone(),
-        turn_timeout_ms: cfg.agent.turn_timeout_ms,
-        read_timeout_ms: cfg.agent.read_timeout_ms,
-        block: cfg
-            .adapter_block(&cfg.agent.kind)
-            .cloned()
-            .unwrap_or_default(),
-        workflow_dir: workflow
-            .path
-            .parent()
-            .map(|p| p.to_path_buf())
-            .unwrap_or_default(),
-    }
+    let dir = workflow
+        .path
+        .parent()
+        .map(|p| p.to_path_buf())
+        .unwrap_or_default();
+    workflow.config.agent_settings(&dir)
 }
 
 /// Builds the agent adapter named by `agent.kind`.
@@ -63,7 +34,7 @@ pub fn build_agent(
     workflow: &Workflow,
     clock: Arc<dyn Clock>,
 ) -> Result<Arc<dyn AgentAdapter>, AgentError> {
-    crate::agent::adapter_for_with_clock(&agent_settings(workflow), clock)
+    registry::adapter_for_with_clock(&agent_settings(workflow), clock)
 }
 
 /// The workspace manager for the workflow's root and hooks.

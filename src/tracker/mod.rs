@@ -1,14 +1,20 @@
-//! The tracker adapter contract (trackers-scm.md §1). Core code talks to every tracker through
-//! [`TrackerAdapter`]; names of a specific tracker appear only inside its adapter module.
+//! The tracker adapter contract. Core code talks to every tracker through [`TrackerAdapter`];
+//! names of a specific tracker appear only inside its adapter module, which exports a
+//! [`TrackerDescriptor`] for `crate::registry` to list.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
 
+use serde_json::{Map, Value};
+
+use crate::clock::Clock;
 use crate::domain::{Comment, Issue};
 
 pub mod file;
 
-/// Error kinds of trackers-scm.md §1.2; the kind decides whether a caller retries.
+/// What went wrong in a tracker call; the kind decides whether a caller retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrackerErrorKind {
     UnsupportedTrackerKind,
@@ -53,7 +59,7 @@ impl TrackerErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrackerError {
     pub kind: TrackerErrorKind,
-    /// Which adapter raised it (`file`, `jira`, …).
+    /// Which adapter raised it (its kind name).
     pub tracker: String,
     pub message: String,
 }
@@ -121,4 +127,69 @@ pub trait TrackerAdapter: Send + Sync {
     fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()>;
     /// The blockers of one issue.
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers>;
+}
+
+/// What a tracker adapter is built from: the resolved `tracker.*` values and the kind's
+/// pass-through block. Config maps itself onto this, so adapters never see config types.
+/// `Debug` hides the API key.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct TrackerSettings {
+    /// `tracker.kind`.
+    pub kind: String,
+    pub endpoint: Option<String>,
+    /// Secret; `None` when unset or empty after expansion.
+    pub api_key: Option<String>,
+    pub project: Option<String>,
+    pub active_states: Vec<String>,
+    pub terminal_states: Vec<String>,
+    /// The kind's local data file, absolute; set only for kinds with a
+    /// [`TrackerDescriptor::path_key`].
+    pub path: Option<PathBuf>,
+    /// The top-level block named after the kind.
+    pub block: Map<String, Value>,
+}
+
+impl fmt::Debug for TrackerSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TrackerSettings")
+            .field("kind", &self.kind)
+            .field("endpoint", &self.endpoint)
+            .field(
+                "api_key",
+                &self.api_key.as_ref().map(|_| crate::mask::REDACTED),
+            )
+            .field("project", &self.project)
+            .field("active_states", &self.active_states)
+            .field("terminal_states", &self.terminal_states)
+            .field("path", &self.path)
+            .field("block_keys", &self.block.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A setting a kind cannot run without, found missing or wrong before anything is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingProblem {
+    /// Dotted field the problem is about, e.g. `tracker.api_key`.
+    pub field: String,
+    pub message: String,
+}
+
+/// Builds one kind's adapter from its settings.
+pub type BuildTracker =
+    fn(&TrackerSettings, Arc<dyn Clock>) -> TrackerResult<Arc<dyn TrackerAdapter>>;
+
+/// Static facts about one tracker kind. Each adapter module exports one; `crate::registry`
+/// lists them, and config, core and the CLI learn about kinds only from there.
+#[derive(Clone, Copy)]
+pub struct TrackerDescriptor {
+    /// The name written in `tracker.kind`; also the name of the kind's pass-through block.
+    pub kind: &'static str,
+    /// A key naming a local file the kind reads, looked up in the kind's block and then in
+    /// `tracker.*`; config resolves it against the workflow file's directory so a workflow
+    /// works from any current directory. `None` for kinds without a local file.
+    pub path_key: Option<&'static str>,
+    /// The kind's checks over its settings, without I/O; empty when it can be built.
+    pub validate: fn(&TrackerSettings) -> Vec<SettingProblem>,
+    pub build: BuildTracker,
 }

@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 
 use crate::tracker::{TrackerError, TrackerErrorKind, TrackerResult};
 
-/// The adapter name in every error this module raises.
-pub const TRACKER: &str = "file";
+// The adapter name in every error this module raises.
+use super::KIND as TRACKER;
 
 /// Serializes read-modify-write cycles of every file tracker in the process (there is normally
 /// one file; a single lock keeps two adapters on the same file from interleaving).

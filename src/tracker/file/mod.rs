@@ -1,8 +1,8 @@
-//! The `file` tracker: issues kept in a local JSON file (config-cli.md §4), for demos and
+//! The `file` tracker: issues kept in a local JSON file (named by `file.path`), for demos and
 //! tests without credentials. The whole file is re-read on every call, so edits made while the
 //! daemon runs are picked up on the next call.
 //!
-//! Deliberate deviations from Go Sortie (config-cli.md §4.4, §10 #8):
+//! Deliberate deviations from Go Sortie, which this tracker otherwise reads compatibly:
 //! - **Write-back.** Go keeps transitions and comments in memory and loses them on restart (a
 //!   handed-off issue becomes active again). Here `transition_issue`, `comment_issue`,
 //!   `add_label` and `remove_label` are written to the file: each re-reads the file, edits only
@@ -24,9 +24,55 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::domain::{Comment, Issue, state_in};
-use crate::tracker::{Blockers, TrackerAdapter, TrackerResult};
+use crate::tracker::{
+    Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
+    TrackerResult, TrackerSettings,
+};
 
 pub use edits::COMMENT_AUTHOR;
+
+/// The configuration name of this kind (`tracker.kind`, and the `file:` block).
+pub const KIND: &str = "file";
+/// The issues file is named by `file.path` (or `tracker.path`).
+const PATH_KEY: &str = "path";
+
+/// This kind as the registry lists it.
+pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
+    kind: KIND,
+    path_key: Some(PATH_KEY),
+    validate,
+    build,
+};
+
+/// The only requirement: an issues file to read.
+fn validate(settings: &TrackerSettings) -> Vec<SettingProblem> {
+    if settings.path.is_some() {
+        return Vec::new();
+    }
+    let field = format!("{KIND}.{PATH_KEY}");
+    vec![SettingProblem {
+        message: format!("{field} is required for tracker kind {KIND:?}"),
+        field,
+    }]
+}
+
+fn build(
+    settings: &TrackerSettings,
+    clock: Arc<dyn Clock>,
+) -> TrackerResult<Arc<dyn TrackerAdapter>> {
+    let path = settings.path.clone().ok_or_else(|| {
+        TrackerError::new(
+            TrackerErrorKind::Payload,
+            KIND,
+            format!("missing required config key: {PATH_KEY}"),
+        )
+    })?;
+    Ok(Arc::new(FileTracker::new(
+        path,
+        settings.active_states.clone(),
+        clock,
+    )))
+}
 
 /// Tracker adapter over one JSON file.
 pub struct FileTracker {
@@ -93,7 +139,7 @@ impl FileTracker {
 
 impl TrackerAdapter for FileTracker {
     fn kind(&self) -> &'static str {
-        document::TRACKER
+        KIND
     }
 
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {

@@ -1,5 +1,5 @@
-//! One issue record of the tracker file and its normalization into [`Issue`]
-//! (config-cli.md §4.2). Pure: no I/O here.
+//! One issue record of the tracker file and its normalization into [`Issue`], lenient the way
+//! Go Sortie's file tracker is so existing issue files keep loading. Pure: no I/O here.
 
 use serde::Deserialize;
 use serde_json::Value;

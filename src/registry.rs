@@ -1,0 +1,142 @@
+//! The adapter kinds this build runs: one list of tracker descriptors and one of agent
+//! descriptors, each exported by its adapter module. Config (defaults, pass-through blocks,
+//! preflight), the orchestrator, `validate` and the CLI ask this module about kinds, so adding
+//! an adapter means writing its module and one line here.
+//!
+//! It sits above `tracker` and `agent` (it names their adapter modules) and below `config`
+//! (which consults it while loading a workflow).
+
+use std::sync::Arc;
+
+use crate::agent::{
+    self, AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentSettings,
+};
+use crate::clock::{Clock, SystemClock};
+use crate::tracker::{
+    self, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind, TrackerSettings,
+};
+
+/// Every tracker kind this build can run.
+pub const TRACKERS: &[TrackerDescriptor] = &[tracker::file::DESCRIPTOR];
+
+/// Every agent kind this build can run.
+pub const AGENTS: &[AgentDescriptor] = &[agent::claude::DESCRIPTOR, agent::mock::DESCRIPTOR];
+
+/// `agent.kind` when the workflow names none.
+pub const DEFAULT_AGENT_KIND: &str = agent::claude::KIND;
+
+/// Agent kinds a workflow may already name but this build does not run; they get a
+/// "not supported yet" answer rather than "unknown".
+const PLANNED_AGENT_KINDS: &[&str] = &["codex", "copilot-cli", "opencode", "agent-client-protocol"];
+
+/// The descriptor of a tracker kind; `None` when this build has no such adapter.
+pub fn tracker(kind: &str) -> Option<&'static TrackerDescriptor> {
+    TRACKERS.iter().find(|d| d.kind == kind)
+}
+
+/// The descriptor of an agent kind; `None` when this build has no such adapter.
+pub fn agent(kind: &str) -> Option<&'static AgentDescriptor> {
+    AGENTS.iter().find(|d| d.kind == kind)
+}
+
+/// Caps of an agent kind by name, without building an adapter; `None` for an unregistered kind.
+pub fn caps_for_kind(kind: &str) -> Option<AdapterCaps> {
+    agent(kind).map(|d| d.caps)
+}
+
+fn supported<'a>(kinds: impl Iterator<Item = &'a str>) -> String {
+    kinds.collect::<Vec<_>>().join(", ")
+}
+
+/// Why a tracker kind cannot be used, naming the kinds that can.
+pub fn unsupported_tracker(kind: &str) -> String {
+    format!(
+        "tracker kind {kind:?} is not supported by this build (supported: {})",
+        supported(TRACKERS.iter().map(|d| d.kind))
+    )
+}
+
+/// Why an agent kind cannot be used, naming the kinds that can.
+pub fn unsupported_agent(kind: &str) -> String {
+    format!(
+        "agent kind {kind:?} is not supported by this build (supported: {})",
+        supported(AGENTS.iter().map(|d| d.kind))
+    )
+}
+
+/// Builds the tracker adapter named by `settings.kind`.
+pub fn build_tracker(
+    settings: &TrackerSettings,
+    clock: Arc<dyn Clock>,
+) -> Result<Arc<dyn TrackerAdapter>, TrackerError> {
+    match tracker(&settings.kind) {
+        Some(d) => (d.build)(settings, clock),
+        None => Err(TrackerError::new(
+            TrackerErrorKind::UnsupportedTrackerKind,
+            &settings.kind,
+            unsupported_tracker(&settings.kind),
+        )),
+    }
+}
+
+/// The agent adapter for a configured kind, on the system clock.
+pub fn adapter_for(settings: &AgentSettings) -> Result<Arc<dyn AgentAdapter>, AgentError> {
+    adapter_for_with_clock(settings, Arc::new(SystemClock))
+}
+
+/// The agent adapter for a configured kind, with event timestamps from `clock`.
+pub fn adapter_for_with_clock(
+    settings: &AgentSettings,
+    clock: Arc<dyn Clock>,
+) -> Result<Arc<dyn AgentAdapter>, AgentError> {
+    let kind = settings.kind.as_str();
+    if let Some(d) = agent(kind) {
+        return (d.build)(settings, clock);
+    }
+    let message = if PLANNED_AGENT_KINDS.contains(&kind) {
+        format!("agent kind {kind} is not supported yet")
+    } else {
+        format!("unknown agent kind {kind:?}")
+    };
+    Err(AgentError::new(AgentErrorKind::AgentNotFound, message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_unique_and_the_default_is_registered() {
+        let mut trackers: Vec<_> = TRACKERS.iter().map(|d| d.kind).collect();
+        trackers.sort_unstable();
+        trackers.dedup();
+        assert_eq!(trackers.len(), TRACKERS.len());
+        let mut agents: Vec<_> = AGENTS.iter().map(|d| d.kind).collect();
+        agents.sort_unstable();
+        agents.dedup();
+        assert_eq!(agents.len(), AGENTS.len());
+        assert!(agent(DEFAULT_AGENT_KIND).is_some());
+    }
+
+    #[test]
+    fn unknown_kinds_name_the_supported_ones() {
+        assert_eq!(
+            unsupported_tracker("github"),
+            "tracker kind \"github\" is not supported by this build (supported: file)"
+        );
+        assert_eq!(
+            unsupported_agent("codex"),
+            "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
+        );
+        let e = build_tracker(
+            &TrackerSettings {
+                kind: "jira".into(),
+                ..TrackerSettings::default()
+            },
+            Arc::new(SystemClock),
+        )
+        .err()
+        .map(|e| e.kind);
+        assert_eq!(e, Some(TrackerErrorKind::UnsupportedTrackerKind));
+    }
+}
