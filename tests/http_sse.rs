@@ -1,13 +1,13 @@
 //! The event stream driven through the real binary: the opening change, coalescing, heartbeats,
 //! agent events of a running fake agent, reconnection, slow clients, 400 rules, shutdown.
 
-mod http_common;
+mod common;
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use http_common::*;
+use common::*;
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(30);

@@ -1,4 +1,4 @@
-//! File tracker: fixtures, normalization and read queries (config-cli.md §4.2–4.3).
+//! File tracker: fixtures, normalization and read queries.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
