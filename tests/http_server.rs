@@ -11,7 +11,7 @@ use common::*;
 fn run_to_exit(args: &[&str], dir: &std::path::Path, timeout: Duration) -> (Option<i32>, String) {
     let log = dir.join("exit.log");
     let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sortie"))
+    let mut child = Command::new(SORTIE)
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -40,7 +40,7 @@ fn start_logged(
 ) -> (std::process::Child, String) {
     let log = dir.join(log_name);
     let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-    let child = Command::new(env!("CARGO_BIN_EXE_sortie"))
+    let child = Command::new(SORTIE)
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -109,7 +109,7 @@ fn server_port_from_the_workflow_is_used() {
     // No --port: the port reaches sortie only through the workflow (rewritten if it was taken).
     let d = spawn(&log, Some(port), |port| {
         set_server_port(&workflow, port);
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sortie"));
+        let mut cmd = Command::new(SORTIE);
         cmd.arg(&workflow).current_dir(s.path());
         cmd
     });
@@ -181,7 +181,7 @@ fn the_end_of_the_accept_loop_is_fatal() {
     let mut d = spawn(&log, None, |port| {
         let script = format!(
             "ulimit -n 64 && exec '{}' --port {port} '{}'",
-            env!("CARGO_BIN_EXE_sortie"),
+            SORTIE,
             s.path().join("WORKFLOW.md").display()
         );
         let mut cmd = Command::new("sh");
