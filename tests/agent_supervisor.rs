@@ -1,6 +1,9 @@
 //! The process supervisor and the claude-code adapter against the scripted `fake-agent`:
 //! flags and resume ids, group kill on cancel, line cap, missing binaries, deadlines.
 
+mod common;
+
+use common::{FAKE_AGENT as FAKE, holds_within};
 use crossbeam_channel::{Receiver, unbounded};
 use sortie::agent::claude_parser::ClaudeParser;
 use sortie::agent::process::{self, MAX_LINE_BYTES, ProcessSpec, TurnLimits};
@@ -13,8 +16,6 @@ use sortie::registry::adapter_for;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const FAKE: &str = env!("CARGO_BIN_EXE_fake-agent");
 
 struct Env {
     dir: tempfile::TempDir,
@@ -241,17 +242,6 @@ fn live_group_members(pgid: u32) -> Vec<u32> {
     out
 }
 
-fn wait_for(deadline: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + deadline;
-    while Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    cond()
-}
-
 fn run_supervised(
     env: &Env,
     limits: TurnLimits,
@@ -297,7 +287,7 @@ fn cancel_kills_a_sigterm_ignoring_agent_and_its_grandchild() {
         panic!("expected session_started, got {started:?}");
     };
     assert!(
-        wait_for(Duration::from_secs(10), || live_group_members(pgid).len()
+        holds_within(Duration::from_secs(10), || live_group_members(pgid).len()
             >= 2),
         "agent and grandchild should both be running"
     );
@@ -313,7 +303,7 @@ fn cancel_kills_a_sigterm_ignoring_agent_and_its_grandchild() {
         }
     );
     assert!(
-        wait_for(
+        holds_within(
             (grace + Duration::from_secs(1)).saturating_sub(t0.elapsed()),
             || live_group_members(pgid).is_empty()
         ),

@@ -7,64 +7,18 @@
 //! Skips with a printed reason when Chromium or python3 is missing; under CI (`CI` set) a
 //! missing tool fails instead.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
+mod common;
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const SORTIE: &str = env!("CARGO_BIN_EXE_sortie");
-const FAKE_AGENT: &str = env!("CARGO_BIN_EXE_fake-agent");
-
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    /// SIGTERM first, so the daemon stops its agents (a SIGKILL would orphan them), then
-    /// SIGKILL if it has not exited after 30 s.
-    fn drop(&mut self) {
-        if let Ok(Some(_)) = self.0.try_wait() {
-            return;
-        }
-        if let Some(pid) = rustix::process::Pid::from_raw(self.0.id() as i32) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
+use common::{FAKE_AGENT, SORTIE, free_port, request, spawn};
 
 /// Status and body of a GET, `None` while nothing listens.
 fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .into();
-    let resp = agent
-        .get(&format!("http://127.0.0.1:{port}{path}"))
-        .call()
-        .ok()?;
-    let status = resp.status().as_u16();
-    let mut body = String::new();
-    resp.into_body()
-        .into_reader()
-        .read_to_string(&mut body)
-        .ok()?;
-    Some((status, body))
+    request(port, "GET", path, &[]).map(|r| (r.status, r.body))
 }
 
 fn which(name: &str) -> Option<PathBuf> {
@@ -153,7 +107,7 @@ agent:
   max_turns: 1
   max_sessions: 2
   # More slots than dispatchable demo issues, so "Run now" always finds a free slot (with
-  # every slot taken the seed puts the retry back unchanged, which the test cannot tell
+  # every slot taken sortie puts the retry back unchanged, which the test cannot tell
   # from a click that did nothing).
   max_concurrent_agents: 8
 server:
@@ -170,22 +124,22 @@ Work on {{{{ .issue.identifier }}}}: {{{{ .issue.title }}}}
 #[test]
 fn dashboard_in_headless_chromium() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let port = free_port();
-    prepare(dir.path(), port);
-    let log = std::fs::File::create(dir.path().join("sortie.log")).expect("log file");
-    let child = Command::new(SORTIE)
-        .current_dir(dir.path())
-        .args(["demo", "--dir"])
-        .arg(dir.path())
-        .args(["--port", &port.to_string()])
-        .env("FAKE_AGENT_SCENARIO", ".scenario")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("spawn sortie");
-    let _daemon = Daemon(child);
+    prepare(dir.path(), free_port());
+    // The --port flag wins over the workflow's port.
+    let mut daemon = spawn(&dir.path().join("sortie.log"), None, |port| {
+        let mut cmd = Command::new(SORTIE);
+        cmd.current_dir(dir.path())
+            .args(["demo", "--dir"])
+            .arg(dir.path())
+            .args(["--port", &port.to_string()])
+            .env("FAKE_AGENT_SCENARIO", ".scenario")
+            .env_remove("RUST_LOG");
+        cmd
+    });
+    // SIGTERM first when the test ends, so the daemon stops its agents (a SIGKILL would orphan
+    // them), then SIGKILL if it has not exited in time.
+    daemon.graceful_drop = true;
+    let port = daemon.port;
     let deadline = Instant::now() + Duration::from_secs(30);
     let ui = loop {
         if let Some(r) = get(port, "/ui/") {

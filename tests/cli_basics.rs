@@ -1,10 +1,10 @@
 //! Help, version and argument errors through the real binary.
 
-mod harness;
+mod common;
 
 use std::process::Command;
 
-use harness::SORTIE;
+use common::SORTIE;
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(SORTIE)

@@ -1,11 +1,11 @@
 //! `sortie --dry-run` on the demo: dispatch order, rendered prompts, no side effects.
 
-mod harness;
+mod common;
 
 use std::path::Path;
 use std::process::Command;
 
-use harness::SORTIE;
+use common::SORTIE;
 
 #[test]
 fn dry_run_prints_the_demo_dispatch_order_and_prompts_without_running_anything() {

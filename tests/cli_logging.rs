@@ -1,10 +1,10 @@
 //! Logs through the real binary: JSON lines with `--log-format json`, secrets masked.
 
-mod harness;
+mod common;
 
 use std::time::Duration;
 
-use harness::{Project, wait_for};
+use common::{Project, wait_for};
 use serde_json::json;
 
 const SECRET: &str = "s3cr3t-token-value-42";
@@ -30,7 +30,7 @@ fn json_logs_mask_configured_secrets_everywhere() {
     );
     std::fs::create_dir_all(p.path("markers")).unwrap();
     let log = std::fs::File::create(p.path("sortie.log")).unwrap();
-    let mut child = std::process::Command::new(harness::SORTIE)
+    let mut child = std::process::Command::new(common::SORTIE)
         .current_dir(p.dir.path())
         .args(["--log-format", "json", "--port", "0"])
         .arg(p.workflow())
@@ -66,7 +66,7 @@ fn bad_log_flags_are_refused() {
         (vec!["--host", "localhost"], "must be an IP address"),
         (vec!["--port", "70000"], "invalid port"),
     ] {
-        let out = std::process::Command::new(harness::SORTIE)
+        let out = std::process::Command::new(common::SORTIE)
             .current_dir(p.dir.path())
             .args(&args)
             .arg(p.workflow())

@@ -1,10 +1,10 @@
 //! `sortie validate` through the real binary.
 
-mod harness;
+mod common;
 
 use std::process::Command;
 
-use harness::{Project, SORTIE};
+use common::{Project, SORTIE};
 
 fn validate(p: &Project, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(SORTIE)

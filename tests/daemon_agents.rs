@@ -1,11 +1,11 @@
 //! Agent supervision as the orchestrator sees it, through the real binary: stall detection,
 //! the per-issue token budget, the `.sortie/status` stop protocol, live reload.
 
-mod harness;
+mod common;
 
 use std::time::Duration;
 
-use harness::{Project, wait_for};
+use common::{Project, wait_for};
 use serde_json::json;
 
 fn one_issue(p: &Project) {
@@ -254,7 +254,7 @@ fn turn_ending_events_carry_the_run_totals() {
         )
         .unwrap();
     let body = d
-        .get(&format!("/api/v1/runs/{dispatch_id}/events"))
+        .get_ok(&format!("/api/v1/runs/{dispatch_id}/events"))
         .expect("run events");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     let events = v["events"].as_array().expect("events array");

@@ -1,11 +1,11 @@
 //! The orchestrator through the real binary: dispatch order and slot limits, handoff written
 //! to the issues file, blockers, reconciliation of a terminal issue mid-run.
 
-mod harness;
+mod common;
 
 use std::time::Duration;
 
-use harness::{Project, wait_for};
+use common::{Project, wait_for};
 use serde_json::json;
 
 fn issue(id: &str, ident: &str, pri: Option<i64>, created: &str) -> serde_json::Value {
@@ -38,7 +38,7 @@ fn dispatches_in_order_one_at_a_time_and_writes_the_handoff_to_the_file() {
     // While running, never more than one session.
     let mut max_running = 0;
     wait_for("all four handed off", Duration::from_secs(60), || {
-        if let Some(s) = d.state() {
+        if let Some(s) = d.try_state() {
             max_running = max_running.max(s["counts"]["running"].as_u64().unwrap_or(0));
         }
         ["0", "1", "2", "3"]

@@ -2,11 +2,11 @@
 //! session budgets come from run history, aggregate counters do not reset, the database stays
 //! consistent; a database from a newer sortie is refused.
 
-mod harness;
+mod common;
 
 use std::time::Duration;
 
-use harness::{Project, SORTIE, wait_for};
+use common::{Project, SORTIE, wait_for};
 use serde_json::json;
 
 fn one_issue(p: &Project) {
@@ -79,7 +79,7 @@ fn a_retry_in_backoff_keeps_its_due_time_across_sigkill() {
     d.wait_state("a completed poll", Duration::from_secs(20), |s| {
         s["health"]["poll"]["outcome"] == "succeeded"
     });
-    let s = d.state().unwrap();
+    let s = d.try_state().unwrap();
     assert_eq!(s["counts"]["retrying"], 1, "{s}");
     assert_eq!(retry_row(&p).map(|r| r.1), Some(due), "due_at changed");
     assert_eq!(p.run_statuses("1"), vec!["failed"], "the retry fired early");
@@ -156,8 +156,8 @@ fn a_database_from_a_newer_sortie_is_refused() {
     );
 }
 
-fn metric(d: &harness::Daemon, name_and_labels: &str) -> f64 {
-    let body = d.get("/metrics").expect("metrics");
+fn metric(d: &common::Daemon, name_and_labels: &str) -> f64 {
+    let body = d.get_ok("/metrics").expect("metrics");
     body.lines()
         .find_map(|l| l.strip_prefix(name_and_labels).map(str::trim))
         .and_then(|v| v.parse().ok())

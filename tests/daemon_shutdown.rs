@@ -1,12 +1,12 @@
 //! Graceful shutdown through the real binary: SIGTERM stops agents, records their runs,
 //! leaves no agent process behind and exits 0.
 
-mod harness;
+mod common;
 
 use std::path::Path;
 use std::time::Duration;
 
-use harness::{Project, wait_for};
+use common::{Project, wait_for};
 use serde_json::json;
 
 /// Processes whose working directory is inside `dir`.

@@ -2,22 +2,12 @@
 //! agent, runs turns, hands issues off in the file, retries the scripted failure, respects the
 //! blocked issue.
 
-mod harness;
+mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use harness::{SORTIE, free_port, wait_for};
-
-fn state(port: u16) -> Option<serde_json::Value> {
-    let body = ureq::get(&format!("http://127.0.0.1:{port}/api/v1/state"))
-        .call()
-        .ok()?
-        .into_body()
-        .read_to_string()
-        .ok()?;
-    serde_json::from_str(&body).ok()
-}
+use common::{Daemon, SORTIE, spawn, wait_for};
 
 fn file_state(dir: &std::path::Path, ident: &str) -> String {
     let text = std::fs::read_to_string(dir.join("issues.json")).unwrap_or_default();
@@ -32,21 +22,17 @@ fn file_state(dir: &std::path::Path, ident: &str) -> String {
 fn the_demo_hands_off_retries_and_respects_the_blocked_issue() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("demo");
-    let port = free_port();
-    let log = std::fs::File::create(tmp.path().join("sortie.log")).unwrap();
-    let mut child = Command::new(SORTIE)
-        .args(["demo", "--dir"])
-        .arg(&dir)
-        .args(["--port", &port.to_string()])
-        .stdin(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let guard = scopeguard(&mut child);
+    let d = spawn(&tmp.path().join("sortie.log"), None, |port| {
+        let mut cmd = Command::new(SORTIE);
+        cmd.args(["demo", "--dir"])
+            .arg(&dir)
+            .args(["--port", &port.to_string()]);
+        cmd
+    });
 
     // The scripted failure of DEMO-5's first session is retried with backoff.
     let s = wait_for("DEMO-5 in the retry queue", Duration::from_secs(60), || {
-        state(port).filter(|s| {
+        d.try_state().filter(|s| {
             s["retrying"]
                 .as_array()
                 .is_some_and(|r| r.iter().any(|e| e["issue_identifier"] == "DEMO-5"))
@@ -73,33 +59,22 @@ fn the_demo_hands_off_retries_and_respects_the_blocked_issue() {
     // DEMO-4 stays blocked by DEMO-7 and is never dispatched.
     assert_eq!(file_state(&dir, "DEMO-4"), "To Do");
     assert!(!dir.join("workspaces/DEMO-4").exists());
-    drop(guard);
+    drop(d);
 }
 
-/// Kills the child when the test ends, pass or fail.
-fn scopeguard(child: &mut std::process::Child) -> impl Drop + '_ {
-    struct G<'a>(&'a mut std::process::Child);
-    impl Drop for G<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    G(child)
-}
-
-/// Starts `sortie demo --dir <dir> --port <port>` plus `extra`, logging to `<dir>.log`.
-fn start_demo(dir: &std::path::Path, port: u16, extra: &[&str]) -> std::process::Child {
-    let log = std::fs::File::create(dir.with_extension("log")).unwrap();
-    Command::new(SORTIE)
-        .args(["demo", "--dir"])
-        .arg(dir)
-        .args(["--port", &port.to_string()])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap()
+/// Starts `sortie demo --dir <dir> --port <port>` plus `extra`, logging to `<dir>.log` (a
+/// fresh log each time); killed when dropped.
+fn start_demo(dir: &std::path::Path, extra: &[&str]) -> Daemon {
+    let log = dir.with_extension("log");
+    std::fs::File::create(&log).unwrap();
+    spawn(&log, None, |port| {
+        let mut cmd = Command::new(SORTIE);
+        cmd.args(["demo", "--dir"])
+            .arg(dir)
+            .args(["--port", &port.to_string()])
+            .args(extra);
+        cmd
+    })
 }
 
 /// Writes a demo directory whose backlog was worked through: every issue a pass would dispatch
@@ -140,14 +115,13 @@ fn a_worked_through_demo_starts_afresh_on_its_next_run() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("demo");
     settled_demo(&dir);
-    let port = free_port();
-    let mut child = start_demo(&dir, port, &[]);
-    let guard = scopeguard(&mut child);
+    let d = start_demo(&dir, &[]);
     wait_for("a fresh dispatch", Duration::from_secs(60), || {
-        state(port).filter(|s| s["running"].as_array().is_some_and(|r| !r.is_empty()))
+        d.try_state()
+            .filter(|s| s["running"].as_array().is_some_and(|r| !r.is_empty()))
     });
     assert!(!dir.join("workspaces/DEMO-1/left-over").exists());
-    drop(guard);
+    drop(d);
     let log = std::fs::read_to_string(dir.with_extension("log")).unwrap();
     assert!(log.contains("starting the demo afresh"), "{log}");
 }
@@ -161,11 +135,11 @@ fn reset_restores_the_embedded_workflow_and_an_unfinished_demo_resumes() {
     let edited =
         include_str!("../examples/demo/WORKFLOW.md").replace("max_turns: 3", "max_turns: 2");
     std::fs::write(dir.join("WORKFLOW.md"), &edited).unwrap();
-    let port = free_port();
-    let mut child = start_demo(&dir, port, &[]);
-    let guard = scopeguard(&mut child);
-    wait_for("the demo serving", Duration::from_secs(60), || state(port));
-    drop(guard);
+    let d = start_demo(&dir, &[]);
+    wait_for("the demo serving", Duration::from_secs(60), || {
+        d.try_state()
+    });
+    drop(d);
     assert_eq!(
         std::fs::read_to_string(dir.join("WORKFLOW.md")).unwrap(),
         edited
@@ -174,12 +148,11 @@ fn reset_restores_the_embedded_workflow_and_an_unfinished_demo_resumes() {
     assert!(!log.contains("starting the demo afresh"), "{log}");
 
     // --reset restores the embedded workflow and backlog even though work is left.
-    let mut child = start_demo(&dir, port, &["--reset"]);
-    let guard = scopeguard(&mut child);
+    let d = start_demo(&dir, &["--reset"]);
     wait_for("the reset demo serving", Duration::from_secs(60), || {
-        state(port)
+        d.try_state()
     });
-    drop(guard);
+    drop(d);
     assert_eq!(
         std::fs::read_to_string(dir.join("WORKFLOW.md")).unwrap(),
         include_str!("../examples/demo/WORKFLOW.md")

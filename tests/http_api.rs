@@ -1,11 +1,11 @@
 //! The JSON API driven through the real binary: cross-origin rows, method enforcement, the
 //! error envelope, probes, the state document's shape, issue detail, run history, actions.
 
-mod http_common;
+mod common;
 
 use std::time::Duration;
 
-use http_common::*;
+use common::*;
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(30);

@@ -2,13 +2,13 @@
 //! earlier keep-alive connections stay open and idle. (The connection-pool race fixed in
 //! vendor/tiny_http needs a browser's timing to show; tests/browser_dashboard.rs catches it.)
 
-mod harness;
+mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use harness::Project;
+use common::Project;
 
 #[test]
 fn simultaneous_keep_alive_connections_are_all_served() {
@@ -18,7 +18,7 @@ fn simultaneous_keep_alive_connections_are_all_served() {
     let _d = p.start();
     for round in 0..5 {
         // Open the connections first, then send on all of them at once, keeping them open.
-        let port = p.port;
+        let port = p.port();
         let handles: Vec<_> = (0..24)
             .map(|_| std::thread::spawn(move || TcpStream::connect(("127.0.0.1", port))))
             .collect();

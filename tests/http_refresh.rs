@@ -1,11 +1,11 @@
 //! `POST /api/v1/refresh` coalescing through the real binary: refreshes that arrive while a
 //! tick is busy join one pending poll instead of queueing one each.
 
-mod harness;
+mod common;
 
 use std::time::{Duration, Instant};
 
-use harness::Project;
+use common::Project;
 use serde_json::json;
 
 fn refresh(port: u16) -> serde_json::Value {
@@ -43,11 +43,11 @@ fn refreshes_during_a_busy_tick_coalesce_into_one_pending_poll() {
 
     // The first refresh starts a tick; the next two arrive while it runs.
     let started = Instant::now();
-    let first = refresh(p.port);
+    let first = refresh(p.port());
     assert_eq!(first["coalesced"], false, "{first}");
     let (second, third) = std::thread::scope(|s| {
-        let a = s.spawn(|| refresh(p.port));
-        let b = s.spawn(|| refresh(p.port));
+        let a = s.spawn(|| refresh(p.port()));
+        let b = s.spawn(|| refresh(p.port()));
         (a.join().unwrap(), b.join().unwrap())
     });
     let took = started.elapsed();

@@ -1,17 +1,17 @@
 //! Server configuration through the real binary: explicit busy port, port 0, `--host`,
 //! the default port when busy, `server.port` from the workflow, and masking of served strings.
 
-mod http_common;
+mod common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use http_common::*;
+use common::*;
 
 fn run_to_exit(args: &[&str], dir: &std::path::Path, timeout: Duration) -> (Option<i32>, String) {
     let log = dir.join("exit.log");
     let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sortie"))
+    let mut child = Command::new(SORTIE)
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -40,7 +40,7 @@ fn start_logged(
 ) -> (std::process::Child, String) {
     let log = dir.join(log_name);
     let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-    let child = Command::new(env!("CARGO_BIN_EXE_sortie"))
+    let child = Command::new(SORTIE)
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -105,15 +105,15 @@ fn server_port_from_the_workflow_is_used() {
     );
     let s = Setup::new(&wf, &issues(&[]));
     let log = s.path().join("wfport.log");
-    let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sortie"))
-        .arg(s.path().join("WORKFLOW.md"))
-        .current_dir(s.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(out)
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let workflow = s.path().join("WORKFLOW.md");
+    // No --port: the port reaches sortie only through the workflow (rewritten if it was taken).
+    let d = spawn(&log, Some(port), |port| {
+        set_server_port(&workflow, port);
+        let mut cmd = Command::new(SORTIE);
+        cmd.arg(&workflow).current_dir(s.path());
+        cmd
+    });
+    let port = d.port;
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut ok = false;
     while Instant::now() < deadline {
@@ -123,8 +123,7 @@ fn server_port_from_the_workflow_is_used() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(d);
     assert!(
         ok,
         "log:\n{}",
@@ -178,22 +177,18 @@ fn the_end_of_the_accept_loop_is_fatal() {
     // A low hard limit on open files makes accept() fail (EMFILE) once clients hold them all;
     // tiny_http's accept loop then ends for good and sortie must exit non-zero.
     let s = Setup::new(&mock_workflow("", ""), &issues(&[]));
-    let port = free_port();
     let log = s.path().join("emfile.log");
-    let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-    let script = format!(
-        "ulimit -n 64 && exec '{}' --port {port} '{}'",
-        env!("CARGO_BIN_EXE_sortie"),
-        s.path().join("WORKFLOW.md").display()
-    );
-    let mut child = Command::new("sh")
-        .args(["-c", &script])
-        .current_dir(s.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(out)
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let mut d = spawn(&log, None, |port| {
+        let script = format!(
+            "ulimit -n 64 && exec '{}' --port {port} '{}'",
+            SORTIE,
+            s.path().join("WORKFLOW.md").display()
+        );
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &script]).current_dir(s.path());
+        cmd
+    });
+    let (port, child) = (d.port, &mut d.child);
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut answered = false;
     while Instant::now() < deadline {

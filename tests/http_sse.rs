@@ -1,13 +1,13 @@
 //! The event stream driven through the real binary: the opening change, coalescing, heartbeats,
 //! agent events of a running fake agent, reconnection, slow clients, 400 rules, shutdown.
 
-mod http_common;
+mod common;
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use http_common::*;
+use common::*;
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(30);
@@ -129,7 +129,7 @@ fn fake_agent_setup(steps: usize, sleep_ms: u64) -> Setup {
     scenario.push_str("{\"result\": {\"subtype\": \"success\", \"text\": \"done\", \"input_tokens\": 10, \"output_tokens\": 5}}\n");
     let wf = format!(
         "---\ntracker:\n  kind: file\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\n  handoff_state: Review\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 60000\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {}\n  max_turns: 1\n---\nWork on {{{{ .issue.identifier }}}}.\n",
-        env!("CARGO_BIN_EXE_fake-agent")
+        FAKE_AGENT
     );
     let s = Setup::new(&wf, &issues(&[("1", "F-1", "To Do")]));
     std::fs::write(s.path().join("scenario.jsonl"), scenario).unwrap_or_else(|e| panic!("{e}"));

@@ -2,20 +2,17 @@
 //! metrics`, and after a graceful restart every restart-surviving counter is at least its value
 //! before. Skips (with a printed reason) while `/metrics` is not routed.
 
-#[path = "promtool_support/mod.rs"]
-mod promtool_support;
+mod common;
 
-use promtool_support::promtool_check;
-use std::io::{Read, Write};
-use std::net::TcpListener;
+use common::promtool::promtool_check;
+use common::{Daemon, FAKE_AGENT, SORTIE, free_port, request, set_server_port, spawn, wait_for};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-const SORTIE: &str = env!("CARGO_BIN_EXE_sortie");
-const FAKE_AGENT: &str = env!("CARGO_BIN_EXE_fake-agent");
-
-/// Restart-surviving series (core.md §3 "kept").
+/// Restart-surviving series: sortie seeds them from the aggregate totals in its database at
+/// startup, so a restart must never lower them.
 const KEPT: &[&str] = &[
     "sortie_tokens_total{type=\"input\"}",
     "sortie_tokens_total{type=\"output\"}",
@@ -29,108 +26,40 @@ const KEPT: &[&str] = &[
     "sortie_unmeasured_sessions_total",
 ];
 
-struct Daemon(Child);
-
-impl Daemon {
-    fn start(dir: &Path) -> Daemon {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("sortie.log"))
-            .expect("log file");
-        let child = Command::new(SORTIE)
-            .current_dir(dir)
+/// Starts the daemon in `dir` on `port` first (the workflow's port is rewritten when it is
+/// taken). On an early return or a failed assertion it gets the graceful stop, so no agent is
+/// orphaned.
+fn start(dir: &Path, port: u16) -> Daemon {
+    let mut d = spawn(&dir.join("sortie.log"), Some(port), |port| {
+        set_server_port(&dir.join("WORKFLOW.md"), port);
+        let mut cmd = Command::new(SORTIE);
+        cmd.current_dir(dir)
             .arg("WORKFLOW.md")
             .env("FAKE_AGENT_SCENARIO", ".scenario")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn sortie");
-        Daemon(child)
-    }
-
-    /// SIGTERM and wait: the graceful drain records the running sessions.
-    fn stop(mut self) {
-        assert!(
-            self.terminate(),
-            "the daemon did not stop within 60 s of SIGTERM"
-        );
-    }
-
-    /// SIGTERM, wait up to 60 s, SIGKILL after that; whether it stopped by itself.
-    fn terminate(&mut self) -> bool {
-        if let Some(pid) = rustix::process::Pid::from_raw(self.0.id() as i32) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        false
-    }
+            .env_remove("RUST_LOG");
+        cmd
+    });
+    d.graceful_drop = true;
+    d
 }
 
-impl Drop for Daemon {
-    /// On an early return or a failed assertion: the graceful stop, so no agent is orphaned.
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            self.terminate();
-        }
-    }
+/// SIGTERM and wait: the graceful drain records the running sessions.
+fn stop(mut d: Daemon) {
+    assert!(
+        d.terminate_status().is_some(),
+        "the daemon did not stop within 60 s of SIGTERM"
+    );
 }
 
 fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
+/// Status, content type and body of a GET; `None` while nothing answers.
 fn get(port: u16, path: &str) -> Option<(u16, String, String)> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .into();
-    let resp = agent
-        .get(&format!("http://127.0.0.1:{port}{path}"))
-        .call()
-        .ok()?;
-    let status = resp.status().as_u16();
-    let ct = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let mut body = String::new();
-    resp.into_body()
-        .into_reader()
-        .read_to_string(&mut body)
-        .ok()?;
-    Some((status, ct, body))
-}
-
-fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let r = request(port, "GET", path, &[])?;
+    let ct = r.header("content-type").unwrap_or_default().to_string();
+    Some((r.status, ct, r.body))
 }
 
 fn sample(text: &str, series: &str) -> Option<f64> {
@@ -224,30 +153,38 @@ fn scrapes_pass_promtool_and_counters_survive_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let port = free_port();
     prepare(dir.path(), port);
-    let d = Daemon::start(dir.path());
-    let (status, ct, _) = wait_for("the HTTP server", 30, || get(port, "/metrics"));
+    let d = start(dir.path(), port);
+    let port = d.port;
+    let (status, ct, _) = wait_for("the HTTP server", Duration::from_secs(30), || {
+        get(port, "/metrics")
+    });
     assert_eq!(status, 200);
     assert!(
         ct.starts_with("text/plain; version=0.0.4"),
         "content type {ct}"
     );
     // Two sessions running, the quick one handed off.
-    let before = wait_for("two running sessions and one finished run", 60, || {
-        let (_, _, text) = get(port, "/metrics")?;
-        let running = sample(&text, "sortie_sessions_running")?;
-        let normal = sample(&text, "sortie_worker_exits_total{exit_type=\"normal\"}")?;
-        (running == 2.0 && normal >= 1.0).then_some(text)
-    });
+    let before = wait_for(
+        "two running sessions and one finished run",
+        Duration::from_secs(60),
+        || {
+            let (_, _, text) = get(port, "/metrics")?;
+            let running = sample(&text, "sortie_sessions_running")?;
+            let normal = sample(&text, "sortie_worker_exits_total{exit_type=\"normal\"}")?;
+            (running == 2.0 && normal >= 1.0).then_some(text)
+        },
+    );
     assert!(sample(&before, "sortie_tokens_total{type=\"input\"}").unwrap_or(0.0) >= 2500.0);
     assert_eq!(sample(&before, "sortie_slots_available"), Some(1.0));
     assert!(sample(&before, "sortie_active_sessions_elapsed_seconds").unwrap_or(0.0) > 0.0);
     check_with_promtool(&before, "scrape while agents run");
     assert_no_issue_labels(&before);
-    d.stop();
+    stop(d);
     // What the first life ended with is only visible after the drain; the restart must not
     // go below the last scrape of the first life.
-    let d = Daemon::start(dir.path());
-    let after = wait_for("the restarted daemon", 30, || {
+    let d = start(dir.path(), port);
+    let port = d.port;
+    let after = wait_for("the restarted daemon", Duration::from_secs(30), || {
         get(port, "/metrics").and_then(|(s, _, t)| (s == 200).then_some(t))
     });
     for series in KEPT {
@@ -260,5 +197,5 @@ fn scrapes_pass_promtool_and_counters_survive_a_restart() {
     }
     check_with_promtool(&after, "scrape after a restart");
     assert_no_issue_labels(&after);
-    d.stop();
+    stop(d);
 }

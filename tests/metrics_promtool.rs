@@ -5,10 +5,9 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-#[path = "promtool_support/mod.rs"]
-mod promtool_support;
+mod common;
 
-use promtool_support::promtool_check;
+use common::promtool::promtool_check;
 use sortie::agent::TokenUsage;
 use sortie::clock::{Clock, SystemClock};
 use sortie::metrics::{CONTENT_TYPE, GaugeValues, Metrics};

@@ -1,12 +1,11 @@
 //! Event retention (age, size) and the retry schedule for failed event writes.
 
-#[path = "store_support/mod.rs"]
-mod support;
+mod common;
 
 use std::time::Duration;
 
+use common::store::*;
 use sortie::store::{EventLimits, Store, StoreOptions};
-use support::*;
 
 fn open_with_limits(
     path: &std::path::Path,

@@ -1,12 +1,11 @@
 //! Migrations: from empty, from every earlier version with data preserved, newer refused; WAL
 //! and integrity.
 
-#[path = "store_support/mod.rs"]
-mod support;
+mod common;
 
+use common::store::*;
 use sortie::clock::Clock;
 use sortie::store::{RunFilter, Store, StoreError, connection, migrate};
-use support::*;
 
 #[test]
 fn fresh_database_gets_every_migration_wal_and_integrity_ok() {

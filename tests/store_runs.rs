@@ -1,16 +1,15 @@
 //! Run history: atomic run + events + aggregates, budgets across restarts, durability across
 //! `kill -9`, listing filters and cursor paging.
 
-#[path = "store_support/mod.rs"]
-mod support;
+mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
+use common::store::*;
 use sortie::store::{
     IssueOutcome, RuleFilter, RunFilter, RunWrite, STATUS_CI_FAILED, SessionMeta, Store,
 };
-use support::*;
 
 #[test]
 fn run_events_aggregates_and_session_commit_together() {

@@ -1,12 +1,11 @@
 //! Retries, sessions, parks, outcomes and acknowledgements across reopen; the warm-start
 //! snapshot.
 
-#[path = "store_support/mod.rs"]
-mod support;
+mod common;
 
+use common::store::*;
 use sortie::clock::Clock;
 use sortie::store::{AttentionAck, IssueOutcome, ParkedIssue, RetryEntry, SessionMeta, Store};
-use support::*;
 
 fn retry_entry() -> RetryEntry {
     RetryEntry {

@@ -1,4 +1,7 @@
-//! File tracker: fixtures, normalization and read queries (config-cli.md §4.2–4.3).
+//! File tracker: fixtures, normalization and read queries. The recorded issue files in
+//! `tests/fixtures/file/` must normalize into the same domain `Issue` any tracker adapter
+//! produces (the orchestrator sees only `TrackerAdapter`), and the read queries must answer
+//! from the file as it is at each call.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

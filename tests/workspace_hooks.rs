@@ -1,10 +1,13 @@
 //! Hook runner against real `sh` processes in real directories.
 
+mod common;
+
 use std::error::Error;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::holds_within;
 use sortie::domain::Issue;
 use sortie::workspace::{
     HookEnv, HookKind, HookScripts, MAX_HOOK_OUTPUT_BYTES, WorkspaceError, WorkspaceManager,
@@ -62,20 +65,6 @@ fn process_gone(pid: u32) -> bool {
     }
 }
 
-/// Polls until `cond` holds or `deadline` passes; returns whether it held.
-fn wait_until(deadline: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + deadline;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn read_pid(path: &Path) -> Result<u32, Box<dyn Error>> {
     Ok(std::fs::read_to_string(path)?.trim().parse()?)
 }
@@ -110,7 +99,7 @@ fn timeout_kills_the_hook_and_its_children() -> TestResult {
     let sh_pid = read_pid(&ws.join("sh.pid"))?;
     let child_pid = read_pid(&ws.join("child.pid"))?;
     assert!(
-        wait_until(Duration::from_secs(10), || process_gone(sh_pid)
+        holds_within(Duration::from_secs(10), || process_gone(sh_pid)
             && process_gone(child_pid)),
         "hook processes still alive: sh={sh_pid} child={child_pid}"
     );
@@ -339,7 +328,7 @@ fn cancellation_kills_the_hook_group() -> TestResult {
     let pid_file = ws.join("sh.pid");
     let canceller = std::thread::spawn(move || {
         // Cancel once the hook is demonstrably running.
-        if wait_until(Duration::from_secs(30), || pid_file.exists()) {
+        if holds_within(Duration::from_secs(30), || pid_file.exists()) {
             let _ = cancel_tx.send(());
         }
     });
@@ -359,7 +348,7 @@ fn cancellation_kills_the_hook_group() -> TestResult {
     let sh_pid = read_pid(&ws.join("sh.pid"))?;
     let child_pid = read_pid(&ws.join("child.pid"))?;
     assert!(
-        wait_until(Duration::from_secs(10), || process_gone(sh_pid)
+        holds_within(Duration::from_secs(10), || process_gone(sh_pid)
             && process_gone(child_pid)),
         "hook processes still alive: sh={sh_pid} child={child_pid}"
     );

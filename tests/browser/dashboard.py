@@ -219,7 +219,7 @@ def run(args):
             st = api(base, "/api/v1/state")
             rows = [r for r in st.get("retrying", []) if parse_time(r["due_at"]) - time.time() > 4]
             limit = ((st.get("config") or {}).get("agent") or {}).get("max_concurrent_agents") or 1
-            # Only with a free slot can the retry start: otherwise the seed puts it back as it was.
+            # Only with a free slot can the retry start: otherwise sortie puts it back as it was.
             if rows and len(st.get("running", [])) < limit:
                 r = rows[0]
                 sel = f"[data-action=run-now][data-identifier=\"{r['issue_identifier']}\"]"

@@ -1,5 +1,4 @@
 //! Shared builders for the store integration tests.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,0 +1,27 @@
+//! The one support module of the integration tests (`mod common;` in each test file; each test
+//! binary uses a subset, hence `dead_code` allowed).
+//!
+//! - [`daemon`]: the real `sortie` binary on a port it is known to have bound, killed on drop;
+//! - [`http`]: a raw-socket HTTP/1.1 client and an event-stream reader;
+//! - [`workflow`]: temp projects (workflow, file-tracker backlog, fake-agent scenarios);
+//! - [`wait`]: condition polls with deadlines;
+//! - [`store`]: builders of store records and raw SQLite access;
+//! - [`promtool`]: `promtool check metrics` on an exposition text.
+#![allow(dead_code)]
+
+pub mod daemon;
+pub mod http;
+pub mod promtool;
+pub mod store;
+pub mod wait;
+pub mod workflow;
+
+// A test binary that needs only `store` or `promtool` leaves these unused.
+#[allow(unused_imports)]
+pub use daemon::*;
+#[allow(unused_imports)]
+pub use http::*;
+#[allow(unused_imports)]
+pub use wait::*;
+#[allow(unused_imports)]
+pub use workflow::*;
