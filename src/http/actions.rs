@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::clock::rfc3339_ms;
-use crate::orchestrator::{OrchMsg, RefreshOutcome, RetryNowOutcome};
+use crate::orchestrator::{AckError, OrchMsg, RefreshOutcome, RetryNowOutcome};
 
 use super::AppState;
 use super::attention;
@@ -177,8 +177,8 @@ pub fn acknowledge(state: &AppState, id: &str) -> Result<JsonReply, ApiError> {
                     let already = a.acknowledged_at_ms != now;
                     (a, already)
                 }
-                Err(e) if e == "draining" => return Ok(draining()),
-                Err(e) => {
+                Err(AckError::Draining) => return Ok(draining()),
+                Err(AckError::NotSaved(e)) => {
                     return Err(ApiError::new(
                         500,
                         "acknowledgement_not_saved",

@@ -4,7 +4,9 @@
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::domain::BudgetReason;
 use crate::orchestrator::snapshot::Snapshot;
+use crate::orchestrator::state::PreflightError;
 
 use super::rows::{issue_fields, ts};
 use super::wording::{self, AttentionWords};
@@ -143,8 +145,12 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
         ));
     }
     let preflight_error = h.preflight.error.clone().unwrap_or_default();
-    if h.preflight.failing_streak > 0 && !preflight_error.contains("workflow file cannot be loaded")
-    {
+    // A workflow that does not load already has its own item; the preflight did not run.
+    let preflight_ran = !matches!(
+        h.preflight.failure,
+        Some(PreflightError::WorkflowUnloadable { .. })
+    );
+    if h.preflight.failing_streak > 0 && preflight_ran {
         let since = h.preflight.since_ms;
         out.push(base_item(
             Cause {
@@ -180,7 +186,7 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
                 critical: false,
                 since_ms: Some(since),
                 issue: Some(&p.issue),
-                words: wording::attention_parked(&p.reason, &p.label, &p.parked_state),
+                words: wording::attention_parked(p.reason, &p.label, &p.parked_state),
                 action,
                 evidence: json!({"reason": p.reason, "label": p.label}),
             },
@@ -190,13 +196,13 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
     for b in &snap.budget_exhausted {
         let ceiling = b.limit.to_string();
         let evidence = match b.reason {
-            "token_budget" => json!({
+            BudgetReason::Token => json!({
                 "reason": b.reason,
                 "used_tokens": b.used,
                 "used_tokens_complete": false,
                 "budget_tokens": b.limit,
             }),
-            _ => json!({
+            BudgetReason::Session | BudgetReason::Money => json!({
                 "reason": b.reason,
                 "used_sessions": b.used,
                 "budget_sessions": b.limit,
@@ -270,7 +276,7 @@ mod tests {
                 identifier: "A-1".into(),
                 ..Default::default()
             },
-            reason: "agent_blocked".into(),
+            reason: crate::domain::ParkReason::AgentBlocked,
             parked_at_ms: 1_000,
             label: "needs-human".into(),
             label_applied: true,

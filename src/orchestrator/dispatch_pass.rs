@@ -61,13 +61,42 @@ impl HoldReason {
     }
 }
 
+/// Why the pass skipped a candidate outright (not listed as held). The text is what
+/// `--dry-run` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    MissingFields,
+    StateNotActive,
+    AlreadyClaimed,
+    Parked,
+    BudgetExhausted,
+}
+
+impl SkipReason {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::MissingFields => "missing id, identifier, title or state",
+            SkipReason::StateNotActive => "state not active",
+            SkipReason::AlreadyClaimed => "already claimed",
+            SkipReason::Parked => "parked",
+            SkipReason::BudgetExhausted => "budget exhausted",
+        }
+    }
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What the pass decided for one candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Dispatch,
     Held(HoldReason),
     /// Not eligible at all (shape, state, already claimed, budget-held, parked): not listed as held.
-    Skip(&'static str),
+    Skip(SkipReason),
 }
 
 /// What the pass needs to know besides the candidates.
@@ -118,25 +147,25 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
     let mut out = Vec::with_capacity(candidates.len());
     for issue in candidates {
         if !issue.is_dispatchable_shape() {
-            out.push(Decision::Skip("missing id, identifier, title or state"));
+            out.push(Decision::Skip(SkipReason::MissingFields));
             continue;
         }
         if !state_in(&issue.state, &input.active_states)
             || state_in(&issue.state, &input.terminal_states)
         {
-            out.push(Decision::Skip("state not active"));
+            out.push(Decision::Skip(SkipReason::StateNotActive));
             continue;
         }
         if input.claimed.contains(&issue.id) {
-            out.push(Decision::Skip("already claimed"));
+            out.push(Decision::Skip(SkipReason::AlreadyClaimed));
             continue;
         }
         if input.parked.contains(&issue.id) {
-            out.push(Decision::Skip("parked"));
+            out.push(Decision::Skip(SkipReason::Parked));
             continue;
         }
         if input.budget_held.contains(&issue.id) {
-            out.push(Decision::Skip("budget exhausted"));
+            out.push(Decision::Skip(SkipReason::BudgetExhausted));
             continue;
         }
         // A full global limit stops the pass: nothing after it is dispatched and no blockers

@@ -3,17 +3,19 @@
 
 pub mod adapters;
 pub mod backoff;
-mod scheduler;
 pub mod dispatch_pass;
 pub mod msg;
 pub mod persist;
 pub mod reload;
 pub mod retry_queue;
+mod scheduler;
 pub mod snapshot;
 pub mod state;
+pub mod supervisor;
 pub mod tracker_ops;
 pub mod watch;
-pub mod supervisor;
 
 pub use self::scheduler::{Orchestrator, OrchestratorDeps, OrchestratorHandle, new_dispatch_id};
-pub use msg::{OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult};
+pub use msg::{
+    AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult,
+};

@@ -180,7 +180,11 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
     exit
 }
 
-fn run_session(job: &SupervisorJob, p: &mut Progress, workspace: &std::path::Path) -> SupervisorExit {
+fn run_session(
+    job: &SupervisorJob,
+    p: &mut Progress,
+    workspace: &std::path::Path,
+) -> SupervisorExit {
     let cfg = &job.workflow.config;
     let issue = &job.issue;
     let max_turns = cfg.agent.max_turns.max(1);
@@ -284,7 +288,9 @@ fn run_session(job: &SupervisorJob, p: &mut Progress, workspace: &std::path::Pat
         }
         if !result.outcome.is_completed() {
             exit = match job.cancel.reason() {
-                Some(r) if r != CancelReason::TurnTimeout => SupervisorExit::Cancelled { reason: r },
+                Some(r) if r != CancelReason::TurnTimeout => {
+                    SupervisorExit::Cancelled { reason: r }
+                }
                 _ => {
                     let kind = result.outcome.error_kind();
                     let code = kind.map(|k| k.code()).unwrap_or("turn_failed");

@@ -84,9 +84,9 @@ impl Orchestrator {
                 .submit(crate::orchestrator::tracker_ops::TrackerOp::Comment {
                     issue_id: issue.id.clone(),
                     issue_identifier: issue.identifier.clone(),
-                    lifecycle: "dispatch",
+                    lifecycle: Lifecycle::Dispatch,
                     text: crate::orchestrator::tracker_ops::lifecycle_comment(
-                        "dispatch",
+                        Lifecycle::Dispatch,
                         Some(&dispatch_id),
                         0,
                         0,
@@ -110,7 +110,7 @@ impl Orchestrator {
                 &issue,
                 attempt + 1,
                 failure_delay_ms(attempt + 1, self.backoff_cap()),
-                "error",
+                RetryTrigger::Error,
                 Some("failed to spawn agent".into()),
                 None,
                 dispatched_at_ms,

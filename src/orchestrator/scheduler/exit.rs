@@ -25,16 +25,9 @@ impl Orchestrator {
             self.metrics.unmeasured_session();
         }
         let status = run_status(&result.exit, entry.budget_stopped);
-        self.metrics.worker_exit(status, seconds);
+        self.metrics.worker_exit(status.as_str(), seconds);
         // Persist the run before any retry is scheduled.
-        if let Err(e) = persist::record_run(
-            &self.store,
-            &self.workflow,
-            &entry,
-            &result,
-            status,
-            &self.state.totals,
-        ) {
+        if let Err(e) = persist::record_run(&self.store, &self.workflow, &entry, &result, status) {
             log::error!(
                 "failed to record run issue_id={} issue_identifier={} error=\"{e}\"",
                 entry.issue.id,
@@ -91,7 +84,7 @@ impl Orchestrator {
                         &issue,
                         next_attempt,
                         delay,
-                        "error",
+                        RetryTrigger::Error,
                         Some(format!("worker exited: {code}: {message}")),
                         None,
                         entry.dispatched_at_ms,
@@ -139,9 +132,9 @@ impl Orchestrator {
             )
         });
         let (lifecycle, error) = match exit {
-            SupervisorExit::Normal { .. } if c.on_completion => ("completion", None),
+            SupervisorExit::Normal { .. } if c.on_completion => (Lifecycle::Completion, None),
             SupervisorExit::Error { code, message, .. } if c.on_failure => {
-                ("failure", Some(format!("{code}: {message}")))
+                (Lifecycle::Failure, Some(format!("{code}: {message}")))
             }
             _ => return,
         };
@@ -185,7 +178,7 @@ impl Orchestrator {
                 };
                 let park = Park {
                     issue: issue.clone(),
-                    reason: "agent_blocked".into(),
+                    reason: ParkReason::AgentBlocked,
                     parked_at_ms: self.clock.now_ms() / 1000 * 1000,
                     parked_state: issue.state.clone(),
                     label,
@@ -248,7 +241,7 @@ impl Orchestrator {
                     issue,
                     entry.attempt + 1,
                     CONTINUATION_DELAY_MS,
-                    "continuation",
+                    RetryTrigger::Continuation,
                     None,
                     session_id,
                     entry.dispatched_at_ms,
@@ -261,16 +254,11 @@ impl Orchestrator {
         match self.tracker.transition_issue(&issue.id, state) {
             Ok(()) => {
                 self.metrics.handoff("success");
-                self.state
-                    .outcomes
-                    .insert(issue.id.clone(), ("handed_off".into(), state.to_string()));
-                persist::set_outcome(
-                    &self.store,
-                    &issue.id,
-                    &issue.identifier,
-                    "handed_off",
-                    state,
+                self.state.outcomes.insert(
+                    issue.id.clone(),
+                    (OutcomeKind::HandedOff, state.to_string()),
                 );
+                persist::set_outcome(&self.store, &issue.id, OutcomeKind::HandedOff, state);
                 true
             }
             Err(e) => {

@@ -18,19 +18,26 @@ use crate::agent::status_file::DeclaredOutcome;
 use crate::agent::{AgentAdapter, AgentEventKind, CancelReason, CancelToken};
 use crate::clock::Clock;
 use crate::config::{LoadOptions, Workflow};
-use crate::domain::{Issue, state_in};
+use crate::domain::{
+    BudgetReason, Issue, OutcomeKind, ParkReason, PollOutcome, RescheduleReason, RetryTrigger,
+    RunStatus, state_in,
+};
 use crate::prompt::PromptTemplate;
 use crate::store::Store;
 use crate::tracker::TrackerAdapter;
 use crate::workspace::WorkspaceManager;
 
 use super::backoff::{CONTINUATION_DELAY_MS, failure_delay_ms};
-use super::msg::{OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult};
+use super::dispatch_pass::{Decision, HoldReason, PassInput, plan, sort_candidates};
+use super::msg::{
+    AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult,
+};
 use super::persist;
 use super::snapshot::Snapshot;
+use super::state::PreflightError;
 use super::state::{BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
 use super::supervisor::{self, SupervisorJob};
-use crate::orchestrator::dispatch_pass::{Decision, PassInput, plan, sort_candidates};
+use super::tracker_ops::Lifecycle;
 
 /// How long shutdown waits for workers to exit before abandoning them.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -253,11 +260,6 @@ impl Orchestrator {
         self.publish();
     }
 
-    /// Number of running sessions (for tests and diagnostics).
-    pub fn running_count(&self) -> usize {
-        self.state.running.len()
-    }
-
     /// The latest snapshot, rebuilt now.
     pub fn snapshot_now(&mut self) -> Arc<Snapshot> {
         self.publish();
@@ -315,9 +317,9 @@ impl Orchestrator {
             }
             OrchMsg::Acknowledge { ack, reply } => {
                 let result = if self.draining.is_some() {
-                    Err("draining".to_string())
+                    Err(AckError::Draining)
                 } else {
-                    persist::acknowledge(&self.store, ack)
+                    persist::acknowledge(&self.store, ack).map_err(AckError::NotSaved)
                 };
                 if let Ok(stored) = &result {
                     log::info!(
@@ -381,13 +383,13 @@ impl Orchestrator {
     }
 }
 
-/// The run status the seed defines for an exit.
-fn run_status(exit: &SupervisorExit, budget_stopped: bool) -> &'static str {
+/// The recorded status of an exit; a cancellation by the budget is told apart.
+fn run_status(exit: &SupervisorExit, budget_stopped: bool) -> RunStatus {
     match exit {
-        SupervisorExit::Normal { .. } => "succeeded",
-        SupervisorExit::Error { .. } => "failed",
-        SupervisorExit::Cancelled { .. } if budget_stopped => "budget_stopped",
-        SupervisorExit::Cancelled { .. } => "cancelled",
+        SupervisorExit::Normal { .. } => RunStatus::Succeeded,
+        SupervisorExit::Error { .. } => RunStatus::Failed,
+        SupervisorExit::Cancelled { .. } if budget_stopped => RunStatus::BudgetStopped,
+        SupervisorExit::Cancelled { .. } => RunStatus::Cancelled,
     }
 }
 

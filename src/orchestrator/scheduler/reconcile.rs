@@ -41,7 +41,7 @@ impl Orchestrator {
                     &issue,
                     next,
                     failure_delay_ms(next, self.backoff_cap()),
-                    "stall",
+                    RetryTrigger::Stall,
                     Some("stall timeout exceeded".into()),
                     None,
                     dispatched_at,
@@ -96,11 +96,10 @@ impl Orchestrator {
             }
             e.cancel.cancel(CancelReason::Reconcile);
             if terminal {
-                let identifier = e.issue.identifier.clone();
                 self.state
                     .outcomes
-                    .insert(id.clone(), ("terminal".into(), state.clone()));
-                persist::set_outcome(&self.store, &id, &identifier, "terminal", &state);
+                    .insert(id.clone(), (OutcomeKind::Terminal, state.clone()));
+                persist::set_outcome(&self.store, &id, OutcomeKind::Terminal, &state);
             }
             self.cancel_retry(&id);
         }

@@ -30,7 +30,7 @@ impl Orchestrator {
         }
     }
 
-    pub(super) fn preflight(&mut self) -> Result<(), String> {
+    pub(super) fn preflight(&mut self) -> Result<(), PreflightError> {
         let mut problems = self.workflow.config.config_preflight();
         if let Err(e) = self.workspaces().preflight_root_writable() {
             problems.push(format!("workspace.root_writable: {e}"));
@@ -38,10 +38,7 @@ impl Orchestrator {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(format!(
-                "dispatch preflight failed: {}",
-                problems.join("; ")
-            ))
+            Err(PreflightError::Checks { problems })
         }
     }
 
@@ -49,10 +46,10 @@ impl Orchestrator {
     pub(super) fn tick(&mut self) {
         let started = self.clock.instant();
         self.tick_inner();
-        let result = match self.state.health.poll.outcome.as_str() {
-            "ok" => "success",
-            "preflight_failed" => "skipped",
-            _ => "error",
+        let result = match self.state.health.poll.outcome {
+            Some(PollOutcome::Ok) => "success",
+            Some(PollOutcome::PreflightFailed) => "skipped",
+            Some(PollOutcome::TrackerFailed) | None => "error",
         };
         let secs = self
             .clock
@@ -73,10 +70,9 @@ impl Orchestrator {
         let preflight = if loaded {
             self.preflight()
         } else {
-            Err(format!(
-                "dispatch preflight failed: workflow file cannot be loaded: {}",
-                self.state.health.workflow.error.clone().unwrap_or_default()
-            ))
+            Err(PreflightError::WorkflowUnloadable {
+                error: self.state.health.workflow.error.clone().unwrap_or_default(),
+            })
         };
         self.state.health.preflight.record(now, preflight.clone());
         // 4. Reconcile running sessions.
@@ -87,10 +83,13 @@ impl Orchestrator {
         }
         if let Err(e) = preflight {
             log::warn!("{e}");
-            self.state
-                .health
-                .poll
-                .record(now, "preflight_failed", Some(e.clone()), 0, 0);
+            self.state.health.poll.record(
+                now,
+                PollOutcome::PreflightFailed,
+                Some(e.to_string()),
+                0,
+                0,
+            );
             return;
         }
         // 7. Candidates.
@@ -103,10 +102,13 @@ impl Orchestrator {
             Ok(c) => c,
             Err(e) => {
                 log::warn!("failed to fetch candidate issues error=\"{e}\"");
-                self.state
-                    .health
-                    .poll
-                    .record(now, "tracker_failed", Some(e.to_string()), 0, 0);
+                self.state.health.poll.record(
+                    now,
+                    PollOutcome::TrackerFailed,
+                    Some(e.to_string()),
+                    0,
+                    0,
+                );
                 return;
             }
         };
@@ -149,7 +151,7 @@ impl Orchestrator {
         self.state
             .health
             .poll
-            .record(now, "ok", None, candidates.len(), dispatched);
+            .record(now, PollOutcome::Ok, None, candidates.len(), dispatched);
         log::info!(
             "tick completed candidates={} dispatched={} running={} retrying={}",
             candidates.len(),
@@ -219,12 +221,12 @@ impl Orchestrator {
         if let Some(limit) = max_tokens
             && usage.uncached_tokens.max(0) as u64 >= limit
         {
-            return Some(hold("token_budget", usage.uncached_tokens, limit));
+            return Some(hold(BudgetReason::Token, usage.uncached_tokens, limit));
         }
         if let Some(limit) = max_sessions
             && usage.sessions.max(0) as u64 >= limit
         {
-            return Some(hold("session_budget", usage.sessions, limit));
+            return Some(hold(BudgetReason::Session, usage.sessions, limit));
         }
         None
     }
