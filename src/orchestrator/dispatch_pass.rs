@@ -1,6 +1,7 @@
-//! One dispatch pass, as a pure function: sort the candidates, apply the eligibility gates of
-//! core.md §1.4 in order, and say for each candidate whether it is dispatched, held (and
-//! why, in the seed's hold vocabulary) or skipped. The orchestrator's tick and `--dry-run`
+//! One dispatch pass, as a pure function: sort the candidates, apply the eligibility gates in
+//! order (shape, active state, claims, parks, budgets, slot limits, blockers), and say for
+//! each candidate whether it is dispatched, held (and why, in the API's hold vocabulary) or
+//! skipped. The orchestrator's tick and `--dry-run`
 //! both use it, so what a dry run prints is what a tick would do.
 
 use std::cmp::Ordering;
@@ -119,11 +120,34 @@ pub struct PassInput {
     pub parked: HashSet<String>,
 }
 
+/// What is live when a pass runs. A dry run has nothing live (`LiveClaims::default()`).
+#[derive(Debug, Clone, Default)]
+pub struct LiveClaims {
+    /// The tracker state of each running session.
+    pub running_states: Vec<String>,
+    /// Issue ids that are running, retry-queued or being dispatched.
+    pub claimed: HashSet<String>,
+    pub budget_held: HashSet<String>,
+    pub parked: HashSet<String>,
+}
+
 impl PassInput {
-    /// The configured states and slot limits, with nothing running or claimed (a dry run
-    /// starts from this; the tick adds its live state).
-    pub fn from_config(cfg: &crate::config::ServiceConfig) -> PassInput {
+    /// The one builder of a pass's input, from the configured states and slot limits and what
+    /// is live; the tick, a due retry and `--dry-run` all build it here, so a dry run sees the
+    /// gates a tick sees.
+    pub fn new(cfg: &crate::config::ServiceConfig, live: LiveClaims) -> PassInput {
+        let mut running_by_state = BTreeMap::new();
+        for state in &live.running_states {
+            *running_by_state
+                .entry(state.trim().to_lowercase())
+                .or_insert(0) += 1;
+        }
         PassInput {
+            running_total: live.running_states.len(),
+            running_by_state,
+            claimed: live.claimed,
+            budget_held: live.budget_held,
+            parked: live.parked,
             active_states: cfg.tracker.active_states.clone(),
             terminal_states: cfg.tracker.terminal_states.clone(),
             max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
@@ -133,7 +157,6 @@ impl PassInput {
                 .iter()
                 .map(|(k, v)| (k.clone(), *v as usize))
                 .collect(),
-            ..Default::default()
         }
     }
 }

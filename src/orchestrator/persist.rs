@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use crate::agent::status_file::DeclaredOutcome;
 use crate::clock::Clock;
 use crate::config::Workflow;
 use crate::domain::{Issue, OutcomeKind, RetryTrigger, RunStatus, UnknownWord};
@@ -279,26 +280,7 @@ pub fn record_run(
     result: &SupervisorResult,
     status: RunStatus,
 ) -> Result<i64, PersistError> {
-    let (error, declared, statement) = match &result.exit {
-        SupervisorExit::Normal {
-            declared,
-            statement,
-        } => (None, *declared, statement.clone()),
-        SupervisorExit::Error { code, message, .. } => {
-            (Some(format!("{code}: {message}")), None, None)
-        }
-        SupervisorExit::Cancelled { reason } => (
-            Some(format!(
-                "cancelled: {}",
-                serde_json::to_value(reason)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            )),
-            None,
-            None,
-        ),
-    };
+    let (error, declared, statement) = exit_fields(&result.exit);
     let measured = e.tokens_measured;
     let t = &e.tokens;
     let n = |v: u64| if measured { v as i64 } else { 0 };
@@ -335,7 +317,7 @@ pub fn record_run(
         unaccounted_turns: i64::from(e.turns_without_figure),
         dispatch_id: Some(e.dispatch_id.clone()),
         session_id: e.session_id.clone(),
-        agent_blocked: declared == Some(crate::agent::status_file::DeclaredOutcome::Blocked),
+        agent_blocked: declared == Some(DeclaredOutcome::Blocked),
         usage_completeness: if !measured {
             "unmeasured".into()
         } else if e.turns_without_figure > 0 {
@@ -346,17 +328,7 @@ pub fn record_run(
         cost_status: "unpriced".into(),
         ..Default::default()
     };
-    let events: Vec<StoredEvent> = e
-        .events
-        .events
-        .iter()
-        .map(|(seq, ev, _)| StoredEvent {
-            seq: *seq as i64,
-            at_ms: ev.at_ms,
-            event_type: ev.kind.type_name().to_string(),
-            payload: serde_json::to_value(ev.as_ref()).unwrap_or(serde_json::Value::Null),
-        })
-        .collect();
+    let events = stored_events(e);
     // Always written, so the exit clears the dispatch id the live row carried (a row that
     // still names a dispatch at the next start counts as a session lost with its process).
     let session = Some(session_meta(
@@ -374,6 +346,44 @@ pub fn record_run(
         })
         .map(|o| o.run_id)
         .map_err(PersistError::store("record run"))
+}
+
+/// What a run's exit records: the error text, the declared outcome and the agent's statement.
+fn exit_fields(exit: &SupervisorExit) -> (Option<String>, Option<DeclaredOutcome>, Option<String>) {
+    match exit {
+        SupervisorExit::Normal {
+            declared,
+            statement,
+        } => (None, *declared, statement.clone()),
+        SupervisorExit::Error { code, message, .. } => {
+            (Some(format!("{code}: {message}")), None, None)
+        }
+        SupervisorExit::Cancelled { reason } => (
+            Some(format!(
+                "cancelled: {}",
+                serde_json::to_value(reason)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            )),
+            None,
+            None,
+        ),
+    }
+}
+
+/// The run's kept events as stored rows.
+fn stored_events(e: &RunningEntry) -> Vec<StoredEvent> {
+    e.events
+        .events
+        .iter()
+        .map(|(seq, ev, _)| StoredEvent {
+            seq: *seq as i64,
+            at_ms: ev.at_ms,
+            event_type: ev.kind.type_name().to_string(),
+            payload: serde_json::to_value(ev.as_ref()).unwrap_or(serde_json::Value::Null),
+        })
+        .collect()
 }
 
 /// Stores an acknowledgement; returns once committed.

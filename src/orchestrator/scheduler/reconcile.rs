@@ -5,8 +5,14 @@ use super::*;
 
 impl Orchestrator {
     pub(super) fn reconcile(&mut self) {
+        self.stop_stalled();
+        self.refresh_running_states();
+    }
+
+    /// Cancels sessions whose agent sent no event within the stall timeout and queues their
+    /// retry (the exit then keeps it).
+    fn stop_stalled(&mut self) {
         let now = self.clock.now_ms();
-        // Stall detection.
         if let Some(stall) = self
             .workflow
             .config
@@ -48,7 +54,12 @@ impl Orchestrator {
                 );
             }
         }
-        // Tracker state refresh.
+    }
+
+    /// Reads the tracker state of every running issue: an active one keeps running (with its
+    /// state updated), a terminal one is stopped and its workspace removed after the exit, any
+    /// other is stopped.
+    fn refresh_running_states(&mut self) {
         if self.state.running.is_empty() {
             return;
         }
