@@ -14,7 +14,7 @@ use super::attention;
 use super::respond::{ApiError, JsonReply};
 use super::wording;
 
-/// How long a request waits for the orchestrator to take it. The seed sets no bound; a wait
+/// How long a request waits for the orchestrator to take it. The API sets no bound; a wait
 /// this long means the orchestrator is stuck, and the caller gets a 503 saying nothing changed.
 const TAKE_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -266,7 +266,7 @@ fn budget_items(snap: &Snapshot) -> Vec<Item> {
 mod tests {
     use super::*;
 
-    /// The ids of the seed's example items.
+    /// The ids of the API's documented example items (clients may have stored them).
     #[test]
     fn ids_match_the_seed_examples() {
         assert_eq!(

@@ -40,7 +40,7 @@ pub enum SlotScope {
     State(String),
 }
 
-/// Why a pass held an issue back (the seed's `hold.reason` values this build can produce).
+/// Why a pass held an issue back (the API's `hold.reason` values this build can produce).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HoldReason {
     /// Blockers whose state is empty or not terminal, in tracker order.
@@ -53,7 +53,7 @@ pub enum HoldReason {
 }
 
 impl HoldReason {
-    /// The seed's `reason` code.
+    /// The API's `reason` code.
     pub fn code(&self) -> &'static str {
         match self {
             HoldReason::BlockedBy(_) => "blocked_by",

@@ -48,7 +48,7 @@ pub struct RunningEntry {
 
 /// The in-memory event list of a live run: the events the API serves and that are stored with
 /// the run. Token usage events (totals ride on the run), blank heartbeats and repeats of the
-/// newest kept message are not kept, as the seed specifies.
+/// newest kept message are not kept: they carry nothing a reader of the run needs.
 #[derive(Default)]
 pub struct EventRing {
     /// `(seq, event, serialized size)`; events are shared with published snapshots, so a
