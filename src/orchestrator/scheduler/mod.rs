@@ -8,7 +8,6 @@ mod reconcile;
 mod retry;
 mod tick;
 
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -158,7 +157,6 @@ impl Orchestrator {
     /// Restores retries, totals, parks and outcomes from the database, then removes
     /// workspaces of issues that became terminal while sortie was down.
     fn warm_start(&mut self) {
-        let now = self.clock.now_ms();
         match persist::load_warm_start(&self.store) {
             Ok(ws) => {
                 for r in ws.retries {
@@ -183,7 +181,6 @@ impl Orchestrator {
             Err(e) => log::warn!("warm start failed; starting empty error=\"{e}\""),
         }
         self.sweep_terminal_workspaces();
-        let _ = now;
     }
 
     /// The loop: messages, due retries and ticks, until shutdown completes.
@@ -375,11 +372,6 @@ impl Orchestrator {
             *w = Arc::new(snap);
         }
         super::snapshot::notify_published();
-    }
-
-    /// The workflow file this orchestrator runs.
-    pub fn workflow_path(&self) -> PathBuf {
-        self.workflow.path.clone()
     }
 }
 
