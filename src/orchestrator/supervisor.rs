@@ -131,7 +131,7 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         return SupervisorExit::Cancelled { reason: r };
     }
 
-    // 2. Workspace, the stale stop file, before_run.
+    // 2. Workspace (preparing it removes a stale `.sortie/status`), before_run.
     let ws = match job.workspaces.ensure(issue, job.attempt) {
         Ok(ws) => ws,
         Err(e) => return error_exit("workspace_error", e.to_string(), true),
@@ -144,14 +144,6 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         ws.path.display(),
         ws.created_now
     );
-    if let Err(e) = status_file::clear(&ws.path) {
-        log::warn!(
-            "could not remove stale status file issue_id={} issue_identifier={} error=\"{}\"",
-            issue.id,
-            issue.identifier,
-            e
-        );
-    }
     let hook_env = HookEnv {
         issue_id: issue.id.clone(),
         issue_identifier: issue.identifier.clone(),

@@ -10,6 +10,7 @@ mod output_capture;
 mod path;
 mod preflight;
 mod process_group;
+mod status_file;
 
 use std::ffi::OsString;
 use std::io;
@@ -137,6 +138,7 @@ impl WorkspaceManager {
                 return Err(err);
             }
         }
+        status_file::remove_stale_status(&path);
         Ok(Workspace {
             path,
             key,
