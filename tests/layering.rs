@@ -8,7 +8,14 @@ use std::path::{Path, PathBuf};
 /// Lowest first; the same order as the comment at the top of `src/lib.rs`.
 const LAYERS: &[&[&str]] = &[
     &["build_info", "clock", "domain", "mask"],
-    &["agent", "config", "prompt", "tracker", "ui", "workspace"],
+    &[
+        "agent",
+        "config",
+        "prompt",
+        "tracker",
+        "ui",
+        "workspace",
+    ],
     &["logging", "store"],
     &["metrics"],
     &["orchestrator"],

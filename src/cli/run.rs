@@ -31,7 +31,11 @@ fn fail(msg: impl std::fmt::Display) -> i32 {
 /// Runs sortie; returns the process exit code.
 pub fn run(opts: RunOptions) -> i32 {
     // Flag values are checked before anything else.
-    let flag_level = match opts.log_level.as_deref().map(|l| (l, LogLevel::parse(l))) {
+    let flag_level = match opts
+        .log_level
+        .as_deref()
+        .map(|l| (l, LogLevel::parse(l)))
+    {
         Some((l, None)) => {
             return fail(format!(
                 "unknown log level {l:?}: accepted values are debug, info, warn, error"
