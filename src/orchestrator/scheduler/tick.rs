@@ -239,7 +239,7 @@ impl Orchestrator {
     pub(super) fn rebuild_budget_holds(&mut self, candidates: &[Issue]) {
         let cfg = &self.workflow.config.agent;
         if cfg.max_tokens.unwrap_or(0) == 0 && cfg.max_sessions.unwrap_or(0) == 0 {
-            self.state.budget_held.clear();
+            self.replace_budget_holds(std::collections::BTreeMap::new());
             return;
         }
         let usage = match persist::usage_by_issue(&self.store) {
@@ -274,6 +274,11 @@ impl Orchestrator {
                 holds.insert(issue.id.clone(), h);
             }
         }
+        self.replace_budget_holds(holds);
+    }
+
+    /// Installs this tick's budget holds, logging the ones that ended.
+    fn replace_budget_holds(&mut self, holds: std::collections::BTreeMap<String, BudgetHold>) {
         for (id, h) in &self.state.budget_held {
             if !holds.contains_key(id) {
                 log::info!(
