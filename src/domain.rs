@@ -35,7 +35,7 @@ pub struct BlockerRef {
     pub state: String,
 }
 
-/// The normalized issue every tracker adapter produces (trackers-scm.md §1.3). The snake_case
+/// The normalized issue every tracker adapter produces, whatever the tracker. The snake_case
 /// field names are also the keys of `.issue` in prompt templates.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Issue {
@@ -98,6 +98,167 @@ pub fn state_in(state: &str, states: &[String]) -> bool {
     states.iter().any(|s| state_eq(s, state))
 }
 
+/// A word of one of the wire vocabularies that is not in it (read back from SQLite or a
+/// request): names the vocabulary and the word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownWord {
+    pub vocabulary: &'static str,
+    pub word: String,
+}
+
+impl std::fmt::Display for UnknownWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown {} {:?}", self.vocabulary, self.word)
+    }
+}
+
+impl std::error::Error for UnknownWord {}
+
+/// Declares a closed vocabulary whose words are stored in SQLite and served by the API: the
+/// enum, its one `as_str` (the wire text), `FromStr` for reading it back, `Display` and serde
+/// through the same text, so the text is spelled exactly once.
+macro_rules! vocabulary {
+    (
+        $(#[$meta:meta])*
+        $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $text:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )+
+        }
+
+        impl $name {
+            /// Every word, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The text stored and served for this word.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $text, )+
+                }
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = UnknownWord;
+
+            fn from_str(s: &str) -> Result<Self, UnknownWord> {
+                $name::ALL
+                    .iter()
+                    .copied()
+                    .find(|w| w.as_str() == s)
+                    .ok_or_else(|| UnknownWord {
+                        vocabulary: stringify!($name),
+                        word: s.to_string(),
+                    })
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// What queued a retry (`retry_entries.retry_trigger`, the API's retry `trigger`).
+    RetryTrigger {
+        /// The session ended normally and the issue is still active.
+        Continuation = "continuation",
+        /// The run failed with a retryable error (or its agent could not be spawned).
+        Error = "error",
+        /// The agent sent no event within the stall timeout.
+        Stall = "stall",
+        /// A due retry could not start and went back in the queue.
+        Timer = "timer",
+    }
+}
+
+vocabulary! {
+    /// Why a due retry went back in the queue; stored as the retry's error text, and the API
+    /// words each one in plain language.
+    RescheduleReason {
+        NoSlots = "no available orchestrator slots",
+        WorkerStillRunning = "worker still running",
+        IssueFetchFailed = "retry issue fetch failed",
+        /// Named by the API's wording; this build's trackers never produce it.
+        NoStateLabel = "issue without a state label",
+        /// Named by the API's wording; this build has no SSH hosts.
+        NoSshHosts = "no available SSH hosts",
+    }
+}
+
+vocabulary! {
+    /// Which per-issue budget holds an issue.
+    BudgetReason {
+        Session = "session_budget",
+        Token = "token_budget",
+        /// Named by the API's wording; this build does not price runs.
+        Money = "money_budget",
+    }
+}
+
+vocabulary! {
+    /// Why an issue is parked until a person acts (`parked_issues.reason`).
+    ParkReason {
+        /// The agent declared itself blocked.
+        AgentBlocked = "agent_blocked",
+        /// Runs kept ending without evidence of work.
+        HandoffAbsence = "handoff_absence",
+    }
+}
+
+vocabulary! {
+    /// How an issue's latest work ended (`issue_outcomes.kind`).
+    OutcomeKind {
+        HandedOff = "handed_off",
+        Terminal = "terminal",
+        Merged = "merged",
+    }
+}
+
+vocabulary! {
+    /// The status of a finished run (`run_history.status`).
+    RunStatus {
+        Succeeded = "succeeded",
+        Failed = "failed",
+        Cancelled = "cancelled",
+        /// A recorded CI result, not an agent session.
+        CiFailed = "ci_failed",
+        NeedsPerson = "needs_person",
+        BudgetStopped = "budget_stopped",
+        UsageLimited = "usage_limited",
+    }
+}
+
+vocabulary! {
+    /// How the latest poll tick ended.
+    PollOutcome {
+        Ok = "ok",
+        /// The dispatch preflight failed, so the tracker was not read.
+        PreflightFailed = "preflight_failed",
+        TrackerFailed = "tracker_failed",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +268,27 @@ mod tests {
         assert!(state_eq("In Progress", "in progress "));
         assert!(state_in("DONE", &["Done".to_string()]));
         assert!(!state_in("Done", &[]));
+    }
+
+    #[test]
+    fn vocabulary_words_round_trip_and_unknown_words_are_typed_errors() {
+        for t in RetryTrigger::ALL {
+            assert_eq!(t.as_str().parse::<RetryTrigger>(), Ok(*t));
+        }
+        assert_eq!(RunStatus::BudgetStopped.as_str(), "budget_stopped");
+        assert_eq!(
+            serde_json::to_string(&ParkReason::AgentBlocked)
+                .ok()
+                .as_deref(),
+            Some("\"agent_blocked\"")
+        );
+        let e = "nope".parse::<OutcomeKind>();
+        assert_eq!(
+            e,
+            Err(UnknownWord {
+                vocabulary: "OutcomeKind",
+                word: "nope".into()
+            })
+        );
     }
 }

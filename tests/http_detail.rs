@@ -67,7 +67,7 @@ fn a_renamed_issue_is_found_through_its_history() {
         attempt: 2,
         due_at_ms: 10_000,
         error: Some("no available orchestrator slots".into()),
-        trigger: "timer".into(),
+        trigger: sortie::domain::RetryTrigger::Timer,
         dispatched_at_ms: 500,
     });
     let (_d, app) = app(snap);

@@ -134,7 +134,7 @@ fn retry_now_with_every_slot_taken_leaves_the_retry_as_it_was() {
     // The next tick dispatches the slow issue into the only slot.
     clock.advance(Duration::from_millis(1000));
     let deadline = Instant::now() + Duration::from_secs(20);
-    while o.running_count() == 0 {
+    while o.snapshot_now().running.is_empty() {
         o.step(Duration::from_millis(20));
         assert!(Instant::now() < deadline, "S-2 never started");
     }

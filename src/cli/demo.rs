@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::clock::SystemClock;
 use crate::config::{LoadOptions, load_workflow};
 use crate::orchestrator::adapters;
-use crate::orchestrator::dispatch_pass::{Decision, PassInput, plan, sort_candidates};
+use crate::orchestrator::dispatch_pass::{Decision, LiveClaims, PassInput, plan, sort_candidates};
 
 use super::args::DemoArgs;
 use super::run::RunOptions;
@@ -53,7 +53,7 @@ fn backlog_settled(wf: &Path) -> bool {
         return false;
     };
     sort_candidates(&mut candidates);
-    let input = PassInput::from_config(&workflow.config);
+    let input = PassInput::new(&workflow.config, LiveClaims::default());
     !plan(&candidates, &input)
         .iter()
         .any(|d| matches!(d, Decision::Dispatch))

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::config::Workflow;
 use crate::orchestrator::adapters;
 use crate::orchestrator::dispatch_pass::{
-    Decision, HoldReason, PassInput, SlotScope, plan, sort_candidates,
+    Decision, HoldReason, LiveClaims, PassInput, SlotScope, plan, sort_candidates,
 };
 use crate::prompt::PromptTemplate;
 
@@ -32,7 +32,7 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
     };
     sort_candidates(&mut candidates);
     let cfg = &wf.config;
-    let input = PassInput::from_config(cfg);
+    let input = PassInput::new(cfg, LiveClaims::default());
     let decisions = plan(&candidates, &input);
     let workspaces = adapters::workspace_manager(wf);
     let max_turns = cfg.agent.max_turns.max(1);

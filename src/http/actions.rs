@@ -7,14 +7,14 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::clock::rfc3339_ms;
-use crate::orchestrator::{OrchMsg, RefreshOutcome, RetryNowOutcome};
+use crate::orchestrator::{AckError, OrchMsg, RefreshOutcome, RetryNowOutcome};
 
 use super::AppState;
 use super::attention;
 use super::respond::{ApiError, JsonReply};
 use super::wording;
 
-/// How long a request waits for the orchestrator to take it. The seed sets no bound; a wait
+/// How long a request waits for the orchestrator to take it. The API sets no bound; a wait
 /// this long means the orchestrator is stuck, and the caller gets a 503 saying nothing changed.
 const TAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -177,8 +177,8 @@ pub fn acknowledge(state: &AppState, id: &str) -> Result<JsonReply, ApiError> {
                     let already = a.acknowledged_at_ms != now;
                     (a, already)
                 }
-                Err(e) if e == "draining" => return Ok(draining()),
-                Err(e) => {
+                Err(AckError::Draining) => return Ok(draining()),
+                Err(AckError::NotSaved(e)) => {
                     return Err(ApiError::new(
                         500,
                         "acknowledgement_not_saved",

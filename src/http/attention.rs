@@ -4,7 +4,9 @@
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::domain::BudgetReason;
 use crate::orchestrator::snapshot::Snapshot;
+use crate::orchestrator::state::PreflightError;
 
 use super::rows::{issue_fields, ts};
 use super::wording::{self, AttentionWords};
@@ -116,109 +118,13 @@ fn base_item(c: Cause<'_>, snap: &Snapshot) -> Item {
     }
 }
 
-/// Every current item, in the seed's order: critical first, then `since` (null first), then id.
+/// Every current item, critical first, then `since` (null first), then id.
 pub fn items(snap: &Snapshot) -> Vec<Item> {
     let mut out = Vec::new();
-    let h = &snap.health;
-    let workflow_failing = h.workflow.failing_streak > 0;
-    let file = snap.config.workflow_file.clone();
-    if workflow_failing {
-        let since = h.workflow.since_ms;
-        let error = h.workflow.error.clone().unwrap_or_default();
-        out.push(base_item(
-            Cause {
-                kind: "workflow_reload_failed",
-                id: item_id(
-                    "workflow_reload_failed",
-                    &[since.map(id_time).unwrap_or_default()],
-                ),
-                critical: true,
-                since_ms: since,
-                issue: None,
-                words: wording::attention_workflow(&file, &error),
-                action: json!({"kind": "acknowledge"}),
-                evidence: json!({"file": file, "error": error}),
-            },
-            snap,
-        ));
-    }
-    let preflight_error = h.preflight.error.clone().unwrap_or_default();
-    if h.preflight.failing_streak > 0 && !preflight_error.contains("workflow file cannot be loaded")
-    {
-        let since = h.preflight.since_ms;
-        out.push(base_item(
-            Cause {
-                kind: "preflight_failed",
-                id: item_id(
-                    "preflight_failed",
-                    &[since.map(id_time).unwrap_or_default()],
-                ),
-                critical: true,
-                since_ms: since,
-                issue: None,
-                words: wording::attention_preflight(&preflight_error),
-                action: json!({"kind": "acknowledge"}),
-                evidence: json!({"error": preflight_error}),
-            },
-            snap,
-        ));
-    }
-    for p in &snap.parked {
-        let since = p.parked_at_ms.div_euclid(1000) * 1000;
-        let action = if p.issue.url.is_empty() {
-            json!({"kind": "acknowledge"})
-        } else {
-            json!({"kind": "open_issue", "url": p.issue.url})
-        };
-        out.push(base_item(
-            Cause {
-                kind: "parked",
-                id: item_id(
-                    "parked",
-                    &[p.issue.id.clone(), whole_seconds(p.parked_at_ms)],
-                ),
-                critical: false,
-                since_ms: Some(since),
-                issue: Some(&p.issue),
-                words: wording::attention_parked(&p.reason, &p.label, &p.parked_state),
-                action,
-                evidence: json!({"reason": p.reason, "label": p.label}),
-            },
-            snap,
-        ));
-    }
-    for b in &snap.budget_exhausted {
-        let ceiling = b.limit.to_string();
-        let evidence = match b.reason {
-            "token_budget" => json!({
-                "reason": b.reason,
-                "used_tokens": b.used,
-                "used_tokens_complete": false,
-                "budget_tokens": b.limit,
-            }),
-            _ => json!({
-                "reason": b.reason,
-                "used_sessions": b.used,
-                "budget_sessions": b.limit,
-            }),
-        };
-        out.push(base_item(
-            Cause {
-                kind: "budget_held",
-                id: item_id(
-                    "budget_held",
-                    &[b.issue.id.clone(), b.reason.to_string(), ceiling],
-                ),
-                critical: false,
-                since_ms: Some(b.since_ms),
-                issue: Some(&b.issue),
-                words: wording::attention_budget(b.reason, b.used, b.limit),
-                action: json!({"kind": "acknowledge"}),
-                evidence,
-            },
-            snap,
-        ));
-    }
+    out.extend(workflow_item(snap));
+    out.extend(preflight_item(snap));
+    out.extend(parked_items(snap));
+    out.extend(budget_items(snap));
     out.sort_by(|a, b| {
         b.critical
             .cmp(&a.critical)
@@ -228,11 +134,139 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
     out
 }
 
+/// The workflow file does not load.
+fn workflow_item(snap: &Snapshot) -> Option<Item> {
+    let h = &snap.health;
+    if h.workflow.failing_streak == 0 {
+        return None;
+    }
+    let file = snap.config.workflow_file.clone();
+    let since = h.workflow.since_ms;
+    let error = h.workflow.error.clone().unwrap_or_default();
+    Some(base_item(
+        Cause {
+            kind: "workflow_reload_failed",
+            id: item_id(
+                "workflow_reload_failed",
+                &[since.map(id_time).unwrap_or_default()],
+            ),
+            critical: true,
+            since_ms: since,
+            issue: None,
+            words: wording::attention_workflow(&file, &error),
+            action: json!({"kind": "acknowledge"}),
+            evidence: json!({"file": file, "error": error}),
+        },
+        snap,
+    ))
+}
+
+/// The dispatch preflight fails for a reason of its own. A workflow that does not load
+/// already has its item, and the preflight did not run.
+fn preflight_item(snap: &Snapshot) -> Option<Item> {
+    let h = &snap.health;
+    let ran = !matches!(
+        h.preflight.failure,
+        Some(PreflightError::WorkflowUnloadable { .. })
+    );
+    if h.preflight.failing_streak == 0 || !ran {
+        return None;
+    }
+    let error = h.preflight.error.clone().unwrap_or_default();
+    let since = h.preflight.since_ms;
+    Some(base_item(
+        Cause {
+            kind: "preflight_failed",
+            id: item_id(
+                "preflight_failed",
+                &[since.map(id_time).unwrap_or_default()],
+            ),
+            critical: true,
+            since_ms: since,
+            issue: None,
+            words: wording::attention_preflight(&error),
+            action: json!({"kind": "acknowledge"}),
+            evidence: json!({"error": error}),
+        },
+        snap,
+    ))
+}
+
+fn parked_items(snap: &Snapshot) -> Vec<Item> {
+    snap.parked
+        .iter()
+        .map(|p| {
+            let action = if p.issue.url.is_empty() {
+                json!({"kind": "acknowledge"})
+            } else {
+                json!({"kind": "open_issue", "url": p.issue.url})
+            };
+            base_item(
+                Cause {
+                    kind: "parked",
+                    id: item_id(
+                        "parked",
+                        &[p.issue.id.clone(), whole_seconds(p.parked_at_ms)],
+                    ),
+                    critical: false,
+                    since_ms: Some(p.parked_at_ms.div_euclid(1000) * 1000),
+                    issue: Some(&p.issue),
+                    words: wording::attention_parked(p.reason, &p.label, &p.parked_state),
+                    action,
+                    evidence: json!({"reason": p.reason, "label": p.label}),
+                },
+                snap,
+            )
+        })
+        .collect()
+}
+
+fn budget_items(snap: &Snapshot) -> Vec<Item> {
+    snap.budget_exhausted
+        .iter()
+        .map(|b| {
+            let evidence = match b.reason {
+                BudgetReason::Token => json!({
+                    "reason": b.reason,
+                    "used_tokens": b.used,
+                    "used_tokens_complete": false,
+                    "budget_tokens": b.limit,
+                }),
+                BudgetReason::Session | BudgetReason::Money => json!({
+                    "reason": b.reason,
+                    "used_sessions": b.used,
+                    "budget_sessions": b.limit,
+                }),
+            };
+            base_item(
+                Cause {
+                    kind: "budget_held",
+                    id: item_id(
+                        "budget_held",
+                        &[
+                            b.issue.id.clone(),
+                            b.reason.to_string(),
+                            b.limit.to_string(),
+                        ],
+                    ),
+                    critical: false,
+                    since_ms: Some(b.since_ms),
+                    issue: Some(&b.issue),
+                    words: wording::attention_budget(b.reason, b.used, b.limit),
+                    action: json!({"kind": "acknowledge"}),
+                    evidence,
+                },
+                snap,
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The ids of the seed's example items.
+    /// The ids of the API's documented example items (clients may have stored them).
     #[test]
     fn ids_match_the_seed_examples() {
         assert_eq!(
@@ -270,7 +304,7 @@ mod tests {
                 identifier: "A-1".into(),
                 ..Default::default()
             },
-            reason: "agent_blocked".into(),
+            reason: crate::domain::ParkReason::AgentBlocked,
             parked_at_ms: 1_000,
             label: "needs-human".into(),
             label_applied: true,

@@ -1,10 +1,10 @@
-//! Writing responses: JSON bodies with the common headers, the seed's error envelope, and the
+//! Writing responses: JSON bodies with the common headers, the API's error envelope, and the
 //! masking every served string passes through.
 
 use serde_json::{Value, json};
 use tiny_http::{Header, Request, Response};
 
-/// An API error: status, the seed's code, a message, and extra headers (`Allow`).
+/// An API error: status, the API's code, a message, and extra headers (`Allow`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
     pub status: u16,

@@ -363,7 +363,7 @@ pub fn retry_row(r: &RetryRow, cfg: &ConfigView, now_ms: i64) -> Value {
     let error = r.error.as_deref().filter(|e| !e.trim().is_empty());
     put_sentences(
         &mut m,
-        &wording::retrying(r.attempt, r.due_at_ms - now_ms, &r.trigger, error),
+        &wording::retrying(r.attempt, r.due_at_ms - now_ms, r.trigger.as_str(), error),
     );
     m.insert(
         "dispatched_at".into(),
@@ -377,7 +377,7 @@ pub fn retry_row(r: &RetryRow, cfg: &ConfigView, now_ms: i64) -> Value {
     m.insert("due_at".into(), ts(r.due_at_ms));
     // Served as stored (the reschedule reasons as written); sentences use the plain form.
     m.insert("error".into(), json!(error));
-    put_nonempty(&mut m, "trigger", &r.trigger);
+    put_nonempty(&mut m, "trigger", r.trigger.as_str());
     put_nonempty(&mut m, "agent_kind", &cfg.agent_kind);
     m.insert("stage_lineage".into(), Value::Null);
     m.insert("stage_position".into(), Value::Null);
@@ -388,11 +388,11 @@ pub fn retry_row(r: &RetryRow, cfg: &ConfigView, now_ms: i64) -> Value {
 /// A `budget_exhausted[]` entry.
 pub fn budget_row(b: &BudgetRow, cfg: &ConfigView) -> Value {
     let mut m = issue_fields(&b.issue);
-    put_sentences(&mut m, &wording::budget(b.reason, b.used, b.limit));
+    put_sentences(&mut m, &wording::budget(b.reason.as_str(), b.used, b.limit));
     m.insert("dispatched_at".into(), Value::Null);
-    m.insert("reason".into(), b.reason.into());
-    let sessions = b.reason == "session_budget";
-    let tokens = b.reason == "token_budget";
+    m.insert("reason".into(), b.reason.as_str().into());
+    let sessions = b.reason == crate::domain::BudgetReason::Session;
+    let tokens = b.reason == crate::domain::BudgetReason::Token;
     m.insert(
         "used_sessions".into(),
         if sessions { json!(b.used) } else { Value::Null },
@@ -418,7 +418,7 @@ pub fn budget_row(b: &BudgetRow, cfg: &ConfigView) -> Value {
 /// A `parked[]` entry.
 pub fn parked_row(p: &ParkedRow, cfg: &ConfigView) -> Value {
     let mut m = issue_fields(&p.issue);
-    put_sentences(&mut m, &wording::parked(&p.reason, &p.label));
+    put_sentences(&mut m, &wording::parked(p.reason.as_str(), &p.label));
     // The park serves the state it observed, not a later read.
     m.remove("state");
     put_nonempty(&mut m, "state", &p.parked_state);
@@ -427,7 +427,7 @@ pub fn parked_row(p: &ParkedRow, cfg: &ConfigView) -> Value {
         labels.retain(|l| l.as_str() != Some(p.label.as_str()));
     }
     m.insert("dispatched_at".into(), Value::Null);
-    m.insert("reason".into(), p.reason.clone().into());
+    m.insert("reason".into(), p.reason.as_str().into());
     m.insert("label".into(), p.label.clone().into());
     m.insert("label_applied".into(), p.label_applied.into());
     m.insert("parked_at".into(), ts(p.parked_at_ms));

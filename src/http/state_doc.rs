@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use crate::domain::PollOutcome;
 use crate::orchestrator::snapshot::Snapshot;
 use crate::orchestrator::state::CheckHealth;
 
@@ -34,7 +35,7 @@ pub fn running_spend(state: &AppState, snap: &Snapshot) -> BTreeMap<String, Opti
     out
 }
 
-fn check(c: &CheckHealth) -> Map<String, Value> {
+fn check<E>(c: &CheckHealth<E>) -> Map<String, Value> {
     let failing = c.failing_streak > 0;
     let mut m = Map::new();
     m.insert(
@@ -65,7 +66,7 @@ pub fn health(snap: &Snapshot) -> Value {
     workflow.insert("file".into(), snap.config.workflow_file.clone().into());
     let poll = &h.poll;
     let polled = poll.at_ms.is_some();
-    let failing = polled && poll.outcome != "ok";
+    let failing = polled && poll.outcome != Some(PollOutcome::Ok);
     let streak = if failing {
         poll.failing_streak.max(1)
     } else {
@@ -91,10 +92,10 @@ pub fn health(snap: &Snapshot) -> Value {
         pm.insert("error".into(), e.clone().into());
     }
     if polled {
-        let outcome = if poll.outcome == "ok" {
-            "succeeded"
-        } else {
-            poll.outcome.as_str()
+        let outcome = match poll.outcome {
+            Some(PollOutcome::Ok) => "succeeded",
+            Some(o) => o.as_str(),
+            None => "",
         };
         pm.insert("outcome".into(), outcome.into());
     }
@@ -109,7 +110,7 @@ pub fn health(snap: &Snapshot) -> Value {
     pm.insert(
         "summary_text".into(),
         wording::poll_summary(
-            polled.then_some(poll.outcome.as_str()),
+            poll.outcome.map(PollOutcome::as_str),
             streak,
             poll.last_success_ms
                 .map(|at| (snap.generated_at_ms - at).max(0)),

@@ -20,6 +20,10 @@ impl Pair {
     }
 }
 
+use crate::domain::{
+    BudgetReason, OutcomeKind, ParkReason, PollOutcome, RescheduleReason, RetryTrigger,
+};
+
 /// What a sentence reads when it cannot be rendered.
 pub const NOT_AVAILABLE: &str = "Status not available";
 
@@ -78,17 +82,21 @@ pub fn running(turn: u32, stage: Option<&str>) -> Pair {
     )
 }
 
-/// The plain sentence a retry's stored error reads as (the seed's reschedule reasons are
-/// served as written; these are their plain forms inside sentences).
+/// The plain sentence a retry's stored error reads as (a reschedule reason is served as
+/// written in `error`; this is its plain form inside sentences). Any other error is a run's
+/// own failure text.
 pub fn retry_reason(error: &str) -> String {
-    match error {
-        "no available orchestrator slots" => "no agent slot was free".into(),
-        "worker still running" => "the previous run had not finished stopping".into(),
-        "retry issue fetch failed" => "the issue could not be read from the tracker".into(),
-        "issue without a state label" => "the tracker returned no state for the issue".into(),
-        "no available SSH hosts" => "every SSH host was at its session limit".into(),
-        other => other.trim_end_matches('.').to_string(),
+    let Ok(reason) = error.parse::<RescheduleReason>() else {
+        return error.trim_end_matches('.').to_string();
+    };
+    match reason {
+        RescheduleReason::NoSlots => "no agent slot was free",
+        RescheduleReason::WorkerStillRunning => "the previous run had not finished stopping",
+        RescheduleReason::IssueFetchFailed => "the issue could not be read from the tracker",
+        RescheduleReason::NoStateLabel => "the tracker returned no state for the issue",
+        RescheduleReason::NoSshHosts => "every SSH host was at its session limit",
     }
+    .into()
 }
 
 /// A queued retry: `attempt` is the attempt it dispatches, `due_in_ms` from the snapshot time.
@@ -99,43 +107,49 @@ pub fn retrying(attempt: u32, due_in_ms: i64, trigger: &str, error: Option<&str>
         format!("in {}", duration(due_in_ms))
     };
     let head = format!("Retry {attempt} {when}");
+    let trigger = trigger.parse::<RetryTrigger>().ok();
     match (trigger, error) {
-        ("timer", Some(e)) => {
+        (Some(RetryTrigger::Timer), Some(e)) => {
             let reason = retry_reason(e);
             Pair::new(
                 format!("{head}: {reason}"),
                 format!("The retry came due and was not dispatched: {reason}. {head}."),
             )
         }
-        ("continuation", _) => Pair::new(
+        (Some(RetryTrigger::Continuation), _) => Pair::new(
             format!("Continuation {when}"),
             format!("The session ended normally and continues with attempt {attempt} {when}."),
         ),
-        ("stall", _) => Pair::new(
+        (Some(RetryTrigger::Stall), _) => Pair::new(
             format!("{head} after a stall"),
             format!(
                 "The agent sent no event within the stall timeout, so Sortie stopped the run. {head}."
             ),
         ),
-        (_, Some(e)) if !e.trim().is_empty() => {
+        (Some(RetryTrigger::Error) | None, Some(e)) if !e.trim().is_empty() => {
             let reason = retry_reason(e);
             Pair::new(
                 format!("{head} after an error"),
                 format!("The previous run failed: {reason}. {head}."),
             )
         }
-        _ => Pair::new(head.clone(), format!("{head}.")),
+        (Some(RetryTrigger::Timer | RetryTrigger::Error) | None, _) => {
+            Pair::new(head.clone(), format!("{head}."))
+        }
     }
 }
 
-/// A budget hold.
+/// A budget hold; `reason` is a [`BudgetReason`] word.
 pub fn budget(reason: &str, used: u64, limit: u64) -> Pair {
+    let Ok(reason) = reason.parse::<BudgetReason>() else {
+        return Pair::new(NOT_AVAILABLE, format!("{NOT_AVAILABLE}."));
+    };
     match reason {
-        "session_budget" => Pair::new(
+        BudgetReason::Session => Pair::new(
             "Held: session budget reached",
             format!("Held at the session budget of {limit}. Sessions used: {used}."),
         ),
-        "token_budget" => Pair::new(
+        BudgetReason::Token => Pair::new(
             "Held: token budget reached",
             format!(
                 "Held at the token budget of {}. Tokens used: {}.",
@@ -143,28 +157,31 @@ pub fn budget(reason: &str, used: u64, limit: u64) -> Pair {
                 tokens(used)
             ),
         ),
-        "money_budget" => Pair::new(
+        BudgetReason::Money => Pair::new(
             "Held: money budget reached",
             "Held at the money budget (`agent.max_cost_usd`).",
         ),
-        _ => Pair::new(NOT_AVAILABLE, format!("{NOT_AVAILABLE}.")),
     }
 }
 
-/// A parked issue.
+/// A parked issue; `reason` is a [`ParkReason`] word.
 pub fn parked(reason: &str, label: &str) -> Pair {
+    parked_words(reason.parse().ok(), label)
+}
+
+fn parked_words(reason: Option<ParkReason>, label: &str) -> Pair {
     match reason {
-        "agent_blocked" => Pair::new(
+        Some(ParkReason::AgentBlocked) => Pair::new(
             "Parked: the agent needs a person",
             format!(
                 "Parked: the agent stopped because it cannot go on without a person. Parking label: `{label}`."
             ),
         ),
-        "handoff_absence" => Pair::new(
+        Some(ParkReason::HandoffAbsence) => Pair::new(
             "Parked: no evidence of work",
             format!("Parked: runs kept ending without evidence of work. Parking label: `{label}`."),
         ),
-        _ => Pair::new("Parked", format!("Parked. Parking label: `{label}`.")),
+        None => Pair::new("Parked", format!("Parked. Parking label: `{label}`.")),
     }
 }
 
@@ -222,12 +239,12 @@ pub struct AttentionWords {
     pub clears: String,
 }
 
-pub fn attention_parked(reason: &str, label: &str, parked_state: &str) -> AttentionWords {
+pub fn attention_parked(reason: ParkReason, label: &str, parked_state: &str) -> AttentionWords {
     let why = match reason {
-        "agent_blocked" => format!(
+        ParkReason::AgentBlocked => format!(
             "The agent stopped because it cannot go on without a person, so Sortie parked the issue under the label `{label}`."
         ),
-        _ => format!(
+        ParkReason::HandoffAbsence => format!(
             "Runs kept ending without evidence of work, so Sortie parked the issue under the label `{label}`."
         ),
     };
@@ -237,15 +254,15 @@ pub fn attention_parked(reason: &str, label: &str, parked_state: &str) -> Attent
         format!("or the issue moved out of {parked_state}")
     };
     AttentionWords {
-        reason: parked(reason, label).short,
+        reason: parked_words(Some(reason), label).short,
         why,
         clears: format!("Clears when a poll tick finds `{label}` removed from the issue, {moved}."),
     }
 }
 
-pub fn attention_budget(reason: &str, used: u64, limit: u64) -> AttentionWords {
+pub fn attention_budget(reason: BudgetReason, used: u64, limit: u64) -> AttentionWords {
     let (phrase, why, key, limit_words) = match reason {
-        "token_budget" => (
+        BudgetReason::Token => (
             "Token budget reached",
             format!(
                 "The issue has used {} tokens of its budget of {}.",
@@ -255,13 +272,13 @@ pub fn attention_budget(reason: &str, used: u64, limit: u64) -> AttentionWords {
             "agent.max_tokens",
             tokens(limit),
         ),
-        "money_budget" => (
+        BudgetReason::Money => (
             "Money budget reached",
             "The issue's estimated cost reached its money budget.".to_string(),
             "agent.max_cost_usd",
             "its current value".to_string(),
         ),
-        _ => (
+        BudgetReason::Session => (
             "Session budget reached",
             format!("The issue has used {used} sessions of its budget of {limit}."),
             "agent.max_sessions",
@@ -310,12 +327,19 @@ pub fn poll_summary(
     let Some(outcome) = outcome else {
         return "Sortie has not polled the tracker yet.".into();
     };
+    // The API serves a successful poll's outcome as `succeeded`.
+    let outcome = match outcome {
+        "succeeded" => Some(PollOutcome::Ok),
+        other => other.parse::<PollOutcome>().ok(),
+    };
     let stop = match outcome {
-        "ok" | "succeeded" => return "The latest poll read the tracker without an error.".into(),
-        "preflight_failed" => {
+        Some(PollOutcome::Ok) => {
+            return "The latest poll read the tracker without an error.".into();
+        }
+        Some(PollOutcome::PreflightFailed) => {
             "The latest poll stopped at the dispatch preflight before reading the tracker"
         }
-        _ => "The latest poll could not read the tracker",
+        Some(PollOutcome::TrackerFailed) | None => "The latest poll could not read the tracker",
     };
     let row = if failures_in_row > 1 {
         format!(" ({failures_in_row} polls in a row failed)")
@@ -330,19 +354,19 @@ pub fn poll_summary(
     format!("{stop}{row}{tail}.")
 }
 
-/// How an issue that only run history knows ended.
+/// How an issue that only run history knows ended; `outcome_kind` is an [`OutcomeKind`] word.
 pub fn history(outcome_kind: Option<&str>, state: &str) -> Pair {
-    match outcome_kind {
-        Some("handed_off") => Pair::new(
+    match outcome_kind.and_then(|k| k.parse::<OutcomeKind>().ok()) {
+        Some(OutcomeKind::HandedOff) => Pair::new(
             format!("Handed off to {state}"),
             format!("Handed off: Sortie moved the issue to {state}."),
         ),
-        Some("terminal") => Pair::new(
+        Some(OutcomeKind::Terminal) => Pair::new(
             format!("Ended in {state}"),
             format!("Ended: the issue reached the terminal state {state}."),
         ),
-        Some("merged") => Pair::new("Merged", "Ended merged: the pull request merged."),
-        _ => Pair::new(
+        Some(OutcomeKind::Merged) => Pair::new("Merged", "Ended merged: the pull request merged."),
+        None => Pair::new(
             "Not active; no ending recorded",
             "Not active; no ending recorded.",
         ),
@@ -480,7 +504,7 @@ mod tests {
 
     #[test]
     fn attention_sentences() {
-        let w = attention_parked("agent_blocked", "needs-human", "In Progress");
+        let w = attention_parked(ParkReason::AgentBlocked, "needs-human", "In Progress");
         assert_eq!(w.reason, "Parked: the agent needs a person");
         assert_eq!(
             w.why,
@@ -490,7 +514,7 @@ mod tests {
             w.clears,
             "Clears when a poll tick finds `needs-human` removed from the issue, or the issue moved out of In Progress."
         );
-        let w = attention_budget("session_budget", 3, 3);
+        let w = attention_budget(BudgetReason::Session, 3, 3);
         assert_eq!(w.reason, "Session budget reached");
         assert_eq!(w.why, "The issue has used 3 sessions of its budget of 3.");
         assert_eq!(

@@ -1,4 +1,5 @@
-//! Retry delays (config-cli.md §9, core.md §1.6).
+//! Retry delays: a short fixed delay before a continuation, exponential backoff from 10 s
+//! (capped by `agent.max_retry_backoff_ms`) after a failure.
 
 /// Delay before a continuation retry after a normal exit.
 pub const CONTINUATION_DELAY_MS: u64 = 1_000;

@@ -1,6 +1,7 @@
-//! One dispatch pass, as a pure function: sort the candidates, apply the eligibility gates of
-//! core.md §1.4 in order, and say for each candidate whether it is dispatched, held (and
-//! why, in the seed's hold vocabulary) or skipped. The orchestrator's tick and `--dry-run`
+//! One dispatch pass, as a pure function: sort the candidates, apply the eligibility gates in
+//! order (shape, active state, claims, parks, budgets, slot limits, blockers), and say for
+//! each candidate whether it is dispatched, held (and why, in the API's hold vocabulary) or
+//! skipped. The orchestrator's tick and `--dry-run`
 //! both use it, so what a dry run prints is what a tick would do.
 
 use std::cmp::Ordering;
@@ -39,7 +40,7 @@ pub enum SlotScope {
     State(String),
 }
 
-/// Why a pass held an issue back (the seed's `hold.reason` values this build can produce).
+/// Why a pass held an issue back (the API's `hold.reason` values this build can produce).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HoldReason {
     /// Blockers whose state is empty or not terminal, in tracker order.
@@ -52,12 +53,41 @@ pub enum HoldReason {
 }
 
 impl HoldReason {
-    /// The seed's `reason` code.
+    /// The API's `reason` code.
     pub fn code(&self) -> &'static str {
         match self {
             HoldReason::BlockedBy(_) => "blocked_by",
             HoldReason::AgentSlotsFull { .. } => "agent_slots_full",
         }
+    }
+}
+
+/// Why the pass skipped a candidate outright (not listed as held). The text is what
+/// `--dry-run` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    MissingFields,
+    StateNotActive,
+    AlreadyClaimed,
+    Parked,
+    BudgetExhausted,
+}
+
+impl SkipReason {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::MissingFields => "missing id, identifier, title or state",
+            SkipReason::StateNotActive => "state not active",
+            SkipReason::AlreadyClaimed => "already claimed",
+            SkipReason::Parked => "parked",
+            SkipReason::BudgetExhausted => "budget exhausted",
+        }
+    }
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -67,7 +97,7 @@ pub enum Decision {
     Dispatch,
     Held(HoldReason),
     /// Not eligible at all (shape, state, already claimed, budget-held, parked): not listed as held.
-    Skip(&'static str),
+    Skip(SkipReason),
 }
 
 /// What the pass needs to know besides the candidates.
@@ -90,11 +120,34 @@ pub struct PassInput {
     pub parked: HashSet<String>,
 }
 
+/// What is live when a pass runs. A dry run has nothing live (`LiveClaims::default()`).
+#[derive(Debug, Clone, Default)]
+pub struct LiveClaims {
+    /// The tracker state of each running session.
+    pub running_states: Vec<String>,
+    /// Issue ids that are running, retry-queued or being dispatched.
+    pub claimed: HashSet<String>,
+    pub budget_held: HashSet<String>,
+    pub parked: HashSet<String>,
+}
+
 impl PassInput {
-    /// The configured states and slot limits, with nothing running or claimed (a dry run
-    /// starts from this; the tick adds its live state).
-    pub fn from_config(cfg: &crate::config::ServiceConfig) -> PassInput {
+    /// The one builder of a pass's input, from the configured states and slot limits and what
+    /// is live; the tick, a due retry and `--dry-run` all build it here, so a dry run sees the
+    /// gates a tick sees.
+    pub fn new(cfg: &crate::config::ServiceConfig, live: LiveClaims) -> PassInput {
+        let mut running_by_state = BTreeMap::new();
+        for state in &live.running_states {
+            *running_by_state
+                .entry(state.trim().to_lowercase())
+                .or_insert(0) += 1;
+        }
         PassInput {
+            running_total: live.running_states.len(),
+            running_by_state,
+            claimed: live.claimed,
+            budget_held: live.budget_held,
+            parked: live.parked,
             active_states: cfg.tracker.active_states.clone(),
             terminal_states: cfg.tracker.terminal_states.clone(),
             max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
@@ -104,7 +157,6 @@ impl PassInput {
                 .iter()
                 .map(|(k, v)| (k.clone(), *v as usize))
                 .collect(),
-            ..Default::default()
         }
     }
 }
@@ -118,25 +170,25 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
     let mut out = Vec::with_capacity(candidates.len());
     for issue in candidates {
         if !issue.is_dispatchable_shape() {
-            out.push(Decision::Skip("missing id, identifier, title or state"));
+            out.push(Decision::Skip(SkipReason::MissingFields));
             continue;
         }
         if !state_in(&issue.state, &input.active_states)
             || state_in(&issue.state, &input.terminal_states)
         {
-            out.push(Decision::Skip("state not active"));
+            out.push(Decision::Skip(SkipReason::StateNotActive));
             continue;
         }
         if input.claimed.contains(&issue.id) {
-            out.push(Decision::Skip("already claimed"));
+            out.push(Decision::Skip(SkipReason::AlreadyClaimed));
             continue;
         }
         if input.parked.contains(&issue.id) {
-            out.push(Decision::Skip("parked"));
+            out.push(Decision::Skip(SkipReason::Parked));
             continue;
         }
         if input.budget_held.contains(&issue.id) {
-            out.push(Decision::Skip("budget exhausted"));
+            out.push(Decision::Skip(SkipReason::BudgetExhausted));
             continue;
         }
         // A full global limit stops the pass: nothing after it is dispatched and no blockers

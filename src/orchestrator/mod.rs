@@ -16,4 +16,6 @@ pub mod tracker_ops;
 pub mod watch;
 
 pub use self::scheduler::{Orchestrator, OrchestratorDeps, OrchestratorHandle, new_dispatch_id};
-pub use msg::{OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult};
+pub use msg::{
+    AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult,
+};

@@ -60,6 +60,26 @@ pub enum RetryNowOutcome {
     Draining,
 }
 
+/// Why an acknowledgement was not stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AckError {
+    /// The orchestrator is shutting down and takes no new acknowledgements.
+    Draining,
+    /// The database write failed.
+    NotSaved(super::persist::PersistError),
+}
+
+impl std::fmt::Display for AckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AckError::Draining => f.write_str("draining"),
+            AckError::NotSaved(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for AckError {}
+
 /// Everything the orchestrator thread reacts to.
 pub enum OrchMsg {
     /// An agent event of a running dispatch.
@@ -83,7 +103,7 @@ pub enum OrchMsg {
     /// Store an attention acknowledgement; answers once it is committed.
     Acknowledge {
         ack: crate::store::AttentionAck,
-        reply: Sender<Result<crate::store::AttentionAck, String>>,
+        reply: Sender<Result<crate::store::AttentionAck, AckError>>,
     },
     /// The workflow file changed on disk.
     WorkflowChanged,

@@ -5,22 +5,58 @@
 
 use std::collections::HashMap;
 
+use crate::agent::status_file::DeclaredOutcome;
 use crate::clock::Clock;
 use crate::config::Workflow;
-use crate::domain::Issue;
+use crate::domain::{Issue, OutcomeKind, RetryTrigger, RunStatus, UnknownWord};
 use crate::store::{
-    IssueOutcome, ParkedIssue, RetryEntry, RunRecord, RunWrite, SessionMeta, Store, StoredEvent,
+    IssueOutcome, ParkedIssue, RetryEntry, RunRecord, RunWrite, SessionMeta, Store, StoreError,
+    StoredEvent,
 };
 
 use super::msg::{SupervisorExit, SupervisorResult};
 use super::state::{AgentTotals, Park, RetryInfo, RunningEntry};
+
+/// A database call of the orchestrator that failed. The text is the store's own (the API
+/// serves it as the database check's error); `op` names the call for logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PersistError {
+    /// The store answered with an error.
+    Store { op: &'static str, message: String },
+    /// A stored word is not in its vocabulary (a row written by another build).
+    Vocabulary { op: &'static str, word: UnknownWord },
+}
+
+impl PersistError {
+    fn store(op: &'static str) -> impl FnOnce(StoreError) -> PersistError {
+        move |e| PersistError::Store {
+            op,
+            message: e.to_string(),
+        }
+    }
+
+    fn vocabulary(op: &'static str) -> impl FnOnce(UnknownWord) -> PersistError {
+        move |word| PersistError::Vocabulary { op, word }
+    }
+}
+
+impl std::fmt::Display for PersistError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PersistError::Store { message, .. } => f.write_str(message),
+            PersistError::Vocabulary { op, word } => write!(f, "{op}: {word}"),
+        }
+    }
+}
+
+impl std::error::Error for PersistError {}
 
 /// What the warm start restores.
 pub struct WarmStart {
     pub retries: Vec<RetryInfo>,
     pub totals: AgentTotals,
     pub parks: Vec<Park>,
-    pub outcomes: HashMap<String, (String, String)>,
+    pub outcomes: HashMap<String, (OutcomeKind, String)>,
     pub acks: Vec<crate::store::AttentionAck>,
 }
 
@@ -45,30 +81,43 @@ fn issue_from_parts(
     }
 }
 
-pub fn load_warm_start(store: &Store) -> Result<WarmStart, String> {
-    let read = store.read_conn().map_err(|e| e.to_string())?;
-    let snap = read.warm_start_snapshot().map_err(|e| e.to_string())?;
+pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
+    let read = store
+        .read_conn()
+        .map_err(PersistError::store("open read connection"))?;
+    let snap = read
+        .warm_start_snapshot()
+        .map_err(PersistError::store("read warm start"))?;
     let retries = snap
         .retries
         .into_iter()
-        .map(|r| RetryInfo {
-            issue: issue_from_parts(
-                &r.issue_id,
-                &r.identifier,
-                &r.issue_title,
-                &r.issue_url,
-                &r.issue_type,
-                &r.issue_labels,
-                &r.issue_state,
-            ),
-            attempt: r.attempt.max(0) as u32,
-            due_at_ms: r.due_at_ms,
-            error: r.error,
-            session_id: r.session_id,
-            trigger: r.trigger.unwrap_or_else(|| "error".into()),
-            dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
+        .map(|r| -> Result<RetryInfo, PersistError> {
+            // Rows written before triggers were recorded came from failed runs.
+            let trigger = match r.trigger.as_deref() {
+                None => RetryTrigger::Error,
+                Some(t) => t
+                    .parse()
+                    .map_err(PersistError::vocabulary("read retry trigger"))?,
+            };
+            Ok(RetryInfo {
+                issue: issue_from_parts(
+                    &r.issue_id,
+                    &r.identifier,
+                    &r.issue_title,
+                    &r.issue_url,
+                    &r.issue_type,
+                    &r.issue_labels,
+                    &r.issue_state,
+                ),
+                attempt: r.attempt.max(0) as u32,
+                due_at_ms: r.due_at_ms,
+                error: r.error,
+                session_id: r.session_id,
+                trigger,
+                dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     let t = snap.totals;
     let totals = AgentTotals {
         input_tokens: t.input_tokens.max(0) as u64,
@@ -83,28 +132,39 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, String> {
     let parks = snap
         .parks
         .into_iter()
-        .map(|p| Park {
-            issue: issue_from_parts(
-                &p.issue_id,
-                &p.identifier,
-                &p.issue_title,
-                &p.issue_url,
-                &p.issue_type,
-                &p.issue_labels,
-                &p.parked_state,
-            ),
-            reason: p.reason,
-            parked_at_ms: p.parked_at_ms,
-            parked_state: p.parked_state,
-            label: p.label,
-            label_applied: p.label_applied,
+        .map(|p| -> Result<Park, PersistError> {
+            Ok(Park {
+                issue: issue_from_parts(
+                    &p.issue_id,
+                    &p.identifier,
+                    &p.issue_title,
+                    &p.issue_url,
+                    &p.issue_type,
+                    &p.issue_labels,
+                    &p.parked_state,
+                ),
+                reason: p
+                    .reason
+                    .parse()
+                    .map_err(PersistError::vocabulary("read park reason"))?,
+                parked_at_ms: p.parked_at_ms,
+                parked_state: p.parked_state,
+                label: p.label,
+                label_applied: p.label_applied,
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     let outcomes = snap
         .outcomes
         .into_iter()
-        .map(|o| (o.issue_id, (o.kind, o.state)))
-        .collect();
+        .map(|o| {
+            let kind = o
+                .kind
+                .parse()
+                .map_err(PersistError::vocabulary("read issue outcome"))?;
+            Ok((o.issue_id, (kind, o.state)))
+        })
+        .collect::<Result<HashMap<_, _>, PersistError>>()?;
     Ok(WarmStart {
         retries,
         totals,
@@ -130,7 +190,7 @@ pub fn save_retry(store: &Store, r: &RetryInfo, wf: &Workflow) {
         error: r.error.clone(),
         session_id: r.session_id.clone(),
         agent_kind: wf.config.agent.kind.clone(),
-        trigger: Some(r.trigger.clone()),
+        trigger: Some(r.trigger.as_str().to_string()),
         issue_title: r.issue.title.clone(),
         issue_url: r.issue.url.clone(),
         issue_type: r.issue.issue_type.clone(),
@@ -146,24 +206,24 @@ pub fn delete_retry(store: &Store, issue_id: &str) {
     warn_on_err("delete_retry", store.writer().delete_retry(issue_id));
 }
 
-pub fn count_sessions(store: &Store, issue_id: &str) -> Result<u64, String> {
+pub fn count_sessions(store: &Store, issue_id: &str) -> Result<u64, PersistError> {
     store
         .writer()
         .count_runs_for_issue(issue_id)
         .map(|n| n.max(0) as u64)
-        .map_err(|e| e.to_string())
+        .map_err(PersistError::store("count sessions"))
 }
 
-pub fn uncached_tokens_for_issue(store: &Store, issue_id: &str) -> Result<u64, String> {
+pub fn uncached_tokens_for_issue(store: &Store, issue_id: &str) -> Result<u64, PersistError> {
     store
         .writer()
         .uncached_tokens_for_issue(issue_id)
         .map(|n| n.max(0) as u64)
-        .map_err(|e| e.to_string())
+        .map_err(PersistError::store("sum uncached tokens"))
 }
 
-pub fn ping(store: &Store) -> Result<(), String> {
-    store.writer().ping().map_err(|e| e.to_string())
+pub fn ping(store: &Store) -> Result<(), PersistError> {
+    store.writer().ping().map_err(PersistError::store("ping"))
 }
 
 pub fn shutdown(store: &Store) {
@@ -177,7 +237,7 @@ pub fn park(store: &Store, p: &Park) {
         store.writer().park(ParkedIssue {
             issue_id: p.issue.id.clone(),
             identifier: p.issue.identifier.clone(),
-            reason: p.reason.clone(),
+            reason: p.reason.as_str().to_string(),
             label: p.label.clone(),
             label_applied: p.label_applied,
             parked_state: p.parked_state.clone(),
@@ -195,12 +255,12 @@ pub fn unpark(store: &Store, issue_id: &str) {
     warn_on_err("unpark", store.writer().unpark(issue_id));
 }
 
-pub fn set_outcome(store: &Store, issue_id: &str, _identifier: &str, kind: &str, state: &str) {
+pub fn set_outcome(store: &Store, issue_id: &str, kind: OutcomeKind, state: &str) {
     warn_on_err(
         "set_outcome",
         store.writer().set_outcome(IssueOutcome {
             issue_id: issue_id.to_string(),
-            kind: kind.to_string(),
+            kind: kind.as_str().to_string(),
             observed_at_ms: crate::clock::SystemClock.now_ms(),
             state: state.to_string(),
             ..Default::default()
@@ -218,33 +278,9 @@ pub fn record_run(
     wf: &Workflow,
     e: &RunningEntry,
     result: &SupervisorResult,
-    status: &str,
-    _totals: &AgentTotals,
-) -> Result<i64, String> {
-    let (error, declared, statement) = match &result.exit {
-        SupervisorExit::Normal {
-            declared,
-            statement,
-        } => (
-            None,
-            declared.map(|d| d.token().to_string()),
-            statement.clone(),
-        ),
-        SupervisorExit::Error { code, message, .. } => {
-            (Some(format!("{code}: {message}")), None, None)
-        }
-        SupervisorExit::Cancelled { reason } => (
-            Some(format!(
-                "cancelled: {}",
-                serde_json::to_value(reason)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            )),
-            None,
-            None,
-        ),
-    };
+    status: RunStatus,
+) -> Result<i64, PersistError> {
+    let (error, declared, statement) = exit_fields(&result.exit);
     let measured = e.tokens_measured;
     let t = &e.tokens;
     let n = |v: u64| if measured { v as i64 } else { 0 };
@@ -260,9 +296,9 @@ pub fn record_run(
         issue_title: e.issue.title.clone(),
         issue_url: e.issue.url.clone(),
         attempt: i64::from(e.attempt) + 1,
-        status: status.to_string(),
+        status: status.as_str().to_string(),
         error: error.map(|s| crate::mask::mask(&s)),
-        declared_outcome: declared.clone(),
+        declared_outcome: declared.map(|d| d.token().to_string()),
         agent_text: statement.map(|s| crate::mask::mask(&s)),
         started_at_ms: e.started_at_ms,
         completed_at_ms: result.ended_at_ms,
@@ -281,7 +317,7 @@ pub fn record_run(
         unaccounted_turns: i64::from(e.turns_without_figure),
         dispatch_id: Some(e.dispatch_id.clone()),
         session_id: e.session_id.clone(),
-        agent_blocked: declared.as_deref() == Some("blocked"),
+        agent_blocked: declared == Some(DeclaredOutcome::Blocked),
         usage_completeness: if !measured {
             "unmeasured".into()
         } else if e.turns_without_figure > 0 {
@@ -292,23 +328,13 @@ pub fn record_run(
         cost_status: "unpriced".into(),
         ..Default::default()
     };
-    let events: Vec<StoredEvent> = e
-        .events
-        .events
-        .iter()
-        .map(|(seq, ev, _)| StoredEvent {
-            seq: *seq as i64,
-            at_ms: ev.at_ms,
-            event_type: ev.kind.type_name().to_string(),
-            payload: serde_json::to_value(ev.as_ref()).unwrap_or(serde_json::Value::Null),
-        })
-        .collect();
+    let events = stored_events(e);
     // Always written, so the exit clears the dispatch id the live row carried (a row that
     // still names a dispatch at the next start counts as a session lost with its process).
     let session = Some(session_meta(
         e,
         result.ended_at_ms,
-        Some(status.to_string()),
+        Some(status.as_str().to_string()),
         None,
     ));
     store
@@ -319,22 +345,66 @@ pub fn record_run(
             session,
         })
         .map(|o| o.run_id)
-        .map_err(|e| e.to_string())
+        .map_err(PersistError::store("record run"))
+}
+
+/// What a run's exit records: the error text, the declared outcome and the agent's statement.
+fn exit_fields(exit: &SupervisorExit) -> (Option<String>, Option<DeclaredOutcome>, Option<String>) {
+    match exit {
+        SupervisorExit::Normal {
+            declared,
+            statement,
+        } => (None, *declared, statement.clone()),
+        SupervisorExit::Error { code, message, .. } => {
+            (Some(format!("{code}: {message}")), None, None)
+        }
+        SupervisorExit::Cancelled { reason } => (
+            Some(format!(
+                "cancelled: {}",
+                serde_json::to_value(reason)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            )),
+            None,
+            None,
+        ),
+    }
+}
+
+/// The run's kept events as stored rows.
+fn stored_events(e: &RunningEntry) -> Vec<StoredEvent> {
+    e.events
+        .events
+        .iter()
+        .map(|(seq, ev, _)| StoredEvent {
+            seq: *seq as i64,
+            at_ms: ev.at_ms,
+            event_type: ev.kind.type_name().to_string(),
+            payload: serde_json::to_value(ev.as_ref()).unwrap_or(serde_json::Value::Null),
+        })
+        .collect()
 }
 
 /// Stores an acknowledgement; returns once committed.
 pub fn acknowledge(
     store: &Store,
     ack: crate::store::AttentionAck,
-) -> Result<crate::store::AttentionAck, String> {
-    store.writer().acknowledge(ack).map_err(|e| e.to_string())
+) -> Result<crate::store::AttentionAck, PersistError> {
+    store
+        .writer()
+        .acknowledge(ack)
+        .map_err(PersistError::store("acknowledge"))
 }
 
 /// Budget usage of every issue with runs (one query).
 pub fn usage_by_issue(
     store: &Store,
-) -> Result<std::collections::HashMap<String, crate::store::IssueUsage>, String> {
-    store.writer().usage_by_issue().map_err(|e| e.to_string())
+) -> Result<HashMap<String, crate::store::IssueUsage>, PersistError> {
+    store
+        .writer()
+        .usage_by_issue()
+        .map_err(PersistError::store("read usage by issue"))
 }
 
 /// Keeps the issue's session row current while its session runs (tokens so far, the dispatch

@@ -46,7 +46,7 @@ pub struct RetryRow {
     pub attempt: u32,
     pub due_at_ms: i64,
     pub error: Option<String>,
-    pub trigger: String,
+    pub trigger: crate::domain::RetryTrigger,
     pub dispatched_at_ms: i64,
 }
 
@@ -62,7 +62,7 @@ pub struct HeldRow {
 #[derive(Debug, Clone)]
 pub struct BudgetRow {
     pub issue: Issue,
-    pub reason: &'static str,
+    pub reason: crate::domain::BudgetReason,
     pub used: u64,
     pub limit: u64,
     pub since_ms: i64,
@@ -72,7 +72,7 @@ pub struct BudgetRow {
 #[derive(Debug, Clone)]
 pub struct ParkedRow {
     pub issue: Issue,
-    pub reason: String,
+    pub reason: crate::domain::ParkReason,
     pub parked_at_ms: i64,
     pub label: String,
     pub label_applied: bool,
@@ -149,7 +149,7 @@ pub struct Snapshot {
     /// Attention acknowledgements by item id.
     pub acks: BTreeMap<String, crate::store::AttentionAck>,
     /// issue id → (outcome, state).
-    pub outcomes: BTreeMap<String, (String, String)>,
+    pub outcomes: BTreeMap<String, (crate::domain::OutcomeKind, String)>,
     pub workflow_path: String,
     pub tracker_kind: String,
     pub agent_kind: String,
@@ -259,7 +259,7 @@ impl Snapshot {
                 attempt: r.attempt,
                 due_at_ms: r.due_at_ms,
                 error: r.error.clone(),
-                trigger: r.trigger.clone(),
+                trigger: r.trigger,
                 dispatched_at_ms: r.dispatched_at_ms,
             })
             .collect();
@@ -293,7 +293,7 @@ impl Snapshot {
             .values()
             .map(|p| ParkedRow {
                 issue: p.issue.clone(),
-                reason: p.reason.clone(),
+                reason: p.reason,
                 parked_at_ms: p.parked_at_ms,
                 label: p.label.clone(),
                 label_applied: p.label_applied,

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 
 use crate::agent::{AgentEvent, AgentEventKind, CancelToken, TokenUsage};
-use crate::domain::Issue;
+use crate::domain::{BudgetReason, Issue, OutcomeKind, ParkReason, PollOutcome, RetryTrigger};
 
 use super::dispatch_pass::HoldReason;
 use super::retry_queue::RetryQueue;
@@ -48,7 +48,7 @@ pub struct RunningEntry {
 
 /// The in-memory event list of a live run: the events the API serves and that are stored with
 /// the run. Token usage events (totals ride on the run), blank heartbeats and repeats of the
-/// newest kept message are not kept, as the seed specifies.
+/// newest kept message are not kept: they carry nothing a reader of the run needs.
 #[derive(Default)]
 pub struct EventRing {
     /// `(seq, event, serialized size)`; events are shared with published snapshots, so a
@@ -107,8 +107,7 @@ pub struct RetryInfo {
     pub due_at_ms: i64,
     pub error: Option<String>,
     pub session_id: Option<String>,
-    /// `continuation`, `error`, `stall`, `timer`.
-    pub trigger: String,
+    pub trigger: RetryTrigger,
     pub dispatched_at_ms: i64,
 }
 
@@ -116,8 +115,7 @@ pub struct RetryInfo {
 #[derive(Debug, Clone)]
 pub struct BudgetHold {
     pub issue: Issue,
-    /// `session_budget` or `token_budget`.
-    pub reason: &'static str,
+    pub reason: BudgetReason,
     pub used: u64,
     pub limit: u64,
     pub since_ms: i64,
@@ -127,7 +125,7 @@ pub struct BudgetHold {
 #[derive(Debug, Clone)]
 pub struct Park {
     pub issue: Issue,
-    pub reason: String,
+    pub reason: ParkReason,
     pub parked_at_ms: i64,
     pub parked_state: String,
     pub label: String,
@@ -142,12 +140,16 @@ pub struct Held {
     pub since_ms: i64,
 }
 
-/// Outcome of one of the orchestrator's own checks.
-#[derive(Debug, Clone, Default)]
-pub struct CheckHealth {
+/// Outcome of one of the orchestrator's own checks. `E` is the check's typed error: the latest
+/// one is kept as `failure`, so readers decide by its variant, never by its text.
+#[derive(Debug, Clone)]
+pub struct CheckHealth<E> {
     pub ok: bool,
     pub checked_at_ms: Option<i64>,
+    /// The latest failure, masked, as the API serves it.
     pub error: Option<String>,
+    /// The latest failure while failing.
+    pub failure: Option<E>,
     /// Consecutive failures.
     pub failing_streak: u32,
     pub since_ms: Option<i64>,
@@ -155,8 +157,22 @@ pub struct CheckHealth {
     pub last_success_ms: Option<i64>,
 }
 
-impl CheckHealth {
-    pub fn record(&mut self, now_ms: i64, result: Result<(), String>) {
+impl<E> Default for CheckHealth<E> {
+    fn default() -> Self {
+        CheckHealth {
+            ok: false,
+            checked_at_ms: None,
+            error: None,
+            failure: None,
+            failing_streak: 0,
+            since_ms: None,
+            last_success_ms: None,
+        }
+    }
+}
+
+impl<E: std::fmt::Display> CheckHealth<E> {
+    pub fn record(&mut self, now_ms: i64, result: Result<(), E>) {
         let was_ok = self.ok || self.checked_at_ms.is_none();
         self.checked_at_ms = Some(now_ms);
         match result {
@@ -166,6 +182,7 @@ impl CheckHealth {
                 }
                 self.ok = true;
                 self.error = None;
+                self.failure = None;
                 self.failing_streak = 0;
                 self.last_success_ms = Some(now_ms);
             }
@@ -174,7 +191,8 @@ impl CheckHealth {
                     self.since_ms = Some(now_ms);
                 }
                 self.ok = false;
-                self.error = Some(crate::mask::mask(&e));
+                self.error = Some(crate::mask::mask(&e.to_string()));
+                self.failure = Some(e);
                 self.failing_streak += 1;
             }
         }
@@ -185,8 +203,8 @@ impl CheckHealth {
 #[derive(Debug, Clone, Default)]
 pub struct PollHealth {
     pub at_ms: Option<i64>,
-    /// `ok`, `preflight_failed`, `tracker_failed`.
-    pub outcome: String,
+    /// `None` before the first poll.
+    pub outcome: Option<PollOutcome>,
     pub error: Option<String>,
     pub candidates: usize,
     pub dispatched: usize,
@@ -199,16 +217,19 @@ pub struct PollHealth {
 }
 
 impl PollHealth {
-    /// Records one poll's outcome (`ok`, `preflight_failed`, `tracker_failed`).
+    /// Records one poll's outcome.
     pub fn record(
         &mut self,
         now_ms: i64,
-        outcome: &str,
+        outcome: PollOutcome,
         error: Option<String>,
         candidates: usize,
         dispatched: usize,
     ) {
-        let ok = outcome == "ok";
+        let ok = match outcome {
+            PollOutcome::Ok => true,
+            PollOutcome::PreflightFailed | PollOutcome::TrackerFailed => false,
+        };
         if ok {
             self.failing_streak = 0;
             self.failing_since_ms = None;
@@ -220,7 +241,7 @@ impl PollHealth {
             self.failing_streak += 1;
         }
         self.at_ms = Some(now_ms);
-        self.outcome = outcome.to_string();
+        self.outcome = Some(outcome);
         self.error = error.map(|e| crate::mask::mask(&e));
         self.candidates = candidates;
         self.dispatched = dispatched;
@@ -230,11 +251,37 @@ impl PollHealth {
 /// Health of the orchestrator's own checks.
 #[derive(Debug, Clone, Default)]
 pub struct Health {
-    pub database: CheckHealth,
-    pub preflight: CheckHealth,
-    pub workflow: CheckHealth,
+    pub database: CheckHealth<super::persist::PersistError>,
+    pub preflight: CheckHealth<PreflightError>,
+    pub workflow: CheckHealth<super::reload::ReloadError>,
     pub poll: PollHealth,
 }
+
+/// Why the dispatch preflight failed. The text is what the API serves as the check's error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreflightError {
+    /// The workflow file does not load, so nothing else was checked; the workflow check
+    /// reports the cause, so the preflight raises no attention item of its own.
+    WorkflowUnloadable { error: String },
+    /// Configuration or workspace problems, in check order.
+    Checks { problems: Vec<String> },
+}
+
+impl std::fmt::Display for PreflightError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PreflightError::WorkflowUnloadable { error } => write!(
+                f,
+                "dispatch preflight failed: workflow file cannot be loaded: {error}"
+            ),
+            PreflightError::Checks { problems } => {
+                write!(f, "dispatch preflight failed: {}", problems.join("; "))
+            }
+        }
+    }
+}
+
+impl std::error::Error for PreflightError {}
 
 /// Cumulative totals (seeded from the aggregate row at start).
 #[derive(Debug, Clone, Default)]
@@ -261,11 +308,10 @@ pub struct State {
     pub budget_held: BTreeMap<String, BudgetHold>,
     pub parked: BTreeMap<String, Park>,
     pub held: BTreeMap<String, Held>,
-    pub completed: HashSet<String>,
     pub totals: AgentTotals,
     pub health: Health,
-    /// Issue outcomes: issue id → (`handed_off`|`terminal`, state).
-    pub outcomes: HashMap<String, (String, String)>,
+    /// Issue outcomes: issue id → (kind, tracker state).
+    pub outcomes: HashMap<String, (OutcomeKind, String)>,
     /// Attention acknowledgements by item id.
     pub acks: BTreeMap<String, crate::store::AttentionAck>,
     /// Bumped on every published change (the SSE `change` revision).
@@ -290,15 +336,21 @@ mod tests {
     #[test]
     fn poll_health_tracks_streaks_and_last_success() {
         let mut p = PollHealth::default();
-        p.record(1_000, "ok", None, 3, 1);
+        p.record(1_000, PollOutcome::Ok, None, 3, 1);
         assert_eq!((p.failing_streak, p.last_success_ms), (0, Some(1_000)));
-        p.record(2_000, "tracker_failed", Some("boom".into()), 0, 0);
-        p.record(3_000, "preflight_failed", Some("bad".into()), 0, 0);
+        p.record(2_000, PollOutcome::TrackerFailed, Some("boom".into()), 0, 0);
+        p.record(
+            3_000,
+            PollOutcome::PreflightFailed,
+            Some("bad".into()),
+            0,
+            0,
+        );
         assert_eq!(p.failing_streak, 2);
         assert_eq!(p.failing_since_ms, Some(2_000));
         assert_eq!(p.last_success_ms, Some(1_000));
         assert_eq!(p.error.as_deref(), Some("bad"));
-        p.record(4_000, "ok", None, 0, 0);
+        p.record(4_000, PollOutcome::Ok, None, 0, 0);
         assert_eq!((p.failing_streak, p.failing_since_ms), (0, None));
         assert_eq!(p.error, None);
     }

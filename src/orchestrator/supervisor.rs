@@ -3,14 +3,15 @@
 //! It owns the agent child process; it reports events and its end to the orchestrator and
 //! never touches scheduling state.
 
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crossbeam_channel::{Sender, unbounded};
 
 use crate::agent::{
-    AgentAdapter, AgentEvent, AgentEventKind, CancelReason, CancelToken, StartSessionParams,
-    state_file, status_file,
+    AgentAdapter, AgentEvent, AgentEventKind, AgentSession, CancelReason, CancelToken,
+    StartSessionParams, state_file, status_file,
 };
 use crate::clock::Clock;
 use crate::config::Workflow;
@@ -130,7 +131,7 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         return SupervisorExit::Cancelled { reason: r };
     }
 
-    // 2. Workspace, the stale stop file, before_run.
+    // 2. Workspace (preparing it removes a stale `.sortie/status`), before_run.
     let ws = match job.workspaces.ensure(issue, job.attempt) {
         Ok(ws) => ws,
         Err(e) => return error_exit("workspace_error", e.to_string(), true),
@@ -143,14 +144,6 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         ws.path.display(),
         ws.created_now
     );
-    if let Err(e) = status_file::clear(&ws.path) {
-        log::warn!(
-            "could not remove stale status file issue_id={} issue_identifier={} error=\"{}\"",
-            issue.id,
-            issue.identifier,
-            e
-        );
-    }
     let hook_env = HookEnv {
         issue_id: issue.id.clone(),
         issue_identifier: issue.identifier.clone(),
@@ -180,15 +173,19 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
     exit
 }
 
+/// `.sortie/state.json` as the supervisor keeps it: shared by the turn loop (turn numbers) and
+/// the event forwarder (token totals).
+type SharedState = Arc<std::sync::Mutex<state_file::StateFile>>;
+
+/// Starts the agent session, runs its turns and stops it; the event forwarder lives exactly as
+/// long as the session.
 fn run_session(
     job: &SupervisorJob,
     p: &mut Progress,
     workspace: &std::path::Path,
 ) -> SupervisorExit {
-    let cfg = &job.workflow.config;
     let issue = &job.issue;
-    let max_turns = cfg.agent.max_turns.max(1);
-
+    let max_turns = job.workflow.config.agent.max_turns.max(1);
     let mut session = match job.agent.start_session(StartSessionParams {
         workspace: workspace.to_path_buf(),
         resume_session_id: job.resume_session_id.clone(),
@@ -200,12 +197,7 @@ fn run_session(
             return error_exit(e.kind.code(), e.message.clone(), e.kind.retryable());
         }
     };
-
-    // Agent events go through a forwarder so they reach the orchestrator tagged with the
-    // dispatch id, in order.
-    // The forwarder also keeps `.sortie/state.json` current on every token event, for
-    // agent-side tools; the turn loop updates it at each turn start.
-    let state = Arc::new(std::sync::Mutex::new(state_file::StateFile {
+    let state: SharedState = Arc::new(std::sync::Mutex::new(state_file::StateFile {
         turn_number: 0,
         max_turns,
         attempt: Some(job.attempt),
@@ -213,135 +205,20 @@ fn run_session(
         ..Default::default()
     }));
     write_state(workspace, &state);
-    let (ev_tx, ev_rx) = unbounded::<AgentEvent>();
-    let fwd_tx = job.tx.clone();
-    let dispatch_id = job.dispatch_id.clone();
-    let fwd_state = state.clone();
-    let fwd_ws = workspace.to_path_buf();
-    let forwarder = std::thread::Builder::new()
-        .name(format!("evt-{}", issue.identifier))
-        .spawn(move || {
-            for event in ev_rx.iter() {
-                if let AgentEventKind::TokenUsage { usage, .. } = &event.kind {
-                    if let Ok(mut st) = fwd_state.lock() {
-                        st.input_tokens += usage.input_tokens;
-                        st.output_tokens += usage.output_tokens;
-                        st.total_tokens += usage.total_tokens;
-                        st.cache_read_tokens += usage.cache_read_tokens;
-                        st.cache_write_tokens += usage.cache_write_tokens;
-                    }
-                    write_state(&fwd_ws, &fwd_state);
-                }
-                let _ = fwd_tx.send(OrchMsg::Agent {
-                    dispatch_id: dispatch_id.clone(),
-                    event,
-                });
-            }
-        });
+    let (ev_tx, forwarder) = spawn_forwarder(job, workspace, &state);
 
     let mut exit = SupervisorExit::Normal {
         declared: None,
         statement: None,
     };
-    let mut turn = 0u32;
-    while turn < max_turns {
-        turn += 1;
-        if let Some(r) = job.cancel.reason() {
-            exit = SupervisorExit::Cancelled { reason: r };
-            break;
-        }
-        let prompt = match crate::prompt::build_turn_prompt(
-            &job.template,
-            issue,
-            Some(job.attempt),
-            turn,
-            max_turns,
-        ) {
-            Ok(s) => s,
-            Err(e) => {
-                exit = error_exit(
-                    "prompt_render",
-                    format!("prompt render (turn {turn}): {e}"),
-                    true,
-                );
-                break;
-            }
-        };
-        let _ = job.tx.send(OrchMsg::TurnStarted {
-            dispatch_id: job.dispatch_id.clone(),
-            turn,
-        });
-        if let Ok(mut st) = state.lock() {
-            st.turn_number = turn;
-        }
-        write_state(workspace, &state);
-        log::info!(
-            "turn started issue_id={} issue_identifier={} turn_number={} max_turns={}",
-            issue.id,
-            issue.identifier,
-            turn,
-            max_turns
-        );
-        let result = session.run_turn(&prompt, &ev_tx, &job.cancel);
-        if result.session_id.is_some() {
-            p.session_id = result.session_id.clone();
-        }
-        if !result.outcome.is_completed() {
-            exit = match job.cancel.reason() {
-                Some(r) if r != CancelReason::TurnTimeout => {
-                    SupervisorExit::Cancelled { reason: r }
-                }
-                _ => {
-                    let kind = result.outcome.error_kind();
-                    let code = kind.map(|k| k.code()).unwrap_or("turn_failed");
-                    let retryable = kind.map(|k| k.retryable()).unwrap_or(true);
-                    error_exit(code, result.outcome.message(), retryable)
-                }
-            };
-            break;
-        }
-        p.turns_completed = turn;
-        log::info!(
-            "turn completed issue_id={} issue_identifier={} turn_number={} max_turns={}",
-            issue.id,
-            issue.identifier,
-            turn,
-            max_turns
-        );
-
-        // The stop protocol: a declared outcome ends the loop (soft stop).
-        let status = status_file::read(workspace);
-        if let Some(warning) = &status.warning {
-            log::warn!(
-                "status file refused issue_id={} issue_identifier={} reason=\"{}\"",
-                issue.id,
-                issue.identifier,
-                warning
-            );
-        }
-        if let Some(declared) = status.outcome {
-            exit = SupervisorExit::Normal {
-                declared: Some(declared),
-                statement: status.statement,
-            };
-            break;
-        }
-
-        // Stop when the issue left the active states.
-        match job
-            .tracker
-            .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
+    for turn in 1..=max_turns {
+        if let ControlFlow::Break(end) =
+            run_turn(job, p, session.as_mut(), &ev_tx, workspace, &state, turn)
         {
-            Ok(states) => match states.get(&issue.id) {
-                Some(s) if state_in(s, &cfg.tracker.active_states) => {}
-                _ => break,
-            },
-            Err(e) => log::warn!(
-                "issue state refresh failed issue_id={} issue_identifier={} error=\"{}\"",
-                issue.id,
-                issue.identifier,
-                e
-            ),
+            if let Some(end) = end {
+                exit = end;
+            }
+            break;
         }
     }
 
@@ -363,8 +240,164 @@ fn run_session(
     exit
 }
 
+/// The `evt-<identifier>` thread: forwards agent events to the orchestrator tagged with the
+/// dispatch id, in order, and keeps `.sortie/state.json`'s token totals current for
+/// agent-side tools. It ends when the returned sender is dropped.
+fn spawn_forwarder(
+    job: &SupervisorJob,
+    workspace: &std::path::Path,
+    state: &SharedState,
+) -> (
+    Sender<AgentEvent>,
+    std::io::Result<std::thread::JoinHandle<()>>,
+) {
+    let (ev_tx, ev_rx) = unbounded::<AgentEvent>();
+    let tx = job.tx.clone();
+    let dispatch_id = job.dispatch_id.clone();
+    let state = state.clone();
+    let workspace = workspace.to_path_buf();
+    let handle = std::thread::Builder::new()
+        .name(format!("evt-{}", job.issue.identifier))
+        .spawn(move || {
+            for event in ev_rx.iter() {
+                if let AgentEventKind::TokenUsage { usage, .. } = &event.kind {
+                    if let Ok(mut st) = state.lock() {
+                        st.input_tokens += usage.input_tokens;
+                        st.output_tokens += usage.output_tokens;
+                        st.total_tokens += usage.total_tokens;
+                        st.cache_read_tokens += usage.cache_read_tokens;
+                        st.cache_write_tokens += usage.cache_write_tokens;
+                    }
+                    write_state(&workspace, &state);
+                }
+                let _ = tx.send(OrchMsg::Agent {
+                    dispatch_id: dispatch_id.clone(),
+                    event,
+                });
+            }
+        });
+    (ev_tx, handle)
+}
+
+/// Runs turn `turn`. `Continue` goes on to the next turn; `Break(Some(exit))` ends the
+/// session with that exit, `Break(None)` ends it normally (the issue left the active states).
+fn run_turn(
+    job: &SupervisorJob,
+    p: &mut Progress,
+    session: &mut dyn AgentSession,
+    ev_tx: &Sender<AgentEvent>,
+    workspace: &std::path::Path,
+    state: &SharedState,
+    turn: u32,
+) -> ControlFlow<Option<SupervisorExit>> {
+    let issue = &job.issue;
+    let max_turns = job.workflow.config.agent.max_turns.max(1);
+    if let Some(r) = job.cancel.reason() {
+        return ControlFlow::Break(Some(SupervisorExit::Cancelled { reason: r }));
+    }
+    let prompt = match crate::prompt::build_turn_prompt(
+        &job.template,
+        issue,
+        Some(job.attempt),
+        turn,
+        max_turns,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            return ControlFlow::Break(Some(error_exit(
+                "prompt_render",
+                format!("prompt render (turn {turn}): {e}"),
+                true,
+            )));
+        }
+    };
+    let _ = job.tx.send(OrchMsg::TurnStarted {
+        dispatch_id: job.dispatch_id.clone(),
+        turn,
+    });
+    if let Ok(mut st) = state.lock() {
+        st.turn_number = turn;
+    }
+    write_state(workspace, state);
+    log::info!(
+        "turn started issue_id={} issue_identifier={} turn_number={} max_turns={}",
+        issue.id,
+        issue.identifier,
+        turn,
+        max_turns
+    );
+    let result = session.run_turn(&prompt, ev_tx, &job.cancel);
+    if result.session_id.is_some() {
+        p.session_id = result.session_id.clone();
+    }
+    if !result.outcome.is_completed() {
+        return ControlFlow::Break(Some(match job.cancel.reason() {
+            Some(r) if r != CancelReason::TurnTimeout => SupervisorExit::Cancelled { reason: r },
+            _ => {
+                let kind = result.outcome.error_kind();
+                let code = kind.map(|k| k.code()).unwrap_or("turn_failed");
+                let retryable = kind.map(|k| k.retryable()).unwrap_or(true);
+                error_exit(code, result.outcome.message(), retryable)
+            }
+        }));
+    }
+    p.turns_completed = turn;
+    log::info!(
+        "turn completed issue_id={} issue_identifier={} turn_number={} max_turns={}",
+        issue.id,
+        issue.identifier,
+        turn,
+        max_turns
+    );
+    after_turn(job, workspace)
+}
+
+/// Between turns: a declared outcome in `.sortie/status` ends the session (the soft stop), and
+/// so does the issue leaving the active states. A failed state read keeps going.
+fn after_turn(
+    job: &SupervisorJob,
+    workspace: &std::path::Path,
+) -> ControlFlow<Option<SupervisorExit>> {
+    let issue = &job.issue;
+    let status = status_file::read(workspace);
+    if let Some(warning) = &status.warning {
+        log::warn!(
+            "status file refused issue_id={} issue_identifier={} reason=\"{}\"",
+            issue.id,
+            issue.identifier,
+            warning
+        );
+    }
+    if let Some(declared) = status.outcome {
+        return ControlFlow::Break(Some(SupervisorExit::Normal {
+            declared: Some(declared),
+            statement: status.statement,
+        }));
+    }
+    match job
+        .tracker
+        .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
+    {
+        Ok(states) => match states.get(&issue.id) {
+            Some(s) if state_in(s, &job.workflow.config.tracker.active_states) => {
+                ControlFlow::Continue(())
+            }
+            _ => ControlFlow::Break(None),
+        },
+        Err(e) => {
+            log::warn!(
+                "issue state refresh failed issue_id={} issue_identifier={} error=\"{}\"",
+                issue.id,
+                issue.identifier,
+                e
+            );
+            ControlFlow::Continue(())
+        }
+    }
+}
+
 /// Writes `.sortie/state.json`; a failure only costs agent-side tools their view.
-fn write_state(workspace: &std::path::Path, state: &std::sync::Mutex<state_file::StateFile>) {
+fn write_state(workspace: &std::path::Path, state: &SharedState) {
     let snapshot = match state.lock() {
         Ok(s) => s.clone(),
         Err(p) => p.into_inner().clone(),

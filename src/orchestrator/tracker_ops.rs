@@ -12,14 +12,37 @@ use crate::tracker::TrackerAdapter;
 /// How long shutdown waits for queued tracker writes.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(35);
 
+/// The lifecycle point a comment marks (the metric label and the log's `lifecycle`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifecycle {
+    Dispatch,
+    Completion,
+    Failure,
+}
+
+impl Lifecycle {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Lifecycle::Dispatch => "dispatch",
+            Lifecycle::Completion => "completion",
+            Lifecycle::Failure => "failure",
+        }
+    }
+}
+
+impl std::fmt::Display for Lifecycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One queued write.
 #[derive(Debug, Clone)]
 pub enum TrackerOp {
     Comment {
         issue_id: String,
         issue_identifier: String,
-        /// `dispatch`, `completion`, `failure` (for logs).
-        lifecycle: &'static str,
+        lifecycle: Lifecycle,
         text: String,
     },
 }
@@ -84,13 +107,13 @@ fn run(tracker: &dyn TrackerAdapter, metrics: &crate::metrics::Metrics, op: Trac
             text,
         } => match tracker.comment_issue(&issue_id, &crate::mask::mask(&text)) {
             Ok(()) => {
-                metrics.tracker_comment(lifecycle, "success");
+                metrics.tracker_comment(lifecycle.as_str(), "success");
                 log::info!(
                     "tracker comment posted issue_id={issue_id} issue_identifier={issue_identifier} lifecycle={lifecycle}"
                 )
             }
             Err(e) => {
-                metrics.tracker_comment(lifecycle, "error");
+                metrics.tracker_comment(lifecycle.as_str(), "error");
                 log::warn!(
                     "tracker comment failed issue_id={issue_id} issue_identifier={issue_identifier} lifecycle={lifecycle} error=\"{e}\""
                 )
@@ -99,9 +122,10 @@ fn run(tracker: &dyn TrackerAdapter, metrics: &crate::metrics::Metrics, op: Trac
     }
 }
 
-/// The comment body of a lifecycle point (config-cli.md §1.4).
+/// The comment body of a lifecycle point: a head line, the session, and for an ended
+/// session its duration, turns, error (cut to 200 characters) and queued retry.
 pub fn lifecycle_comment(
-    lifecycle: &str,
+    lifecycle: Lifecycle,
     session_id: Option<&str>,
     duration_ms: i64,
     turns: u32,
@@ -109,16 +133,16 @@ pub fn lifecycle_comment(
     retry: Option<&str>,
 ) -> String {
     let head = match lifecycle {
-        "dispatch" => "Sortie session started.",
-        "completion" if retry.is_some() => "Sortie session completed (re-queuing).",
-        "completion" => "Sortie session completed.",
-        _ => "Sortie session failed.",
+        Lifecycle::Dispatch => "Sortie session started.",
+        Lifecycle::Completion if retry.is_some() => "Sortie session completed (re-queuing).",
+        Lifecycle::Completion => "Sortie session completed.",
+        Lifecycle::Failure => "Sortie session failed.",
     };
     let mut lines = vec![head.to_string()];
     if let Some(s) = session_id {
         lines.push(format!("Session: {s}"));
     }
-    if lifecycle != "dispatch" {
+    if lifecycle != Lifecycle::Dispatch {
         lines.push(format!("Duration: {}s", duration_ms.max(0) / 1000));
         lines.push(format!("Turns: {turns}"));
     }
@@ -140,11 +164,18 @@ mod tests {
     #[test]
     fn comment_bodies() {
         assert_eq!(
-            lifecycle_comment("dispatch", Some("s1"), 0, 0, None, None),
+            lifecycle_comment(Lifecycle::Dispatch, Some("s1"), 0, 0, None, None),
             "Sortie session started.\nSession: s1"
         );
         let long = "x".repeat(250);
-        let failed = lifecycle_comment("failure", None, 65_000, 3, Some(&long), Some("in 10s"));
+        let failed = lifecycle_comment(
+            Lifecycle::Failure,
+            None,
+            65_000,
+            3,
+            Some(&long),
+            Some("in 10s"),
+        );
         assert!(failed.starts_with("Sortie session failed.\nDuration: 65s\nTurns: 3\nError: "));
         assert!(failed.contains(&format!("{}...", "x".repeat(200))));
         assert!(failed.ends_with("Retry: in 10s"));

@@ -4,7 +4,7 @@
 //! ignored); bursts are debounced. The orchestrator also reloads on every tick, so a missed
 //! event only delays a reload.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
@@ -15,15 +15,47 @@ use super::msg::OrchMsg;
 /// Quiet time after the last relevant event before a reload is requested.
 const DEBOUNCE: Duration = Duration::from_millis(50);
 
+/// Why the watcher did not start (the tick's reload still applies changes, later).
+#[derive(Debug)]
+pub enum WatchError {
+    /// The workflow path has no directory or no file name to watch.
+    BadPath {
+        path: PathBuf,
+        missing: &'static str,
+    },
+    /// notify could not watch the directory.
+    Notify(notify::Error),
+    /// The `watch` thread could not be started.
+    Thread(std::io::Error),
+}
+
+impl std::fmt::Display for WatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WatchError::BadPath { path, missing } => {
+                write!(f, "{} has no {missing}", path.display())
+            }
+            WatchError::Notify(e) => write!(f, "{e}"),
+            WatchError::Thread(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for WatchError {}
+
 /// Starts the watcher thread.
-pub fn spawn(workflow: &Path, tx: Sender<OrchMsg>) -> Result<(), String> {
+pub fn spawn(workflow: &Path, tx: Sender<OrchMsg>) -> Result<(), WatchError> {
+    let bad_path = |missing| WatchError::BadPath {
+        path: workflow.to_path_buf(),
+        missing,
+    };
     let dir = workflow
         .parent()
-        .ok_or_else(|| format!("{} has no parent directory", workflow.display()))?
+        .ok_or_else(|| bad_path("parent directory"))?
         .to_path_buf();
     let name = workflow
         .file_name()
-        .ok_or_else(|| format!("{} has no file name", workflow.display()))?
+        .ok_or_else(|| bad_path("file name"))?
         .to_os_string();
     let (ev_tx, ev_rx) = crossbeam_channel::unbounded();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
@@ -31,10 +63,10 @@ pub fn spawn(workflow: &Path, tx: Sender<OrchMsg>) -> Result<(), String> {
             let _ = ev_tx.send(ev);
         }
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(WatchError::Notify)?;
     watcher
         .watch(&dir, RecursiveMode::NonRecursive)
-        .map_err(|e| e.to_string())?;
+        .map_err(WatchError::Notify)?;
     std::thread::Builder::new()
         .name("watch".into())
         .spawn(move || {
@@ -60,6 +92,6 @@ pub fn spawn(workflow: &Path, tx: Sender<OrchMsg>) -> Result<(), String> {
                 }
             }
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(WatchError::Thread)?;
     Ok(())
 }

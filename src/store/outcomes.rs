@@ -6,9 +6,11 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
 use super::error::{SqlContext, StoreError};
 
-pub const OUTCOME_HANDED_OFF: &str = "handed_off";
-pub const OUTCOME_MERGED: &str = "merged";
-pub const OUTCOME_TERMINAL: &str = "terminal";
+use crate::domain::OutcomeKind;
+
+pub const OUTCOME_HANDED_OFF: &str = OutcomeKind::HandedOff.as_str();
+pub const OUTCOME_MERGED: &str = OutcomeKind::Merged.as_str();
+pub const OUTCOME_TERMINAL: &str = OutcomeKind::Terminal.as_str();
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct IssueOutcome {
@@ -23,13 +25,20 @@ pub struct IssueOutcome {
     pub pr_repository: String,
 }
 
-/// Whether an observation of kind `new` replaces a stored outcome of kind `stored`.
+/// Whether an observation of kind `new` replaces a stored outcome of kind `stored`. A stored
+/// word outside the vocabulary is always replaced; an unknown new word replaces only a
+/// handed-off outcome.
 pub fn replaces(stored: &str, new: &str) -> bool {
+    let Ok(stored) = stored.parse::<OutcomeKind>() else {
+        return true;
+    };
+    let new = new.parse::<OutcomeKind>().ok();
     match stored {
-        OUTCOME_HANDED_OFF => true,
-        OUTCOME_TERMINAL => new == OUTCOME_HANDED_OFF || new == OUTCOME_MERGED,
-        OUTCOME_MERGED => new == OUTCOME_HANDED_OFF,
-        _ => true,
+        OutcomeKind::HandedOff => true,
+        OutcomeKind::Terminal => {
+            matches!(new, Some(OutcomeKind::HandedOff | OutcomeKind::Merged))
+        }
+        OutcomeKind::Merged => new == Some(OutcomeKind::HandedOff),
     }
 }
 

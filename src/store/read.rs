@@ -59,17 +59,11 @@ impl ReadConn {
     pub fn aggregate_totals(&self) -> Result<AggregateTotals, StoreError> {
         aggregates::load(&self.conn)
     }
-    pub fn load_parks(&self) -> Result<Vec<ParkedIssue>, StoreError> {
-        parks::load_all(&self.conn)
-    }
     pub fn load_outcomes(&self) -> Result<Vec<IssueOutcome>, StoreError> {
         outcomes::load_all(&self.conn)
     }
     pub fn load_acknowledgements(&self) -> Result<Vec<AttentionAck>, StoreError> {
         attention::load_all(&self.conn)
-    }
-    pub fn load_sessions(&self) -> Result<Vec<SessionMeta>, StoreError> {
-        sessions::load_all(&self.conn)
     }
     pub fn session(&self, issue_id: &str) -> Result<Option<SessionMeta>, StoreError> {
         sessions::get(&self.conn, issue_id)

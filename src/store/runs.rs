@@ -8,7 +8,7 @@ use super::error::{SqlContext, StoreError};
 use super::{json, time};
 
 /// The status of a recorded CI result; such a row is not an agent session.
-pub const STATUS_CI_FAILED: &str = "ci_failed";
+pub const STATUS_CI_FAILED: &str = crate::domain::RunStatus::CiFailed.as_str();
 
 /// One finished run. Empty strings mean "unset" (the API omits them); `Option`s mean
 /// "not recorded" where the API distinguishes that from empty.

@@ -3,8 +3,10 @@
 
 use std::path::Path;
 
-/// Removes `<workspace>/.sortie/status` if present. A symlinked `.sortie` or `status` is never
-/// followed (the link itself is left alone); failures are only logged.
+/// Removes `<workspace>/.sortie/status` if present; this is the one place a dispatch clears
+/// it. A symlinked `.sortie` is never followed; a symlinked `status` is removed as a link (its
+/// target is untouched), since the stop protocol refuses to read one anyway. Failures are only
+/// logged.
 pub(crate) fn remove_stale_status(workspace: &Path) {
     let dir = workspace.join(".sortie");
     match std::fs::symlink_metadata(&dir) {
@@ -13,7 +15,7 @@ pub(crate) fn remove_stale_status(workspace: &Path) {
     }
     let status = dir.join("status");
     match std::fs::symlink_metadata(&status) {
-        Ok(meta) if meta.is_file() => {
+        Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
             if let Err(e) = std::fs::remove_file(&status) {
                 log::warn!(
                     "stale status file not removed path={} error={e}",
@@ -39,6 +41,20 @@ mod tests {
         remove_stale_status(tmp.path());
         assert!(!dir.join("status").exists());
         assert!(dir.join("state.json").exists());
+        Ok(())
+    }
+
+    #[test]
+    fn a_symlinked_status_is_removed_as_a_link() -> std::io::Result<()> {
+        let tmp = tempfile::tempdir()?;
+        let target = tmp.path().join("target");
+        std::fs::write(&target, "keep")?;
+        let dir = tmp.path().join(".sortie");
+        std::fs::create_dir(&dir)?;
+        std::os::unix::fs::symlink(&target, dir.join("status"))?;
+        remove_stale_status(tmp.path());
+        assert!(std::fs::symlink_metadata(dir.join("status")).is_err());
+        assert!(target.exists());
         Ok(())
     }
 

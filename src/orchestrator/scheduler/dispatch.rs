@@ -80,20 +80,7 @@ impl Orchestrator {
             persist::write_live_session(&self.store, e, now);
         }
         if self.workflow.config.tracker.comments.on_dispatch {
-            self.tracker_ops
-                .submit(crate::orchestrator::tracker_ops::TrackerOp::Comment {
-                    issue_id: issue.id.clone(),
-                    issue_identifier: issue.identifier.clone(),
-                    lifecycle: "dispatch",
-                    text: crate::orchestrator::tracker_ops::lifecycle_comment(
-                        "dispatch",
-                        Some(&dispatch_id),
-                        0,
-                        0,
-                        None,
-                        None,
-                    ),
-                });
+            self.comment_dispatch(&issue, &dispatch_id);
         }
         let spawned = supervisor::spawn(job);
         self.metrics
@@ -104,18 +91,41 @@ impl Orchestrator {
                 issue.id,
                 issue.identifier
             );
-            self.state.running.remove(&issue.id);
-            self.state.dispatch_index.remove(&dispatch_id);
-            self.schedule_retry(
-                &issue,
-                attempt + 1,
-                failure_delay_ms(attempt + 1, self.backoff_cap()),
-                "error",
-                Some("failed to spawn agent".into()),
-                None,
-                dispatched_at_ms,
-            );
+            self.unspawned(&issue, &dispatch_id, attempt, dispatched_at_ms);
         }
+    }
+
+    /// Queues the optional dispatch comment.
+    fn comment_dispatch(&self, issue: &Issue, dispatch_id: &str) {
+        self.tracker_ops
+            .submit(crate::orchestrator::tracker_ops::TrackerOp::Comment {
+                issue_id: issue.id.clone(),
+                issue_identifier: issue.identifier.clone(),
+                lifecycle: Lifecycle::Dispatch,
+                text: crate::orchestrator::tracker_ops::lifecycle_comment(
+                    Lifecycle::Dispatch,
+                    Some(dispatch_id),
+                    0,
+                    0,
+                    None,
+                    None,
+                ),
+            });
+    }
+
+    /// The supervisor thread could not start: drop the entry and retry like a failed run.
+    fn unspawned(&mut self, issue: &Issue, dispatch_id: &str, attempt: u32, dispatched_at_ms: i64) {
+        self.state.running.remove(&issue.id);
+        self.state.dispatch_index.remove(dispatch_id);
+        self.schedule_retry(
+            issue,
+            attempt + 1,
+            failure_delay_ms(attempt + 1, self.backoff_cap()),
+            RetryTrigger::Error,
+            Some("failed to spawn agent".into()),
+            None,
+            dispatched_at_ms,
+        );
     }
 
     pub(super) fn backoff_cap(&self) -> u64 {

@@ -1,7 +1,121 @@
 //! Worker exits: the run is recorded first, then the claim is released, retried, handed off
-//! or parked.
+//! or parked. What happens next is decided by the pure [`decide_exit`] (and, after a plain
+//! normal exit, [`decide_continue`] from the issue's current tracker state); the
+//! `Orchestrator` methods here only apply the decision.
 
 use super::*;
+use crate::config::TrackerConfig;
+
+/// What happens to an issue's claim after its worker exited (its run is already recorded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ExitStep {
+    /// Shutdown is draining: nothing is scheduled, the claim ends with the process.
+    Nothing,
+    /// A cancellation whose retry is already queued (a stall queues its own): leave it.
+    KeepQueuedRetry,
+    /// A cancellation (reconciliation, budget): release the claim.
+    Release,
+    /// A retryable failure: retry after the failure backoff.
+    Retry {
+        attempt: u32,
+        delay_ms: u64,
+        error: String,
+    },
+    /// A failure that a retry cannot fix: release the claim, loudly.
+    GiveUp { error: String },
+    /// The agent declared itself blocked: park the issue under `label`, release the claim.
+    Park { label: String },
+    /// The agent declared an outcome: move the issue to `state` if one is configured, then
+    /// release the claim.
+    Declared { state: Option<String> },
+    /// The session ended without a declaration: read the issue's state, then hand off or
+    /// continue with `attempt` ([`decide_continue`]).
+    Continue { attempt: u32 },
+}
+
+/// What [`decide_exit`] reads.
+pub(super) struct ExitFacts<'a> {
+    pub exit: &'a SupervisorExit,
+    /// The attempt that just ended (0 on first dispatch).
+    pub attempt: u32,
+    pub draining: bool,
+    /// Whether a retry of the issue is already queued.
+    pub retry_queued: bool,
+    pub backoff_cap_ms: u64,
+    pub tracker: &'a TrackerConfig,
+}
+
+/// Decides the step after a worker exit, without effects.
+pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
+    if f.draining {
+        return ExitStep::Nothing;
+    }
+    let next_attempt = f.attempt + 1;
+    match f.exit {
+        SupervisorExit::Cancelled { .. } if f.retry_queued => ExitStep::KeepQueuedRetry,
+        SupervisorExit::Cancelled { .. } => ExitStep::Release,
+        SupervisorExit::Error {
+            code,
+            message,
+            retryable: true,
+        } => ExitStep::Retry {
+            attempt: next_attempt,
+            delay_ms: failure_delay_ms(next_attempt, f.backoff_cap_ms),
+            error: format!("{code}: {message}"),
+        },
+        SupervisorExit::Error {
+            code,
+            message,
+            retryable: false,
+        } => ExitStep::GiveUp {
+            error: format!("{code}: {message}"),
+        },
+        SupervisorExit::Normal { declared, .. } => match declared {
+            Some(DeclaredOutcome::Blocked) => ExitStep::Park {
+                label: DEFAULT_PARKING_LABEL.to_string(),
+            },
+            Some(DeclaredOutcome::NoChangeNeeded) => ExitStep::Declared {
+                state: f.tracker.no_change_state.clone(),
+            },
+            Some(DeclaredOutcome::NeedsHumanReview) => ExitStep::Declared {
+                state: f.tracker.handoff_state.clone(),
+            },
+            None => ExitStep::Continue {
+                attempt: next_attempt,
+            },
+        },
+    }
+}
+
+/// The step after a session that ended without a declaration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ContinueStep {
+    /// The issue left the active states: release; `handoff_skipped` when a handoff state is
+    /// configured (the handoff metric counts it).
+    Release { handoff_skipped: bool },
+    /// Move the issue to the handoff state; if that fails, continue.
+    HandOff { state: String },
+    /// Queue a continuation retry.
+    Continue,
+}
+
+/// Decides from the issue's current tracker state (`None`: it could not be read, so it is
+/// taken as still active, as the worker last saw it).
+pub(super) fn decide_continue(current: Option<&str>, cfg: &TrackerConfig) -> ContinueStep {
+    let still_active = match current {
+        Some(s) => state_in(s, &cfg.active_states) && !state_in(s, &cfg.terminal_states),
+        None => true,
+    };
+    match (still_active, &cfg.handoff_state) {
+        (false, handoff) => ContinueStep::Release {
+            handoff_skipped: handoff.is_some(),
+        },
+        (true, Some(state)) => ContinueStep::HandOff {
+            state: state.clone(),
+        },
+        (true, None) => ContinueStep::Continue,
+    }
+}
 
 impl Orchestrator {
     pub(super) fn on_exit(&mut self, result: SupervisorResult) {
@@ -17,6 +131,33 @@ impl Orchestrator {
         if result.session_id.is_some() {
             entry.session_id = result.session_id.clone();
         }
+        self.record_exit(&entry, &result);
+        if entry.pending_cleanup {
+            self.remove_workspace(&entry);
+        }
+        let step = decide_exit(&ExitFacts {
+            exit: &result.exit,
+            attempt: entry.attempt,
+            draining: self.draining.is_some(),
+            retry_queued: self.state.retries.contains_key(&entry.issue.id),
+            backoff_cap_ms: self.backoff_cap(),
+            tracker: &self.workflow.config.tracker,
+        });
+        if step == ExitStep::Nothing {
+            return;
+        }
+        self.apply_exit_step(&entry, step, result.session_id.clone());
+        self.lifecycle_comment_at_exit(
+            &entry.issue,
+            &result.exit,
+            entry.session_id.as_deref(),
+            result.ended_at_ms - entry.started_at_ms,
+            result.turns_completed,
+        );
+    }
+
+    /// Totals, metrics and the run record; the run is persisted before any retry is scheduled.
+    fn record_exit(&mut self, entry: &RunningEntry, result: &SupervisorResult) {
         let now = self.clock.now_ms();
         let seconds = ((now - entry.started_at_ms).max(0) as f64) / 1000.0;
         self.state.totals.seconds_running += seconds;
@@ -25,100 +166,168 @@ impl Orchestrator {
             self.metrics.unmeasured_session();
         }
         let status = run_status(&result.exit, entry.budget_stopped);
-        self.metrics.worker_exit(status, seconds);
-        // Persist the run before any retry is scheduled.
-        if let Err(e) = persist::record_run(
-            &self.store,
-            &self.workflow,
-            &entry,
-            &result,
-            status,
-            &self.state.totals,
-        ) {
+        self.metrics.worker_exit(status.as_str(), seconds);
+        if let Err(e) = persist::record_run(&self.store, &self.workflow, entry, result, status) {
             log::error!(
                 "failed to record run issue_id={} issue_identifier={} error=\"{e}\"",
                 entry.issue.id,
                 entry.issue.identifier
             );
         }
-        if entry.pending_cleanup {
-            let ws = self.workspaces();
-            let removed = match &entry.workspace_path {
-                Some(p) => ws.remove_path(&entry.issue.id, &entry.issue.identifier, p),
-                None => ws.remove(&entry.issue.id, &entry.issue.identifier),
-            };
-            if let Err(e) = removed {
+    }
+
+    /// Removes the workspace of an issue that reconciliation found terminal.
+    fn remove_workspace(&self, entry: &RunningEntry) {
+        let ws = self.workspaces();
+        let removed = match &entry.workspace_path {
+            Some(p) => ws.remove_path(&entry.issue.id, &entry.issue.identifier, p),
+            None => ws.remove(&entry.issue.id, &entry.issue.identifier),
+        };
+        if let Err(e) = removed {
+            log::warn!(
+                "workspace cleanup failed issue_id={} issue_identifier={} error=\"{e}\"",
+                entry.issue.id,
+                entry.issue.identifier
+            );
+        }
+    }
+
+    /// Carries out the step [`decide_exit`] chose.
+    fn apply_exit_step(
+        &mut self,
+        entry: &RunningEntry,
+        step: ExitStep,
+        session_id: Option<String>,
+    ) {
+        let issue = &entry.issue;
+        match step {
+            ExitStep::Nothing | ExitStep::KeepQueuedRetry => {}
+            ExitStep::Release => self.release(&issue.id),
+            ExitStep::Retry {
+                attempt,
+                delay_ms,
+                error,
+            } => {
                 log::warn!(
-                    "workspace cleanup failed issue_id={} issue_identifier={} error=\"{e}\"",
-                    entry.issue.id,
-                    entry.issue.identifier
+                    "worker run failed, scheduling retry issue_id={} issue_identifier={} next_attempt={} delay_ms={} error=\"{}\"",
+                    issue.id,
+                    issue.identifier,
+                    attempt,
+                    delay_ms,
+                    error
+                );
+                self.schedule_retry(
+                    issue,
+                    attempt,
+                    delay_ms,
+                    RetryTrigger::Error,
+                    Some(format!("worker exited: {error}")),
+                    None,
+                    entry.dispatched_at_ms,
                 );
             }
-        }
-        if self.draining.is_some() {
-            return;
-        }
-        let issue = entry.issue.clone();
-        let next_attempt = entry.attempt + 1;
-        let exit_for_comment = result.exit.clone();
-        let duration_ms = result.ended_at_ms - entry.started_at_ms;
-        let turns = result.turns_completed;
-        let session_for_comment = entry.session_id.clone();
-        match result.exit {
-            SupervisorExit::Cancelled { .. } => {
-                // A stall schedules its own retry; other cancellations release the claim.
-                if !self.state.retries.contains_key(&issue.id) {
-                    self.release(&issue.id);
-                }
+            ExitStep::GiveUp { error } => {
+                log::error!(
+                    "worker run failed, non-retryable, releasing claim issue_id={} issue_identifier={} error=\"{}\"",
+                    issue.id,
+                    issue.identifier,
+                    error
+                );
+                self.release(&issue.id);
             }
-            SupervisorExit::Error {
-                code,
-                message,
-                retryable,
-            } => {
-                if retryable {
-                    let delay = failure_delay_ms(next_attempt, self.backoff_cap());
-                    log::warn!(
-                        "worker run failed, scheduling retry issue_id={} issue_identifier={} next_attempt={} delay_ms={} error=\"{}: {}\"",
+            ExitStep::Park { label } => {
+                self.park(issue, label);
+                self.release(&issue.id);
+            }
+            ExitStep::Declared { state } => {
+                if let Some(state) = state {
+                    self.transition_and_record(issue, &state);
+                }
+                self.release(&issue.id);
+            }
+            ExitStep::Continue { attempt } => {
+                self.hand_off_or_continue(entry, attempt, session_id);
+            }
+        }
+    }
+
+    /// After a session that ended without a declaration: release an issue that left the active
+    /// states, hand off when a handoff state is configured, otherwise queue a continuation.
+    fn hand_off_or_continue(
+        &mut self,
+        entry: &RunningEntry,
+        attempt: u32,
+        session_id: Option<String>,
+    ) {
+        let issue = &entry.issue;
+        let current = self
+            .tracker
+            .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
+            .ok()
+            .and_then(|m| m.get(&issue.id).cloned());
+        let cfg = &self.workflow.config.tracker;
+        match decide_continue(current.as_deref(), cfg) {
+            ContinueStep::Release { handoff_skipped } => {
+                if handoff_skipped {
+                    self.metrics.handoff("skipped");
+                }
+                self.release(&issue.id);
+                return;
+            }
+            ContinueStep::HandOff { state } => {
+                if self.transition_and_record(issue, &state) {
+                    log::info!(
+                        "handoff transition succeeded, releasing claim issue_id={} issue_identifier={} state=\"{}\"",
                         issue.id,
                         issue.identifier,
-                        next_attempt,
-                        delay,
-                        code,
-                        message
-                    );
-                    self.schedule_retry(
-                        &issue,
-                        next_attempt,
-                        delay,
-                        "error",
-                        Some(format!("worker exited: {code}: {message}")),
-                        None,
-                        entry.dispatched_at_ms,
-                    );
-                } else {
-                    log::error!(
-                        "worker run failed, non-retryable, releasing claim issue_id={} issue_identifier={} error=\"{}: {}\"",
-                        issue.id,
-                        issue.identifier,
-                        code,
-                        message
+                        state
                     );
                     self.release(&issue.id);
+                    return;
                 }
             }
-            SupervisorExit::Normal {
-                declared,
-                statement: _,
-            } => self.on_normal_exit(&entry, declared, result.session_id),
+            ContinueStep::Continue => {}
         }
-        self.lifecycle_comment_at_exit(
-            &issue,
-            &exit_for_comment,
-            session_for_comment.as_deref(),
-            duration_ms,
-            turns,
+        self.schedule_retry(
+            issue,
+            attempt,
+            CONTINUATION_DELAY_MS,
+            RetryTrigger::Continuation,
+            None,
+            session_id,
+            entry.dispatched_at_ms,
         );
+    }
+
+    /// Parks an issue whose agent needs a person; the label is best effort.
+    fn park(&mut self, issue: &Issue, label: String) {
+        let label_applied = match self.tracker.add_label(&issue.id, &label) {
+            Ok(()) => true,
+            Err(e) => {
+                log::warn!(
+                    "parking label failed issue_id={} issue_identifier={} error=\"{e}\"",
+                    issue.id,
+                    issue.identifier
+                );
+                false
+            }
+        };
+        let park = Park {
+            issue: issue.clone(),
+            reason: ParkReason::AgentBlocked,
+            parked_at_ms: self.clock.now_ms() / 1000 * 1000,
+            parked_state: issue.state.clone(),
+            label,
+            label_applied,
+        };
+        log::info!(
+            "issue parked issue_id={} issue_identifier={} reason={}",
+            issue.id,
+            issue.identifier,
+            park.reason
+        );
+        persist::park(&self.store, &park);
+        self.state.parked.insert(issue.id.clone(), park);
     }
 
     /// Queues the optional completion/failure comment (never for cancellations).
@@ -139,9 +348,9 @@ impl Orchestrator {
             )
         });
         let (lifecycle, error) = match exit {
-            SupervisorExit::Normal { .. } if c.on_completion => ("completion", None),
+            SupervisorExit::Normal { .. } if c.on_completion => (Lifecycle::Completion, None),
             SupervisorExit::Error { code, message, .. } if c.on_failure => {
-                ("failure", Some(format!("{code}: {message}")))
+                (Lifecycle::Failure, Some(format!("{code}: {message}")))
             }
             _ => return,
         };
@@ -161,116 +370,15 @@ impl Orchestrator {
             });
     }
 
-    pub(super) fn on_normal_exit(
-        &mut self,
-        entry: &RunningEntry,
-        declared: Option<DeclaredOutcome>,
-        session_id: Option<String>,
-    ) {
-        let issue = &entry.issue;
-        let cfg = self.workflow.config.tracker.clone();
-        match declared {
-            Some(DeclaredOutcome::Blocked) => {
-                let label = DEFAULT_PARKING_LABEL.to_string();
-                let label_applied = match self.tracker.add_label(&issue.id, &label) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        log::warn!(
-                            "parking label failed issue_id={} issue_identifier={} error=\"{e}\"",
-                            issue.id,
-                            issue.identifier
-                        );
-                        false
-                    }
-                };
-                let park = Park {
-                    issue: issue.clone(),
-                    reason: "agent_blocked".into(),
-                    parked_at_ms: self.clock.now_ms() / 1000 * 1000,
-                    parked_state: issue.state.clone(),
-                    label,
-                    label_applied,
-                };
-                log::info!(
-                    "issue parked issue_id={} issue_identifier={} reason=agent_blocked",
-                    issue.id,
-                    issue.identifier
-                );
-                persist::park(&self.store, &park);
-                self.state.parked.insert(issue.id.clone(), park);
-                self.release(&issue.id);
-            }
-            Some(DeclaredOutcome::NoChangeNeeded) => {
-                if let Some(state) = cfg.no_change_state.as_deref() {
-                    self.transition_and_record(issue, state);
-                }
-                self.release(&issue.id);
-            }
-            Some(DeclaredOutcome::NeedsHumanReview) => {
-                if let Some(state) = cfg.handoff_state.as_deref() {
-                    self.transition_and_record(issue, state);
-                }
-                self.release(&issue.id);
-            }
-            None => {
-                let current = self
-                    .tracker
-                    .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
-                    .ok()
-                    .and_then(|m| m.get(&issue.id).cloned());
-                let still_active = match &current {
-                    Some(s) => {
-                        state_in(s, &cfg.active_states) && !state_in(s, &cfg.terminal_states)
-                    }
-                    // Unknown (read failed): assume still active, as the worker last saw it.
-                    None => true,
-                };
-                if !still_active {
-                    if cfg.handoff_state.is_some() {
-                        self.metrics.handoff("skipped");
-                    }
-                    self.release(&issue.id);
-                    return;
-                }
-                if let Some(state) = cfg.handoff_state.as_deref()
-                    && self.transition_and_record(issue, state)
-                {
-                    log::info!(
-                        "handoff transition succeeded, releasing claim issue_id={} issue_identifier={} state=\"{}\"",
-                        issue.id,
-                        issue.identifier,
-                        state
-                    );
-                    self.release(&issue.id);
-                    return;
-                }
-                self.schedule_retry(
-                    issue,
-                    entry.attempt + 1,
-                    CONTINUATION_DELAY_MS,
-                    "continuation",
-                    None,
-                    session_id,
-                    entry.dispatched_at_ms,
-                );
-            }
-        }
-    }
-
     pub(super) fn transition_and_record(&mut self, issue: &Issue, state: &str) -> bool {
         match self.tracker.transition_issue(&issue.id, state) {
             Ok(()) => {
                 self.metrics.handoff("success");
-                self.state
-                    .outcomes
-                    .insert(issue.id.clone(), ("handed_off".into(), state.to_string()));
-                persist::set_outcome(
-                    &self.store,
-                    &issue.id,
-                    &issue.identifier,
-                    "handed_off",
-                    state,
+                self.state.outcomes.insert(
+                    issue.id.clone(),
+                    (OutcomeKind::HandedOff, state.to_string()),
                 );
+                persist::set_outcome(&self.store, &issue.id, OutcomeKind::HandedOff, state);
                 true
             }
             Err(e) => {
@@ -284,5 +392,126 @@ impl Orchestrator {
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tracker() -> TrackerConfig {
+        TrackerConfig {
+            active_states: vec!["To Do".into(), "In Progress".into()],
+            terminal_states: vec!["Done".into()],
+            handoff_state: Some("Human Review".into()),
+            ..Default::default()
+        }
+    }
+
+    fn decide(exit: SupervisorExit, retry_queued: bool, draining: bool) -> ExitStep {
+        decide_exit(&ExitFacts {
+            exit: &exit,
+            attempt: 2,
+            draining,
+            retry_queued,
+            backoff_cap_ms: 300_000,
+            tracker: &tracker(),
+        })
+    }
+
+    fn normal(declared: Option<DeclaredOutcome>) -> SupervisorExit {
+        SupervisorExit::Normal {
+            declared,
+            statement: None,
+        }
+    }
+
+    #[test]
+    fn a_retryable_failure_retries_with_backoff_and_a_fatal_one_gives_up() {
+        let err = |retryable| SupervisorExit::Error {
+            code: "turn_failed".into(),
+            message: "boom".into(),
+            retryable,
+        };
+        assert_eq!(
+            decide(err(true), false, false),
+            ExitStep::Retry {
+                attempt: 3,
+                delay_ms: failure_delay_ms(3, 300_000),
+                error: "turn_failed: boom".into(),
+            }
+        );
+        assert_eq!(
+            decide(err(false), false, false),
+            ExitStep::GiveUp {
+                error: "turn_failed: boom".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_cancellation_keeps_a_stall_retry_and_otherwise_releases() {
+        let cancelled = || SupervisorExit::Cancelled {
+            reason: CancelReason::Stall,
+        };
+        assert_eq!(decide(cancelled(), true, false), ExitStep::KeepQueuedRetry);
+        assert_eq!(decide(cancelled(), false, false), ExitStep::Release);
+        assert_eq!(decide(cancelled(), false, true), ExitStep::Nothing);
+    }
+
+    #[test]
+    fn declarations_park_or_move_the_issue_and_silence_continues() {
+        assert_eq!(
+            decide(normal(Some(DeclaredOutcome::Blocked)), false, false),
+            ExitStep::Park {
+                label: DEFAULT_PARKING_LABEL.into()
+            }
+        );
+        assert_eq!(
+            decide(
+                normal(Some(DeclaredOutcome::NeedsHumanReview)),
+                false,
+                false
+            ),
+            ExitStep::Declared {
+                state: Some("Human Review".into())
+            }
+        );
+        assert_eq!(
+            decide(normal(Some(DeclaredOutcome::NoChangeNeeded)), false, false),
+            ExitStep::Declared { state: None }
+        );
+        assert_eq!(
+            decide(normal(None), false, false),
+            ExitStep::Continue { attempt: 3 }
+        );
+    }
+
+    #[test]
+    fn after_a_plain_exit_the_tracker_state_decides() {
+        let mut cfg = tracker();
+        assert_eq!(
+            decide_continue(Some("Done"), &cfg),
+            ContinueStep::Release {
+                handoff_skipped: true
+            }
+        );
+        assert_eq!(
+            decide_continue(None, &cfg),
+            ContinueStep::HandOff {
+                state: "Human Review".into()
+            }
+        );
+        cfg.handoff_state = None;
+        assert_eq!(
+            decide_continue(Some("in progress"), &cfg),
+            ContinueStep::Continue
+        );
+        assert_eq!(
+            decide_continue(Some("Backlog"), &cfg),
+            ContinueStep::Release {
+                handoff_skipped: false
+            }
+        );
     }
 }

@@ -8,7 +8,6 @@ mod reconcile;
 mod retry;
 mod tick;
 
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -18,19 +17,26 @@ use crate::agent::status_file::DeclaredOutcome;
 use crate::agent::{AgentAdapter, AgentEventKind, CancelReason, CancelToken};
 use crate::clock::Clock;
 use crate::config::{LoadOptions, Workflow};
-use crate::domain::{Issue, state_in};
+use crate::domain::{
+    BudgetReason, Issue, OutcomeKind, ParkReason, PollOutcome, RescheduleReason, RetryTrigger,
+    RunStatus, state_in,
+};
 use crate::prompt::PromptTemplate;
 use crate::store::Store;
 use crate::tracker::TrackerAdapter;
 use crate::workspace::WorkspaceManager;
 
 use super::backoff::{CONTINUATION_DELAY_MS, failure_delay_ms};
-use super::msg::{OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult};
+use super::dispatch_pass::{Decision, HoldReason, LiveClaims, PassInput, plan, sort_candidates};
+use super::msg::{
+    AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult,
+};
 use super::persist;
 use super::snapshot::Snapshot;
+use super::state::PreflightError;
 use super::state::{BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
 use super::supervisor::{self, SupervisorJob};
-use crate::orchestrator::dispatch_pass::{Decision, PassInput, plan, sort_candidates};
+use super::tracker_ops::Lifecycle;
 
 /// How long shutdown waits for workers to exit before abandoning them.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -151,7 +157,6 @@ impl Orchestrator {
     /// Restores retries, totals, parks and outcomes from the database, then removes
     /// workspaces of issues that became terminal while sortie was down.
     fn warm_start(&mut self) {
-        let now = self.clock.now_ms();
         match persist::load_warm_start(&self.store) {
             Ok(ws) => {
                 for r in ws.retries {
@@ -176,7 +181,6 @@ impl Orchestrator {
             Err(e) => log::warn!("warm start failed; starting empty error=\"{e}\""),
         }
         self.sweep_terminal_workspaces();
-        let _ = now;
     }
 
     /// The loop: messages, due retries and ticks, until shutdown completes.
@@ -253,11 +257,6 @@ impl Orchestrator {
         self.publish();
     }
 
-    /// Number of running sessions (for tests and diagnostics).
-    pub fn running_count(&self) -> usize {
-        self.state.running.len()
-    }
-
     /// The latest snapshot, rebuilt now.
     pub fn snapshot_now(&mut self) -> Arc<Snapshot> {
         self.publish();
@@ -315,9 +314,9 @@ impl Orchestrator {
             }
             OrchMsg::Acknowledge { ack, reply } => {
                 let result = if self.draining.is_some() {
-                    Err("draining".to_string())
+                    Err(AckError::Draining)
                 } else {
-                    persist::acknowledge(&self.store, ack)
+                    persist::acknowledge(&self.store, ack).map_err(AckError::NotSaved)
                 };
                 if let Ok(stored) = &result {
                     log::info!(
@@ -374,20 +373,15 @@ impl Orchestrator {
         }
         super::snapshot::notify_published();
     }
-
-    /// The workflow file this orchestrator runs.
-    pub fn workflow_path(&self) -> PathBuf {
-        self.workflow.path.clone()
-    }
 }
 
-/// The run status the seed defines for an exit.
-fn run_status(exit: &SupervisorExit, budget_stopped: bool) -> &'static str {
+/// The recorded status of an exit; a cancellation by the budget is told apart.
+fn run_status(exit: &SupervisorExit, budget_stopped: bool) -> RunStatus {
     match exit {
-        SupervisorExit::Normal { .. } => "succeeded",
-        SupervisorExit::Error { .. } => "failed",
-        SupervisorExit::Cancelled { .. } if budget_stopped => "budget_stopped",
-        SupervisorExit::Cancelled { .. } => "cancelled",
+        SupervisorExit::Normal { .. } => RunStatus::Succeeded,
+        SupervisorExit::Error { .. } => RunStatus::Failed,
+        SupervisorExit::Cancelled { .. } if budget_stopped => RunStatus::BudgetStopped,
+        SupervisorExit::Cancelled { .. } => RunStatus::Cancelled,
     }
 }
 

@@ -5,8 +5,14 @@ use super::*;
 
 impl Orchestrator {
     pub(super) fn reconcile(&mut self) {
+        self.stop_stalled();
+        self.refresh_running_states();
+    }
+
+    /// Cancels sessions whose agent sent no event within the stall timeout and queues their
+    /// retry (the exit then keeps it).
+    fn stop_stalled(&mut self) {
         let now = self.clock.now_ms();
-        // Stall detection.
         if let Some(stall) = self
             .workflow
             .config
@@ -41,14 +47,19 @@ impl Orchestrator {
                     &issue,
                     next,
                     failure_delay_ms(next, self.backoff_cap()),
-                    "stall",
+                    RetryTrigger::Stall,
                     Some("stall timeout exceeded".into()),
                     None,
                     dispatched_at,
                 );
             }
         }
-        // Tracker state refresh.
+    }
+
+    /// Reads the tracker state of every running issue: an active one keeps running (with its
+    /// state updated), a terminal one is stopped and its workspace removed after the exit, any
+    /// other is stopped.
+    fn refresh_running_states(&mut self) {
         if self.state.running.is_empty() {
             return;
         }
@@ -96,11 +107,10 @@ impl Orchestrator {
             }
             e.cancel.cancel(CancelReason::Reconcile);
             if terminal {
-                let identifier = e.issue.identifier.clone();
                 self.state
                     .outcomes
-                    .insert(id.clone(), ("terminal".into(), state.clone()));
-                persist::set_outcome(&self.store, &id, &identifier, "terminal", &state);
+                    .insert(id.clone(), (OutcomeKind::Terminal, state.clone()));
+                persist::set_outcome(&self.store, &id, OutcomeKind::Terminal, &state);
             }
             self.cancel_retry(&id);
         }

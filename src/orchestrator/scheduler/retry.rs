@@ -10,7 +10,7 @@ impl Orchestrator {
         issue: &Issue,
         attempt: u32,
         delay_ms: u64,
-        trigger: &str,
+        trigger: RetryTrigger,
         error: Option<String>,
         session_id: Option<String>,
         dispatched_at_ms: i64,
@@ -41,7 +41,7 @@ impl Orchestrator {
             due_at_ms: due,
             error: error.map(|e| crate::mask::mask(&e)),
             session_id,
-            trigger: trigger.to_string(),
+            trigger,
             dispatched_at_ms,
         };
         log::info!(
@@ -53,7 +53,7 @@ impl Orchestrator {
             trigger
         );
         persist::save_retry(&self.store, &info, &self.workflow);
-        self.metrics.retry(trigger);
+        self.metrics.retry(trigger.as_str());
         self.state.retry_queue.schedule(&issue.id, due);
         self.state.retries.insert(issue.id.clone(), info);
     }
@@ -65,9 +65,10 @@ impl Orchestrator {
         }
     }
 
+    /// Releases the claim of an issue whose worker has exited: with its running entry gone, a
+    /// queued retry is all that still claims it.
     pub(super) fn release(&mut self, issue_id: &str) {
         self.cancel_retry(issue_id);
-        self.state.completed.insert(issue_id.to_string());
     }
 
     pub(super) fn fire_due_retries(&mut self) -> bool {
@@ -83,12 +84,17 @@ impl Orchestrator {
         fired
     }
 
-    pub(super) fn reschedule(&mut self, mut info: RetryInfo, attempt: u32, reason: &str) {
+    pub(super) fn reschedule(
+        &mut self,
+        mut info: RetryInfo,
+        attempt: u32,
+        reason: RescheduleReason,
+    ) {
         let delay = failure_delay_ms(attempt, self.backoff_cap());
         info.attempt = attempt;
         info.due_at_ms = self.clock.now_ms() + delay as i64;
-        info.error = Some(reason.to_string());
-        info.trigger = "timer".into();
+        info.error = Some(reason.as_str().to_string());
+        info.trigger = RetryTrigger::Timer;
         log::info!(
             "retry rescheduled issue_id={} issue_identifier={} attempt={} delay_ms={} reason=\"{}\"",
             info.issue.id,
@@ -98,7 +104,7 @@ impl Orchestrator {
             reason
         );
         persist::save_retry(&self.store, &info, &self.workflow);
-        self.metrics.retry("timer");
+        self.metrics.retry(RetryTrigger::Timer.as_str());
         self.state
             .retry_queue
             .schedule(&info.issue.id, info.due_at_ms);
@@ -109,7 +115,7 @@ impl Orchestrator {
         let id = info.issue.id.clone();
         if self.state.running.contains_key(&id) {
             let a = info.attempt;
-            self.reschedule(info, a, "worker still running");
+            self.reschedule(info, a, RescheduleReason::WorkerStillRunning);
             return;
         }
         if let Some(h) = self.budget_hold_for(&info.issue, None) {
@@ -126,7 +132,7 @@ impl Orchestrator {
             Err(e) => {
                 log::warn!("retry issue fetch failed issue_id={} error=\"{e}\"", id);
                 let a = info.attempt + 1;
-                self.reschedule(info, a, "retry issue fetch failed");
+                self.reschedule(info, a, RescheduleReason::IssueFetchFailed);
                 return;
             }
         };
@@ -140,10 +146,10 @@ impl Orchestrator {
         }
         let mut input = self.pass_input();
         input.claimed.remove(&id);
-        match plan(std::slice::from_ref(&issue), &input)
+        let decision = plan(std::slice::from_ref(&issue), &input)
             .into_iter()
-            .next()
-        {
+            .next();
+        match decision {
             Some(Decision::Dispatch) => {
                 persist::delete_retry(&self.store, &id);
                 self.dispatch(
@@ -153,14 +159,18 @@ impl Orchestrator {
                     info.dispatched_at_ms,
                 );
             }
-            Some(Decision::Held(
-                crate::orchestrator::dispatch_pass::HoldReason::AgentSlotsFull { .. },
-            )) => {
+            Some(Decision::Held(HoldReason::AgentSlotsFull { .. })) => {
                 let a = info.attempt + 1;
-                self.reschedule(info, a, "no available orchestrator slots");
+                self.reschedule(info, a, RescheduleReason::NoSlots);
             }
-            _ => {
+            Some(Decision::Held(HoldReason::BlockedBy(_))) | Some(Decision::Skip(_)) | None => {
                 // Blocked, parked or otherwise ineligible: release the claim.
+                log::info!(
+                    "retry released, issue not eligible issue_id={} issue_identifier={} decision={:?}",
+                    id,
+                    issue.identifier,
+                    decision
+                );
                 persist::delete_retry(&self.store, &id);
             }
         }
@@ -188,7 +198,7 @@ impl Orchestrator {
             && let Some(r) = self.state.retries.get(&id)
         {
             return RetryNowOutcome::StillWaiting {
-                reason: "no available orchestrator slots".into(),
+                reason: RescheduleReason::NoSlots.as_str().into(),
                 due_at_ms: r.due_at_ms,
             };
         }

@@ -30,7 +30,7 @@ impl Orchestrator {
         }
     }
 
-    pub(super) fn preflight(&mut self) -> Result<(), String> {
+    pub(super) fn preflight(&mut self) -> Result<(), PreflightError> {
         let mut problems = self.workflow.config.config_preflight();
         if let Err(e) = self.workspaces().preflight_root_writable() {
             problems.push(format!("workspace.root_writable: {e}"));
@@ -38,10 +38,7 @@ impl Orchestrator {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(format!(
-                "dispatch preflight failed: {}",
-                problems.join("; ")
-            ))
+            Err(PreflightError::Checks { problems })
         }
     }
 
@@ -49,10 +46,10 @@ impl Orchestrator {
     pub(super) fn tick(&mut self) {
         let started = self.clock.instant();
         self.tick_inner();
-        let result = match self.state.health.poll.outcome.as_str() {
-            "ok" => "success",
-            "preflight_failed" => "skipped",
-            _ => "error",
+        let result = match self.state.health.poll.outcome {
+            Some(PollOutcome::Ok) => "success",
+            Some(PollOutcome::PreflightFailed) => "skipped",
+            Some(PollOutcome::TrackerFailed) | None => "error",
         };
         let secs = self
             .clock
@@ -65,35 +62,37 @@ impl Orchestrator {
     fn tick_inner(&mut self) {
         self.tick_count += 1;
         let now = self.clock.now_ms();
-        // 1. Reload (failure keeps the last good workflow).
+        // Reload (failure keeps the last good workflow).
         let loaded = self.reload_workflow();
-        // 2. Database ping and preflight.
+        // Database ping and preflight.
         let db = persist::ping(&self.store);
         self.state.health.database.record(now, db);
         let preflight = if loaded {
             self.preflight()
         } else {
-            Err(format!(
-                "dispatch preflight failed: workflow file cannot be loaded: {}",
-                self.state.health.workflow.error.clone().unwrap_or_default()
-            ))
+            Err(PreflightError::WorkflowUnloadable {
+                error: self.state.health.workflow.error.clone().unwrap_or_default(),
+            })
         };
         self.state.health.preflight.record(now, preflight.clone());
-        // 4. Reconcile running sessions.
+        // Reconcile running sessions.
         self.reconcile();
-        // 5. Periodic sweep.
+        // Periodic sweep of workspaces of terminal issues.
         if self.tick_count.is_multiple_of(SWEEP_EVERY_TICKS) {
             self.sweep_terminal_workspaces();
         }
         if let Err(e) = preflight {
             log::warn!("{e}");
-            self.state
-                .health
-                .poll
-                .record(now, "preflight_failed", Some(e.clone()), 0, 0);
+            self.state.health.poll.record(
+                now,
+                PollOutcome::PreflightFailed,
+                Some(e.to_string()),
+                0,
+                0,
+            );
             return;
         }
-        // 7. Candidates.
+        // Candidates.
         let fetched = self.tracker.fetch_candidate_issues();
         self.metrics.tracker_request(
             "fetch_candidates",
@@ -103,27 +102,45 @@ impl Orchestrator {
             Ok(c) => c,
             Err(e) => {
                 log::warn!("failed to fetch candidate issues error=\"{e}\"");
-                self.state
-                    .health
-                    .poll
-                    .record(now, "tracker_failed", Some(e.to_string()), 0, 0);
+                self.state.health.poll.record(
+                    now,
+                    PollOutcome::TrackerFailed,
+                    Some(e.to_string()),
+                    0,
+                    0,
+                );
                 return;
             }
         };
         sort_candidates(&mut candidates);
-        // 9. Budget holds and park releases.
+        // Budget holds and park releases.
         self.rebuild_budget_holds(&candidates);
         self.release_parks(&candidates);
-        // 11. The dispatch pass.
-        let input = self.pass_input();
-        let decisions = plan(&candidates, &input);
+        // The dispatch pass.
+        let dispatched = self.run_pass(&candidates, now);
+        self.state
+            .health
+            .poll
+            .record(now, PollOutcome::Ok, None, candidates.len(), dispatched);
+        log::info!(
+            "tick completed candidates={} dispatched={} running={} retrying={}",
+            candidates.len(),
+            dispatched,
+            self.state.running.len(),
+            self.state.retries.len()
+        );
+    }
+
+    /// Dispatches what the pass decides and replaces the pass holds; returns how many issues
+    /// were dispatched.
+    fn run_pass(&mut self, candidates: &[Issue], now: i64) -> usize {
+        let decisions = plan(candidates, &self.pass_input());
         let mut dispatched = 0;
         let mut held = std::collections::BTreeMap::new();
         for (issue, decision) in candidates.iter().zip(decisions) {
             match decision {
                 Decision::Dispatch => {
-                    let dispatched_at = now;
-                    self.dispatch(issue.clone(), 0, None, dispatched_at);
+                    self.dispatch(issue.clone(), 0, None, now);
                     dispatched += 1;
                 }
                 Decision::Held(reason) => {
@@ -145,36 +162,26 @@ impl Orchestrator {
                 Decision::Skip(_) => {}
             }
         }
+        log_hold_changes(&self.state.held, &held);
         self.state.held = held;
-        self.state
-            .health
-            .poll
-            .record(now, "ok", None, candidates.len(), dispatched);
-        log::info!(
-            "tick completed candidates={} dispatched={} running={} retrying={}",
-            candidates.len(),
-            dispatched,
-            self.state.running.len(),
-            self.state.retries.len()
-        );
+        dispatched
     }
 
     pub(super) fn pass_input(&self) -> PassInput {
-        let cfg = &self.workflow.config;
-        let mut running_by_state = std::collections::BTreeMap::new();
-        for e in self.state.running.values() {
-            *running_by_state
-                .entry(e.issue.state.trim().to_lowercase())
-                .or_insert(0) += 1;
-        }
-        PassInput {
-            running_total: self.state.running.len(),
-            running_by_state,
-            claimed: self.state.claimed(),
-            budget_held: self.state.budget_held.keys().cloned().collect(),
-            parked: self.state.parked.keys().cloned().collect(),
-            ..PassInput::from_config(cfg)
-        }
+        PassInput::new(
+            &self.workflow.config,
+            LiveClaims {
+                running_states: self
+                    .state
+                    .running
+                    .values()
+                    .map(|e| e.issue.state.clone())
+                    .collect(),
+                claimed: self.state.claimed(),
+                budget_held: self.state.budget_held.keys().cloned().collect(),
+                parked: self.state.parked.keys().cloned().collect(),
+            },
+        )
     }
 
     /// The budget hold of one issue, if a per-issue ceiling is reached. `usage` is what the
@@ -219,12 +226,12 @@ impl Orchestrator {
         if let Some(limit) = max_tokens
             && usage.uncached_tokens.max(0) as u64 >= limit
         {
-            return Some(hold("token_budget", usage.uncached_tokens, limit));
+            return Some(hold(BudgetReason::Token, usage.uncached_tokens, limit));
         }
         if let Some(limit) = max_sessions
             && usage.sessions.max(0) as u64 >= limit
         {
-            return Some(hold("session_budget", usage.sessions, limit));
+            return Some(hold(BudgetReason::Session, usage.sessions, limit));
         }
         None
     }
@@ -232,7 +239,7 @@ impl Orchestrator {
     pub(super) fn rebuild_budget_holds(&mut self, candidates: &[Issue]) {
         let cfg = &self.workflow.config.agent;
         if cfg.max_tokens.unwrap_or(0) == 0 && cfg.max_sessions.unwrap_or(0) == 0 {
-            self.state.budget_held.clear();
+            self.replace_budget_holds(std::collections::BTreeMap::new());
             return;
         }
         let usage = match persist::usage_by_issue(&self.store) {
@@ -249,9 +256,12 @@ impl Orchestrator {
             }
             let used = usage.get(&issue.id).copied().unwrap_or_default();
             if let Some(mut h) = self.budget_hold_for(issue, Some(used)) {
-                if let Some(prev) = self.state.budget_held.get(&issue.id) {
+                let prev = self.state.budget_held.get(&issue.id);
+                if let Some(prev) = prev {
                     h.since_ms = prev.since_ms;
-                } else {
+                }
+                // Logged when the hold begins or changes reason, not on every tick.
+                if prev.map(|p| p.reason) != Some(h.reason) {
                     log::warn!(
                         "effort budget exhausted, blocking re-dispatch issue_id={} issue_identifier={} reason={} used={} limit={}",
                         issue.id,
@@ -262,6 +272,21 @@ impl Orchestrator {
                     );
                 }
                 holds.insert(issue.id.clone(), h);
+            }
+        }
+        self.replace_budget_holds(holds);
+    }
+
+    /// Installs this tick's budget holds, logging the ones that ended.
+    fn replace_budget_holds(&mut self, holds: std::collections::BTreeMap<String, BudgetHold>) {
+        for (id, h) in &self.state.budget_held {
+            if !holds.contains_key(id) {
+                log::info!(
+                    "budget hold lifted issue_id={} issue_identifier={} reason={}",
+                    id,
+                    h.issue.identifier,
+                    h.reason
+                );
             }
         }
         self.state.budget_held = holds;
@@ -293,6 +318,34 @@ impl Orchestrator {
                 );
                 persist::unpark(&self.store, &id);
             }
+        }
+    }
+}
+
+/// Logs the pass holds that began, changed reason or ended since the previous tick; a hold
+/// that stays as it was is not logged again.
+fn log_hold_changes(
+    before: &std::collections::BTreeMap<String, Held>,
+    after: &std::collections::BTreeMap<String, Held>,
+) {
+    for (id, h) in after {
+        if before.get(id).map(|p| p.reason.code()) != Some(h.reason.code()) {
+            log::info!(
+                "issue held issue_id={} issue_identifier={} reason={}",
+                id,
+                h.issue.identifier,
+                h.reason.code()
+            );
+        }
+    }
+    for (id, h) in before {
+        if !after.contains_key(id) {
+            log::info!(
+                "hold ended issue_id={} issue_identifier={} reason={}",
+                id,
+                h.issue.identifier,
+                h.reason.code()
+            );
         }
     }
 }
