@@ -4,7 +4,7 @@
 //! (`tests/layering.rs` checks it). See ARCHITECTURE.md for threads, channels and where each
 //! concept lives.
 //!
-//! 0. `build_info`, `clock`, `domain`, `mask`
+//! 0. `build_info`, `clock`, `domain`, `mask`, `process_signal`
 //! 1. `agent`, `prompt`, `tracker`, `ui`, `workspace`
 //! 2. `registry`
 //! 3. `config`
@@ -25,6 +25,7 @@ pub mod logging;
 pub mod mask;
 pub mod metrics;
 pub mod orchestrator;
+pub mod process_signal;
 pub mod prompt;
 pub mod registry;
 pub mod store;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first; the same order as the comment at the top of `src/lib.rs`.
 const LAYERS: &[&[&str]] = &[
-    &["build_info", "clock", "domain", "mask"],
+    &["build_info", "clock", "domain", "mask", "process_signal"],
     &["agent", "prompt", "tracker", "ui", "workspace"],
     &["registry"],
     &["config"],

@@ -6,6 +6,7 @@
 use super::cancel::{CancelReason, CancelToken};
 use super::event::{AgentEvent, TurnOutcome};
 use super::stream::{ExitInfo, SpawnError, StreamParser, TurnEnd};
+use crate::process_signal::{Signal, signal_group};
 use crossbeam_channel::{Receiver, Sender, never, select};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -289,7 +290,7 @@ fn supervise(
     }
     // Every exit: kill whatever is left of the group (grandchildren, MCP sidecars), so the
     // pipes close and nothing outlives the turn.
-    kill_group(pid, rustix::process::Signal::KILL);
+    kill_group(pid, Signal::KILL);
 
     if stdout_open && end.read_error.is_none() {
         let drain_until = Instant::now() + limits.drain_timeout;
@@ -321,23 +322,23 @@ fn supervise(
 
 /// SIGTERM the group, wait `grace` for the child, then SIGKILL; returns the exit.
 fn terminate(pid: u32, exit_rx: &Receiver<ExitInfo>, grace: Duration) -> ExitInfo {
-    kill_group(pid, rustix::process::Signal::TERM);
+    kill_group(pid, Signal::TERM);
     if let Ok(info) = exit_rx.recv_timeout(grace) {
-        kill_group(pid, rustix::process::Signal::KILL);
+        kill_group(pid, Signal::KILL);
         return info;
     }
-    kill_group(pid, rustix::process::Signal::KILL);
+    kill_group(pid, Signal::KILL);
     exit_rx.recv_timeout(KILL_WAIT).unwrap_or(ExitInfo {
         code: None,
         signal: Some(9),
     })
 }
 
-/// Signals the whole process group led by `pid`; a gone group is fine.
-pub fn kill_group(pid: u32, signal: rustix::process::Signal) {
-    let Ok(raw) = i32::try_from(pid) else { return };
-    if let Some(p) = rustix::process::Pid::from_raw(raw) {
-        let _ = rustix::process::kill_process_group(p, signal);
+/// Signals the whole process group led by `pid`. Best effort: the turn is ending either way,
+/// and a failure here has nothing left to act on.
+fn kill_group(pid: u32, signal: Signal) {
+    if let Err(e) = signal_group(pid, signal) {
+        log::debug!("process group signal failed pid={pid} error={e}");
     }
 }
 

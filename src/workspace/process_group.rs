@@ -106,10 +106,7 @@ impl GroupChild {
 
     /// Sends SIGKILL to every process in the group. A group that is already gone is not an error.
     pub fn kill_group(&self) -> io::Result<()> {
-        match kill_process_group(self.pid, Signal::KILL) {
-            Ok(()) | Err(Errno::SRCH) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        crate::process_signal::signal_group(self.pid.as_raw_nonzero().get() as u32, Signal::KILL)
     }
 
     /// Kills the whole group and reaps the leader. SIGKILL cannot be caught, so this returns
