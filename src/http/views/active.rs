@@ -21,6 +21,7 @@ pub enum LiveStatus {
     Parked,
 }
 
+/// One issue of the `active` list.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "ActiveEntry")]
 pub struct ActiveEntry {

@@ -54,6 +54,7 @@ pub struct AttentionEvidence {
     pub budget_sessions: Option<u64>,
 }
 
+/// One item that needs a person.
 #[derive(Debug, Clone, JsonSchema)]
 #[schemars(rename = "AttentionItem")]
 #[allow(dead_code)]

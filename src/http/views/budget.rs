@@ -8,6 +8,7 @@ use crate::orchestrator::snapshot::{BudgetRow, ConfigView};
 use super::super::wording;
 use super::{IssueFields, Null, Sentences, nonempty, ts};
 
+/// A `budget_exhausted[]` entry.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "BudgetRow")]
 pub struct BudgetView {

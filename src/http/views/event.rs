@@ -30,6 +30,7 @@ pub struct ToolFields {
     pub tool_error: bool,
 }
 
+/// One agent event as served.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 #[schemars(rename = "RunEvent")]
 pub struct EventView {

@@ -74,6 +74,7 @@ pub struct PollCheckView {
     pub summary_text: String,
 }
 
+/// The checks behind readiness and the dashboard's health strip.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "Health")]
 pub struct HealthView {

@@ -49,6 +49,7 @@ pub struct HoldView {
     pub release_text: String,
 }
 
+/// A `held[]` entry.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "HeldRow")]
 pub struct HeldView {

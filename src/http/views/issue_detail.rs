@@ -81,6 +81,7 @@ pub struct HistoryView {
     pub issue_outcome: Option<OutcomeView>,
 }
 
+/// One issue's live rows, events and history.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "IssueDetail")]
 pub struct IssueDetailView {

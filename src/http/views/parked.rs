@@ -8,6 +8,7 @@ use crate::orchestrator::snapshot::{ConfigView, ParkedRow};
 use super::super::wording;
 use super::{IssueFields, Null, Sentences, nonempty, ts};
 
+/// A `parked[]` entry.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "ParkedRow")]
 pub struct ParkedView {

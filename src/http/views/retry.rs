@@ -8,6 +8,7 @@ use crate::orchestrator::snapshot::{ConfigView, RetryRow};
 use super::super::wording;
 use super::{IssueFields, Null, Sentences, nonempty, ts};
 
+/// A `retrying[]` entry.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "RetryRow")]
 pub struct RetryView {

@@ -49,6 +49,7 @@ pub struct AgentTotalsView {
     pub running_non_reporting: u64,
 }
 
+/// The whole state document.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "State")]
 pub struct StateDoc {

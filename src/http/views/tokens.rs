@@ -5,6 +5,7 @@ use serde::Serialize;
 
 /// The five token counts of a session, a run or an issue.
 #[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema, PartialEq, Eq)]
+#[schemars(rename = "Tokens")]
 pub struct TokensView {
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
