@@ -284,10 +284,10 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
     );
     let recent_events = match found.running {
         Some(r) => {
-            let skip = r.recent_events.len().saturating_sub(RECENT_EVENTS);
-            r.recent_events[skip..]
-                .iter()
-                .map(|(seq, ev)| event_json::view_live(*seq, ev))
+            let skip = r.recent_events().len().saturating_sub(RECENT_EVENTS);
+            r.recent_events()
+                .skip(skip)
+                .map(|(seq, ev)| event_json::view_live(seq, ev))
                 .collect()
         }
         None => recorded_events(&conn, &issue_id)?,
@@ -306,8 +306,10 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         issue,
         workspace: found
             .running
-            .and_then(|r| r.workspace_path.clone())
-            .map(|path| WorkspaceView { path }),
+            .and_then(|r| r.workspace_path.as_ref())
+            .map(|p| WorkspaceView {
+                path: p.display().to_string(),
+            }),
         attempts: AttemptsView {
             restart_count: attempt.saturating_sub(1),
             current_retry_attempt: found.retry.map(|r| r.attempt).unwrap_or(0),

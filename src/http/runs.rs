@@ -218,11 +218,10 @@ pub fn run_events(state: &AppState, dispatch_id: &str) -> Result<JsonReply, ApiE
     if let Some(r) = snap.running.iter().find(|r| r.dispatch_id == dispatch_id) {
         return Ok(JsonReply::ok(to_value(&RunEventsPage {
             dispatch_id: dispatch_id.to_string(),
-            first_seq: r.recent_events.first().map(|(s, _)| *s as i64),
+            first_seq: r.recent_events().next().map(|(s, _)| s as i64),
             events: r
-                .recent_events
-                .iter()
-                .map(|(seq, ev)| event_json::view_live(*seq, ev))
+                .recent_events()
+                .map(|(seq, ev)| event_json::view_live(seq, ev))
                 .collect(),
         })));
     }

@@ -331,11 +331,12 @@ fn pump_runs(
         }
         let d = subs[i].dispatch_id.clone();
         if let Some(row) = snap.running.iter().find(|r| r.dispatch_id == d) {
-            let seqs: Vec<i64> = row.recent_events.iter().map(|(s, _)| *s as i64).collect();
+            let seqs: Vec<i64> = row.recent_events().map(|(s, _)| s as i64).collect();
             write_events(subs, i, &seqs, frames, |k| {
-                row.recent_events
+                row.events
+                    .events
                     .get(k)
-                    .map(|(seq, ev)| event_json::served_live(*seq, ev))
+                    .map(|(seq, ev, _)| event_json::served_live(*seq, ev))
                     .unwrap_or(Value::Null)
             })?;
             continue;

@@ -84,7 +84,7 @@ pub fn row_usage(r: &RunningRow, agent_kind: &str) -> RowUsage {
         arrival,
         Some(UsageArrival::Incremental) | Some(UsageArrival::TurnEnd)
     );
-    let measured = reports && r.tokens.is_some();
+    let measured = reports && r.tokens_measured;
     RowUsage {
         measured,
         awaited: reports && !measured && r.turns_without_figure == 0,
@@ -184,9 +184,9 @@ impl RunningView {
         let caps = crate::agent::caps_for_kind(&cfg.agent_kind);
         let arrival = caps.map(|c| c.usage_arrival);
         let usage = row_usage(r, &cfg.agent_kind);
-        let tokens = r.tokens.filter(|_| usage.measured);
+        let tokens = r.measured_tokens().filter(|_| usage.measured);
         let requests_measured = arrival == Some(UsageArrival::Incremental)
-            && (r.api_request_count > 0 || (r.turn == 0 && r.tokens.is_none()));
+            && (r.api_request_count > 0 || (r.turn == 0 && !r.tokens_measured));
         RunningView {
             issue: IssueFields::of(&r.issue),
             sentences: wording::running(r.turn, None).into(),
@@ -200,7 +200,7 @@ impl RunningView {
             started_at: ts(r.started_at_ms),
             dispatched_at: ts(r.dispatched_at_ms),
             last_event_at: opt_ts(r.last_event_at_ms),
-            workspace_path: r.workspace_path.clone(),
+            workspace_path: r.workspace_path.as_ref().map(|p| p.display().to_string()),
             tokens: TokensView::measured(tokens.map(|t| {
                 [
                     t.input_tokens,
@@ -213,7 +213,7 @@ impl RunningView {
             })),
             uncached_tokens: tokens.map(|t| t.uncached_tokens() as i64),
             model_name: r
-                .model
+                .reported_model
                 .as_deref()
                 .filter(|_| arrival != Some(UsageArrival::None))
                 .and_then(nonempty),
@@ -248,7 +248,7 @@ impl IssueFigures {
         usage: RowUsage,
     ) -> IssueFigures {
         let session_uncached = r
-            .tokens
+            .measured_tokens()
             .filter(|_| usage.measured)
             .map(|t| t.uncached_tokens())
             .unwrap_or(0);
@@ -346,22 +346,25 @@ mod tests {
             },
             dispatch_id: "ABC".into(),
             attempt: 0,
-            turn,
-            max_turns: 3,
             started_at_ms: 0,
             dispatched_at_ms: 0,
             last_event_at_ms: None,
             last_event_type: None,
             last_message: None,
             session_id: None,
-            tokens,
+            agent_pid: None,
+            turn,
+            tokens: tokens.unwrap_or_default(),
+            tokens_measured: tokens.is_some(),
             api_request_count: u64::from(tokens.is_some()),
-            model: Some("m".into()),
-            stall_at_ms: None,
-            recent_events: vec![],
-            workspace_path: None,
-            turns_without_figure: without_figure,
             turn_had_usage: tokens.is_some(),
+            turns_without_figure: without_figure,
+            reported_model: Some("m".into()),
+            pending_cleanup: false,
+            budget_stopped: false,
+            tokens_used_before: 0,
+            events: Default::default(),
+            workspace_path: None,
         }
     }
 

@@ -11,20 +11,20 @@ impl Orchestrator {
         let Some(mut entry) = self.state.running.remove(&issue_id) else {
             return;
         };
-        if entry.workspace_path.is_none() {
-            entry.workspace_path = result.workspace_path.clone();
+        if entry.facts.workspace_path.is_none() {
+            entry.facts.workspace_path = result.workspace_path.clone();
         }
         if result.session_id.is_some() {
-            entry.session_id = result.session_id.clone();
+            entry.facts.session_id = result.session_id.clone();
         }
         let now = self.clock.now_ms();
-        let seconds = ((now - entry.started_at_ms).max(0) as f64) / 1000.0;
+        let seconds = ((now - entry.facts.started_at_ms).max(0) as f64) / 1000.0;
         self.state.totals.seconds_running += seconds;
-        if !entry.tokens_measured {
+        if !entry.facts.tokens_measured {
             self.state.totals.unmeasured_sessions += 1;
             self.metrics.unmeasured_session();
         }
-        let status = run_status(&result.exit, entry.budget_stopped);
+        let status = run_status(&result.exit, entry.facts.budget_stopped);
         self.metrics.worker_exit(status, seconds);
         // Persist the run before any retry is scheduled.
         if let Err(e) = persist::record_run(
@@ -37,33 +37,33 @@ impl Orchestrator {
         ) {
             log::error!(
                 "failed to record run issue_id={} issue_identifier={} error=\"{e}\"",
-                entry.issue.id,
-                entry.issue.identifier
+                entry.facts.issue.id,
+                entry.facts.issue.identifier
             );
         }
-        if entry.pending_cleanup {
+        if entry.facts.pending_cleanup {
             let ws = self.workspaces();
-            let removed = match &entry.workspace_path {
-                Some(p) => ws.remove_path(&entry.issue.id, &entry.issue.identifier, p),
-                None => ws.remove(&entry.issue.id, &entry.issue.identifier),
+            let removed = match &entry.facts.workspace_path {
+                Some(p) => ws.remove_path(&entry.facts.issue.id, &entry.facts.issue.identifier, p),
+                None => ws.remove(&entry.facts.issue.id, &entry.facts.issue.identifier),
             };
             if let Err(e) = removed {
                 log::warn!(
                     "workspace cleanup failed issue_id={} issue_identifier={} error=\"{e}\"",
-                    entry.issue.id,
-                    entry.issue.identifier
+                    entry.facts.issue.id,
+                    entry.facts.issue.identifier
                 );
             }
         }
         if self.draining.is_some() {
             return;
         }
-        let issue = entry.issue.clone();
-        let next_attempt = entry.attempt + 1;
+        let issue = entry.facts.issue.clone();
+        let next_attempt = entry.facts.attempt + 1;
         let exit_for_comment = result.exit.clone();
-        let duration_ms = result.ended_at_ms - entry.started_at_ms;
+        let duration_ms = result.ended_at_ms - entry.facts.started_at_ms;
         let turns = result.turns_completed;
-        let session_for_comment = entry.session_id.clone();
+        let session_for_comment = entry.facts.session_id.clone();
         match result.exit {
             SupervisorExit::Cancelled { .. } => {
                 // A stall schedules its own retry; other cancellations release the claim.
@@ -94,7 +94,7 @@ impl Orchestrator {
                         "error",
                         Some(format!("worker exited: {code}: {message}")),
                         None,
-                        entry.dispatched_at_ms,
+                        entry.facts.dispatched_at_ms,
                     );
                 } else {
                     log::error!(
@@ -167,7 +167,7 @@ impl Orchestrator {
         declared: Option<DeclaredOutcome>,
         session_id: Option<String>,
     ) {
-        let issue = &entry.issue;
+        let issue = &entry.facts.issue;
         let cfg = self.workflow.config.tracker.clone();
         match declared {
             Some(DeclaredOutcome::Blocked) => {
@@ -246,12 +246,12 @@ impl Orchestrator {
                 }
                 self.schedule_retry(
                     issue,
-                    entry.attempt + 1,
+                    entry.facts.attempt + 1,
                     CONTINUATION_DELAY_MS,
                     "continuation",
                     None,
                     session_id,
-                    entry.dispatched_at_ms,
+                    entry.facts.dispatched_at_ms,
                 );
             }
         }

@@ -164,7 +164,7 @@ impl Orchestrator {
         let mut running_by_state = std::collections::BTreeMap::new();
         for e in self.state.running.values() {
             *running_by_state
-                .entry(e.issue.state.trim().to_lowercase())
+                .entry(e.facts.issue.state.trim().to_lowercase())
                 .or_insert(0) += 1;
         }
         PassInput {
