@@ -165,23 +165,17 @@ pub fn view_live(seq: u64, ev: &crate::agent::AgentEvent) -> EventView {
     view(seq as i64, &payload)
 }
 
-/// [`view`] as JSON, for the event stream's frames.
-pub fn served(seq: i64, payload: &Value) -> Value {
-    super::views::to_value(&view(seq, payload))
-}
-
-/// [`view_live`] as JSON, for the event stream's frames.
-pub fn served_live(seq: u64, ev: &crate::agent::AgentEvent) -> Value {
-    super::views::to_value(&view_live(seq, ev))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
+    fn served(seq: i64, payload: &Value) -> Value {
+        super::super::views::to_value(&view(seq, payload))
+    }
+
     #[test]
-    fn tool_result_reads_as_the_seed_example() {
+    fn tool_result_reads_as_one_line() {
         let v = served(
             41,
             &json!({"event": "tool_result", "at": "2026-03-26T14:29:31Z", "message": "",

@@ -12,6 +12,7 @@ use super::views::probe::{ProbeView, ReadinessView};
 use super::views::reply::{AcknowledgeReply, ErrorBody, QueueReply, RefreshReply};
 use super::views::run::{IssueGroupsPage, RunEventsPage, RunsPage};
 use super::views::state::StateDoc;
+use super::views::stream::{AgentEventFrame, ResetFrame, RunEndedFrame};
 use super::views::to_value;
 
 /// Every route the router serves: `(method, OpenAPI path)`.
@@ -147,8 +148,12 @@ fn generator() -> SchemaGenerator {
 
 impl Refs {
     fn generate(g: &mut SchemaGenerator) -> Refs {
-        // Every error response names `#/components/schemas/Error` directly.
+        // Every error response names `#/components/schemas/Error` directly; the stream's frame
+        // data is named in the event stream's description.
         g.subschema_for::<ErrorBody>();
+        g.subschema_for::<AgentEventFrame>();
+        g.subschema_for::<ResetFrame>();
+        g.subschema_for::<RunEndedFrame>();
         Refs {
             state: g.subschema_for::<StateDoc>().to_value(),
             run_page: g.subschema_for::<RunsPage>().to_value(),
@@ -303,7 +308,7 @@ fn paths(s: &Refs) -> Value {
             "405": method_not_allowed(), "503": history_unavailable.clone(),
         }}},
         "/api/v1/events": {"get": {"summary": "Server-sent change signals, heartbeats and agent events", "parameters": [query_param("run", "<dispatch_id> or <dispatch_id>:<seq>, up to 16 times.")], "responses": {
-            "200": {"description": "The stream: frames `change`, `heartbeat`, `agent_event`, `run_ended`, `reset`, each with an id `revision;<dispatch_id>:<seq>…`.", "content": {"text/event-stream": {"schema": {"type": "string"}, "example": "id: 1792000000000000000\nevent: change\ndata: {}\n\n"}}},
+            "200": {"description": "The stream: frames `change` and `heartbeat` (data `{}`), `agent_event` (data: components StreamAgentEvent), `run_ended` (StreamRunEnded) and `reset` (StreamReset), each with an id `revision;<dispatch_id>:<seq>…`.", "content": {"text/event-stream": {"schema": {"type": "string"}, "example": "id: 1792000000000000000\nevent: change\ndata: {}\n\n"}}},
             "400": error_response("A run parameter broke its rules.", "invalid_parameter", "parameter \"run\" must not be empty"),
             "405": method_not_allowed(),
         }}},

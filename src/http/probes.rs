@@ -35,7 +35,7 @@ pub fn readyz(state: &AppState) -> JsonReply {
     let database = database_ok(state);
     let preflight = snap.health.preflight.failing_streak == 0;
     // The process started, so the workflow loaded at least once; a later failed reload keeps
-    // this check passing (the seed: health.workflow reports it).
+    // this check passing (`health.workflow` in the state document reports it).
     let workflow = true;
     let ready = database && preflight && workflow && !snap.draining;
     let uptime_ms = (state.clock.now_ms() - snap.started_at_ms).max(0);

@@ -78,7 +78,7 @@ pub struct RunHandles {
 
 /// The in-memory event list of a live run: the events the API serves and that are stored with
 /// the run. Token usage events (totals ride on the run), blank heartbeats and repeats of the
-/// newest kept message are not kept, as the seed specifies.
+/// newest kept message are not kept: they would crowd out the events a person reads.
 #[derive(Debug, Clone, Default)]
 pub struct EventRing {
     /// `(seq, event, serialized size)`; events are shared with published snapshots, so a

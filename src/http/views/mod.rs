@@ -25,6 +25,7 @@ pub mod retry;
 pub mod run;
 pub mod running;
 pub mod state;
+pub mod stream;
 pub mod tokens;
 
 use std::borrow::Cow;
@@ -45,7 +46,8 @@ pub fn opt_ts(ms: Option<i64>) -> Option<String> {
     ms.map(ts)
 }
 
-/// `Some(s)` unless `s` is empty: members the seed omits when they have no value.
+/// `Some(s)` unless `s` is empty: an empty tracker or config string is served as an absent
+/// member, so clients test presence rather than compare with `""`.
 pub fn nonempty(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }

@@ -1,8 +1,9 @@
-//! The documented shapes of the error envelope and the action replies. Those bodies are
-//! assembled by `http::respond` and `http::actions`; these types are their schemas, and the
-//! live OpenAPI tests hold the served bodies to them.
+//! The error envelope and the action replies. Most of these bodies are assembled by
+//! `http::respond` and `http::actions`; these types are their schemas, and the live OpenAPI
+//! tests hold the served bodies to them. The reaction check serializes [`QueueReply`].
 
 use schemars::JsonSchema;
+use serde::Serialize;
 
 #[derive(Debug, Clone, JsonSchema)]
 #[allow(dead_code)]
@@ -34,9 +35,8 @@ pub struct RefreshReply {
 }
 
 /// `POST /api/v1/retries/{identifier}/run` and the reaction check (409 draining).
-#[derive(Debug, Clone, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "QueueReply")]
-#[allow(dead_code)]
 pub struct QueueReply {
     pub queued: bool,
     pub requested_at: String,
