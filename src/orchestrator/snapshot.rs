@@ -8,13 +8,12 @@ use std::time::Duration;
 use crate::config::Workflow;
 use crate::domain::Issue;
 
-use super::dispatch_pass::HoldReason;
-use super::state::{AgentTotals, Health, RunFacts, State};
+use super::state::{AgentTotals, BudgetHold, Health, Held, Park, RetryInfo, RunFacts, State};
 
 /// One running session: a copy of its facts.
 pub type RunningRow = RunFacts;
 
-/// One queued retry.
+/// One queued retry: its retry-queue entry without the session to resume.
 #[derive(Debug, Clone)]
 pub struct RetryRow {
     pub issue: Issue,
@@ -25,34 +24,27 @@ pub struct RetryRow {
     pub dispatched_at_ms: i64,
 }
 
-/// One held issue.
-#[derive(Debug, Clone)]
-pub struct HeldRow {
-    pub issue: Issue,
-    pub reason: HoldReason,
-    pub since_ms: i64,
+impl From<&RetryInfo> for RetryRow {
+    fn from(r: &RetryInfo) -> RetryRow {
+        RetryRow {
+            issue: r.issue.clone(),
+            attempt: r.attempt,
+            due_at_ms: r.due_at_ms,
+            error: r.error.clone(),
+            trigger: r.trigger.clone(),
+            dispatched_at_ms: r.dispatched_at_ms,
+        }
+    }
 }
+
+/// One held issue.
+pub type HeldRow = Held;
 
 /// One budget hold.
-#[derive(Debug, Clone)]
-pub struct BudgetRow {
-    pub issue: Issue,
-    pub reason: &'static str,
-    pub used: u64,
-    pub limit: u64,
-    pub since_ms: i64,
-}
+pub type BudgetRow = BudgetHold;
 
 /// One parked issue.
-#[derive(Debug, Clone)]
-pub struct ParkedRow {
-    pub issue: Issue,
-    pub reason: String,
-    pub parked_at_ms: i64,
-    pub label: String,
-    pub label_applied: bool,
-    pub parked_state: String,
-}
+pub type ParkedRow = Park;
 
 /// The configuration in force, as the state document's `config` serves it (no credentials).
 #[derive(Debug, Clone, Default)]
@@ -196,55 +188,15 @@ impl Snapshot {
         let mut running: Vec<RunningRow> =
             state.running.values().map(|e| e.facts.clone()).collect();
         running.sort_by(|a, b| a.issue.identifier.cmp(&b.issue.identifier));
-        let mut retrying: Vec<RetryRow> = state
-            .retries
-            .values()
-            .map(|r| RetryRow {
-                issue: r.issue.clone(),
-                attempt: r.attempt,
-                due_at_ms: r.due_at_ms,
-                error: r.error.clone(),
-                trigger: r.trigger.clone(),
-                dispatched_at_ms: r.dispatched_at_ms,
-            })
-            .collect();
+        let mut retrying: Vec<RetryRow> = state.retries.values().map(RetryRow::from).collect();
         retrying.sort_by(|a, b| {
             a.due_at_ms
                 .cmp(&b.due_at_ms)
                 .then_with(|| a.issue.identifier.cmp(&b.issue.identifier))
         });
-        let held = state
-            .held
-            .values()
-            .map(|h| HeldRow {
-                issue: h.issue.clone(),
-                reason: h.reason.clone(),
-                since_ms: h.since_ms,
-            })
-            .collect();
-        let budget_exhausted = state
-            .budget_held
-            .values()
-            .map(|b| BudgetRow {
-                issue: b.issue.clone(),
-                reason: b.reason,
-                used: b.used,
-                limit: b.limit,
-                since_ms: b.since_ms,
-            })
-            .collect();
-        let parked = state
-            .parked
-            .values()
-            .map(|p| ParkedRow {
-                issue: p.issue.clone(),
-                reason: p.reason.clone(),
-                parked_at_ms: p.parked_at_ms,
-                label: p.label.clone(),
-                label_applied: p.label_applied,
-                parked_state: p.parked_state.clone(),
-            })
-            .collect();
+        let held = state.held.values().cloned().collect();
+        let budget_exhausted = state.budget_held.values().cloned().collect();
+        let parked = state.parked.values().cloned().collect();
         Snapshot {
             revision: state.revision,
             acks: state.acks.clone(),
