@@ -428,3 +428,67 @@ fn live_responses_of_run_history_match_the_document() {
         404,
     );
 }
+
+#[test]
+fn live_responses_of_a_hold_match_the_document() {
+    let s = Setup::new(
+        &mock_workflow(
+            "  max_turns: 1\n  max_concurrent_agents_by_state: {\"to do\": 1}\n",
+            "  turn_delay_ms: 600000\n",
+        ),
+        &issues(&[("1", "S-1", "To Do"), ("2", "S-2", "To Do")]),
+    );
+    let d = s.start(&[]);
+    d.wait_state("one running, one held", T, |s| {
+        s["counts"]["running"] == 1 && s["counts"]["held"] == 1
+    });
+    let doc = openapi_doc(&d);
+    let state = check_live(&d, &doc, "get", "/api/v1/state", "/api/v1/state", 200);
+    assert_eq!(state["held"][0]["hold"]["reason"], "agent_slots_full");
+    let held = state["held"][0]["issue_identifier"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    // A held issue has no live row and no history yet.
+    check_live(
+        &d,
+        &doc,
+        "get",
+        &format!("/api/v1/{held}"),
+        "/api/v1/{identifier}",
+        404,
+    );
+}
+
+#[test]
+fn live_responses_of_a_queued_retry_match_the_document() {
+    let s = Setup::new(
+        &mock_workflow("  max_turns: 1\n", "  turn_outcomes: [failed]\n"),
+        &issues(&[("1", "R-1", "To Do")]),
+    );
+    let d = s.start(&[]);
+    d.wait_state("a queued retry", T, |s| {
+        s["retrying"][0]["issue_identifier"] == "R-1"
+    });
+    let doc = openapi_doc(&d);
+    let state = check_live(&d, &doc, "get", "/api/v1/state", "/api/v1/state", 200);
+    assert_eq!(state["active"][0]["status"], "retrying");
+    let detail = check_live(&d, &doc, "get", "/api/v1/R-1", "/api/v1/{identifier}", 200);
+    assert!(detail["retry"].is_object());
+    check_live(
+        &d,
+        &doc,
+        "get",
+        "/api/v1/runs/issues",
+        "/api/v1/runs/issues",
+        200,
+    );
+    check_live(
+        &d,
+        &doc,
+        "post",
+        "/api/v1/retries/R-1/run",
+        "/api/v1/retries/{identifier}/run",
+        202,
+    );
+}
