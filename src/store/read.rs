@@ -43,11 +43,6 @@ impl ReadConn {
         })
     }
 
-    /// The underlying connection, for queries other modules add (stats aggregation).
-    pub fn connection(&self) -> &Connection {
-        &self.conn
-    }
-
     pub fn load_retry_entries(&self) -> Result<Vec<RetryEntry>, StoreError> {
         retry::load_all(&self.conn)
     }
