@@ -64,8 +64,8 @@ pub fn issue_fields(issue: &Issue) -> Map<String, Value> {
     }
 }
 
-/// The rows of one issue across the live lists, for the state document's `active` list and
-/// the issue detail.
+/// The rows of one issue across the live lists, for the issue detail and the run-history
+/// groups (which decide its status by precedence).
 pub struct IssueRows<'a> {
     pub running: Option<&'a RunningRow>,
     pub retry: Option<&'a RetryRow>,
@@ -83,22 +83,6 @@ impl<'a> IssueRows<'a> {
                 .iter()
                 .find(|r| r.issue.id == issue_id),
             parked: snap.parked.iter().find(|r| r.issue.id == issue_id),
-        }
-    }
-
-    /// The status by precedence (running, retrying, budget-held, parked), `None` when no live
-    /// list holds the issue.
-    pub fn status(&self) -> Option<&'static str> {
-        if self.running.is_some() {
-            Some("running")
-        } else if self.retry.is_some() {
-            Some("retrying")
-        } else if self.budget.is_some() {
-            Some("budget_exhausted")
-        } else if self.parked.is_some() {
-            Some("parked")
-        } else {
-            None
         }
     }
 }
