@@ -152,14 +152,6 @@ fn method_enforcement_probes_and_redirect() {
     assert_eq!(v["checks"]["workflow"], "pass");
     assert!(v["uptime_seconds"].is_number());
     assert!(v["version"].is_string());
-    // The OpenAPI document describes the live state document.
-    let doc = d.get("/api/v1/openapi.json").json();
-    assert_eq!(doc["openapi"], "3.1.0");
-    let schema = sortie::http::openapi::response_schema(&doc, "/api/v1/state", "get", "200")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let state = d.state();
-    sortie::http::openapi::validate(&schema, &state, &doc).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]

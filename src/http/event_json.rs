@@ -1,7 +1,9 @@
 //! The served shape of one agent event (run events route, issue detail, SSE `agent_event`):
 //! the kept members plus `seq`, `text` and `tool_line`, worded when served and never stored.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use super::views::event::{EventView, ToolFields};
 
 /// Longest message or tool argument served, in characters, before `…`.
 const MAX_CHARS: usize = 999;
@@ -73,72 +75,76 @@ fn tool_line(name: Option<&str>, kind: Option<&str>, arg: Option<&str>) -> Strin
     }
 }
 
+/// The `tool_result` members and the call's line and sentence.
+fn tool_result(
+    get: &dyn Fn(&str) -> Option<String>,
+    payload: &Value,
+) -> (ToolFields, String, String) {
+    let name = get("tool_name").map(|n| cut(&n));
+    let kind = get("tool_kind");
+    let arg = if kind.is_some() {
+        get("tool_argument").map(|a| {
+            cut(&a
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect::<String>())
+        })
+    } else {
+        None
+    };
+    let duration = payload.get("duration_ms").and_then(Value::as_u64);
+    let failed = payload
+        .get("tool_error")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let line = tool_line(name.as_deref(), kind.as_deref(), arg.as_deref());
+    let mut t = format!("Ran {line}");
+    if let Some(d) = duration {
+        t.push_str(&format!(" in {}", seconds(d)));
+    }
+    if failed {
+        t.push_str("; it returned an error");
+    }
+    let fields = ToolFields {
+        tool_name: name,
+        tool_kind: kind,
+        tool_argument: arg,
+        duration_ms: duration,
+        tool_error: failed,
+    };
+    (fields, line, format!("{t}."))
+}
+
 /// Builds the served event from its stored members (`payload` as the store keeps it or as the
-/// live event serializes). `usage` is the run's token totals after a turn-ending event.
-pub fn served(seq: i64, payload: &Value) -> Value {
-    let get = |k: &str| payload.get(k).and_then(Value::as_str);
-    let event = get("event").unwrap_or("").to_string();
-    let message = cut(get("message").unwrap_or(""));
-    let mut m = Map::new();
-    m.insert("seq".into(), seq.into());
-    m.insert(
-        "at".into(),
-        payload.get("at").cloned().unwrap_or(Value::Null),
-    );
-    m.insert("event".into(), event.clone().into());
-    m.insert("message".into(), message.clone().into());
-    let text = match event.as_str() {
+/// live event serializes).
+pub fn view(seq: i64, payload: &Value) -> EventView {
+    let get = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_string);
+    let event = get("event").unwrap_or_default();
+    let message = cut(&get("message").unwrap_or_default());
+    let mut v = EventView {
+        seq,
+        at: payload.get("at").cloned().unwrap_or(Value::Null),
+        event: event.clone(),
+        message: message.clone(),
+        session_id: None,
+        tool: None,
+        usage: None,
+        text: String::new(),
+        tool_line: None,
+    };
+    v.text = match event.as_str() {
         "session_started" => {
-            m.insert(
-                "session_id".into(),
-                get("session_id").unwrap_or("").to_string().into(),
-            );
+            v.session_id = Some(get("session_id").unwrap_or_default());
             "Session started.".to_string()
         }
         "startup_failed" => with_message("The session failed to start", &message),
         "notification" | "other_message" => message.clone(),
         "malformed" => with_message("The agent wrote output Sortie could not read", &message),
         "tool_result" => {
-            let name = get("tool_name").map(cut);
-            let kind = get("tool_kind").map(str::to_string);
-            let arg = if kind.is_some() {
-                get("tool_argument").map(|a| {
-                    cut(&a
-                        .chars()
-                        .map(|c| if c.is_control() { ' ' } else { c })
-                        .collect::<String>())
-                })
-            } else {
-                None
-            };
-            if let Some(n) = &name {
-                m.insert("tool_name".into(), n.clone().into());
-            }
-            if let Some(k) = &kind {
-                m.insert("tool_kind".into(), k.clone().into());
-            }
-            if let Some(a) = &arg {
-                m.insert("tool_argument".into(), a.clone().into());
-            }
-            let duration = payload.get("duration_ms").and_then(Value::as_u64);
-            if let Some(d) = duration {
-                m.insert("duration_ms".into(), d.into());
-            }
-            let failed = payload
-                .get("tool_error")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            m.insert("tool_error".into(), failed.into());
-            let line = tool_line(name.as_deref(), kind.as_deref(), arg.as_deref());
-            m.insert("tool_line".into(), line.clone().into());
-            let mut t = format!("Ran {line}");
-            if let Some(d) = duration {
-                t.push_str(&format!(" in {}", seconds(d)));
-            }
-            if failed {
-                t.push_str("; it returned an error");
-            }
-            format!("{t}.")
+            let (fields, line, text) = tool_result(&get, payload);
+            v.tool = Some(fields);
+            v.tool_line = Some(line);
+            text
         }
         "turn_completed" => with_message("Turn completed", &message),
         "turn_failed" => with_message("Turn failed", &message),
@@ -148,24 +154,15 @@ pub fn served(seq: i64, payload: &Value) -> Value {
         other => with_message(&format!("Agent event {other}"), &message),
     };
     if TURN_ENDING.contains(&event.as_str()) {
-        m.insert(
-            "usage".into(),
-            payload.get("usage").cloned().unwrap_or(Value::Null),
-        );
+        v.usage = Some(payload.get("usage").cloned().unwrap_or(Value::Null));
     }
-    // `tool_line` is served after `text`, as in the seed's example.
-    let line = m.remove("tool_line");
-    m.insert("text".into(), text.into());
-    if let Some(l) = line {
-        m.insert("tool_line".into(), l);
-    }
-    Value::Object(m)
+    v
 }
 
 /// A live event from a running row's ring.
-pub fn served_live(seq: u64, ev: &crate::agent::AgentEvent) -> Value {
+pub fn view_live(seq: u64, ev: &crate::agent::AgentEvent) -> EventView {
     let payload = serde_json::to_value(ev).unwrap_or(Value::Null);
-    served(seq as i64, &payload)
+    view(seq as i64, &payload)
 }
 
 #[cfg(test)]
@@ -173,8 +170,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn served(seq: i64, payload: &Value) -> Value {
+        super::super::views::to_value(&view(seq, payload))
+    }
+
     #[test]
-    fn tool_result_reads_as_the_seed_example() {
+    fn tool_result_reads_as_one_line() {
         let v = served(
             41,
             &json!({"event": "tool_result", "at": "2026-03-26T14:29:31Z", "message": "",

@@ -2,50 +2,80 @@
 //! parked) with its run history, or its history alone. A renamed issue is found through the
 //! issue id of the newest run recorded under the requested identifier.
 
-use serde_json::{Map, Value, json};
-
 use crate::orchestrator::snapshot::Snapshot;
 use crate::store::{ReadConn, RunFilter};
 
 use super::AppState;
 use super::event_json;
 use super::respond::{ApiError, JsonReply};
-use super::rows::{self, IssueRows, IssueSpend};
 use super::runs;
-use super::wording::{self, Pair};
+use super::views::budget::BudgetView;
+use super::views::event::EventView;
+use super::views::issue_detail::{
+    AttemptsView, HistoryView, HopView, IssueDetailView, IssueMember, NextOutcome, WorkspaceView,
+};
+use super::views::parked::ParkedView;
+use super::views::retry::RetryView;
+use super::views::run::{IssueTotalsView, OutcomeView, RunView};
+use super::views::running::RunningView;
+use super::views::{
+    EmptyList, EmptyObject, IssueFields, IssueRows, IssueStatus, Null, Sentences, nonempty,
+    to_value, ts,
+};
+use super::wording;
 
 /// Events the detail serves.
 const RECENT_EVENTS: usize = 50;
 /// Runs the history member serves.
 const HISTORY_RUNS: usize = 50;
 
-fn pair_of(v: &Value) -> Pair {
-    let s = |k: &str| {
-        v.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or(wording::NOT_AVAILABLE)
-            .to_string()
-    };
-    Pair {
-        short: s("status_text"),
-        full: s("status_text_full"),
+/// The live rows of one issue, as served.
+struct LiveRows {
+    running: Option<RunningView>,
+    retry: Option<RetryView>,
+    budget: Option<BudgetView>,
+    parked: Option<ParkedView>,
+}
+
+impl LiveRows {
+    fn build(
+        snap: &Snapshot,
+        found: &IssueRows<'_>,
+        spend: Option<crate::store::IssueSpend>,
+    ) -> LiveRows {
+        let now = snap.generated_at_ms;
+        let cfg = &snap.config;
+        LiveRows {
+            running: found
+                .running
+                .map(|r| RunningView::build(r, cfg, spend, now)),
+            retry: found.retry.map(|r| RetryView::build(r, cfg, now)),
+            budget: found.budget.map(|b| BudgetView::build(b, cfg)),
+            parked: found.parked.map(|p| ParkedView::build(p, cfg)),
+        }
+    }
+
+    /// The row that decides the status (by precedence), with its status.
+    fn deciding(&self) -> Option<(IssueStatus, &IssueFields, &Sentences)> {
+        if let Some(r) = &self.running {
+            Some((IssueStatus::Running, &r.issue, &r.sentences))
+        } else if let Some(r) = &self.retry {
+            Some((IssueStatus::Retrying, &r.issue, &r.sentences))
+        } else if let Some(r) = &self.budget {
+            Some((IssueStatus::BudgetExhausted, &r.issue, &r.sentences))
+        } else {
+            self.parked
+                .as_ref()
+                .map(|r| (IssueStatus::Parked, &r.issue, &r.sentences))
+        }
     }
 }
 
 /// The live status and sentences of an issue, `None` when no live list holds it.
-pub fn live_status(snap: &Snapshot, issue_id: &str) -> Option<(&'static str, Pair)> {
+pub fn live_status(snap: &Snapshot, issue_id: &str) -> Option<(IssueStatus, Sentences)> {
     let found = IssueRows::find(snap, issue_id);
-    let status = found.status()?;
-    let now = snap.generated_at_ms;
-    let row = match status {
-        "running" => found
-            .running
-            .map(|r| rows::running_row(r, &snap.config, None, now)),
-        "retrying" => found.retry.map(|r| rows::retry_row(r, &snap.config, now)),
-        "budget_exhausted" => found.budget.map(|b| rows::budget_row(b, &snap.config)),
-        _ => found.parked.map(|p| rows::parked_row(p, &snap.config)),
-    }?;
-    Some((status, pair_of(&row)))
+    let rows = LiveRows::build(snap, &found, None);
+    rows.deciding().map(|(s, _, words)| (s, words.clone()))
 }
 
 fn live_issue_id(snap: &Snapshot, identifier: &str) -> Option<String> {
@@ -59,7 +89,10 @@ fn live_issue_id(snap: &Snapshot, identifier: &str) -> Option<String> {
         .map(|i| i.id.clone())
 }
 
-fn history(conn: &ReadConn, issue_id: &str) -> Result<(Value, Value), ApiError> {
+fn history(
+    conn: &ReadConn,
+    issue_id: &str,
+) -> Result<(Option<HistoryView>, Option<OutcomeView>), ApiError> {
     let page = conn
         .list_runs(
             &RunFilter {
@@ -70,51 +103,45 @@ fn history(conn: &ReadConn, issue_id: &str) -> Result<(Value, Value), ApiError> 
             HISTORY_RUNS,
         )
         .map_err(ApiError::history_unavailable)?;
-    let outcome = runs::outcome_json(conn, issue_id)?;
+    let outcome = runs::outcome(conn, issue_id)?;
     if page.runs.is_empty() {
-        return Ok((Value::Null, outcome));
+        return Ok((None, outcome));
     }
-    let hops: Vec<Value> = page
+    let hops = page
         .runs
         .iter()
         .filter(|r| !r.stage_target.is_empty())
-        .map(|r| {
-            let mut m = Map::new();
-            m.insert("run_id".into(), r.run_id.into());
-            if !r.chain_id.is_empty() {
-                m.insert("chain_id".into(), r.chain_id.clone().into());
-            }
-            m.insert("source_rule".into(), r.rule_name.clone().into());
-            m.insert("target_rule".into(), r.stage_target.clone().into());
-            m.insert("result".into(), r.stage_result.clone().into());
-            m.insert("completed_at".into(), rows::ts(r.completed_at_ms));
-            Value::Object(m)
+        .map(|r| HopView {
+            run_id: r.run_id,
+            chain_id: nonempty(&r.chain_id),
+            source_rule: r.rule_name.clone(),
+            target_rule: r.stage_target.clone(),
+            result: r.stage_result.clone(),
+            completed_at: ts(r.completed_at_ms),
         })
         .collect();
-    let h = json!({
-        "runs": page.runs.iter().map(|r| runs::run_json(r, &outcome, true)).collect::<Vec<_>>(),
-        "next_cursor": page.next_cursor.map(|c| c.to_string()),
-        "totals": runs::issue_totals(conn, issue_id)?,
-        "hops": hops,
-        "last_stage": null,
-        "issue_outcome": outcome.clone(),
-    });
-    Ok((h, outcome))
+    let totals = conn
+        .issue_totals(issue_id)
+        .map_err(ApiError::history_unavailable)?;
+    let h = HistoryView {
+        runs: page
+            .runs
+            .iter()
+            .map(|r| RunView::build(r, outcome.as_ref(), true))
+            .collect(),
+        next_cursor: page.next_cursor.map(|c| c.to_string()),
+        totals: IssueTotalsView::build(&totals),
+        hops,
+        last_stage: Null,
+        issue_outcome: outcome.clone(),
+    };
+    Ok((Some(h), outcome))
 }
 
 /// The newest recorded events of the issue's newest run that has a dispatch id.
-fn recorded_events(conn: &ReadConn, issue_id: &str) -> Result<Vec<Value>, ApiError> {
-    let dispatch: Option<String> = conn
-        .connection()
-        .query_row(
-            "SELECT dispatch_id FROM run_history
-             WHERE issue_id = ?1 AND dispatch_id IS NOT NULL AND dispatch_id <> ''
-             ORDER BY id DESC LIMIT 1",
-            [issue_id],
-            |r| r.get(0),
-        )
-        .ok();
-    let Some(d) = dispatch else {
+fn recorded_events(conn: &ReadConn, issue_id: &str) -> Result<Vec<EventView>, ApiError> {
+    // An unreadable dispatch id reads as none: the detail still serves without events.
+    let Some(d) = conn.newest_dispatch_id(issue_id).ok().flatten() else {
         return Ok(Vec::new());
     };
     let stored = conn.run_events(&d).map_err(ApiError::history_unavailable)?;
@@ -123,26 +150,96 @@ fn recorded_events(conn: &ReadConn, issue_id: &str) -> Result<Vec<Value>, ApiErr
             let skip = s.events.len().saturating_sub(RECENT_EVENTS);
             s.events[skip..]
                 .iter()
-                .map(|e| event_json::served(e.seq, &e.payload))
+                .map(|e| event_json::view(e.seq, &e.payload))
                 .collect()
         })
         .unwrap_or_default())
 }
 
-fn issue_member(row: &Value) -> Value {
-    let mut m = Map::new();
-    for (from, to) in [
-        ("issue_title", "title"),
-        ("issue_url", "url"),
-        ("issue_type", "issue_type"),
-        ("issue_labels", "labels"),
-        ("state", "state"),
-    ] {
-        if let Some(v) = row.get(from) {
-            m.insert(to.into(), v.clone());
+/// What happens next to a running or retrying issue.
+fn next_outcomes(snap: &Snapshot, found: &IssueRows<'_>) -> Vec<NextOutcome> {
+    let cfg = &snap.config;
+    let mut next = Vec::new();
+    let mut add = |condition: String, text: String| next.push(NextOutcome { condition, text });
+    if let Some(r) = found.retry {
+        let when = r.due_at_ms - snap.generated_at_ms;
+        let text = if when <= 0 {
+            format!(
+                "Sortie dispatches attempt {} on the next check of the retry queue.",
+                r.attempt
+            )
+        } else {
+            format!(
+                "Sortie dispatches attempt {} in {}, if an agent slot is free.",
+                r.attempt,
+                wording::duration(when)
+            )
+        };
+        add("When the retry comes due".into(), text);
+    } else if found.running.is_some() {
+        if let Some(h) = &cfg.handoff_state {
+            add(
+                "If the run succeeds".into(),
+                format!("Sortie moves the issue to {h}."),
+            );
+        }
+        add(
+            "If the run fails".into(),
+            "Sortie retries with exponential backoff.".into(),
+        );
+        if let Some(t) = cfg.max_tokens {
+            add(
+                format!("If tokens reach {}", wording::tokens(t)),
+                "Sortie stops the session and holds the issue at its token budget.".into(),
+            );
         }
     }
-    Value::Object(m)
+    next
+}
+
+/// The detail of an issue only run history holds.
+fn history_only(
+    conn: &ReadConn,
+    identifier: &str,
+    issue_id: String,
+    history: HistoryView,
+    outcome: Option<&OutcomeView>,
+) -> Result<IssueDetailView, ApiError> {
+    let head = history.runs.first();
+    let pair = wording::history(
+        outcome.map(|o| o.kind.as_str()),
+        outcome.and_then(|o| o.state.as_deref()).unwrap_or(""),
+    );
+    Ok(IssueDetailView {
+        issue_identifier: head
+            .map(|h| h.issue_identifier.clone())
+            .unwrap_or_else(|| identifier.to_string()),
+        status: IssueStatus::History,
+        sentences: pair.into(),
+        next_outcomes: Vec::new(),
+        issue: IssueMember {
+            title: head.and_then(|h| h.issue_title.clone()),
+            url: head.and_then(|h| h.issue_url.clone()),
+            ..Default::default()
+        },
+        workspace: None,
+        attempts: AttemptsView {
+            restart_count: 0,
+            current_retry_attempt: 0,
+        },
+        running: None,
+        retry: None,
+        budget_exhausted: None,
+        parked: None,
+        pending_reactions: EmptyList,
+        between_stages: Null,
+        recent_events: recorded_events(conn, &issue_id)?,
+        last_error: None,
+        pr_loop: EmptyObject,
+        tracked: EmptyObject,
+        history: Some(history),
+        issue_id,
+    })
 }
 
 pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError> {
@@ -151,17 +248,9 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         .store
         .read_conn()
         .map_err(ApiError::history_unavailable)?;
-    let mut issue_id = live_issue_id(&snap, identifier);
-    if issue_id.is_none() {
-        issue_id = conn
-            .connection()
-            .query_row(
-                "SELECT issue_id FROM run_history WHERE identifier = ?1 ORDER BY id DESC LIMIT 1",
-                [identifier],
-                |r| r.get::<_, String>(0),
-            )
-            .ok();
-    }
+    // A history lookup that fails reads as not found, as an unknown identifier does.
+    let issue_id = live_issue_id(&snap, identifier)
+        .or_else(|| conn.issue_id_by_identifier(identifier).ok().flatten());
     let not_found = || {
         ApiError::new(
             404,
@@ -172,73 +261,33 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
     let issue_id = issue_id.ok_or_else(not_found)?;
     let (history, outcome) = history(&conn, &issue_id)?;
     let found = IssueRows::find(&snap, &issue_id);
-    let now = snap.generated_at_ms;
-    let cfg = &snap.config;
-    let running = found
+    // Unreadable history leaves the running row's issue figures `null`.
+    let spend = found
         .running
-        .map(|r| rows::running_row(r, cfg, IssueSpend::read(&conn, &issue_id), now));
-    let retry = found.retry.map(|r| rows::retry_row(r, cfg, now));
-    let budget = found.budget.map(|b| rows::budget_row(b, cfg));
-    let parked = found.parked.map(|p| rows::parked_row(p, cfg));
-    let Some(status) = found.status() else {
-        if history.is_null() {
-            return Err(not_found());
-        }
-        let head = history
-            .get("runs")
-            .and_then(|r| r.get(0))
-            .cloned()
-            .unwrap_or(Value::Null);
-        let kind = outcome.get("kind").and_then(Value::as_str);
-        let st = outcome.get("state").and_then(Value::as_str).unwrap_or("");
-        let pair = wording::history(kind, st);
-        let mut issue = Map::new();
-        for (from, to) in [("issue_title", "title"), ("issue_url", "url")] {
-            if let Some(v) = head.get(from) {
-                issue.insert(to.into(), v.clone());
+        .and_then(|_| match conn.issue_spend(&issue_id) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                log::warn!("issue spend read failed issue_id={issue_id} error=\"{e}\"");
+                None
             }
-        }
-        return Ok(JsonReply::ok(json!({
-            "issue_identifier": head.get("issue_identifier").cloned().unwrap_or_else(|| identifier.into()),
-            "issue_id": issue_id,
-            "status": "history",
-            "status_text": pair.short,
-            "status_text_full": pair.full,
-            "next_outcomes": [],
-            "issue": Value::Object(issue),
-            "workspace": null,
-            "attempts": {"restart_count": 0, "current_retry_attempt": 0},
-            "running": null,
-            "retry": null,
-            "budget_exhausted": null,
-            "parked": null,
-            "pending_reactions": [],
-            "between_stages": null,
-            "recent_events": recorded_events(&conn, &issue_id)?,
-            "last_error": null,
-            "pr_loop": {},
-            "tracked": {},
-            "history": history,
-        })));
+        });
+    let rows = LiveRows::build(&snap, &found, spend);
+    let Some((status, fields, sentences)) = rows.deciding() else {
+        let history = history.ok_or_else(not_found)?;
+        let view = history_only(&conn, identifier, issue_id, history, outcome.as_ref())?;
+        return Ok(JsonReply::ok(to_value(&view)));
     };
-    let deciding = match status {
-        "running" => running.clone(),
-        "retrying" => retry.clone(),
-        "budget_exhausted" => budget.clone(),
-        _ => parked.clone(),
-    }
-    .unwrap_or(Value::Null);
-    let pair = pair_of(&deciding);
-    let current_identifier = deciding
-        .get("issue_identifier")
-        .cloned()
-        .unwrap_or_else(|| identifier.into());
+    let (issue_identifier, issue, sentences) = (
+        fields.issue_identifier.clone(),
+        IssueMember::of(fields),
+        sentences.clone(),
+    );
     let recent_events = match found.running {
         Some(r) => {
-            let skip = r.recent_events.len().saturating_sub(RECENT_EVENTS);
-            r.recent_events[skip..]
-                .iter()
-                .map(|(seq, ev)| event_json::served_live(*seq, ev))
+            let skip = r.recent_events().len().saturating_sub(RECENT_EVENTS);
+            r.recent_events()
+                .skip(skip)
+                .map(|(seq, ev)| event_json::view_live(seq, ev))
                 .collect()
         }
         None => recorded_events(&conn, &issue_id)?,
@@ -248,58 +297,37 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         .map(|r| r.attempt + 1)
         .or(found.retry.map(|r| r.attempt))
         .unwrap_or(0);
-    let mut next = Vec::new();
-    if let Some(r) = found.retry {
-        let when = r.due_at_ms - now;
-        next.push(json!({
-            "condition": "When the retry comes due",
-            "text": if when <= 0 {
-                format!("Sortie dispatches attempt {} on the next check of the retry queue.", r.attempt)
-            } else {
-                format!("Sortie dispatches attempt {} in {}, if an agent slot is free.", r.attempt, wording::duration(when))
-            },
-        }));
-    } else if found.running.is_some() {
-        if let Some(h) = &cfg.handoff_state {
-            next.push(json!({
-                "condition": "If the run succeeds",
-                "text": format!("Sortie moves the issue to {h}."),
-            }));
-        }
-        next.push(json!({
-            "condition": "If the run fails",
-            "text": "Sortie retries with exponential backoff.",
-        }));
-        if let Some(t) = cfg.max_tokens {
-            next.push(json!({
-                "condition": format!("If tokens reach {}", wording::tokens(t)),
-                "text": "Sortie stops the session and holds the issue at its token budget.",
-            }));
-        }
-    }
-    Ok(JsonReply::ok(json!({
-        "issue_identifier": current_identifier,
-        "issue_id": issue_id,
-        "status": status,
-        "status_text": pair.short,
-        "status_text_full": pair.full,
-        "next_outcomes": next,
-        "issue": issue_member(&deciding),
-        "workspace": found.running.and_then(|r| r.workspace_path.clone()).map(|p| json!({"path": p})),
-        "attempts": {
-            "restart_count": attempt.saturating_sub(1),
-            "current_retry_attempt": found.retry.map(|r| r.attempt).unwrap_or(0),
+    let view = IssueDetailView {
+        issue_identifier,
+        issue_id,
+        status,
+        sentences,
+        next_outcomes: next_outcomes(&snap, &found),
+        issue,
+        workspace: found
+            .running
+            .and_then(|r| r.workspace_path.as_ref())
+            .map(|p| WorkspaceView {
+                path: p.display().to_string(),
+            }),
+        attempts: AttemptsView {
+            restart_count: attempt.saturating_sub(1),
+            current_retry_attempt: found.retry.map(|r| r.attempt).unwrap_or(0),
         },
-        "running": running,
-        "retry": retry,
-        "budget_exhausted": budget,
-        "parked": parked,
-        "pending_reactions": [],
-        "between_stages": null,
-        "recent_events": recent_events,
-        "last_error": found.retry.and_then(|r| r.error.as_deref()).filter(|e| !e.trim().is_empty()),
-        "pr_loop": {},
-        "tracked": {},
-        "history": history,
-    })))
+        running: rows.running,
+        retry: rows.retry,
+        budget_exhausted: rows.budget,
+        parked: rows.parked,
+        pending_reactions: EmptyList,
+        between_stages: Null,
+        recent_events,
+        last_error: found
+            .retry
+            .and_then(|r| r.error.clone())
+            .filter(|e| !e.trim().is_empty()),
+        pr_loop: EmptyObject,
+        tracked: EmptyObject,
+        history,
+    };
+    Ok(JsonReply::ok(to_value(&view)))
 }

@@ -23,6 +23,7 @@ pub mod runs;
 pub mod scrape;
 pub mod sse;
 pub mod state_doc;
+pub mod views;
 pub mod wording;
 
 use std::sync::Arc;

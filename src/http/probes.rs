@@ -1,25 +1,30 @@
 //! `GET /livez` and `GET /readyz`.
 
-use serde_json::json;
-
 use super::AppState;
 use super::respond::JsonReply;
+use super::views::health::CheckStatus;
+use super::views::probe::{ProbeView, ReadinessChecks, ReadinessView};
+use super::views::to_value;
 
 /// 200 `pass` while alive, 503 `fail` while draining.
 pub fn livez(state: &AppState) -> JsonReply {
     if state.orch.snapshot().draining {
-        JsonReply::with_status(503, json!({"status": "fail"}))
+        JsonReply::with_status(
+            503,
+            to_value(&ProbeView {
+                status: CheckStatus::Fail,
+            }),
+        )
     } else {
-        JsonReply::ok(json!({"status": "pass"}))
+        JsonReply::ok(to_value(&ProbeView {
+            status: CheckStatus::Pass,
+        }))
     }
 }
 
 fn database_ok(state: &AppState) -> bool {
     match state.store.read_conn() {
-        Ok(c) => c
-            .connection()
-            .query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
-            .is_ok(),
+        Ok(c) => c.ping().is_ok(),
         Err(_) => false,
     }
 }
@@ -27,24 +32,23 @@ fn database_ok(state: &AppState) -> bool {
 /// Database ping, preflight, workflow; `pass` only when every check passes and not draining.
 pub fn readyz(state: &AppState) -> JsonReply {
     let snap = state.orch.snapshot();
-    let pf = |ok: bool| if ok { "pass" } else { "fail" };
     let database = database_ok(state);
     let preflight = snap.health.preflight.failing_streak == 0;
     // The process started, so the workflow loaded at least once; a later failed reload keeps
-    // this check passing (the seed: health.workflow reports it).
+    // this check passing (`health.workflow` in the state document reports it).
     let workflow = true;
     let ready = database && preflight && workflow && !snap.draining;
     let uptime_ms = (state.clock.now_ms() - snap.started_at_ms).max(0);
     JsonReply::with_status(
         if ready { 200 } else { 503 },
-        json!({
-            "status": pf(ready),
-            "version": state.version,
-            "uptime_seconds": uptime_ms as f64 / 1000.0,
-            "checks": {
-                "database": pf(database),
-                "preflight": pf(preflight),
-                "workflow": pf(workflow),
+        to_value(&ReadinessView {
+            status: CheckStatus::pass_if(ready),
+            version: state.version.to_string(),
+            uptime_seconds: uptime_ms as f64 / 1000.0,
+            checks: ReadinessChecks {
+                database: CheckStatus::pass_if(database),
+                preflight: CheckStatus::pass_if(preflight),
+                workflow: CheckStatus::pass_if(workflow),
             },
         }),
     )

@@ -9,6 +9,7 @@ use super::AppState;
 use super::origin;
 use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, send_error, send_json};
+use super::views::reply::QueueReply;
 use super::{actions, dashboard, issue_detail, openapi, probes, runs, scrape, sse, state_doc};
 
 /// What a path names.
@@ -216,10 +217,14 @@ fn reaction_check(state: &AppState, identifier: &str, kind: &str) -> Result<Json
     if state.orch.snapshot().draining {
         return Ok(JsonReply::with_status(
             409,
-            serde_json::json!({
-                "queued": false,
-                "requested_at": crate::clock::rfc3339_ms(state.clock.now_ms()),
-                "outcome_text": super::wording::NOTHING_QUEUED_DRAINING,
+            super::views::to_value(&QueueReply {
+                queued: false,
+                requested_at: crate::clock::rfc3339_ms(state.clock.now_ms()),
+                issue_id: None,
+                issue_identifier: None,
+                display_identifier: None,
+                attempt: None,
+                outcome_text: super::wording::NOTHING_QUEUED_DRAINING.to_string(),
             }),
         ));
     }

@@ -23,6 +23,9 @@ use crate::store::ReadConn;
 use super::AppState;
 use super::event_json;
 use super::respond::{ApiError, send_error};
+use super::views::event::EventView;
+use super::views::stream::{AgentEventFrame, ResetFrame, ResetReason, RunEndedFrame};
+use super::views::to_value;
 
 /// Most runs one stream carries.
 pub const MAX_RUNS: usize = 16;
@@ -331,12 +334,12 @@ fn pump_runs(
         }
         let d = subs[i].dispatch_id.clone();
         if let Some(row) = snap.running.iter().find(|r| r.dispatch_id == d) {
-            let seqs: Vec<i64> = row.recent_events.iter().map(|(s, _)| *s as i64).collect();
+            let seqs: Vec<i64> = row.recent_events().map(|(s, _)| s as i64).collect();
             write_events(subs, i, &seqs, frames, |k| {
-                row.recent_events
+                row.events
+                    .events
                     .get(k)
-                    .map(|(seq, ev)| event_json::served_live(*seq, ev))
-                    .unwrap_or(Value::Null)
+                    .map(|(seq, ev, _)| event_json::view_live(*seq, ev))
             })?;
             continue;
         }
@@ -360,28 +363,26 @@ fn pump_runs(
                 let events = stored.map(|s| s.events).unwrap_or_default();
                 if events.is_empty() {
                     subs[i].state = SubState::Gone;
-                    frames.frame(
-                        subs,
-                        "reset",
-                        &json!({"dispatch_id": d, "reason": "not_retained"}),
-                    )?;
+                    let reset = ResetFrame {
+                        dispatch_id: d.clone(),
+                        reason: ResetReason::NotRetained,
+                        first_seq: None,
+                    };
+                    frames.frame(subs, "reset", &to_value(&reset))?;
                     continue;
                 }
                 let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
                 write_events(subs, i, &seqs, frames, |k| {
-                    events
-                        .get(k)
-                        .map(|e| event_json::served(e.seq, &e.payload))
-                        .unwrap_or(Value::Null)
+                    events.get(k).map(|e| event_json::view(e.seq, &e.payload))
                 })?;
                 let last = seqs.last().copied().unwrap_or(0);
                 subs[i].cursor = last;
                 subs[i].state = SubState::Ended;
-                frames.frame(
-                    subs,
-                    "run_ended",
-                    &json!({"dispatch_id": d, "last_seq": last}),
-                )?;
+                let ended = RunEndedFrame {
+                    dispatch_id: d.clone(),
+                    last_seq: last,
+                };
+                frames.frame(subs, "run_ended", &to_value(&ended))?;
             }
         }
     }
@@ -397,7 +398,7 @@ fn write_events(
     i: usize,
     seqs: &[i64],
     frames: &mut Frames,
-    build: impl Fn(usize) -> Value,
+    build: impl Fn(usize) -> Option<EventView>,
 ) -> Result<(), StreamEnd> {
     let (Some(first), Some(newest)) = (seqs.first().copied(), seqs.last().copied()) else {
         return Ok(());
@@ -408,21 +409,24 @@ fn write_events(
     if subs[i].cursor + 1 < first {
         subs[i].cursor = first - 1;
         let d = subs[i].dispatch_id.clone();
-        frames.frame(
-            subs,
-            "reset",
-            &json!({"dispatch_id": d, "reason": "cursor_expired", "first_seq": first}),
-        )?;
+        let reset = ResetFrame {
+            dispatch_id: d,
+            reason: ResetReason::CursorExpired,
+            first_seq: Some(first),
+        };
+        frames.frame(subs, "reset", &to_value(&reset))?;
     }
     let start = seqs.partition_point(|s| *s <= subs[i].cursor);
     for (k, seq) in seqs.iter().enumerate().skip(start) {
         subs[i].cursor = *seq;
-        let mut data = serde_json::Map::new();
-        data.insert("dispatch_id".into(), subs[i].dispatch_id.clone().into());
-        if let Value::Object(m) = build(k) {
-            data.extend(m);
-        }
-        frames.frame(subs, "agent_event", &Value::Object(data))?;
+        let data = match build(k) {
+            Some(event) => to_value(&AgentEventFrame {
+                dispatch_id: subs[i].dispatch_id.clone(),
+                event,
+            }),
+            None => json!({"dispatch_id": subs[i].dispatch_id}),
+        };
+        frames.frame(subs, "agent_event", &data)?;
     }
     Ok(())
 }

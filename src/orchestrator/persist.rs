@@ -281,31 +281,32 @@ pub fn record_run(
     status: RunStatus,
 ) -> Result<i64, PersistError> {
     let (error, declared, statement) = exit_fields(&result.exit);
-    let measured = e.tokens_measured;
-    let t = &e.tokens;
+    let measured = e.facts.tokens_measured;
+    let t = &e.facts.tokens;
     let n = |v: u64| if measured { v as i64 } else { 0 };
     let workspace = e
+        .facts
         .workspace_path
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     let run = RunRecord {
-        issue_id: e.issue.id.clone(),
-        identifier: e.issue.identifier.clone(),
-        display_identifier: e.issue.display_identifier.clone(),
-        issue_title: e.issue.title.clone(),
-        issue_url: e.issue.url.clone(),
-        attempt: i64::from(e.attempt) + 1,
+        issue_id: e.facts.issue.id.clone(),
+        identifier: e.facts.issue.identifier.clone(),
+        display_identifier: e.facts.issue.display_identifier.clone(),
+        issue_title: e.facts.issue.title.clone(),
+        issue_url: e.facts.issue.url.clone(),
+        attempt: i64::from(e.facts.attempt) + 1,
         status: status.as_str().to_string(),
         error: error.map(|s| crate::mask::mask(&s)),
         declared_outcome: declared.map(|d| d.token().to_string()),
         agent_text: statement.map(|s| crate::mask::mask(&s)),
-        started_at_ms: e.started_at_ms,
+        started_at_ms: e.facts.started_at_ms,
         completed_at_ms: result.ended_at_ms,
-        dispatched_at_ms: Some(e.dispatched_at_ms),
+        dispatched_at_ms: Some(e.facts.dispatched_at_ms),
         workflow_file: wf.path.display().to_string(),
         agent_kind: wf.config.agent.kind.clone(),
-        reported_model: e.reported_model.clone().unwrap_or_default(),
+        reported_model: e.facts.reported_model.clone().unwrap_or_default(),
         workspace,
         turns_completed: i64::from(result.turns_completed),
         input_tokens: n(t.input_tokens),
@@ -314,13 +315,13 @@ pub fn record_run(
         cache_read_tokens: n(t.cache_read_tokens),
         cache_write_tokens: n(t.cache_write_tokens),
         tokens_measured: measured,
-        unaccounted_turns: i64::from(e.turns_without_figure),
-        dispatch_id: Some(e.dispatch_id.clone()),
-        session_id: e.session_id.clone(),
+        unaccounted_turns: i64::from(e.facts.turns_without_figure),
+        dispatch_id: Some(e.facts.dispatch_id.clone()),
+        session_id: e.facts.session_id.clone(),
         agent_blocked: declared == Some(DeclaredOutcome::Blocked),
         usage_completeness: if !measured {
             "unmeasured".into()
-        } else if e.turns_without_figure > 0 {
+        } else if e.facts.turns_without_figure > 0 {
             "partial".into()
         } else {
             "complete".into()
@@ -374,7 +375,8 @@ fn exit_fields(exit: &SupervisorExit) -> (Option<String>, Option<DeclaredOutcome
 
 /// The run's kept events as stored rows.
 fn stored_events(e: &RunningEntry) -> Vec<StoredEvent> {
-    e.events
+    e.facts
+        .events
         .events
         .iter()
         .map(|(seq, ev, _)| StoredEvent {
@@ -413,9 +415,12 @@ pub fn usage_by_issue(
 pub fn write_live_session(store: &Store, e: &RunningEntry, now_ms: i64) {
     warn_on_err(
         "upsert_session",
-        store
-            .writer()
-            .upsert_session(session_meta(e, now_ms, None, Some(e.dispatch_id.clone()))),
+        store.writer().upsert_session(session_meta(
+            e,
+            now_ms,
+            None,
+            Some(e.facts.dispatch_id.clone()),
+        )),
     );
 }
 
@@ -427,21 +432,21 @@ fn session_meta(
     exit_type: Option<String>,
     dispatch_id: Option<String>,
 ) -> SessionMeta {
-    let t = &e.tokens;
-    let n = |v: u64| if e.tokens_measured { v as i64 } else { 0 };
+    let t = &e.facts.tokens;
+    let n = |v: u64| if e.facts.tokens_measured { v as i64 } else { 0 };
     SessionMeta {
-        issue_id: e.issue.id.clone(),
-        session_id: e.session_id.clone().unwrap_or_default(),
-        agent_pid: e.agent_pid.map(|p| p.to_string()),
+        issue_id: e.facts.issue.id.clone(),
+        session_id: e.facts.session_id.clone().unwrap_or_default(),
+        agent_pid: e.facts.agent_pid.map(|p| p.to_string()),
         input_tokens: n(t.input_tokens),
         output_tokens: n(t.output_tokens),
         total_tokens: n(t.total_tokens),
         cache_read_tokens: n(t.cache_read_tokens),
         cache_write_tokens: n(t.cache_write_tokens),
-        model_name: e.reported_model.clone().unwrap_or_default(),
-        api_request_count: e.api_request_count as i64,
+        model_name: e.facts.reported_model.clone().unwrap_or_default(),
+        api_request_count: e.facts.api_request_count as i64,
         api_requests_measured: true,
-        started_at_ms: Some(e.started_at_ms),
+        started_at_ms: Some(e.facts.started_at_ms),
         updated_at_ms,
         exit_type,
         dispatch_id,

@@ -5,41 +5,15 @@ use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use crate::agent::TokenUsage;
 use crate::config::Workflow;
 use crate::domain::Issue;
 
-use super::dispatch_pass::HoldReason;
-use super::state::{AgentTotals, Health, State};
+use super::state::{AgentTotals, BudgetHold, Health, Held, Park, RetryInfo, RunFacts, State};
 
-/// One running session.
-#[derive(Debug, Clone)]
-pub struct RunningRow {
-    pub issue: Issue,
-    pub dispatch_id: String,
-    pub attempt: u32,
-    pub turn: u32,
-    pub max_turns: u32,
-    pub started_at_ms: i64,
-    pub dispatched_at_ms: i64,
-    pub last_event_at_ms: Option<i64>,
-    pub last_event_type: Option<String>,
-    pub last_message: Option<String>,
-    pub session_id: Option<String>,
-    pub tokens: Option<TokenUsage>,
-    pub api_request_count: u64,
-    pub model: Option<String>,
-    pub stall_at_ms: Option<i64>,
-    /// The newest kept events, oldest first: `(seq, event)`.
-    pub recent_events: Vec<(u64, std::sync::Arc<crate::agent::AgentEvent>)>,
-    pub workspace_path: Option<String>,
-    /// Turns that reached the model without a usage figure (makes token sums lower bounds).
-    pub turns_without_figure: u32,
-    /// Whether the turn in progress has reported a usage figure yet.
-    pub turn_had_usage: bool,
-}
+/// One running session: a copy of its facts.
+pub type RunningRow = RunFacts;
 
-/// One queued retry.
+/// One queued retry: its retry-queue entry without the session to resume.
 #[derive(Debug, Clone)]
 pub struct RetryRow {
     pub issue: Issue,
@@ -50,34 +24,27 @@ pub struct RetryRow {
     pub dispatched_at_ms: i64,
 }
 
-/// One held issue.
-#[derive(Debug, Clone)]
-pub struct HeldRow {
-    pub issue: Issue,
-    pub reason: HoldReason,
-    pub since_ms: i64,
+impl From<&RetryInfo> for RetryRow {
+    fn from(r: &RetryInfo) -> RetryRow {
+        RetryRow {
+            issue: r.issue.clone(),
+            attempt: r.attempt,
+            due_at_ms: r.due_at_ms,
+            error: r.error.clone(),
+            trigger: r.trigger,
+            dispatched_at_ms: r.dispatched_at_ms,
+        }
+    }
 }
+
+/// One held issue.
+pub type HeldRow = Held;
 
 /// One budget hold.
-#[derive(Debug, Clone)]
-pub struct BudgetRow {
-    pub issue: Issue,
-    pub reason: crate::domain::BudgetReason,
-    pub used: u64,
-    pub limit: u64,
-    pub since_ms: i64,
-}
+pub type BudgetRow = BudgetHold;
 
 /// One parked issue.
-#[derive(Debug, Clone)]
-pub struct ParkedRow {
-    pub issue: Issue,
-    pub reason: crate::domain::ParkReason,
-    pub parked_at_ms: i64,
-    pub label: String,
-    pub label_applied: bool,
-    pub parked_state: String,
-}
+pub type ParkedRow = Park;
 
 /// The configuration in force, as the state document's `config` serves it (no credentials).
 #[derive(Debug, Clone, Default)]
@@ -218,88 +185,18 @@ impl Snapshot {
         draining: bool,
     ) -> Snapshot {
         let cfg = &workflow.config;
-        let stall = cfg.agent.stall_timeout_ms.filter(|s| *s > 0);
-        let mut running: Vec<RunningRow> = state
-            .running
-            .values()
-            .map(|e| RunningRow {
-                issue: e.issue.clone(),
-                dispatch_id: e.dispatch_id.clone(),
-                attempt: e.attempt,
-                turn: e.turn,
-                max_turns: cfg.agent.max_turns.max(1),
-                started_at_ms: e.started_at_ms,
-                dispatched_at_ms: e.dispatched_at_ms,
-                last_event_at_ms: e.last_event_at_ms,
-                last_event_type: e.last_event_type.clone(),
-                last_message: e.last_message.clone(),
-                session_id: e.session_id.clone(),
-                tokens: e.tokens_measured.then_some(e.tokens),
-                api_request_count: e.api_request_count,
-                model: e.reported_model.clone(),
-                stall_at_ms: stall
-                    .map(|s| e.last_event_at_ms.unwrap_or(e.started_at_ms) + s as i64),
-                recent_events: e
-                    .events
-                    .events
-                    .iter()
-                    .map(|(seq, ev, _)| (*seq, ev.clone()))
-                    .collect(),
-                workspace_path: e.workspace_path.as_ref().map(|p| p.display().to_string()),
-                turns_without_figure: e.turns_without_figure,
-                turn_had_usage: e.turn_had_usage,
-            })
-            .collect();
+        let mut running: Vec<RunningRow> =
+            state.running.values().map(|e| e.facts.clone()).collect();
         running.sort_by(|a, b| a.issue.identifier.cmp(&b.issue.identifier));
-        let mut retrying: Vec<RetryRow> = state
-            .retries
-            .values()
-            .map(|r| RetryRow {
-                issue: r.issue.clone(),
-                attempt: r.attempt,
-                due_at_ms: r.due_at_ms,
-                error: r.error.clone(),
-                trigger: r.trigger,
-                dispatched_at_ms: r.dispatched_at_ms,
-            })
-            .collect();
+        let mut retrying: Vec<RetryRow> = state.retries.values().map(RetryRow::from).collect();
         retrying.sort_by(|a, b| {
             a.due_at_ms
                 .cmp(&b.due_at_ms)
                 .then_with(|| a.issue.identifier.cmp(&b.issue.identifier))
         });
-        let held = state
-            .held
-            .values()
-            .map(|h| HeldRow {
-                issue: h.issue.clone(),
-                reason: h.reason.clone(),
-                since_ms: h.since_ms,
-            })
-            .collect();
-        let budget_exhausted = state
-            .budget_held
-            .values()
-            .map(|b| BudgetRow {
-                issue: b.issue.clone(),
-                reason: b.reason,
-                used: b.used,
-                limit: b.limit,
-                since_ms: b.since_ms,
-            })
-            .collect();
-        let parked = state
-            .parked
-            .values()
-            .map(|p| ParkedRow {
-                issue: p.issue.clone(),
-                reason: p.reason,
-                parked_at_ms: p.parked_at_ms,
-                label: p.label.clone(),
-                label_applied: p.label_applied,
-                parked_state: p.parked_state.clone(),
-            })
-            .collect();
+        let held = state.held.values().cloned().collect();
+        let budget_exhausted = state.budget_held.values().cloned().collect();
+        let parked = state.parked.values().cloned().collect();
         Snapshot {
             revision: state.revision,
             acks: state.acks.clone(),

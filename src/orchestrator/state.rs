@@ -14,8 +14,16 @@ pub const RUN_EVENTS_MAX: usize = 1_000;
 /// …within this many bytes of serialized events.
 pub const RUN_EVENTS_MAX_BYTES: usize = 256 * 1024;
 
-/// One live session.
+/// One live session: what is known about it, and how to stop it.
 pub struct RunningEntry {
+    pub facts: RunFacts,
+    pub handles: RunHandles,
+}
+
+/// The plain facts of a live session. Published snapshots carry a copy of them, so a fact
+/// added here is visible to every reader without a second list of fields.
+#[derive(Debug, Clone)]
+pub struct RunFacts {
     pub issue: Issue,
     pub dispatch_id: String,
     /// 0 on first dispatch.
@@ -32,10 +40,11 @@ pub struct RunningEntry {
     pub tokens: TokenUsage,
     pub tokens_measured: bool,
     pub api_request_count: u64,
+    /// Whether the turn in progress has reported a usage figure yet.
     pub turn_had_usage: bool,
+    /// Turns that reached the model without a usage figure (makes token sums lower bounds).
     pub turns_without_figure: u32,
     pub reported_model: Option<String>,
-    pub cancel: CancelToken,
     /// Reconciliation found the issue terminal: remove the workspace after the exit.
     pub pending_cleanup: bool,
     /// A per-issue budget stopped the session.
@@ -46,10 +55,31 @@ pub struct RunningEntry {
     pub workspace_path: Option<PathBuf>,
 }
 
+impl RunFacts {
+    /// The session's token figures, `None` while it has reported none.
+    pub fn measured_tokens(&self) -> Option<TokenUsage> {
+        self.tokens_measured.then_some(self.tokens)
+    }
+
+    /// The kept events, oldest first: `(seq, event)`.
+    pub fn recent_events(
+        &self,
+    ) -> impl ExactSizeIterator<Item = (u64, &std::sync::Arc<AgentEvent>)> + DoubleEndedIterator
+    {
+        self.events.events.iter().map(|(seq, ev, _)| (*seq, ev))
+    }
+}
+
+/// What controls a live session (never copied into a snapshot).
+pub struct RunHandles {
+    /// Stops the supervisor and its agent.
+    pub cancel: CancelToken,
+}
+
 /// The in-memory event list of a live run: the events the API serves and that are stored with
 /// the run. Token usage events (totals ride on the run), blank heartbeats and repeats of the
-/// newest kept message are not kept: they carry nothing a reader of the run needs.
-#[derive(Default)]
+/// newest kept message are not kept: they would crowd out the events a person reads.
+#[derive(Debug, Clone, Default)]
 pub struct EventRing {
     /// `(seq, event, serialized size)`; events are shared with published snapshots, so a
     /// publish copies pointers, not event text.

@@ -13,6 +13,7 @@ mod json;
 pub mod migrate;
 mod outcomes;
 mod parks;
+mod queries;
 mod read;
 mod record;
 mod retry;
@@ -34,6 +35,7 @@ pub use event_retry::{
 pub use events::{EventLimits, PruneReport, RunEvents, StoredEvent};
 pub use outcomes::{IssueOutcome, OUTCOME_HANDED_OFF, OUTCOME_MERGED, OUTCOME_TERMINAL};
 pub use parks::ParkedIssue;
+pub use queries::{IssueSpend, IssueTotalsRow, OutcomeRow};
 pub use read::{ReadConn, WarmStartSnapshot};
 pub use record::{RecordOutcome, RunWrite};
 pub use retry::RetryEntry;

@@ -12,6 +12,7 @@ use super::error::StoreError;
 use super::events::{self, RunEvents};
 use super::outcomes::{self, IssueOutcome};
 use super::parks::{self, ParkedIssue};
+use super::queries::{self, IssueSpend, IssueTotalsRow, OutcomeRow};
 use super::retry::{self, RetryEntry};
 use super::runs::{self, IssueGroupPage, RunFilter, RunPage, RunRecord};
 use super::sessions::{self, SessionMeta};
@@ -40,11 +41,6 @@ impl ReadConn {
         Ok(ReadConn {
             conn: connection::open_read_only(path)?,
         })
-    }
-
-    /// The underlying connection, for queries other modules add (stats aggregation).
-    pub fn connection(&self) -> &Connection {
-        &self.conn
     }
 
     pub fn load_retry_entries(&self) -> Result<Vec<RetryEntry>, StoreError> {
@@ -101,6 +97,41 @@ impl ReadConn {
     }
     pub fn warm_start_snapshot(&self) -> Result<WarmStartSnapshot, StoreError> {
         warm_start_snapshot(&self.conn)
+    }
+    /// Whether the database answers a trivial query (the readiness probe).
+    pub fn ping(&self) -> Result<(), StoreError> {
+        use super::error::SqlContext;
+        self.conn
+            .query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
+            .ctx("ping")
+            .map(|_| ())
+    }
+    /// One issue's completed-session figures.
+    pub fn issue_spend(&self, issue_id: &str) -> Result<IssueSpend, StoreError> {
+        queries::issue_spend(&self.conn, issue_id)
+    }
+    /// Several issues' completed-session figures in one query.
+    pub fn issue_spend_many(
+        &self,
+        issue_ids: &[&str],
+    ) -> Result<std::collections::BTreeMap<String, IssueSpend>, StoreError> {
+        queries::issue_spend_many(&self.conn, issue_ids)
+    }
+    /// How the issue ended, if it did.
+    pub fn issue_outcome(&self, issue_id: &str) -> Result<Option<OutcomeRow>, StoreError> {
+        queries::issue_outcome(&self.conn, issue_id)
+    }
+    /// The issue's spend over all of its runs.
+    pub fn issue_totals(&self, issue_id: &str) -> Result<IssueTotalsRow, StoreError> {
+        queries::issue_totals(&self.conn, issue_id)
+    }
+    /// The dispatch id of the issue's newest run that has one.
+    pub fn newest_dispatch_id(&self, issue_id: &str) -> Result<Option<String>, StoreError> {
+        queries::newest_dispatch_id(&self.conn, issue_id)
+    }
+    /// The issue id of the newest run recorded under `identifier`.
+    pub fn issue_id_by_identifier(&self, identifier: &str) -> Result<Option<String>, StoreError> {
+        queries::issue_id_by_identifier(&self.conn, identifier)
     }
     pub fn integrity_check(&self) -> Result<String, StoreError> {
         connection::integrity_check(&self.conn)

@@ -12,19 +12,19 @@ impl Orchestrator {
         let Some(e) = self.state.running.get_mut(&issue_id) else {
             return;
         };
-        e.last_event_at_ms = Some(event.at_ms);
-        e.last_event_type = Some(event.kind.type_name().to_string());
+        e.facts.last_event_at_ms = Some(event.at_ms);
+        e.facts.last_event_type = Some(event.kind.type_name().to_string());
         let msg = event.kind.message();
         if !msg.trim().is_empty() {
-            e.last_message = Some(crate::mask::mask(msg));
+            e.facts.last_message = Some(crate::mask::mask(msg));
         }
         match &event.kind {
             AgentEventKind::SessionStarted {
                 session_id,
                 agent_pid,
             } => {
-                e.session_id = Some(session_id.clone());
-                e.agent_pid = *agent_pid;
+                e.facts.session_id = Some(session_id.clone());
+                e.facts.agent_pid = *agent_pid;
             }
             AgentEventKind::ToolResult {
                 tool_name,
@@ -38,12 +38,12 @@ impl Orchestrator {
             }
             AgentEventKind::TokenUsage { usage, model, .. } => {
                 self.metrics.token_usage(usage);
-                e.tokens = e.tokens.plus(usage);
-                e.tokens_measured = true;
-                e.turn_had_usage = true;
-                e.api_request_count += 1;
+                e.facts.tokens = e.facts.tokens.plus(usage);
+                e.facts.tokens_measured = true;
+                e.facts.turn_had_usage = true;
+                e.facts.api_request_count += 1;
                 if model.is_some() {
-                    e.reported_model = model.clone();
+                    e.facts.reported_model = model.clone();
                 }
                 let t = &mut self.state.totals;
                 t.input_tokens += usage.input_tokens;
@@ -51,24 +51,24 @@ impl Orchestrator {
                 t.total_tokens += usage.total_tokens;
                 t.cache_read_tokens += usage.cache_read_tokens;
                 t.cache_write_tokens += usage.cache_write_tokens;
-                let used_before = e.tokens_used_before;
+                let used_before = e.facts.tokens_used_before;
                 if max_tokens > 0
-                    && !e.budget_stopped
-                    && used_before + e.tokens.uncached_tokens() >= max_tokens
+                    && !e.facts.budget_stopped
+                    && used_before + e.facts.tokens.uncached_tokens() >= max_tokens
                 {
-                    e.budget_stopped = true;
+                    e.facts.budget_stopped = true;
                     log::warn!(
                         "token budget reached, stopping session issue_id={} issue_identifier={} used_tokens={} budget_tokens={}",
-                        e.issue.id,
-                        e.issue.identifier,
-                        used_before + e.tokens.uncached_tokens(),
+                        e.facts.issue.id,
+                        e.facts.issue.identifier,
+                        used_before + e.facts.tokens.uncached_tokens(),
                         max_tokens
                     );
-                    e.cancel.cancel(CancelReason::Budget);
+                    e.handles.cancel.cancel(CancelReason::Budget);
                 }
             }
-            k if k.is_terminal() && !e.turn_had_usage => {
-                e.turns_without_figure += 1;
+            k if k.is_terminal() && !e.facts.turn_had_usage => {
+                e.facts.turns_without_figure += 1;
             }
             _ => {}
         }
@@ -81,8 +81,8 @@ impl Orchestrator {
         let mut event = event;
         if event.kind.is_terminal() {
             // Turn-ending events carry the run's totals so far (null while unmeasured).
-            event.run_usage = e.tokens_measured.then_some(e.tokens);
+            event.run_usage = e.facts.tokens_measured.then_some(e.facts.tokens);
         }
-        e.events.push(&event);
+        e.facts.events.push(&event);
     }
 }

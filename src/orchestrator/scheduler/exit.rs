@@ -125,21 +125,21 @@ impl Orchestrator {
         let Some(mut entry) = self.state.running.remove(&issue_id) else {
             return;
         };
-        if entry.workspace_path.is_none() {
-            entry.workspace_path = result.workspace_path.clone();
+        if entry.facts.workspace_path.is_none() {
+            entry.facts.workspace_path = result.workspace_path.clone();
         }
         if result.session_id.is_some() {
-            entry.session_id = result.session_id.clone();
+            entry.facts.session_id = result.session_id.clone();
         }
         self.record_exit(&entry, &result);
-        if entry.pending_cleanup {
+        if entry.facts.pending_cleanup {
             self.remove_workspace(&entry);
         }
         let step = decide_exit(&ExitFacts {
             exit: &result.exit,
-            attempt: entry.attempt,
+            attempt: entry.facts.attempt,
             draining: self.draining.is_some(),
-            retry_queued: self.state.retries.contains_key(&entry.issue.id),
+            retry_queued: self.state.retries.contains_key(&entry.facts.issue.id),
             backoff_cap_ms: self.backoff_cap(),
             tracker: &self.workflow.config.tracker,
         });
@@ -148,10 +148,10 @@ impl Orchestrator {
         }
         self.apply_exit_step(&entry, step, result.session_id.clone());
         self.lifecycle_comment_at_exit(
-            &entry.issue,
+            &entry.facts.issue,
             &result.exit,
-            entry.session_id.as_deref(),
-            result.ended_at_ms - entry.started_at_ms,
+            entry.facts.session_id.as_deref(),
+            result.ended_at_ms - entry.facts.started_at_ms,
             result.turns_completed,
         );
     }
@@ -159,19 +159,19 @@ impl Orchestrator {
     /// Totals, metrics and the run record; the run is persisted before any retry is scheduled.
     fn record_exit(&mut self, entry: &RunningEntry, result: &SupervisorResult) {
         let now = self.clock.now_ms();
-        let seconds = ((now - entry.started_at_ms).max(0) as f64) / 1000.0;
+        let seconds = ((now - entry.facts.started_at_ms).max(0) as f64) / 1000.0;
         self.state.totals.seconds_running += seconds;
-        if !entry.tokens_measured {
+        if !entry.facts.tokens_measured {
             self.state.totals.unmeasured_sessions += 1;
             self.metrics.unmeasured_session();
         }
-        let status = run_status(&result.exit, entry.budget_stopped);
+        let status = run_status(&result.exit, entry.facts.budget_stopped);
         self.metrics.worker_exit(status.as_str(), seconds);
         if let Err(e) = persist::record_run(&self.store, &self.workflow, entry, result, status) {
             log::error!(
                 "failed to record run issue_id={} issue_identifier={} error=\"{e}\"",
-                entry.issue.id,
-                entry.issue.identifier
+                entry.facts.issue.id,
+                entry.facts.issue.identifier
             );
         }
     }
@@ -179,15 +179,15 @@ impl Orchestrator {
     /// Removes the workspace of an issue that reconciliation found terminal.
     fn remove_workspace(&self, entry: &RunningEntry) {
         let ws = self.workspaces();
-        let removed = match &entry.workspace_path {
-            Some(p) => ws.remove_path(&entry.issue.id, &entry.issue.identifier, p),
-            None => ws.remove(&entry.issue.id, &entry.issue.identifier),
+        let removed = match &entry.facts.workspace_path {
+            Some(p) => ws.remove_path(&entry.facts.issue.id, &entry.facts.issue.identifier, p),
+            None => ws.remove(&entry.facts.issue.id, &entry.facts.issue.identifier),
         };
         if let Err(e) = removed {
             log::warn!(
                 "workspace cleanup failed issue_id={} issue_identifier={} error=\"{e}\"",
-                entry.issue.id,
-                entry.issue.identifier
+                entry.facts.issue.id,
+                entry.facts.issue.identifier
             );
         }
     }
@@ -199,7 +199,7 @@ impl Orchestrator {
         step: ExitStep,
         session_id: Option<String>,
     ) {
-        let issue = &entry.issue;
+        let issue = &entry.facts.issue;
         match step {
             ExitStep::Nothing | ExitStep::KeepQueuedRetry => {}
             ExitStep::Release => self.release(&issue.id),
@@ -223,7 +223,7 @@ impl Orchestrator {
                     RetryTrigger::Error,
                     Some(format!("worker exited: {error}")),
                     None,
-                    entry.dispatched_at_ms,
+                    entry.facts.dispatched_at_ms,
                 );
             }
             ExitStep::GiveUp { error } => {
@@ -259,7 +259,7 @@ impl Orchestrator {
         attempt: u32,
         session_id: Option<String>,
     ) {
-        let issue = &entry.issue;
+        let issue = &entry.facts.issue;
         let current = self
             .tracker
             .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
@@ -295,7 +295,7 @@ impl Orchestrator {
             RetryTrigger::Continuation,
             None,
             session_id,
-            entry.dispatched_at_ms,
+            entry.facts.dispatched_at_ms,
         );
     }
 

@@ -290,8 +290,8 @@ impl Orchestrator {
             OrchMsg::Agent { dispatch_id, event } => self.on_agent_event(&dispatch_id, event),
             OrchMsg::TurnStarted { dispatch_id, turn } => {
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {
-                    e.turn = turn;
-                    e.turn_had_usage = false;
+                    e.facts.turn = turn;
+                    e.facts.turn_had_usage = false;
                 }
             }
             OrchMsg::Exit(result) => self.on_exit(*result),
@@ -347,7 +347,7 @@ impl Orchestrator {
         );
         self.draining = Some(self.clock.instant() + DRAIN_TIMEOUT);
         for e in self.state.running.values() {
-            e.cancel.cancel(CancelReason::Shutdown);
+            e.handles.cancel.cancel(CancelReason::Shutdown);
         }
         self.publish();
     }

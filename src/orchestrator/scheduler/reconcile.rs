@@ -22,27 +22,27 @@ impl Orchestrator {
         {
             let mut stalled = Vec::new();
             for e in self.state.running.values() {
-                let reference = e.last_event_at_ms.unwrap_or(e.started_at_ms);
+                let reference = e.facts.last_event_at_ms.unwrap_or(e.facts.started_at_ms);
                 let elapsed = now - reference;
-                if elapsed > stall as i64 && e.cancel.reason().is_none() {
+                if elapsed > stall as i64 && e.handles.cancel.reason().is_none() {
                     log::warn!(
                         "stall detected, cancelling worker issue_id={} issue_identifier={} elapsed_ms={} stall_timeout_ms={}",
-                        e.issue.id,
-                        e.issue.identifier,
+                        e.facts.issue.id,
+                        e.facts.issue.identifier,
                         elapsed,
                         stall
                     );
-                    stalled.push(e.issue.id.clone());
+                    stalled.push(e.facts.issue.id.clone());
                 }
             }
             for id in stalled {
                 let Some(e) = self.state.running.get(&id) else {
                     continue;
                 };
-                e.cancel.cancel(CancelReason::Stall);
-                let issue = e.issue.clone();
-                let next = e.attempt + 1;
-                let dispatched_at = e.dispatched_at_ms;
+                e.handles.cancel.cancel(CancelReason::Stall);
+                let issue = e.facts.issue.clone();
+                let next = e.facts.attempt + 1;
+                let dispatched_at = e.facts.dispatched_at_ms;
                 self.schedule_retry(
                     &issue,
                     next,
@@ -80,7 +80,7 @@ impl Orchestrator {
                 continue;
             };
             if active && !terminal {
-                e.issue.state = state;
+                e.facts.issue.state = state;
                 self.metrics.reconciliation("keep");
                 continue;
             }
@@ -92,20 +92,20 @@ impl Orchestrator {
             if terminal {
                 log::info!(
                     "stopping worker for terminal issue issue_id={} issue_identifier={} state=\"{}\"",
-                    e.issue.id,
-                    e.issue.identifier,
+                    e.facts.issue.id,
+                    e.facts.issue.identifier,
                     state
                 );
-                e.pending_cleanup = true;
+                e.facts.pending_cleanup = true;
             } else {
                 log::info!(
                     "stopping worker for inactive issue issue_id={} issue_identifier={} state=\"{}\"",
-                    e.issue.id,
-                    e.issue.identifier,
+                    e.facts.issue.id,
+                    e.facts.issue.identifier,
                     state
                 );
             }
-            e.cancel.cancel(CancelReason::Reconcile);
+            e.handles.cancel.cancel(CancelReason::Reconcile);
             if terminal {
                 self.state
                     .outcomes
@@ -122,7 +122,7 @@ impl Orchestrator {
             .state
             .running
             .values()
-            .map(|e| e.issue.identifier.clone())
+            .map(|e| e.facts.issue.identifier.clone())
             .chain(
                 self.state
                     .retries

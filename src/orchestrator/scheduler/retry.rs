@@ -216,7 +216,7 @@ impl Orchestrator {
         self.fire_retry(before.clone());
         if let Some(e) = self.state.running.get(&id) {
             return RetryNowOutcome::Started {
-                dispatch_id: e.dispatch_id.clone(),
+                dispatch_id: e.facts.dispatch_id.clone(),
             };
         }
         let reason = self

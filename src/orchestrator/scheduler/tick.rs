@@ -175,7 +175,7 @@ impl Orchestrator {
                     .state
                     .running
                     .values()
-                    .map(|e| e.issue.state.clone())
+                    .map(|e| e.facts.issue.state.clone())
                     .collect(),
                 claimed: self.state.claimed(),
                 budget_held: self.state.budget_held.keys().cloned().collect(),

@@ -1,0 +1,211 @@
+//! The state document's `active` list: one entry per issue across the live lists.
+
+use std::collections::{BTreeMap, HashSet};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::budget::BudgetView;
+use super::parked::ParkedView;
+use super::retry::RetryView;
+use super::running::RunningView;
+use super::{EmptyObject, IssueFields, Null, Sentences};
+
+/// Which live list decided an issue's status.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LiveStatus {
+    Running,
+    Retrying,
+    BudgetExhausted,
+    Parked,
+}
+
+/// One issue of the `active` list.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "ActiveEntry")]
+pub struct ActiveEntry {
+    pub issue_id: String,
+    pub issue_identifier: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_identifier: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_url: Option<String>,
+    pub status: LiveStatus,
+    pub stage_position: Null,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_kind: Option<String>,
+    pub dispatched_at: Option<String>,
+    #[serde(flatten)]
+    pub sentences: Sentences,
+    pub pr_loop: EmptyObject,
+}
+
+/// What the `active` list reads from one live row.
+#[derive(Debug, Clone)]
+pub struct ActiveSource<'a> {
+    pub issue: &'a IssueFields,
+    pub sentences: &'a Sentences,
+    pub dispatched_at: Option<&'a str>,
+    pub agent_kind: Option<&'a str>,
+}
+
+impl<'a> From<&'a RunningView> for ActiveSource<'a> {
+    fn from(r: &'a RunningView) -> Self {
+        ActiveSource {
+            issue: &r.issue,
+            sentences: &r.sentences,
+            dispatched_at: Some(&r.dispatched_at),
+            agent_kind: r.agent_kind.as_deref(),
+        }
+    }
+}
+
+impl<'a> From<&'a RetryView> for ActiveSource<'a> {
+    fn from(r: &'a RetryView) -> Self {
+        ActiveSource {
+            issue: &r.issue,
+            sentences: &r.sentences,
+            dispatched_at: r.dispatched_at.as_deref(),
+            agent_kind: r.agent_kind.as_deref(),
+        }
+    }
+}
+
+impl<'a> From<&'a BudgetView> for ActiveSource<'a> {
+    fn from(r: &'a BudgetView) -> Self {
+        ActiveSource {
+            issue: &r.issue,
+            sentences: &r.sentences,
+            dispatched_at: None,
+            agent_kind: r.agent_kind.as_deref(),
+        }
+    }
+}
+
+impl<'a> From<&'a ParkedView> for ActiveSource<'a> {
+    fn from(r: &'a ParkedView) -> Self {
+        ActiveSource {
+            issue: &r.issue,
+            sentences: &r.sentences,
+            dispatched_at: None,
+            agent_kind: r.agent_kind.as_deref(),
+        }
+    }
+}
+
+impl ActiveEntry {
+    fn of(src: &ActiveSource<'_>, status: LiveStatus) -> ActiveEntry {
+        ActiveEntry {
+            issue_id: src.issue.issue_id.clone(),
+            issue_identifier: src.issue.issue_identifier.clone(),
+            display_identifier: src.issue.display_identifier.clone(),
+            issue_title: src.issue.issue_title.clone(),
+            issue_url: src.issue.issue_url.clone(),
+            status,
+            stage_position: Null,
+            agent_kind: src.agent_kind.map(str::to_string),
+            dispatched_at: src.dispatched_at.map(str::to_string),
+            sentences: src.sentences.clone(),
+            pr_loop: EmptyObject,
+        }
+    }
+}
+
+/// One entry per issue, its status by list precedence (the order of `lists`), ordered by
+/// place (earliest `dispatched_at` over all of the issue's rows, undated first), then
+/// identifier, then id.
+pub fn active(lists: &[(LiveStatus, Vec<ActiveSource<'_>>)]) -> Vec<ActiveEntry> {
+    let mut firsts: BTreeMap<&str, Option<&str>> = BTreeMap::new();
+    for (_, rows) in lists {
+        for r in rows {
+            let e = firsts.entry(r.issue.issue_id.as_str()).or_insert(None);
+            if let Some(d) = r.dispatched_at
+                && e.is_none_or(|cur| d < cur)
+            {
+                *e = Some(d);
+            }
+        }
+    }
+    let mut seen = HashSet::new();
+    let mut entries = Vec::new();
+    for (status, rows) in lists {
+        for r in rows {
+            let id = r.issue.issue_id.as_str();
+            if !seen.insert(id) {
+                continue;
+            }
+            let place = firsts.get(id).copied().flatten();
+            entries.push((place, ActiveEntry::of(r, *status)));
+        }
+    }
+    entries.sort_by(|(pa, a), (pb, b)| {
+        pa.cmp(pb)
+            .then_with(|| {
+                a.issue_identifier
+                    .as_bytes()
+                    .cmp(b.issue_identifier.as_bytes())
+            })
+            .then_with(|| a.issue_id.as_bytes().cmp(b.issue_id.as_bytes()))
+    });
+    entries.into_iter().map(|(_, e)| e).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(id: &str, ident: &str) -> IssueFields {
+        IssueFields {
+            issue_id: id.into(),
+            issue_identifier: ident.into(),
+            issue_title: None,
+            issue_url: None,
+            issue_labels: vec![],
+            display_identifier: None,
+            issue_type: None,
+            state: None,
+        }
+    }
+
+    fn words(s: &str) -> Sentences {
+        Sentences {
+            status_text: s.into(),
+            status_text_full: format!("{s}."),
+        }
+    }
+
+    #[test]
+    fn active_orders_by_place_then_identifier() {
+        let (i1, i2, i3) = (fields("1", "A"), fields("2", "B"), fields("3", "C"));
+        let (turn, x, y, p) = (words("Turn 1"), words("x"), words("y"), words("p"));
+        let src = |issue, sentences, d| ActiveSource {
+            issue,
+            sentences,
+            dispatched_at: d,
+            agent_kind: None,
+        };
+        let a = active(&[
+            (
+                LiveStatus::Running,
+                vec![src(&i2, &turn, Some("2026-01-01T00:00:02.000Z"))],
+            ),
+            (
+                LiveStatus::Retrying,
+                vec![
+                    src(&i1, &x, Some("2026-01-01T00:00:03.000Z")),
+                    src(&i2, &y, Some("2026-01-01T00:00:01.000Z")),
+                ],
+            ),
+            (LiveStatus::Parked, vec![src(&i3, &p, None)]),
+        ]);
+        let ids: Vec<&str> = a.iter().map(|v| v.issue_id.as_str()).collect();
+        // Undated first; issue 2 is placed by its earliest row (its retry row) but its status
+        // is running by precedence.
+        assert_eq!(ids, vec!["3", "2", "1"]);
+        assert_eq!(a[1].status, LiveStatus::Running);
+        assert_eq!(a[1].sentences.status_text, "Turn 1");
+    }
+}

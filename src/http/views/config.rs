@@ -1,0 +1,123 @@
+//! The state document's `config` member: the workflow in force, without credentials.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::orchestrator::snapshot::ConfigView;
+
+use super::running::{ArrivalName, usage_arrival_of};
+use super::{EmptyList, EmptyObject, Null};
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TrackerConfigView {
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    pub active_states: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_progress_state: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handoff_state: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_change_state: Option<String>,
+    pub terminal_states: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PollingConfigView {
+    pub interval_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct AgentConfigView {
+    pub kind: String,
+    /// `none` also for a kind that is not registered.
+    pub usage_arrival: ArrivalName,
+    pub max_turns: u32,
+    pub stall_timeout_ms: Option<u64>,
+    pub max_retry_backoff_ms: u64,
+    pub max_sessions: Option<u64>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub max_concurrent_agents: u32,
+    pub max_concurrent_agents_by_state: BTreeMap<String, u32>,
+}
+
+/// No SSH workers in this build.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct WorkerConfigView {
+    pub ssh_hosts: EmptyList,
+    pub max_concurrent_agents_per_host: Null,
+}
+
+/// No dispatch rules or stage chains in this build; `hop_ceiling` is the fixed limit.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DispatchConfigView {
+    pub rules: EmptyList,
+    pub default: Null,
+    pub chains: EmptyList,
+    pub max_consecutive_hops: Null,
+    pub hop_ceiling: u32,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Config")]
+pub struct ConfigDoc {
+    pub tracker: TrackerConfigView,
+    pub polling: PollingConfigView,
+    pub agent: AgentConfigView,
+    pub worker: WorkerConfigView,
+    pub dispatch: DispatchConfigView,
+    pub reactions: EmptyObject,
+    pub token_rates: Null,
+}
+
+impl ConfigDoc {
+    pub fn build(c: &ConfigView) -> ConfigDoc {
+        let state = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
+        ConfigDoc {
+            tracker: TrackerConfigView {
+                kind: c.tracker_kind.clone(),
+                project: c.tracker_project.clone(),
+                active_states: c.active_states.clone(),
+                in_progress_state: state(&c.in_progress_state),
+                handoff_state: state(&c.handoff_state),
+                no_change_state: state(&c.no_change_state),
+                terminal_states: c.terminal_states.clone(),
+            },
+            polling: PollingConfigView {
+                interval_ms: c.poll_interval_ms,
+            },
+            agent: AgentConfigView {
+                kind: c.agent_kind.clone(),
+                usage_arrival: match usage_arrival_of(&c.agent_kind) {
+                    ArrivalName::Unknown => ArrivalName::None,
+                    a => a,
+                },
+                max_turns: c.max_turns,
+                stall_timeout_ms: c.stall_timeout_ms,
+                max_retry_backoff_ms: c.max_retry_backoff_ms,
+                max_sessions: c.max_sessions,
+                max_tokens: c.max_tokens,
+                max_cost_usd: c.max_cost_usd,
+                max_concurrent_agents: c.max_concurrent_agents,
+                max_concurrent_agents_by_state: c.max_concurrent_agents_by_state.clone(),
+            },
+            worker: WorkerConfigView {
+                ssh_hosts: EmptyList,
+                max_concurrent_agents_per_host: Null,
+            },
+            dispatch: DispatchConfigView {
+                rules: EmptyList,
+                default: Null,
+                chains: EmptyList,
+                max_consecutive_hops: Null,
+                hop_ceiling: 10,
+            },
+            reactions: EmptyObject,
+            token_rates: Null,
+        }
+    }
+}

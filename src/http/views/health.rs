@@ -1,0 +1,164 @@
+//! The state document's `health` member: the database, preflight, workflow and poll checks.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::domain::PollOutcome;
+use crate::orchestrator::snapshot::Snapshot;
+use crate::orchestrator::state::CheckHealth;
+
+use super::super::wording;
+use super::{Null, opt_ts, ts};
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    Pass,
+    Fail,
+}
+
+impl CheckStatus {
+    fn of(failing: bool) -> CheckStatus {
+        if failing {
+            CheckStatus::Fail
+        } else {
+            CheckStatus::Pass
+        }
+    }
+}
+
+/// One of the orchestrator's own checks.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Check")]
+pub struct CheckView {
+    pub status: CheckStatus,
+    pub checked_at: Option<String>,
+    pub last_success_at: Option<String>,
+    pub consecutive_failures: u32,
+    pub failing_since: Option<String>,
+    /// The failure, while failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl CheckView {
+    pub fn build<E>(c: &CheckHealth<E>) -> CheckView {
+        let failing = c.failing_streak > 0;
+        CheckView {
+            status: CheckStatus::of(failing),
+            checked_at: opt_ts(c.checked_at_ms),
+            last_success_at: opt_ts(c.last_success_ms),
+            consecutive_failures: c.failing_streak,
+            failing_since: opt_ts(c.since_ms).filter(|_| failing),
+            error: c.error.clone().filter(|_| failing),
+        }
+    }
+}
+
+/// The workflow check, naming the workflow file.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct WorkflowCheckView {
+    #[serde(flatten)]
+    pub check: CheckView,
+    pub file: String,
+}
+
+/// The poll check, with the last poll's outcome and when the next one is due.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PollCheckView {
+    #[serde(flatten)]
+    pub check: CheckView,
+    /// `succeeded` or the failure's kind; absent before the first poll.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    pub next_poll_at: Option<String>,
+    pub summary_text: String,
+}
+
+/// The checks behind readiness and the dashboard's health strip.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Health")]
+pub struct HealthView {
+    pub database: CheckView,
+    pub preflight: CheckView,
+    pub workflow: WorkflowCheckView,
+    pub poll: PollCheckView,
+    /// No SCM integration in this build.
+    pub scm: Null,
+}
+
+impl PollCheckView {
+    fn build(snap: &Snapshot) -> PollCheckView {
+        let poll = &snap.health.poll;
+        let polled = poll.at_ms.is_some();
+        let failing = polled && poll.outcome != Some(PollOutcome::Ok);
+        let streak = if failing {
+            poll.failing_streak.max(1)
+        } else {
+            0
+        };
+        let outcome = poll.outcome.filter(|_| polled).map(|o| match o {
+            PollOutcome::Ok => "succeeded".to_string(),
+            other => other.as_str().to_string(),
+        });
+        let next_poll_at = match (snap.draining, poll.at_ms) {
+            (false, Some(at)) => Some(ts(at + snap.config.poll_interval_ms as i64)),
+            _ => None,
+        };
+        PollCheckView {
+            check: CheckView {
+                status: CheckStatus::of(failing),
+                checked_at: opt_ts(poll.at_ms),
+                last_success_at: opt_ts(poll.last_success_ms),
+                consecutive_failures: streak,
+                failing_since: opt_ts(poll.failing_since_ms.or(poll.at_ms)).filter(|_| failing),
+                error: poll.error.clone().filter(|_| failing),
+            },
+            outcome,
+            next_poll_at,
+            summary_text: wording::poll_summary(
+                poll.outcome.filter(|_| polled).map(PollOutcome::as_str),
+                streak,
+                poll.last_success_ms
+                    .map(|at| (snap.generated_at_ms - at).max(0)),
+                true,
+            ),
+        }
+    }
+}
+
+impl HealthView {
+    pub fn build(snap: &Snapshot) -> HealthView {
+        let h = &snap.health;
+        HealthView {
+            database: CheckView::build(&h.database),
+            preflight: CheckView::build(&h.preflight),
+            workflow: WorkflowCheckView {
+                check: CheckView::build(&h.workflow),
+                file: snap.config.workflow_file.clone(),
+            },
+            poll: PollCheckView::build(snap),
+            scm: Null,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn health_before_the_first_poll() {
+        let snap = Snapshot::default();
+        let h = super::super::to_value(&HealthView::build(&snap));
+        assert_eq!(h["poll"]["status"], "pass");
+        assert_eq!(
+            h["poll"]["summary_text"],
+            "Sortie has not polled the tracker yet."
+        );
+        assert!(h["poll"].get("outcome").is_none());
+        assert_eq!(h["database"]["checked_at"], Value::Null);
+        assert!(h["database"].get("error").is_none());
+    }
+}

@@ -1,0 +1,124 @@
+//! A `held[]` row: an issue a dispatch pass held back (blockers or full agent slots).
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::orchestrator::dispatch_pass::{HoldReason, SlotScope};
+use crate::orchestrator::snapshot::HeldRow;
+
+use super::super::wording::{self, BlockerWords};
+use super::{IssueFields, Null, nonempty, ts};
+
+/// An issue that blocks the held one.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BlockerView {
+    pub issue_id: String,
+    pub issue_identifier: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SlotScopeName {
+    Global,
+    State,
+}
+
+/// The agent-slot limit that is full.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SlotView {
+    pub scope: SlotScopeName,
+    /// The state whose limit is full (state scope only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    pub used: usize,
+    pub limit: usize,
+}
+
+/// Why and since when the issue is held.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Hold")]
+pub struct HoldView {
+    pub reason: String,
+    pub held_since: String,
+    pub blockers: Option<Vec<BlockerView>>,
+    pub slot: Option<SlotView>,
+    pub resets_at: Null,
+    pub reason_text: String,
+    pub release_text: String,
+}
+
+/// A `held[]` entry.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "HeldRow")]
+pub struct HeldView {
+    #[serde(flatten)]
+    pub issue: IssueFields,
+    pub hold: HoldView,
+    pub status_text: String,
+    pub status_text_full: String,
+}
+
+impl HoldView {
+    /// The hold and the row's long sentence.
+    pub fn build(reason: &HoldReason, since_ms: i64) -> (HoldView, String) {
+        let (blockers, slot, words) = match reason {
+            HoldReason::BlockedBy(bs) => {
+                let list = bs
+                    .iter()
+                    .map(|b| BlockerView {
+                        issue_id: b.id.clone(),
+                        issue_identifier: b.identifier.clone(),
+                        state: nonempty(&b.state),
+                    })
+                    .collect();
+                let names: Vec<BlockerWords<'_>> = bs
+                    .iter()
+                    .map(|b| BlockerWords {
+                        identifier: &b.identifier,
+                        state: &b.state,
+                    })
+                    .collect();
+                (Some(list), None, wording::blocked_by(&names))
+            }
+            HoldReason::AgentSlotsFull { scope, used, limit } => {
+                let (scope, state) = match scope {
+                    SlotScope::Global => (SlotScopeName::Global, None),
+                    SlotScope::State(s) => (SlotScopeName::State, Some(s.clone())),
+                };
+                let words = wording::slots_full(state.as_deref(), *used, *limit);
+                let slot = SlotView {
+                    scope,
+                    state,
+                    used: *used,
+                    limit: *limit,
+                };
+                (None, Some(slot), words)
+            }
+        };
+        let (reason_text, release_text, full) = words;
+        let hold = HoldView {
+            reason: reason.code().to_string(),
+            held_since: ts(since_ms),
+            blockers,
+            slot,
+            resets_at: Null,
+            reason_text,
+            release_text,
+        };
+        (hold, full)
+    }
+}
+
+impl HeldView {
+    pub fn build(h: &HeldRow) -> HeldView {
+        let (hold, full) = HoldView::build(&h.reason, h.since_ms);
+        HeldView {
+            issue: IssueFields::of(&h.issue),
+            status_text: hold.reason_text.clone(),
+            hold,
+            status_text_full: full,
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The issue members every live row starts with, and the lookup of one issue's rows.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::domain::Issue;
+use crate::orchestrator::snapshot::{BudgetRow, ParkedRow, RetryRow, RunningRow, Snapshot};
+
+use super::nonempty;
+
+/// An issue's status: the live list that holds it (by precedence), or `history` when only
+/// run history does.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueStatus {
+    Running,
+    Retrying,
+    BudgetExhausted,
+    Parked,
+    History,
+}
+
+/// `issue_id`, `issue_identifier` and the tracker fields, each omitted when empty
+/// (`issue_labels` always present).
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq, Eq)]
+pub struct IssueFields {
+    pub issue_id: String,
+    pub issue_identifier: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_url: Option<String>,
+    pub issue_labels: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_identifier: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_type: Option<String>,
+    /// The tracker state (a park serves the state it observed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+}
+
+impl IssueFields {
+    pub fn of(issue: &Issue) -> IssueFields {
+        IssueFields {
+            issue_id: issue.id.clone(),
+            issue_identifier: issue.identifier.clone(),
+            issue_title: nonempty(&issue.title),
+            issue_url: nonempty(&issue.url),
+            issue_labels: issue.labels.clone(),
+            display_identifier: nonempty(&issue.display_identifier),
+            issue_type: nonempty(&issue.issue_type),
+            state: nonempty(&issue.state),
+        }
+    }
+}
+
+/// The issue members as a JSON map, for bodies still assembled member by member.
+pub fn issue_fields(issue: &Issue) -> Map<String, Value> {
+    match super::to_value(&IssueFields::of(issue)) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The rows of one issue across the live lists, for the issue detail and the run-history
+/// groups (which decide its status by precedence).
+pub struct IssueRows<'a> {
+    pub running: Option<&'a RunningRow>,
+    pub retry: Option<&'a RetryRow>,
+    pub budget: Option<&'a BudgetRow>,
+    pub parked: Option<&'a ParkedRow>,
+}
+
+impl<'a> IssueRows<'a> {
+    pub fn find(snap: &'a Snapshot, issue_id: &str) -> IssueRows<'a> {
+        IssueRows {
+            running: snap.running.iter().find(|r| r.issue.id == issue_id),
+            retry: snap.retrying.iter().find(|r| r.issue.id == issue_id),
+            budget: snap
+                .budget_exhausted
+                .iter()
+                .find(|r| r.issue.id == issue_id),
+            parked: snap.parked.iter().find(|r| r.issue.id == issue_id),
+        }
+    }
+}

@@ -1,0 +1,401 @@
+//! Run history: one recorded run, an issue's outcome and totals, and the pages that list them.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::store::{IssueTotalsRow, OutcomeRow, RunRecord};
+
+use super::super::wording;
+use super::event::EventView;
+use super::issue::IssueStatus;
+use super::running::CostStatus;
+use super::tokens::TokensView;
+use super::{EmptyList, EmptyObject, Null, Sentences, nonempty, opt_ts, stored_json_schema, ts};
+
+/// The pull request a merged issue ended with.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PullRequestView {
+    pub number: Option<i64>,
+    pub repository: String,
+}
+
+/// How the issue ended, as stored.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "IssueOutcome")]
+pub struct OutcomeView {
+    pub kind: String,
+    pub observed_at: String,
+    /// Merged issues only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge_path: Option<String>,
+    /// Merged issues only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<PullRequestView>,
+    /// Issues that did not end merged: the state they ended in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(flatten)]
+    pub sentences: Sentences,
+}
+
+impl OutcomeView {
+    pub fn build(o: &OutcomeRow) -> OutcomeView {
+        let merged = o.kind == "merged";
+        OutcomeView {
+            kind: o.kind.clone(),
+            observed_at: ts(o.observed_at_ms),
+            merge_path: merged.then(|| o.merge_path.clone()),
+            pull_request: merged.then(|| PullRequestView {
+                number: o.pr_number,
+                repository: o.pr_repository.clone(),
+            }),
+            state: (!merged).then(|| o.state.clone()),
+            sentences: wording::history(Some(&o.kind), &o.state).into(),
+        }
+    }
+}
+
+/// A stored self-review summary.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SelfReviewView {
+    #[schemars(with = "String")]
+    pub final_verdict: Value,
+    #[schemars(with = "Option<u64>")]
+    pub total_iterations: Value,
+    #[schemars(with = "Option<bool>")]
+    pub cap_reached: Value,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageCompleteness {
+    Complete,
+    LowerBound,
+    Unmeasured,
+}
+
+/// One recorded run.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Run")]
+pub struct RunView {
+    pub run_id: i64,
+    pub issue_id: String,
+    pub issue_identifier: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_identifier: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_url: Option<String>,
+    pub attempt: i64,
+    pub status: String,
+    pub error: Option<String>,
+    pub declared_outcome: Option<String>,
+    /// The agent's own words, served only with a declared outcome.
+    pub agent_text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured_model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured_effort: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_file: Option<String>,
+    pub started_at: String,
+    pub completed_at: String,
+    pub dispatched_at: Option<String>,
+    pub turns_completed: i64,
+    pub tokens: TokensView,
+    pub uncached_tokens: Option<i64>,
+    pub usage_completeness: UsageCompleteness,
+    #[schemars(schema_with = "stored_json_schema")]
+    pub usage_provenance: Value,
+    #[schemars(schema_with = "stored_json_schema")]
+    pub vendor_amounts: Value,
+    pub unmeasured_cause: Option<String>,
+    pub unmeasured_units: EmptyList,
+    pub estimated_cost_usd: Option<f64>,
+    pub cost_status: CostStatus,
+    #[schemars(schema_with = "stored_json_schema")]
+    pub model_usage: Value,
+    #[serde(flatten)]
+    pub stage: StageFields,
+    pub stage_chain: Null,
+    pub self_review: Option<SelfReviewView>,
+    #[serde(flatten)]
+    pub origin: OriginFields,
+    /// `{}` on the runs route (no reactions in this build), `null` in groups and issue history.
+    pub pr_loop: Option<EmptyObject>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "stored_json_schema")]
+    pub skills: Option<Value>,
+    pub issue_outcome: Option<OutcomeView>,
+}
+
+/// The stage-chain members of a run, each absent when empty.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StageFields {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage_previous: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage_previous_outcome: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage_target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage_result: Option<String>,
+}
+
+/// Why the run was started; all `null` for runs recorded before origins were kept.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct OriginFields {
+    pub origin_recorded: bool,
+    pub trigger: Option<String>,
+    pub reaction_kind: Option<String>,
+    pub reaction_config_key: Option<String>,
+    pub session_id: Option<String>,
+    pub ssh_host: Option<String>,
+    pub dispatch_id: Option<String>,
+}
+
+fn completeness(r: &RunRecord) -> UsageCompleteness {
+    match r.usage_completeness.as_str() {
+        "complete" => UsageCompleteness::Complete,
+        "lower_bound" | "partial" => UsageCompleteness::LowerBound,
+        "unmeasured" => UsageCompleteness::Unmeasured,
+        _ if !r.tokens_measured => UsageCompleteness::Unmeasured,
+        _ if r.unaccounted_turns > 0 => UsageCompleteness::LowerBound,
+        _ => UsageCompleteness::Complete,
+    }
+}
+
+fn cost_status(r: &RunRecord, unmeasured: bool) -> CostStatus {
+    match r.cost_status.as_str() {
+        _ if unmeasured => CostStatus::Unmeasured,
+        "estimated" => CostStatus::Estimated,
+        "partial" => CostStatus::Partial,
+        "unmeasured" => CostStatus::Unmeasured,
+        _ => CostStatus::Unpriced,
+    }
+}
+
+fn self_review(meta: &Option<Value>) -> Option<SelfReviewView> {
+    let v = meta.as_ref().filter(|v| v.is_object())?;
+    let member = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+    Some(SelfReviewView {
+        final_verdict: v
+            .get("final_verdict")
+            .cloned()
+            .unwrap_or_else(|| "none".into()),
+        total_iterations: member("total_iterations"),
+        cap_reached: member("cap_reached"),
+    })
+}
+
+impl OriginFields {
+    fn of(r: &RunRecord) -> OriginFields {
+        let origin = r.trigger.is_some() || r.dispatch_id.is_some();
+        let member = |v: &Option<String>| origin.then(|| v.clone().unwrap_or_default());
+        OriginFields {
+            origin_recorded: origin,
+            trigger: member(&r.trigger),
+            reaction_kind: member(&r.reaction_kind),
+            reaction_config_key: member(&r.reaction_config_key),
+            session_id: member(&r.session_id),
+            ssh_host: member(&r.ssh_host),
+            dispatch_id: r.dispatch_id.clone(),
+        }
+    }
+}
+
+impl RunView {
+    pub fn build(r: &RunRecord, outcome: Option<&OutcomeView>, in_group: bool) -> RunView {
+        let measured = r.usage_completeness != "unmeasured" && r.tokens_measured;
+        let n = |v: i64| measured.then_some(v);
+        let completeness = completeness(r);
+        let unmeasured = completeness == UsageCompleteness::Unmeasured;
+        let default_cause = if r.status == "succeeded" {
+            "no_usage"
+        } else {
+            "ended_early"
+        };
+        RunView {
+            run_id: r.run_id,
+            issue_id: r.issue_id.clone(),
+            issue_identifier: r.identifier.clone(),
+            display_identifier: nonempty(&r.display_identifier),
+            issue_title: nonempty(&r.issue_title),
+            issue_url: nonempty(&r.issue_url),
+            attempt: r.attempt,
+            status: r.status.clone(),
+            error: r.error.clone(),
+            declared_outcome: r.declared_outcome.clone().filter(|s| !s.is_empty()),
+            agent_text: r
+                .agent_text
+                .clone()
+                .filter(|s| !s.is_empty() && r.declared_outcome.is_some()),
+            rule_name: nonempty(&r.rule_name),
+            agent_kind: nonempty(&r.agent_kind),
+            configured_model: nonempty(&r.configured_model),
+            configured_effort: nonempty(&r.configured_effort),
+            model_name: nonempty(&r.reported_model),
+            workflow_file: nonempty(&r.workflow_file),
+            started_at: ts(r.started_at_ms),
+            completed_at: ts(r.completed_at_ms),
+            dispatched_at: opt_ts(r.dispatched_at_ms),
+            turns_completed: r.turns_completed,
+            tokens: TokensView::each(
+                [
+                    r.input_tokens,
+                    r.output_tokens,
+                    r.total_tokens,
+                    r.cache_read_tokens,
+                    r.cache_write_tokens,
+                ],
+                n,
+            ),
+            uncached_tokens: n(r.uncached_tokens()),
+            usage_completeness: completeness,
+            usage_provenance: r.usage_provenance.clone().unwrap_or(Value::Null),
+            vendor_amounts: r.vendor_amounts.clone().unwrap_or(Value::Null),
+            unmeasured_cause: unmeasured.then(|| {
+                r.unmeasured_cause
+                    .clone()
+                    .unwrap_or_else(|| default_cause.into())
+            }),
+            unmeasured_units: EmptyList,
+            estimated_cost_usd: r.estimated_cost_usd,
+            cost_status: cost_status(r, unmeasured),
+            model_usage: r.model_usage.clone().unwrap_or_else(|| json!([])),
+            stage: StageFields {
+                chain_id: nonempty(&r.chain_id),
+                stage_previous: nonempty(&r.stage_previous),
+                stage_previous_outcome: nonempty(&r.stage_previous_outcome),
+                stage_target: nonempty(&r.stage_target),
+                stage_result: nonempty(&r.stage_result),
+            },
+            stage_chain: Null,
+            self_review: self_review(&r.review_metadata),
+            origin: OriginFields::of(r),
+            pr_loop: (!in_group).then_some(EmptyObject),
+            skills: r
+                .skills
+                .clone()
+                .filter(|s| s.as_array().is_some_and(|a| !a.is_empty())),
+            issue_outcome: outcome.cloned(),
+        }
+    }
+}
+
+/// Why some of an issue's runs have no usage figure.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "IssueTotals")]
+pub struct IssueTotalsView {
+    pub run_count: i64,
+    pub unmeasured_runs: i64,
+    pub tokens: TokensView,
+    pub uncached_tokens: Option<i64>,
+    pub tokens_complete: bool,
+    pub estimated_cost_usd: Option<f64>,
+    pub cost_status: CostStatus,
+    /// One cause, `unknown` when none was recorded, `mixed` for several; `null` when all runs
+    /// were measured.
+    pub unmeasured_cause: Option<String>,
+    pub unmeasured_units: EmptyList,
+    pub vendor_amounts: EmptyList,
+    pub agent_priced_usd: Null,
+    pub agent_priced_models: EmptyList,
+}
+
+impl IssueTotalsView {
+    pub fn build(t: &IssueTotalsRow) -> IssueTotalsView {
+        let complete = t.incomplete_runs == 0 && t.unmeasured_runs == 0;
+        // A zero of an incomplete sum is no measurement.
+        let fig = |v: i64| (v != 0 || complete).then_some(v);
+        let cause = match t.unmeasured_causes.as_slice() {
+            [] => None,
+            [one] if one.is_empty() => Some("unknown".to_string()),
+            [one] => Some(one.clone()),
+            _ => Some("mixed".to_string()),
+        };
+        let cost_status = if t.estimated_cost_usd.is_some() {
+            if complete {
+                CostStatus::Estimated
+            } else {
+                CostStatus::Partial
+            }
+        } else if t.uncached_tokens == 0 && !complete {
+            CostStatus::Unmeasured
+        } else {
+            CostStatus::Unpriced
+        };
+        IssueTotalsView {
+            run_count: t.run_count,
+            unmeasured_runs: t.unmeasured_runs,
+            tokens: TokensView::each(t.tokens, fig),
+            uncached_tokens: fig(t.uncached_tokens),
+            tokens_complete: complete,
+            estimated_cost_usd: t.estimated_cost_usd,
+            cost_status,
+            unmeasured_cause: cause,
+            unmeasured_units: EmptyList,
+            vendor_amounts: EmptyList,
+            agent_priced_usd: Null,
+            agent_priced_models: EmptyList,
+        }
+    }
+}
+
+/// `GET /api/v1/runs`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "RunsPage")]
+pub struct RunsPage {
+    pub runs: Vec<RunView>,
+    pub next_cursor: Option<String>,
+}
+
+/// One issue of `GET /api/v1/runs/issues`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "IssueGroup")]
+pub struct IssueGroupView {
+    pub issue_id: String,
+    /// From the issue's newest run; absent when no run is readable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_identifier: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_identifier: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_url: Option<String>,
+    pub status: IssueStatus,
+    #[serde(flatten)]
+    pub sentences: Sentences,
+    pub issue_outcome: Option<OutcomeView>,
+    pub runs: Vec<RunView>,
+    pub next_cursor: Option<String>,
+    pub totals: IssueTotalsView,
+}
+
+/// `GET /api/v1/runs/issues`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "IssueGroupsPage")]
+pub struct IssueGroupsPage {
+    pub groups: Vec<IssueGroupView>,
+    pub next_cursor: Option<String>,
+}
+
+/// `GET /api/v1/runs/{dispatch_id}/events`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "RunEventsPage")]
+pub struct RunEventsPage {
+    pub dispatch_id: String,
+    pub first_seq: Option<i64>,
+    pub events: Vec<EventView>,
+}

@@ -1,0 +1,460 @@
+//! A `running[]` row: one live session with its token, budget and stall figures.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::agent::{UsageArrival, UsageAttribution};
+use crate::orchestrator::snapshot::{ConfigView, RunningRow};
+use crate::store::IssueSpend;
+
+use super::super::wording;
+use super::tokens::TokensView;
+use super::{IssueFields, Null, Sentences, nonempty, opt_ts, ts};
+
+/// How an agent kind reports token usage (`""` when the kind is not registered).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrivalName {
+    Incremental,
+    TurnEnd,
+    None,
+    #[serde(rename = "")]
+    Unknown,
+}
+
+impl ArrivalName {
+    pub fn of(a: Option<UsageArrival>) -> ArrivalName {
+        match a {
+            Some(UsageArrival::Incremental) => ArrivalName::Incremental,
+            Some(UsageArrival::TurnEnd) => ArrivalName::TurnEnd,
+            Some(UsageArrival::None) => ArrivalName::None,
+            None => ArrivalName::Unknown,
+        }
+    }
+}
+
+/// What a reported figure covers (`""` when the kind is not registered).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AttributionName {
+    PerModel,
+    SessionTotal,
+    None,
+    #[serde(rename = "")]
+    Unknown,
+}
+
+impl AttributionName {
+    fn of(a: Option<UsageAttribution>) -> AttributionName {
+        match a {
+            Some(UsageAttribution::PerModel) => AttributionName::PerModel,
+            Some(UsageAttribution::SessionTotal) => AttributionName::SessionTotal,
+            Some(UsageAttribution::None) => AttributionName::None,
+            None => AttributionName::Unknown,
+        }
+    }
+}
+
+/// Whether spend has a price. This build has no price table, so a measured figure is
+/// `unpriced`; `estimated` and `partial` come from stored runs that carried a price.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CostStatus {
+    Estimated,
+    Partial,
+    Unpriced,
+    Unmeasured,
+}
+
+/// The usage arrival of an agent kind.
+pub fn usage_arrival_of(kind: &str) -> ArrivalName {
+    ArrivalName::of(crate::registry::caps_for_kind(kind).map(|c| c.usage_arrival))
+}
+
+/// The token facts of a running row that other parts (totals, sentences) need too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowUsage {
+    pub measured: bool,
+    pub awaited: bool,
+}
+
+pub fn row_usage(r: &RunningRow, agent_kind: &str) -> RowUsage {
+    let arrival = crate::registry::caps_for_kind(agent_kind).map(|c| c.usage_arrival);
+    let reports = matches!(
+        arrival,
+        Some(UsageArrival::Incremental) | Some(UsageArrival::TurnEnd)
+    );
+    let measured = reports && r.tokens_measured;
+    RowUsage {
+        measured,
+        awaited: reports && !measured && r.turns_without_figure == 0,
+    }
+}
+
+/// A `running[]` entry.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "RunningRow")]
+pub struct RunningView {
+    #[serde(flatten)]
+    pub issue: IssueFields,
+    #[serde(flatten)]
+    pub sentences: Sentences,
+    pub dispatch_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    pub turn_count: u32,
+    /// No self-review loop in this build.
+    pub self_review_active: bool,
+    pub self_review_iteration: u32,
+    pub last_event: Option<String>,
+    pub last_message: String,
+    pub started_at: String,
+    pub dispatched_at: String,
+    pub last_event_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace_path: Option<String>,
+    pub tokens: TokensView,
+    pub uncached_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_name: Option<String>,
+    pub stage_lineage: Null,
+    pub stage_position: Null,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_kind: Option<String>,
+    #[serde(flatten)]
+    pub usage: UsageView,
+    #[serde(flatten)]
+    pub spend: IssueFigures,
+    #[serde(flatten)]
+    pub stall: StallView,
+}
+
+/// How the session's usage is reported.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct UsageView {
+    pub api_request_count: Option<u64>,
+    pub tool_time_percent: Null,
+    pub api_time_percent: Null,
+    pub tokens_measured: bool,
+    pub usage_arrival: ArrivalName,
+    pub usage_attribution: AttributionName,
+    pub tokens_pending: bool,
+    pub tokens_awaited: bool,
+    pub api_requests_measured: bool,
+}
+
+/// Issue-level figures: completed sessions from run history plus this session.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct IssueFigures {
+    pub used_sessions: Option<u64>,
+    pub budget_sessions: Option<u64>,
+    pub issue_tokens_completed: Option<u64>,
+    pub unmeasured_sessions: Option<u64>,
+    pub used_tokens: Option<u64>,
+    pub used_tokens_complete: bool,
+    pub budget_tokens: Option<u64>,
+    pub budget_usd: Option<f64>,
+    /// No price table or token rates in this build: always `null`.
+    pub estimated_cost_usd: Null,
+    pub cost_status: CostStatus,
+    pub issue_estimated_cost_usd: Null,
+    pub issue_cost_status: CostStatus,
+}
+
+/// When the session reads as quiet and when it is stopped as stalled, with the sentences.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StallView {
+    pub quiet_at: Option<String>,
+    pub stall_at: Option<String>,
+    pub stall_text: Option<String>,
+    pub stall_text_full: Option<String>,
+    /// Set exactly when stall detection is off.
+    pub stall_off_text: Option<String>,
+}
+
+impl RunningView {
+    pub fn build(
+        r: &RunningRow,
+        cfg: &ConfigView,
+        spend: Option<IssueSpend>,
+        now_ms: i64,
+    ) -> RunningView {
+        let caps = crate::registry::caps_for_kind(&cfg.agent_kind);
+        let arrival = caps.map(|c| c.usage_arrival);
+        let usage = row_usage(r, &cfg.agent_kind);
+        let tokens = r.measured_tokens().filter(|_| usage.measured);
+        let requests_measured = arrival == Some(UsageArrival::Incremental)
+            && (r.api_request_count > 0 || (r.turn == 0 && !r.tokens_measured));
+        RunningView {
+            issue: IssueFields::of(&r.issue),
+            sentences: wording::running(r.turn, None).into(),
+            dispatch_id: r.dispatch_id.clone(),
+            session_id: r.session_id.clone(),
+            turn_count: r.turn,
+            self_review_active: false,
+            self_review_iteration: 0,
+            last_event: r.last_event_type.clone(),
+            last_message: r.last_message.clone().unwrap_or_default(),
+            started_at: ts(r.started_at_ms),
+            dispatched_at: ts(r.dispatched_at_ms),
+            last_event_at: opt_ts(r.last_event_at_ms),
+            workspace_path: r.workspace_path.as_ref().map(|p| p.display().to_string()),
+            tokens: TokensView::measured(tokens.map(|t| {
+                [
+                    t.input_tokens,
+                    t.output_tokens,
+                    t.total_tokens,
+                    t.cache_read_tokens,
+                    t.cache_write_tokens,
+                ]
+                .map(|n| n as i64)
+            })),
+            uncached_tokens: tokens.map(|t| t.uncached_tokens() as i64),
+            model_name: r
+                .reported_model
+                .as_deref()
+                .filter(|_| arrival != Some(UsageArrival::None))
+                .and_then(nonempty),
+            stage_lineage: Null,
+            stage_position: Null,
+            workflow_file: nonempty(&cfg.workflow_file),
+            agent_kind: nonempty(&cfg.agent_kind),
+            usage: UsageView {
+                api_request_count: requests_measured.then_some(r.api_request_count),
+                tool_time_percent: Null,
+                api_time_percent: Null,
+                tokens_measured: usage.measured,
+                usage_arrival: ArrivalName::of(arrival),
+                usage_attribution: AttributionName::of(caps.map(|c| c.usage_attribution)),
+                tokens_pending: arrival == Some(UsageArrival::TurnEnd)
+                    && usage.measured
+                    && !r.turn_had_usage,
+                tokens_awaited: usage.awaited,
+                api_requests_measured: requests_measured,
+            },
+            spend: IssueFigures::build(r, cfg, spend, usage),
+            stall: StallView::build(r, cfg, now_ms),
+        }
+    }
+}
+
+impl IssueFigures {
+    fn build(
+        r: &RunningRow,
+        cfg: &ConfigView,
+        spend: Option<IssueSpend>,
+        usage: RowUsage,
+    ) -> IssueFigures {
+        let session_uncached = r
+            .measured_tokens()
+            .filter(|_| usage.measured)
+            .map(|t| t.uncached_tokens())
+            .unwrap_or(0);
+        // Completed sessions that were all unmeasured or lower bounds have no figure.
+        let completed = spend.and_then(|s| {
+            if s.uncached == 0 && (s.unmeasured > 0 || s.lower_bound > 0) {
+                None
+            } else {
+                Some(s.uncached)
+            }
+        });
+        let complete = spend.is_some_and(|s| s.unmeasured == 0 && s.lower_bound == 0)
+            && usage.measured
+            && r.turns_without_figure == 0;
+        let sum = spend.map(|s| s.uncached).unwrap_or(0) + session_uncached;
+        let unmeasured = sum == 0 && !complete;
+        IssueFigures {
+            used_sessions: spend.map(|s| s.sessions),
+            budget_sessions: cfg.max_sessions,
+            issue_tokens_completed: completed,
+            unmeasured_sessions: spend.map(|s| s.unmeasured),
+            used_tokens: (!unmeasured).then_some(sum),
+            used_tokens_complete: complete,
+            budget_tokens: cfg.max_tokens,
+            budget_usd: cfg.max_cost_usd,
+            estimated_cost_usd: Null,
+            cost_status: if usage.measured {
+                CostStatus::Unpriced
+            } else {
+                CostStatus::Unmeasured
+            },
+            issue_estimated_cost_usd: Null,
+            issue_cost_status: if unmeasured {
+                CostStatus::Unmeasured
+            } else {
+                CostStatus::Unpriced
+            },
+        }
+    }
+}
+
+impl StallView {
+    fn build(r: &RunningRow, cfg: &ConfigView, now_ms: i64) -> StallView {
+        let Some(stall) = cfg.stall_timeout_ms else {
+            return StallView {
+                quiet_at: None,
+                stall_at: None,
+                stall_text: None,
+                stall_text_full: None,
+                stall_off_text: Some(
+                    "Stall detection is off; Sortie will not stop this session as stalled (`agent.stall_timeout_ms`)."
+                        .into(),
+                ),
+            };
+        };
+        let base = r.last_event_at_ms.unwrap_or(r.started_at_ms);
+        let quiet_at = base + (stall / 2) as i64;
+        let (text, full) = if now_ms >= quiet_at {
+            let silent = wording::duration(now_ms - base);
+            let stops = wording::duration(stall as i64);
+            (
+                Some(format!(
+                    "No events for {silent}; Sortie stops it after {stops}"
+                )),
+                Some(format!(
+                    "The agent has sent no event for {silent}; Sortie stops the session as stalled after {stops} of silence."
+                )),
+            )
+        } else {
+            (None, None)
+        };
+        StallView {
+            quiet_at: Some(ts(quiet_at)),
+            stall_at: Some(ts(base + stall as i64)),
+            stall_text: text,
+            stall_text_full: full,
+            stall_off_text: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::TokenUsage;
+    use crate::domain::Issue;
+    use serde_json::Value;
+
+    fn row(tokens: Option<TokenUsage>, turn: u32, without_figure: u32) -> RunningRow {
+        RunningRow {
+            issue: Issue {
+                id: "1".into(),
+                identifier: "T-1".into(),
+                ..Default::default()
+            },
+            dispatch_id: "ABC".into(),
+            attempt: 0,
+            started_at_ms: 0,
+            dispatched_at_ms: 0,
+            last_event_at_ms: None,
+            last_event_type: None,
+            last_message: None,
+            session_id: None,
+            agent_pid: None,
+            turn,
+            tokens: tokens.unwrap_or_default(),
+            tokens_measured: tokens.is_some(),
+            api_request_count: u64::from(tokens.is_some()),
+            turn_had_usage: tokens.is_some(),
+            turns_without_figure: without_figure,
+            reported_model: Some("m".into()),
+            pending_cleanup: false,
+            budget_stopped: false,
+            tokens_used_before: 0,
+            events: Default::default(),
+            workspace_path: None,
+        }
+    }
+
+    fn cfg() -> ConfigView {
+        ConfigView {
+            agent_kind: "mock".into(),
+            max_sessions: Some(5),
+            ..Default::default()
+        }
+    }
+
+    fn running_row(r: &RunningRow, c: &ConfigView, s: Option<IssueSpend>, now: i64) -> Value {
+        super::super::to_value(&RunningView::build(r, c, s, now))
+    }
+
+    #[test]
+    fn unmeasured_row_serves_nulls_not_zeros() {
+        let v = running_row(&row(None, 1, 0), &cfg(), None, 0);
+        for k in [
+            "input_tokens",
+            "output_tokens",
+            "total_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+        ] {
+            assert_eq!(v["tokens"][k], Value::Null, "{k}");
+        }
+        assert_eq!(v["uncached_tokens"], Value::Null);
+        assert_eq!(v["tokens_measured"], false);
+        assert_eq!(v["tokens_awaited"], true);
+        assert_eq!(v["used_tokens"], Value::Null);
+        assert_eq!(v["used_tokens_complete"], false);
+        assert_eq!(v["used_sessions"], Value::Null);
+        assert_eq!(v["cost_status"], "unmeasured");
+        assert_eq!(v["api_request_count"], Value::Null);
+        assert_eq!(v["api_requests_measured"], false);
+        assert_eq!(v["budget_sessions"], 5);
+        assert_eq!(v["budget_tokens"], Value::Null);
+    }
+
+    #[test]
+    fn measured_row_adds_history_spend() {
+        let t = TokenUsage::new(1000, 200, 300, 0);
+        let spend = IssueSpend {
+            sessions: 2,
+            unmeasured: 0,
+            uncached: 5000,
+            lower_bound: 0,
+        };
+        let v = running_row(&row(Some(t), 2, 0), &cfg(), Some(spend), 0);
+        assert_eq!(v["tokens"]["total_tokens"], 1200);
+        assert_eq!(v["uncached_tokens"], 900);
+        assert_eq!(v["used_tokens"], 5900);
+        assert_eq!(v["used_tokens_complete"], true);
+        assert_eq!(v["issue_tokens_completed"], 5000);
+        assert_eq!(v["used_sessions"], 2);
+        assert_eq!(v["usage_arrival"], "incremental");
+        assert_eq!(v["usage_attribution"], "per_model");
+        assert_eq!(v["api_requests_measured"], true);
+        assert_eq!(v["model_name"], "m");
+        assert_eq!(v["cost_status"], "unpriced");
+    }
+
+    #[test]
+    fn lower_bound_history_is_not_complete() {
+        let t = TokenUsage::new(10, 0, 0, 0);
+        let spend = IssueSpend {
+            sessions: 1,
+            unmeasured: 1,
+            uncached: 0,
+            lower_bound: 0,
+        };
+        let v = running_row(&row(Some(t), 1, 0), &cfg(), Some(spend), 0);
+        assert_eq!(v["issue_tokens_completed"], Value::Null);
+        assert_eq!(v["used_tokens"], 10);
+        assert_eq!(v["used_tokens_complete"], false);
+    }
+
+    #[test]
+    fn stall_off_sentence_iff_no_quiet_at() {
+        let v = running_row(&row(None, 1, 0), &cfg(), None, 0);
+        assert_eq!(v["quiet_at"], Value::Null);
+        assert!(v["stall_off_text"].is_string());
+        let mut c = cfg();
+        c.stall_timeout_ms = Some(300_000);
+        let v = running_row(&row(None, 1, 0), &c, None, 200_000);
+        assert_eq!(v["stall_off_text"], Value::Null);
+        assert_eq!(
+            v["stall_text"],
+            "No events for 3m 20s; Sortie stops it after 5m"
+        );
+    }
+}

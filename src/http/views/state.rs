@@ -1,0 +1,201 @@
+//! `GET /api/v1/state`: the document built from the published snapshot.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::orchestrator::snapshot::Snapshot;
+use crate::store::IssueSpend;
+
+use super::active::{ActiveEntry, ActiveSource, LiveStatus, active};
+use super::attention::AttentionItemView;
+use super::budget::BudgetView;
+use super::config::ConfigDoc;
+use super::health::HealthView;
+use super::held::HeldView;
+use super::parked::ParkedView;
+use super::retry::RetryView;
+use super::running::{RunningView, row_usage};
+use super::{EmptyList, EmptyObject, IssueFields, ts};
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Counts {
+    pub running: usize,
+    pub retrying: usize,
+    pub budget_exhausted: usize,
+    pub parked: usize,
+    pub pending_reactions: usize,
+    pub between_stages: usize,
+    pub held: usize,
+    /// Items not yet acknowledged.
+    pub attention: usize,
+}
+
+/// Token and time totals since the database was created, plus the sessions running now.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct AgentTotalsView {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub seconds_running: f64,
+    pub unmeasured_sessions: u64,
+    /// Running sessions of a reporting agent that have not reported yet.
+    pub running_unreported: u64,
+    /// Running sessions of an agent that does not report usage.
+    pub running_non_reporting: u64,
+}
+
+/// The whole state document.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "State")]
+pub struct StateDoc {
+    pub generated_at: String,
+    pub version: String,
+    pub started_at: String,
+    pub counts: Counts,
+    pub running: Vec<RunningView>,
+    pub retrying: Vec<RetryView>,
+    pub budget_exhausted: Vec<BudgetView>,
+    pub parked: Vec<ParkedView>,
+    pub pending_reactions: EmptyList,
+    pub between_stages: EmptyList,
+    pub active: Vec<ActiveEntry>,
+    pub held: Vec<HeldView>,
+    /// Assembled by `http::attention`; documented by [`AttentionItemView`].
+    #[schemars(with = "Vec<AttentionItemView>")]
+    pub attention: Vec<Value>,
+    pub agent_totals: AgentTotalsView,
+    pub rate_limits: EmptyObject,
+    pub config: ConfigDoc,
+    pub health: HealthView,
+}
+
+/// Rows sorted by issue identifier then id (the order of parked, budget and held rows).
+fn sort_by_issue<T>(rows: &mut [T], issue: impl Fn(&T) -> &IssueFields) {
+    rows.sort_by(|a, b| {
+        let (a, b) = (issue(a), issue(b));
+        (&a.issue_identifier, &a.issue_id).cmp(&(&b.issue_identifier, &b.issue_id))
+    });
+}
+
+fn agent_totals(snap: &Snapshot) -> AgentTotalsView {
+    let (mut unreported, mut non_reporting) = (0u64, 0u64);
+    for r in &snap.running {
+        let u = row_usage(r, &snap.config.agent_kind);
+        if !u.measured {
+            if u.awaited {
+                unreported += 1;
+            } else {
+                non_reporting += 1;
+            }
+        }
+    }
+    let now = snap.generated_at_ms;
+    // Elapsed time of the sessions running now counts too.
+    let live_seconds: f64 = snap
+        .running
+        .iter()
+        .map(|r| ((now - r.started_at_ms).max(0) as f64) / 1000.0)
+        .sum();
+    let t = &snap.totals;
+    AgentTotalsView {
+        input_tokens: t.input_tokens,
+        output_tokens: t.output_tokens,
+        total_tokens: t.total_tokens,
+        cache_read_tokens: t.cache_read_tokens,
+        cache_write_tokens: t.cache_write_tokens,
+        seconds_running: t.seconds_running + live_seconds,
+        unmeasured_sessions: t.unmeasured_sessions,
+        running_unreported: unreported,
+        running_non_reporting: non_reporting,
+    }
+}
+
+impl StateDoc {
+    /// `spend` holds the completed-session figures of each running issue (`None` when
+    /// unreadable); `attention` the current items.
+    pub fn build(
+        snap: &Snapshot,
+        version: &str,
+        spend: &BTreeMap<String, Option<IssueSpend>>,
+        attention: Vec<Value>,
+        unacknowledged: usize,
+    ) -> StateDoc {
+        let now = snap.generated_at_ms;
+        let cfg = &snap.config;
+        let running: Vec<RunningView> = snap
+            .running
+            .iter()
+            .map(|r| RunningView::build(r, cfg, spend.get(&r.issue.id).copied().flatten(), now))
+            .collect();
+        let retrying: Vec<RetryView> = snap
+            .retrying
+            .iter()
+            .map(|r| RetryView::build(r, cfg, now))
+            .collect();
+        let mut budget: Vec<BudgetView> = snap
+            .budget_exhausted
+            .iter()
+            .map(|b| BudgetView::build(b, cfg))
+            .collect();
+        sort_by_issue(&mut budget, |r| &r.issue);
+        let mut parked: Vec<ParkedView> = snap
+            .parked
+            .iter()
+            .map(|p| ParkedView::build(p, cfg))
+            .collect();
+        sort_by_issue(&mut parked, |r| &r.issue);
+        let mut held: Vec<HeldView> = snap.held.iter().map(HeldView::build).collect();
+        sort_by_issue(&mut held, |r| &r.issue);
+        let active = active(&[
+            (
+                LiveStatus::Running,
+                running.iter().map(ActiveSource::from).collect(),
+            ),
+            (
+                LiveStatus::Retrying,
+                retrying.iter().map(ActiveSource::from).collect(),
+            ),
+            (
+                LiveStatus::BudgetExhausted,
+                budget.iter().map(ActiveSource::from).collect(),
+            ),
+            (
+                LiveStatus::Parked,
+                parked.iter().map(ActiveSource::from).collect(),
+            ),
+        ]);
+        StateDoc {
+            generated_at: ts(now),
+            version: version.to_string(),
+            started_at: ts(snap.started_at_ms),
+            counts: Counts {
+                running: running.len(),
+                retrying: retrying.len(),
+                budget_exhausted: budget.len(),
+                parked: parked.len(),
+                pending_reactions: 0,
+                between_stages: 0,
+                held: held.len(),
+                attention: unacknowledged,
+            },
+            running,
+            retrying,
+            budget_exhausted: budget,
+            parked,
+            pending_reactions: EmptyList,
+            between_stages: EmptyList,
+            active,
+            held,
+            attention,
+            agent_totals: agent_totals(snap),
+            rate_limits: EmptyObject,
+            config: ConfigDoc::build(cfg),
+            health: HealthView::build(snap),
+        }
+    }
+}
