@@ -1,4 +1,6 @@
-//! Generic coercion rules of config-cli.md §1.3, over YAML decoded into `serde_json` values.
+//! Generic coercion rules over YAML decoded into `serde_json` values (integers given as floats
+//! or strings, strings read leniently, lists with non-string items), with Go's error texts, so
+//! existing Sortie WORKFLOW.md files load and fail exactly as they did.
 
 use serde_json::{Map, Value};
 

@@ -1,4 +1,4 @@
-//! The opt-in `.env` file (config-cli.md §1.14): only `SORTIE_*` keys, no escapes, no
+//! The opt-in `.env` file: only `SORTIE_*` keys, no escapes, no
 //! interpolation. Never auto-discovered; re-read on every load.
 
 use std::collections::BTreeMap;

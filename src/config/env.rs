@@ -1,4 +1,4 @@
-//! `$VAR` expansion with Go `os.ExpandEnv` semantics and `~` path expansion (config-cli.md §1.13).
+//! `$VAR` expansion with Go `os.ExpandEnv` semantics and `~` path expansion.
 //!
 //! Variables are looked up only in the injected process environment (`LoadOptions::env`), never
 //! in the `.env` file: `.env` feeds `SORTIE_*` overrides only, as in Go.

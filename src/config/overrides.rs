@@ -1,8 +1,8 @@
-//! `SORTIE_*` environment overrides (config-cli.md §1.14). Precedence: real environment >
+//! `SORTIE_*` environment overrides. Precedence: real environment >
 //! `.env` > YAML > default; an empty value is ignored. An override replaces the YAML value and
 //! switches `$VAR` expansion off for that field.
 //!
-//! Beyond the spec's 24 overrides, `SORTIE_TRACKER_NO_CHANGE_STATE` and `SORTIE_AGENT_MAX_TOKENS`
+//! Beyond Sortie's 24 overrides, `SORTIE_TRACKER_NO_CHANGE_STATE` and `SORTIE_AGENT_MAX_TOKENS`
 //! exist for the two newer keys, following their neighbours.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,5 +1,5 @@
 //! Splitting WORKFLOW.md into YAML front matter and prompt body, and decoding the front matter
-//! (config-cli.md §1.1 steps 2–7).
+//! into a JSON map that the typed config is built from (so error messages can name the line).
 
 use std::path::Path;
 

@@ -19,7 +19,8 @@ pub struct StoredEvent {
 
 impl StoredEvent {
     /// Bytes the event counts against the retention caps: its type, its JSON payload and 16
-    /// bytes for seq and time. Indexes and SQLite row overhead are not counted (as in the seed).
+    /// bytes for seq and time. Indexes and SQLite row overhead are not counted, so
+    /// the cap is a property of the events, not of the database's page layout.
     pub fn size_bytes(&self) -> usize {
         let payload = serde_json::to_string(&self.payload)
             .map(|s| s.len())
@@ -36,7 +37,7 @@ pub struct RunEvents {
     pub events: Vec<StoredEvent>,
 }
 
-/// Retention limits. Defaults are the seed's; tests shrink them.
+/// Retention limits. The defaults are Sortie's documented ones; tests shrink them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventLimits {
     /// Events of runs completed longer ago than this (before the run being written) are pruned.
