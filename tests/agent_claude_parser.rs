@@ -2,7 +2,7 @@
 //! token accounting follows the API semantics, and each arm of the turn-end decision tree
 //! yields exactly one terminal event.
 
-use sortie::agent::claude_parser::ClaudeParser;
+use sortie::agent::claude::parser::ClaudeParser;
 use sortie::agent::stream::{ExitInfo, SpawnError, StreamParser, TurnEnd};
 use sortie::agent::{
     AgentErrorKind, AgentEvent, AgentEventKind, CancelReason, RateLimitStatus, TokenUsage,

@@ -5,7 +5,7 @@ mod common;
 
 use common::{FAKE_AGENT as FAKE, holds_within};
 use crossbeam_channel::{Receiver, unbounded};
-use sortie::agent::claude_parser::ClaudeParser;
+use sortie::agent::claude::parser::ClaudeParser;
 use sortie::agent::process::{self, MAX_LINE_BYTES, ProcessSpec, TurnLimits};
 use sortie::agent::{
     AgentErrorKind, AgentEvent, AgentEventKind, AgentSettings, CancelReason, CancelToken,

@@ -33,7 +33,8 @@ impl TokenUsage {
     }
 
     /// From a provider that reports uncached input apart from cache reads and writes
-    /// (Claude): the cache terms are added back into input.
+    /// (Anthropic's API does): the cache terms are added back into input, so `input_tokens`
+    /// means the same for every agent.
     pub fn from_uncached_input(
         uncached: u64,
         output: u64,
@@ -391,7 +392,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn claude_normalization_adds_cache_terms_into_input() {
+    fn uncached_input_normalization_adds_cache_terms_into_input() {
         let u = TokenUsage::from_uncached_input(100, 50, 20, 5);
         assert_eq!(u, TokenUsage::new(125, 50, 20, 5));
         assert_eq!(u.total_tokens, 175);

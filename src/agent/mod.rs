@@ -7,8 +7,6 @@
 
 pub mod cancel;
 pub mod claude;
-pub mod claude_argv;
-pub mod claude_parser;
 pub mod error;
 pub mod event;
 pub mod mock;

@@ -3,7 +3,6 @@
 
 use super::text::{controls_to_spaces, cut_chars};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::path::Path;
 
 /// The tool categories the API distinguishes.
@@ -27,39 +26,6 @@ pub fn display_tool_name(name: &str) -> String {
         return format!("{server}.{tool}");
     }
     name.to_string()
-}
-
-/// Classifies a Claude Code tool call and extracts its main argument.
-pub fn classify_claude(
-    name: &str,
-    input: &Value,
-    workspace: &Path,
-) -> (Option<ToolKind>, Option<String>) {
-    let str_field = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| input.get(*k).and_then(Value::as_str))
-            .map(str::to_string)
-    };
-    let (kind, arg) = match name {
-        "Bash" => (
-            ToolKind::Shell,
-            str_field(&["command"]).map(|c| strip_shell_wrapper(&c)),
-        ),
-        "Read" => (
-            ToolKind::Read,
-            str_field(&["file_path", "path"]).map(|p| relative_to(&p, workspace)),
-        ),
-        "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => (
-            ToolKind::Edit,
-            str_field(&["file_path", "notebook_path", "path"]).map(|p| relative_to(&p, workspace)),
-        ),
-        "Skill" => (ToolKind::Skill, str_field(&["skill", "name", "command"])),
-        _ => return (None, None),
-    };
-    (
-        Some(kind),
-        arg.map(|a| clean_argument(&a)).filter(|a| !a.is_empty()),
-    )
 }
 
 /// Removes a `bash -lc` / `sh -c` / `zsh -c` wrapper (and its quotes) from a shell command.
@@ -106,29 +72,6 @@ pub fn clean_argument(arg: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn classifies_claude_tools() {
-        let ws = Path::new("/ws");
-        assert_eq!(
-            classify_claude("Bash", &json!({"command": "bash -lc 'go test ./...'"}), ws),
-            (Some(ToolKind::Shell), Some("go test ./...".into()))
-        );
-        assert_eq!(
-            classify_claude("Read", &json!({"file_path": "/ws/src/main.rs"}), ws),
-            (Some(ToolKind::Read), Some("src/main.rs".into()))
-        );
-        assert_eq!(
-            classify_claude("Write", &json!({"file_path": "main.go"}), ws),
-            (Some(ToolKind::Edit), Some("main.go".into()))
-        );
-        assert_eq!(
-            classify_claude("Skill", &json!({"skill": "pdf"}), ws),
-            (Some(ToolKind::Skill), Some("pdf".into()))
-        );
-        assert_eq!(classify_claude("TodoWrite", &json!({}), ws), (None, None));
-    }
 
     #[test]
     fn arguments_are_cleaned_and_bounded() {

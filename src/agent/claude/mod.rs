@@ -1,18 +1,22 @@
 //! The claude-code adapter: one `claude -p … --output-format stream-json` process per turn,
 //! `--session-id` on a new conversation's first turn and `--resume` afterwards.
 
-use super::claude_argv::{SessionFlag, build_args, prompt_needs_stdin};
-use super::claude_parser::ClaudeParser;
-use super::process::{
+pub mod argv;
+pub mod parser;
+mod tools;
+
+use crate::agent::process::{
     self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, split_command, verify_workspace,
 };
-use super::{
+use crate::agent::{
     AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentEvent,
     AgentSession, AgentSettings, CancelToken, StartSessionParams, TurnOutcome, TurnResult,
     UsageArrival, UsageAttribution,
 };
 use crate::clock::Clock;
+use argv::{SessionFlag, build_args, prompt_needs_stdin};
 use crossbeam_channel::Sender;
+use parser::ClaudeParser;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,13 +2,14 @@
 //! object per line in, normalized events out. Usage is tracked per message id so repeated
 //! snapshots count once, emitted as deltas, and reconciled with `result.usage` at the end.
 
-use super::error::AgentErrorKind;
-use super::event::{
+use super::tools::classify;
+use crate::agent::error::AgentErrorKind;
+use crate::agent::event::{
     AgentEvent, AgentEventKind, RateLimitStatus, RateLimitWindow, TokenUsage, TurnOutcome,
 };
-use super::stream::{StreamParser, TurnEnd, shared_outcome};
-use super::text::{cut_chars, head_and_tail, strip_ansi};
-use super::tool_kind::{ToolKind, classify_claude, display_tool_name};
+use crate::agent::stream::{StreamParser, TurnEnd, shared_outcome};
+use crate::agent::text::{cut_chars, head_and_tail, strip_ansi};
+use crate::agent::tool_kind::{ToolKind, display_tool_name};
 use crate::clock::Clock;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -386,7 +387,7 @@ impl ClaudeParser {
             .and_then(Value::as_str)
             .unwrap_or("unknown");
         let input = block.get("input").cloned().unwrap_or(Value::Null);
-        let (kind, argument) = classify_claude(name, &input, &self.workspace);
+        let (kind, argument) = classify(name, &input, &self.workspace);
         self.tools.insert(
             id.to_string(),
             OpenTool {
