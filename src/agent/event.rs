@@ -32,9 +32,8 @@ impl TokenUsage {
         }
     }
 
-    /// From a provider that reports uncached input apart from cache reads and writes
-    /// (Anthropic's API does): the cache terms are added back into input, so `input_tokens`
-    /// means the same for every agent.
+    /// From a provider that reports uncached input apart from cache reads and writes: the
+    /// cache terms are added back into input, so `input_tokens` means the same for every agent.
     pub fn from_uncached_input(
         uncached: u64,
         output: u64,
