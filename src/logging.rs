@@ -97,6 +97,15 @@ fn quote(v: &str) -> String {
     }
 }
 
+/// Whether a quote followed by `after` ends a quoted value: only at the end of the line or
+/// before the next `key=` field. Callers write `error="{e}"` without escaping, and an error
+/// text may itself quote a name (`tracker kind "x" is not supported`); such a quote is content.
+fn closes_value(after: &str) -> bool {
+    let rest = after.trim_start_matches(' ');
+    rest.is_empty()
+        || (rest.len() < after.len() && rest.split(' ').next().is_some_and(is_key_token))
+}
+
 fn is_key_token(tok: &str) -> bool {
     match tok.split_once('=') {
         Some((k, _)) => {
@@ -137,13 +146,13 @@ pub fn split_inline_fields(text: &str) -> (String, Vec<(String, String)>) {
             if chars.peek().map(|&(_, c)| c) == Some('"') {
                 chars.next();
                 let mut escaped = false;
-                for (_, c) in chars.by_ref() {
+                for (i, c) in chars.by_ref() {
                     if escaped {
                         val.push(c);
                         escaped = false;
                     } else if c == '\\' {
                         escaped = true;
-                    } else if c == '"' {
+                    } else if c == '"' && closes_value(&rest[i + 1..]) {
                         break;
                     } else {
                         val.push(c);
@@ -236,5 +245,23 @@ mod tests {
         assert_eq!(filter("verbose"), None);
         assert_eq!(LogFormat::parse("Json"), Some(LogFormat::Json));
         assert_eq!(LogFormat::parse("xml"), None);
+    }
+
+    #[test]
+    fn quotes_inside_an_unescaped_quoted_value_are_content() {
+        let (m, f) = split_inline_fields(
+            r#"dispatch preflight failed error="tracker kind "github" is not supported" tick=3"#,
+        );
+        assert_eq!(m, "dispatch preflight failed");
+        assert_eq!(
+            f,
+            vec![
+                (
+                    "error".to_string(),
+                    r#"tracker kind "github" is not supported"#.to_string()
+                ),
+                ("tick".to_string(), "3".to_string()),
+            ]
+        );
     }
 }
