@@ -731,7 +731,7 @@ fn from_process_uses_the_current_directory() {
 }
 
 #[test]
-fn adapter_config_maps_merge_without_overwriting() {
+fn adapter_settings_carry_core_fields_and_the_pass_through_block() {
     let text = "---
 tracker: {kind: file, active_states: [To Do], handoff_state: Review}
 file: {path: i.json, kind: other, extra: 1}
@@ -740,16 +740,14 @@ claude-code: {max_turns: 50, model: opus, command: ignored}
 ---
 ";
     let w = ok(text, &opts(&[]));
-    let t = w.config.tracker_adapter_config();
-    assert_eq!(t["kind"], "file");
-    assert_eq!(t["path"], "/srv/flows/i.json");
-    assert_eq!(t["extra"], 1);
-    assert_eq!(t["handoff_state"], "Review");
-    assert_eq!(t["active_states"], serde_json::json!(["To Do"]));
-    let a = w.config.agent_adapter_config();
-    assert_eq!(a["command"], "claude");
-    assert_eq!(a["max_turns"], 50);
-    assert_eq!(a["model"], "opus");
-    assert_eq!(a["stall_timeout_ms"], 0);
-    assert_eq!(a["turn_timeout_ms"], 3_600_000);
+    let t = w.config.tracker_settings();
+    assert_eq!(t.kind, "file");
+    assert_eq!(t.path, Some(PathBuf::from("/srv/flows/i.json")));
+    assert_eq!(t.block["extra"], 1);
+    assert_eq!(t.active_states, vec!["To Do".to_string()]);
+    let a = w.config.agent_settings(Path::new("/srv/flows"));
+    assert_eq!(a.command.as_deref(), Some("claude"));
+    assert_eq!(a.block["max_turns"], 50);
+    assert_eq!(a.block["model"], "opus");
+    assert_eq!(a.turn_timeout_ms, 3_600_000);
 }

@@ -63,11 +63,6 @@ impl HttpServer {
         self.fatal.clone()
     }
 
-    /// The bound address (useful when port 0 … is never used; kept for tests and logs).
-    pub fn local_port(&self) -> Option<u16> {
-        self.server.server_addr().to_ip().map(|a| a.port())
-    }
-
     /// Stops accepting, ends every event stream before its next frame, joins the pool.
     pub fn shutdown(self) {
         self.state.stopping.store(true, Ordering::SeqCst);

@@ -65,20 +65,6 @@ pub enum WorkspaceError {
     },
 }
 
-impl WorkspaceError {
-    /// True for errors that come from a hook (as opposed to path/filesystem problems).
-    pub fn is_hook_error(&self) -> bool {
-        matches!(
-            self,
-            WorkspaceError::HookValidate { .. }
-                | WorkspaceError::HookStart { .. }
-                | WorkspaceError::HookTimeout { .. }
-                | WorkspaceError::HookCancelled { .. }
-                | WorkspaceError::HookFailed { .. }
-        )
-    }
-}
-
 /// The last `DISPLAY_OUTPUT_TAIL` bytes of `output`, cut on a char boundary.
 pub(crate) fn output_tail(output: &str) -> (&str, bool) {
     if output.len() <= DISPLAY_OUTPUT_TAIL {
