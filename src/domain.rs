@@ -115,8 +115,8 @@ impl std::fmt::Display for UnknownWord {
 impl std::error::Error for UnknownWord {}
 
 /// Declares a closed vocabulary whose words are stored in SQLite and served by the API: the
-/// enum, its one `as_str` (the wire text), `FromStr` for reading it back, `Display` and serde
-/// through the same text, so the text is spelled exactly once.
+/// enum, its one `as_str` (the wire text), `FromStr` for reading it back, `Display`, serde and
+/// the JSON Schema (a string enum) through the same text, so the text is spelled exactly once.
 macro_rules! vocabulary {
     (
         $(#[$meta:meta])*
@@ -166,6 +166,16 @@ macro_rules! vocabulary {
         impl Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(self.as_str())
+            }
+        }
+
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({"type": "string", "enum": [$($text),+]})
             }
         }
 
@@ -281,6 +291,15 @@ mod tests {
                 .ok()
                 .as_deref(),
             Some("\"agent_blocked\"")
+        );
+        let schema = schemars::schema_for!(BudgetReason);
+        assert_eq!(
+            schema.get("enum"),
+            Some(&serde_json::json!([
+                "session_budget",
+                "token_budget",
+                "money_budget"
+            ]))
         );
         let e = "nope".parse::<OutcomeKind>();
         assert_eq!(

@@ -4,15 +4,14 @@
 
 use std::time::Duration;
 
-use serde_json::json;
-
 use crate::clock::rfc3339_ms;
 use crate::orchestrator::{AckError, OrchMsg, RefreshOutcome, RetryNowOutcome};
 
 use super::AppState;
 use super::attention;
 use super::respond::{ApiError, JsonReply};
-use super::wording;
+use super::views::reply::{AcknowledgeReply, DueRetry, QueueReply, RefreshReply};
+use super::views::to_value;
 
 /// How long a request waits for the orchestrator to take it. The API sets no bound; a wait
 /// this long means the orchestrator is stuck, and the caller gets a 503 saying nothing changed.
@@ -25,28 +24,12 @@ pub fn refresh(state: &AppState) -> Result<JsonReply, ApiError> {
             let coalesced = o == RefreshOutcome::Coalesced;
             Ok(JsonReply::with_status(
                 202,
-                json!({
-                    "queued": true,
-                    "coalesced": coalesced,
-                    "requested_at": requested_at,
-                    "operations": ["poll", "reconcile"],
-                    "outcome_text": if coalesced {
-                        wording::REFRESH_COALESCED
-                    } else {
-                        wording::REFRESH_QUEUED
-                    },
-                }),
+                to_value(&RefreshReply::queued(requested_at, coalesced)),
             ))
         }
         Some(RefreshOutcome::Draining) => Ok(JsonReply::with_status(
             409,
-            json!({
-                "queued": false,
-                "coalesced": false,
-                "requested_at": requested_at,
-                "operations": [],
-                "outcome_text": wording::NOTHING_QUEUED_DRAINING,
-            }),
+            to_value(&RefreshReply::draining(requested_at)),
         )),
         None => Err(ApiError::new(
             503,
@@ -85,11 +68,7 @@ pub fn retry_now(state: &AppState, identifier: &str) -> Result<JsonReply, ApiErr
     match outcome {
         RetryNowOutcome::Draining => Ok(JsonReply::with_status(
             409,
-            json!({
-                "queued": false,
-                "requested_at": requested_at,
-                "outcome_text": wording::NOTHING_QUEUED_DRAINING,
-            }),
+            to_value(&QueueReply::draining(requested_at)),
         )),
         RetryNowOutcome::NotFound => Err(ApiError::new(
             404,
@@ -97,28 +76,20 @@ pub fn retry_now(state: &AppState, identifier: &str) -> Result<JsonReply, ApiErr
             format!("no retry is scheduled for issue \"{identifier}\""),
         )),
         RetryNowOutcome::Started { .. } | RetryNowOutcome::StillWaiting { .. } => {
-            let (issue_id, display, attempt) = row
+            // A row gone from the snapshot meanwhile leaves its id and attempt unknown.
+            let (issue_id, display_identifier, attempt) = row
                 .map(|r| (r.issue.id, r.issue.display_identifier, r.attempt))
                 .unwrap_or_default();
-            let key = if display.is_empty() {
-                identifier.to_string()
-            } else {
-                display.clone()
+            let due = DueRetry {
+                issue_id,
+                issue_identifier: identifier.to_string(),
+                display_identifier,
+                attempt,
             };
-            let mut body = json!({
-                "queued": true,
-                "requested_at": requested_at,
-                "issue_id": issue_id,
-                "issue_identifier": identifier,
-                "attempt": attempt,
-                "outcome_text": wording::retry_due_now(attempt, &key),
-            });
-            if !display.is_empty()
-                && let Some(m) = body.as_object_mut()
-            {
-                m.insert("display_identifier".into(), display.into());
-            }
-            Ok(JsonReply::with_status(202, body))
+            Ok(JsonReply::with_status(
+                202,
+                to_value(&QueueReply::retry_due(requested_at, due)),
+            ))
         }
     }
 }
@@ -130,19 +101,14 @@ pub fn acknowledge(state: &AppState, id: &str) -> Result<JsonReply, ApiError> {
     let draining = || {
         JsonReply::with_status(
             409,
-            json!({
-                "acknowledged": false,
-                "already_acknowledged": false,
-                "requested_at": requested_at,
-                "outcome_text": wording::NOTHING_ACKNOWLEDGED_DRAINING,
-            }),
+            to_value(&AcknowledgeReply::draining(requested_at.clone())),
         )
     };
     if snap.draining {
         return Ok(draining());
     }
     let items = attention::items(&snap);
-    let Some(item) = items.into_iter().find(|i| i.id == id) else {
+    let Some(item) = items.into_iter().find(|i| i.view.id == id) else {
         return Err(ApiError::new(
             404,
             "attention_item_not_found",
@@ -166,7 +132,7 @@ pub fn acknowledge(state: &AppState, id: &str) -> Result<JsonReply, ApiError> {
                 .send(OrchMsg::Acknowledge {
                     ack: crate::store::AttentionAck {
                         item_id: id.to_string(),
-                        kind: item.kind.to_string(),
+                        kind: item.view.kind.as_str().to_string(),
                         acknowledged_at_ms: now,
                     },
                     reply: tx,
@@ -188,24 +154,12 @@ pub fn acknowledge(state: &AppState, id: &str) -> Result<JsonReply, ApiError> {
             }
         }
     };
-    let mut body = serde_json::Map::new();
-    body.insert("acknowledged".into(), true.into());
-    body.insert("already_acknowledged".into(), already.into());
-    body.insert("requested_at".into(), requested_at.into());
-    body.insert("id".into(), id.into());
-    body.insert("kind".into(), item.kind.into());
-    for k in ["issue_id", "issue_identifier", "display_identifier"] {
-        if let Some(v) = item.json.get(k) {
-            body.insert(k.into(), v.clone());
-        }
-    }
-    body.insert(
-        "acknowledged_at".into(),
-        rfc3339_ms(stored.acknowledged_at_ms).into(),
+    let reply = AcknowledgeReply::acknowledged(
+        requested_at,
+        &item.view,
+        item.issue_key.as_deref(),
+        already,
+        rfc3339_ms(stored.acknowledged_at_ms),
     );
-    body.insert(
-        "outcome_text".into(),
-        wording::acknowledged(already, item.issue_key.as_deref(), &item.reason_text).into(),
-    );
-    Ok(JsonReply::ok(serde_json::Value::Object(body)))
+    Ok(JsonReply::ok(to_value(&reply)))
 }

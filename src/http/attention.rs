@@ -1,31 +1,32 @@
 //! The attention list: what needs a person, derived on each request from the snapshot's rows
 //! and health, with ids that stay stable while the cause holds (SHA-256 of the JSON parts).
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::domain::BudgetReason;
-use crate::orchestrator::snapshot::Snapshot;
+use crate::orchestrator::snapshot::{BudgetRow, ParkedRow, Snapshot};
 use crate::orchestrator::state::PreflightError;
 
-use super::rows::{issue_fields, ts};
+use super::views::attention::{
+    AttentionAction, AttentionEvidence, AttentionItemView, AttentionKind, EvidenceReason, ItemIssue,
+};
+use super::views::{opt_ts, ts};
 use super::wording::{self, AttentionWords};
 
-/// One current item, with what the acknowledge route needs besides the JSON.
+/// One current item, with what ordering and the acknowledge route need besides the view.
 #[derive(Debug, Clone)]
 pub struct Item {
-    pub id: String,
-    pub kind: &'static str,
-    pub critical: bool,
+    pub view: AttentionItemView,
     pub since_ms: Option<i64>,
+    /// How the acknowledgement's sentence names the issue (display identifier, else
+    /// identifier); `None` for an item about the process.
     pub issue_key: Option<String>,
-    pub reason_text: String,
-    pub json: Value,
 }
 
 /// The item id: the first 16 bytes of SHA-256 of `[kind, part, …]` without whitespace, in hex.
-pub fn item_id(kind: &str, parts: &[String]) -> String {
-    let mut arr = vec![Value::String(kind.to_string())];
+pub fn item_id(kind: AttentionKind, parts: &[String]) -> String {
+    let mut arr = vec![Value::String(kind.as_str().to_string())];
     arr.extend(parts.iter().cloned().map(Value::String));
     let text = serde_json::to_string(&Value::Array(arr)).unwrap_or_default();
     let digest = Sha256::digest(text.as_bytes());
@@ -46,75 +47,42 @@ fn whole_seconds(ms: i64) -> String {
 
 /// What one cause contributes to its item.
 struct Cause<'a> {
-    kind: &'static str,
-    id: String,
-    critical: bool,
+    kind: AttentionKind,
+    id_parts: Vec<String>,
     since_ms: Option<i64>,
     issue: Option<&'a crate::domain::Issue>,
     words: AttentionWords,
-    action: Value,
-    evidence: Value,
+    action: AttentionAction,
+    evidence: AttentionEvidence,
 }
 
 fn base_item(c: Cause<'_>, snap: &Snapshot) -> Item {
-    let Cause {
-        kind,
-        id,
-        critical,
-        since_ms,
-        issue,
-        words,
-        action,
-        evidence,
-    } = c;
-    let mut m = Map::new();
-    m.insert("id".into(), id.clone().into());
-    m.insert("kind".into(), kind.into());
-    m.insert(
-        "severity".into(),
-        if critical { "critical" } else { "warning" }.into(),
-    );
-    m.insert("since".into(), since_ms.map(ts).unwrap_or(Value::Null));
-    m.insert(
-        "acknowledged_at".into(),
-        snap.acks
-            .get(&id)
-            .map(|a| ts(a.acknowledged_at_ms))
-            .unwrap_or(Value::Null),
-    );
-    let mut key = None;
-    if let Some(issue) = issue {
-        let f = issue_fields(issue);
-        for k in [
-            "issue_id",
-            "issue_identifier",
-            "display_identifier",
-            "issue_title",
-            "issue_url",
-        ] {
-            if let Some(v) = f.get(k) {
-                m.insert(k.into(), v.clone());
-            }
-        }
-        key = Some(if issue.display_identifier.is_empty() {
-            issue.identifier.clone()
+    let id = item_id(c.kind, &c.id_parts);
+    let acknowledged_at = snap.acks.get(&id).map(|a| ts(a.acknowledged_at_ms));
+    let issue_key = c.issue.map(|i| {
+        if i.display_identifier.is_empty() {
+            i.identifier.clone()
         } else {
-            issue.display_identifier.clone()
-        });
-    }
-    m.insert("reason_text".into(), words.reason.clone().into());
-    m.insert("why_text".into(), words.why.into());
-    m.insert("clears_text".into(), words.clears.into());
-    m.insert("action".into(), action);
-    m.insert("evidence".into(), evidence);
-    Item {
+            i.display_identifier.clone()
+        }
+    });
+    let view = AttentionItemView {
         id,
-        kind,
-        critical,
-        since_ms,
-        issue_key: key,
-        reason_text: words.reason,
-        json: Value::Object(m),
+        kind: c.kind,
+        severity: c.kind.severity(),
+        since: opt_ts(c.since_ms),
+        acknowledged_at,
+        issue: c.issue.map(ItemIssue::of).unwrap_or_default(),
+        reason_text: c.words.reason,
+        why_text: c.words.why,
+        clears_text: c.words.clears,
+        action: c.action,
+        evidence: c.evidence,
+    };
+    Item {
+        view,
+        since_ms: c.since_ms,
+        issue_key,
     }
 }
 
@@ -123,13 +91,14 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
     let mut out = Vec::new();
     out.extend(workflow_item(snap));
     out.extend(preflight_item(snap));
-    out.extend(parked_items(snap));
-    out.extend(budget_items(snap));
+    out.extend(snap.parked.iter().map(|p| parked_item(p, snap)));
+    out.extend(snap.budget_exhausted.iter().map(|b| budget_item(b, snap)));
     out.sort_by(|a, b| {
-        b.critical
-            .cmp(&a.critical)
+        a.view
+            .severity
+            .cmp(&b.view.severity)
             .then_with(|| a.since_ms.cmp(&b.since_ms))
-            .then_with(|| a.id.cmp(&b.id))
+            .then_with(|| a.view.id.cmp(&b.view.id))
     });
     out
 }
@@ -145,17 +114,17 @@ fn workflow_item(snap: &Snapshot) -> Option<Item> {
     let error = h.workflow.error.clone().unwrap_or_default();
     Some(base_item(
         Cause {
-            kind: "workflow_reload_failed",
-            id: item_id(
-                "workflow_reload_failed",
-                &[since.map(id_time).unwrap_or_default()],
-            ),
-            critical: true,
+            kind: AttentionKind::WorkflowReloadFailed,
+            id_parts: vec![since.map(id_time).unwrap_or_default()],
             since_ms: since,
             issue: None,
             words: wording::attention_workflow(&file, &error),
-            action: json!({"kind": "acknowledge"}),
-            evidence: json!({"file": file, "error": error}),
+            action: AttentionAction::acknowledge(),
+            evidence: AttentionEvidence {
+                file: Some(file),
+                error: Some(error),
+                ..Default::default()
+            },
         },
         snap,
     ))
@@ -176,90 +145,80 @@ fn preflight_item(snap: &Snapshot) -> Option<Item> {
     let since = h.preflight.since_ms;
     Some(base_item(
         Cause {
-            kind: "preflight_failed",
-            id: item_id(
-                "preflight_failed",
-                &[since.map(id_time).unwrap_or_default()],
-            ),
-            critical: true,
+            kind: AttentionKind::PreflightFailed,
+            id_parts: vec![since.map(id_time).unwrap_or_default()],
             since_ms: since,
             issue: None,
             words: wording::attention_preflight(&error),
-            action: json!({"kind": "acknowledge"}),
-            evidence: json!({"error": error}),
+            action: AttentionAction::acknowledge(),
+            evidence: AttentionEvidence {
+                error: Some(error),
+                ..Default::default()
+            },
         },
         snap,
     ))
 }
 
-fn parked_items(snap: &Snapshot) -> Vec<Item> {
-    snap.parked
-        .iter()
-        .map(|p| {
-            let action = if p.issue.url.is_empty() {
-                json!({"kind": "acknowledge"})
-            } else {
-                json!({"kind": "open_issue", "url": p.issue.url})
-            };
-            base_item(
-                Cause {
-                    kind: "parked",
-                    id: item_id(
-                        "parked",
-                        &[p.issue.id.clone(), whole_seconds(p.parked_at_ms)],
-                    ),
-                    critical: false,
-                    since_ms: Some(p.parked_at_ms.div_euclid(1000) * 1000),
-                    issue: Some(&p.issue),
-                    words: wording::attention_parked(p.reason, &p.label, &p.parked_state),
-                    action,
-                    evidence: json!({"reason": p.reason, "label": p.label}),
-                },
-                snap,
-            )
-        })
-        .collect()
+fn parked_item(p: &ParkedRow, snap: &Snapshot) -> Item {
+    base_item(
+        Cause {
+            kind: AttentionKind::Parked,
+            id_parts: vec![p.issue.id.clone(), whole_seconds(p.parked_at_ms)],
+            since_ms: Some(p.parked_at_ms.div_euclid(1000) * 1000),
+            issue: Some(&p.issue),
+            words: wording::attention_parked(p.reason, &p.label, &p.parked_state),
+            action: AttentionAction::open_issue_or_acknowledge(&p.issue),
+            evidence: AttentionEvidence {
+                reason: Some(EvidenceReason::Park(p.reason)),
+                label: Some(p.label.clone()),
+                ..Default::default()
+            },
+        },
+        snap,
+    )
 }
 
-fn budget_items(snap: &Snapshot) -> Vec<Item> {
-    snap.budget_exhausted
-        .iter()
-        .map(|b| {
-            let evidence = match b.reason {
-                BudgetReason::Token => json!({
-                    "reason": b.reason,
-                    "used_tokens": b.used,
-                    "used_tokens_complete": false,
-                    "budget_tokens": b.limit,
-                }),
-                BudgetReason::Session | BudgetReason::Money => json!({
-                    "reason": b.reason,
-                    "used_sessions": b.used,
-                    "budget_sessions": b.limit,
-                }),
-            };
-            base_item(
-                Cause {
-                    kind: "budget_held",
-                    id: item_id(
-                        "budget_held",
-                        &[
-                            b.issue.id.clone(),
-                            b.reason.to_string(),
-                            b.limit.to_string(),
-                        ],
-                    ),
-                    critical: false,
-                    since_ms: Some(b.since_ms),
-                    issue: Some(&b.issue),
-                    words: wording::attention_budget(b.reason, b.used, b.limit),
-                    action: json!({"kind": "acknowledge"}),
-                    evidence,
-                },
-                snap,
-            )
-        })
-        .collect()
+/// The evidence of a budget hold. This build does not price runs, so a money hold (which it
+/// never raises) reports sessions like a session hold.
+fn budget_evidence(b: &BudgetRow) -> AttentionEvidence {
+    let reason = Some(EvidenceReason::Budget(b.reason));
+    match b.reason {
+        BudgetReason::Token => AttentionEvidence {
+            reason,
+            used_tokens: Some(b.used),
+            // The hold keeps the recorded total but not whether every session was measured,
+            // so the figure is never claimed complete.
+            used_tokens_complete: Some(false),
+            budget_tokens: Some(b.limit),
+            ..Default::default()
+        },
+        BudgetReason::Session | BudgetReason::Money => AttentionEvidence {
+            reason,
+            used_sessions: Some(b.used),
+            budget_sessions: Some(b.limit),
+            ..Default::default()
+        },
+    }
+}
+
+fn budget_item(b: &BudgetRow, snap: &Snapshot) -> Item {
+    base_item(
+        Cause {
+            kind: AttentionKind::BudgetHeld,
+            id_parts: vec![
+                b.issue.id.clone(),
+                b.reason.to_string(),
+                b.limit.to_string(),
+            ],
+            since_ms: Some(b.since_ms),
+            issue: Some(&b.issue),
+            words: wording::attention_budget(b.reason, b.used, b.limit),
+            action: AttentionAction::acknowledge(),
+            evidence: budget_evidence(b),
+        },
+        snap,
+    )
 }
 
 #[cfg(test)]
@@ -270,18 +229,24 @@ mod tests {
     #[test]
     fn ids_match_the_seed_examples() {
         assert_eq!(
-            item_id("parked", &["jkl012".into(), "2026-03-26T14:05:00Z".into()]),
+            item_id(
+                AttentionKind::Parked,
+                &["jkl012".into(), "2026-03-26T14:05:00Z".into()]
+            ),
             "9ee206201099385b431c9bb01911553f"
         );
         assert_eq!(
             item_id(
-                "budget_held",
+                AttentionKind::BudgetHeld,
                 &["ghi789".into(), "session_budget".into(), "3".into()]
             ),
             "464f9ff8ea54c4c6cfb43af394234d57"
         );
         assert_eq!(
-            item_id("workflow_reload_failed", &["2026-03-26T14:29:41Z".into()]),
+            item_id(
+                AttentionKind::WorkflowReloadFailed,
+                &["2026-03-26T14:29:41Z".into()]
+            ),
             "436a04996ce8317d45cdb082d7ee656a"
         );
     }
@@ -312,9 +277,46 @@ mod tests {
         });
         let items = items(&snap);
         assert_eq!(items.len(), 2);
-        assert_eq!(items[0].kind, "workflow_reload_failed");
-        assert_eq!(items[1].kind, "parked");
-        assert_eq!(items[1].json["action"]["kind"], "acknowledge");
-        assert_eq!(items[1].json["acknowledged_at"], Value::Null);
+        assert_eq!(items[0].view.kind, AttentionKind::WorkflowReloadFailed);
+        assert_eq!(items[1].view.kind, AttentionKind::Parked);
+        let json = super::super::views::to_value(&items[1].view);
+        assert_eq!(json["action"]["kind"], "acknowledge");
+        assert_eq!(json["acknowledged_at"], Value::Null);
+    }
+
+    /// Member names and order as served: issue members between `acknowledged_at` and
+    /// `reason_text`, empty issue members absent, evidence members by kind.
+    #[test]
+    fn items_serialize_in_served_order() {
+        let mut snap = Snapshot::default();
+        snap.budget_exhausted
+            .push(crate::orchestrator::state::BudgetHold {
+                issue: crate::domain::Issue {
+                    id: "b0".into(),
+                    identifier: "B-0".into(),
+                    display_identifier: "acme/B-0".into(),
+                    url: "https://t/b".into(),
+                    ..Default::default()
+                },
+                reason: BudgetReason::Token,
+                used: 7,
+                limit: 5,
+                since_ms: 1_774_535_100_000,
+            });
+        snap.health.preflight.failing_streak = 1;
+        snap.health.preflight.since_ms = Some(1_774_535_300_000);
+        snap.health.preflight.error = Some("no api key".into());
+        let items = items(&snap);
+        let text: Vec<String> = items
+            .iter()
+            .map(|i| serde_json::to_string(&i.view).unwrap_or_default())
+            .collect();
+        assert_eq!(
+            text,
+            [
+                r#"{"id":"a6101f4a45ebf0457cd63381eb5607e6","kind":"preflight_failed","severity":"critical","since":"2026-03-26T14:28:20.000Z","acknowledged_at":null,"reason_text":"Dispatch preflight failed","why_text":"The dispatch preflight failed (no api key), so poll ticks dispatch nothing until it passes.","clears_text":"Clears when the dispatch preflight passes on a later poll tick.","action":{"kind":"acknowledge"},"evidence":{"error":"no api key"}}"#,
+                r#"{"id":"67a536b17fecdf220f2df7934ee87afd","kind":"budget_held","severity":"warning","since":"2026-03-26T14:25:00.000Z","acknowledged_at":null,"issue_id":"b0","issue_identifier":"B-0","display_identifier":"acme/B-0","issue_url":"https://t/b","reason_text":"Token budget reached","why_text":"The issue has used 7 tokens of its budget of 5.","clears_text":"Clears on the next poll tick after `agent.max_tokens` is raised above 5 or is removed, or after the issue leaves the active tracker states.","action":{"kind":"acknowledge"},"evidence":{"reason":"token_budget","used_tokens":7,"used_tokens_complete":false,"budget_tokens":5}}"#,
+            ]
+        );
     }
 }

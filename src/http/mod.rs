@@ -18,7 +18,6 @@ pub mod probes;
 pub mod query;
 pub mod respond;
 pub mod router;
-pub mod rows;
 pub mod runs;
 pub mod scrape;
 pub mod sse;

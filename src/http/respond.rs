@@ -1,8 +1,16 @@
 //! Writing responses: JSON bodies with the common headers, the API's error envelope, and the
 //! masking every served string passes through.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tiny_http::{Header, Request, Response};
+
+use super::views::reply::ErrorBody;
+use super::views::to_value;
+
+/// Sent when a body cannot be serialized: the error envelope written out, since serializing
+/// it could fail the same way (a test holds it to [`ErrorBody`]).
+const SERIALIZATION_FAILED: &str =
+    r#"{"error":{"code":"internal_error","message":"response serialization failed"}}"#;
 
 /// An API error: status, the API's code, a message, and extra headers (`Allow`).
 #[derive(Debug, Clone, PartialEq)]
@@ -45,8 +53,8 @@ impl ApiError {
     }
 
     /// The envelope: `{"error": {"code": …, "message": …}}`.
-    pub fn body(&self) -> Value {
-        json!({"error": {"code": self.code, "message": self.message}})
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody::new(self.code, &self.message)
     }
 }
 
@@ -101,10 +109,7 @@ pub fn header(name: &str, value: &str) -> Option<Header> {
 pub fn send_json(req: Request, reply: JsonReply, allow: Option<&str>, head_only: bool) {
     let mut body = reply.body;
     mask_value(&mut body);
-    let text = serde_json::to_string(&body).unwrap_or_else(|_| {
-        r#"{"error":{"code":"internal_error","message":"response serialization failed"}}"#
-            .to_string()
-    });
+    let text = serde_json::to_string(&body).unwrap_or_else(|_| SERIALIZATION_FAILED.to_string());
     let mut resp = if head_only {
         Response::from_string(String::new())
     } else {
@@ -134,7 +139,7 @@ pub fn send_error(req: Request, err: ApiError) {
     let allow = err.allow;
     send_json(
         req,
-        JsonReply::with_status(err.status, err.body()),
+        JsonReply::with_status(err.status, to_value(&err.body())),
         allow,
         false,
     );
@@ -142,17 +147,34 @@ pub fn send_error(req: Request, err: ApiError) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
     fn envelope_has_code_and_message() {
         let e = ApiError::method_not_allowed("DELETE", "GET");
         assert_eq!(
-            e.body(),
+            to_value(&e.body()),
             json!({"error": {"code": "method_not_allowed", "message": "method DELETE is not allowed on this endpoint"}})
+        );
+        assert_eq!(
+            serde_json::to_string(&e.body()).ok().as_deref(),
+            Some(
+                r#"{"error":{"code":"method_not_allowed","message":"method DELETE is not allowed on this endpoint"}}"#
+            )
         );
         assert_eq!(e.allow, Some("GET"));
         assert_eq!(e.status, 405);
+    }
+
+    #[test]
+    fn the_fallback_body_is_the_envelope() {
+        let fallback = ErrorBody::new("internal_error", "response serialization failed");
+        assert_eq!(
+            serde_json::to_string(&fallback).ok().as_deref(),
+            Some(SERIALIZATION_FAILED)
+        );
     }
 
     #[test]

@@ -45,9 +45,9 @@ pub fn view(state: &AppState, snap: &Snapshot) -> StateDoc {
     let items = attention::items(snap);
     let unacked = items
         .iter()
-        .filter(|i| i.json.get("acknowledged_at") == Some(&Value::Null))
+        .filter(|i| i.view.acknowledged_at.is_none())
         .count();
-    let items = items.into_iter().map(|i| i.json).collect();
+    let items = items.into_iter().map(|i| i.view).collect();
     StateDoc::build(snap, state.version, &spend, items, unacked)
 }
 

@@ -1,19 +1,69 @@
-//! The documented shape of an `attention[]` item. Items are assembled by `http::attention`;
-//! this type is their schema, and the live OpenAPI tests hold the served items to it.
+//! An `attention[]` item: something that needs a person. `http::attention` decides which items
+//! exist and builds them as these types, so every served member is in the schema.
 
 use schemars::JsonSchema;
+use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, JsonSchema)]
+use crate::domain::{BudgetReason, Issue, ParkReason};
+
+use super::nonempty;
+
+// The text is also the first part of the item id and is stored with an acknowledgement, so a
+// word must never change.
+/// What an item is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-#[allow(dead_code)]
+pub enum AttentionKind {
+    WorkflowReloadFailed,
+    PreflightFailed,
+    Parked,
+    BudgetHeld,
+}
+
+impl AttentionKind {
+    pub const ALL: &'static [AttentionKind] = &[
+        AttentionKind::WorkflowReloadFailed,
+        AttentionKind::PreflightFailed,
+        AttentionKind::Parked,
+        AttentionKind::BudgetHeld,
+    ];
+
+    /// The served text (the same as serde's, checked by a test).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AttentionKind::WorkflowReloadFailed => "workflow_reload_failed",
+            AttentionKind::PreflightFailed => "preflight_failed",
+            AttentionKind::Parked => "parked",
+            AttentionKind::BudgetHeld => "budget_held",
+        }
+    }
+
+    /// The severity belongs to the kind: a process-wide failure stops every dispatch, the
+    /// others concern one issue.
+    pub const fn severity(self) -> Severity {
+        match self {
+            AttentionKind::WorkflowReloadFailed | AttentionKind::PreflightFailed => {
+                Severity::Critical
+            }
+            AttentionKind::Parked | AttentionKind::BudgetHeld => Severity::Warning,
+        }
+    }
+}
+
+// The derived order (declaration order) puts `critical` items first in the list.
+/// `critical`: a cause under which poll ticks dispatch nothing for any issue; `warning`: a
+/// cause about one issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Severity {
     Critical,
     Warning,
 }
 
-#[derive(Debug, Clone, Copy, JsonSchema)]
+/// The kind of action a client should offer. This build has no pull request reactions, so it
+/// never offers `open_pull_request`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-#[allow(dead_code)]
 pub enum ActionKind {
     OpenIssue,
     OpenPullRequest,
@@ -21,8 +71,7 @@ pub enum ActionKind {
 }
 
 /// What the dashboard offers to do about the item.
-#[derive(Debug, Clone, JsonSchema)]
-#[allow(dead_code)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct AttentionAction {
     pub kind: ActionKind,
     /// The page to open (`open_issue`, `open_pull_request`).
@@ -30,16 +79,43 @@ pub struct AttentionAction {
     pub url: Option<String>,
 }
 
+impl AttentionAction {
+    pub fn acknowledge() -> AttentionAction {
+        AttentionAction {
+            kind: ActionKind::Acknowledge,
+            url: None,
+        }
+    }
+
+    /// Opens the issue's page; an issue without a link can only be acknowledged.
+    pub fn open_issue_or_acknowledge(issue: &Issue) -> AttentionAction {
+        match nonempty(&issue.url) {
+            Some(url) => AttentionAction {
+                kind: ActionKind::OpenIssue,
+                url: Some(url),
+            },
+            None => AttentionAction::acknowledge(),
+        }
+    }
+}
+
+/// The reason of the row behind an item: a park reason or a budget reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum EvidenceReason {
+    Park(ParkReason),
+    Budget(BudgetReason),
+}
+
 /// The facts behind the item; which members are present depends on its kind.
-#[derive(Debug, Clone, JsonSchema)]
-#[allow(dead_code)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct AttentionEvidence {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub reason: Option<EvidenceReason>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,16 +130,10 @@ pub struct AttentionEvidence {
     pub budget_sessions: Option<u64>,
 }
 
-/// One item that needs a person.
-#[derive(Debug, Clone, JsonSchema)]
-#[schemars(rename = "AttentionItem")]
-#[allow(dead_code)]
-pub struct AttentionItemView {
-    pub id: String,
-    pub kind: String,
-    pub severity: Severity,
-    pub since: Option<String>,
-    pub acknowledged_at: Option<String>,
+/// The issue an item names: id and identifier always, the others only when not empty. Every
+/// member is absent on an item about the process.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ItemIssue {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub issue_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,9 +144,54 @@ pub struct AttentionItemView {
     pub issue_title: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub issue_url: Option<String>,
+}
+
+impl ItemIssue {
+    pub fn of(issue: &Issue) -> ItemIssue {
+        ItemIssue {
+            issue_id: Some(issue.id.clone()),
+            issue_identifier: Some(issue.identifier.clone()),
+            display_identifier: nonempty(&issue.display_identifier),
+            issue_title: nonempty(&issue.title),
+            issue_url: nonempty(&issue.url),
+        }
+    }
+}
+
+/// One item that needs a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "AttentionItem")]
+pub struct AttentionItemView {
+    pub id: String,
+    pub kind: AttentionKind,
+    pub severity: Severity,
+    pub since: Option<String>,
+    pub acknowledged_at: Option<String>,
+    #[serde(flatten)]
+    pub issue: ItemIssue,
     pub reason_text: String,
     pub why_text: String,
     pub clears_text: String,
     pub action: AttentionAction,
     pub evidence: AttentionEvidence,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_text_is_the_served_text() {
+        for k in AttentionKind::ALL {
+            assert_eq!(super::super::to_value(k), k.as_str());
+        }
+    }
+
+    #[test]
+    fn evidence_reason_serializes_as_the_bare_word() {
+        let r = EvidenceReason::Budget(BudgetReason::Session);
+        assert_eq!(super::super::to_value(&r), "session_budget");
+        let r = EvidenceReason::Park(ParkReason::AgentBlocked);
+        assert_eq!(super::super::to_value(&r), "agent_blocked");
+    }
 }

@@ -2,7 +2,6 @@
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::domain::Issue;
 use crate::orchestrator::snapshot::{BudgetRow, ParkedRow, RetryRow, RunningRow, Snapshot};
@@ -53,14 +52,6 @@ impl IssueFields {
             issue_type: nonempty(&issue.issue_type),
             state: nonempty(&issue.state),
         }
-    }
-}
-
-/// The issue members as a JSON map, for bodies still assembled member by member.
-pub fn issue_fields(issue: &Issue) -> Map<String, Value> {
-    match super::to_value(&IssueFields::of(issue)) {
-        Value::Object(m) => m,
-        _ => Map::new(),
     }
 }
 

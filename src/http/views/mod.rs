@@ -35,7 +35,7 @@ use serde::{Serialize, Serializer};
 
 use crate::clock::rfc3339_ms;
 
-pub use issue::{IssueFields, IssueRows, IssueStatus, issue_fields};
+pub use issue::{IssueFields, IssueRows, IssueStatus};
 
 /// An RFC 3339 UTC timestamp with milliseconds.
 pub fn ts(ms: i64) -> String {

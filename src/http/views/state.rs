@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::orchestrator::snapshot::Snapshot;
 use crate::store::IssueSpend;
@@ -65,9 +64,8 @@ pub struct StateDoc {
     pub between_stages: EmptyList,
     pub active: Vec<ActiveEntry>,
     pub held: Vec<HeldView>,
-    /// Assembled by `http::attention`; documented by [`AttentionItemView`].
-    #[schemars(with = "Vec<AttentionItemView>")]
-    pub attention: Vec<Value>,
+    /// What needs a person: critical items first, then by `since` (null first), then by id.
+    pub attention: Vec<AttentionItemView>,
     pub agent_totals: AgentTotalsView,
     pub rate_limits: EmptyObject,
     pub config: ConfigDoc,
@@ -122,7 +120,7 @@ impl StateDoc {
         snap: &Snapshot,
         version: &str,
         spend: &BTreeMap<String, Option<IssueSpend>>,
-        attention: Vec<Value>,
+        attention: Vec<AttentionItemView>,
         unacknowledged: usize,
     ) -> StateDoc {
         let now = snap.generated_at_ms;
