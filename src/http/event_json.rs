@@ -154,7 +154,13 @@ pub fn view(seq: i64, payload: &Value) -> EventView {
         other => with_message(&format!("Agent event {other}"), &message),
     };
     if TURN_ENDING.contains(&event.as_str()) {
-        v.usage = Some(payload.get("usage").cloned().unwrap_or(Value::Null));
+        // A stored figure that does not read as totals (absent, null or malformed) serves as
+        // `null`, the documented "unmeasured", rather than as whatever the row holds.
+        v.usage = Some(
+            payload
+                .get("usage")
+                .and_then(|u| serde_json::from_value(u.clone()).ok()),
+        );
     }
     v
 }

@@ -217,15 +217,9 @@ fn reaction_check(state: &AppState, identifier: &str, kind: &str) -> Result<Json
     if state.orch.snapshot().draining {
         return Ok(JsonReply::with_status(
             409,
-            super::views::to_value(&QueueReply {
-                queued: false,
-                requested_at: crate::clock::rfc3339_ms(state.clock.now_ms()),
-                issue_id: None,
-                issue_identifier: None,
-                display_identifier: None,
-                attempt: None,
-                outcome_text: super::wording::NOTHING_QUEUED_DRAINING.to_string(),
-            }),
+            super::views::to_value(&QueueReply::draining(crate::clock::rfc3339_ms(
+                state.clock.now_ms(),
+            ))),
         ));
     }
     Err(ApiError::new(

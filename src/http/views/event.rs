@@ -2,12 +2,11 @@
 //! kept members plus `seq`, `text` and `tool_line`, worded when served and never stored.
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A run's token totals after a turn-ending event.
-#[derive(Debug, Clone, JsonSchema)]
-#[allow(dead_code)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct UsageTotals {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -48,8 +47,7 @@ pub struct EventView {
     pub tool: Option<ToolFields>,
     /// Turn-ending events only: the run's totals so far, `null` while unmeasured.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<Option<UsageTotals>>")]
-    pub usage: Option<Value>,
+    pub usage: Option<Option<UsageTotals>>,
     pub text: String,
     /// `tool_result` only: the call as one line.
     #[serde(skip_serializing_if = "Option::is_none")]
