@@ -166,7 +166,7 @@ impl Orchestrator {
             self.metrics.unmeasured_session();
         }
         let status = run_status(&result.exit, entry.facts.budget_stopped);
-        self.metrics.worker_exit(status.as_str(), seconds);
+        self.metrics.worker_exit(status, seconds);
         if let Err(e) = persist::record_run(&self.store, &self.workflow, entry, result, status) {
             log::error!(
                 "failed to record run issue_id={} issue_identifier={} error=\"{e}\"",
