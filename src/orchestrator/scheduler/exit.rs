@@ -429,7 +429,9 @@ mod tests {
     #[test]
     fn a_retryable_failure_retries_with_backoff_and_a_fatal_one_gives_up() {
         let err = |retryable| SupervisorExit::Error {
-            code: "turn_failed".into(),
+            code: crate::orchestrator::msg::ErrorCode::Agent(
+                crate::agent::AgentErrorKind::TurnFailed,
+            ),
             message: "boom".into(),
             retryable,
         };
