@@ -294,3 +294,27 @@ fn stored_vocabulary_words_read_back_typed_and_an_unknown_one_is_named() {
         })
     );
 }
+
+#[test]
+fn an_outcome_word_this_build_does_not_know_is_replaced_by_a_new_observation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let store = Store::open(&path, clock()).unwrap();
+    let w = store.writer();
+    let handed_off = IssueOutcome {
+        observed_at_ms: T0,
+        state: "Review".into(),
+        ..IssueOutcome::new("i1", OutcomeKind::HandedOff)
+    };
+    assert!(w.set_outcome_wait(handed_off).unwrap());
+    raw(&path)
+        .execute("UPDATE issue_outcomes SET kind = 'abandoned'", [])
+        .unwrap();
+    let terminal = IssueOutcome {
+        observed_at_ms: T0 + 1,
+        ..IssueOutcome::new("i1", OutcomeKind::Terminal)
+    };
+    assert!(w.set_outcome_wait(terminal.clone()).unwrap());
+    let read = store.read_conn().unwrap();
+    assert_eq!(read.load_outcomes().unwrap(), vec![terminal]);
+}
