@@ -199,6 +199,13 @@ vocabulary! {
         Stall = "stall",
         /// A due retry could not start and went back in the queue.
         Timer = "timer",
+        /// The provider refused the run because its usage limit was reached; the retry waits
+        /// for the reset. This build does not schedule it, but a database another Sortie
+        /// build wrote may hold it, and the metrics catalogue names it.
+        UsageLimit = "usage_limit",
+        /// A retry that fixes a failed CI check. This build does not schedule it; kept so a
+        /// row another Sortie build wrote still reads back.
+        CiFix = "ci_fix",
     }
 }
 
@@ -266,6 +273,22 @@ vocabulary! {
         /// The dispatch preflight failed, so the tracker was not read.
         PreflightFailed = "preflight_failed",
         TrackerFailed = "tracker_failed",
+    }
+}
+
+impl RunStatus {
+    /// Whether the run was an agent session: a recorded CI result is not, so budgets and the
+    /// session counters leave it out.
+    pub const fn is_session(self) -> bool {
+        match self {
+            RunStatus::CiFailed => false,
+            RunStatus::Succeeded
+            | RunStatus::Failed
+            | RunStatus::Cancelled
+            | RunStatus::NeedsPerson
+            | RunStatus::BudgetStopped
+            | RunStatus::UsageLimited => true,
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::json;
 use sortie::clock::SystemClock;
-use sortie::domain::Issue;
+use sortie::domain::{Issue, RunStatus};
 use sortie::http::AppState;
 use sortie::orchestrator::OrchestratorHandle;
 use sortie::orchestrator::snapshot::{RetryRow, Snapshot};
@@ -40,7 +40,6 @@ fn run(issue_id: &str, identifier: &str, dispatch: &str) -> RunRecord {
         identifier: identifier.into(),
         issue_title: "Old title".into(),
         attempt: 1,
-        status: "succeeded".into(),
         started_at_ms: 1_000,
         completed_at_ms: 2_000,
         agent_kind: "mock".into(),
@@ -50,7 +49,7 @@ fn run(issue_id: &str, identifier: &str, dispatch: &str) -> RunRecord {
         tokens_measured: true,
         usage_completeness: "complete".into(),
         dispatch_id: Some(dispatch.into()),
-        ..Default::default()
+        ..RunRecord::new(RunStatus::Succeeded)
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use sortie::domain::RunStatus;
 use sortie::metrics::{GaugeValues, Metrics};
 use sortie::store::AggregateTotals;
 
@@ -12,7 +13,7 @@ fn exposed_names() -> BTreeSet<String> {
     m.tool_call("Read", "success");
     m.self_review_session("pass");
     m.self_review_verification("make test", 1.0);
-    m.worker_exit("succeeded", 1.0);
+    m.worker_exit(RunStatus::Succeeded, 1.0);
     let text = m.render(&GaugeValues::default());
     let mut names = BTreeSet::new();
     for line in text.lines() {

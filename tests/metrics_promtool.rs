@@ -10,6 +10,7 @@ mod common;
 use common::promtool::promtool_check;
 use sortie::agent::TokenUsage;
 use sortie::clock::{Clock, SystemClock};
+use sortie::domain::RunStatus;
 use sortie::metrics::{CONTENT_TYPE, GaugeValues, Metrics};
 use sortie::store::{AggregateTotals, ReadConn, RunRecord, Store};
 
@@ -25,7 +26,7 @@ fn busy_scrape(seed: &AggregateTotals) -> String {
     let m = Metrics::new(seed);
     m.dispatch("success");
     m.token_usage(&TokenUsage::new(1200, 300, 800, 40));
-    m.worker_exit("cancelled", 61.5);
+    m.worker_exit(RunStatus::Cancelled, 61.5);
     m.poll(0.2, "success");
     m.retry("stall");
     m.reconciliation("keep");
@@ -77,11 +78,10 @@ fn scrape_while_agents_run_passes_promtool() {
     assert!(ok, "promtool check metrics failed:\n{msg}\n---\n{text}");
 }
 
-fn run(issue_id: &str, status: &str, tokens: i64, measured: bool) -> RunRecord {
+fn run(issue_id: &str, status: RunStatus, tokens: i64, measured: bool) -> RunRecord {
     RunRecord {
         issue_id: issue_id.into(),
         identifier: issue_id.into(),
-        status: status.into(),
         started_at_ms: 1_000,
         completed_at_ms: 31_000,
         input_tokens: tokens,
@@ -91,7 +91,7 @@ fn run(issue_id: &str, status: &str, tokens: i64, measured: bool) -> RunRecord {
         cache_write_tokens: 3,
         tokens_measured: measured,
         dispatch_id: Some(format!("D{issue_id}{status}")),
-        ..Default::default()
+        ..RunRecord::new(status)
     }
 }
 
@@ -131,9 +131,13 @@ fn counters_after_a_restart_are_at_least_their_value_before() {
         }
         // This life's work, recorded the way the orchestrator does: live deltas to the
         // metrics, the finished run to the store.
-        for (n, (status, measured)) in [("succeeded", true), ("failed", false), ("cancelled", true)]
-            .into_iter()
-            .enumerate()
+        for (n, (status, measured)) in [
+            (RunStatus::Succeeded, true),
+            (RunStatus::Failed, false),
+            (RunStatus::Cancelled, true),
+        ]
+        .into_iter()
+        .enumerate()
         {
             let r = run(&format!("I{life}{n}"), status, 1000, measured);
             m.dispatch("success");

@@ -5,6 +5,7 @@ mod common;
 
 use common::store::*;
 use sortie::clock::Clock;
+use sortie::domain::RunStatus;
 use sortie::store::{RunFilter, Store, StoreError, connection, migrate};
 
 #[test]
@@ -91,7 +92,7 @@ fn upgrades_from_every_earlier_version_preserve_data() {
         let page = read.list_runs(&RunFilter::default(), None, 10).unwrap();
         assert_eq!(page.runs.len(), 1, "from v{k}");
         let r = &page.runs[0];
-        assert_eq!(r.status, "failed");
+        assert_eq!(r.status, RunStatus::Failed);
         assert_eq!(r.completed_at_ms, T0 + 5 * 60_000);
         assert!(r.tokens_measured, "pre-upgrade rows read measured");
         assert_eq!(r.unaccounted_turns, 0);

@@ -7,9 +7,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use common::store::*;
-use sortie::store::{
-    IssueOutcome, RuleFilter, RunFilter, RunWrite, STATUS_CI_FAILED, SessionMeta, Store,
-};
+use sortie::domain::{OutcomeKind, RunStatus};
+use sortie::store::{IssueOutcome, RuleFilter, RunFilter, RunWrite, SessionMeta, Store};
 
 #[test]
 fn run_events_aggregates_and_session_commit_together() {
@@ -105,7 +104,7 @@ fn unmeasured_and_ci_rows_count_correctly() {
     w.record_run(unmeasured, vec![]).unwrap();
     w.record_run(run("i1", "D2", T0 + 1), vec![]).unwrap();
     let mut ci = run("i1", "", T0 + 2);
-    ci.status = STATUS_CI_FAILED.into();
+    ci.status = RunStatus::CiFailed;
     ci.dispatch_id = Some(String::new());
     (ci.input_tokens, ci.output_tokens, ci.total_tokens) = (0, 0, 0);
     (ci.cache_read_tokens, ci.cache_write_tokens) = (0, 0);
@@ -176,16 +175,14 @@ fn list_runs_filters_and_pages() {
         let mut r = run(issue, &format!("D{i}"), T0 + i * DAY_MS);
         if i == 3 {
             r.rule_name = String::new();
-            r.status = "failed".into();
+            r.status = RunStatus::Failed;
             r.stage_target = "review".into();
         }
         w.record_run(r, vec![]).unwrap();
     }
     w.set_outcome_wait(IssueOutcome {
-        issue_id: "b".into(),
-        kind: "merged".into(),
         observed_at_ms: T0 + 10 * DAY_MS,
-        ..Default::default()
+        ..IssueOutcome::new("b", OutcomeKind::Merged)
     })
     .unwrap();
     let read = store.read_conn().unwrap();
@@ -224,7 +221,7 @@ fn list_runs_filters_and_pages() {
     };
     assert_eq!(ids(&f, None, 10).0.len(), 7);
     let f = RunFilter {
-        status: Some("failed".into()),
+        status: Some(RunStatus::Failed),
         ..Default::default()
     };
     assert_eq!(ids(&f, None, 10).0, vec![4]);
@@ -250,7 +247,7 @@ fn list_runs_filters_and_pages() {
     };
     assert!(ids(&f, None, 10).0.is_empty());
     let f = RunFilter {
-        status: Some("failed".into()),
+        status: Some(RunStatus::Failed),
         issue_id: Some("a".into()),
         ..Default::default()
     };

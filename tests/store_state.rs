@@ -5,7 +5,10 @@ mod common;
 
 use common::store::*;
 use sortie::clock::Clock;
-use sortie::store::{AttentionAck, IssueOutcome, ParkedIssue, RetryEntry, SessionMeta, Store};
+use sortie::domain::{OutcomeKind, ParkReason, RetryTrigger};
+use sortie::store::{
+    AttentionAck, IssueOutcome, ParkedIssue, RetryEntry, SessionMeta, Store, StoreError,
+};
 
 fn retry_entry() -> RetryEntry {
     RetryEntry {
@@ -22,7 +25,7 @@ fn retry_entry() -> RetryEntry {
         chain_id: "chain-1".into(),
         stage_previous: "specify".into(),
         stage_previous_outcome: "succeeded".into(),
-        trigger: Some("error".into()),
+        trigger: Some(RetryTrigger::Error),
         reaction_kind: String::new(),
         reaction_config_key: String::new(),
         issue_title: "Fix it".into(),
@@ -128,21 +131,29 @@ fn outcomes_follow_replacement_rules_and_clear() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&db_path(&dir), clock()).unwrap();
     let w = store.writer();
-    let o = |kind: &str, at: i64| IssueOutcome {
-        issue_id: "i1".into(),
-        kind: kind.into(),
+    let o = |kind: OutcomeKind, at: i64| IssueOutcome {
         observed_at_ms: at,
-        ..Default::default()
+        ..IssueOutcome::new("i1", kind)
     };
-    assert!(w.set_outcome_wait(o("merged", T0)).unwrap());
+    assert!(w.set_outcome_wait(o(OutcomeKind::Merged, T0)).unwrap());
     assert!(
-        !w.set_outcome_wait(o("terminal", T0 + 1)).unwrap(),
+        !w.set_outcome_wait(o(OutcomeKind::Terminal, T0 + 1))
+            .unwrap(),
         "merged stays"
     );
-    assert!(w.set_outcome_wait(o("handed_off", T0 + 2)).unwrap());
-    assert!(w.set_outcome_wait(o("terminal", T0 + 3)).unwrap());
+    assert!(
+        w.set_outcome_wait(o(OutcomeKind::HandedOff, T0 + 2))
+            .unwrap()
+    );
+    assert!(
+        w.set_outcome_wait(o(OutcomeKind::Terminal, T0 + 3))
+            .unwrap()
+    );
     let read = store.read_conn().unwrap();
-    assert_eq!(read.load_outcomes().unwrap(), vec![o("terminal", T0 + 3)]);
+    assert_eq!(
+        read.load_outcomes().unwrap(),
+        vec![o(OutcomeKind::Terminal, T0 + 3)]
+    );
     w.clear_outcome("i1").unwrap();
     w.flush().unwrap();
     assert!(read.load_outcomes().unwrap().is_empty());
@@ -153,15 +164,13 @@ fn warm_start_snapshot_restores_everything() {
     let dir = tempfile::tempdir().unwrap();
     let path = db_path(&dir);
     let park = ParkedIssue {
-        issue_id: "p1".into(),
         identifier: "MT-9".into(),
-        reason: "agent_blocked".into(),
         label: "needs-human".into(),
         label_applied: true,
         parked_at_ms: T0 + 1_234,
         issue_labels: vec!["x".into()],
         run_id: Some(1),
-        ..Default::default()
+        ..ParkedIssue::new("p1", ParkReason::AgentBlocked)
     };
     let session = SessionMeta {
         issue_id: "i1".into(),
@@ -186,11 +195,9 @@ fn warm_start_snapshot_restores_everything() {
         w.unpark("p2").unwrap();
         w.upsert_session(session.clone()).unwrap();
         w.set_outcome(IssueOutcome {
-            issue_id: "i1".into(),
-            kind: "handed_off".into(),
             observed_at_ms: T0,
             state: "Review".into(),
-            ..Default::default()
+            ..IssueOutcome::new("i1", OutcomeKind::HandedOff)
         })
         .unwrap();
         w.record_run(run("i1", "D1", T0), vec![]).unwrap();
@@ -243,4 +250,71 @@ fn sessions_left_running_by_a_killed_process_are_folded_into_the_totals_once() {
         (s.dispatch_id, s.exit_type.as_deref()),
         (None, Some("lost"))
     );
+}
+
+#[test]
+fn stored_vocabulary_words_read_back_typed_and_an_unknown_one_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    {
+        let store = Store::open(&path, clock()).unwrap();
+        store.writer().upsert_retry(retry_entry()).unwrap();
+        store.close().unwrap();
+    }
+    let trigger_after = |word: Option<&str>| {
+        raw(&path)
+            .execute("UPDATE retry_entries SET retry_trigger = ?1", [word])
+            .unwrap();
+        let store = Store::open(&path, clock()).unwrap();
+        let snap = store.read_conn().unwrap().warm_start_snapshot();
+        snap.map(|s| s.retries[0].trigger)
+    };
+    // Words other Sortie builds schedule read back although this build never writes them.
+    assert_eq!(
+        trigger_after(Some("usage_limit")).unwrap(),
+        Some(RetryTrigger::UsageLimit)
+    );
+    assert_eq!(
+        trigger_after(Some("ci_fix")).unwrap(),
+        Some(RetryTrigger::CiFix)
+    );
+    // No trigger recorded, as NULL or as an empty word.
+    assert_eq!(trigger_after(None).unwrap(), None);
+    assert_eq!(trigger_after(Some("")).unwrap(), None);
+    let e = trigger_after(Some("paused")).unwrap_err();
+    assert!(e.to_string().contains("\"paused\""), "{e}");
+    let StoreError::Sqlite { source, .. } = &e else {
+        panic!("not a statement error: {e:?}");
+    };
+    assert_eq!(
+        sortie::store::unknown_word(source),
+        Some(&sortie::domain::UnknownWord {
+            vocabulary: "RetryTrigger",
+            word: "paused".into()
+        })
+    );
+}
+
+#[test]
+fn an_outcome_word_this_build_does_not_know_is_replaced_by_a_new_observation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let store = Store::open(&path, clock()).unwrap();
+    let w = store.writer();
+    let handed_off = IssueOutcome {
+        observed_at_ms: T0,
+        state: "Review".into(),
+        ..IssueOutcome::new("i1", OutcomeKind::HandedOff)
+    };
+    assert!(w.set_outcome_wait(handed_off).unwrap());
+    raw(&path)
+        .execute("UPDATE issue_outcomes SET kind = 'abandoned'", [])
+        .unwrap();
+    let terminal = IssueOutcome {
+        observed_at_ms: T0 + 1,
+        ..IssueOutcome::new("i1", OutcomeKind::Terminal)
+    };
+    assert!(w.set_outcome_wait(terminal.clone()).unwrap());
+    let read = store.read_conn().unwrap();
+    assert_eq!(read.load_outcomes().unwrap(), vec![terminal]);
 }

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::domain::RunStatus;
+
 use super::respond::ApiError;
 
 /// Decodes `%XX` escapes and `+` (as a space). Invalid escapes are kept as written.
@@ -127,25 +129,17 @@ pub fn timestamp(q: &BTreeMap<String, String>, name: &str) -> Result<Option<i64>
     }
 }
 
-/// The run statuses a filter accepts.
-pub const RUN_STATUSES: &[&str] = &[
-    "succeeded",
-    "failed",
-    "cancelled",
-    "ci_failed",
-    "needs_person",
-    "budget_stopped",
-    "usage_limited",
-];
-
-pub fn status(q: &BTreeMap<String, String>) -> Result<Option<String>, ApiError> {
+/// The `status` filter: one of the run statuses, in their stored spelling.
+pub fn status(q: &BTreeMap<String, String>) -> Result<Option<RunStatus>, ApiError> {
     match q.get("status") {
         None => Ok(None),
-        Some(v) if RUN_STATUSES.contains(&v.as_str()) => Ok(Some(v.clone())),
-        Some(_) => Err(ApiError::invalid_parameter(format!(
-            "parameter \"status\" must be one of {}",
-            RUN_STATUSES.join(", ")
-        ))),
+        Some(v) => v.parse::<RunStatus>().map(Some).map_err(|_| {
+            let words: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
+            ApiError::invalid_parameter(format!(
+                "parameter \"status\" must be one of {}",
+                words.join(", ")
+            ))
+        }),
     }
 }
 

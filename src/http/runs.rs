@@ -255,6 +255,7 @@ pub fn run_events(state: &AppState, dispatch_id: &str) -> Result<JsonReply, ApiE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::RunStatus;
     use serde_json::{Value, json};
 
     #[test]
@@ -284,10 +285,9 @@ mod tests {
     fn unmeasured_run_serves_null_tokens() {
         let r = RunRecord {
             run_id: 3,
-            status: "failed".into(),
             tokens_measured: false,
             usage_completeness: "unmeasured".into(),
-            ..Default::default()
+            ..RunRecord::new(RunStatus::Failed)
         };
         let v = to_value(&RunView::build(&r, None, false));
         assert_eq!(v["tokens"]["total_tokens"], Value::Null);

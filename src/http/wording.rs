@@ -133,9 +133,16 @@ pub fn retrying(attempt: u32, due_in_ms: i64, trigger: &str, error: Option<&str>
                 format!("The previous run failed: {reason}. {head}."),
             )
         }
-        (Some(RetryTrigger::Timer | RetryTrigger::Error) | None, _) => {
-            Pair::new(head.clone(), format!("{head}."))
-        }
+        (
+            Some(
+                RetryTrigger::Timer
+                | RetryTrigger::Error
+                | RetryTrigger::UsageLimit
+                | RetryTrigger::CiFix,
+            )
+            | None,
+            _,
+        ) => Pair::new(head.clone(), format!("{head}.")),
     }
 }
 

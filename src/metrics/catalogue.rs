@@ -2,18 +2,20 @@
 //! each label may take, and histogram buckets. One place so the dashboard JSON and the tests
 //! can be checked against it.
 
+use crate::domain::{RetryTrigger, RunStatus};
+
 /// Label values pre-created at zero so every series exists from the first scrape (a `rate()`
 /// over a series that appears late misses its first increments).
 pub const TOKEN_TYPES: &[&str] = &["input", "output", "cache_read", "cache_write"];
 pub const DISPATCH_OUTCOMES: &[&str] = &["success", "error"];
 pub const EXIT_TYPES: &[&str] = &["normal", "error", "cancelled", "soft_stop"];
 pub const RETRY_TRIGGERS: &[&str] = &[
-    "error",
-    "continuation",
-    "timer",
-    "stall",
-    "ci_fix",
-    "usage_limit",
+    RetryTrigger::Error.as_str(),
+    RetryTrigger::Continuation.as_str(),
+    RetryTrigger::Timer.as_str(),
+    RetryTrigger::Stall.as_str(),
+    RetryTrigger::CiFix.as_str(),
+    RetryTrigger::UsageLimit.as_str(),
 ];
 pub const RECONCILE_ACTIONS: &[&str] = &["stop", "cleanup", "keep", "sweep_cleanup"];
 pub const POLL_RESULTS: &[&str] = &["success", "error", "skipped"];
@@ -56,13 +58,28 @@ pub fn worker_buckets() -> Vec<f64> {
     (0..12).map(|k| 10.0 * f64::from(1u32 << k)).collect()
 }
 
-/// Maps a run status (as stored with the run and in the aggregate exits table) or an
-/// `exit_type` label value to the `exit_type` label value.
-pub fn exit_type(status: &str) -> &'static str {
+/// The `exit_type` label value of a run status. Statuses that are not a session ending one of
+/// the label's ways (a CI result, a hand-over to a person, a provider usage limit) count as
+/// [`OTHER`].
+pub fn exit_type_of(status: RunStatus) -> &'static str {
     match status {
-        "normal" | "succeeded" => "normal",
-        "error" | "failed" => "error",
-        "cancelled" | "budget_stopped" | "stalled" => "cancelled",
+        RunStatus::Succeeded => "normal",
+        RunStatus::Failed => "error",
+        RunStatus::Cancelled | RunStatus::BudgetStopped => "cancelled",
+        RunStatus::CiFailed | RunStatus::NeedsPerson | RunStatus::UsageLimited => OTHER,
+    }
+}
+
+/// Maps a key of the stored exit counts to the `exit_type` label value: a run status, or an
+/// `exit_type` value itself (the stored keys are text any build may have written).
+pub fn exit_type(stored: &str) -> &'static str {
+    if let Ok(status) = stored.parse::<RunStatus>() {
+        return exit_type_of(status);
+    }
+    match stored {
+        "normal" => "normal",
+        "error" => "error",
+        "cancelled" | "stalled" => "cancelled",
         "soft_stop" => "soft_stop",
         _ => OTHER,
     }
@@ -93,6 +110,9 @@ mod tests {
 
     #[test]
     fn exit_types_map_run_statuses() {
+        assert_eq!(exit_type_of(RunStatus::Succeeded), "normal");
+        assert_eq!(exit_type_of(RunStatus::CiFailed), OTHER);
+        assert_eq!(exit_type("normal"), "normal");
         assert_eq!(exit_type("succeeded"), "normal");
         assert_eq!(exit_type("failed"), "error");
         assert_eq!(exit_type("budget_stopped"), "cancelled");
@@ -103,6 +123,7 @@ mod tests {
     #[test]
     fn unknown_label_values_fold_into_other() {
         assert_eq!(bounded("stall", RETRY_TRIGGERS), "stall");
+        assert_eq!(RETRY_TRIGGERS.len(), RetryTrigger::ALL.len());
         assert_eq!(bounded("MT-649", RETRY_TRIGGERS), OTHER);
     }
 }

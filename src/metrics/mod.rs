@@ -12,6 +12,7 @@ mod registry;
 use prometheus::{Counter, Histogram, HistogramVec, IntCounter, IntCounterVec};
 
 use crate::agent::TokenUsage;
+use crate::domain::RunStatus;
 use crate::store::AggregateTotals;
 
 use catalogue::*;
@@ -241,11 +242,10 @@ impl Metrics {
             .inc();
     }
 
-    /// A session ended. `kind` is the run status (`succeeded`, `failed`, `cancelled`,
-    /// `budget_stopped`) or an `exit_type` value; `duration_secs` is spawn → exit. Adds to the
+    /// A session ended with run status `status`; `duration_secs` is spawn → exit. Adds to the
     /// exit counter, the runtime counter and the duration histogram.
-    pub fn worker_exit(&self, kind: &str, duration_secs: f64) {
-        let t = exit_type(kind);
+    pub fn worker_exit(&self, status: RunStatus, duration_secs: f64) {
+        let t = exit_type_of(status);
         self.worker_exits.with_label_values(&[t]).inc();
         if duration_secs.is_finite() && duration_secs >= 0.0 {
             self.runtime.inc_by(duration_secs);
@@ -290,8 +290,8 @@ impl Metrics {
         }
     }
 
-    /// A retry was scheduled (`error`, `continuation`, `timer`, `stall`, `ci_fix`,
-    /// `usage_limit`).
+    /// A retry was scheduled; `trigger` is a [`RetryTrigger`](crate::domain::RetryTrigger)
+    /// word, anything else counts as `other`.
     pub fn retry(&self, trigger: &str) {
         self.retries
             .with_label_values(&[bounded(trigger, RETRY_TRIGGERS)])

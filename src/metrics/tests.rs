@@ -3,6 +3,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::clock::{Clock, ManualClock};
+use crate::domain::RunStatus;
 
 /// The value of the sample whose line starts with `series` (name plus labels), if present.
 pub(crate) fn sample(text: &str, series: &str) -> Option<f64> {
@@ -83,8 +84,8 @@ fn recording_methods_move_their_series() {
     let m = Metrics::new(&AggregateTotals::default());
     m.dispatch("success");
     m.dispatch("error");
-    m.worker_exit("succeeded", 30.0);
-    m.worker_exit("failed", 5.0);
+    m.worker_exit(RunStatus::Succeeded, 30.0);
+    m.worker_exit(RunStatus::Failed, 5.0);
     m.unmeasured_session();
     m.token_usage(&TokenUsage::new(100, 20, 10, 1));
     m.poll(0.3, "success");
@@ -236,7 +237,7 @@ fn no_label_carries_an_issue_identifier() {
 #[test]
 fn every_catalogue_family_has_help_and_type() {
     let m = Metrics::new(&AggregateTotals::default());
-    m.worker_exit("succeeded", 1.0);
+    m.worker_exit(RunStatus::Succeeded, 1.0);
     m.tool_call("Read", "success");
     m.self_review_session("pass");
     m.self_review_verification("make", 1.0);

@@ -3,7 +3,38 @@
 use crossbeam_channel::Sender;
 
 use crate::agent::status_file::DeclaredOutcome;
-use crate::agent::{AgentEvent, CancelReason};
+use crate::agent::{AgentErrorKind, AgentEvent, CancelReason};
+
+/// Why a worker attempt failed: the agent's own error kind, or a step the supervisor runs
+/// around the agent. Its text starts the run's stored error (`code: message`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    Agent(AgentErrorKind),
+    /// The workspace could not be prepared.
+    Workspace,
+    /// The `before_run` hook failed.
+    Hook,
+    /// The prompt template could not be rendered for a turn.
+    PromptRender,
+}
+
+impl ErrorCode {
+    /// The stable snake_case text stored and served for this code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Agent(kind) => kind.code(),
+            ErrorCode::Workspace => "workspace_error",
+            ErrorCode::Hook => "hook_failed",
+            ErrorCode::PromptRender => "prompt_render",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// How a worker attempt ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,9 +45,9 @@ pub enum SupervisorExit {
         declared: Option<DeclaredOutcome>,
         statement: Option<String>,
     },
-    /// The attempt failed; `code` is the error kind (`agent_not_found`, `turn_failed`, …).
+    /// The attempt failed.
     Error {
-        code: String,
+        code: ErrorCode,
         message: String,
         retryable: bool,
     },
@@ -109,4 +140,24 @@ pub enum OrchMsg {
     WorkflowChanged,
     /// Begin graceful shutdown.
     Shutdown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_keep_their_stored_text() {
+        assert_eq!(
+            ErrorCode::Agent(AgentErrorKind::AgentNotFound).as_str(),
+            "agent_not_found"
+        );
+        assert_eq!(
+            ErrorCode::Agent(AgentErrorKind::TurnFailed).to_string(),
+            "turn_failed"
+        );
+        assert_eq!(ErrorCode::Workspace.as_str(), "workspace_error");
+        assert_eq!(ErrorCode::Hook.as_str(), "hook_failed");
+        assert_eq!(ErrorCode::PromptRender.as_str(), "prompt_render");
+    }
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::agent::status_file::DeclaredOutcome;
 use crate::clock::Clock;
 use crate::config::Workflow;
-use crate::domain::{Issue, OutcomeKind, RetryTrigger, RunStatus, UnknownWord};
+use crate::domain::{Issue, OutcomeKind, RetryTrigger, RunStatus};
 use crate::store::{
     IssueOutcome, ParkedIssue, RetryEntry, RunRecord, RunWrite, SessionMeta, Store, StoreError,
     StoredEvent,
@@ -18,34 +18,26 @@ use super::msg::{SupervisorExit, SupervisorResult};
 use super::state::{AgentTotals, Park, RetryInfo, RunningEntry};
 
 /// A database call of the orchestrator that failed. The text is the store's own (the API
-/// serves it as the database check's error); `op` names the call for logs.
+/// serves it as the database check's error, and a stored word outside its vocabulary is named
+/// in it); `op` names the call for logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PersistError {
-    /// The store answered with an error.
-    Store { op: &'static str, message: String },
-    /// A stored word is not in its vocabulary (a row written by another build).
-    Vocabulary { op: &'static str, word: UnknownWord },
+pub struct PersistError {
+    pub op: &'static str,
+    pub message: String,
 }
 
 impl PersistError {
     fn store(op: &'static str) -> impl FnOnce(StoreError) -> PersistError {
-        move |e| PersistError::Store {
+        move |e| PersistError {
             op,
             message: e.to_string(),
         }
-    }
-
-    fn vocabulary(op: &'static str) -> impl FnOnce(UnknownWord) -> PersistError {
-        move |word| PersistError::Vocabulary { op, word }
     }
 }
 
 impl std::fmt::Display for PersistError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PersistError::Store { message, .. } => f.write_str(message),
-            PersistError::Vocabulary { op, word } => write!(f, "{op}: {word}"),
-        }
+        f.write_str(&self.message)
     }
 }
 
@@ -91,33 +83,25 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
     let retries = snap
         .retries
         .into_iter()
-        .map(|r| -> Result<RetryInfo, PersistError> {
+        .map(|r| RetryInfo {
+            issue: issue_from_parts(
+                &r.issue_id,
+                &r.identifier,
+                &r.issue_title,
+                &r.issue_url,
+                &r.issue_type,
+                &r.issue_labels,
+                &r.issue_state,
+            ),
+            attempt: r.attempt.max(0) as u32,
+            due_at_ms: r.due_at_ms,
+            error: r.error,
+            session_id: r.session_id,
             // Rows written before triggers were recorded came from failed runs.
-            let trigger = match r.trigger.as_deref() {
-                None => RetryTrigger::Error,
-                Some(t) => t
-                    .parse()
-                    .map_err(PersistError::vocabulary("read retry trigger"))?,
-            };
-            Ok(RetryInfo {
-                issue: issue_from_parts(
-                    &r.issue_id,
-                    &r.identifier,
-                    &r.issue_title,
-                    &r.issue_url,
-                    &r.issue_type,
-                    &r.issue_labels,
-                    &r.issue_state,
-                ),
-                attempt: r.attempt.max(0) as u32,
-                due_at_ms: r.due_at_ms,
-                error: r.error,
-                session_id: r.session_id,
-                trigger,
-                dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
-            })
+            trigger: r.trigger.unwrap_or(RetryTrigger::Error),
+            dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect();
     let t = snap.totals;
     let totals = AgentTotals {
         input_tokens: t.input_tokens.max(0) as u64,
@@ -132,39 +116,28 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
     let parks = snap
         .parks
         .into_iter()
-        .map(|p| -> Result<Park, PersistError> {
-            Ok(Park {
-                issue: issue_from_parts(
-                    &p.issue_id,
-                    &p.identifier,
-                    &p.issue_title,
-                    &p.issue_url,
-                    &p.issue_type,
-                    &p.issue_labels,
-                    &p.parked_state,
-                ),
-                reason: p
-                    .reason
-                    .parse()
-                    .map_err(PersistError::vocabulary("read park reason"))?,
-                parked_at_ms: p.parked_at_ms,
-                parked_state: p.parked_state,
-                label: p.label,
-                label_applied: p.label_applied,
-            })
+        .map(|p| Park {
+            issue: issue_from_parts(
+                &p.issue_id,
+                &p.identifier,
+                &p.issue_title,
+                &p.issue_url,
+                &p.issue_type,
+                &p.issue_labels,
+                &p.parked_state,
+            ),
+            reason: p.reason,
+            parked_at_ms: p.parked_at_ms,
+            parked_state: p.parked_state,
+            label: p.label,
+            label_applied: p.label_applied,
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect();
     let outcomes = snap
         .outcomes
         .into_iter()
-        .map(|o| {
-            let kind = o
-                .kind
-                .parse()
-                .map_err(PersistError::vocabulary("read issue outcome"))?;
-            Ok((o.issue_id, (kind, o.state)))
-        })
-        .collect::<Result<HashMap<_, _>, PersistError>>()?;
+        .map(|o| (o.issue_id, (o.kind, o.state)))
+        .collect();
     Ok(WarmStart {
         retries,
         totals,
@@ -190,7 +163,7 @@ pub fn save_retry(store: &Store, r: &RetryInfo, wf: &Workflow) {
         error: r.error.clone(),
         session_id: r.session_id.clone(),
         agent_kind: wf.config.agent.kind.clone(),
-        trigger: Some(r.trigger.as_str().to_string()),
+        trigger: Some(r.trigger),
         issue_title: r.issue.title.clone(),
         issue_url: r.issue.url.clone(),
         issue_type: r.issue.issue_type.clone(),
@@ -235,9 +208,7 @@ pub fn park(store: &Store, p: &Park) {
     warn_on_err(
         "park",
         store.writer().park(ParkedIssue {
-            issue_id: p.issue.id.clone(),
             identifier: p.issue.identifier.clone(),
-            reason: p.reason.as_str().to_string(),
             label: p.label.clone(),
             label_applied: p.label_applied,
             parked_state: p.parked_state.clone(),
@@ -246,7 +217,7 @@ pub fn park(store: &Store, p: &Park) {
             issue_url: p.issue.url.clone(),
             issue_type: p.issue.issue_type.clone(),
             issue_labels: p.issue.labels.clone(),
-            ..Default::default()
+            ..ParkedIssue::new(p.issue.id.clone(), p.reason)
         }),
     );
 }
@@ -259,11 +230,9 @@ pub fn set_outcome(store: &Store, issue_id: &str, kind: OutcomeKind, state: &str
     warn_on_err(
         "set_outcome",
         store.writer().set_outcome(IssueOutcome {
-            issue_id: issue_id.to_string(),
-            kind: kind.as_str().to_string(),
             observed_at_ms: crate::clock::SystemClock.now_ms(),
             state: state.to_string(),
-            ..Default::default()
+            ..IssueOutcome::new(issue_id, kind)
         }),
     );
 }
@@ -297,7 +266,6 @@ pub fn record_run(
         issue_title: e.facts.issue.title.clone(),
         issue_url: e.facts.issue.url.clone(),
         attempt: i64::from(e.facts.attempt) + 1,
-        status: status.as_str().to_string(),
         error: error.map(|s| crate::mask::mask(&s)),
         declared_outcome: declared.map(|d| d.token().to_string()),
         agent_text: statement.map(|s| crate::mask::mask(&s)),
@@ -327,7 +295,7 @@ pub fn record_run(
             "complete".into()
         },
         cost_status: "unpriced".into(),
-        ..Default::default()
+        ..RunRecord::new(status)
     };
     let events = stored_events(e);
     // Always written, so the exit clears the dispatch id the live row carried (a row that

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use crossbeam_channel::{Sender, unbounded};
 
 use crate::agent::{
-    AgentAdapter, AgentEvent, AgentEventKind, AgentSession, CancelReason, CancelToken,
-    StartSessionParams, state_file, status_file,
+    AgentAdapter, AgentErrorKind, AgentEvent, AgentEventKind, AgentSession, CancelReason,
+    CancelToken, StartSessionParams, state_file, status_file,
 };
 use crate::clock::Clock;
 use crate::config::Workflow;
@@ -20,7 +20,7 @@ use crate::prompt::PromptTemplate;
 use crate::tracker::TrackerAdapter;
 use crate::workspace::{HookEnv, HookKind, WorkspaceManager};
 
-use super::msg::{OrchMsg, SupervisorExit, SupervisorResult};
+use super::msg::{ErrorCode, OrchMsg, SupervisorExit, SupervisorResult};
 
 /// Everything one attempt needs, frozen at dispatch (a reload does not change a running attempt).
 pub struct SupervisorJob {
@@ -96,9 +96,9 @@ fn exit_kind_name(e: &SupervisorExit) -> &'static str {
     }
 }
 
-fn error_exit(code: &str, message: String, retryable: bool) -> SupervisorExit {
+fn error_exit(code: ErrorCode, message: String, retryable: bool) -> SupervisorExit {
     SupervisorExit::Error {
-        code: code.to_string(),
+        code,
         message: crate::mask::mask(&message),
         retryable,
     }
@@ -134,7 +134,7 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
     // 2. Workspace (preparing it removes a stale `.sortie/status`), before_run.
     let ws = match job.workspaces.ensure(issue, job.attempt) {
         Ok(ws) => ws,
-        Err(e) => return error_exit("workspace_error", e.to_string(), true),
+        Err(e) => return error_exit(ErrorCode::Workspace, e.to_string(), true),
     };
     p.workspace_path = Some(ws.path.clone());
     log::info!(
@@ -154,7 +154,7 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         .workspaces
         .run_hook(HookKind::BeforeRun, &ws.path, &hook_env)
     {
-        return error_exit("hook_failed", e.to_string(), true);
+        return error_exit(ErrorCode::Hook, e.to_string(), true);
     }
 
     // 3. The session and its turns; after_run runs whatever happened past this point.
@@ -194,7 +194,11 @@ fn run_session(
     }) {
         Ok(s) => s,
         Err(e) => {
-            return error_exit(e.kind.code(), e.message.clone(), e.kind.retryable());
+            return error_exit(
+                ErrorCode::Agent(e.kind),
+                e.message.clone(),
+                e.kind.retryable(),
+            );
         }
     };
     let state: SharedState = Arc::new(std::sync::Mutex::new(state_file::StateFile {
@@ -305,7 +309,7 @@ fn run_turn(
         Ok(s) => s,
         Err(e) => {
             return ControlFlow::Break(Some(error_exit(
-                "prompt_render",
+                ErrorCode::PromptRender,
                 format!("prompt render (turn {turn}): {e}"),
                 true,
             )));
@@ -334,10 +338,16 @@ fn run_turn(
         return ControlFlow::Break(Some(match job.cancel.reason() {
             Some(r) if r != CancelReason::TurnTimeout => SupervisorExit::Cancelled { reason: r },
             _ => {
-                let kind = result.outcome.error_kind();
-                let code = kind.map(|k| k.code()).unwrap_or("turn_failed");
-                let retryable = kind.map(|k| k.retryable()).unwrap_or(true);
-                error_exit(code, result.outcome.message(), retryable)
+                // An unfinished turn that names no kind failed as a turn, which is retried.
+                let kind = result
+                    .outcome
+                    .error_kind()
+                    .unwrap_or(AgentErrorKind::TurnFailed);
+                error_exit(
+                    ErrorCode::Agent(kind),
+                    result.outcome.message(),
+                    kind.retryable(),
+                )
             }
         }));
     }

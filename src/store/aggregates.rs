@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use rusqlite::{Connection, params};
 
 use super::error::{SqlContext, StoreError};
-use super::runs::{RunRecord, STATUS_CI_FAILED};
+use super::runs::RunRecord;
 
 const KEY: &str = "agent_totals";
 
@@ -63,7 +63,7 @@ fn add(conn: &Connection, d: &AggregateTotals) -> rusqlite::Result<usize> {
 /// Adds one finished run. Recorded CI results are not sessions and add nothing; an unmeasured
 /// run adds no tokens (its spend is unknown) but counts as an unmeasured session.
 pub(crate) fn add_run(conn: &Connection, r: &RunRecord, now_ms: i64) -> Result<(), StoreError> {
-    if r.status == STATUS_CI_FAILED {
+    if !r.status.is_session() {
         return Ok(());
     }
     let m = i64::from(r.tokens_measured);
@@ -83,7 +83,7 @@ pub(crate) fn add_run(conn: &Connection, r: &RunRecord, now_ms: i64) -> Result<(
     conn.execute(
         "INSERT INTO aggregate_exits (exit_type, count) VALUES (?1, 1)
          ON CONFLICT(exit_type) DO UPDATE SET count = count + 1",
-        [&r.status],
+        [r.status],
     )
     .ctx("count worker exit")?;
     Ok(())

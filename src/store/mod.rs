@@ -20,6 +20,7 @@ mod retry;
 mod runs;
 mod sessions;
 mod time;
+mod vocabulary;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -33,16 +34,15 @@ pub use event_retry::{
     EventRetryBuffer, MAX_BUFFER_BYTES, PendingEvents, PendingSummary, RETRY_DELAYS_MS,
 };
 pub use events::{EventLimits, PruneReport, RunEvents, StoredEvent};
-pub use outcomes::{IssueOutcome, OUTCOME_HANDED_OFF, OUTCOME_MERGED, OUTCOME_TERMINAL};
+pub use outcomes::IssueOutcome;
 pub use parks::ParkedIssue;
 pub use queries::{IssueSpend, IssueTotalsRow, OutcomeRow};
 pub use read::{ReadConn, WarmStartSnapshot};
 pub use record::{RecordOutcome, RunWrite};
 pub use retry::RetryEntry;
-pub use runs::{
-    IssueGroupPage, IssueUsage, RuleFilter, RunFilter, RunPage, RunRecord, STATUS_CI_FAILED,
-};
+pub use runs::{IssueGroupPage, IssueUsage, RuleFilter, RunFilter, RunPage, RunRecord};
 pub use sessions::SessionMeta;
+pub use vocabulary::unknown_word;
 pub use writer::{DbCmd, WriterHandle};
 
 use crate::clock::Clock;

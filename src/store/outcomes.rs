@@ -5,18 +5,16 @@
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
 use super::error::{SqlContext, StoreError};
+use super::vocabulary::unknown_word;
 
 use crate::domain::OutcomeKind;
 
-pub const OUTCOME_HANDED_OFF: &str = OutcomeKind::HandedOff.as_str();
-pub const OUTCOME_MERGED: &str = OutcomeKind::Merged.as_str();
-pub const OUTCOME_TERMINAL: &str = OutcomeKind::Terminal.as_str();
-
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// How an issue's latest work ended. There is no `Default`: an outcome always has a kind, so
+/// [`IssueOutcome::new`] takes one.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IssueOutcome {
     pub issue_id: String,
-    /// `handed_off` | `merged` | `terminal`
-    pub kind: String,
+    pub kind: OutcomeKind,
     pub observed_at_ms: i64,
     pub state: String,
     /// `auto_merge` | `merge_completion` (merged only)
@@ -25,36 +23,54 @@ pub struct IssueOutcome {
     pub pr_repository: String,
 }
 
-/// Whether an observation of kind `new` replaces a stored outcome of kind `stored`. A stored
-/// word outside the vocabulary is always replaced; an unknown new word replaces only a
-/// handed-off outcome.
-pub fn replaces(stored: &str, new: &str) -> bool {
-    let Ok(stored) = stored.parse::<OutcomeKind>() else {
-        return true;
-    };
-    let new = new.parse::<OutcomeKind>().ok();
+impl IssueOutcome {
+    /// An outcome of `kind` for `issue_id`, every other field unset.
+    pub fn new(issue_id: impl Into<String>, kind: OutcomeKind) -> IssueOutcome {
+        IssueOutcome {
+            issue_id: issue_id.into(),
+            kind,
+            observed_at_ms: 0,
+            state: String::new(),
+            merge_path: String::new(),
+            pr_number: None,
+            pr_repository: String::new(),
+        }
+    }
+}
+
+/// Whether an observation of kind `new` replaces a stored outcome of kind `stored`.
+pub fn replaces(stored: OutcomeKind, new: OutcomeKind) -> bool {
     match stored {
         OutcomeKind::HandedOff => true,
-        OutcomeKind::Terminal => {
-            matches!(new, Some(OutcomeKind::HandedOff | OutcomeKind::Merged))
-        }
-        OutcomeKind::Merged => new == Some(OutcomeKind::HandedOff),
+        OutcomeKind::Terminal => match new {
+            OutcomeKind::HandedOff | OutcomeKind::Merged => true,
+            OutcomeKind::Terminal => false,
+        },
+        OutcomeKind::Merged => match new {
+            OutcomeKind::HandedOff => true,
+            OutcomeKind::Terminal | OutcomeKind::Merged => false,
+        },
     }
 }
 
 /// Records an observation; returns whether it was stored (false when the stored one stays).
 pub(crate) fn set(conn: &Connection, o: &IssueOutcome) -> Result<bool, StoreError> {
-    let stored: Option<String> = conn
+    let stored = conn
         .query_row(
             "SELECT kind FROM issue_outcomes WHERE issue_id = ?1",
             [&o.issue_id],
-            |r| r.get(0),
+            |r| r.get::<_, OutcomeKind>(0),
         )
-        .optional()
-        .ctx("read stored issue outcome")?;
-    if let Some(stored) = stored
-        && !replaces(&stored, &o.kind)
-    {
+        .optional();
+    let replace = match stored {
+        Ok(None) => true,
+        Ok(Some(stored)) => replaces(stored, o.kind),
+        // A word this build does not know cannot be ranked against the new observation, which
+        // this build does understand, so the new one is kept.
+        Err(e) if unknown_word(&e).is_some() => true,
+        Err(e) => return Err(e).ctx("read stored issue outcome"),
+    };
+    if !replace {
         return Ok(false);
     }
     conn.execute(
@@ -108,14 +124,15 @@ mod tests {
 
     #[test]
     fn replacement_rules() {
-        for new in [OUTCOME_HANDED_OFF, OUTCOME_MERGED, OUTCOME_TERMINAL] {
-            assert!(replaces(OUTCOME_HANDED_OFF, new));
+        use OutcomeKind::{HandedOff, Merged, Terminal};
+        for new in OutcomeKind::ALL {
+            assert!(replaces(HandedOff, *new));
         }
-        assert!(replaces(OUTCOME_TERMINAL, OUTCOME_HANDED_OFF));
-        assert!(replaces(OUTCOME_TERMINAL, OUTCOME_MERGED));
-        assert!(!replaces(OUTCOME_TERMINAL, OUTCOME_TERMINAL));
-        assert!(replaces(OUTCOME_MERGED, OUTCOME_HANDED_OFF));
-        assert!(!replaces(OUTCOME_MERGED, OUTCOME_TERMINAL));
-        assert!(!replaces(OUTCOME_MERGED, OUTCOME_MERGED));
+        assert!(replaces(Terminal, HandedOff));
+        assert!(replaces(Terminal, Merged));
+        assert!(!replaces(Terminal, Terminal));
+        assert!(replaces(Merged, HandedOff));
+        assert!(!replaces(Merged, Terminal));
+        assert!(!replaces(Merged, Merged));
     }
 }

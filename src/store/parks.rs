@@ -6,12 +6,15 @@ use rusqlite::{Connection, Row, named_params};
 use super::error::{SqlContext, StoreError};
 use super::json;
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+use crate::domain::ParkReason;
+
+/// One parked issue. There is no `Default`: a park always has a reason, so
+/// [`ParkedIssue::new`] takes one.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParkedIssue {
     pub issue_id: String,
     pub identifier: String,
-    /// `agent_blocked` | `handoff_absence`
-    pub reason: String,
+    pub reason: ParkReason,
     pub label: String,
     pub label_applied: bool,
     pub parked_state: String,
@@ -26,6 +29,30 @@ pub struct ParkedIssue {
     pub agent_kind: String,
     pub configured_model: String,
     pub dispatched_at_ms: Option<i64>,
+}
+
+impl ParkedIssue {
+    /// A park of `issue_id` for `reason`, every other field unset.
+    pub fn new(issue_id: impl Into<String>, reason: ParkReason) -> ParkedIssue {
+        ParkedIssue {
+            issue_id: issue_id.into(),
+            identifier: String::new(),
+            reason,
+            label: String::new(),
+            label_applied: false,
+            parked_state: String::new(),
+            parked_at_ms: 0,
+            issue_title: String::new(),
+            issue_url: String::new(),
+            issue_type: String::new(),
+            issue_labels: Vec::new(),
+            run_id: None,
+            rule_name: String::new(),
+            agent_kind: String::new(),
+            configured_model: String::new(),
+            dispatched_at_ms: None,
+        }
+    }
 }
 
 pub(crate) fn park(conn: &Connection, p: &ParkedIssue) -> Result<(), StoreError> {

@@ -6,6 +6,8 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::error::{SqlContext, StoreError};
 
+use crate::domain::OutcomeKind;
+
 /// One issue's completed-session figures (recorded CI results excluded).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IssueSpend {
@@ -84,7 +86,7 @@ pub fn issue_spend_many(
 /// How an issue ended, as stored in `issue_outcomes`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutcomeRow {
-    pub kind: String,
+    pub kind: OutcomeKind,
     pub observed_at_ms: i64,
     pub state: String,
     pub merge_path: String,

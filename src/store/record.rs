@@ -11,7 +11,7 @@ use super::runs::{self, RunRecord};
 use super::sessions::{self, SessionMeta};
 
 /// Everything written when a run finishes.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunWrite {
     pub run: RunRecord,
     /// The run's kept events, oldest first (stored under `run.dispatch_id`).

@@ -1,10 +1,13 @@
 //! Queued retries. `due_at_ms` is absolute, so a restart resumes the exact backoff position:
 //! overdue entries fire at once, future ones after the remaining time.
 
+use rusqlite::types::{FromSql, ValueRef};
 use rusqlite::{Connection, Row, named_params};
 
 use super::error::{SqlContext, StoreError};
 use super::json;
+
+use crate::domain::RetryTrigger;
 
 /// One queued retry, with the routing frozen at the issue's first dispatch and the issue context
 /// needed to explain it after a restart.
@@ -26,9 +29,9 @@ pub struct RetryEntry {
     pub chain_id: String,
     pub stage_previous: String,
     pub stage_previous_outcome: String,
-    /// What scheduled it (`error`, `continuation`, `stall`, `usage_limit`, `ci_fix`, …);
-    /// `None` for an entry queued before this was stored.
-    pub trigger: Option<String>,
+    /// What scheduled it; `None` for an entry queued before this was stored, or one stored
+    /// with no trigger (a reaction's continuation, which `reaction_kind` names instead).
+    pub trigger: Option<RetryTrigger>,
     pub reaction_kind: String,
     pub reaction_config_key: String,
     pub issue_title: String,
@@ -128,7 +131,7 @@ fn from_row(r: &Row<'_>) -> Result<RetryEntry, StoreError> {
             chain_id: r.get("chain_id")?,
             stage_previous: r.get("stage_previous")?,
             stage_previous_outcome: r.get("stage_previous_outcome")?,
-            trigger: r.get("retry_trigger")?,
+            trigger: optional_word(r, "retry_trigger")?,
             reaction_kind: r.get("reaction_kind")?,
             reaction_config_key: r.get("reaction_config_key")?,
             issue_title: r.get("issue_title")?,
@@ -143,4 +146,12 @@ fn from_row(r: &Row<'_>) -> Result<RetryEntry, StoreError> {
     let mut e = get(r).ctx("read retry entry")?;
     e.issue_labels = json::decode("decode retry issue labels", &labels)?;
     Ok(e)
+}
+
+/// A nullable vocabulary column where an empty text, like NULL, means "none recorded".
+fn optional_word<T: FromSql>(r: &Row<'_>, column: &str) -> rusqlite::Result<Option<T>> {
+    match r.get_ref(column)? {
+        ValueRef::Null | ValueRef::Text(b"") => Ok(None),
+        _ => r.get(column).map(Some),
+    }
 }

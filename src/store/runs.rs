@@ -7,12 +7,12 @@ use rusqlite::{Connection, Row, named_params};
 use super::error::{SqlContext, StoreError};
 use super::{json, time};
 
-/// The status of a recorded CI result; such a row is not an agent session.
-pub const STATUS_CI_FAILED: &str = crate::domain::RunStatus::CiFailed.as_str();
+use crate::domain::RunStatus;
 
 /// One finished run. Empty strings mean "unset" (the API omits them); `Option`s mean
-/// "not recorded" where the API distinguishes that from empty.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// "not recorded" where the API distinguishes that from empty. There is no `Default`: a run
+/// always has a status, so [`RunRecord::new`] takes one.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
     /// Row id (API `run_id`); ignored on insert, set on read.
     pub run_id: i64,
@@ -22,8 +22,8 @@ pub struct RunRecord {
     pub issue_title: String,
     pub issue_url: String,
     pub attempt: i64,
-    /// succeeded | failed | cancelled | ci_failed | needs_person | budget_stopped | usage_limited
-    pub status: String,
+    /// A `ci_failed` row is a recorded CI result, not an agent session.
+    pub status: RunStatus,
     pub error: Option<String>,
     pub declared_outcome: Option<String>,
     pub agent_text: Option<String>,
@@ -77,6 +77,66 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// A run with `status` and every other field unset (empty, zero, `None`, `false`).
+    pub fn new(status: RunStatus) -> RunRecord {
+        RunRecord {
+            run_id: 0,
+            issue_id: String::new(),
+            identifier: String::new(),
+            display_identifier: String::new(),
+            issue_title: String::new(),
+            issue_url: String::new(),
+            attempt: 0,
+            status,
+            error: None,
+            declared_outcome: None,
+            agent_text: None,
+            started_at_ms: 0,
+            completed_at_ms: 0,
+            dispatched_at_ms: None,
+            workflow_file: String::new(),
+            agent_kind: String::new(),
+            rule_name: String::new(),
+            template: String::new(),
+            configured_model: String::new(),
+            configured_effort: String::new(),
+            reported_model: String::new(),
+            workspace: String::new(),
+            turns_completed: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            total_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            tokens_measured: false,
+            unaccounted_turns: 0,
+            dispatch_id: None,
+            session_id: None,
+            trigger: None,
+            reaction_kind: None,
+            reaction_config_key: None,
+            ssh_host: None,
+            chain_id: String::new(),
+            stage_previous: String::new(),
+            stage_previous_outcome: String::new(),
+            stage_target: String::new(),
+            stage_result: String::new(),
+            hop_first: false,
+            agent_blocked: false,
+            review_metadata: None,
+            usage_completeness: String::new(),
+            unmeasured_cause: None,
+            usage_provenance: None,
+            vendor_amounts: None,
+            model_usage: None,
+            skills: None,
+            estimated_cost_usd: None,
+            cost_status: String::new(),
+            price_source: String::new(),
+            rates_version: String::new(),
+        }
+    }
+
     /// Tokens without cache reads, floored at zero (cache writes stay in).
     pub fn uncached_tokens(&self) -> i64 {
         (self.total_tokens - self.cache_read_tokens).max(0)
@@ -152,7 +212,7 @@ pub(crate) fn insert(conn: &Connection, r: &RunRecord) -> Result<i64, StoreError
 pub(crate) fn count_for_issue(conn: &Connection, issue_id: &str) -> Result<i64, StoreError> {
     conn.query_row(
         "SELECT COUNT(*) FROM run_history WHERE issue_id = ?1 AND status <> ?2",
-        [issue_id, STATUS_CI_FAILED],
+        rusqlite::params![issue_id, RunStatus::CiFailed],
         |r| r.get(0),
     )
     .ctx("count runs for issue")
@@ -176,7 +236,7 @@ pub(crate) fn uncached_tokens_for_issue(
 /// What one issue has spent, as budgets count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct IssueUsage {
-    /// Sessions (run-history rows of any status).
+    /// Sessions (run-history rows, recorded CI results excluded).
     pub sessions: i64,
     /// Uncached tokens of measured runs.
     pub uncached_tokens: i64,
@@ -196,7 +256,7 @@ pub(crate) fn usage_by_issue(
         )
         .ctx("prepare usage by issue")?;
     let rows = st
-        .query_map([STATUS_CI_FAILED], |r| {
+        .query_map([RunStatus::CiFailed], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 IssueUsage {
@@ -229,7 +289,7 @@ pub struct RunFilter {
     pub issue_identifier: Option<String>,
     pub issue_id: Option<String>,
     pub rule: Option<RuleFilter>,
-    pub status: Option<String>,
+    pub status: Option<RunStatus>,
     /// `stage_target` equals it.
     pub stage: Option<String>,
     /// Completed at or after (epoch ms).
@@ -301,7 +361,10 @@ fn conditions(f: &RunFilter, identifier_or_display: bool) -> Conditions {
         Some(RuleFilter::Unnamed) => c.sql.push("rule_name = ''".into()),
         None => {}
     }
-    c.eq("status", &f.status);
+    if let Some(status) = f.status {
+        let n = c.arg(Value::Text(status.as_str().to_string()));
+        c.sql.push(format!("status = ?{n}"));
+    }
     c.eq("stage_target", &f.stage);
     if let Some(ms) = f.since_ms {
         let n = c.arg(Value::Text(time::to_text(ms)));

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sortie::clock::ManualClock;
+use sortie::domain::RunStatus;
 use sortie::store::{RunRecord, StoredEvent};
 
 /// 2026-03-26T14:00:00Z
@@ -26,7 +27,6 @@ pub fn run(issue_id: &str, dispatch_id: &str, completed_at_ms: i64) -> RunRecord
         issue_title: "Fix the flaky login test".into(),
         issue_url: format!("https://tracker.example.com/browse/MT-{issue_id}"),
         attempt: 1,
-        status: "succeeded".into(),
         started_at_ms: completed_at_ms - 60_000,
         completed_at_ms,
         dispatched_at_ms: Some(completed_at_ms - 120_000),
@@ -50,7 +50,7 @@ pub fn run(issue_id: &str, dispatch_id: &str, completed_at_ms: i64) -> RunRecord
         reaction_kind: Some(String::new()),
         reaction_config_key: Some(String::new()),
         ssh_host: Some(String::new()),
-        ..Default::default()
+        ..RunRecord::new(RunStatus::Succeeded)
     }
 }
 

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::domain::{OutcomeKind, RunStatus};
 use crate::store::{IssueTotalsRow, OutcomeRow, RunRecord};
 
 use super::super::wording;
@@ -41,9 +42,12 @@ pub struct OutcomeView {
 
 impl OutcomeView {
     pub fn build(o: &OutcomeRow) -> OutcomeView {
-        let merged = o.kind == "merged";
+        let merged = match o.kind {
+            OutcomeKind::Merged => true,
+            OutcomeKind::HandedOff | OutcomeKind::Terminal => false,
+        };
         OutcomeView {
-            kind: o.kind.clone(),
+            kind: o.kind.as_str().to_string(),
             observed_at: ts(o.observed_at_ms),
             merge_path: merged.then(|| o.merge_path.clone()),
             pull_request: merged.then(|| PullRequestView {
@@ -51,7 +55,7 @@ impl OutcomeView {
                 repository: o.pr_repository.clone(),
             }),
             state: (!merged).then(|| o.state.clone()),
-            sentences: wording::history(Some(&o.kind), &o.state).into(),
+            sentences: wording::history(Some(o.kind.as_str()), &o.state).into(),
         }
     }
 }
@@ -220,10 +224,14 @@ impl RunView {
         let n = |v: i64| measured.then_some(v);
         let completeness = completeness(r);
         let unmeasured = completeness == UsageCompleteness::Unmeasured;
-        let default_cause = if r.status == "succeeded" {
-            "no_usage"
-        } else {
-            "ended_early"
+        let default_cause = match r.status {
+            RunStatus::Succeeded => "no_usage",
+            RunStatus::Failed
+            | RunStatus::Cancelled
+            | RunStatus::CiFailed
+            | RunStatus::NeedsPerson
+            | RunStatus::BudgetStopped
+            | RunStatus::UsageLimited => "ended_early",
         };
         RunView {
             run_id: r.run_id,
@@ -233,7 +241,7 @@ impl RunView {
             issue_title: nonempty(&r.issue_title),
             issue_url: nonempty(&r.issue_url),
             attempt: r.attempt,
-            status: r.status.clone(),
+            status: r.status.as_str().to_string(),
             error: r.error.clone(),
             declared_outcome: r.declared_outcome.clone().filter(|s| !s.is_empty()),
             agent_text: r

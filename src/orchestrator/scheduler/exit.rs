@@ -166,7 +166,7 @@ impl Orchestrator {
             self.metrics.unmeasured_session();
         }
         let status = run_status(&result.exit, entry.facts.budget_stopped);
-        self.metrics.worker_exit(status.as_str(), seconds);
+        self.metrics.worker_exit(status, seconds);
         if let Err(e) = persist::record_run(&self.store, &self.workflow, entry, result, status) {
             log::error!(
                 "failed to record run issue_id={} issue_identifier={} error=\"{e}\"",
@@ -429,7 +429,9 @@ mod tests {
     #[test]
     fn a_retryable_failure_retries_with_backoff_and_a_fatal_one_gives_up() {
         let err = |retryable| SupervisorExit::Error {
-            code: "turn_failed".into(),
+            code: crate::orchestrator::msg::ErrorCode::Agent(
+                crate::agent::AgentErrorKind::TurnFailed,
+            ),
             message: "boom".into(),
             retryable,
         };
