@@ -102,11 +102,14 @@ fn state_example() -> Value {
             dispatched_at_ms: at("2026-03-26T14:02:41Z"),
         }],
         config: ConfigView {
-            tracker_kind: "file".into(),
+            tracker_kind: crate::registry::TRACKERS
+                .first()
+                .map(|d| d.kind.to_string())
+                .unwrap_or_default(),
             active_states: vec!["To Do".into()],
             terminal_states: vec!["Done".into()],
             poll_interval_ms: 30_000,
-            agent_kind: "mock".into(),
+            agent_kind: crate::registry::DEFAULT_AGENT_KIND.into(),
             max_turns: 20,
             max_retry_backoff_ms: 300_000,
             max_concurrent_agents: 10,
