@@ -5,7 +5,7 @@ use crossbeam_channel::Sender;
 use crate::agent::status_file::DeclaredOutcome;
 use crate::agent::{AgentErrorKind, AgentEvent, CancelReason};
 
-/// Why a worker attempt failed: the agent's own error kind, or a step the supervisor runs
+/// Why an attempt failed: the agent's own error kind, or a step the supervisor runs
 /// around the agent. Its text starts the run's stored error (`code: message`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
@@ -36,7 +36,7 @@ impl std::fmt::Display for ErrorCode {
     }
 }
 
-/// How a worker attempt ended.
+/// How an attempt ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SupervisorExit {
     /// The turn loop ended without an error: max turns reached, the issue left the active
@@ -118,9 +118,9 @@ pub enum OrchMsg {
         dispatch_id: String,
         event: AgentEvent,
     },
-    /// A worker started turn `turn` of its session.
+    /// A supervisor started turn `turn` of its session.
     TurnStarted { dispatch_id: String, turn: u32 },
-    /// A worker finished.
+    /// A supervisor finished.
     Exit(Box<SupervisorResult>),
     /// Run a tick now (coalesced).
     Refresh {

@@ -1,4 +1,4 @@
-//! Worker exits: the run is recorded first, then the claim is released, retried, handed off
+//! Supervisor exits: the run is recorded first, then the claim is released, retried, handed off
 //! or parked. What happens next is decided by the pure [`decide_exit`] (and, after a plain
 //! normal exit, [`decide_continue`] from the current tracker state); the
 //! `Orchestrator` methods here only apply the decision.
@@ -6,7 +6,7 @@
 use super::*;
 use crate::config::TrackerConfig;
 
-/// What happens to an issue's claim after its worker exited (its run is already recorded).
+/// What happens to an issue's claim after its supervisor exited (its run is already recorded).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum ExitStep {
     /// Shutdown is draining: nothing is scheduled, the claim ends with the process.
@@ -45,7 +45,7 @@ pub(super) struct ExitFacts<'a> {
     pub tracker: &'a TrackerConfig,
 }
 
-/// Decides the step after a worker exit, without effects.
+/// Decides the step after a supervisor exit, without effects.
 pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
     if f.draining {
         return ExitStep::Nothing;
@@ -100,7 +100,7 @@ pub(super) enum ContinueStep {
 }
 
 /// Decides from the current tracker state (`None`: it could not be read, so it is
-/// taken as still active, as the worker last saw it).
+/// taken as still active, as the supervisor last saw it).
 pub(super) fn decide_continue(current: Option<&str>, cfg: &TrackerConfig) -> ContinueStep {
     let still_active = match current {
         Some(s) => state_in(s, &cfg.active_states) && !state_in(s, &cfg.terminal_states),

@@ -38,7 +38,7 @@ use super::state::{BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
 use super::supervisor::{self, SupervisorJob};
 use super::tracker_ops::Lifecycle;
 
-/// How long shutdown waits for workers to exit before abandoning them.
+/// How long shutdown waits for supervisors to exit before abandoning them.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Every this many ticks, sweep workspaces of terminal issues.
 const SWEEP_EVERY_TICKS: u64 = 60;

@@ -65,7 +65,7 @@ impl Orchestrator {
         }
     }
 
-    /// Releases the claim of an issue whose worker has exited: with its running entry gone, a
+    /// Releases the claim of an issue whose supervisor has exited: with its running entry gone, a
     /// queued retry is all that still claims it.
     pub(super) fn release(&mut self, issue_id: &str) {
         self.cancel_retry(issue_id);
