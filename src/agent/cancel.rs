@@ -28,6 +28,9 @@ struct Inner {
     reason: Mutex<Option<CancelReason>>,
     trigger: Mutex<Option<Sender<()>>>,
     fired: Receiver<()>,
+    /// Dropped by [`CancelToken::escalate`]: the SIGTERM grace ends now.
+    urgent_trigger: Mutex<Option<Sender<()>>>,
+    urgent: Receiver<()>,
 }
 
 /// A cloneable cancellation handle; the first `cancel` wins.
@@ -53,11 +56,14 @@ impl std::fmt::Debug for CancelToken {
 impl CancelToken {
     pub fn new() -> Self {
         let (tx, rx) = crossbeam_channel::bounded(0);
+        let (urgent_tx, urgent_rx) = crossbeam_channel::bounded(0);
         CancelToken {
             inner: Arc::new(Inner {
                 reason: Mutex::new(None),
                 trigger: Mutex::new(Some(tx)),
                 fired: rx,
+                urgent_trigger: Mutex::new(Some(urgent_tx)),
+                urgent: urgent_rx,
             }),
         }
     }
@@ -76,6 +82,30 @@ impl CancelToken {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
+    }
+
+    /// Cancels with `reason` (if not cancelled yet) and ends any SIGTERM grace at once: a
+    /// process group being stopped, or stopped later, gets SIGKILL without waiting.
+    pub fn escalate(&self, reason: CancelReason) {
+        self.cancel(reason);
+        self.inner
+            .urgent_trigger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+    }
+
+    /// Whether [`escalate`](Self::escalate) was called.
+    pub fn is_urgent(&self) -> bool {
+        matches!(
+            self.inner.urgent.try_recv(),
+            Err(crossbeam_channel::TryRecvError::Disconnected)
+        )
+    }
+
+    /// A receiver that becomes ready (disconnected) once escalated; use it in `select!`.
+    pub fn urgent_receiver(&self) -> &Receiver<()> {
+        &self.inner.urgent
     }
 
     /// The reason, once cancelled.
@@ -116,5 +146,22 @@ mod tests {
         assert!(woke);
         assert_eq!(reason, Some(CancelReason::Stall));
         assert!(token.is_cancelled());
+        assert!(!token.is_urgent());
+    }
+
+    #[test]
+    fn escalate_cancels_and_wakes_urgent_waiters() {
+        let token = CancelToken::new();
+        let waiter = token.clone();
+        let handle = std::thread::spawn(move || {
+            let r = waiter
+                .urgent_receiver()
+                .recv_timeout(Duration::from_secs(30));
+            matches!(r, Err(crossbeam_channel::RecvTimeoutError::Disconnected))
+        });
+        token.escalate(CancelReason::Shutdown);
+        assert!(handle.join().unwrap_or(false));
+        assert!(token.is_urgent());
+        assert_eq!(token.reason(), Some(CancelReason::Shutdown));
     }
 }

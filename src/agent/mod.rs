@@ -63,7 +63,7 @@ pub struct AdapterCaps {
 }
 
 /// The typed agent configuration the adapters need; config maps itself onto it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentSettings {
     /// `agent.kind`.
     pub kind: String,

@@ -261,7 +261,7 @@ fn supervise(
                 Ok(StdoutItem::Line(line)) => emit(parser.on_line(&line)),
                 Ok(StdoutItem::Error(e)) => {
                     end.read_error = Some(e);
-                    end.exit = Some(terminate(pid, &running.exit_rx, limits.grace));
+                    end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
                     stdout_open = false;
                     break;
                 }
@@ -275,14 +275,14 @@ fn supervise(
             },
             recv(cancel.receiver()) -> _ => {
                 end.cancelled = Some(cancel.reason().unwrap_or(CancelReason::User));
-                end.exit = Some(terminate(pid, &running.exit_rx, limits.grace));
+                end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
                 break;
             },
             default(timeout) => {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     cancel.cancel(CancelReason::TurnTimeout);
                     end.cancelled = cancel.reason();
-                    end.exit = Some(terminate(pid, &running.exit_rx, limits.grace));
+                    end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
                     break;
                 }
             },
@@ -320,12 +320,28 @@ fn supervise(
     text
 }
 
-/// SIGTERM the group, wait `grace` for the child, then SIGKILL; returns the exit.
-fn terminate(pid: u32, exit_rx: &Receiver<ExitInfo>, grace: Duration) -> ExitInfo {
-    kill_group(pid, Signal::TERM);
-    if let Ok(info) = exit_rx.recv_timeout(grace) {
-        kill_group(pid, Signal::KILL);
-        return info;
+/// SIGTERM the group, wait `grace` for the child (cut short when `cancel` is escalated), then
+/// SIGKILL; returns the exit.
+fn terminate(
+    pid: u32,
+    exit_rx: &Receiver<ExitInfo>,
+    grace: Duration,
+    cancel: &CancelToken,
+) -> ExitInfo {
+    if !cancel.is_urgent() {
+        kill_group(pid, Signal::TERM);
+        select! {
+            recv(exit_rx) -> info => {
+                if let Ok(info) = info {
+                    kill_group(pid, Signal::KILL);
+                    return info;
+                }
+            },
+            recv(cancel.urgent_receiver()) -> _ => {
+                log::info!("grace cut short, killing agent process group pid={pid}");
+            },
+            default(grace) => {},
+        }
     }
     kill_group(pid, Signal::KILL);
     exit_rx.recv_timeout(KILL_WAIT).unwrap_or(ExitInfo {

@@ -204,7 +204,9 @@ fn run_daemon(
     0
 }
 
-/// SIGTERM/SIGINT start a graceful shutdown; a second signal exits at once.
+/// SIGTERM/SIGINT start a graceful shutdown; a second signal cuts the agents' SIGTERM grace
+/// short (SIGKILL to every agent process group, runs still recorded, then exit); a third exits
+/// at once, for an orchestrator that no longer answers.
 fn install_signal_handlers(
     tx: crossbeam_channel::Sender<orchestrator::OrchMsg>,
 ) -> std::io::Result<()> {
@@ -216,16 +218,25 @@ fn install_signal_handlers(
             let mut seen = 0;
             for sig in signals.forever() {
                 seen += 1;
-                if seen == 1 {
-                    log::info!(
-                        "signal received, initiating shutdown signal={} pid={}",
-                        sig,
-                        std::process::id()
-                    );
-                    let _ = tx.send(orchestrator::OrchMsg::Shutdown);
-                } else {
-                    log::warn!("second signal received, exiting now signal={sig}");
-                    std::process::exit(1);
+                match seen {
+                    1 => {
+                        log::info!(
+                            "signal received, initiating shutdown signal={} pid={}",
+                            sig,
+                            std::process::id()
+                        );
+                        let _ = tx.send(orchestrator::OrchMsg::Shutdown);
+                    }
+                    2 => {
+                        log::warn!(
+                            "second signal received, killing agents and shutting down signal={sig}"
+                        );
+                        let _ = tx.send(orchestrator::OrchMsg::ShutdownNow);
+                    }
+                    _ => {
+                        log::warn!("third signal received, exiting now signal={sig}");
+                        std::process::exit(1);
+                    }
                 }
             }
         })?;

@@ -16,6 +16,8 @@ pub enum ErrorCode {
     Hook,
     /// The prompt template could not be rendered for a turn.
     PromptRender,
+    /// The tracker state could not be read between turns.
+    TrackerRefresh,
 }
 
 impl ErrorCode {
@@ -26,6 +28,7 @@ impl ErrorCode {
             ErrorCode::Workspace => "workspace_error",
             ErrorCode::Hook => "hook_failed",
             ErrorCode::PromptRender => "prompt_render",
+            ErrorCode::TrackerRefresh => "tracker_refresh_failed",
         }
     }
 }
@@ -140,6 +143,9 @@ pub enum OrchMsg {
     WorkflowChanged,
     /// Begin graceful shutdown.
     Shutdown,
+    /// A second signal: shut down now. Agents still in their SIGTERM grace are killed
+    /// (SIGKILL to their process groups) at once; their runs are still recorded.
+    ShutdownNow,
 }
 
 #[cfg(test)]

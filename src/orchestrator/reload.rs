@@ -1,10 +1,16 @@
-//! Live reload of WORKFLOW.md: a new workflow applies only when both its front matter and its
-//! prompt template load; otherwise the last good one stays in effect.
+//! Live reload of WORKFLOW.md: a new workflow applies only when its front matter and its
+//! prompt template load and, when tracker or agent settings changed, their adapters build;
+//! otherwise the last good one stays in effect. Running sessions keep the adapters they were
+//! dispatched with; new dispatches get the rebuilt ones.
 
 use std::path::Path;
+use std::sync::Arc;
 
+use crate::agent::AgentAdapter;
+use crate::clock::Clock;
 use crate::config::{LoadOptions, Workflow};
 use crate::prompt::PromptTemplate;
+use crate::tracker::TrackerAdapter;
 
 /// Why a reload did not apply. The text is the loader's own (the API serves it as the
 /// workflow check's error).
@@ -14,12 +20,16 @@ pub enum ReloadError {
     Workflow(String),
     /// The prompt template did not parse.
     Template(String),
+    /// The tracker or agent adapter of the new settings could not be built.
+    Adapter(String),
 }
 
 impl std::fmt::Display for ReloadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ReloadError::Workflow(e) | ReloadError::Template(e) => f.write_str(e),
+            ReloadError::Workflow(e) | ReloadError::Template(e) | ReloadError::Adapter(e) => {
+                f.write_str(e)
+            }
         }
     }
 }
@@ -37,4 +47,32 @@ pub fn reload(path: &Path, opts: &LoadOptions) -> Result<(Workflow, PromptTempla
     )
     .map_err(|e| ReloadError::Template(e.to_string()))?;
     Ok((wf, t))
+}
+
+/// Adapters rebuilt for a reloaded workflow; `None` where the settings did not change.
+#[derive(Default)]
+pub struct RebuiltAdapters {
+    pub tracker: Option<Arc<dyn TrackerAdapter>>,
+    pub agent: Option<Arc<dyn AgentAdapter>>,
+}
+
+/// Builds, through the registry, the tracker and agent adapters of `new` whose settings differ
+/// from `old`'s. Either failing refuses the whole reload.
+pub fn rebuild_adapters(
+    old: &Workflow,
+    new: &Workflow,
+    clock: Arc<dyn Clock>,
+) -> Result<RebuiltAdapters, ReloadError> {
+    let mut out = RebuiltAdapters::default();
+    if new.config.tracker_settings() != old.config.tracker_settings() {
+        let t = super::adapters::build_tracker(new, clock.clone())
+            .map_err(|e| ReloadError::Adapter(format!("tracker: {e}")))?;
+        out.tracker = Some(t);
+    }
+    if super::adapters::agent_settings(new) != super::adapters::agent_settings(old) {
+        let a = super::adapters::build_agent(new, clock)
+            .map_err(|e| ReloadError::Adapter(format!("agent: {e}")))?;
+        out.agent = Some(a);
+    }
+    Ok(out)
 }

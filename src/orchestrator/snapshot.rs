@@ -58,6 +58,8 @@ pub struct ConfigView {
     pub no_change_state: Option<String>,
     pub poll_interval_ms: u64,
     pub agent_kind: String,
+    /// `agent.command` in effect for new dispatches, masked; `None`: the kind's default.
+    pub agent_command: Option<String>,
     pub max_turns: u32,
     pub stall_timeout_ms: Option<u64>,
     pub max_retry_backoff_ms: u64,
@@ -139,6 +141,12 @@ impl ConfigView {
             no_change_state: cfg.tracker.no_change_state.clone(),
             poll_interval_ms: cfg.polling.interval_ms,
             agent_kind: cfg.agent.kind.clone(),
+            agent_command: cfg
+                .agent
+                .command
+                .as_deref()
+                .filter(|c| !c.trim().is_empty())
+                .map(crate::mask::mask),
             max_turns: cfg.agent.max_turns.max(1),
             stall_timeout_ms: positive(cfg.agent.stall_timeout_ms),
             max_retry_backoff_ms: cfg.agent.max_retry_backoff_ms,

@@ -74,6 +74,9 @@ impl RunFacts {
 pub struct RunHandles {
     /// Stops the supervisor and its agent.
     pub cancel: CancelToken,
+    /// The workspace manager the session was dispatched with: its root and hooks, so a
+    /// reload that moves `workspace.root` does not strand the cleanup of this workspace.
+    pub workspaces: std::sync::Arc<crate::workspace::WorkspaceManager>,
 }
 
 /// The in-memory event list of a live run: the events the API serves and that are stored with

@@ -363,7 +363,8 @@ fn run_turn(
 }
 
 /// Between turns: a declared outcome in `.sortie/status` ends the session (the soft stop), and
-/// so does the issue leaving the active states. A failed state read keeps going.
+/// so does the issue leaving the active states. A failed state read ends the session with a
+/// retryable error (failure backoff): turns are not spent on an issue whose state is unknown.
 fn after_turn(
     job: &SupervisorJob,
     workspace: &std::path::Path,
@@ -396,12 +397,16 @@ fn after_turn(
         },
         Err(e) => {
             log::warn!(
-                "issue state refresh failed issue_id={} issue_identifier={} error=\"{}\"",
+                "issue state refresh failed, ending the session issue_id={} issue_identifier={} error=\"{}\"",
                 issue.id,
                 issue.identifier,
                 e
             );
-            ControlFlow::Continue(())
+            ControlFlow::Break(Some(error_exit(
+                ErrorCode::TrackerRefresh,
+                format!("issue state refresh after a turn: {e}"),
+                true,
+            )))
         }
     }
 }

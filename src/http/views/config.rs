@@ -35,6 +35,9 @@ pub struct AgentConfigView {
     pub kind: String,
     /// `none` also for a kind that is not registered.
     pub usage_arrival: ArrivalName,
+    /// The agent command new dispatches run (a reload applies it; running sessions keep the
+    /// one they started with), with secrets masked; null: the kind's default binary.
+    pub command: Option<String>,
     pub max_turns: u32,
     pub stall_timeout_ms: Option<u64>,
     pub max_retry_backoff_ms: u64,
@@ -96,6 +99,7 @@ impl ConfigDoc {
                     ArrivalName::Unknown => ArrivalName::None,
                     a => a,
                 },
+                command: c.agent_command.clone(),
                 max_turns: c.max_turns,
                 stall_timeout_ms: c.stall_timeout_ms,
                 max_retry_backoff_ms: c.max_retry_backoff_ms,

@@ -22,6 +22,7 @@ impl Orchestrator {
         self.state.held.remove(&issue.id);
         self.state.outcomes.remove(&issue.id);
         persist::clear_outcome(&self.store, &issue.id);
+        let workspaces = self.workspaces();
         let job = SupervisorJob {
             dispatch_id: dispatch_id.clone(),
             issue: issue.clone(),
@@ -29,7 +30,7 @@ impl Orchestrator {
             resume_session_id: resume_session_id.clone(),
             workflow: self.workflow.clone(),
             template: self.template.clone(),
-            workspaces: self.workspaces(),
+            workspaces: workspaces.clone(),
             tracker: self.tracker.clone(),
             agent: self.agent.clone(),
             cancel: cancel.clone(),
@@ -74,7 +75,7 @@ impl Orchestrator {
                     events: Default::default(),
                     workspace_path: None,
                 },
-                handles: super::super::state::RunHandles { cancel },
+                handles: super::super::state::RunHandles { cancel, workspaces },
             },
         );
         self.state.totals.dispatches += 1;

@@ -157,7 +157,7 @@ impl Orchestrator {
     }
 
     /// Totals, metrics and the run record; the run is persisted before any retry is scheduled.
-    fn record_exit(&mut self, entry: &RunningEntry, result: &SupervisorResult) {
+    pub(super) fn record_exit(&mut self, entry: &RunningEntry, result: &SupervisorResult) {
         let now = self.clock.now_ms();
         let seconds = ((now - entry.facts.started_at_ms).max(0) as f64) / 1000.0;
         self.state.totals.seconds_running += seconds;
@@ -176,9 +176,10 @@ impl Orchestrator {
         }
     }
 
-    /// Removes the workspace of an issue that reconciliation found terminal.
+    /// Removes the workspace of an issue that reconciliation found terminal, under the root
+    /// (and with the hooks) it was dispatched with, even if a reload changed them since.
     fn remove_workspace(&self, entry: &RunningEntry) {
-        let ws = self.workspaces();
+        let ws = &entry.handles.workspaces;
         let removed = match &entry.facts.workspace_path {
             Some(p) => ws.remove_path(&entry.facts.issue.id, &entry.facts.issue.identifier, p),
             None => ws.remove(&entry.facts.issue.id, &entry.facts.issue.identifier),
@@ -312,11 +313,12 @@ impl Orchestrator {
                 false
             }
         };
+        let parked_state = self.state_when_parked(issue);
         let park = Park {
             issue: issue.clone(),
             reason: ParkReason::AgentBlocked,
             parked_at_ms: self.clock.now_ms() / 1000 * 1000,
-            parked_state: issue.state.clone(),
+            parked_state,
             label,
             label_applied,
         };
@@ -328,6 +330,32 @@ impl Orchestrator {
         );
         persist::park(&self.store, &park);
         self.state.parked.insert(issue.id.clone(), park);
+    }
+
+    /// The state a park holds against: the issue's state in the tracker now. The issue the
+    /// supervisor started from may be stale (it moved the issue to `in_progress_state`), and a
+    /// park recorded against a stale state would lift on the next poll. When the tracker cannot
+    /// be read, the in-progress state stands in for a transition that was attempted.
+    fn state_when_parked(&self, issue: &Issue) -> String {
+        match self
+            .tracker
+            .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
+        {
+            Ok(states) => match states.get(&issue.id) {
+                Some(s) => return s.clone(),
+                None => log::warn!(
+                    "parked issue not found in the tracker issue_id={} issue_identifier={}",
+                    issue.id,
+                    issue.identifier
+                ),
+            },
+            Err(e) => log::warn!(
+                "parked issue state not read issue_id={} issue_identifier={} error=\"{e}\"",
+                issue.id,
+                issue.identifier
+            ),
+        }
+        parked_state_fallback(issue, &self.workflow.config.tracker)
     }
 
     /// Queues the optional completion/failure comment (never for cancellations).
@@ -393,6 +421,15 @@ impl Orchestrator {
             }
         }
     }
+}
+
+/// The state a park records when the tracker cannot say: the in-progress state when one is
+/// configured (the supervisor moved the issue there at dispatch), else the dispatched state.
+pub(super) fn parked_state_fallback(issue: &Issue, cfg: &TrackerConfig) -> String {
+    cfg.in_progress_state
+        .clone()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| issue.state.clone())
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ use super::tracker_ops::Lifecycle;
 
 /// How long shutdown waits for supervisors to exit before abandoning them.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// After a second signal: how long supervisors of killed agents get to report their runs.
+const ESCALATED_DRAIN_TIMEOUT: Duration = Duration::from_secs(15);
 /// Every this many ticks, sweep workspaces of terminal issues.
 const SWEEP_EVERY_TICKS: u64 = 60;
 /// The label a parked issue gets when the configuration names none.
@@ -215,6 +217,7 @@ impl Orchestrator {
                         "drain timeout exceeded, abandoning workers remaining={}",
                         self.state.running.len()
                     );
+                    self.record_abandoned();
                     break;
                 }
                 continue;
@@ -334,7 +337,23 @@ impl Orchestrator {
                 self.reload_workflow();
             }
             OrchMsg::Shutdown => self.begin_shutdown(),
+            OrchMsg::ShutdownNow => self.shutdown_now(),
         }
+    }
+
+    /// A second signal: the drain goes on (runs are still recorded), but every agent still in
+    /// its SIGTERM grace is killed now, and so is any stopped later.
+    fn shutdown_now(&mut self) {
+        self.begin_shutdown();
+        log::warn!(
+            "shutdown escalated: killing agent process groups running={}",
+            self.state.running.len()
+        );
+        for e in self.state.running.values() {
+            e.handles.cancel.escalate(CancelReason::Shutdown);
+        }
+        let soon = self.clock.instant() + ESCALATED_DRAIN_TIMEOUT;
+        self.draining = self.draining.map(|d| d.min(soon)).or(Some(soon));
     }
 
     fn begin_shutdown(&mut self) {
@@ -350,6 +369,37 @@ impl Orchestrator {
             e.handles.cancel.cancel(CancelReason::Shutdown);
         }
         self.publish();
+    }
+
+    /// At the drain deadline: kills what is left of every agent group and records the
+    /// sessions whose supervisors did not report in time as cancelled runs, so no run is lost.
+    fn record_abandoned(&mut self) {
+        let now = self.clock.now_ms();
+        let entries: Vec<RunningEntry> = std::mem::take(&mut self.state.running)
+            .into_values()
+            .collect();
+        self.state.dispatch_index.clear();
+        for entry in entries {
+            entry.handles.cancel.escalate(CancelReason::Shutdown);
+            let result = SupervisorResult {
+                dispatch_id: entry.facts.dispatch_id.clone(),
+                issue_id: entry.facts.issue.id.clone(),
+                exit: SupervisorExit::Cancelled {
+                    reason: CancelReason::Shutdown,
+                },
+                turns_completed: entry.facts.turn.saturating_sub(1),
+                session_id: entry.facts.session_id.clone(),
+                workspace_path: entry.facts.workspace_path.clone(),
+                ended_at_ms: now,
+            };
+            log::warn!(
+                "recording abandoned run issue_id={} issue_identifier={} dispatch_id={}",
+                entry.facts.issue.id,
+                entry.facts.issue.identifier,
+                entry.facts.dispatch_id
+            );
+            self.record_exit(&entry, &result);
+        }
     }
 
     fn running_by_dispatch(&mut self, dispatch_id: &str) -> Option<&mut RunningEntry> {

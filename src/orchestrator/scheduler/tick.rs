@@ -6,12 +6,33 @@ use super::*;
 impl Orchestrator {
     pub(super) fn reload_workflow(&mut self) -> bool {
         let now = self.clock.now_ms();
-        match super::super::reload::reload(&self.workflow.path, &self.load_options) {
-            Ok((wf, template)) => {
+        let loaded = super::super::reload::reload(&self.workflow.path, &self.load_options)
+            .and_then(|(wf, template)| {
+                let rebuilt =
+                    super::super::reload::rebuild_adapters(&self.workflow, &wf, self.clock.clone())?;
+                Ok((wf, template, rebuilt))
+            });
+        match loaded {
+            Ok((wf, template, rebuilt)) => {
                 if wf.config != self.workflow.config
                     || wf.prompt_template != self.workflow.prompt_template
                 {
                     log::info!("workflow reloaded path={}", wf.path.display());
+                }
+                if let Some(t) = rebuilt.tracker {
+                    log::info!(
+                        "tracker settings changed, tracker adapter rebuilt kind={}",
+                        wf.config.tracker.kind
+                    );
+                    self.tracker = t;
+                }
+                if let Some(a) = rebuilt.agent {
+                    log::info!(
+                        "agent settings changed, agent adapter rebuilt for new dispatches kind={} command=\"{}\"",
+                        wf.config.agent.kind,
+                        crate::mask::mask(wf.config.agent.command.as_deref().unwrap_or(""))
+                    );
+                    self.agent = a;
                 }
                 self.workflow = Arc::new(wf);
                 self.template = Arc::new(template);

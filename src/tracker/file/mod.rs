@@ -77,7 +77,8 @@ fn build(
 /// Tracker adapter over one JSON file.
 pub struct FileTracker {
     path: PathBuf,
-    /// The startup `tracker.active_states` (empty = every issue is a candidate); not reloaded.
+    /// The `tracker.active_states` it was built with (empty = every issue is a candidate); a
+    /// reload that changes tracker settings builds a new adapter.
     active_states: Vec<String>,
     clock: Arc<dyn Clock>,
 }
