@@ -33,7 +33,11 @@ fn a_reloaded_active_state_reaches_the_tracker_and_is_dispatched() {
     });
     assert!(p.run_statuses("1").is_empty());
 
-    edit_workflow(&p, "active_states: [To Do]", "active_states: [To Do, Ready]");
+    edit_workflow(
+        &p,
+        "active_states: [To Do]",
+        "active_states: [To Do, Ready]",
+    );
     d.wait_state("the reloaded states", Duration::from_secs(20), |s| {
         s["config"]["tracker"]["active_states"] == json!(["To Do", "Ready"])
     });
@@ -108,7 +112,11 @@ fn a_reloaded_agent_command_is_used_by_the_next_dispatch_and_served() {
     let a = wrapper(&p, "first");
     let b = wrapper(&p, "second");
     p.fake_agent_workflow("", "");
-    edit_workflow(&p, &format!("command: {FAKE_AGENT}\n"), &format!("command: {a}\n"));
+    edit_workflow(
+        &p,
+        &format!("command: {FAKE_AGENT}\n"),
+        &format!("command: {a}\n"),
+    );
     let d = p.start();
     wait_for("the first run", Duration::from_secs(30), || {
         (!p.run_statuses("1").is_empty()).then_some(())

@@ -527,6 +527,20 @@ mod tests {
     }
 
     #[test]
+    fn a_park_without_a_tracker_read_holds_against_the_in_progress_state() {
+        let issue = Issue {
+            id: "1".into(),
+            identifier: "A-1".into(),
+            state: "To Do".into(),
+            ..Default::default()
+        };
+        let mut cfg = tracker();
+        assert_eq!(parked_state_fallback(&issue, &cfg), "To Do");
+        cfg.in_progress_state = Some("In Progress".into());
+        assert_eq!(parked_state_fallback(&issue, &cfg), "In Progress");
+    }
+
+    #[test]
     fn after_a_plain_exit_the_tracker_state_decides() {
         let mut cfg = tracker();
         assert_eq!(

@@ -8,8 +8,11 @@ impl Orchestrator {
         let now = self.clock.now_ms();
         let loaded = super::super::reload::reload(&self.workflow.path, &self.load_options)
             .and_then(|(wf, template)| {
-                let rebuilt =
-                    super::super::reload::rebuild_adapters(&self.workflow, &wf, self.clock.clone())?;
+                let rebuilt = super::super::reload::rebuild_adapters(
+                    &self.workflow,
+                    &wf,
+                    self.clock.clone(),
+                )?;
                 Ok((wf, template, rebuilt))
             });
         match loaded {
