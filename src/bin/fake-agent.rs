@@ -32,6 +32,9 @@
 //! | `{"hang": true}` | sleep forever |
 //! | `{"exit": N}` | exit with code N |
 //! | `{"kill_self": "TERM" \| "KILL"}` | die by that signal |
+//! | `{"fail_percent": N}` | with probability N% (seeded from pid and time), print a failed `result` line and exit 1 |
+//! | `{"sleep_random_ms": [MIN, MAX]}` | pause a random time in MIN..=MAX ms |
+//! | `{"log_turn": {"path": "…", "phase": "…"}}` | append one JSON line to `path`: `{"phase","pid","cwd","session_id","turn","attempt","started_at"}` (the last three from the supervisor's `.sortie/state.json`; `started_at` tells its sessions apart) |
 //!
 //! After the last step the process exits 0.
 
@@ -317,10 +320,52 @@ fn run_step(step: &Value, sid: &str) {
         };
         let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
         sleep_forever();
+    } else if let Some(pct) = step.get("fail_percent").and_then(Value::as_u64) {
+        if random_below(100) < pct {
+            out_line(&json!({"type": "result", "subtype": "error_during_execution", "is_error": true,
+                "result": "random failure", "session_id": sid, "duration_ms": 20, "duration_api_ms": 10, "num_turns": 1}).to_string());
+            std::process::exit(1);
+        }
+    } else if let Some(range) = step.get("sleep_random_ms").and_then(Value::as_array) {
+        let lo = range.first().and_then(Value::as_u64).unwrap_or(0);
+        let hi = range.get(1).and_then(Value::as_u64).unwrap_or(lo).max(lo);
+        std::thread::sleep(Duration::from_millis(lo + random_below(hi - lo + 1)));
+    } else if let Some(l) = step.get("log_turn") {
+        log_turn(text(l, "path", "turns.log"), text(l, "phase", ""), sid);
     } else {
         eprintln!("fake-agent: unknown step {step}");
         std::process::exit(3);
     }
+}
+
+/// A number in `0..n` (`n` > 0), seeded from the pid and the time: good enough to make turns
+/// fail or sleep at random, different in every process.
+fn random_below(n: u64) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    // splitmix64 over pid and time.
+    let mut z = nanos ^ (u64::from(std::process::id()) << 32);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    z % n.max(1)
+}
+
+fn log_turn(path: &str, phase: &str, sid: &str) {
+    let state: Value = std::fs::read_to_string(".sortie/state.json")
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let rec = json!({
+        "phase": phase, "pid": std::process::id(), "cwd": cwd(), "session_id": sid,
+        "turn": state.get("turn_number").cloned().unwrap_or(Value::Null),
+        "attempt": state.get("attempt").cloned().unwrap_or(Value::Null),
+        "started_at": state.get("started_at").cloned().unwrap_or(Value::Null),
+    });
+    append_line(Path::new(path), &rec.to_string());
 }
 
 fn cwd() -> String {
