@@ -47,9 +47,16 @@ pub enum TrackerOp {
     },
 }
 
+/// What the thread's queue carries: writes, and (after a reload rebuilt the tracker adapter)
+/// the adapter later writes go to, in order with the writes.
+enum Queued {
+    Op(TrackerOp),
+    UseTracker(Arc<dyn TrackerAdapter>),
+}
+
 /// The handle the orchestrator keeps.
 pub struct TrackerOps {
-    tx: Option<Sender<TrackerOp>>,
+    tx: Option<Sender<Queued>>,
     done: Receiver<()>,
 }
 
@@ -59,13 +66,17 @@ impl TrackerOps {
         tracker: Arc<dyn TrackerAdapter>,
         metrics: Arc<crate::metrics::Metrics>,
     ) -> TrackerOps {
-        let (tx, rx) = crossbeam_channel::unbounded::<TrackerOp>();
+        let (tx, rx) = crossbeam_channel::unbounded::<Queued>();
         let (done_tx, done) = crossbeam_channel::bounded(1);
         let spawned = std::thread::Builder::new()
             .name("tracker-ops".into())
             .spawn(move || {
-                for op in rx.iter() {
-                    run(tracker.as_ref(), &metrics, op);
+                let mut tracker = tracker;
+                for queued in rx.iter() {
+                    match queued {
+                        Queued::Op(op) => run(tracker.as_ref(), &metrics, op),
+                        Queued::UseTracker(t) => tracker = t,
+                    }
                 }
                 let _ = done_tx.send(());
             });
@@ -80,7 +91,15 @@ impl TrackerOps {
     /// Queues a write (never blocks).
     pub fn submit(&self, op: TrackerOp) {
         if let Some(tx) = &self.tx {
-            let _ = tx.send(op);
+            let _ = tx.send(Queued::Op(op));
+        }
+    }
+
+    /// Writes queued from now on go to `tracker` (a reload rebuilt the adapter); writes
+    /// already queued keep the adapter they were queued under.
+    pub fn use_tracker(&self, tracker: Arc<dyn TrackerAdapter>) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Queued::UseTracker(tracker));
         }
     }
 

@@ -27,6 +27,7 @@ impl Orchestrator {
                         "tracker settings changed, tracker adapter rebuilt kind={}",
                         wf.config.tracker.kind
                     );
+                    self.tracker_ops.use_tracker(t.clone());
                     self.tracker = t;
                 }
                 if let Some(a) = rebuilt.agent {
