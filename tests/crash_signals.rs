@@ -80,5 +80,9 @@ fn a_second_sigterm_kills_agents_that_ignore_sigterm_and_records_their_runs() {
     );
     let log = p.log();
     assert!(log.contains("second signal received"), "{log}");
+    assert!(
+        log.contains("grace cut short"),
+        "the SIGTERM grace was not cut short: {log}"
+    );
     assert!(log.contains("shutting down"));
 }
