@@ -265,17 +265,28 @@ wait "$DAEMON_PID" 2>/dev/null || true
 DAEMON_PID=""
 sleep 0.5
 
-# Agents still alive after the graceful shutdown (reported, then killed by pid).
-LEFT=$(python3 - "$FAKE" <<'PY'
-import os, sys
-fake = os.path.realpath(sys.argv[1])
-left = []
-for pid in filter(str.isdigit, os.listdir("/proc")):
-    try:
-        if os.path.realpath(f"/proc/{pid}/exe") == fake:
-            left.append(pid)
-    except OSError:
-        pass
+# Agents still alive after the graceful shutdown, given 3 s to finish exiting (reported with
+# their workspace, then killed by pid).
+LEFT=$(python3 - "$FAKE" "$DIR/left.log" <<'PY'
+import os, sys, time
+fake, out = os.path.realpath(sys.argv[1]), sys.argv[2]
+def alive():
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.path.realpath(f"/proc/{pid}/exe") == fake:
+                found[pid] = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            pass
+    return found
+deadline = time.time() + 3
+left = alive()
+while left and time.time() < deadline:
+    time.sleep(0.1)
+    left = alive()
+with open(out, "w") as f:
+    for pid, cwd in left.items():
+        f.write(f"pid={pid} workspace={os.path.basename(cwd)}\n")
 print(" ".join(left))
 PY
 )
@@ -344,6 +355,10 @@ def show(title, items):
         print(f"\n{title} (first 5 of {len(items)}):")
         for x in list(items)[:5]:
             print(f"  {x}")
+try:
+    show("fake agents left at the end", open(os.path.join(d, "left.log")).read().split("\n")[:-1])
+except FileNotFoundError:
+    pass
 show("runs lost by issue", [f"{i}: {n}" for i, n in sorted(lost.items())])
 show("sessions over the budget", [f"{i}: {n}" for i, n in sorted(over.items())])
 for kind in ("two_agents", "due_at_moved", "totals_decreased"):
