@@ -110,7 +110,8 @@ mod tests {
 
     #[test]
     fn stat_lines_parse_with_odd_command_names() {
-        let line = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10";
+        let line =
+            "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10";
         let s = parse_stat(line).unwrap();
         assert_eq!(
             (s.pid, s.state, s.ppid, s.pgrp, s.session, s.start_ticks),

@@ -32,6 +32,7 @@
 //! | `{"hang": true}` | sleep forever |
 //! | `{"exit": N}` | exit with code N |
 //! | `{"kill_self": "TERM" \| "KILL"}` | die by that signal |
+//! | `{"spawn_setsid_grandchild": {"pid_file": "…"}}` | start a process in a new session (so outside the agent's group) that ignores SIGTERM and sleeps forever, with null stdio; its pid is written to `pid_file` (absolute, or relative to the cwd) |
 //!
 //! After the last step the process exits 0.
 
@@ -317,6 +318,8 @@ fn run_step(step: &Value, sid: &str) {
         };
         let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
         sleep_forever();
+    } else if let Some(a) = step.get("spawn_setsid_grandchild") {
+        spawn_setsid_grandchild(text(a, "pid_file", "grandchild.pid"));
     } else {
         eprintln!("fake-agent: unknown step {step}");
         std::process::exit(3);
@@ -364,6 +367,32 @@ fn spawn_grandchild() {
     {
         Ok(child) => eprintln!("fake-agent: grandchild pid {}", child.id()),
         Err(e) => eprintln!("fake-agent: spawn grandchild: {e}"),
+    }
+}
+
+fn spawn_setsid_grandchild(pid_file: &str) {
+    use std::os::unix::process::CommandExt;
+    let Ok(exe) = std::env::current_exe() else {
+        eprintln!("fake-agent: no current exe");
+        return;
+    };
+    let mut cmd = std::process::Command::new(exe);
+    cmd.env("FAKE_AGENT_GRANDCHILD", "1")
+        .env_remove("FAKE_AGENT_SCENARIO")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| rustix::process::setsid().map(|_| ()).map_err(Into::into));
+    }
+    match cmd.spawn() {
+        Ok(child) => {
+            if let Err(e) = std::fs::write(pid_file, child.id().to_string()) {
+                eprintln!("fake-agent: write {pid_file}: {e}");
+            }
+        }
+        Err(e) => eprintln!("fake-agent: spawn setsid grandchild: {e}"),
     }
 }
 

@@ -426,7 +426,10 @@ pub fn interrupted_sessions(store: &Store) -> Result<Vec<SessionMeta>, PersistEr
 }
 
 pub fn session_recovered(store: &Store, issue_id: &str) {
-    warn_on_err("session_recovered", store.writer().session_recovered(issue_id));
+    warn_on_err(
+        "session_recovered",
+        store.writer().session_recovered(issue_id),
+    );
 }
 
 /// The issue's session row from its running entry. Unmeasured tokens are stored as 0 (the row's

@@ -147,8 +147,7 @@ pub fn reap_adopted() -> usize {
         else {
             continue;
         };
-        if let Ok(Some(_)) =
-            rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG)
+        if let Ok(Some(_)) = rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG)
         {
             log::debug!("adopted zombie reaped pid={pid}");
             reaped += 1;

@@ -135,10 +135,8 @@ pub(crate) fn absorb_lost_sessions(conn: &Connection, now_ms: i64) -> Result<i64
 /// The run row of a session killed with its process.
 fn interrupted_run(s: &SessionMeta, now_ms: i64) -> RunRecord {
     // Unmeasured figures are stored as 0, so any figure or request means measured.
-    let measured = s.api_request_count > 0
-        || s.input_tokens > 0
-        || s.output_tokens > 0
-        || s.total_tokens > 0;
+    let measured =
+        s.api_request_count > 0 || s.input_tokens > 0 || s.output_tokens > 0 || s.total_tokens > 0;
     let started = s.started_at_ms.unwrap_or(s.updated_at_ms);
     RunRecord {
         issue_id: s.issue_id.clone(),
