@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Daemon, Project, wait_for};
+use common::{Daemon, FAKE_AGENT, Project, wait_for};
 use serde_json::json;
 
 fn one_issue(p: &Project) {
@@ -29,8 +29,8 @@ fn metric(d: &Daemon, name_and_labels: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Processes of this project's agents (they log to its argv file and carry a turn token,
-/// which sortie itself does not), by pid.
+/// Running processes of this project's agents (the fake-agent binary, logging to this
+/// project's argv file), by pid.
 fn agent_pids(p: &Project) -> Vec<u32> {
     let needle = format!("FAKE_AGENT_ARGV_LOG={}", p.path("argv.log").display());
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -39,6 +39,9 @@ fn agent_pids(p: &Project) -> Vec<u32> {
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
+            let is_agent = std::fs::read_link(format!("/proc/{pid}/exe"))
+                .map(|exe| exe.to_string_lossy().starts_with(FAKE_AGENT))
+                .unwrap_or(false);
             let running = std::fs::read_to_string(format!("/proc/{pid}/stat"))
                 .ok()
                 .and_then(|t| {
@@ -46,17 +49,10 @@ fn agent_pids(p: &Project) -> Vec<u32> {
                     Some(state != "Z" && state != "X")
                 })
                 .unwrap_or(false);
-            running
+            is_agent
+                && running
                 && std::fs::read(format!("/proc/{pid}/environ"))
-                    .map(|env| {
-                        let mut vars = env.split(|b| *b == 0);
-                        let (mut ours, mut token) = (false, false);
-                        for kv in &mut vars {
-                            ours |= kv == needle.as_bytes();
-                            token |= kv.starts_with(b"SORTIE_AGENT_TOKEN=");
-                        }
-                        ours && token
-                    })
+                    .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
                     .unwrap_or(false)
         })
         .collect()
