@@ -134,17 +134,18 @@ fn a_restart_stops_the_agent_a_killed_sortie_left_running_before_dispatching_aga
     assert_eq!(run["status"], "cancelled", "{runs}");
     assert_eq!(run["error"], "interrupted: sortie restarted");
     assert_eq!(run["tokens"]["input_tokens"], 500);
-    // Exactly one live agent runs for the issue.
-    let live: Vec<u32> = p
-        .db_conn()
-        .query_row(
-            "SELECT agent_pgid FROM session_metadata WHERE dispatch_id IS NOT NULL",
-            [],
-            |r| r.get(0),
-        )
-        .into_iter()
-        .collect();
-    assert!(live.iter().all(|pid| *pid != pgid));
+    // The live row now names the new agent's group.
+    let new_pgid: i64 = wait_for("the new agent's group", Duration::from_secs(30), || {
+        p.db_conn()
+            .query_row(
+                "SELECT agent_pgid FROM session_metadata
+                 WHERE dispatch_id IS NOT NULL AND agent_pgid IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
+            .ok()
+    });
+    assert_ne!(new_pgid, i64::from(pgid));
     let mut d = d;
     assert_eq!(d.terminate(), Some(0));
 }

@@ -292,9 +292,6 @@ pub struct Health {
     pub preflight: CheckHealth<PreflightError>,
     pub workflow: CheckHealth<super::reload::ReloadError>,
     pub poll: PollHealth,
-    /// Sessions the previous process left running that this start recorded as interrupted
-    /// (and whose agent groups it stopped).
-    pub interrupted_sessions: u64,
 }
 
 /// Why the dispatch preflight failed. The text is what the API serves as the check's error.

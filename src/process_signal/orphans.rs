@@ -127,14 +127,32 @@ pub fn become_subreaper() -> std::io::Result<()> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(Into::into)
 }
 
-/// Reaps zombie children sortie adopted (see the module comment); returns how many.
+/// Whether `token` belongs to this sortie and its turn has ended.
+fn ended_token_of_ours(token: &str) -> bool {
+    let ours = token
+        .strip_prefix(&instance_id())
+        .is_some_and(|rest| rest.starts_with('-'));
+    ours && live().lock().is_ok_and(|l| !l.contains(token))
+}
+
+/// Reaps zombie children sortie adopted (see the module comment), and kills adopted children
+/// still carrying the token of a turn that has ended (one forked while [`end_token`] scanned);
+/// returns how many zombies were reaped.
 pub fn reap_adopted() -> usize {
     let me = std::process::id();
     let Some(mine) = proc_stat(me) else { return 0 };
     let mut reaped = 0;
     for pid in pids() {
         let Some(s) = proc_stat(pid) else { continue };
-        if s.ppid != me || s.state != 'Z' {
+        if s.ppid != me {
+            continue;
+        }
+        if s.state != 'Z' {
+            if let Some(token) = token_of(pid)
+                && ended_token_of_ours(&token)
+            {
+                kill_carriers(|t| t == token);
+            }
             continue;
         }
         let adopted = s.session != mine.session || (s.pgrp != pid && s.pgrp != mine.pgrp);

@@ -233,7 +233,6 @@ impl Orchestrator {
                     );
                 }
             }
-            self.state.health.interrupted_sessions += 1;
             log::warn!(
                 "session interrupted by a restart issue_id={} issue_identifier={} attempt={} session_id={} agent_pgid={} agent_group={stopped}",
                 s.issue_id,
