@@ -73,6 +73,13 @@ pub fn kill_instance(instance: &str) -> usize {
     kill_carriers(|t| t.starts_with(&prefix))
 }
 
+/// Whether `pid` is an agent process this sortie started (it carries one of its tokens), so a
+/// pid an adapter reports is recorded for a later stop only when it really is ours.
+pub fn is_our_agent(pid: u32) -> bool {
+    let prefix = format!("{}-", instance_id());
+    token_of(pid).is_some_and(|t| t.starts_with(&prefix))
+}
+
 /// The token in `/proc/<pid>/environ`, if any (unreadable for other users' processes).
 fn token_of(pid: u32) -> Option<String> {
     let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;

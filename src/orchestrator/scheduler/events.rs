@@ -31,9 +31,13 @@ impl Orchestrator {
                 e.facts.session_id = Some(session_id.clone());
                 e.facts.agent_pid = *agent_pid;
                 // A new process (one per turn for claude-code): a new group to record.
-                e.facts.agent_group = agent_pid.and_then(|pid| {
-                    crate::process_signal::proc_stat(pid).map(|s| (s.pgrp, s.start_ticks))
-                });
+                // Only a process carrying this sortie's token is recorded, so a pid an adapter
+                // made up (the mock) never names someone else's group.
+                e.facts.agent_group = agent_pid
+                    .filter(|pid| crate::process_signal::orphans::is_our_agent(*pid))
+                    .and_then(|pid| {
+                        crate::process_signal::proc_stat(pid).map(|s| (s.pgrp, s.start_ticks))
+                    });
                 e.facts.live_row_dirty = true;
                 e.facts.live_row_written_at_ms = i64::MIN;
             }
