@@ -318,3 +318,60 @@ fn an_outcome_word_this_build_does_not_know_is_replaced_by_a_new_observation() {
     let read = store.read_conn().unwrap();
     assert_eq!(read.load_outcomes().unwrap(), vec![terminal]);
 }
+
+#[test]
+fn a_lost_session_becomes_an_interrupted_run_that_budgets_count_and_is_recovered_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&db_path(&dir), clock()).unwrap();
+    let w = store.writer();
+    w.upsert_session_wait(SessionMeta {
+        issue_id: "a".into(),
+        identifier: "A-1".into(),
+        session_id: "sess-a".into(),
+        attempt: 2,
+        input_tokens: 300,
+        output_tokens: 20,
+        total_tokens: 320,
+        api_request_count: 1,
+        started_at_ms: Some(T0),
+        updated_at_ms: T0 + 5,
+        dispatch_id: Some("DA".into()),
+        agent_pgid: Some(4242),
+        agent_start_ticks: Some(99),
+        agent_kind: "claude-code".into(),
+        workspace: "/ws/A-1".into(),
+        sortie_instance: "1-2".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(w.absorb_lost_sessions(T0 + 1_000).unwrap(), 1);
+    let read = store.read_conn().unwrap();
+    // The run counts toward `max_sessions` and `max_tokens` like any finished one.
+    assert_eq!(read.count_runs_for_issue("a").unwrap(), 1);
+    assert_eq!(read.uncached_tokens_for_issue("a").unwrap(), 320);
+    let run = read.run(1).unwrap().unwrap();
+    assert_eq!(run.status.as_str(), "cancelled");
+    assert_eq!(run.error.as_deref(), Some(sortie::store::INTERRUPTED_ERROR));
+    assert_eq!((run.identifier.as_str(), run.attempt), ("A-1", 3));
+    assert_eq!(run.session_id.as_deref(), Some("sess-a"));
+    assert_eq!(run.dispatch_id.as_deref(), Some("DA"));
+    assert_eq!(read.aggregate_totals().unwrap().input_tokens, 300);
+    // The warm start finds it once, with its group, and marks it recovered.
+    let pending = w.interrupted_sessions().unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        (pending[0].agent_pgid, pending[0].agent_start_ticks),
+        (Some(4242), Some(99))
+    );
+    w.session_recovered("a").unwrap();
+    assert!(w.interrupted_sessions().unwrap().is_empty());
+    assert_eq!(w.absorb_lost_sessions(T0 + 2_000).unwrap(), 0);
+    assert_eq!(
+        store
+            .read_conn()
+            .unwrap()
+            .count_runs_for_issue("a")
+            .unwrap(),
+        1
+    );
+}

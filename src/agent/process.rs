@@ -6,7 +6,7 @@
 use super::cancel::{CancelReason, CancelToken};
 use super::event::{AgentEvent, TurnOutcome};
 use super::stream::{ExitInfo, SpawnError, StreamParser, TurnEnd};
-use crate::process_signal::{Signal, signal_group};
+use crate::process_signal::{Signal, orphans, signal_group};
 use crossbeam_channel::{Receiver, Sender, never, select};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -157,6 +157,8 @@ pub fn run_turn(
 
 struct Running {
     pid: u32,
+    /// Ties the process and every descendant (even one that left the group) to this turn.
+    token: String,
     stdout_rx: Receiver<StdoutItem>,
     exit_rx: Receiver<ExitInfo>,
     stderr_done: Receiver<()>,
@@ -179,7 +181,12 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+    let token = orphans::new_token();
+    cmd.env(orphans::TOKEN_ENV, &token);
+    let spawned = cmd.spawn().inspect_err(|_| {
+        orphans::end_token(&token);
+    });
+    let mut child = spawned.map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
             SpawnError::NotFound(format!("{}: {e}", spec.program))
         }
@@ -229,6 +236,7 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
 
     Ok(Running {
         pid,
+        token,
         stdout_rx,
         exit_rx,
         stderr_done,
@@ -291,6 +299,14 @@ fn supervise(
     // Every exit: kill whatever is left of the group (grandchildren, MCP sidecars), so the
     // pipes close and nothing outlives the turn.
     kill_group(pid, Signal::KILL);
+    // Descendants that left the group (`setsid`) still carry the turn's token.
+    let escaped = orphans::end_token(&running.token);
+    if escaped > 0 {
+        log::warn!(
+            "agent turn left processes outside its group, killed program={} pid={pid} count={escaped}",
+            spec.program
+        );
+    }
 
     if stdout_open && end.read_error.is_none() {
         let drain_until = Instant::now() + limits.drain_timeout;

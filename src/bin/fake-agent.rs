@@ -35,6 +35,7 @@
 //! | `{"fail_percent": N}` | with probability N% (seeded from pid and time), print a failed `result` line and exit 1 |
 //! | `{"sleep_random_ms": [MIN, MAX]}` | pause a random time in MIN..=MAX ms |
 //! | `{"log_turn": {"path": "…", "phase": "…"}}` | append one JSON line to `path`: `{"phase","pid","cwd","session_id","turn","attempt","started_at"}` (the last three from the supervisor's `.sortie/state.json`; `started_at` tells its sessions apart) |
+//! | `{"spawn_setsid_grandchild": {"pid_file": "…"}}` | start a process in a new session (so outside the agent's group) that ignores SIGTERM and sleeps forever, with null stdio; its pid is written to `pid_file` (absolute, or relative to the cwd) |
 //!
 //! After the last step the process exits 0.
 
@@ -332,6 +333,8 @@ fn run_step(step: &Value, sid: &str) {
         std::thread::sleep(Duration::from_millis(lo + random_below(hi - lo + 1)));
     } else if let Some(l) = step.get("log_turn") {
         log_turn(text(l, "path", "turns.log"), text(l, "phase", ""), sid);
+    } else if let Some(a) = step.get("spawn_setsid_grandchild") {
+        spawn_setsid_grandchild(text(a, "pid_file", "grandchild.pid"));
     } else {
         eprintln!("fake-agent: unknown step {step}");
         std::process::exit(3);
@@ -409,6 +412,32 @@ fn spawn_grandchild() {
     {
         Ok(child) => eprintln!("fake-agent: grandchild pid {}", child.id()),
         Err(e) => eprintln!("fake-agent: spawn grandchild: {e}"),
+    }
+}
+
+fn spawn_setsid_grandchild(pid_file: &str) {
+    use std::os::unix::process::CommandExt;
+    let Ok(exe) = std::env::current_exe() else {
+        eprintln!("fake-agent: no current exe");
+        return;
+    };
+    let mut cmd = std::process::Command::new(exe);
+    cmd.env("FAKE_AGENT_GRANDCHILD", "1")
+        .env_remove("FAKE_AGENT_SCENARIO")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| rustix::process::setsid().map(|_| ()).map_err(Into::into));
+    }
+    match cmd.spawn() {
+        Ok(child) => {
+            if let Err(e) = std::fs::write(pid_file, child.id().to_string()) {
+                eprintln!("fake-agent: write {pid_file}: {e}");
+            }
+        }
+        Err(e) => eprintln!("fake-agent: spawn setsid grandchild: {e}"),
     }
 }
 

@@ -120,6 +120,18 @@ fn run_daemon(
     bind: ServerBind,
     clock: Arc<dyn Clock>,
 ) -> i32 {
+    // Orphans of agents (a grandchild that escaped its group with `setsid`) are re-parented
+    // to sortie rather than init, so they are reaped here and killed by their turn's token.
+    match crate::process_signal::orphans::become_subreaper() {
+        Ok(()) => {
+            if let Err(e) =
+                crate::process_signal::orphans::spawn_reaper(std::time::Duration::from_secs(1))
+            {
+                log::warn!("reaper thread not started error=\"{e}\"");
+            }
+        }
+        Err(e) => log::warn!("not a child subreaper; orphans go to init error=\"{e}\""),
+    }
     log::info!(
         "database path resolved db_path={}",
         wf.config.db_path.display()

@@ -302,6 +302,7 @@ pub fn record_run(
     // still names a dispatch at the next start counts as a session lost with its process).
     let session = Some(session_meta(
         e,
+        wf,
         result.ended_at_ms,
         Some(status.as_str().to_string()),
         None,
@@ -380,11 +381,12 @@ pub fn usage_by_issue(
 /// Keeps the issue's session row current while its session runs (tokens so far, the dispatch
 /// that writes it), so that a process killed mid-run leaves its spend on record; the exit write
 /// clears the dispatch id. Queued, not awaited.
-pub fn write_live_session(store: &Store, e: &RunningEntry, now_ms: i64) {
+pub fn write_live_session(store: &Store, e: &RunningEntry, wf: &Workflow, now_ms: i64) {
     warn_on_err(
         "upsert_session",
         store.writer().upsert_session(session_meta(
             e,
+            wf,
             now_ms,
             None,
             Some(e.facts.dispatch_id.clone()),
@@ -392,10 +394,49 @@ pub fn write_live_session(store: &Store, e: &RunningEntry, now_ms: i64) {
     );
 }
 
+/// The live session row of a dispatch, committed before its agent is spawned: from then on
+/// the session counts toward `max_sessions` whatever happens to sortie (a restart records a
+/// row left naming its dispatch as an interrupted run, see
+/// `store::aggregates::absorb_lost_sessions`).
+pub fn write_started_session(
+    store: &Store,
+    e: &RunningEntry,
+    wf: &Workflow,
+    now_ms: i64,
+) -> Result<(), PersistError> {
+    store
+        .writer()
+        .upsert_session_wait(session_meta(
+            e,
+            wf,
+            now_ms,
+            None,
+            Some(e.facts.dispatch_id.clone()),
+        ))
+        .map_err(PersistError::store("record started session"))
+}
+
+/// Sessions the previous process left running, recorded as interrupted at open, whose
+/// processes are still to be stopped.
+pub fn interrupted_sessions(store: &Store) -> Result<Vec<SessionMeta>, PersistError> {
+    store
+        .writer()
+        .interrupted_sessions()
+        .map_err(PersistError::store("read interrupted sessions"))
+}
+
+pub fn session_recovered(store: &Store, issue_id: &str) {
+    warn_on_err(
+        "session_recovered",
+        store.writer().session_recovered(issue_id),
+    );
+}
+
 /// The issue's session row from its running entry. Unmeasured tokens are stored as 0 (the row's
 /// existence says nothing about measurement; run history carries the flag).
 fn session_meta(
     e: &RunningEntry,
+    wf: &Workflow,
     updated_at_ms: i64,
     exit_type: Option<String>,
     dispatch_id: Option<String>,
@@ -416,6 +457,27 @@ fn session_meta(
         api_requests_measured: true,
         started_at_ms: Some(e.facts.started_at_ms),
         updated_at_ms,
+        // The group is recorded only while the session runs (the exit write clears it).
+        agent_pgid: dispatch_id
+            .as_ref()
+            .and(e.facts.agent_group)
+            .map(|(pgid, _)| i64::from(pgid)),
+        agent_start_ticks: dispatch_id
+            .as_ref()
+            .and(e.facts.agent_group)
+            .and_then(|(_, ticks)| i64::try_from(ticks).ok()),
+        identifier: e.facts.issue.identifier.clone(),
+        attempt: i64::from(e.facts.attempt),
+        workspace: e
+            .facts
+            .workspace_path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        agent_kind: wf.config.agent.kind.clone(),
+        workflow_file: wf.path.display().to_string(),
+        sortie_instance: crate::process_signal::orphans::instance_id(),
+        recovery_pending: false,
         exit_type,
         dispatch_id,
     }

@@ -53,6 +53,13 @@ pub struct RunFacts {
     pub tokens_used_before: u64,
     pub events: EventRing,
     pub workspace_path: Option<PathBuf>,
+    /// The current agent process group and its leader's start time (`/proc/<pid>/stat` field
+    /// 22), read when the agent reports its pid; stored on the session row so a restart after
+    /// a crash stops exactly this group.
+    pub agent_group: Option<(u32, u64)>,
+    /// When the live session row was last queued, and whether figures arrived since.
+    pub live_row_written_at_ms: i64,
+    pub live_row_dirty: bool,
 }
 
 impl RunFacts {

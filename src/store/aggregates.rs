@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use rusqlite::{Connection, params};
 
 use super::error::{SqlContext, StoreError};
-use super::runs::RunRecord;
+use super::runs::{self, RunRecord};
+use super::sessions::{self, SessionMeta};
+use crate::domain::RunStatus;
 
 const KEY: &str = "agent_totals";
 
@@ -89,57 +91,77 @@ pub(crate) fn add_run(conn: &Connection, r: &RunRecord, now_ms: i64) -> Result<(
     Ok(())
 }
 
-/// Folds the sessions that were still running when an earlier process died into the counters.
-/// A live session keeps its session row current (tokens so far, its dispatch id); a clean exit
-/// records the run and clears the dispatch id. A row that still names a dispatch at start-up
-/// belongs to a process that was killed: its tokens and its dispatch are added once, and the
-/// row is marked `lost`, so counters never fall below what the killed process had counted.
-/// Returns how many sessions were folded in.
+/// The error text of a run a restart found interrupted.
+pub const INTERRUPTED_ERROR: &str = "interrupted: sortie restarted";
+
+/// Records the sessions that were still running when an earlier process died.
+///
+/// **Every launched session counts** (issue 11): the dispatch writes the issue's session row
+/// with its dispatch id synchronously before the agent is spawned, keeps its token figures
+/// current while it runs, and a clean exit records the run and clears the dispatch id. A row
+/// that still names a dispatch at start-up therefore belongs to a session killed with its
+/// process. Each such row becomes a `run_history` row (status `cancelled`, error
+/// [`INTERRUPTED_ERROR`], the tokens it had counted), added to the counters like any finished
+/// run, all in one transaction: so it counts toward `max_sessions` and `max_tokens`, appears in
+/// `/api/v1/runs`, and served totals never fall below what the killed process had counted. The
+/// row is marked `lost` with `recovery_pending` set, so the warm start stops its processes and
+/// it is never recorded twice. Returns how many sessions were recorded.
 pub(crate) fn absorb_lost_sessions(conn: &Connection, now_ms: i64) -> Result<i64, StoreError> {
     let tx = conn
         .unchecked_transaction()
         .ctx("begin absorbing lost sessions")?;
-    let (n, input, output, total, cache_read, cache_write): (i64, i64, i64, i64, i64, i64) = tx
-        .query_row(
-            "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
-                 COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cache_read_tokens), 0),
-                 COALESCE(SUM(cache_write_tokens), 0)
-             FROM session_metadata WHERE dispatch_id IS NOT NULL",
-            [],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            },
-        )
-        .ctx("sum lost sessions")?;
-    if n == 0 {
+    let lost: Vec<SessionMeta> = sessions::load_all(&tx)?
+        .into_iter()
+        .filter(|s| s.dispatch_id.is_some())
+        .collect();
+    if lost.is_empty() {
         return Ok(0);
     }
-    let delta = AggregateTotals {
-        input_tokens: input,
-        output_tokens: output,
-        total_tokens: total,
-        cache_read_tokens: cache_read,
-        cache_write_tokens: cache_write,
-        dispatches: n,
-        updated_at_ms: now_ms,
-        ..AggregateTotals::default()
-    };
-    add(&tx, &delta).ctx("add lost sessions to aggregate metrics")?;
+    for s in &lost {
+        let run = interrupted_run(s, now_ms);
+        runs::insert(&tx, &run)?;
+        add_run(&tx, &run, now_ms)?;
+    }
     tx.execute(
-        "UPDATE session_metadata SET dispatch_id = NULL, exit_type = 'lost'
+        "UPDATE session_metadata SET dispatch_id = NULL, exit_type = 'lost', recovery_pending = 1
          WHERE dispatch_id IS NOT NULL",
         [],
     )
     .ctx("mark lost sessions")?;
     tx.commit().ctx("commit absorbing lost sessions")?;
-    Ok(n)
+    Ok(lost.len() as i64)
+}
+
+/// The run row of a session killed with its process.
+fn interrupted_run(s: &SessionMeta, now_ms: i64) -> RunRecord {
+    // Unmeasured figures are stored as 0, so any figure or request means measured.
+    let measured =
+        s.api_request_count > 0 || s.input_tokens > 0 || s.output_tokens > 0 || s.total_tokens > 0;
+    let started = s.started_at_ms.unwrap_or(s.updated_at_ms);
+    RunRecord {
+        issue_id: s.issue_id.clone(),
+        identifier: s.identifier.clone(),
+        attempt: s.attempt + 1,
+        error: Some(INTERRUPTED_ERROR.to_string()),
+        started_at_ms: started,
+        completed_at_ms: now_ms.max(started),
+        dispatched_at_ms: Some(started),
+        workflow_file: s.workflow_file.clone(),
+        agent_kind: s.agent_kind.clone(),
+        reported_model: s.model_name.clone(),
+        workspace: s.workspace.clone(),
+        input_tokens: s.input_tokens,
+        output_tokens: s.output_tokens,
+        total_tokens: s.total_tokens,
+        cache_read_tokens: s.cache_read_tokens,
+        cache_write_tokens: s.cache_write_tokens,
+        tokens_measured: measured,
+        dispatch_id: s.dispatch_id.clone(),
+        session_id: (!s.session_id.is_empty()).then(|| s.session_id.clone()),
+        usage_completeness: if measured { "partial" } else { "unmeasured" }.into(),
+        cost_status: "unpriced".into(),
+        ..RunRecord::new(RunStatus::Cancelled)
+    }
 }
 
 /// The counters; zeros when nothing was ever recorded.

@@ -37,6 +37,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "004_parks_outcomes_attention",
         sql: include_str!("../../sql/004_parks_outcomes_attention.sql"),
     },
+    Migration {
+        version: 5,
+        name: "005_session_process",
+        sql: include_str!("../../sql/005_session_process.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-pub use aggregates::AggregateTotals;
+pub use aggregates::{AggregateTotals, INTERRUPTED_ERROR};
 pub use attention::AttentionAck;
 pub use error::StoreError;
 pub use event_retry::{

@@ -26,6 +26,23 @@ pub struct SessionMeta {
     pub exit_type: Option<String>,
     /// The dispatch whose session last wrote the row; cleared by the exit write.
     pub dispatch_id: Option<String>,
+    /// The current agent process group (its leader's pid) and the leader's start time
+    /// (`/proc/<pid>/stat` field 22); rewritten at each spawn (one process per turn), cleared
+    /// by the exit write.
+    pub agent_pgid: Option<i64>,
+    pub agent_start_ticks: Option<i64>,
+    /// What an interrupted session's run row needs (the row holds no other copy of them).
+    pub identifier: String,
+    /// Zero-based, like the orchestrator's attempt.
+    pub attempt: i64,
+    pub workspace: String,
+    pub agent_kind: String,
+    pub workflow_file: String,
+    /// The sortie process that ran the session (`<pid>-<start ticks>`).
+    pub sortie_instance: String,
+    /// Set when a restart recorded the session as interrupted, until the warm start has
+    /// stopped its processes.
+    pub recovery_pending: bool,
 }
 
 pub(crate) fn upsert(conn: &Connection, s: &SessionMeta) -> Result<(), StoreError> {
@@ -33,11 +50,13 @@ pub(crate) fn upsert(conn: &Connection, s: &SessionMeta) -> Result<(), StoreErro
         "INSERT INTO session_metadata (issue_id, session_id, agent_pid, input_tokens,
              output_tokens, total_tokens, cache_read_tokens, cache_write_tokens, model_name,
              api_request_count, api_requests_measured, started_at_ms, updated_at_ms, exit_type,
-             dispatch_id)
+             dispatch_id, agent_pgid, agent_start_ticks, identifier, attempt, workspace,
+             agent_kind, workflow_file, sortie_instance, recovery_pending)
          VALUES (:issue_id, :session_id, :agent_pid, :input_tokens, :output_tokens,
              :total_tokens, :cache_read_tokens, :cache_write_tokens, :model_name,
              :api_request_count, :api_requests_measured, :started_at_ms, :updated_at_ms,
-             :exit_type, :dispatch_id)
+             :exit_type, :dispatch_id, :agent_pgid, :agent_start_ticks, :identifier, :attempt,
+             :workspace, :agent_kind, :workflow_file, :sortie_instance, :recovery_pending)
          ON CONFLICT(issue_id) DO UPDATE SET
              session_id = excluded.session_id, agent_pid = excluded.agent_pid,
              input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
@@ -47,7 +66,13 @@ pub(crate) fn upsert(conn: &Connection, s: &SessionMeta) -> Result<(), StoreErro
              model_name = excluded.model_name, api_request_count = excluded.api_request_count,
              api_requests_measured = excluded.api_requests_measured,
              started_at_ms = excluded.started_at_ms, updated_at_ms = excluded.updated_at_ms,
-             exit_type = excluded.exit_type, dispatch_id = excluded.dispatch_id",
+             exit_type = excluded.exit_type, dispatch_id = excluded.dispatch_id,
+             agent_pgid = excluded.agent_pgid, agent_start_ticks = excluded.agent_start_ticks,
+             identifier = excluded.identifier, attempt = excluded.attempt,
+             workspace = excluded.workspace, agent_kind = excluded.agent_kind,
+             workflow_file = excluded.workflow_file,
+             sortie_instance = excluded.sortie_instance,
+             recovery_pending = excluded.recovery_pending",
         named_params! {
             ":issue_id": s.issue_id, ":session_id": s.session_id, ":agent_pid": s.agent_pid,
             ":input_tokens": s.input_tokens, ":output_tokens": s.output_tokens,
@@ -57,6 +82,10 @@ pub(crate) fn upsert(conn: &Connection, s: &SessionMeta) -> Result<(), StoreErro
             ":api_requests_measured": s.api_requests_measured,
             ":started_at_ms": s.started_at_ms, ":updated_at_ms": s.updated_at_ms,
             ":exit_type": s.exit_type, ":dispatch_id": s.dispatch_id,
+            ":agent_pgid": s.agent_pgid, ":agent_start_ticks": s.agent_start_ticks,
+            ":identifier": s.identifier, ":attempt": s.attempt, ":workspace": s.workspace,
+            ":agent_kind": s.agent_kind, ":workflow_file": s.workflow_file,
+            ":sortie_instance": s.sortie_instance, ":recovery_pending": s.recovery_pending,
         },
     )
     .ctx("save session metadata")?;
@@ -103,5 +132,42 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionMeta> {
         updated_at_ms: r.get("updated_at_ms")?,
         exit_type: r.get("exit_type")?,
         dispatch_id: r.get("dispatch_id")?,
+        agent_pgid: r.get("agent_pgid")?,
+        agent_start_ticks: r.get("agent_start_ticks")?,
+        identifier: r.get("identifier")?,
+        attempt: r.get("attempt")?,
+        workspace: r.get("workspace")?,
+        agent_kind: r.get("agent_kind")?,
+        workflow_file: r.get("workflow_file")?,
+        sortie_instance: r.get("sortie_instance")?,
+        recovery_pending: r.get("recovery_pending")?,
     })
+}
+
+/// Sessions a restart recorded as interrupted whose processes the warm start has not yet
+/// stopped.
+pub(crate) fn recovery_pending(conn: &Connection) -> Result<Vec<SessionMeta>, StoreError> {
+    let mut stmt = conn
+        .prepare("SELECT * FROM session_metadata WHERE recovery_pending = 1 ORDER BY issue_id")
+        .ctx("prepare load interrupted sessions")?;
+    let rows = stmt
+        .query_map([], from_row)
+        .ctx("load interrupted sessions")?;
+    let mut out = Vec::new();
+    for r in rows {
+        out.push(r.ctx("read interrupted session")?);
+    }
+    Ok(out)
+}
+
+/// Marks an interrupted session as handled: its processes are stopped.
+pub(crate) fn recovered(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE session_metadata SET recovery_pending = 0, agent_pgid = NULL,
+             agent_start_ticks = NULL
+         WHERE issue_id = ?1 AND recovery_pending = 1",
+        [issue_id],
+    )
+    .ctx("mark interrupted session recovered")?;
+    Ok(())
 }

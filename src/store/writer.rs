@@ -141,6 +141,20 @@ impl WriterHandle {
     pub fn absorb_lost_sessions(&self, now_ms: i64) -> Result<i64, StoreError> {
         self.query(move |c| super::aggregates::absorb_lost_sessions(c, now_ms))
     }
+    /// Saves a session row and returns once it is committed (the dispatch's row, which must be
+    /// on record before the agent is spawned).
+    pub fn upsert_session_wait(&self, session: SessionMeta) -> Result<(), StoreError> {
+        self.query(move |c| sessions::upsert(c, &session))
+    }
+    /// Sessions a restart recorded as interrupted whose processes are not stopped yet.
+    pub fn interrupted_sessions(&self) -> Result<Vec<SessionMeta>, StoreError> {
+        self.query(sessions::recovery_pending)
+    }
+    /// Marks an interrupted session's processes as stopped; returns once committed.
+    pub fn session_recovered(&self, issue_id: &str) -> Result<(), StoreError> {
+        let id = issue_id.to_string();
+        self.query(move |c| sessions::recovered(c, &id))
+    }
     /// Budget usage of every issue with runs, after every earlier write.
     pub fn usage_by_issue(
         &self,

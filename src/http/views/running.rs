@@ -365,6 +365,9 @@ mod tests {
             tokens_used_before: 0,
             events: Default::default(),
             workspace_path: None,
+            agent_group: None,
+            live_row_written_at_ms: 0,
+            live_row_dirty: false,
         }
     }
 

@@ -74,13 +74,28 @@ impl Orchestrator {
                     tokens_used_before,
                     events: Default::default(),
                     workspace_path: None,
+                    agent_group: None,
+                    live_row_written_at_ms: now,
+                    live_row_dirty: false,
                 },
                 handles: super::super::state::RunHandles { cancel, workspaces },
             },
         );
         self.state.totals.dispatches += 1;
-        if let Some(e) = self.state.running.get(&issue.id) {
-            persist::write_live_session(&self.store, e, now);
+        // The session counts from here on, whatever happens to sortie: its row (with the
+        // dispatch id) is committed before the agent can be spawned.
+        if let Some(e) = self.state.running.get(&issue.id)
+            && let Err(err) = persist::write_started_session(&self.store, e, &self.workflow, now)
+        {
+            log::error!(
+                "session not recorded, agent not started issue_id={} issue_identifier={} dispatch_id={} error=\"{err}\"",
+                issue.id,
+                issue.identifier,
+                dispatch_id
+            );
+            self.metrics.dispatch("error");
+            self.unspawned(&issue, &dispatch_id, attempt, dispatched_at_ms);
+            return;
         }
         if self.workflow.config.tracker.comments.on_dispatch {
             self.comment_dispatch(&issue, &dispatch_id);

@@ -1,7 +1,12 @@
 //! Agent events of running sessions: last-event bookkeeping, token accounting and the
-//! per-issue token budget of a live run.
+//! per-issue token budget of a live run, and keeping the live session row current.
 
 use super::*;
+
+/// Token figures reach the live session row at most this often (plus at each turn end and
+/// each agent spawn), through the writer thread: an interrupted session's spend is kept to
+/// within this window without a database write per usage event.
+pub(super) const LIVE_ROW_INTERVAL_MS: i64 = 1_000;
 
 impl Orchestrator {
     pub(super) fn on_agent_event(&mut self, dispatch_id: &str, event: crate::agent::AgentEvent) {
@@ -25,6 +30,16 @@ impl Orchestrator {
             } => {
                 e.facts.session_id = Some(session_id.clone());
                 e.facts.agent_pid = *agent_pid;
+                // A new process (one per turn for claude-code): a new group to record.
+                // Only a process carrying this sortie's token is recorded, so a pid an adapter
+                // made up (the mock) never names someone else's group.
+                e.facts.agent_group = agent_pid
+                    .filter(|pid| crate::process_signal::orphans::is_our_agent(*pid))
+                    .and_then(|pid| {
+                        crate::process_signal::proc_stat(pid).map(|s| (s.pgrp, s.start_ticks))
+                    });
+                e.facts.live_row_dirty = true;
+                e.facts.live_row_written_at_ms = i64::MIN;
             }
             AgentEventKind::ToolResult {
                 tool_name,
@@ -42,6 +57,7 @@ impl Orchestrator {
                 e.facts.tokens_measured = true;
                 e.facts.turn_had_usage = true;
                 e.facts.api_request_count += 1;
+                e.facts.live_row_dirty = true;
                 if model.is_some() {
                     e.facts.reported_model = model.clone();
                 }
@@ -72,8 +88,14 @@ impl Orchestrator {
             }
             _ => {}
         }
-        if matches!(event.kind, AgentEventKind::TokenUsage { .. }) {
-            persist::write_live_session(&self.store, e, self.clock.now_ms());
+        let now = self.clock.now_ms();
+        if e.facts.live_row_dirty
+            && (event.kind.is_terminal()
+                || now.saturating_sub(e.facts.live_row_written_at_ms) >= LIVE_ROW_INTERVAL_MS)
+        {
+            e.facts.live_row_dirty = false;
+            e.facts.live_row_written_at_ms = now;
+            persist::write_live_session(&self.store, e, &self.workflow, now);
         }
         let Some(e) = self.state.running.get_mut(&issue_id) else {
             return;
@@ -84,5 +106,23 @@ impl Orchestrator {
             event.run_usage = e.facts.tokens_measured.then_some(e.facts.tokens);
         }
         e.facts.events.push(&event);
+    }
+
+    /// Queues the live rows whose figures changed and were not written for
+    /// [`LIVE_ROW_INTERVAL_MS`] (timer path); true if any was.
+    pub(super) fn flush_live_rows(&mut self) -> bool {
+        let now = self.clock.now_ms();
+        let mut any = false;
+        for e in self.state.running.values_mut() {
+            if e.facts.live_row_dirty
+                && now.saturating_sub(e.facts.live_row_written_at_ms) >= LIVE_ROW_INTERVAL_MS
+            {
+                e.facts.live_row_dirty = false;
+                e.facts.live_row_written_at_ms = now;
+                persist::write_live_session(&self.store, e, &self.workflow, now);
+                any = true;
+            }
+        }
+        any
     }
 }

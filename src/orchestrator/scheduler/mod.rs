@@ -182,7 +182,90 @@ impl Orchestrator {
             }
             Err(e) => log::warn!("warm start failed; starting empty error=\"{e}\""),
         }
+        self.recover_interrupted_sessions();
         self.sweep_terminal_workspaces();
+    }
+
+    /// Sessions the previous process left running (recorded at open as `cancelled` runs with
+    /// the error `interrupted: sortie restarted`, see `store::aggregates::absorb_lost_sessions`):
+    /// before anything is dispatched, stops the agent process group each one left if its
+    /// leader is still the recorded process (pid and start time), kills what escaped the group
+    /// carrying the dead instance's token, and queues a retry due now that resumes the agent
+    /// session when its id is known (budgets apply as to any retry). Runs on the `orch` side
+    /// of the start, before the first tick.
+    fn recover_interrupted_sessions(&mut self) {
+        use crate::process_signal::{GroupStop, orphans, stop_recorded_group};
+        let sessions = match persist::interrupted_sessions(&self.store) {
+            Ok(s) => s,
+            Err(e) => {
+                log::error!("interrupted sessions not read error=\"{e}\"");
+                return;
+            }
+        };
+        let mut instances = std::collections::BTreeSet::new();
+        for s in &sessions {
+            let group = s
+                .agent_pgid
+                .and_then(|p| u32::try_from(p).ok())
+                .zip(s.agent_start_ticks.and_then(|t| u64::try_from(t).ok()));
+            let stopped = match group {
+                Some((pgid, ticks)) => {
+                    match stop_recorded_group(pgid, ticks, crate::agent::process::DEFAULT_GRACE) {
+                        Ok(GroupStop::NotRunning) => "not_running",
+                        Ok(GroupStop::Terminated) => "terminated",
+                        Ok(GroupStop::Killed) => "killed",
+                        Err(e) => {
+                            log::error!(
+                                "agent group of an interrupted session not stopped issue_id={} issue_identifier={} pgid={pgid} error=\"{e}\"",
+                                s.issue_id,
+                                s.identifier
+                            );
+                            "error"
+                        }
+                    }
+                }
+                None => "unknown_group",
+            };
+            if !s.sortie_instance.is_empty() && instances.insert(s.sortie_instance.clone()) {
+                let n = orphans::kill_instance(&s.sortie_instance);
+                if n > 0 {
+                    log::warn!(
+                        "escaped agent processes of the previous sortie killed instance={} count={n}",
+                        s.sortie_instance
+                    );
+                }
+            }
+            log::warn!(
+                "session interrupted by a restart issue_id={} issue_identifier={} attempt={} session_id={} agent_pgid={} agent_group={stopped}",
+                s.issue_id,
+                s.identifier,
+                s.attempt + 1,
+                s.session_id,
+                s.agent_pgid.map(|p| p.to_string()).unwrap_or_default()
+            );
+            if !s.session_id.is_empty()
+                && !self.state.retries.contains_key(&s.issue_id)
+                && !self.state.parked.contains_key(&s.issue_id)
+            {
+                let issue = Issue {
+                    id: s.issue_id.clone(),
+                    identifier: s.identifier.clone(),
+                    ..Default::default()
+                };
+                let attempt = u32::try_from(s.attempt + 1).unwrap_or(1);
+                let dispatched = s.started_at_ms.unwrap_or(s.updated_at_ms);
+                self.schedule_retry(
+                    &issue,
+                    attempt,
+                    0,
+                    RetryTrigger::Error,
+                    Some(crate::store::INTERRUPTED_ERROR.to_string()),
+                    Some(s.session_id.clone()),
+                    dispatched,
+                );
+            }
+            persist::session_recovered(&self.store, &s.issue_id);
+        }
     }
 
     /// The loop: messages, due retries and ticks, until shutdown completes.
@@ -235,6 +318,7 @@ impl Orchestrator {
 
     /// Fires due retries and runs the tick when it is due (or requested); true if anything ran.
     fn run_timers(&mut self) -> bool {
+        self.flush_live_rows();
         let fired = self.fire_due_retries();
         if self.refresh_pending || self.clock.instant() >= self.next_tick_at {
             self.refresh_pending = false;

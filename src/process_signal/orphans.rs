@@ -1,0 +1,195 @@
+//! Processes that escape their agent's process group (a grandchild that called `setsid`, or one
+//! left behind when its parent died) and the zombies they become.
+//!
+//! - **Child subreaper.** [`become_subreaper`] makes sortie the parent every orphan of its
+//!   descendants is re-parented to (instead of init), so sortie can reap it and knows about it.
+//! - **Attribution by environment.** Each agent process is started with
+//!   [`TOKEN_ENV`]`=<instance>-<n>` (`instance` = sortie's pid and start time), which every
+//!   descendant inherits, `setsid` or not. When a turn ends, [`end_token`] kills every process
+//!   still carrying that turn's token, so nothing outlives the turn even outside its group; a
+//!   restart kills what carries a dead instance's tokens ([`kill_instance`]).
+//! - **Reaping.** A thread ([`spawn_reaper`]) scans `/proc` for zombie children of sortie and
+//!   reaps only those sortie did not start itself: `waitid(P_ALL, WNOWAIT)` would keep returning
+//!   the first zombie, which may be a direct child its own waiter is about to reap, so instead a
+//!   zombie counts as adopted when its session differs from sortie's (sortie never calls `setsid`
+//!   for a child) or its group is neither its own pid nor sortie's group (every direct child is
+//!   either a group leader or in sortie's group). Only such pids are passed to
+//!   `waitpid(pid, WNOHANG)`, so no `Child::wait` of a direct child ever loses its status. A
+//!   grandchild that made itself a group leader without a new session is indistinguishable from
+//!   a direct child here; it is killed by its token and stays a zombie until sortie exits.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use super::{Signal, proc_stat, signal_group};
+
+/// The environment variable that ties an agent process and its descendants to one turn.
+pub const TOKEN_ENV: &str = "SORTIE_AGENT_TOKEN";
+
+static NEXT: AtomicU64 = AtomicU64::new(1);
+static LIVE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+
+fn live() -> &'static Mutex<HashSet<String>> {
+    LIVE.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+/// This sortie process: `<pid>-<start ticks>`, unique on the host across pid reuse.
+pub fn instance_id() -> String {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let pid = std::process::id();
+        let start = proc_stat(pid).map(|s| s.start_ticks).unwrap_or(0);
+        format!("{pid}-{start}")
+    })
+    .clone()
+}
+
+/// A fresh token for one agent process, registered as live until [`end_token`].
+pub fn new_token() -> String {
+    let token = format!("{}-{}", instance_id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    if let Ok(mut l) = live().lock() {
+        l.insert(token.clone());
+    }
+    token
+}
+
+/// Ends a turn's token: kills every process still carrying it; returns how many were killed.
+pub fn end_token(token: &str) -> usize {
+    if let Ok(mut l) = live().lock() {
+        l.remove(token);
+    }
+    kill_carriers(|t| t == token)
+}
+
+/// Kills every process carrying a token of the sortie instance `instance` (an earlier, killed
+/// sortie); returns how many.
+pub fn kill_instance(instance: &str) -> usize {
+    if instance.is_empty() || instance == instance_id() {
+        return 0;
+    }
+    let prefix = format!("{instance}-");
+    kill_carriers(|t| t.starts_with(&prefix))
+}
+
+/// Whether `pid` is an agent process this sortie started (it carries one of its tokens), so a
+/// pid an adapter reports is recorded for a later stop only when it really is ours.
+pub fn is_our_agent(pid: u32) -> bool {
+    let prefix = format!("{}-", instance_id());
+    token_of(pid).is_some_and(|t| t.starts_with(&prefix))
+}
+
+/// The token in `/proc/<pid>/environ`, if any (unreadable for other users' processes).
+fn token_of(pid: u32) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let key = format!("{TOKEN_ENV}=");
+    env.split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(key.as_bytes()))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+fn pids() -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .collect()
+}
+
+fn kill_carriers(matches: impl Fn(&str) -> bool) -> usize {
+    let me = std::process::id();
+    let mut killed = 0;
+    for pid in pids() {
+        if pid == me {
+            continue;
+        }
+        let Some(token) = token_of(pid) else { continue };
+        if !matches(&token) {
+            continue;
+        }
+        let Some(stat) = proc_stat(pid) else { continue };
+        if stat.state == 'Z' {
+            continue;
+        }
+        // An escapee that leads a group or session of its own takes that group with it.
+        if stat.pgrp == pid {
+            let _ = signal_group(pid, Signal::KILL);
+        }
+        if let Some(p) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(p, Signal::KILL);
+        }
+        log::warn!("escaped agent process killed pid={pid} token={token}");
+        killed += 1;
+    }
+    killed
+}
+
+/// Makes sortie the child subreaper of its descendants (Linux `PR_SET_CHILD_SUBREAPER`).
+pub fn become_subreaper() -> std::io::Result<()> {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(Into::into)
+}
+
+/// Whether `token` belongs to this sortie and its turn has ended.
+fn ended_token_of_ours(token: &str) -> bool {
+    let ours = token
+        .strip_prefix(&instance_id())
+        .is_some_and(|rest| rest.starts_with('-'));
+    ours && live().lock().is_ok_and(|l| !l.contains(token))
+}
+
+/// Reaps zombie children sortie adopted (see the module comment), and kills adopted children
+/// still carrying the token of a turn that has ended (one forked while [`end_token`] scanned);
+/// returns how many zombies were reaped.
+pub fn reap_adopted() -> usize {
+    let me = std::process::id();
+    let Some(mine) = proc_stat(me) else { return 0 };
+    let mut reaped = 0;
+    for pid in pids() {
+        let Some(s) = proc_stat(pid) else { continue };
+        if s.ppid != me {
+            continue;
+        }
+        if s.state != 'Z' {
+            if let Some(token) = token_of(pid)
+                && ended_token_of_ours(&token)
+            {
+                kill_carriers(|t| t == token);
+            }
+            continue;
+        }
+        let adopted = s.session != mine.session || (s.pgrp != pid && s.pgrp != mine.pgrp);
+        if !adopted {
+            continue;
+        }
+        let Some(p) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            continue;
+        };
+        if let Ok(Some(_)) = rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG)
+        {
+            log::debug!("adopted zombie reaped pid={pid}");
+            reaped += 1;
+        }
+    }
+    reaped
+}
+
+/// Starts the `reaper` thread: [`reap_adopted`] every `every`, for the life of the process.
+pub fn spawn_reaper(every: Duration) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("reaper".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(every);
+                reap_adopted();
+            }
+        })
+        .map(|_| ())
+}
