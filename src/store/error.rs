@@ -38,6 +38,13 @@ pub enum StoreError {
     },
     /// The writer thread has stopped (shutdown or a crash); nothing more can be written.
     WriterGone,
+    /// Another process holds the database's lock file (another sortie on the same database).
+    Locked {
+        db_path: PathBuf,
+        lock_path: PathBuf,
+        /// The pid the holder wrote into the lock file, when readable.
+        holder_pid: Option<u32>,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -69,6 +76,22 @@ impl fmt::Display for StoreError {
                 write!(f, "{context}: invalid timestamp {value:?}")
             }
             StoreError::WriterGone => write!(f, "database writer has stopped"),
+            StoreError::Locked {
+                db_path,
+                lock_path,
+                holder_pid,
+            } => {
+                write!(f, "database {} is in use by ", db_path.display())?;
+                match holder_pid {
+                    Some(pid) => write!(f, "another sortie (pid {pid})")?,
+                    None => write!(f, "another sortie")?,
+                }
+                write!(
+                    f,
+                    " holding {}; stop it or point db_path at another file",
+                    lock_path.display()
+                )
+            }
         }
     }
 }

@@ -10,6 +10,7 @@ mod error;
 mod event_retry;
 mod events;
 mod json;
+pub mod lock;
 pub mod migrate;
 mod outcomes;
 mod parks;
@@ -34,6 +35,7 @@ pub use event_retry::{
     EventRetryBuffer, MAX_BUFFER_BYTES, PendingEvents, PendingSummary, RETRY_DELAYS_MS,
 };
 pub use events::{EventLimits, PruneReport, RunEvents, StoredEvent};
+pub use lock::DbLock;
 pub use outcomes::IssueOutcome;
 pub use parks::ParkedIssue;
 pub use queries::{IssueSpend, IssueTotalsRow, OutcomeRow};
