@@ -238,6 +238,19 @@ pub fn slots_full(state: Option<&str>, used: usize, limit: usize) -> (String, St
     (reason, release, full)
 }
 
+/// A hold on a workspace whose lock another session or process holds.
+pub fn workspace_locked(holder_pid: Option<u32>) -> (String, String, String) {
+    let reason = match holder_pid {
+        Some(pid) => format!("Workspace is locked by process {pid}"),
+        None => "Workspace is locked by another process".to_string(),
+    };
+    let release = "Released when that process releases the workspace lock.".to_string();
+    let full = format!(
+        "{reason}. Sortie never runs two sessions in one workspace and dispatches the issue once the lock is free."
+    );
+    (reason, release, full)
+}
+
 /// The three attention sentences of an item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttentionWords {

@@ -27,7 +27,9 @@ use crate::tracker::TrackerAdapter;
 use crate::workspace::WorkspaceManager;
 
 use super::backoff::{CONTINUATION_DELAY_MS, failure_delay_ms};
-use super::dispatch_pass::{Decision, HoldReason, LiveClaims, PassInput, plan, sort_candidates};
+use super::dispatch_pass::{
+    Decision, HoldReason, LiveClaims, PassInput, plan, probe_workspace_locks, sort_candidates,
+};
 use super::msg::{
     AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult,
 };

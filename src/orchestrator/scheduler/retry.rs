@@ -146,6 +146,10 @@ impl Orchestrator {
         }
         let mut input = self.pass_input();
         input.claimed.remove(&id);
+        let workspaces = self.workspaces();
+        probe_workspace_locks(std::slice::from_ref(&issue), &mut input, |i| {
+            workspaces.lock_holder(i)
+        });
         let decision = plan(std::slice::from_ref(&issue), &input)
             .into_iter()
             .next();
@@ -163,8 +167,12 @@ impl Orchestrator {
                 let a = info.attempt + 1;
                 self.reschedule(info, a, RescheduleReason::NoSlots);
             }
-            Some(Decision::Held(HoldReason::BlockedBy(_))) | Some(Decision::Skip(_)) | None => {
-                // Blocked, parked or otherwise ineligible: release the claim.
+            Some(Decision::Held(HoldReason::BlockedBy(_)))
+            | Some(Decision::Held(HoldReason::WorkspaceLocked { .. }))
+            | Some(Decision::Skip(_))
+            | None => {
+                // Blocked, parked, its workspace locked elsewhere or otherwise ineligible:
+                // release the claim (the next tick lists a hold and dispatches once it ends).
                 log::info!(
                     "retry released, issue not eligible issue_id={} issue_identifier={} decision={:?}",
                     id,

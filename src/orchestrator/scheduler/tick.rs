@@ -134,7 +134,10 @@ impl Orchestrator {
     /// Dispatches what the pass decides and replaces the pass holds; returns how many issues
     /// were dispatched.
     fn run_pass(&mut self, candidates: &[Issue], now: i64) -> usize {
-        let decisions = plan(candidates, &self.pass_input());
+        let mut input = self.pass_input();
+        let workspaces = self.workspaces();
+        probe_workspace_locks(candidates, &mut input, |i| workspaces.lock_holder(i));
+        let decisions = plan(candidates, &input);
         let mut dispatched = 0;
         let mut held = std::collections::BTreeMap::new();
         for (issue, decision) in candidates.iter().zip(decisions) {
