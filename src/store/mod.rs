@@ -22,6 +22,7 @@ mod runs;
 mod sessions;
 mod time;
 mod vocabulary;
+mod write_backlog;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -45,7 +46,8 @@ pub use retry::RetryEntry;
 pub use runs::{IssueGroupPage, IssueUsage, RuleFilter, RunFilter, RunPage, RunRecord};
 pub use sessions::SessionMeta;
 pub use vocabulary::unknown_word;
-pub use writer::{DbCmd, WriterHandle};
+pub use write_backlog::{BACKLOG_DELAYS_MS, WriteFailure};
+pub use writer::{DbCmd, OnCommit, WriterHandle};
 
 use crate::clock::Clock;
 

@@ -36,7 +36,7 @@ use super::msg::{
 use super::persist;
 use super::snapshot::Snapshot;
 use super::state::PreflightError;
-use super::state::{BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
+use super::state::{AwaitingRecord, BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
 use super::supervisor::{self, SupervisorJob};
 use super::tracker_ops::Lifecycle;
 
@@ -297,6 +297,7 @@ impl Orchestrator {
                 }
             }
             OrchMsg::Exit(result) => self.on_exit(*result),
+            OrchMsg::RunRecorded { dispatch_id } => self.on_run_recorded(&dispatch_id),
             OrchMsg::Refresh { reply } => {
                 let outcome = if self.draining.is_some() {
                     RefreshOutcome::Draining
