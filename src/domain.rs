@@ -216,6 +216,8 @@ vocabulary! {
         NoSlots = "no available orchestrator slots",
         WorkerStillRunning = "worker still running",
         IssueFetchFailed = "retry issue fetch failed",
+        /// The database is not taking writes (or a budget read failed): nothing is dispatched.
+        DatabaseFailing = "database not writable",
         /// Named by the API's wording; this build's trackers never produce it.
         NoStateLabel = "issue without a state label",
         /// Named by the API's wording; this build has no SSH hosts.

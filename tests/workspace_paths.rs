@@ -167,7 +167,7 @@ fn stale_status_is_cleared_on_ensure() -> TestResult {
     let tmp = tempfile::tempdir()?;
     let mgr = manager(tmp.path());
     let ws = mgr.ensure(&issue("PROJ-4"), 0)?;
-    std::fs::create_dir(ws.path.join(".sortie"))?;
+    std::fs::create_dir_all(ws.path.join(".sortie"))?; // exists: it holds the lock file
     std::fs::write(ws.path.join(".sortie").join("status"), "blocked")?;
     mgr.ensure(&issue("PROJ-4"), 1)?;
     assert!(!ws.path.join(".sortie").join("status").exists());

@@ -25,6 +25,7 @@
 //! | `{"raw": "text"}` | a raw stdout line (e.g. malformed output) |
 //! | `{"stderr": "text"}` | a stderr line |
 //! | `{"sleep_ms": N}` | pause |
+//! | `{"wait_file": "/abs/path"}` | pause until that file exists (at most 120 s, then exit 9) |
 //! | `{"big_line_bytes": N}` | one stdout line of N bytes |
 //! | `{"write_file": {"path": ".sortie/status", "content": "…"}}` | write a file relative to the cwd |
 //! | `{"spawn_grandchild": true}` | start a process in the same group that ignores SIGTERM and sleeps forever, holding stdout open |
@@ -295,6 +296,14 @@ fn run_step(step: &Value, sid: &str) {
         eprintln!("{s}");
     } else if let Some(ms) = step.get("sleep_ms").and_then(Value::as_u64) {
         std::thread::sleep(Duration::from_millis(ms));
+    } else if let Some(p) = step.get("wait_file").and_then(Value::as_str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while !Path::new(p).exists() {
+            if std::time::Instant::now() > deadline {
+                std::process::exit(9);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     } else if let Some(n) = step.get("big_line_bytes").and_then(Value::as_u64) {
         big_line(n);
     } else if let Some(w) = step.get("write_file") {

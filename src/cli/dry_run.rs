@@ -9,7 +9,8 @@ use std::sync::Arc;
 use crate::config::Workflow;
 use crate::orchestrator::adapters;
 use crate::orchestrator::dispatch_pass::{
-    Decision, HoldReason, LiveClaims, PassInput, SlotScope, plan, sort_candidates,
+    Decision, HoldReason, LiveClaims, PassInput, SlotScope, plan, probe_workspace_locks,
+    sort_candidates,
 };
 use crate::prompt::PromptTemplate;
 
@@ -32,9 +33,11 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
     };
     sort_candidates(&mut candidates);
     let cfg = &wf.config;
-    let input = PassInput::new(cfg, LiveClaims::default());
-    let decisions = plan(&candidates, &input);
+    let mut input = PassInput::new(cfg, LiveClaims::default());
     let workspaces = adapters::workspace_manager(wf);
+    // A workspace a running sortie holds shows as held, as a tick would see it.
+    probe_workspace_locks(&candidates, &mut input, |i| workspaces.lock_holder(i));
+    let decisions = plan(&candidates, &input);
     let max_turns = cfg.agent.max_turns.max(1);
     let mut would = 0usize;
     let _ = writeln!(
@@ -115,6 +118,10 @@ fn hold_text(reason: &HoldReason) -> String {
         HoldReason::AgentSlotsFull { scope, used, limit } => match scope {
             SlotScope::Global => format!("all {limit} agent slots taken ({used} used)"),
             SlotScope::State(s) => format!("agent slots of state {s:?} taken ({used}/{limit})"),
+        },
+        HoldReason::WorkspaceLocked { holder_pid } => match holder_pid {
+            Some(pid) => format!("workspace locked by pid {pid}"),
+            None => "workspace locked by another process".to_string(),
         },
     }
 }

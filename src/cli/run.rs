@@ -136,6 +136,17 @@ fn run_daemon(
         "database path resolved db_path={}",
         wf.config.db_path.display()
     );
+    // One daemon per database: held until this function returns (process exit).
+    let _db_lock = match crate::store::lock::acquire(&wf.config.db_path) {
+        Ok(l) => l,
+        Err(e) => {
+            log::error!(
+                "database lock not acquired db_path={} error=\"{e}\"",
+                wf.config.db_path.display()
+            );
+            return fail(e);
+        }
+    };
     let store = match crate::store::Store::open(&wf.config.db_path, clock.clone()) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(e),

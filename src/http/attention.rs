@@ -91,6 +91,7 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
     let mut out = Vec::new();
     out.extend(workflow_item(snap));
     out.extend(preflight_item(snap));
+    out.extend(database_item(snap));
     out.extend(snap.parked.iter().map(|p| parked_item(p, snap)));
     out.extend(snap.budget_exhausted.iter().map(|b| budget_item(b, snap)));
     out.sort_by(|a, b| {
@@ -150,6 +151,32 @@ fn preflight_item(snap: &Snapshot) -> Option<Item> {
             since_ms: since,
             issue: None,
             words: wording::attention_preflight(&error),
+            action: AttentionAction::acknowledge(),
+            evidence: AttentionEvidence {
+                error: Some(error),
+                ..Default::default()
+            },
+        },
+        snap,
+    ))
+}
+
+/// The database does not take writes (kept for retry) or a budget read failed: nothing new
+/// is dispatched.
+fn database_item(snap: &Snapshot) -> Option<Item> {
+    let h = &snap.health;
+    if h.database.failing_streak == 0 {
+        return None;
+    }
+    let error = h.database.error.clone().unwrap_or_default();
+    let since = h.database.since_ms;
+    Some(base_item(
+        Cause {
+            kind: AttentionKind::DatabaseFailed,
+            id_parts: vec![since.map(id_time).unwrap_or_default()],
+            since_ms: since,
+            issue: None,
+            words: wording::attention_database(&error),
             action: AttentionAction::acknowledge(),
             evidence: AttentionEvidence {
                 error: Some(error),

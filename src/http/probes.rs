@@ -22,17 +22,20 @@ pub fn livez(state: &AppState) -> JsonReply {
     }
 }
 
-fn database_ok(state: &AppState) -> bool {
-    match state.store.read_conn() {
+/// A read connection answers now, and the orchestrator's database check passes (the store
+/// takes writes — none is kept for retry — and budget reads succeed).
+fn database_ok(state: &AppState, snap: &crate::orchestrator::snapshot::Snapshot) -> bool {
+    let answers = match state.store.read_conn() {
         Ok(c) => c.ping().is_ok(),
         Err(_) => false,
-    }
+    };
+    answers && snap.health.database.failing_streak == 0
 }
 
-/// Database ping, preflight, workflow; `pass` only when every check passes and not draining.
+/// Database, preflight, workflow; `pass` only when every check passes and not draining.
 pub fn readyz(state: &AppState) -> JsonReply {
     let snap = state.orch.snapshot();
-    let database = database_ok(state);
+    let database = database_ok(state, &snap);
     let preflight = snap.health.preflight.failing_streak == 0;
     // The process started, so the workflow loaded at least once; a later failed reload keeps
     // this check passing (`health.workflow` in the state document reports it).

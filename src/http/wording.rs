@@ -93,6 +93,7 @@ pub fn retry_reason(error: &str) -> String {
         RescheduleReason::NoSlots => "no agent slot was free",
         RescheduleReason::WorkerStillRunning => "the previous run had not finished stopping",
         RescheduleReason::IssueFetchFailed => "the issue could not be read from the tracker",
+        RescheduleReason::DatabaseFailing => "the database was not taking writes",
         RescheduleReason::NoStateLabel => "the tracker returned no state for the issue",
         RescheduleReason::NoSshHosts => "every SSH host was at its session limit",
     }
@@ -238,6 +239,19 @@ pub fn slots_full(state: Option<&str>, used: usize, limit: usize) -> (String, St
     (reason, release, full)
 }
 
+/// A hold on a workspace whose lock another session or process holds.
+pub fn workspace_locked(holder_pid: Option<u32>) -> (String, String, String) {
+    let reason = match holder_pid {
+        Some(pid) => format!("Workspace is locked by process {pid}"),
+        None => "Workspace is locked by another process".to_string(),
+    };
+    let release = "Released when that process releases the workspace lock.".to_string();
+    let full = format!(
+        "{reason}. Sortie never runs two sessions in one workspace and dispatches the issue once the lock is free."
+    );
+    (reason, release, full)
+}
+
 /// The three attention sentences of an item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttentionWords {
@@ -320,6 +334,16 @@ pub fn attention_preflight(error: &str) -> AttentionWords {
             "The dispatch preflight failed ({error}), so poll ticks dispatch nothing until it passes."
         ),
         clears: "Clears when the dispatch preflight passes on a later poll tick.".into(),
+    }
+}
+
+pub fn attention_database(error: &str) -> AttentionWords {
+    AttentionWords {
+        reason: "Database not writable".into(),
+        why: format!(
+            "The database check failed ({error}), so Sortie dispatches nothing new and hands off no issue until its run is recorded; running sessions go on and failed writes are kept and retried in order."
+        ),
+        clears: "Clears on the poll tick after every kept write is stored and the database check passes.".into(),
     }
 }
 

@@ -50,6 +50,9 @@ pub enum HoldReason {
         used: usize,
         limit: usize,
     },
+    /// Another session or process holds the issue's workspace lock (`.sortie/lock`); the pid
+    /// it wrote there, when readable.
+    WorkspaceLocked { holder_pid: Option<u32> },
 }
 
 impl HoldReason {
@@ -58,6 +61,7 @@ impl HoldReason {
         match self {
             HoldReason::BlockedBy(_) => "blocked_by",
             HoldReason::AgentSlotsFull { .. } => "agent_slots_full",
+            HoldReason::WorkspaceLocked { .. } => "workspace_locked",
         }
     }
 }
@@ -118,6 +122,9 @@ pub struct PassInput {
     pub budget_held: HashSet<String>,
     /// Issue ids parked until a person acts.
     pub parked: HashSet<String>,
+    /// Issue ids whose workspace lock another holder has → the pid it wrote (see
+    /// [`probe_workspace_locks`]).
+    pub workspace_locked: BTreeMap<String, Option<u32>>,
 }
 
 /// What is live when a pass runs. A dry run has nothing live (`LiveClaims::default()`).
@@ -148,6 +155,7 @@ impl PassInput {
             claimed: live.claimed,
             budget_held: live.budget_held,
             parked: live.parked,
+            workspace_locked: BTreeMap::new(),
             active_states: cfg.tracker.active_states.clone(),
             terminal_states: cfg.tracker.terminal_states.clone(),
             max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
@@ -159,6 +167,26 @@ impl PassInput {
                 .collect(),
         }
     }
+}
+
+/// Fills `input.workspace_locked` for the candidates a pass could dispatch (right shape,
+/// active, unclaimed): `holder(identifier)` says whether someone else holds that workspace's
+/// lock. Claimed issues are never probed: their lock is this process's own supervisor's.
+pub fn probe_workspace_locks(
+    candidates: &[Issue],
+    input: &mut PassInput,
+    holder: impl Fn(&str) -> Option<Option<u32>>,
+) {
+    input.workspace_locked = candidates
+        .iter()
+        .filter(|i| {
+            i.is_dispatchable_shape()
+                && state_in(&i.state, &input.active_states)
+                && !state_in(&i.state, &input.terminal_states)
+                && !input.claimed.contains(&i.id)
+        })
+        .filter_map(|i| holder(&i.identifier).map(|pid| (i.id.clone(), pid)))
+        .collect();
 }
 
 /// Runs the gates over already-sorted candidates. Slots are consumed as issues are dispatched,
@@ -189,6 +217,13 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
         }
         if input.budget_held.contains(&issue.id) {
             out.push(Decision::Skip(SkipReason::BudgetExhausted));
+            continue;
+        }
+        // A session elsewhere holds the workspace: never a second one in it (takes no slot).
+        if let Some(pid) = input.workspace_locked.get(&issue.id) {
+            out.push(Decision::Held(HoldReason::WorkspaceLocked {
+                holder_pid: *pid,
+            }));
             continue;
         }
         // A full global limit stops the pass: nothing after it is dispatched and no blockers
@@ -339,6 +374,28 @@ mod tests {
             })
         ));
         assert_eq!(d[2], Decision::Dispatch);
+    }
+
+    #[test]
+    fn a_locked_workspace_holds_without_taking_a_slot() {
+        let v = vec![issue("1", None, ""), issue("2", None, "")];
+        let mut inp = input(1);
+        inp.claimed.insert("9".into());
+        probe_workspace_locks(&v, &mut inp, |ident| (ident == "T-1").then_some(Some(42)));
+        let d = plan(&v, &inp);
+        assert_eq!(
+            d[0],
+            Decision::Held(HoldReason::WorkspaceLocked {
+                holder_pid: Some(42)
+            })
+        );
+        assert_eq!(d[1], Decision::Dispatch);
+        // A claimed issue is never probed.
+        let mut inp = input(1);
+        inp.claimed.insert("1".into());
+        probe_workspace_locks(&v, &mut inp, |_| Some(None));
+        assert!(!inp.workspace_locked.contains_key("1"));
+        assert!(inp.workspace_locked.contains_key("2"));
     }
 
     #[test]

@@ -125,6 +125,9 @@ pub enum OrchMsg {
     TurnStarted { dispatch_id: String, turn: u32 },
     /// A supervisor finished.
     Exit(Box<SupervisorResult>),
+    /// The run record of this dispatch, kept for retry when the database could not take it,
+    /// has committed (sent by the writer thread).
+    RunRecorded { dispatch_id: String },
     /// Run a tick now (coalesced).
     Refresh {
         reply: Option<Sender<RefreshOutcome>>,

@@ -241,6 +241,37 @@ pub fn clear_outcome(store: &Store, issue_id: &str) {
     warn_on_err("clear_outcome", store.writer().clear_outcome(issue_id));
 }
 
+/// What became of a run record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunRecorded {
+    /// Committed, with its run id.
+    Committed(i64),
+    /// The database could not take it; the writer keeps it in order and calls `on_commit`
+    /// once it has committed. The text is the database's error.
+    Kept(String),
+}
+
+/// Records a finished run with its events and session row; returns once committed, or once
+/// kept for retry ([`RunRecorded::Kept`], `on_commit` runs when it commits). Any other
+/// failure is an error: the record will never be written.
+pub fn record_run_or_keep(
+    store: &Store,
+    wf: &Workflow,
+    e: &RunningEntry,
+    result: &SupervisorResult,
+    status: RunStatus,
+    on_commit: crate::store::OnCommit,
+) -> Result<RunRecorded, PersistError> {
+    match store
+        .writer()
+        .record_or_keep(run_write(wf, e, result, status), on_commit)
+    {
+        Ok(o) => Ok(RunRecorded::Committed(o.run_id)),
+        Err(StoreError::WriteKept { error }) => Ok(RunRecorded::Kept(error)),
+        Err(e) => Err(PersistError::store("record run")(e)),
+    }
+}
+
 /// Records a finished run with its events and session row; returns once committed.
 pub fn record_run(
     store: &Store,
@@ -249,6 +280,20 @@ pub fn record_run(
     result: &SupervisorResult,
     status: RunStatus,
 ) -> Result<i64, PersistError> {
+    store
+        .writer()
+        .record(run_write(wf, e, result, status))
+        .map(|o| o.run_id)
+        .map_err(PersistError::store("record run"))
+}
+
+/// The run's row, events and session row as one write.
+fn run_write(
+    wf: &Workflow,
+    e: &RunningEntry,
+    result: &SupervisorResult,
+    status: RunStatus,
+) -> RunWrite {
     let (error, declared, statement) = exit_fields(&result.exit);
     let measured = e.facts.tokens_measured;
     let t = &e.facts.tokens;
@@ -307,15 +352,11 @@ pub fn record_run(
         Some(status.as_str().to_string()),
         None,
     ));
-    store
-        .writer()
-        .record(RunWrite {
-            run,
-            events,
-            session,
-        })
-        .map(|o| o.run_id)
-        .map_err(PersistError::store("record run"))
+    RunWrite {
+        run,
+        events,
+        session,
+    }
 }
 
 /// What a run's exit records: the error text, the declared outcome and the agent's statement.

@@ -14,6 +14,12 @@ pub const RUN_EVENTS_MAX: usize = 1_000;
 /// …within this many bytes of serialized events.
 pub const RUN_EVENTS_MAX_BYTES: usize = 256 * 1024;
 
+/// A finished session whose run record the database has not committed yet.
+pub struct AwaitingRecord {
+    pub entry: RunningEntry,
+    pub result: super::msg::SupervisorResult,
+}
+
 /// One live session: what is known about it, and how to stop it.
 pub struct RunningEntry {
     pub facts: RunFacts,
@@ -291,7 +297,11 @@ impl PollHealth {
 /// Health of the orchestrator's own checks.
 #[derive(Debug, Clone, Default)]
 pub struct Health {
+    /// The database answers and takes writes, and budget reads succeed.
     pub database: CheckHealth<super::persist::PersistError>,
+    /// The last budget read's failure, until a budget read succeeds; the next tick's database
+    /// check fails with it, so the check does not pass between two failed budget reads.
+    pub budget_read_failure: Option<super::persist::PersistError>,
     pub preflight: CheckHealth<PreflightError>,
     pub workflow: CheckHealth<super::reload::ReloadError>,
     pub poll: PollHealth,
@@ -348,6 +358,10 @@ pub struct State {
     pub budget_held: BTreeMap<String, BudgetHold>,
     pub parked: BTreeMap<String, Park>,
     pub held: BTreeMap<String, Held>,
+    /// Sessions that ended while the database could not take their run record: dispatch id →
+    /// the exit, applied (hand-off, retry, park…) once the writer reports the record committed.
+    /// Their issues stay claimed meanwhile.
+    pub awaiting_record: BTreeMap<String, AwaitingRecord>,
     pub totals: AgentTotals,
     pub health: Health,
     /// Issue outcomes: issue id → (kind, tracker state).
@@ -364,6 +378,11 @@ impl State {
         self.running
             .keys()
             .chain(self.retries.keys())
+            .chain(
+                self.awaiting_record
+                    .values()
+                    .map(|a| &a.entry.facts.issue.id),
+            )
             .cloned()
             .collect()
     }

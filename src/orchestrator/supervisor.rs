@@ -131,9 +131,10 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         return SupervisorExit::Cancelled { reason: r };
     }
 
-    // 2. Workspace (preparing it removes a stale `.sortie/status`), before_run.
-    let ws = match job.workspaces.ensure(issue, job.attempt) {
-        Ok(ws) => ws,
+    // 2. Workspace (preparing it removes a stale `.sortie/status`), before_run. Its lock is
+    // held until this function returns, after `after_run`.
+    let (ws, _workspace_lock) = match job.workspaces.prepare(issue, job.attempt) {
+        Ok(prepared) => prepared,
         Err(e) => return error_exit(ErrorCode::Workspace, e.to_string(), true),
     };
     p.workspace_path = Some(ws.path.clone());

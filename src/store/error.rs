@@ -38,6 +38,22 @@ pub enum StoreError {
     },
     /// The writer thread has stopped (shutdown or a crash); nothing more can be written.
     WriterGone,
+    /// The write failed because the database cannot take writes now; it is kept and retried
+    /// in order until it succeeds (a run's commit notice comes when it does).
+    WriteKept { error: String },
+    /// Earlier writes failed and are kept for retry; the database is not writable.
+    WritesFailing {
+        since_ms: i64,
+        pending: usize,
+        error: String,
+    },
+    /// Another process holds the database's lock file (another sortie on the same database).
+    Locked {
+        db_path: PathBuf,
+        lock_path: PathBuf,
+        /// The pid the holder wrote into the lock file, when readable.
+        holder_pid: Option<u32>,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -69,6 +85,34 @@ impl fmt::Display for StoreError {
                 write!(f, "{context}: invalid timestamp {value:?}")
             }
             StoreError::WriterGone => write!(f, "database writer has stopped"),
+            StoreError::WriteKept { error } => {
+                write!(f, "database write failed, kept for retry: {error}")
+            }
+            StoreError::WritesFailing {
+                since_ms,
+                pending,
+                error,
+            } => write!(
+                f,
+                "database writes failing since {}: {pending} write(s) kept for retry; last error: {error}",
+                crate::clock::rfc3339_ms(*since_ms)
+            ),
+            StoreError::Locked {
+                db_path,
+                lock_path,
+                holder_pid,
+            } => {
+                write!(f, "database {} is in use by ", db_path.display())?;
+                match holder_pid {
+                    Some(pid) => write!(f, "another sortie (pid {pid})")?,
+                    None => write!(f, "another sortie")?,
+                }
+                write!(
+                    f,
+                    " holding {}; stop it or point db_path at another file",
+                    lock_path.display()
+                )
+            }
         }
     }
 }
@@ -83,6 +127,35 @@ impl std::error::Error for StoreError {
             StoreError::Json { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+impl StoreError {
+    /// Whether the failure is the database's condition rather than the write's content: the
+    /// disk is full, the file read-only, locked, unreadable or corrupt. Such a write is kept
+    /// and retried; any other failure would fail again the same way.
+    pub fn is_transient(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        let code = match self {
+            StoreError::Sqlite {
+                source: rusqlite::Error::SqliteFailure(e, _),
+                ..
+            } => e.code,
+            _ => return false,
+        };
+        matches!(
+            code,
+            C::DiskFull
+                | C::ReadOnly
+                | C::SystemIoFailure
+                | C::DatabaseBusy
+                | C::DatabaseLocked
+                | C::CannotOpen
+                | C::OutOfMemory
+                | C::DatabaseCorrupt
+                | C::NotADatabase
+                | C::FileLockingProtocolFailed
+        )
     }
 }
 

@@ -10,6 +10,7 @@ mod error;
 mod event_retry;
 mod events;
 mod json;
+pub mod lock;
 pub mod migrate;
 mod outcomes;
 mod parks;
@@ -21,6 +22,7 @@ mod runs;
 mod sessions;
 mod time;
 mod vocabulary;
+mod write_backlog;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -34,6 +36,7 @@ pub use event_retry::{
     EventRetryBuffer, MAX_BUFFER_BYTES, PendingEvents, PendingSummary, RETRY_DELAYS_MS,
 };
 pub use events::{EventLimits, PruneReport, RunEvents, StoredEvent};
+pub use lock::DbLock;
 pub use outcomes::IssueOutcome;
 pub use parks::ParkedIssue;
 pub use queries::{IssueSpend, IssueTotalsRow, OutcomeRow};
@@ -43,7 +46,8 @@ pub use retry::RetryEntry;
 pub use runs::{IssueGroupPage, IssueUsage, RuleFilter, RunFilter, RunPage, RunRecord};
 pub use sessions::SessionMeta;
 pub use vocabulary::unknown_word;
-pub use writer::{DbCmd, WriterHandle};
+pub use write_backlog::{BACKLOG_DELAYS_MS, WriteFailure};
+pub use writer::{DbCmd, OnCommit, WriterHandle};
 
 use crate::clock::Clock;
 

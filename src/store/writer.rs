@@ -1,7 +1,9 @@
 //! The single writer thread. It owns the only read-write connection; every write arrives as a
 //! `DbCmd` on one FIFO channel, so writes are serialized in the order the orchestrator issued
 //! them and a read sent through the same channel observes every earlier write. It also owns
-//! the events whose write failed and retries them on their schedule.
+//! the events whose write failed and retries them on their schedule, and the writes the
+//! database could not take (`write_backlog`): those are kept in order and retried until they
+//! succeed, every later write queues behind them, and `ping` fails meanwhile.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -20,6 +22,7 @@ use super::record::{self, RecordOutcome, RunWrite};
 use super::retry::{self, RetryEntry};
 use super::runs::RunRecord;
 use super::sessions::{self, SessionMeta};
+use super::write_backlog::WriteBacklog;
 use crate::clock::Clock;
 
 /// Longest idle wait while event retries are pending, so a wall-clock jump is noticed.
@@ -27,12 +30,45 @@ const MAX_IDLE_WAIT: Duration = Duration::from_secs(60);
 
 type Reply<T> = Sender<Result<T, StoreError>>;
 type QueryFn = Box<dyn FnOnce(&Connection) + Send>;
+/// Called on the writer thread once a run record that was kept for retry has committed.
+pub type OnCommit = Box<dyn FnOnce(RecordOutcome) + Send>;
+
+/// A write the writer may keep for retry.
+enum WriteOp {
+    UpsertRetry(RetryEntry),
+    DeleteRetry(String),
+    Record(Box<RunWrite>, Option<OnCommit>),
+    UpsertSession(SessionMeta),
+    Park(ParkedIssue),
+    Unpark(String),
+    SetOutcome(IssueOutcome),
+    ClearOutcome(String),
+    DeleteAcks(Vec<String>),
+}
+
+impl WriteOp {
+    fn describe(&self) -> (&'static str, &str) {
+        match self {
+            WriteOp::UpsertRetry(e) => ("save retry entry", &e.issue_id),
+            WriteOp::DeleteRetry(id) => ("delete retry entry", id),
+            WriteOp::Record(w, _) => ("record run", &w.run.issue_id),
+            WriteOp::UpsertSession(s) => ("save session metadata", &s.issue_id),
+            WriteOp::Park(p) => ("save parked issue", &p.issue_id),
+            WriteOp::Unpark(id) => ("delete parked issue", id),
+            WriteOp::SetOutcome(o) => ("save issue outcome", &o.issue_id),
+            WriteOp::ClearOutcome(id) => ("clear issue outcome", id),
+            WriteOp::DeleteAcks(_) => ("delete acknowledgements", ""),
+        }
+    }
+}
 
 /// A command for the writer thread. Commands without a reply log their failures at WARN.
 pub enum DbCmd {
     UpsertRetry(RetryEntry),
     DeleteRetry(String),
-    RecordRun(Box<RunWrite>, Reply<RecordOutcome>),
+    /// A run record; when it is kept for retry the reply is [`StoreError::WriteKept`] and
+    /// the `OnCommit` runs once it commits.
+    RecordRun(Box<RunWrite>, Reply<RecordOutcome>, Option<OnCommit>),
     UpsertSession(SessionMeta),
     Park(ParkedIssue),
     Unpark(String),
@@ -84,7 +120,17 @@ impl WriterHandle {
     }
     /// [`record_run`](Self::record_run) with the session row and the full outcome.
     pub fn record(&self, write: RunWrite) -> Result<RecordOutcome, StoreError> {
-        self.call(|r| DbCmd::RecordRun(Box::new(write), r))
+        self.call(|r| DbCmd::RecordRun(Box::new(write), r, None))
+    }
+    /// [`record`](Self::record); when the database cannot take it now the answer is
+    /// [`StoreError::WriteKept`]: the record is kept in order and `on_commit` runs (on the
+    /// writer thread) once it has committed.
+    pub fn record_or_keep(
+        &self,
+        write: RunWrite,
+        on_commit: OnCommit,
+    ) -> Result<RecordOutcome, StoreError> {
+        self.call(|r| DbCmd::RecordRun(Box::new(write), r, Some(on_commit)))
     }
     pub fn upsert_session(&self, session: SessionMeta) -> Result<(), StoreError> {
         self.send(DbCmd::UpsertSession(session))
@@ -165,7 +211,8 @@ impl WriterHandle {
     pub fn pending_event_writes(&self) -> Result<Vec<PendingSummary>, StoreError> {
         self.call(DbCmd::PendingEvents)
     }
-    /// Checks the database answers (health).
+    /// Checks the database answers and takes writes (health): fails with
+    /// [`StoreError::WritesFailing`] while failed writes are kept for retry.
     pub fn ping(&self) -> Result<(), StoreError> {
         self.call(DbCmd::Ping)
     }
@@ -192,6 +239,7 @@ pub(crate) fn spawn(
         clock,
         limits,
         pending: EventRetryBuffer::with_capacity(retry_buffer_bytes),
+        backlog: WriteBacklog::default(),
     };
     let join = std::thread::Builder::new()
         .name("db-writer".into())
@@ -208,13 +256,19 @@ struct Writer {
     clock: Arc<dyn Clock>,
     limits: EventLimits,
     pending: EventRetryBuffer,
+    backlog: WriteBacklog<WriteOp>,
 }
 
 impl Writer {
     fn run(mut self, rx: Receiver<DbCmd>) {
         loop {
             self.retry_due_events();
-            let cmd = match self.pending.next_due_ms() {
+            self.retry_backlog();
+            let next_due = match (self.pending.next_due_ms(), self.backlog.next_due_ms()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let cmd = match next_due {
                 Some(due) => {
                     let wait =
                         (due - self.clock.now_ms()).clamp(0, MAX_IDLE_WAIT.as_millis() as i64);
@@ -232,59 +286,52 @@ impl Writer {
             // Due retries run before the command, so a caller that advanced a clock and then
             // pinged observes them.
             self.retry_due_events();
+            self.retry_backlog();
             if let DbCmd::Shutdown(reply) = cmd {
                 self.pending.drop_all("shutdown");
+                self.drop_backlog("shutdown");
                 let _ = reply.send(Ok(()));
                 return;
             }
             self.handle(cmd);
         }
         self.pending.drop_all("writer stopped");
+        self.drop_backlog("writer stopped");
     }
 
     fn handle(&mut self, cmd: DbCmd) {
         match cmd {
-            DbCmd::UpsertRetry(e) => {
-                let r = retry::upsert(&self.conn, &e);
-                warn_failed("save retry entry", &e.issue_id, r);
+            DbCmd::UpsertRetry(e) => self.write(WriteOp::UpsertRetry(e)),
+            DbCmd::DeleteRetry(id) => self.write(WriteOp::DeleteRetry(id)),
+            DbCmd::RecordRun(w, reply, on_commit) => {
+                let r = self.record_or_keep(w, on_commit);
+                let _ = reply.send(r);
             }
-            DbCmd::DeleteRetry(id) => {
-                warn_failed("delete retry entry", &id, retry::delete(&self.conn, &id))
-            }
-            DbCmd::RecordRun(w, reply) => {
-                let _ = reply.send(self.record_run(&w));
-            }
-            DbCmd::UpsertSession(s) => {
-                let r = sessions::upsert(&self.conn, &s);
-                warn_failed("save session metadata", &s.issue_id, r);
-            }
-            DbCmd::Park(p) => warn_failed(
-                "save parked issue",
-                &p.issue_id,
-                parks::park(&self.conn, &p),
-            ),
-            DbCmd::Unpark(id) => {
-                warn_failed("delete parked issue", &id, parks::unpark(&self.conn, &id))
-            }
-            DbCmd::SetOutcome(o, reply) => {
-                let r = outcomes::set(&self.conn, &o);
-                match reply {
-                    Some(reply) => {
-                        let _ = reply.send(r);
+            DbCmd::UpsertSession(s) => self.write(WriteOp::UpsertSession(s)),
+            DbCmd::Park(p) => self.write(WriteOp::Park(p)),
+            DbCmd::Unpark(id) => self.write(WriteOp::Unpark(id)),
+            DbCmd::SetOutcome(o, None) => self.write(WriteOp::SetOutcome(o)),
+            DbCmd::SetOutcome(o, Some(reply)) => {
+                let r = if self.backlog.is_empty() {
+                    match outcomes::set(&self.conn, &o) {
+                        Err(e) if e.is_transient() => {
+                            let error = e.to_string();
+                            self.keep(WriteOp::SetOutcome(o), error.clone());
+                            Err(StoreError::WriteKept { error })
+                        }
+                        r => r,
                     }
-                    None => warn_failed("save issue outcome", &o.issue_id, r.map(|_| ())),
-                }
+                } else {
+                    self.backlog.push_behind(WriteOp::SetOutcome(o));
+                    Err(self.kept_error())
+                };
+                let _ = reply.send(r);
             }
-            DbCmd::ClearOutcome(id) => {
-                warn_failed("clear issue outcome", &id, outcomes::clear(&self.conn, &id))
-            }
+            DbCmd::ClearOutcome(id) => self.write(WriteOp::ClearOutcome(id)),
             DbCmd::Acknowledge(a, reply) => {
                 let _ = reply.send(attention::acknowledge(&self.conn, &a));
             }
-            DbCmd::DeleteAcks(ids) => {
-                let r = attention::delete(&self.conn, &ids).map(|_| ());
-                warn_failed("delete acknowledgements", "", r);
-            }
+            DbCmd::DeleteAcks(ids) => self.write(WriteOp::DeleteAcks(ids)),
             DbCmd::Query(f) => f(&self.conn),
             DbCmd::PendingEvents(reply) => {
                 let _ = reply.send(Ok(self.pending.summaries()));
@@ -295,6 +342,14 @@ impl Writer {
                     .query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
                     .ctx("ping database")
                     .map(|_| ());
+                let r = match (r, self.backlog.failure()) {
+                    (Ok(()), Some(f)) => Err(StoreError::WritesFailing {
+                        since_ms: f.since_ms,
+                        pending: f.pending,
+                        error: f.error,
+                    }),
+                    (r, _) => r,
+                };
                 let _ = reply.send(r);
             }
             DbCmd::Flush(reply) => {
@@ -302,6 +357,159 @@ impl Writer {
             }
             DbCmd::Shutdown(reply) => {
                 let _ = reply.send(Ok(()));
+            }
+        }
+    }
+
+    /// Applies one write, or queues it behind kept ones; a transient failure keeps it.
+    fn write(&mut self, op: WriteOp) {
+        if !self.backlog.is_empty() {
+            self.backlog.push_behind(op);
+            return;
+        }
+        if let Err(failed) = self.apply(op) {
+            let (op, e) = *failed;
+            self.keep(op, e.to_string());
+        }
+    }
+
+    /// A run record: committed, kept for retry (`WriteKept`) or failed for good.
+    fn record_or_keep(
+        &mut self,
+        w: Box<RunWrite>,
+        on_commit: Option<OnCommit>,
+    ) -> Result<RecordOutcome, StoreError> {
+        if !self.backlog.is_empty() {
+            self.backlog.push_behind(WriteOp::Record(w, on_commit));
+            return Err(self.kept_error());
+        }
+        match self.record_run(&w) {
+            Ok(o) => Ok(o),
+            Err(e) if e.is_transient() => {
+                let error = e.to_string();
+                self.keep(WriteOp::Record(w, on_commit), error.clone());
+                Err(StoreError::WriteKept { error })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn kept_error(&self) -> StoreError {
+        StoreError::WriteKept {
+            error: self.backlog.failure().map(|f| f.error).unwrap_or_default(),
+        }
+    }
+
+    /// Keeps a write that failed transiently (ERROR: the database is not taking writes).
+    fn keep(&mut self, op: WriteOp, error: String) {
+        let (what, issue_id) = op.describe();
+        log::error!(
+            "database write failed, kept for retry op={what:?} issue_id={issue_id} pending={} error=\"{error}\"",
+            self.backlog.len() + 1
+        );
+        self.backlog.push_failed(op, error, self.clock.now_ms());
+    }
+
+    /// Runs one write. A transient failure hands the op back (to be kept); any other is
+    /// logged and the write dropped (it would fail the same way again).
+    fn apply(&mut self, op: WriteOp) -> Result<(), Box<(WriteOp, StoreError)>> {
+        let r = match &op {
+            WriteOp::UpsertRetry(e) => retry::upsert(&self.conn, e),
+            WriteOp::DeleteRetry(id) => retry::delete(&self.conn, id),
+            WriteOp::Record(w, _) => self.record_run(w).map(|_| ()),
+            WriteOp::UpsertSession(s) => sessions::upsert(&self.conn, s),
+            WriteOp::Park(p) => parks::park(&self.conn, p),
+            WriteOp::Unpark(id) => parks::unpark(&self.conn, id),
+            WriteOp::SetOutcome(o) => outcomes::set(&self.conn, o).map(|_| ()),
+            WriteOp::ClearOutcome(id) => outcomes::clear(&self.conn, id),
+            WriteOp::DeleteAcks(ids) => attention::delete(&self.conn, ids).map(|_| ()),
+        };
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_transient() => Err(Box::new((op, e))),
+            Err(e) => {
+                let (what, issue_id) = op.describe();
+                warn_failed(what, issue_id, Err(e));
+                Ok(())
+            }
+        }
+    }
+
+    /// Retries kept writes, oldest first, while they succeed. A committed run record's
+    /// `OnCommit` runs with its outcome.
+    fn retry_backlog(&mut self) {
+        loop {
+            let now = self.clock.now_ms();
+            let Some(op) = self.backlog.take_due(now) else {
+                return;
+            };
+            let r = match op {
+                WriteOp::Record(w, on_commit) => match self.record_run(&w) {
+                    Ok(outcome) => {
+                        log::info!(
+                            "run recorded on retry issue_id={} issue_identifier={} run_id={}",
+                            w.run.issue_id,
+                            w.run.identifier,
+                            outcome.run_id
+                        );
+                        if let Some(f) = on_commit {
+                            f(outcome);
+                        }
+                        Ok(())
+                    }
+                    Err(e) if e.is_transient() => Err(Box::new((WriteOp::Record(w, on_commit), e))),
+                    Err(e) => {
+                        log::error!(
+                            "run record dropped: its retry failed for good issue_id={} issue_identifier={} error=\"{e}\"",
+                            w.run.issue_id,
+                            w.run.identifier
+                        );
+                        Ok(())
+                    }
+                },
+                op => self.apply(op),
+            };
+            match r {
+                Ok(()) => {
+                    self.backlog.succeeded(now);
+                    if self.backlog.is_empty() {
+                        log::info!("database writes recovered; every kept write is stored");
+                    }
+                }
+                Err(failed) => {
+                    let (op, e) = *failed;
+                    let (what, issue_id) = op.describe();
+                    log::warn!(
+                        "kept database write failed again op={what:?} issue_id={issue_id} pending={} error=\"{e}\"",
+                        self.backlog.len() + 1
+                    );
+                    self.backlog.failed_again(op, e.to_string(), now);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// At shutdown: one last try of every kept write, then whatever is left is logged lost.
+    fn drop_backlog(&mut self, why: &str) {
+        if self.backlog.is_empty() {
+            return;
+        }
+        for op in self.backlog.drain() {
+            let (what, issue_id) = op.describe();
+            let issue_id = issue_id.to_string();
+            let r = match op {
+                WriteOp::Record(w, on_commit) => self.record_run(&w).map(|o| {
+                    if let Some(f) = on_commit {
+                        f(o);
+                    }
+                }),
+                op => self.apply(op).map_err(|failed| failed.1),
+            };
+            if let Err(e) = r {
+                log::error!(
+                    "kept database write lost op={what:?} issue_id={issue_id} reason={why:?} error=\"{e}\""
+                );
             }
         }
     }

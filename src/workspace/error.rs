@@ -50,6 +50,14 @@ pub enum WorkspaceError {
         /// Masked output captured before the kill.
         output: String,
     },
+    /// Another session (or process) holds the workspace's lock (`.sortie/lock`).
+    Locked {
+        path: PathBuf,
+        /// The pid the holder wrote into the lock file, when readable.
+        holder_pid: Option<u32>,
+    },
+    /// The workspace's lock file could not be created, opened or locked.
+    Lock { path: PathBuf, source: io::Error },
     /// The caller cancelled the hook (worker cancellation); its process group was killed.
     HookCancelled { hook: HookKind },
     /// The hook exited non-zero or was killed by a signal.
@@ -130,6 +138,16 @@ impl fmt::Display for WorkspaceError {
                 "workspace root not writable: path={:?}: {source}",
                 path.display()
             ),
+            WorkspaceError::Locked { path, holder_pid } => {
+                write!(f, "workspace locked: path={:?}: held by ", path.display())?;
+                match holder_pid {
+                    Some(pid) => write!(f, "pid {pid}"),
+                    None => write!(f, "another process"),
+                }
+            }
+            WorkspaceError::Lock { path, source } => {
+                write!(f, "workspace lock: path={:?}: {source}", path.display())
+            }
             WorkspaceError::HookValidate { hook, reason } => {
                 write!(f, "hook validate: hook={hook}: {reason}")
             }
@@ -179,6 +197,7 @@ impl std::error::Error for WorkspaceError {
             | WorkspaceError::ReadDir { source, .. }
             | WorkspaceError::Remove { source, .. }
             | WorkspaceError::Preflight { source, .. }
+            | WorkspaceError::Lock { source, .. }
             | WorkspaceError::HookStart { source, .. } => Some(source),
             _ => None,
         }

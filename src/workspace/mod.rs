@@ -7,6 +7,7 @@
 mod cleanup;
 mod error;
 mod hooks;
+mod lock;
 mod output_capture;
 mod path;
 mod preflight;
@@ -26,6 +27,7 @@ pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_MS, HOOK_ENV_ALLOWLIST, HookEnv, HookKind, HookOutput, HookScripts,
     MAX_HOOK_OUTPUT_BYTES, MAX_SCRIPT_DISPLAY_BYTES, hook_environment,
 };
+pub use lock::WorkspaceLock;
 pub use output_capture::{Captured, MergedOutput, attach_merged_output};
 pub use path::sanitize_key;
 pub use process_group::{GroupChild, WaitOutcome, spawn_in_new_group};
@@ -93,10 +95,31 @@ impl WorkspaceManager {
         path::contained_path(&self.root, identifier)
     }
 
-    /// Creates (or reuses) the issue's workspace. A newly created directory gets `after_create`;
-    /// if that fails the directory is removed again so the next attempt starts clean. A stale
-    /// `.sortie/status` from an earlier session is removed either way.
+    /// [`prepare`](Self::prepare) without keeping the workspace lock (tools and tests; a
+    /// session must hold the lock, so supervisors use `prepare`).
     pub fn ensure(&self, issue: &Issue, attempt: u32) -> Result<Workspace, WorkspaceError> {
+        self.prepare(issue, attempt).map(|(ws, _lock)| ws)
+    }
+
+    /// Whether another holder has the lock of `identifier`'s workspace right now: `Some(pid)`
+    /// (the pid it wrote, when readable). Creates nothing; an underivable path is `None`.
+    pub fn lock_holder(&self, identifier: &str) -> Option<Option<u32>> {
+        let path = self.path_for(identifier).ok()?;
+        lock::held_by_other(&path)
+    }
+
+    /// Creates (or reuses) the issue's workspace and takes its lock (`.sortie/lock`), which the
+    /// caller holds for the whole session. A reused workspace is locked first, so nothing
+    /// touches a workspace another session holds ([`WorkspaceError::Locked`]); a newly created
+    /// directory gets `after_create` (in an empty directory, so `git clone … .` works) and is
+    /// locked right after; if `after_create` fails the directory is removed again so the next
+    /// attempt starts clean. A stale `.sortie/status` from an earlier session is removed
+    /// either way.
+    pub fn prepare(
+        &self,
+        issue: &Issue,
+        attempt: u32,
+    ) -> Result<(Workspace, WorkspaceLock), WorkspaceError> {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(DIR_MODE)
@@ -107,11 +130,12 @@ impl WorkspaceManager {
             })?;
         let key = sanitize_key(&issue.identifier)?;
         let path = self.path_for(&issue.identifier)?;
-        let created_now = match std::fs::DirBuilder::new().mode(DIR_MODE).create(&path) {
-            Ok(()) => true,
+        let (created_now, mut held) = match std::fs::DirBuilder::new().mode(DIR_MODE).create(&path)
+        {
+            Ok(()) => (true, None),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 self.check_existing_dir(&path, &issue.identifier)?;
-                false
+                (false, Some(lock::acquire(&path)?))
             }
             Err(source) => return Err(WorkspaceError::Create { path, source }),
         };
@@ -139,12 +163,19 @@ impl WorkspaceManager {
                 return Err(err);
             }
         }
+        let lock = match held.take() {
+            Some(l) => l,
+            None => lock::acquire(&path)?,
+        };
         status_file::remove_stale_status(&path);
-        Ok(Workspace {
-            path,
-            key,
-            created_now,
-        })
+        Ok((
+            Workspace {
+                path,
+                key,
+                created_now,
+            },
+            lock,
+        ))
     }
 
     /// Something already exists at `path`: accept only a real directory.

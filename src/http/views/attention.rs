@@ -16,6 +16,7 @@ use super::nonempty;
 pub enum AttentionKind {
     WorkflowReloadFailed,
     PreflightFailed,
+    DatabaseFailed,
     Parked,
     BudgetHeld,
 }
@@ -24,6 +25,7 @@ impl AttentionKind {
     pub const ALL: &'static [AttentionKind] = &[
         AttentionKind::WorkflowReloadFailed,
         AttentionKind::PreflightFailed,
+        AttentionKind::DatabaseFailed,
         AttentionKind::Parked,
         AttentionKind::BudgetHeld,
     ];
@@ -33,6 +35,7 @@ impl AttentionKind {
         match self {
             AttentionKind::WorkflowReloadFailed => "workflow_reload_failed",
             AttentionKind::PreflightFailed => "preflight_failed",
+            AttentionKind::DatabaseFailed => "database_failed",
             AttentionKind::Parked => "parked",
             AttentionKind::BudgetHeld => "budget_held",
         }
@@ -42,9 +45,9 @@ impl AttentionKind {
     /// others concern one issue.
     pub const fn severity(self) -> Severity {
         match self {
-            AttentionKind::WorkflowReloadFailed | AttentionKind::PreflightFailed => {
-                Severity::Critical
-            }
+            AttentionKind::WorkflowReloadFailed
+            | AttentionKind::PreflightFailed
+            | AttentionKind::DatabaseFailed => Severity::Critical,
             AttentionKind::Parked | AttentionKind::BudgetHeld => Severity::Warning,
         }
     }

@@ -1,4 +1,5 @@
-//! A `held[]` row: an issue a dispatch pass held back (blockers or full agent slots).
+//! A `held[]` row: an issue a dispatch pass held back (blockers, full agent slots or a
+//! workspace whose lock another process holds).
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -95,6 +96,9 @@ impl HoldView {
                     limit: *limit,
                 };
                 (None, Some(slot), words)
+            }
+            HoldReason::WorkspaceLocked { holder_pid } => {
+                (None, None, wording::workspace_locked(*holder_pid))
             }
         };
         let (reason_text, release_text, full) = words;

@@ -3,6 +3,21 @@
 use super::*;
 
 impl Orchestrator {
+    /// Whether the database check fails (writes kept for retry, a failed ping or budget
+    /// read): then nothing new is dispatched, so no work starts that could not be recorded
+    /// or whose budget is unknown. Running sessions go on.
+    pub(super) fn store_blocks_dispatch(&self) -> bool {
+        let db = &self.state.health.database;
+        if db.failing_streak > 0 {
+            log::warn!(
+                "dispatch paused: database check failing error=\"{}\"",
+                db.error.as_deref().unwrap_or("")
+            );
+            return true;
+        }
+        false
+    }
+
     pub(super) fn dispatch(
         &mut self,
         issue: Issue,

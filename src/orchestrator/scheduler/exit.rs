@@ -117,6 +117,15 @@ pub(super) fn decide_continue(current: Option<&str>, cfg: &TrackerConfig) -> Con
     }
 }
 
+/// What became of an exit's run record.
+pub(super) enum RecordState {
+    Committed,
+    /// Kept by the writer for retry; the exit waits in `awaiting_record`.
+    Kept,
+    /// Failed for good (not a database condition): the run is not recorded.
+    Failed,
+}
+
 impl Orchestrator {
     pub(super) fn on_exit(&mut self, result: SupervisorResult) {
         let Some(issue_id) = self.state.dispatch_index.remove(&result.dispatch_id) else {
@@ -131,7 +140,37 @@ impl Orchestrator {
         if result.session_id.is_some() {
             entry.facts.session_id = result.session_id.clone();
         }
-        self.record_exit(&entry, &result);
+        match self.record_exit(&entry, &result) {
+            RecordState::Committed => self.finish_exit(entry, result),
+            // Nothing happens to the issue (no hand-off, retry or park) until the record
+            // commits; it stays claimed meanwhile.
+            RecordState::Kept => {
+                self.state
+                    .awaiting_record
+                    .insert(result.dispatch_id.clone(), AwaitingRecord { entry, result });
+            }
+            // The record will never be written: nothing is handed off; the claim ends and a
+            // later tick dispatches the issue again if it is still active.
+            RecordState::Failed => self.release(&issue_id),
+        }
+    }
+
+    /// The writer committed a run record it had kept: apply the exit it was waiting for.
+    pub(super) fn on_run_recorded(&mut self, dispatch_id: &str) {
+        if let Some(AwaitingRecord { entry, result }) =
+            self.state.awaiting_record.remove(dispatch_id)
+        {
+            log::info!(
+                "run record committed after the database recovered issue_id={} issue_identifier={} dispatch_id={dispatch_id}",
+                entry.facts.issue.id,
+                entry.facts.issue.identifier
+            );
+            self.finish_exit(entry, result);
+        }
+    }
+
+    /// After the run is recorded: cleanup, then the step [`decide_exit`] chooses.
+    fn finish_exit(&mut self, entry: RunningEntry, result: SupervisorResult) {
         if entry.facts.pending_cleanup {
             self.remove_workspace(&entry);
         }
@@ -156,8 +195,10 @@ impl Orchestrator {
         );
     }
 
-    /// Totals, metrics and the run record; the run is persisted before any retry is scheduled.
-    pub(super) fn record_exit(&mut self, entry: &RunningEntry, result: &SupervisorResult) {
+    /// Totals, metrics and the run record; the run is persisted before any retry is scheduled
+    /// and before any hand-off. A record the database cannot take now is kept by the writer,
+    /// which sends `RunRecorded` once it commits; the database check fails meanwhile.
+    pub(super) fn record_exit(&mut self, entry: &RunningEntry, result: &SupervisorResult) -> RecordState {
         let now = self.clock.now_ms();
         let seconds = ((now - entry.facts.started_at_ms).max(0) as f64) / 1000.0;
         self.state.totals.seconds_running += seconds;
@@ -167,12 +208,45 @@ impl Orchestrator {
         }
         let status = run_status(&result.exit, entry.facts.budget_stopped);
         self.metrics.worker_exit(status, seconds);
-        if let Err(e) = persist::record_run(&self.store, &self.workflow, entry, result, status) {
-            log::error!(
-                "failed to record run issue_id={} issue_identifier={} error=\"{e}\"",
-                entry.facts.issue.id,
-                entry.facts.issue.identifier
-            );
+        let tx = self.tx.clone();
+        let dispatch_id = result.dispatch_id.clone();
+        let on_commit: crate::store::OnCommit = Box::new(move |_| {
+            let _ = tx.send(OrchMsg::RunRecorded { dispatch_id });
+        });
+        let recorded = persist::record_run_or_keep(
+            &self.store,
+            &self.workflow,
+            entry,
+            result,
+            status,
+            on_commit,
+        );
+        match recorded {
+            Ok(persist::RunRecorded::Committed(_)) => RecordState::Committed,
+            Ok(persist::RunRecorded::Kept(error)) => {
+                log::error!(
+                    "run record kept until the database takes writes; issue waits issue_id={} issue_identifier={} dispatch_id={} error=\"{error}\"",
+                    entry.facts.issue.id,
+                    entry.facts.issue.identifier,
+                    result.dispatch_id
+                );
+                self.state.health.database.record(
+                    now,
+                    Err(persist::PersistError {
+                        op: "record run",
+                        message: format!("database write failed, kept for retry: {error}"),
+                    }),
+                );
+                RecordState::Kept
+            }
+            Err(e) => {
+                log::error!(
+                    "failed to record run; issue not handed off issue_id={} issue_identifier={} error=\"{e}\"",
+                    entry.facts.issue.id,
+                    entry.facts.issue.identifier
+                );
+                RecordState::Failed
+            }
         }
     }
 

@@ -27,14 +27,16 @@ use crate::tracker::TrackerAdapter;
 use crate::workspace::WorkspaceManager;
 
 use super::backoff::{CONTINUATION_DELAY_MS, failure_delay_ms};
-use super::dispatch_pass::{Decision, HoldReason, LiveClaims, PassInput, plan, sort_candidates};
+use super::dispatch_pass::{
+    Decision, HoldReason, LiveClaims, PassInput, plan, probe_workspace_locks, sort_candidates,
+};
 use super::msg::{
     AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult,
 };
 use super::persist;
 use super::snapshot::Snapshot;
 use super::state::PreflightError;
-use super::state::{BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
+use super::state::{AwaitingRecord, BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
 use super::supervisor::{self, SupervisorJob};
 use super::tracker_ops::Lifecycle;
 
@@ -382,6 +384,7 @@ impl Orchestrator {
                 }
             }
             OrchMsg::Exit(result) => self.on_exit(*result),
+            OrchMsg::RunRecorded { dispatch_id } => self.on_run_recorded(&dispatch_id),
             OrchMsg::Refresh { reply } => {
                 let outcome = if self.draining.is_some() {
                     RefreshOutcome::Draining
@@ -482,7 +485,8 @@ impl Orchestrator {
                 entry.facts.issue.identifier,
                 entry.facts.dispatch_id
             );
-            self.record_exit(&entry, &result);
+            // Shutting down: a record the writer keeps is retried once more at its flush.
+            let _ = self.record_exit(&entry, &result);
         }
     }
 

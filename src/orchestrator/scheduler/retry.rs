@@ -23,7 +23,8 @@ impl Orchestrator {
         }
         // A spent budget holds the issue now rather than queueing a retry that could only be
         // refused when it fires.
-        if let Some(hold) = self.budget_hold_for(issue, None) {
+        // (A failed budget read queues the retry; it is checked again when it fires.)
+        if let Ok(Some(hold)) = self.budget_hold_for(issue, None) {
             log::warn!(
                 "effort budget exhausted, blocking re-dispatch issue_id={} issue_identifier={} reason={} used={} limit={}",
                 issue.id,
@@ -118,10 +119,27 @@ impl Orchestrator {
             self.reschedule(info, a, RescheduleReason::WorkerStillRunning);
             return;
         }
-        if let Some(h) = self.budget_hold_for(&info.issue, None) {
-            self.state.budget_held.insert(id.clone(), h);
-            persist::delete_retry(&self.store, &id);
+        if self.store_blocks_dispatch() {
+            let a = info.attempt;
+            self.reschedule(info, a, RescheduleReason::DatabaseFailing);
             return;
+        }
+        match self.budget_hold_for(&info.issue, None) {
+            Ok(Some(h)) => {
+                self.state.budget_held.insert(id.clone(), h);
+                persist::delete_retry(&self.store, &id);
+                return;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                self.state
+                    .health
+                    .database
+                    .record(self.clock.now_ms(), Err(e));
+                let a = info.attempt;
+                self.reschedule(info, a, RescheduleReason::DatabaseFailing);
+                return;
+            }
         }
         let issue = match self.tracker.fetch_issue_by_id(&id) {
             Ok(i) => i,
@@ -146,6 +164,10 @@ impl Orchestrator {
         }
         let mut input = self.pass_input();
         input.claimed.remove(&id);
+        let workspaces = self.workspaces();
+        probe_workspace_locks(std::slice::from_ref(&issue), &mut input, |i| {
+            workspaces.lock_holder(i)
+        });
         let decision = plan(std::slice::from_ref(&issue), &input)
             .into_iter()
             .next();
@@ -163,8 +185,12 @@ impl Orchestrator {
                 let a = info.attempt + 1;
                 self.reschedule(info, a, RescheduleReason::NoSlots);
             }
-            Some(Decision::Held(HoldReason::BlockedBy(_))) | Some(Decision::Skip(_)) | None => {
-                // Blocked, parked or otherwise ineligible: release the claim.
+            Some(Decision::Held(HoldReason::BlockedBy(_)))
+            | Some(Decision::Held(HoldReason::WorkspaceLocked { .. }))
+            | Some(Decision::Skip(_))
+            | None => {
+                // Blocked, parked, its workspace locked elsewhere or otherwise ineligible:
+                // release the claim (the next tick lists a hold and dispatches once it ends).
                 log::info!(
                     "retry released, issue not eligible issue_id={} issue_identifier={} decision={:?}",
                     id,

@@ -90,7 +90,12 @@ impl Orchestrator {
         // Reload (failure keeps the last good workflow).
         let loaded = self.reload_workflow();
         // Database ping and preflight.
-        let db = persist::ping(&self.store);
+        let db = persist::ping(&self.store).and_then(|()| {
+            match self.state.health.budget_read_failure.clone() {
+                Some(e) => Err(e),
+                None => Ok(()),
+            }
+        });
         self.state.health.database.record(now, db);
         let preflight = if loaded {
             self.preflight()
@@ -141,8 +146,12 @@ impl Orchestrator {
         // Budget holds and park releases.
         self.rebuild_budget_holds(&candidates);
         self.release_parks(&candidates);
-        // The dispatch pass.
-        let dispatched = self.run_pass(&candidates, now);
+        // The dispatch pass, unless the database cannot take writes or a budget read failed.
+        let dispatched = if self.store_blocks_dispatch() {
+            0
+        } else {
+            self.run_pass(&candidates, now)
+        };
         self.state
             .health
             .poll
@@ -159,7 +168,10 @@ impl Orchestrator {
     /// Dispatches what the pass decides and replaces the pass holds; returns how many issues
     /// were dispatched.
     fn run_pass(&mut self, candidates: &[Issue], now: i64) -> usize {
-        let decisions = plan(candidates, &self.pass_input());
+        let mut input = self.pass_input();
+        let workspaces = self.workspaces();
+        probe_workspace_locks(candidates, &mut input, |i| workspaces.lock_holder(i));
+        let decisions = plan(candidates, &input);
         let mut dispatched = 0;
         let mut held = std::collections::BTreeMap::new();
         for (issue, decision) in candidates.iter().zip(decisions) {
@@ -210,17 +222,18 @@ impl Orchestrator {
     }
 
     /// The budget hold of one issue, if a per-issue ceiling is reached. `usage` is what the
-    /// issue spent according to run history (`None`: read it now).
+    /// issue spent according to run history (`None`: read it now). A failed read is an error,
+    /// never "no hold": budgets fail closed.
     pub(super) fn budget_hold_for(
         &self,
         issue: &Issue,
         usage: Option<crate::store::IssueUsage>,
-    ) -> Option<BudgetHold> {
+    ) -> Result<Option<BudgetHold>, persist::PersistError> {
         let cfg = &self.workflow.config.agent;
         let max_tokens = cfg.max_tokens.filter(|l| *l > 0);
         let max_sessions = cfg.max_sessions.filter(|l| *l > 0);
         if max_tokens.is_none() && max_sessions.is_none() {
-            return None;
+            return Ok(None);
         }
         let usage = match usage {
             Some(u) => u,
@@ -233,9 +246,8 @@ impl Orchestrator {
                         uncached_tokens: t as i64,
                     },
                     (Err(e), _) | (_, Err(e)) => {
-                        // Fail open: a budget read failure must not stop all work.
-                        log::warn!("budget read failed issue_id={} error=\"{e}\"", issue.id);
-                        return None;
+                        log::error!("budget read failed issue_id={} error=\"{e}\"", issue.id);
+                        return Err(e);
                     }
                 }
             }
@@ -251,36 +263,49 @@ impl Orchestrator {
         if let Some(limit) = max_tokens
             && usage.uncached_tokens.max(0) as u64 >= limit
         {
-            return Some(hold(BudgetReason::Token, usage.uncached_tokens, limit));
+            return Ok(Some(hold(
+                BudgetReason::Token,
+                usage.uncached_tokens,
+                limit,
+            )));
         }
         if let Some(limit) = max_sessions
             && usage.sessions.max(0) as u64 >= limit
         {
-            return Some(hold(BudgetReason::Session, usage.sessions, limit));
+            return Ok(Some(hold(BudgetReason::Session, usage.sessions, limit)));
         }
-        None
+        Ok(None)
     }
 
     pub(super) fn rebuild_budget_holds(&mut self, candidates: &[Issue]) {
         let cfg = &self.workflow.config.agent;
         if cfg.max_tokens.unwrap_or(0) == 0 && cfg.max_sessions.unwrap_or(0) == 0 {
+            self.state.health.budget_read_failure = None;
             self.replace_budget_holds(std::collections::BTreeMap::new());
             return;
         }
         let usage = match persist::usage_by_issue(&self.store) {
             Ok(u) => u,
             Err(e) => {
-                log::warn!("budget read failed; keeping the previous holds error=\"{e}\"");
+                // Budgets fail closed: the database check fails and this tick dispatches
+                // nothing (`store_blocks_dispatch`).
+                log::error!(
+                    "budget read failed; keeping the previous holds, dispatching nothing error=\"{e}\""
+                );
+                let now = self.clock.now_ms();
+                self.state.health.budget_read_failure = Some(e.clone());
+                self.state.health.database.record(now, Err(e));
                 return;
             }
         };
+        self.state.health.budget_read_failure = None;
         let mut holds = std::collections::BTreeMap::new();
         for issue in candidates {
             if self.state.running.contains_key(&issue.id) {
                 continue;
             }
             let used = usage.get(&issue.id).copied().unwrap_or_default();
-            if let Some(mut h) = self.budget_hold_for(issue, Some(used)) {
+            if let Ok(Some(mut h)) = self.budget_hold_for(issue, Some(used)) {
                 let prev = self.state.budget_held.get(&issue.id);
                 if let Some(prev) = prev {
                     h.since_ms = prev.since_ms;
