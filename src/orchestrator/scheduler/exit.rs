@@ -21,8 +21,14 @@ pub(super) enum ExitStep {
         delay_ms: u64,
         error: String,
     },
-    /// A failure that a retry cannot fix: release the claim, loudly.
-    GiveUp { error: String },
+    /// A failure a plain retry is not expected to fix (missing agent, input required, …). It
+    /// still waits the failure backoff, loudly: releasing the claim would dispatch the issue
+    /// again at the next tick, forever.
+    GiveUp {
+        attempt: u32,
+        delay_ms: u64,
+        error: String,
+    },
     /// The agent declared itself blocked: park the issue under `label`, release the claim.
     Park { label: String },
     /// The agent declared an outcome: move the issue to `state` if one is configured, then
@@ -68,6 +74,8 @@ pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
             message,
             retryable: false,
         } => ExitStep::GiveUp {
+            attempt: next_attempt,
+            delay_ms: failure_delay_ms(next_attempt, f.backoff_cap_ms),
             error: format!("{code}: {message}"),
         },
         SupervisorExit::Normal { declared, .. } => match declared {
@@ -226,14 +234,28 @@ impl Orchestrator {
                     entry.facts.dispatched_at_ms,
                 );
             }
-            ExitStep::GiveUp { error } => {
+            ExitStep::GiveUp {
+                attempt,
+                delay_ms,
+                error,
+            } => {
                 log::error!(
-                    "worker run failed, non-retryable, releasing claim issue_id={} issue_identifier={} error=\"{}\"",
+                    "worker run failed, non-retryable, waiting the failure backoff issue_id={} issue_identifier={} next_attempt={} delay_ms={} error=\"{}\"",
                     issue.id,
                     issue.identifier,
+                    attempt,
+                    delay_ms,
                     error
                 );
-                self.release(&issue.id);
+                self.schedule_retry(
+                    issue,
+                    attempt,
+                    delay_ms,
+                    RetryTrigger::Error,
+                    Some(format!("worker exited: {error}")),
+                    None,
+                    entry.facts.dispatched_at_ms,
+                );
             }
             ExitStep::Park { label } => {
                 self.park(issue, label);
@@ -427,7 +449,7 @@ mod tests {
     }
 
     #[test]
-    fn a_retryable_failure_retries_with_backoff_and_a_fatal_one_gives_up() {
+    fn every_failure_waits_the_backoff_before_the_next_dispatch() {
         let err = |retryable| SupervisorExit::Error {
             code: crate::orchestrator::msg::ErrorCode::Agent(
                 crate::agent::AgentErrorKind::TurnFailed,
@@ -446,6 +468,8 @@ mod tests {
         assert_eq!(
             decide(err(false), false, false),
             ExitStep::GiveUp {
+                attempt: 3,
+                delay_ms: failure_delay_ms(3, 300_000),
                 error: "turn_failed: boom".into()
             }
         );
