@@ -116,5 +116,8 @@ fn hold_text(reason: &HoldReason) -> String {
             SlotScope::Global => format!("all {limit} agent slots taken ({used} used)"),
             SlotScope::State(s) => format!("agent slots of state {s:?} taken ({used}/{limit})"),
         },
+        HoldReason::IdentifierInUse { by_issue_id } => {
+            format!("identifier in use by issue {by_issue_id}")
+        }
     }
 }

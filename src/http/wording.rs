@@ -95,6 +95,9 @@ pub fn retry_reason(error: &str) -> String {
         RescheduleReason::IssueFetchFailed => "the issue could not be read from the tracker",
         RescheduleReason::NoStateLabel => "the tracker returned no state for the issue",
         RescheduleReason::NoSshHosts => "every SSH host was at its session limit",
+        RescheduleReason::IdentifierInUse => {
+            "another issue with the same identifier was running or queued"
+        }
     }
     .into()
 }
@@ -235,6 +238,18 @@ pub fn slots_full(state: Option<&str>, used: usize, limit: usize) -> (String, St
     let _ = used;
     let release = "Released when a running session ends and frees a slot.".to_string();
     let full = format!("{reason}. Sortie dispatches the issue when a slot frees up.");
+    (reason, release, full)
+}
+
+/// Another claimed issue has the same identifier, so the same workspace directory.
+pub fn identifier_in_use(by_issue_id: &str) -> (String, String, String) {
+    let reason = format!("Issue {by_issue_id} with the same identifier is running or queued");
+    let release =
+        "Released when that issue's claim ends; both would share one workspace directory."
+            .to_string();
+    let full = format!(
+        "{reason}. Its workspace is named after the identifier, so Sortie dispatches this issue when the other one's claim ends."
+    );
     (reason, release, full)
 }
 

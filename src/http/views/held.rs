@@ -96,6 +96,9 @@ impl HoldView {
                 };
                 (None, Some(slot), words)
             }
+            HoldReason::IdentifierInUse { by_issue_id } => {
+                (None, None, wording::identifier_in_use(by_issue_id))
+            }
         };
         let (reason_text, release_text, full) = words;
         let hold = HoldView {

@@ -166,6 +166,10 @@ impl Orchestrator {
                 let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::NoSlots);
             }
+            Some(Decision::Held(HoldReason::IdentifierInUse { .. })) => {
+                let a = info.attempt;
+                self.reschedule(info, a, RescheduleReason::IdentifierInUse);
+            }
             Some(Decision::Held(HoldReason::BlockedBy(_))) | Some(Decision::Skip(_)) | None => {
                 // Blocked, parked or otherwise ineligible: release the claim.
                 log::info!(

@@ -180,6 +180,7 @@ impl Orchestrator {
                 claimed: self.state.claimed(),
                 budget_held: self.state.budget_held.keys().cloned().collect(),
                 parked: self.state.parked.keys().cloned().collect(),
+                claimed_identifiers: self.state.claimed_identifiers(),
             },
         )
     }
