@@ -90,7 +90,21 @@ pub fn run(opts: RunOptions) -> i32 {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
 
     // Startup preflight: every problem at once.
-    let report = super::validate::validate(&wf.path, &load_options);
+    // A missing agent program is reported but does not stop the daemon: it may be installed
+    // without a config change, and meanwhile the per-tick preflight fails (no dispatch,
+    // `/readyz` 503, an attention item).
+    let mut report = super::validate::validate(&wf.path, &load_options);
+    report.errors.retain(|d| {
+        let environmental = d.check == crate::config::AGENT_COMMAND_CHECK;
+        if environmental {
+            log::error!(
+                "dispatch preflight failed; nothing is dispatched until it passes check={} error=\"{}\"",
+                d.check,
+                d.message
+            );
+        }
+        !environmental
+    });
     if !report.errors.is_empty() {
         let joined: Vec<String> = report.errors.iter().map(|d| d.message.clone()).collect();
         log::error!("dispatch preflight failed error=\"{}\"", joined.join("; "));

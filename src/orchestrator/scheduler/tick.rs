@@ -32,6 +32,12 @@ impl Orchestrator {
 
     pub(super) fn preflight(&mut self) -> Result<(), PreflightError> {
         let mut problems = self.workflow.config.config_preflight();
+        problems.extend(
+            self.workflow
+                .config
+                .agent_command_problem()
+                .map(|p| p.message),
+        );
         if let Err(e) = self.workspaces().preflight_root_writable() {
             problems.push(format!("workspace.root_writable: {e}"));
         }
