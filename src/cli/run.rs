@@ -310,6 +310,30 @@ mod tests {
     }
 
     #[test]
+    fn the_hook_flags_an_essential_panic_and_asks_orch_to_shut_down() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let flag = super::install_essential_panic_hook(tx);
+        let panics_in = |name: &str| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(|| panic!("test panic"))
+                .map(|h| h.join().is_err())
+        };
+        // A supervisor's panic is contained: no flag, no shutdown.
+        assert!(matches!(panics_in("sup-X-1"), Ok(true)));
+        assert!(!flag.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(rx.try_recv().is_err());
+        assert!(matches!(panics_in("watch"), Ok(true)));
+        assert!(flag.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(crate::orchestrator::OrchMsg::Shutdown)
+        ));
+        let code = super::exit_code(false, flag.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(code, 1);
+    }
+
+    #[test]
     fn essential_threads_are_named_exactly() {
         for name in ["orch", "db-writer", "tracker-ops", "watch"] {
             assert!(is_essential(name), "{name}");
