@@ -16,6 +16,8 @@ pub enum ErrorCode {
     Hook,
     /// The prompt template could not be rendered for a turn.
     PromptRender,
+    /// The supervisor thread panicked (a bug); the run failed and is retried with backoff.
+    SupervisorPanic,
 }
 
 impl ErrorCode {
@@ -26,6 +28,7 @@ impl ErrorCode {
             ErrorCode::Workspace => "workspace_error",
             ErrorCode::Hook => "hook_failed",
             ErrorCode::PromptRender => "prompt_render",
+            ErrorCode::SupervisorPanic => "supervisor_panic",
         }
     }
 }

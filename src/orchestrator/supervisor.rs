@@ -45,7 +45,9 @@ pub fn spawn(job: SupervisorJob) -> std::io::Result<std::thread::JoinHandle<()>>
     let name = thread_name("sup-", &job.issue.identifier);
     std::thread::Builder::new().name(name).spawn(move || {
         let tx = job.tx.clone();
-        let result = run(&job);
+        // A panic must still end the run, or the issue would stay claimed as running forever.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&job)))
+            .unwrap_or_else(|payload| panicked(&job, payload.as_ref()));
         if tx.send(OrchMsg::Exit(Box::new(result))).is_err() {
             log::warn!(
                 "worker result dropped: orchestrator gone issue_id={} issue_identifier={}",
@@ -54,6 +56,35 @@ pub fn spawn(job: SupervisorJob) -> std::io::Result<std::thread::JoinHandle<()>>
             );
         }
     })
+}
+
+/// The result of a supervisor that panicked: a failed run, retried after the failure backoff.
+fn panicked(job: &SupervisorJob, payload: &(dyn std::any::Any + Send)) -> SupervisorResult {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    log::error!(
+        "supervisor panicked issue_id={} issue_identifier={} dispatch_id={} panic=\"{}\"",
+        job.issue.id,
+        job.issue.identifier,
+        job.dispatch_id,
+        what
+    );
+    SupervisorResult {
+        dispatch_id: job.dispatch_id.clone(),
+        issue_id: job.issue.id.clone(),
+        exit: error_exit(
+            ErrorCode::SupervisorPanic,
+            format!("supervisor panicked: {what}"),
+            true,
+        ),
+        turns_completed: 0,
+        session_id: None,
+        workspace_path: None,
+        ended_at_ms: job.clock.now_ms(),
+    }
 }
 
 /// Longest tracker-derived part of a thread name, in bytes. Linux keeps 15 bytes of a thread
