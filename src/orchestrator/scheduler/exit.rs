@@ -24,7 +24,7 @@ pub(super) enum ExitStep {
     /// A failure a plain retry is not expected to fix (missing agent, input required, …). It
     /// still waits the failure backoff, loudly: releasing the claim would dispatch the issue
     /// again at the next tick, forever.
-    GiveUp {
+    RetryUnfixable {
         attempt: u32,
         delay_ms: u64,
         error: String,
@@ -73,7 +73,7 @@ pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
             code,
             message,
             retryable: false,
-        } => ExitStep::GiveUp {
+        } => ExitStep::RetryUnfixable {
             attempt: next_attempt,
             delay_ms: failure_delay_ms(next_attempt, f.backoff_cap_ms),
             error: format!("{code}: {message}"),
@@ -234,7 +234,7 @@ impl Orchestrator {
                     entry.facts.dispatched_at_ms,
                 );
             }
-            ExitStep::GiveUp {
+            ExitStep::RetryUnfixable {
                 attempt,
                 delay_ms,
                 error,
@@ -467,7 +467,7 @@ mod tests {
         );
         assert_eq!(
             decide(err(false), false, false),
-            ExitStep::GiveUp {
+            ExitStep::RetryUnfixable {
                 attempt: 3,
                 delay_ms: failure_delay_ms(3, 300_000),
                 error: "turn_failed: boom".into()
