@@ -222,6 +222,8 @@ vocabulary! {
         NoStateLabel = "issue without a state label",
         /// Named by the API's wording; this build has no SSH hosts.
         NoSshHosts = "no available SSH hosts",
+        /// Another claimed issue has the same identifier (one workspace per identifier).
+        IdentifierInUse = "identifier in use by another issue",
     }
 }
 

@@ -172,10 +172,10 @@ fn assistant_message_usage_includes_cache_terms() {
         &[
             "token_usage in=22000 out=350 total=22350 cr=8000 cw=1500 model=claude-sonnet-4-20250514 api=None",
             "notification \"I'll analyze the codebase and implement the requested changes. [tool: Read]\"",
-            "turn_completed \"\" api=None",
+            "turn_failed \"agent exited 0 without a result line\" api=None",
         ],
     );
-    assert!(outcome.is_completed());
+    assert!(!outcome.is_completed());
     assert_eq!(p.model().as_deref(), Some(MODEL));
 }
 
@@ -187,7 +187,7 @@ fn old_layout_tool_result_in_the_same_message() {
             "token_usage in=14000 out=200 total=14200 cr=0 cw=0 model=claude-sonnet-4-20250514 api=None",
             "tool_result Bash Some(Shell) Some(\"go test ./...\") dur=Some(0) err=false msg=\"\"",
             "notification \"[tool: Bash] [tool_result: ok]\"",
-            "turn_completed \"\" api=None",
+            "turn_failed \"agent exited 0 without a result line\" api=None",
         ],
     );
 }
@@ -199,7 +199,7 @@ fn parallel_tool_calls() {
         &[
             "token_usage in=3000 out=150 total=3150 cr=0 cw=0 model=claude-sonnet-4-20250514 api=None",
             "notification \"I'll read both files simultaneously. [tool: Read] [tool: Read]\"",
-            "turn_completed \"\" api=None",
+            "turn_failed \"agent exited 0 without a result line\" api=None",
         ],
     );
 }
@@ -212,7 +212,7 @@ fn error_result_for_an_unseen_tool() {
             "token_usage in=5000 out=200 total=5200 cr=0 cw=0 model=claude-sonnet-4-20250514 api=None",
             "tool_result unknown None None dur=None err=true msg=\"bash: command not found: foobar\"",
             "notification \"[tool_result: error] The command failed. Let me try a different approach.\"",
-            "turn_completed \"\" api=None",
+            "turn_failed \"agent exited 0 without a result line\" api=None",
         ],
     );
 }
@@ -631,11 +631,9 @@ fn arm5_killed_by_signal() {
             ..TurnEnd::default()
         },
     );
-    assert_eq!(
-        o,
-        TurnOutcome::Cancelled {
-            reason: CancelReason::Signal
-        }
+    // A signal sortie did not send is a failed turn (retried with backoff), not a cancellation.
+    assert!(
+        matches!(&o, TurnOutcome::Failed { kind: AgentErrorKind::PortExit, message } if message.contains("signal 9"))
     );
 }
 
@@ -717,11 +715,9 @@ fn arm9_no_result_clean_exit_without_output() {
 
 #[test]
 fn arm10_no_result_clean_exit_with_output() {
+    // Without a result line the turn did not finish: a failure, not a success.
     let o = outcome_of(&[WITH_OUTPUT], exit0());
-    assert_eq!(
-        o,
-        TurnOutcome::Completed {
-            message: String::new()
-        }
+    assert!(
+        matches!(&o, TurnOutcome::Failed { kind: AgentErrorKind::TurnFailed, message } if message.contains("without a result line"))
     );
 }

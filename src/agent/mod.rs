@@ -7,6 +7,7 @@
 
 pub mod cancel;
 pub mod claude;
+pub mod command;
 pub mod error;
 pub mod event;
 pub mod mock;

@@ -165,10 +165,16 @@ struct Running {
     stderr: Arc<Mutex<StderrTail>>,
 }
 
+fn without_nul(s: &str) -> String {
+    s.replace('\0', "_")
+}
+
 fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
     let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
     let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
+    // An argument or environment value cannot hold a NUL byte (the spawn would fail every
+    // time); tracker text reaches both (the prompt, the identifier), so NUL becomes `_`.
+    cmd.args(spec.args.iter().map(|a| without_nul(a)))
         .current_dir(&cwd)
         .process_group(0)
         .stdin(if spec.stdin.is_some() {
@@ -179,7 +185,7 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (k, v) in &spec.env {
-        cmd.env(k, v);
+        cmd.env(without_nul(k), without_nul(v));
     }
     let token = orphans::new_token();
     cmd.env(orphans::TOKEN_ENV, &token);

@@ -92,9 +92,12 @@ pub fn shared_outcome(end: &TurnEnd) -> Option<TurnOutcome> {
             kind: AgentErrorKind::AgentNotFound,
         });
     }
-    if exit.signal.is_some() {
-        return Some(TurnOutcome::Cancelled {
-            reason: CancelReason::Signal,
+    // Not cancelled by sortie (that is `end.cancelled` above): something else killed the
+    // agent (the OOM killer, a person). A failed turn, retried after the failure backoff.
+    if let Some(signal) = exit.signal {
+        return Some(TurnOutcome::Failed {
+            message: format!("agent killed by signal {signal} not sent by sortie"),
+            kind: AgentErrorKind::PortExit,
         });
     }
     None

@@ -123,5 +123,8 @@ fn hold_text(reason: &HoldReason) -> String {
             Some(pid) => format!("workspace locked by pid {pid}"),
             None => "workspace locked by another process".to_string(),
         },
+        HoldReason::IdentifierInUse { by_issue_id } => {
+            format!("identifier in use by issue {by_issue_id}")
+        }
     }
 }

@@ -90,7 +90,21 @@ pub fn run(opts: RunOptions) -> i32 {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
 
     // Startup preflight: every problem at once.
-    let report = super::validate::validate(&wf.path, &load_options);
+    // A missing agent program is reported but does not stop the daemon: it may be installed
+    // without a config change, and meanwhile the per-tick preflight fails (no dispatch,
+    // `/readyz` 503, an attention item).
+    let mut report = super::validate::validate(&wf.path, &load_options);
+    report.errors.retain(|d| {
+        let environmental = d.check == crate::config::AGENT_COMMAND_CHECK;
+        if environmental {
+            log::error!(
+                "dispatch preflight failed; nothing is dispatched until it passes check={} error=\"{}\"",
+                d.check,
+                d.message
+            );
+        }
+        !environmental
+    });
     if !report.errors.is_empty() {
         let joined: Vec<String> = report.errors.iter().map(|d| d.message.clone()).collect();
         log::error!("dispatch preflight failed error=\"{}\"", joined.join("; "));
@@ -200,6 +214,7 @@ fn run_daemon(
         return fail(format!("cannot install signal handlers: {e}"));
     }
 
+    let essential_panicked = install_essential_panic_hook(handle.tx.clone());
     let orch_thread = match std::thread::Builder::new()
         .name("orch".into())
         .spawn(move || orch.run())
@@ -220,11 +235,56 @@ fn run_daemon(
             }
         }
     }
-    let _ = orch_thread.join();
+    let joined = orch_thread.join();
     if let Some(s) = server {
         s.shutdown();
     }
-    0
+    exit_code(
+        joined.is_err(),
+        essential_panicked.load(std::sync::atomic::Ordering::SeqCst),
+    )
+}
+
+/// Threads whose death leaves sortie unable to do its job: a panic in one of them shuts the
+/// daemon down (agents stopped, runs recorded) and the process exits non-zero, so a service
+/// manager's `Restart=on-failure` restarts it.
+/// The HTTP accept loop reports its end through the server's fatal channel instead.
+const ESSENTIAL_THREADS: &[&str] = &["orch", "db-writer", "tracker-ops", "watch"];
+
+/// The process status after `orch` ended: 1 when it or another essential thread panicked
+/// (the default panic exit would otherwise be a clean 0 from `main`), 0 after a drain.
+fn exit_code(orch_panicked: bool, essential_panicked: bool) -> i32 {
+    if orch_panicked || essential_panicked {
+        1
+    } else {
+        0
+    }
+}
+
+/// Chains a panic hook that notices panics in [`ESSENTIAL_THREADS`]: it logs them, sets the
+/// returned flag and asks `orch` to shut down. Other threads (a supervisor, an HTTP handler)
+/// keep the default behaviour: their panic is printed and contained.
+fn install_essential_panic_hook(
+    tx: crossbeam_channel::Sender<orchestrator::OrchMsg>,
+) -> Arc<std::sync::atomic::AtomicBool> {
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = flag.clone();
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        let current = std::thread::current();
+        let Some(name) = current.name() else { return };
+        if is_essential(name) {
+            seen.store(true, std::sync::atomic::Ordering::SeqCst);
+            log::error!("essential thread panicked; shutting down thread={name} panic=\"{info}\"");
+            let _ = tx.send(orchestrator::OrchMsg::Shutdown);
+        }
+    }));
+    flag
+}
+
+fn is_essential(thread_name: &str) -> bool {
+    ESSENTIAL_THREADS.contains(&thread_name)
 }
 
 /// SIGTERM/SIGINT start a graceful shutdown; a second signal cuts the agents' SIGTERM grace
@@ -269,4 +329,51 @@ fn install_signal_handlers(
 /// The default workflow path.
 pub fn default_workflow() -> PathBuf {
     Path::new("WORKFLOW.md").to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{exit_code, is_essential};
+
+    #[test]
+    fn a_panic_in_an_essential_thread_exits_non_zero() {
+        assert_eq!(exit_code(false, false), 0);
+        assert_eq!(exit_code(true, false), 1);
+        assert_eq!(exit_code(false, true), 1);
+        assert_eq!(exit_code(true, true), 1);
+    }
+
+    #[test]
+    fn the_hook_flags_an_essential_panic_and_asks_orch_to_shut_down() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let flag = super::install_essential_panic_hook(tx);
+        let panics_in = |name: &str| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(|| panic!("test panic"))
+                .map(|h| h.join().is_err())
+        };
+        // A supervisor's panic is contained: no flag, no shutdown.
+        assert!(matches!(panics_in("sup-X-1"), Ok(true)));
+        assert!(!flag.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(rx.try_recv().is_err());
+        assert!(matches!(panics_in("watch"), Ok(true)));
+        assert!(flag.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(crate::orchestrator::OrchMsg::Shutdown)
+        ));
+        let code = super::exit_code(false, flag.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(code, 1);
+    }
+
+    #[test]
+    fn essential_threads_are_named_exactly() {
+        for name in ["orch", "db-writer", "tracker-ops", "watch"] {
+            assert!(is_essential(name), "{name}");
+        }
+        for name in ["sup-orch", "evt-x", "http-0", "sse-1", "signals", "main"] {
+            assert!(!is_essential(name), "{name}");
+        }
+    }
 }

@@ -66,6 +66,9 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
     for p in wf.config.preflight() {
         report.errors.push(diag(p.check, p.message));
     }
+    if let Some(p) = wf.config.agent_command_problem() {
+        report.errors.push(diag(p.check, p.message));
+    }
     // An unsupported kind is already reported by preflight; building is tried only for a kind
     // this build has, to catch what its constructor refuses.
     if crate::registry::tracker(&wf.config.tracker.kind).is_some()

@@ -47,6 +47,7 @@ pub use schema::{
     ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
 };
 pub use server_bind::{DEFAULT_PORT, ServerBind};
+pub use validate::AGENT_COMMAND_CHECK;
 pub use workflow_file::{SplitWorkflow, split_front_matter};
 
 /// Everything loading reads from the outside world besides the workflow file itself.

@@ -269,6 +269,9 @@ pub fn collect_warnings(
     out
 }
 
+/// The check id of [`ServiceConfig::agent_command_problem`].
+pub const AGENT_COMMAND_CHECK: &str = "agent_command";
+
 impl ServiceConfig {
     /// The pure config checks of dispatch preflight, in order; empty when all pass. The
     /// tracker and agent kinds are looked up in the registry: an unknown kind is reported as
@@ -310,6 +313,21 @@ impl ServiceConfig {
             Some(_) => {}
         }
         out
+    }
+
+    /// Whether the agent command resolves to an executable program (`PATH` lookup like
+    /// `which`, see `agent::command`), for kinds that run one. Not part of the pure
+    /// [`Self::preflight`]: it reads the filesystem, and a missing binary can appear without a
+    /// config change. A missing `agent.command` is [`Self::preflight`]'s to report.
+    pub fn agent_command_problem(&self) -> Option<PreflightProblem> {
+        let descriptor = registry::agent(&self.agent.kind)?;
+        let command = self.agent.command.as_deref()?;
+        if !descriptor.caps.requires_command {
+            return None;
+        }
+        crate::agent::command::resolve_command(command)
+            .err()
+            .map(|e| PreflightProblem::new(AGENT_COMMAND_CHECK, e.to_string()))
     }
 
     /// The messages of [`Self::preflight`], for callers that join them into one line.

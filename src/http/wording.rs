@@ -96,6 +96,9 @@ pub fn retry_reason(error: &str) -> String {
         RescheduleReason::DatabaseFailing => "the database was not taking writes",
         RescheduleReason::NoStateLabel => "the tracker returned no state for the issue",
         RescheduleReason::NoSshHosts => "every SSH host was at its session limit",
+        RescheduleReason::IdentifierInUse => {
+            "another issue with the same identifier was running or queued"
+        }
     }
     .into()
 }
@@ -248,6 +251,18 @@ pub fn workspace_locked(holder_pid: Option<u32>) -> (String, String, String) {
     let release = "Released when that process releases the workspace lock.".to_string();
     let full = format!(
         "{reason}. Sortie never runs two sessions in one workspace and dispatches the issue once the lock is free."
+    );
+    (reason, release, full)
+}
+
+/// Another claimed issue has the same identifier, so the same workspace directory.
+pub fn identifier_in_use(by_issue_id: &str) -> (String, String, String) {
+    let reason = format!("Issue {by_issue_id} with the same identifier is running or queued");
+    let release =
+        "Released when that issue's claim ends; both would share one workspace directory."
+            .to_string();
+    let full = format!(
+        "{reason}. Its workspace is named after the identifier, so Sortie dispatches this issue when the other one's claim ends."
     );
     (reason, release, full)
 }

@@ -53,6 +53,12 @@ pub enum HoldReason {
     /// Another session or process holds the issue's workspace lock (`.sortie/lock`); the pid
     /// it wrote there, when readable.
     WorkspaceLocked { holder_pid: Option<u32> },
+    /// Another claimed issue (running or retry-queued) has the same identifier, and the
+    /// workspace directory is named after the identifier: the two would share it.
+    IdentifierInUse {
+        /// The issue id that holds the identifier.
+        by_issue_id: String,
+    },
 }
 
 impl HoldReason {
@@ -62,6 +68,7 @@ impl HoldReason {
             HoldReason::BlockedBy(_) => "blocked_by",
             HoldReason::AgentSlotsFull { .. } => "agent_slots_full",
             HoldReason::WorkspaceLocked { .. } => "workspace_locked",
+            HoldReason::IdentifierInUse { .. } => "identifier_in_use",
         }
     }
 }
@@ -125,6 +132,8 @@ pub struct PassInput {
     /// Issue ids whose workspace lock another holder has → the pid it wrote (see
     /// [`probe_workspace_locks`]).
     pub workspace_locked: BTreeMap<String, Option<u32>>,
+    /// Identifier → issue id of every claimed issue (one workspace directory per identifier).
+    pub claimed_identifiers: BTreeMap<String, String>,
 }
 
 /// What is live when a pass runs. A dry run has nothing live (`LiveClaims::default()`).
@@ -136,6 +145,8 @@ pub struct LiveClaims {
     pub claimed: HashSet<String>,
     pub budget_held: HashSet<String>,
     pub parked: HashSet<String>,
+    /// Identifier → issue id of the running and retry-queued issues.
+    pub claimed_identifiers: BTreeMap<String, String>,
 }
 
 impl PassInput {
@@ -156,6 +167,7 @@ impl PassInput {
             budget_held: live.budget_held,
             parked: live.parked,
             workspace_locked: BTreeMap::new(),
+            claimed_identifiers: live.claimed_identifiers,
             active_states: cfg.tracker.active_states.clone(),
             terminal_states: cfg.tracker.terminal_states.clone(),
             max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
@@ -195,6 +207,7 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
     let mut running_total = input.running_total;
     let mut by_state = input.running_by_state.clone();
     let mut global_full = false;
+    let mut identifiers = input.claimed_identifiers.clone();
     let mut out = Vec::with_capacity(candidates.len());
     for issue in candidates {
         if !issue.is_dispatchable_shape() {
@@ -223,6 +236,15 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
         if let Some(pid) = input.workspace_locked.get(&issue.id) {
             out.push(Decision::Held(HoldReason::WorkspaceLocked {
                 holder_pid: *pid,
+            }));
+            continue;
+        }
+        // One workspace per identifier: a second issue with a claimed identifier waits.
+        if let Some(owner) = identifiers.get(&issue.identifier)
+            && owner != &issue.id
+        {
+            out.push(Decision::Held(HoldReason::IdentifierInUse {
+                by_issue_id: owner.clone(),
             }));
             continue;
         }
@@ -261,6 +283,7 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
         }
         running_total += 1;
         *by_state.entry(state_key).or_insert(0) += 1;
+        identifiers.insert(issue.identifier.clone(), issue.id.clone());
         out.push(Decision::Dispatch);
     }
     out
@@ -415,5 +438,30 @@ mod tests {
         inp.budget_held.insert("3".into());
         let d = plan(&v, &inp);
         assert!(d.iter().all(|x| matches!(x, Decision::Skip(_))), "{d:?}");
+    }
+
+    #[test]
+    fn a_second_issue_with_a_claimed_identifier_is_held() {
+        let twin = |id: &str| Issue {
+            identifier: "C-1".into(),
+            ..issue(id, None, "")
+        };
+        let got = plan(&[twin("a"), twin("b")], &input(5));
+        assert_eq!(got[0], Decision::Dispatch);
+        assert_eq!(
+            got[1],
+            Decision::Held(HoldReason::IdentifierInUse {
+                by_issue_id: "a".into()
+            })
+        );
+        let mut live = input(5);
+        live.claimed_identifiers.insert("C-1".into(), "b".into());
+        let got = plan(&[twin("a")], &live);
+        assert_eq!(
+            got[0].clone(),
+            Decision::Held(HoldReason::IdentifierInUse {
+                by_issue_id: "b".into()
+            })
+        );
     }
 }

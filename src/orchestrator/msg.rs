@@ -18,6 +18,8 @@ pub enum ErrorCode {
     PromptRender,
     /// The tracker state could not be read between turns.
     TrackerRefresh,
+    /// The supervisor thread panicked (a bug); the run failed and is retried with backoff.
+    SupervisorPanic,
 }
 
 impl ErrorCode {
@@ -29,6 +31,7 @@ impl ErrorCode {
             ErrorCode::Hook => "hook_failed",
             ErrorCode::PromptRender => "prompt_render",
             ErrorCode::TrackerRefresh => "tracker_refresh_failed",
+            ErrorCode::SupervisorPanic => "supervisor_panic",
         }
     }
 }

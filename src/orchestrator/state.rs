@@ -386,6 +386,20 @@ impl State {
             .cloned()
             .collect()
     }
+
+    /// Identifier → issue id of every running or retry-queued issue: a workspace directory is
+    /// named after the identifier, so no second issue with one of these may be dispatched.
+    pub fn claimed_identifiers(&self) -> std::collections::BTreeMap<String, String> {
+        let running = self
+            .running
+            .iter()
+            .map(|(id, e)| (e.facts.issue.identifier.clone(), id.clone()));
+        let queued = self
+            .retries
+            .iter()
+            .map(|(id, r)| (r.issue.identifier.clone(), id.clone()));
+        queued.chain(running).collect()
+    }
 }
 
 #[cfg(test)]

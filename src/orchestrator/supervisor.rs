@@ -42,10 +42,12 @@ pub struct SupervisorJob {
 
 /// Starts the supervisor thread for `job`.
 pub fn spawn(job: SupervisorJob) -> std::io::Result<std::thread::JoinHandle<()>> {
-    let name = format!("sup-{}", job.issue.identifier);
+    let name = thread_name("sup-", &job.issue.identifier);
     std::thread::Builder::new().name(name).spawn(move || {
         let tx = job.tx.clone();
-        let result = run(&job);
+        // A panic must still end the run, or the issue would stay claimed as running forever.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&job)))
+            .unwrap_or_else(|payload| panicked(&job, payload.as_ref()));
         if tx.send(OrchMsg::Exit(Box::new(result))).is_err() {
             log::warn!(
                 "worker result dropped: orchestrator gone issue_id={} issue_identifier={}",
@@ -54,6 +56,58 @@ pub fn spawn(job: SupervisorJob) -> std::io::Result<std::thread::JoinHandle<()>>
             );
         }
     })
+}
+
+/// The result of a supervisor that panicked: a failed run, retried after the failure backoff.
+fn panicked(job: &SupervisorJob, payload: &(dyn std::any::Any + Send)) -> SupervisorResult {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    log::error!(
+        "supervisor panicked issue_id={} issue_identifier={} dispatch_id={} panic=\"{}\"",
+        job.issue.id,
+        job.issue.identifier,
+        job.dispatch_id,
+        what
+    );
+    SupervisorResult {
+        dispatch_id: job.dispatch_id.clone(),
+        issue_id: job.issue.id.clone(),
+        exit: error_exit(
+            ErrorCode::SupervisorPanic,
+            format!("supervisor panicked: {what}"),
+            true,
+        ),
+        turns_completed: 0,
+        session_id: None,
+        workspace_path: None,
+        ended_at_ms: job.clock.now_ms(),
+    }
+}
+
+/// Longest tracker-derived part of a thread name, in bytes. Linux keeps 15 bytes of a thread
+/// name (`pthread_setname_np`, which std truncates to); the Rust name (panic messages) keeps
+/// this many.
+const THREAD_NAME_TEXT_MAX: usize = 48;
+
+/// A thread name built from tracker text: `std::thread::Builder::spawn` panics on a name with
+/// a NUL byte, so every control character becomes `_` and the text is capped (on a char
+/// boundary) at [`THREAD_NAME_TEXT_MAX`] bytes.
+pub(crate) fn thread_name(prefix: &str, text: &str) -> String {
+    let mut name = String::with_capacity(prefix.len() + THREAD_NAME_TEXT_MAX);
+    name.push_str(prefix);
+    let mut used = 0;
+    for c in text.chars() {
+        let c = if c.is_control() { '_' } else { c };
+        used += c.len_utf8();
+        if used > THREAD_NAME_TEXT_MAX {
+            break;
+        }
+        name.push(c);
+    }
+    name
 }
 
 struct Progress {
@@ -262,7 +316,7 @@ fn spawn_forwarder(
     let state = state.clone();
     let workspace = workspace.to_path_buf();
     let handle = std::thread::Builder::new()
-        .name(format!("evt-{}", job.issue.identifier))
+        .name(thread_name("evt-", &job.issue.identifier))
         .spawn(move || {
             for event in ev_rx.iter() {
                 if let AgentEventKind::TokenUsage { usage, .. } = &event.kind {
@@ -422,6 +476,35 @@ fn write_state(workspace: &std::path::Path, state: &SharedState) {
         log::debug!(
             "state file not written workspace={} error=\"{e}\"",
             workspace.display()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thread_name;
+
+    #[test]
+    fn thread_names_from_tracker_text_always_spawn() {
+        for text in [
+            "PROJ-1",
+            "a\0b",
+            "\u{7}\n\t",
+            "é✓世界",
+            &"x".repeat(500),
+            "",
+        ] {
+            let name = thread_name("sup-", text);
+            assert!(name.starts_with("sup-"));
+            assert!(!name.chars().any(char::is_control), "{name:?}");
+            assert!(name.len() <= 4 + super::THREAD_NAME_TEXT_MAX, "{name:?}");
+            let spawned = std::thread::Builder::new().name(name).spawn(|| ());
+            assert!(spawned.is_ok_and(|h| h.join().is_ok()), "{text:?}");
+        }
+        assert_eq!(thread_name("evt-", "a\0b"), "evt-a_b");
+        assert_eq!(
+            thread_name("evt-", &"é".repeat(30)),
+            format!("evt-{}", "é".repeat(24))
         );
     }
 }

@@ -143,12 +143,14 @@ where
 }
 
 /// The standard injected variables for one invocation (extra first, so the standard four win).
+/// An environment value cannot hold a NUL byte (the hook would not start), so tracker text has
+/// each NUL replaced by `_`.
 pub(crate) fn injected_vars(env: &HookEnv, workspace: &Path) -> Vec<(String, String)> {
     let mut vars = env.extra.clone();
-    vars.push(("SORTIE_ISSUE_ID".into(), env.issue_id.clone()));
+    vars.push(("SORTIE_ISSUE_ID".into(), env.issue_id.replace('\0', "_")));
     vars.push((
         "SORTIE_ISSUE_IDENTIFIER".into(),
-        env.issue_identifier.clone(),
+        env.issue_identifier.replace('\0', "_"),
     ));
     vars.push((
         "SORTIE_WORKSPACE".into(),

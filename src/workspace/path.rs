@@ -4,11 +4,26 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use sha2::{Digest, Sha256};
+
 use super::error::WorkspaceError;
 
-/// Turns an issue identifier into a directory name: every char outside `[A-Za-z0-9._-]`
-/// becomes `_` (one `_` per char, so `é` → `_`). Empty identifiers and the special names
-/// `.`/`..` are rejected because they cannot name a distinct child of the root.
+/// Turns an issue identifier into a directory name, injectively:
+///
+/// - an identifier made only of `[A-Za-z0-9._-]` is its own name (`PROJ-123` → `PROJ-123`), so
+///   existing workspaces keep their paths;
+/// - otherwise every other char becomes `_` (one `_` per char, so `é` → `_`) and `-` plus the
+///   first 8 hex digits of the SHA-256 of the raw identifier is appended
+///   (`c/x` → `c_x-<8 hex>`, `c:x` → `c_x-<other 8 hex>`), so identifiers that sanitize alike
+///   still get distinct directories. A safe identifier could only collide with a sanitized one
+///   by spelling out that exact hash suffix.
+///
+/// Empty identifiers and the special names `.`/`..` are rejected because they cannot name a
+/// distinct child of the root.
+///
+/// The key is derived from the identifier alone; two issues (different ids) carrying the same
+/// identifier would share it, so dispatch holds the second while the first runs
+/// (`HoldReason::IdentifierInUse` in the dispatch pass).
 pub fn sanitize_key(identifier: &str) -> Result<String, WorkspaceError> {
     if identifier.is_empty() {
         return Err(WorkspaceError::Sanitize {
@@ -16,22 +31,23 @@ pub fn sanitize_key(identifier: &str) -> Result<String, WorkspaceError> {
             reason: "identifier must not be empty",
         });
     }
-    let key: String = identifier
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if key == "." || key == ".." {
+    if identifier == "." || identifier == ".." {
         return Err(WorkspaceError::Sanitize {
             identifier: identifier.to_string(),
             reason: "sanitized key is a filesystem special name",
         });
     }
+    let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if identifier.chars().all(safe) {
+        return Ok(identifier.to_string());
+    }
+    let mut key: String = identifier
+        .chars()
+        .map(|c| if safe(c) { c } else { '_' })
+        .collect();
+    let digest = Sha256::digest(identifier.as_bytes());
+    key.push('-');
+    key.push_str(&data_encoding::HEXLOWER.encode(&digest[..4]));
     Ok(key)
 }
 
@@ -113,14 +129,36 @@ pub(crate) fn contained_path(root: &Path, identifier: &str) -> Result<PathBuf, W
 mod tests {
     use super::*;
 
+    fn suffix(identifier: &str) -> String {
+        data_encoding::HEXLOWER.encode(&Sha256::digest(identifier.as_bytes())[..4])
+    }
+
     #[test]
-    fn sanitize_replaces_every_unsafe_char() {
-        assert_eq!(sanitize_key("PROJ-123").ok().as_deref(), Some("PROJ-123"));
-        assert_eq!(sanitize_key("a/b").ok().as_deref(), Some("a_b"));
-        assert_eq!(sanitize_key("../../etc").ok().as_deref(), Some(".._.._etc"));
-        assert_eq!(sanitize_key("foo bar").ok().as_deref(), Some("foo_bar"));
-        assert_eq!(sanitize_key("héllo✓").ok().as_deref(), Some("h_llo_"));
-        assert_eq!(sanitize_key("...").ok().as_deref(), Some("..."));
+    fn safe_identifiers_keep_their_name_and_others_get_a_hash_suffix() {
+        for safe in ["PROJ-123", "...", "a.b_c-D9"] {
+            assert_eq!(sanitize_key(safe).ok().as_deref(), Some(safe));
+        }
+        let cases = [
+            ("a/b", "a_b"),
+            ("../../etc", ".._.._etc"),
+            ("foo bar", "foo_bar"),
+            ("héllo✓", "h_llo_"),
+            ("a\0b", "a_b"),
+        ];
+        for (identifier, base) in cases {
+            let want = format!("{base}-{}", suffix(identifier));
+            assert_eq!(sanitize_key(identifier).ok(), Some(want), "{identifier:?}");
+        }
+    }
+
+    #[test]
+    fn identifiers_that_sanitize_alike_get_distinct_keys() {
+        let keys: std::collections::BTreeSet<String> = ["c/x", "c_x", "c:x", "c x", "c\0x"]
+            .iter()
+            .filter_map(|i| sanitize_key(i).ok())
+            .collect();
+        assert_eq!(keys.len(), 5, "{keys:?}");
+        assert!(keys.contains("c_x"));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::clock::Clock;
 use argv::{SessionFlag, build_args, prompt_needs_stdin};
 use crossbeam_channel::Sender;
 use parser::ClaudeParser;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,12 +74,10 @@ impl AgentAdapter for ClaudeAdapter {
             .unwrap_or_else(|| DEFAULT_COMMAND.to_string());
         let (program, command_args) = split_command(&command)
             .ok_or_else(|| AgentError::new(AgentErrorKind::AgentNotFound, "empty agent.command"))?;
-        let program = resolve_program(&program).ok_or_else(|| {
-            AgentError::new(
-                AgentErrorKind::AgentNotFound,
-                format!("agent binary {program:?} not found"),
-            )
-        })?;
+        let program = crate::agent::command::resolve_command(&program)
+            .map_err(|e| AgentError::new(AgentErrorKind::AgentNotFound, e.to_string()))?
+            .to_string_lossy()
+            .into_owned();
         if self
             .settings
             .block
@@ -220,18 +218,6 @@ impl AgentSession for ClaudeSession {
         self.stopped = true;
         Ok(())
     }
-}
-
-/// Finds `program` on PATH (or checks it directly when it contains a slash).
-fn resolve_program(program: &str) -> Option<String> {
-    if program.contains('/') {
-        return Path::new(program).is_file().then(|| program.to_string());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-        .map(|p| p.to_string_lossy().into_owned())
 }
 
 /// A random RFC 4122 version-4 UUID for a new conversation.

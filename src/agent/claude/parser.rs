@@ -484,8 +484,11 @@ impl ClaudeParser {
                         kind: AgentErrorKind::TurnFailed,
                     }
                 } else {
-                    TurnOutcome::Completed {
-                        message: String::new(),
+                    // Claude Code ends every finished turn with a result line; a clean exit
+                    // without one is a turn cut short (a crash that kept exit status 0).
+                    TurnOutcome::Failed {
+                        message: "agent exited 0 without a result line".into(),
+                        kind: AgentErrorKind::TurnFailed,
                     }
                 }
             }

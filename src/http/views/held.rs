@@ -100,6 +100,9 @@ impl HoldView {
             HoldReason::WorkspaceLocked { holder_pid } => {
                 (None, None, wording::workspace_locked(*holder_pid))
             }
+            HoldReason::IdentifierInUse { by_issue_id } => {
+                (None, None, wording::identifier_in_use(by_issue_id))
+            }
         };
         let (reason_text, release_text, full) = words;
         let hold = HoldView {

@@ -21,8 +21,14 @@ pub(super) enum ExitStep {
         delay_ms: u64,
         error: String,
     },
-    /// A failure that a retry cannot fix: release the claim, loudly.
-    GiveUp { error: String },
+    /// A failure a plain retry is not expected to fix (missing agent, input required, …). It
+    /// still waits the failure backoff, loudly: releasing the claim would dispatch the issue
+    /// again at the next tick, forever.
+    RetryUnfixable {
+        attempt: u32,
+        delay_ms: u64,
+        error: String,
+    },
     /// The agent declared itself blocked: park the issue under `label`, release the claim.
     Park { label: String },
     /// The agent declared an outcome: move the issue to `state` if one is configured, then
@@ -67,7 +73,9 @@ pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
             code,
             message,
             retryable: false,
-        } => ExitStep::GiveUp {
+        } => ExitStep::RetryUnfixable {
+            attempt: next_attempt,
+            delay_ms: failure_delay_ms(next_attempt, f.backoff_cap_ms),
             error: format!("{code}: {message}"),
         },
         SupervisorExit::Normal { declared, .. } => match declared {
@@ -198,7 +206,11 @@ impl Orchestrator {
     /// Totals, metrics and the run record; the run is persisted before any retry is scheduled
     /// and before any hand-off. A record the database cannot take now is kept by the writer,
     /// which sends `RunRecorded` once it commits; the database check fails meanwhile.
-    pub(super) fn record_exit(&mut self, entry: &RunningEntry, result: &SupervisorResult) -> RecordState {
+    pub(super) fn record_exit(
+        &mut self,
+        entry: &RunningEntry,
+        result: &SupervisorResult,
+    ) -> RecordState {
         let now = self.clock.now_ms();
         let seconds = ((now - entry.facts.started_at_ms).max(0) as f64) / 1000.0;
         self.state.totals.seconds_running += seconds;
@@ -301,14 +313,28 @@ impl Orchestrator {
                     entry.facts.dispatched_at_ms,
                 );
             }
-            ExitStep::GiveUp { error } => {
+            ExitStep::RetryUnfixable {
+                attempt,
+                delay_ms,
+                error,
+            } => {
                 log::error!(
-                    "worker run failed, non-retryable, releasing claim issue_id={} issue_identifier={} error=\"{}\"",
+                    "worker run failed, non-retryable, waiting the failure backoff issue_id={} issue_identifier={} next_attempt={} delay_ms={} error=\"{}\"",
                     issue.id,
                     issue.identifier,
+                    attempt,
+                    delay_ms,
                     error
                 );
-                self.release(&issue.id);
+                self.schedule_retry(
+                    issue,
+                    attempt,
+                    delay_ms,
+                    RetryTrigger::Error,
+                    Some(format!("worker exited: {error}")),
+                    None,
+                    entry.facts.dispatched_at_ms,
+                );
             }
             ExitStep::Park { label } => {
                 self.park(issue, label);
@@ -538,7 +564,7 @@ mod tests {
     }
 
     #[test]
-    fn a_retryable_failure_retries_with_backoff_and_a_fatal_one_gives_up() {
+    fn every_failure_waits_the_backoff_before_the_next_dispatch() {
         let err = |retryable| SupervisorExit::Error {
             code: crate::orchestrator::msg::ErrorCode::Agent(
                 crate::agent::AgentErrorKind::TurnFailed,
@@ -556,7 +582,9 @@ mod tests {
         );
         assert_eq!(
             decide(err(false), false, false),
-            ExitStep::GiveUp {
+            ExitStep::RetryUnfixable {
+                attempt: 3,
+                delay_ms: failure_delay_ms(3, 300_000),
                 error: "turn_failed: boom".into()
             }
         );

@@ -270,8 +270,48 @@ impl Orchestrator {
         }
     }
 
-    /// The loop: messages, due retries and ticks, until shutdown completes.
+    /// The loop: messages, due retries and ticks, until shutdown completes. A panic in the
+    /// loop stops every running agent first (cancel, then wait up to the drain timeout for the
+    /// supervisors to report) and then continues unwinding, so the thread's join sees it and
+    /// the process exits non-zero (`cli::run`).
     pub fn run(mut self) {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_loop()));
+        if let Err(payload) = outcome {
+            self.stop_agents_after_panic();
+            std::panic::resume_unwind(payload);
+        }
+    }
+
+    /// After a panic in the loop: cancels every running session and waits (bounded) for the
+    /// supervisors' exits, whose agents are stopped like on shutdown. Nothing is scheduled.
+    fn stop_agents_after_panic(&mut self) {
+        log::error!(
+            "orchestrator panicked; stopping running sessions running={}",
+            self.state.running.len()
+        );
+        for e in self.state.running.values() {
+            e.handles.cancel.cancel(CancelReason::Shutdown);
+        }
+        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        while !self.state.running.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(OrchMsg::Exit(result)) => {
+                    self.state.running.remove(&result.issue_id);
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    log::warn!(
+                        "sessions not stopped after orchestrator panic remaining={}",
+                        self.state.running.len()
+                    );
+                    break;
+                }
+            }
+        }
+    }
+
+    fn run_loop(&mut self) {
         loop {
             let timeout = self.next_wakeup();
             let mut changed = false;

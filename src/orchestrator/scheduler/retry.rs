@@ -85,6 +85,8 @@ impl Orchestrator {
         fired
     }
 
+    /// Puts a retry that could not start back in the queue at `attempt` (the caller passes the
+    /// same attempt: the number counts sessions, not reschedules), due after its backoff.
     pub(super) fn reschedule(
         &mut self,
         mut info: RetryInfo,
@@ -149,7 +151,7 @@ impl Orchestrator {
             }
             Err(e) => {
                 log::warn!("retry issue fetch failed issue_id={} error=\"{e}\"", id);
-                let a = info.attempt + 1;
+                let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::IssueFetchFailed);
                 return;
             }
@@ -182,8 +184,13 @@ impl Orchestrator {
                 );
             }
             Some(Decision::Held(HoldReason::AgentSlotsFull { .. })) => {
-                let a = info.attempt + 1;
+                // The attempt counts sessions: waiting for a slot is not one.
+                let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::NoSlots);
+            }
+            Some(Decision::Held(HoldReason::IdentifierInUse { .. })) => {
+                let a = info.attempt;
+                self.reschedule(info, a, RescheduleReason::IdentifierInUse);
             }
             Some(Decision::Held(HoldReason::BlockedBy(_)))
             | Some(Decision::Held(HoldReason::WorkspaceLocked { .. }))

@@ -57,6 +57,12 @@ impl Orchestrator {
 
     pub(super) fn preflight(&mut self) -> Result<(), PreflightError> {
         let mut problems = self.workflow.config.config_preflight();
+        problems.extend(
+            self.workflow
+                .config
+                .agent_command_problem()
+                .map(|p| p.message),
+        );
         if let Err(e) = self.workspaces().preflight_root_writable() {
             problems.push(format!("workspace.root_writable: {e}"));
         }
@@ -217,6 +223,7 @@ impl Orchestrator {
                 claimed: self.state.claimed(),
                 budget_held: self.state.budget_held.keys().cloned().collect(),
                 parked: self.state.parked.keys().cloned().collect(),
+                claimed_identifiers: self.state.claimed_identifiers(),
             },
         )
     }
