@@ -7,7 +7,7 @@ mod common;
 
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{FAKE_AGENT, Project, SORTIE, holds_within};
 use serde_json::json;
@@ -156,66 +156,17 @@ fn a_clean_exit_without_a_result_line_fails_and_waits_the_backoff() {
 
 mod in_process {
     use super::*;
+    use common::in_process::{mock_orchestrator, step_until};
     use sortie::clock::{Clock, ManualClock};
-    use sortie::config::{LoadOptions, load_workflow};
-    use sortie::orchestrator::{Orchestrator, OrchestratorDeps, adapters};
-    use sortie::prompt::PromptTemplate;
-
-    const START_MS: i64 = 1_800_000_000_000;
+    use sortie::orchestrator::Orchestrator;
 
     fn setup(
         dir: &std::path::Path,
         issues: &str,
         agent_tail: &str,
     ) -> (Orchestrator, Arc<ManualClock>) {
-        std::fs::write(dir.join("issues.json"), issues).expect("issues");
-        std::fs::write(
-            dir.join("WORKFLOW.md"),
-            format!(
-                "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\n\
-                 file:\n  path: ./issues.json\npolling:\n  interval_ms: 1000\nworkspace:\n  root: {}\n\
-                 agent:\n  kind: mock\n  max_turns: 1\n{}---\nDo {{{{ .issue.identifier }}}}\n",
-                dir.join("ws").display(),
-                agent_tail
-            ),
-        )
-        .expect("workflow");
-        let clock = Arc::new(ManualClock::new(START_MS));
-        let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let opts = LoadOptions::from_process(None);
-        let wf = load_workflow(&dir.join("WORKFLOW.md"), &opts).expect("load");
-        let template = PromptTemplate::parse(&wf.prompt_template, "WORKFLOW.md", 0).expect("tpl");
-        let deps = OrchestratorDeps {
-            tracker: adapters::build_tracker(&wf, dyn_clock.clone()).expect("tracker"),
-            agent: adapters::build_agent(&wf, dyn_clock.clone()).expect("agent"),
-            store: Arc::new(
-                sortie::store::Store::open(&dir.join("sortie.db"), dyn_clock.clone())
-                    .expect("store"),
-            ),
-            workflow: Arc::new(wf),
-            template: Arc::new(template),
-            load_options: opts,
-            metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
-            clock: dyn_clock,
-        };
-        let (o, _handle) = Orchestrator::new(deps);
-        (o, clock)
-    }
-
-    /// Steps until `cond` holds on a fresh snapshot (real-time waits for worker messages only).
-    fn step_until(
-        o: &mut Orchestrator,
-        what: &str,
-        cond: impl Fn(&sortie::orchestrator::snapshot::Snapshot) -> bool,
-    ) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            o.step(Duration::from_millis(20));
-            if cond(&o.snapshot_now()) {
-                return;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        }
+        let p = mock_orchestrator(dir, issues, agent_tail);
+        (p.orch, p.clock)
     }
 
     #[test]

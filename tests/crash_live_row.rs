@@ -3,16 +3,11 @@
 //! an adapter reports that is not an agent this sortie started never names a process group to
 //! stop after a crash.
 
-use std::sync::Arc;
+mod common;
+
 use std::time::{Duration, Instant};
 
-use sortie::clock::{Clock, ManualClock};
-use sortie::config::{LoadOptions, load_workflow};
-use sortie::orchestrator::{Orchestrator, OrchestratorDeps, adapters};
-use sortie::prompt::PromptTemplate;
-use sortie::store::Store;
-
-const START_MS: i64 = 1_800_000_000_000;
+use common::in_process::{InProcess, mock_orchestrator};
 
 fn live_row(dir: &std::path::Path) -> Option<(i64, Option<String>, Option<i64>)> {
     rusqlite::Connection::open(dir.join("sortie.db"))
@@ -30,41 +25,18 @@ fn live_row(dir: &std::path::Path) -> Option<(i64, Option<String>, Option<i64>)>
 fn figures_reach_the_live_row_batched_and_a_foreign_pid_is_never_recorded_as_a_group() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    std::fs::write(
-        dir.join("issues.json"),
-        r#"[{"id": "1", "identifier": "L-1", "title": "Live", "state": "To Do"}]"#,
-    )
-    .unwrap();
     // The mock reports this test's own pid: a real process, but not an agent sortie started.
     let me = std::process::id();
-    std::fs::write(
-        dir.join("WORKFLOW.md"),
-        format!(
-            "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\n\
-             file:\n  path: ./issues.json\npolling:\n  interval_ms: 1000\nworkspace:\n  root: {}\n\
-             agent:\n  kind: mock\n  max_turns: 1\nmock:\n  agent_pid: {me}\n  turn_delay_ms: 600000\n\
-             ---\nDo {{{{ .issue.identifier }}}}\n",
-            dir.join("ws").display(),
-        ),
-    )
-    .unwrap();
-    let clock = Arc::new(ManualClock::new(START_MS));
-    let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let opts = LoadOptions::from_process(None);
-    let wf = load_workflow(&dir.join("WORKFLOW.md"), &opts).unwrap();
-    let template = PromptTemplate::parse(&wf.prompt_template, "WORKFLOW.md", 0).unwrap();
-    let store = Arc::new(Store::open(&dir.join("sortie.db"), dyn_clock.clone()).unwrap());
-    let deps = OrchestratorDeps {
-        tracker: adapters::build_tracker(&wf, dyn_clock.clone()).unwrap(),
-        agent: adapters::build_agent(&wf, dyn_clock.clone()).unwrap(),
-        store: store.clone(),
-        workflow: Arc::new(wf),
-        template: Arc::new(template),
-        load_options: opts,
-        metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
-        clock: dyn_clock,
-    };
-    let (mut o, _handle) = Orchestrator::new(deps);
+    let InProcess {
+        orch: mut o,
+        clock,
+        store,
+        ..
+    } = mock_orchestrator(
+        dir,
+        r#"[{"id": "1", "identifier": "L-1", "title": "Live", "state": "To Do"}]"#,
+        &format!("mock:\n  agent_pid: {me}\n  turn_delay_ms: 600000\n"),
+    );
 
     // The session's usage event has been handled in memory...
     let deadline = Instant::now() + Duration::from_secs(20);

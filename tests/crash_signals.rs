@@ -3,31 +3,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
+use common::procs::processes_in;
 use common::{Project, poll, wait_for};
 use serde_json::json;
-
-/// Processes whose working directory is inside `dir`.
-fn processes_in(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !name.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        if let Ok(cwd) = std::fs::read_link(e.path().join("cwd"))
-            && cwd.starts_with(dir)
-        {
-            found.push(name);
-        }
-    }
-    found
-}
 
 fn sigterm(pid: u32) {
     if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {

@@ -3,32 +3,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
+use common::procs::processes_in;
 use common::{Project, wait_for};
 use serde_json::json;
-
-/// Processes whose working directory is inside `dir`.
-fn processes_in(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !name.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        if let Ok(cwd) = std::fs::read_link(e.path().join("cwd"))
-            && cwd.starts_with(dir)
-        {
-            // Zombies have no cwd link; a readable one means alive.
-            found.push(name);
-        }
-    }
-    found
-}
 
 #[test]
 fn sigterm_cancels_running_agents_records_them_and_exits_0() {

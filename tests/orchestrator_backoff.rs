@@ -1,16 +1,13 @@
 //! Failure backoff driven in-process with a manual clock: retries are due at 10 s, 20 s,
 //! 40 s … capped, measured from the stored `due_at` — no sleeping on the clock.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sortie::clock::{Clock, ManualClock};
-use sortie::config::{LoadOptions, load_workflow};
-use sortie::orchestrator::{Orchestrator, OrchestratorDeps, OrchestratorHandle, adapters};
-use sortie::prompt::PromptTemplate;
-use sortie::store::Store;
-
-const START_MS: i64 = 1_800_000_000_000;
+use sortie::orchestrator::{Orchestrator, OrchestratorHandle};
 
 type Setup = (Orchestrator, Arc<ManualClock>, OrchestratorHandle);
 
@@ -24,35 +21,8 @@ fn setup(dir: &std::path::Path) -> Setup {
 
 /// `agent_tail` is appended after `agent.max_turns` (more agent keys, then other sections).
 fn setup_with(dir: &std::path::Path, issues: &str, agent_tail: &str) -> Setup {
-    std::fs::write(dir.join("issues.json"), issues).unwrap();
-    std::fs::write(
-        dir.join("WORKFLOW.md"),
-        format!(
-            "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\n\
-             file:\n  path: ./issues.json\npolling:\n  interval_ms: 1000\nworkspace:\n  root: {}\n\
-             agent:\n  kind: mock\n  max_turns: 1\n{}---\nDo {{{{ .issue.identifier }}}}\n",
-            dir.join("ws").display(),
-            agent_tail
-        ),
-    )
-    .unwrap();
-    let clock = Arc::new(ManualClock::new(START_MS));
-    let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let opts = LoadOptions::from_process(None);
-    let wf = load_workflow(&dir.join("WORKFLOW.md"), &opts).unwrap();
-    let template = PromptTemplate::parse(&wf.prompt_template, "WORKFLOW.md", 0).unwrap();
-    let deps = OrchestratorDeps {
-        tracker: adapters::build_tracker(&wf, dyn_clock.clone()).unwrap(),
-        agent: adapters::build_agent(&wf, dyn_clock.clone()).unwrap(),
-        store: Arc::new(Store::open(&dir.join("sortie.db"), dyn_clock.clone()).unwrap()),
-        workflow: Arc::new(wf),
-        template: Arc::new(template),
-        load_options: opts,
-        metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
-        clock: dyn_clock,
-    };
-    let (o, handle) = Orchestrator::new(deps);
-    (o, clock, handle)
+    let p = common::in_process::mock_orchestrator(dir, issues, agent_tail);
+    (p.orch, p.clock, p.handle)
 }
 
 /// Steps the orchestrator (real-time waits for worker messages only) until a retry of the

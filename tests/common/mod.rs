@@ -5,12 +5,16 @@
 //! - [`http`]: a raw-socket HTTP/1.1 client and an event-stream reader;
 //! - [`workflow`]: temp projects (workflow, file-tracker backlog, fake-agent scenarios);
 //! - [`wait`]: condition polls with deadlines;
+//! - [`in_process`]: an orchestrator stepped by the test with a manual clock;
+//! - [`procs`]: live processes seen through `/proc`;
 //! - [`store`]: builders of store records and raw SQLite access;
 //! - [`promtool`]: `promtool check metrics` on an exposition text.
 #![allow(dead_code)]
 
 pub mod daemon;
 pub mod http;
+pub mod in_process;
+pub mod procs;
 pub mod promtool;
 pub mod store;
 pub mod wait;
