@@ -88,9 +88,15 @@ impl Issue {
     }
 }
 
+/// The form states are compared and keyed by: trimmed and lower-cased, so `" To Do "` and
+/// `to do` are the same state everywhere (per-state caps, collision checks, matching).
+pub fn state_key(s: &str) -> String {
+    s.trim().to_lowercase()
+}
+
 /// Tracker states compare case-insensitively (after trimming).
 pub fn state_eq(a: &str, b: &str) -> bool {
-    a.trim().to_lowercase() == b.trim().to_lowercase()
+    state_key(a) == state_key(b)
 }
 
 /// True when `state` is one of `states` (case-insensitive).
@@ -303,6 +309,7 @@ mod tests {
     #[test]
     fn states_compare_case_insensitively() {
         assert!(state_eq("In Progress", "in progress "));
+        assert_eq!(state_key(" To Do "), "to do");
         assert!(state_in("DONE", &["Done".to_string()]));
         assert!(!state_in("Done", &[]));
     }

@@ -70,6 +70,7 @@ fn build_inner(
     let db_path = build_db_path(&raw, ctx)?;
     let server = build_server(section("server"))?;
     let logging = build_logging(section("logging"))?;
+    check_worker(section("worker"))?;
     let tracker_path = match registry::tracker(&tracker.kind).and_then(|d| d.path_key) {
         Some(key) => data_path(&raw, &tracker.kind, key, ctx, warnings)?,
         None => None,
@@ -161,7 +162,8 @@ fn optional_state(
             "resolved to empty (check environment variable)",
         ));
     }
-    Ok(Some(resolved))
+    // Stored trimmed: it is written to the tracker and compared with trimmed states.
+    Ok(Some(resolved.trim().to_string()))
 }
 
 fn build_comments(m: &Map<String, Value>) -> Result<TrackerComments, ConfigError> {
@@ -194,9 +196,9 @@ fn build_comments(m: &Map<String, Value>) -> Result<TrackerComments, ConfigError
 
 fn build_polling(m: &Map<String, Value>) -> Result<PollingConfig, ConfigError> {
     let interval_ms = match int_field(m, "interval_ms", "polling.interval_ms")? {
-        None | Some(0) => DEFAULT_POLL_INTERVAL_MS,
-        Some(n) if n < 0 => {
-            // Go Sortie accepts this and busy-loops; refused here.
+        None => DEFAULT_POLL_INTERVAL_MS,
+        Some(n) if n <= 0 => {
+            // Go Sortie accepts this and busy-loops; refused here, as the README says.
             return Err(ConfigError::field(
                 "polling.interval_ms",
                 "must be positive",
@@ -344,19 +346,22 @@ fn build_agent(
             }
             Some(n) => to_u32(n, "agent.max_concurrent_agents")?,
         };
-    // Absent → default; explicit 0 or negative → stall detection off, so a workflow can opt
-    // out of stall kills for agents that think silently for long stretches.
+    // Absent → default; explicit 0 → stall detection off, so a workflow can opt out of stall
+    // kills for agents that think silently for long stretches; negative is an error.
     let stall_timeout_ms = match int_field(m, "stall_timeout_ms", "agent.stall_timeout_ms")? {
         None => Some(DEFAULT_STALL_TIMEOUT_MS),
-        Some(n) if n <= 0 => None,
+        Some(0) => None,
+        Some(n) if n < 0 => {
+            return Err(ConfigError::field(
+                "agent.stall_timeout_ms",
+                "must be non-negative (0 turns stall detection off)",
+            ));
+        }
         Some(n) => Some(n.unsigned_abs()),
     };
-    // ≤ 0 would fall back at use time anyway; normalize once here.
+    // Absent or 0 → the default cap; negative is an error.
     let max_retry_backoff_ms =
-        match int_field(m, "max_retry_backoff_ms", "agent.max_retry_backoff_ms")? {
-            Some(n) if n > 0 => n.unsigned_abs(),
-            _ => DEFAULT_MAX_RETRY_BACKOFF_MS,
-        };
+        int_or_default(m, "max_retry_backoff_ms", DEFAULT_MAX_RETRY_BACKOFF_MS)?;
     Ok(AgentConfig {
         command: non_empty(string_field(m, "command").trim().to_string()),
         kind,
@@ -376,19 +381,44 @@ fn build_agent(
     })
 }
 
-/// Lower-cased keys; non-numeric or ≤ 0 entries are dropped (with a warning).
+/// Keys trimmed and lower-cased (`domain::state_key`, the form dispatch compares with), so
+/// `" To Do "` caps `To Do`; non-numeric or ≤ 0 entries and blank keys are dropped (with a
+/// warning); two keys naming the same state keep the smaller cap (with a warning).
 fn by_state(v: Option<&Value>, warnings: &mut Vec<ConfigWarning>) -> BTreeMap<String, u32> {
-    let mut out = BTreeMap::new();
+    let mut out: BTreeMap<String, u32> = BTreeMap::new();
     let Some(Value::Object(m)) = v else {
         return out;
     };
     for (state, limit) in m {
+        let field = format!("agent.max_concurrent_agents_by_state.{state}");
+        let key = crate::domain::state_key(state);
+        if key.is_empty() {
+            warnings.push(ConfigWarning::new(
+                "invalid_value",
+                field,
+                "blank state name; entry ignored",
+            ));
+            continue;
+        }
         match coerce_int(limit)
             .and_then(|n| u32::try_from(n).ok())
             .filter(|n| *n > 0)
         {
             Some(n) => {
-                out.insert(state.to_lowercase(), n);
+                if let Some(prev) = out.get(&key).copied() {
+                    warnings.push(ConfigWarning::new(
+                        "invalid_value",
+                        field,
+                        format!(
+                            "names the same state as another entry ({key:?} after trimming and \
+                             case folding); the smaller cap {} is used",
+                            prev.min(n)
+                        ),
+                    ));
+                    out.insert(key, prev.min(n));
+                } else {
+                    out.insert(key, n);
+                }
             }
             None => warnings.push(ConfigWarning::new(
                 "invalid_value",
@@ -476,10 +506,35 @@ fn build_logging(m: &Map<String, Value>) -> Result<LoggingConfig, ConfigError> {
     Ok(LoggingConfig { level, format })
 }
 
+/// The warning check of a tracker data file found only relative to the working directory.
+pub const DATA_PATH_FROM_CWD_CHECK: &str = "data_path_from_cwd";
+
+/// `worker.ssh_hosts`: this build has no SSH workers, so a non-empty list would silently run
+/// the remote work on this host. That is never acceptable: it is an error, so `validate` exits
+/// 1, the daemon refuses to start and a reload to it is refused. An empty list is fine.
+fn check_worker(m: &Map<String, Value>) -> Result<(), ConfigError> {
+    let non_empty = match m.get("ssh_hosts") {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::String(s)) => !s.trim().is_empty(),
+        Some(Value::Object(o)) => !o.is_empty(),
+        Some(_) => true,
+    };
+    if non_empty {
+        return Err(ConfigError::field(
+            "worker.ssh_hosts",
+            "SSH workers are not supported by this build; agents would run on this host \
+             instead of the listed hosts (remove worker.ssh_hosts or leave it empty)",
+        ));
+    }
+    Ok(())
+}
+
 /// A tracker kind's local data file: `<kind>.<key>`, else `tracker.<key>` (Go Sortie documents
 /// that spelling but never reads it, so both are accepted), `~`-expanded and resolved against
 /// the **workflow file's directory** — a deliberate deviation from Go, which uses the process
-/// CWD, so a workflow works the same from any directory.
+/// CWD, so a workflow works the same from any directory. When the file is not there but exists
+/// relative to the CWD (Go's base), that one is used with a `data_path_from_cwd` warning.
 fn data_path(
     raw: &Map<String, Value>,
     kind: &str,
@@ -508,7 +563,26 @@ fn data_path(
         }
         let p = expand_path(s.trim(), ctx.home, false, ctx.env)
             .map_err(|e| ConfigError::field(&field, e))?;
-        return Ok(Some(absolute(ctx.workflow_dir, &p)));
+        let beside_workflow = absolute(ctx.workflow_dir, &p);
+        // The original Sortie resolves against the process CWD, and its own examples are run
+        // from the repository root (`file.path: examples/issues.json`). When the file is not
+        // beside the workflow but is there, use it and say so.
+        let from_cwd = absolute(ctx.cwd, &p);
+        if !beside_workflow.exists() && from_cwd != beside_workflow && from_cwd.exists() {
+            warnings.push(ConfigWarning::new(
+                DATA_PATH_FROM_CWD_CHECK,
+                field,
+                format!(
+                    "{} does not exist; using {} (relative to the working directory, as the \
+                     original Sortie resolves it). Write the path relative to the workflow \
+                     file's folder so it works from any directory",
+                    beside_workflow.display(),
+                    from_cwd.display()
+                ),
+            ));
+            return Ok(Some(from_cwd));
+        }
+        return Ok(Some(beside_workflow));
     }
     Ok(None)
 }

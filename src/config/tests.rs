@@ -133,7 +133,7 @@ agent:
   turn_timeout_ms: 100
   read_timeout_ms: 200
   stall_timeout_ms: 0
-  max_retry_backoff_ms: -5
+  max_retry_backoff_ms: 0
 db_path: data/sortie.db
 server: {port: 8080, host: 0.0.0.0}
 logging: {level: DEBUG, format: Json}
@@ -382,8 +382,68 @@ fn stall_timeout_absent_zero_negative() {
     let stall = |y: &str| ok(&doc(y), &opts(&[])).config.agent.stall_timeout_ms;
     assert_eq!(stall(""), Some(300_000));
     assert_eq!(stall("agent: {stall_timeout_ms: 0}"), None);
-    assert_eq!(stall("agent: {stall_timeout_ms: -1}"), None);
     assert_eq!(stall("agent: {stall_timeout_ms: '42'}"), Some(42));
+    // Negative was read as "off"; it is now an error naming the key.
+    assert_eq!(
+        err(&doc("agent: {stall_timeout_ms: -1}"), &opts(&[])),
+        "config: agent.stall_timeout_ms: must be non-negative (0 turns stall detection off)"
+    );
+}
+
+#[test]
+fn poll_interval_zero_and_negative_backoff_are_errors() {
+    assert_eq!(
+        err(&doc("polling: {interval_ms: 0}"), &opts(&[])),
+        "config: polling.interval_ms: must be positive"
+    );
+    assert_eq!(
+        err(&doc("agent: {max_retry_backoff_ms: -5}"), &opts(&[])),
+        "config: agent.max_retry_backoff_ms: must be non-negative"
+    );
+    let w = ok(&doc("agent: {max_retry_backoff_ms: 0}"), &opts(&[]));
+    assert_eq!(w.config.agent.max_retry_backoff_ms, 300_000);
+}
+
+#[test]
+fn state_names_are_trimmed_and_case_folded() {
+    let w = ok(
+        &doc("agent:\n  max_concurrent_agents_by_state: {' To Do ': 2, 'to do': 1, ' ': 3}"),
+        &opts(&[]),
+    );
+    assert_eq!(
+        w.config.agent.max_concurrent_agents_by_state,
+        BTreeMap::from([("to do".to_string(), 1)])
+    );
+    assert_eq!(
+        err(&doc("  handoff_state: ' to do '"), &opts(&[])),
+        "config: tracker.handoff_state: \"to do\" collides with active state \"To Do\""
+    );
+    let w = ok(&doc("  handoff_state: ' Review '"), &opts(&[]));
+    assert_eq!(w.config.tracker.handoff_state.as_deref(), Some("Review"));
+}
+
+#[test]
+fn ssh_hosts_is_an_error_and_unbuilt_features_warn() {
+    assert_eq!(
+        err(&doc("worker: {ssh_hosts: [build1]}"), &opts(&[])),
+        "config: worker.ssh_hosts: SSH workers are not supported by this build; agents would run \
+         on this host instead of the listed hosts (remove worker.ssh_hosts or leave it empty)"
+    );
+    let w = ok(
+        &doc(
+            "worker: {ssh_hosts: [], max_concurrent_agents_per_host: 2}\nself_review: {enabled: true}\nagent: {max_cost_usd: 3}\nagnet: {}",
+        ),
+        &opts(&[]),
+    );
+    let got: Vec<String> = w.warnings.iter().map(ToString::to_string).collect();
+    for want in [
+        "warning: unsupported_key: self_review: not supported by this build (self-review is not built yet); ignored",
+        "warning: unsupported_key: agent.max_cost_usd: not supported by this build (spend ceilings are not enforced yet); ignored",
+        "warning: unsupported_key: worker.max_concurrent_agents_per_host: not supported by this build (SSH workers are not built yet); ignored",
+        "warning: unknown_key: agnet: not a recognised top-level key; ignored (did you mean `agent`?)",
+    ] {
+        assert!(got.contains(&want.to_string()), "{got:?}");
+    }
 }
 
 #[test]

@@ -118,8 +118,142 @@ const STRING_FIELDS: &[(&str, &[&str])] = &[
 const LIST_FIELDS: &[(&str, &str)] =
     &[("tracker", "active_states"), ("tracker", "terminal_states")];
 
+/// States compare trimmed and case-insensitively, as dispatch and reconciliation compare them.
 fn eq_ci(a: &str, b: &str) -> bool {
-    a.to_lowercase() == b.to_lowercase()
+    crate::domain::state_eq(a, b)
+}
+
+/// The warning check id of a key this build reads but does not act on.
+pub const UNSUPPORTED_KEY_CHECK: &str = "unsupported_key";
+
+/// Top-level sections of features this build does not have: accepted, never acted on.
+const UNSUPPORTED_SECTIONS: &[(&str, &str)] = &[
+    ("ci_feedback", "CI feedback is not built yet"),
+    ("self_review", "self-review is not built yet"),
+    ("reactions", "pull-request reactions are not built yet"),
+    ("dispatch", "dispatch rules and stages are not built yet"),
+    ("notifications", "notifications are not built yet"),
+    ("token_rates", "money costs are not built yet"),
+];
+
+/// Keys inside typed sections that this build parses (or accepts) but never acts on.
+const UNSUPPORTED_KEYS: &[(&str, &str, &str)] = &[
+    (
+        "agent",
+        "max_cost_usd",
+        "spend ceilings are not enforced yet",
+    ),
+    (
+        "agent",
+        "max_daily_cost_usd",
+        "spend ceilings are not enforced yet",
+    ),
+    (
+        "agent",
+        "max_weekly_cost_usd",
+        "spend ceilings are not enforced yet",
+    ),
+    (
+        "agent",
+        "max_monthly_cost_usd",
+        "spend ceilings are not enforced yet",
+    ),
+    (
+        "workspace",
+        "retention_days",
+        "workspace retention is not built yet",
+    ),
+    (
+        "tracker",
+        "api_version",
+        "no tracker of this build reads it",
+    ),
+    (
+        "tracker",
+        "handoff_evidence",
+        "no tracker of this build reads it",
+    ),
+    ("tracker", "user_agent", "no tracker of this build reads it"),
+];
+
+fn unsupported(field: impl Into<String>, why: &str) -> ConfigWarning {
+    ConfigWarning::new(
+        UNSUPPORTED_KEY_CHECK,
+        field,
+        format!("not supported by this build ({why}); ignored"),
+    )
+}
+
+/// Warnings for every key this build accepts but does not act on. `worker.ssh_hosts` is not
+/// here: a non-empty list is a load error (see `build::check_worker`).
+fn unsupported_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) {
+    for (section, why) in UNSUPPORTED_SECTIONS {
+        if raw.get(*section).is_some_and(|v| !v.is_null()) {
+            out.push(unsupported(*section, why));
+        }
+    }
+    for (section, key, why) in UNSUPPORTED_KEYS {
+        if raw
+            .get(*section)
+            .and_then(|m| m.get(*key))
+            .is_some_and(|v| !v.is_null())
+        {
+            out.push(unsupported(format!("{section}.{key}"), why));
+        }
+    }
+    if let Some(w) = raw.get("worker").and_then(Value::as_object) {
+        for key in w.keys().filter(|k| k.as_str() != "ssh_hosts") {
+            out.push(unsupported(
+                format!("worker.{key}"),
+                "SSH workers are not built yet",
+            ));
+        }
+    }
+}
+
+/// Optimal-string-alignment edit distance (a transposition counts as one edit), on chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// The closest of `known` to a misspelled `key` (case-insensitive), when it is close enough
+/// to be a typo: at most 2 edits, and fewer than half the key's length.
+fn closest<'a>(key: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let k = key.to_lowercase();
+    known
+        .into_iter()
+        .map(|c| (edit_distance(&k, &c.to_lowercase()), c))
+        .filter(|(d, _)| *d <= 2 && *d * 2 < k.chars().count().max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn unknown_message(base: &str, suggestion: Option<&str>) -> String {
+    match suggestion {
+        Some(s) => format!("{base}; ignored (did you mean `{s}`?)"),
+        None => format!("{base}; ignored"),
+    }
 }
 
 fn collides(field: &str, value: &str, list: &[String], what: &str) -> Result<(), ConfigError> {
@@ -191,11 +325,24 @@ pub fn collect_warnings(
             || (!tracker_kind.is_empty() && key == tracker_kind)
             || key == agent_kind;
         if !known {
-            out.push(ConfigWarning::new(
-                "unknown_key",
-                key.clone(),
-                "not a recognised top-level key; ignored",
-            ));
+            let adapter_kind = registry::TRACKERS
+                .iter()
+                .map(|d| d.kind)
+                .chain(registry::AGENTS.iter().map(|d| d.kind))
+                .any(|k| k == key);
+            let message = if adapter_kind {
+                // A pass-through block of a kind the workflow does not select.
+                "block of an adapter kind this workflow does not select; ignored".to_string()
+            } else {
+                let known_keys = CORE_KEYS
+                    .iter()
+                    .chain(EXTENSION_KEYS)
+                    .copied()
+                    .chain(registry::TRACKERS.iter().map(|d| d.kind))
+                    .chain(registry::AGENTS.iter().map(|d| d.kind));
+                unknown_message("not a recognised top-level key", closest(key, known_keys))
+            };
+            out.push(ConfigWarning::new("unknown_key", key.clone(), message));
         }
         let sectioned = MAP_SECTIONS.contains(&key.as_str())
             || (!tracker_kind.is_empty() && key == tracker_kind)
@@ -217,7 +364,7 @@ pub fn collect_warnings(
                 out.push(ConfigWarning::new(
                     "unknown_key",
                     format!("{section}.{key}"),
-                    "not a recognised key; ignored",
+                    unknown_message("not a recognised key", closest(key, keys.iter().copied())),
                 ));
             }
         }
@@ -254,6 +401,7 @@ pub fn collect_warnings(
             }
         }
     }
+    unsupported_warnings(raw, &mut out);
     for (section, key) in LIST_FIELDS {
         if let Some(v) = raw.get(*section).and_then(|m| m.get(*key))
             && !v.is_array()

@@ -157,7 +157,7 @@ impl PassInput {
         let mut running_by_state = BTreeMap::new();
         for state in &live.running_states {
             *running_by_state
-                .entry(state.trim().to_lowercase())
+                .entry(crate::domain::state_key(state))
                 .or_insert(0) += 1;
         }
         PassInput {
@@ -175,7 +175,7 @@ impl PassInput {
                 .agent
                 .max_concurrent_agents_by_state
                 .iter()
-                .map(|(k, v)| (k.clone(), *v as usize))
+                .map(|(k, v)| (crate::domain::state_key(k), *v as usize))
                 .collect(),
         }
     }
@@ -259,7 +259,7 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
             }));
             continue;
         }
-        let state_key = issue.state.trim().to_lowercase();
+        let state_key = crate::domain::state_key(&issue.state);
         if let Some(&limit) = input.max_by_state.get(&state_key) {
             let used = by_state.get(&state_key).copied().unwrap_or(0);
             if used >= limit {
