@@ -75,7 +75,8 @@ impl std::error::Error for ConfigError {}
 /// An advisory finding that never blocks loading (`sortie validate` prints them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigWarning {
-    /// Check id: `unknown_key`, `type_mismatch`, `invalid_value`, `dotenv_missing`, `clamped`.
+    /// Check id: `unknown_key`, `unsupported_key` (accepted, not acted on by this build),
+    /// `type_mismatch`, `invalid_value`, `dotenv_missing`, `clamped`, `data_path_from_cwd`.
     pub check: String,
     /// Dotted field (or top-level key) the warning is about.
     pub field: String,

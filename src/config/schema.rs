@@ -22,7 +22,8 @@ pub struct ServiceConfig {
     pub server: ServerConfig,
     pub logging: LoggingConfig,
     /// The tracker's local data file, for kinds whose descriptor declares a `path_key`:
-    /// `<kind>.<key>` (or `tracker.<key>`) resolved against the workflow file's directory.
+    /// `<kind>.<key>` (or `tracker.<key>`) resolved against the workflow file's directory, or
+    /// against the process CWD (with a `data_path_from_cwd` warning) when only that one exists.
     pub tracker_path: Option<PathBuf>,
     /// Every top-level key as decoded (after `SORTIE_*` overrides): adapter pass-through blocks,
     /// extensions and post-MVP sections are read from here.
@@ -102,7 +103,8 @@ pub struct TrackerComments {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PollingConfig {
-    /// Always > 0 (≤ 0 is rejected rather than busy-looping as Go Sortie does).
+    /// Always > 0: absent means 30000; 0 and negative are rejected (`must be positive`)
+    /// rather than busy-looping as Go Sortie does.
     pub interval_ms: u64,
 }
 
@@ -134,18 +136,20 @@ pub struct AgentConfig {
     pub max_sessions: Option<u64>,
     /// Per-issue uncached-token budget; `None` = unlimited.
     pub max_tokens: Option<u64>,
-    /// Per-issue estimated-cost ceiling in USD; `None` = none.
+    /// Per-issue estimated-cost ceiling in USD; `None` = none. The four USD ceilings are
+    /// parsed and served but not enforced by this build (`unsupported_key` warnings).
     pub max_cost_usd: Option<f64>,
     pub max_daily_cost_usd: Option<f64>,
     pub max_weekly_cost_usd: Option<f64>,
     pub max_monthly_cost_usd: Option<f64>,
     pub max_concurrent_agents: u32,
-    /// Lower-cased state → positive cap.
+    /// Trimmed, lower-cased state (`domain::state_key`) → positive cap.
     pub max_concurrent_agents_by_state: BTreeMap<String, u32>,
     pub turn_timeout_ms: u64,
     pub read_timeout_ms: u64,
-    /// `None` = stall detection off (explicit 0 or negative).
+    /// `None` = stall detection off (explicit 0; negative is rejected).
     pub stall_timeout_ms: Option<u64>,
+    /// Absent or 0 = the default; negative is rejected.
     pub max_retry_backoff_ms: u64,
 }
 
