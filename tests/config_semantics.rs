@@ -141,7 +141,7 @@ fn keys_this_build_does_not_act_on_are_named_as_unsupported() {
     }
 
     // The daemon names them at startup too.
-    let mut d = p.start();
+    let d = p.start();
     let log = d.log_text();
     assert!(
         log.contains("check=unsupported_key field=self_review"),
@@ -295,7 +295,7 @@ fn a_tracker_file_relative_to_the_working_directory_is_used_with_a_warning() {
 
     // Logged at startup, once.
     let log = p.path("sortie.log");
-    let mut d = spawn(&log, Some(p.port()), |port| {
+    let d = spawn(&log, Some(p.port()), |port| {
         set_server_port(&wf, port);
         let mut cmd = Command::new(SORTIE);
         cmd.current_dir(p.dir.path())
