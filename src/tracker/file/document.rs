@@ -37,11 +37,23 @@ pub fn not_found(id: &str) -> TrackerError {
     )
 }
 
+/// Largest issues file read (a guard against pointing the tracker at something huge).
+const MAX_ISSUES_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Reads and parses the file; the top level must be an array.
 pub fn read_document(path: &Path) -> TrackerResult<Vec<Value>> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| payload(format!("failed to read file: {}: {e}", path.display())))?;
-    parse_document(path, &text)
+    let read_err =
+        |cause: String| payload(format!("failed to read file: {}: {cause}", path.display()));
+    // Special files (a FIFO would block the read) are refused; a UTF-8 BOM is accepted.
+    let bytes = crate::config::read_regular_file(path, MAX_ISSUES_FILE_BYTES).map_err(|e| {
+        read_err(match e {
+            crate::config::FileReadError::NotFound(c)
+            | crate::config::FileReadError::Unreadable(c) => c,
+        })
+    })?;
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    let text = std::str::from_utf8(body).map_err(|e| read_err(format!("not valid UTF-8: {e}")))?;
+    parse_document(path, text)
 }
 
 fn parse_document(path: &Path, text: &str) -> TrackerResult<Vec<Value>> {
