@@ -91,7 +91,7 @@ pub fn decode_text(bytes: &[u8]) -> Result<String, String> {
     let le = bytes.starts_with(&[0xFF, 0xFE]);
     if le || bytes.starts_with(&[0xFE, 0xFF]) {
         let body = &bytes[2..];
-        if body.len() % 2 != 0 {
+        if !body.len().is_multiple_of(2) {
             return Err(format!(
                 "UTF-16 {} text has an odd number of bytes (truncated?)",
                 if le { "LE" } else { "BE" }
