@@ -278,3 +278,43 @@ fn an_oversized_workflow_is_refused_quickly() {
     assert_eq!(code, 1);
     assert!(stderr.contains("prompt template is too large"), "{stderr}");
 }
+
+#[test]
+fn a_broken_workflow_keeps_dispatching_under_the_last_good_config() {
+    let p = Project::new();
+    p.issues(serde_json::json!([]));
+    p.scenario(
+        "default",
+        &[
+            serde_json::json!({"init": {}}),
+            serde_json::json!({"assistant": {"text": "done", "input_tokens": 1, "output_tokens": 1}}),
+            serde_json::json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    p.fake_agent_workflow("", "");
+    let d = p.start();
+    d.wait_state("first poll", Duration::from_secs(20), |s| {
+        s["health"]["workflow"]["status"] == "pass"
+    });
+    p.write("WORKFLOW.md", "---\ntracker: [not, a, map\n---\n");
+    d.wait_state(
+        "the failed reload in health",
+        Duration::from_secs(20),
+        |s| s["health"]["workflow"]["status"] == "fail",
+    );
+    // A new issue arrives while the file is broken: it is dispatched under the last good config.
+    p.issues(serde_json::json!([
+        {"id": "1", "identifier": "T-1", "title": "one", "state": "To Do"}
+    ]));
+    common::wait_for("T-1 handed off", Duration::from_secs(30), || {
+        (p.issue_state("1") == "Review").then_some(())
+    });
+    let s = d.state();
+    assert_eq!(s["health"]["workflow"]["status"], "fail", "{s}");
+    assert!(
+        s["health"]["workflow"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("YAML")),
+        "{s}"
+    );
+}
