@@ -23,7 +23,12 @@ pub enum ConfigError {
         message: String,
     },
     /// The front matter decoded to something other than a map.
-    FrontMatterNotMap { path: PathBuf, got: String },
+    /// `line` is the file line where the non-map value starts.
+    FrontMatterNotMap {
+        path: PathBuf,
+        got: String,
+        line: usize,
+    },
     /// A typed field is invalid: `config: <field>: <message>`.
     Field { field: String, message: String },
     /// Both state lists are empty (the promotion cross-rule).
@@ -73,9 +78,9 @@ impl fmt::Display for ConfigError {
                 "failed to parse YAML front matter in {} (did you forget the closing '---' delimiter?): {message}",
                 path.display()
             ),
-            ConfigError::FrontMatterNotMap { path, got } => write!(
+            ConfigError::FrontMatterNotMap { path, got, line } => write!(
                 f,
-                "workflow front matter in {} must be a YAML map: got {got}",
+                "workflow front matter in {} must be a YAML map: got {got} (line {line})",
                 path.display()
             ),
             ConfigError::Field { field, message } => write!(f, "config: {field}: {message}"),

@@ -579,7 +579,7 @@ fn yaml_errors_report_file_lines() {
 fn non_map_front_matter_error() {
     assert_eq!(
         err("---\n- a\n---\nbody", &opts(&[])),
-        format!("workflow front matter in {WF} must be a YAML map: got []interface {{}}")
+        format!("workflow front matter in {WF} must be a YAML map: got []interface {{}} (line 2)")
     );
 }
 

@@ -223,6 +223,12 @@ pub fn decode_front_matter(
         other => Err(ConfigError::FrontMatterNotMap {
             path: path.to_path_buf(),
             got: type_name(&other).to_string(),
+            line: line_offset
+                + 1
+                + yaml
+                    .lines()
+                    .take_while(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+                    .count(),
         }),
     }
 }
@@ -383,10 +389,10 @@ mod tests {
         let e = decode_front_matter("- a\n- b\n", p, 1).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "workflow front matter in /w/WORKFLOW.md must be a YAML map: got []interface {}"
+            "workflow front matter in /w/WORKFLOW.md must be a YAML map: got []interface {} (line 2)"
         );
         let e = decode_front_matter("hello\n", p, 1).unwrap_err();
-        assert!(e.to_string().ends_with("got string"), "{e}");
+        assert!(e.to_string().ends_with("got string (line 2)"), "{e}");
     }
 
     #[test]
