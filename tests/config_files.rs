@@ -318,3 +318,29 @@ fn a_broken_workflow_keeps_dispatching_under_the_last_good_config() {
         "{s}"
     );
 }
+
+#[test]
+fn a_reload_whose_prompt_does_not_render_keeps_the_last_good_prompt() {
+    let p = Project::new();
+    p.issues(serde_json::json!([]));
+    p.fake_agent_workflow("", "");
+    let d = p.start();
+    d.wait_state("first poll", Duration::from_secs(20), |s| {
+        s["health"]["workflow"]["status"] == "pass"
+    });
+    let text = std::fs::read_to_string(p.workflow()).expect("read workflow");
+    p.write(
+        "WORKFLOW.md",
+        &text.replace("{{ .issue.title }}", "{{ .issue.titel }}"),
+    );
+    let s = d.wait_state(
+        "the refused reload in health",
+        Duration::from_secs(20),
+        |s| s["health"]["workflow"]["status"] == "fail",
+    );
+    let error = s["health"]["workflow"]["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(error.contains("titel"), "{s}");
+    assert!(error.contains("line "), "{s}");
+}

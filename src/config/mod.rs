@@ -17,6 +17,11 @@
 //!   `max_sessions` are errors; `max_retry_backoff_ms` ≤ 0 reads as the default.
 //! - `$VAR` looks only at the real (injected) environment, never at `.env`.
 //! - Type names in `expected X, got <type>` are Go's `%T` names for compatibility.
+//! - WORKFLOW.md must be a regular file (checked on the opened descriptor, opened with
+//!   `O_NONBLOCK` so a FIFO cannot hang the open) of at most [`MAX_WORKFLOW_BYTES`]; it is
+//!   UTF-8 (a BOM is dropped) or UTF-16 with a BOM; NUL bytes are refused with their line; CR-only
+//!   line ends read as LF. A file whose first line is not `---` fails as "no front matter found"
+//!   when it lacks the states it would need, naming a `---` that blank lines pushed down.
 
 mod adapter_maps;
 mod build;
