@@ -40,6 +40,7 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
     let decisions = plan(&candidates, &input);
     let max_turns = cfg.agent.max_turns.max(1);
     let mut would = 0usize;
+    let mut render_failures = 0usize;
     let _ = writeln!(
         out,
         "dry run: {} candidate(s) from tracker {:?}; max_concurrent_agents={}",
@@ -64,7 +65,15 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
                     .unwrap_or_else(|e| format!("(invalid: {e})"));
                 let prompt =
                     crate::prompt::build_turn_prompt(template, issue, Some(0), 1, max_turns)
-                        .unwrap_or_else(|e| format!("(prompt render failed: {e})"));
+                        .unwrap_or_else(|e| {
+                            render_failures += 1;
+                            eprintln!(
+                                "sortie: prompt for {} does not render: {}",
+                                issue.identifier,
+                                crate::mask::mask(&e.to_string())
+                            );
+                            format!("(prompt render failed: {e})")
+                        });
                 let _ = writeln!(
                     out,
                     "\n== {}. dispatch {} \"{}\" (state {:?}, priority {})",
@@ -96,6 +105,13 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
         candidates.len() - would,
         cfg.agent.max_concurrent_agents
     );
+    if render_failures > 0 {
+        let _ = writeln!(
+            out,
+            "dry run failed: the prompt did not render for {render_failures} candidate(s)"
+        );
+        return 1;
+    }
     0
 }
 

@@ -54,6 +54,9 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
         wf.prompt_line_offset,
     ) {
         Ok(t) => {
+            if let Err(e) = t.check_render() {
+                report.errors.push(diag("template_render", e.to_string()));
+            }
             for w in crate::prompt::lint(&t) {
                 report.warnings.push(diag(
                     w.kind.as_str(),

@@ -9,6 +9,12 @@ use std::path::PathBuf;
 pub enum ConfigError {
     /// The workflow file could not be read.
     MissingFile { path: PathBuf, reason: String },
+    /// The workflow file exists but cannot be used: permission denied, not a regular file,
+    /// too large, or not decodable as text. `reason` names which.
+    Unreadable { path: PathBuf, reason: String },
+    /// The file has no front matter (its first line is not `---`) and the settings it would
+    /// need are missing; `reason` says what the first lines look like.
+    NoFrontMatter { path: PathBuf, reason: String },
     /// The front matter is not valid YAML. `message` already carries line numbers counted
     /// in WORKFLOW.md (the front-matter offset is added).
     Parse {
@@ -17,7 +23,12 @@ pub enum ConfigError {
         message: String,
     },
     /// The front matter decoded to something other than a map.
-    FrontMatterNotMap { path: PathBuf, got: String },
+    /// `line` is the file line where the non-map value starts.
+    FrontMatterNotMap {
+        path: PathBuf,
+        got: String,
+        line: usize,
+    },
     /// A typed field is invalid: `config: <field>: <message>`.
     Field { field: String, message: String },
     /// Both state lists are empty (the promotion cross-rule).
@@ -36,10 +47,12 @@ impl ConfigError {
     /// `workflow_front_matter` or `config.<field>`.
     pub fn check(&self) -> String {
         match self {
-            ConfigError::MissingFile { .. } => "workflow_load".to_string(),
-            ConfigError::Parse { .. } | ConfigError::FrontMatterNotMap { .. } => {
-                "workflow_front_matter".to_string()
+            ConfigError::MissingFile { .. } | ConfigError::Unreadable { .. } => {
+                "workflow_load".to_string()
             }
+            ConfigError::Parse { .. }
+            | ConfigError::FrontMatterNotMap { .. }
+            | ConfigError::NoFrontMatter { .. } => "workflow_front_matter".to_string(),
             ConfigError::Field { field, .. } => format!("config.{field}"),
             ConfigError::NoStates => "config.tracker.active_states".to_string(),
         }
@@ -52,14 +65,22 @@ impl fmt::Display for ConfigError {
             ConfigError::MissingFile { path, reason } => {
                 write!(f, "workflow file not found: {}: {reason}", path.display())
             }
+            ConfigError::Unreadable { path, reason } => {
+                write!(f, "cannot read workflow file {}: {reason}", path.display())
+            }
+            ConfigError::NoFrontMatter { path, reason } => write!(
+                f,
+                "no front matter found in {}: {reason}",
+                path.display()
+            ),
             ConfigError::Parse { path, message, .. } => write!(
                 f,
                 "failed to parse YAML front matter in {} (did you forget the closing '---' delimiter?): {message}",
                 path.display()
             ),
-            ConfigError::FrontMatterNotMap { path, got } => write!(
+            ConfigError::FrontMatterNotMap { path, got, line } => write!(
                 f,
-                "workflow front matter in {} must be a YAML map: got {got}",
+                "workflow front matter in {} must be a YAML map: got {got} (line {line})",
                 path.display()
             ),
             ConfigError::Field { field, message } => write!(f, "config: {field}: {message}"),

@@ -17,6 +17,11 @@
 //!   `max_sessions` are errors; `max_retry_backoff_ms` ≤ 0 reads as the default.
 //! - `$VAR` looks only at the real (injected) environment, never at `.env`.
 //! - Type names in `expected X, got <type>` are Go's `%T` names for compatibility.
+//! - WORKFLOW.md must be a regular file (checked on the opened descriptor, opened with
+//!   `O_NONBLOCK` so a FIFO cannot hang the open) of at most [`MAX_WORKFLOW_BYTES`]; it is
+//!   UTF-8 (a BOM is dropped) or UTF-16 with a BOM; NUL bytes are refused with their line; CR-only
+//!   line ends read as LF. A file whose first line is not `---` fails as "no front matter found"
+//!   when it lacks the states it would need, naming a `---` that blank lines pushed down.
 
 mod adapter_maps;
 mod build;
@@ -48,7 +53,10 @@ pub use schema::{
 };
 pub use server_bind::{DEFAULT_PORT, ServerBind};
 pub use validate::AGENT_COMMAND_CHECK;
-pub use workflow_file::{SplitWorkflow, split_front_matter};
+pub use workflow_file::{
+    FileReadError, MAX_WORKFLOW_BYTES, SplitWorkflow, decode_text, read_regular_file,
+    split_front_matter,
+};
 
 /// Everything loading reads from the outside world besides the workflow file itself.
 #[derive(Debug, Clone, Default)]
@@ -112,11 +120,23 @@ pub struct Workflow {
 /// Reads and loads a workflow file (front matter, typed config, promotion rules).
 pub fn load_workflow(path: &Path, opts: &LoadOptions) -> Result<Workflow, ConfigError> {
     let abs = opts.absolute(path);
-    let content = std::fs::read(&abs).map_err(|e| ConfigError::MissingFile {
+    let bytes =
+        workflow_file::read_regular_file(&abs, workflow_file::MAX_WORKFLOW_BYTES).map_err(|e| {
+            match e {
+                FileReadError::NotFound(reason) => ConfigError::MissingFile {
+                    path: abs.clone(),
+                    reason,
+                },
+                FileReadError::Unreadable(reason) => ConfigError::Unreadable {
+                    path: abs.clone(),
+                    reason,
+                },
+            }
+        })?;
+    let content = workflow_file::decode_text(&bytes).map_err(|reason| ConfigError::Unreadable {
         path: abs.clone(),
-        reason: e.to_string(),
+        reason,
     })?;
-    let content = String::from_utf8_lossy(&content);
     let wf = parse_workflow(&content, &abs, opts)?;
     // Every caller that loads a workflow from disk (run, validate, live reload) must mask its
     // credentials from then on, so registration happens here rather than at each caller.
@@ -136,6 +156,14 @@ pub fn parse_workflow(
     let abs = opts.absolute(path);
     let path = abs.as_path();
     let split = split_front_matter(content);
+    if split.yaml.is_none()
+        && let Some(reason) = workflow_file::misplaced_opening(content)
+    {
+        return Err(ConfigError::NoFrontMatter {
+            path: path.to_path_buf(),
+            reason,
+        });
+    }
     let mut raw = match &split.yaml {
         Some(yaml) => workflow_file::decode_front_matter(yaml, path, 1)?,
         None => serde_json::Map::new(),
@@ -156,7 +184,17 @@ pub fn parse_workflow(
         "kind",
     );
     let mut advisory = Vec::new();
-    let config = build::build_service_config(raw, &ctx, &mut advisory)?;
+    let config = build::build_service_config(raw, &ctx, &mut advisory).map_err(|e| {
+        // Without front matter the empty state lists are a symptom, not the cause.
+        if split.yaml.is_none() && e == ConfigError::NoStates {
+            ConfigError::NoFrontMatter {
+                path: path.to_path_buf(),
+                reason: "line 1 is not '---'; a workflow file starts with YAML front matter between two '---' lines".to_string(),
+            }
+        } else {
+            e
+        }
+    })?;
     warnings.extend(validate::collect_warnings(
         &config.raw,
         &tracker_kind,

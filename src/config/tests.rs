@@ -85,12 +85,10 @@ fn tmpdir_from_injected_env() {
 
 #[test]
 fn no_front_matter_means_empty_config_and_whole_prompt() {
-    // Empty config fails the promotion rule: no states configured.
+    // Empty config fails the promotion rule; the cause named is the missing front matter.
     let e = err("Just a prompt\n", &opts(&[]));
-    assert_eq!(
-        e,
-        "tracker.active_states and tracker.terminal_states are both empty; at least one must be configured"
-    );
+    assert!(e.starts_with("no front matter found in "), "{e}");
+    assert!(e.contains("line 1 is not '---'"), "{e}");
     let w = ok(
         "Just {{ .issue.title }}\n",
         &opts(&[("SORTIE_TRACKER_ACTIVE_STATES", "Todo")]),
@@ -641,7 +639,7 @@ fn yaml_errors_report_file_lines() {
 fn non_map_front_matter_error() {
     assert_eq!(
         err("---\n- a\n---\nbody", &opts(&[])),
-        format!("workflow front matter in {WF} must be a YAML map: got []interface {{}}")
+        format!("workflow front matter in {WF} must be a YAML map: got []interface {{}} (line 2)")
     );
 }
 

@@ -8,6 +8,120 @@ use serde_json::{Map, Number, Value};
 use super::coerce::type_name;
 use super::error::ConfigError;
 
+/// Largest WORKFLOW.md accepted (template parsing takes ~170× the text in memory).
+pub const MAX_WORKFLOW_BYTES: u64 = 2 * 1024 * 1024;
+
+/// Why a file could not be read as text; each names the real cause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileReadError {
+    NotFound(String),
+    /// Permission denied, not a regular file, too large, bad encoding or another I/O error.
+    Unreadable(String),
+}
+
+/// Reads a regular file of at most `max` bytes without blocking on special files: the file is
+/// opened with `O_NONBLOCK` (so a FIFO without writer does not hang the open) and the opened
+/// descriptor's metadata must say "regular file" before anything is read.
+pub fn read_regular_file(path: &Path, max: u64) -> Result<Vec<u8>, FileReadError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => FileReadError::NotFound(e.to_string()),
+            std::io::ErrorKind::PermissionDenied => {
+                FileReadError::Unreadable(format!("permission denied ({e})"))
+            }
+            _ => FileReadError::Unreadable(e.to_string()),
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| FileReadError::Unreadable(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(FileReadError::Unreadable(format!(
+            "not a regular file (it is {})",
+            file_kind(&meta.file_type())
+        )));
+    }
+    if meta.len() > max {
+        return Err(FileReadError::Unreadable(format!(
+            "file is too large: {} bytes (the limit is {max} bytes)",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // Read one byte past the limit to catch a file that grew since the metadata was taken.
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| FileReadError::Unreadable(e.to_string()))?;
+    if bytes.len() as u64 > max {
+        return Err(FileReadError::Unreadable(format!(
+            "file is too large: more than {max} bytes"
+        )));
+    }
+    Ok(bytes)
+}
+
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_char_device() {
+        "a character device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Decodes file bytes as text: a UTF-8 BOM is dropped, UTF-16 with a BOM (LE or BE) is
+/// decoded; NUL bytes otherwise (UTF-16 without a BOM, binary data) are refused with their
+/// line. Other invalid UTF-8 is replaced, as before.
+pub fn decode_text(bytes: &[u8]) -> Result<String, String> {
+    if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
+        return decode_utf8(rest);
+    }
+    let le = bytes.starts_with(&[0xFF, 0xFE]);
+    if le || bytes.starts_with(&[0xFE, 0xFF]) {
+        let body = &bytes[2..];
+        if !body.len().is_multiple_of(2) {
+            return Err(format!(
+                "UTF-16 {} text has an odd number of bytes (truncated?)",
+                if le { "LE" } else { "BE" }
+            ));
+        }
+        let units = body.chunks_exact(2).map(|c| {
+            if le {
+                u16::from_le_bytes([c[0], c[1]])
+            } else {
+                u16::from_be_bytes([c[0], c[1]])
+            }
+        });
+        let text: Result<String, _> = char::decode_utf16(units).collect();
+        return text
+            .map_err(|e| format!("invalid UTF-16 text: {e}"))
+            .and_then(|t| decode_utf8(t.as_bytes()));
+    }
+    decode_utf8(bytes)
+}
+
+fn decode_utf8(bytes: &[u8]) -> Result<String, String> {
+    if let Some(pos) = bytes.iter().position(|b| *b == 0) {
+        let line = 1 + bytes[..pos].iter().filter(|b| **b == b'\n').count();
+        return Err(format!(
+            "line {line}: contains a NUL byte (UTF-16 without a byte-order mark, or binary data?); save the file as UTF-8"
+        ));
+    }
+    Ok(String::from_utf8_lossy(bytes).into_owned())
+}
+
 /// The two halves of a workflow file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SplitWorkflow {
@@ -20,11 +134,11 @@ pub struct SplitWorkflow {
     pub front_matter_lines: usize,
 }
 
-/// Splits file content. Strips one BOM and normalizes CRLF first. A missing closing delimiter
+/// Splits file content. Strips one BOM and normalizes CRLF and CR-only line ends first. A missing closing delimiter
 /// makes everything YAML with an empty prompt (YAML errors then mention the delimiter).
 pub fn split_front_matter(content: &str) -> SplitWorkflow {
     let content = content.strip_prefix('\u{feff}').unwrap_or(content);
-    let content = content.replace("\r\n", "\n");
+    let content = content.replace("\r\n", "\n").replace('\r', "\n");
     let Some(first_nl) = content.find('\n') else {
         return no_front_matter(&content);
     };
@@ -59,6 +173,26 @@ pub fn split_front_matter(content: &str) -> SplitWorkflow {
     }
 }
 
+/// When the first non-blank line is the `---` delimiter but blank lines come before it, the
+/// reason the front matter was not recognized, naming the line.
+pub fn misplaced_opening(content: &str) -> Option<String> {
+    let content = content.strip_prefix('\u{feff}').unwrap_or(content);
+    let content = content.replace("\r\n", "\n").replace('\r', "\n");
+    for (i, line) in content.split('\n').enumerate() {
+        let body = line.trim();
+        if body.is_empty() {
+            continue;
+        }
+        return (i > 0 && body == "---").then(|| {
+            format!(
+                "the opening '---' is on line {}, but it must be line 1 (line 1 is blank)",
+                i + 1
+            )
+        });
+    }
+    None
+}
+
 fn no_front_matter(content: &str) -> SplitWorkflow {
     SplitWorkflow {
         yaml: None,
@@ -89,6 +223,12 @@ pub fn decode_front_matter(
         other => Err(ConfigError::FrontMatterNotMap {
             path: path.to_path_buf(),
             got: type_name(&other).to_string(),
+            line: line_offset
+                + 1
+                + yaml
+                    .lines()
+                    .take_while(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+                    .count(),
         }),
     }
 }
@@ -171,6 +311,35 @@ mod tests {
     }
 
     #[test]
+    fn cr_only_line_ends_are_normalized() {
+        let s = split_front_matter("---\ra: 1\r---\rBody\rmore\r");
+        assert_eq!(s.yaml.as_deref(), Some("a: 1\n"));
+        assert_eq!(s.prompt, "Body\nmore");
+    }
+
+    #[test]
+    fn text_decoding_names_the_cause() {
+        assert_eq!(decode_text(b"\xEF\xBB\xBFab").as_deref(), Ok("ab"));
+        assert_eq!(decode_text(b"\xFF\xFEa\0b\0").as_deref(), Ok("ab"));
+        assert_eq!(decode_text(b"\xFE\xFF\0a\0b").as_deref(), Ok("ab"));
+        let e = decode_text(b"\xFF\xFEa\0b").unwrap_err();
+        assert!(e.contains("odd number of bytes"), "{e}");
+        let e = decode_text(b"x\ny\0").unwrap_err();
+        assert!(e.starts_with("line 2: contains a NUL byte"), "{e}");
+    }
+
+    #[test]
+    fn a_late_opening_delimiter_is_named() {
+        let r = misplaced_opening("\n  \n---\na: 1\n---\n");
+        assert_eq!(
+            r.as_deref(),
+            Some("the opening '---' is on line 3, but it must be line 1 (line 1 is blank)")
+        );
+        assert_eq!(misplaced_opening("---\na: 1\n"), None);
+        assert_eq!(misplaced_opening("prompt\n---\n"), None);
+    }
+
+    #[test]
     fn delimiters_may_carry_trailing_blanks() {
         let s = split_front_matter("--- \t\na: 1\n---  \nBody");
         assert_eq!(s.yaml.as_deref(), Some("a: 1\n"));
@@ -220,10 +389,10 @@ mod tests {
         let e = decode_front_matter("- a\n- b\n", p, 1).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "workflow front matter in /w/WORKFLOW.md must be a YAML map: got []interface {}"
+            "workflow front matter in /w/WORKFLOW.md must be a YAML map: got []interface {} (line 2)"
         );
         let e = decode_front_matter("hello\n", p, 1).unwrap_err();
-        assert!(e.to_string().ends_with("got string"), "{e}");
+        assert!(e.to_string().ends_with("got string (line 2)"), "{e}");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::tracker::TrackerAdapter;
 pub enum ReloadError {
     /// The front matter or the file itself did not load.
     Workflow(String),
-    /// The prompt template did not parse.
+    /// The prompt template did not parse or does not render for the representative issue.
     Template(String),
     /// The tracker or agent adapter of the new settings could not be built.
     Adapter(String),
@@ -36,7 +36,8 @@ impl std::fmt::Display for ReloadError {
 
 impl std::error::Error for ReloadError {}
 
-/// Loads the workflow and parses its template; both must succeed for a reload to apply.
+/// Loads the workflow, parses its template and renders it against the representative issue;
+/// all must succeed for a reload to apply.
 pub fn reload(path: &Path, opts: &LoadOptions) -> Result<(Workflow, PromptTemplate), ReloadError> {
     let wf = crate::config::load_workflow(path, opts)
         .map_err(|e| ReloadError::Workflow(e.to_string()))?;
@@ -46,6 +47,10 @@ pub fn reload(path: &Path, opts: &LoadOptions) -> Result<(Workflow, PromptTempla
         wf.prompt_line_offset,
     )
     .map_err(|e| ReloadError::Template(e.to_string()))?;
+    // As at startup (`sortie validate`): a prompt that fails on the representative issue
+    // (a misspelled key) would fail every dispatch, so it does not replace the last good one.
+    t.check_render()
+        .map_err(|e| ReloadError::Template(e.to_string()))?;
     Ok((wf, t))
 }
 

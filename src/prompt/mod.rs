@@ -26,6 +26,47 @@ pub use turn::{
 /// Go's name for the prompt template; also the key its body is executed under.
 const MAIN: &str = "prompt";
 
+/// Largest prompt template parsed: parsing takes a large multiple of the text in memory, so a
+/// bigger body is refused with a clear error long before memory matters.
+pub const MAX_TEMPLATE_BYTES: usize = 1024 * 1024;
+
+/// An issue with every documented field present (parent, comments, blockers, labels,
+/// priority), which `sortie validate` renders the template against.
+pub fn sample_issue() -> crate::domain::Issue {
+    use crate::domain::{BlockerRef, Comment, Issue, IssueRef};
+    Issue {
+        id: "10001".into(),
+        identifier: "PROJ-1".into(),
+        display_identifier: String::new(),
+        title: "Sample issue".into(),
+        description: "A representative issue used to check the prompt template.".into(),
+        state: "To Do".into(),
+        priority: Some(1),
+        branch_name: "proj-1-sample-issue".into(),
+        url: "https://tracker.example/PROJ-1".into(),
+        assignee: "someone".into(),
+        issue_type: "Task".into(),
+        labels: vec!["sample".into()],
+        parent: Some(IssueRef {
+            id: "10000".into(),
+            identifier: "PROJ-0".into(),
+        }),
+        comments: Some(vec![Comment {
+            id: "1".into(),
+            author: "someone".into(),
+            body: "A comment.".into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+        }]),
+        blocked_by: vec![BlockerRef {
+            id: "10002".into(),
+            identifier: "PROJ-2".into(),
+            state: "Done".into(),
+        }],
+        created_at: "2026-01-01T00:00:00Z".into(),
+        updated_at: "2026-01-02T00:00:00Z".into(),
+    }
+}
+
 /// A parsed, checked prompt template. Immutable and shareable across worker threads.
 pub struct PromptTemplate {
     path: String,
@@ -103,6 +144,15 @@ impl PromptTemplate {
             }
             _ => parse_error(0, engine_message(&err)),
         };
+        if source.len() > MAX_TEMPLATE_BYTES {
+            return Err(parse_error(
+                0,
+                format!(
+                    "prompt template is too large: {} bytes (the limit is {MAX_TEMPLATE_BYTES} bytes)",
+                    source.len()
+                ),
+            ));
+        }
         let (parsed, parsed_defines) = Parser::with_name(Some(MAIN), source, "{{", "}}")
             .and_then(Parser::parse)
             .map_err(engine_error)?;
@@ -175,6 +225,21 @@ impl PromptTemplate {
                     message: engine_message(&err),
                 }
             })
+    }
+
+    /// Renders against [`sample_issue`] as a first dispatch (turn 1) and as a retried
+    /// continuation (attempt 1, turn 2), so a misspelled key or a field of nil is found before
+    /// any issue is dispatched. The first failure is returned.
+    pub fn check_render(&self) -> Result<(), PromptError> {
+        let issue = sample_issue();
+        for (attempt, turn) in [(None, 1), (Some(1), 2)] {
+            self.render(&PromptData {
+                issue: &issue,
+                attempt,
+                run: RunInfo::for_turn(turn, 3),
+            })?;
+        }
+        Ok(())
     }
 
     /// The template source as given to [`PromptTemplate::parse`].

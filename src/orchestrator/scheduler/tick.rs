@@ -93,8 +93,9 @@ impl Orchestrator {
     fn tick_inner(&mut self) {
         self.tick_count += 1;
         let now = self.clock.now_ms();
-        // Reload (failure keeps the last good workflow).
-        let loaded = self.reload_workflow();
+        // Reload. A failure keeps the last good workflow in effect: the workflow health check
+        // fails with the error, and dispatch continues under the last good config.
+        self.reload_workflow();
         // Database ping and preflight.
         let db = persist::ping(&self.store).and_then(|()| {
             match self.state.health.budget_read_failure.clone() {
@@ -103,13 +104,7 @@ impl Orchestrator {
             }
         });
         self.state.health.database.record(now, db);
-        let preflight = if loaded {
-            self.preflight()
-        } else {
-            Err(PreflightError::WorkflowUnloadable {
-                error: self.state.health.workflow.error.clone().unwrap_or_default(),
-            })
-        };
+        let preflight = self.preflight();
         self.state.health.preflight.record(now, preflight.clone());
         // Reconcile running sessions.
         self.reconcile();

@@ -37,11 +37,56 @@ pub fn not_found(id: &str) -> TrackerError {
     )
 }
 
+/// Largest issues file read (a guard against pointing the tracker at something huge).
+const MAX_ISSUES_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Reads a regular file of at most [`MAX_ISSUES_FILE_BYTES`]. Opened with `O_NONBLOCK` so a
+/// FIFO without writer cannot hang the open; the opened descriptor must be a regular file.
+fn read_regular(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        let kind = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else {
+            "a special file"
+        };
+        return Err(format!("not a regular file (it is {kind})"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_ISSUES_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_ISSUES_FILE_BYTES {
+        return Err(format!(
+            "file is too large: more than {MAX_ISSUES_FILE_BYTES} bytes"
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Reads and parses the file; the top level must be an array.
 pub fn read_document(path: &Path) -> TrackerResult<Vec<Value>> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| payload(format!("failed to read file: {}: {e}", path.display())))?;
-    parse_document(path, &text)
+    let read_err =
+        |cause: String| payload(format!("failed to read file: {}: {cause}", path.display()));
+    // Special files (a FIFO would block the read) are refused; a UTF-8 BOM is accepted.
+    let bytes = read_regular(path).map_err(read_err)?;
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    let text = std::str::from_utf8(body).map_err(|e| read_err(format!("not valid UTF-8: {e}")))?;
+    parse_document(path, text)
 }
 
 fn parse_document(path: &Path, text: &str) -> TrackerResult<Vec<Value>> {
