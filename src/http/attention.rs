@@ -6,7 +6,6 @@ use sha2::{Digest, Sha256};
 
 use crate::domain::BudgetReason;
 use crate::orchestrator::snapshot::{BudgetRow, ParkedRow, Snapshot};
-use crate::orchestrator::state::PreflightError;
 
 use super::views::attention::{
     AttentionAction, AttentionEvidence, AttentionItemView, AttentionKind, EvidenceReason, ItemIssue,
@@ -131,15 +130,11 @@ fn workflow_item(snap: &Snapshot) -> Option<Item> {
     ))
 }
 
-/// The dispatch preflight fails for a reason of its own. A workflow that does not load
-/// already has its item, and the preflight did not run.
+/// The dispatch preflight fails (it runs on the last good workflow; a workflow that does not
+/// reload has its own item).
 fn preflight_item(snap: &Snapshot) -> Option<Item> {
     let h = &snap.health;
-    let ran = !matches!(
-        h.preflight.failure,
-        Some(PreflightError::WorkflowUnloadable { .. })
-    );
-    if h.preflight.failing_streak == 0 || !ran {
+    if h.preflight.failing_streak == 0 {
         return None;
     }
     let error = h.preflight.error.clone().unwrap_or_default();

@@ -308,11 +308,10 @@ pub struct Health {
 }
 
 /// Why the dispatch preflight failed. The text is what the API serves as the check's error.
+/// A workflow that does not reload is not a preflight failure: the preflight runs on the last
+/// good workflow, and the workflow check reports the reload error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PreflightError {
-    /// The workflow file does not load, so nothing else was checked; the workflow check
-    /// reports the cause, so the preflight raises no attention item of its own.
-    WorkflowUnloadable { error: String },
     /// Configuration or workspace problems, in check order.
     Checks { problems: Vec<String> },
 }
@@ -320,10 +319,6 @@ pub enum PreflightError {
 impl std::fmt::Display for PreflightError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PreflightError::WorkflowUnloadable { error } => write!(
-                f,
-                "dispatch preflight failed: workflow file cannot be loaded: {error}"
-            ),
             PreflightError::Checks { problems } => {
                 write!(f, "dispatch preflight failed: {}", problems.join("; "))
             }
