@@ -120,6 +120,23 @@ fn is_key_token(tok: &str) -> bool {
     }
 }
 
+/// Decodes the body of a `\u` escape at the start of `s`: Rust's `{XXXX}` or JSON's four hex
+/// digits (a surrogate half is not decoded). Returns the char and the bytes consumed.
+fn unicode_escape(s: &str) -> Option<(char, usize)> {
+    if let Some(body) = s.strip_prefix('{') {
+        let end = body.find('}')?;
+        let hex = &body[..end];
+        if hex.is_empty() || hex.len() > 6 {
+            return None;
+        }
+        let ch = char::from_u32(u32::from_str_radix(hex, 16).ok()?)?;
+        return Some((ch, end + 2));
+    }
+    let hex = s.get(..4)?;
+    let ch = char::from_u32(u32::from_str_radix(hex, 16).ok()?)?;
+    Some((ch, 4))
+}
+
 /// Splits `"worker exiting issue_id=1 error=\"boom now\""` into the message and its fields.
 pub fn split_inline_fields(text: &str) -> (String, Vec<(String, String)>) {
     // Find the first whitespace-delimited token that looks like `key=`.
@@ -145,13 +162,33 @@ pub fn split_inline_fields(text: &str) -> (String, Vec<(String, String)>) {
             let mut val = String::new();
             if chars.peek().map(|&(_, c)| c) == Some('"') {
                 chars.next();
-                let mut escaped = false;
-                for (i, c) in chars.by_ref() {
-                    if escaped {
-                        val.push(c);
-                        escaped = false;
-                    } else if c == '\\' {
-                        escaped = true;
+                while let Some((i, c)) = chars.next() {
+                    if c == '\\' {
+                        // `{:?}` / JSON escapes: decoded, so newlines and quotes survive.
+                        match chars.next() {
+                            Some((_, 'n')) => val.push('\n'),
+                            Some((_, 'r')) => val.push('\r'),
+                            Some((_, 't')) => val.push('\t'),
+                            Some((_, '0')) => val.push('\0'),
+                            Some((j, 'u')) => match unicode_escape(&rest[j + 1..]) {
+                                Some((ch, len)) => {
+                                    val.push(ch);
+                                    for _ in 0..len {
+                                        chars.next();
+                                    }
+                                }
+                                None => {
+                                    val.push('\\');
+                                    val.push('u');
+                                }
+                            },
+                            Some((_, e @ ('"' | '\\' | '\'' | '/'))) => val.push(e),
+                            Some((_, other)) => {
+                                val.push('\\');
+                                val.push(other);
+                            }
+                            None => val.push('\\'),
+                        }
                     } else if c == '"' && closes_value(&rest[i + 1..]) {
                         break;
                     } else {
@@ -263,5 +300,35 @@ mod tests {
                 ("tick".to_string(), "3".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn debug_quoted_values_keep_quotes_backslashes_and_newlines() {
+        let output = "a \"quoted\" line\nsecond line key=v \\ end \u{1b}";
+        let text = format!("hook failed hook=before_run output={output:?} n=1");
+        let (m, f) = split_inline_fields(&text);
+        assert_eq!(m, "hook failed");
+        assert_eq!(
+            f,
+            vec![
+                ("hook".to_string(), "before_run".to_string()),
+                ("output".to_string(), output.to_string()),
+                ("n".to_string(), "1".to_string()),
+            ]
+        );
+        // Text: one line, escaped, and parsing it back yields the same value.
+        let line = rec(format_args!("{text}"), LogFormat::Text);
+        assert!(!line.contains('\n'), "{line}");
+        let (_, back) = split_inline_fields(&line);
+        assert!(
+            back.contains(&("output".to_string(), output.to_string())),
+            "{line}"
+        );
+        assert!(!back.iter().any(|(k, _)| k == "extra"), "{line}");
+        // JSON: carried exactly.
+        let line = rec(format_args!("{text}"), LogFormat::Json);
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["output"], output);
+        assert!(v.get("extra").is_none(), "{line}");
     }
 }

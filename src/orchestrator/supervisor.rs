@@ -219,10 +219,10 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         .run_hook(HookKind::AfterRun, &ws.path, &hook_env)
     {
         log::warn!(
-            "after_run hook failed issue_id={} issue_identifier={} error=\"{}\"",
+            "after_run hook failed issue_id={} issue_identifier={} error={:?}",
             issue.id,
             issue.identifier,
-            e
+            e.to_string()
         );
     }
     exit
@@ -244,6 +244,7 @@ fn run_session(
     let mut session = match job.agent.start_session(StartSessionParams {
         workspace: workspace.to_path_buf(),
         resume_session_id: job.resume_session_id.clone(),
+        issue_id: issue.id.clone(),
         issue_identifier: issue.identifier.clone(),
         mcp_config_path: None,
     }) {

@@ -296,7 +296,7 @@ impl Orchestrator {
                 error,
             } => {
                 log::warn!(
-                    "worker run failed, scheduling retry issue_id={} issue_identifier={} next_attempt={} delay_ms={} error=\"{}\"",
+                    "worker run failed, scheduling retry issue_id={} issue_identifier={} next_attempt={} delay_ms={} error={:?}",
                     issue.id,
                     issue.identifier,
                     attempt,
@@ -319,7 +319,7 @@ impl Orchestrator {
                 error,
             } => {
                 log::error!(
-                    "worker run failed, non-retryable, waiting the failure backoff issue_id={} issue_identifier={} next_attempt={} delay_ms={} error=\"{}\"",
+                    "worker run failed, non-retryable, waiting the failure backoff issue_id={} issue_identifier={} next_attempt={} delay_ms={} error={:?}",
                     issue.id,
                     issue.identifier,
                     attempt,

@@ -150,7 +150,11 @@ impl Orchestrator {
                 return;
             }
             Err(e) => {
-                log::warn!("retry issue fetch failed issue_id={} error=\"{e}\"", id);
+                log::warn!(
+                    "retry issue fetch failed issue_id={id} issue_identifier={} error={:?}",
+                    info.issue.identifier,
+                    e.to_string()
+                );
                 let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::IssueFetchFailed);
                 return;
