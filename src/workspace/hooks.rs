@@ -23,9 +23,10 @@ pub const MAX_SCRIPT_DISPLAY_BYTES: usize = 200;
 /// background process that inherited the pipe must not hang the caller.
 const PIPE_GRACE: Duration = Duration::from_secs(3);
 
-/// The only parent variables a hook inherits (plus every `LC_*` locale variable); everything
-/// else, including the daemon's own `SORTIE_*` overrides, tokens and API keys, is stripped so a
-/// hook cannot print what it was never meant to see. The per-invocation `SORTIE_ISSUE_ID`,
+/// The parent variables every hook inherits (plus every `LC_*` locale variable). Besides these a
+/// hook inherits only the variables its own script names as `$NAME` or `${NAME}` (an explicit
+/// opt-in by the operator); everything else, including the daemon's own `SORTIE_*` overrides,
+/// tokens and API keys, is stripped so a hook cannot print what it was never meant to see. The per-invocation `SORTIE_ISSUE_ID`,
 /// `SORTIE_ISSUE_IDENTIFIER`, `SORTIE_WORKSPACE`, `SORTIE_ATTEMPT` (and, for `after_run`,
 /// `SORTIE_SELF_REVIEW_STATUS`) are injected, not inherited.
 pub const HOOK_ENV_ALLOWLIST: &[&str] = &[
@@ -125,20 +126,41 @@ pub struct HookOutput {
     pub duration_ms: u64,
 }
 
-/// Whether a parent variable is passed to hooks: [`HOOK_ENV_ALLOWLIST`] or an `LC_*` locale.
-pub fn hook_inherits(name: &str) -> bool {
-    HOOK_ENV_ALLOWLIST.contains(&name) || name.starts_with("LC_")
+/// Whether a parent variable is passed to a hook running `script`: [`HOOK_ENV_ALLOWLIST`], an
+/// `LC_*` locale, or a variable the script names (see [`script_names_var`]).
+pub fn hook_inherits(name: &str, script: &str) -> bool {
+    HOOK_ENV_ALLOWLIST.contains(&name) || name.starts_with("LC_") || script_names_var(script, name)
 }
 
-/// Builds the hook environment: allowlisted variables from `parent` (see [`hook_inherits`]),
-/// then `injected` (later entries win over earlier ones and over the parent).
-pub fn hook_environment<I>(parent: I, injected: &[(String, String)]) -> Vec<(OsString, OsString)>
+/// Whether `script` contains `$name` (not followed by another name character) or `${name`.
+pub fn script_names_var(script: &str, name: &str) -> bool {
+    if name.is_empty() {
+        return false;
+    }
+    let is_name_char = |c: char| c == '_' || c.is_ascii_alphanumeric();
+    script.match_indices('$').any(|(i, _)| {
+        let after = &script[i + 1..];
+        let after = after.strip_prefix('{').unwrap_or(after);
+        after
+            .strip_prefix(name)
+            .is_some_and(|rest| !rest.starts_with(is_name_char))
+    })
+}
+
+/// Builds the hook environment for `script`: inherited variables from `parent` (see
+/// [`hook_inherits`]), then `injected` (later entries win over earlier ones and over the
+/// parent).
+pub fn hook_environment<I>(
+    parent: I,
+    script: &str,
+    injected: &[(String, String)],
+) -> Vec<(OsString, OsString)>
 where
     I: IntoIterator<Item = (OsString, OsString)>,
 {
     let mut env: Vec<(OsString, OsString)> = parent
         .into_iter()
-        .filter(|(k, _)| k.to_str().is_some_and(hook_inherits))
+        .filter(|(k, _)| k.to_str().is_some_and(|k| hook_inherits(k, script)))
         .collect();
     for (k, v) in injected {
         env.retain(|(ek, _)| ek.as_os_str() != k.as_str());
@@ -320,16 +342,25 @@ mod tests {
             os("SORTIE_LOG_LEVEL", "debug"),
             os("SORTIE_TRACKER_API_KEY", "secret"),
             os("LC_CTYPE", "C.UTF-8"),
+            os("SORTIE_TEST_DIR", "/named/by/the/script"),
+            os("SORTIE_TEST", "a prefix of a named variable"),
             os("SORTIE_ISSUE_ID", "stale"),
             os("path", "lowercase is not PATH"),
         ];
-        let env = hook_environment(parent, &[("SORTIE_ISSUE_ID".into(), "42".into())]);
+        let env = hook_environment(
+            parent,
+            "cp x \"${SORTIE_TEST_DIR}/y\"; echo $SORTIE_ISSUE_ID",
+            &[("SORTIE_ISSUE_ID".into(), "42".into())],
+        );
         let keys: Vec<String> = env
             .iter()
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .collect();
-        assert_eq!(keys, ["PATH", "LC_CTYPE", "SORTIE_ISSUE_ID"]);
-        assert_eq!(env[2].1, OsString::from("42"));
+        assert_eq!(
+            keys,
+            ["PATH", "LC_CTYPE", "SORTIE_TEST_DIR", "SORTIE_ISSUE_ID"]
+        );
+        assert_eq!(env[3].1, OsString::from("42"));
     }
 
     #[test]
@@ -343,7 +374,7 @@ mod tests {
                 ("SORTIE_SELF_REVIEW_STATUS".into(), "passed".into()),
             ],
         };
-        let built = hook_environment(Vec::new(), &injected_vars(&env, Path::new("/w/P-1")));
+        let built = hook_environment(Vec::new(), "", &injected_vars(&env, Path::new("/w/P-1")));
         let get = |k: &str| {
             built
                 .iter()

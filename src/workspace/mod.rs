@@ -227,8 +227,8 @@ impl WorkspaceManager {
         };
         let injected = hooks::injected_vars(env, workspace);
         let environment = match &self.parent_env {
-            Some(parent) => hook_environment(parent.iter().cloned(), &injected),
-            None => hook_environment(std::env::vars_os(), &injected),
+            Some(parent) => hook_environment(parent.iter().cloned(), script, &injected),
+            None => hook_environment(std::env::vars_os(), script, &injected),
         };
         hooks::run_invocation(hooks::HookInvocation {
             kind,
