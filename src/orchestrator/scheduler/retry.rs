@@ -99,12 +99,12 @@ impl Orchestrator {
         info.error = Some(reason.as_str().to_string());
         info.trigger = RetryTrigger::Timer;
         log::info!(
-            "retry rescheduled issue_id={} issue_identifier={} attempt={} delay_ms={} reason=\"{}\"",
+            "retry rescheduled issue_id={} issue_identifier={} attempt={} delay_ms={} reason={:?}",
             info.issue.id,
             info.issue.identifier,
             attempt,
             delay,
-            reason
+            reason.to_string()
         );
         persist::save_retry(&self.store, &info, &self.workflow);
         self.metrics.retry(RetryTrigger::Timer.as_str());
