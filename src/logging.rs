@@ -4,8 +4,14 @@
 //! Fields come from two places, both supported: structured `log` key-values
 //! (`info!(issue_id = id; "worker exiting")`) and the project's inline convention
 //! (`info!("worker exiting issue_id={id}")`), where the message text is everything before the
-//! first `key=` token. Every rendered line passes through [`crate::mask::mask`], so a secret
-//! never reaches the log even when a caller forgets.
+//! first `key=` token. A quoted value may be written `{:?}`-style (`output={out:?}`): its `\"`,
+//! `\\`, `\n`, `\t`, `\r`, `\0` and `\u{…}` escapes are decoded, so quotes and newlines in
+//! untrusted text (hook output, error texts) arrive intact; a quote that is not escaped ends
+//! the value only at the end of the line or before the next `key=` field. The text format
+//! re-escapes values JSON-style inside quotes, so every record stays one line; the JSON format
+//! carries them as JSON strings. The message and every value, and then every rendered line,
+//! pass through [`crate::mask::mask`], so a secret never reaches the log even when a caller
+//! forgets.
 
 use std::io::Write;
 
@@ -51,6 +57,12 @@ pub fn render(record: &log::Record<'_>, format: LogFormat, time: String) -> Stri
     let mut kv = KvCollector(Vec::new());
     let _ = record.key_values().visit(&mut kv);
     fields.extend(kv.0);
+    // Masked once decoded, too: rendering escapes `"` and `\`, so a secret holding one would
+    // no longer match in the finished line.
+    let msg = crate::mask::mask(&msg);
+    for (_, v) in fields.iter_mut() {
+        *v = crate::mask::mask(v);
+    }
     let level = record.level().as_str().to_ascii_uppercase();
     match format {
         LogFormat::Text => {
@@ -330,5 +342,16 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["output"], output);
         assert!(v.get("extra").is_none(), "{line}");
+    }
+
+    #[test]
+    fn a_secret_holding_a_quote_or_backslash_is_masked_in_both_formats() {
+        let secret = "q\"uo\\ted-secret-314";
+        crate::mask::register_secret(secret);
+        for f in [LogFormat::Text, LogFormat::Json] {
+            let line = crate::mask::mask(&rec(format_args!("hook failed output={secret:?}"), f));
+            assert!(line.contains(crate::mask::REDACTED), "{line}");
+            assert!(!line.contains("ted-secret-314"), "{line}");
+        }
     }
 }
