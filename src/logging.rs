@@ -4,8 +4,14 @@
 //! Fields come from two places, both supported: structured `log` key-values
 //! (`info!(issue_id = id; "worker exiting")`) and the project's inline convention
 //! (`info!("worker exiting issue_id={id}")`), where the message text is everything before the
-//! first `key=` token. Every rendered line passes through [`crate::mask::mask`], so a secret
-//! never reaches the log even when a caller forgets.
+//! first `key=` token. A quoted value may be written `{:?}`-style (`output={out:?}`): its `\"`,
+//! `\\`, `\n`, `\t`, `\r`, `\0` and `\u{…}` escapes are decoded, so quotes and newlines in
+//! untrusted text (hook output, error texts) arrive intact; a quote that is not escaped ends
+//! the value only at the end of the line or before the next `key=` field. The text format
+//! re-escapes values JSON-style inside quotes, so every record stays one line; the JSON format
+//! carries them as JSON strings. The message and every value, and then every rendered line,
+//! pass through [`crate::mask::mask`], so a secret never reaches the log even when a caller
+//! forgets.
 
 use std::io::Write;
 
@@ -51,6 +57,12 @@ pub fn render(record: &log::Record<'_>, format: LogFormat, time: String) -> Stri
     let mut kv = KvCollector(Vec::new());
     let _ = record.key_values().visit(&mut kv);
     fields.extend(kv.0);
+    // Masked once decoded, too: rendering escapes `"` and `\`, so a secret holding one would
+    // no longer match in the finished line.
+    let msg = crate::mask::mask(&msg);
+    for (_, v) in fields.iter_mut() {
+        *v = crate::mask::mask(v);
+    }
     let level = record.level().as_str().to_ascii_uppercase();
     match format {
         LogFormat::Text => {
@@ -120,6 +132,23 @@ fn is_key_token(tok: &str) -> bool {
     }
 }
 
+/// Decodes the body of a `\u` escape at the start of `s`: Rust's `{XXXX}` or JSON's four hex
+/// digits (a surrogate half is not decoded). Returns the char and the bytes consumed.
+fn unicode_escape(s: &str) -> Option<(char, usize)> {
+    if let Some(body) = s.strip_prefix('{') {
+        let end = body.find('}')?;
+        let hex = &body[..end];
+        if hex.is_empty() || hex.len() > 6 {
+            return None;
+        }
+        let ch = char::from_u32(u32::from_str_radix(hex, 16).ok()?)?;
+        return Some((ch, end + 2));
+    }
+    let hex = s.get(..4)?;
+    let ch = char::from_u32(u32::from_str_radix(hex, 16).ok()?)?;
+    Some((ch, 4))
+}
+
 /// Splits `"worker exiting issue_id=1 error=\"boom now\""` into the message and its fields.
 pub fn split_inline_fields(text: &str) -> (String, Vec<(String, String)>) {
     // Find the first whitespace-delimited token that looks like `key=`.
@@ -145,13 +174,33 @@ pub fn split_inline_fields(text: &str) -> (String, Vec<(String, String)>) {
             let mut val = String::new();
             if chars.peek().map(|&(_, c)| c) == Some('"') {
                 chars.next();
-                let mut escaped = false;
-                for (i, c) in chars.by_ref() {
-                    if escaped {
-                        val.push(c);
-                        escaped = false;
-                    } else if c == '\\' {
-                        escaped = true;
+                while let Some((i, c)) = chars.next() {
+                    if c == '\\' {
+                        // `{:?}` / JSON escapes: decoded, so newlines and quotes survive.
+                        match chars.next() {
+                            Some((_, 'n')) => val.push('\n'),
+                            Some((_, 'r')) => val.push('\r'),
+                            Some((_, 't')) => val.push('\t'),
+                            Some((_, '0')) => val.push('\0'),
+                            Some((j, 'u')) => match unicode_escape(&rest[j + 1..]) {
+                                Some((ch, len)) => {
+                                    val.push(ch);
+                                    for _ in 0..len {
+                                        chars.next();
+                                    }
+                                }
+                                None => {
+                                    val.push('\\');
+                                    val.push('u');
+                                }
+                            },
+                            Some((_, e @ ('"' | '\\' | '\'' | '/'))) => val.push(e),
+                            Some((_, other)) => {
+                                val.push('\\');
+                                val.push(other);
+                            }
+                            None => val.push('\\'),
+                        }
                     } else if c == '"' && closes_value(&rest[i + 1..]) {
                         break;
                     } else {
@@ -263,5 +312,46 @@ mod tests {
                 ("tick".to_string(), "3".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn debug_quoted_values_keep_quotes_backslashes_and_newlines() {
+        let output = "a \"quoted\" line\nsecond line key=v \\ end \u{1b}";
+        let text = format!("hook failed hook=before_run output={output:?} n=1");
+        let (m, f) = split_inline_fields(&text);
+        assert_eq!(m, "hook failed");
+        assert_eq!(
+            f,
+            vec![
+                ("hook".to_string(), "before_run".to_string()),
+                ("output".to_string(), output.to_string()),
+                ("n".to_string(), "1".to_string()),
+            ]
+        );
+        // Text: one line, escaped, and parsing it back yields the same value.
+        let line = rec(format_args!("{text}"), LogFormat::Text);
+        assert!(!line.contains('\n'), "{line}");
+        let (_, back) = split_inline_fields(&line);
+        assert!(
+            back.contains(&("output".to_string(), output.to_string())),
+            "{line}"
+        );
+        assert!(!back.iter().any(|(k, _)| k == "extra"), "{line}");
+        // JSON: carried exactly.
+        let line = rec(format_args!("{text}"), LogFormat::Json);
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["output"], output);
+        assert!(v.get("extra").is_none(), "{line}");
+    }
+
+    #[test]
+    fn a_secret_holding_a_quote_or_backslash_is_masked_in_both_formats() {
+        let secret = "q\"uo\\ted-secret-314";
+        crate::mask::register_secret(secret);
+        for f in [LogFormat::Text, LogFormat::Json] {
+            let line = crate::mask::mask(&rec(format_args!("hook failed output={secret:?}"), f));
+            assert!(line.contains(crate::mask::REDACTED), "{line}");
+            assert!(!line.contains("ted-secret-314"), "{line}");
+        }
     }
 }

@@ -26,6 +26,43 @@ pub fn register_secret(secret: &str) {
     }
 }
 
+/// Name fragments that make an environment variable secret-looking (matched case-insensitively
+/// anywhere in the name): `GITHUB_TOKEN`, `SORTIE_TRACKER_API_KEY`, `db_password`, ….
+const SECRET_NAME_PARTS: &[&str] = &["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
+
+/// Whether an environment variable's name says its value is a secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_NAME_PARTS.iter().any(|p| upper.contains(p))
+}
+
+/// Registers the value of every secret-looking variable in `vars` ([`is_secret_name`]),
+/// whether or not WORKFLOW.md references it, so a hook or agent that prints one cannot get it
+/// into a log line, the API or the database.
+pub fn register_env_secrets<I, K, V>(vars: I)
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    for (k, v) in vars {
+        if let (Some(k), Some(v)) = (k.as_ref().to_str(), v.as_ref().to_str())
+            && is_secret_name(k)
+            && !is_flag_word(v)
+        {
+            register_secret(v);
+        }
+    }
+}
+
+/// A switch value (`SKIP_KEYCHAIN=true`) is no secret, and masking it would shred ordinary
+/// log text such as `created_now=true`.
+fn is_flag_word(v: &str) -> bool {
+    ["true", "false", "none", "null", "unset"]
+        .iter()
+        .any(|w| v.trim().eq_ignore_ascii_case(w))
+}
+
 /// Replaces every registered secret in `text` with `[redacted]`.
 pub fn mask(text: &str) -> String {
     let list = SECRETS.read().unwrap_or_else(|p| p.into_inner());
@@ -54,6 +91,23 @@ mod tests {
             mask_with("a tok-abcdef-long b tok-abc", &secrets),
             "a [redacted] b [redacted]"
         );
+    }
+
+    #[test]
+    fn secret_names_are_recognised_case_insensitively() {
+        for name in [
+            "GITHUB_TOKEN",
+            "SORTIE_TRACKER_API_KEY",
+            "db_password",
+            "MY_PASSWD",
+            "Client_Secret",
+            "AWS_CREDENTIALS",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "SORTIE_LOG_LEVEL", "LANG"] {
+            assert!(!is_secret_name(name), "{name}");
+        }
     }
 
     #[test]

@@ -43,6 +43,7 @@ fn params(workspace: PathBuf) -> StartSessionParams {
     StartSessionParams {
         workspace,
         resume_session_id: None,
+        issue_id: "id-CON-1".into(),
         issue_identifier: "CON-1".into(),
         mcp_config_path: None,
     }

@@ -84,6 +84,7 @@ fn params(ws: PathBuf) -> StartSessionParams {
     StartSessionParams {
         workspace: ws,
         resume_session_id: None,
+        issue_id: "id-PROJ-1".into(),
         issue_identifier: "PROJ-1".into(),
         mcp_config_path: None,
     }

@@ -177,7 +177,11 @@ fn environment_is_allowlisted_and_injected() -> TestResult {
             OsString::from("NOT_ALLOWLISTED_SECRET"),
             OsString::from("leak"),
         ),
-        (OsString::from("SORTIE_CUSTOM"), OsString::from("kept")),
+        (
+            OsString::from("SORTIE_CUSTOM"),
+            OsString::from("not-inherited"),
+        ),
+        (OsString::from("LC_MESSAGES"), OsString::from("C")),
         (
             OsString::from("SORTIE_ISSUE_ID"),
             OsString::from("stale-parent-value"),
@@ -202,7 +206,9 @@ fn environment_is_allowlisted_and_injected() -> TestResult {
     assert!(has(&format!("SORTIE_WORKSPACE={}", ws.display())), "{dump}");
     assert!(has("SORTIE_ATTEMPT=2"), "{dump}");
     assert!(has("SORTIE_SELF_REVIEW_STATUS=passed"), "{dump}");
-    assert!(has("SORTIE_CUSTOM=kept"), "{dump}");
+    // The daemon's own SORTIE_* variables are not inherited (issue 12); locales are.
+    assert!(!dump.contains("SORTIE_CUSTOM"), "{dump}");
+    assert!(has("LC_MESSAGES=C"), "{dump}");
     assert!(has("HOME=/home/tester"), "{dump}");
     assert!(!dump.contains("NOT_ALLOWLISTED_SECRET"), "{dump}");
     assert!(!dump.contains("stale-parent-value"), "{dump}");

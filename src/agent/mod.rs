@@ -87,6 +87,8 @@ pub struct StartSessionParams {
     pub workspace: PathBuf,
     /// A session id from an earlier attempt to continue.
     pub resume_session_id: Option<String>,
+    /// The tracker's id of the issue (log lines only).
+    pub issue_id: String,
     pub issue_identifier: String,
     /// The worker-written MCP config (`.sortie/mcp.json`); wins over the block's `mcp_config`.
     pub mcp_config_path: Option<PathBuf>,

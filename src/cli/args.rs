@@ -112,10 +112,25 @@ const LONG_FLAGS: &[&str] = &[
     "version",
     "format",
     "dir",
+    "reset",
     "help",
 ];
 
-/// Rewrites Go-style flags into argh's: `-port` → `--port`, `--port=1` → `--port 1`.
+/// Flags that take no value. Go's `flag` also accepts `-name=true`/`-name=false` for them.
+const SWITCHES: &[&str] = &["dry-run", "version", "reset", "help"];
+
+/// Go `strconv.ParseBool`, the values `-dry-run=…` accepts.
+fn parse_go_bool(v: &str) -> Option<bool> {
+    match v {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// Rewrites Go-style flags into argh's: `-port` → `--port`, `--port=1` → `--port 1`,
+/// `-h`/`-help` → `--help`, `--dry-run=true` → `--dry-run`, `--dry-run=false` → nothing.
+/// A switch given a value that is not a boolean is left as typed, so argh reports it.
 /// Stops at `--`.
 pub fn normalize(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
@@ -136,7 +151,20 @@ pub fn normalize(args: &[String]) -> Vec<String> {
             None => (body, None),
         };
         let name = name.replace('_', "-");
-        if LONG_FLAGS.contains(&name.as_str()) {
+        let name = if name == "h" && value.is_none() {
+            "help".to_string()
+        } else {
+            name
+        };
+        if SWITCHES.contains(&name.as_str())
+            && let Some(v) = value
+        {
+            match parse_go_bool(v) {
+                Some(true) => out.push(format!("--{name}")),
+                Some(false) => {}
+                None => out.push(a.clone()),
+            }
+        } else if LONG_FLAGS.contains(&name.as_str()) {
             out.push(format!("--{name}"));
             if let Some(v) = value {
                 out.push(v.to_string());
@@ -164,6 +192,13 @@ pub fn parse(args: &[String]) -> Parsed {
     let strs: Vec<&str> = norm.iter().map(String::as_str).collect();
     let parsed = match sub {
         Some("version") => {
+            if strs == ["--help"] {
+                return Parsed::Exit {
+                    stdout: "Usage: sortie version\n\nprint the version banner and exit\n".into(),
+                    stderr: String::new(),
+                    code: 0,
+                };
+            }
             if strs.is_empty() {
                 Ok(Command::Version)
             } else {
@@ -271,6 +306,52 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn every_help_spelling_exits_zero_for_every_command() {
+        for sub in [None, Some("validate"), Some("demo"), Some("version")] {
+            for flag in ["-h", "--help", "-help", "--h"] {
+                let mut argv: Vec<String> = sub.iter().map(|s| s.to_string()).collect();
+                argv.push(flag.to_string());
+                match parse(&argv) {
+                    Parsed::Exit { stdout, code, .. } => {
+                        assert_eq!(code, 0, "{argv:?}");
+                        assert!(stdout.contains("Usage"), "{argv:?}: {stdout}");
+                    }
+                    other => panic!("{argv:?}: {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn switches_take_go_boolean_values() {
+        let dry = |a: &[&str]| match parse(&s(a)) {
+            Parsed::Command(Command::Run(r)) => Some((r.dry_run, r.workflow)),
+            _ => None,
+        };
+        assert_eq!(
+            dry(&["--dry-run=true", "W.md"]),
+            Some((true, Some("W.md".into())))
+        );
+        assert_eq!(
+            dry(&["-dry-run=1", "W.md"]),
+            Some((true, Some("W.md".into())))
+        );
+        assert_eq!(
+            dry(&["-dry-run", "W.md"]),
+            Some((true, Some("W.md".into())))
+        );
+        assert_eq!(
+            dry(&["--dry-run=false", "W.md"]),
+            Some((false, Some("W.md".into())))
+        );
+        assert_eq!(dry(&["--dry-run=maybe", "W.md"]), None);
+        assert!(matches!(
+            parse(&s(&["demo", "-reset=true"])),
+            Parsed::Command(Command::Demo(DemoArgs { reset: true, .. }))
+        ));
     }
 
     #[test]

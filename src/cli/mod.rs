@@ -22,7 +22,14 @@ pub fn version_banner() -> String {
 
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+    // Non-UTF-8 arguments are replaced rather than panicking.
+    let argv: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    // Every command (run, validate, demo, --dry-run) masks the values of secret-looking
+    // environment variables, referenced by WORKFLOW.md or not, before it can log anything.
+    crate::mask::register_env_secrets(std::env::vars_os());
     match args::parse(&argv) {
         Parsed::Exit {
             stdout,

@@ -64,7 +64,7 @@ pub fn run(opts: RunOptions) -> i32 {
     logging::init(level, format);
     for w in &wf.warnings {
         log::warn!(
-            "workflow warning check={} field={} message=\"{}\"",
+            "workflow warning check={} field={} message={:?}",
             w.check,
             w.field,
             w.message
@@ -98,7 +98,7 @@ pub fn run(opts: RunOptions) -> i32 {
         let environmental = d.check == crate::config::AGENT_COMMAND_CHECK;
         if environmental {
             log::error!(
-                "dispatch preflight failed; nothing is dispatched until it passes check={} error=\"{}\"",
+                "dispatch preflight failed; nothing is dispatched until it passes check={} error={:?}",
                 d.check,
                 d.message
             );
@@ -107,7 +107,7 @@ pub fn run(opts: RunOptions) -> i32 {
     });
     if !report.errors.is_empty() {
         let joined: Vec<String> = report.errors.iter().map(|d| d.message.clone()).collect();
-        log::error!("dispatch preflight failed error=\"{}\"", joined.join("; "));
+        log::error!("dispatch preflight failed error={:?}", joined.join("; "));
         return fail(format!("dispatch preflight failed: {}", joined.join("; ")));
     }
 
@@ -141,10 +141,13 @@ fn run_daemon(
             if let Err(e) =
                 crate::process_signal::orphans::spawn_reaper(std::time::Duration::from_secs(1))
             {
-                log::warn!("reaper thread not started error=\"{e}\"");
+                log::warn!("reaper thread not started error={:?}", e.to_string());
             }
         }
-        Err(e) => log::warn!("not a child subreaper; orphans go to init error=\"{e}\""),
+        Err(e) => log::warn!(
+            "not a child subreaper; orphans go to init error={:?}",
+            e.to_string()
+        ),
     }
     log::info!(
         "database path resolved db_path={}",
@@ -155,8 +158,9 @@ fn run_daemon(
         Ok(l) => l,
         Err(e) => {
             log::error!(
-                "database lock not acquired db_path={} error=\"{e}\"",
-                wf.config.db_path.display()
+                "database lock not acquired db_path={:?} error={:?}",
+                wf.config.db_path.display().to_string(),
+                e.to_string()
             );
             return fail(e);
         }
@@ -179,14 +183,17 @@ fn run_daemon(
         Ok(n) => {
             log::warn!("sessions lost with the previous process recorded in the totals count={n}")
         }
-        Err(e) => log::warn!("lost sessions not recorded error=\"{e}\""),
+        Err(e) => log::warn!("lost sessions not recorded error={:?}", e.to_string()),
     }
     // Restart-surviving counters resume from the persisted aggregates (no cliff on restart).
     let seed = store
         .read_conn()
         .and_then(|r| r.aggregate_totals())
         .unwrap_or_else(|e| {
-            log::warn!("aggregate counters not read; metrics start at zero error=\"{e}\"");
+            log::warn!(
+                "aggregate counters not read; metrics start at zero error={:?}",
+                e.to_string()
+            );
             Default::default()
         });
     let metrics = Arc::new(crate::metrics::Metrics::new(&seed));
@@ -208,7 +215,10 @@ fn run_daemon(
     };
 
     if let Err(e) = orchestrator::watch::spawn(&workflow_path, handle.tx.clone()) {
-        log::warn!("workflow watcher not started; relying on per-tick reload error=\"{e}\"");
+        log::warn!(
+            "workflow watcher not started; relying on per-tick reload error={:?}",
+            e.to_string()
+        );
     }
     if let Err(e) = install_signal_handlers(handle.tx.clone()) {
         return fail(format!("cannot install signal handlers: {e}"));
@@ -228,7 +238,7 @@ fn run_daemon(
     if let Some(rx) = server.as_ref().map(|s| s.fatal_receiver()) {
         while !orch_thread.is_finished() {
             if let Ok(msg) = rx.recv_timeout(std::time::Duration::from_millis(200)) {
-                log::error!("http server stopped error=\"{msg}\"");
+                log::error!("http server stopped error={:?}", msg.to_string());
                 let _ = handle.tx.send(orchestrator::OrchMsg::Shutdown);
                 let _ = orch_thread.join();
                 return 1;
@@ -276,7 +286,10 @@ fn install_essential_panic_hook(
         let Some(name) = current.name() else { return };
         if is_essential(name) {
             seen.store(true, std::sync::atomic::Ordering::SeqCst);
-            log::error!("essential thread panicked; shutting down thread={name} panic=\"{info}\"");
+            log::error!(
+                "essential thread panicked; shutting down thread={name} panic={:?}",
+                info.to_string()
+            );
             let _ = tx.send(orchestrator::OrchMsg::Shutdown);
         }
     }));

@@ -149,7 +149,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
 
 fn warn_on_err<T>(what: &str, r: Result<T, crate::store::StoreError>) {
     if let Err(e) = r {
-        log::error!("database write failed op={what} error=\"{e}\"");
+        log::error!("database write failed op={what} error={:?}", e.to_string());
     }
 }
 

@@ -66,11 +66,11 @@ fn panicked(job: &SupervisorJob, payload: &(dyn std::any::Any + Send)) -> Superv
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
     log::error!(
-        "supervisor panicked issue_id={} issue_identifier={} dispatch_id={} panic=\"{}\"",
+        "supervisor panicked issue_id={} issue_identifier={} dispatch_id={} panic={:?}",
         job.issue.id,
         job.issue.identifier,
         job.dispatch_id,
-        what
+        what.to_string()
     );
     SupervisorResult {
         dispatch_id: job.dispatch_id.clone(),
@@ -170,10 +170,10 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
                 Err(e) => {
                     job.metrics.dispatch_transition("error");
                     log::warn!(
-                        "in-progress transition failed issue_id={} issue_identifier={} error=\"{}\"",
+                        "in-progress transition failed issue_id={} issue_identifier={} error={:?}",
                         issue.id,
                         issue.identifier,
-                        e
+                        e.to_string()
                     );
                 }
             }
@@ -219,10 +219,10 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         .run_hook(HookKind::AfterRun, &ws.path, &hook_env)
     {
         log::warn!(
-            "after_run hook failed issue_id={} issue_identifier={} error=\"{}\"",
+            "after_run hook failed issue_id={} issue_identifier={} error={:?}",
             issue.id,
             issue.identifier,
-            e
+            e.to_string()
         );
     }
     exit
@@ -244,6 +244,7 @@ fn run_session(
     let mut session = match job.agent.start_session(StartSessionParams {
         workspace: workspace.to_path_buf(),
         resume_session_id: job.resume_session_id.clone(),
+        issue_id: issue.id.clone(),
         issue_identifier: issue.identifier.clone(),
         mcp_config_path: None,
     }) {
@@ -283,10 +284,10 @@ fn run_session(
 
     if let Err(e) = session.stop() {
         log::warn!(
-            "agent session stop failed issue_id={} issue_identifier={} error=\"{}\"",
+            "agent session stop failed issue_id={} issue_identifier={} error={:?}",
             issue.id,
             issue.identifier,
-            e
+            e.to_string()
         );
     }
     if let Some(id) = session.session_id() {
@@ -428,10 +429,10 @@ fn after_turn(
     let status = status_file::read(workspace);
     if let Some(warning) = &status.warning {
         log::warn!(
-            "status file refused issue_id={} issue_identifier={} reason=\"{}\"",
+            "status file refused issue_id={} issue_identifier={} reason={:?}",
             issue.id,
             issue.identifier,
-            warning
+            warning.to_string()
         );
     }
     if let Some(declared) = status.outcome {
@@ -452,10 +453,10 @@ fn after_turn(
         },
         Err(e) => {
             log::warn!(
-                "issue state refresh failed, ending the session issue_id={} issue_identifier={} error=\"{}\"",
+                "issue state refresh failed, ending the session issue_id={} issue_identifier={} error={:?}",
                 issue.id,
                 issue.identifier,
-                e
+                e.to_string()
             );
             ControlFlow::Break(Some(error_exit(
                 ErrorCode::TrackerRefresh,
@@ -474,8 +475,9 @@ fn write_state(workspace: &std::path::Path, state: &SharedState) {
     };
     if let Err(e) = state_file::write(workspace, &snapshot) {
         log::debug!(
-            "state file not written workspace={} error=\"{e}\"",
-            workspace.display()
+            "state file not written workspace={} error={:?}",
+            workspace.display(),
+            e.to_string()
         );
     }
 }

@@ -82,7 +82,8 @@ impl TrackerOps {
             });
         if let Err(e) = spawned {
             log::error!(
-                "cannot start the tracker-ops thread; lifecycle comments are off error=\"{e}\""
+                "cannot start the tracker-ops thread; lifecycle comments are off error={:?}",
+                e.to_string()
             );
         }
         TrackerOps { tx: Some(tx), done }
@@ -134,7 +135,8 @@ fn run(tracker: &dyn TrackerAdapter, metrics: &crate::metrics::Metrics, op: Trac
             Err(e) => {
                 metrics.tracker_comment(lifecycle.as_str(), "error");
                 log::warn!(
-                    "tracker comment failed issue_id={issue_id} issue_identifier={issue_identifier} lifecycle={lifecycle} error=\"{e}\""
+                    "tracker comment failed issue_id={issue_id} issue_identifier={issue_identifier} lifecycle={lifecycle} error={:?}",
+                    e.to_string()
                 )
             }
         },

@@ -595,6 +595,9 @@ impl Writer {
 
 fn warn_failed(what: &str, issue_id: &str, r: Result<(), StoreError>) {
     if let Err(e) = r {
-        log::warn!("database write failed op={what:?} issue_id={issue_id} error={e}");
+        log::warn!(
+            "database write failed op={what:?} issue_id={issue_id} error={:?}",
+            e.to_string()
+        );
     }
 }

@@ -11,7 +11,7 @@ impl WorkspaceManager {
         let root = match resolve_root(self.root()) {
             Ok(r) => r,
             Err(e) => {
-                log::warn!("workspace listing failed error={e}");
+                log::warn!("workspace listing failed error={:?}", e.to_string());
                 return Vec::new();
             }
         };
@@ -19,7 +19,11 @@ impl WorkspaceManager {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
             Err(e) => {
-                log::warn!("workspace listing failed path={} error={e}", root.display());
+                log::warn!(
+                    "workspace listing failed path={:?} error={:?}",
+                    root.display().to_string(),
+                    e.to_string()
+                );
                 return Vec::new();
             }
         };
@@ -35,7 +39,8 @@ impl WorkspaceManager {
 
     /// Removes the workspace of each identifier (running `before_remove`); returns how many
     /// directories were deleted. Failures are logged and skipped so one bad entry cannot block
-    /// startup. The tracker id is not known here, so `SORTIE_ISSUE_ID` is empty for these hooks.
+    /// startup. The tracker id is not known here, so `SORTIE_ISSUE_ID` is empty for these hooks
+    /// and their log lines carry `issue_identifier` only.
     pub fn cleanup_terminal(&self, terminal_identifiers: &[String]) -> usize {
         let mut removed = 0;
         for identifier in terminal_identifiers {
@@ -43,7 +48,8 @@ impl WorkspaceManager {
                 Ok(true) => removed += 1,
                 Ok(false) => {}
                 Err(e) => log::warn!(
-                    "terminal workspace cleanup failed issue_identifier={identifier} error={e}"
+                    "terminal workspace cleanup failed issue_identifier={identifier} error={:?}",
+                    e.to_string()
                 ),
             }
         }

@@ -23,8 +23,12 @@ pub const MAX_SCRIPT_DISPLAY_BYTES: usize = 200;
 /// background process that inherited the pipe must not hang the caller.
 const PIPE_GRACE: Duration = Duration::from_secs(3);
 
-/// Parent variables a hook inherits besides `SORTIE_*`; everything else (tokens, API keys) is
-/// stripped so a hook cannot leak what it was never meant to see.
+/// The parent variables every hook inherits (plus every `LC_*` locale variable). Besides these a
+/// hook inherits only the variables its own script names as `$NAME` or `${NAME}` (an explicit
+/// opt-in by the operator); everything else, including the daemon's own `SORTIE_*` overrides,
+/// tokens and API keys, is stripped so a hook cannot print what it was never meant to see. The per-invocation `SORTIE_ISSUE_ID`,
+/// `SORTIE_ISSUE_IDENTIFIER`, `SORTIE_WORKSPACE`, `SORTIE_ATTEMPT` (and, for `after_run`,
+/// `SORTIE_SELF_REVIEW_STATUS`) are injected, not inherited.
 pub const HOOK_ENV_ALLOWLIST: &[&str] = &[
     "PATH",
     "HOME",
@@ -122,18 +126,41 @@ pub struct HookOutput {
     pub duration_ms: u64,
 }
 
-/// Builds the hook environment: allowlisted and `SORTIE_*` variables from `parent`, then
-/// `injected` (later entries win over earlier ones and over the parent).
-pub fn hook_environment<I>(parent: I, injected: &[(String, String)]) -> Vec<(OsString, OsString)>
+/// Whether a parent variable is passed to a hook running `script`: [`HOOK_ENV_ALLOWLIST`], an
+/// `LC_*` locale, or a variable the script names (see [`script_names_var`]).
+pub fn hook_inherits(name: &str, script: &str) -> bool {
+    HOOK_ENV_ALLOWLIST.contains(&name) || name.starts_with("LC_") || script_names_var(script, name)
+}
+
+/// Whether `script` contains `$name` (not followed by another name character) or `${name`.
+pub fn script_names_var(script: &str, name: &str) -> bool {
+    if name.is_empty() {
+        return false;
+    }
+    let is_name_char = |c: char| c == '_' || c.is_ascii_alphanumeric();
+    script.match_indices('$').any(|(i, _)| {
+        let after = &script[i + 1..];
+        let after = after.strip_prefix('{').unwrap_or(after);
+        after
+            .strip_prefix(name)
+            .is_some_and(|rest| !rest.starts_with(is_name_char))
+    })
+}
+
+/// Builds the hook environment for `script`: inherited variables from `parent` (see
+/// [`hook_inherits`]), then `injected` (later entries win over earlier ones and over the
+/// parent).
+pub fn hook_environment<I>(
+    parent: I,
+    script: &str,
+    injected: &[(String, String)],
+) -> Vec<(OsString, OsString)>
 where
     I: IntoIterator<Item = (OsString, OsString)>,
 {
     let mut env: Vec<(OsString, OsString)> = parent
         .into_iter()
-        .filter(|(k, _)| {
-            k.to_str()
-                .is_some_and(|k| HOOK_ENV_ALLOWLIST.contains(&k) || k.starts_with("SORTIE_"))
-        })
+        .filter(|(k, _)| k.to_str().is_some_and(|k| hook_inherits(k, script)))
         .collect();
     for (k, v) in injected {
         env.retain(|(ek, _)| ek.as_os_str() != k.as_str());
@@ -160,6 +187,17 @@ pub(crate) fn injected_vars(env: &HookEnv, workspace: &Path) -> Vec<(String, Str
     vars
 }
 
+/// The `issue_id=… issue_identifier=…` fields of a per-issue log line. The startup sweep of
+/// terminal workspaces knows only the identifier (the directory name); there the id field is
+/// left out rather than printed empty.
+pub(crate) fn issue_fields(issue_id: &str, issue_identifier: &str) -> String {
+    if issue_id.is_empty() {
+        format!("issue_identifier={issue_identifier}")
+    } else {
+        format!("issue_id={issue_id} issue_identifier={issue_identifier}")
+    }
+}
+
 /// `s` cut to at most `max` bytes on a char boundary, with `…` when cut.
 pub(crate) fn truncate_for_display(s: &str, max: usize) -> String {
     if s.len() <= max {
@@ -179,7 +217,8 @@ pub(crate) struct HookInvocation<'a> {
     pub workspace: &'a Path,
     pub env: Vec<(OsString, OsString)>,
     pub timeout_ms: u64,
-    /// For log lines only.
+    /// For log lines only (an empty id is left out, see [`issue_fields`]).
+    pub issue_id: &'a str,
     pub issue_identifier: &'a str,
     /// A message (or a dropped sender) kills the hook early.
     pub cancel: &'a Receiver<()>,
@@ -203,10 +242,10 @@ fn check_workspace_dir(inv: &HookInvocation<'_>) -> Result<(), WorkspaceError> {
 pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, WorkspaceError> {
     let kind = inv.kind;
     check_workspace_dir(&inv)?;
+    let issue = issue_fields(inv.issue_id, inv.issue_identifier);
     let script_shown = mask(&truncate_for_display(inv.script, MAX_SCRIPT_DISPLAY_BYTES));
     log::debug!(
-        "hook starting hook={kind} issue_identifier={} workspace={} script={script_shown:?}",
-        inv.issue_identifier,
+        "hook starting hook={kind} {issue} workspace={} script={script_shown:?}",
         inv.workspace.display()
     );
 
@@ -243,15 +282,13 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
 
     if stopped == Some(WaitOutcome::Cancelled) {
         log::warn!(
-            "hook cancelled hook={kind} issue_identifier={} duration_ms={duration_ms} script={script_shown:?}",
-            inv.issue_identifier
+            "hook cancelled hook={kind} {issue} duration_ms={duration_ms} script={script_shown:?}",
         );
         return Err(WorkspaceError::HookCancelled { hook: kind });
     }
     if stopped == Some(WaitOutcome::TimedOut) {
         log::warn!(
-            "hook timed out hook={kind} issue_identifier={} duration_ms={duration_ms} timeout_ms={} script={script_shown:?} output={log_output:?}",
-            inv.issue_identifier,
+            "hook timed out hook={kind} {issue} duration_ms={duration_ms} timeout_ms={} script={script_shown:?} output={log_output:?}",
             inv.timeout_ms
         );
         return Err(WorkspaceError::HookTimeout {
@@ -266,8 +303,7 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
         let exit_code = status.and_then(|s| s.code());
         let signal = status.and_then(|s| s.signal());
         log::warn!(
-            "hook failed hook={kind} issue_identifier={} duration_ms={duration_ms} exit_code={} script={script_shown:?} output={log_output:?}",
-            inv.issue_identifier,
+            "hook failed hook={kind} {issue} duration_ms={duration_ms} exit_code={} script={script_shown:?} output={log_output:?}",
             exit_code.map_or_else(|| "none".to_string(), |c| c.to_string())
         );
         return Err(WorkspaceError::HookFailed {
@@ -279,8 +315,7 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
         });
     }
     log::info!(
-        "hook completed hook={kind} issue_identifier={} duration_ms={duration_ms} output_bytes={}",
-        inv.issue_identifier,
+        "hook completed hook={kind} {issue} duration_ms={duration_ms} output_bytes={}",
         captured.total_bytes
     );
     Ok(HookOutput {
@@ -300,21 +335,32 @@ mod tests {
     }
 
     #[test]
-    fn environment_keeps_allowlist_and_sortie_vars_only() {
+    fn environment_keeps_allowlist_and_injected_vars_only() {
         let parent = vec![
             os("PATH", "/bin"),
             os("GITHUB_TOKEN", "secret"),
             os("SORTIE_LOG_LEVEL", "debug"),
+            os("SORTIE_TRACKER_API_KEY", "secret"),
+            os("LC_CTYPE", "C.UTF-8"),
+            os("SORTIE_TEST_DIR", "/named/by/the/script"),
+            os("SORTIE_TEST", "a prefix of a named variable"),
             os("SORTIE_ISSUE_ID", "stale"),
             os("path", "lowercase is not PATH"),
         ];
-        let env = hook_environment(parent, &[("SORTIE_ISSUE_ID".into(), "42".into())]);
+        let env = hook_environment(
+            parent,
+            "cp x \"${SORTIE_TEST_DIR}/y\"; echo $SORTIE_ISSUE_ID",
+            &[("SORTIE_ISSUE_ID".into(), "42".into())],
+        );
         let keys: Vec<String> = env
             .iter()
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .collect();
-        assert_eq!(keys, ["PATH", "SORTIE_LOG_LEVEL", "SORTIE_ISSUE_ID"]);
-        assert_eq!(env[2].1, OsString::from("42"));
+        assert_eq!(
+            keys,
+            ["PATH", "LC_CTYPE", "SORTIE_TEST_DIR", "SORTIE_ISSUE_ID"]
+        );
+        assert_eq!(env[3].1, OsString::from("42"));
     }
 
     #[test]
@@ -328,7 +374,7 @@ mod tests {
                 ("SORTIE_SELF_REVIEW_STATUS".into(), "passed".into()),
             ],
         };
-        let built = hook_environment(Vec::new(), &injected_vars(&env, Path::new("/w/P-1")));
+        let built = hook_environment(Vec::new(), "", &injected_vars(&env, Path::new("/w/P-1")));
         let get = |k: &str| {
             built
                 .iter()

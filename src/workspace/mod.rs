@@ -68,7 +68,7 @@ impl WorkspaceManager {
     }
 
     /// Uses `env` instead of the process environment as the parent environment hooks filter
-    /// (the allowlist and `SORTIE_*` rules still apply).
+    /// (the allowlist still applies).
     pub fn with_parent_env(mut self, env: Vec<(OsString, OsString)>) -> Self {
         self.parent_env = Some(Arc::new(env));
         self
@@ -155,9 +155,11 @@ impl WorkspaceManager {
             if let Err(err) = self.run_hook(HookKind::AfterCreate, &path, &env) {
                 if let Err(rm) = std::fs::remove_dir_all(&path) {
                     log::warn!(
-                        "workspace rollback failed issue_identifier={} path={} error={rm}",
+                        "workspace rollback failed issue_id={} issue_identifier={} path={} error={:?}",
+                        issue.id,
                         issue.identifier,
-                        path.display()
+                        path.display(),
+                        rm.to_string()
                     );
                 }
                 return Err(err);
@@ -225,8 +227,8 @@ impl WorkspaceManager {
         };
         let injected = hooks::injected_vars(env, workspace);
         let environment = match &self.parent_env {
-            Some(parent) => hook_environment(parent.iter().cloned(), &injected),
-            None => hook_environment(std::env::vars_os(), &injected),
+            Some(parent) => hook_environment(parent.iter().cloned(), script, &injected),
+            None => hook_environment(std::env::vars_os(), script, &injected),
         };
         hooks::run_invocation(hooks::HookInvocation {
             kind,
@@ -234,6 +236,7 @@ impl WorkspaceManager {
             workspace,
             env: environment,
             timeout_ms: self.hooks.effective_timeout_ms(),
+            issue_id: &env.issue_id,
             issue_identifier: &env.issue_identifier,
             cancel,
         })
@@ -298,7 +301,8 @@ impl WorkspaceManager {
         };
         if let Err(err) = self.run_hook(HookKind::BeforeRemove, path, &env) {
             log::warn!(
-                "before_remove hook failed, removing anyway issue_id={issue_id} issue_identifier={identifier} error={}",
+                "before_remove hook failed, removing anyway {} error={:?}",
+                hooks::issue_fields(issue_id, identifier),
                 crate::mask::mask(&err.to_string())
             );
         }
@@ -307,7 +311,8 @@ impl WorkspaceManager {
             source,
         })?;
         log::info!(
-            "workspace removed issue_id={issue_id} issue_identifier={identifier} path={}",
+            "workspace removed {} path={}",
+            hooks::issue_fields(issue_id, identifier),
             path.display()
         );
         Ok(true)

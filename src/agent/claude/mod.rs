@@ -86,7 +86,8 @@ impl AgentAdapter for ClaudeAdapter {
             == Some(false)
         {
             log::warn!(
-                "claude-code session_persistence is false: --resume will not work issue_identifier={}",
+                "claude-code session_persistence is false: --resume will not work issue_id={} issue_identifier={}",
+                params.issue_id,
                 params.issue_identifier
             );
         }
@@ -102,6 +103,7 @@ impl AgentAdapter for ClaudeAdapter {
             program,
             command_args,
             mcp_config: params.mcp_config_path,
+            issue_id: params.issue_id,
             issue_identifier: params.issue_identifier,
             session_id,
             resume_next: resuming,
@@ -118,6 +120,7 @@ pub struct ClaudeSession {
     program: String,
     command_args: Vec<String>,
     mcp_config: Option<PathBuf>,
+    issue_id: String,
     issue_identifier: String,
     session_id: String,
     /// False only before the first turn of a brand-new conversation.
@@ -185,7 +188,8 @@ impl AgentSession for ClaudeSession {
             ..TurnLimits::default()
         };
         log::info!(
-            "agent turn starting agent_kind={KIND} issue_identifier={} session_id={} resume={}",
+            "agent turn starting agent_kind={KIND} issue_id={} issue_identifier={} session_id={} resume={}",
+            self.issue_id,
             self.issue_identifier,
             self.session_id,
             self.resume_next

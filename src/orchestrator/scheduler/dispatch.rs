@@ -10,7 +10,7 @@ impl Orchestrator {
         let db = &self.state.health.database;
         if db.failing_streak > 0 {
             log::warn!(
-                "dispatch paused: database check failing error=\"{}\"",
+                "dispatch paused: database check failing error={:?}",
                 db.error.as_deref().unwrap_or("")
             );
             return true;
@@ -103,10 +103,11 @@ impl Orchestrator {
             && let Err(err) = persist::write_started_session(&self.store, e, &self.workflow, now)
         {
             log::error!(
-                "session not recorded, agent not started issue_id={} issue_identifier={} dispatch_id={} error=\"{err}\"",
+                "session not recorded, agent not started issue_id={} issue_identifier={} dispatch_id={} error={:?}",
                 issue.id,
                 issue.identifier,
-                dispatch_id
+                dispatch_id,
+                err.to_string()
             );
             self.metrics.dispatch("error");
             self.unspawned(&issue, &dispatch_id, attempt, dispatched_at_ms);
@@ -120,9 +121,10 @@ impl Orchestrator {
             .dispatch(if spawned.is_ok() { "success" } else { "error" });
         if let Err(e) = spawned {
             log::error!(
-                "failed to spawn agent issue_id={} issue_identifier={} error=\"{e}\"",
+                "failed to spawn agent issue_id={} issue_identifier={} error={:?}",
                 issue.id,
-                issue.identifier
+                issue.identifier,
+                e.to_string()
             );
             self.unspawned(&issue, &dispatch_id, attempt, dispatched_at_ms);
         }

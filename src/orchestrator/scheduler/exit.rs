@@ -237,10 +237,11 @@ impl Orchestrator {
             Ok(persist::RunRecorded::Committed(_)) => RecordState::Committed,
             Ok(persist::RunRecorded::Kept(error)) => {
                 log::error!(
-                    "run record kept until the database takes writes; issue waits issue_id={} issue_identifier={} dispatch_id={} error=\"{error}\"",
+                    "run record kept until the database takes writes; issue waits issue_id={} issue_identifier={} dispatch_id={} error={:?}",
                     entry.facts.issue.id,
                     entry.facts.issue.identifier,
-                    result.dispatch_id
+                    result.dispatch_id,
+                    error.to_string()
                 );
                 self.state.health.database.record(
                     now,
@@ -253,9 +254,10 @@ impl Orchestrator {
             }
             Err(e) => {
                 log::error!(
-                    "failed to record run; issue not handed off issue_id={} issue_identifier={} error=\"{e}\"",
+                    "failed to record run; issue not handed off issue_id={} issue_identifier={} error={:?}",
                     entry.facts.issue.id,
-                    entry.facts.issue.identifier
+                    entry.facts.issue.identifier,
+                    e.to_string()
                 );
                 RecordState::Failed
             }
@@ -272,9 +274,10 @@ impl Orchestrator {
         };
         if let Err(e) = removed {
             log::warn!(
-                "workspace cleanup failed issue_id={} issue_identifier={} error=\"{e}\"",
+                "workspace cleanup failed issue_id={} issue_identifier={} error={:?}",
                 entry.facts.issue.id,
-                entry.facts.issue.identifier
+                entry.facts.issue.identifier,
+                e.to_string()
             );
         }
     }
@@ -296,7 +299,7 @@ impl Orchestrator {
                 error,
             } => {
                 log::warn!(
-                    "worker run failed, scheduling retry issue_id={} issue_identifier={} next_attempt={} delay_ms={} error=\"{}\"",
+                    "worker run failed, scheduling retry issue_id={} issue_identifier={} next_attempt={} delay_ms={} error={:?}",
                     issue.id,
                     issue.identifier,
                     attempt,
@@ -319,7 +322,7 @@ impl Orchestrator {
                 error,
             } => {
                 log::error!(
-                    "worker run failed, non-retryable, waiting the failure backoff issue_id={} issue_identifier={} next_attempt={} delay_ms={} error=\"{}\"",
+                    "worker run failed, non-retryable, waiting the failure backoff issue_id={} issue_identifier={} next_attempt={} delay_ms={} error={:?}",
                     issue.id,
                     issue.identifier,
                     attempt,
@@ -378,10 +381,10 @@ impl Orchestrator {
             ContinueStep::HandOff { state } => {
                 if self.transition_and_record(issue, &state) {
                     log::info!(
-                        "handoff transition succeeded, releasing claim issue_id={} issue_identifier={} state=\"{}\"",
+                        "handoff transition succeeded, releasing claim issue_id={} issue_identifier={} state={:?}",
                         issue.id,
                         issue.identifier,
-                        state
+                        state.to_string()
                     );
                     self.release(&issue.id);
                     return;
@@ -406,9 +409,10 @@ impl Orchestrator {
             Ok(()) => true,
             Err(e) => {
                 log::warn!(
-                    "parking label failed issue_id={} issue_identifier={} error=\"{e}\"",
+                    "parking label failed issue_id={} issue_identifier={} error={:?}",
                     issue.id,
-                    issue.identifier
+                    issue.identifier,
+                    e.to_string()
                 );
                 false
             }
@@ -450,9 +454,10 @@ impl Orchestrator {
                 ),
             },
             Err(e) => log::warn!(
-                "parked issue state not read issue_id={} issue_identifier={} error=\"{e}\"",
+                "parked issue state not read issue_id={} issue_identifier={} error={:?}",
                 issue.id,
-                issue.identifier
+                issue.identifier,
+                e.to_string()
             ),
         }
         parked_state_fallback(issue, &self.workflow.config.tracker)
@@ -512,10 +517,11 @@ impl Orchestrator {
             Err(e) => {
                 self.metrics.handoff("error");
                 log::warn!(
-                    "handoff transition failed issue_id={} issue_identifier={} state=\"{}\" error=\"{e}\"",
+                    "handoff transition failed issue_id={} issue_identifier={} state=\"{}\" error={:?}",
                     issue.id,
                     issue.identifier,
-                    state
+                    state,
+                    e.to_string()
                 );
                 false
             }

@@ -182,7 +182,10 @@ impl Orchestrator {
                     self.state.totals.dispatches
                 );
             }
-            Err(e) => log::warn!("warm start failed; starting empty error=\"{e}\""),
+            Err(e) => log::warn!(
+                "warm start failed; starting empty error={:?}",
+                e.to_string()
+            ),
         }
         self.recover_interrupted_sessions();
         self.sweep_terminal_workspaces();
@@ -200,7 +203,7 @@ impl Orchestrator {
         let sessions = match persist::interrupted_sessions(&self.store) {
             Ok(s) => s,
             Err(e) => {
-                log::error!("interrupted sessions not read error=\"{e}\"");
+                log::error!("interrupted sessions not read error={:?}", e.to_string());
                 return;
             }
         };
@@ -218,9 +221,10 @@ impl Orchestrator {
                         Ok(GroupStop::Killed) => "killed",
                         Err(e) => {
                             log::error!(
-                                "agent group of an interrupted session not stopped issue_id={} issue_identifier={} pgid={pgid} error=\"{e}\"",
+                                "agent group of an interrupted session not stopped issue_id={} issue_identifier={} pgid={pgid} error={:?}",
                                 s.issue_id,
-                                s.identifier
+                                s.identifier,
+                                e.to_string()
                             );
                             "error"
                         }

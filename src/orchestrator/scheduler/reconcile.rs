@@ -67,7 +67,10 @@ impl Orchestrator {
         let states = match self.tracker.fetch_issue_states_by_ids(&ids) {
             Ok(s) => s,
             Err(e) => {
-                log::warn!("reconcile state refresh failed; keeping workers error=\"{e}\"");
+                log::warn!(
+                    "reconcile state refresh failed; keeping workers error={:?}",
+                    e.to_string()
+                );
                 return;
             }
         };
@@ -91,18 +94,18 @@ impl Orchestrator {
             };
             if terminal {
                 log::info!(
-                    "stopping worker for terminal issue issue_id={} issue_identifier={} state=\"{}\"",
+                    "stopping worker for terminal issue issue_id={} issue_identifier={} state={:?}",
                     e.facts.issue.id,
                     e.facts.issue.identifier,
-                    state
+                    state.to_string()
                 );
                 e.facts.pending_cleanup = true;
             } else {
                 log::info!(
-                    "stopping worker for inactive issue issue_id={} issue_identifier={} state=\"{}\"",
+                    "stopping worker for inactive issue issue_id={} issue_identifier={} state={:?}",
                     e.facts.issue.id,
                     e.facts.issue.identifier,
-                    state
+                    state.to_string()
                 );
             }
             e.handles.cancel.cancel(CancelReason::Reconcile);
@@ -153,7 +156,7 @@ impl Orchestrator {
                     log::info!("removed workspaces of terminal issues count={removed}");
                 }
             }
-            Err(e) => log::warn!("terminal workspace sweep failed error=\"{e}\""),
+            Err(e) => log::warn!("terminal workspace sweep failed error={:?}", e.to_string()),
         }
     }
 }

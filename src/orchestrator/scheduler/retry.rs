@@ -99,12 +99,12 @@ impl Orchestrator {
         info.error = Some(reason.as_str().to_string());
         info.trigger = RetryTrigger::Timer;
         log::info!(
-            "retry rescheduled issue_id={} issue_identifier={} attempt={} delay_ms={} reason=\"{}\"",
+            "retry rescheduled issue_id={} issue_identifier={} attempt={} delay_ms={} reason={:?}",
             info.issue.id,
             info.issue.identifier,
             attempt,
             delay,
-            reason
+            reason.to_string()
         );
         persist::save_retry(&self.store, &info, &self.workflow);
         self.metrics.retry(RetryTrigger::Timer.as_str());
@@ -150,7 +150,11 @@ impl Orchestrator {
                 return;
             }
             Err(e) => {
-                log::warn!("retry issue fetch failed issue_id={} error=\"{e}\"", id);
+                log::warn!(
+                    "retry issue fetch failed issue_id={id} issue_identifier={} error={:?}",
+                    info.issue.identifier,
+                    e.to_string()
+                );
                 let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::IssueFetchFailed);
                 return;

@@ -248,7 +248,11 @@ impl Orchestrator {
                         uncached_tokens: t as i64,
                     },
                     (Err(e), _) | (_, Err(e)) => {
-                        log::error!("budget read failed issue_id={} error=\"{e}\"", issue.id);
+                        log::error!(
+                            "budget read failed issue_id={} issue_identifier={} error=\"{e}\"",
+                            issue.id,
+                            issue.identifier
+                        );
                         return Err(e);
                     }
                 }
