@@ -16,6 +16,10 @@ pub struct ServerBind {
     pub host: IpAddr,
     pub port: u16,
     pub explicit: bool,
+    /// `server.allowed_hosts` (lower case, without port).
+    pub allowed_hosts: Vec<String>,
+    /// `server.max_connections`; `None` is the server's default.
+    pub max_connections: Option<usize>,
 }
 
 impl ServerBind {
@@ -46,6 +50,8 @@ impl ServerBind {
                 .unwrap_or(IpAddr::from([127, 0, 0, 1])),
             port: flag_port.or(server.port).unwrap_or(DEFAULT_PORT),
             explicit: flag_port.is_some() || server.port.is_some(),
+            allowed_hosts: server.allowed_hosts.clone(),
+            max_connections: server.max_connections,
         })
     }
 }
@@ -63,6 +69,7 @@ mod tests {
         let wf = ServerConfig {
             port: Some(9000),
             host: Some(IpAddr::from([0, 0, 0, 0])),
+            ..ServerConfig::default()
         };
         let w = ServerBind::resolve(None, None, &wf).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((w.port, w.explicit), (9000, true));
