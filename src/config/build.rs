@@ -446,9 +446,7 @@ fn build_server(m: &Map<String, Value>) -> Result<ServerConfig, ConfigError> {
         Some(Value::Array(items)) => items
             .iter()
             .map(|v| match v {
-                Value::String(h) if valid_host_name(h.trim()) => {
-                    Ok(h.trim().to_ascii_lowercase())
-                }
+                Value::String(h) if valid_host_name(h.trim()) => Ok(h.trim().to_ascii_lowercase()),
                 other => Err(ConfigError::field(
                     "server.allowed_hosts",
                     format!(
@@ -491,8 +489,7 @@ fn valid_host_name(h: &str) -> bool {
     }
     !h.is_empty()
         && h.len() <= 253
-        && h
-            .bytes()
+        && h.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
 }
 
