@@ -60,7 +60,7 @@ impl HostPolicy {
         match self {
             HostPolicy::Any => HostDecision::Served,
             HostPolicy::Only(names) => match host_name(host) {
-                Some(name) if names.iter().any(|n| *n == name) => HostDecision::Served,
+                Some(name) if names.contains(&name) => HostDecision::Served,
                 _ => HostDecision::NotAllowed,
             },
         }
