@@ -266,3 +266,24 @@ fn raw_non_ascii_paths_are_400_with_the_envelope() {
     let r = request(port, "GET", "/api/v1/%C3%BC", &[]).unwrap_or_else(|| panic!("no answer"));
     assert_eq!(r.status, 404, "{}", r.body);
 }
+
+/// The idle timeout closes a connection's read side when no next request comes; an event
+/// stream never sends one, and must keep receiving frames well past it.
+#[test]
+fn event_streams_outlive_the_idle_timeout() {
+    let s = common::Setup::new(&common::mock_workflow("", ""), &common::issues(&[]));
+    let d = s.start(&[("SORTIE_SSE_HEARTBEAT_MS", "500")]);
+    let mut st = common::open_stream(d.port, "/api/v1/events", &[]);
+    assert_eq!(st.status, 200);
+    // The head and idle deadlines are 10 s.
+    let until = Instant::now() + Duration::from_secs(13);
+    let mut last = None;
+    while Instant::now() < until {
+        last = Some(
+            st.next_frame(Duration::from_secs(5))
+                .unwrap_or_else(|| panic!("the stream stopped")),
+        );
+    }
+    assert!(last.is_some());
+    probe(d.port);
+}
