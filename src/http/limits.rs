@@ -10,6 +10,8 @@
 //!   tiny, so one cap serves every route and no handler ever reads from a socket;
 //! - at most `server.max_connections` ([`DEFAULT_MAX_CONNECTIONS`]) connections are served at
 //!   once; one beyond is answered 503 with `Connection: close` without a thread of its own;
+//!   the cap is lowered to what the open-file limit leaves room for
+//!   ([`connections_within_open_files`]), so `accept()` never fails with EMFILE;
 //! - a request line or header with bytes outside ASCII (a raw UTF-8 path) is answered 400, a
 //!   line longer than [`MAX_HEAD_LINE`] 431.
 //!
@@ -31,6 +33,22 @@ pub const MAX_BODY: usize = 64 * 1024;
 pub const MAX_HEAD_LINE: usize = 16 * 1024;
 /// Client connections served at once, event streams past their first seconds excluded.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
+/// Open files kept free of client connections: event streams (one each), the database, agent
+/// pipes, log files, the refuser's lingering sockets.
+const RESERVED_FILES: u64 = super::MAX_STREAMS as u64 + 256;
+
+/// The most connections the open-file limit `nofile` leaves room for (each takes two files
+/// while served: tiny_http duplicates the socket); an `accept()` failing with EMFILE would end
+/// the accept loop for good (ARCHITECTURE.md, "Known traps"). At least 8.
+pub fn connections_within_open_files(nofile: Option<u64>) -> usize {
+    match nofile {
+        None => usize::MAX,
+        Some(n) => usize::try_from(n.saturating_sub(RESERVED_FILES) / 2)
+            .unwrap_or(usize::MAX)
+            .max(8),
+    }
+}
 
 fn envelope(_status: u16, code: &str, message: &str) -> String {
     serde_json::to_string(&ErrorBody::new(code, message)).unwrap_or_else(|_| {
@@ -64,5 +82,13 @@ mod tests {
         );
         assert_eq!(limits(None).max_connections, DEFAULT_MAX_CONNECTIONS);
         assert_eq!(limits(Some(3)).max_connections, 3);
+    }
+
+    #[test]
+    fn the_cap_fits_the_open_file_limit() {
+        assert_eq!(connections_within_open_files(None), usize::MAX);
+        assert_eq!(connections_within_open_files(Some(1024)), 256);
+        assert_eq!(connections_within_open_files(Some(100)), 8);
+        assert!(connections_within_open_files(Some(20_000)) > DEFAULT_MAX_CONNECTIONS);
     }
 }

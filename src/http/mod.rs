@@ -122,6 +122,11 @@ fn raise_nofile_limit() {
     }
 }
 
+/// The soft open-file limit (`None`: unlimited or unknown).
+fn current_nofile_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
+}
+
 /// tiny_http's accept thread duplicates each accepted socket with `try_clone().unwrap()`; when
 /// that hits the open-file limit the thread panics and the accept loop is gone without the
 /// error message `recv()` would otherwise deliver. A panic hook recognises that panic by its
@@ -175,7 +180,15 @@ pub fn start(
         Err(e) => return Err(format!("cannot listen on {addr}: {e}")),
     };
     raise_nofile_limit();
-    let limits = limits::limits(bind.max_connections);
+    let mut limits = limits::limits(bind.max_connections);
+    let fits = limits::connections_within_open_files(current_nofile_limit());
+    if limits.max_connections > fits {
+        log::warn!(
+            "open file limit too low for the connection cap; lowering it max_connections={} lowered_to={fits}",
+            limits.max_connections
+        );
+        limits.max_connections = fits;
+    }
     let max_connections = limits.max_connections;
     let server = tiny_http::Server::from_listener_with_limits(listener, limits)
         .map(Arc::new)

@@ -15,7 +15,7 @@ use crate::connection::Connection;
 use crate::limits::{error_response, Limits};
 
 /// Refused connections lingering at once; beyond, a refused connection is closed at once.
-const MAX_LINGERING: usize = 1024;
+const MAX_LINGERING: usize = 64;
 const LINGER: Duration = Duration::from_secs(1);
 
 /// Counts a served connection until dropped.
