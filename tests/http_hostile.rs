@@ -287,3 +287,22 @@ fn event_streams_outlive_the_idle_timeout() {
     assert!(last.is_some());
     probe(d.port);
 }
+
+/// A client that pipelines thousands of requests and never reads an answer holds at most one
+/// request in flight: the request threads are not all stuck writing to it.
+#[test]
+fn a_pipelining_client_that_never_reads_does_not_stop_probes() {
+    let p = project("");
+    let _d = p.start();
+    let port = p.port();
+    let mut flood = connect(port);
+    let one = format!("GET /api/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    let burst = one.repeat(2000);
+    flood
+        .set_write_timeout(Some(Duration::from_secs(2)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The server stops reading once its answers back up; what was written is enough.
+    let _ = flood.write_all(burst.as_bytes());
+    probes(port, "a pipelining client that never reads", 10);
+    drop(flood);
+}

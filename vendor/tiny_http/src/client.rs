@@ -45,6 +45,30 @@ pub struct ClientConnection {
     limits: Option<Arc<Limits>>,
     deadline: Option<Arc<ReadDeadline>>,
     head_bytes: usize,
+    // sortie patch: signalled when the previous request's response writer is dropped
+    prev_done: Option<std::sync::mpsc::Receiver<()>>,
+}
+
+/// sortie patch: a response writer that signals when it is dropped (the response is sent, or
+/// the request abandoned), so the connection reads its next request only then.
+struct DoneOnDrop<W: Write> {
+    inner: W,
+    done: std::sync::mpsc::Sender<()>,
+}
+
+impl<W: Write> Write for DoneOnDrop<W> {
+    fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> IoResult<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for DoneOnDrop<W> {
+    fn drop(&mut self) {
+        let _ = self.done.send(());
+    }
 }
 
 /// Error that can happen when reading a request.
@@ -91,6 +115,7 @@ impl ClientConnection {
             limits,
             deadline,
             head_bytes: 0,
+            prev_done: None,
         }
     }
 
@@ -186,6 +211,12 @@ impl ClientConnection {
             // reading the request line
             self.head_bytes = 0;
             if let Some(l) = &self.limits {
+                // One request in flight per connection: a client pipelining requests without
+                // reading the answers cannot fill the request queue. An event stream keeps
+                // its writer; the wait gives up after the head timeout.
+                if let Some(done) = self.prev_done.take() {
+                    let _ = done.recv_timeout(l.head_timeout);
+                }
                 let t = l.head_timeout;
                 self.set_deadline(DeadlineState::Arm(t));
             }
@@ -221,10 +252,18 @@ impl ClientConnection {
 
         // building the writer for the request
         let writer = self.sink.next().unwrap();
-        if let Some(l) = &self.limits {
+        let writer: Box<dyn Write + Send + 'static> = if let Some(l) = &self.limits {
             let t = l.body_timeout;
             self.set_deadline(DeadlineState::Arm(t));
-        }
+            let (done, prev_done) = std::sync::mpsc::channel();
+            self.prev_done = Some(prev_done);
+            Box::new(DoneOnDrop {
+                inner: writer,
+                done,
+            })
+        } else {
+            Box::new(writer)
+        };
 
         // follow-up for next potential request
         let mut data_source = self.source.next().unwrap();
