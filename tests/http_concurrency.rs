@@ -28,7 +28,7 @@ fn simultaneous_keep_alive_connections_are_all_served() {
             .collect();
         for c in &mut conns {
             c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            c.write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+            c.write_all(b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 .unwrap();
         }
         let started = Instant::now();

@@ -471,7 +471,66 @@ fn build_server(m: &Map<String, Value>) -> Result<ServerConfig, ConfigError> {
                 ConfigError::field("server.host", format!("invalid IP address: {h}"))
             })?),
         };
-    Ok(ServerConfig { port, host })
+    let allowed_hosts = match m.get("allowed_hosts") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(h) if valid_host_name(h.trim()) => Ok(h.trim().to_ascii_lowercase()),
+                other => Err(ConfigError::field(
+                    "server.allowed_hosts",
+                    format!(
+                        "invalid host name {} (expected a name or IP address without port)",
+                        display_value(other)
+                    ),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(v) => {
+            return Err(ConfigError::field(
+                "server.allowed_hosts",
+                format!("must be a list of host names, got {}", display_value(v)),
+            ));
+        }
+    };
+    let max_connections = match m.get("max_connections") {
+        None | Some(Value::Null) => None,
+        Some(v @ Value::Number(_)) => Some(
+            coerce_int(v)
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|n| (1..=100_000).contains(n))
+                .ok_or_else(|| bad_max_connections(v))?,
+        ),
+        Some(v) => return Err(bad_max_connections(v)),
+    };
+    Ok(ServerConfig {
+        port,
+        host,
+        allowed_hosts,
+        max_connections,
+    })
+}
+
+/// A host name as the `Host` header carries it, without port: letters, digits, `-`, `.`, or a
+/// bracketed IPv6 address.
+fn valid_host_name(h: &str) -> bool {
+    if let Some(inner) = h.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+        return inner.parse::<std::net::Ipv6Addr>().is_ok();
+    }
+    !h.is_empty()
+        && h.len() <= 253
+        && h.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+}
+
+fn bad_max_connections(v: &Value) -> ConfigError {
+    ConfigError::field(
+        "server.max_connections",
+        format!(
+            "invalid value: {} (must be an integer from 1 to 100000)",
+            display_value(v)
+        ),
+    )
 }
 
 fn bad_port(v: &Value) -> ConfigError {

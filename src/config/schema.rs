@@ -154,11 +154,17 @@ pub struct AgentConfig {
 }
 
 /// `server.*` as written; [`super::ServerBind::resolve`] applies the flags and the defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ServerConfig {
     /// `Some(0)` disables the server.
     pub port: Option<u16>,
     pub host: Option<IpAddr>,
+    /// `server.allowed_hosts`: host names (without port) the `Host` header may name. Empty:
+    /// loopback names only when bound to a loopback address, anything otherwise.
+    pub allowed_hosts: Vec<String>,
+    /// `server.max_connections`: client connections open at once (event streams excluded);
+    /// `None` is the server's default.
+    pub max_connections: Option<usize>,
 }
 
 /// `logging.*` as written; the CLI flags win.

@@ -16,6 +16,10 @@ pub struct ServerBind {
     pub host: IpAddr,
     pub port: u16,
     pub explicit: bool,
+    /// `server.allowed_hosts` (lower case, without port).
+    pub allowed_hosts: Vec<String>,
+    /// `server.max_connections`; `None` is the server's default.
+    pub max_connections: Option<usize>,
 }
 
 impl ServerBind {
@@ -46,6 +50,8 @@ impl ServerBind {
                 .unwrap_or(IpAddr::from([127, 0, 0, 1])),
             port: flag_port.or(server.port).unwrap_or(DEFAULT_PORT),
             explicit: flag_port.is_some() || server.port.is_some(),
+            allowed_hosts: server.allowed_hosts.clone(),
+            max_connections: server.max_connections,
         })
     }
 }
@@ -63,6 +69,7 @@ mod tests {
         let wf = ServerConfig {
             port: Some(9000),
             host: Some(IpAddr::from([0, 0, 0, 0])),
+            ..ServerConfig::default()
         };
         let w = ServerBind::resolve(None, None, &wf).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((w.port, w.explicit), (9000, true));
@@ -78,5 +85,58 @@ mod tests {
         assert!(e.is_some_and(|e| e.contains("\"70000\"")));
         let e = ServerBind::resolve(None, Some("localhost"), &none).err();
         assert!(e.is_some_and(|e| e.contains("must be an IP address")));
+    }
+
+    fn server_block(yaml: &str) -> Result<ServerConfig, String> {
+        let text = format!(
+            "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nserver: {yaml}\n---\nHello\n"
+        );
+        let opts = crate::config::LoadOptions {
+            env_file: None,
+            env: Default::default(),
+            cwd: std::path::PathBuf::from("/run/cwd"),
+            home: None,
+        };
+        crate::config::parse_workflow(&text, std::path::Path::new("/run/cwd/WORKFLOW.md"), &opts)
+            .map(|w| w.config.server)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn allowed_hosts_and_max_connections_are_read_and_checked() {
+        let s = server_block(
+            "{allowed_hosts: [Sortie.Internal, '10.0.0.5', '[::1]'], max_connections: 64}",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.allowed_hosts, ["sortie.internal", "10.0.0.5", "[::1]"]);
+        assert_eq!(s.max_connections, Some(64));
+        let b = ServerBind::resolve(None, None, &s).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(b.allowed_hosts, s.allowed_hosts);
+        assert_eq!(b.max_connections, Some(64));
+        for (yaml, want) in [
+            (
+                "{allowed_hosts: 'a.example'}",
+                "server.allowed_hosts: must be a list",
+            ),
+            (
+                "{allowed_hosts: ['a.example:80']}",
+                "server.allowed_hosts: invalid host name",
+            ),
+            (
+                "{allowed_hosts: [3]}",
+                "server.allowed_hosts: invalid host name",
+            ),
+            (
+                "{max_connections: 0}",
+                "server.max_connections: invalid value: 0",
+            ),
+            (
+                "{max_connections: '9'}",
+                "server.max_connections: invalid value",
+            ),
+        ] {
+            let e = server_block(yaml).err().unwrap_or_default();
+            assert!(e.contains(want), "{yaml}: {e}");
+        }
     }
 }

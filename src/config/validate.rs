@@ -97,7 +97,10 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
             "max_retry_backoff_ms",
         ],
     ),
-    ("server", &["port", "host"]),
+    (
+        "server",
+        &["port", "host", "allowed_hosts", "max_connections"],
+    ),
     ("logging", &["level", "format"]),
 ];
 

@@ -6,12 +6,20 @@
 //! good, so `RLIMIT_NOFILE` is raised, streams are capped, and the loop's end is reported as
 //! fatal; the listener carries `SO_SNDTIMEO` (never `SO_RCVTIMEO`) so every accepted socket
 //! bounds a blocked send, which the event stream's per-frame deadline builds on.
+//!
+//! Hostile clients (see [`limits`]): the vendored tiny_http, patched, reads every request head
+//! and body whole on the connection's own thread under deadlines before a request thread sees
+//! it, so a slow or stalled client holds only its own connection thread, never one of the
+//! eight request threads; bodies are capped, idle keep-alive connections are closed, and
+//! connections beyond a cap are answered 503. The `Host` rule ([`host`]) stops DNS rebinding.
 
 pub mod actions;
 pub mod attention;
 pub mod dashboard;
 pub mod event_json;
+pub mod host;
 pub mod issue_detail;
+pub mod limits;
 pub mod openapi;
 pub mod origin;
 pub mod probes;
@@ -114,6 +122,11 @@ fn raise_nofile_limit() {
     }
 }
 
+/// The soft open-file limit (`None`: unlimited or unknown).
+fn current_nofile_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
+}
+
 /// tiny_http's accept thread duplicates each accepted socket with `try_clone().unwrap()`; when
 /// that hits the open-file limit the thread panics and the accept loop is gone without the
 /// error message `recv()` would otherwise deliver. A panic hook recognises that panic by its
@@ -167,10 +180,27 @@ pub fn start(
         Err(e) => return Err(format!("cannot listen on {addr}: {e}")),
     };
     raise_nofile_limit();
-    let server = tiny_http::Server::from_listener(listener, None)
+    let mut limits = limits::limits(bind.max_connections);
+    let fits = limits::connections_within_open_files(current_nofile_limit());
+    if limits.max_connections > fits {
+        log::warn!(
+            "open file limit too low for the connection cap; lowering it max_connections={} lowered_to={fits}",
+            limits.max_connections
+        );
+        limits.max_connections = fits;
+    }
+    let max_connections = limits.max_connections;
+    let server = tiny_http::Server::from_listener_with_limits(listener, limits)
         .map(Arc::new)
         .map_err(|e| format!("cannot start the http server on {addr}: {e}"))?;
-    log::info!("http server listening addr={addr}");
+    let host_policy = host::HostPolicy::for_bind(bind.host, &bind.allowed_hosts);
+    log::info!(
+        "http server listening addr={addr} max_connections={max_connections} host_check={}",
+        match &host_policy {
+            host::HostPolicy::Any => "any".to_string(),
+            host::HostPolicy::Only(names) => names.join(","),
+        }
+    );
     let state = Arc::new(AppState {
         orch,
         store,
@@ -181,6 +211,7 @@ pub fn start(
         sse_serial: AtomicUsize::new(0),
         max_streams: MAX_STREAMS,
     });
+    let host_policy = Arc::new(host_policy);
     let (fatal_tx, fatal_rx) = crossbeam_channel::bounded(POOL_SIZE + 1);
     watch_accept_thread_panics(fatal_tx.clone());
     let mut threads = Vec::new();
@@ -188,12 +219,13 @@ pub fn start(
         let server = server.clone();
         let state = state.clone();
         let fatal_tx = fatal_tx.clone();
+        let host_policy = host_policy.clone();
         let t = std::thread::Builder::new()
             .name(format!("http-{n}"))
             .spawn(move || {
                 loop {
                     match server.recv() {
-                        Ok(req) => router::handle(&state, req),
+                        Ok(req) => router::handle(&state, &host_policy, req),
                         Err(_) if state.stopping.load(Ordering::SeqCst) => break,
                         Err(e) => {
                             let _ = fatal_tx.try_send(format!("accept loop ended: {e}"));

@@ -176,17 +176,68 @@ impl Refs {
 pub fn document() -> Value {
     let mut g = generator();
     let refs = Refs::generate(&mut g);
-    let paths = paths(&refs);
+    let mut paths = paths(&refs);
+    add_connection_errors(&mut paths);
     json!({
         "openapi": "3.1.0",
         "info": {
             "title": "Sortie HTTP API",
             "version": crate::build_info::VERSION,
-            "description": "JSON API, event stream and probes on sortie's one port. Every error uses the envelope {\"error\": {\"code\", \"message\"}}; a refused cross-origin state-changing request answers 403 cross_origin_request_rejected on every path.",
+            "description": "JSON API, event stream and probes on sortie's one port. Every error uses the envelope {\"error\": {\"code\", \"message\"}}; a refused cross-origin state-changing request answers 403 cross_origin_request_rejected on every path. On every path the server also answers, before routing: 403 host_not_allowed when the Host header names a host it does not answer for (DNS rebinding protection: only loopback names when bound to a loopback address, server.allowed_hosts otherwise), 400 missing_host for HTTP/1.1 without Host, 400 invalid_request for a malformed request line or one with bytes outside ASCII, 408 request_timeout when a request head or body does not arrive within 10 s, 413 payload_too_large for a body over 64 KiB, 431 request_header_too_large for a line over 16 KiB, and 503 too_many_connections beyond server.max_connections (these last four close the connection).",
         },
         "paths": paths,
         "components": {"schemas": closed(Value::Object(g.take_definitions(true)))},
     })
+}
+
+/// The answers the connection layer gives on every path ([`super::limits`], [`super::host`]):
+/// 403 `host_not_allowed` on each operation (folded into the cross-origin 403 where one is
+/// documented) and 413 `payload_too_large` on operations that take a body.
+fn add_connection_errors(paths: &mut Value) {
+    let Some(paths) = paths.as_object_mut() else {
+        return;
+    };
+    for op in paths
+        .values_mut()
+        .filter_map(Value::as_object_mut)
+        .flat_map(|ops| ops.iter_mut())
+    {
+        let (method, op) = op;
+        let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        match responses.get_mut("403") {
+            Some(existing) => {
+                if let Some(d) = existing.get_mut("description") {
+                    *d = Value::String(format!(
+                        "{} Also host_not_allowed: the Host header names a host this server does not answer for.",
+                        d.as_str().unwrap_or_default()
+                    ));
+                }
+            }
+            None => {
+                responses.insert("403".to_string(), host_not_allowed());
+            }
+        }
+        if method == "post" {
+            responses.insert(
+                "413".to_string(),
+                error_response(
+                    "The body is larger than 64 KiB; the connection is closed.",
+                    "payload_too_large",
+                    "the request body is larger than 65536 bytes",
+                ),
+            );
+        }
+    }
+}
+
+fn host_not_allowed() -> Value {
+    error_response(
+        "The Host header names a host this server does not answer for (DNS rebinding protection).",
+        "host_not_allowed",
+        "the Host header names a host this server does not answer for (DNS rebinding protection; see server.allowed_hosts)",
+    )
 }
 
 /// Marks every object schema with named members and no `additionalProperties` as closed:

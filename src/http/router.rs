@@ -1,11 +1,13 @@
-//! Routing: the cross-origin check first (every path), then the route table with method
-//! enforcement (405 + `Allow` + the JSON envelope), then the handler.
+//! Routing: the `Host` check against DNS rebinding and the cross-origin check first (every
+//! path), then the route table with method enforcement (405 + `Allow` + the JSON envelope),
+//! then the handler.
 
 use std::sync::Arc;
 
 use tiny_http::{Method, Request, Response};
 
 use super::AppState;
+use super::host::{HostDecision, HostPolicy};
 use super::origin;
 use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, send_error, send_json};
@@ -135,10 +137,40 @@ fn header_value<'a>(req: &'a Request, name: &'static str) -> Option<&'a str> {
 }
 
 /// Handles one request on a pool thread (an event stream moves to a thread of its own).
-pub fn handle(state: &Arc<AppState>, req: Request) {
+pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
     let url = req.url().to_string();
     let path = url.split('?').next().unwrap_or("/").to_string();
     let method = req.method().clone();
+    let http_1_0 = *req.http_version() == tiny_http::HTTPVersion(1, 0);
+    match host_policy.check(header_value(&req, "Host"), http_1_0) {
+        HostDecision::Served => {}
+        HostDecision::Missing => {
+            return send_error(
+                req,
+                ApiError::new(
+                    400,
+                    "missing_host",
+                    "an HTTP/1.1 request must carry a Host header",
+                ),
+            );
+        }
+        HostDecision::NotAllowed => {
+            log::warn!(
+                "request for a host name not allowed rejected method={} path={} host={}",
+                method,
+                path,
+                header_value(&req, "Host").unwrap_or("")
+            );
+            return send_error(
+                req,
+                ApiError::new(
+                    403,
+                    "host_not_allowed",
+                    "the Host header names a host this server does not answer for (DNS rebinding protection; see server.allowed_hosts)",
+                ),
+            );
+        }
+    }
     let decision = origin::check(
         method.as_str(),
         header_value(&req, "Sec-Fetch-Site"),

@@ -201,3 +201,66 @@ impl Stream {
         out
     }
 }
+
+/// Parses one response from the start of `raw` (a `Content-Length` or chunked body, or
+/// whatever follows the head). `None` when no complete head is there.
+pub fn parse_response(raw: &[u8]) -> Option<Resp> {
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let h = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = h.lines();
+    let status = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let rest = &raw[split + 4..];
+    let len = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok());
+    let body = match len {
+        Some(n) => rest.get(..n)?.to_vec(),
+        None => dechunk(rest).unwrap_or_else(|| rest.to_vec()),
+    };
+    Some(Resp {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// Reads from `s` until one complete response has arrived, the server closes, or `timeout`
+/// passes; then parses it. `None` when no complete response arrived.
+pub fn read_response(s: &mut TcpStream, timeout: Duration) -> Option<Resp> {
+    let deadline = Instant::now() + timeout;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(r) = parse_response(&raw) {
+            let complete = r
+                .header("content-length")
+                .and_then(|v| v.parse::<usize>().ok())
+                .is_some_and(|n| r.body.len() >= n);
+            if complete {
+                return Some(r);
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return parse_response(&raw);
+        }
+        s.set_read_timeout(Some(left)).ok()?;
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return parse_response(&raw),
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Sends `raw` as it is on a new connection to 127.0.0.1:`port` and reads one response
+/// within `timeout`. `None` when nothing parseable answers.
+pub fn raw_exchange(port: u16, raw: &[u8], timeout: Duration) -> Option<Resp> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(raw).ok()?;
+    read_response(&mut s, timeout)
+}

@@ -4,8 +4,14 @@ use std::io::Error as IoError;
 use std::io::Result as IoResult;
 use std::io::{BufReader, BufWriter, ErrorKind, Read};
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::limits::{error_response, Limits};
+use crate::util::refined_tcp_stream::{DeadlineState, ReadDeadline};
 
 use crate::common::{HTTPVersion, Method};
 use crate::util::RefinedTcpStream;
@@ -34,6 +40,35 @@ pub struct ClientConnection {
 
     // true if the connection goes through SSL
     secure: bool,
+
+    // sortie patch: bounds, the read deadline they set, bytes of the current head so far
+    limits: Option<Arc<Limits>>,
+    deadline: Option<Arc<ReadDeadline>>,
+    head_bytes: usize,
+    // sortie patch: signalled when the previous request's response writer is dropped
+    prev_done: Option<std::sync::mpsc::Receiver<()>>,
+}
+
+/// sortie patch: a response writer that signals when it is dropped (the response is sent, or
+/// the request abandoned), so the connection reads its next request only then.
+struct DoneOnDrop<W: Write> {
+    inner: W,
+    done: std::sync::mpsc::Sender<()>,
+}
+
+impl<W: Write> Write for DoneOnDrop<W> {
+    fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> IoResult<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for DoneOnDrop<W> {
+    fn drop(&mut self) {
+        let _ = self.done.send(());
+    }
 }
 
 /// Error that can happen when reading a request.
@@ -44,6 +79,12 @@ enum ReadError {
     /// the client sent an unrecognized `Expect` header
     ExpectationFailed(HTTPVersion),
     ReadIoError(IoError),
+    /// sortie patch: a request line or header with bytes outside ASCII
+    NotAscii,
+    /// sortie patch: a request line or header line longer than the limit
+    LineTooLong,
+    /// sortie patch: a body longer than the limit
+    BodyTooLarge,
 }
 
 impl ClientConnection {
@@ -51,9 +92,15 @@ impl ClientConnection {
     pub fn new(
         write_socket: RefinedTcpStream,
         mut read_socket: RefinedTcpStream,
+        limits: Option<Arc<Limits>>,
     ) -> ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
+        let deadline = limits.as_ref().map(|_| {
+            let d = ReadDeadline::new();
+            read_socket.set_deadline(d.clone());
+            d
+        });
 
         let mut source = SequentialReaderBuilder::new(BufReader::with_capacity(1024, read_socket));
         let first_header = source.next().unwrap();
@@ -65,6 +112,45 @@ impl ClientConnection {
             next_header_source: first_header,
             no_more_requests: false,
             secure,
+            limits,
+            deadline,
+            head_bytes: 0,
+            prev_done: None,
+        }
+    }
+
+    fn set_deadline(&self, s: DeadlineState) {
+        if let Some(d) = &self.deadline {
+            d.set(s);
+        }
+    }
+
+    /// sortie patch: writes a `Connection: close` error response of the server's own.
+    fn send_error(&mut self, status: u16, code: &str, message: &str) {
+        let Some(limits) = self.limits.clone() else {
+            return;
+        };
+        if let Some(mut writer) = self.sink.next() {
+            let _ = writer.write_all(&error_response(&limits, status, code, message));
+            let _ = writer.flush();
+        }
+    }
+
+    /// sortie patch: before closing a connection whose client may still be sending, reads
+    /// and discards for a short while, so the close does not reset the connection (which can
+    /// destroy the response before the client reads it).
+    fn linger(&mut self) {
+        if self.deadline.is_none() {
+            return;
+        }
+        self.set_deadline(DeadlineState::At(Instant::now() + Duration::from_secs(2)));
+        let mut buf = [0u8; 8192];
+        let mut total = 0usize;
+        while total < (1 << 20) {
+            match self.next_header_source.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
         }
     }
 
@@ -80,6 +166,7 @@ impl ClientConnection {
     fn read_next_line(&mut self) -> IoResult<AsciiString> {
         let mut buf = Vec::new();
         let mut prev_byte_was_cr = false;
+        let max_line = self.limits.as_ref().map(|l| l.max_head_line);
 
         loop {
             let byte = self.next_header_source.by_ref().bytes().next();
@@ -88,17 +175,33 @@ impl ClientConnection {
                 Some(b) => b?,
                 None => return Err(IoError::new(ErrorKind::ConnectionAborted, "Unexpected EOF")),
             };
+            self.head_bytes += 1;
 
             if byte == b'\n' && prev_byte_was_cr {
                 buf.pop(); // removing the '\r'
                 return AsciiString::from_ascii(buf)
-                    .map_err(|_| IoError::new(ErrorKind::InvalidInput, "Header is not in ASCII"));
+                    .map_err(|_| IoError::new(ErrorKind::InvalidData, "Header is not in ASCII"));
             }
 
             prev_byte_was_cr = byte == b'\r';
 
             buf.push(byte);
+            if max_line.is_some_and(|m| buf.len() > m) {
+                return Err(IoError::new(ErrorKind::OutOfMemory, "line too long"));
+            }
         }
+    }
+
+    /// sortie patch: line errors that get an answer of their own.
+    fn line_error(&self, e: IoError) -> ReadError {
+        if self.limits.is_some() {
+            match e.kind() {
+                ErrorKind::InvalidData => return ReadError::NotAscii,
+                ErrorKind::OutOfMemory => return ReadError::LineTooLong,
+                _ => {}
+            }
+        }
+        ReadError::ReadIoError(e)
     }
 
     /// Reads a request from the stream.
@@ -106,8 +209,19 @@ impl ClientConnection {
     fn read(&mut self) -> Result<Request, ReadError> {
         let (method, path, version, headers) = {
             // reading the request line
+            self.head_bytes = 0;
+            if let Some(l) = &self.limits {
+                // One request in flight per connection: a client pipelining requests without
+                // reading the answers cannot fill the request queue. An event stream keeps
+                // its writer; the wait gives up after the head timeout.
+                if let Some(done) = self.prev_done.take() {
+                    let _ = done.recv_timeout(l.head_timeout);
+                }
+                let t = l.head_timeout;
+                self.set_deadline(DeadlineState::Arm(t));
+            }
             let (method, path, version) = {
-                let line = self.read_next_line().map_err(ReadError::ReadIoError)?;
+                let line = self.read_next_line().map_err(|e| self.line_error(e))?;
 
                 parse_request_line(
                     line.as_str().trim(), // TODO: remove this conversion
@@ -118,7 +232,7 @@ impl ClientConnection {
             let headers = {
                 let mut headers = Vec::new();
                 loop {
-                    let line = self.read_next_line().map_err(ReadError::ReadIoError)?;
+                    let line = self.read_next_line().map_err(|e| self.line_error(e))?;
 
                     if line.is_empty() {
                         break;
@@ -138,6 +252,18 @@ impl ClientConnection {
 
         // building the writer for the request
         let writer = self.sink.next().unwrap();
+        let writer: Box<dyn Write + Send + 'static> = if let Some(l) = &self.limits {
+            let t = l.body_timeout;
+            self.set_deadline(DeadlineState::Arm(t));
+            let (done, prev_done) = std::sync::mpsc::channel();
+            self.prev_done = Some(prev_done);
+            Box::new(DoneOnDrop {
+                inner: writer,
+                done,
+            })
+        } else {
+            Box::new(writer)
+        };
 
         // follow-up for next potential request
         let mut data_source = self.source.next().unwrap();
@@ -153,6 +279,7 @@ impl ClientConnection {
             *self.remote_addr.as_ref().unwrap(),
             data_source,
             writer,
+            self.limits.as_ref().map(|l| l.max_body),
         )
         .map_err(|e| {
             use crate::request;
@@ -161,8 +288,10 @@ impl ClientConnection {
                 request::RequestCreationError::ExpectationFailed => {
                     ReadError::ExpectationFailed(version)
                 }
+                request::RequestCreationError::BodyTooLarge => ReadError::BodyTooLarge,
             }
         })?;
+        self.set_deadline(DeadlineState::Off);
 
         // return the request
         Ok(request)
@@ -185,6 +314,56 @@ impl Iterator for ClientConnection {
 
         loop {
             let rq = match self.read() {
+                Err(ReadError::NotAscii) => {
+                    self.send_error(
+                        400,
+                        "invalid_request",
+                        "the request line or a header contains bytes outside ASCII; percent-encode the path",
+                    );
+                    self.linger();
+                    return None;
+                }
+                Err(ReadError::LineTooLong) => {
+                    self.send_error(
+                        431,
+                        "request_header_too_large",
+                        "the request line or a header line is too long",
+                    );
+                    self.linger();
+                    return None;
+                }
+                Err(ReadError::BodyTooLarge) => {
+                    let max = self.limits.as_ref().map(|l| l.max_body).unwrap_or(0);
+                    self.send_error(
+                        413,
+                        "payload_too_large",
+                        &format!("the request body is larger than {max} bytes"),
+                    );
+                    self.linger();
+                    return None;
+                }
+                Err(ReadError::ReadIoError(ref err))
+                    if err.kind() == ErrorKind::TimedOut && self.limits.is_some() =>
+                {
+                    // Nothing of a next request arrived: an idle keep-alive connection ends
+                    // quietly. A request cut short gets a 408.
+                    if self.head_bytes > 0 {
+                        self.send_error(
+                            408,
+                            "request_timeout",
+                            "the request was not received in time",
+                        );
+                    }
+                    return None;
+                }
+                Err(ReadError::WrongRequestLine) if self.limits.is_some() => {
+                    self.send_error(400, "invalid_request", "malformed request line");
+                    return None;
+                }
+                Err(ReadError::WrongHeader(_)) if self.limits.is_some() => {
+                    self.send_error(400, "invalid_request", "malformed header line");
+                    return None;
+                }
                 Err(ReadError::WrongRequestLine) => {
                     let writer = self.sink.next().unwrap();
                     let response = Response::new_empty(StatusCode(400));

@@ -114,6 +114,7 @@ use util::MessagesQueue;
 
 pub use common::{HTTPVersion, Header, HeaderField, Method, StatusCode};
 pub use connection::{ConfigListenAddr, ListenAddr, Listener};
+pub use limits::Limits;
 pub use request::{ReadWrite, Request};
 pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
@@ -121,9 +122,11 @@ pub use test::TestRequest;
 mod client;
 mod common;
 mod connection;
+mod limits;
 mod request;
 mod response;
 mod ssl;
+mod refuser;
 mod test;
 mod util;
 
@@ -245,6 +248,22 @@ impl Server {
         listener: L,
         ssl_config: Option<SslConfig>,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
+        Self::from_listener_limited(listener, ssl_config, None)
+    }
+
+    /// sortie patch: a plain HTTP server whose connections obey `limits` (PATCHED.md).
+    pub fn from_listener_with_limits<L: Into<Listener>>(
+        listener: L,
+        limits: Limits,
+    ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
+        Self::from_listener_limited(listener, None, Some(Arc::new(limits)))
+    }
+
+    fn from_listener_limited<L: Into<Listener>>(
+        listener: L,
+        ssl_config: Option<SslConfig>,
+        limits: Option<Arc<Limits>>,
+    ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
         let listener = listener.into();
         // building the "close" variable
         let close_trigger = Arc::new(AtomicBool::new(false));
@@ -290,10 +309,22 @@ impl Server {
         thread::spawn(move || {
             // a tasks pool is used to dispatch the connections into threads
             let tasks_pool = util::TaskPool::new();
+            // sortie patch: connections served now, and the thread that closes refused ones
+            let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let refused = limits.as_ref().and_then(|_| refuser::start());
 
             log::debug!("Running accept thread");
             while !inside_close_trigger.load(Relaxed) {
                 let new_client = match server.accept() {
+                    Ok((sock, _)) if limits.as_ref().is_some_and(|l| {
+                        active.load(std::sync::atomic::Ordering::SeqCst) >= l.max_connections
+                    }) =>
+                    {
+                        if let Some(l) = &limits {
+                            refuser::refuse(sock, l, refused.as_ref());
+                        }
+                        continue;
+                    }
                     Ok((sock, _)) => {
                         use util::RefinedTcpStream;
                         let (read_closable, write_closable) = match ssl {
@@ -313,7 +344,11 @@ impl Server {
                             Some(ref _ssl) => unreachable!(),
                         };
 
-                        Ok(ClientConnection::new(write_closable, read_closable))
+                        Ok(ClientConnection::new(
+                            write_closable,
+                            read_closable,
+                            limits.clone(),
+                        ))
                     }
                     Err(e) => Err(e),
                 };
@@ -322,7 +357,11 @@ impl Server {
                     Ok(client) => {
                         let messages = inside_messages.clone();
                         let mut client = Some(client);
+                        let mut guard = limits
+                            .as_ref()
+                            .map(|_| refuser::ActiveGuard::new(active.clone()));
                         tasks_pool.spawn(Box::new(move || {
+                            let _guard = guard.take();
                             if let Some(client) = client.take() {
                                 // Synchronization is needed for HTTPS requests to avoid a deadlock
                                 if client.secure() {

@@ -108,6 +108,9 @@ pub enum RequestCreationError {
 
     /// Error while reading data from the socket during the creation of the `Request`.
     CreationIoError(IoError),
+
+    /// sortie patch: the body is longer than the limit.
+    BodyTooLarge,
 }
 
 impl From<IoError> for RequestCreationError {
@@ -135,6 +138,7 @@ pub fn new_request<R, W>(
     remote_addr: Option<SocketAddr>,
     mut source_data: R,
     writer: W,
+    max_body: Option<usize>,
 ) -> Result<Request, RequestCreationError>
 where
     R: Read + Send + 'static,
@@ -182,6 +186,61 @@ where
             _ => false,
         }
     };
+
+    // sortie patch: with a body limit, the whole body is read here, on the connection's thread
+    // (under its read deadline), and handed on in memory; a longer one is refused unread.
+    if let Some(max) = max_body {
+        let mut writer = writer;
+        let body = if let Some(len) = content_length {
+            if len > max {
+                return Err(RequestCreationError::BodyTooLarge);
+            }
+            if len > 0 && expects_continue {
+                writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+                writer.flush()?;
+            }
+            let mut buffer = vec![0; len];
+            source_data.read_exact(&mut buffer).map_err(|e| {
+                if e.kind() == ErrorKind::UnexpectedEof {
+                    IoError::new(
+                        ErrorKind::ConnectionAborted,
+                        "Connection has been closed before we received enough data",
+                    )
+                } else {
+                    e
+                }
+            })?;
+            buffer
+        } else if transfer_encoding.is_some() {
+            if expects_continue {
+                writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+                writer.flush()?;
+            }
+            let mut buffer = Vec::new();
+            Decoder::new(&mut source_data)
+                .take(max as u64 + 1)
+                .read_to_end(&mut buffer)?;
+            if buffer.len() > max {
+                return Err(RequestCreationError::BodyTooLarge);
+            }
+            buffer
+        } else {
+            Vec::new()
+        };
+        return Ok(Request {
+            data_reader: Some(Box::new(Cursor::new(body))),
+            response_writer: Some(Box::new(writer) as Box<dyn Write + Send + 'static>),
+            remote_addr,
+            secure,
+            method,
+            path,
+            http_version: version,
+            headers,
+            body_length: content_length,
+            must_send_continue: false,
+            notify_when_responded: None,
+        });
+    }
 
     // we wrap `source_data` around a reading whose nature depends on the transfer-encoding and
     // content-length headers

@@ -1,6 +1,8 @@
 use std::io::Result as IoResult;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::connection::Connection;
 #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
@@ -86,6 +88,64 @@ pub struct RefinedTcpStream {
     stream: Stream,
     close_read: bool,
     close_write: bool,
+    /// sortie patch: the read deadline, shared with the `ClientConnection` that sets it.
+    deadline: Option<Arc<ReadDeadline>>,
+    /// The `SO_RCVTIMEO` last set by this stream, to skip redundant system calls.
+    applied_timeout: Option<Duration>,
+}
+
+/// sortie patch: when reads of a connection must end. `Arm(d)` becomes `At(now + d)` at the
+/// first socket read, so time spent waiting for the previous request's handler does not count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadlineState {
+    Off,
+    Arm(Duration),
+    At(Instant),
+}
+
+#[derive(Debug)]
+pub struct ReadDeadline {
+    state: Mutex<DeadlineState>,
+}
+
+impl ReadDeadline {
+    pub fn new() -> Arc<ReadDeadline> {
+        Arc::new(ReadDeadline {
+            state: Mutex::new(DeadlineState::Off),
+        })
+    }
+
+    pub fn set(&self, s: DeadlineState) {
+        if let Ok(mut g) = self.state.lock() {
+            *g = s;
+        }
+    }
+
+    /// The timeout the next read may block for: `Ok(None)` without deadline, `Err` when it
+    /// has passed.
+    fn next_timeout(&self) -> IoResult<Option<Duration>> {
+        let mut g = match self.state.lock() {
+            Ok(g) => g,
+            Err(_) => return Ok(None),
+        };
+        let at = match *g {
+            DeadlineState::Off => return Ok(None),
+            DeadlineState::Arm(d) => {
+                let at = Instant::now() + d;
+                *g = DeadlineState::At(at);
+                at
+            }
+            DeadlineState::At(at) => at,
+        };
+        let left = at.saturating_duration_since(Instant::now());
+        if left < Duration::from_millis(1) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "read deadline passed",
+            ));
+        }
+        Ok(Some(left))
+    }
 }
 
 impl RefinedTcpStream {
@@ -101,12 +161,16 @@ impl RefinedTcpStream {
             stream: read,
             close_read: true,
             close_write: false,
+            deadline: None,
+            applied_timeout: None,
         };
 
         let write = RefinedTcpStream {
             stream: write,
             close_read: false,
             close_write: true,
+            deadline: None,
+            applied_timeout: None,
         };
 
         (read, write)
@@ -120,6 +184,24 @@ impl RefinedTcpStream {
 
     pub(crate) fn peer_addr(&mut self) -> IoResult<Option<SocketAddr>> {
         self.stream.peer_addr()
+    }
+
+    /// sortie patch: reads of this stream obey `deadline`.
+    pub(crate) fn set_deadline(&mut self, deadline: Arc<ReadDeadline>) {
+        self.deadline = Some(deadline);
+    }
+
+    fn apply_timeout(&mut self, t: Option<Duration>) -> IoResult<()> {
+        if t == self.applied_timeout {
+            return Ok(());
+        }
+        match &self.stream {
+            Stream::Http(c) => c.set_read_timeout(t)?,
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => {}
+        }
+        self.applied_timeout = t;
+        Ok(())
     }
 }
 
@@ -137,7 +219,19 @@ impl Drop for RefinedTcpStream {
 
 impl Read for RefinedTcpStream {
     fn read(&mut self, buf: &mut [u8]) -> IoResult<usize> {
-        self.stream.read(buf)
+        let Some(deadline) = self.deadline.clone() else {
+            return self.stream.read(buf);
+        };
+        let t = deadline.next_timeout()?;
+        self.apply_timeout(t)?;
+        match self.stream.read(buf) {
+            // SO_RCVTIMEO expiring reads as EAGAIN.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "read deadline passed",
+            )),
+            other => other,
+        }
     }
 }
 

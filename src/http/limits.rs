@@ -1,0 +1,94 @@
+//! The bounds every client connection obeys. They are enforced by the vendored tiny_http
+//! (`vendor/tiny_http/PATCHED.md`) on each connection's own thread, before a request reaches
+//! the eight request threads:
+//!
+//! - the request head must arrive within [`HEAD_TIMEOUT`] of its first byte being awaited;
+//!   this is also the keep-alive idle timeout (a connection that sends no next request within
+//!   it is closed quietly; a request cut short is answered 408);
+//! - the body is read whole, within [`BODY_TIMEOUT`], and at most [`MAX_BODY`] bytes (larger
+//!   is answered 413 unread and the connection closed): the API's POST bodies are empty or
+//!   tiny, so one cap serves every route and no handler ever reads from a socket;
+//! - at most `server.max_connections` ([`DEFAULT_MAX_CONNECTIONS`]) connections are served at
+//!   once; one beyond is answered 503 with `Connection: close` without a thread of its own;
+//!   the cap is lowered to what the open-file limit leaves room for
+//!   ([`connections_within_open_files`]), so `accept()` never fails with EMFILE;
+//! - a request line or header with bytes outside ASCII (a raw UTF-8 path) is answered 400, a
+//!   line longer than [`MAX_HEAD_LINE`] 431.
+//!
+//! Deadlines are per-socket `SO_RCVTIMEO` values set by the connection thread before each read
+//! (the remaining time to the deadline) and only while it reads a request; the listener never
+//! carries `SO_RCVTIMEO` (ARCHITECTURE.md, "Known traps"). An event stream only writes: its
+//! connection thread waits for a next request that never comes and, at the idle timeout, shuts
+//! down the read half only, which leaves the stream's writes untouched.
+//!
+//! Every answer the server writes itself carries the API's error envelope.
+
+use std::time::Duration;
+
+use super::views::reply::ErrorBody;
+
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+pub const MAX_BODY: usize = 64 * 1024;
+pub const MAX_HEAD_LINE: usize = 16 * 1024;
+/// Client connections served at once, event streams past their first seconds excluded.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
+/// Open files kept free of client connections: event streams (one each), the database, agent
+/// pipes, log files, the refuser's lingering sockets.
+const RESERVED_FILES: u64 = super::MAX_STREAMS as u64 + 256;
+
+/// The most connections the open-file limit `nofile` leaves room for (each takes two files
+/// while served: tiny_http duplicates the socket); an `accept()` failing with EMFILE would end
+/// the accept loop for good (ARCHITECTURE.md, "Known traps"). At least 8.
+pub fn connections_within_open_files(nofile: Option<u64>) -> usize {
+    match nofile {
+        None => usize::MAX,
+        Some(n) => usize::try_from(n.saturating_sub(RESERVED_FILES) / 2)
+            .unwrap_or(usize::MAX)
+            .max(8),
+    }
+}
+
+fn envelope(_status: u16, code: &str, message: &str) -> String {
+    serde_json::to_string(&ErrorBody::new(code, message)).unwrap_or_else(|_| {
+        r#"{"error":{"code":"internal_error","message":"response serialization failed"}}"#
+            .to_string()
+    })
+}
+
+/// The limits for tiny_http; `max_connections` is `server.max_connections`.
+pub fn limits(max_connections: Option<usize>) -> tiny_http::Limits {
+    tiny_http::Limits {
+        head_timeout: HEAD_TIMEOUT,
+        body_timeout: BODY_TIMEOUT,
+        max_body: MAX_BODY,
+        max_head_line: MAX_HEAD_LINE,
+        max_connections: max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS).max(1),
+        error_body: envelope,
+        error_content_type: "application/json; charset=utf-8",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_written_errors_carry_the_envelope() {
+        assert_eq!(
+            envelope(413, "payload_too_large", "too big"),
+            r#"{"error":{"code":"payload_too_large","message":"too big"}}"#
+        );
+        assert_eq!(limits(None).max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(limits(Some(3)).max_connections, 3);
+    }
+
+    #[test]
+    fn the_cap_fits_the_open_file_limit() {
+        assert_eq!(connections_within_open_files(None), usize::MAX);
+        assert_eq!(connections_within_open_files(Some(1024)), 256);
+        assert_eq!(connections_within_open_files(Some(100)), 8);
+        assert!(connections_within_open_files(Some(20_000)) > DEFAULT_MAX_CONNECTIONS);
+    }
+}

@@ -1,0 +1,47 @@
+//! sortie patch: bounds on every connection (see PATCHED.md).
+
+use std::time::Duration;
+
+/// Bounds applied by a server built with `Server::from_listener_with_limits`.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// From the first socket read of a request head to its end. Also the keep-alive idle
+    /// timeout: a connection that sends no next request within it is closed quietly.
+    pub head_timeout: Duration,
+    /// From the first socket read of a body to its end. Bodies are read whole by the
+    /// connection's own thread before the request reaches `recv()`.
+    pub body_timeout: Duration,
+    /// Largest request body; a larger one is answered 413 and the connection closed.
+    pub max_body: usize,
+    /// Largest request line or header line.
+    pub max_head_line: usize,
+    /// Connections served at once; a connection beyond is answered 503 and closed.
+    pub max_connections: usize,
+    /// The body of responses the server writes itself (400, 408, 413, 431, 503):
+    /// `(status, code, message) -> body`, sent with `error_content_type`.
+    pub error_body: fn(u16, &str, &str) -> String,
+    pub error_content_type: &'static str,
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        408 => "Request Timeout",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        503 => "Service Unavailable",
+        _ => "Error",
+    }
+}
+
+/// A complete `Connection: close` response.
+pub(crate) fn error_response(limits: &Limits, status: u16, code: &str, message: &str) -> Vec<u8> {
+    let body = (limits.error_body)(status, code, message);
+    format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n{body}",
+        reason(status),
+        limits.error_content_type,
+        body.len()
+    )
+    .into_bytes()
+}
