@@ -55,15 +55,17 @@ fn identifiers_that_sanitize_alike_run_in_different_directories() {
         "{names:?}"
     );
     let (a, b) = (p.path("ws").join(&names[1]), p.path("ws").join(&names[0]));
-    assert!(
-        p.log().contains(&format!(
-            "issue_id=a issue_identifier=c/x workspace={}",
-            std::fs::canonicalize(&a)
-                .map(|c| c.display().to_string())
-                .unwrap_or_default()
-        )),
-        "c/x did not run in {}",
-        a.display()
+    // The supervisor logs the prepared workspace after its hooks: wait for the line.
+    let prepared = format!(
+        "issue_id=a issue_identifier=c/x workspace={}",
+        std::fs::canonicalize(&a)
+            .map(|c| c.display().to_string())
+            .unwrap_or_default()
+    );
+    d.wait_until(
+        &format!("c/x to run in {}", a.display()),
+        Duration::from_secs(30),
+        || p.log().contains(&prepared),
     );
 
     // c/x turns terminal: its run is stopped and its workspace removed; c_x's stays.
