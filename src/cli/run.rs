@@ -209,6 +209,11 @@ fn run_daemon(
         metrics,
     });
 
+    // Before the server makes this process observable: a SIGTERM that arrives as soon as
+    // `/livez` answers must drain, not kill the process with the default action.
+    if let Err(e) = install_signal_handlers(handle.tx.clone()) {
+        return fail(format!("cannot install signal handlers: {e}"));
+    }
     let server = match crate::http::start(&bind, handle.clone(), store.clone(), clock.clone()) {
         Ok(s) => s,
         Err(e) => return fail(e),
@@ -220,10 +225,6 @@ fn run_daemon(
             e.to_string()
         );
     }
-    if let Err(e) = install_signal_handlers(handle.tx.clone()) {
-        return fail(format!("cannot install signal handlers: {e}"));
-    }
-
     let essential_panicked = install_essential_panic_hook(handle.tx.clone());
     let orch_thread = match std::thread::Builder::new()
         .name("orch".into())
