@@ -344,3 +344,12 @@ fn a_reload_whose_prompt_does_not_render_keeps_the_last_good_prompt() {
     assert!(error.contains("titel"), "{s}");
     assert!(error.contains("line "), "{s}");
 }
+
+#[test]
+fn a_fifo_env_file_is_refused_without_hanging() {
+    let (p, _) = project();
+    mkfifo(&p.path("fifo.env"));
+    let (code, _, stderr) = run(&p, &["validate", "--env-file", "fifo.env", "WORKFLOW.md"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("FIFO"), "{stderr}");
+}

@@ -218,9 +218,14 @@ fn read_dotenv(
     let Some(path) = opts.effective_env_file() else {
         return Ok(BTreeMap::new());
     };
-    match std::fs::read_to_string(&path) {
+    // Read like WORKFLOW.md: a FIFO or device given as `--env-file` is refused, never waited on.
+    let read = workflow_file::read_regular_file(&path, DOTENV_MAX_BYTES).and_then(|b| {
+        String::from_utf8(b)
+            .map_err(|_| workflow_file::FileReadError::Unreadable("not valid UTF-8".to_string()))
+    });
+    match read {
         Ok(text) => parse_dotenv(&text, &path),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(workflow_file::FileReadError::NotFound(_)) => {
             warnings.push(ConfigWarning::new(
                 "dotenv_missing",
                 path.display().to_string(),
@@ -228,12 +233,15 @@ fn read_dotenv(
             ));
             Ok(BTreeMap::new())
         }
-        Err(e) => Err(ConfigError::field(
+        Err(workflow_file::FileReadError::Unreadable(reason)) => Err(ConfigError::field(
             format!("dotenv {}", path.display()),
-            e.to_string(),
+            reason,
         )),
     }
 }
+
+/// Largest `.env` file read; it holds a few `SORTIE_*` lines.
+const DOTENV_MAX_BYTES: u64 = 1024 * 1024;
 
 #[cfg(test)]
 mod tests;
