@@ -297,48 +297,12 @@ impl Orchestrator {
                 attempt,
                 delay_ms,
                 error,
-            } => {
-                log::warn!(
-                    "worker run failed, scheduling retry issue_id={} issue_identifier={} next_attempt={} delay_ms={} error={:?}",
-                    issue.id,
-                    issue.identifier,
-                    attempt,
-                    delay_ms,
-                    error
-                );
-                self.schedule_retry(
-                    issue,
-                    attempt,
-                    delay_ms,
-                    RetryTrigger::Error,
-                    Some(format!("worker exited: {error}")),
-                    None,
-                    entry.facts.dispatched_at_ms,
-                );
-            }
+            } => self.failure_retry(entry, attempt, delay_ms, &error, false),
             ExitStep::RetryUnfixable {
                 attempt,
                 delay_ms,
                 error,
-            } => {
-                log::error!(
-                    "worker run failed, non-retryable, waiting the failure backoff issue_id={} issue_identifier={} next_attempt={} delay_ms={} error={:?}",
-                    issue.id,
-                    issue.identifier,
-                    attempt,
-                    delay_ms,
-                    error
-                );
-                self.schedule_retry(
-                    issue,
-                    attempt,
-                    delay_ms,
-                    RetryTrigger::Error,
-                    Some(format!("worker exited: {error}")),
-                    None,
-                    entry.facts.dispatched_at_ms,
-                );
-            }
+            } => self.failure_retry(entry, attempt, delay_ms, &error, true),
             ExitStep::Park { label } => {
                 self.park(issue, label);
                 self.release(&issue.id);
@@ -353,6 +317,45 @@ impl Orchestrator {
                 self.hand_off_or_continue(entry, attempt, session_id);
             }
         }
+    }
+
+    /// Queues the failure retry `decide_exit` chose; an unfixable-looking failure is logged as
+    /// an error but waits the same backoff, so it never returns at poll rate.
+    fn failure_retry(
+        &mut self,
+        entry: &RunningEntry,
+        attempt: u32,
+        delay_ms: u64,
+        error: &str,
+        unfixable: bool,
+    ) {
+        let issue = &entry.facts.issue;
+        let (level, what) = if unfixable {
+            (
+                log::Level::Error,
+                "worker run failed, non-retryable, waiting the failure backoff",
+            )
+        } else {
+            (log::Level::Warn, "worker run failed, scheduling retry")
+        };
+        log::log!(
+            level,
+            "{what} issue_id={} issue_identifier={} next_attempt={} delay_ms={} error={:?}",
+            issue.id,
+            issue.identifier,
+            attempt,
+            delay_ms,
+            error
+        );
+        self.schedule_retry(
+            issue,
+            attempt,
+            delay_ms,
+            RetryTrigger::Error,
+            Some(format!("worker exited: {error}")),
+            None,
+            entry.facts.dispatched_at_ms,
+        );
     }
 
     /// After a session that ended without a declaration: release an issue that left the active
