@@ -25,22 +25,6 @@ fn envelope(r: &Resp, status: u16, code: &str) {
     );
 }
 
-/// A daemon whose one issue stays running (long turn) so the live lists are populated.
-fn running_daemon() -> (Setup, Daemon) {
-    let s = Setup::new(
-        &mock_workflow(
-            "  max_turns: 1\n",
-            "  turn_delay_ms: 600000\n  events_per_turn: 3\n",
-        ),
-        &issues(&[("1", "T-1", "To Do")]),
-    );
-    let d = s.start(&[]);
-    d.wait_state("a running session", T, |s| {
-        s["running"][0]["issue_identifier"] == "T-1" && s["running"][0]["last_event_at"].is_string()
-    });
-    (s, d)
-}
-
 #[test]
 fn cross_origin_rows_and_curl_without_origin() {
     let s = Setup::new(&mock_workflow("", ""), &issues(&[]));
@@ -156,7 +140,7 @@ fn method_enforcement_probes_and_redirect() {
 
 #[test]
 fn state_document_shape_of_a_running_session() {
-    let (_s, d) = running_daemon();
+    let (_s, d) = running_mock_daemon("  max_turns: 1\n");
     let s = d.state();
     for k in [
         "generated_at",

@@ -304,3 +304,26 @@ impl Setup {
         })
     }
 }
+
+/// A mock-agent daemon whose one issue `T-1` stays running (a turn of ten minutes, three events
+/// per turn), so the live lists and the run's events are populated. `agent_extra` as in
+/// [`mock_workflow`] (it must keep `max_turns`).
+pub fn running_mock_daemon(agent_extra: &str) -> (Setup, Daemon) {
+    let s = Setup::new(
+        &mock_workflow(
+            agent_extra,
+            "  turn_delay_ms: 600000\n  events_per_turn: 3\n",
+        ),
+        &issues(&[("1", "T-1", "To Do")]),
+    );
+    let d = s.start(&[]);
+    d.wait_state(
+        "a running session",
+        std::time::Duration::from_secs(30),
+        |s| {
+            s["running"][0]["issue_identifier"] == "T-1"
+                && s["running"][0]["last_event_at"].is_string()
+        },
+    );
+    (s, d)
+}
