@@ -106,6 +106,14 @@ pub trait TrackerAdapter: Send + Sync {
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>>;
     /// One issue with its comments; unknown id → `NotFound`.
     fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue>;
+    /// Several issues with their comments, each answered as [`Self::fetch_issue_by_id`] would
+    /// (unknown id → `NotFound` for that id). Lets a tracker answer a batch with one read (the
+    /// file tracker reads its file once); the default asks for one issue at a time.
+    fn fetch_issues_by_ids(&self, ids: &[String]) -> BTreeMap<String, TrackerResult<Issue>> {
+        ids.iter()
+            .map(|id| (id.clone(), self.fetch_issue_by_id(id)))
+            .collect()
+    }
     /// Issues in any of `states` (case-insensitive); an empty list answers `[]` without I/O.
     fn fetch_issues_by_states(&self, states: &[String]) -> TrackerResult<Vec<Issue>>;
     /// `id → state`; unknown ids are omitted, not an error.

@@ -42,7 +42,9 @@ const MAX_ISSUES_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Reads a regular file of at most [`MAX_ISSUES_FILE_BYTES`]. Opened with `O_NONBLOCK` so a
 /// FIFO without writer cannot hang the open; the opened descriptor must be a regular file.
-fn read_regular(path: &Path) -> Result<Vec<u8>, String> {
+/// Answers the bytes with the metadata of the descriptor they were read from, so a cache keys
+/// them on the file actually read, not on whatever the path names a moment later.
+fn read_regular(path: &Path) -> Result<(Vec<u8>, fs::Metadata), String> {
     use std::io::Read;
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let file = OpenOptions::new()
@@ -75,21 +77,33 @@ fn read_regular(path: &Path) -> Result<Vec<u8>, String> {
             "file is too large: more than {MAX_ISSUES_FILE_BYTES} bytes"
         ));
     }
-    Ok(bytes)
+    Ok((bytes, meta))
+}
+
+fn read_error(path: &Path, cause: String) -> TrackerError {
+    payload(format!("failed to read file: {}: {cause}", path.display()))
+}
+
+/// Reads the file's bytes and the metadata of what was read. Special files (a FIFO would block
+/// the read) are refused.
+pub fn read_bytes(path: &Path) -> TrackerResult<(Vec<u8>, fs::Metadata)> {
+    read_regular(path).map_err(|cause| read_error(path, cause))
+}
+
+/// The file's text: a UTF-8 BOM is accepted, anything else that is not UTF-8 is refused.
+pub fn decode_text<'a>(path: &Path, bytes: &'a [u8]) -> TrackerResult<&'a str> {
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    std::str::from_utf8(body).map_err(|e| read_error(path, format!("not valid UTF-8: {e}")))
 }
 
 /// Reads and parses the file; the top level must be an array.
 pub fn read_document(path: &Path) -> TrackerResult<Vec<Value>> {
-    let read_err =
-        |cause: String| payload(format!("failed to read file: {}: {cause}", path.display()));
-    // Special files (a FIFO would block the read) are refused; a UTF-8 BOM is accepted.
-    let bytes = read_regular(path).map_err(read_err)?;
-    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-    let text = std::str::from_utf8(body).map_err(|e| read_err(format!("not valid UTF-8: {e}")))?;
-    parse_document(path, text)
+    let (bytes, _) = read_bytes(path)?;
+    parse_document(path, decode_text(path, &bytes)?)
 }
 
-fn parse_document(path: &Path, text: &str) -> TrackerResult<Vec<Value>> {
+/// Parses the file's text; the top level must be an array.
+pub fn parse_document(path: &Path, text: &str) -> TrackerResult<Vec<Value>> {
     let parse_err =
         |cause: String| payload(format!("failed to parse file: {}: {cause}", path.display()));
     match serde_json::from_str::<Value>(text) {

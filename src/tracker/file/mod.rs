@@ -1,6 +1,7 @@
 //! The `file` tracker: issues kept in a local JSON file (named by `file.path`), for demos and
-//! tests without credentials. The whole file is re-read on every call, so edits made while the
-//! daemon runs are picked up on the next call.
+//! tests without credentials. Every call checks the file for changes, so edits made while the
+//! daemon runs are picked up on the next call; an unchanged file is parsed once and its parse
+//! shared by every call until it changes (see `cache` for when a file counts as unchanged).
 //!
 //! Deliberate deviations from Go Sortie, which this tracker otherwise reads compatibly:
 //! - **Write-back.** Go keeps transitions and comments in memory and loses them on restart (a
@@ -14,8 +15,11 @@
 //!   current state, so moving the blocker to a terminal state unblocks its dependents; the
 //!   written `state` is the fallback for issues that are not in the file.
 
+mod cache;
 mod document;
 mod edits;
+mod index;
+mod parse;
 mod record;
 
 use std::collections::BTreeMap;
@@ -24,6 +28,9 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::domain::{Comment, Issue, state_in};
+use cache::FileCache;
+use index::ParsedFile;
+
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
     TrackerResult, TrackerSettings,
@@ -81,6 +88,7 @@ pub struct FileTracker {
     /// reload that changes tracker settings builds a new adapter.
     active_states: Vec<String>,
     clock: Arc<dyn Clock>,
+    cache: FileCache,
 }
 
 impl FileTracker {
@@ -89,6 +97,7 @@ impl FileTracker {
             path,
             active_states,
             clock,
+            cache: FileCache::default(),
         }
     }
 
@@ -97,29 +106,32 @@ impl FileTracker {
         &self.path
     }
 
-    /// Every issue in the file, normalized, blockers resolved against the file.
-    fn load(&self) -> TrackerResult<Vec<Issue>> {
-        let raw = document::read_document(&self.path)?;
-        let mut issues = raw
-            .iter()
-            .enumerate()
-            .map(|(i, v)| record::normalize_record(i, v))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|cause| {
-                document::payload(format!(
-                    "failed to parse file: {}: {cause}",
-                    self.path.display()
-                ))
-            })?;
-        record::resolve_blockers(&mut issues);
-        Ok(issues)
+    /// How many times this adapter has read the file's bytes; an unchanged file is not read
+    /// again. For tests and benchmarks that count reads.
+    pub fn reads(&self) -> u64 {
+        self.cache.reads()
     }
 
-    fn find(&self, id: &str) -> TrackerResult<Issue> {
-        self.load()?
-            .into_iter()
-            .find(|i| i.id == id)
-            .ok_or_else(|| document::not_found(id))
+    /// Every issue in the file, normalized, blockers resolved against the file.
+    fn load(&self) -> TrackerResult<Arc<ParsedFile>> {
+        self.cache.get(&self.path)
+    }
+
+    /// A rewrite of the file through [`document::modify_issue`], after which the cached parse
+    /// is dropped (whether or not the write succeeded, since a failed one may have replaced
+    /// the file).
+    fn modify<F>(&self, op: &str, id: &str, edit: F) -> TrackerResult<()>
+    where
+        F: FnOnce(&mut serde_json::Map<String, serde_json::Value>) -> TrackerResult<bool>,
+    {
+        let result = document::modify_issue(&self.path, id, edit);
+        self.cache.invalidate();
+        let changed = result?;
+        log::debug!(
+            "tracker file write op={op} issue_id={id} changed={changed} path={}",
+            self.path.display()
+        );
+        Ok(())
     }
 
     /// Now as RFC 3339 UTC with whole seconds, the style of the file's own timestamps.
@@ -128,13 +140,6 @@ impl FileTracker {
         jiff::Timestamp::from_second(secs)
             .map(|t| t.to_string())
             .unwrap_or_default()
-    }
-
-    fn log_write(&self, op: &str, id: &str, changed: bool) {
-        log::debug!(
-            "tracker file write op={op} issue_id={id} changed={changed} path={}",
-            self.path.display()
-        );
     }
 }
 
@@ -146,19 +151,34 @@ impl TrackerAdapter for FileTracker {
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
         Ok(self
             .load()?
-            .into_iter()
+            .issues()
+            .iter()
             .filter(|i| self.active_states.is_empty() || state_in(&i.state, &self.active_states))
-            .map(|mut i| {
-                i.comments = None;
-                i
-            })
+            .cloned()
             .collect())
     }
 
     fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
-        let mut issue = self.find(id)?;
+        let mut issue = self
+            .load()?
+            .full_by_id(id)
+            .ok_or_else(|| document::not_found(id))?;
         issue.comments.get_or_insert_with(Vec::new);
         Ok(issue)
+    }
+
+    fn fetch_issues_by_ids(&self, ids: &[String]) -> BTreeMap<String, TrackerResult<Issue>> {
+        let parsed = self.load();
+        ids.iter()
+            .map(|id| {
+                let found = parsed.as_ref().map_err(Clone::clone).and_then(|p| {
+                    let mut issue = p.full_by_id(id).ok_or_else(|| document::not_found(id))?;
+                    issue.comments.get_or_insert_with(Vec::new);
+                    Ok(issue)
+                });
+                (id.clone(), found)
+            })
+            .collect()
     }
 
     fn fetch_issues_by_states(&self, states: &[String]) -> TrackerResult<Vec<Issue>> {
@@ -167,7 +187,7 @@ impl TrackerAdapter for FileTracker {
         }
         Ok(self
             .load()?
-            .into_iter()
+            .full_issues()
             .filter(|i| state_in(&i.state, states))
             .collect())
     }
@@ -176,15 +196,10 @@ impl TrackerAdapter for FileTracker {
         if ids.is_empty() {
             return Ok(BTreeMap::new());
         }
-        let issues = self.load()?;
+        let parsed = self.load()?;
         Ok(ids
             .iter()
-            .filter_map(|id| {
-                issues
-                    .iter()
-                    .find(|i| &i.id == id)
-                    .map(|i| (id.clone(), i.state.clone()))
-            })
+            .filter_map(|id| parsed.by_id(id).map(|i| (id.clone(), i.state.clone())))
             .collect())
     }
 
@@ -195,56 +210,117 @@ impl TrackerAdapter for FileTracker {
         if identifiers.is_empty() {
             return Ok(BTreeMap::new());
         }
-        let issues = self.load()?;
+        let parsed = self.load()?;
         Ok(identifiers
             .iter()
-            .filter_map(|key| {
-                issues
-                    .iter()
-                    .find(|i| &i.identifier == key)
-                    .map(|i| (key.clone(), i.state.clone()))
-            })
+            .filter_map(|key| parsed.by_identifier(key).map(|i| (key.clone(), i.state.clone())))
             .collect())
     }
 
     fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
-        Ok(self.find(id)?.comments.unwrap_or_default())
+        let issue = self
+            .load()?
+            .full_by_id(id)
+            .ok_or_else(|| document::not_found(id))?;
+        Ok(issue.comments.unwrap_or_default())
     }
 
     fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
         let now = self.now_rfc3339();
-        let changed =
-            document::modify_issue(&self.path, id, |m| Ok(edits::set_state(m, state, &now)))?;
-        self.log_write("transition", id, changed);
-        Ok(())
+        self.modify("transition", id, |m| Ok(edits::set_state(m, state, &now)))
     }
 
     fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
         let now = self.now_rfc3339();
         let now_ms = self.clock.now_ms();
-        let changed = document::modify_issue(&self.path, id, |m| {
-            edits::append_comment(m, text, &now, now_ms)
-        })?;
-        self.log_write("comment", id, changed);
-        Ok(())
+        self.modify("comment", id, |m| edits::append_comment(m, text, &now, now_ms))
     }
 
     fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        let changed = document::modify_issue(&self.path, id, |m| edits::add_label(m, label))?;
-        self.log_write("add_label", id, changed);
-        Ok(())
+        self.modify("add_label", id, |m| edits::add_label(m, label))
     }
 
     fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        let changed = document::modify_issue(&self.path, id, |m| edits::remove_label(m, label))?;
-        self.log_write("remove_label", id, changed);
-        Ok(())
+        self.modify("remove_label", id, |m| edits::remove_label(m, label))
     }
 
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
+        let parsed = self.load()?;
+        let issue = parsed.by_id(id).ok_or_else(|| document::not_found(id))?;
         Ok(Blockers {
-            refs: self.find(id)?.blocked_by,
+            refs: issue.blocked_by.clone(),
             complete: true,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::cache::{FileKey, Probes};
+    use super::*;
+    use crate::clock::ManualClock;
+
+    const ISSUES: &str = r#"[
+        {"id": "1", "identifier": "P-1", "title": "one", "state": "To Do"},
+        {"id": "2", "identifier": "P-2", "title": "two", "state": "To Do",
+         "blocked_by": [{"id": "1"}], "comments": [{"body": "hello"}]}
+    ]"#;
+
+    fn tracker(probes: Probes) -> (tempfile::TempDir, FileTracker) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let path = dir.path().join("issues.json");
+        std::fs::write(&path, ISSUES).unwrap_or_else(|e| panic!("write: {e}"));
+        let mut t = FileTracker::new(path, vec![], Arc::new(ManualClock::new(0)));
+        t.cache = FileCache::with_probes(probes);
+        (dir, t)
+    }
+
+    fn issue(t: &FileTracker, id: &str) -> Issue {
+        t.fetch_issue_by_id(id)
+            .unwrap_or_else(|e| panic!("fetch {id}: {e}"))
+    }
+
+    #[test]
+    fn own_writes_are_seen_even_where_the_stat_shows_nothing() {
+        let (_dir, t) = tracker(Probes {
+            key: |m| FileKey {
+                dev: m.dev(),
+                ..FileKey::default()
+            },
+            now: || UNIX_EPOCH + Duration::from_secs(10),
+        });
+        assert_eq!(issue(&t, "1").state, "To Do");
+        assert!(t.transition_issue("1", "Done").is_ok());
+        assert_eq!(issue(&t, "1").state, "Done");
+        assert_eq!(issue(&t, "2").blocked_by[0].state, "Done");
+        assert!(t.add_label("1", "Ready").is_ok());
+        assert_eq!(issue(&t, "1").labels, ["ready"]);
+        assert!(t.comment_issue("1", "note").is_ok());
+        assert_eq!(issue(&t, "1").comments.map(|c| c.len()), Some(1));
+    }
+
+    #[test]
+    fn a_batch_fetch_reads_the_file_once() {
+        let (_dir, t) = tracker(Probes {
+            now: || std::time::SystemTime::now() + Duration::from_secs(60),
+            ..Probes::default()
+        });
+        let ids: Vec<String> = ["2", "1", "9"].iter().map(|s| s.to_string()).collect();
+        let got = t.fetch_issues_by_ids(&ids);
+        assert_eq!(t.reads(), 1);
+        let two = got.get("2").and_then(|r| r.as_ref().ok());
+        assert_eq!(two.and_then(|i| i.comments.as_ref()).map(Vec::len), Some(1));
+        let one = got.get("1").and_then(|r| r.as_ref().ok());
+        assert_eq!(one.and_then(|i| i.comments.clone()), Some(vec![]));
+        let nine = got.get("9").and_then(|r| r.as_ref().err()).map(|e| e.kind);
+        assert_eq!(nine, Some(TrackerErrorKind::NotFound));
+        // Candidates come from the same parse, without comments.
+        let candidates = t.fetch_candidate_issues().unwrap_or_default();
+        assert_eq!(candidates.len(), 2);
+        assert!(candidates.iter().all(|i| i.comments.is_none()));
+        assert_eq!(t.reads(), 1);
     }
 }

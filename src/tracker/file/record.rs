@@ -1,7 +1,11 @@
 //! One issue record of the tracker file and its normalization into [`Issue`], lenient the way
 //! Go Sortie's file tracker is so existing issue files keep loading. Pure: no I/O here.
 
-use serde::Deserialize;
+use std::fmt;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::domain::{BlockerRef, Comment, Issue, IssueRef};
@@ -47,6 +51,33 @@ struct FileComment {
     author: Option<String>,
     body: Option<String>,
     created_at: Option<String>,
+}
+
+/// A record that must be a JSON object: serde's derived struct decoding also accepts an array
+/// (fields by position), which the file format does not allow. Lets the whole file be decoded
+/// in one pass straight from its text, without building a `Value` per issue first.
+pub struct ObjectRecord(FileRecord);
+
+impl ObjectRecord {
+    pub fn into_issue(self) -> Issue {
+        into_issue(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ObjectRecord {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectOnly;
+        impl<'de> Visitor<'de> for ObjectOnly {
+            type Value = ObjectRecord;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjectRecord, A::Error> {
+                FileRecord::deserialize(MapAccessDeserializer::new(map)).map(ObjectRecord)
+            }
+        }
+        deserializer.deserialize_map(ObjectOnly)
+    }
 }
 
 /// Normalizes one element of the top-level array. The error text names the element so a
@@ -122,41 +153,6 @@ fn integer_priority(v: &Value) -> Option<i64> {
     }
 }
 
-/// Replaces each blocker's state with the live state of the referenced issue when that issue
-/// is in the same file (matched by id, else by identifier), so moving the blocker to a
-/// terminal state in the file unblocks its dependents. Blockers that reference nothing in
-/// the file keep the state written inside `blocked_by`. A missing id or identifier of the
-/// reference is filled in from the matched issue.
-pub fn resolve_blockers(issues: &mut [Issue]) {
-    let live: Vec<(String, String, String)> = issues
-        .iter()
-        .map(|i| (i.id.clone(), i.identifier.clone(), i.state.clone()))
-        .collect();
-    let find = |b: &BlockerRef| {
-        let by_id = (!b.id.is_empty())
-            .then(|| live.iter().find(|(id, _, _)| *id == b.id))
-            .flatten();
-        by_id.or_else(|| {
-            (!b.identifier.is_empty())
-                .then(|| live.iter().find(|(_, ident, _)| *ident == b.identifier))
-                .flatten()
-        })
-    };
-    for issue in issues.iter_mut() {
-        for blocker in issue.blocked_by.iter_mut() {
-            if let Some((id, identifier, state)) = find(blocker) {
-                blocker.state = state.clone();
-                if blocker.id.is_empty() {
-                    blocker.id = id.clone();
-                }
-                if blocker.identifier.is_empty() {
-                    blocker.identifier = identifier.clone();
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,34 +205,5 @@ mod tests {
         let e = normalize_record(2, &json!("just a string"));
         assert_eq!(e, Err("issue [2]: expected a JSON object".to_string()));
         assert!(normalize_record(0, &json!({"labels": ["a", 1]})).is_err());
-    }
-
-    #[test]
-    fn blockers_take_the_live_state_by_id_then_identifier() {
-        let mut issues = vec![
-            norm(json!({"id": "1", "identifier": "P-1", "state": "Done"})),
-            norm(json!({"id": "2", "identifier": "P-2", "state": "In Progress"})),
-            norm(
-                json!({"id": "3", "identifier": "P-3", "state": "To Do", "blocked_by": [
-                    {"id": "1", "identifier": "P-1", "state": "To Do"},
-                    {"identifier": "P-2", "state": "Done"},
-                    {"id": "99", "identifier": "X-99", "state": "Done"},
-                    {"id": "98"}
-                ]}),
-            ),
-        ];
-        resolve_blockers(&mut issues);
-        let b = &issues[2].blocked_by;
-        assert_eq!((b[0].id.as_str(), b[0].state.as_str()), ("1", "Done"));
-        assert_eq!(
-            (
-                b[1].id.as_str(),
-                b[1].identifier.as_str(),
-                b[1].state.as_str()
-            ),
-            ("2", "P-2", "In Progress")
-        );
-        assert_eq!(b[2].state, "Done");
-        assert_eq!(b[3].state, "");
     }
 }

@@ -1,0 +1,92 @@
+//! The tracker file's bytes → normalized issues.
+//!
+//! A valid file is decoded in one pass straight from its text into typed records, which costs
+//! about what parsing it into a `serde_json::Value` costs. Only when that fails does the
+//! element-by-element path run, which is slower but names the bad record (`issue [4] (id x):
+//! …`) and accepts what a `Value` accepts (a repeated key keeps its last value), so errors and
+//! leniency are those of reading each element on its own.
+
+use std::path::Path;
+
+use crate::domain::Issue;
+use crate::tracker::TrackerResult;
+
+use super::document::{self, payload};
+use super::record::{self, ObjectRecord};
+
+/// Decodes the file's bytes into issues in file order (blockers not resolved yet).
+pub fn parse_issues(path: &Path, bytes: &[u8]) -> TrackerResult<Vec<Issue>> {
+    let text = document::decode_text(path, bytes)?;
+    if let Ok(records) = serde_json::from_str::<Vec<ObjectRecord>>(text) {
+        return Ok(records.into_iter().map(ObjectRecord::into_issue).collect());
+    }
+    let raw = document::parse_document(path, text)?;
+    raw.iter()
+        .enumerate()
+        .map(|(i, v)| record::normalize_record(i, v))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|cause| payload(format!("failed to parse file: {}: {cause}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> TrackerResult<Vec<Issue>> {
+        parse_issues(Path::new("/x/issues.json"), text.as_bytes())
+    }
+
+    fn message(r: TrackerResult<Vec<Issue>>) -> String {
+        match r {
+            Ok(v) => panic!("expected an error, got {} issues", v.len()),
+            Err(e) => e.message,
+        }
+    }
+
+    #[test]
+    fn both_paths_agree_on_a_valid_file() {
+        let text = r#"[{"id": "1", "identifier": "P-1", "priority": 2, "labels": ["A"],
+            "comments": [{"body": "hi"}], "blocked_by": [{"id": "2"}], "extra": {"x": [1]}},
+            {"id": "2", "title": null}]"#;
+        let fast = parse(text).ok();
+        let raw = document::parse_document(Path::new("/x"), text).ok();
+        let slow: Option<Vec<Issue>> = raw.map(|r| {
+            r.iter()
+                .enumerate()
+                .filter_map(|(i, v)| record::normalize_record(i, v).ok())
+                .collect()
+        });
+        assert!(fast.is_some());
+        assert_eq!(fast, slow);
+    }
+
+    #[test]
+    fn an_array_element_is_not_a_record() {
+        let m = message(parse(r#"[{"id": "1"}, ["2", "P-2"]]"#));
+        assert_eq!(
+            m,
+            "failed to parse file: /x/issues.json: issue [1]: expected a JSON object"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_record_and_top_level_is_checked() {
+        let m = message(parse(r#"[{"id": "1"}, {"id": "x", "title": 5}]"#));
+        assert!(
+            m.starts_with("failed to parse file: /x/issues.json: issue [1] (id x): "),
+            "{m}"
+        );
+        let m = message(parse(r#"{"id": "1"}"#));
+        assert!(m.ends_with("top-level value must be an array, found an object"), "{m}");
+        let m = message(parse_issues(Path::new("/x/issues.json"), b"[\xff]"));
+        assert!(m.starts_with("failed to read file: /x/issues.json: not valid UTF-8"), "{m}");
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value_and_a_bom_is_skipped() {
+        let text = "\u{feff}[{\"id\": \"1\", \"state\": \"To Do\", \"state\": \"Done\"}]";
+        let issues = parse(text).ok().unwrap_or_default();
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].state, "Done");
+    }
+}
