@@ -181,6 +181,30 @@ impl PassInput {
     }
 }
 
+impl PassInput {
+    /// Counts a dispatch made after the input was built (its slot, claim and identifier), so
+    /// one input serves several retries fired in the same pass.
+    pub fn note_dispatched(&mut self, issue: &Issue) {
+        self.running_total += 1;
+        *self
+            .running_by_state
+            .entry(crate::domain::state_key(&issue.state))
+            .or_insert(0) += 1;
+        self.claimed.insert(issue.id.clone());
+        self.claimed_identifiers
+            .insert(issue.identifier.clone(), issue.id.clone());
+    }
+
+    /// Counts a retry put back in the queue after the input was built: it claims its issue
+    /// and its identifier (a running issue keeps an identifier it already has).
+    pub fn note_queued(&mut self, id: &str, identifier: &str) {
+        self.claimed.insert(id.to_string());
+        self.claimed_identifiers
+            .entry(identifier.to_string())
+            .or_insert_with(|| id.to_string());
+    }
+}
+
 /// Fills `input.workspace_locked` for the candidates a pass could dispatch (right shape,
 /// active, unclaimed): `holder(identifier)` says whether someone else holds that workspace's
 /// lock. Claimed issues are never probed: their lock is this process's own supervisor's.

@@ -75,14 +75,15 @@ impl Orchestrator {
     pub(super) fn fire_due_retries(&mut self) -> bool {
         let now = self.clock.now_ms();
         let due = self.state.retry_queue.pop_due(now);
-        let fired = !due.is_empty();
-        for id in due {
-            let Some(info) = self.state.retries.remove(&id) else {
-                continue;
-            };
-            self.fire_retry(info);
+        if due.is_empty() {
+            return false;
         }
-        fired
+        let infos = due
+            .iter()
+            .filter_map(|id| self.state.retries.remove(id))
+            .collect();
+        self.fire_retries(infos);
+        true
     }
 
     /// Puts a retry that could not start back in the queue at `attempt` (the caller passes the
@@ -115,24 +116,78 @@ impl Orchestrator {
     }
 
     pub(super) fn fire_retry(&mut self, info: RetryInfo) {
+        self.fire_retries(vec![info]);
+    }
+
+    /// Fires retries in due order. The ones still startable after the checks that need no
+    /// tracker are fetched together, so N due retries cost one tracker call (one read of a
+    /// file tracker), and one pass input is kept current across them rather than rebuilt
+    /// from the whole state for each.
+    fn fire_retries(&mut self, infos: Vec<RetryInfo>) {
+        let usage = self.usage_for_batch(infos.len());
+        let ready: Vec<RetryInfo> = infos
+            .into_iter()
+            .filter_map(|info| self.check_before_fetch(info, usage.as_ref()))
+            .collect();
+        if ready.is_empty() {
+            return;
+        }
+        let ids: Vec<String> = ready.iter().map(|i| i.issue.id.clone()).collect();
+        let mut fetched = self.tracker.fetch_issues_by_ids(&ids);
+        let mut input = self.pass_input();
+        for info in ready {
+            let result = fetched.remove(&info.issue.id).unwrap_or_else(|| {
+                Err(crate::tracker::TrackerError::new(
+                    crate::tracker::TrackerErrorKind::Api,
+                    self.tracker.kind(),
+                    "the batch fetch did not answer for this issue",
+                ))
+            });
+            self.start_fetched(info, result, &mut input);
+        }
+    }
+
+    /// Spend per issue read once for a batch of retries (one query instead of two per retry);
+    /// `None` for a single retry, without budgets, or when the read fails (each retry then
+    /// reads its own and fails closed as it would alone).
+    fn usage_for_batch(
+        &self,
+        retries: usize,
+    ) -> Option<std::collections::HashMap<String, crate::store::IssueUsage>> {
+        let cfg = &self.workflow.config.agent;
+        let budgets = cfg.max_tokens.unwrap_or(0) > 0 || cfg.max_sessions.unwrap_or(0) > 0;
+        if retries < 2 || !budgets {
+            return None;
+        }
+        persist::usage_by_issue(&self.store).ok()
+    }
+
+    /// The checks a retry passes before its issue is fetched: its worker has ended, the
+    /// database takes writes, its budget is not spent. Answers the retry when it may go on.
+    fn check_before_fetch(
+        &mut self,
+        info: RetryInfo,
+        usage: Option<&std::collections::HashMap<String, crate::store::IssueUsage>>,
+    ) -> Option<RetryInfo> {
         let id = info.issue.id.clone();
         if self.state.running.contains_key(&id) {
             let a = info.attempt;
             self.reschedule(info, a, RescheduleReason::WorkerStillRunning);
-            return;
+            return None;
         }
         if self.store_blocks_dispatch() {
             let a = info.attempt;
             self.reschedule(info, a, RescheduleReason::DatabaseFailing);
-            return;
+            return None;
         }
-        match self.budget_hold_for(&info.issue, None) {
+        let used = usage.map(|u| u.get(&id).copied().unwrap_or_default());
+        match self.budget_hold_for(&info.issue, used) {
             Ok(Some(h)) => {
                 self.state.budget_held.insert(id.clone(), h);
                 persist::delete_retry(&self.store, &id);
-                return;
+                None
             }
-            Ok(None) => {}
+            Ok(None) => Some(info),
             Err(e) => {
                 self.state
                     .health
@@ -140,10 +195,21 @@ impl Orchestrator {
                     .record(self.clock.now_ms(), Err(e));
                 let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::DatabaseFailing);
-                return;
+                None
             }
         }
-        let issue = match self.tracker.fetch_issue_by_id(&id) {
+    }
+
+    /// Starts, puts back or releases one retry given what the tracker answered for its issue;
+    /// `input` is the pass input of the batch, updated with what this retry claimed.
+    fn start_fetched(
+        &mut self,
+        info: RetryInfo,
+        fetched: crate::tracker::TrackerResult<Issue>,
+        input: &mut PassInput,
+    ) {
+        let id = info.issue.id.clone();
+        let issue = match fetched {
             Ok(i) => i,
             Err(e) if e.kind == crate::tracker::TrackerErrorKind::NotFound => {
                 persist::delete_retry(&self.store, &id);
@@ -155,6 +221,7 @@ impl Orchestrator {
                     info.issue.identifier,
                     e.to_string()
                 );
+                input.note_queued(&id, &info.issue.identifier);
                 let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::IssueFetchFailed);
                 return;
@@ -168,18 +235,21 @@ impl Orchestrator {
             persist::delete_retry(&self.store, &id);
             return;
         }
-        let mut input = self.pass_input();
-        input.claimed.remove(&id);
+        let was_claimed = input.claimed.remove(&id);
         let workspaces = self.workspaces();
-        probe_workspace_locks(std::slice::from_ref(&issue), &mut input, |i| {
+        probe_workspace_locks(std::slice::from_ref(&issue), input, |i| {
             workspaces.lock_holder(i)
         });
-        let decision = plan(std::slice::from_ref(&issue), &input)
+        let decision = plan(std::slice::from_ref(&issue), input)
             .into_iter()
             .next();
+        if was_claimed {
+            input.claimed.insert(id.clone());
+        }
         match decision {
             Some(Decision::Dispatch) => {
                 persist::delete_retry(&self.store, &id);
+                input.note_dispatched(&issue);
                 self.dispatch(
                     issue,
                     info.attempt,
@@ -189,10 +259,12 @@ impl Orchestrator {
             }
             Some(Decision::Held(HoldReason::AgentSlotsFull { .. })) => {
                 // The attempt counts sessions: waiting for a slot is not one.
+                input.note_queued(&id, &info.issue.identifier);
                 let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::NoSlots);
             }
             Some(Decision::Held(HoldReason::IdentifierInUse { .. })) => {
+                input.note_queued(&id, &info.issue.identifier);
                 let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::IdentifierInUse);
             }

@@ -167,13 +167,15 @@ impl Orchestrator {
     }
 
     /// Dispatches what the pass decides and replaces the pass holds; returns how many issues
-    /// were dispatched.
+    /// were dispatched. A hold that is exactly as it was (same issue, same reason) is moved
+    /// over from the previous tick rather than copied.
     fn run_pass(&mut self, candidates: &[Issue], now: i64) -> usize {
         let mut input = self.pass_input();
         let workspaces = self.workspaces();
         probe_workspace_locks(candidates, &mut input, |i| workspaces.lock_holder(i));
         let decisions = plan(candidates, &input);
         let mut dispatched = 0;
+        let mut previous = std::mem::take(&mut self.state.held);
         let mut held = std::collections::BTreeMap::new();
         for (issue, decision) in candidates.iter().zip(decisions) {
             match decision {
@@ -182,25 +184,13 @@ impl Orchestrator {
                     dispatched += 1;
                 }
                 Decision::Held(reason) => {
-                    let since = self
-                        .state
-                        .held
-                        .get(&issue.id)
-                        .map(|h| h.since_ms)
-                        .unwrap_or(now);
-                    held.insert(
-                        issue.id.clone(),
-                        Held {
-                            issue: issue.clone(),
-                            reason,
-                            since_ms: since,
-                        },
-                    );
+                    let (id, row) = next_hold(&mut previous, issue, reason, now);
+                    held.insert(id, row);
                 }
                 Decision::Skip(_) => {}
             }
         }
-        log_hold_changes(&self.state.held, &held);
+        log_holds_ended(&previous);
         self.state.held = held;
         dispatched
     }
@@ -378,30 +368,45 @@ impl Orchestrator {
     }
 }
 
-/// Logs the pass holds that began, changed reason or ended since the previous tick; a hold
-/// that stays as it was is not logged again.
-fn log_hold_changes(
-    before: &std::collections::BTreeMap<String, Held>,
-    after: &std::collections::BTreeMap<String, Held>,
-) {
-    for (id, h) in after {
-        if before.get(id).map(|p| p.reason.code()) != Some(h.reason.code()) {
-            log::info!(
-                "issue held issue_id={} issue_identifier={} reason={}",
-                id,
-                h.issue.identifier,
-                h.reason.code()
-            );
+/// This tick's hold of `issue`, taken from `previous` when nothing about it changed; a hold
+/// that began or changed reason is logged (one that stays as it was is not logged again) and
+/// keeps the time it began.
+fn next_hold(
+    previous: &mut std::collections::BTreeMap<String, Held>,
+    issue: &Issue,
+    reason: HoldReason,
+    now: i64,
+) -> (String, Held) {
+    match previous.remove_entry(&issue.id) {
+        Some((id, prev)) if prev.reason == reason && prev.issue == *issue => (id, prev),
+        prev => {
+            let prev = prev.map(|(_, p)| p);
+            if prev.as_ref().map(|p| p.reason.code()) != Some(reason.code()) {
+                log::info!(
+                    "issue held issue_id={} issue_identifier={} reason={}",
+                    issue.id,
+                    issue.identifier,
+                    reason.code()
+                );
+            }
+            let row = Held {
+                issue: issue.clone(),
+                reason,
+                since_ms: prev.map(|p| p.since_ms).unwrap_or(now),
+            };
+            (issue.id.clone(), row)
         }
     }
-    for (id, h) in before {
-        if !after.contains_key(id) {
-            log::info!(
-                "hold ended issue_id={} issue_identifier={} reason={}",
-                id,
-                h.issue.identifier,
-                h.reason.code()
-            );
-        }
+}
+
+/// Logs the holds of the previous tick that this tick did not keep.
+fn log_holds_ended(ended: &std::collections::BTreeMap<String, Held>) {
+    for (id, h) in ended {
+        log::info!(
+            "hold ended issue_id={} issue_identifier={} reason={}",
+            id,
+            h.issue.identifier,
+            h.reason.code()
+        );
     }
 }
