@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sortie::clock::{Clock, ManualClock};
-use sortie::config::{LoadOptions, load_workflow};
+use sortie::config::{LoadOptions, Workflow, load_workflow};
 use sortie::orchestrator::snapshot::Snapshot;
 use sortie::orchestrator::{Orchestrator, OrchestratorDeps, OrchestratorHandle, adapters};
 use sortie::prompt::PromptTemplate;
 use sortie::store::Store;
+use sortie::tracker::TrackerAdapter;
 
 /// The manual clock's start (2027-01-15).
 pub const START_MS: i64 = 1_800_000_000_000;
@@ -28,6 +29,19 @@ pub struct InProcess {
 /// appended after `max_turns`: more agent keys, then other sections) into `dir`, and builds the
 /// orchestrator on them with a manual clock and a database in `dir`.
 pub fn mock_orchestrator(dir: &Path, issues: &str, agent_tail: &str) -> InProcess {
+    mock_orchestrator_with(dir, issues, agent_tail, |wf, clock| {
+        adapters::build_tracker(wf, clock).expect("tracker")
+    })
+}
+
+/// [`mock_orchestrator`] over the tracker `tracker` builds from the loaded workflow (a test's
+/// own wrapper around the file tracker, for instance).
+pub fn mock_orchestrator_with(
+    dir: &Path,
+    issues: &str,
+    agent_tail: &str,
+    tracker: impl FnOnce(&Workflow, Arc<dyn Clock>) -> Arc<dyn TrackerAdapter>,
+) -> InProcess {
     std::fs::write(dir.join("issues.json"), issues).expect("issues");
     std::fs::write(
         dir.join("WORKFLOW.md"),
@@ -47,7 +61,7 @@ pub fn mock_orchestrator(dir: &Path, issues: &str, agent_tail: &str) -> InProces
     let template = PromptTemplate::parse(&wf.prompt_template, "WORKFLOW.md", 0).expect("template");
     let store = Arc::new(Store::open(&dir.join("sortie.db"), dyn_clock.clone()).expect("store"));
     let deps = OrchestratorDeps {
-        tracker: adapters::build_tracker(&wf, dyn_clock.clone()).expect("tracker"),
+        tracker: tracker(&wf, dyn_clock.clone()),
         agent: adapters::build_agent(&wf, dyn_clock.clone()).expect("agent"),
         store: store.clone(),
         workflow: Arc::new(wf),

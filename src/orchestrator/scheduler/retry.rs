@@ -240,9 +240,7 @@ impl Orchestrator {
         probe_workspace_locks(std::slice::from_ref(&issue), input, |i| {
             workspaces.lock_holder(i)
         });
-        let decision = plan(std::slice::from_ref(&issue), input)
-            .into_iter()
-            .next();
+        let decision = plan(std::slice::from_ref(&issue), input).into_iter().next();
         if was_claimed {
             input.claimed.insert(id.clone());
         }

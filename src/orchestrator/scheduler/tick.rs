@@ -172,7 +172,16 @@ impl Orchestrator {
     fn run_pass(&mut self, candidates: &[Issue], now: i64) -> usize {
         let mut input = self.pass_input();
         let workspaces = self.workspaces();
-        probe_workspace_locks(candidates, &mut input, |i| workspaces.lock_holder(i));
+        // A workspace that does not exist has no lock: one listing of the root spares a probe
+        // (a path resolution and an open) per candidate.
+        let existing: std::collections::HashSet<String> =
+            workspaces.list_workspace_dirs().into_iter().collect();
+        probe_workspace_locks(candidates, &mut input, |identifier| {
+            WorkspaceManager::sanitize_key(identifier)
+                .is_ok_and(|key| existing.contains(&key))
+                .then(|| workspaces.lock_holder(identifier))
+                .flatten()
+        });
         let decisions = plan(candidates, &input);
         let mut dispatched = 0;
         let mut previous = std::mem::take(&mut self.state.held);

@@ -32,9 +32,7 @@ impl Lookup {
 
     /// The issue a blocker references: by id, else by identifier; empty keys match nothing.
     fn blocker_target(&self, b: &BlockerRef) -> Option<usize> {
-        let by_id = (!b.id.is_empty())
-            .then(|| self.by_id.get(&b.id))
-            .flatten();
+        let by_id = (!b.id.is_empty()).then(|| self.by_id.get(&b.id)).flatten();
         by_id
             .or_else(|| {
                 (!b.identifier.is_empty())
@@ -190,7 +188,9 @@ mod tests {
     #[test]
     fn the_index_answers_the_first_issue_with_a_key() {
         let parsed = ParsedFile::new(vec![
-            norm(json!({"id": "1", "identifier": "P-1", "state": "A", "comments": [{"body": "c"}]})),
+            norm(
+                json!({"id": "1", "identifier": "P-1", "state": "A", "comments": [{"body": "c"}]}),
+            ),
             norm(json!({"id": "1", "identifier": "P-9", "state": "B"})),
             norm(json!({"id": "2", "identifier": "P-1", "state": "C"})),
         ]);
@@ -199,7 +199,10 @@ mod tests {
             parsed.by_identifier("P-1").map(|i| i.id.as_str()),
             Some("1")
         );
-        assert_eq!(parsed.by_identifier("P-9").map(|i| i.state.as_str()), Some("B"));
+        assert_eq!(
+            parsed.by_identifier("P-9").map(|i| i.state.as_str()),
+            Some("B")
+        );
         assert!(parsed.by_id("3").is_none());
         assert_eq!(parsed.by_id("1").and_then(|i| i.comments.clone()), None);
         let full = parsed.full_by_id("1").and_then(|i| i.comments);
@@ -221,11 +224,20 @@ mod tests {
             })
             .collect();
         let parsed = ParsedFile::new(issues);
-        let i = parsed.by_id("10").map(|i| i.blocked_by.clone()).unwrap_or_default();
+        let i = parsed
+            .by_id("10")
+            .map(|i| i.blocked_by.clone())
+            .unwrap_or_default();
         assert_eq!(i.len(), 2);
-        assert_eq!((i[0].identifier.as_str(), i[0].state.as_str()), ("B-11", "To Do"));
+        assert_eq!(
+            (i[0].identifier.as_str(), i[0].state.as_str()),
+            ("B-11", "To Do")
+        );
         assert_eq!((i[1].id.as_str(), i[1].state.as_str()), ("13", "To Do"));
-        let last = parsed.by_id("1999").map(|i| i.blocked_by.clone()).unwrap_or_default();
+        let last = parsed
+            .by_id("1999")
+            .map(|i| i.blocked_by.clone())
+            .unwrap_or_default();
         assert_eq!((last[0].id.as_str(), last[0].state.as_str()), ("0", "Done"));
     }
 }

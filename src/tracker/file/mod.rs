@@ -213,7 +213,11 @@ impl TrackerAdapter for FileTracker {
         let parsed = self.load()?;
         Ok(identifiers
             .iter()
-            .filter_map(|key| parsed.by_identifier(key).map(|i| (key.clone(), i.state.clone())))
+            .filter_map(|key| {
+                parsed
+                    .by_identifier(key)
+                    .map(|i| (key.clone(), i.state.clone()))
+            })
             .collect())
     }
 
@@ -233,7 +237,9 @@ impl TrackerAdapter for FileTracker {
     fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
         let now = self.now_rfc3339();
         let now_ms = self.clock.now_ms();
-        self.modify("comment", id, |m| edits::append_comment(m, text, &now, now_ms))
+        self.modify("comment", id, |m| {
+            edits::append_comment(m, text, &now, now_ms)
+        })
     }
 
     fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {

@@ -77,9 +77,15 @@ mod tests {
             "{m}"
         );
         let m = message(parse(r#"{"id": "1"}"#));
-        assert!(m.ends_with("top-level value must be an array, found an object"), "{m}");
+        assert!(
+            m.ends_with("top-level value must be an array, found an object"),
+            "{m}"
+        );
         let m = message(parse_issues(Path::new("/x/issues.json"), b"[\xff]"));
-        assert!(m.starts_with("failed to read file: /x/issues.json: not valid UTF-8"), "{m}");
+        assert!(
+            m.starts_with("failed to read file: /x/issues.json: not valid UTF-8"),
+            "{m}"
+        );
     }
 
     #[test]
