@@ -30,6 +30,7 @@ fn app(snap: Snapshot) -> (tempfile::TempDir, AppState) {
         sse_open: AtomicUsize::new(0),
         sse_serial: AtomicUsize::new(0),
         max_streams: 4,
+        state_cache: Default::default(),
     };
     (dir, state)
 }

@@ -103,6 +103,8 @@ pub struct AppState {
     pub sse_open: AtomicUsize,
     pub sse_serial: AtomicUsize,
     pub max_streams: usize,
+    /// `GET /api/v1/state`'s document, built once per published snapshot.
+    pub state_cache: state_doc::StateCache,
 }
 
 /// Raises the soft open-file limit to the hard one, so a burst of clients does not make
@@ -210,6 +212,7 @@ pub fn start(
         sse_open: AtomicUsize::new(0),
         sse_serial: AtomicUsize::new(0),
         max_streams: MAX_STREAMS,
+        state_cache: state_doc::StateCache::default(),
     });
     let host_policy = Arc::new(host_policy);
     let (fatal_tx, fatal_rx) = crossbeam_channel::bounded(POOL_SIZE + 1);

@@ -1,8 +1,14 @@
 //! Writing responses: JSON bodies with the common headers, the API's error envelope, and the
 //! masking every served string passes through.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde::Serialize;
 use serde_json::Value;
-use tiny_http::{Header, Request, Response};
+use tiny_http::{Header, Request, Response, StatusCode};
+
+use crate::mask::mask_with_cow;
 
 use super::views::reply::ErrorBody;
 use super::views::to_value;
@@ -76,29 +82,65 @@ impl JsonReply {
 
 /// Replaces every registered secret in every string of `v` (keys included). Masking the
 /// values, not the serialized text, also catches secrets that JSON escaping would change.
+/// With no secret registered it returns at once; otherwise only strings that hold a secret
+/// are copied.
 pub fn mask_value(v: &mut Value) {
+    let secrets = crate::mask::secrets();
+    if !secrets.is_empty() {
+        mask_value_with(v, &secrets);
+    }
+}
+
+fn mask_value_with(v: &mut Value, secrets: &[Arc<str>]) {
     match v {
         Value::String(s) => {
-            let masked = crate::mask::mask(s);
-            if masked != *s {
+            if let Cow::Owned(masked) = mask_with_cow(s, secrets) {
                 *s = masked;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(mask_value),
+        Value::Array(items) => items.iter_mut().for_each(|i| mask_value_with(i, secrets)),
         Value::Object(map) => {
-            let needs_key_mask = map.keys().any(|k| crate::mask::mask(k) != *k);
+            let needs_key_mask = map
+                .keys()
+                .any(|k| matches!(mask_with_cow(k, secrets), Cow::Owned(_)));
             if needs_key_mask {
                 let old = std::mem::take(map);
                 for (k, mut val) in old {
-                    mask_value(&mut val);
-                    map.insert(crate::mask::mask(&k), val);
+                    mask_value_with(&mut val, secrets);
+                    map.insert(mask_with_cow(&k, secrets).into_owned(), val);
                 }
             } else {
-                map.values_mut().for_each(mask_value);
+                map.values_mut().for_each(|i| mask_value_with(i, secrets));
             }
         }
         _ => {}
     }
+}
+
+/// A view serialized and masked. Serializing the typed view straight to text skips the
+/// `Value` tree; the tree (and [`mask_value`]) is built only when some registered secret
+/// occurs in that text in its JSON-escaped form, which any string holding it would produce.
+pub fn masked_json<T: Serialize>(view: &T) -> Vec<u8> {
+    let Ok(text) = serde_json::to_string(view) else {
+        return SERIALIZATION_FAILED.as_bytes().to_vec();
+    };
+    let secrets = crate::mask::secrets();
+    if !secrets.iter().any(|s| text.contains(&escaped(s))) {
+        return text.into_bytes();
+    }
+    let mut value = to_value(view);
+    mask_value_with(&mut value, &secrets);
+    serde_json::to_vec(&value).unwrap_or_else(|_| SERIALIZATION_FAILED.as_bytes().to_vec())
+}
+
+/// A string as it appears inside a JSON string literal (without the quotes).
+fn escaped(s: &str) -> String {
+    let quoted = serde_json::to_string(s).unwrap_or_default();
+    quoted
+        .strip_prefix('"')
+        .and_then(|q| q.strip_suffix('"'))
+        .unwrap_or(&quoted)
+        .to_string()
 }
 
 pub fn header(name: &str, value: &str) -> Option<Header> {
@@ -131,6 +173,52 @@ pub fn send_json(req: Request, reply: JsonReply, allow: Option<&str>, head_only:
     }
     if let Err(e) = req.respond(resp) {
         log::debug!("http response not delivered error=\"{e}\"");
+    }
+}
+
+/// Sends bytes built once and shared between requests (already masked JSON) with a strong
+/// `ETag`. A request whose `If-None-Match` names that tag gets `304 Not Modified` without a
+/// body. `no-cache` lets a client keep the body and revalidate it; the bytes are written with
+/// a `Content-Length` (no chunking), straight from the shared buffer; tiny_http leaves the
+/// body out of an answer to HEAD itself.
+pub fn send_tagged(req: Request, json: &Arc<[u8]>, etag: &str) {
+    let fresh = req
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("If-None-Match"))
+        .is_some_and(|h| crate::ui::etag::matches(h.value.as_str(), etag));
+    let status = if fresh { 304 } else { 200 };
+    let mut headers: Vec<Header> = [
+        header("Cache-Control", "no-cache"),
+        header("ETag", etag),
+        header("X-Content-Type-Options", "nosniff"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !fresh {
+        headers.extend(header("Content-Type", "application/json; charset=utf-8"));
+    }
+    let len = if fresh { 0 } else { json.len() };
+    let resp = Response::new(
+        StatusCode(status),
+        headers,
+        std::io::Cursor::new(SharedBytes(Arc::clone(json), len)),
+        Some(len),
+        None,
+    )
+    .with_chunked_threshold(usize::MAX);
+    if let Err(e) = req.respond(resp) {
+        log::debug!("http response not delivered error=\"{e}\"");
+    }
+}
+
+/// The first `.1` bytes of a shared buffer (all of it, or none for a bodiless answer).
+struct SharedBytes(Arc<[u8]>, usize);
+
+impl AsRef<[u8]> for SharedBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.0.get(..self.1).unwrap_or_default()
     }
 }
 

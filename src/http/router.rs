@@ -12,7 +12,7 @@ use super::origin;
 use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, send_error, send_json};
 use super::views::reply::QueueReply;
-use super::{actions, dashboard, issue_detail, openapi, probes, runs, scrape, sse, state_doc};
+use super::{actions, dashboard, issue_detail, openapi, probes, runs, scrape, sse};
 
 /// What a path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -224,8 +224,8 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         Route::Livez => Ok(probes::livez(state)),
         Route::Readyz => Ok(probes::readyz(state)),
         Route::State => {
-            let snap = state.orch.snapshot();
-            Ok(JsonReply::ok(state_doc::document(state, &snap)))
+            let body = state.state_cache.current(state);
+            return respond::send_tagged(req, &body.json, &body.etag);
         }
         Route::Runs => runs::list_runs(state, &url),
         Route::RunIssues => runs::list_issue_groups(state, &url),

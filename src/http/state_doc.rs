@@ -1,57 +1,125 @@
 //! `GET /api/v1/state`: the document built from the published snapshot, plus one run-history
 //! read for the running issues' completed-session figures.
+//!
+//! The document is a function of the snapshot alone: every "now"-relative member (status
+//! sentences, `seconds_running`, stall times) is computed against the snapshot's own
+//! `generated_at`, never the request's clock, and the run-history figures it reads change
+//! only when a run is recorded, which the orchestrator follows with a publish. So the
+//! serialized, masked bytes are built once per published snapshot ([`StateCache`]) and shared
+//! by every request until the next publish, with a strong `ETag` over those bytes.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::orchestrator::snapshot::Snapshot;
 use crate::store::IssueSpend;
 
 use super::AppState;
 use super::attention;
+use super::respond::masked_json;
 use super::views::state::StateDoc;
 
-/// Completed-session figures of every running issue (`None` per issue when unreadable).
-pub fn running_spend(state: &AppState, snap: &Snapshot) -> BTreeMap<String, Option<IssueSpend>> {
+/// Completed-session figures of every running issue (`None` per issue when unreadable), and
+/// whether the read succeeded.
+pub fn running_spend(
+    state: &AppState,
+    snap: &Snapshot,
+) -> (BTreeMap<String, Option<IssueSpend>>, bool) {
     let mut out = BTreeMap::new();
     if snap.running.is_empty() {
-        return out;
+        return (out, true);
     }
     let ids: Vec<&str> = snap.running.iter().map(|r| r.issue.id.as_str()).collect();
-    let all = state
-        .store
-        .read_conn()
-        .ok()
-        .and_then(|c| match c.issue_spend_many(&ids) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                log::warn!("issue spend read failed error=\"{e}\"");
-                None
-            }
-        });
-    for id in ids {
+    let all = match state.store.read_pool().with(|c| c.issue_spend_many(&ids)) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            log::warn!("issue spend read failed error=\"{e}\"");
+            None
+        }
+    };
+    for id in &ids {
         out.insert(
             id.to_string(),
-            all.as_ref().and_then(|m| m.get(id).copied()),
+            all.as_ref().and_then(|m| m.get(*id).copied()),
         );
     }
-    out
+    (out, all.is_some())
 }
 
-/// The typed document.
-pub fn view(state: &AppState, snap: &Snapshot) -> StateDoc {
-    let spend = running_spend(state, snap);
+/// The typed document, and whether every figure in it could be read.
+pub fn view(state: &AppState, snap: &Snapshot) -> (StateDoc, bool) {
+    let (spend, complete) = running_spend(state, snap);
     let items = attention::items(snap);
     let unacked = items
         .iter()
         .filter(|i| i.view.acknowledged_at.is_none())
         .count();
     let items = items.into_iter().map(|i| i.view).collect();
-    StateDoc::build(snap, state.version, &spend, items, unacked)
+    (
+        StateDoc::build(snap, state.version, &spend, items, unacked),
+        complete,
+    )
 }
 
-/// The whole document.
-pub fn document(state: &AppState, snap: &Snapshot) -> Value {
-    super::views::to_value(&view(state, snap))
+/// The served representation: masked JSON bytes and their strong entity tag.
+#[derive(Debug)]
+pub struct StateBody {
+    pub json: Arc<[u8]>,
+    /// Quoted, derived from the bytes, so equal documents share a tag across publishes.
+    pub etag: String,
+}
+
+impl StateBody {
+    fn new(json: Vec<u8>) -> StateBody {
+        let digest = Sha256::digest(&json);
+        StateBody {
+            etag: format!("\"{}\"", data_encoding::HEXLOWER.encode(&digest[..12])),
+            json: json.into(),
+        }
+    }
+}
+
+/// What the cached body was built from: the published snapshot (by identity) and the set of
+/// registered secrets it was masked against.
+struct Cached {
+    snap: Arc<Snapshot>,
+    mask_generation: u64,
+    body: Arc<StateBody>,
+}
+
+impl Cached {
+    fn serves(&self, snap: &Arc<Snapshot>, mask_generation: u64) -> bool {
+        Arc::ptr_eq(&self.snap, snap) && self.mask_generation == mask_generation
+    }
+}
+
+/// The state document of the latest published snapshot, built at most once per publish.
+#[derive(Default)]
+pub struct StateCache {
+    slot: Mutex<Option<Cached>>,
+}
+
+impl StateCache {
+    /// The body for the snapshot published now. The lock is held while building, so requests
+    /// arriving during a rebuild wait for it instead of building the same document again; the
+    /// snapshot is read under the lock, so a slower request never replaces a newer document
+    /// with an older one. A document whose run-history read failed is served but not kept.
+    pub fn current(&self, state: &AppState) -> Arc<StateBody> {
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        let snap = state.orch.snapshot();
+        let generation = crate::mask::generation();
+        if let Some(c) = slot.as_ref().filter(|c| c.serves(&snap, generation)) {
+            return Arc::clone(&c.body);
+        }
+        let (doc, complete) = view(state, &snap);
+        let body = Arc::new(StateBody::new(masked_json(&doc)));
+        *slot = complete.then(|| Cached {
+            snap,
+            mask_generation: generation,
+            body: Arc::clone(&body),
+        });
+        body
+    }
 }
