@@ -176,50 +176,75 @@ pub fn send_json(req: Request, reply: JsonReply, allow: Option<&str>, head_only:
     }
 }
 
-/// Sends bytes built once and shared between requests (already masked JSON) with a strong
-/// `ETag`. A request whose `If-None-Match` names that tag gets `304 Not Modified` without a
-/// body. `no-cache` lets a client keep the body and revalidate it; the bytes are written with
-/// a `Content-Length` (no chunking), straight from the shared buffer; tiny_http leaves the
-/// body out of an answer to HEAD itself.
-pub fn send_tagged(req: Request, json: &Arc<[u8]>, etag: &str) {
-    let fresh = req
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("If-None-Match"))
-        .is_some_and(|h| crate::ui::etag::matches(h.value.as_str(), etag));
-    let status = if fresh { 304 } else { 200 };
+/// One stored encoding of a document shared between requests (already masked JSON).
+pub struct Tagged<'a> {
+    pub body: &'a [u8],
+    /// Quoted strong tag of this encoding.
+    pub etag: &'a str,
+    pub gzip: bool,
+}
+
+/// Sends a shared document with its strong `ETag`, or `304 Not Modified` without a body when
+/// the client's copy is `fresh` (its `If-None-Match` named a tag of this document). `no-cache`
+/// lets a client keep the body and revalidate it; `Vary` because the encoding follows
+/// `Accept-Encoding`. The bytes go out with a `Content-Length` (no chunking) straight from the
+/// shared buffer: `io::copy` hands a byte slice to the socket in one write. tiny_http leaves
+/// the body out of an answer to HEAD itself.
+pub fn send_tagged(req: Request, doc: Tagged<'_>, fresh: bool) {
     let mut headers: Vec<Header> = [
         header("Cache-Control", "no-cache"),
-        header("ETag", etag),
+        header("ETag", doc.etag),
+        header("Vary", "Accept-Encoding"),
         header("X-Content-Type-Options", "nosniff"),
     ]
     .into_iter()
     .flatten()
     .collect();
+    let body: &[u8] = if fresh { &[] } else { doc.body };
     if !fresh {
         headers.extend(header("Content-Type", "application/json; charset=utf-8"));
+        if doc.gzip {
+            headers.extend(header("Content-Encoding", "gzip"));
+        }
     }
-    let len = if fresh { 0 } else { json.len() };
-    let resp = Response::new(
-        StatusCode(status),
-        headers,
-        std::io::Cursor::new(SharedBytes(Arc::clone(json), len)),
-        Some(len),
-        None,
-    )
-    .with_chunked_threshold(usize::MAX);
+    let status = StatusCode(if fresh { 304 } else { 200 });
+    let resp = Response::new(status, headers, body, Some(body.len()), None)
+        .with_chunked_threshold(usize::MAX);
     if let Err(e) = req.respond(resp) {
         log::debug!("http response not delivered error=\"{e}\"");
     }
 }
 
-/// The first `.1` bytes of a shared buffer (all of it, or none for a bodiless answer).
-struct SharedBytes(Arc<[u8]>, usize);
+/// The request's `If-None-Match` header, if any.
+pub fn if_none_match(req: &Request) -> Option<&str> {
+    req.headers()
+        .iter()
+        .find(|h| h.field.equiv("If-None-Match"))
+        .map(|h| h.value.as_str())
+}
 
-impl AsRef<[u8]> for SharedBytes {
-    fn as_ref(&self) -> &[u8] {
-        self.0.get(..self.1).unwrap_or_default()
-    }
+/// Whether the request's `Accept-Encoding` admits gzip (`gzip`, `x-gzip` or `*`, not `q=0`).
+pub fn accepts_gzip(req: &Request) -> bool {
+    req.headers()
+        .iter()
+        .filter(|h| h.field.equiv("Accept-Encoding"))
+        .any(|h| admits_gzip(h.value.as_str()))
+}
+
+fn admits_gzip(accept_encoding: &str) -> bool {
+    accept_encoding.split(',').any(|item| {
+        let mut parts = item.split(';').map(str::trim);
+        let name = parts.next().unwrap_or("");
+        let refused = parts.any(|p| {
+            p.strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .is_some_and(|q| q <= 0.0)
+        });
+        !refused
+            && ["gzip", "x-gzip", "*"]
+                .iter()
+                .any(|n| name.eq_ignore_ascii_case(n))
+    })
 }
 
 /// Sends the error envelope.
@@ -238,6 +263,16 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn gzip_is_admitted_unless_refused() {
+        assert!(admits_gzip("gzip, deflate, br"));
+        assert!(admits_gzip("br;q=1.0, GZIP;q=0.5"));
+        assert!(admits_gzip("*"));
+        assert!(!admits_gzip("gzip;q=0"));
+        assert!(!admits_gzip("identity"));
+        assert!(!admits_gzip(""));
+    }
 
     #[test]
     fn envelope_has_code_and_message() {

@@ -12,7 +12,7 @@ use super::origin;
 use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, send_error, send_json};
 use super::views::reply::QueueReply;
-use super::{actions, dashboard, issue_detail, openapi, probes, runs, scrape, sse};
+use super::{actions, dashboard, issue_detail, openapi, probes, runs, scrape, sse, state_doc};
 
 /// What a path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,10 +223,7 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         Route::Dashboard => return dashboard::serve(req, &path, head),
         Route::Livez => Ok(probes::livez(state)),
         Route::Readyz => Ok(probes::readyz(state)),
-        Route::State => {
-            let body = state.state_cache.current(state);
-            return respond::send_tagged(req, &body.json, &body.etag);
-        }
+        Route::State => return state_doc::serve(state, req),
         Route::Runs => runs::list_runs(state, &url),
         Route::RunIssues => runs::list_issue_groups(state, &url),
         Route::RunEvents(d) => runs::run_events(state, d),
