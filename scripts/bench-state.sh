@@ -2,9 +2,10 @@
 # Measures GET /api/v1/state (throughput, p50, p99, body size) while 50 fake agents run and
 # 500 retries are queued, against GET /livez on the same server in the same run (a trivial
 # handler: same listener, pool and sockets, no document), and prints the ratios. Each round
-# loads /livez, then /api/v1/state as a plain client asks for it, then with the
-# `If-None-Match` of the last answer (a revalidating client); the summary gives the minimum
-# and the median over the rounds. Not part of the test suite.
+# loads /livez, then /api/v1/state as a plain client asks for it (identity encoding), as a
+# browser asks for it (`Accept-Encoding: gzip`), and with the `If-None-Match` of the last
+# answer (a revalidating client); the summary gives the minimum and the median of the ratios
+# over the rounds. Not part of the test suite.
 #
 #   scripts/bench-state.sh                 # release build, 3 rounds of 5 s per route
 #   BENCH_PROFILE=debug scripts/bench-state.sh
@@ -119,7 +120,8 @@ echo "state: running/retrying = $counts"
 URL="http://127.0.0.1:$PORT"
 SIZE="$(curl -fsS "$URL/api/v1/state" | wc -c)"
 ETAG="$(curl -fsS -o /dev/null -D - "$URL/api/v1/state" | tr -d '\r' | sed -n 's/^[Ee][Tt][Aa][Gg]: //p')"
-echo "state document: $SIZE bytes, ETag $ETAG"
+GZSIZE="$(curl -fsS -H 'Accept-Encoding: gzip' "$URL/api/v1/state" | wc -c)"
+echo "state document: $SIZE bytes ($GZSIZE gzip), ETag $ETAG"
 
 # 4. Load: wrk with CLIENTS keep-alive connections per route, ROUNDS rounds.
 THREADS=$((CLIENTS < 2 ? CLIENTS : 2))
@@ -138,6 +140,7 @@ run_wrk() { # label path [header]
 for round in $(seq 1 "$ROUNDS"); do
   run_wrk "livez $round" /livez
   run_wrk "state $round" /api/v1/state
+  run_wrk "state-gzip $round" /api/v1/state "Accept-Encoding: gzip"
   run_wrk "state-304 $round" /api/v1/state "If-None-Match: $ETAG"
 done
 
@@ -145,7 +148,8 @@ python3 - "$DIR/wrk.txt" "$ROUNDS" <<'EOF'
 import re, statistics, sys
 text, rounds = open(sys.argv[1]).read(), int(sys.argv[2])
 UNIT = {"us": 0.001, "ms": 1.0, "s": 1000.0}
-PATHS = {"livez": "/livez", "state": "/api/v1/state", "state-304": "/api/v1/state (304)"}
+PATHS = {"livez": "/livez", "state": "/api/v1/state", "state-gzip": "/api/v1/state (gzip)",
+         "state-304": "/api/v1/state (304)"}
 
 def ms(v):
     m = re.fullmatch(r"([\d.]+)(us|ms|s)", v)

@@ -154,6 +154,9 @@ fn listen(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> 
         Some(SEND_TIMEOUT),
     )?;
     rustix::net::sockopt::set_socket_send_buffer_size(&listener, SEND_BUFFER)?;
+    // Inherited by accepted sockets: a body written after its head must not wait for the
+    // client's delayed ACK (40 ms) behind Nagle's algorithm.
+    rustix::net::sockopt::set_tcp_nodelay(&listener, true)?;
     Ok(listener)
 }
 
