@@ -10,7 +10,7 @@ use super::read::ReadConn;
 
 /// Idle connections kept; one per request thread is enough, more are opened on demand and
 /// closed when returned.
-pub const MAX_IDLE: usize = 8;
+const MAX_IDLE: usize = 8;
 
 /// Idle read-only connections to one database file.
 pub struct ReadPool {
@@ -52,8 +52,8 @@ impl ReadPool {
         result
     }
 
-    /// Idle connections now (for tests).
-    pub fn idle_count(&self) -> usize {
+    #[cfg(test)]
+    fn idle_count(&self) -> usize {
         self.idle.lock().map(|v| v.len()).unwrap_or(0)
     }
 
