@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -170,13 +171,54 @@ impl StateCache {
         if let Some(c) = slot.as_ref().filter(|c| c.serves(&snap, generation)) {
             return Arc::clone(&c.body);
         }
+        let started = Instant::now();
         let (doc, complete) = view(state, &snap);
         let body = Arc::new(StateBody::new(masked_json(&doc)));
+        log::debug!(
+            "state document built revision={} bytes={} took_us={} complete={complete}",
+            snap.revision,
+            body.json.len(),
+            started.elapsed().as_micros()
+        );
         *slot = complete.then(|| Cached {
             snap,
             mask_generation: generation,
             body: Arc::clone(&body),
         });
         body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::views::to_value;
+    use super::*;
+    use crate::domain::{Issue, RetryTrigger};
+    use crate::orchestrator::snapshot::RetryRow;
+
+    /// Serializing the view directly gives the bytes the `Value` round trip used to give.
+    #[test]
+    fn direct_serialization_matches_the_value_tree() {
+        let mut snap = Snapshot {
+            generated_at_ms: 1_000,
+            ..Default::default()
+        };
+        snap.retrying.push(RetryRow {
+            issue: Issue {
+                id: "1".into(),
+                identifier: "D-1".into(),
+                title: "Direct \"quoted\" ünïcode".into(),
+                labels: vec!["a".into()],
+                ..Default::default()
+            },
+            attempt: 3,
+            due_at_ms: 90_000,
+            error: Some("boom".into()),
+            trigger: RetryTrigger::Error,
+            dispatched_at_ms: 10,
+        });
+        let doc = StateDoc::build(&snap, "v", &BTreeMap::new(), Vec::new(), 0);
+        let via_value = serde_json::to_string(&to_value(&doc)).unwrap_or_default();
+        assert_eq!(String::from_utf8_lossy(&masked_json(&doc)), via_value);
     }
 }
