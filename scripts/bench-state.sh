@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# Measures GET /api/v1/state (throughput, p50, p99) while 50 fake agents run and 500 retries
-# are queued, against GET /livez on the same server in the same run (a trivial tiny_http
-# handler: same listener, pool and sockets, no document), and prints the ratios.
-# Not part of the test suite.
+# Measures GET /api/v1/state (throughput, p50, p99, body size) while 50 fake agents run and
+# 500 retries are queued, against GET /livez on the same server in the same run (a trivial
+# handler: same listener, pool and sockets, no document), and prints the ratios. Each round
+# loads /livez, then /api/v1/state as a plain client asks for it (identity encoding), as a
+# browser asks for it (`Accept-Encoding: gzip`), and with the `If-None-Match` of the last
+# answer (a revalidating client); the summary gives the minimum and the median of the ratios
+# over the rounds. Not part of the test suite.
 #
-#   scripts/bench-state.sh                 # release build
+#   scripts/bench-state.sh                 # release build, 3 rounds of 5 s per route
 #   BENCH_PROFILE=debug scripts/bench-state.sh
-#   BENCH_SECONDS=10 BENCH_CLIENTS=8 scripts/bench-state.sh
+#   BENCH_SECONDS=10 BENCH_CLIENTS=8 BENCH_ROUNDS=5 scripts/bench-state.sh
 #
-# Needs python3 (load generator, sqlite3 module for seeding the retry queue).
+# The load generator is wrk (Debian: `apt-get install -y wrk`): a fixed number of keep-alive
+# connections (bounded load) on 127.0.0.1, latency percentiles from its own histogram.
+# python3 seeds the retry queue (sqlite3 module) and reads wrk's output.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+command -v wrk >/dev/null || { echo "bench: wrk not found (apt-get install -y wrk)" >&2; exit 1; }
 PROFILE="${BENCH_PROFILE:-release}"
 SECONDS_PER_ROUTE="${BENCH_SECONDS:-5}"
 CLIENTS="${BENCH_CLIENTS:-8}"
+ROUNDS="${BENCH_ROUNDS:-3}"
 RUNNING=50
 RETRIES=500
 
@@ -110,42 +117,65 @@ for _ in $(seq 1 600); do
 done
 echo "state: running/retrying = $counts"
 [ "$counts" = "$RUNNING $RETRIES" ] || { echo "bench: never reached $RUNNING running / $RETRIES retrying" >&2; exit 1; }
-SIZE="$(curl -fsS "http://127.0.0.1:$PORT/api/v1/state" | wc -c)"
-echo "state document: $SIZE bytes"
+URL="http://127.0.0.1:$PORT"
+SIZE="$(curl -fsS "$URL/api/v1/state" | wc -c)"
+ETAG="$(curl -fsS -o /dev/null -D - "$URL/api/v1/state" | tr -d '\r' | sed -n 's/^[Ee][Tt][Aa][Gg]: //p')"
+GZSIZE="$(curl -fsS -H 'Accept-Encoding: gzip' "$URL/api/v1/state" | wc -c)"
+echo "state document: $SIZE bytes ($GZSIZE gzip), ETag $ETAG"
 
-# 4. Load: keep-alive clients, each timing its own requests.
-python3 - "$PORT" "$SECONDS_PER_ROUTE" "$CLIENTS" <<'EOF'
-import http.client, sys, threading, time
-port, seconds, clients = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+# 4. Load: wrk with CLIENTS keep-alive connections per route, ROUNDS rounds.
+THREADS=$((CLIENTS < 2 ? CLIENTS : 2))
+run_wrk() { # label path [header]
+  local out
+  local args=(-t"$THREADS" -c"$CLIENTS" -d"${SECONDS_PER_ROUTE}s" --latency)
+  if [ -n "${3:-}" ]; then args+=(-H "$3"); fi
+  out="$(wrk "${args[@]}" "$URL$2")"
+  if grep -q "Non-2xx or 3xx responses" <<<"$out"; then
+    echo "bench: $2 answered errors:" >&2
+    echo "$out" >&2
+    exit 1
+  fi
+  printf '%s\n' "== $1" "$out" >>"$DIR/wrk.txt"
+}
+for round in $(seq 1 "$ROUNDS"); do
+  run_wrk "livez $round" /livez
+  run_wrk "state $round" /api/v1/state
+  run_wrk "state-gzip $round" /api/v1/state "Accept-Encoding: gzip"
+  run_wrk "state-304 $round" /api/v1/state "If-None-Match: $ETAG"
+done
 
-def load(path):
-    lat, lock = [], threading.Lock()
-    stop = time.monotonic() + seconds
-    def worker():
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        mine = []
-        while time.monotonic() < stop:
-            t = time.perf_counter()
-            c.request("GET", path)
-            r = c.getresponse(); r.read()
-            if r.status != 200:
-                raise SystemExit(f"{path}: HTTP {r.status}")
-            mine.append(time.perf_counter() - t)
-        with lock:
-            lat.extend(mine)
-    ts = [threading.Thread(target=worker) for _ in range(clients)]
-    start = time.monotonic()
-    for t in ts: t.start()
-    for t in ts: t.join()
-    took = time.monotonic() - start
-    lat.sort()
-    pct = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000
-    return len(lat) / took, pct(0.5), pct(0.99)
+python3 - "$DIR/wrk.txt" "$ROUNDS" <<'EOF'
+import re, statistics, sys
+text, rounds = open(sys.argv[1]).read(), int(sys.argv[2])
+UNIT = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+PATHS = {"livez": "/livez", "state": "/api/v1/state", "state-gzip": "/api/v1/state (gzip)",
+         "state-304": "/api/v1/state (304)"}
 
-base = load("/livez")
-state = load("/api/v1/state")
-print(f"{'route':<16}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
-print(f"{'/livez':<16}{base[0]:>10.1f}{base[1]:>10.2f}{base[2]:>10.2f}")
-print(f"{'/api/v1/state':<16}{state[0]:>10.1f}{state[1]:>10.2f}{state[2]:>10.2f}")
-print(f"ratio (state / trivial): throughput {state[0] / base[0]:.3f}, p99 {state[2] / base[2]:.1f}x")
+def ms(v):
+    m = re.fullmatch(r"([\d.]+)(us|ms|s)", v)
+    return float(m.group(1)) * UNIT[m.group(2)]
+
+runs = {}
+for block in text.split("== ")[1:]:
+    label, body = block.split("\n", 1)
+    kind = label.split()[0]
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", body).group(1))
+    p50 = ms(re.search(r"\s50%\s+(\S+)", body).group(1))
+    p99 = ms(re.search(r"\s99%\s+(\S+)", body).group(1))
+    runs.setdefault(kind, []).append((rps, p50, p99))
+
+print(f"{'route':<22}{'round':>6}{'req/s':>11}{'p50 ms':>9}{'p99 ms':>9}{'ratio':>8}")
+for i in range(rounds):
+    base = runs["livez"][i][0]
+    for kind, rows in runs.items():
+        rps, p50, p99 = rows[i]
+        print(f"{PATHS[kind]:<22}{i + 1:>6}{rps:>11.0f}{p50:>9.2f}{p99:>9.2f}{rps / base:>8.3f}")
+for kind, rows in runs.items():
+    if kind == "livez":
+        continue
+    ratios = [rows[i][0] / runs["livez"][i][0] for i in range(rounds)]
+    p99s = [r[2] for r in rows]
+    print(f"{PATHS[kind]}: throughput ratio to /livez min {min(ratios):.3f} median "
+          f"{statistics.median(ratios):.3f}; p99 min {min(p99s):.2f} ms median "
+          f"{statistics.median(p99s):.2f} ms")
 EOF

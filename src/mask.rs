@@ -2,6 +2,8 @@
 //! once; every string that could leak one (log lines, API fields, events) passes through
 //! [`mask`], which replaces each occurrence with `[redacted]`.
 
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// The replacement text for a masked secret.
@@ -11,6 +13,16 @@ pub const REDACTED: &str = "[redacted]";
 const MIN_SECRET_LEN: usize = 4;
 
 static SECRETS: RwLock<Vec<Arc<str>>> = RwLock::new(Vec::new());
+
+/// How many secrets are registered; bumped after each registration. Zero lets [`mask_cow`]
+/// return without taking the lock, and a change tells a cache of masked text to rebuild.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Changes whenever the set of registered secrets grows; text masked under one generation
+/// is still correctly masked while the generation stays the same.
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::Acquire)
+}
 
 /// Registers a secret to be masked from now on. Short or blank values are ignored.
 pub fn register_secret(secret: &str) {
@@ -23,6 +35,7 @@ pub fn register_secret(secret: &str) {
         list.push(Arc::from(secret));
         // Longest first so a secret that contains another is masked whole.
         list.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        GENERATION.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -65,16 +78,38 @@ fn is_flag_word(v: &str) -> bool {
 
 /// Replaces every registered secret in `text` with `[redacted]`.
 pub fn mask(text: &str) -> String {
+    mask_cow(text).into_owned()
+}
+
+/// [`mask`] without a copy when nothing matches: with no secret registered it does not even
+/// take the lock, so masking every string of a response costs nothing in the common case.
+pub fn mask_cow(text: &str) -> Cow<'_, str> {
+    if generation() == 0 {
+        return Cow::Borrowed(text);
+    }
     let list = SECRETS.read().unwrap_or_else(|p| p.into_inner());
-    mask_with(text, &list)
+    mask_with_cow(text, &list)
+}
+
+/// The registered secrets (longest first), for callers that mask many strings under one lock.
+pub fn secrets() -> Vec<Arc<str>> {
+    if generation() == 0 {
+        return Vec::new();
+    }
+    SECRETS.read().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// Masking against an explicit list (pure; used by [`mask`] and by tests).
 pub fn mask_with(text: &str, secrets: &[Arc<str>]) -> String {
-    let mut out = text.to_string();
+    mask_with_cow(text, secrets).into_owned()
+}
+
+/// [`mask_with`], borrowing `text` when no secret occurs in it.
+pub fn mask_with_cow<'a>(text: &'a str, secrets: &[Arc<str>]) -> Cow<'a, str> {
+    let mut out = Cow::Borrowed(text);
     for s in secrets {
         if s.len() >= MIN_SECRET_LEN && out.contains(&**s) {
-            out = out.replace(&**s, REDACTED);
+            out = Cow::Owned(out.replace(&**s, REDACTED));
         }
     }
     out
@@ -108,6 +143,29 @@ mod tests {
         for name in ["PATH", "HOME", "SORTIE_LOG_LEVEL", "LANG"] {
             assert!(!is_secret_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn unmatched_text_is_borrowed() {
+        let secrets: Vec<Arc<str>> = vec![Arc::from("tok-abcdef")];
+        assert!(matches!(
+            mask_with_cow("nothing here", &secrets),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(
+            mask_with_cow("a tok-abcdef", &secrets),
+            Cow::Owned(_)
+        ));
+    }
+
+    #[test]
+    fn registering_a_new_secret_moves_the_generation() {
+        let before = generation();
+        register_secret("generation-probe-secret");
+        assert!(generation() > before);
+        let again = generation();
+        register_secret("generation-probe-secret");
+        assert_eq!(generation(), again);
     }
 
     #[test]

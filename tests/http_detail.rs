@@ -1,38 +1,13 @@
 //! Issue detail over a real store and a hand-built snapshot: lookup of a renamed issue through
 //! run history, the history-only answer, 404, and stored run events.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, RwLock};
+mod common;
 
+use common::app::app_state as app;
 use serde_json::json;
-use sortie::clock::SystemClock;
 use sortie::domain::{Issue, RunStatus};
-use sortie::http::AppState;
-use sortie::orchestrator::OrchestratorHandle;
 use sortie::orchestrator::snapshot::{RetryRow, Snapshot};
-use sortie::store::{RunRecord, Store, StoredEvent};
-
-fn app(snap: Snapshot) -> (tempfile::TempDir, AppState) {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let store = Store::open(&dir.path().join("s.db"), Arc::new(SystemClock))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (tx, _rx) = crossbeam_channel::unbounded();
-    let state = AppState {
-        orch: OrchestratorHandle {
-            tx,
-            snapshot: Arc::new(RwLock::new(Arc::new(snap))),
-            metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
-        },
-        store: Arc::new(store),
-        clock: Arc::new(SystemClock),
-        version: "test",
-        stopping: AtomicBool::new(false),
-        sse_open: AtomicUsize::new(0),
-        sse_serial: AtomicUsize::new(0),
-        max_streams: 4,
-    };
-    (dir, state)
-}
+use sortie::store::{RunRecord, StoredEvent};
 
 fn run(issue_id: &str, identifier: &str, dispatch: &str) -> RunRecord {
     RunRecord {

@@ -246,7 +246,8 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
     let snap = state.orch.snapshot();
     let conn = state
         .store
-        .read_conn()
+        .read_pool()
+        .get()
         .map_err(ApiError::history_unavailable)?;
     // A history lookup that fails reads as not found, as an unknown identifier does.
     let issue_id = live_issue_id(&snap, identifier)

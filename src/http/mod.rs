@@ -103,6 +103,8 @@ pub struct AppState {
     pub sse_open: AtomicUsize,
     pub sse_serial: AtomicUsize,
     pub max_streams: usize,
+    /// `GET /api/v1/state`'s document, built once per published snapshot.
+    pub state_cache: state_doc::StateCache,
 }
 
 /// Raises the soft open-file limit to the hard one, so a burst of clients does not make
@@ -152,6 +154,9 @@ fn listen(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> 
         Some(SEND_TIMEOUT),
     )?;
     rustix::net::sockopt::set_socket_send_buffer_size(&listener, SEND_BUFFER)?;
+    // Inherited by accepted sockets: a body written after its head must not wait for the
+    // client's delayed ACK (40 ms) behind Nagle's algorithm.
+    rustix::net::sockopt::set_tcp_nodelay(&listener, true)?;
     Ok(listener)
 }
 
@@ -210,6 +215,7 @@ pub fn start(
         sse_open: AtomicUsize::new(0),
         sse_serial: AtomicUsize::new(0),
         max_streams: MAX_STREAMS,
+        state_cache: state_doc::StateCache::default(),
     });
     let host_policy = Arc::new(host_policy);
     let (fatal_tx, fatal_rx) = crossbeam_channel::bounded(POOL_SIZE + 1);

@@ -1,8 +1,14 @@
 //! Writing responses: JSON bodies with the common headers, the API's error envelope, and the
 //! masking every served string passes through.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde::Serialize;
 use serde_json::Value;
-use tiny_http::{Header, Request, Response};
+use tiny_http::{Header, Request, Response, StatusCode};
+
+use crate::mask::mask_with_cow;
 
 use super::views::reply::ErrorBody;
 use super::views::to_value;
@@ -76,29 +82,65 @@ impl JsonReply {
 
 /// Replaces every registered secret in every string of `v` (keys included). Masking the
 /// values, not the serialized text, also catches secrets that JSON escaping would change.
+/// With no secret registered it returns at once; otherwise only strings that hold a secret
+/// are copied.
 pub fn mask_value(v: &mut Value) {
+    let secrets = crate::mask::secrets();
+    if !secrets.is_empty() {
+        mask_value_with(v, &secrets);
+    }
+}
+
+fn mask_value_with(v: &mut Value, secrets: &[Arc<str>]) {
     match v {
         Value::String(s) => {
-            let masked = crate::mask::mask(s);
-            if masked != *s {
+            if let Cow::Owned(masked) = mask_with_cow(s, secrets) {
                 *s = masked;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(mask_value),
+        Value::Array(items) => items.iter_mut().for_each(|i| mask_value_with(i, secrets)),
         Value::Object(map) => {
-            let needs_key_mask = map.keys().any(|k| crate::mask::mask(k) != *k);
+            let needs_key_mask = map
+                .keys()
+                .any(|k| matches!(mask_with_cow(k, secrets), Cow::Owned(_)));
             if needs_key_mask {
                 let old = std::mem::take(map);
                 for (k, mut val) in old {
-                    mask_value(&mut val);
-                    map.insert(crate::mask::mask(&k), val);
+                    mask_value_with(&mut val, secrets);
+                    map.insert(mask_with_cow(&k, secrets).into_owned(), val);
                 }
             } else {
-                map.values_mut().for_each(mask_value);
+                map.values_mut().for_each(|i| mask_value_with(i, secrets));
             }
         }
         _ => {}
     }
+}
+
+/// A view serialized and masked. Serializing the typed view straight to text skips the
+/// `Value` tree; the tree (and [`mask_value`]) is built only when some registered secret
+/// occurs in that text in its JSON-escaped form, which any string holding it would produce.
+pub fn masked_json<T: Serialize>(view: &T) -> Vec<u8> {
+    let Ok(text) = serde_json::to_string(view) else {
+        return SERIALIZATION_FAILED.as_bytes().to_vec();
+    };
+    let secrets = crate::mask::secrets();
+    if !secrets.iter().any(|s| text.contains(&escaped(s))) {
+        return text.into_bytes();
+    }
+    let mut value = to_value(view);
+    mask_value_with(&mut value, &secrets);
+    serde_json::to_vec(&value).unwrap_or_else(|_| SERIALIZATION_FAILED.as_bytes().to_vec())
+}
+
+/// A string as it appears inside a JSON string literal (without the quotes).
+fn escaped(s: &str) -> String {
+    let quoted = serde_json::to_string(s).unwrap_or_default();
+    quoted
+        .strip_prefix('"')
+        .and_then(|q| q.strip_suffix('"'))
+        .unwrap_or(&quoted)
+        .to_string()
 }
 
 pub fn header(name: &str, value: &str) -> Option<Header> {
@@ -134,6 +176,77 @@ pub fn send_json(req: Request, reply: JsonReply, allow: Option<&str>, head_only:
     }
 }
 
+/// One stored encoding of a document shared between requests (already masked JSON).
+pub struct Tagged<'a> {
+    pub body: &'a [u8],
+    /// Quoted strong tag of this encoding.
+    pub etag: &'a str,
+    pub gzip: bool,
+}
+
+/// Sends a shared document with its strong `ETag`, or `304 Not Modified` without a body when
+/// the client's copy is `fresh` (its `If-None-Match` named a tag of this document). `no-cache`
+/// lets a client keep the body and revalidate it; `Vary` because the encoding follows
+/// `Accept-Encoding`. The bytes go out with a `Content-Length` (no chunking) straight from the
+/// shared buffer: `io::copy` hands a byte slice to the socket in one write. tiny_http leaves
+/// the body out of an answer to HEAD itself.
+pub fn send_tagged(req: Request, doc: Tagged<'_>, fresh: bool) {
+    let mut headers: Vec<Header> = [
+        header("Cache-Control", "no-cache"),
+        header("ETag", doc.etag),
+        header("Vary", "Accept-Encoding"),
+        header("X-Content-Type-Options", "nosniff"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let body: &[u8] = if fresh { &[] } else { doc.body };
+    if !fresh {
+        headers.extend(header("Content-Type", "application/json; charset=utf-8"));
+        if doc.gzip {
+            headers.extend(header("Content-Encoding", "gzip"));
+        }
+    }
+    let status = StatusCode(if fresh { 304 } else { 200 });
+    let resp = Response::new(status, headers, body, Some(body.len()), None)
+        .with_chunked_threshold(usize::MAX);
+    if let Err(e) = req.respond(resp) {
+        log::debug!("http response not delivered error=\"{e}\"");
+    }
+}
+
+/// The request's `If-None-Match` header, if any.
+pub fn if_none_match(req: &Request) -> Option<&str> {
+    req.headers()
+        .iter()
+        .find(|h| h.field.equiv("If-None-Match"))
+        .map(|h| h.value.as_str())
+}
+
+/// Whether the request's `Accept-Encoding` admits gzip (`gzip`, `x-gzip` or `*`, not `q=0`).
+pub fn accepts_gzip(req: &Request) -> bool {
+    req.headers()
+        .iter()
+        .filter(|h| h.field.equiv("Accept-Encoding"))
+        .any(|h| admits_gzip(h.value.as_str()))
+}
+
+fn admits_gzip(accept_encoding: &str) -> bool {
+    accept_encoding.split(',').any(|item| {
+        let mut parts = item.split(';').map(str::trim);
+        let name = parts.next().unwrap_or("");
+        let refused = parts.any(|p| {
+            p.strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .is_some_and(|q| q <= 0.0)
+        });
+        !refused
+            && ["gzip", "x-gzip", "*"]
+                .iter()
+                .any(|n| name.eq_ignore_ascii_case(n))
+    })
+}
+
 /// Sends the error envelope.
 pub fn send_error(req: Request, err: ApiError) {
     let allow = err.allow;
@@ -150,6 +263,16 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn gzip_is_admitted_unless_refused() {
+        assert!(admits_gzip("gzip, deflate, br"));
+        assert!(admits_gzip("br;q=1.0, GZIP;q=0.5"));
+        assert!(admits_gzip("*"));
+        assert!(!admits_gzip("gzip;q=0"));
+        assert!(!admits_gzip("identity"));
+        assert!(!admits_gzip(""));
+    }
 
     #[test]
     fn envelope_has_code_and_message() {

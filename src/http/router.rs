@@ -223,10 +223,7 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         Route::Dashboard => return dashboard::serve(req, &path, head),
         Route::Livez => Ok(probes::livez(state)),
         Route::Readyz => Ok(probes::readyz(state)),
-        Route::State => {
-            let snap = state.orch.snapshot();
-            Ok(JsonReply::ok(state_doc::document(state, &snap)))
-        }
+        Route::State => return state_doc::serve(state, req),
         Route::Runs => runs::list_runs(state, &url),
         Route::RunIssues => runs::list_issue_groups(state, &url),
         Route::RunEvents(d) => runs::run_events(state, d),

@@ -99,7 +99,8 @@ pub fn list_runs(state: &AppState, url: &str) -> Result<JsonReply, ApiError> {
     let (filter, cursor, limit) = parse_runs_query(url)?;
     let conn = state
         .store
-        .read_conn()
+        .read_pool()
+        .get()
         .map_err(ApiError::history_unavailable)?;
     let page = conn
         .list_runs(&filter, cursor, limit)
@@ -196,7 +197,8 @@ pub fn list_issue_groups(state: &AppState, url: &str) -> Result<JsonReply, ApiEr
     let snap = state.orch.snapshot();
     let conn = state
         .store
-        .read_conn()
+        .read_pool()
+        .get()
         .map_err(ApiError::history_unavailable)?;
     let page = conn
         .list_issue_groups(&filter, cursor, limit)
@@ -234,7 +236,8 @@ pub fn run_events(state: &AppState, dispatch_id: &str) -> Result<JsonReply, ApiE
     };
     let conn = state
         .store
-        .read_conn()
+        .read_pool()
+        .get()
         .map_err(ApiError::history_unavailable)?;
     let stored = conn
         .run_events(dispatch_id)

@@ -16,6 +16,7 @@ mod outcomes;
 mod parks;
 mod queries;
 mod read;
+mod read_pool;
 mod record;
 mod retry;
 mod runs;
@@ -41,6 +42,7 @@ pub use outcomes::IssueOutcome;
 pub use parks::ParkedIssue;
 pub use queries::{IssueSpend, IssueTotalsRow, OutcomeRow};
 pub use read::{ReadConn, WarmStartSnapshot};
+pub use read_pool::ReadPool;
 pub use record::{RecordOutcome, RunWrite};
 pub use retry::RetryEntry;
 pub use runs::{IssueGroupPage, IssueUsage, RuleFilter, RunFilter, RunPage, RunRecord};
@@ -68,9 +70,11 @@ impl Default for StoreOptions {
     }
 }
 
-/// The open database: its writer thread and the path readers open.
+/// The open database: its writer thread, the path readers open and the pool request
+/// handlers read through.
 pub struct Store {
     path: PathBuf,
+    pool: ReadPool,
     writer: WriterHandle,
     thread: Option<JoinHandle<()>>,
 }
@@ -98,6 +102,7 @@ impl Store {
         )?;
         Ok(Store {
             path: path.to_path_buf(),
+            pool: ReadPool::new(path),
             writer,
             thread: Some(thread),
         })
@@ -111,6 +116,11 @@ impl Store {
     /// A new read-only connection (one per thread/request).
     pub fn read_conn(&self) -> Result<ReadConn, StoreError> {
         ReadConn::open(&self.path)
+    }
+
+    /// Pooled read-only connections, for request handlers that read on every request.
+    pub fn read_pool(&self) -> &ReadPool {
+        &self.pool
     }
 
     pub fn path(&self) -> &Path {

@@ -53,7 +53,9 @@ pub fn issue_spend(conn: &Connection, issue_id: &str) -> Result<IssueSpend, Stor
     .ctx("read issue spend")
 }
 
-/// The figures of several issues in one query; an issue without runs reads all zeros.
+/// The figures of several issues in one query; an issue without runs reads all zeros. The ids
+/// travel as one JSON array so the statement text never changes and stays in the
+/// connection's statement cache.
 pub fn issue_spend_many(
     conn: &Connection,
     issue_ids: &[&str],
@@ -65,16 +67,19 @@ pub fn issue_spend_many(
     if issue_ids.is_empty() {
         return Ok(out);
     }
-    let marks = vec!["?"; issue_ids.len()].join(",");
-    let sql = format!(
-        "SELECT issue_id, {SPEND_COLUMNS} FROM run_history
-         WHERE status <> 'ci_failed' AND issue_id IN ({marks}) GROUP BY issue_id"
-    );
-    let mut stmt = conn.prepare(&sql).ctx("prepare issue spend")?;
+    let ids = serde_json::to_string(issue_ids).map_err(|source| StoreError::Json {
+        context: "encode issue ids",
+        source,
+    })?;
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT issue_id, {SPEND_COLUMNS} FROM run_history
+             WHERE status <> 'ci_failed' AND issue_id IN (SELECT value FROM json_each(?1))
+             GROUP BY issue_id"
+        ))
+        .ctx("prepare issue spend")?;
     let rows = stmt
-        .query_map(rusqlite::params_from_iter(issue_ids.iter()), |r| {
-            Ok((r.get::<_, String>(0)?, spend_at(r, 1)?))
-        })
+        .query_map([ids], |r| Ok((r.get::<_, String>(0)?, spend_at(r, 1)?)))
         .ctx("read issue spend")?;
     for row in rows {
         let (id, spend) = row.ctx("read issue spend row")?;

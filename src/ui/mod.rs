@@ -4,7 +4,7 @@
 //! revalidated (`no-cache` + ETag). The app reads only the JSON API and the event stream.
 
 mod assets;
-mod etag;
+pub mod etag;
 
 pub use assets::short_hash;
 

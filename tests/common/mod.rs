@@ -1,6 +1,7 @@
 //! The one support module of the integration tests (`mod common;` in each test file; each test
 //! binary uses a subset, hence `dead_code` allowed).
 //!
+//! - [`app`]: an HTTP `AppState` over a real store and a hand-built snapshot;
 //! - [`daemon`]: the real `sortie` binary on a port it is known to have bound, killed on drop;
 //! - [`http`]: a raw-socket HTTP/1.1 client and an event-stream reader;
 //! - [`workflow`]: temp projects (workflow, file-tracker backlog, fake-agent scenarios);
@@ -11,6 +12,7 @@
 //! - [`promtool`]: `promtool check metrics` on an exposition text.
 #![allow(dead_code)]
 
+pub mod app;
 pub mod daemon;
 pub mod http;
 pub mod in_process;

@@ -1,0 +1,186 @@
+//! `GET /api/v1/state` built once per published snapshot: the cached body is shared until the
+//! next publish, a new secret registration rebuilds it masked, and through the real binary
+//! the body carries a strong `ETag` that `If-None-Match` answers with 304 until the state
+//! changes.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::app::{app_state, publish};
+use common::{Setup, issues, mock_workflow};
+use serde_json::Value;
+use sortie::domain::{Issue, RetryTrigger};
+use sortie::orchestrator::snapshot::{RetryRow, Snapshot};
+
+const T: Duration = Duration::from_secs(30);
+
+fn snapshot(revision: u64, error: &str) -> Snapshot {
+    let mut snap = Snapshot {
+        revision,
+        generated_at_ms: 1_000_000 + revision as i64,
+        ..Default::default()
+    };
+    snap.retrying.push(RetryRow {
+        issue: Issue {
+            id: "7".into(),
+            identifier: "C-7".into(),
+            title: "Cached".into(),
+            ..Default::default()
+        },
+        attempt: 2,
+        due_at_ms: 2_000_000,
+        error: Some(error.into()),
+        trigger: RetryTrigger::Error,
+        dispatched_at_ms: 500,
+    });
+    snap
+}
+
+fn json(body: &[u8]) -> Value {
+    serde_json::from_slice(body).unwrap_or_else(|e| panic!("state body is not JSON: {e}"))
+}
+
+#[test]
+fn the_body_is_shared_until_the_next_publish() {
+    let (_dir, state) = app_state(snapshot(1, "first failure"));
+    let a = state.state_cache.current(&state);
+    let b = state.state_cache.current(&state);
+    assert!(Arc::ptr_eq(&a, &b), "the same snapshot must reuse its body");
+    assert_eq!(json(&a.json)["retrying"][0]["error"], "first failure");
+
+    publish(&state, snapshot(2, "second failure"));
+    let c = state.state_cache.current(&state);
+    assert!(!Arc::ptr_eq(&a, &c));
+    assert_ne!(a.etag, c.etag);
+    assert_eq!(json(&c.json)["retrying"][0]["error"], "second failure");
+    assert_eq!(json(&c.json)["generated_at"], "1970-01-01T00:16:40.002Z");
+
+    // The tag names the bytes: an identical document published again keeps it.
+    publish(&state, snapshot(2, "second failure"));
+    let d = state.state_cache.current(&state);
+    assert!(!Arc::ptr_eq(&c, &d));
+    assert_eq!(c.etag, d.etag);
+    assert!(
+        d.etag.starts_with('"') && d.etag.ends_with('"'),
+        "{}",
+        d.etag
+    );
+}
+
+#[test]
+fn the_gzip_encoding_holds_the_same_bytes_under_its_own_tag() {
+    use std::io::Read;
+    let (_dir, state) = app_state(snapshot(1, "compressible failure"));
+    let body = state.state_cache.current(&state);
+    let gz = body.gzip();
+    assert!(!gz.is_empty() && gz.len() < body.json.len());
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_end(&mut out)
+        .unwrap_or_else(|e| panic!("gunzip: {e}"));
+    assert_eq!(out, body.json);
+    assert_ne!(body.gzip_etag, body.etag);
+    assert!(body.matches(&body.gzip_etag) && body.matches(&body.etag));
+    assert!(!body.matches("\"something-else\""));
+}
+
+#[test]
+fn a_secret_registered_after_caching_is_masked_at_once() {
+    let secret = "late-secret-value-5150";
+    let (_dir, state) = app_state(snapshot(1, &format!("token {secret} rejected")));
+    let before = state.state_cache.current(&state);
+    assert!(String::from_utf8_lossy(&before.json).contains(secret));
+
+    sortie::mask::register_secret(secret);
+    let after = state.state_cache.current(&state);
+    let text = String::from_utf8_lossy(&after.json).into_owned();
+    assert!(!text.contains(secret), "{text}");
+    assert_eq!(
+        json(&after.json)["retrying"][0]["error"],
+        "token [redacted] rejected"
+    );
+    assert_ne!(before.etag, after.etag);
+}
+
+#[test]
+fn a_secret_that_json_escapes_is_still_masked() {
+    let secret = "quote\"d-secret\\value";
+    sortie::mask::register_secret(secret);
+    let (_dir, state) = app_state(snapshot(1, &format!("saw {secret}")));
+    let body = state.state_cache.current(&state);
+    assert_eq!(json(&body.json)["retrying"][0]["error"], "saw [redacted]");
+}
+
+#[test]
+fn the_real_binary_answers_a_matching_if_none_match_with_304() {
+    let s = Setup::new(
+        &mock_workflow("  max_turns: 1\n", "  turn_delay_ms: 600000\n"),
+        &issues(&[("1", "E-1", "To Do")]),
+    );
+    let d = s.start(&[]);
+    d.wait_state("one running session", T, |st| st["counts"]["running"] == 1);
+
+    let first = d.get("/api/v1/state");
+    let etag = first
+        .header("ETag")
+        .unwrap_or_else(|| panic!("no ETag on /api/v1/state"))
+        .to_string();
+    assert_eq!(first.header("Cache-Control"), Some("no-cache"));
+    assert_eq!(
+        first.header("Content-Type"),
+        Some("application/json; charset=utf-8")
+    );
+    assert_eq!(first.header("Vary"), Some("Accept-Encoding"));
+    assert_eq!(first.header("Content-Encoding"), None);
+    assert_eq!(first.json()["counts"]["running"], 1);
+    let gz = d
+        .request("HEAD", "/api/v1/state", &[("Accept-Encoding", "gzip, br")])
+        .unwrap_or_else(|| panic!("no answer to HEAD"));
+    assert_eq!(gz.header("Content-Encoding"), Some("gzip"));
+    assert!(gz.header("ETag").is_some_and(|t| t.ends_with("-gzip\"")));
+
+    let head = d
+        .request("HEAD", "/api/v1/state", &[])
+        .unwrap_or_else(|| panic!("no answer to HEAD"));
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+
+    // Unchanged state: revalidation answers 304 with the same tag and no body (the tag may
+    // only move if the orchestrator published in between, so retry until two reads agree).
+    let (tag, not_modified) = common::wait_for("a 304 for an unchanged state", T, || {
+        let tag = d.get("/api/v1/state").header("ETag")?.to_string();
+        let r = d.request("GET", "/api/v1/state", &[("If-None-Match", tag.as_str())])?;
+        (r.status == 304).then_some((tag, r))
+    });
+    assert!(not_modified.body.is_empty());
+    assert_eq!(not_modified.header("ETag"), Some(tag.as_str()));
+    // A list of tags with a weak form of the current one matches too.
+    common::wait_for("a 304 for a listed weak tag", T, || {
+        let tag = d.get("/api/v1/state").header("ETag")?.to_string();
+        let listed = format!("\"other\", W/{tag}");
+        let r = d.request(
+            "GET",
+            "/api/v1/state",
+            &[("If-None-Match", listed.as_str())],
+        )?;
+        (r.status == 304).then_some(())
+    });
+
+    // A change in the backlog publishes a new snapshot: the old tag no longer matches.
+    std::fs::write(
+        s.path().join("issues.json"),
+        issues(&[("1", "E-1", "To Do"), ("2", "E-2", "To Do")]),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let refresh = d.post("/api/v1/refresh");
+    assert!(refresh.status < 300, "refresh answered {}", refresh.status);
+    d.wait_state("two running sessions", T, |st| st["counts"]["running"] == 2);
+    let changed = d
+        .request("GET", "/api/v1/state", &[("If-None-Match", etag.as_str())])
+        .unwrap_or_else(|| panic!("no answer"));
+    assert_eq!(changed.status, 200);
+    assert_eq!(changed.json()["counts"]["running"], 2);
+    assert_ne!(changed.header("ETag"), Some(etag.as_str()));
+}
