@@ -83,10 +83,10 @@ for round in $(seq 1 "$ROUNDS"); do
   (cd "$DIR" && exec "$SORTIE" --port "$PORT" --log-level warn WORKFLOW.md 2>"$DIR/run-$round.log") &
   PID=$!
   wait_for "http://127.0.0.1:$PORT/livez"
-  python3 - "$PORT" "$CLIENTS" "$DIR/issues.json" "$round" >>"$RESULTS" <<'EOF'
+  python3 - "$PORT" "$CLIENTS" "$DIR/issues.json" "$round" "$PID" >>"$RESULTS" <<'EOF'
 import errno, json, os, selectors, socket, sys, time, urllib.request
 
-port, clients, issues_path, round_no = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+port, clients, issues_path, round_no, pid = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 NO_RESPONSE_S = 10.0
 REQUEST = f"GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
 sel = selectors.DefaultSelector()
@@ -169,6 +169,11 @@ if not control.changes:
     raise SystemExit("bench: the control stream got no change")
 before = control.changes[-1][1]
 
+def threads():
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+threads_before = threads()
 # The burst: every connect is started before any socket is served.
 burst_at = time.monotonic()
 streams = [Client() for _ in range(clients)]
@@ -194,6 +199,7 @@ def got_it(c):
 
 pump(max(trigger_at, burst_at) + NO_RESPONSE_S, lambda: all(got_it(c) is not None for c in streams))
 
+threads_with_streams = threads()
 heads = [c.head_at - c.started for c in streams if c.head_at is not None]
 no_response = sum(1 for c in streams if c.head_at is None or c.head_at - c.started > NO_RESPONSE_S)
 refused = sum(1 for c in streams if c.status not in (None, 200))
@@ -203,7 +209,8 @@ all_in = lat[-1] if not missed else float("inf")
 median = lat[len(lat) // 2] if lat else float("nan")
 print(f"round {round_no}: {clients} streams; requests sent {trigger_at - burst_at:.3f} s after the burst; "
       f"heads within {max(heads, default=float('nan')):.3f} s; no response {no_response}; refused {refused}; "
-      f"change reached all in {all_in:.3f} s (median {median:.3f} s, missed {missed})", file=sys.stderr)
+      f"change reached all in {all_in:.3f} s (median {median:.3f} s, missed {missed}); "
+      f"daemon threads {threads_before} -> {threads_with_streams}", file=sys.stderr)
 print(f"{all_in:.3f} {no_response} {missed}")
 EOF
   stop_daemon
