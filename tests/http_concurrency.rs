@@ -47,3 +47,126 @@ fn simultaneous_keep_alive_connections_are_all_served() {
         std::mem::forget(conns);
     }
 }
+
+/// The names of the daemon's threads (`/proc/<pid>/task/*/comm`).
+fn thread_names(pid: u32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect()
+}
+
+/// The daemon's threads whose name starts with `prefix`.
+fn count_threads(pid: u32, prefix: &str) -> usize {
+    thread_names(pid)
+        .iter()
+        .filter(|n| n.starts_with(prefix))
+        .count()
+}
+
+/// Opens `n` event streams at the same moment; each with the revision of its opening change.
+fn open_streams_at_once(port: u16, n: usize) -> Vec<(common::Stream, u64)> {
+    let barrier = std::sync::Barrier::new(n);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n)
+            .map(|_| {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let mut st = common::open_stream(port, "/api/v1/events", &[]);
+                    assert_eq!(st.status, 200);
+                    let first = st
+                        .next_frame(Duration::from_secs(30))
+                        .unwrap_or_else(|| panic!("a stream got no opening frame"));
+                    assert_eq!(first.event, "change");
+                    let rev = first.id.parse::<u64>().unwrap_or_else(|e| panic!("{e}"));
+                    (st, rev)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| panic!("a stream failed")))
+            .collect()
+    })
+}
+
+/// Reads every stream (in parallel) until it has a change newer than its own revision.
+fn every_stream_gets_a_newer_change(streams: Vec<(common::Stream, u64)>) {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = streams
+            .into_iter()
+            .map(|(mut st, rev)| {
+                scope.spawn(move || {
+                    let frames = st.until(Duration::from_secs(30), |f| {
+                        f.event == "change" && f.id.parse::<u64>().is_ok_and(|r| r > rev)
+                    });
+                    frames.last().is_some_and(|f| {
+                        f.event == "change" && f.id.parse::<u64>().is_ok_and(|r| r > rev)
+                    })
+                })
+            })
+            .collect();
+        let missed = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(false))
+            .filter(|got| !got)
+            .count();
+        assert_eq!(missed, 0, "{missed} streams never got the change");
+    });
+}
+
+/// Fifty event streams opened in one burst are all served, each on one thread of its own
+/// (the connection thread ends once the stream takes the socket), ordinary requests are
+/// served meanwhile, and every stream receives the next change.
+#[test]
+fn a_burst_of_event_streams_all_get_the_next_change() {
+    const STREAMS: usize = 50;
+    let s = common::Setup::new(&common::mock_workflow("", ""), &common::issues(&[]));
+    let d = s.start(&[("SORTIE_SSE_HEARTBEAT_MS", "60000")]);
+    let pid = d.child.id();
+    let before = thread_names(pid).len();
+    let streams = open_streams_at_once(d.port, STREAMS);
+
+    // A connection thread left waiting for a next request would stay for the 10 s head
+    // timeout; the deadline is shorter.
+    common::wait_for("one thread per open stream", Duration::from_secs(8), || {
+        (count_threads(pid, "sse-") == STREAMS && thread_names(pid).len() <= before + STREAMS)
+            .then_some(())
+    });
+    assert_eq!(d.get("/livez").status, 200);
+    assert_eq!(d.get("/api/v1/state").status, 200);
+
+    // The change: a new issue and a refresh, so the tick dispatches it.
+    std::fs::write(
+        s.path().join("issues.json"),
+        common::issues(&[("1", "B-1", "To Do")]),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(d.post("/api/v1/refresh").status, 202);
+    every_stream_gets_a_newer_change(streams);
+}
+
+/// Event streams count as connections and take at most half of `server.max_connections`:
+/// with 16, the ninth stream is refused while ordinary requests are still served.
+#[test]
+fn streams_leave_half_of_the_connections_to_ordinary_requests() {
+    let p = Project::new();
+    p.issues(serde_json::json!([]));
+    p.fake_agent_workflow("", "  max_connections: 16\n");
+    let _d = p.start();
+    let port = p.port();
+    let _streams = open_streams_at_once(port, 8);
+    let refused = common::request(port, "GET", "/api/v1/events", &[])
+        .unwrap_or_else(|| panic!("the ninth stream got no answer"));
+    assert_eq!(refused.status, 503);
+    assert_eq!(refused.json()["error"]["code"], "too_many_streams");
+    for _ in 0..20 {
+        let r = common::request(port, "GET", "/livez", &[])
+            .unwrap_or_else(|| panic!("/livez not served beside the streams"));
+        assert_eq!(r.status, 200);
+    }
+}

@@ -8,18 +8,21 @@
 //! - the body is read whole, within [`BODY_TIMEOUT`], and at most [`MAX_BODY`] bytes (larger
 //!   is answered 413 unread and the connection closed): the API's POST bodies are empty or
 //!   tiny, so one cap serves every route and no handler ever reads from a socket;
-//! - at most `server.max_connections` ([`DEFAULT_MAX_CONNECTIONS`]) connections are served at
-//!   once; one beyond is answered 503 with `Connection: close` without a thread of its own;
-//!   the cap is lowered to what the open-file limit leaves room for
-//!   ([`connections_within_open_files`]), so `accept()` never fails with EMFILE;
+//! - at most `server.max_connections` ([`DEFAULT_MAX_CONNECTIONS`]) connections are open at
+//!   once, event streams included for their whole life; one beyond is answered 503 with
+//!   `Connection: close` without a thread of its own; the cap is lowered to what the
+//!   open-file limit leaves room for ([`connections_within_open_files`]), so `accept()` never
+//!   fails with EMFILE;
+//! - event streams may take at most half of the connections ([`max_streams`], and at most
+//!   `MAX_STREAMS`), so ordinary requests always find room; the default admits 256 streams;
 //! - a request line or header with bytes outside ASCII (a raw UTF-8 path) is answered 400, a
 //!   line longer than [`MAX_HEAD_LINE`] 431.
 //!
 //! Deadlines are per-socket `SO_RCVTIMEO` values set by the connection thread before each read
 //! (the remaining time to the deadline) and only while it reads a request; the listener never
-//! carries `SO_RCVTIMEO` (ARCHITECTURE.md, "Known traps"). An event stream only writes: its
-//! connection thread waits for a next request that never comes and, at the idle timeout, shuts
-//! down the read half only, which leaves the stream's writes untouched.
+//! carries `SO_RCVTIMEO` (ARCHITECTURE.md, "Known traps"). An event stream only writes: once
+//! it takes the socket's write half, its connection thread reads no further request and ends,
+//! shutting down the read half only, which leaves the stream's writes untouched.
 //!
 //! Every answer the server writes itself carries the API's error envelope.
 
@@ -31,11 +34,11 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_BODY: usize = 64 * 1024;
 pub const MAX_HEAD_LINE: usize = 16 * 1024;
-/// Client connections served at once, event streams past their first seconds excluded.
+/// Client connections open at once, event streams included.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
-/// Open files kept free of client connections: event streams (one each), the database, agent
-/// pipes, log files, the refuser's lingering sockets.
+/// Open files kept free of client connections: the database, agent pipes, log files, the
+/// refuser's lingering sockets, with headroom of one file per possible event stream.
 const RESERVED_FILES: u64 = super::MAX_STREAMS as u64 + 256;
 
 /// The most connections the open-file limit `nofile` leaves room for (each takes two files
@@ -48,6 +51,12 @@ pub fn connections_within_open_files(nofile: Option<u64>) -> usize {
             .unwrap_or(usize::MAX)
             .max(8),
     }
+}
+
+/// Event streams open at once for a connection cap: half of it (at least one), at most
+/// `MAX_STREAMS`. Streams are long-lived; the other half stays for ordinary requests.
+pub fn max_streams(max_connections: usize) -> usize {
+    (max_connections / 2).clamp(1, super::MAX_STREAMS)
 }
 
 fn envelope(_status: u16, code: &str, message: &str) -> String {
@@ -82,6 +91,14 @@ mod tests {
         );
         assert_eq!(limits(None).max_connections, DEFAULT_MAX_CONNECTIONS);
         assert_eq!(limits(Some(3)).max_connections, 3);
+    }
+
+    #[test]
+    fn streams_take_at_most_half_of_the_connections() {
+        assert_eq!(max_streams(DEFAULT_MAX_CONNECTIONS), 256);
+        assert_eq!(max_streams(10_000), super::super::MAX_STREAMS);
+        assert_eq!(max_streams(16), 8);
+        assert_eq!(max_streams(1), 1);
     }
 
     #[test]

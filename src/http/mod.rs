@@ -12,6 +12,10 @@
 //! it, so a slow or stalled client holds only its own connection thread, never one of the
 //! eight request threads; bodies are capped, idle keep-alive connections are closed, and
 //! connections beyond a cap are answered 503. The `Host` rule ([`host`]) stops DNS rebinding.
+//!
+//! Bursts: every accepted connection gets its own thread straight from the accept loop (no
+//! pool queue to wait in), the listen backlog holds a burst of a thousand, and an event stream
+//! keeps one thread of its own: its connection thread ends once the stream takes the socket.
 
 pub mod actions;
 pub mod attention;
@@ -46,8 +50,14 @@ use crate::store::Store;
 
 /// Request-handling threads.
 const POOL_SIZE: usize = 8;
-/// Event streams open at once; each holds a thread and a socket.
+/// Event streams open at once at most; each holds a thread and a socket, and counts as a
+/// connection ([`limits::max_streams`] lowers it for a small `server.max_connections`).
 pub const MAX_STREAMS: usize = 256;
+/// Connections the kernel keeps waiting for `accept()`. The standard library listens with
+/// 128, so a burst of more clients (a dashboard reload behind a proxy, many event streams
+/// at once) had SYNs dropped and retried by the clients only after 1, 3, 7 s. The kernel caps
+/// it at `net.core.somaxconn`.
+const LISTEN_BACKLOG: i32 = 1024;
 /// How long one blocked send may wait before it returns to its caller (inherited by every
 /// accepted socket). The event stream's frame deadline loops over it.
 const SEND_TIMEOUT: Duration = Duration::from_millis(500);
@@ -148,6 +158,8 @@ fn watch_accept_thread_panics(fatal: crossbeam_channel::Sender<String>) {
 
 fn listen(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
     let listener = std::net::TcpListener::bind(addr)?;
+    // Listening again on a listening socket only changes its backlog (Linux).
+    rustix::net::listen(&listener, LISTEN_BACKLOG)?;
     rustix::net::sockopt::set_socket_timeout(
         &listener,
         rustix::net::sockopt::Timeout::Send,
@@ -200,7 +212,8 @@ pub fn start(
         .map_err(|e| format!("cannot start the http server on {addr}: {e}"))?;
     let host_policy = host::HostPolicy::for_bind(bind.host, &bind.allowed_hosts);
     log::info!(
-        "http server listening addr={addr} max_connections={max_connections} host_check={}",
+        "http server listening addr={addr} max_connections={max_connections} max_streams={} host_check={}",
+        limits::max_streams(max_connections),
         match &host_policy {
             host::HostPolicy::Any => "any".to_string(),
             host::HostPolicy::Only(names) => names.join(","),
@@ -214,7 +227,7 @@ pub fn start(
         stopping: AtomicBool::new(false),
         sse_open: AtomicUsize::new(0),
         sse_serial: AtomicUsize::new(0),
-        max_streams: MAX_STREAMS,
+        max_streams: limits::max_streams(max_connections),
         state_cache: state_doc::StateCache::default(),
     });
     let host_policy = Arc::new(host_policy);

@@ -7,6 +7,10 @@
 //! send and a deadline loop bounds the frame, so a client that stops reading is dropped
 //! without delaying anyone else. The heartbeat interval is 15 s, or `SORTIE_SSE_HEARTBEAT_MS`
 //! (for tests).
+//!
+//! The stream's thread is its only one: taking the writer ends the connection's own thread
+//! (`vendor/tiny_http/PATCHED.md`), and the thread sleeps on the snapshot's publish condvar
+//! between frames.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Write};

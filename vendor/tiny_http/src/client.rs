@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::limits::{error_response, Limits};
+use crate::refuser::ActiveGuard;
 use crate::util::refined_tcp_stream::{DeadlineState, ReadDeadline};
 
 use crate::common::{HTTPVersion, Method};
@@ -45,15 +46,29 @@ pub struct ClientConnection {
     limits: Option<Arc<Limits>>,
     deadline: Option<Arc<ReadDeadline>>,
     head_bytes: usize,
-    // sortie patch: signalled when the previous request's response writer is dropped
-    prev_done: Option<std::sync::mpsc::Receiver<()>>,
+    // sortie patch: signalled when the previous request's response writer is dropped or
+    // taken over (`Handoff`)
+    prev_done: Option<std::sync::mpsc::Receiver<Handoff>>,
+    // sortie patch: counts this connection as open while it or a writer it handed out lives
+    active: Option<Arc<ActiveGuard>>,
 }
 
-/// sortie patch: a response writer that signals when it is dropped (the response is sent, or
-/// the request abandoned), so the connection reads its next request only then.
+/// sortie patch: what became of a request's response writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Handoff {
+    /// Dropped: the response is sent, or the request abandoned.
+    Done,
+    /// Taken by `Request::into_writer`: the handler owns the connection's write half from
+    /// now on (an event stream), so the connection reads no further request.
+    Detached,
+}
+
+/// sortie patch: a response writer that signals when it is dropped, so the connection reads
+/// its next request only then; it keeps the connection counted as open while it lives.
 struct DoneOnDrop<W: Write> {
     inner: W,
-    done: std::sync::mpsc::Sender<()>,
+    done: std::sync::mpsc::Sender<Handoff>,
+    _active: Option<Arc<ActiveGuard>>,
 }
 
 impl<W: Write> Write for DoneOnDrop<W> {
@@ -67,7 +82,7 @@ impl<W: Write> Write for DoneOnDrop<W> {
 
 impl<W: Write> Drop for DoneOnDrop<W> {
     fn drop(&mut self) {
-        let _ = self.done.send(());
+        let _ = self.done.send(Handoff::Done);
     }
 }
 
@@ -85,6 +100,8 @@ enum ReadError {
     LineTooLong,
     /// sortie patch: a body longer than the limit
     BodyTooLarge,
+    /// sortie patch: the previous request's handler took the connection over
+    Detached,
 }
 
 impl ClientConnection {
@@ -93,6 +110,7 @@ impl ClientConnection {
         write_socket: RefinedTcpStream,
         mut read_socket: RefinedTcpStream,
         limits: Option<Arc<Limits>>,
+        active: Option<Arc<ActiveGuard>>,
     ) -> ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
@@ -116,6 +134,7 @@ impl ClientConnection {
             deadline,
             head_bytes: 0,
             prev_done: None,
+            active,
         }
     }
 
@@ -134,6 +153,15 @@ impl ClientConnection {
             let _ = writer.write_all(&error_response(&limits, status, code, message));
             let _ = writer.flush();
         }
+    }
+
+    /// sortie patch: the answer when no thread could be started for this connection.
+    pub(crate) fn refuse_busy(&mut self) {
+        self.send_error(
+            503,
+            "too_many_connections",
+            "the server cannot serve another connection now; retry later",
+        );
     }
 
     /// sortie patch: before closing a connection whose client may still be sending, reads
@@ -212,10 +240,13 @@ impl ClientConnection {
             self.head_bytes = 0;
             if let Some(l) = &self.limits {
                 // One request in flight per connection: a client pipelining requests without
-                // reading the answers cannot fill the request queue. An event stream keeps
-                // its writer; the wait gives up after the head timeout.
+                // reading the answers cannot fill the request queue. A handler that takes
+                // the writer over (an event stream) ends the connection's reading; a handler
+                // that neither answers nor takes over is waited for up to the head timeout.
                 if let Some(done) = self.prev_done.take() {
-                    let _ = done.recv_timeout(l.head_timeout);
+                    if done.recv_timeout(l.head_timeout) == Ok(Handoff::Detached) {
+                        return Err(ReadError::Detached);
+                    }
                 }
                 let t = l.head_timeout;
                 self.set_deadline(DeadlineState::Arm(t));
@@ -252,14 +283,17 @@ impl ClientConnection {
 
         // building the writer for the request
         let writer = self.sink.next().unwrap();
+        let mut detach_notice = None;
         let writer: Box<dyn Write + Send + 'static> = if let Some(l) = &self.limits {
             let t = l.body_timeout;
             self.set_deadline(DeadlineState::Arm(t));
             let (done, prev_done) = std::sync::mpsc::channel();
             self.prev_done = Some(prev_done);
+            detach_notice = Some(done.clone());
             Box::new(DoneOnDrop {
                 inner: writer,
                 done,
+                _active: self.active.clone(),
             })
         } else {
             Box::new(writer)
@@ -290,7 +324,8 @@ impl ClientConnection {
                 }
                 request::RequestCreationError::BodyTooLarge => ReadError::BodyTooLarge,
             }
-        })?;
+        })?
+        .with_detach_notice(detach_notice);
         self.set_deadline(DeadlineState::Off);
 
         // return the request
@@ -399,7 +434,7 @@ impl Iterator for ClientConnection {
                     return None; // TODO: should be recoverable, but needs handling in case of body
                 }
 
-                Err(ReadError::ReadIoError(_)) => return None,
+                Err(ReadError::ReadIoError(_)) | Err(ReadError::Detached) => return None,
 
                 Ok(rq) => rq,
             };

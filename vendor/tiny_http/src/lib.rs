@@ -103,7 +103,6 @@ use std::io::Result as IoResult;
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -121,6 +120,7 @@ pub use test::TestRequest;
 
 mod client;
 mod common;
+mod conn_thread;
 mod connection;
 mod limits;
 mod request;
@@ -307,9 +307,8 @@ impl Server {
         let inside_close_trigger = close_trigger.clone();
         let inside_messages = messages.clone();
         thread::spawn(move || {
-            // a tasks pool is used to dispatch the connections into threads
-            let tasks_pool = util::TaskPool::new();
-            // sortie patch: connections served now, and the thread that closes refused ones
+            // sortie patch: connections counted while open, the thread that closes refused
+            // ones; every accepted connection gets a thread of its own (conn_thread.rs)
             let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             let refused = limits.as_ref().and_then(|_| refuser::start());
 
@@ -317,7 +316,7 @@ impl Server {
             while !inside_close_trigger.load(Relaxed) {
                 let new_client = match server.accept() {
                     Ok((sock, _)) if limits.as_ref().is_some_and(|l| {
-                        active.load(std::sync::atomic::Ordering::SeqCst) >= l.max_connections
+                        !conn_thread::has_room(&active, l.max_connections)
                     }) =>
                     {
                         if let Some(l) = &limits {
@@ -343,41 +342,22 @@ impl Server {
                             #[cfg(not(any(feature = "ssl-openssl", feature = "ssl-rustls")))]
                             Some(ref _ssl) => unreachable!(),
                         };
+                        let guard = limits
+                            .as_ref()
+                            .map(|_| Arc::new(refuser::ActiveGuard::new(active.clone())));
 
                         Ok(ClientConnection::new(
                             write_closable,
                             read_closable,
                             limits.clone(),
+                            guard,
                         ))
                     }
                     Err(e) => Err(e),
                 };
 
                 match new_client {
-                    Ok(client) => {
-                        let messages = inside_messages.clone();
-                        let mut client = Some(client);
-                        let mut guard = limits
-                            .as_ref()
-                            .map(|_| refuser::ActiveGuard::new(active.clone()));
-                        tasks_pool.spawn(Box::new(move || {
-                            let _guard = guard.take();
-                            if let Some(client) = client.take() {
-                                // Synchronization is needed for HTTPS requests to avoid a deadlock
-                                if client.secure() {
-                                    let (sender, receiver) = mpsc::channel();
-                                    for rq in client {
-                                        messages.push(rq.with_notify_sender(sender.clone()).into());
-                                        receiver.recv().unwrap();
-                                    }
-                                } else {
-                                    for rq in client {
-                                        messages.push(rq.into());
-                                    }
-                                }
-                            }
-                        }));
-                    }
+                    Ok(client) => conn_thread::spawn(client, inside_messages.clone()),
 
                     Err(e) => {
                         log::error!("Error accepting new client: {}", e);

@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 use std::sync::mpsc::Sender;
 
+use crate::client::Handoff;
 use crate::util::{EqualReader, FusedReader};
 use crate::{HTTPVersion, Header, Method, Response, StatusCode};
 use chunked_transfer::Decoder;
@@ -74,6 +75,9 @@ pub struct Request {
 
     // If Some, a message must be sent after responding
     notify_when_responded: Option<Sender<()>>,
+
+    // sortie patch: told when `into_writer` takes the connection over
+    detach_notice: Option<Sender<Handoff>>,
 }
 
 struct NotifyOnDrop<R> {
@@ -239,6 +243,7 @@ where
             body_length: content_length,
             must_send_continue: false,
             notify_when_responded: None,
+            detach_notice: None,
         });
     }
 
@@ -297,6 +302,7 @@ where
         body_length: content_length,
         must_send_continue: expects_continue,
         notify_when_responded: None,
+        detach_notice: None,
     })
 }
 
@@ -448,6 +454,9 @@ impl Request {
     #[inline]
     pub fn into_writer(mut self) -> Box<dyn Write + Send + 'static> {
         let writer = self.extract_writer_impl();
+        if let Some(notice) = self.detach_notice.take() {
+            let _ = notice.send(Handoff::Detached);
+        }
         if let Some(sender) = self.notify_when_responded.take() {
             let writer = NotifyOnDrop {
                 sender,
@@ -530,6 +539,12 @@ impl Request {
 
     pub(crate) fn with_notify_sender(mut self, sender: Sender<()>) -> Self {
         self.notify_when_responded = Some(sender);
+        self
+    }
+
+    /// sortie patch: `into_writer` tells `notice` that the connection is taken over.
+    pub(crate) fn with_detach_notice(mut self, notice: Option<Sender<Handoff>>) -> Self {
+        self.detach_notice = notice;
         self
     }
 }
