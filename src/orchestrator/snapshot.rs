@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::Workflow;
 use crate::domain::Issue;
@@ -97,6 +97,44 @@ pub fn wait_published(seen: u64, timeout: Duration) -> u64 {
         .wait_timeout_while(guard, timeout, |n| *n == seen)
         .unwrap_or_else(|p| p.into_inner());
     *guard
+}
+
+/// The longest a deferrable change waits before it is published.
+pub const PUBLISH_DELAY: Duration = Duration::from_millis(50);
+
+/// When the orchestrator publishes. The rule: agent events and turn starts (the stream of a
+/// running session, up to thousands a second) are deferrable, published at most
+/// [`PUBLISH_DELAY`] after the first unpublished one, so a burst costs one snapshot; every
+/// other change (dispatch, exit, retry scheduling, a tick, a refresh, an acknowledgement,
+/// shutdown) is published at once, together with any deferred one. Times come from the
+/// orchestrator's clock.
+#[derive(Debug, Default)]
+pub struct PublishPacer {
+    pending_since: Option<Instant>,
+}
+
+impl PublishPacer {
+    /// A deferrable change happened at `now`.
+    pub fn defer(&mut self, now: Instant) {
+        self.pending_since.get_or_insert(now);
+    }
+
+    /// Whether a deferred change has waited long enough.
+    pub fn due(&self, now: Instant) -> bool {
+        self.pending_since
+            .is_some_and(|since| now.saturating_duration_since(since) >= PUBLISH_DELAY)
+    }
+
+    /// How long until the deferred change is due; `None` when nothing waits.
+    pub fn wait(&self, now: Instant) -> Option<Duration> {
+        self.pending_since
+            .map(|since| PUBLISH_DELAY.saturating_sub(now.saturating_duration_since(since)))
+    }
+
+    /// A snapshot was just published: nothing waits any more.
+    pub fn published(&mut self) {
+        self.pending_since = None;
+    }
 }
 
 /// The published state.
@@ -230,5 +268,36 @@ impl Snapshot {
             max_concurrent_agents: cfg.agent.max_concurrent_agents,
             config: ConfigView::from_workflow(workflow),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+
+    #[test]
+    fn a_burst_of_deferrable_changes_is_published_once_after_the_delay() {
+        let clock = ManualClock::new(0);
+        let mut pacer = PublishPacer::default();
+        let mut publishes = 0;
+        for _ in 0..1_000 {
+            pacer.defer(clock.instant());
+            if pacer.due(clock.instant()) {
+                pacer.published();
+                publishes += 1;
+            }
+            clock.advance(Duration::from_micros(100));
+        }
+        // 100 ms of events: one publish per elapsed delay, not one per event.
+        assert!(publishes <= 2, "publishes={publishes}");
+        assert!(
+            pacer.wait(clock.instant()).is_some(),
+            "the last change still waits"
+        );
+        clock.advance(PUBLISH_DELAY);
+        assert!(pacer.due(clock.instant()), "the last change is published");
+        pacer.published();
+        assert_eq!(pacer.wait(clock.instant()), None);
     }
 }
