@@ -2,7 +2,7 @@
 //! HTTP handlers read it without ever blocking the orchestrator (ARCHITECTURE.md, "Threads").
 
 use std::collections::BTreeMap;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::config::Workflow;
@@ -146,17 +146,20 @@ pub struct Snapshot {
     pub generated_at_ms: i64,
     pub started_at_ms: i64,
     pub draining: bool,
+    /// Copies of the running sessions' facts; their event rings are shared, not copied.
     pub running: Vec<RunningRow>,
-    pub retrying: Vec<RetryRow>,
-    pub held: Vec<HeldRow>,
-    pub budget_exhausted: Vec<BudgetRow>,
-    pub parked: Vec<ParkedRow>,
+    // The lists below change only with scheduling decisions, never with agent events, so a
+    // publish of agent events shares them with the previous snapshot (`Snapshot::with_running`).
+    pub retrying: Arc<Vec<RetryRow>>,
+    pub held: Arc<Vec<HeldRow>>,
+    pub budget_exhausted: Arc<Vec<BudgetRow>>,
+    pub parked: Arc<Vec<ParkedRow>>,
     pub totals: AgentTotals,
     pub health: Health,
     /// Attention acknowledgements by item id.
-    pub acks: BTreeMap<String, crate::store::AttentionAck>,
+    pub acks: Arc<BTreeMap<String, crate::store::AttentionAck>>,
     /// issue id → (outcome, state).
-    pub outcomes: BTreeMap<String, (crate::domain::OutcomeKind, String)>,
+    pub outcomes: Arc<BTreeMap<String, (crate::domain::OutcomeKind, String)>>,
     pub workflow_path: String,
     pub tracker_kind: String,
     pub agent_kind: String,
@@ -231,36 +234,32 @@ impl Snapshot {
         draining: bool,
     ) -> Snapshot {
         let cfg = &workflow.config;
-        let mut running: Vec<RunningRow> =
-            state.running.values().map(|e| e.facts.clone()).collect();
-        running.sort_by(|a, b| a.issue.identifier.cmp(&b.issue.identifier));
         let mut retrying: Vec<RetryRow> = state.retries.values().map(RetryRow::from).collect();
         retrying.sort_by(|a, b| {
             a.due_at_ms
                 .cmp(&b.due_at_ms)
                 .then_with(|| a.issue.identifier.cmp(&b.issue.identifier))
         });
-        let held = state.held.values().cloned().collect();
-        let budget_exhausted = state.budget_held.values().cloned().collect();
-        let parked = state.parked.values().cloned().collect();
         Snapshot {
             revision: state.revision,
-            acks: state.acks.clone(),
+            acks: Arc::new(state.acks.clone()),
             generated_at_ms: now_ms,
             started_at_ms,
             draining,
-            running,
-            retrying,
-            held,
-            budget_exhausted,
-            parked,
+            running: running_rows(state),
+            retrying: Arc::new(retrying),
+            held: Arc::new(state.held.values().cloned().collect()),
+            budget_exhausted: Arc::new(state.budget_held.values().cloned().collect()),
+            parked: Arc::new(state.parked.values().cloned().collect()),
             totals: state.totals.clone(),
             health: state.health.clone(),
-            outcomes: state
-                .outcomes
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            outcomes: Arc::new(
+                state
+                    .outcomes
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
             workflow_path: workflow.path.display().to_string(),
             tracker_kind: cfg.tracker.kind.clone(),
             agent_kind: cfg.agent.kind.clone(),
@@ -269,6 +268,39 @@ impl Snapshot {
             config: ConfigView::from_workflow(workflow),
         }
     }
+
+    /// The next snapshot after changes that touched only running sessions and totals (agent
+    /// events, turn starts): everything else is shared with `prev`, not copied.
+    pub fn with_running(prev: &Snapshot, state: &State, now_ms: i64) -> Snapshot {
+        Snapshot {
+            revision: state.revision,
+            generated_at_ms: now_ms,
+            started_at_ms: prev.started_at_ms,
+            draining: prev.draining,
+            running: running_rows(state),
+            retrying: Arc::clone(&prev.retrying),
+            held: Arc::clone(&prev.held),
+            budget_exhausted: Arc::clone(&prev.budget_exhausted),
+            parked: Arc::clone(&prev.parked),
+            totals: state.totals.clone(),
+            health: prev.health.clone(),
+            acks: Arc::clone(&prev.acks),
+            outcomes: Arc::clone(&prev.outcomes),
+            workflow_path: prev.workflow_path.clone(),
+            tracker_kind: prev.tracker_kind.clone(),
+            agent_kind: prev.agent_kind.clone(),
+            poll_interval_ms: prev.poll_interval_ms,
+            max_concurrent_agents: prev.max_concurrent_agents,
+            config: prev.config.clone(),
+        }
+    }
+}
+
+/// The running sessions' facts by identifier; each copy shares its event ring.
+fn running_rows(state: &State) -> Vec<RunningRow> {
+    let mut running: Vec<RunningRow> = state.running.values().map(|e| e.facts.clone()).collect();
+    running.sort_by(|a, b| a.issue.identifier.cmp(&b.issue.identifier));
+    running
 }
 
 #[cfg(test)]

@@ -57,7 +57,8 @@ pub struct RunFacts {
     pub budget_stopped: bool,
     /// Uncached tokens of the earlier runs, read at dispatch (for `agent.max_tokens`).
     pub tokens_used_before: u64,
-    pub events: EventRing,
+    /// Shared with published snapshots and copied on write, so a publish copies one pointer.
+    pub events: std::sync::Arc<EventRing>,
     pub workspace_path: Option<PathBuf>,
     /// The current agent process group and its leader's start time (`/proc/<pid>/stat` field
     /// 22), read when the agent reports its pid; stored on the session row so a restart after

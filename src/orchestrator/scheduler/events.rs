@@ -105,7 +105,8 @@ impl Orchestrator {
             // Turn-ending events carry the run's totals so far (null while unmeasured).
             event.run_usage = e.facts.tokens_measured.then_some(e.facts.tokens);
         }
-        e.facts.events.push(&event);
+        // Copies the ring only when a published snapshot still holds it.
+        Arc::make_mut(&mut e.facts.events).push(&event);
     }
 
     /// Queues the live rows whose figures changed and were not written for

@@ -356,8 +356,12 @@ impl Orchestrator {
             if changed.deferred {
                 self.pacer.defer(now);
             }
-            if changed.urgent || self.pacer.due(now) {
+            // Every other change publishes at once, so when only the pacer is due, nothing but
+            // running sessions and totals changed since the last publish.
+            if changed.urgent {
                 self.publish();
+            } else if self.pacer.due(now) {
+                self.publish_running();
             }
         }
         self.tracker_ops
@@ -562,8 +566,8 @@ impl Orchestrator {
 
     // ---- snapshot -----------------------------------------------------------------------
 
+    /// Publishes a snapshot rebuilt from the whole state.
     fn publish(&mut self) {
-        self.pacer.published();
         self.state.revision += 1;
         let snap = Snapshot::build(
             &self.state,
@@ -572,6 +576,24 @@ impl Orchestrator {
             self.started_at_ms,
             self.draining.is_some(),
         );
+        self.store_snapshot(snap);
+    }
+
+    /// Publishes deferred agent events: only running sessions and totals changed since the
+    /// last publish, so every other list is shared with it.
+    fn publish_running(&mut self) {
+        let prev = self
+            .published
+            .read()
+            .map(|s| Arc::clone(&s))
+            .unwrap_or_else(|p| Arc::clone(&p.into_inner()));
+        self.state.revision += 1;
+        let snap = Snapshot::with_running(&prev, &self.state, self.clock.now_ms());
+        self.store_snapshot(snap);
+    }
+
+    fn store_snapshot(&mut self, snap: Snapshot) {
+        self.pacer.published();
         if let Ok(mut w) = self.published.write() {
             *w = Arc::new(snap);
         }
