@@ -177,7 +177,8 @@ impl EventGate {
 pub enum OrchMsg {
     /// An agent event of a running dispatch.
     Agent {
-        dispatch_id: String,
+        /// Shared by every event of the dispatch (no copy per event).
+        dispatch_id: std::sync::Arc<str>,
         event: AgentEvent,
         /// The event's slot in its session's [`EventGate`], freed when the message is dropped.
         slot: InFlight,

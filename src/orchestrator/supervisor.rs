@@ -322,7 +322,7 @@ fn spawn_forwarder(
 ) {
     let (ev_tx, ev_rx) = crossbeam_channel::bounded::<AgentEvent>(FORWARD_CHANNEL);
     let tx = job.tx.clone();
-    let dispatch_id = job.dispatch_id.clone();
+    let dispatch_id: Arc<str> = Arc::from(job.dispatch_id.as_str());
     let state = state.clone();
     let clock = job.clock.clone();
     let identifier = job.issue.identifier.clone();
@@ -336,7 +336,7 @@ fn spawn_forwarder(
                     continue;
                 };
                 let _ = tx.send(OrchMsg::Agent {
-                    dispatch_id: dispatch_id.clone(),
+                    dispatch_id: Arc::clone(&dispatch_id),
                     event,
                     slot,
                 });
