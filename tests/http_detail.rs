@@ -31,7 +31,7 @@ fn run(issue_id: &str, identifier: &str, dispatch: &str) -> RunRecord {
 #[test]
 fn a_renamed_issue_is_found_through_its_history() {
     let mut snap = Snapshot::default();
-    snap.retrying.push(RetryRow {
+    std::sync::Arc::make_mut(&mut snap.retrying).push(RetryRow {
         issue: Issue {
             id: "42".into(),
             identifier: "NEW-1".into(),

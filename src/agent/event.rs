@@ -279,6 +279,19 @@ impl AgentEventKind {
         }
     }
 
+    /// Whether this event may be dropped when its consumer falls behind (the shedding rule):
+    /// messages and tool chatter only. Usage figures, rate limits, session starts and every
+    /// terminal or failure event are never dropped: totals, budgets and outcomes depend on them.
+    pub fn is_sheddable(&self) -> bool {
+        matches!(
+            self,
+            AgentEventKind::Notification { .. }
+                | AgentEventKind::OtherMessage { .. }
+                | AgentEventKind::Malformed { .. }
+                | AgentEventKind::ToolResult { .. }
+        )
+    }
+
     /// Whether this event ends a turn.
     pub fn is_terminal(&self) -> bool {
         matches!(

@@ -5,11 +5,12 @@
 
 use super::cancel::{CancelReason, CancelToken};
 use super::event::{AgentEvent, TurnOutcome};
+use super::pipes::{self, LineSplitter, PipeSink};
 use super::stream::{ExitInfo, SpawnError, StreamParser, TurnEnd};
 use crate::process_signal::{Signal, orphans, signal_group};
 use crossbeam_channel::{Receiver, Sender, never, select};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -207,25 +208,22 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         });
     }
 
+    // One thread reads both pipes (`agent::pipes`); stdout lines wait in a bounded channel,
+    // so a flooding agent blocks on its pipe instead of growing our memory.
     let (stdout_tx, stdout_rx) = crossbeam_channel::bounded(256);
-    if let Some(stdout) = child.stdout.take() {
-        let max = spec.max_line_bytes;
-        std::thread::spawn(move || read_capped_lines(stdout, max, &stdout_tx));
-    } else {
-        let _ = stdout_tx.send(StdoutItem::Eof);
-    }
-
     let stderr = Arc::new(Mutex::new(StderrTail::default()));
     let (stderr_done_tx, stderr_done) = crossbeam_channel::bounded(1);
-    if let Some(pipe) = child.stderr.take() {
-        let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            collect_stderr(pipe, &sink);
-            let _ = stderr_done_tx.send(());
-        });
-    } else {
-        let _ = stderr_done_tx.send(());
-    }
+    let mut out_sink = StdoutSink::new(spec.max_line_bytes, stdout_tx);
+    let mut err_sink = StderrSink::new(Arc::clone(&stderr), stderr_done_tx);
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    std::thread::spawn(move || match (out, err) {
+        (Some(out), Some(err)) => pipes::read_both(out, &mut out_sink, err, &mut err_sink),
+        (out, err) => {
+            // Not reached with both pipes requested; each missing pipe ends at once.
+            read_all(out, &mut out_sink);
+            read_all(err, &mut err_sink);
+        }
+    });
 
     let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
@@ -380,52 +378,122 @@ fn kill_group(pid: u32, signal: Signal) {
     }
 }
 
+/// The stdout rules on their own, over any reader (the daemon reads through `pipes::read_both`).
+#[cfg(test)]
 fn read_capped_lines(stdout: impl Read, max: usize, tx: &Sender<StdoutItem>) {
-    let mut reader = BufReader::with_capacity(64 << 10, stdout);
-    let mut line: Vec<u8> = Vec::new();
+    read_all(Some(stdout), &mut StdoutSink::new(max, tx.clone()));
+}
+
+/// Reads one pipe to its end into `sink`; a missing pipe ends at once.
+fn read_all(pipe: Option<impl Read>, sink: &mut dyn PipeSink) {
+    let Some(mut pipe) = pipe else {
+        sink.end(None);
+        return;
+    };
+    let mut buf = vec![0u8; 64 << 10];
     loop {
-        let buf = match reader.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                let _ = tx.send(StdoutItem::Error(e.to_string()));
-                return;
+        match pipe.read(&mut buf) {
+            Ok(0) => return sink.end(None),
+            Ok(n) => {
+                if !sink.data(&buf[..n]) {
+                    return;
+                }
             }
-        };
-        if buf.is_empty() {
-            if !line.is_empty()
-                && tx
-                    .send(StdoutItem::Line(std::mem::take(&mut line)))
-                    .is_err()
-            {
-                return;
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return sink.end(Some(e)),
+        }
+    }
+}
+
+/// Stdout: capped lines to the supervisor, then `Eof` (or the first error).
+struct StdoutSink {
+    split: LineSplitter,
+    tx: Sender<StdoutItem>,
+}
+
+impl StdoutSink {
+    fn new(max: usize, tx: Sender<StdoutItem>) -> StdoutSink {
+        StdoutSink {
+            split: LineSplitter::new(max),
+            tx,
+        }
+    }
+}
+
+impl PipeSink for StdoutSink {
+    fn data(&mut self, chunk: &[u8]) -> bool {
+        let tx = &self.tx;
+        match self
+            .split
+            .feed(chunk, &mut |line| tx.send(StdoutItem::Line(line)).is_ok())
+        {
+            Ok(go_on) => go_on,
+            Err(too_long) => {
+                let _ = tx.send(StdoutItem::Error(too_long.to_string()));
+                false
             }
-            let _ = tx.send(StdoutItem::Eof);
+        }
+    }
+
+    fn end(&mut self, error: Option<std::io::Error>) {
+        if let Some(e) = error {
+            let _ = self.tx.send(StdoutItem::Error(e.to_string()));
             return;
         }
-        let (chunk, consumed, complete) = match buf.iter().position(|&b| b == b'\n') {
-            Some(i) => (&buf[..i], i + 1, true),
-            None => (buf, buf.len(), false),
-        };
-        if line.len() + chunk.len() > max {
-            let _ = tx.send(StdoutItem::Error(format!(
-                "line exceeds the {max}-byte limit"
-            )));
+        if let Some(rest) = self.split.finish()
+            && self.tx.send(StdoutItem::Line(rest)).is_err()
+        {
             return;
         }
-        line.extend_from_slice(chunk);
-        reader.consume(consumed);
-        if complete {
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            if tx
-                .send(StdoutItem::Line(std::mem::take(&mut line)))
-                .is_err()
-            {
-                return;
+        let _ = self.tx.send(StdoutItem::Eof);
+    }
+}
+
+/// Stderr: lines of at most `STDERR_MAX_LINE` bytes into the bounded tail (and the debug
+/// log); `done` is signalled at its end.
+struct StderrSink {
+    line: Vec<u8>,
+    tail: Arc<Mutex<StderrTail>>,
+    done: Sender<()>,
+}
+
+impl StderrSink {
+    fn new(tail: Arc<Mutex<StderrTail>>, done: Sender<()>) -> StderrSink {
+        StderrSink {
+            line: Vec::new(),
+            tail,
+            done,
+        }
+    }
+
+    fn flush(&mut self) {
+        let text = String::from_utf8_lossy(&self.line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        log::debug!("agent stderr: {}", crate::mask::mask(text));
+        if let Ok(mut s) = self.tail.lock() {
+            s.push(text);
+        }
+        self.line.clear();
+    }
+}
+
+impl PipeSink for StderrSink {
+    fn data(&mut self, chunk: &[u8]) -> bool {
+        for &b in chunk {
+            self.line.push(b);
+            // A newline-free flood is cut into capped pieces instead of buffered whole.
+            if b == b'\n' || self.line.len() >= STDERR_MAX_LINE {
+                self.flush();
             }
         }
+        true
+    }
+
+    fn end(&mut self, _error: Option<std::io::Error>) {
+        if !self.line.is_empty() {
+            self.flush();
+        }
+        let _ = self.done.send(());
     }
 }
 
@@ -474,31 +542,6 @@ impl StderrTail {
         }
         out.extend(self.tail.iter().cloned());
         out.join("\n")
-    }
-}
-
-fn collect_stderr(pipe: impl Read, sink: &Mutex<StderrTail>) {
-    let mut reader = BufReader::new(pipe);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        // Cap what one read may buffer so a newline-free flood cannot exhaust memory.
-        match (&mut reader)
-            .take(STDERR_MAX_LINE as u64)
-            .read_until(b'\n', &mut buf)
-        {
-            Ok(0) => return,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&buf);
-                let text = text.trim_end_matches(['\n', '\r']);
-                log::debug!("agent stderr: {}", crate::mask::mask(text));
-                if let Ok(mut s) = sink.lock() {
-                    s.push(text);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return,
-        }
     }
 }
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Largest state file a reader accepts.
 pub const MAX_STATE_BYTES: u64 = 4096;
@@ -103,4 +104,118 @@ pub fn read(workspace: &Path) -> io::Result<StateFile> {
         return Err(io::Error::other("state file over the size limit"));
     }
     serde_json::from_slice(&buf).map_err(io::Error::other)
+}
+
+/// How often usage figures may rewrite the state file: each write is an fsync and a rename,
+/// and an agent can report usage thousands of times a second.
+pub const WRITE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The state file as a session keeps it, written at most once per [`WRITE_INTERVAL`].
+///
+/// The rule: a turn start and a turn or session end write at once ([`ThrottledStateFile::flush`]
+/// or [`ThrottledStateFile::set_turn`]); usage figures only mark the content dirty and write
+/// when the last write is at least [`WRITE_INTERVAL`] old. So agent-side tools see figures
+/// at most a second stale while a turn runs and exact figures once it ends. Times come from
+/// the caller (an injected clock), so the rule is tested without sleeping.
+#[derive(Debug)]
+pub struct ThrottledStateFile {
+    workspace: PathBuf,
+    state: StateFile,
+    last_write: Option<Instant>,
+    dirty: bool,
+    writes: u64,
+}
+
+impl ThrottledStateFile {
+    pub fn new(workspace: &Path, state: StateFile) -> ThrottledStateFile {
+        ThrottledStateFile {
+            workspace: workspace.to_path_buf(),
+            state,
+            last_write: None,
+            dirty: true,
+            writes: 0,
+        }
+    }
+
+    /// The content as last updated (written or not).
+    pub fn state(&self) -> &StateFile {
+        &self.state
+    }
+
+    /// How many times the file was written.
+    pub fn writes(&self) -> u64 {
+        self.writes
+    }
+
+    /// A new turn starts: written at once so tools see the turn number.
+    pub fn set_turn(&mut self, turn: u32, now: Instant) {
+        self.state.turn_number = turn;
+        self.dirty = true;
+        self.flush(now);
+    }
+
+    /// Adds one usage delta; writes only when the last write is old enough.
+    pub fn add_usage(&mut self, usage: &crate::agent::TokenUsage, now: Instant) {
+        let st = &mut self.state;
+        st.input_tokens += usage.input_tokens;
+        st.output_tokens += usage.output_tokens;
+        st.total_tokens += usage.total_tokens;
+        st.cache_read_tokens += usage.cache_read_tokens;
+        st.cache_write_tokens += usage.cache_write_tokens;
+        self.dirty = true;
+        let due = self
+            .last_write
+            .is_none_or(|at| now.saturating_duration_since(at) >= WRITE_INTERVAL);
+        if due {
+            self.flush(now);
+        }
+    }
+
+    /// Writes pending figures now (turn end, session end); nothing when already current.
+    pub fn flush(&mut self, now: Instant) {
+        if !self.dirty {
+            return;
+        }
+        self.dirty = false;
+        self.last_write = Some(now);
+        self.writes += 1;
+        if let Err(e) = write(&self.workspace, &self.state) {
+            // A failure only costs agent-side tools their view.
+            log::debug!(
+                "state file not written workspace={} error={:?}",
+                self.workspace.display(),
+                e.to_string()
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::TokenUsage;
+    use crate::clock::{Clock, ManualClock};
+
+    #[test]
+    fn usage_writes_coalesce_and_the_turn_end_writes_the_final_figures() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = ManualClock::new(0);
+        let mut file = ThrottledStateFile::new(dir.path(), StateFile::default());
+        file.set_turn(1, clock.instant());
+        assert_eq!(file.writes(), 1);
+        for _ in 0..1_000 {
+            file.add_usage(&TokenUsage::new(2, 1, 0, 0), clock.instant());
+            clock.advance(Duration::from_millis(3));
+        }
+        // 3 s of figures: one write per elapsed second at most.
+        assert!(file.writes() <= 4, "writes={}", file.writes());
+        file.flush(clock.instant());
+        let on_disk = read(dir.path()).expect("state file");
+        assert_eq!(on_disk.input_tokens, 2_000);
+        assert_eq!(on_disk.output_tokens, 1_000);
+        assert_eq!(on_disk.turn_number, 1);
+        let before = file.writes();
+        file.flush(clock.instant());
+        assert_eq!(file.writes(), before, "a clean file is not rewritten");
+    }
 }

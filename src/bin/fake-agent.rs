@@ -27,6 +27,7 @@
 //! | `{"sleep_ms": N}` | pause |
 //! | `{"wait_file": "/abs/path"}` | pause until that file exists (at most 120 s, then exit 9) |
 //! | `{"big_line_bytes": N}` | one stdout line of N bytes |
+//! | `{"cat_file": "/abs/path"}` | copy that file to stdout as it is (a recorded or generated stream; exit 3 if unreadable) |
 //! | `{"write_file": {"path": ".sortie/status", "content": "…"}}` | write a file relative to the cwd |
 //! | `{"spawn_grandchild": true}` | start a process in the same group that ignores SIGTERM and sleeps forever, holding stdout open |
 //! | `{"ignore_sigterm": true}` | ignore SIGTERM from now on |
@@ -250,6 +251,24 @@ fn out_line(line: &str) {
     }
 }
 
+/// Copies a file to stdout in large writes, so a benchmark measures the reader, not this.
+fn cat_file(path: &Path) {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("fake-agent: cat_file {}: {e}", path.display());
+            std::process::exit(3);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if std::io::copy(&mut file, &mut out)
+        .and_then(|_| out.flush())
+        .is_err()
+    {
+        std::process::exit(141);
+    }
+}
+
 fn num(v: &Value, k: &str, default: u64) -> u64 {
     v.get(k).and_then(Value::as_u64).unwrap_or(default)
 }
@@ -306,6 +325,8 @@ fn run_step(step: &Value, sid: &str) {
         }
     } else if let Some(n) = step.get("big_line_bytes").and_then(Value::as_u64) {
         big_line(n);
+    } else if let Some(p) = step.get("cat_file").and_then(Value::as_str) {
+        cat_file(Path::new(p));
     } else if let Some(w) = step.get("write_file") {
         let path = Path::new(text(w, "path", ".sortie/status")).to_path_buf();
         if let Some(parent) = path.parent() {

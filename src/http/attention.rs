@@ -285,7 +285,7 @@ mod tests {
         let mut snap = Snapshot::default();
         snap.health.workflow.failing_streak = 1;
         snap.health.workflow.since_ms = Some(5_000);
-        snap.parked.push(crate::orchestrator::snapshot::ParkedRow {
+        std::sync::Arc::make_mut(&mut snap.parked).push(crate::orchestrator::snapshot::ParkedRow {
             issue: crate::domain::Issue {
                 id: "a".into(),
                 identifier: "A-1".into(),
@@ -311,8 +311,8 @@ mod tests {
     #[test]
     fn items_serialize_in_served_order() {
         let mut snap = Snapshot::default();
-        snap.budget_exhausted
-            .push(crate::orchestrator::state::BudgetHold {
+        std::sync::Arc::make_mut(&mut snap.budget_exhausted).push(
+            crate::orchestrator::state::BudgetHold {
                 issue: crate::domain::Issue {
                     id: "b0".into(),
                     identifier: "B-0".into(),
@@ -324,7 +324,8 @@ mod tests {
                 used: 7,
                 limit: 5,
                 since_ms: 1_774_535_100_000,
-            });
+            },
+        );
         snap.health.preflight.failing_streak = 1;
         snap.health.preflight.since_ms = Some(1_774_535_300_000);
         snap.health.preflight.error = Some("no api key".into());

@@ -88,7 +88,7 @@ fn state_example() -> Value {
     let snap = Snapshot {
         generated_at_ms: now,
         started_at_ms: at("2026-03-26T13:28:10Z"),
-        retrying: vec![RetryRow {
+        retrying: std::sync::Arc::new(vec![RetryRow {
             issue: Issue {
                 id: "def456".into(),
                 identifier: "MT-650".into(),
@@ -100,7 +100,7 @@ fn state_example() -> Value {
             error: Some("no available orchestrator slots".into()),
             trigger: crate::domain::RetryTrigger::Timer,
             dispatched_at_ms: at("2026-03-26T14:02:41Z"),
-        }],
+        }]),
         config: ConfigView {
             tracker_kind: crate::registry::TRACKERS
                 .first()

@@ -1,6 +1,6 @@
 //! Messages into the orchestrator thread (ARCHITECTURE.md, "Threads": threads talk only through channels).
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 
 use crate::agent::status_file::DeclaredOutcome;
 use crate::agent::{AgentErrorKind, AgentEvent, CancelReason};
@@ -117,12 +117,71 @@ impl std::fmt::Display for AckError {
 
 impl std::error::Error for AckError {}
 
+/// How many events of one session may wait in the orchestrator's queue.
+pub const EVENTS_IN_FLIGHT: usize = 1_024;
+
+/// Bounds one session's events queued for the orchestrator, whose channel is shared with
+/// every other sender and so stays unbounded.
+///
+/// The shedding rule: when the session already has [`EVENTS_IN_FLIGHT`] events unhandled, a
+/// sheddable event (`AgentEventKind::is_sheddable`: messages and tool chatter) is dropped
+/// and counted; any other event (usage, rate limits, session start, turn end, failures) waits
+/// for a slot, which pushes back through the bounded channels to the agent's stdout pipe.
+pub struct EventGate {
+    slots: Sender<()>,
+    release: Receiver<()>,
+    shed: u64,
+}
+
+/// One taken slot; dropping it (the orchestrator handled or discarded the message) frees it.
+pub struct InFlight(Receiver<()>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let _ = self.0.try_recv();
+    }
+}
+
+impl EventGate {
+    pub fn new(capacity: usize) -> EventGate {
+        let (slots, release) = crossbeam_channel::bounded(capacity.max(1));
+        EventGate {
+            slots,
+            release,
+            shed: 0,
+        }
+    }
+
+    /// A slot for one event, or `None` when a sheddable event is dropped.
+    pub fn admit(&mut self, sheddable: bool) -> Option<InFlight> {
+        let taken = if sheddable {
+            self.slots.try_send(()).is_ok()
+        } else {
+            // The gate holds the receiving end, so this send only waits, it cannot fail.
+            self.slots.send(()).is_ok()
+        };
+        if !taken {
+            self.shed += 1;
+            return None;
+        }
+        Some(InFlight(self.release.clone()))
+    }
+
+    /// Sheddable events dropped so far.
+    pub fn shed(&self) -> u64 {
+        self.shed
+    }
+}
+
 /// Everything the orchestrator thread reacts to.
 pub enum OrchMsg {
     /// An agent event of a running dispatch.
     Agent {
-        dispatch_id: String,
+        /// Shared by every event of the dispatch (no copy per event).
+        dispatch_id: std::sync::Arc<str>,
         event: AgentEvent,
+        /// The event's slot in its session's [`EventGate`], freed when the message is dropped.
+        slot: InFlight,
     },
     /// A supervisor started turn `turn` of its session.
     TurnStarted { dispatch_id: String, turn: u32 },
@@ -171,5 +230,27 @@ mod tests {
         assert_eq!(ErrorCode::Workspace.as_str(), "workspace_error");
         assert_eq!(ErrorCode::Hook.as_str(), "hook_failed");
         assert_eq!(ErrorCode::PromptRender.as_str(), "prompt_render");
+    }
+
+    #[test]
+    fn a_full_gate_sheds_chatter_but_never_usage_or_turn_ends() {
+        let mut gate = EventGate::new(2);
+        let held: Vec<InFlight> = (0..2).filter_map(|_| gate.admit(false)).collect();
+        assert_eq!(held.len(), 2);
+        assert!(gate.admit(true).is_none(), "chatter is shed while full");
+        assert_eq!(gate.shed(), 1);
+        // An essential event waits for a slot: freed here by the "orchestrator" handling one.
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        let waiter = std::thread::spawn(move || {
+            let slot = gate.admit(false);
+            let _ = done_tx.send(slot.is_some());
+            gate
+        });
+        let mut held = held;
+        drop(held.pop());
+        let admitted = done_rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(admitted, Ok(true));
+        let gate = waiter.join().expect("gate thread");
+        assert_eq!(gate.shed(), 1);
     }
 }

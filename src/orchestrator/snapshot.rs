@@ -2,8 +2,8 @@
 //! HTTP handlers read it without ever blocking the orchestrator (ARCHITECTURE.md, "Threads").
 
 use std::collections::BTreeMap;
-use std::sync::{Condvar, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::config::Workflow;
 use crate::domain::Issue;
@@ -99,6 +99,44 @@ pub fn wait_published(seen: u64, timeout: Duration) -> u64 {
     *guard
 }
 
+/// The longest a deferrable change waits before it is published.
+pub const PUBLISH_DELAY: Duration = Duration::from_millis(50);
+
+/// When the orchestrator publishes. The rule: agent events and turn starts (the stream of a
+/// running session, up to thousands a second) are deferrable, published at most
+/// [`PUBLISH_DELAY`] after the first unpublished one, so a burst costs one snapshot; every
+/// other change (dispatch, exit, retry scheduling, a tick, a refresh, an acknowledgement,
+/// shutdown) is published at once, together with any deferred one. Times come from the
+/// orchestrator's clock.
+#[derive(Debug, Default)]
+pub struct PublishPacer {
+    pending_since: Option<Instant>,
+}
+
+impl PublishPacer {
+    /// A deferrable change happened at `now`.
+    pub fn defer(&mut self, now: Instant) {
+        self.pending_since.get_or_insert(now);
+    }
+
+    /// Whether a deferred change has waited long enough.
+    pub fn due(&self, now: Instant) -> bool {
+        self.pending_since
+            .is_some_and(|since| now.saturating_duration_since(since) >= PUBLISH_DELAY)
+    }
+
+    /// How long until the deferred change is due; `None` when nothing waits.
+    pub fn wait(&self, now: Instant) -> Option<Duration> {
+        self.pending_since
+            .map(|since| PUBLISH_DELAY.saturating_sub(now.saturating_duration_since(since)))
+    }
+
+    /// A snapshot was just published: nothing waits any more.
+    pub fn published(&mut self) {
+        self.pending_since = None;
+    }
+}
+
 /// The published state.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
@@ -108,17 +146,20 @@ pub struct Snapshot {
     pub generated_at_ms: i64,
     pub started_at_ms: i64,
     pub draining: bool,
+    /// Copies of the running sessions' facts; their event rings are shared, not copied.
     pub running: Vec<RunningRow>,
-    pub retrying: Vec<RetryRow>,
-    pub held: Vec<HeldRow>,
-    pub budget_exhausted: Vec<BudgetRow>,
-    pub parked: Vec<ParkedRow>,
+    // The lists below change only with scheduling decisions, never with agent events, so a
+    // publish of agent events shares them with the previous snapshot (`Snapshot::with_running`).
+    pub retrying: Arc<Vec<RetryRow>>,
+    pub held: Arc<Vec<HeldRow>>,
+    pub budget_exhausted: Arc<Vec<BudgetRow>>,
+    pub parked: Arc<Vec<ParkedRow>>,
     pub totals: AgentTotals,
     pub health: Health,
     /// Attention acknowledgements by item id.
-    pub acks: BTreeMap<String, crate::store::AttentionAck>,
+    pub acks: Arc<BTreeMap<String, crate::store::AttentionAck>>,
     /// issue id → (outcome, state).
-    pub outcomes: BTreeMap<String, (crate::domain::OutcomeKind, String)>,
+    pub outcomes: Arc<BTreeMap<String, (crate::domain::OutcomeKind, String)>>,
     pub workflow_path: String,
     pub tracker_kind: String,
     pub agent_kind: String,
@@ -193,36 +234,32 @@ impl Snapshot {
         draining: bool,
     ) -> Snapshot {
         let cfg = &workflow.config;
-        let mut running: Vec<RunningRow> =
-            state.running.values().map(|e| e.facts.clone()).collect();
-        running.sort_by(|a, b| a.issue.identifier.cmp(&b.issue.identifier));
         let mut retrying: Vec<RetryRow> = state.retries.values().map(RetryRow::from).collect();
         retrying.sort_by(|a, b| {
             a.due_at_ms
                 .cmp(&b.due_at_ms)
                 .then_with(|| a.issue.identifier.cmp(&b.issue.identifier))
         });
-        let held = state.held.values().cloned().collect();
-        let budget_exhausted = state.budget_held.values().cloned().collect();
-        let parked = state.parked.values().cloned().collect();
         Snapshot {
             revision: state.revision,
-            acks: state.acks.clone(),
+            acks: Arc::new(state.acks.clone()),
             generated_at_ms: now_ms,
             started_at_ms,
             draining,
-            running,
-            retrying,
-            held,
-            budget_exhausted,
-            parked,
+            running: running_rows(state),
+            retrying: Arc::new(retrying),
+            held: Arc::new(state.held.values().cloned().collect()),
+            budget_exhausted: Arc::new(state.budget_held.values().cloned().collect()),
+            parked: Arc::new(state.parked.values().cloned().collect()),
             totals: state.totals.clone(),
             health: state.health.clone(),
-            outcomes: state
-                .outcomes
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            outcomes: Arc::new(
+                state
+                    .outcomes
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
             workflow_path: workflow.path.display().to_string(),
             tracker_kind: cfg.tracker.kind.clone(),
             agent_kind: cfg.agent.kind.clone(),
@@ -230,5 +267,69 @@ impl Snapshot {
             max_concurrent_agents: cfg.agent.max_concurrent_agents,
             config: ConfigView::from_workflow(workflow),
         }
+    }
+
+    /// The next snapshot after changes that touched only running sessions and totals (agent
+    /// events, turn starts): everything else is shared with `prev`, not copied.
+    pub fn with_running(prev: &Snapshot, state: &State, now_ms: i64) -> Snapshot {
+        Snapshot {
+            revision: state.revision,
+            generated_at_ms: now_ms,
+            started_at_ms: prev.started_at_ms,
+            draining: prev.draining,
+            running: running_rows(state),
+            retrying: Arc::clone(&prev.retrying),
+            held: Arc::clone(&prev.held),
+            budget_exhausted: Arc::clone(&prev.budget_exhausted),
+            parked: Arc::clone(&prev.parked),
+            totals: state.totals.clone(),
+            health: prev.health.clone(),
+            acks: Arc::clone(&prev.acks),
+            outcomes: Arc::clone(&prev.outcomes),
+            workflow_path: prev.workflow_path.clone(),
+            tracker_kind: prev.tracker_kind.clone(),
+            agent_kind: prev.agent_kind.clone(),
+            poll_interval_ms: prev.poll_interval_ms,
+            max_concurrent_agents: prev.max_concurrent_agents,
+            config: prev.config.clone(),
+        }
+    }
+}
+
+/// The running sessions' facts by identifier; each copy shares its event ring.
+fn running_rows(state: &State) -> Vec<RunningRow> {
+    let mut running: Vec<RunningRow> = state.running.values().map(|e| e.facts.clone()).collect();
+    running.sort_by(|a, b| a.issue.identifier.cmp(&b.issue.identifier));
+    running
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+
+    #[test]
+    fn a_burst_of_deferrable_changes_is_published_once_after_the_delay() {
+        let clock = ManualClock::new(0);
+        let mut pacer = PublishPacer::default();
+        let mut publishes = 0;
+        for _ in 0..1_000 {
+            pacer.defer(clock.instant());
+            if pacer.due(clock.instant()) {
+                pacer.published();
+                publishes += 1;
+            }
+            clock.advance(Duration::from_micros(100));
+        }
+        // 100 ms of events: one publish per elapsed delay, not one per event.
+        assert!(publishes <= 2, "publishes={publishes}");
+        assert!(
+            pacer.wait(clock.instant()).is_some(),
+            "the last change still waits"
+        );
+        clock.advance(PUBLISH_DELAY);
+        assert!(pacer.due(clock.instant()), "the last change is published");
+        pacer.published();
+        assert_eq!(pacer.wait(clock.instant()), None);
     }
 }

@@ -57,7 +57,8 @@ pub struct RunFacts {
     pub budget_stopped: bool,
     /// Uncached tokens of the earlier runs, read at dispatch (for `agent.max_tokens`).
     pub tokens_used_before: u64,
-    pub events: EventRing,
+    /// Shared with published snapshots and copied on write, so a publish copies one pointer.
+    pub events: std::sync::Arc<EventRing>,
     pub workspace_path: Option<PathBuf>,
     /// The current agent process group and its leader's start time (`/proc/<pid>/stat` field
     /// 22), read when the agent reports its pid; stored on the session row so a restart after
@@ -108,6 +109,18 @@ pub struct EventRing {
 impl EventRing {
     /// Adds an event if it is one the API keeps; returns its sequence number.
     pub fn push(&mut self, event: &AgentEvent) -> Option<u64> {
+        self.keeps(event)?;
+        self.push_kept(event.clone())
+    }
+
+    /// Like [`EventRing::push`], taking the event without copying it.
+    pub fn push_owned(&mut self, event: AgentEvent) -> Option<u64> {
+        self.keeps(&event)?;
+        self.push_kept(event)
+    }
+
+    /// `Some` when the event is one the ring keeps.
+    fn keeps(&self, event: &AgentEvent) -> Option<()> {
         let msg = event.kind.message();
         match &event.kind {
             AgentEventKind::TokenUsage { .. } => return None,
@@ -126,10 +139,14 @@ impl EventRing {
             }
             _ => {}
         }
+        Some(())
+    }
+
+    fn push_kept(&mut self, event: AgentEvent) -> Option<u64> {
         self.next_seq += 1;
-        let size = serde_json::to_string(event).map(|s| s.len()).unwrap_or(0);
+        let size = serialized_len(&event);
         self.events
-            .push_back((self.next_seq, std::sync::Arc::new(event.clone()), size));
+            .push_back((self.next_seq, std::sync::Arc::new(event), size));
         self.bytes += size;
         while self.events.len() > RUN_EVENTS_MAX || self.bytes > RUN_EVENTS_MAX_BYTES {
             match self.events.pop_front() {
@@ -141,6 +158,25 @@ impl EventRing {
             }
         }
         Some(self.next_seq)
+    }
+}
+
+/// The length of an event's JSON without building the text (0 if it does not serialize).
+fn serialized_len(event: &AgentEvent) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, event) {
+        Ok(()) => count.0,
+        Err(_) => 0,
     }
 }
 

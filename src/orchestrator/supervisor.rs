@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crossbeam_channel::{Sender, unbounded};
+use crossbeam_channel::Sender;
 
 use crate::agent::{
     AgentAdapter, AgentErrorKind, AgentEvent, AgentEventKind, AgentSession, CancelReason,
@@ -20,7 +20,9 @@ use crate::prompt::PromptTemplate;
 use crate::tracker::TrackerAdapter;
 use crate::workspace::{HookEnv, HookKind, WorkspaceManager};
 
-use super::msg::{ErrorCode, OrchMsg, SupervisorExit, SupervisorResult};
+use super::msg::{
+    EVENTS_IN_FLIGHT, ErrorCode, EventGate, OrchMsg, SupervisorExit, SupervisorResult,
+};
 
 /// Everything one attempt needs, frozen at dispatch (a reload does not change a running attempt).
 pub struct SupervisorJob {
@@ -229,8 +231,13 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
 }
 
 /// `.sortie/state.json` as the supervisor keeps it: shared by the turn loop (turn numbers) and
-/// the event forwarder (token totals).
-type SharedState = Arc<std::sync::Mutex<state_file::StateFile>>;
+/// the event forwarder (token totals), written at most once a second plus at each turn start
+/// and end (`state_file::ThrottledStateFile`).
+type SharedState = Arc<std::sync::Mutex<state_file::ThrottledStateFile>>;
+
+/// Room between the agent's stream parser and the forwarder; a full channel makes the parser
+/// wait, which leaves lines in the bounded stdout channel and then in the agent's pipe.
+const FORWARD_CHANNEL: usize = 1_024;
 
 /// Starts the agent session, runs its turns and stops it; the event forwarder lives exactly as
 /// long as the session.
@@ -257,15 +264,17 @@ fn run_session(
             );
         }
     };
-    let state: SharedState = Arc::new(std::sync::Mutex::new(state_file::StateFile {
+    let initial = state_file::StateFile {
         turn_number: 0,
         max_turns,
         attempt: Some(job.attempt),
         started_at: crate::clock::rfc3339_ms(job.clock.now_ms()),
         ..Default::default()
-    }));
-    write_state(workspace, &state);
-    let (ev_tx, forwarder) = spawn_forwarder(job, workspace, &state);
+    };
+    let mut file = state_file::ThrottledStateFile::new(workspace, initial);
+    file.flush(job.clock.instant());
+    let state: SharedState = Arc::new(std::sync::Mutex::new(file));
+    let (ev_tx, forwarder) = spawn_forwarder(job, &state);
 
     let mut exit = SupervisorExit::Normal {
         declared: None,
@@ -301,42 +310,63 @@ fn run_session(
 }
 
 /// The `evt-<identifier>` thread: forwards agent events to the orchestrator tagged with the
-/// dispatch id, in order, and keeps `.sortie/state.json`'s token totals current for
-/// agent-side tools. It ends when the returned sender is dropped.
+/// dispatch id, in order, under the shedding rule of [`EventGate`], and keeps
+/// `.sortie/state.json`'s token totals current for agent-side tools. It ends when the returned
+/// sender is dropped, writing the final figures.
 fn spawn_forwarder(
     job: &SupervisorJob,
-    workspace: &std::path::Path,
     state: &SharedState,
 ) -> (
     Sender<AgentEvent>,
     std::io::Result<std::thread::JoinHandle<()>>,
 ) {
-    let (ev_tx, ev_rx) = unbounded::<AgentEvent>();
+    let (ev_tx, ev_rx) = crossbeam_channel::bounded::<AgentEvent>(FORWARD_CHANNEL);
     let tx = job.tx.clone();
-    let dispatch_id = job.dispatch_id.clone();
+    let dispatch_id: Arc<str> = Arc::from(job.dispatch_id.as_str());
     let state = state.clone();
-    let workspace = workspace.to_path_buf();
+    let clock = job.clock.clone();
+    let identifier = job.issue.identifier.clone();
     let handle = std::thread::Builder::new()
         .name(thread_name("evt-", &job.issue.identifier))
         .spawn(move || {
+            let mut gate = EventGate::new(EVENTS_IN_FLIGHT);
             for event in ev_rx.iter() {
-                if let AgentEventKind::TokenUsage { usage, .. } = &event.kind {
-                    if let Ok(mut st) = state.lock() {
-                        st.input_tokens += usage.input_tokens;
-                        st.output_tokens += usage.output_tokens;
-                        st.total_tokens += usage.total_tokens;
-                        st.cache_read_tokens += usage.cache_read_tokens;
-                        st.cache_write_tokens += usage.cache_write_tokens;
-                    }
-                    write_state(&workspace, &state);
-                }
+                track_state(&state, &event.kind, clock.instant());
+                let Some(slot) = gate.admit(event.kind.is_sheddable()) else {
+                    continue;
+                };
                 let _ = tx.send(OrchMsg::Agent {
-                    dispatch_id: dispatch_id.clone(),
+                    dispatch_id: Arc::clone(&dispatch_id),
                     event,
+                    slot,
                 });
+            }
+            with_state(&state, |f| f.flush(clock.instant()));
+            if gate.shed() > 0 {
+                log::info!(
+                    "agent events shed under backpressure issue_identifier={identifier} dispatch_id={dispatch_id} shed={}",
+                    gate.shed()
+                );
             }
         });
     (ev_tx, handle)
+}
+
+/// Usage figures update the state file (throttled); a turn's end writes it.
+fn track_state(state: &SharedState, kind: &AgentEventKind, now: std::time::Instant) {
+    match kind {
+        AgentEventKind::TokenUsage { usage, .. } => with_state(state, |f| f.add_usage(usage, now)),
+        k if k.is_terminal() => with_state(state, |f| f.flush(now)),
+        _ => {}
+    }
+}
+
+/// Runs `f` on the state file, even after a panic elsewhere poisoned its lock.
+fn with_state(state: &SharedState, f: impl FnOnce(&mut state_file::ThrottledStateFile)) {
+    match state.lock() {
+        Ok(mut s) => f(&mut s),
+        Err(p) => f(&mut p.into_inner()),
+    }
 }
 
 /// Runs turn `turn`. `Continue` goes on to the next turn; `Break(Some(exit))` ends the
@@ -375,10 +405,7 @@ fn run_turn(
         dispatch_id: job.dispatch_id.clone(),
         turn,
     });
-    if let Ok(mut st) = state.lock() {
-        st.turn_number = turn;
-    }
-    write_state(workspace, state);
+    with_state(state, |f| f.set_turn(turn, job.clock.instant()));
     log::info!(
         "turn started issue_id={} issue_identifier={} turn_number={} max_turns={}",
         issue.id,
@@ -464,21 +491,6 @@ fn after_turn(
                 true,
             )))
         }
-    }
-}
-
-/// Writes `.sortie/state.json`; a failure only costs agent-side tools their view.
-fn write_state(workspace: &std::path::Path, state: &SharedState) {
-    let snapshot = match state.lock() {
-        Ok(s) => s.clone(),
-        Err(p) => p.into_inner().clone(),
-    };
-    if let Err(e) = state_file::write(workspace, &snapshot) {
-        log::debug!(
-            "state file not written workspace={} error={:?}",
-            workspace.display(),
-            e.to_string()
-        );
     }
 }
 

@@ -11,14 +11,17 @@ pub(super) const LIVE_ROW_INTERVAL_MS: i64 = 1_000;
 impl Orchestrator {
     pub(super) fn on_agent_event(&mut self, dispatch_id: &str, event: crate::agent::AgentEvent) {
         let max_tokens = self.workflow.config.agent.max_tokens.unwrap_or(0);
-        let Some(issue_id) = self.state.dispatch_index.get(dispatch_id).cloned() else {
+        let Some(issue_id) = self.state.dispatch_index.get(dispatch_id) else {
             return;
         };
-        let Some(e) = self.state.running.get_mut(&issue_id) else {
+        let Some(e) = self.state.running.get_mut(issue_id) else {
             return;
         };
         e.facts.last_event_at_ms = Some(event.at_ms);
-        e.facts.last_event_type = Some(event.kind.type_name().to_string());
+        let type_name = event.kind.type_name();
+        if e.facts.last_event_type.as_deref() != Some(type_name) {
+            e.facts.last_event_type = Some(type_name.to_string());
+        }
         let msg = event.kind.message();
         if !msg.trim().is_empty() {
             e.facts.last_message = Some(crate::mask::mask(msg));
@@ -97,15 +100,13 @@ impl Orchestrator {
             e.facts.live_row_written_at_ms = now;
             persist::write_live_session(&self.store, e, &self.workflow, now);
         }
-        let Some(e) = self.state.running.get_mut(&issue_id) else {
-            return;
-        };
         let mut event = event;
         if event.kind.is_terminal() {
             // Turn-ending events carry the run's totals so far (null while unmeasured).
             event.run_usage = e.facts.tokens_measured.then_some(e.facts.tokens);
         }
-        e.facts.events.push(&event);
+        // Copies the ring only when a published snapshot still holds it.
+        Arc::make_mut(&mut e.facts.events).push_owned(event);
     }
 
     /// Queues the live rows whose figures changed and were not written for

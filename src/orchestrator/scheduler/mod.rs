@@ -34,7 +34,7 @@ use super::msg::{
     AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult,
 };
 use super::persist;
-use super::snapshot::Snapshot;
+use super::snapshot::{PublishPacer, Snapshot};
 use super::state::PreflightError;
 use super::state::{AwaitingRecord, BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
 use super::supervisor::{self, SupervisorJob};
@@ -100,6 +100,7 @@ pub struct Orchestrator {
     tx: Sender<OrchMsg>,
     rx: Receiver<OrchMsg>,
     published: Arc<RwLock<Arc<Snapshot>>>,
+    pacer: PublishPacer,
     next_tick_at: Instant,
     refresh_pending: bool,
     draining: Option<Instant>,
@@ -131,6 +132,7 @@ impl Orchestrator {
             tx: tx.clone(),
             rx,
             published: published.clone(),
+            pacer: PublishPacer::default(),
             next_tick_at: deps.clock.instant(),
             refresh_pending: false,
             draining: None,
@@ -318,24 +320,22 @@ impl Orchestrator {
     fn run_loop(&mut self) {
         loop {
             let timeout = self.next_wakeup();
-            let mut changed = false;
+            let mut changed = Changed::default();
             select! {
                 recv(self.rx) -> msg => match msg {
-                    Ok(m) => {
-                        self.handle(m);
-                        changed = true;
-                    }
+                    Ok(m) => changed.note(self.handle_counted(m)),
                     Err(_) => break,
                 },
                 default(timeout) => {}
             }
-            // Drain whatever else is queued before timers, so exits are seen promptly.
-            while let Ok(m) = self.rx.try_recv() {
-                self.handle(m);
-                changed = true;
+            // Drain what else is queued before timers, so exits are seen promptly; bounded, so
+            // a flood of agent events cannot starve the timers.
+            for _ in 0..DRAIN_BATCH {
+                let Ok(m) = self.rx.try_recv() else { break };
+                changed.note(self.handle_counted(m));
             }
             if let Some(deadline) = self.draining {
-                if changed {
+                if changed.any() {
                     self.publish();
                 }
                 if self.state.running.is_empty() {
@@ -351,15 +351,30 @@ impl Orchestrator {
                 }
                 continue;
             }
-            changed |= self.run_timers();
-            if changed {
+            changed.urgent |= self.run_timers();
+            let now = self.clock.instant();
+            if changed.deferred {
+                self.pacer.defer(now);
+            }
+            // Every other change publishes at once, so when only the pacer is due, nothing but
+            // running sessions and totals changed since the last publish.
+            if changed.urgent {
                 self.publish();
+            } else if self.pacer.due(now) {
+                self.publish_running();
             }
         }
         self.tracker_ops
             .drain(crate::orchestrator::tracker_ops::DRAIN_TIMEOUT);
         persist::shutdown(&self.store);
         log::info!("shutting down");
+    }
+
+    /// Handles one message and says whether its change may wait for the publish timer.
+    fn handle_counted(&mut self, m: OrchMsg) -> bool {
+        let deferrable = matches!(m, OrchMsg::Agent { .. } | OrchMsg::TurnStarted { .. });
+        self.handle(m);
+        deferrable
     }
 
     /// Fires due retries and runs the tick when it is due (or requested); true if anything ran.
@@ -410,6 +425,9 @@ impl Orchestrator {
             return Duration::ZERO;
         }
         let mut wait = self.next_tick_at.saturating_duration_since(now);
+        if let Some(publish) = self.pacer.wait(now) {
+            wait = wait.min(publish);
+        }
         if let Some(due) = self.state.retry_queue.next_due() {
             let ms = (due - self.clock.now_ms()).max(0) as u64;
             wait = wait.min(Duration::from_millis(ms));
@@ -420,7 +438,14 @@ impl Orchestrator {
 
     fn handle(&mut self, msg: OrchMsg) {
         match msg {
-            OrchMsg::Agent { dispatch_id, event } => self.on_agent_event(&dispatch_id, event),
+            OrchMsg::Agent {
+                dispatch_id,
+                event,
+                slot,
+            } => {
+                self.on_agent_event(&dispatch_id, event);
+                drop(slot);
+            }
             OrchMsg::TurnStarted { dispatch_id, turn } => {
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {
                     e.facts.turn = turn;
@@ -541,6 +566,7 @@ impl Orchestrator {
 
     // ---- snapshot -----------------------------------------------------------------------
 
+    /// Publishes a snapshot rebuilt from the whole state.
     fn publish(&mut self) {
         self.state.revision += 1;
         let snap = Snapshot::build(
@@ -550,10 +576,52 @@ impl Orchestrator {
             self.started_at_ms,
             self.draining.is_some(),
         );
+        self.store_snapshot(snap);
+    }
+
+    /// Publishes deferred agent events: only running sessions and totals changed since the
+    /// last publish, so every other list is shared with it.
+    fn publish_running(&mut self) {
+        let prev = self
+            .published
+            .read()
+            .map(|s| Arc::clone(&s))
+            .unwrap_or_else(|p| Arc::clone(&p.into_inner()));
+        self.state.revision += 1;
+        let snap = Snapshot::with_running(&prev, &self.state, self.clock.now_ms());
+        self.store_snapshot(snap);
+    }
+
+    fn store_snapshot(&mut self, snap: Snapshot) {
+        self.pacer.published();
         if let Ok(mut w) = self.published.write() {
             *w = Arc::new(snap);
         }
         super::snapshot::notify_published();
+    }
+}
+
+/// Messages handled before timers get their turn.
+const DRAIN_BATCH: usize = 1_024;
+
+/// What one loop pass changed: `urgent` is published at once, `deferred` on the pacer.
+#[derive(Default)]
+struct Changed {
+    urgent: bool,
+    deferred: bool,
+}
+
+impl Changed {
+    fn note(&mut self, deferrable: bool) {
+        if deferrable {
+            self.deferred = true;
+        } else {
+            self.urgent = true;
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.urgent || self.deferred
     }
 }
 
