@@ -22,7 +22,7 @@ fn snapshot(revision: u64, error: &str) -> Snapshot {
         generated_at_ms: 1_000_000 + revision as i64,
         ..Default::default()
     };
-    snap.retrying.push(RetryRow {
+    std::sync::Arc::make_mut(&mut snap.retrying).push(RetryRow {
         issue: Issue {
             id: "7".into(),
             identifier: "C-7".into(),

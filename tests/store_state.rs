@@ -375,3 +375,40 @@ fn a_lost_session_becomes_an_interrupted_run_that_budgets_count_and_is_recovered
         1
     );
 }
+
+#[test]
+fn a_burst_of_queued_writes_commits_in_order_and_survives_reopen() {
+    // Writes sent faster than the writer commits are grouped into one transaction; the
+    // group must keep their order (an upsert followed by a delete of the same row) and
+    // every write must be durable once the store is closed.
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let c = clock();
+    {
+        let store = Store::open(&path, c.clone()).unwrap();
+        let w = store.writer();
+        for n in 0..1_000 {
+            let mut e = retry_entry();
+            e.issue_id = format!("i{n}");
+            e.due_at_ms = T0 + n;
+            w.upsert_retry(e).unwrap();
+            if n % 10 == 0 {
+                w.delete_retry(&format!("i{n}")).unwrap();
+            }
+        }
+        let mut last = retry_entry();
+        last.issue_id = "i999".into();
+        last.attempt = 9;
+        w.upsert_retry(last).unwrap();
+    }
+    let store = Store::open(&path, c.clone()).unwrap();
+    let retries = store.read_conn().unwrap().load_retry_entries().unwrap();
+    assert_eq!(retries.len(), 900);
+    assert!(
+        retries
+            .iter()
+            .all(|r| r.issue_id != "i0" && r.issue_id != "i990")
+    );
+    let last = retries.iter().find(|r| r.issue_id == "i999").unwrap();
+    assert_eq!(last.attempt, 9, "the later upsert wins");
+}

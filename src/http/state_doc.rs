@@ -203,7 +203,7 @@ mod tests {
             generated_at_ms: 1_000,
             ..Default::default()
         };
-        snap.retrying.push(RetryRow {
+        std::sync::Arc::make_mut(&mut snap.retrying).push(RetryRow {
             issue: Issue {
                 id: "1".into(),
                 identifier: "D-1".into(),

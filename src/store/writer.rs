@@ -27,6 +27,8 @@ use crate::clock::Clock;
 
 /// Longest idle wait while event retries are pending, so a wall-clock jump is noticed.
 const MAX_IDLE_WAIT: Duration = Duration::from_secs(60);
+/// Most queued writes committed together in one transaction.
+const MAX_GROUP: usize = 512;
 
 type Reply<T> = Sender<Result<T, StoreError>>;
 type QueryFn = Box<dyn FnOnce(&Connection) + Send>;
@@ -47,6 +49,22 @@ enum WriteOp {
 }
 
 impl WriteOp {
+    /// The write a fire-and-forget command carries; commands with a reply, reads and control
+    /// commands are handed back.
+    fn from_cmd(cmd: DbCmd) -> Result<WriteOp, DbCmd> {
+        Ok(match cmd {
+            DbCmd::UpsertRetry(e) => WriteOp::UpsertRetry(e),
+            DbCmd::DeleteRetry(id) => WriteOp::DeleteRetry(id),
+            DbCmd::UpsertSession(s) => WriteOp::UpsertSession(s),
+            DbCmd::Park(p) => WriteOp::Park(p),
+            DbCmd::Unpark(id) => WriteOp::Unpark(id),
+            DbCmd::SetOutcome(o, None) => WriteOp::SetOutcome(o),
+            DbCmd::ClearOutcome(id) => WriteOp::ClearOutcome(id),
+            DbCmd::DeleteAcks(ids) => WriteOp::DeleteAcks(ids),
+            other => return Err(other),
+        })
+    }
+
     fn describe(&self) -> (&'static str, &str) {
         match self {
             WriteOp::UpsertRetry(e) => ("save retry entry", &e.issue_id),
@@ -261,9 +279,20 @@ struct Writer {
 
 impl Writer {
     fn run(mut self, rx: Receiver<DbCmd>) {
+        let mut carried: Option<DbCmd> = None;
         loop {
             self.retry_due_events();
             self.retry_backlog();
+            if let Some(cmd) = carried.take() {
+                if let DbCmd::Shutdown(reply) = cmd {
+                    self.pending.drop_all("shutdown");
+                    self.drop_backlog("shutdown");
+                    let _ = reply.send(Ok(()));
+                    return;
+                }
+                carried = self.dispatch(cmd, &rx);
+                continue;
+            }
             let next_due = match (self.pending.next_due_ms(), self.backlog.next_due_ms()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -293,7 +322,7 @@ impl Writer {
                 let _ = reply.send(Ok(()));
                 return;
             }
-            self.handle(cmd);
+            carried = self.dispatch(cmd, &rx);
         }
         self.pending.drop_all("writer stopped");
         self.drop_backlog("writer stopped");
@@ -361,6 +390,74 @@ impl Writer {
         }
     }
 
+    /// Handles one command; a write also takes the writes already queued behind it (see
+    /// [`Writer::write_group`]). Returns the command that ended the group, to handle next.
+    fn dispatch(&mut self, cmd: DbCmd, rx: &Receiver<DbCmd>) -> Option<DbCmd> {
+        match WriteOp::from_cmd(cmd) {
+            Ok(op) => self.write_group(op, rx),
+            Err(cmd) => {
+                self.handle(cmd);
+                None
+            }
+        }
+    }
+
+    /// Writes already waiting in the channel commit together: one transaction, so one sync
+    /// to disk, for a burst (a restart firing a thousand retries) instead of one per write.
+    /// Order is kept: the group stops at the first command that is not a plain write. If
+    /// anything in the group fails transiently, or the commit fails, the group is rolled back
+    /// and its writes are replayed one by one, which keeps exactly the writes a lone write
+    /// would have kept.
+    fn write_group(&mut self, first: WriteOp, rx: &Receiver<DbCmd>) -> Option<DbCmd> {
+        let mut ops = vec![first];
+        let mut carried = None;
+        while ops.len() < MAX_GROUP {
+            let Ok(cmd) = rx.try_recv() else { break };
+            match WriteOp::from_cmd(cmd) {
+                Ok(op) => ops.push(op),
+                Err(cmd) => {
+                    carried = Some(cmd);
+                    break;
+                }
+            }
+        }
+        if ops.len() == 1 || !self.backlog.is_empty() || !self.commit_group(&ops) {
+            for op in ops {
+                self.write(op);
+            }
+        }
+        carried
+    }
+
+    /// Applies `ops` in one transaction; `false` (rolled back) when any failed transiently
+    /// or the commit failed. A write that fails for good is logged and skipped, as alone.
+    fn commit_group(&mut self, ops: &[WriteOp]) -> bool {
+        if self.conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+            return false;
+        }
+        for op in ops {
+            match self.run_op(op) {
+                Ok(()) => {}
+                Err(e) if e.is_transient() => return self.rollback(),
+                Err(e) => {
+                    let (what, issue_id) = op.describe();
+                    warn_failed(what, issue_id, Err(e));
+                }
+            }
+        }
+        match self.conn.execute_batch("COMMIT") {
+            Ok(()) => true,
+            Err(_) => self.rollback(),
+        }
+    }
+
+    fn rollback(&mut self) -> bool {
+        if let Err(e) = self.conn.execute_batch("ROLLBACK") {
+            log::debug!("rollback of a write group error={:?}", e.to_string());
+        }
+        false
+    }
+
     /// Applies one write, or queues it behind kept ones; a transient failure keeps it.
     fn write(&mut self, op: WriteOp) {
         if !self.backlog.is_empty() {
@@ -413,7 +510,19 @@ impl Writer {
     /// Runs one write. A transient failure hands the op back (to be kept); any other is
     /// logged and the write dropped (it would fail the same way again).
     fn apply(&mut self, op: WriteOp) -> Result<(), Box<(WriteOp, StoreError)>> {
-        let r = match &op {
+        match self.run_op(&op) {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_transient() => Err(Box::new((op, e))),
+            Err(e) => {
+                let (what, issue_id) = op.describe();
+                warn_failed(what, issue_id, Err(e));
+                Ok(())
+            }
+        }
+    }
+
+    fn run_op(&mut self, op: &WriteOp) -> Result<(), StoreError> {
+        match op {
             WriteOp::UpsertRetry(e) => retry::upsert(&self.conn, e),
             WriteOp::DeleteRetry(id) => retry::delete(&self.conn, id),
             WriteOp::Record(w, _) => self.record_run(w).map(|_| ()),
@@ -423,15 +532,6 @@ impl Writer {
             WriteOp::SetOutcome(o) => outcomes::set(&self.conn, o).map(|_| ()),
             WriteOp::ClearOutcome(id) => outcomes::clear(&self.conn, id),
             WriteOp::DeleteAcks(ids) => attention::delete(&self.conn, ids).map(|_| ()),
-        };
-        match r {
-            Ok(()) => Ok(()),
-            Err(e) if e.is_transient() => Err(Box::new((op, e))),
-            Err(e) => {
-                let (what, issue_id) = op.describe();
-                warn_failed(what, issue_id, Err(e));
-                Ok(())
-            }
         }
     }
 
