@@ -51,7 +51,7 @@ enum WriteOp {
 impl WriteOp {
     /// The write a fire-and-forget command carries; commands with a reply, reads and control
     /// commands are handed back.
-    fn from_cmd(cmd: DbCmd) -> Result<WriteOp, DbCmd> {
+    fn from_cmd(cmd: DbCmd) -> Result<WriteOp, Box<DbCmd>> {
         Ok(match cmd {
             DbCmd::UpsertRetry(e) => WriteOp::UpsertRetry(e),
             DbCmd::DeleteRetry(id) => WriteOp::DeleteRetry(id),
@@ -61,7 +61,7 @@ impl WriteOp {
             DbCmd::SetOutcome(o, None) => WriteOp::SetOutcome(o),
             DbCmd::ClearOutcome(id) => WriteOp::ClearOutcome(id),
             DbCmd::DeleteAcks(ids) => WriteOp::DeleteAcks(ids),
-            other => return Err(other),
+            other => return Err(Box::new(other)),
         })
     }
 
@@ -396,7 +396,7 @@ impl Writer {
         match WriteOp::from_cmd(cmd) {
             Ok(op) => self.write_group(op, rx),
             Err(cmd) => {
-                self.handle(cmd);
+                self.handle(*cmd);
                 None
             }
         }
@@ -416,7 +416,7 @@ impl Writer {
             match WriteOp::from_cmd(cmd) {
                 Ok(op) => ops.push(op),
                 Err(cmd) => {
-                    carried = Some(cmd);
+                    carried = Some(*cmd);
                     break;
                 }
             }
