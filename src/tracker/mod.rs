@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::clock::Clock;
 use crate::domain::{Comment, Issue};
+use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
 
 pub mod file;
 
@@ -55,6 +56,19 @@ impl TrackerErrorKind {
     }
 }
 
+impl From<ErrorClass> for TrackerErrorKind {
+    fn from(class: ErrorClass) -> Self {
+        match class {
+            ErrorClass::Transport => TrackerErrorKind::Transport,
+            ErrorClass::Auth => TrackerErrorKind::Auth,
+            ErrorClass::Api => TrackerErrorKind::Api,
+            ErrorClass::NotFound => TrackerErrorKind::NotFound,
+            ErrorClass::Payload => TrackerErrorKind::Payload,
+            ErrorClass::MissingEndCursor => TrackerErrorKind::MissingEndCursor,
+        }
+    }
+}
+
 /// A tracker failure: `tracker: <kind>: <message>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrackerError {
@@ -71,6 +85,13 @@ impl TrackerError {
             tracker: tracker.to_string(),
             message: message.into(),
         }
+    }
+}
+
+impl TrackerError {
+    /// A failed HTTP call of adapter `tracker`: `tracker: <kind>: <code>: <METHOD> <path>: <detail>`.
+    pub fn from_http(tracker: &str, e: &HttpError) -> Self {
+        TrackerError::new(e.class.into(), tracker, e.to_string())
     }
 }
 
@@ -127,6 +148,10 @@ pub trait TrackerAdapter: Send + Sync {
     fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()>;
     /// The blockers of one issue.
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers>;
+    /// The latest rate-limit figures of an HTTP tracker; `None` for trackers without one.
+    fn rate_limit(&self) -> Option<RateLimitStatus> {
+        None
+    }
 }
 
 /// What a tracker adapter is built from: the resolved `tracker.*` values and the kind's
