@@ -304,11 +304,12 @@ mod server_tests {
         }
     }
 
+    /// One scripted answer: status, headers, body.
+    type Scripted = (u16, Vec<(&'static str, &'static str)>, &'static str);
+
     /// A server answering each request with the next scripted (status, headers, body) and
     /// counting requests; the last answer repeats.
-    fn serve(
-        script: Vec<(u16, Vec<(&'static str, &'static str)>, &'static str)>,
-    ) -> (String, Arc<Mutex<usize>>) {
+    fn serve(script: Vec<Scripted>) -> (String, Arc<Mutex<usize>>) {
         let server = tiny_http::Server::http("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
         let url = format!("http://{}", server.server_addr());
         let count = Arc::new(Mutex::new(0usize));
