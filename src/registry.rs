@@ -17,7 +17,8 @@ use crate::tracker::{
 };
 
 /// Every tracker kind this build can run.
-pub const TRACKERS: &[TrackerDescriptor] = &[tracker::file::DESCRIPTOR];
+pub const TRACKERS: &[TrackerDescriptor] =
+    &[tracker::file::DESCRIPTOR, tracker::github::DESCRIPTOR];
 
 /// Every agent kind this build can run.
 pub const AGENTS: &[AgentDescriptor] = &[agent::claude::DESCRIPTOR, agent::mock::DESCRIPTOR];
@@ -121,8 +122,8 @@ mod tests {
     #[test]
     fn unknown_kinds_name_the_supported_ones() {
         assert_eq!(
-            unsupported_tracker("github"),
-            "tracker kind \"github\" is not supported by this build (supported: file)"
+            unsupported_tracker("gitlab"),
+            "tracker kind \"gitlab\" is not supported by this build (supported: file, github)"
         );
         assert_eq!(
             unsupported_agent("codex"),

@@ -14,6 +14,7 @@ use crate::domain::{Comment, Issue};
 use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
 
 pub mod file;
+pub mod github;
 
 /// What went wrong in a tracker call; the kind decides whether a caller retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +168,12 @@ pub struct TrackerSettings {
     pub project: Option<String>,
     pub active_states: Vec<String>,
     pub terminal_states: Vec<String>,
+    /// `tracker.query_filter`: extra tracker-native search terms for candidates.
+    pub query_filter: Option<String>,
+    /// `tracker.handoff_state`; label-state trackers also read issues in it.
+    pub handoff_state: Option<String>,
+    /// `tracker.in_progress_state`.
+    pub in_progress_state: Option<String>,
     /// The kind's local data file, absolute; set only for kinds with a
     /// [`TrackerDescriptor::path_key`].
     pub path: Option<PathBuf>,
@@ -186,6 +193,9 @@ impl fmt::Debug for TrackerSettings {
             .field("project", &self.project)
             .field("active_states", &self.active_states)
             .field("terminal_states", &self.terminal_states)
+            .field("query_filter", &self.query_filter)
+            .field("handoff_state", &self.handoff_state)
+            .field("in_progress_state", &self.in_progress_state)
             .field("path", &self.path)
             .field("block_keys", &self.block.keys().collect::<Vec<_>>())
             .finish()
