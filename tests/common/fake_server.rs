@@ -111,15 +111,19 @@ impl Fault {
         )
     }
 
-    /// A primary rate-limit 403: the budget is spent.
+    /// A primary rate-limit 403: the budget is spent until an hour from now.
     pub fn rate_limited() -> Fault {
+        let reset = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() + 3600)
+            .unwrap_or(0);
         Fault::Status(
             Reply::json(
                 403,
                 &serde_json::json!({"message": "API rate limit exceeded"}),
             )
             .header("X-RateLimit-Remaining", "0")
-            .header("X-RateLimit-Reset", "0"),
+            .header("X-RateLimit-Reset", reset.to_string()),
         )
     }
 

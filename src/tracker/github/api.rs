@@ -32,6 +32,7 @@ impl GithubApi {
     pub fn new(c: &GithubConfig, clock: Arc<dyn Clock>) -> Self {
         let mut opts = ClientOptions::new(&c.endpoint);
         opts.timeout = c.timeout;
+        opts.retry.base = c.retry_base;
         opts.auth = Some(("Authorization".into(), format!("Bearer {}", c.token)));
         opts.headers = vec![
             ("Accept".into(), "application/vnd.github+json".into()),

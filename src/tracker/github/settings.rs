@@ -1,5 +1,5 @@
 //! The kind's settings: `tracker.*` plus the `github:` block (`etag_cache_size`, `page_cap`,
-//! `timeout_ms`), checked without I/O. Missing token or project is an error; suspicious state
+//! `timeout_ms`, `retry_base_ms`), checked without I/O. Missing token or project is an error; suspicious state
 //! lists are warnings.
 
 use std::time::Duration;
@@ -15,6 +15,7 @@ const DEFAULT_ETAG_CACHE_SIZE: usize = 1000;
 /// Pages of 50 read per list before the rest is left for later (200 × 50 = 10,000 issues).
 const DEFAULT_PAGE_CAP: usize = 200;
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+const DEFAULT_RETRY_BASE_MS: u64 = 2_000;
 
 /// Everything the adapter needs, resolved.
 #[derive(Debug, Clone)]
@@ -31,6 +32,8 @@ pub struct GithubConfig {
     pub etag_cache_size: usize,
     pub page_cap: usize,
     pub timeout: Duration,
+    /// The first backoff of a retried read (doubled per retry, ±30 % jitter).
+    pub retry_base: Duration,
 }
 
 /// The problems that stop the adapter from being built, one line each.
@@ -53,11 +56,10 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
         )),
         Some(_) => {}
     }
-    if let Err(e) = block_number(s, "etag_cache_size")
-        .and(block_number(s, "page_cap"))
-        .and(block_number(s, "timeout_ms"))
-    {
-        out.push(problem("github", &e));
+    for key in ["etag_cache_size", "page_cap", "timeout_ms", "retry_base_ms"] {
+        if let Err(e) = block_number(s, key) {
+            out.push(problem(&format!("github.{key}"), &e));
+        }
     }
     out
 }
@@ -134,6 +136,7 @@ pub fn parse(s: &TrackerSettings) -> Result<GithubConfig, TrackerError> {
         etag_cache_size: number("etag_cache_size", DEFAULT_ETAG_CACHE_SIZE as u64) as usize,
         page_cap: (number("page_cap", DEFAULT_PAGE_CAP as u64) as usize).max(1),
         timeout: Duration::from_millis(number("timeout_ms", DEFAULT_TIMEOUT_MS).max(1)),
+        retry_base: Duration::from_millis(number("retry_base_ms", DEFAULT_RETRY_BASE_MS)),
     })
 }
 
