@@ -341,10 +341,10 @@ fn search(s: &GithubState, req: &Recorded) -> Reply {
             state = Some(v.to_string());
         } else if let Some(v) = term.strip_prefix("label:") {
             labels.push(v.trim_matches('"').to_lowercase());
-        } else if let Some(v) = term.strip_prefix("repo:") {
-            if v != format!("{OWNER}/{REPO}") {
-                return Reply::json(422, &json!({"message": "Validation Failed"}));
-            }
+        } else if let Some(v) = term.strip_prefix("repo:")
+            && v != format!("{OWNER}/{REPO}")
+        {
+            return Reply::json(422, &json!({"message": "Validation Failed"}));
         }
     }
     let items: Vec<Value> = s
