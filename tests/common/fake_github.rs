@@ -23,6 +23,8 @@ pub const TOKEN: &str = "ghp-fake-token-0123456789";
 pub struct GithubState {
     /// The server's own URL, for absolute `Link` targets.
     pub base: String,
+    /// `owner/repo` of the one repository served.
+    pub full_name: String,
     /// Issue and pull-request JSON by number.
     pub issues: BTreeMap<u64, Value>,
     pub comments: BTreeMap<u64, Vec<Value>>,
@@ -98,9 +100,15 @@ pub fn fixture(name: &str) -> Value {
 
 pub type FakeGithub = FakeServer<GithubState>;
 
-/// Starts a fake whose repository has `labels`.
+/// Starts a fake serving `owner/repo` with `labels`.
 pub fn start(labels: &[&str]) -> FakeGithub {
+    start_repo(&format!("{OWNER}/{REPO}"), labels)
+}
+
+/// Starts a fake serving repository `full_name` (`owner/repo`) with `labels`.
+pub fn start_repo(full_name: &str, labels: &[&str]) -> FakeGithub {
     let state = GithubState {
+        full_name: full_name.to_string(),
         repo_labels: labels.iter().map(|l| l.to_lowercase()).collect(),
         next_comment_id: 9000,
         ..GithubState::default()
@@ -124,7 +132,7 @@ fn route(s: &mut GithubState, req: &Recorded) -> Reply {
     if !authorized {
         return Reply::json(401, &json!({"message": "Bad credentials"}));
     }
-    let prefix = format!("/repos/{OWNER}/{REPO}/issues");
+    let prefix = format!("/repos/{}/issues", s.full_name);
     let reply = if req.path == "/search/issues" {
         search(s, req)
     } else if req.path == prefix {
@@ -342,7 +350,7 @@ fn search(s: &GithubState, req: &Recorded) -> Reply {
         } else if let Some(v) = term.strip_prefix("label:") {
             labels.push(v.trim_matches('"').to_lowercase());
         } else if let Some(v) = term.strip_prefix("repo:")
-            && v != format!("{OWNER}/{REPO}")
+            && v != s.full_name
         {
             return Reply::json(422, &json!({"message": "Validation Failed"}));
         }

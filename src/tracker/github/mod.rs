@@ -132,6 +132,11 @@ impl TrackerAdapter for GithubTracker {
         .map_err(err)?;
         let mut issues = self.issues(items);
         issues.retain(|i| self.words.is_active(&i.state));
+        // The dispatch pass decides holds from the candidates' own blocker lists, and GitHub
+        // lists an issue's blockers only through their own endpoint: one read per candidate.
+        for issue in &mut issues {
+            issue.blocked_by = self.fetch_blockers(&issue.id)?.refs;
+        }
         Ok(issues)
     }
 
