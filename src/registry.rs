@@ -35,6 +35,22 @@ pub fn tracker(kind: &str) -> Option<&'static TrackerDescriptor> {
     TRACKERS.iter().find(|d| d.kind == kind)
 }
 
+/// The states a tracker kind assumes when the workflow sets none.
+#[derive(Debug, Clone, Copy)]
+pub struct DefaultStates {
+    pub active: &'static [&'static str],
+    pub terminal: &'static [&'static str],
+}
+
+/// A kind's default states, so the orchestrator's dispatch and cleanup rules see the same
+/// lists as the adapter; `None` for kinds without defaults.
+pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {
+    (kind == tracker::github::KIND).then_some(DefaultStates {
+        active: tracker::github::DEFAULT_ACTIVE,
+        terminal: tracker::github::DEFAULT_TERMINAL,
+    })
+}
+
 /// The descriptor of an agent kind; `None` when this build has no such adapter.
 pub fn agent(kind: &str) -> Option<&'static AgentDescriptor> {
     AGENTS.iter().find(|d| d.kind == kind)

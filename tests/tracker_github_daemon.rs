@@ -240,3 +240,32 @@ fn a_429_read_is_not_retried_before_its_retry_after() {
     assert!(gap >= Duration::from_secs(2), "retried after {gap:?}");
     assert!(!d.log_text().contains("panicked"));
 }
+
+#[test]
+fn a_workflow_without_states_gets_the_kinds_default_labels() {
+    let fake = fake_github::start(LABELS);
+    fake.with_state(|s| {
+        s.add_issue(5, "Reviewed", &["review"], false);
+        s.add_issue(6, "Done", &["done"], true);
+    });
+    let wf = format!(
+        "---\ntracker:\n  kind: github\n  endpoint: {}\n  api_key: $GITHUB_TOKEN\n  project: owner/repo\nagent:\n  kind: mock\n---\nWork on {{{{ .issue.identifier }}}}.\n",
+        fake.url
+    );
+    let setup = Setup::new(&wf, "[]");
+    let out = Command::new(SORTIE)
+        .current_dir(setup.path())
+        .args(["--dry-run", "WORKFLOW.md"])
+        .env("GITHUB_TOKEN", TOKEN)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    // `review` is active by default; the closed `done` issue is terminal.
+    assert!(
+        text.contains("dispatch 5 \"Reviewed\" (state \"review\""),
+        "{text}"
+    );
+    assert!(!text.contains("dispatch 6"), "{text}");
+}

@@ -24,6 +24,7 @@ use crate::tracker::{
 };
 
 use api::GithubApi;
+pub use settings::{DEFAULT_ACTIVE, DEFAULT_TERMINAL};
 use state::StateWords;
 
 /// The configuration name of this kind (`tracker.kind`, and the `github:` block).

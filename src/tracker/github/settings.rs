@@ -9,8 +9,10 @@ use crate::tracker::{SettingProblem, TrackerError, TrackerErrorKind, TrackerSett
 
 /// Where the API lives unless `tracker.endpoint` says otherwise.
 pub const DEFAULT_ENDPOINT: &str = "https://api.github.com";
-const DEFAULT_ACTIVE: &[&str] = &["backlog", "in-progress", "review"];
-const DEFAULT_TERMINAL: &[&str] = &["done", "wontfix"];
+/// State labels used when `tracker.active_states` is not set.
+pub const DEFAULT_ACTIVE: &[&str] = &["backlog", "in-progress", "review"];
+/// State labels used when `tracker.terminal_states` is not set.
+pub const DEFAULT_TERMINAL: &[&str] = &["done", "wontfix"];
 const DEFAULT_ETAG_CACHE_SIZE: usize = 1000;
 /// Pages of 50 read per list before the rest is left for later (200 × 50 = 10,000 issues).
 const DEFAULT_PAGE_CAP: usize = 200;
