@@ -347,6 +347,19 @@ fn faults_map_to_tracker_error_kinds_and_the_next_call_recovers() {
     let rate = t.rate_limit().unwrap_or_default();
     assert_eq!(rate.limit, Some(5000));
     assert_eq!(rate.last_limited_status, Some(403));
+    // The two GitHub rate limits are told apart in the message.
+    for (fault, name) in [
+        (Fault::rate_limited(), "primary rate limit"),
+        (Fault::secondary_rate_limited(60), "secondary rate limit"),
+    ] {
+        fake.push_fault("GET", path, fault);
+        let text = t
+            .fetch_candidate_issues()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(text.contains(name), "{text}");
+    }
     // Reads that keep failing are retried twice, then surface as transport errors.
     for fault in [
         Fault::server_error(500),

@@ -19,6 +19,25 @@ pub fn is_rate_limited(status: u16, headers: &[(String, String)], body: &[u8]) -
     }
 }
 
+/// Names the limit a rate-limited answer hit: `primary` when the request budget is spent
+/// (`X-RateLimit-Remaining: 0`), `secondary` for a burst or concurrency limit said in the
+/// body or by a 429; `None` when the answer is not rate-limited.
+pub fn rate_limit_name(
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Option<&'static str> {
+    if !is_rate_limited(status, headers, body) {
+        return None;
+    }
+    let spent = header_value(headers, "x-ratelimit-remaining").is_some_and(|v| v.trim() == "0");
+    Some(if spent {
+        "primary rate limit"
+    } else {
+        "secondary rate limit"
+    })
+}
+
 /// The class of a status the client does not accept (anything but 2xx and 304).
 pub fn classify(status: u16, headers: &[(String, String)], body: &[u8]) -> ErrorClass {
     match status {
@@ -63,5 +82,14 @@ mod tests {
         assert_eq!(classify(500, &none, b""), ErrorClass::Transport);
         assert_eq!(classify(502, &none, b""), ErrorClass::Transport);
         assert_eq!(classify(302, &none, b""), ErrorClass::Api);
+        assert_eq!(
+            rate_limit_name(403, &spent, b""),
+            Some("primary rate limit")
+        );
+        assert_eq!(
+            rate_limit_name(403, &none, secondary),
+            Some("secondary rate limit")
+        );
+        assert_eq!(rate_limit_name(403, &none, b""), None);
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::classify::{classify, is_rate_limited};
+use super::classify::{classify, is_rate_limited, rate_limit_name};
 use super::error::{ErrorClass, HttpError, snippet};
 use super::rate_limit::{RateLimitStatus, retry_after};
 use super::request::{Request, Response};
@@ -193,8 +193,14 @@ impl HttpClient {
         let class = classify(status, &headers, &body);
         let wait = retry_after(&headers, now);
         let mut detail = format!("status {status}");
-        if let Some(w) = wait {
-            detail.push_str(&format!(" (retry after {} s)", w.as_secs()));
+        let limit = rate_limit_name(status, &headers, &body);
+        match (limit, wait) {
+            (Some(l), Some(w)) => {
+                detail.push_str(&format!(" ({l}, retry after {} s)", w.as_secs()))
+            }
+            (Some(l), None) => detail.push_str(&format!(" ({l})")),
+            (None, Some(w)) => detail.push_str(&format!(" (retry after {} s)", w.as_secs())),
+            (None, None) => {}
         }
         let snip = snippet(&body);
         if !snip.is_empty() {

@@ -15,7 +15,7 @@ mod rate_limit;
 mod request;
 mod retry;
 
-pub use classify::{classify, is_rate_limited};
+pub use classify::{classify, is_rate_limited, rate_limit_name};
 pub use client::{ClientOptions, HttpClient, Sleeper, ThreadSleeper, encode};
 pub use error::{ErrorClass, HttpError, MAX_SNIPPET_BYTES, snippet};
 pub use paginate::{CursorPage, collect_cursor_pages, collect_link_pages, next_link};
