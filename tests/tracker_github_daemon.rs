@@ -96,11 +96,25 @@ fn the_example_validates_and_hands_an_issue_off_by_label() {
             .len()
             >= 2
     });
+    let base = "/repos/your-org/your-repo/issues/1";
+    assert_eq!(fake.requests("POST", &format!("{base}/comments")).len(), 2);
+    assert_eq!(
+        fake.requests("DELETE", &format!("{base}/labels/backlog"))
+            .len(),
+        1
+    );
+    assert_eq!(
+        fake.requests("DELETE", &format!("{base}/labels/in-progress"))
+            .len(),
+        1
+    );
     for r in fake.journal() {
         assert_eq!(
             r.header("authorization"),
             Some(format!("Bearer {TOKEN}").as_str())
         );
+        assert_eq!(r.header("accept"), Some("application/vnd.github+json"));
+        assert_eq!(r.header("x-github-api-version"), Some("2022-11-28"));
     }
     assert!(!d.log_text().contains(TOKEN));
 }

@@ -51,7 +51,8 @@ impl GithubApi {
         self.client.rate_limit()
     }
 
-    fn issue_path(&self, number: &str, rest: &str) -> String {
+    /// `R/issues/{n}{rest}`.
+    pub fn issue_path(&self, number: &str, rest: &str) -> String {
         format!("{}/issues/{}{rest}", self.repo_path, encode(number))
     }
 

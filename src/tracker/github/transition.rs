@@ -68,7 +68,7 @@ pub fn apply(
         return Err(HttpError::new(
             crate::http_client::ErrorClass::NotFound,
             "GET",
-            number,
+            &api.issue_path(number, ""),
             "is a pull request, not an issue".into(),
         ));
     }
