@@ -5,14 +5,15 @@
 //! concept lives.
 //!
 //! 0. `build_info`, `clock`, `domain`, `mask`, `process_signal`
-//! 1. `agent`, `prompt`, `tracker`, `ui`, `workspace`
-//! 2. `registry`
-//! 3. `config`
-//! 4. `logging`, `store`
-//! 5. `metrics`
-//! 6. `orchestrator`
-//! 7. `http`
-//! 8. `cli`
+//! 1. `http_client`
+//! 2. `agent`, `prompt`, `tracker`, `ui`, `workspace`
+//! 3. `registry`
+//! 4. `config`
+//! 5. `logging`, `store`
+//! 6. `metrics`
+//! 7. `orchestrator`
+//! 8. `http`
+//! 9. `cli`
 
 pub mod agent;
 pub mod build_info;
@@ -21,6 +22,7 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod http_client;
 pub mod logging;
 pub mod mask;
 pub mod metrics;

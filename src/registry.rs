@@ -17,7 +17,8 @@ use crate::tracker::{
 };
 
 /// Every tracker kind this build can run.
-pub const TRACKERS: &[TrackerDescriptor] = &[tracker::file::DESCRIPTOR];
+pub const TRACKERS: &[TrackerDescriptor] =
+    &[tracker::file::DESCRIPTOR, tracker::github::DESCRIPTOR];
 
 /// Every agent kind this build can run.
 pub const AGENTS: &[AgentDescriptor] = &[agent::claude::DESCRIPTOR, agent::mock::DESCRIPTOR];
@@ -32,6 +33,22 @@ const PLANNED_AGENT_KINDS: &[&str] = &["codex", "copilot-cli", "opencode", "agen
 /// The descriptor of a tracker kind; `None` when this build has no such adapter.
 pub fn tracker(kind: &str) -> Option<&'static TrackerDescriptor> {
     TRACKERS.iter().find(|d| d.kind == kind)
+}
+
+/// The states a tracker kind assumes when the workflow sets none.
+#[derive(Debug, Clone, Copy)]
+pub struct DefaultStates {
+    pub active: &'static [&'static str],
+    pub terminal: &'static [&'static str],
+}
+
+/// A kind's default states, so the orchestrator's dispatch and cleanup rules see the same
+/// lists as the adapter; `None` for kinds without defaults.
+pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {
+    (kind == tracker::github::KIND).then_some(DefaultStates {
+        active: tracker::github::DEFAULT_ACTIVE,
+        terminal: tracker::github::DEFAULT_TERMINAL,
+    })
 }
 
 /// The descriptor of an agent kind; `None` when this build has no such adapter.
@@ -121,8 +138,8 @@ mod tests {
     #[test]
     fn unknown_kinds_name_the_supported_ones() {
         assert_eq!(
-            unsupported_tracker("github"),
-            "tracker kind \"github\" is not supported by this build (supported: file)"
+            unsupported_tracker("gitlab"),
+            "tracker kind \"gitlab\" is not supported by this build (supported: file, github)"
         );
         assert_eq!(
             unsupported_agent("codex"),

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 /// Lowest first; the same order as the comment at the top of `src/lib.rs`.
 const LAYERS: &[&[&str]] = &[
     &["build_info", "clock", "domain", "mask", "process_signal"],
+    &["http_client"],
     &["agent", "prompt", "tracker", "ui", "workspace"],
     &["registry"],
     &["config"],

@@ -20,6 +20,9 @@ impl ServiceConfig {
             project: t.project.clone(),
             active_states: t.active_states.clone(),
             terminal_states: t.terminal_states.clone(),
+            query_filter: t.query_filter.clone(),
+            handoff_state: t.handoff_state.clone(),
+            in_progress_state: t.in_progress_state.clone(),
             path: self.tracker_path.clone(),
             block: self.adapter_block(&t.kind).cloned().unwrap_or_default(),
         }

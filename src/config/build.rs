@@ -122,13 +122,23 @@ fn build_tracker(
     if !api_key.is_empty() {
         secrets.push(api_key.clone());
     }
+    let kind = string_field(m, "kind");
+    let defaults = registry::default_tracker_states(&kind);
+    // A kind with default states fills each list the workflow leaves empty.
+    let states = |key: &str, default: fn(registry::DefaultStates) -> &'static [&'static str]| {
+        let list = string_list(m.get(key));
+        match defaults {
+            Some(d) if list.is_empty() => default(d).iter().map(|s| s.to_string()).collect(),
+            _ => list,
+        }
+    };
     Ok(TrackerConfig {
-        kind: string_field(m, "kind"),
+        kind: kind.clone(),
         endpoint: non_empty(whole_value(m, "endpoint", ctx)),
         api_key: non_empty(api_key),
         project: non_empty(whole_value(m, "project", ctx)),
-        active_states: string_list(m.get("active_states")),
-        terminal_states: string_list(m.get("terminal_states")),
+        active_states: states("active_states", |d| d.active),
+        terminal_states: states("terminal_states", |d| d.terminal),
         query_filter: non_empty(whole_value(m, "query_filter", ctx)),
         handoff_state: optional_state(m, "handoff_state", ctx)?,
         in_progress_state: optional_state(m, "in_progress_state", ctx)?,

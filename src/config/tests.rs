@@ -730,13 +730,14 @@ fn server_and_logging_validation() {
 #[test]
 fn preflight_checks() {
     let w = ok(
-        "---\ntracker: {kind: github, active_states: [open], api_key: $GH}\nagent: {kind: codex}\n---\n",
+        "---\ntracker: {kind: gitlab, active_states: [open], api_key: $GH}\nagent: {kind: codex}\n---\n",
         &opts(&[]),
     );
     assert_eq!(
         w.config.config_preflight(),
         vec![
-            "tracker kind \"github\" is not supported by this build (supported: file)".to_string(),
+            "tracker kind \"gitlab\" is not supported by this build (supported: file, github)"
+                .to_string(),
             "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
                 .to_string(),
         ]

@@ -11,8 +11,10 @@ use serde_json::{Map, Value};
 
 use crate::clock::Clock;
 use crate::domain::{Comment, Issue};
+use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
 
 pub mod file;
+pub mod github;
 
 /// What went wrong in a tracker call; the kind decides whether a caller retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +57,19 @@ impl TrackerErrorKind {
     }
 }
 
+impl From<ErrorClass> for TrackerErrorKind {
+    fn from(class: ErrorClass) -> Self {
+        match class {
+            ErrorClass::Transport => TrackerErrorKind::Transport,
+            ErrorClass::Auth => TrackerErrorKind::Auth,
+            ErrorClass::Api => TrackerErrorKind::Api,
+            ErrorClass::NotFound => TrackerErrorKind::NotFound,
+            ErrorClass::Payload => TrackerErrorKind::Payload,
+            ErrorClass::MissingEndCursor => TrackerErrorKind::MissingEndCursor,
+        }
+    }
+}
+
 /// A tracker failure: `tracker: <kind>: <message>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrackerError {
@@ -71,6 +86,13 @@ impl TrackerError {
             tracker: tracker.to_string(),
             message: message.into(),
         }
+    }
+}
+
+impl TrackerError {
+    /// A failed HTTP call of adapter `tracker`: `tracker: <kind>: <code>: <METHOD> <path>: <detail>`.
+    pub fn from_http(tracker: &str, e: &HttpError) -> Self {
+        TrackerError::new(e.class.into(), tracker, e.to_string())
     }
 }
 
@@ -135,6 +157,10 @@ pub trait TrackerAdapter: Send + Sync {
     fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()>;
     /// The blockers of one issue.
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers>;
+    /// The latest rate-limit figures of an HTTP tracker; `None` for trackers without one.
+    fn rate_limit(&self) -> Option<RateLimitStatus> {
+        None
+    }
 }
 
 /// What a tracker adapter is built from: the resolved `tracker.*` values and the kind's
@@ -150,6 +176,12 @@ pub struct TrackerSettings {
     pub project: Option<String>,
     pub active_states: Vec<String>,
     pub terminal_states: Vec<String>,
+    /// `tracker.query_filter`: extra tracker-native search terms for candidates.
+    pub query_filter: Option<String>,
+    /// `tracker.handoff_state`; label-state trackers also read issues in it.
+    pub handoff_state: Option<String>,
+    /// `tracker.in_progress_state`.
+    pub in_progress_state: Option<String>,
     /// The kind's local data file, absolute; set only for kinds with a
     /// [`TrackerDescriptor::path_key`].
     pub path: Option<PathBuf>,
@@ -169,6 +201,9 @@ impl fmt::Debug for TrackerSettings {
             .field("project", &self.project)
             .field("active_states", &self.active_states)
             .field("terminal_states", &self.terminal_states)
+            .field("query_filter", &self.query_filter)
+            .field("handoff_state", &self.handoff_state)
+            .field("in_progress_state", &self.in_progress_state)
             .field("path", &self.path)
             .field("block_keys", &self.block.keys().collect::<Vec<_>>())
             .finish()

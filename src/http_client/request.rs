@@ -1,0 +1,122 @@
+//! What a caller sends and gets back: plain values, so adapters and their tests never touch
+//! ureq types.
+
+use serde::de::DeserializeOwned;
+
+use super::error::{ErrorClass, HttpError, snippet};
+
+/// The methods adapters use. Only `Get` is idempotent enough to be retried automatically.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+        }
+    }
+
+    /// Whether a failed call may be sent again without the caller asking: a repeated write
+    /// could post a comment twice, so only reads qualify.
+    pub fn auto_retry(self) -> bool {
+        self == Method::Get
+    }
+}
+
+/// One request. `url` is either a path joined to the client's base URL or an absolute URL
+/// (a `Link` header's next page is followed verbatim).
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: Method,
+    pub url: String,
+    pub query: Vec<(String, String)>,
+    pub headers: Vec<(String, String)>,
+    /// A JSON body; sent with `Content-Type: application/json`.
+    pub body: Option<Vec<u8>>,
+}
+
+impl Request {
+    pub fn new(method: Method, url: impl Into<String>) -> Self {
+        Request {
+            method,
+            url: url.into(),
+            query: Vec::new(),
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    pub fn get(url: impl Into<String>) -> Self {
+        Request::new(Method::Get, url)
+    }
+
+    pub fn query(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.query.push((key.to_string(), value.into()));
+        self
+    }
+
+    pub fn header(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.headers.push((name.to_string(), value.into()));
+        self
+    }
+
+    pub fn json(mut self, body: &serde_json::Value) -> Self {
+        self.body = Some(body.to_string().into_bytes());
+        self
+    }
+}
+
+/// A response whose status the client accepted (2xx or 304).
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    /// Header names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub method: &'static str,
+    pub path: String,
+}
+
+impl Response {
+    /// The first value of a header, by case-insensitive name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        header_value(&self.headers, name)
+    }
+
+    /// The body parsed as JSON; a body that does not parse is a payload error.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, HttpError> {
+        serde_json::from_slice(&self.body).map_err(|e| {
+            let mut err = HttpError::new(
+                ErrorClass::Payload,
+                self.method,
+                &self.path,
+                format!(
+                    "invalid JSON in a {} response: {e}: {}",
+                    self.status,
+                    snippet(&self.body)
+                ),
+            );
+            err.status = Some(self.status);
+            err
+        })
+    }
+}
+
+/// The first value of `name` among lowercased headers.
+pub(crate) fn header_value<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    let name = name.to_ascii_lowercase();
+    headers
+        .iter()
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.as_str())
+}
