@@ -2,8 +2,22 @@
 # Installs the pinned Prism mock server and GitHub's OpenAPI description (tools/prism) into
 # target/prism with `npm ci`, for tests/tracker_github_openapi.rs. Idempotent: when the installed
 # lock file equals the pinned one and both entry points exist, it does nothing.
+#
+# `--stop` instead stops the Prism that tests/common/prism.rs left running for later test
+# processes (recorded in target/prism-run/server as "pid port fingerprint").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--stop" ]; then
+  record=target/prism-run/server
+  [ -f "$record" ] || exit 0
+  read -r pid _ < "$record" || true
+  if [ -n "${pid:-}" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q prism; then
+    kill "$pid" && echo "prism-install: stopped Prism (pid $pid)"
+  fi
+  rm -f "$record"
+  exit 0
+fi
 
 src=tools/prism
 dest=target/prism

@@ -28,6 +28,35 @@ fn workflow(endpoint: &str, extra: &str) -> String {
     )
 }
 
+/// The check itself: requests outside the description are reported, so a clean report means
+/// something (and a change in Prism's log format cannot pass silently).
+#[test]
+fn violations_are_reported() {
+    let Some(session) = prism::session_or_skip(Answer::Prism) else {
+        return;
+    };
+    let headers = [("Accept", "application/vnd.github+json")];
+    for path in [
+        "/repos/owner/repo/issues?state=bogus",
+        "/repos/owner/repo/no-such-route",
+    ] {
+        let answered = common::request(session.port(), "GET", path, &headers);
+        assert!(answered.is_some(), "no answer through the relay for {path}");
+    }
+    let report = session.report();
+    let all = report.violations.join("\n");
+    assert!(
+        all.contains("state must be equal to one of the allowed values"),
+        "{all}\n---\n{}",
+        report.log
+    );
+    assert!(
+        all.contains("NO_PATH_MATCHED"),
+        "{all}\n---\n{}",
+        report.log
+    );
+}
+
 /// Fails with Prism's words when it logged any violation.
 fn assert_clean(report: &Report) {
     assert!(

@@ -89,6 +89,15 @@ pub struct Report {
 }
 
 impl Session {
+    /// The relay's port (what [`Session::url`] names).
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("relay url {}", self.url))
+    }
+
     fn start(answer: Answer) -> Session {
         let dir = run_dir();
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
@@ -247,7 +256,9 @@ fn is_prism(pid: u32) -> bool {
 }
 
 /// Starts Prism on a free port, logging to `prism.log` (appended, so offsets of earlier
-/// sessions stay valid), and waits until it serves.
+/// sessions stay valid), and waits until it serves. The child is deliberately not waited on:
+/// it outlives this test process to serve the next ones.
+#[allow(clippy::zombie_processes)]
 fn launch(dir: &Path) -> (u32, u16) {
     let port = super::daemon::free_port();
     let log_path = dir.join("prism.log");

@@ -101,9 +101,11 @@ fn serve(ctx: &Ctx, mut client: TcpStream) -> Result<(), String> {
         .map_err(|e| format!("relay: write to sortie: {e}"))
 }
 
-/// The head (lines without their CRLF) and body of one request; `None` when the client closed
-/// without sending one.
-fn read_request(client: &mut TcpStream) -> Result<Option<(Vec<String>, Vec<u8>)>, String> {
+/// A request's head lines (without their CRLF) and body.
+type RawRequest = (Vec<String>, Vec<u8>);
+
+/// One request; `None` when the client closed without sending one.
+fn read_request(client: &mut TcpStream) -> Result<Option<RawRequest>, String> {
     let mut reader = BufReader::new(client);
     let mut head = Vec::new();
     let mut size = 0;
