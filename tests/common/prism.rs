@@ -255,19 +255,19 @@ fn is_prism(pid: u32) -> bool {
     !stat.is_empty() && !zombie && String::from_utf8_lossy(&cmdline).contains("prism")
 }
 
-/// Starts Prism on a free port, logging to `prism.log` (appended, so offsets of earlier
-/// sessions stay valid), and waits until it serves. The child is deliberately not waited on:
+/// Starts Prism on a free port, logging to a fresh `prism.log`, and waits until it serves. The child is deliberately not waited on:
 /// it outlives this test process to serve the next ones.
 #[allow(clippy::zombie_processes)]
 fn launch(dir: &Path) -> (u32, u16) {
     let port = super::daemon::free_port();
     let log_path = dir.join("prism.log");
+    // A new Prism starts a new log (no session is reading: the caller holds the lock).
+    File::create(&log_path).unwrap_or_else(|e| panic!("{}: {e}", log_path.display()));
     let mut log = OpenOptions::new()
         .create(true)
         .append(true)
         .open(&log_path)
         .unwrap_or_else(|e| panic!("{}: {e}", log_path.display()));
-    let start = file_len(&log_path);
     let _ = writeln!(log, "--- starting Prism on port {port}");
     let err = log.try_clone().unwrap_or_else(|e| panic!("log: {e}"));
     let mut child = Command::new(prism_bin())
@@ -289,7 +289,7 @@ fn launch(dir: &Path) -> (u32, u16) {
     let deadline = Instant::now() + LOAD;
     let want = format!("{READY_LINE} http://127.0.0.1:{port}");
     loop {
-        let text = read_from(&log_path, start);
+        let text = read_from(&log_path, 0);
         if text.contains(&want) {
             return (child.id(), port);
         }
