@@ -20,6 +20,7 @@ pub mod fake_github;
 pub mod fake_server;
 pub mod http;
 pub mod in_process;
+pub mod prism;
 pub mod procs;
 pub mod promtool;
 pub mod store;
