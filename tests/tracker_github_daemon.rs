@@ -190,9 +190,17 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
     let fake = fake_github::start(LABELS);
     let setup = Setup::new(&mock_workflow(&fake, "  turn_delay_ms: 10\n"), "[]");
     let d = setup.start(&[("GITHUB_TOKEN", TOKEN)]);
-    d.wait_state("a first good poll", WAIT, |s| {
+    let s = d.wait_state("a first good poll", WAIT, |s| {
         s["health"]["poll"]["status"] == "pass"
     });
+    let tracker = &s["health"]["tracker"];
+    assert_eq!(tracker["kind"], "github", "{tracker}");
+    assert_eq!(tracker["rate_limit"]["limit"], 5000, "{tracker}");
+    assert_eq!(tracker["rate_limit"]["remaining"], 4999, "{tracker}");
+    assert_eq!(
+        tracker["rate_limit"]["reset_at"], "2100-01-01T00:00:00.000Z",
+        "{tracker}"
+    );
     let path = "/repos/owner/repo/issues";
     let faults: Vec<Vec<Fault>> = vec![
         vec![Fault::unauthorized()],
@@ -226,6 +234,11 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
         });
         assert_eq!(fake.pending_faults("GET", path), 0, "{label}");
     }
+    // The rate-limited answers are remembered in the tracker's health.
+    let s = d.wait_state("the latest state", WAIT, |_| true);
+    let limited = &s["health"]["tracker"]["rate_limit"];
+    assert_eq!(limited["last_limited_status"], 403, "{limited}");
+    assert!(limited["last_limited_at"].is_string(), "{limited}");
     // Recovery dispatches as usual, and every write was sent once.
     fake.with_state(|s| s.add_issue(4, "After the storm", &["backlog"], false));
     d.wait_until("issue 4 handed off", WAIT, || {

@@ -341,6 +341,9 @@ pub struct Health {
     pub preflight: CheckHealth<PreflightError>,
     pub workflow: CheckHealth<super::reload::ReloadError>,
     pub poll: PollHealth,
+    /// The tracker's rate-limit figures after the latest poll; `None` for a tracker that
+    /// reports none (the file tracker) or before it answered.
+    pub tracker_rate_limit: Option<crate::http_client::RateLimitStatus>,
 }
 
 /// Why the dispatch preflight failed. The text is what the API serves as the check's error.

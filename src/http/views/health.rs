@@ -83,8 +83,48 @@ pub struct HealthView {
     pub preflight: CheckView,
     pub workflow: WorkflowCheckView,
     pub poll: PollCheckView,
+    pub tracker: TrackerHealthView,
     /// No SCM integration in this build.
     pub scm: Null,
+}
+
+/// The tracker kind and what its API said about rate limits at the latest poll, so a user
+/// sees a budget running low before polls start failing on it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TrackerHealthView {
+    pub kind: String,
+    /// `null` for a tracker that reports no limits (the file tracker), or before it answered.
+    pub rate_limit: Option<RateLimitView>,
+}
+
+/// `X-RateLimit-*` figures of the latest answer and the latest rate-limited answer.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RateLimitView {
+    pub limit: Option<u64>,
+    pub remaining: Option<u64>,
+    pub reset_at: Option<String>,
+    pub last_limited_at: Option<String>,
+    /// 429 or 403.
+    pub last_limited_status: Option<u16>,
+}
+
+impl TrackerHealthView {
+    fn build(snap: &Snapshot) -> TrackerHealthView {
+        TrackerHealthView {
+            kind: snap.config.tracker_kind.clone(),
+            rate_limit: snap
+                .health
+                .tracker_rate_limit
+                .as_ref()
+                .map(|r| RateLimitView {
+                    limit: r.limit,
+                    remaining: r.remaining,
+                    reset_at: opt_ts(r.reset_at_ms),
+                    last_limited_at: opt_ts(r.last_limited_at_ms),
+                    last_limited_status: r.last_limited_status,
+                }),
+        }
+    }
 }
 
 impl PollCheckView {
@@ -138,6 +178,7 @@ impl HealthView {
                 file: snap.config.workflow_file.clone(),
             },
             poll: PollCheckView::build(snap),
+            tracker: TrackerHealthView::build(snap),
             scm: Null,
         }
     }

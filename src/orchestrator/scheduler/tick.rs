@@ -125,6 +125,7 @@ impl Orchestrator {
         }
         // Candidates.
         let fetched = self.tracker.fetch_candidate_issues();
+        self.state.health.tracker_rate_limit = self.tracker.rate_limit();
         self.metrics.tracker_request(
             "fetch_candidates",
             if fetched.is_ok() { "success" } else { "error" },
