@@ -17,8 +17,11 @@ use crate::tracker::{
 };
 
 /// Every tracker kind this build can run.
-pub const TRACKERS: &[TrackerDescriptor] =
-    &[tracker::file::DESCRIPTOR, tracker::github::DESCRIPTOR];
+pub const TRACKERS: &[TrackerDescriptor] = &[
+    tracker::file::DESCRIPTOR,
+    tracker::github::DESCRIPTOR,
+    tracker::jira::DESCRIPTOR,
+];
 
 /// Every agent kind this build can run.
 pub const AGENTS: &[AgentDescriptor] = &[agent::claude::DESCRIPTOR, agent::mock::DESCRIPTOR];
@@ -139,7 +142,7 @@ mod tests {
     fn unknown_kinds_name_the_supported_ones() {
         assert_eq!(
             unsupported_tracker("gitlab"),
-            "tracker kind \"gitlab\" is not supported by this build (supported: file, github)"
+            "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
         );
         assert_eq!(
             unsupported_agent("codex"),
@@ -147,7 +150,7 @@ mod tests {
         );
         let e = build_tracker(
             &TrackerSettings {
-                kind: "jira".into(),
+                kind: "gitlab".into(),
                 ..TrackerSettings::default()
             },
             Arc::new(SystemClock),
