@@ -48,10 +48,17 @@ pub struct DefaultStates {
 /// A kind's default states, so the orchestrator's dispatch and cleanup rules see the same
 /// lists as the adapter; `None` for kinds without defaults.
 pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {
-    (kind == tracker::github::KIND).then_some(DefaultStates {
-        active: tracker::github::DEFAULT_ACTIVE,
-        terminal: tracker::github::DEFAULT_TERMINAL,
-    })
+    match kind {
+        tracker::github::KIND => Some(DefaultStates {
+            active: tracker::github::DEFAULT_ACTIVE,
+            terminal: tracker::github::DEFAULT_TERMINAL,
+        }),
+        tracker::jira::KIND => Some(DefaultStates {
+            active: tracker::jira::DEFAULT_ACTIVE,
+            terminal: &[],
+        }),
+        _ => None,
+    }
 }
 
 /// The descriptor of an agent kind; `None` when this build has no such adapter.

@@ -80,13 +80,15 @@ fn candidate_paging_reads_0_1_50_and_51_issues_completely() {
 }
 
 #[test]
-fn the_page_cap_stops_reading_with_a_partial_result() {
-    let fake = seeded(120);
-    let got = tracker_with(&fake, json!({"page_cap": 2}))
-        .fetch_candidate_issues()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(got.len(), 100);
-    assert_eq!(fake.requests("GET", SEARCH).len(), 2);
+fn a_cap_sized_result_is_read_whole_and_a_larger_one_stops_at_the_cap() {
+    for (n, read) in [(100u64, 100usize), (120, 100)] {
+        let fake = seeded(n);
+        let got = tracker_with(&fake, json!({"page_cap": 2}))
+            .fetch_candidate_issues()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(got.len(), read, "{n} issues");
+        assert_eq!(fake.requests("GET", SEARCH).len(), 2, "{n} issues");
+    }
 }
 
 #[test]
