@@ -33,6 +33,8 @@ impl JiraApi {
         opts.timeout = c.timeout;
         opts.retry.base = c.retry_base;
         let basic = data_encoding::BASE64.encode(format!("{}:{}", c.email, c.token).as_bytes());
+        // The encoded pair is as secret as the token it carries.
+        crate::mask::register_secret(&basic);
         opts.auth = Some(("Authorization".into(), format!("Basic {basic}")));
         opts.headers = vec![("Accept".into(), "application/json".into())];
         JiraApi {

@@ -169,6 +169,11 @@ impl TrackerAdapter for JiraTracker {
     fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
         let available = self.api.transitions(id).map_err(err)?;
         let Some(tid) = transition::choose(&available, state) else {
+            // Jira offers no transition into the current status, yet being there is success.
+            let current = normalize::state(&self.api.issue(id).map_err(err)?);
+            if current.trim().eq_ignore_ascii_case(state.trim()) {
+                return Ok(());
+            }
             return Err(TrackerError::new(
                 TrackerErrorKind::Payload,
                 KIND,
