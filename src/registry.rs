@@ -17,8 +17,11 @@ use crate::tracker::{
 };
 
 /// Every tracker kind this build can run.
-pub const TRACKERS: &[TrackerDescriptor] =
-    &[tracker::file::DESCRIPTOR, tracker::github::DESCRIPTOR];
+pub const TRACKERS: &[TrackerDescriptor] = &[
+    tracker::file::DESCRIPTOR,
+    tracker::github::DESCRIPTOR,
+    tracker::jira::DESCRIPTOR,
+];
 
 /// Every agent kind this build can run.
 pub const AGENTS: &[AgentDescriptor] = &[agent::claude::DESCRIPTOR, agent::mock::DESCRIPTOR];
@@ -45,10 +48,17 @@ pub struct DefaultStates {
 /// A kind's default states, so the orchestrator's dispatch and cleanup rules see the same
 /// lists as the adapter; `None` for kinds without defaults.
 pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {
-    (kind == tracker::github::KIND).then_some(DefaultStates {
-        active: tracker::github::DEFAULT_ACTIVE,
-        terminal: tracker::github::DEFAULT_TERMINAL,
-    })
+    match kind {
+        tracker::github::KIND => Some(DefaultStates {
+            active: tracker::github::DEFAULT_ACTIVE,
+            terminal: tracker::github::DEFAULT_TERMINAL,
+        }),
+        tracker::jira::KIND => Some(DefaultStates {
+            active: tracker::jira::DEFAULT_ACTIVE,
+            terminal: &[],
+        }),
+        _ => None,
+    }
 }
 
 /// The descriptor of an agent kind; `None` when this build has no such adapter.
@@ -139,7 +149,7 @@ mod tests {
     fn unknown_kinds_name_the_supported_ones() {
         assert_eq!(
             unsupported_tracker("gitlab"),
-            "tracker kind \"gitlab\" is not supported by this build (supported: file, github)"
+            "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
         );
         assert_eq!(
             unsupported_agent("codex"),
@@ -147,7 +157,7 @@ mod tests {
         );
         let e = build_tracker(
             &TrackerSettings {
-                kind: "jira".into(),
+                kind: "gitlab".into(),
                 ..TrackerSettings::default()
             },
             Arc::new(SystemClock),

@@ -156,7 +156,7 @@ mod tests {
             [
                 (
                     "tracker_adapter",
-                    "tracker kind \"gitlab\" is not supported by this build (supported: file, github)"
+                    "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
                 ),
                 (
                     "agent_adapter",

@@ -736,7 +736,7 @@ fn preflight_checks() {
     assert_eq!(
         w.config.config_preflight(),
         vec![
-            "tracker kind \"gitlab\" is not supported by this build (supported: file, github)"
+            "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
                 .to_string(),
             "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
                 .to_string(),

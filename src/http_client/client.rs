@@ -210,6 +210,7 @@ impl HttpClient {
         let mut err = HttpError::new(class, method, &path, detail);
         err.status = Some(status);
         err.retry_after = wait;
+        err.headers = headers;
         Err(err)
     }
 

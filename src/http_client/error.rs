@@ -37,6 +37,9 @@ pub struct HttpError {
     pub status: Option<u16>,
     /// The wait the server asked for (`Retry-After` or a rate-limit reset), if any.
     pub retry_after: Option<Duration>,
+    /// The response headers (names lowercased), so an adapter can read vendor-specific
+    /// explanations of a refusal; empty when there was no response.
+    pub headers: Vec<(String, String)>,
 }
 
 impl HttpError {
@@ -48,6 +51,7 @@ impl HttpError {
             detail: crate::mask::mask(&detail),
             status: None,
             retry_after: None,
+            headers: Vec::new(),
         }
     }
 }

@@ -1,0 +1,146 @@
+//! Requests shaped as Jira Cloud's REST API v3 documents them (Basic `email:token`,
+//! `Accept: application/json`) over the shared HTTP client: JQL search by `nextPageToken`,
+//! comments by `startAt` offset, transitions, comments and label edits.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::settings::JiraConfig;
+use crate::clock::Clock;
+use crate::http_client::{
+    ClientOptions, CursorPage, ErrorClass, HttpClient, HttpError, Method, RateLimitStatus, Request,
+    ThreadSleeper, collect_cursor_pages, encode,
+};
+
+/// The fields every issue read asks for.
+pub const FIELDS: &str = "summary,status,priority,labels,assignee,issuetype,parent,issuelinks,created,updated,description";
+const PAGE: usize = 50;
+
+/// One Jira site's API.
+pub struct JiraApi {
+    client: HttpClient,
+    page_cap: usize,
+}
+
+fn payload(r: &crate::http_client::Response, detail: String) -> HttpError {
+    HttpError::new(ErrorClass::Payload, r.method, &r.path, detail)
+}
+
+impl JiraApi {
+    pub fn new(c: &JiraConfig, clock: Arc<dyn Clock>) -> Self {
+        let mut opts = ClientOptions::new(&c.endpoint);
+        opts.timeout = c.timeout;
+        opts.retry.base = c.retry_base;
+        let basic = data_encoding::BASE64.encode(format!("{}:{}", c.email, c.token).as_bytes());
+        // The encoded pair is as secret as the token it carries.
+        crate::mask::register_secret(&basic);
+        opts.auth = Some(("Authorization".into(), format!("Basic {basic}")));
+        opts.headers = vec![("Accept".into(), "application/json".into())];
+        JiraApi {
+            client: HttpClient::new(opts, clock, Arc::new(ThreadSleeper)),
+            page_cap: c.page_cap,
+        }
+    }
+
+    pub fn rate_limit(&self) -> Option<RateLimitStatus> {
+        self.client.rate_limit()
+    }
+
+    fn issue_path(id: &str, rest: &str) -> String {
+        format!("/rest/api/3/issue/{}{rest}", encode(id.trim()))
+    }
+
+    /// Every issue matching `jql`, page by page up to the page cap.
+    pub fn search(&self, jql: &str, fields: &str) -> Result<Vec<Value>, HttpError> {
+        collect_cursor_pages(self.page_cap, "/rest/api/3/search/jql", |cursor| {
+            let mut req = Request::get("/rest/api/3/search/jql")
+                .query("jql", jql)
+                .query("fields", fields)
+                .query("maxResults", PAGE.to_string());
+            if let Some(c) = cursor {
+                req = req.query("nextPageToken", c);
+            }
+            let resp = self.client.send(req)?;
+            let body: Value = resp.json()?;
+            let Some(items) = body.get("issues").and_then(Value::as_array) else {
+                return Err(payload(&resp, "answer has no issues array".into()));
+            };
+            let next = body
+                .get("nextPageToken")
+                .and_then(Value::as_str)
+                .map(String::from);
+            // Jira also says `isLast`; a page that is not last must carry a cursor.
+            let has_more = match body.get("isLast").and_then(Value::as_bool) {
+                Some(last) => !last,
+                None => next.is_some(),
+            };
+            Ok(CursorPage {
+                items: items.clone(),
+                next,
+                has_more,
+            })
+        })
+    }
+
+    /// One issue with the standard fields.
+    pub fn issue(&self, id: &str) -> Result<Value, HttpError> {
+        let req = Request::get(Self::issue_path(id, "")).query("fields", FIELDS);
+        self.client.send(req)?.json()
+    }
+
+    /// Every comment of an issue, oldest first, by `startAt` offsets.
+    pub fn comments(&self, id: &str) -> Result<Vec<Value>, HttpError> {
+        let mut out = Vec::new();
+        for _ in 0..self.page_cap {
+            let req = Request::get(Self::issue_path(id, "/comment"))
+                .query("orderBy", "created")
+                .query("maxResults", PAGE.to_string())
+                .query("startAt", out.len().to_string());
+            let resp = self.client.send(req)?;
+            let body: Value = resp.json()?;
+            let Some(page) = body.get("comments").and_then(Value::as_array) else {
+                return Err(payload(&resp, "answer has no comments array".into()));
+            };
+            let start = body.get("startAt").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let total = body.get("total").and_then(Value::as_u64).unwrap_or(0) as usize;
+            out.extend(page.iter().cloned());
+            if page.is_empty() || start + page.len() >= total {
+                return Ok(out);
+            }
+        }
+        log::warn!(
+            "page cap reached, result is partial list=comments issue={id} page_cap={} items_read={}",
+            self.page_cap,
+            out.len()
+        );
+        Ok(out)
+    }
+
+    /// The transitions available from the issue's current status.
+    pub fn transitions(&self, id: &str) -> Result<Value, HttpError> {
+        self.client
+            .send(Request::get(Self::issue_path(id, "/transitions")))?
+            .json()
+    }
+
+    pub fn do_transition(&self, id: &str, transition_id: &str) -> Result<(), HttpError> {
+        let req = Request::new(Method::Post, Self::issue_path(id, "/transitions"))
+            .json(&json!({"transition": {"id": transition_id}}));
+        self.client.send(req).map(drop)
+    }
+
+    /// Posts `adf` (a document) as a new comment.
+    pub fn post_comment(&self, id: &str, adf: Value) -> Result<(), HttpError> {
+        let req = Request::new(Method::Post, Self::issue_path(id, "/comment"))
+            .json(&json!({"body": adf}));
+        self.client.send(req).map(drop)
+    }
+
+    /// `op` is `add` or `remove`; Jira treats either as a no-op when already so.
+    pub fn edit_label(&self, id: &str, op: &str, label: &str) -> Result<(), HttpError> {
+        let req = Request::new(Method::Put, Self::issue_path(id, ""))
+            .json(&json!({"update": {"labels": [{ op: label }]}}));
+        self.client.send(req).map(drop)
+    }
+}

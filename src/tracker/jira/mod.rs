@@ -1,0 +1,219 @@
+//! The `jira` tracker: issues of one Jira Cloud project (`tracker.project: KEY`) read by JQL,
+//! with status names as states. Transitions follow the project's workflow (the first
+//! transition into the wanted status), comments are posted as ADF, and blockers come from the
+//! inward side of an issue-link type in the issue payload itself.
+
+mod adf;
+mod api;
+mod errors;
+mod jql;
+mod normalize;
+mod settings;
+mod transition;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::clock::Clock;
+use crate::domain::{Comment, Issue};
+use crate::http_client::{HttpError, RateLimitStatus};
+use crate::tracker::{
+    Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
+    TrackerResult, TrackerSettings,
+};
+
+use api::JiraApi;
+
+/// The configuration name of this kind (`tracker.kind`, and the `jira:` block).
+pub const KIND: &str = "jira";
+pub use settings::DEFAULT_ACTIVE;
+
+/// This kind as the registry lists it.
+pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
+    kind: KIND,
+    path_key: None,
+    validate,
+    build,
+};
+
+fn validate(s: &TrackerSettings) -> Vec<SettingProblem> {
+    settings::problems(s)
+}
+
+fn build(s: &TrackerSettings, clock: Arc<dyn Clock>) -> TrackerResult<Arc<dyn TrackerAdapter>> {
+    let c = settings::parse(s)?;
+    crate::mask::register_secret(&c.token);
+    Ok(Arc::new(JiraTracker {
+        api: JiraApi::new(&c, clock),
+        project: c.project.clone(),
+        active: c.active.clone(),
+        query_filter: c.query_filter.clone(),
+        endpoint: c.endpoint.clone(),
+        link_type: c.link_type.clone(),
+    }))
+}
+
+/// Tracker adapter over one Jira Cloud project.
+pub struct JiraTracker {
+    api: JiraApi,
+    project: String,
+    active: Vec<String>,
+    query_filter: Option<String>,
+    endpoint: String,
+    link_type: String,
+}
+
+fn err(e: HttpError) -> TrackerError {
+    errors::from_http(&e)
+}
+
+impl JiraTracker {
+    fn issues(&self, items: &[Value]) -> Vec<Issue> {
+        items
+            .iter()
+            .filter_map(|v| normalize::issue(v, &self.endpoint, &self.link_type))
+            .collect()
+    }
+
+    /// `field → status` over the lookup queries, keyed by the issue's id or key.
+    fn states_of(
+        &self,
+        queries: Vec<String>,
+        key_of: fn(&Value) -> Option<String>,
+    ) -> TrackerResult<BTreeMap<String, String>> {
+        let mut out = BTreeMap::new();
+        for q in queries {
+            for v in self.api.search(&q, "status").map_err(err)? {
+                if let Some(k) = key_of(&v) {
+                    out.insert(k, normalize::state(&v));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn id_key(v: &Value) -> Option<String> {
+    match v.get("id")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn key_key(v: &Value) -> Option<String> {
+    Some(normalize::key(v)).filter(|k| !k.is_empty())
+}
+
+impl TrackerAdapter for JiraTracker {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
+        let q = jql::candidates(&self.project, &self.active, self.query_filter.as_deref());
+        let items = self.api.search(&q, api::FIELDS).map_err(err)?;
+        Ok(self.issues(&items))
+    }
+
+    fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
+        let v = self.api.issue(id).map_err(err)?;
+        let mut issue = normalize::issue(&v, &self.endpoint, &self.link_type).ok_or_else(|| {
+            TrackerError::new(
+                TrackerErrorKind::Payload,
+                KIND,
+                format!("GET issue {id}: no id or key in the answer"),
+            )
+        })?;
+        issue.comments = Some(self.fetch_issue_comments(&issue.id)?);
+        Ok(issue)
+    }
+
+    fn fetch_issues_by_states(&self, states: &[String]) -> TrackerResult<Vec<Issue>> {
+        let states: Vec<String> = states
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if states.is_empty() {
+            return Ok(Vec::new());
+        }
+        let q = jql::by_states(&self.project, &states, self.query_filter.as_deref());
+        let items = self.api.search(&q, api::FIELDS).map_err(err)?;
+        Ok(self.issues(&items))
+    }
+
+    fn fetch_issue_states_by_ids(&self, ids: &[String]) -> TrackerResult<BTreeMap<String, String>> {
+        self.states_of(jql::by_ids(ids), id_key)
+    }
+
+    fn fetch_issue_states_by_identifiers(
+        &self,
+        identifiers: &[String],
+    ) -> TrackerResult<BTreeMap<String, String>> {
+        let wanted: Vec<String> = identifiers
+            .iter()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+            .collect();
+        self.states_of(jql::by_keys(&wanted), key_key)
+    }
+
+    fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
+        let items = self.api.comments(id).map_err(err)?;
+        Ok(items.iter().map(normalize::comment).collect())
+    }
+
+    fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
+        let available = self.api.transitions(id).map_err(err)?;
+        let Some(tid) = transition::choose(&available, state) else {
+            // Jira offers no transition into the current status, yet being there is success.
+            let current = normalize::state(&self.api.issue(id).map_err(err)?);
+            if current.trim().eq_ignore_ascii_case(state.trim()) {
+                return Ok(());
+            }
+            return Err(TrackerError::new(
+                TrackerErrorKind::Payload,
+                KIND,
+                format!(
+                    "transition of issue {id} to {state:?}: no transition leads there from its current status (available: {})",
+                    transition::destinations(&available).join(", ")
+                ),
+            ));
+        };
+        log::info!(
+            "transitioning issue tracker={KIND} issue_id={id} state={state:?} transition_id={tid}"
+        );
+        self.api.do_transition(id, &tid).map_err(err)
+    }
+
+    fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
+        self.api.post_comment(id, adf::from_text(text)).map_err(err)
+    }
+
+    fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
+        self.api.edit_label(id, "add", label).map_err(err)
+    }
+
+    fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
+        match self.api.edit_label(id, "remove", label) {
+            Err(e) if e.class == crate::http_client::ErrorClass::NotFound => Ok(()),
+            other => other.map_err(err),
+        }
+    }
+
+    fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
+        let v = self.api.issue(id).map_err(err)?;
+        let fields = v.get("fields").cloned().unwrap_or(Value::Null);
+        Ok(Blockers {
+            refs: normalize::blockers(&fields, &self.link_type),
+            complete: true,
+        })
+    }
+
+    fn rate_limit(&self) -> Option<RateLimitStatus> {
+        self.api.rate_limit()
+    }
+}
