@@ -31,8 +31,8 @@ pub struct GithubApi {
 impl GithubApi {
     pub fn new(c: &GithubConfig, clock: Arc<dyn Clock>) -> Self {
         let mut opts = ClientOptions::new(&c.endpoint);
-        opts.timeout = c.timeout;
-        opts.retry.base = c.retry_base;
+        opts.timeout = c.tuning.timeout;
+        opts.retry.base = c.tuning.retry_base;
         opts.auth = Some(("Authorization".into(), format!("Bearer {}", c.token)));
         opts.headers = vec![
             ("Accept".into(), "application/vnd.github+json".into()),
@@ -42,7 +42,7 @@ impl GithubApi {
             client: HttpClient::new(opts, clock, Arc::new(ThreadSleeper)),
             repo_path: format!("/repos/{}/{}", encode(&c.owner), encode(&c.repo)),
             full_name: format!("{}/{}", c.owner, c.repo),
-            page_cap: c.page_cap,
+            page_cap: c.tuning.page_cap,
             etags: Mutex::new(EtagCache::new(c.etag_cache_size)),
         }
     }

@@ -2,9 +2,8 @@
 //! `timeout_ms`, `retry_base_ms`), checked without I/O. Missing token or project is an error; suspicious state
 //! lists are warnings.
 
-use std::time::Duration;
-
 use super::KIND;
+use crate::tracker::http_tuning::{self, HttpTuning, block_number};
 use crate::tracker::{SettingProblem, TrackerError, TrackerErrorKind, TrackerSettings};
 
 /// Where the API lives unless `tracker.endpoint` says otherwise.
@@ -14,10 +13,6 @@ pub const DEFAULT_ACTIVE: &[&str] = &["backlog", "in-progress", "review"];
 /// State labels used when `tracker.terminal_states` is not set.
 pub const DEFAULT_TERMINAL: &[&str] = &["done", "wontfix"];
 const DEFAULT_ETAG_CACHE_SIZE: usize = 1000;
-/// Pages of 50 read per list before the rest is left for later (200 × 50 = 10,000 issues).
-const DEFAULT_PAGE_CAP: usize = 200;
-const DEFAULT_TIMEOUT_MS: u64 = 30_000;
-const DEFAULT_RETRY_BASE_MS: u64 = 2_000;
 
 /// Everything the adapter needs, resolved.
 #[derive(Debug, Clone)]
@@ -32,10 +27,7 @@ pub struct GithubConfig {
     pub handoff: Option<String>,
     pub query_filter: Option<String>,
     pub etag_cache_size: usize,
-    pub page_cap: usize,
-    pub timeout: Duration,
-    /// The first backoff of a retried read (doubled per retry, ±30 % jitter).
-    pub retry_base: Duration,
+    pub tuning: HttpTuning,
 }
 
 /// The problems that stop the adapter from being built, one line each.
@@ -58,7 +50,7 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
         )),
         Some(_) => {}
     }
-    for key in ["etag_cache_size", "page_cap", "timeout_ms", "retry_base_ms"] {
+    for key in std::iter::once("etag_cache_size").chain(http_tuning::KEYS) {
         if let Err(e) = block_number(s, key) {
             out.push(problem(&format!("github.{key}"), &e));
         }
@@ -125,7 +117,6 @@ pub fn parse(s: &TrackerSettings) -> Result<GithubConfig, TrackerError> {
         .as_deref()
         .filter(|e| !e.trim().is_empty())
         .unwrap_or(DEFAULT_ENDPOINT);
-    let number = |key, default| block_number(s, key).ok().flatten().unwrap_or(default);
     Ok(GithubConfig {
         endpoint: endpoint.trim().trim_end_matches('/').to_string(),
         token: s.api_key.clone().unwrap_or_default(),
@@ -135,10 +126,13 @@ pub fn parse(s: &TrackerSettings) -> Result<GithubConfig, TrackerError> {
         terminal: states(&s.terminal_states, DEFAULT_TERMINAL),
         handoff: s.handoff_state.as_deref().map(|h| h.trim().to_lowercase()),
         query_filter: s.query_filter.clone().filter(|q| !q.trim().is_empty()),
-        etag_cache_size: number("etag_cache_size", DEFAULT_ETAG_CACHE_SIZE as u64) as usize,
-        page_cap: (number("page_cap", DEFAULT_PAGE_CAP as u64) as usize).max(1),
-        timeout: Duration::from_millis(number("timeout_ms", DEFAULT_TIMEOUT_MS).max(1)),
-        retry_base: Duration::from_millis(number("retry_base_ms", DEFAULT_RETRY_BASE_MS)),
+        etag_cache_size: block_number(s, "etag_cache_size")
+            .ok()
+            .flatten()
+            .map_or(DEFAULT_ETAG_CACHE_SIZE, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }),
+        tuning: HttpTuning::from_settings(s),
     })
 }
 
@@ -160,17 +154,6 @@ fn states(configured: &[String], default: &[&str]) -> Vec<String> {
         default.iter().map(|s| s.to_string()).collect()
     } else {
         list
-    }
-}
-
-/// A non-negative integer of the `github:` block; `Ok(None)` when absent.
-fn block_number(s: &TrackerSettings, key: &str) -> Result<Option<u64>, String> {
-    match s.block.get(key) {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| format!("github.{key} must be a non-negative integer")),
     }
 }
 
@@ -209,7 +192,7 @@ mod tests {
         assert_eq!(c.endpoint, DEFAULT_ENDPOINT);
         assert_eq!(c.active, ["backlog", "in-progress", "review"]);
         assert_eq!(c.terminal, ["done"]);
-        assert_eq!((c.etag_cache_size, c.page_cap), (1000, 200));
+        assert_eq!((c.etag_cache_size, c.tuning.page_cap), (1000, 200));
         let w = warnings(&s);
         assert!(w.iter().any(|w| w.contains("blank")), "{w:?}");
         assert!(w.iter().any(|w| w.contains("handoff_state")), "{w:?}");

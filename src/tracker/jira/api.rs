@@ -30,8 +30,8 @@ fn payload(r: &crate::http_client::Response, detail: String) -> HttpError {
 impl JiraApi {
     pub fn new(c: &JiraConfig, clock: Arc<dyn Clock>) -> Self {
         let mut opts = ClientOptions::new(&c.endpoint);
-        opts.timeout = c.timeout;
-        opts.retry.base = c.retry_base;
+        opts.timeout = c.tuning.timeout;
+        opts.retry.base = c.tuning.retry_base;
         let basic = data_encoding::BASE64.encode(format!("{}:{}", c.email, c.token).as_bytes());
         // The encoded pair is as secret as the token it carries.
         crate::mask::register_secret(&basic);
@@ -39,7 +39,7 @@ impl JiraApi {
         opts.headers = vec![("Accept".into(), "application/json".into())];
         JiraApi {
             client: HttpClient::new(opts, clock, Arc::new(ThreadSleeper)),
-            page_cap: c.page_cap,
+            page_cap: c.tuning.page_cap,
         }
     }
 

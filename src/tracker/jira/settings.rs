@@ -2,21 +2,16 @@
 //! `page_cap`, `timeout_ms`, `retry_base_ms`), checked without I/O. Jira Cloud authenticates
 //! with Basic `email:api-token`, so a missing email is as fatal as a missing token.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
 use super::KIND;
+use crate::tracker::http_tuning::{self, HttpTuning, block_number};
 use crate::tracker::{SettingProblem, TrackerError, TrackerErrorKind, TrackerSettings};
 
 /// States read as active when `tracker.active_states` is not set.
 pub const DEFAULT_ACTIVE: &[&str] = &["Backlog", "Selected for Development", "In Progress"];
 /// The issue-link type whose inward side names an issue's blockers.
 const DEFAULT_LINK_TYPE: &str = "Blocks";
-/// Pages of 50 read per search before the rest is left for later.
-const DEFAULT_PAGE_CAP: usize = 200;
-const DEFAULT_TIMEOUT_MS: u64 = 30_000;
-const DEFAULT_RETRY_BASE_MS: u64 = 2_000;
 
 /// Everything the adapter needs, resolved.
 #[derive(Debug, Clone)]
@@ -30,10 +25,7 @@ pub struct JiraConfig {
     pub active: Vec<String>,
     pub query_filter: Option<String>,
     pub link_type: String,
-    pub page_cap: usize,
-    pub timeout: Duration,
-    /// The first backoff of a retried read (doubled per retry, ±30 % jitter).
-    pub retry_base: Duration,
+    pub tuning: HttpTuning,
 }
 
 fn problem(field: &str, message: &str) -> SettingProblem {
@@ -74,7 +66,7 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
             "tracker.project is required for tracker kind \"jira\": the project key, e.g. PROJ",
         ));
     }
-    for key in ["page_cap", "timeout_ms", "retry_base_ms"] {
+    for key in http_tuning::KEYS {
         if let Err(e) = block_number(s, key) {
             out.push(problem(&format!("jira.{key}"), &e));
         }
@@ -138,7 +130,6 @@ pub fn parse(s: &TrackerSettings) -> Result<JiraConfig, TrackerError> {
             "tracker.api_key is not email:api-token",
         ));
     };
-    let number = |key, default| block_number(s, key).ok().flatten().unwrap_or(default);
     let active: Vec<String> = s
         .active_states
         .iter()
@@ -169,21 +160,8 @@ pub fn parse(s: &TrackerSettings) -> Result<JiraConfig, TrackerError> {
             .filter(|t| !t.trim().is_empty())
             .unwrap_or(DEFAULT_LINK_TYPE)
             .to_string(),
-        page_cap: (number("page_cap", DEFAULT_PAGE_CAP as u64) as usize).max(1),
-        timeout: Duration::from_millis(number("timeout_ms", DEFAULT_TIMEOUT_MS).max(1)),
-        retry_base: Duration::from_millis(number("retry_base_ms", DEFAULT_RETRY_BASE_MS)),
+        tuning: HttpTuning::from_settings(s),
     })
-}
-
-/// A non-negative integer of the `jira:` block; `Ok(None)` when absent.
-fn block_number(s: &TrackerSettings, key: &str) -> Result<Option<u64>, String> {
-    match s.block.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| format!("jira.{key} must be a non-negative integer")),
-    }
 }
 
 #[cfg(test)]
@@ -226,7 +204,7 @@ mod tests {
         assert_eq!(c.endpoint, "https://x.atlassian.net");
         assert_eq!(c.project, "P");
         assert_eq!(c.active, DEFAULT_ACTIVE);
-        assert_eq!((c.link_type.as_str(), c.page_cap), ("Blocks", 200));
+        assert_eq!((c.link_type.as_str(), c.tuning.page_cap), ("Blocks", 200));
         let mut s = settings(Some("a:b"), Some("P"));
         s.endpoint = Some("https://x.atlassian.net/rest/api/3".into());
         assert_eq!(problems(&s).len(), 1);
