@@ -22,10 +22,12 @@ async function parse(res) {
   return body;
 }
 
+// "no-cache": the browser revalidates every read, so a state document that has not changed
+// since the last read comes back as a 304 against the server's ETag instead of a full body.
 export async function get(path, params) {
   const q = params ? new URLSearchParams(Object.entries(params).filter(([, v]) => v !== "" && v != null)) : null;
   const url = q && [...q].length ? `${path}?${q}` : path;
-  const res = await fetch(url, { headers: { Accept: "application/json" }, cache: "no-store" });
+  const res = await fetch(url, { headers: { Accept: "application/json" }, cache: "no-cache" });
   return parse(res);
 }
 
