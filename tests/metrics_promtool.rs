@@ -39,6 +39,7 @@ fn busy_scrape(seed: &AggregateTotals) -> String {
     m.self_review_iteration("pass");
     m.self_review_session("pass");
     m.self_review_verification("cargo test \"--all\"", 90.0);
+    m.events_shed(12);
     m.render(&GaugeValues {
         running: 2,
         retrying: 1,

@@ -50,6 +50,7 @@ pub struct Metrics {
     self_review_iterations: IntCounterVec,
     self_review_sessions: IntCounterVec,
     self_review_cap: IntCounter,
+    events_shed: IntCounter,
     poll_duration: Histogram,
     worker_duration: HistogramVec,
     verification_duration: HistogramVec,
@@ -178,6 +179,10 @@ impl Metrics {
                 "sortie_self_review_cap_reached_total",
                 "Self-review sessions that hit the iteration cap without a pass.",
             ),
+            events_shed: reg.counter(
+                "sortie_agent_events_shed_total",
+                "Agent events dropped under backpressure (text and tool chatter only; usage and turn ends are never dropped).",
+            ),
             poll_duration: reg.histogram(
                 "sortie_poll_duration_seconds",
                 "Poll tick duration in seconds.",
@@ -258,6 +263,11 @@ impl Metrics {
     /// A session ended without the agent ever reporting token usage.
     pub fn unmeasured_session(&self) {
         self.unmeasured.inc();
+    }
+
+    /// `n` agent events a session's forwarder dropped under backpressure.
+    pub fn events_shed(&self, n: u64) {
+        self.events_shed.inc_by(n);
     }
 
     /// `n` tokens of class `class` (`input`, `output`, `cache_read`, `cache_write`).

@@ -106,6 +106,7 @@ fn recording_methods_move_their_series() {
     m.self_review_session("pass");
     m.self_review_cap_reached();
     m.self_review_verification("cargo test --all-targets", 12.0);
+    m.events_shed(7);
     let t = m.render(&GaugeValues::default());
     let checks = [
         ("sortie_dispatches_total{outcome=\"success\"}", 1.0),
@@ -114,6 +115,7 @@ fn recording_methods_move_their_series() {
         ("sortie_worker_exits_total{exit_type=\"error\"}", 1.0),
         ("sortie_agent_runtime_seconds_total", 35.0),
         ("sortie_unmeasured_sessions_total", 1.0),
+        ("sortie_agent_events_shed_total", 7.0),
         ("sortie_tokens_total{type=\"input\"}", 100.0),
         ("sortie_tokens_total{type=\"cache_write\"}", 1.0),
         ("sortie_poll_cycles_total{result=\"success\"}", 1.0),

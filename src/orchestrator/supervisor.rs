@@ -326,6 +326,7 @@ fn spawn_forwarder(
     let state = state.clone();
     let clock = job.clock.clone();
     let identifier = job.issue.identifier.clone();
+    let metrics = job.metrics.clone();
     let handle = std::thread::Builder::new()
         .name(thread_name("evt-", &job.issue.identifier))
         .spawn(move || {
@@ -343,6 +344,7 @@ fn spawn_forwarder(
             }
             with_state(&state, |f| f.flush(clock.instant()));
             if gate.shed() > 0 {
+                metrics.events_shed(gate.shed());
                 log::info!(
                     "agent events shed under backpressure issue_identifier={identifier} dispatch_id={dispatch_id} shed={}",
                     gate.shed()
