@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::fake_github::{self, FakeGithub, TOKEN};
 use common::fake_server::Fault;
+use common::poll_health;
 use common::{FAKE_AGENT, SORTIE, Setup};
 
 const LABELS: &[&str] = &["backlog", "in-progress", "review", "done", "wontfix", "bug"];
@@ -217,20 +218,9 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
         for f in group {
             fake.push_fault("GET", path, f);
         }
-        let s = d.wait_state(&format!("the poll failing on {label}"), WAIT, |s| {
-            s["health"]["poll"]["status"] == "fail"
-        });
-        let poll = &s["health"]["poll"];
-        assert!(
-            poll["consecutive_failures"].as_u64() >= Some(1),
-            "{label}: {poll}"
-        );
-        assert!(poll["failing_since"].is_string(), "{label}: {poll}");
-        let error = poll["error"].as_str().unwrap_or_default();
-        assert!(error.contains("tracker: github:"), "{label}: {error}");
-        assert!(!error.contains(TOKEN));
-        d.wait_state(&format!("recovery after {label}"), WAIT, |s| {
-            s["health"]["poll"]["status"] == "pass"
+        poll_health::fails_then_recovers(&d, &label, WAIT, |error| {
+            assert!(error.contains("tracker: github:"), "{label}: {error}");
+            assert!(!error.contains(TOKEN));
         });
         assert_eq!(fake.pending_faults("GET", path), 0, "{label}");
     }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use common::fake_jira::{self, FakeJira};
 use common::fake_server::{Fault, Reply};
+use common::poll_health;
 use common::{FAKE_AGENT, SORTIE, Setup};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -200,21 +201,10 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
         for f in group {
             fake.push_fault("GET", SEARCH, f);
         }
-        let s = d.wait_state(&format!("the poll failing on {label}"), WAIT, |s| {
-            s["health"]["poll"]["status"] == "fail"
-        });
-        let poll = &s["health"]["poll"];
-        assert!(
-            poll["consecutive_failures"].as_u64() >= Some(1),
-            "{label}: {poll}"
-        );
-        assert!(poll["failing_since"].is_string(), "{label}: {poll}");
-        let error = poll["error"].as_str().unwrap_or_default();
-        assert!(error.contains("tracker: jira:"), "{label}: {error}");
-        assert!(error.contains(wanted), "{label}: {error}");
-        assert!(!error.contains(fake_jira::TOKEN));
-        d.wait_state(&format!("recovery after {label}"), WAIT, |s| {
-            s["health"]["poll"]["status"] == "pass"
+        poll_health::fails_then_recovers(&d, &label, WAIT, |error| {
+            assert!(error.contains("tracker: jira:"), "{label}: {error}");
+            assert!(error.contains(wanted), "{label}: {error}");
+            assert!(!error.contains(fake_jira::TOKEN));
         });
         assert_eq!(fake.pending_faults("GET", SEARCH), 0, "{label}");
     }

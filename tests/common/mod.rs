@@ -7,6 +7,7 @@
 //! - [`workflow`]: temp projects (workflow, file-tracker backlog, fake-agent scenarios);
 //! - [`wait`]: condition polls with deadlines;
 //! - [`in_process`]: an orchestrator stepped by the test with a manual clock;
+//! - [`poll_health`]: a tracker fault failing the poll health, then its recovery;
 //! - [`procs`]: live processes seen through `/proc`;
 //! - [`store`]: builders of store records and raw SQLite access;
 //! - [`fake_github`]: a fake GitHub REST API on the fake-server framework;
@@ -22,6 +23,7 @@ pub mod fake_jira;
 pub mod fake_server;
 pub mod http;
 pub mod in_process;
+pub mod poll_health;
 pub mod prism;
 pub mod procs;
 pub mod promtool;

@@ -11,6 +11,14 @@ mod normalize;
 mod settings;
 mod transition;
 
+/// The recorded Jira responses the unit tests read (`tests/fixtures/jira/`).
+#[cfg(test)]
+fn fixture(name: &str) -> serde_json::Value {
+    let path = format!("{}/tests/fixtures/jira/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

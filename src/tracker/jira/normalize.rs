@@ -108,13 +108,8 @@ pub fn comment(v: &Value) -> Comment {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixture;
     use super::*;
-
-    fn fixture(name: &str) -> Value {
-        let path = format!("{}/tests/fixtures/jira/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
 
     #[test]
     fn search_page_maps_fields_blockers_and_nulls() {

@@ -40,13 +40,8 @@ pub fn destinations(transitions: &Value) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixture;
     use super::*;
-
-    fn fixture(name: &str) -> Value {
-        let path = format!("{}/tests/fixtures/jira/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
 
     #[test]
     fn destination_status_decides_and_the_first_match_wins() {
