@@ -46,8 +46,9 @@ fn write(dir: &Path, rel: &str, text: &str) {
 }
 
 /// Demo workflow with the fake agent: DEMO-3 works for a long time (a running session with
-/// live events), DEMO-2 fails (a retry to run now, then at its second failure a session-budget
-/// hold to acknowledge),
+/// live events), DEMO-2 fails every session (a retry to run now, then after its third session a
+/// session-budget hold to acknowledge; the second retry waits 20 s, so a slow browser start
+/// still finds a retry with time left on it),
 /// everything else finishes a turn and is handed off. DEMO-4 stays held by its blocker.
 fn prepare(dir: &Path, port: u16) {
     let scenarios = dir.join("scenarios");
@@ -105,7 +106,7 @@ agent:
   kind: claude-code
   command: {agent}
   max_turns: 1
-  max_sessions: 2
+  max_sessions: 3
   # More slots than dispatchable demo issues, so "Run now" always finds a free slot (with
   # every slot taken sortie puts the retry back unchanged, which the test cannot tell
   # from a click that did nothing).
