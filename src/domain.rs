@@ -286,7 +286,34 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// Why a run has no token figure (`run_history.unmeasured_cause`).
+    UnmeasuredCause {
+        /// The agent reported amounts and no token figure.
+        AmountsOnly = "amounts_only",
+        /// The run did not succeed and ended without a usage report.
+        EndedEarly = "ended_early",
+        /// The run succeeded and its agent sent no usage.
+        NoUsage = "no_usage",
+        /// The run was recorded before the cause was kept.
+        Unknown = "unknown",
+    }
+}
+
 impl RunStatus {
+    /// Why a run of this status that received no usage report has no token figure.
+    pub const fn unmeasured_cause(self) -> UnmeasuredCause {
+        match self {
+            RunStatus::Succeeded => UnmeasuredCause::NoUsage,
+            RunStatus::Failed
+            | RunStatus::Cancelled
+            | RunStatus::CiFailed
+            | RunStatus::NeedsPerson
+            | RunStatus::BudgetStopped
+            | RunStatus::UsageLimited => UnmeasuredCause::EndedEarly,
+        }
+    }
+
     /// Whether the run was an agent session: a recorded CI result is not, so budgets and the
     /// session counters leave it out.
     pub const fn is_session(self) -> bool {

@@ -28,7 +28,8 @@
 use super::{
     AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentEvent,
     AgentEventKind, AgentSession, AgentSettings, CancelReason, CancelToken, StartSessionParams,
-    TokenUsage, TurnOutcome, TurnResult, UsageArrival, UsageAttribution,
+    TokenUsage, TurnOutcome, TurnResult, UsageArrival, UsageAttribution, UsageProvenance,
+    UsageSource, UsageStrategy,
 };
 use crate::clock::Clock;
 use crossbeam_channel::Sender;
@@ -41,6 +42,10 @@ pub const KIND: &str = "mock";
 pub const CAPS: AdapterCaps = AdapterCaps {
     usage_arrival: UsageArrival::Incremental,
     usage_attribution: UsageAttribution::PerModel,
+    usage_provenance: Some(UsageProvenance {
+        source: UsageSource::Protocol,
+        strategy: UsageStrategy::Live,
+    }),
     resumable: true,
     requires_command: false,
 };

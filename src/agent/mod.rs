@@ -53,15 +53,57 @@ pub enum UsageAttribution {
     None,
 }
 
+/// Where a kind's token figures come from (a run's `usage_provenance` source).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageSource {
+    /// The agent protocol's own messages.
+    Protocol,
+    /// The runtime's own output, in a format of its own.
+    Output,
+    /// The runtime's session records on the host that ran it.
+    Journal,
+}
+
+/// How a source's figures were read (a run's `usage_provenance` strategy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageStrategy {
+    /// Read as the reports arrived.
+    Live,
+    /// Read from the session records when the turn ended.
+    Records,
+}
+
+/// One source that settled a run's token figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct UsageProvenance {
+    pub source: UsageSource,
+    pub strategy: UsageStrategy,
+}
+
 /// Static facts about a kind, frozen per session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct AdapterCaps {
     pub usage_arrival: UsageArrival,
     pub usage_attribution: UsageAttribution,
+    /// Where its figures come from and how they are read; `None` for a kind that reports none.
+    pub usage_provenance: Option<UsageProvenance>,
     /// A later dispatch can continue the same agent conversation.
     pub resumable: bool,
     /// The kind runs an external command (`agent.command`).
     pub requires_command: bool,
+}
+
+impl AdapterCaps {
+    /// The sources that settled a run's token figure: this kind's source when a figure
+    /// arrived (`measured`), none otherwise.
+    pub fn provenance(&self, measured: bool) -> Vec<UsageProvenance> {
+        self.usage_provenance
+            .filter(|_| measured)
+            .into_iter()
+            .collect()
+    }
 }
 
 /// The typed agent configuration the adapters need; config maps itself onto it.

@@ -296,6 +296,7 @@ mod tests {
             label: "needs-human".into(),
             label_applied: true,
             parked_state: "In Progress".into(),
+            dispatched_at_ms: None,
         });
         let items = items(&snap);
         assert_eq!(items.len(), 2);
@@ -324,6 +325,8 @@ mod tests {
                 used: 7,
                 limit: 5,
                 since_ms: 1_774_535_100_000,
+                dispatched_at_ms: None,
+                spend: None,
             },
         );
         snap.health.preflight.failing_streak = 1;

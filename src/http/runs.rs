@@ -290,6 +290,7 @@ mod tests {
             run_id: 3,
             tokens_measured: false,
             usage_completeness: "unmeasured".into(),
+            unmeasured_cause: Some("ended_early".into()),
             ..RunRecord::new(RunStatus::Failed)
         };
         let v = to_value(&RunView::build(&r, None, false));
@@ -299,5 +300,12 @@ mod tests {
         assert_eq!(v["cost_status"], "unmeasured");
         assert_eq!(v["model_usage"], json!([]));
         assert_eq!(v["pr_loop"], json!({}));
+        // A run recorded before its cause was kept.
+        let legacy = RunRecord {
+            unmeasured_cause: None,
+            ..r
+        };
+        let v = to_value(&RunView::build(&legacy, None, false));
+        assert_eq!(v["unmeasured_cause"], "unknown");
     }
 }

@@ -272,6 +272,8 @@ fn run_stream(
             header_rev.clone()
         },
     };
+    let mut conn: Option<ReadConn> = None;
+    clamp_cursors(app, &snap, &mut subs, &mut conn);
     frames.write_all_by(HEAD.as_bytes(), Instant::now() + FRAME_DEADLINE)?;
     // A client that already holds the current revision gets no change until the next one.
     let mut last_change_at: Option<Instant> = None;
@@ -283,7 +285,6 @@ fn run_stream(
     let mut sent_rev = Some(snap.revision);
     let heartbeat = heartbeat_interval();
     let mut next_heartbeat = Instant::now() + heartbeat;
-    let mut conn: Option<ReadConn> = None;
     loop {
         if app.stopping.load(Ordering::SeqCst) {
             return Err(StreamEnd::Shutdown);
@@ -320,6 +321,32 @@ fn run_stream(
         let wait = wake_at.saturating_duration_since(Instant::now());
         if !wait.is_zero() {
             seen = snapshot::wait_published(seen, wait);
+        }
+    }
+}
+
+/// A cursor above a run's newest seq reads as the newest, from the stream's first frame on.
+/// A run whose stored events cannot be read, or that has none, keeps its cursor here; the
+/// pump decides what it gets.
+fn clamp_cursors(app: &AppState, snap: &Snapshot, subs: &mut [Sub], conn: &mut Option<ReadConn>) {
+    for sub in subs.iter_mut().filter(|s| s.cursor > 0) {
+        let newest = match snap
+            .running
+            .iter()
+            .find(|r| r.dispatch_id == sub.dispatch_id)
+        {
+            Some(row) => Some(i64::try_from(row.events.next_seq).unwrap_or(i64::MAX)),
+            None => {
+                if conn.is_none() {
+                    *conn = app.store.read_conn().ok();
+                }
+                conn.as_ref()
+                    .and_then(|c| c.run_events(&sub.dispatch_id).ok().flatten())
+                    .and_then(|stored| stored.events.last().map(|e| e.seq))
+            }
+        };
+        if let Some(newest) = newest {
+            sub.cursor = sub.cursor.min(newest);
         }
     }
 }

@@ -183,6 +183,11 @@ pub enum OrchMsg {
         /// The event's slot in its session's [`EventGate`], freed when the message is dropped.
         slot: InFlight,
     },
+    /// A supervisor prepared the session's workspace at `path`.
+    WorkspaceReady {
+        dispatch_id: String,
+        path: std::path::PathBuf,
+    },
     /// A supervisor started turn `turn` of its session.
     TurnStarted { dispatch_id: String, turn: u32 },
     /// A supervisor finished.

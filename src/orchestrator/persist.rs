@@ -131,6 +131,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
             parked_state: p.parked_state,
             label: p.label,
             label_applied: p.label_applied,
+            dispatched_at_ms: p.dispatched_at_ms,
         })
         .collect();
     let outcomes = snap
@@ -179,14 +180,6 @@ pub fn delete_retry(store: &Store, issue_id: &str) {
     warn_on_err("delete_retry", store.writer().delete_retry(issue_id));
 }
 
-pub fn count_sessions(store: &Store, issue_id: &str) -> Result<u64, PersistError> {
-    store
-        .writer()
-        .count_runs_for_issue(issue_id)
-        .map(|n| n.max(0) as u64)
-        .map_err(PersistError::store("count sessions"))
-}
-
 pub fn uncached_tokens_for_issue(store: &Store, issue_id: &str) -> Result<u64, PersistError> {
     store
         .writer()
@@ -217,6 +210,7 @@ pub fn park(store: &Store, p: &Park) {
             issue_url: p.issue.url.clone(),
             issue_type: p.issue.issue_type.clone(),
             issue_labels: p.issue.labels.clone(),
+            dispatched_at_ms: p.dispatched_at_ms,
             ..ParkedIssue::new(p.issue.id.clone(), p.reason)
         }),
     );
@@ -340,7 +334,7 @@ fn run_write(
             "complete".into()
         },
         cost_status: "unpriced".into(),
-        ..RunRecord::new(status)
+        ..usage_facts(e, &wf.config.agent.kind, RunRecord::new(status))
     };
     let events = stored_events(e);
     // Always written, so the exit clears the dispatch id the live row carried (a row that
@@ -357,6 +351,38 @@ fn run_write(
         events,
         session,
     }
+}
+
+/// What a run records about where its usage came from: provenance, vendor amounts (none in
+/// this build), the cause of a missing figure, and the spend per model.
+fn usage_facts(e: &RunningEntry, agent_kind: &str, mut run: RunRecord) -> RunRecord {
+    let measured = e.facts.tokens_measured;
+    let caps = crate::registry::caps_for_kind(agent_kind);
+    let provenance = caps.map(|c| c.provenance(measured)).unwrap_or_default();
+    run.usage_provenance = serde_json::to_value(provenance).ok();
+    run.vendor_amounts = Some(serde_json::json!([]));
+    run.unmeasured_cause = (!measured).then(|| run.status.unmeasured_cause().as_str().into());
+    let per_model =
+        caps.map(|c| c.usage_attribution) == Some(crate::agent::UsageAttribution::PerModel);
+    let parts: Vec<serde_json::Value> = e
+        .facts
+        .by_model
+        .iter()
+        .filter(|(_, part)| measured && per_model && part.tokens != Default::default())
+        .map(|(model, part)| {
+            serde_json::json!({
+                "model": model,
+                "tokens": part.tokens,
+                "uncached_tokens": part.tokens.uncached_tokens(),
+                "estimated_cost_usd": null,
+                "cost_status": "unpriced",
+                "unrated_classes": null,
+                "price_source": null,
+            })
+        })
+        .collect();
+    run.model_usage = Some(serde_json::Value::Array(parts));
+    run
 }
 
 /// What a run's exit records: the error text, the declared outcome and the agent's statement.
@@ -407,6 +433,17 @@ pub fn acknowledge(
         .writer()
         .acknowledge(ack)
         .map_err(PersistError::store("acknowledge"))
+}
+
+/// Budget usage of one issue.
+pub fn usage_for_issue(
+    store: &Store,
+    issue_id: &str,
+) -> Result<crate::store::IssueUsage, PersistError> {
+    store
+        .writer()
+        .usage_for_issue(issue_id)
+        .map_err(PersistError::store("read usage of issue"))
 }
 
 /// Budget usage of every issue with runs (one query).

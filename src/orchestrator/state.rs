@@ -51,6 +51,8 @@ pub struct RunFacts {
     /// Turns that reached the model without a usage figure (makes token sums lower bounds).
     pub turns_without_figure: u32,
     pub reported_model: Option<String>,
+    /// Figures and requests per model the agent named (`""` for figures naming none).
+    pub by_model: BTreeMap<String, ModelSpend>,
     /// Reconciliation found the issue terminal: remove the workspace after the exit.
     pub pending_cleanup: bool,
     /// A per-issue budget stopped the session.
@@ -82,6 +84,14 @@ impl RunFacts {
     {
         self.events.events.iter().map(|(seq, ev, _)| (*seq, ev))
     }
+}
+
+/// One model's part of a session's usage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelSpend {
+    pub tokens: TokenUsage,
+    /// Usage figures received, one per API request.
+    pub requests: u64,
 }
 
 /// What controls a live session (never copied into a snapshot).
@@ -201,6 +211,24 @@ pub struct BudgetHold {
     pub used: u64,
     pub limit: u64,
     pub since_ms: i64,
+    /// When the pass of the blocked dispatch was first dispatched; `None` when the hold has
+    /// no dispatch context or the pass cannot be dated.
+    pub dispatched_at_ms: Option<i64>,
+    /// The issue's spend as the token ceiling read it; `None` when it was not evaluated.
+    pub spend: Option<HoldSpend>,
+}
+
+/// An issue's recorded spend behind a budget hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HoldSpend {
+    /// Uncached tokens of the measured sessions.
+    pub uncached_tokens: u64,
+    /// Sessions whose agent reported no token usage.
+    pub unmeasured_sessions: u64,
+    /// Sessions that recorded a turn no figure covered.
+    pub lower_bound_sessions: u64,
+    /// Sessions a budget ceiling stopped while they ran.
+    pub stopped_in_flight: u64,
 }
 
 /// A parked issue (the agent reported itself blocked).
@@ -212,6 +240,8 @@ pub struct Park {
     pub parked_state: String,
     pub label: String,
     pub label_applied: bool,
+    /// When the pass of the run the park follows was first dispatched.
+    pub dispatched_at_ms: Option<i64>,
 }
 
 /// A pass's hold of one issue.

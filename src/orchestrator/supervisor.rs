@@ -194,6 +194,10 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         Err(e) => return error_exit(ErrorCode::Workspace, e.to_string(), true),
     };
     p.workspace_path = Some(ws.path.clone());
+    let _ = job.tx.send(OrchMsg::WorkspaceReady {
+        dispatch_id: job.dispatch_id.clone(),
+        path: ws.path.clone(),
+    });
     log::info!(
         "workspace prepared issue_id={} issue_identifier={} workspace={} created_now={}",
         issue.id,

@@ -160,6 +160,17 @@ fn interrupted_run(s: &SessionMeta, now_ms: i64) -> RunRecord {
         session_id: (!s.session_id.is_empty()).then(|| s.session_id.clone()),
         usage_completeness: if measured { "partial" } else { "unmeasured" }.into(),
         cost_status: "unpriced".into(),
+        // The session row keeps no split by model, so no per-model spend is recorded.
+        usage_provenance: serde_json::to_value(
+            crate::registry::caps_for_kind(&s.agent_kind)
+                .map(|c| c.provenance(measured))
+                .unwrap_or_default(),
+        )
+        .ok(),
+        vendor_amounts: Some(serde_json::json!([])),
+        unmeasured_cause: (!measured)
+            .then(|| RunStatus::Cancelled.unmeasured_cause().as_str().into()),
+        model_usage: Some(serde_json::json!([])),
         ..RunRecord::new(RunStatus::Cancelled)
     }
 }

@@ -2,7 +2,7 @@
 //! durable source of per-issue session budgets and spend, and what the history API pages over.
 
 use rusqlite::types::Value;
-use rusqlite::{Connection, Row, named_params};
+use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
 use super::error::{SqlContext, StoreError};
 use super::{json, time};
@@ -240,6 +240,64 @@ pub struct IssueUsage {
     pub sessions: i64,
     /// Uncached tokens of measured runs.
     pub uncached_tokens: i64,
+    /// Sessions whose agent reported no token usage.
+    pub unmeasured_sessions: i64,
+    /// Sessions that recorded a turn no figure covered.
+    pub lower_bound_sessions: i64,
+    /// Sessions a budget ceiling stopped while they ran.
+    pub budget_stopped_sessions: i64,
+    /// The pass dispatch time of the issue's newest agent run, when recorded.
+    pub latest_dispatched_at_ms: Option<i64>,
+}
+
+/// The columns of [`IssueUsage`] over the `run_history` rows of one group (`?1` is the
+/// recorded-CI-result status), then the newest agent run's dispatch time.
+const USAGE_COLUMNS: &str = "SUM(CASE WHEN status <> ?1 THEN 1 ELSE 0 END),
+    COALESCE(SUM(CASE WHEN tokens_measured = 1
+                      THEN MAX(total_tokens - cache_read_tokens, 0) END), 0),
+    COALESCE(SUM(tokens_measured = 0 AND status <> ?1), 0),
+    COALESCE(SUM(unaccounted_turns > 0 AND status <> ?1), 0),
+    COALESCE(SUM(status = 'budget_stopped'), 0),
+    (SELECT n.dispatched_at FROM run_history n
+     WHERE n.issue_id = run_history.issue_id AND n.status <> ?1
+     ORDER BY n.id DESC LIMIT 1)";
+
+fn usage_at(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<(IssueUsage, Option<String>)> {
+    Ok((
+        IssueUsage {
+            sessions: r.get::<_, Option<i64>>(first)?.unwrap_or(0),
+            uncached_tokens: r.get(first + 1)?,
+            unmeasured_sessions: r.get(first + 2)?,
+            lower_bound_sessions: r.get(first + 3)?,
+            budget_stopped_sessions: r.get(first + 4)?,
+            latest_dispatched_at_ms: None,
+        },
+        r.get(first + 5)?,
+    ))
+}
+
+/// Reads the dispatch time [`usage_at`] leaves as text.
+fn dated((mut usage, dispatched): (IssueUsage, Option<String>)) -> Result<IssueUsage, StoreError> {
+    usage.latest_dispatched_at_ms = dispatched
+        .map(|d| time::from_text("run dispatched_at", &d))
+        .transpose()?;
+    Ok(usage)
+}
+
+/// Budget usage of one issue (all zeros for an issue without runs).
+pub(crate) fn usage_for_issue(conn: &Connection, issue_id: &str) -> Result<IssueUsage, StoreError> {
+    let mut st = conn
+        .prepare_cached(&format!(
+            "SELECT {USAGE_COLUMNS} FROM run_history WHERE issue_id = ?2 GROUP BY issue_id"
+        ))
+        .ctx("prepare usage of issue")?;
+    let row = st
+        .query_row(rusqlite::params![RunStatus::CiFailed, issue_id], |r| {
+            usage_at(r, 0)
+        })
+        .optional()
+        .ctx("query usage of issue")?;
+    row.map(dated).transpose().map(Option::unwrap_or_default)
 }
 
 /// Budget usage of every issue that has runs, in one query (the dispatch pass reads it once
@@ -248,28 +306,19 @@ pub(crate) fn usage_by_issue(
     conn: &Connection,
 ) -> Result<std::collections::HashMap<String, IssueUsage>, StoreError> {
     let mut st = conn
-        .prepare_cached(
-            "SELECT issue_id, SUM(CASE WHEN status <> ?1 THEN 1 ELSE 0 END),
-                    COALESCE(SUM(CASE WHEN tokens_measured = 1
-                                      THEN MAX(total_tokens - cache_read_tokens, 0) END), 0)
-             FROM run_history GROUP BY issue_id",
-        )
+        .prepare_cached(&format!(
+            "SELECT issue_id, {USAGE_COLUMNS} FROM run_history GROUP BY issue_id"
+        ))
         .ctx("prepare usage by issue")?;
     let rows = st
         .query_map([RunStatus::CiFailed], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                IssueUsage {
-                    sessions: r.get(1)?,
-                    uncached_tokens: r.get(2)?,
-                },
-            ))
+            Ok((r.get::<_, String>(0)?, usage_at(r, 1)?))
         })
         .ctx("query usage by issue")?;
     let mut out = std::collections::HashMap::new();
     for row in rows {
         let (id, usage) = row.ctx("read usage by issue")?;
-        out.insert(id, usage);
+        out.insert(id, dated(usage)?);
     }
     Ok(out)
 }

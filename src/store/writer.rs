@@ -219,6 +219,11 @@ impl WriterHandle {
         let id = issue_id.to_string();
         self.query(move |c| sessions::recovered(c, &id))
     }
+    /// Budget usage of one issue, after every earlier write.
+    pub fn usage_for_issue(&self, issue_id: &str) -> Result<super::runs::IssueUsage, StoreError> {
+        let id = issue_id.to_string();
+        self.query(move |c| super::runs::usage_for_issue(c, &id))
+    }
     /// Budget usage of every issue with runs, after every earlier write.
     pub fn usage_by_issue(
         &self,

@@ -11,7 +11,7 @@ use crate::agent::process::{
 use crate::agent::{
     AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentEvent,
     AgentSession, AgentSettings, CancelToken, StartSessionParams, TurnOutcome, TurnResult,
-    UsageArrival, UsageAttribution,
+    UsageArrival, UsageAttribution, UsageProvenance, UsageSource, UsageStrategy,
 };
 use crate::clock::Clock;
 use argv::{SessionFlag, build_args, prompt_needs_stdin};
@@ -27,6 +27,10 @@ pub const KIND: &str = "claude-code";
 pub const CAPS: AdapterCaps = AdapterCaps {
     usage_arrival: UsageArrival::Incremental,
     usage_attribution: UsageAttribution::PerModel,
+    usage_provenance: Some(UsageProvenance {
+        source: UsageSource::Output,
+        strategy: UsageStrategy::Live,
+    }),
     resumable: true,
     requires_command: true,
 };

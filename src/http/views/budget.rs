@@ -7,7 +7,7 @@ use crate::domain::BudgetReason;
 use crate::orchestrator::snapshot::{BudgetRow, ConfigView};
 
 use super::super::wording;
-use super::{IssueFields, Null, Sentences, nonempty, ts};
+use super::{IssueFields, Null, Sentences, nonempty, opt_ts, ts};
 
 /// A `budget_exhausted[]` entry.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -17,8 +17,8 @@ pub struct BudgetView {
     pub issue: IssueFields,
     #[serde(flatten)]
     pub sentences: Sentences,
-    /// Budget rows are not placed by dispatch time.
-    pub dispatched_at: Null,
+    /// The pass of the blocked dispatch; `null` when it cannot be dated.
+    pub dispatched_at: Option<String>,
     /// `session_budget` or `token_budget`.
     pub reason: String,
     pub used_sessions: Option<u64>,
@@ -28,8 +28,9 @@ pub struct BudgetView {
     pub used_usd: Null,
     pub used_usd_complete: Null,
     pub budget_usd: Option<f64>,
-    pub unmeasured_sessions: Null,
-    pub stopped_in_flight: Null,
+    /// `null` when the issue's spend was not read (no token ceiling).
+    pub unmeasured_sessions: Option<u64>,
+    pub stopped_in_flight: Option<u64>,
     pub exhausted_at: String,
     pub stage_lineage: Null,
     pub stage_position: Null,
@@ -40,25 +41,80 @@ pub struct BudgetView {
 impl BudgetView {
     pub fn build(b: &BudgetRow, cfg: &ConfigView) -> BudgetView {
         let sessions = b.reason == BudgetReason::Session;
-        let tokens = b.reason == BudgetReason::Token;
+        // A zero sum beside unmeasured or lower-bound sessions is spend not known, not none.
+        let used_tokens = b.spend.and_then(|s| {
+            let unknown =
+                s.uncached_tokens == 0 && (s.unmeasured_sessions > 0 || s.lower_bound_sessions > 0);
+            (!unknown).then_some(s.uncached_tokens)
+        });
         BudgetView {
             issue: IssueFields::of(&b.issue),
             sentences: wording::budget(b.reason.as_str(), b.used, b.limit).into(),
-            dispatched_at: Null,
+            dispatched_at: opt_ts(b.dispatched_at_ms),
             reason: b.reason.as_str().to_string(),
             used_sessions: sessions.then_some(b.used),
             budget_sessions: cfg.max_sessions,
-            used_tokens: tokens.then_some(b.used),
+            used_tokens: match b.reason {
+                BudgetReason::Token => Some(b.used),
+                BudgetReason::Session | BudgetReason::Money => used_tokens,
+            },
             budget_tokens: cfg.max_tokens,
             used_usd: Null,
             used_usd_complete: Null,
             budget_usd: cfg.max_cost_usd,
-            unmeasured_sessions: Null,
-            stopped_in_flight: Null,
+            unmeasured_sessions: b.spend.map(|s| s.unmeasured_sessions),
+            stopped_in_flight: b.spend.map(|s| s.stopped_in_flight),
             exhausted_at: ts(b.since_ms),
             stage_lineage: Null,
             stage_position: Null,
             agent_kind: nonempty(&cfg.agent_kind),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orchestrator::state::HoldSpend;
+    use serde_json::Value;
+
+    fn hold(reason: BudgetReason, spend: Option<HoldSpend>) -> Value {
+        let b = BudgetRow {
+            issue: Default::default(),
+            reason,
+            used: 3,
+            limit: 3,
+            since_ms: 0,
+            dispatched_at_ms: Some(1_000),
+            spend,
+        };
+        super::super::to_value(&BudgetView::build(&b, &ConfigView::default()))
+    }
+
+    #[test]
+    fn spend_is_served_once_the_token_ceiling_read_it() {
+        let v = hold(BudgetReason::Session, None);
+        assert_eq!(v["dispatched_at"], "1970-01-01T00:00:01.000Z");
+        for k in ["used_tokens", "unmeasured_sessions", "stopped_in_flight"] {
+            assert_eq!(v[k], Value::Null, "{k}");
+        }
+        let read = HoldSpend {
+            uncached_tokens: 40,
+            unmeasured_sessions: 1,
+            lower_bound_sessions: 0,
+            stopped_in_flight: 2,
+        };
+        let v = hold(BudgetReason::Session, Some(read));
+        assert_eq!(v["used_tokens"], 40);
+        assert_eq!(v["unmeasured_sessions"], 1);
+        assert_eq!(v["stopped_in_flight"], 2);
+        // A zero sum beside an unmeasured session is not a measured zero.
+        let unknown = HoldSpend {
+            uncached_tokens: 0,
+            ..read
+        };
+        let v = hold(BudgetReason::Session, Some(unknown));
+        assert_eq!(v["used_tokens"], Value::Null);
+        assert_eq!(v["unmeasured_sessions"], 1);
     }
 }

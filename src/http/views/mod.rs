@@ -52,6 +52,15 @@ pub fn nonempty(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
+/// The file name of a stored path (`/srv/x/WORKFLOW.md` → `WORKFLOW.md`); absent when empty.
+pub fn base_name(path: &str) -> Option<String> {
+    let name = std::path::Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    nonempty(&name)
+}
+
 /// A member this build always serves as `null` (a feature it does not have).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Null;
@@ -150,4 +159,20 @@ impl From<super::wording::Pair> for Sentences {
 /// string keys, which cannot fail to serialize, so a failure reads as `null`.
 pub fn to_value<T: Serialize>(v: &T) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base_name_keeps_the_file_name_only() {
+        assert_eq!(
+            super::base_name("/srv/project/WORKFLOW.md").as_deref(),
+            Some("WORKFLOW.md")
+        );
+        assert_eq!(
+            super::base_name("WORKFLOW.md").as_deref(),
+            Some("WORKFLOW.md")
+        );
+        assert_eq!(super::base_name(""), None);
+    }
 }

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::orchestrator::snapshot::{ConfigView, ParkedRow};
 
 use super::super::wording;
-use super::{IssueFields, Null, Sentences, nonempty, ts};
+use super::{IssueFields, Null, Sentences, nonempty, opt_ts, ts};
 
 /// A `parked[]` entry.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -20,7 +20,8 @@ pub struct ParkedView {
     pub sentences: Sentences,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parked_state: Option<String>,
-    pub dispatched_at: Null,
+    /// The pass of the run the park follows; `null` when it follows none or is undated.
+    pub dispatched_at: Option<String>,
     pub reason: String,
     pub label: String,
     pub label_applied: bool,
@@ -39,7 +40,7 @@ impl ParkedView {
             issue,
             sentences: wording::parked(p.reason.as_str(), &p.label).into(),
             parked_state: nonempty(&p.parked_state),
-            dispatched_at: Null,
+            dispatched_at: opt_ts(p.dispatched_at_ms),
             reason: p.reason.as_str().to_string(),
             label: p.label.clone(),
             label_applied: p.label_applied,

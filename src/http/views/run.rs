@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::domain::{OutcomeKind, RunStatus};
+use crate::domain::{OutcomeKind, UnmeasuredCause};
 use crate::store::{IssueTotalsRow, OutcomeRow, RunRecord};
 
 use super::super::wording;
@@ -224,15 +224,6 @@ impl RunView {
         let n = |v: i64| measured.then_some(v);
         let completeness = completeness(r);
         let unmeasured = completeness == UsageCompleteness::Unmeasured;
-        let default_cause = match r.status {
-            RunStatus::Succeeded => "no_usage",
-            RunStatus::Failed
-            | RunStatus::Cancelled
-            | RunStatus::CiFailed
-            | RunStatus::NeedsPerson
-            | RunStatus::BudgetStopped
-            | RunStatus::UsageLimited => "ended_early",
-        };
         RunView {
             run_id: r.run_id,
             issue_id: r.issue_id.clone(),
@@ -253,7 +244,7 @@ impl RunView {
             configured_model: nonempty(&r.configured_model),
             configured_effort: nonempty(&r.configured_effort),
             model_name: nonempty(&r.reported_model),
-            workflow_file: nonempty(&r.workflow_file),
+            workflow_file: super::base_name(&r.workflow_file),
             started_at: ts(r.started_at_ms),
             completed_at: ts(r.completed_at_ms),
             dispatched_at: opt_ts(r.dispatched_at_ms),
@@ -272,10 +263,11 @@ impl RunView {
             usage_completeness: completeness,
             usage_provenance: r.usage_provenance.clone().unwrap_or(Value::Null),
             vendor_amounts: r.vendor_amounts.clone().unwrap_or(Value::Null),
+            // A run recorded before its cause was kept reads `unknown`, as the totals do.
             unmeasured_cause: unmeasured.then(|| {
                 r.unmeasured_cause
                     .clone()
-                    .unwrap_or_else(|| default_cause.into())
+                    .unwrap_or_else(|| UnmeasuredCause::Unknown.as_str().into())
             }),
             unmeasured_units: EmptyList,
             estimated_cost_usd: r.estimated_cost_usd,
@@ -328,7 +320,7 @@ impl IssueTotalsView {
         let fig = |v: i64| (v != 0 || complete).then_some(v);
         let cause = match t.unmeasured_causes.as_slice() {
             [] => None,
-            [one] if one.is_empty() => Some("unknown".to_string()),
+            [one] if one.is_empty() => Some(UnmeasuredCause::Unknown.as_str().to_string()),
             [one] => Some(one.clone()),
             _ => Some("mixed".to_string()),
         };

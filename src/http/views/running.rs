@@ -135,6 +135,10 @@ pub struct RunningView {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct UsageView {
     pub api_request_count: Option<u64>,
+    /// Requests per model (`""` for figures that named none); absent while requests are not
+    /// measured, for a kind whose figures are not per model, and while empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_by_model: Option<std::collections::BTreeMap<String, u64>>,
     pub tool_time_percent: Null,
     pub api_time_percent: Null,
     pub tokens_measured: bool,
@@ -187,6 +191,14 @@ impl RunningView {
         let tokens = r.measured_tokens().filter(|_| usage.measured);
         let requests_measured = arrival == Some(UsageArrival::Incremental)
             && (r.api_request_count > 0 || (r.turn == 0 && !r.tokens_measured));
+        let per_model = caps.map(|c| c.usage_attribution) == Some(UsageAttribution::PerModel);
+        let requests_by_model =
+            (requests_measured && per_model && !r.by_model.is_empty()).then(|| {
+                r.by_model
+                    .iter()
+                    .map(|(model, part)| (model.clone(), part.requests))
+                    .collect()
+            });
         RunningView {
             issue: IssueFields::of(&r.issue),
             sentences: wording::running(r.turn, None).into(),
@@ -223,6 +235,7 @@ impl RunningView {
             agent_kind: nonempty(&cfg.agent_kind),
             usage: UsageView {
                 api_request_count: requests_measured.then_some(r.api_request_count),
+                requests_by_model,
                 tool_time_percent: Null,
                 api_time_percent: Null,
                 tokens_measured: usage.measured,
@@ -360,6 +373,7 @@ mod tests {
             turn_had_usage: tokens.is_some(),
             turns_without_figure: without_figure,
             reported_model: Some("m".into()),
+            by_model: Default::default(),
             pending_cleanup: false,
             budget_stopped: false,
             tokens_used_before: 0,
@@ -429,6 +443,27 @@ mod tests {
         assert_eq!(v["api_requests_measured"], true);
         assert_eq!(v["model_name"], "m");
         assert_eq!(v["cost_status"], "unpriced");
+    }
+
+    #[test]
+    fn requests_by_model_only_while_requests_are_measured() {
+        let t = TokenUsage::new(10, 0, 0, 0);
+        let mut r = row(Some(t), 1, 0);
+        let v = running_row(&r, &cfg(), None, 0);
+        assert!(v.get("requests_by_model").is_none(), "empty breakdown");
+        r.by_model.insert(
+            "m".into(),
+            crate::orchestrator::state::ModelSpend {
+                tokens: t,
+                requests: 1,
+            },
+        );
+        let v = running_row(&r, &cfg(), None, 0);
+        assert_eq!(v["requests_by_model"], serde_json::json!({"m": 1}));
+        r.api_request_count = 0;
+        let v = running_row(&r, &cfg(), None, 0);
+        assert_eq!(v["api_requests_measured"], false);
+        assert!(v.get("requests_by_model").is_none());
     }
 
     #[test]

@@ -84,6 +84,7 @@ impl Orchestrator {
                     turn_had_usage: false,
                     turns_without_figure: 0,
                     reported_model: None,
+                    by_model: Default::default(),
                     pending_cleanup: false,
                     budget_stopped: false,
                     tokens_used_before,

@@ -64,6 +64,13 @@ impl Orchestrator {
                 if model.is_some() {
                     e.facts.reported_model = model.clone();
                 }
+                let part = e
+                    .facts
+                    .by_model
+                    .entry(model.clone().unwrap_or_default())
+                    .or_default();
+                part.tokens = part.tokens.plus(usage);
+                part.requests += 1;
                 let t = &mut self.state.totals;
                 t.input_tokens += usage.input_tokens;
                 t.output_tokens += usage.output_tokens;

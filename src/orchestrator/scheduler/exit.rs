@@ -304,7 +304,7 @@ impl Orchestrator {
                 error,
             } => self.failure_retry(entry, attempt, delay_ms, &error, true),
             ExitStep::Park { label } => {
-                self.park(issue, label);
+                self.park(issue, label, entry.facts.dispatched_at_ms);
                 self.release(&issue.id);
             }
             ExitStep::Declared { state } => {
@@ -406,8 +406,9 @@ impl Orchestrator {
         );
     }
 
-    /// Parks an issue whose agent needs a person; the label is best effort.
-    fn park(&mut self, issue: &Issue, label: String) {
+    /// Parks an issue whose agent needs a person; the label is best effort. `dispatched_at_ms`
+    /// is the pass of the run the park follows.
+    fn park(&mut self, issue: &Issue, label: String, dispatched_at_ms: i64) {
         let label_applied = match self.tracker.add_label(&issue.id, &label) {
             Ok(()) => true,
             Err(e) => {
@@ -428,6 +429,7 @@ impl Orchestrator {
             parked_state,
             label,
             label_applied,
+            dispatched_at_ms: Some(dispatched_at_ms),
         };
         log::info!(
             "issue parked issue_id={} issue_identifier={} reason={}",

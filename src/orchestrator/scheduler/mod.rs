@@ -372,7 +372,10 @@ impl Orchestrator {
 
     /// Handles one message and says whether its change may wait for the publish timer.
     fn handle_counted(&mut self, m: OrchMsg) -> bool {
-        let deferrable = matches!(m, OrchMsg::Agent { .. } | OrchMsg::TurnStarted { .. });
+        let deferrable = matches!(
+            m,
+            OrchMsg::Agent { .. } | OrchMsg::TurnStarted { .. } | OrchMsg::WorkspaceReady { .. }
+        );
         self.handle(m);
         deferrable
     }
@@ -445,6 +448,13 @@ impl Orchestrator {
             } => {
                 self.on_agent_event(&dispatch_id, event);
                 drop(slot);
+            }
+            OrchMsg::WorkspaceReady { dispatch_id, path } => {
+                if let Some(e) = self.running_by_dispatch(&dispatch_id) {
+                    e.facts.workspace_path = Some(path);
+                    // The live session row names the workspace from now on.
+                    e.facts.live_row_dirty = true;
+                }
             }
             OrchMsg::TurnStarted { dispatch_id, turn } => {
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {

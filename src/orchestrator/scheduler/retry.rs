@@ -24,7 +24,7 @@ impl Orchestrator {
         // A spent budget holds the issue now rather than queueing a retry that could only be
         // refused when it fires.
         // (A failed budget read queues the retry; it is checked again when it fires.)
-        if let Ok(Some(hold)) = self.budget_hold_for(issue, None) {
+        if let Ok(Some(hold)) = self.budget_hold_for(issue, None, Some(dispatched_at_ms)) {
             log::warn!(
                 "effort budget exhausted, blocking re-dispatch issue_id={} issue_identifier={} reason={} used={} limit={}",
                 issue.id,
@@ -181,7 +181,7 @@ impl Orchestrator {
             return None;
         }
         let used = usage.map(|u| u.get(&id).copied().unwrap_or_default());
-        match self.budget_hold_for(&info.issue, used) {
+        match self.budget_hold_for(&info.issue, used, Some(info.dispatched_at_ms)) {
             Ok(Some(h)) => {
                 self.state.budget_held.insert(id.clone(), h);
                 persist::delete_retry(&self.store, &id);

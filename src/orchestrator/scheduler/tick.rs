@@ -225,11 +225,13 @@ impl Orchestrator {
 
     /// The budget hold of one issue, if a per-issue ceiling is reached. `usage` is what the
     /// issue spent according to run history (`None`: read it now). A failed read is an error,
-    /// never "no hold": budgets fail closed.
+    /// never "no hold": budgets fail closed. `dispatched_at_ms` is the pass of the dispatch
+    /// the hold blocks (a retry's); `None` takes the issue's newest run's.
     pub(super) fn budget_hold_for(
         &self,
         issue: &Issue,
         usage: Option<crate::store::IssueUsage>,
+        dispatched_at_ms: Option<i64>,
     ) -> Result<Option<BudgetHold>, persist::PersistError> {
         let cfg = &self.workflow.config.agent;
         let max_tokens = cfg.max_tokens.filter(|l| *l > 0);
@@ -239,32 +241,35 @@ impl Orchestrator {
         }
         let usage = match usage {
             Some(u) => u,
-            None => {
-                let sessions = persist::count_sessions(&self.store, &issue.id);
-                let tokens = persist::uncached_tokens_for_issue(&self.store, &issue.id);
-                match (sessions, tokens) {
-                    (Ok(s), Ok(t)) => crate::store::IssueUsage {
-                        sessions: s as i64,
-                        uncached_tokens: t as i64,
-                    },
-                    (Err(e), _) | (_, Err(e)) => {
-                        log::error!(
-                            "budget read failed issue_id={} issue_identifier={} error=\"{e}\"",
-                            issue.id,
-                            issue.identifier
-                        );
-                        return Err(e);
-                    }
+            None => match persist::usage_for_issue(&self.store, &issue.id) {
+                Ok(u) => u,
+                Err(e) => {
+                    log::error!(
+                        "budget read failed issue_id={} issue_identifier={} error=\"{e}\"",
+                        issue.id,
+                        issue.identifier
+                    );
+                    return Err(e);
                 }
-            }
+            },
         };
         let now = self.clock.now_ms();
+        let count = |n: i64| n.max(0) as u64;
+        // The spend is read for the token ceiling only; without one it is not served.
+        let spend = max_tokens.map(|_| crate::orchestrator::state::HoldSpend {
+            uncached_tokens: count(usage.uncached_tokens),
+            unmeasured_sessions: count(usage.unmeasured_sessions),
+            lower_bound_sessions: count(usage.lower_bound_sessions),
+            stopped_in_flight: count(usage.budget_stopped_sessions),
+        });
         let hold = |reason, used: i64, limit| BudgetHold {
             issue: issue.clone(),
             reason,
             used: used.max(0) as u64,
             limit,
             since_ms: now,
+            dispatched_at_ms: dispatched_at_ms.or(usage.latest_dispatched_at_ms),
+            spend,
         };
         if let Some(limit) = max_tokens
             && usage.uncached_tokens.max(0) as u64 >= limit
@@ -311,10 +316,14 @@ impl Orchestrator {
                 continue;
             }
             let used = usage.get(&issue.id).copied().unwrap_or_default();
-            if let Ok(Some(mut h)) = self.budget_hold_for(issue, Some(used)) {
+            if let Ok(Some(mut h)) = self.budget_hold_for(issue, Some(used), None) {
                 let prev = self.state.budget_held.get(&issue.id);
                 if let Some(prev) = prev {
                     h.since_ms = prev.since_ms;
+                    // A hold found on a retry keeps that retry's dispatch context.
+                    if prev.dispatched_at_ms.is_some() {
+                        h.dispatched_at_ms = prev.dispatched_at_ms;
+                    }
                 }
                 // Logged when the hold begins or changes reason, not on every tick.
                 if prev.map(|p| p.reason) != Some(h.reason) {
