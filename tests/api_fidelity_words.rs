@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 const T: Duration = Duration::from_secs(30);
 
+const STALL: &str = "The agent sent no event within the stall timeout, so Sortie stopped the run.";
+
 fn issue(id: &str, identifier: &str, priority: u32) -> Value {
     json!({"id": id, "identifier": identifier, "title": format!("Work on {identifier}"),
            "state": "To Do", "priority": priority})
@@ -28,6 +30,210 @@ fn served_run(d: &Daemon, identifier: &str, status: &str) -> Value {
             .find(|r| r["status"] == status)
             .cloned()
     })
+}
+
+/// Waits until `sql` reads `want` (the writer thread commits after the API shows a change).
+fn stored(p: &Project, sql: &str, want: &str) {
+    let read = || {
+        p.db_conn()
+            .query_row(sql, [], |r| r.get::<_, String>(0))
+            .ok()
+    };
+    let found = common::poll(T, common::POLL, || read().filter(|v| v == want));
+    assert_eq!(found.as_deref(), Some(want), "{sql}: {:?}", read());
+}
+
+fn retry_of<'a>(s: &'a Value, identifier: &str) -> Option<&'a Value> {
+    s["retrying"]
+        .as_array()?
+        .iter()
+        .find(|r| r["issue_identifier"] == identifier)
+}
+
+#[test]
+fn run_and_retry_errors_read_as_the_plain_sentence_of_their_kind() {
+    let p = Project::new();
+    p.issues(json!([
+        issue("f", "F-1", 1),
+        issue("b", "B-1", 2),
+        issue("r", "R-1", 3),
+        issue("h", "H-1", 4),
+    ]));
+    p.scenario(
+        "F-1",
+        &[
+            json!({"init": {}}),
+            json!({"result": {"subtype": "error_during_execution", "text": "it broke"}}),
+            json!({"exit": 1}),
+        ],
+    );
+    p.scenario(
+        "B-1",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"text": "spending", "input_tokens": 150, "output_tokens": 5}}),
+            json!({"hang": true}),
+        ],
+    );
+    let working = [
+        json!({"init": {}}),
+        json!({"assistant": {"text": "working", "input_tokens": 10, "output_tokens": 2}}),
+        json!({"hang": true}),
+    ];
+    p.scenario("R-1", &working);
+    p.scenario("H-1", &working);
+    p.fake_agent_workflow("  max_tokens: 100\n  max_concurrent_agents: 4", "");
+    let mut d = p.start();
+
+    // An agent error: the run, its retry, the issue's last error and the retry's sentences.
+    let failed = "The agent's turn failed: error_during_execution: it broke.";
+    let s = d.wait_state("the failed run's retry", T, |s| {
+        retry_of(s, "F-1").is_some_and(|r| r["trigger"] == "error")
+    });
+    let retry = retry_of(&s, "F-1").unwrap_or(&Value::Null);
+    assert_eq!(retry["error"], failed, "{retry}");
+    assert!(
+        retry["status_text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Retry 1 in ") && t.ends_with(" after an error")),
+        "{retry}"
+    );
+    assert!(
+        retry["status_text_full"]
+            .as_str()
+            .is_some_and(|t| t.starts_with(&format!("{failed} Retry 1 in "))),
+        "{retry}"
+    );
+    let detail = d.get("/api/v1/F-1").json();
+    assert_eq!(detail["last_error"], failed, "{detail}");
+    assert_eq!(detail["retry"]["error"], failed, "{detail}");
+    assert_eq!(served_run(&d, "F-1", "failed")["error"], failed);
+    // The database keeps the stored text.
+    stored(
+        &p,
+        "SELECT error FROM run_history WHERE issue_id = 'f'",
+        "turn_failed: error_during_execution: it broke",
+    );
+    stored(
+        &p,
+        "SELECT error FROM retry_entries WHERE issue_id = 'f'",
+        "worker exited: turn_failed: error_during_execution: it broke",
+    );
+
+    // A budget stop carries the figures behind it.
+    assert_eq!(
+        served_run(&d, "B-1", "budget_stopped")["error"],
+        "Sortie stopped the run because the issue used 155 tokens, reaching its limit of 100."
+    );
+    stored(
+        &p,
+        "SELECT error FROM run_history WHERE issue_id = 'b'",
+        "cancelled: budget: used_tokens=155 max_tokens=100",
+    );
+
+    // The issue reaching a final state while its agent works.
+    d.wait_state("R-1 and H-1 running", T, |s| {
+        s["running"].as_array().is_some_and(|r| {
+            ["R-1", "H-1"].iter().all(|i| {
+                r.iter()
+                    .any(|e| e["issue_identifier"] == *i && e["last_event_at"].is_string())
+            })
+        })
+    });
+    p.set_issue_state("r", "Done");
+    assert_eq!(
+        served_run(&d, "R-1", "cancelled")["error"],
+        "The issue reached a terminal or inactive state, so Sortie stopped the run."
+    );
+    stored(
+        &p,
+        "SELECT error FROM run_history WHERE issue_id = 'r'",
+        "cancelled: reconcile",
+    );
+
+    // Shutdown stops the session in its first turn; the next start serves the run.
+    assert_eq!(d.terminate(), Some(0));
+    let d = p.start();
+    assert_eq!(
+        served_run(&d, "H-1", "cancelled")["error"],
+        "Sortie stopped the session before the agent finished turn 1."
+    );
+    stored(
+        &p,
+        "SELECT error FROM run_history WHERE issue_id = 'h' ORDER BY id LIMIT 1",
+        "cancelled: shutdown",
+    );
+}
+
+#[test]
+fn a_stall_reads_as_its_sentence_on_the_run_and_on_the_retry() {
+    let p = Project::new();
+    p.issues(json!([issue("s", "S-1", 1)]));
+    p.scenario("default", &[json!({"init": {}}), json!({"hang": true})]);
+    p.fake_agent_workflow("  stall_timeout_ms: 700", "");
+    let d = p.start();
+    let s = d.wait_state("the stall retry", T, |s| {
+        retry_of(s, "S-1").is_some_and(|r| r["trigger"] == "stall")
+    });
+    let retry = retry_of(&s, "S-1").unwrap_or(&Value::Null);
+    assert_eq!(retry["error"], STALL, "{retry}");
+    assert!(
+        retry["status_text_full"]
+            .as_str()
+            .is_some_and(|t| t.starts_with(&format!("{STALL} Retry 1 in "))),
+        "{retry}"
+    );
+    assert_eq!(d.get("/api/v1/S-1").json()["last_error"], STALL);
+    assert_eq!(served_run(&d, "S-1", "cancelled")["error"], STALL);
+    stored(
+        &p,
+        "SELECT error FROM run_history WHERE issue_id = 's'",
+        "cancelled: stall",
+    );
+    stored(
+        &p,
+        "SELECT error FROM retry_entries WHERE issue_id = 's'",
+        "stall timeout exceeded",
+    );
+}
+
+#[test]
+fn a_failing_poll_summary_ends_with_when_the_last_successful_poll_was() {
+    let p = Project::new();
+    p.write("issues.json", "not json");
+    p.scenario("default", &[json!({"init": {}}), json!({"hang": true})]);
+    p.fake_agent_workflow("", "");
+    let d = p.start();
+    let s = d.wait_state("a failing first poll", T, |s| {
+        s["health"]["poll"]["status"] == "fail"
+    });
+    assert!(
+        s["health"]["poll"]["summary_text"]
+            .as_str()
+            .is_some_and(
+                |t| t.starts_with("The latest poll could not read the tracker")
+                    && t.ends_with("; no poll has succeeded since Sortie started.")
+            ),
+        "{}",
+        s["health"]["poll"]
+    );
+    p.issues(json!([]));
+    d.wait_state("a passing poll", T, |s| {
+        s["health"]["poll"]["status"] == "pass"
+    });
+    p.write("issues.json", "not json");
+    let s = d.wait_state("a failing poll after a success", T, |s| {
+        s["health"]["poll"]["status"] == "fail"
+    });
+    let text = s["health"]["poll"]["summary_text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.starts_with("The latest poll could not read the tracker")
+            && text.contains("; the last successful poll was ")
+            && text.ends_with(" ago."),
+        "{text}"
+    );
 }
 
 /// The events of an issue's finished run.

@@ -361,7 +361,7 @@ mod tests {
             turns_without_figure: without_figure,
             reported_model: Some("m".into()),
             pending_cleanup: false,
-            budget_stopped: false,
+            budget_stop: None,
             tokens_used_before: 0,
             events: Default::default(),
             workspace_path: None,

@@ -85,7 +85,7 @@ impl Orchestrator {
                     turns_without_figure: 0,
                     reported_model: None,
                     pending_cleanup: false,
-                    budget_stopped: false,
+                    budget_stop: None,
                     tokens_used_before,
                     events: Default::default(),
                     workspace_path: None,
