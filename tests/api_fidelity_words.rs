@@ -198,6 +198,87 @@ fn a_stall_reads_as_its_sentence_on_the_run_and_on_the_retry() {
 }
 
 #[test]
+fn a_retry_now_put_back_serves_its_reschedule_reason_as_written() {
+    let p = Project::new();
+    p.issues(json!([issue("f", "F-1", 1), issue("h", "H-1", 2)]));
+    p.scenario(
+        "F-1",
+        &[
+            json!({"init": {}}),
+            json!({"result": {"subtype": "error_during_execution", "text": "it broke"}}),
+            json!({"exit": 1}),
+        ],
+    );
+    p.scenario("H-1", &[json!({"init": {}}), json!({"hang": true})]);
+    // One slot for the state both issues are in: F-1 fails in it first, then H-1 holds it.
+    p.fake_agent_workflow(
+        "  max_concurrent_agents: 4\n  max_concurrent_agents_by_state:\n    To Do: 1",
+        "",
+    );
+    let d = p.start();
+    let s = d.wait_state("H-1 running and F-1's retry queued", T, |s| {
+        s["running"][0]["issue_identifier"] == "H-1"
+            && retry_of(s, "F-1").is_some_and(|r| r["trigger"] == "error")
+    });
+    let before = retry_of(&s, "F-1").cloned().unwrap_or(Value::Null);
+    let due_before = wait_for("the stored retry", T, || {
+        Some(p.db_i64("SELECT due_at_ms FROM retry_entries WHERE issue_id = 'f'"))
+            .filter(|d| *d > 0)
+    });
+
+    let r = d.post("/api/v1/retries/F-1/run");
+    assert_eq!(r.status, 202, "{}", r.body);
+    let s = d.wait_state("the put-back", T, |s| {
+        retry_of(s, "F-1").is_some_and(|r| r["trigger"] == "timer")
+    });
+    let after = retry_of(&s, "F-1").unwrap_or(&Value::Null);
+    // Served as written, at the attempt and due time it had; the sentences reword it.
+    assert_eq!(after["error"], "no available orchestrator slots", "{after}");
+    assert_eq!(after["attempt"], before["attempt"], "{after}");
+    assert_eq!(after["due_at"], before["due_at"], "{after}");
+    assert!(
+        after["status_text"].as_str().is_some_and(
+            |t| t.starts_with("Retry 1 in ") && t.ends_with(": no agent slot was free")
+        ),
+        "{after}"
+    );
+    assert!(
+        after["status_text_full"]
+            .as_str()
+            .is_some_and(|t| t.starts_with(
+                "The retry came due and was not dispatched: no agent slot was free. Retry 1 in "
+            )),
+        "{after}"
+    );
+    let detail = d.get("/api/v1/F-1").json();
+    assert_eq!(
+        detail["last_error"], "no available orchestrator slots",
+        "{detail}"
+    );
+    stored(
+        &p,
+        "SELECT error FROM retry_entries WHERE issue_id = 'f'",
+        "no available orchestrator slots",
+    );
+    assert_eq!(
+        p.db_i64("SELECT due_at_ms FROM retry_entries WHERE issue_id = 'f'"),
+        due_before
+    );
+    // The log says what happened to the row: no new backoff.
+    let log = p.log();
+    assert!(
+        log.contains(&format!(
+            "msg=\"retry put back after a request to run it now\" issue_id=f issue_identifier=F-1 attempt=1 due_at_ms={due_before} reason=\"no available orchestrator slots\""
+        )),
+        "{log}"
+    );
+    assert!(
+        !log.contains("msg=\"retry rescheduled\" issue_id=f"),
+        "{log}"
+    );
+}
+
+#[test]
 fn a_failing_poll_summary_ends_with_when_the_last_successful_poll_was() {
     let p = Project::new();
     p.write("issues.json", "not json");
@@ -290,7 +371,7 @@ fn a_tool_result_without_a_duration_omits_it() {
 
     let timed = tool("T-2");
     assert!(
-        timed["duration_ms"].as_u64().is_some_and(|ms| ms >= 300),
+        timed["duration_ms"].as_u64().is_some_and(|ms| ms >= 200),
         "{timed}"
     );
     assert!(
