@@ -24,6 +24,37 @@ pub enum CancelReason {
     Signal,
 }
 
+impl CancelReason {
+    /// Every reason.
+    pub const ALL: [CancelReason; 7] = [
+        CancelReason::Stall,
+        CancelReason::TurnTimeout,
+        CancelReason::Shutdown,
+        CancelReason::Reconcile,
+        CancelReason::Budget,
+        CancelReason::User,
+        CancelReason::Signal,
+    ];
+
+    /// The stable snake_case text (the serde name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelReason::Stall => "stall",
+            CancelReason::TurnTimeout => "turn_timeout",
+            CancelReason::Shutdown => "shutdown",
+            CancelReason::Reconcile => "reconcile",
+            CancelReason::Budget => "budget",
+            CancelReason::User => "user",
+            CancelReason::Signal => "signal",
+        }
+    }
+
+    /// The reason whose [`as_str`](Self::as_str) is `text`.
+    pub fn from_code(text: &str) -> Option<CancelReason> {
+        Self::ALL.into_iter().find(|r| r.as_str() == text)
+    }
+}
+
 struct Inner {
     reason: Mutex<Option<CancelReason>>,
     trigger: Mutex<Option<Sender<()>>>,
@@ -127,6 +158,15 @@ impl CancelToken {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn the_reason_text_is_the_serde_name_and_reads_back() {
+        for r in CancelReason::ALL {
+            assert_eq!(serde_json::to_value(r).ok(), Some(r.as_str().into()));
+            assert_eq!(CancelReason::from_code(r.as_str()), Some(r));
+        }
+        assert_eq!(CancelReason::from_code("nope"), None);
+    }
 
     #[test]
     fn cancel_wakes_a_waiter_on_another_thread_and_keeps_first_reason() {

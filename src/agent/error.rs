@@ -19,6 +19,24 @@ pub enum AgentErrorKind {
 }
 
 impl AgentErrorKind {
+    /// Every kind.
+    pub const ALL: [AgentErrorKind; 9] = [
+        AgentErrorKind::AgentNotFound,
+        AgentErrorKind::InvalidWorkspaceCwd,
+        AgentErrorKind::TurnInputRequired,
+        AgentErrorKind::TurnCancelled,
+        AgentErrorKind::ResponseTimeout,
+        AgentErrorKind::TurnTimeout,
+        AgentErrorKind::PortExit,
+        AgentErrorKind::ResponseError,
+        AgentErrorKind::TurnFailed,
+    ];
+
+    /// The kind whose [`code`](Self::code) is `text`.
+    pub fn from_code(text: &str) -> Option<AgentErrorKind> {
+        Self::ALL.into_iter().find(|k| k.code() == text)
+    }
+
     /// The stable snake_case code.
     pub fn code(self) -> &'static str {
         match self {
@@ -103,6 +121,10 @@ mod tests {
         ];
         for k in retry {
             assert!(k.retryable(), "{k}");
+        }
+        for k in AgentErrorKind::ALL {
+            assert_eq!(serde_json::to_value(k).ok(), Some(k.code().into()));
+            assert_eq!(AgentErrorKind::from_code(k.code()), Some(k));
         }
         assert_eq!(
             serde_json::to_string(&AgentErrorKind::AgentNotFound).ok(),

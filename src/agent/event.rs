@@ -176,11 +176,8 @@ impl TurnOutcome {
     }
 }
 
-fn reason_code(r: CancelReason) -> String {
-    serde_json::to_value(r)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+fn reason_code(r: CancelReason) -> &'static str {
+    r.as_str()
 }
 
 /// What happened, with its type-specific members.

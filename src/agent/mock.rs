@@ -15,7 +15,7 @@
 //! | `model_name` | none | model on `token_usage` |
 //! | `api_duration_ms` | none | on `token_usage` |
 //! | `turn_delay_ms` | 0 | wait before the terminal event; a cancel during it ends the turn |
-//! | `tool_calls` | `[]` | `[{tool_name, duration_ms, error}]` reported every turn |
+//! | `tool_calls` | `[]` | `[{tool_name, duration_ms, error}]` reported every turn (no `duration_ms`: the event reports none) |
 //! | `issues` | `{}` | per-issue overrides: `{<identifier>: {<any key above>…, failing_sessions: N}}` |
 //!
 //! A per-issue block is laid over the base block for sessions of that issue; with
@@ -61,7 +61,8 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MockToolCall {
     pub tool_name: String,
-    pub duration_ms: u64,
+    /// `None` when the script gives none: the event then reports no duration.
+    pub duration_ms: Option<u64>,
     pub error: bool,
 }
 
@@ -141,7 +142,7 @@ impl MockConfig {
                     .and_then(Value::as_str)
                     .unwrap_or("tool")
                     .to_string(),
-                duration_ms: v.get("duration_ms").and_then(as_int).unwrap_or(0),
+                duration_ms: v.get("duration_ms").and_then(as_int),
                 error: v.get("error").and_then(Value::as_bool).unwrap_or(false),
             });
         }
@@ -332,7 +333,7 @@ impl AgentSession for MockSession {
                 tool_name: Some(t.tool_name.clone()),
                 tool_kind: None,
                 tool_argument: None,
-                duration_ms: Some(t.duration_ms),
+                duration_ms: t.duration_ms,
                 tool_error: t.error,
                 message: if t.error {
                     "mock tool error".into()

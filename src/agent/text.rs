@@ -1,6 +1,9 @@
 //! Small text-shaping helpers shared by the parsers: rune-bounded cuts, control-character
 //! cleanup, ANSI stripping.
 
+/// The longest event message (and tool argument) kept and served, in chars, before `…`.
+pub const MESSAGE_CHARS: usize = 999;
+
 /// Cuts `s` to at most `max` chars (Unicode scalar values), adding `…` when cut.
 pub fn cut_chars(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {

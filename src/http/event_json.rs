@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::views::event::{EventView, ToolFields};
 
 /// Longest message or tool argument served, in characters, before `…`.
-const MAX_CHARS: usize = 999;
+const MAX_CHARS: usize = crate::agent::text::MESSAGE_CHARS;
 
 const TURN_ENDING: &[&str] = &[
     "turn_completed",

@@ -298,6 +298,8 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         .map(|r| r.attempt + 1)
         .or(found.retry.map(|r| r.attempt))
         .unwrap_or(0);
+    // Worded as the retry row's `error` is.
+    let last_error = rows.retry.as_ref().and_then(|r| r.error.clone());
     let view = IssueDetailView {
         issue_identifier,
         issue_id,
@@ -322,10 +324,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         pending_reactions: EmptyList,
         between_stages: Null,
         recent_events,
-        last_error: found
-            .retry
-            .and_then(|r| r.error.clone())
-            .filter(|e| !e.trim().is_empty()),
+        last_error,
         pr_loop: EmptyObject,
         tracked: EmptyObject,
         history,

@@ -20,9 +20,12 @@ impl Pair {
     }
 }
 
+use crate::agent::{AgentErrorKind, CancelReason};
 use crate::domain::{
     BudgetReason, OutcomeKind, ParkReason, PollOutcome, RescheduleReason, RetryTrigger,
 };
+use crate::orchestrator::msg::ErrorCode;
+use crate::orchestrator::run_error::{RetryError, RunError};
 
 /// What a sentence reads when it cannot be rendered.
 pub const NOT_AVAILABLE: &str = "Status not available";
@@ -82,13 +85,129 @@ pub fn running(turn: u32, stage: Option<&str>) -> Pair {
     )
 }
 
-/// The plain sentence a retry's stored error reads as (a reschedule reason is served as
-/// written in `error`; this is its plain form inside sentences). Any other error is a run's
-/// own failure text.
-pub fn retry_reason(error: &str) -> String {
-    let Ok(reason) = error.parse::<RescheduleReason>() else {
-        return error.trim_end_matches('.').to_string();
-    };
+const STALL_STOP: &str =
+    "The agent sent no event within the stall timeout, so Sortie stopped the run.";
+
+/// What a failed attempt reads as, before any message the agent supplied.
+fn failure_words(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::Agent(kind) => match kind {
+            AgentErrorKind::AgentNotFound => "Sortie could not start the agent command",
+            AgentErrorKind::InvalidWorkspaceCwd => {
+                "The agent could not run in the issue's workspace"
+            }
+            AgentErrorKind::TurnInputRequired => {
+                "The agent asked for input, which an unattended run cannot give"
+            }
+            AgentErrorKind::TurnCancelled => "The agent's turn was cancelled",
+            AgentErrorKind::ResponseTimeout => "The agent did not answer within the read timeout",
+            AgentErrorKind::TurnTimeout => {
+                "The turn ran past the turn timeout, so Sortie stopped the run"
+            }
+            AgentErrorKind::PortExit => "The agent process exited before the turn ended",
+            AgentErrorKind::ResponseError => "The agent answered with an error",
+            AgentErrorKind::TurnFailed => "The agent's turn failed",
+        },
+        ErrorCode::Workspace => "Sortie could not prepare the issue's workspace",
+        ErrorCode::Hook => "The before_run hook failed",
+        ErrorCode::PromptRender => "Sortie could not render the prompt for the turn",
+        ErrorCode::TrackerRefresh => {
+            "Sortie could not read the issue's state from the tracker between turns"
+        }
+        ErrorCode::SupervisorPanic => "The session's supervisor stopped on an internal error",
+    }
+}
+
+/// Whether a failure's message says nothing the sentence does not: empty, the code itself,
+/// Sortie's own cancellation text, or the sentence again.
+fn only_repeats(code: ErrorCode, words: &str, message: &str) -> bool {
+    let norm = |t: &str| t.trim().trim_end_matches('.').to_lowercase();
+    let m = norm(message);
+    m.is_empty()
+        || m == code.as_str()
+        || m == norm(words)
+        || (matches!(
+            code,
+            ErrorCode::Agent(AgentErrorKind::TurnCancelled | AgentErrorKind::TurnTimeout)
+        ) && m.starts_with("turn cancelled:"))
+}
+
+/// Ends a sentence with one stop, unless it already ends with one.
+fn ended(t: &str) -> String {
+    let t = t.trim_end();
+    if t.ends_with(['.', '!', '?']) {
+        t.to_string()
+    } else {
+        format!("{t}.")
+    }
+}
+
+fn cancelled_words(reason: CancelReason, turns_completed: Option<u32>) -> String {
+    match reason {
+        CancelReason::Stall => STALL_STOP.into(),
+        CancelReason::TurnTimeout => {
+            "The turn ran past the turn timeout, so Sortie stopped the run.".into()
+        }
+        CancelReason::Shutdown => match turns_completed {
+            Some(done) => format!(
+                "Sortie stopped the session before the agent finished turn {}.",
+                done.saturating_add(1)
+            ),
+            None => "Sortie stopped the session before the agent finished its turn.".into(),
+        },
+        CancelReason::Reconcile => {
+            "The issue reached a terminal or inactive state, so Sortie stopped the run.".into()
+        }
+        CancelReason::Budget => {
+            "Sortie stopped the run because the issue reached its token limit.".into()
+        }
+        CancelReason::User => "Sortie stopped the run on request.".into(),
+        CancelReason::Signal => "The agent was killed by a signal that Sortie did not send.".into(),
+    }
+}
+
+/// The plain sentence of a typed run error; `turns_completed` is the run's, when known.
+fn run_error_words(e: &RunError, turns_completed: Option<u32>) -> String {
+    match e {
+        RunError::Failed { code, message } => {
+            let words = failure_words(*code);
+            if only_repeats(*code, words, message) {
+                ended(words)
+            } else {
+                ended(&format!("{words}: {}", message.trim()))
+            }
+        }
+        RunError::Cancelled(reason) => cancelled_words(*reason, turns_completed),
+        RunError::TokenBudget(t) => format!(
+            "Sortie stopped the run because the issue used {} tokens, reaching its limit of {}.",
+            tokens(t.used),
+            tokens(t.limit)
+        ),
+    }
+}
+
+/// A run row's `error`: the plain sentence of the stored error, with any message the agent
+/// supplied after a colon; a text that is no known kind is served as stored.
+pub fn run_error(stored: &str, turns_completed: Option<u32>) -> String {
+    match RunError::parse(stored) {
+        Some(e) => run_error_words(&e, turns_completed),
+        None => stored.to_string(),
+    }
+}
+
+/// A retry row's `error` (and the issue's `last_error`): the plain sentence of the run before
+/// it, as that run's row reads; a reschedule reason is served as written.
+pub fn retry_error(stored: &str) -> String {
+    match RetryError::parse(stored) {
+        Some(RetryError::WorkerExited(e)) => run_error_words(&e, None),
+        Some(RetryError::Stall) => STALL_STOP.into(),
+        Some(RetryError::Reschedule(r)) => r.as_str().into(),
+        None => stored.to_string(),
+    }
+}
+
+/// The plain form of a reschedule reason inside a retry's sentences.
+fn reschedule_words(reason: RescheduleReason) -> &'static str {
     match reason {
         RescheduleReason::NoSlots => "no agent slot was free",
         RescheduleReason::WorkerStillRunning => "the previous run had not finished stopping",
@@ -100,7 +219,6 @@ pub fn retry_reason(error: &str) -> String {
             "another issue with the same identifier was running or queued"
         }
     }
-    .into()
 }
 
 /// A queued retry: `attempt` is the attempt it dispatches, `due_in_ms` from the snapshot time.
@@ -112,9 +230,14 @@ pub fn retrying(attempt: u32, due_in_ms: i64, trigger: &str, error: Option<&str>
     };
     let head = format!("Retry {attempt} {when}");
     let trigger = trigger.parse::<RetryTrigger>().ok();
+    let error = error.filter(|e| !e.trim().is_empty());
+    let parsed = error.and_then(RetryError::parse);
     match (trigger, error) {
         (Some(RetryTrigger::Timer), Some(e)) => {
-            let reason = retry_reason(e);
+            let reason = match &parsed {
+                Some(RetryError::Reschedule(r)) => reschedule_words(*r).to_string(),
+                _ => retry_error(e).trim_end_matches('.').to_string(),
+            };
             Pair::new(
                 format!("{head}: {reason}"),
                 format!("The retry came due and was not dispatched: {reason}. {head}."),
@@ -126,16 +249,24 @@ pub fn retrying(attempt: u32, due_in_ms: i64, trigger: &str, error: Option<&str>
         ),
         (Some(RetryTrigger::Stall), _) => Pair::new(
             format!("{head} after a stall"),
-            format!(
-                "The agent sent no event within the stall timeout, so Sortie stopped the run. {head}."
-            ),
+            format!("{STALL_STOP} {head}."),
         ),
-        (Some(RetryTrigger::Error) | None, Some(e)) if !e.trim().is_empty() => {
-            let reason = retry_reason(e);
-            Pair::new(
-                format!("{head} after an error"),
-                format!("The previous run failed: {reason}. {head}."),
-            )
+        (Some(RetryTrigger::Error) | None, Some(e)) => {
+            // The sentence the retry's `error` serves is quoted whole; a text of no known
+            // kind is named as the previous run's failure.
+            let full = match parsed {
+                Some(RetryError::WorkerExited(_) | RetryError::Stall) => {
+                    format!("{} {head}.", retry_error(e))
+                }
+                Some(RetryError::Reschedule(r)) => {
+                    format!("The retry was put back: {}. {head}.", reschedule_words(r))
+                }
+                None => format!(
+                    "The previous run failed: {}. {head}.",
+                    e.trim_end_matches('.')
+                ),
+            };
+            Pair::new(format!("{head} after an error"), full)
         }
         (
             Some(
@@ -362,13 +493,12 @@ pub fn attention_database(error: &str) -> AttentionWords {
     }
 }
 
-/// `health.poll.summary_text`. `last_success_ago_ms` is `None` when no poll has succeeded
-/// since start or the time is not known (`known_since_start` tells which).
+/// `health.poll.summary_text`. A failing check always ends with when the last successful poll
+/// was; `last_success_ago_ms` is `None` when none has succeeded since Sortie started.
 pub fn poll_summary(
     outcome: Option<&str>,
     failures_in_row: u32,
     last_success_ago_ms: Option<i64>,
-    known_since_start: bool,
 ) -> String {
     let Some(outcome) = outcome else {
         return "Sortie has not polled the tracker yet.".into();
@@ -392,10 +522,9 @@ pub fn poll_summary(
     } else {
         String::new()
     };
-    let tail = match (last_success_ago_ms, known_since_start) {
-        (Some(ms), _) => format!("; the last successful poll was {} ago", duration(ms)),
-        (None, true) => "; no poll has succeeded since Sortie started".into(),
-        (None, false) => String::new(),
+    let tail = match last_success_ago_ms {
+        Some(ms) => format!("; the last successful poll was {} ago", duration(ms)),
+        None => "; no poll has succeeded since Sortie started".into(),
     };
     format!("{stop}{row}{tail}.")
 }
@@ -501,6 +630,65 @@ mod tests {
     }
 
     #[test]
+    fn run_errors_read_as_plain_sentences() {
+        assert_eq!(
+            run_error("cancelled: stall", Some(0)),
+            "The agent sent no event within the stall timeout, so Sortie stopped the run."
+        );
+        assert_eq!(
+            run_error("cancelled: budget: used_tokens=155 max_tokens=100", Some(0)),
+            "Sortie stopped the run because the issue used 155 tokens, reaching its limit of 100."
+        );
+        assert_eq!(
+            run_error(
+                "cancelled: budget: used_tokens=1500000 max_tokens=1000000",
+                None
+            ),
+            "Sortie stopped the run because the issue used 1.5M tokens, reaching its limit of 1M."
+        );
+        assert_eq!(
+            run_error("cancelled: shutdown", Some(0)),
+            "Sortie stopped the session before the agent finished turn 1."
+        );
+        assert_eq!(
+            run_error("cancelled: reconcile", Some(2)),
+            "The issue reached a terminal or inactive state, so Sortie stopped the run."
+        );
+        assert_eq!(
+            run_error("turn_failed: error_during_execution: it broke", Some(0)),
+            "The agent's turn failed: error_during_execution: it broke."
+        );
+        assert_eq!(
+            run_error("turn_timeout: turn cancelled: turn_timeout", Some(0)),
+            "The turn ran past the turn timeout, so Sortie stopped the run."
+        );
+        assert_eq!(
+            run_error("hook_failed: ", None),
+            "The before_run hook failed."
+        );
+        assert_eq!(
+            run_error("interrupted: sortie restarted", Some(0)),
+            "interrupted: sortie restarted"
+        );
+        assert_eq!(
+            retry_error("worker exited: port_exit: non-zero exit (code 3)"),
+            "The agent process exited before the turn ended: non-zero exit (code 3)."
+        );
+        assert_eq!(
+            retry_error("stall timeout exceeded"),
+            "The agent sent no event within the stall timeout, so Sortie stopped the run."
+        );
+        assert_eq!(
+            retry_error("no available orchestrator slots"),
+            "no available orchestrator slots"
+        );
+        assert_eq!(
+            retrying(2, 10_000, "error", Some("worker exited: turn_failed: boom")).full,
+            "The agent's turn failed: boom. Retry 2 in 10s."
+        );
+    }
+
+    #[test]
     fn budget_rows() {
         assert_eq!(
             budget("session_budget", 3, 3),
@@ -579,19 +767,19 @@ mod tests {
     #[test]
     fn poll_summary_sentences() {
         assert_eq!(
-            poll_summary(None, 0, None, true),
+            poll_summary(None, 0, None),
             "Sortie has not polled the tracker yet."
         );
         assert_eq!(
-            poll_summary(Some("ok"), 0, None, true),
+            poll_summary(Some("ok"), 0, None),
             "The latest poll read the tracker without an error."
         );
         assert_eq!(
-            poll_summary(Some("preflight_failed"), 1, Some(32_000), true),
+            poll_summary(Some("preflight_failed"), 1, Some(32_000)),
             "The latest poll stopped at the dispatch preflight before reading the tracker; the last successful poll was 32s ago."
         );
         assert_eq!(
-            poll_summary(Some("tracker_failed"), 2, None, true),
+            poll_summary(Some("tracker_failed"), 2, None),
             "The latest poll could not read the tracker (2 polls in a row failed); no poll has succeeded since Sortie started."
         );
     }

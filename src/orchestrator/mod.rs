@@ -8,6 +8,7 @@ pub mod msg;
 pub mod persist;
 pub mod reload;
 pub mod retry_queue;
+pub mod run_error;
 mod scheduler;
 pub mod snapshot;
 pub mod state;

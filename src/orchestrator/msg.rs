@@ -34,6 +34,22 @@ impl ErrorCode {
             ErrorCode::SupervisorPanic => "supervisor_panic",
         }
     }
+
+    /// The code whose [`as_str`](Self::as_str) is `text`.
+    pub fn from_code(text: &str) -> Option<ErrorCode> {
+        if let Some(kind) = AgentErrorKind::from_code(text) {
+            return Some(ErrorCode::Agent(kind));
+        }
+        [
+            ErrorCode::Workspace,
+            ErrorCode::Hook,
+            ErrorCode::PromptRender,
+            ErrorCode::TrackerRefresh,
+            ErrorCode::SupervisorPanic,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == text)
+    }
 }
 
 impl std::fmt::Display for ErrorCode {

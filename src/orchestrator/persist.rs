@@ -15,6 +15,7 @@ use crate::store::{
 };
 
 use super::msg::{SupervisorExit, SupervisorResult};
+use super::run_error::{RunError, TokenStop};
 use super::state::{AgentTotals, Park, RetryInfo, RunningEntry};
 
 /// A database call of the orchestrator that failed. The text is the store's own (the API
@@ -288,7 +289,7 @@ fn run_write(
     result: &SupervisorResult,
     status: RunStatus,
 ) -> RunWrite {
-    let (error, declared, statement) = exit_fields(&result.exit);
+    let (error, declared, statement) = exit_fields(&result.exit, e.facts.budget_stop);
     let measured = e.facts.tokens_measured;
     let t = &e.facts.tokens;
     let n = |v: u64| if measured { v as i64 } else { 0 };
@@ -386,26 +387,17 @@ fn usage_facts(e: &RunningEntry, agent_kind: &str, mut run: RunRecord) -> RunRec
 }
 
 /// What a run's exit records: the error text, the declared outcome and the agent's statement.
-fn exit_fields(exit: &SupervisorExit) -> (Option<String>, Option<DeclaredOutcome>, Option<String>) {
+fn exit_fields(
+    exit: &SupervisorExit,
+    token_stop: Option<TokenStop>,
+) -> (Option<String>, Option<DeclaredOutcome>, Option<String>) {
+    let error = RunError::of_exit(exit, token_stop).map(|e| e.stored());
     match exit {
         SupervisorExit::Normal {
             declared,
             statement,
-        } => (None, *declared, statement.clone()),
-        SupervisorExit::Error { code, message, .. } => {
-            (Some(format!("{code}: {message}")), None, None)
-        }
-        SupervisorExit::Cancelled { reason } => (
-            Some(format!(
-                "cancelled: {}",
-                serde_json::to_value(reason)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            )),
-            None,
-            None,
-        ),
+        } => (error, *declared, statement.clone()),
+        SupervisorExit::Error { .. } | SupervisorExit::Cancelled { .. } => (error, None, None),
     }
 }
 

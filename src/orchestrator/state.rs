@@ -55,8 +55,8 @@ pub struct RunFacts {
     pub by_model: BTreeMap<String, ModelSpend>,
     /// Reconciliation found the issue terminal: remove the workspace after the exit.
     pub pending_cleanup: bool,
-    /// A per-issue budget stopped the session.
-    pub budget_stopped: bool,
+    /// The token budget stopped the session, with the figures behind the stop.
+    pub budget_stop: Option<super::run_error::TokenStop>,
     /// Uncached tokens of the issue's earlier runs, read at dispatch (for `agent.max_tokens`).
     pub tokens_used_before: u64,
     /// Shared with published snapshots and copied on write, so a publish copies one pointer.

@@ -8,7 +8,7 @@ use crate::agent::event::{
     AgentEvent, AgentEventKind, RateLimitStatus, RateLimitWindow, TokenUsage, TurnOutcome,
 };
 use crate::agent::stream::{StreamParser, TurnEnd, shared_outcome};
-use crate::agent::text::{cut_chars, head_and_tail, strip_ansi};
+use crate::agent::text::{MESSAGE_CHARS, cut_chars, head_and_tail, strip_ansi};
 use crate::agent::tool_kind::{ToolKind, display_tool_name};
 use crate::clock::Clock;
 use serde_json::Value;
@@ -17,9 +17,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-const NOTIFICATION_CHARS: usize = 200;
-const RESULT_CHARS: usize = 500;
-const MALFORMED_CHARS: usize = 500;
 const TOOL_ERROR_BYTES: usize = 2048;
 
 /// Claude's raw counters: `input` excludes both cache terms.
@@ -219,7 +216,7 @@ impl ClaudeParser {
                         .unwrap_or("")
                         .trim();
                     if !text.is_empty() {
-                        parts.push(cut_chars(text, NOTIFICATION_CHARS));
+                        parts.push(cut_chars(text, MESSAGE_CHARS));
                     }
                 }
                 Some("tool_use") => {
@@ -417,13 +414,11 @@ impl ClaudeParser {
         };
         let (tool_name, tool_kind, tool_argument, duration_ms) = match open {
             Some(t) => {
+                // Timed from the use line to the result line: both read within the same
+                // millisecond (one buffered read) measured nothing, so no duration is reported.
                 let ms = now.saturating_duration_since(t.started).as_millis();
-                (
-                    Some(t.name),
-                    t.kind,
-                    t.argument,
-                    Some(u64::try_from(ms).unwrap_or(u64::MAX)),
-                )
+                let ms = u64::try_from(ms).unwrap_or(u64::MAX);
+                (Some(t.name), t.kind, t.argument, (ms > 0).then_some(ms))
             }
             None => (Some("unknown".to_string()), None, None, None),
         };
@@ -443,7 +438,7 @@ impl ClaudeParser {
         }
         match &self.result {
             Some(r) if r.subtype == "success" && !r.is_error => TurnOutcome::Completed {
-                message: cut_chars(&r.text, RESULT_CHARS),
+                message: cut_chars(&r.text, MESSAGE_CHARS),
             },
             Some(r) => {
                 if let Some(resets_at_ms) = self.usage_limit_resets_at_ms
@@ -464,7 +459,7 @@ impl ClaudeParser {
                 let message = if text.is_empty() {
                     subtype.to_string()
                 } else {
-                    format!("{subtype}: {}", cut_chars(text, RESULT_CHARS))
+                    format!("{subtype}: {}", cut_chars(text, MESSAGE_CHARS))
                 };
                 TurnOutcome::Failed {
                     message,
@@ -511,7 +506,7 @@ impl StreamParser for ClaudeParser {
         match serde_json::from_str::<Value>(trimmed) {
             Ok(v) if v.is_object() => self.parse(&v),
             _ => vec![self.event(AgentEventKind::Malformed {
-                message: cut_chars(trimmed, MALFORMED_CHARS),
+                message: cut_chars(trimmed, MESSAGE_CHARS),
             })],
         }
     }

@@ -161,7 +161,6 @@ impl PollCheckView {
                 streak,
                 poll.last_success_ms
                     .map(|at| (snap.generated_at_ms - at).max(0)),
-                true,
             ),
         }
     }

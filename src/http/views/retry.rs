@@ -20,7 +20,8 @@ pub struct RetryView {
     pub dispatched_at: Option<String>,
     pub attempt: u32,
     pub due_at: String,
-    /// Served as stored (the reschedule reason as written); the sentences use the plain form.
+    /// The plain sentence of the run before it, or the reschedule reason as written; the
+    /// sentences use the plain form of a reason.
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trigger: Option<String>,
@@ -46,7 +47,7 @@ impl RetryView {
             dispatched_at: (r.dispatched_at_ms > 0).then(|| ts(r.dispatched_at_ms)),
             attempt: r.attempt,
             due_at: ts(r.due_at_ms),
-            error: error.map(str::to_string),
+            error: error.map(wording::retry_error),
             trigger: nonempty(r.trigger.as_str()),
             agent_kind: nonempty(&cfg.agent_kind),
             stage_lineage: Null,

@@ -233,7 +233,10 @@ impl RunView {
             issue_url: nonempty(&r.issue_url),
             attempt: r.attempt,
             status: r.status.as_str().to_string(),
-            error: r.error.clone(),
+            error: r
+                .error
+                .as_deref()
+                .map(|e| wording::run_error(e, u32::try_from(r.turns_completed).ok())),
             declared_outcome: r.declared_outcome.clone().filter(|s| !s.is_empty()),
             agent_text: r
                 .agent_text

@@ -375,7 +375,7 @@ mod tests {
             reported_model: Some("m".into()),
             by_model: Default::default(),
             pending_cleanup: false,
-            budget_stopped: false,
+            budget_stop: None,
             tokens_used_before: 0,
             events: Default::default(),
             workspace_path: None,

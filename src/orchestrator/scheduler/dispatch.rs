@@ -86,7 +86,7 @@ impl Orchestrator {
                     reported_model: None,
                     by_model: Default::default(),
                     pending_cleanup: false,
-                    budget_stopped: false,
+                    budget_stop: None,
                     tokens_used_before,
                     events: Default::default(),
                     workspace_path: None,

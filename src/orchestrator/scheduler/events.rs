@@ -77,17 +77,17 @@ impl Orchestrator {
                 t.total_tokens += usage.total_tokens;
                 t.cache_read_tokens += usage.cache_read_tokens;
                 t.cache_write_tokens += usage.cache_write_tokens;
-                let used_before = e.facts.tokens_used_before;
-                if max_tokens > 0
-                    && !e.facts.budget_stopped
-                    && used_before + e.facts.tokens.uncached_tokens() >= max_tokens
-                {
-                    e.facts.budget_stopped = true;
+                let used = e.facts.tokens_used_before + e.facts.tokens.uncached_tokens();
+                if max_tokens > 0 && e.facts.budget_stop.is_none() && used >= max_tokens {
+                    e.facts.budget_stop = Some(crate::orchestrator::run_error::TokenStop {
+                        used,
+                        limit: max_tokens,
+                    });
                     log::warn!(
                         "token budget reached, stopping session issue_id={} issue_identifier={} used_tokens={} budget_tokens={}",
                         e.facts.issue.id,
                         e.facts.issue.identifier,
-                        used_before + e.facts.tokens.uncached_tokens(),
+                        used,
                         max_tokens
                     );
                     e.handles.cancel.cancel(CancelReason::Budget);

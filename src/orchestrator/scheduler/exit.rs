@@ -5,6 +5,8 @@
 
 use super::*;
 use crate::config::TrackerConfig;
+use crate::orchestrator::msg::ErrorCode;
+use crate::orchestrator::run_error::{RetryError, RunError};
 
 /// What happens to an issue's claim after its supervisor exited (its run is already recorded).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +21,7 @@ pub(super) enum ExitStep {
     Retry {
         attempt: u32,
         delay_ms: u64,
-        error: String,
+        error: RunError,
     },
     /// A failure a plain retry is not expected to fix (missing agent, input required, …). It
     /// still waits the failure backoff, loudly: releasing the claim would dispatch the issue
@@ -27,7 +29,7 @@ pub(super) enum ExitStep {
     RetryUnfixable {
         attempt: u32,
         delay_ms: u64,
-        error: String,
+        error: RunError,
     },
     /// The agent declared itself blocked: park the issue under `label`, release the claim.
     Park { label: String },
@@ -57,6 +59,10 @@ pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
         return ExitStep::Nothing;
     }
     let next_attempt = f.attempt + 1;
+    let failed = |code: &ErrorCode, message: &str| RunError::Failed {
+        code: *code,
+        message: message.to_string(),
+    };
     match f.exit {
         SupervisorExit::Cancelled { .. } if f.retry_queued => ExitStep::KeepQueuedRetry,
         SupervisorExit::Cancelled { .. } => ExitStep::Release,
@@ -67,7 +73,7 @@ pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
         } => ExitStep::Retry {
             attempt: next_attempt,
             delay_ms: failure_delay_ms(next_attempt, f.backoff_cap_ms),
-            error: format!("{code}: {message}"),
+            error: failed(code, message),
         },
         SupervisorExit::Error {
             code,
@@ -76,7 +82,7 @@ pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
         } => ExitStep::RetryUnfixable {
             attempt: next_attempt,
             delay_ms: failure_delay_ms(next_attempt, f.backoff_cap_ms),
-            error: format!("{code}: {message}"),
+            error: failed(code, message),
         },
         SupervisorExit::Normal { declared, .. } => match declared {
             Some(DeclaredOutcome::Blocked) => ExitStep::Park {
@@ -218,7 +224,7 @@ impl Orchestrator {
             self.state.totals.unmeasured_sessions += 1;
             self.metrics.unmeasured_session();
         }
-        let status = run_status(&result.exit, entry.facts.budget_stopped);
+        let status = run_status(&result.exit, entry.facts.budget_stop.is_some());
         self.metrics.worker_exit(status, seconds);
         let tx = self.tx.clone();
         let dispatch_id = result.dispatch_id.clone();
@@ -326,7 +332,7 @@ impl Orchestrator {
         entry: &RunningEntry,
         attempt: u32,
         delay_ms: u64,
-        error: &str,
+        error: &RunError,
         unfixable: bool,
     ) {
         let issue = &entry.facts.issue;
@@ -345,14 +351,14 @@ impl Orchestrator {
             issue.identifier,
             attempt,
             delay_ms,
-            error
+            error.stored()
         );
         self.schedule_retry(
             issue,
             attempt,
             delay_ms,
             RetryTrigger::Error,
-            Some(format!("worker exited: {error}")),
+            Some(RetryError::WorkerExited(error.clone()).stored()),
             None,
             entry.facts.dispatched_at_ms,
         );
@@ -576,6 +582,12 @@ mod tests {
 
     #[test]
     fn every_failure_waits_the_backoff_before_the_next_dispatch() {
+        let boom = || RunError::Failed {
+            code: crate::orchestrator::msg::ErrorCode::Agent(
+                crate::agent::AgentErrorKind::TurnFailed,
+            ),
+            message: "boom".into(),
+        };
         let err = |retryable| SupervisorExit::Error {
             code: crate::orchestrator::msg::ErrorCode::Agent(
                 crate::agent::AgentErrorKind::TurnFailed,
@@ -588,7 +600,7 @@ mod tests {
             ExitStep::Retry {
                 attempt: 3,
                 delay_ms: failure_delay_ms(3, 300_000),
-                error: "turn_failed: boom".into(),
+                error: boom(),
             }
         );
         assert_eq!(
@@ -596,7 +608,7 @@ mod tests {
             ExitStep::RetryUnfixable {
                 attempt: 3,
                 delay_ms: failure_delay_ms(3, 300_000),
-                error: "turn_failed: boom".into()
+                error: boom()
             }
         );
     }

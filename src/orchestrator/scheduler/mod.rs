@@ -107,6 +107,9 @@ pub struct Orchestrator {
     tick_count: u64,
     started_at_ms: i64,
     tracker_ops: crate::orchestrator::tracker_ops::TrackerOps,
+    /// The retry a retry-now request is firing, with the due time it had: a put-back of it
+    /// keeps that time instead of a new backoff.
+    retry_now: Option<retry::RetryNowPutBack>,
 }
 
 impl Orchestrator {
@@ -138,6 +141,7 @@ impl Orchestrator {
             draining: None,
             tick_count: 0,
             started_at_ms: now,
+            retry_now: None,
             tracker_ops: crate::orchestrator::tracker_ops::TrackerOps::spawn(
                 deps.tracker.clone(),
                 deps.metrics.clone(),

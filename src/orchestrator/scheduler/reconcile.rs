@@ -48,7 +48,7 @@ impl Orchestrator {
                     next,
                     failure_delay_ms(next, self.backoff_cap()),
                     RetryTrigger::Stall,
-                    Some("stall timeout exceeded".into()),
+                    Some(crate::orchestrator::run_error::RetryError::Stall.stored()),
                     None,
                     dispatched_at,
                 );

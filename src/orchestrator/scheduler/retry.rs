@@ -2,6 +2,13 @@
 //! retry-now requests.
 
 use super::*;
+use crate::orchestrator::run_error::RetryError;
+
+/// A retry-now request in progress: the retry it fires and the due time it had before.
+pub(super) struct RetryNowPutBack {
+    issue_id: String,
+    due_at_ms: i64,
+}
 
 impl Orchestrator {
     #[allow(clippy::too_many_arguments)]
@@ -87,26 +94,49 @@ impl Orchestrator {
     }
 
     /// Puts a retry that could not start back in the queue at `attempt` (the caller passes the
-    /// same attempt: the number counts sessions, not reschedules), due after its backoff.
+    /// same attempt: the number counts sessions, not reschedules), due after its backoff, with
+    /// `trigger` timer and `error` the reason. A retry fired by a retry-now request keeps the
+    /// due time it had (due at once when that has passed) instead of a new backoff.
     pub(super) fn reschedule(
         &mut self,
         mut info: RetryInfo,
         attempt: u32,
         reason: RescheduleReason,
     ) {
-        let delay = failure_delay_ms(attempt, self.backoff_cap());
+        let now = self.clock.now_ms();
+        let requested = self
+            .retry_now
+            .as_ref()
+            .filter(|r| r.issue_id == info.issue.id)
+            .map(|r| r.due_at_ms);
         info.attempt = attempt;
-        info.due_at_ms = self.clock.now_ms() + delay as i64;
-        info.error = Some(reason.as_str().to_string());
+        info.error = Some(RetryError::Reschedule(reason).stored());
         info.trigger = RetryTrigger::Timer;
-        log::info!(
-            "retry rescheduled issue_id={} issue_identifier={} attempt={} delay_ms={} reason={:?}",
-            info.issue.id,
-            info.issue.identifier,
-            attempt,
-            delay,
-            reason.to_string()
-        );
+        match requested {
+            Some(due_before) => {
+                info.due_at_ms = due_before.max(now);
+                log::info!(
+                    "retry put back after a request to run it now issue_id={} issue_identifier={} attempt={} due_at_ms={} reason={:?}",
+                    info.issue.id,
+                    info.issue.identifier,
+                    attempt,
+                    info.due_at_ms,
+                    reason.to_string()
+                );
+            }
+            None => {
+                let delay = failure_delay_ms(attempt, self.backoff_cap());
+                info.due_at_ms = now + delay as i64;
+                log::info!(
+                    "retry rescheduled issue_id={} issue_identifier={} attempt={} delay_ms={} reason={:?}",
+                    info.issue.id,
+                    info.issue.identifier,
+                    attempt,
+                    delay,
+                    reason.to_string()
+                );
+            }
+        }
         persist::save_retry(&self.store, &info, &self.workflow);
         self.metrics.retry(RetryTrigger::Timer.as_str());
         self.state
@@ -284,7 +314,8 @@ impl Orchestrator {
     }
 
     /// Makes a queued retry due now through the timer path. A retry that still cannot start
-    /// goes back at its previous attempt and due time (due at once if that has passed).
+    /// is put back at its attempt and previous due time (due at once if that has passed), with
+    /// its error set to the reason ([`Orchestrator::reschedule`]).
     pub(super) fn retry_now(&mut self, identifier: &str) -> RetryNowOutcome {
         if self.draining.is_some() {
             return RetryNowOutcome::Draining;
@@ -298,56 +329,45 @@ impl Orchestrator {
         else {
             return RetryNowOutcome::NotFound;
         };
-        // With every global slot taken the timer path could only put the retry back; say so
-        // without touching it.
-        let limit = self.workflow.config.agent.max_concurrent_agents as usize;
-        if self.state.running.len() >= limit
-            && let Some(r) = self.state.retries.get(&id)
-        {
-            return RetryNowOutcome::StillWaiting {
-                reason: RescheduleReason::NoSlots.as_str().into(),
-                due_at_ms: r.due_at_ms,
-            };
-        }
         let Some(before) = self.state.retries.remove(&id) else {
             return RetryNowOutcome::NotFound;
         };
         self.state.retry_queue.cancel(&id);
-        log::info!(
-            "retry made due on request issue_id={} issue_identifier={} attempt={} replaced_due_at_ms={}",
-            before.issue.id,
-            before.issue.identifier,
-            before.attempt,
-            before.due_at_ms
-        );
-        self.fire_retry(before.clone());
+        self.retry_now = Some(RetryNowPutBack {
+            issue_id: id.clone(),
+            due_at_ms: before.due_at_ms,
+        });
+        // With every global slot taken the timer path could only put the retry back: do that
+        // without reading the tracker.
+        let limit = self.workflow.config.agent.max_concurrent_agents as usize;
+        if self.state.running.len() >= limit {
+            let attempt = before.attempt;
+            self.reschedule(before, attempt, RescheduleReason::NoSlots);
+        } else {
+            log::info!(
+                "retry made due on request issue_id={} issue_identifier={} attempt={} replaced_due_at_ms={}",
+                before.issue.id,
+                before.issue.identifier,
+                before.attempt,
+                before.due_at_ms
+            );
+            self.fire_retry(before);
+        }
+        self.retry_now = None;
         if let Some(e) = self.state.running.get(&id) {
             return RetryNowOutcome::Started {
                 dispatch_id: e.facts.dispatch_id.clone(),
             };
         }
-        let reason = self
-            .state
-            .retries
-            .get(&id)
-            .and_then(|r| r.error.clone())
-            .unwrap_or_else(|| "the issue is no longer eligible".into());
-        if self.state.retries.contains_key(&id) {
-            let mut restored = before;
-            restored.due_at_ms = restored.due_at_ms.max(self.clock.now_ms());
-            persist::save_retry(&self.store, &restored, &self.workflow);
-            self.state.retry_queue.schedule(&id, restored.due_at_ms);
-            let due = restored.due_at_ms;
-            self.state.retries.insert(id, restored);
-            RetryNowOutcome::StillWaiting {
-                reason,
-                due_at_ms: due,
-            }
-        } else {
-            RetryNowOutcome::StillWaiting {
-                reason,
+        match self.state.retries.get(&id) {
+            Some(r) => RetryNowOutcome::StillWaiting {
+                reason: r.error.clone().unwrap_or_default(),
+                due_at_ms: r.due_at_ms,
+            },
+            None => RetryNowOutcome::StillWaiting {
+                reason: "the issue is no longer eligible".into(),
                 due_at_ms: self.clock.now_ms(),
-            }
+            },
         }
     }
 }
