@@ -1,0 +1,78 @@
+//! Facts the API serves through the real binary: the retry trigger a run was dispatched by,
+//! run totals on turn-ending events, poll health across ticks and refreshes, the startup
+//! failure event, and the agents' rate limits.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn issue(p: &Project, id: &str, identifier: &str) {
+    p.issues(json!([{"id": id, "identifier": identifier, "title": "One", "state": "To Do"}]));
+}
+
+/// The runs of an issue in `/api/v1/runs`, oldest first.
+fn runs_of(d: &Daemon, identifier: &str) -> Vec<Value> {
+    let v = d.get(&format!("/api/v1/runs?issue={identifier}")).json();
+    let mut runs = v["runs"].as_array().cloned().unwrap_or_default();
+    runs.reverse();
+    runs
+}
+
+#[test]
+fn a_run_names_the_retry_trigger_that_dispatched_it() {
+    // Continuation: no handoff state, so a successful run is continued.
+    let p = Project::new();
+    issue(&p, "1", "T-1");
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"id": "m1", "text": "done", "input_tokens": 3, "output_tokens": 1}}),
+            json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    p.fake_agent_workflow_full("", "", "");
+    let d = p.start();
+    d.wait_until("two runs", WAIT, || p.run_statuses("1").len() >= 2);
+    let runs = runs_of(&d, "T-1");
+    assert_eq!(runs[0]["trigger"], "", "{runs:?}");
+    assert_eq!(runs[1]["trigger"], "continuation", "{runs:?}");
+    let detail = d.get("/api/v1/T-1").json();
+    let history = detail["history"]["runs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let triggers: Vec<&Value> = history.iter().map(|r| &r["trigger"]).collect();
+    assert!(
+        triggers.contains(&&json!("continuation")) && triggers.contains(&&json!("")),
+        "{triggers:?}"
+    );
+}
+
+#[test]
+fn a_failed_run_retried_now_keeps_the_error_trigger() {
+    let p = Project::new();
+    issue(&p, "2", "T-2");
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"result": {"subtype": "error_during_execution", "is_error": true, "text": "boom"}}),
+        ],
+    );
+    p.fake_agent_workflow("", "");
+    let d = p.start();
+    d.wait_state("the error retry", WAIT, |s| {
+        s["retrying"][0]["trigger"] == "error"
+    });
+    assert_eq!(d.post("/api/v1/retries/T-2/run").status, 202);
+    d.wait_until("the retried run", WAIT, || p.run_statuses("2").len() >= 2);
+    let runs = runs_of(&d, "T-2");
+    assert_eq!(runs[0]["trigger"], "", "{runs:?}");
+    assert_eq!(runs[1]["trigger"], "error", "{runs:?}");
+}
