@@ -76,3 +76,24 @@ fn a_failed_run_retried_now_keeps_the_error_trigger() {
     assert_eq!(runs[0]["trigger"], "", "{runs:?}");
     assert_eq!(runs[1]["trigger"], "error", "{runs:?}");
 }
+
+#[test]
+fn a_refresh_polls_without_moving_the_poll_timer() {
+    let s = Setup::new(&mock_workflow("", ""), &issues(&[]));
+    let d = s.start(&[]);
+    let first = d.wait_state("the first poll", WAIT, |s| {
+        s["health"]["poll"]["checked_at"].is_string()
+    });
+    let next = first["health"]["poll"]["next_poll_at"].clone();
+    assert!(next.is_string(), "{}", first["health"]["poll"]);
+    let checked = first["health"]["poll"]["checked_at"].clone();
+    assert_eq!(d.post("/api/v1/refresh").status, 202);
+    let after = d.wait_state("the refresh's poll", WAIT, |s| {
+        s["health"]["poll"]["checked_at"] != checked
+    });
+    assert_eq!(
+        after["health"]["poll"]["next_poll_at"], next,
+        "{}",
+        after["health"]["poll"]
+    );
+}

@@ -319,6 +319,8 @@ pub struct PollHealth {
     pub failing_since_ms: Option<i64>,
     /// When a poll last read the tracker successfully.
     pub last_success_ms: Option<i64>,
+    /// When the poll timer fires next; a refresh's poll does not move it.
+    pub next_at_ms: Option<i64>,
 }
 
 impl PollHealth {
