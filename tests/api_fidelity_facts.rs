@@ -97,3 +97,59 @@ fn a_refresh_polls_without_moving_the_poll_timer() {
         after["health"]["poll"]
     );
 }
+
+/// The events of the issue's first recorded run, once it is recorded.
+fn first_run_events(d: &Daemon, p_runs: impl Fn() -> usize, identifier: &str) -> (u16, Value) {
+    d.wait_until("a recorded run", WAIT, || p_runs() >= 1);
+    let runs = runs_of(d, identifier);
+    let dispatch = runs[0]["dispatch_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let r = d.get(&format!("/api/v1/runs/{dispatch}/events"));
+    let status = r.status;
+    (status, if status == 200 { r.json() } else { Value::Null })
+}
+
+#[test]
+fn a_session_that_fails_to_start_gets_a_startup_failed_event() {
+    let s = Setup::new(
+        &mock_workflow("", "  start_error: true\n"),
+        &issues(&[("1", "T-1", "To Do")]),
+    );
+    let d = s.start(&[]);
+    let count = || {
+        d.try_get("/api/v1/runs")
+            .filter(|r| r.status == 200)
+            .and_then(|r| r.json()["runs"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    let (status, v) = first_run_events(&d, count, "T-1");
+    assert_eq!(status, 200, "{v}");
+    let events = v["events"].as_array().cloned().unwrap_or_default();
+    assert_eq!(events.len(), 1, "{v}");
+    assert_eq!(events[0]["event"], "startup_failed", "{v}");
+    assert_eq!(events[0]["message"], "mock start_error", "{v}");
+    assert_eq!(
+        events[0]["text"], "The session failed to start: mock start_error.",
+        "{v}"
+    );
+}
+
+#[test]
+fn an_agent_that_cannot_be_run_fails_to_start_with_an_event() {
+    let p = Project::new();
+    issue(&p, "3", "T-3");
+    p.scenario("default", &[json!({"exit": 127})]);
+    p.fake_agent_workflow("", "");
+    let d = p.start();
+    let (status, v) = first_run_events(&d, || p.run_statuses("3").len(), "T-3");
+    assert_eq!(status, 200, "{v}");
+    let events = v["events"].as_array().cloned().unwrap_or_default();
+    let failed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "startup_failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{v}");
+    assert_eq!(failed[0]["message"], "agent binary not found", "{v}");
+}
