@@ -153,3 +153,61 @@ fn an_agent_that_cannot_be_run_fails_to_start_with_an_event() {
     assert_eq!(failed.len(), 1, "{v}");
     assert_eq!(failed[0]["message"], "agent binary not found", "{v}");
 }
+
+fn rate_limit_line(kind: &str, status: &str, resets_at_s: i64, utilization: Option<f64>) -> Value {
+    let mut info = json!({"status": status, "resetsAt": resets_at_s, "rateLimitType": kind});
+    if let Some(u) = utilization {
+        info["utilization"] = json!(u);
+    }
+    json!({"emit": {"type": "rate_limit_event", "rate_limit_info": info, "session_id": "${SESSION_ID}"}})
+}
+
+#[test]
+fn rate_limits_the_agent_reports_are_served_by_kind() {
+    let p = Project::new();
+    issue(&p, "4", "T-4");
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default();
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            rate_limit_line("seven_day", "allowed_warning", now_s + 86_400, Some(0.82)),
+            rate_limit_line("five_hour", "allowed", now_s + 3_600, None),
+            // Already reset: held, but not served among the windows.
+            rate_limit_line("seven_day_opus", "allowed", now_s - 60, Some(0.1)),
+            json!({"assistant": {"id": "m1", "text": "done", "input_tokens": 3, "output_tokens": 1}}),
+            json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    p.fake_agent_workflow("", "");
+    let d = p.start();
+    let s = d.wait_state("reported rate limits", WAIT, |s| {
+        s["rate_limits"]["claude-code"]["windows"]
+            .as_array()
+            .is_some_and(|w| w.len() == 2)
+    });
+    let kind = &s["rate_limits"]["claude-code"];
+    let windows = kind["windows"].as_array().cloned().unwrap_or_default();
+    assert_eq!(windows[0]["label"], "5-hour limit", "{kind}");
+    assert_eq!(windows[0]["status"], "allowed", "{kind}");
+    assert_eq!(windows[0]["used_percent"], Value::Null, "{kind}");
+    assert!(windows[0]["resets_at"].is_string(), "{kind}");
+    assert_eq!(windows[0]["amount"], Value::Null, "{kind}");
+    assert_eq!(windows[1]["label"], "Weekly limit", "{kind}");
+    assert_eq!(windows[1]["status"], "warning", "{kind}");
+    assert_eq!(windows[1]["used_percent"], 82.0, "{kind}");
+    assert!(kind["reported_at"].is_string(), "{kind}");
+    let newest = windows
+        .iter()
+        .filter_map(|w| w["reported_at"].as_str())
+        .max()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        kind["reported_at"].as_str().unwrap_or_default() >= newest.as_str(),
+        "{kind}"
+    );
+}

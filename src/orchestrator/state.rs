@@ -429,6 +429,8 @@ pub struct State {
     pub acks: BTreeMap<String, crate::store::AttentionAck>,
     /// Bumped on every published change (the SSE `change` revision).
     pub revision: u64,
+    /// Usage limits the agents reported; shared with published snapshots.
+    pub rate_limits: std::sync::Arc<super::rate_limits::RateLimits>,
 }
 
 impl State {
