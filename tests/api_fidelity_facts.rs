@@ -211,3 +211,118 @@ fn rate_limits_the_agent_reports_are_served_by_kind() {
         "{kind}"
     );
 }
+
+/// The `usage` of the first event of type `kind` in `events`.
+fn usage_of(events: &[Value], kind: &str) -> Value {
+    events
+        .iter()
+        .find(|e| e["event"] == kind)
+        .map(|e| e["usage"].clone())
+        .unwrap_or_else(|| panic!("no {kind} in {events:?}"))
+}
+
+fn sse_events(d: &Daemon, dispatch: &str, until: &str) -> Vec<Value> {
+    let mut st = open_stream(d.port, &format!("/api/v1/events?run={dispatch}"), &[]);
+    st.until(WAIT, |f| {
+        f.event == "agent_event" && f.data["event"] == until
+    })
+    .into_iter()
+    .filter(|f| f.event == "agent_event")
+    .map(|f| f.data)
+    .collect()
+}
+
+#[test]
+fn turn_ending_events_carry_the_run_totals_everywhere() {
+    let p = Project::new();
+    issue(&p, "5", "T-5");
+    let gate = p.path("markers/go");
+    p.scenario(
+        "default",
+        &[
+            json!({"turn": 1, "init": {}}),
+            json!({"turn": 1, "assistant": {"id": "m1", "text": "one", "input_tokens": 30, "output_tokens": 4}}),
+            json!({"turn": 1, "result": {"subtype": "success", "text": "ok"}}),
+            // The second turn reports no usage of its own: its end still carries the run's.
+            json!({"turn": 2, "init": {}}),
+            json!({"turn": 2, "wait_file": gate.display().to_string()}),
+            json!({"turn": 2, "result": {"subtype": "error_during_execution", "is_error": true, "text": "boom"}}),
+        ],
+    );
+    p.fake_agent_workflow("  max_turns: 2\n", "");
+    let d = p.start();
+    let totals = json!({"input_tokens": 30, "output_tokens": 4, "total_tokens": 34,
+                        "cache_read_tokens": 0, "cache_write_tokens": 0});
+    let s = d.wait_state("the second turn", WAIT, |s| {
+        s["running"][0]["turn_count"] == 2
+    });
+    let dispatch = s["running"][0]["dispatch_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // While the run runs: the events route, the issue's recent events and the stream.
+    let live = d.get(&format!("/api/v1/runs/{dispatch}/events")).json();
+    let live = live["events"].as_array().cloned().unwrap_or_default();
+    assert_eq!(usage_of(&live, "turn_completed"), totals);
+    let detail = d.get("/api/v1/T-5").json();
+    let recent = detail["recent_events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(usage_of(&recent, "turn_completed"), totals);
+    assert_eq!(
+        usage_of(
+            &sse_events(&d, &dispatch, "turn_completed"),
+            "turn_completed"
+        ),
+        totals
+    );
+    std::fs::write(&gate, "").unwrap_or_else(|e| panic!("{e}"));
+    d.wait_until("the run recorded", WAIT, || p.run_statuses("5").len() == 1);
+    // Once recorded: the stored events and their replay on the stream.
+    let stored = d.get(&format!("/api/v1/runs/{dispatch}/events")).json();
+    let stored = stored["events"].as_array().cloned().unwrap_or_default();
+    assert_eq!(usage_of(&stored, "turn_completed"), totals);
+    assert_eq!(usage_of(&stored, "turn_failed"), totals);
+    let replay = sse_events(&d, &dispatch, "turn_failed");
+    assert_eq!(usage_of(&replay, "turn_failed"), totals);
+}
+
+#[test]
+fn poll_health_keeps_its_streak_across_failing_ticks() {
+    let p = Project::new();
+    p.issues(json!([]));
+    p.fake_agent_workflow("", "");
+    let d = p.start();
+    let ok = d.wait_state("a successful poll", WAIT, |s| {
+        s["health"]["poll"]["last_success_at"].is_string()
+    });
+    p.write("issues.json", "not json");
+    let first = d.wait_state("the first failed poll", WAIT, |s| {
+        s["health"]["poll"]["outcome"] == "tracker_failed"
+    });
+    let since = first["health"]["poll"]["failing_since"].clone();
+    assert!(since.is_string(), "{}", first["health"]["poll"]);
+    let later = d.wait_state("three failed polls", WAIT, |s| {
+        s["health"]["poll"]["consecutive_failures"].as_u64() >= Some(3)
+    });
+    let poll = &later["health"]["poll"];
+    assert_eq!(poll["outcome"], "tracker_failed", "{poll}");
+    assert_eq!(poll["status"], "fail", "{poll}");
+    assert_eq!(poll["failing_since"], since, "{poll}");
+    // The last success stays the one before the streak (or a later one, never none).
+    let last_ok = poll["last_success_at"].as_str().unwrap_or_default();
+    let before = ok["health"]["poll"]["last_success_at"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(!last_ok.is_empty() && last_ok >= before, "{poll}");
+    assert!(last_ok < since.as_str().unwrap_or_default(), "{poll}");
+    p.issues(json!([]));
+    let back = d.wait_state("a passing poll", WAIT, |s| {
+        s["health"]["poll"]["status"] == "pass"
+    });
+    let poll = &back["health"]["poll"];
+    assert_eq!(poll["consecutive_failures"], 0, "{poll}");
+    assert_eq!(poll["failing_since"], Value::Null, "{poll}");
+    assert!(poll["last_success_at"].as_str() > since.as_str(), "{poll}");
+}
