@@ -89,6 +89,9 @@ pub struct RateLimitWindow {
     pub status: Option<RateLimitStatus>,
     /// Reset time, epoch milliseconds.
     pub resets_at_ms: Option<i64>,
+    /// How long the limit's window is, when the agent says (orders limits by length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<u64>,
 }
 
 /// How a turn ended. Exactly one per turn, mirrored by one terminal event.

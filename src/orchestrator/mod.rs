@@ -6,6 +6,7 @@ pub mod backoff;
 pub mod dispatch_pass;
 pub mod msg;
 pub mod persist;
+pub mod rate_limits;
 pub mod reload;
 pub mod retry_queue;
 pub mod run_error;

@@ -100,6 +100,9 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
             session_id: r.session_id,
             // Rows written before triggers were recorded came from failed runs.
             trigger: r.trigger.unwrap_or(RetryTrigger::Error),
+            // A put-back row reads `timer`; what first queued it is not stored.
+            started_by: Some(r.trigger.unwrap_or(RetryTrigger::Error))
+                .filter(|t| *t != RetryTrigger::Timer),
             dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
         })
         .collect();
@@ -326,6 +329,7 @@ fn run_write(
         unaccounted_turns: i64::from(e.facts.turns_without_figure),
         dispatch_id: Some(e.facts.dispatch_id.clone()),
         session_id: e.facts.session_id.clone(),
+        trigger: e.facts.cause.trigger_word().map(str::to_string),
         agent_blocked: declared == Some(DeclaredOutcome::Blocked),
         usage_completeness: if !measured {
             "unmeasured".into()

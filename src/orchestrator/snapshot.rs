@@ -156,6 +156,8 @@ pub struct Snapshot {
     pub parked: Arc<Vec<ParkedRow>>,
     pub totals: AgentTotals,
     pub health: Health,
+    /// Usage limits the agents reported (changed by agent events).
+    pub rate_limits: Arc<super::rate_limits::RateLimits>,
     /// Attention acknowledgements by item id.
     pub acks: Arc<BTreeMap<String, crate::store::AttentionAck>>,
     /// issue id → (outcome, state).
@@ -253,6 +255,7 @@ impl Snapshot {
             parked: Arc::new(state.parked.values().cloned().collect()),
             totals: state.totals.clone(),
             health: state.health.clone(),
+            rate_limits: Arc::clone(&state.rate_limits),
             outcomes: Arc::new(
                 state
                     .outcomes
@@ -284,6 +287,7 @@ impl Snapshot {
             parked: Arc::clone(&prev.parked),
             totals: state.totals.clone(),
             health: prev.health.clone(),
+            rate_limits: Arc::clone(&state.rate_limits),
             acks: Arc::clone(&prev.acks),
             outcomes: Arc::clone(&prev.outcomes),
             workflow_path: prev.workflow_path.clone(),

@@ -69,6 +69,26 @@ pub struct RunFacts {
     /// When the live session row was last queued, and whether figures arrived since.
     pub live_row_written_at_ms: i64,
     pub live_row_dirty: bool,
+    /// What dispatched this run (the run record's `trigger`).
+    pub cause: DispatchCause,
+}
+
+/// What dispatched a run: the poll tick, or the fire of a retry with what first queued it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatchCause {
+    PollTick,
+    /// `None`: a retry restored after a restart whose first trigger was not stored.
+    Retry(Option<RetryTrigger>),
+}
+
+impl DispatchCause {
+    /// The run's `trigger` word: "" for a poll tick, `None` when not known.
+    pub fn trigger_word(self) -> Option<&'static str> {
+        match self {
+            DispatchCause::PollTick => Some(""),
+            DispatchCause::Retry(t) => t.map(RetryTrigger::as_str),
+        }
+    }
 }
 
 impl RunFacts {
@@ -200,6 +220,9 @@ pub struct RetryInfo {
     pub error: Option<String>,
     pub session_id: Option<String>,
     pub trigger: RetryTrigger,
+    /// What first queued this retry; a put-back keeps it while `trigger` reads `timer`.
+    /// `None` for a restored put-back (the first trigger is not stored).
+    pub started_by: Option<RetryTrigger>,
     pub dispatched_at_ms: i64,
 }
 
@@ -326,6 +349,8 @@ pub struct PollHealth {
     pub failing_since_ms: Option<i64>,
     /// When a poll last read the tracker successfully.
     pub last_success_ms: Option<i64>,
+    /// When the poll timer fires next; a refresh's poll does not move it.
+    pub next_at_ms: Option<i64>,
 }
 
 impl PollHealth {
@@ -434,6 +459,8 @@ pub struct State {
     pub acks: BTreeMap<String, crate::store::AttentionAck>,
     /// Bumped on every published change (the SSE `change` revision).
     pub revision: u64,
+    /// Usage limits the agents reported; shared with published snapshots.
+    pub rate_limits: std::sync::Arc<super::rate_limits::RateLimits>,
 }
 
 impl State {

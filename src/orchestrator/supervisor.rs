@@ -261,6 +261,7 @@ fn run_session(
     }) {
         Ok(s) => s,
         Err(e) => {
+            report_startup_failure(job, &e.message);
             return error_exit(
                 ErrorCode::Agent(e.kind),
                 e.message.clone(),
@@ -311,6 +312,29 @@ fn run_session(
         let _ = handle.join();
     }
     exit
+}
+
+/// A session that failed to start reports it as the run's `startup_failed` event, unless
+/// sortie stopped the start itself (the job was cancelled meanwhile).
+fn report_startup_failure(job: &SupervisorJob, message: &str) {
+    if job.cancel.reason().is_some() {
+        return;
+    }
+    let event = AgentEvent::new(
+        job.clock.now_ms(),
+        AgentEventKind::StartupFailed {
+            message: crate::mask::mask(message),
+        },
+    );
+    // No forwarder runs yet: the event takes a slot of its own, and reaches `orch` before the
+    // exit sent on the same channel.
+    if let Some(slot) = EventGate::new(1).admit(false) {
+        let _ = job.tx.send(OrchMsg::Agent {
+            dispatch_id: Arc::from(job.dispatch_id.as_str()),
+            event,
+            slot,
+        });
+    }
 }
 
 /// The `evt-<identifier>` thread: forwards agent events to the orchestrator tagged with the
@@ -432,6 +456,15 @@ fn run_turn(
                     .outcome
                     .error_kind()
                     .unwrap_or(AgentErrorKind::TurnFailed);
+                // A first turn whose agent could not be started is a session that did not start.
+                if turn == 1
+                    && matches!(
+                        kind,
+                        AgentErrorKind::AgentNotFound | AgentErrorKind::InvalidWorkspaceCwd
+                    )
+                {
+                    report_startup_failure(job, &result.outcome.message());
+                }
                 error_exit(
                     ErrorCode::Agent(kind),
                     result.outcome.message(),

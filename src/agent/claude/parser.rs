@@ -323,13 +323,14 @@ impl ClaudeParser {
         if status == Some(RateLimitStatus::Exhausted) {
             self.usage_limit_resets_at_ms = Some(resets_at_ms);
         }
-        let label = match info.get("rateLimitType").and_then(Value::as_str) {
-            Some("five_hour") => "5-hour limit".to_string(),
-            Some("seven_day") => "Weekly limit".to_string(),
-            Some("seven_day_opus") => "Weekly Opus limit".to_string(),
-            Some("seven_day_sonnet") => "Weekly Sonnet limit".to_string(),
-            Some(other) => other.to_string(),
-            None => "Rate limit".to_string(),
+        const HOUR_MS: u64 = 3_600_000;
+        let (label, window_ms) = match info.get("rateLimitType").and_then(Value::as_str) {
+            Some("five_hour") => ("5-hour limit".to_string(), Some(5 * HOUR_MS)),
+            Some("seven_day") => ("Weekly limit".to_string(), Some(7 * 24 * HOUR_MS)),
+            Some("seven_day_opus") => ("Weekly Opus limit".to_string(), Some(7 * 24 * HOUR_MS)),
+            Some("seven_day_sonnet") => ("Weekly Sonnet limit".to_string(), Some(7 * 24 * HOUR_MS)),
+            Some(other) => (other.to_string(), None),
+            None => ("Rate limit".to_string(), None),
         };
         let window = RateLimitWindow {
             label,
@@ -339,6 +340,7 @@ impl ClaudeParser {
                 .map(|u| u * 100.0),
             status,
             resets_at_ms,
+            window_ms,
         };
         vec![self.event(AgentEventKind::RateLimits {
             windows: vec![window],

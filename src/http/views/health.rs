@@ -141,10 +141,7 @@ impl PollCheckView {
             PollOutcome::Ok => "succeeded".to_string(),
             other => other.as_str().to_string(),
         });
-        let next_poll_at = match (snap.draining, poll.at_ms) {
-            (false, Some(at)) => Some(ts(at + snap.config.poll_interval_ms as i64)),
-            _ => None,
-        };
+        let next_poll_at = poll.next_at_ms.filter(|_| !snap.draining).map(ts);
         PollCheckView {
             check: CheckView {
                 status: CheckStatus::of(failing),

@@ -20,6 +20,7 @@ pub mod issue;
 pub mod issue_detail;
 pub mod parked;
 pub mod probe;
+pub mod rate_limits;
 pub mod reply;
 pub mod retry;
 pub mod run;

@@ -208,7 +208,8 @@ impl OriginFields {
         let member = |v: &Option<String>| origin.then(|| v.clone().unwrap_or_default());
         OriginFields {
             origin_recorded: origin,
-            trigger: member(&r.trigger),
+            // Unlike the other members, a trigger that was not stored stays null.
+            trigger: r.trigger.clone().filter(|_| origin),
             reaction_kind: member(&r.reaction_kind),
             reaction_config_key: member(&r.reaction_config_key),
             session_id: member(&r.session_id),

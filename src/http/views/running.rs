@@ -382,6 +382,7 @@ mod tests {
             agent_group: None,
             live_row_written_at_ms: 0,
             live_row_dirty: false,
+            cause: crate::orchestrator::state::DispatchCause::PollTick,
         }
     }
 

@@ -17,7 +17,7 @@ use super::held::HeldView;
 use super::parked::ParkedView;
 use super::retry::RetryView;
 use super::running::{RunningView, row_usage};
-use super::{EmptyList, EmptyObject, IssueFields, ts};
+use super::{EmptyList, IssueFields, ts};
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Counts {
@@ -67,7 +67,7 @@ pub struct StateDoc {
     /// What needs a person: critical items first, then by `since` (null first), then by id.
     pub attention: Vec<AttentionItemView>,
     pub agent_totals: AgentTotalsView,
-    pub rate_limits: EmptyObject,
+    pub rate_limits: BTreeMap<String, super::rate_limits::AgentRateLimitsView>,
     pub config: ConfigDoc,
     pub health: HealthView,
 }
@@ -191,7 +191,7 @@ impl StateDoc {
             held,
             attention,
             agent_totals: agent_totals(snap),
-            rate_limits: EmptyObject,
+            rate_limits: super::rate_limits::build(&snap.rate_limits, snap.generated_at_ms),
             config: ConfigDoc::build(cfg),
             health: HealthView::build(snap),
         }

@@ -24,6 +24,7 @@ impl Orchestrator {
         attempt: u32,
         resume_session_id: Option<String>,
         dispatched_at_ms: i64,
+        cause: super::super::state::DispatchCause,
     ) {
         let now = self.clock.now_ms();
         let dispatch_id = new_dispatch_id();
@@ -93,6 +94,7 @@ impl Orchestrator {
                     agent_group: None,
                     live_row_written_at_ms: now,
                     live_row_dirty: false,
+                    cause,
                 },
                 handles: super::super::state::RunHandles { cancel, workspaces },
             },

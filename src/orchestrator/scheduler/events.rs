@@ -93,6 +93,13 @@ impl Orchestrator {
                     e.handles.cancel.cancel(CancelReason::Budget);
                 }
             }
+            AgentEventKind::RateLimits { windows } => {
+                Arc::make_mut(&mut self.state.rate_limits).record(
+                    self.agent.kind(),
+                    windows,
+                    event.at_ms,
+                );
+            }
             k if k.is_terminal() && !e.facts.turn_had_usage => {
                 e.facts.turns_without_figure += 1;
             }

@@ -119,10 +119,12 @@ impl Orchestrator {
         let (tx, rx) = crossbeam_channel::unbounded();
         let now = deps.clock.now_ms();
         let published = Arc::new(RwLock::new(Arc::new(Snapshot::default())));
-        let state = State {
+        let mut state = State {
             revision: now.max(0) as u64,
             ..Default::default()
         };
+        // The first poll is due at once.
+        state.health.poll.next_at_ms = Some(now);
         let mut o = Orchestrator {
             workflow: deps.workflow,
             template: deps.template,
@@ -388,11 +390,16 @@ impl Orchestrator {
     fn run_timers(&mut self) -> bool {
         self.flush_live_rows();
         let fired = self.fire_due_retries();
-        if self.refresh_pending || self.clock.instant() >= self.next_tick_at {
+        let timer_due = self.clock.instant() >= self.next_tick_at;
+        if self.refresh_pending || timer_due {
             self.refresh_pending = false;
             self.tick();
-            let interval = self.workflow.config.polling.interval_ms.max(1);
-            self.next_tick_at = self.clock.instant() + Duration::from_millis(interval);
+            // A refresh polls now and leaves the timer where it was.
+            if timer_due {
+                let interval = self.workflow.config.polling.interval_ms.max(1);
+                self.next_tick_at = self.clock.instant() + Duration::from_millis(interval);
+                self.state.health.poll.next_at_ms = Some(self.clock.now_ms() + interval as i64);
+            }
             return true;
         }
         fired

@@ -50,6 +50,7 @@ impl Orchestrator {
             error: error.map(|e| crate::mask::mask(&e)),
             session_id,
             trigger,
+            started_by: Some(trigger),
             dispatched_at_ms,
         };
         log::info!(
@@ -283,6 +284,7 @@ impl Orchestrator {
                     info.attempt,
                     info.session_id.clone(),
                     info.dispatched_at_ms,
+                    super::super::state::DispatchCause::Retry(info.started_by),
                 );
             }
             Some(Decision::Held(HoldReason::AgentSlotsFull { .. })) => {

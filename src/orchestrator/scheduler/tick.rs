@@ -190,7 +190,13 @@ impl Orchestrator {
         for (issue, decision) in candidates.iter().zip(decisions) {
             match decision {
                 Decision::Dispatch => {
-                    self.dispatch(issue.clone(), 0, None, now);
+                    self.dispatch(
+                        issue.clone(),
+                        0,
+                        None,
+                        now,
+                        super::super::state::DispatchCause::PollTick,
+                    );
                     dispatched += 1;
                 }
                 Decision::Held(reason) => {
