@@ -9,7 +9,7 @@ use crate::orchestrator::{AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, Un
 
 use super::AppState;
 use super::attention;
-use super::respond::{ApiError, JsonReply};
+use super::respond::{ApiError, JsonReply, echo};
 use super::views::reply::{AcknowledgeReply, DueRetry, QueueReply, RefreshReply};
 use super::views::to_value;
 
@@ -67,7 +67,7 @@ pub fn retry_now(state: &AppState, identifier: &str) -> Result<JsonReply, ApiErr
         Ok(RetryNowOutcome::NotFound) => Err(ApiError::new(
             404,
             "retry_not_found",
-            format!("no retry is scheduled for issue \"{identifier}\""),
+            format!("no retry is scheduled for issue \"{}\"", echo(identifier)),
         )),
         Ok(RetryNowOutcome::Started { .. } | RetryNowOutcome::StillWaiting { .. }) => {
             // A row gone from the snapshot meanwhile leaves its id and attempt unknown.
@@ -106,7 +106,7 @@ pub fn acknowledge(state: &AppState, id: &str) -> Result<JsonReply, ApiError> {
         return Err(ApiError::new(
             404,
             "attention_item_not_found",
-            format!("no current attention item has ID \"{id}\""),
+            format!("no current attention item has ID \"{}\"", echo(id)),
         ));
     };
     let (stored, already) = match snap.acks.get(id) {
