@@ -414,3 +414,67 @@ fn request_heads_are_bounded_and_hostile_lines_answered() {
     // The server still answers.
     assert_eq!(d.get("/livez").status, 200);
 }
+
+/// The OpenAPI document lives outside `/api/v1/`, so an issue whose identifier is
+/// `openapi.json` is served as an issue; its parameter schemas reject what the server
+/// rejects, and the event stream's schema describes frames.
+#[test]
+fn the_openapi_document_shadows_no_identifier_and_matches_the_server() {
+    let p = Project::new();
+    p.issues(json!([
+        {"id": "1", "identifier": "openapi.json", "title": "Named like a file", "state": "To Do", "priority": 1}
+    ]));
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"text": "done", "input_tokens": 10, "output_tokens": 2}}),
+            json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    p.fake_agent_workflow("", "");
+    let d = p.start();
+    wait_for("openapi.json handed off", WAIT, || {
+        (p.issue_state("1") == "Review").then_some(())
+    });
+    let r = d.get("/api/v1/openapi.json");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["issue_identifier"], "openapi.json");
+    assert_eq!(r.json()["status"], "history");
+
+    let doc = d.get("/openapi.json").json();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert!(doc["paths"]["/openapi.json"]["get"].is_object());
+    assert!(doc["paths"].get("/api/v1/openapi.json").is_none());
+    let param = |path: &str, name: &str| {
+        doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == name))
+            .map(|p| p["schema"].clone())
+            .unwrap_or_else(|| panic!("{path} has no parameter {name}"))
+    };
+    let run = param("/api/v1/events", "run");
+    assert_eq!(run["minLength"], 1);
+    assert!(run["pattern"].is_string());
+    assert!(param("/api/v1/runs", "cursor")["pattern"].is_string());
+    for t in ["since", "until", "ended_since", "ended_until"] {
+        let s = param("/api/v1/runs", t).to_string();
+        assert!(s.contains("\"format\":\"date-time\""), "{t}: {s}");
+    }
+    // The server rejects what those schemas now exclude.
+    for q in [
+        "/api/v1/events?run=",
+        "/api/v1/runs?cursor=abc",
+        "/api/v1/runs?since=yesterday",
+        "/api/v1/runs?until=2026-13-01",
+    ] {
+        assert_envelope(&d.get(q), 400, "invalid_parameter");
+    }
+    let sse = &doc["paths"]["/api/v1/events"]["get"]["responses"]["200"]["content"]["text/event-stream"]
+        ["schema"];
+    assert_eq!(sse["type"], "array", "{sse}");
+    let frames = sse["items"]["oneOf"].to_string();
+    for e in ["change", "heartbeat", "agent_event", "run_ended", "reset"] {
+        assert!(frames.contains(&format!("\"const\":\"{e}\"")), "{e}");
+    }
+}

@@ -72,7 +72,7 @@ impl Route {
             Route::RetryNow(_) => ("post", "/api/v1/retries/{identifier}/run"),
             Route::ReactionCheck(..) => ("post", "/api/v1/reactions/{identifier}/{kind}/check"),
             Route::Acknowledge(_) => ("post", "/api/v1/attention/{id}/acknowledge"),
-            Route::OpenApi => ("get", "/api/v1/openapi.json"),
+            Route::OpenApi => ("get", "/openapi.json"),
             Route::Issue(_) => ("get", "/api/v1/{identifier}"),
             Route::Metrics | Route::Dashboard | Route::Favicon | Route::NotFound => return None,
         })
@@ -84,16 +84,9 @@ impl Route {
 }
 
 /// Fixed paths under `/api/v1/` that take precedence over `/api/v1/{identifier}`; `stats` and
-/// `prices` are reserved although this build does not serve them.
-const FIXED: &[&str] = &[
-    "state",
-    "runs",
-    "stats",
-    "prices",
-    "events",
-    "refresh",
-    "openapi.json",
-];
+/// `prices` are reserved although this build does not serve them. The OpenAPI document is
+/// served at `/openapi.json`, outside `/api/v1/`, so no identifier is shadowed by it.
+const FIXED: &[&str] = &["state", "runs", "stats", "prices", "events", "refresh"];
 
 /// Maps a path (without query) to its route.
 pub fn route(path: &str) -> Route {
@@ -102,6 +95,7 @@ pub fn route(path: &str) -> Route {
         "/livez" => return Route::Livez,
         "/readyz" => return Route::Readyz,
         "/metrics" => return Route::Metrics,
+        "/openapi.json" => return Route::OpenApi,
         "/favicon.ico" => return Route::Favicon,
         "/ui" => return Route::Dashboard,
         _ => {}
@@ -121,7 +115,6 @@ pub fn route(path: &str) -> Route {
         ["runs", d, "events"] if !d.is_empty() => Route::RunEvents(d.to_string()),
         ["events"] => Route::Events,
         ["refresh"] => Route::Refresh,
-        ["openapi.json"] => Route::OpenApi,
         ["retries", id, "run"] if !id.is_empty() => Route::RetryNow(id.to_string()),
         ["reactions", id, kind, "check"] if !id.is_empty() && !kind.is_empty() => {
             Route::ReactionCheck(id.to_string(), kind.to_string())
@@ -272,6 +265,11 @@ mod tests {
         assert_eq!(route("/api/v1/events"), Route::Events);
         assert_eq!(route("/api/v1/refresh"), Route::Refresh);
         assert_eq!(route("/api/v1/stats"), Route::NotFound);
+        assert_eq!(route("/openapi.json"), Route::OpenApi);
+        assert_eq!(
+            route("/api/v1/openapi.json"),
+            Route::Issue("openapi.json".into())
+        );
         assert_eq!(route("/api/v1/MT-1"), Route::Issue("MT-1".into()));
         assert_eq!(
             route("/api/v1/owner%2Frepo%239"),
