@@ -470,6 +470,19 @@ fn the_openapi_document_shadows_no_identifier_and_matches_the_server() {
     ] {
         assert_envelope(&d.get(q), 400, "invalid_parameter");
     }
+    // Statuses the server answers are documented on their operations.
+    for (path, method, status) in [
+        ("/api/v1/state", "get", "304"),
+        ("/api/v1/refresh", "post", "503"),
+        ("/api/v1/events", "get", "503"),
+        ("/api/v1/refresh", "post", "409"),
+        ("/api/v1/retries/{identifier}/run", "post", "409"),
+    ] {
+        assert!(
+            doc["paths"][path][method]["responses"][status].is_object(),
+            "{method} {path} does not document {status}"
+        );
+    }
     let sse = &doc["paths"]["/api/v1/events"]["get"]["responses"]["200"]["content"]["text/event-stream"]
         ["schema"];
     assert_eq!(sse["type"], "array", "{sse}");

@@ -359,6 +359,7 @@ fn paths(s: &Refs) -> Value {
         "summary": "System state",
         "responses": {
             "200": json_response("Snapshot returned.", s.state.clone(), state_example()),
+            "304": {"description": "The If-None-Match header named the current document's ETag; no body."},
             "405": method_not_allowed(),
             "503": error_response("The snapshot could not be produced.", "snapshot_unavailable", "the orchestrator state snapshot could not be produced"),
         },
@@ -424,6 +425,7 @@ fn paths(s: &Refs) -> Value {
             "200": {"description": "The stream: frames `change` and `heartbeat` (data `{}`), `agent_event` (data: components StreamAgentEvent), `run_ended` (StreamRunEnded) and `reset` (StreamReset), each with an id `revision;<dispatch_id>:<seq>…`.", "content": {"text/event-stream": {"schema": stream_frames(), "example": "id: 1792000000000000000\nevent: change\ndata: {}\n\n"}}},
             "400": error_response("A run parameter broke its rules.", "invalid_parameter", "parameter \"run\" must not be empty"),
             "405": method_not_allowed(),
+            "503": error_response("As many streams are open as the server admits (half of server.max_connections); no stream opens.", "too_many_streams", "at most 256 event streams may be open at once"),
         }}},
         "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "The OpenAPI document.", "content": {"application/json": {"schema": {"type": "object", "description": "An OpenAPI 3.1 document.", "additionalProperties": true}}}}, "405": method_not_allowed()}}},
         "/api/v1/{identifier}": {"get": {"summary": "Issue detail and run history", "parameters": [path_param("identifier", "The issue identifier, e.g. MT-649.")], "responses": {
@@ -444,6 +446,7 @@ fn paths(s: &Refs) -> Value {
             "403": cross_origin(), "405": method_not_allowed(),
             "409": json_response("Draining.", s.refresh.clone(),
                 json!({"queued": false, "coalesced": false, "requested_at": "2026-03-26T14:30:05.000Z", "operations": [], "outcome_text": "Nothing queued: Sortie is shutting down."})),
+            "503": error_response("The orchestrator did not take the request; nothing changed.", "snapshot_unavailable", "the orchestrator did not take the request; nothing changed"),
         }}},
         "/api/v1/retries/{identifier}/run": {"post": {"summary": "Make a scheduled retry due now", "parameters": [path_param("identifier", "The retry's issue identifier.")], "responses": {
             "202": json_response("The retry is due now.", s.queue.clone(),
