@@ -112,13 +112,18 @@ fn method_enforcement_probes_and_redirect() {
     let r = d.post("/livez");
     envelope(&r, 405, "method_not_allowed");
     let r = d.get("/nope");
-    envelope(&r, 404, "not_found");
-    // The metrics scrape and the dashboard: GET/HEAD only.
-    for p in ["/metrics", "/ui/", "/ui/issues/X-1", "/favicon.ico"] {
+    envelope(&r, 404, "issue_not_found");
+    // The dashboard accepts GET and HEAD; the metrics scrape and the icon GET only.
+    for (p, allow) in [
+        ("/metrics", "GET"),
+        ("/ui/", "GET, HEAD"),
+        ("/ui/issues/X-1", "GET, HEAD"),
+        ("/favicon.ico", "GET"),
+    ] {
         assert_eq!(d.get(p).status, 200, "{p}");
         let r = d.post(p);
         envelope(&r, 405, "method_not_allowed");
-        assert_eq!(r.header("Allow"), Some("GET, HEAD"), "{p}");
+        assert_eq!(r.header("Allow"), Some(allow), "{p}");
     }
     assert_eq!(d.get("/ui/assets/nope.js").status, 404);
     let r = d.get("/");

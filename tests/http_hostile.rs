@@ -296,7 +296,7 @@ fn a_pipelining_client_that_never_reads_does_not_stop_probes() {
     let _d = p.start();
     let port = p.port();
     let mut flood = connect(port);
-    let one = format!("GET /api/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    let one = format!("GET /openapi.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
     let burst = one.repeat(2000);
     flood
         .set_write_timeout(Some(Duration::from_secs(2)))

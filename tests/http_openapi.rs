@@ -167,7 +167,7 @@ fn check_array(
 }
 
 fn openapi_doc(d: &Daemon) -> Value {
-    let r = d.get("/api/v1/openapi.json");
+    let r = d.get("/openapi.json");
     assert_eq!(r.status, 200);
     r.json()
 }

@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use crate::clock::rfc3339_ms;
-use crate::orchestrator::{AckError, OrchMsg, RefreshOutcome, RetryNowOutcome};
+use crate::orchestrator::{AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, Unanswered};
 
 use super::AppState;
 use super::attention;
-use super::respond::{ApiError, JsonReply};
+use super::respond::{ApiError, JsonReply, echo};
 use super::views::reply::{AcknowledgeReply, DueRetry, QueueReply, RefreshReply};
 use super::views::to_value;
 
@@ -19,19 +19,22 @@ const TAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn refresh(state: &AppState) -> Result<JsonReply, ApiError> {
     let requested_at = rfc3339_ms(state.clock.now_ms());
+    let draining = || {
+        Ok(JsonReply::with_status(
+            409,
+            to_value(&RefreshReply::draining(requested_at.clone())),
+        ))
+    };
     match state.orch.refresh(TAKE_TIMEOUT) {
-        Some(o @ (RefreshOutcome::Queued | RefreshOutcome::Coalesced)) => {
+        Ok(o @ (RefreshOutcome::Queued | RefreshOutcome::Coalesced)) => {
             let coalesced = o == RefreshOutcome::Coalesced;
             Ok(JsonReply::with_status(
                 202,
-                to_value(&RefreshReply::queued(requested_at, coalesced)),
+                to_value(&RefreshReply::queued(requested_at.clone(), coalesced)),
             ))
         }
-        Some(RefreshOutcome::Draining) => Ok(JsonReply::with_status(
-            409,
-            to_value(&RefreshReply::draining(requested_at)),
-        )),
-        None => Err(ApiError::new(
+        Ok(RefreshOutcome::Draining) | Err(Unanswered::ShuttingDown) => draining(),
+        Err(Unanswered::NotTaken) => Err(ApiError::new(
             503,
             "snapshot_unavailable",
             "the orchestrator did not take the request; nothing changed",
@@ -48,34 +51,25 @@ pub fn retry_now(state: &AppState, identifier: &str) -> Result<JsonReply, ApiErr
         .iter()
         .find(|r| r.issue.identifier == identifier)
         .cloned();
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let unavailable = || {
-        ApiError::new(
+    let outcome = state.orch.ask(TAKE_TIMEOUT, |reply| OrchMsg::RetryNow {
+        identifier: identifier.to_string(),
+        reply,
+    });
+    match outcome {
+        Ok(RetryNowOutcome::Draining) | Err(Unanswered::ShuttingDown) => Ok(
+            JsonReply::with_status(409, to_value(&QueueReply::draining(requested_at))),
+        ),
+        Err(Unanswered::NotTaken) => Err(ApiError::new(
             503,
             "retry_now_unavailable",
             "the retry request was not taken; nothing changed",
-        )
-    };
-    state
-        .orch
-        .tx
-        .send(OrchMsg::RetryNow {
-            identifier: identifier.to_string(),
-            reply: tx,
-        })
-        .map_err(|_| unavailable())?;
-    let outcome = rx.recv_timeout(TAKE_TIMEOUT).map_err(|_| unavailable())?;
-    match outcome {
-        RetryNowOutcome::Draining => Ok(JsonReply::with_status(
-            409,
-            to_value(&QueueReply::draining(requested_at)),
         )),
-        RetryNowOutcome::NotFound => Err(ApiError::new(
+        Ok(RetryNowOutcome::NotFound) => Err(ApiError::new(
             404,
             "retry_not_found",
-            format!("no retry is scheduled for issue \"{identifier}\""),
+            format!("no retry is scheduled for issue \"{}\"", echo(identifier)),
         )),
-        RetryNowOutcome::Started { .. } | RetryNowOutcome::StillWaiting { .. } => {
+        Ok(RetryNowOutcome::Started { .. } | RetryNowOutcome::StillWaiting { .. }) => {
             // A row gone from the snapshot meanwhile leaves its id and attempt unknown.
             let (issue_id, display_identifier, attempt) = row
                 .map(|r| (r.issue.id, r.issue.display_identifier, r.attempt))
@@ -112,39 +106,36 @@ pub fn acknowledge(state: &AppState, id: &str) -> Result<JsonReply, ApiError> {
         return Err(ApiError::new(
             404,
             "attention_item_not_found",
-            format!("no current attention item has ID \"{id}\""),
+            format!("no current attention item has ID \"{}\"", echo(id)),
         ));
     };
     let (stored, already) = match snap.acks.get(id) {
         Some(a) => (a.clone(), true),
         None => {
-            let (tx, rx) = crossbeam_channel::bounded(1);
-            let unavailable = || {
-                ApiError::new(
-                    503,
-                    "acknowledge_unavailable",
-                    "the acknowledgement was not taken; nothing changed",
-                )
-            };
-            state
-                .orch
-                .tx
-                .send(OrchMsg::Acknowledge {
-                    ack: crate::store::AttentionAck {
-                        item_id: id.to_string(),
-                        kind: item.view.kind.as_str().to_string(),
-                        acknowledged_at_ms: now,
-                    },
-                    reply: tx,
-                })
-                .map_err(|_| unavailable())?;
-            match rx.recv_timeout(TAKE_TIMEOUT).map_err(|_| unavailable())? {
-                Ok(a) => {
+            let asked = state.orch.ask(TAKE_TIMEOUT, |reply| OrchMsg::Acknowledge {
+                ack: crate::store::AttentionAck {
+                    item_id: id.to_string(),
+                    kind: item.view.kind.as_str().to_string(),
+                    acknowledged_at_ms: now,
+                },
+                reply,
+            });
+            match asked {
+                Ok(Ok(a)) => {
                     let already = a.acknowledged_at_ms != now;
                     (a, already)
                 }
-                Err(AckError::Draining) => return Ok(draining()),
-                Err(AckError::NotSaved(e)) => {
+                Ok(Err(AckError::Draining)) | Err(Unanswered::ShuttingDown) => {
+                    return Ok(draining());
+                }
+                Err(Unanswered::NotTaken) => {
+                    return Err(ApiError::new(
+                        503,
+                        "acknowledge_unavailable",
+                        "the acknowledgement was not taken; nothing changed",
+                    ));
+                }
+                Ok(Err(AckError::NotSaved(e))) => {
                     return Err(ApiError::new(
                         500,
                         "acknowledgement_not_saved",

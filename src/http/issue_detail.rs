@@ -7,7 +7,7 @@ use crate::store::{ReadConn, RunFilter};
 
 use super::AppState;
 use super::event_json;
-use super::respond::{ApiError, JsonReply};
+use super::respond::{ApiError, JsonReply, echo};
 use super::runs;
 use super::views::budget::BudgetView;
 use super::views::event::EventView;
@@ -249,17 +249,25 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         .read_pool()
         .get()
         .map_err(ApiError::history_unavailable)?;
-    // A history lookup that fails reads as not found, as an unknown identifier does.
-    let issue_id = live_issue_id(&snap, identifier)
-        .or_else(|| conn.issue_id_by_identifier(identifier).ok().flatten());
     let not_found = || {
         ApiError::new(
             404,
             "issue_not_found",
-            format!("issue identifier \"{identifier}\" not found in current state or run history"),
+            format!(
+                "issue identifier \"{}\" not found in current state or run history",
+                echo(identifier)
+            ),
         )
     };
-    let issue_id = issue_id.ok_or_else(not_found)?;
+    // An identifier only run history could know is not "not found" while history cannot be
+    // read: the answer is that history is unavailable.
+    let issue_id = match live_issue_id(&snap, identifier) {
+        Some(id) => id,
+        None => conn
+            .issue_id_by_identifier(identifier)
+            .map_err(ApiError::history_unavailable)?
+            .ok_or_else(not_found)?,
+    };
     let (history, outcome) = history(&conn, &issue_id)?;
     let found = IssueRows::find(&snap, &issue_id);
     // Unreadable history leaves the running row's issue figures `null`.

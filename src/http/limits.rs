@@ -15,8 +15,12 @@
 //!   fails with EMFILE;
 //! - event streams may take at most half of the connections ([`max_streams`], and at most
 //!   `MAX_STREAMS`), so ordinary requests always find room; the default admits 256 streams;
-//! - a request line or header with bytes outside ASCII (a raw UTF-8 path) is answered 400, a
-//!   line longer than [`MAX_HEAD_LINE`] 431.
+//! - a request line or header with bytes outside ASCII (a raw UTF-8 path), or a request line
+//!   with control bytes, is answered 400; a request line longer than [`MAX_REQUEST_LINE`]
+//!   414, a header line longer than [`MAX_HEAD_LINE`] or a head larger than [`MAX_HEAD`] 431;
+//!   a request line naming HTTP/2 or later (an HTTP/2 prior-knowledge preface) 505, before
+//!   any header is read; a bare `LF` ends a line like `CRLF`. Each of these closes the
+//!   connection.
 //!
 //! Deadlines are per-socket `SO_RCVTIMEO` values set by the connection thread before each read
 //! (the remaining time to the deadline) and only while it reads a request; the listener never
@@ -33,7 +37,9 @@ use super::views::reply::ErrorBody;
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_BODY: usize = 64 * 1024;
+pub const MAX_REQUEST_LINE: usize = 8 * 1024;
 pub const MAX_HEAD_LINE: usize = 16 * 1024;
+pub const MAX_HEAD: usize = 64 * 1024;
 /// Client connections open at once, event streams included.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
@@ -72,7 +78,9 @@ pub fn limits(max_connections: Option<usize>) -> tiny_http::Limits {
         head_timeout: HEAD_TIMEOUT,
         body_timeout: BODY_TIMEOUT,
         max_body: MAX_BODY,
+        max_request_line: MAX_REQUEST_LINE,
         max_head_line: MAX_HEAD_LINE,
+        max_head: MAX_HEAD,
         max_connections: max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS).max(1),
         error_body: envelope,
         error_content_type: "application/json; charset=utf-8",

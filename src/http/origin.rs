@@ -14,31 +14,37 @@ impl OriginDecision {
     }
 }
 
-/// Applies the six rows in order; the first that applies decides.
+/// Applies the six rows in order; the first that applies decides. Methods and
+/// `Sec-Fetch-Site` values are compared exactly as written (both are case-sensitive tokens;
+/// the header parser already strips the optional whitespace around a value). A header with
+/// an empty value counts as absent.
 pub fn check(
     method: &str,
     sec_fetch_site: Option<&str>,
     origin: Option<&str>,
     host: Option<&str>,
 ) -> OriginDecision {
-    let m = method.to_ascii_uppercase();
-    if m == "GET" || m == "HEAD" || m == "OPTIONS" {
+    if matches!(method, "GET" | "HEAD" | "OPTIONS") {
         return OriginDecision::Served(1);
     }
-    if let Some(site) = sec_fetch_site {
-        let site = site.trim().to_ascii_lowercase();
+    if let Some(site) = present(sec_fetch_site) {
         if site == "same-origin" || site == "none" {
             return OriginDecision::Served(2);
         }
         return OriginDecision::Refused(3);
     }
-    let Some(origin) = origin else {
+    let Some(origin) = present(origin) else {
         return OriginDecision::Served(4);
     };
     match (origin_host_port(origin), host) {
         (Some(o), Some(h)) if o.eq_ignore_ascii_case(h.trim()) => OriginDecision::Served(5),
         _ => OriginDecision::Refused(6),
     }
+}
+
+/// A header value, `None` when absent or empty.
+fn present(v: Option<&str>) -> Option<&str> {
+    v.filter(|v| !v.is_empty())
 }
 
 /// `scheme://host[:port]` → `host[:port]` (the scheme is ignored, the port kept as written).
@@ -80,6 +86,38 @@ mod tests {
             Served(2)
         );
         assert_eq!(check("POST", Some("none"), None, None), Served(2));
+    }
+
+    #[test]
+    fn fetch_site_values_are_compared_exactly() {
+        for v in [
+            "SAME-ORIGIN",
+            "Same-Origin",
+            "NONE",
+            "same-origin,none",
+            "same- origin",
+        ] {
+            assert_eq!(check("POST", Some(v), None, None), Refused(3), "{v}");
+        }
+    }
+
+    #[test]
+    fn empty_headers_count_as_absent() {
+        assert_eq!(check("POST", Some(""), None, None), Served(4));
+        assert_eq!(check("POST", Some(""), Some(""), Some("h:1")), Served(4));
+        assert_eq!(
+            check("POST", Some(""), Some("http://h:1"), Some("h:1")),
+            Served(5)
+        );
+        assert_eq!(
+            check("POST", Some(""), Some("http://evil:1"), Some("h:1")),
+            Refused(6)
+        );
+    }
+
+    #[test]
+    fn methods_are_compared_exactly() {
+        assert_eq!(check("get", Some("cross-site"), None, None), Refused(3));
     }
 
     #[test]

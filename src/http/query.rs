@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::domain::RunStatus;
 
-use super::respond::ApiError;
+use super::respond::{ApiError, echo};
 
 /// Decodes `%XX` escapes and `+` (as a space). Invalid escapes are kept as written.
 pub fn percent_decode(s: &str) -> String {
@@ -61,13 +61,15 @@ pub fn strict(url: &str, allowed: &[&str]) -> Result<BTreeMap<String, String>, A
     for (k, v) in pairs(url) {
         if !allowed.contains(&k.as_str()) {
             return Err(ApiError::invalid_parameter(format!(
-                "unknown parameter \"{k}\"; accepted parameters are {}",
+                "unknown parameter \"{}\"; accepted parameters are {}",
+                echo(&k),
                 allowed.join(", ")
             )));
         }
         if !seen.insert(k.clone()) {
             return Err(ApiError::invalid_parameter(format!(
-                "parameter \"{k}\" must not be given more than once"
+                "parameter \"{}\" must not be given more than once",
+                echo(&k)
             )));
         }
         if !v.is_empty() {

@@ -18,6 +18,19 @@ use super::views::to_value;
 const SERIALIZATION_FAILED: &str =
     r#"{"error":{"code":"internal_error","message":"response serialization failed"}}"#;
 
+/// At most this many characters of a client's own text (a path, an identifier, a parameter
+/// name) are quoted back in an error message.
+pub const ECHO_CHARS: usize = 64;
+
+/// A client's text as an error message quotes it: its first [`ECHO_CHARS`] characters, and
+/// `…` when it is longer, so an answer never grows with what the client sent.
+pub fn echo(text: &str) -> Cow<'_, str> {
+    match text.char_indices().nth(ECHO_CHARS) {
+        None => Cow::Borrowed(text),
+        Some((cut, _)) => Cow::Owned(format!("{}…", &text[..cut])),
+    }
+}
+
 /// An API error: status, the API's code, a message, and extra headers (`Allow`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
@@ -49,11 +62,22 @@ impl ApiError {
         )
     }
 
+    /// A path no route serves. The reference's error codes have no code of their own for
+    /// it; its one 404 for a name nothing holds is `issue_not_found`, which is also what
+    /// every unmatched `/api/v1/<segment>` answers.
+    pub fn no_route(path: &str) -> Self {
+        Self::new(
+            404,
+            "issue_not_found",
+            format!("no route for \"{}\"", echo(path)),
+        )
+    }
+
     pub fn method_not_allowed(method: &str, allow: &'static str) -> Self {
         ApiError {
             status: 405,
             code: "method_not_allowed",
-            message: format!("method {method} is not allowed on this endpoint"),
+            message: format!("method {} is not allowed on this endpoint", echo(method)),
             allow: Some(allow),
         }
     }
@@ -147,17 +171,13 @@ pub fn header(name: &str, value: &str) -> Option<Header> {
     Header::from_bytes(name.as_bytes(), value.as_bytes()).ok()
 }
 
-/// Sends a JSON body (masked) with the common headers. HEAD gets the headers only.
-pub fn send_json(req: Request, reply: JsonReply, allow: Option<&str>, head_only: bool) {
+/// Sends a JSON body (masked) with the common headers. An answer to HEAD (a 405) keeps its
+/// headers, `Content-Length` included, and tiny_http leaves the body out itself.
+pub fn send_json(req: Request, reply: JsonReply, allow: Option<&str>) {
     let mut body = reply.body;
     mask_value(&mut body);
     let text = serde_json::to_string(&body).unwrap_or_else(|_| SERIALIZATION_FAILED.to_string());
-    let mut resp = if head_only {
-        Response::from_string(String::new())
-    } else {
-        Response::from_string(text)
-    }
-    .with_status_code(reply.status);
+    let mut resp = Response::from_string(text).with_status_code(reply.status);
     for h in [
         header("Content-Type", "application/json; charset=utf-8"),
         header("Cache-Control", "no-store"),
@@ -254,7 +274,6 @@ pub fn send_error(req: Request, err: ApiError) {
         req,
         JsonReply::with_status(err.status, to_value(&err.body())),
         allow,
-        false,
     );
 }
 
@@ -272,6 +291,16 @@ mod tests {
         assert!(!admits_gzip("gzip;q=0"));
         assert!(!admits_gzip("identity"));
         assert!(!admits_gzip(""));
+    }
+
+    #[test]
+    fn echoes_are_short_prefixes() {
+        assert_eq!(echo("MT-1"), "MT-1");
+        let long = "é".repeat(1000);
+        let e = echo(&long);
+        assert_eq!(e.chars().count(), ECHO_CHARS + 1);
+        assert!(e.ends_with('…'));
+        assert_eq!(echo(&"x".repeat(ECHO_CHARS)), "x".repeat(ECHO_CHARS));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::AppState;
 use super::host::{HostDecision, HostPolicy};
 use super::origin;
 use super::query::percent_decode;
-use super::respond::{self, ApiError, JsonReply, send_error, send_json};
+use super::respond::{self, ApiError, JsonReply, echo, send_error, send_json};
 use super::views::reply::QueueReply;
 use super::{actions, dashboard, issue_detail, openapi, probes, runs, scrape, sse, state_doc};
 
@@ -32,21 +32,26 @@ pub enum Route {
     OpenApi,
     /// `/metrics`: the Prometheus scrape ([`scrape::serve`]).
     Metrics,
-    /// `/ui`, `/ui/…`, `/favicon.ico`: the embedded dashboard ([`dashboard::serve`]).
+    /// `/ui`, `/ui/…`: the embedded dashboard ([`dashboard::serve`]).
     Dashboard,
+    /// `/favicon.ico`, served with the dashboard's files.
+    Favicon,
     Issue(String),
     NotFound,
 }
 
 impl Route {
-    /// The methods the route accepts, as its `Allow` header says.
+    /// The methods the route accepts, as its `Allow` header says. The reference's method
+    /// enforcement allows one method per endpoint (`Allow: GET`, or `POST` for the actions);
+    /// only the dashboard accepts HEAD as well. So HEAD elsewhere is 405, and an event
+    /// stream never opens for it.
     pub fn allow(&self) -> &'static str {
         match self {
             Route::Refresh
             | Route::RetryNow(_)
             | Route::ReactionCheck(..)
             | Route::Acknowledge(_) => "POST",
-            Route::Root | Route::Metrics | Route::Dashboard => "GET, HEAD",
+            Route::Dashboard => "GET, HEAD",
             _ => "GET",
         }
     }
@@ -67,31 +72,21 @@ impl Route {
             Route::RetryNow(_) => ("post", "/api/v1/retries/{identifier}/run"),
             Route::ReactionCheck(..) => ("post", "/api/v1/reactions/{identifier}/{kind}/check"),
             Route::Acknowledge(_) => ("post", "/api/v1/attention/{id}/acknowledge"),
-            Route::OpenApi => ("get", "/api/v1/openapi.json"),
+            Route::OpenApi => ("get", "/openapi.json"),
             Route::Issue(_) => ("get", "/api/v1/{identifier}"),
-            Route::Metrics | Route::Dashboard | Route::NotFound => return None,
+            Route::Metrics | Route::Dashboard | Route::Favicon | Route::NotFound => return None,
         })
     }
 
     fn accepts(&self, m: &Method) -> bool {
-        match self.allow() {
-            "POST" => *m == Method::Post,
-            _ => *m == Method::Get || *m == Method::Head,
-        }
+        self.allow().split(", ").any(|a| a == m.as_str())
     }
 }
 
 /// Fixed paths under `/api/v1/` that take precedence over `/api/v1/{identifier}`; `stats` and
-/// `prices` are reserved although this build does not serve them.
-const FIXED: &[&str] = &[
-    "state",
-    "runs",
-    "stats",
-    "prices",
-    "events",
-    "refresh",
-    "openapi.json",
-];
+/// `prices` are reserved although this build does not serve them. The OpenAPI document is
+/// served at `/openapi.json`, outside `/api/v1/`, so no identifier is shadowed by it.
+const FIXED: &[&str] = &["state", "runs", "stats", "prices", "events", "refresh"];
 
 /// Maps a path (without query) to its route.
 pub fn route(path: &str) -> Route {
@@ -100,7 +95,9 @@ pub fn route(path: &str) -> Route {
         "/livez" => return Route::Livez,
         "/readyz" => return Route::Readyz,
         "/metrics" => return Route::Metrics,
-        "/favicon.ico" | "/ui" => return Route::Dashboard,
+        "/openapi.json" => return Route::OpenApi,
+        "/favicon.ico" => return Route::Favicon,
+        "/ui" => return Route::Dashboard,
         _ => {}
     }
     if path.starts_with("/ui/") {
@@ -118,7 +115,6 @@ pub fn route(path: &str) -> Route {
         ["runs", d, "events"] if !d.is_empty() => Route::RunEvents(d.to_string()),
         ["events"] => Route::Events,
         ["refresh"] => Route::Refresh,
-        ["openapi.json"] => Route::OpenApi,
         ["retries", id, "run"] if !id.is_empty() => Route::RetryNow(id.to_string()),
         ["reactions", id, kind, "check"] if !id.is_empty() && !kind.is_empty() => {
             Route::ReactionCheck(id.to_string(), kind.to_string())
@@ -197,10 +193,7 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
     }
     let r = route(&path);
     if r == Route::NotFound {
-        return send_error(
-            req,
-            ApiError::new(404, "not_found", format!("no route for {path}")),
-        );
+        return send_error(req, ApiError::no_route(&path));
     }
     if !r.accepts(&method) {
         return send_error(
@@ -208,7 +201,6 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
             ApiError::method_not_allowed(method.as_str(), r.allow()),
         );
     }
-    let head = method == Method::Head;
     let result: Result<JsonReply, ApiError> = match &r {
         Route::Root => {
             let mut resp = Response::empty(302);
@@ -219,8 +211,8 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
             return;
         }
         Route::Events => return sse::open(state, req),
-        Route::Metrics => return scrape::serve(state, req, head),
-        Route::Dashboard => return dashboard::serve(req, &path, head),
+        Route::Metrics => return scrape::serve(state, req),
+        Route::Dashboard | Route::Favicon => return dashboard::serve(req, &path),
         Route::Livez => Ok(probes::livez(state)),
         Route::Readyz => Ok(probes::readyz(state)),
         Route::State => return state_doc::serve(state, req),
@@ -233,10 +225,10 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         Route::Acknowledge(id) => actions::acknowledge(state, id),
         Route::OpenApi => Ok(JsonReply::ok(openapi::document())),
         Route::Issue(id) => issue_detail::detail(state, id),
-        Route::NotFound => Err(ApiError::new(404, "not_found", "not found")),
+        Route::NotFound => Err(ApiError::no_route(&path)),
     };
     match result {
-        Ok(reply) => send_json(req, reply, None, head),
+        Ok(reply) => send_json(req, reply, None),
         Err(e) => send_error(req, e),
     }
 }
@@ -254,7 +246,11 @@ fn reaction_check(state: &AppState, identifier: &str, kind: &str) -> Result<Json
     Err(ApiError::new(
         404,
         "reaction_not_found",
-        format!("no pending \"{kind}\" reaction for issue \"{identifier}\""),
+        format!(
+            "no pending \"{}\" reaction for issue \"{}\"",
+            echo(kind),
+            echo(identifier)
+        ),
     ))
 }
 
@@ -269,6 +265,11 @@ mod tests {
         assert_eq!(route("/api/v1/events"), Route::Events);
         assert_eq!(route("/api/v1/refresh"), Route::Refresh);
         assert_eq!(route("/api/v1/stats"), Route::NotFound);
+        assert_eq!(route("/openapi.json"), Route::OpenApi);
+        assert_eq!(
+            route("/api/v1/openapi.json"),
+            Route::Issue("openapi.json".into())
+        );
         assert_eq!(route("/api/v1/MT-1"), Route::Issue("MT-1".into()));
         assert_eq!(
             route("/api/v1/owner%2Frepo%239"),
@@ -301,7 +302,12 @@ mod tests {
     fn allow_headers() {
         assert_eq!(Route::State.allow(), "GET");
         assert_eq!(Route::Refresh.allow(), "POST");
-        assert!(Route::State.accepts(&Method::Head));
+        assert!(Route::State.accepts(&Method::Get));
+        assert!(!Route::State.accepts(&Method::Head));
+        assert!(!Route::Events.accepts(&Method::Head));
+        assert!(Route::Dashboard.accepts(&Method::Head));
+        assert!(!Route::Favicon.accepts(&Method::Head));
         assert!(!Route::Refresh.accepts(&Method::Get));
+        assert!(Route::Refresh.accepts(&Method::Post));
     }
 }

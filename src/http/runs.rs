@@ -9,7 +9,7 @@ use super::AppState;
 use super::event_json;
 use super::issue_detail::live_status;
 use super::query;
-use super::respond::{ApiError, JsonReply};
+use super::respond::{ApiError, JsonReply, echo};
 use super::views::run::{
     IssueGroupView, IssueGroupsPage, IssueTotalsView, OutcomeView, RunEventsPage, RunView, RunsPage,
 };
@@ -231,7 +231,10 @@ pub fn run_events(state: &AppState, dispatch_id: &str) -> Result<JsonReply, ApiE
         ApiError::new(
             404,
             "run_events_not_retained",
-            format!("no events are retained for dispatch ID \"{dispatch_id}\""),
+            format!(
+                "no events are retained for dispatch ID \"{}\"",
+                echo(dispatch_id)
+            ),
         )
     };
     let conn = state

@@ -7,14 +7,10 @@ use tiny_http::{Request, Response};
 use super::AppState;
 use super::respond::header;
 
-pub fn serve(state: &AppState, req: Request, head_only: bool) {
+pub fn serve(state: &AppState, req: Request) {
     let gauges = state.orch.snapshot().gauge_values(state.clock.now_ms());
     let body = state.orch.metrics.render(&gauges);
-    let mut resp = Response::from_data(if head_only {
-        Vec::new()
-    } else {
-        body.into_bytes()
-    });
+    let mut resp = Response::from_data(body.into_bytes());
     for h in [
         header("Content-Type", crate::metrics::CONTENT_TYPE),
         header("Cache-Control", "no-store"),

@@ -20,4 +20,5 @@ pub mod watch;
 pub use self::scheduler::{Orchestrator, OrchestratorDeps, OrchestratorHandle, new_dispatch_id};
 pub use msg::{
     AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult,
+    Unanswered,
 };

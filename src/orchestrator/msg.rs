@@ -100,6 +100,15 @@ pub enum RefreshOutcome {
     Draining,
 }
 
+/// Why a request sent to the orchestrator got no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unanswered {
+    /// Shutdown had begun before the request was taken; nothing changed.
+    ShuttingDown,
+    /// No answer within the deadline; nothing changed.
+    NotTaken,
+}
+
 /// Answer to a retry-now request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RetryNowOutcome {

@@ -32,6 +32,7 @@ use super::dispatch_pass::{
 };
 use super::msg::{
     AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult,
+    Unanswered,
 };
 use super::persist;
 use super::snapshot::{PublishPacer, Snapshot};
@@ -79,11 +80,32 @@ impl OrchestratorHandle {
             .unwrap_or_else(|p| Arc::clone(&p.into_inner()))
     }
 
-    /// Queues an immediate tick (coalesced) and waits for the answer.
-    pub fn refresh(&self, timeout: Duration) -> Option<RefreshOutcome> {
+    /// Sends a request carrying its reply channel and waits up to `timeout` for the answer.
+    /// A request that gets none was refused by the shutdown when the latest snapshot says
+    /// draining: `orch` answers no request once its loop has ended, and one it never reads
+    /// fails at once (its inbox is closed then).
+    pub fn ask<T>(
+        &self,
+        timeout: Duration,
+        msg: impl FnOnce(Sender<T>) -> OrchMsg,
+    ) -> Result<T, Unanswered> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.tx.send(OrchMsg::Refresh { reply: Some(tx) }).ok()?;
-        rx.recv_timeout(timeout).ok()
+        let answer = match self.tx.send(msg(tx)) {
+            Ok(()) => rx.recv_timeout(timeout).ok(),
+            Err(_) => None,
+        };
+        answer.ok_or_else(|| {
+            if self.snapshot().draining {
+                Unanswered::ShuttingDown
+            } else {
+                Unanswered::NotTaken
+            }
+        })
+    }
+
+    /// Queues an immediate tick (coalesced) and waits for the answer.
+    pub fn refresh(&self, timeout: Duration) -> Result<RefreshOutcome, Unanswered> {
+        self.ask(timeout, |tx| OrchMsg::Refresh { reply: Some(tx) })
     }
 }
 
@@ -370,10 +392,19 @@ impl Orchestrator {
                 self.publish_running();
             }
         }
+        self.close_inbox();
         self.tracker_ops
             .drain(crate::orchestrator::tracker_ops::DRAIN_TIMEOUT);
         persist::shutdown(&self.store);
         log::info!("shutting down");
+    }
+
+    /// Once the loop has ended nothing reads the inbox: dropping its only receiver drops the
+    /// requests still queued and makes later sends fail, so their callers learn at once that
+    /// the shutdown refused them instead of waiting out their deadline.
+    fn close_inbox(&mut self) {
+        drop(std::mem::replace(&mut self.rx, crossbeam_channel::never()));
+        log::info!("orchestrator takes no more requests");
     }
 
     /// Handles one message and says whether its change may wait for the publish timer.

@@ -96,8 +96,13 @@ enum ReadError {
     ReadIoError(IoError),
     /// sortie patch: a request line or header with bytes outside ASCII
     NotAscii,
-    /// sortie patch: a request line or header line longer than the limit
+    /// sortie patch: a header line longer than the limit, or a head larger than its limit
     LineTooLong,
+    /// sortie patch: a request line longer than the limit
+    RequestLineTooLong,
+    /// sortie patch: a request line naming HTTP/2 or later (an HTTP/2 prior-knowledge
+    /// preface among them), which this HTTP/1.1 server cannot answer in its own protocol
+    VersionNotSupported,
     /// sortie patch: a body longer than the limit
     BodyTooLarge,
     /// sortie patch: the previous request's handler took the connection over
@@ -191,10 +196,15 @@ impl ClientConnection {
     ///
     /// Reads until `CRLF` is reached. The next read will start
     ///  at the first byte of the new line.
-    fn read_next_line(&mut self) -> IoResult<AsciiString> {
+    ///
+    /// sortie patch (servers with limits): a bare `LF` ends a line too (RFC 9112, section
+    /// 2.2), so a client that sends one is answered instead of waiting for its deadline; a
+    /// line longer than `max_line` or a head growing past `max_head` ends the read.
+    fn read_next_line(&mut self, max_line: Option<usize>) -> IoResult<AsciiString> {
         let mut buf = Vec::new();
         let mut prev_byte_was_cr = false;
-        let max_line = self.limits.as_ref().map(|l| l.max_head_line);
+        let max_head = self.limits.as_ref().map(|l| l.max_head);
+        let bare_lf = self.limits.is_some();
 
         loop {
             let byte = self.next_header_source.by_ref().bytes().next();
@@ -205,8 +215,10 @@ impl ClientConnection {
             };
             self.head_bytes += 1;
 
-            if byte == b'\n' && prev_byte_was_cr {
-                buf.pop(); // removing the '\r'
+            if byte == b'\n' && (prev_byte_was_cr || bare_lf) {
+                if prev_byte_was_cr {
+                    buf.pop(); // removing the '\r'
+                }
                 return AsciiString::from_ascii(buf)
                     .map_err(|_| IoError::new(ErrorKind::InvalidData, "Header is not in ASCII"));
             }
@@ -214,7 +226,9 @@ impl ClientConnection {
             prev_byte_was_cr = byte == b'\r';
 
             buf.push(byte);
-            if max_line.is_some_and(|m| buf.len() > m) {
+            if max_line.is_some_and(|m| buf.len() > m)
+                || max_head.is_some_and(|m| self.head_bytes > m)
+            {
                 return Err(IoError::new(ErrorKind::OutOfMemory, "line too long"));
             }
         }
@@ -252,18 +266,41 @@ impl ClientConnection {
                 self.set_deadline(DeadlineState::Arm(t));
             }
             let (method, path, version) = {
-                let line = self.read_next_line().map_err(|e| self.line_error(e))?;
+                let max_line = self.limits.as_ref().map(|l| l.max_request_line);
+                let line = self
+                    .read_next_line(max_line)
+                    .map_err(|e| match self.line_error(e) {
+                        ReadError::LineTooLong => ReadError::RequestLineTooLong,
+                        other => other,
+                    })?;
+                // sortie patch: control bytes are not allowed anywhere in a request line.
+                if self.limits.is_some()
+                    && line
+                        .as_bytes()
+                        .iter()
+                        .any(|&b| b < 0x20 || b == 0x7f)
+                {
+                    return Err(ReadError::WrongRequestLine);
+                }
 
-                parse_request_line(
+                let parsed = parse_request_line(
                     line.as_str().trim(), // TODO: remove this conversion
-                )?
+                )?;
+                // sortie patch: HTTP/2 and later are refused before any header is read.
+                if self.limits.is_some() && parsed.2 > HTTPVersion(1, 1) {
+                    return Err(ReadError::VersionNotSupported);
+                }
+                parsed
             };
 
             // getting all headers
             let headers = {
                 let mut headers = Vec::new();
+                let max_line = self.limits.as_ref().map(|l| l.max_head_line);
                 loop {
-                    let line = self.read_next_line().map_err(|e| self.line_error(e))?;
+                    let line = self
+                        .read_next_line(max_line)
+                        .map_err(|e| self.line_error(e))?;
 
                     if line.is_empty() {
                         break;
@@ -362,7 +399,21 @@ impl Iterator for ClientConnection {
                     self.send_error(
                         431,
                         "request_header_too_large",
-                        "the request line or a header line is too long",
+                        "a header line or the request head is too large",
+                    );
+                    self.linger();
+                    return None;
+                }
+                Err(ReadError::RequestLineTooLong) => {
+                    self.send_error(414, "uri_too_long", "the request line is too long");
+                    self.linger();
+                    return None;
+                }
+                Err(ReadError::VersionNotSupported) => {
+                    self.send_error(
+                        505,
+                        "http_version_not_supported",
+                        "this server speaks HTTP/1.1 only",
                     );
                     self.linger();
                     return None;

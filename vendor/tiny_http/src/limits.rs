@@ -13,11 +13,15 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// Largest request body; a larger one is answered 413 and the connection closed.
     pub max_body: usize,
-    /// Largest request line or header line.
+    /// Largest request line (method, target and version); a longer one is answered 414.
+    pub max_request_line: usize,
+    /// Largest header line; a longer one is answered 431.
     pub max_head_line: usize,
+    /// Largest request head (request line and every header line); a larger one is answered 431.
+    pub max_head: usize,
     /// Connections served at once; a connection beyond is answered 503 and closed.
     pub max_connections: usize,
-    /// The body of responses the server writes itself (400, 408, 413, 431, 503):
+    /// The body of responses the server writes itself (400, 408, 413, 414, 431, 503, 505):
     /// `(status, code, message) -> body`, sent with `error_content_type`.
     pub error_body: fn(u16, &str, &str) -> String,
     pub error_content_type: &'static str,
@@ -28,8 +32,10 @@ fn reason(status: u16) -> &'static str {
         400 => "Bad Request",
         408 => "Request Timeout",
         413 => "Content Too Large",
+        414 => "URI Too Long",
         431 => "Request Header Fields Too Large",
         503 => "Service Unavailable",
+        505 => "HTTP Version Not Supported",
         _ => "Error",
     }
 }
