@@ -10,5 +10,5 @@ if [ -x "$venv/bin/schemathesis" ] && "$venv/bin/schemathesis" --version >/dev/n
   exit 0
 fi
 python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check 'schemathesis>=4,<5'
+"$venv/bin/pip" install --quiet --disable-pip-version-check 'schemathesis==4.32.5'
 "$venv/bin/schemathesis" --version
