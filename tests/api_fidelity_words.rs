@@ -321,8 +321,16 @@ fn a_failing_poll_summary_ends_with_when_the_last_successful_poll_was() {
 fn run_events(d: &Daemon, identifier: &str) -> Vec<Value> {
     let run = served_run(d, identifier, "succeeded");
     let dispatch = run["dispatch_id"].as_str().unwrap_or_default().to_string();
-    let v = d.get(&format!("/api/v1/runs/{dispatch}/events")).json();
-    v["events"].as_array().cloned().unwrap_or_default()
+    // The run's events are stored by their own write after the run row commits: wait for the
+    // turn's end to be among them.
+    wait_for("the run's stored events", Duration::from_secs(10), || {
+        let v = d.get(&format!("/api/v1/runs/{dispatch}/events")).json();
+        let events = v["events"].as_array().cloned().unwrap_or_default();
+        events
+            .iter()
+            .any(|e| e["event"] == "turn_completed")
+            .then_some(events)
+    })
 }
 
 #[test]

@@ -365,19 +365,7 @@ fn paths(s: &Refs) -> Value {
         },
     });
     let runs_params = params(
-        &[
-            "issue",
-            "issue_id",
-            "rule",
-            "status",
-            "stage",
-            "since",
-            "until",
-            "ended_since",
-            "ended_until",
-            "cursor",
-            "limit",
-        ],
+        super::runs::RUNS_PARAMS,
         "^(\\+?0*([1-9][0-9]?|1[0-9]{2}|200))?$",
     );
     let invalid = error_response(

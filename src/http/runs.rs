@@ -41,24 +41,24 @@ fn base_filter(q: &BTreeMap<String, String>) -> Result<RunFilter, ApiError> {
     })
 }
 
+/// The parameters `GET /api/v1/runs` accepts (the OpenAPI document lists the same).
+pub const RUNS_PARAMS: &[&str] = &[
+    "issue",
+    "issue_id",
+    "rule",
+    "status",
+    "stage",
+    "since",
+    "until",
+    "ended_since",
+    "ended_until",
+    "cursor",
+    "limit",
+];
+
 /// Parses the `GET /api/v1/runs` parameters: `(filter, cursor, limit)`.
 pub fn parse_runs_query(url: &str) -> Result<(RunFilter, Option<i64>, usize), ApiError> {
-    let q = query::strict(
-        url,
-        &[
-            "issue",
-            "issue_id",
-            "rule",
-            "status",
-            "stage",
-            "since",
-            "until",
-            "ended_since",
-            "ended_until",
-            "cursor",
-            "limit",
-        ],
-    )?;
+    let q = query::strict(url, RUNS_PARAMS)?;
     let mut f = base_filter(&q)?;
     f.since_ms = query::timestamp(&q, "since")?;
     f.until_ms = query::timestamp(&q, "until")?;
