@@ -52,11 +52,13 @@ fn a_park_serves_the_pass_dispatch_time_of_its_run_across_a_restart() {
     assert_eq!(s["parked"][0]["dispatched_at"], dispatched);
 }
 
-#[test]
-fn a_session_budget_hold_serves_its_pass_and_the_spend_the_token_ceiling_read() {
+/// A daemon whose one issue, H-1, is held at a session budget of 1 after its single-turn
+/// session, with `extra_agent` added to the agent block; the set-up (kept alive with it), the
+/// daemon and the state document showing the hold.
+fn session_budget_hold(extra_agent: &str) -> (Setup, Daemon, Value) {
     let s = Setup::new(
         &mock_workflow(
-            "  max_turns: 1\n  max_sessions: 1\n  max_tokens: 1000000\n",
+            &format!("  max_turns: 1\n  max_sessions: 1\n{extra_agent}"),
             "  events_per_turn: 1\n",
         )
         .replace("  handoff_state: Review\n", ""),
@@ -66,6 +68,12 @@ fn a_session_budget_hold_serves_its_pass_and_the_spend_the_token_ceiling_read() 
     let st = d.wait_state("the session budget hold", T, |s| {
         s["budget_exhausted"][0]["issue_identifier"] == "H-1"
     });
+    (s, d, st)
+}
+
+#[test]
+fn a_session_budget_hold_serves_its_pass_and_the_spend_the_token_ceiling_read() {
+    let (_s, d, st) = session_budget_hold("  max_tokens: 1000000\n");
     let b = &st["budget_exhausted"][0];
     assert_eq!(b["reason"], "session_budget");
     let runs = runs_of(&d, "H-1");
@@ -85,18 +93,7 @@ fn a_session_budget_hold_serves_its_pass_and_the_spend_the_token_ceiling_read() 
 
 #[test]
 fn without_a_token_ceiling_a_budget_hold_reads_no_spend() {
-    let s = Setup::new(
-        &mock_workflow(
-            "  max_turns: 1\n  max_sessions: 1\n",
-            "  events_per_turn: 1\n",
-        )
-        .replace("  handoff_state: Review\n", ""),
-        &issues(&[("1", "H-1", "To Do")]),
-    );
-    let d = s.start(&[]);
-    let st = d.wait_state("the session budget hold", T, |s| {
-        s["budget_exhausted"][0]["issue_identifier"] == "H-1"
-    });
+    let (_s, _d, st) = session_budget_hold("");
     let b = &st["budget_exhausted"][0];
     assert!(b["dispatched_at"].is_string(), "hold: {b}");
     for k in ["used_tokens", "unmeasured_sessions", "stopped_in_flight"] {
