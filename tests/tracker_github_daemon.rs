@@ -129,9 +129,12 @@ fn a_terminal_state_stops_the_running_agent_and_cleans_its_workspace() {
     d.wait_state("a running session", WAIT, |s| {
         s["running"][0]["issue_identifier"] == "7"
     });
-    assert_eq!(fake.with_state(|s| s.labels(7)), ["in-progress"]);
+    // The worker relabels the issue and makes its workspace after the session is listed.
+    d.wait_until("issue 7 labelled in-progress", WAIT, || {
+        fake.with_state(|s| s.labels(7)) == ["in-progress"]
+    });
     let ws = setup.path().join("ws/7");
-    assert!(ws.is_dir());
+    d.wait_until("the workspace made", WAIT, || ws.is_dir());
     fake.with_state(|s| {
         s.set_labels(7, &["done"]);
         s.set_open(7, false);

@@ -116,9 +116,12 @@ fn a_terminal_status_stops_the_running_agent_and_cleans_its_workspace() {
     d.wait_state("a running session", WAIT, |s| {
         s["running"][0]["issue_identifier"] == "PROJ-7"
     });
-    assert_eq!(fake.with_state(|s| s.status(id)), "In Progress");
+    // The worker moves the issue after the session is listed as running.
+    d.wait_until("PROJ-7 moved to In Progress", WAIT, || {
+        fake.with_state(|s| s.status(id)) == "In Progress"
+    });
     let ws = setup.path().join("ws/PROJ-7");
-    assert!(ws.is_dir());
+    d.wait_until("the workspace made", WAIT, || ws.is_dir());
     fake.with_state(|s| s.set_status(id, "Done"));
     d.wait_state("the run stopped", WAIT, |s| {
         s["running"].as_array().is_some_and(|r| r.is_empty())
