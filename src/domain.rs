@@ -2,6 +2,23 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A setting an adapter kind cannot run without, found missing or wrong before anything is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingProblem {
+    /// Dotted field the problem is about, e.g. `tracker.api_key`.
+    pub field: String,
+    pub message: String,
+}
+
+impl SettingProblem {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        SettingProblem {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
 /// A comment on an issue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Comment {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{FAKE_AGENT, SORTIE, free_port, request, spawn};
+use common::{FAKE_AGENT, free_port, request, spawn};
 
 /// Status and body of a GET, `None` while nothing listens.
 fn get(port: u16, path: &str) -> Option<(u16, String)> {
@@ -128,7 +128,7 @@ fn dashboard_in_headless_chromium() {
     prepare(dir.path(), free_port());
     // The --port flag wins over the workflow's port.
     let mut daemon = spawn(&dir.path().join("sortie.log"), None, |port| {
-        let mut cmd = Command::new(SORTIE);
+        let mut cmd = common::sortie_command();
         cmd.current_dir(dir.path())
             .args(["demo", "--dir"])
             .arg(dir.path())

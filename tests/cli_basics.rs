@@ -2,12 +2,8 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::SORTIE;
-
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .args(args)
         .output()
         .expect("run sortie");
@@ -63,7 +59,7 @@ fn unknown_flags_and_missing_workflow_exit_1_on_stderr() {
     assert!(stderr.starts_with("sortie: "), "{stderr}");
 
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(dir.path())
         .output()
         .unwrap();

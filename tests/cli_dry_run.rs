@@ -3,9 +3,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
-
-use common::SORTIE;
 
 #[test]
 fn dry_run_prints_the_demo_dispatch_order_and_prompts_without_running_anything() {
@@ -16,7 +13,7 @@ fn dry_run_prints_the_demo_dispatch_order_and_prompts_without_running_anything()
         std::fs::copy(demo.join(f), tmp.path().join(f)).unwrap();
     }
     let issues_before = std::fs::read(tmp.path().join("issues.json")).unwrap();
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(tmp.path())
         .args(["--dry-run", "WORKFLOW.md"])
         .output()
@@ -79,7 +76,7 @@ fn dry_run_with_an_unreadable_tracker_file_exits_1() {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/WORKFLOW.md");
     std::fs::copy(demo, tmp.path().join("WORKFLOW.md")).unwrap();
     std::fs::write(tmp.path().join("issues.json"), "{not json").unwrap();
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(tmp.path())
         .args(["--dry-run", "WORKFLOW.md"])
         .output()

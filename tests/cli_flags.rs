@@ -3,13 +3,11 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{Project, SORTIE};
+use common::Project;
 use serde_json::json;
 
 fn run_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(dir)
         .args(args)
         .env_remove("RUST_LOG")

@@ -30,7 +30,7 @@ fn json_logs_mask_configured_secrets_everywhere() {
     );
     std::fs::create_dir_all(p.path("markers")).unwrap();
     let log = std::fs::File::create(p.path("sortie.log")).unwrap();
-    let mut child = std::process::Command::new(common::SORTIE)
+    let mut child = common::sortie_command()
         .current_dir(p.dir.path())
         .args(["--log-format", "json", "--port", "0"])
         .arg(p.workflow())
@@ -66,7 +66,7 @@ fn bad_log_flags_are_refused() {
         (vec!["--host", "localhost"], "must be an IP address"),
         (vec!["--port", "70000"], "invalid port"),
     ] {
-        let out = std::process::Command::new(common::SORTIE)
+        let out = common::sortie_command()
             .current_dir(p.dir.path())
             .args(&args)
             .arg(p.workflow())

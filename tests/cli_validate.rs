@@ -2,12 +2,10 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{Project, SORTIE};
+use common::Project;
 
 fn validate(p: &Project, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(p.dir.path())
         .arg("validate")
         .args(args)

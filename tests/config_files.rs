@@ -7,11 +7,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Project, SORTIE};
+use common::Project;
 
 /// Runs sortie with `args` in the project; killed (and the test failed) after 20 s.
 fn run(p: &Project, args: &[&str]) -> (i32, String, String) {
-    let mut child = Command::new(SORTIE)
+    let mut child = common::sortie_command()
         .current_dir(p.dir.path())
         .args(args)
         .stdin(Stdio::null())

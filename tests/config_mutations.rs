@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Project, SORTIE};
+use common::Project;
 use sortie::cli::validate::{Report, validate};
 use sortie::config::LoadOptions;
 
@@ -231,7 +231,7 @@ fn opts(p: &Project) -> LoadOptions {
 
 /// Runs `sortie validate WORKFLOW.md` with a 10 s deadline: (exit code, stderr).
 fn validate_binary(dir: &Path) -> Result<(i32, String), String> {
-    let mut child = Command::new(SORTIE)
+    let mut child = common::sortie_command()
         .current_dir(dir)
         .args(["validate", "WORKFLOW.md"])
         .stdin(Stdio::null())

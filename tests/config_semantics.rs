@@ -5,15 +5,15 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Project, SORTIE, set_server_port, spawn};
+use common::{Project, set_server_port, spawn};
 use serde_json::{Value, json};
 
 /// `sortie validate [args] <workflow>` run in `cwd`: exit code, stdout, stderr.
 fn validate_in(cwd: &Path, workflow: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(cwd)
         .arg("validate")
         .args(args)
@@ -55,7 +55,7 @@ fn project(agent_yaml: &str, extra_yaml: &str) -> Project {
 /// Runs the daemon on `p`'s workflow and returns its exit code and stderr, or panics when it
 /// is still running after `limit` (it is killed first).
 fn run_to_exit(p: &Project, limit: Duration) -> (i32, String) {
-    let mut child = Command::new(SORTIE)
+    let mut child = common::sortie_command()
         .current_dir(p.dir.path())
         .arg(p.workflow())
         .env_remove("RUST_LOG")
@@ -229,7 +229,7 @@ fn state_names_are_trimmed_and_compared_case_insensitively() {
         "  max_concurrent_agents_by_state:\n    \" To Do \": 1\n",
         "",
     );
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(p.dir.path())
         .arg("--dry-run")
         .arg(p.workflow())
@@ -297,7 +297,7 @@ fn a_tracker_file_relative_to_the_working_directory_is_used_with_a_warning() {
     let log = p.path("sortie.log");
     let d = spawn(&log, Some(p.port()), |port| {
         set_server_port(&wf, port);
-        let mut cmd = Command::new(SORTIE);
+        let mut cmd = common::sortie_command();
         cmd.current_dir(p.dir.path())
             .arg(&wf)
             .env_remove("RUST_LOG");

@@ -5,11 +5,10 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{FAKE_AGENT, Project, SORTIE, holds_within};
+use common::{FAKE_AGENT, Project, holds_within};
 use serde_json::json;
 
 fn one_issue(p: &Project) {
@@ -38,7 +37,7 @@ fn a_missing_agent_command_fails_validate_readyz_and_dispatches_nothing() {
     let missing_text = missing.display().to_string();
     set_agent_command(&p, &missing_text);
 
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(p.dir.path())
         .arg("validate")
         .arg(p.workflow())
@@ -54,7 +53,7 @@ fn a_missing_agent_command_fails_validate_readyz_and_dispatches_nothing() {
     // The same file, not executable: named as such.
     std::fs::create_dir_all(p.path("bin")).expect("bin dir");
     std::fs::write(&missing, "#!/bin/sh\n").expect("write agent");
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(p.dir.path())
         .args(["validate", "--format", "json"])
         .arg(p.workflow())

@@ -4,15 +4,15 @@
 
 mod common;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Project, SORTIE};
+use common::Project;
 use serde_json::json;
 
 /// Runs sortie with `args` in the project; panics if it has not exited within `limit`.
 fn run_bounded(p: &Project, args: &[&str], limit: Duration) -> Output {
-    let mut child = Command::new(SORTIE)
+    let mut child = common::sortie_command()
         .current_dir(p.dir.path())
         .args(args)
         .arg(p.workflow())

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Project, SORTIE, wait_for};
+use common::{Project, wait_for};
 use serde_json::json;
 
 fn one_issue(p: &Project) {
@@ -143,7 +143,7 @@ fn a_database_from_a_newer_sortie_is_refused() {
         )
         .unwrap();
     }
-    let out = std::process::Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(p.dir.path())
         .arg(p.workflow())
         .output()

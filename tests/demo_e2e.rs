@@ -4,10 +4,9 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
-use common::{Daemon, SORTIE, spawn, wait_for};
+use common::{Daemon, spawn, wait_for};
 
 fn file_state(dir: &std::path::Path, ident: &str) -> String {
     let text = std::fs::read_to_string(dir.join("issues.json")).unwrap_or_default();
@@ -23,7 +22,7 @@ fn the_demo_hands_off_retries_and_respects_the_blocked_issue() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("demo");
     let d = spawn(&tmp.path().join("sortie.log"), None, |port| {
-        let mut cmd = Command::new(SORTIE);
+        let mut cmd = common::sortie_command();
         cmd.args(["demo", "--dir"])
             .arg(&dir)
             .args(["--port", &port.to_string()]);
@@ -68,7 +67,7 @@ fn start_demo(dir: &std::path::Path, extra: &[&str]) -> Daemon {
     let log = dir.with_extension("log");
     std::fs::File::create(&log).unwrap();
     spawn(&log, None, |port| {
-        let mut cmd = Command::new(SORTIE);
+        let mut cmd = common::sortie_command();
         cmd.args(["demo", "--dir"])
             .arg(dir)
             .args(["--port", &port.to_string()])

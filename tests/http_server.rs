@@ -11,7 +11,7 @@ use common::*;
 fn run_to_exit(args: &[&str], dir: &std::path::Path, timeout: Duration) -> (Option<i32>, String) {
     let log = dir.join("exit.log");
     let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-    let mut child = Command::new(SORTIE)
+    let mut child = common::sortie_command()
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -40,7 +40,7 @@ fn start_logged(
 ) -> (std::process::Child, String) {
     let log = dir.join(log_name);
     let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-    let child = Command::new(SORTIE)
+    let child = common::sortie_command()
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -109,7 +109,7 @@ fn server_port_from_the_workflow_is_used() {
     // No --port: the port reaches sortie only through the workflow (rewritten if it was taken).
     let d = spawn(&log, Some(port), |port| {
         set_server_port(&workflow, port);
-        let mut cmd = Command::new(SORTIE);
+        let mut cmd = common::sortie_command();
         cmd.arg(&workflow).current_dir(s.path());
         cmd
     });

@@ -5,10 +5,9 @@
 mod common;
 
 use common::promtool::promtool_check;
-use common::{Daemon, FAKE_AGENT, SORTIE, free_port, request, set_server_port, spawn, wait_for};
+use common::{Daemon, FAKE_AGENT, free_port, request, set_server_port, spawn, wait_for};
 use std::io::Write;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// Restart-surviving series: sortie seeds them from the aggregate totals in its database at
@@ -32,7 +31,7 @@ const KEPT: &[&str] = &[
 fn start(dir: &Path, port: u16) -> Daemon {
     let mut d = spawn(&dir.join("sortie.log"), Some(port), |port| {
         set_server_port(&dir.join("WORKFLOW.md"), port);
-        let mut cmd = Command::new(SORTIE);
+        let mut cmd = common::sortie_command();
         cmd.current_dir(dir)
             .arg("WORKFLOW.md")
             .env("FAKE_AGENT_SCENARIO", ".scenario")

@@ -35,7 +35,7 @@ fn project(script: &str, issues: Value) -> Project {
 /// Runs the daemon (`--port 0`, `format`) until `done` holds for its log, then kills it.
 fn run_until(p: &Project, format: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
     let log = std::fs::File::create(p.path("sortie.log")).unwrap();
-    let mut child = std::process::Command::new(common::SORTIE)
+    let mut child = common::sortie_command()
         .current_dir(p.dir.path())
         .args(["--log-format", format, "--port", "0"])
         .arg(p.workflow())

@@ -5,13 +5,12 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::fake_github::{self, FakeGithub, TOKEN};
 use common::fake_server::Fault;
 use common::poll_health;
-use common::{FAKE_AGENT, SORTIE, Setup};
+use common::{FAKE_AGENT, Setup};
 
 const LABELS: &[&str] = &["backlog", "in-progress", "review", "done", "wontfix", "bug"];
 const WAIT: Duration = Duration::from_secs(30);
@@ -51,7 +50,7 @@ fn the_example_validates_and_hands_an_issue_off_by_label() {
     fake.with_state(|s| s.add_issue(1, "Add dark mode", &["backlog"], false));
     let setup = Setup::new(&example_for(&fake), "[]");
     let validate = |token: Option<&str>| {
-        let mut cmd = Command::new(SORTIE);
+        let mut cmd = common::sortie_command();
         cmd.current_dir(setup.path())
             .args(["validate", "WORKFLOW.md"])
             .env_remove("GITHUB_TOKEN");
@@ -273,7 +272,7 @@ fn a_workflow_without_states_gets_the_kinds_default_labels() {
         fake.url
     );
     let setup = Setup::new(&wf, "[]");
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(setup.path())
         .args(["--dry-run", "WORKFLOW.md"])
         .env("GITHUB_TOKEN", TOKEN)

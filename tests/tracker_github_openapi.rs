@@ -7,12 +7,11 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
+use common::Setup;
 use common::fake_github::{self, TOKEN};
 use common::prism::{self, Answer, Report, Session};
-use common::{SORTIE, Setup};
 use serde_json::json;
 use sortie::clock::SystemClock;
 use sortie::registry;
@@ -77,7 +76,7 @@ fn assert_requested(report: &Report, want: &str) {
 
 fn dry_run(session: &Session, extra: &str) -> String {
     let setup = Setup::new(&workflow(&session.url, extra), "[]");
-    let out = Command::new(SORTIE)
+    let out = common::sortie_command()
         .current_dir(setup.path())
         .args(["--dry-run", "WORKFLOW.md"])
         .env("GITHUB_TOKEN", TOKEN)

@@ -6,13 +6,12 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::fake_jira::{self, FakeJira};
 use common::fake_server::{Fault, Reply};
 use common::poll_health;
-use common::{FAKE_AGENT, SORTIE, Setup};
+use common::{FAKE_AGENT, Setup};
 
 const WAIT: Duration = Duration::from_secs(30);
 const SEARCH: &str = "/rest/api/3/search/jql";
@@ -59,7 +58,7 @@ fn the_example_validates_and_hands_an_issue_off_by_transition() {
     let id = fake.with_state(|s| s.add_issue(1, "Add dark mode", "To Do"));
     let setup = Setup::new(&example_for(&fake), "[]");
     let validate = |token: Option<&str>| {
-        let mut cmd = Command::new(SORTIE);
+        let mut cmd = common::sortie_command();
         cmd.current_dir(setup.path())
             .args(["validate", "WORKFLOW.md"])
             .env_remove("JIRA_API_TOKEN");

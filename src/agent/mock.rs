@@ -54,6 +54,23 @@ pub const CAPS: AdapterCaps = AdapterCaps {
 pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     kind: KIND,
     caps: CAPS,
+    block_keys: &[
+        "session_id",
+        "agent_pid",
+        "start_error",
+        "stop_error",
+        "turn_outcomes",
+        "events_per_turn",
+        "input_tokens_per_turn",
+        "output_tokens_per_turn",
+        "cache_read_tokens_per_turn",
+        "model_name",
+        "api_duration_ms",
+        "turn_delay_ms",
+        "tool_calls",
+        "issues",
+    ],
+    validate: crate::agent::no_setting_problems,
     build: |settings, clock| Ok(Arc::new(MockAdapter::from_settings(settings, clock)?)),
 };
 

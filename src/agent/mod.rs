@@ -27,6 +27,7 @@ pub use event::{
 pub use tool_kind::ToolKind;
 
 use crate::clock::Clock;
+pub use crate::domain::SettingProblem;
 use crossbeam_channel::Sender;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -188,5 +189,15 @@ pub struct AgentDescriptor {
     pub kind: &'static str,
     /// Known without building an adapter, so validation and the API can read them.
     pub caps: AdapterCaps,
+    /// The keys the kind's pass-through block understands; `validate` warns about others.
+    pub block_keys: &'static [&'static str],
+    /// The kind's checks over its settings, without I/O beyond asking who the process runs
+    /// as; empty when it can run. Both `sortie validate` and the dispatch preflight report them.
+    pub validate: fn(&AgentSettings) -> Vec<SettingProblem>,
     pub build: BuildAgent,
+}
+
+/// For kinds whose settings need no checks beyond the shared ones.
+pub fn no_setting_problems(_: &AgentSettings) -> Vec<SettingProblem> {
+    Vec::new()
 }

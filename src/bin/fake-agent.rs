@@ -1,5 +1,8 @@
-//! `fake-agent`: a scripted stand-in for the Claude Code CLI, for integration and end-to-end
-//! tests. It accepts every flag sortie passes to `claude` (and exits 2 on any other), logs
+//! `fake-agent`: a scripted stand-in for the agent CLIs, for integration and end-to-end tests.
+//! It plays Claude Code unless `FAKE_AGENT_KIND` (or the name it is called by) picks another
+//! CLI; each other CLI's mode lives in `fake_agent/<mode>.rs` and documents its own scenario.
+//!
+//! As Claude Code it accepts every flag sortie passes to `claude` (and exits 2 on any other), logs
 //! how it was called, then plays a scenario on stdout in `stream-json` format.
 //!
 //! Use it as `agent.command: "<path to fake-agent>"` with these environment variables:
@@ -78,10 +81,42 @@ struct Invocation {
     resume: bool,
 }
 
+#[path = "fake_agent/acp.rs"]
+mod acp;
+#[path = "fake_agent/codex.rs"]
+mod codex;
+#[path = "fake_agent/copilot.rs"]
+mod copilot;
+#[path = "fake_agent/opencode.rs"]
+mod opencode;
+
 fn main() {
     if std::env::var_os("FAKE_AGENT_GRANDCHILD").is_some() {
         grandchild();
     }
+    match mode().as_str() {
+        "codex" => codex::run(),
+        "copilot" => copilot::run(),
+        "opencode" => opencode::run(),
+        "gemini" | "kiro-cli" | "acp" => acp::run(),
+        _ => claude_main(),
+    }
+}
+
+/// Which CLI to play: `FAKE_AGENT_KIND`, else the name it was called by (a symlink named
+/// `codex`, `copilot`, `opencode`, `gemini`), else Claude Code.
+fn mode() -> String {
+    if let Some(kind) = std::env::var_os("FAKE_AGENT_KIND") {
+        return kind.to_string_lossy().into_owned();
+    }
+    std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default()
+}
+
+fn claude_main() {
     let inv = match parse_args() {
         Ok(inv) => inv,
         Err(msg) => {

@@ -169,8 +169,9 @@ mod tests {
 
     #[test]
     fn preflight_diagnostics_carry_their_check_ids() -> Result<(), std::io::Error> {
-        let report =
-            report_for("tracker: {kind: file, active_states: [To Do]}\nworkspace: {root: ws}")?;
+        let report = report_for(
+            "tracker: {kind: file, active_states: [To Do]}\nworkspace: {root: ws}\nclaude-code: {permission_mode: acceptEdits}",
+        )?;
         let checks: Vec<&str> = report.errors.iter().map(|d| d.check.as_str()).collect();
         assert_eq!(
             checks,

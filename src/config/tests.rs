@@ -254,7 +254,10 @@ fn file_path_rules() {
     );
     let w = ok(&doc("  path: /abs/i.json"), &opts(&[]));
     assert_eq!(w.config.tracker_path, Some(PathBuf::from("/abs/i.json")));
-    let w = ok(&doc(""), &opts(&[]));
+    let w = ok(
+        &doc("claude-code: {permission_mode: acceptEdits}"),
+        &opts(&[]),
+    );
     assert_eq!(w.config.tracker_path, None);
     assert_eq!(
         w.config.config_preflight(),

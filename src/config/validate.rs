@@ -1,6 +1,7 @@
 //! Cross-field rules, advisory warnings and the config part of dispatch preflight.
 
 use serde_json::{Map, Value};
+use std::path::Path;
 
 use super::coerce::type_name;
 use super::error::{ConfigError, ConfigWarning, PreflightProblem};
@@ -372,6 +373,23 @@ pub fn collect_warnings(
             }
         }
     }
+    if let (Some(d), Some(block)) = (
+        registry::agent(agent_kind),
+        raw.get(agent_kind).and_then(Value::as_object),
+    ) {
+        for key in block.keys() {
+            if !d.block_keys.contains(&key.as_str()) {
+                out.push(ConfigWarning::new(
+                    "unknown_key",
+                    format!("{agent_kind}.{key}"),
+                    unknown_message(
+                        "not a key this agent kind reads",
+                        closest(key, d.block_keys.iter().copied()),
+                    ),
+                ));
+            }
+        }
+    }
     if let Some(c) = raw
         .get("tracker")
         .and_then(|t| t.get("comments"))
@@ -455,13 +473,19 @@ impl ServiceConfig {
                 "agent_adapter",
                 registry::unsupported_agent(agent),
             )),
-            Some(d) if d.caps.requires_command && self.agent.command.is_none() => {
-                out.push(PreflightProblem::new(
-                    "config.agent.command",
-                    format!("agent.command is required for agent kind {agent:?}"),
-                ));
+            Some(d) => {
+                if d.caps.requires_command && self.agent.command.is_none() {
+                    out.push(PreflightProblem::new(
+                        "config.agent.command",
+                        format!("agent.command is required for agent kind {agent:?}"),
+                    ));
+                }
+                out.extend(
+                    (d.validate)(&self.agent_settings(Path::new(".")))
+                        .into_iter()
+                        .map(|p| PreflightProblem::new(format!("config.{}", p.field), p.message)),
+                );
             }
-            Some(_) => {}
         }
         out
     }

@@ -212,13 +212,7 @@ impl fmt::Debug for TrackerSettings {
     }
 }
 
-/// A setting a kind cannot run without, found missing or wrong before anything is built.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SettingProblem {
-    /// Dotted field the problem is about, e.g. `tracker.api_key`.
-    pub field: String,
-    pub message: String,
-}
+pub use crate::domain::SettingProblem;
 
 /// Builds one kind's adapter from its settings.
 pub type BuildTracker =

@@ -13,7 +13,8 @@
 //! - [`fake_github`]: a fake GitHub REST API on the fake-server framework;
 //! - [`fake_jira`]: a fake Jira Cloud REST API on the fake-server framework;
 //! - [`fake_server`]: a fake HTTP API with a fault queue and a request journal;
-//! - [`promtool`]: `promtool check metrics` on an exposition text.
+//! - [`promtool`]: `promtool check metrics` on an exposition text;
+//! - [`real_cli`]: the real agent CLIs installed from the npm registry.
 #![allow(dead_code)]
 
 pub mod app;
@@ -27,6 +28,7 @@ pub mod poll_health;
 pub mod prism;
 pub mod procs;
 pub mod promtool;
+pub mod real_cli;
 pub mod store;
 pub mod wait;
 pub mod workflow;
@@ -40,3 +42,13 @@ pub use http::*;
 pub use wait::*;
 #[allow(unused_imports)]
 pub use workflow::*;
+
+/// The `sortie` binary as the tests run it. The test machines run as root, and Claude Code
+/// refuses to bypass permissions as root unless `IS_SANDBOX=1` declares a sandbox; sortie's
+/// preflight applies the same rule, so the fake agent standing in for Claude Code needs the
+/// declaration too. The tests of that rule remove it.
+pub fn sortie_command() -> std::process::Command {
+    let mut cmd = std::process::Command::new(SORTIE);
+    cmd.env("IS_SANDBOX", "1");
+    cmd
+}

@@ -3,12 +3,12 @@
 //! port in its `server:` block; [`Setup`] takes a workflow text and passes the port as `--port`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
 use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 
 use serde_json::Value;
 
-use super::daemon::{Daemon, FAKE_AGENT, SORTIE, free_port, spawn};
+use super::daemon::{Daemon, FAKE_AGENT, free_port, spawn};
 
 /// Rewrites the `server:` block's `port:` line of the workflow at `path` to `port`.
 pub fn set_server_port(path: &Path, port: u16) {
@@ -178,7 +178,7 @@ Work on {{{{ .issue.identifier }}}}: {{{{ .issue.title }}}}
                 set_server_port(&self.workflow(), port);
                 self.port.store(port, Ordering::SeqCst);
             }
-            let mut cmd = Command::new(SORTIE);
+            let mut cmd = super::sortie_command();
             cmd.current_dir(self.dir.path())
                 .args(extra_args)
                 .arg(self.workflow())
@@ -292,7 +292,7 @@ impl Setup {
         let n = self.starts.fetch_add(1, Ordering::SeqCst) + 1;
         let log = self.path().join(format!("sortie-{n}.log"));
         spawn(&log, None, |port| {
-            let mut cmd = Command::new(SORTIE);
+            let mut cmd = super::sortie_command();
             cmd.arg("--port")
                 .arg(port.to_string())
                 .arg(self.path().join("WORKFLOW.md"))

@@ -4,6 +4,21 @@
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
+/// The `claude-code:` block keys the argv understands.
+pub const BLOCK_KEYS: &[&str] = &[
+    "permission_mode",
+    "model",
+    "fallback_model",
+    "max_turns",
+    "max_budget_usd",
+    "effort",
+    "allowed_tools",
+    "disallowed_tools",
+    "system_prompt",
+    "mcp_config",
+    "session_persistence",
+];
+
 /// Prompts longer than this go on stdin: Linux caps one argv element at 128 KiB.
 pub const MAX_ARGV_PROMPT_BYTES: usize = 100 * 1024;
 

@@ -10,8 +10,8 @@ use crate::agent::process::{
 };
 use crate::agent::{
     AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentEvent,
-    AgentSession, AgentSettings, CancelToken, StartSessionParams, TurnOutcome, TurnResult,
-    UsageArrival, UsageAttribution, UsageProvenance, UsageSource, UsageStrategy,
+    AgentSession, AgentSettings, CancelToken, SettingProblem, StartSessionParams, TurnOutcome,
+    TurnResult, UsageArrival, UsageAttribution, UsageProvenance, UsageSource, UsageStrategy,
 };
 use crate::clock::Clock;
 use argv::{SessionFlag, build_args, prompt_needs_stdin};
@@ -40,8 +40,53 @@ const DEFAULT_COMMAND: &str = "claude";
 pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     kind: KIND,
     caps: CAPS,
+    block_keys: argv::BLOCK_KEYS,
+    validate: settings_problems,
     build: |settings, clock| Ok(Arc::new(ClaudeAdapter::new(settings.clone(), clock))),
 };
+
+/// Claude Code refuses to bypass permissions as root (`--dangerously-skip-permissions`, which
+/// sortie passes when `permission_mode` is unset, or `bypassPermissions`) unless the operator
+/// declares a sandbox with `IS_SANDBOX=1`: it prints one line and exits 1 on every turn. A root
+/// daemon would retry that refusal until its budget ran out, so it is caught before dispatch.
+fn settings_problems(settings: &AgentSettings) -> Vec<SettingProblem> {
+    let mode = settings
+        .block
+        .get("permission_mode")
+        .and_then(|v| v.as_str());
+    let declared_sandbox = std::env::var_os("IS_SANDBOX").is_some_and(|v| v == "1");
+    root_bypass_refused(mode, rustix::process::geteuid().is_root(), declared_sandbox)
+        .into_iter()
+        .collect()
+}
+
+/// Claude Code's own rule for root, given the configured mode and the process facts.
+fn root_bypass_refused(
+    mode: Option<&str>,
+    is_root: bool,
+    declared_sandbox: bool,
+) -> Option<SettingProblem> {
+    let mode = mode.map(str::trim).filter(|m| !m.is_empty());
+    let bypasses = mode.is_none_or(|m| m == "bypassPermissions");
+    if !bypasses || declared_sandbox || !is_root {
+        return None;
+    }
+    let what = match mode {
+        None => {
+            "claude-code.permission_mode is unset, so sortie would pass --dangerously-skip-permissions"
+        }
+        Some(_) => "claude-code.permission_mode is bypassPermissions",
+    };
+    Some(SettingProblem::new(
+        "claude-code.permission_mode",
+        format!(
+            "sortie runs as root and {what}, which Claude Code refuses for root: set \
+             claude-code.permission_mode to acceptEdits (or another mode that does not bypass \
+             permissions), run sortie as another user, or set IS_SANDBOX=1 if this machine is a \
+             sandbox"
+        ),
+    ))
+}
 
 /// Builds claude-code sessions.
 pub struct ClaudeAdapter {
@@ -250,6 +295,21 @@ fn new_uuid() -> Result<String, AgentError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_may_not_bypass_permissions_outside_a_declared_sandbox() {
+        let refused = |mode, root, sandbox| root_bypass_refused(mode, root, sandbox).is_some();
+        assert!(refused(None, true, false));
+        assert!(refused(Some(" "), true, false));
+        assert!(refused(Some("bypassPermissions"), true, false));
+        assert!(!refused(Some("acceptEdits"), true, false));
+        assert!(!refused(None, true, true));
+        assert!(!refused(None, false, false));
+        let p = root_bypass_refused(None, true, false);
+        assert!(p.is_some_and(|p| p.field == "claude-code.permission_mode"
+            && p.message.contains("--dangerously-skip-permissions")
+            && p.message.contains("acceptEdits")));
+    }
 
     #[test]
     fn uuids_are_version_4() {

@@ -1,0 +1,7 @@
+//! The `opencode` mode of `fake-agent`.
+
+/// Plays this mode's scenario.
+pub fn run() {
+    eprintln!("fake-agent: the opencode mode is not in this build");
+    std::process::exit(2);
+}
