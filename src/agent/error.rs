@@ -16,11 +16,14 @@ pub enum AgentErrorKind {
     PortExit,
     ResponseError,
     TurnFailed,
+    /// The agent CLI is not logged in (or its credentials were refused): every session of the
+    /// kind would fail the same way until a person logs it in.
+    AgentAuthFailed,
 }
 
 impl AgentErrorKind {
     /// Every kind.
-    pub const ALL: [AgentErrorKind; 9] = [
+    pub const ALL: [AgentErrorKind; 10] = [
         AgentErrorKind::AgentNotFound,
         AgentErrorKind::InvalidWorkspaceCwd,
         AgentErrorKind::TurnInputRequired,
@@ -30,6 +33,7 @@ impl AgentErrorKind {
         AgentErrorKind::PortExit,
         AgentErrorKind::ResponseError,
         AgentErrorKind::TurnFailed,
+        AgentErrorKind::AgentAuthFailed,
     ];
 
     /// The kind whose [`code`](Self::code) is `text`.
@@ -49,6 +53,7 @@ impl AgentErrorKind {
             AgentErrorKind::PortExit => "port_exit",
             AgentErrorKind::ResponseError => "response_error",
             AgentErrorKind::TurnFailed => "turn_failed",
+            AgentErrorKind::AgentAuthFailed => "agent_auth_failed",
         }
     }
 
@@ -108,6 +113,7 @@ mod tests {
             AgentErrorKind::InvalidWorkspaceCwd,
             AgentErrorKind::TurnInputRequired,
             AgentErrorKind::TurnCancelled,
+            AgentErrorKind::AgentAuthFailed,
         ];
         for k in no_retry {
             assert!(!k.retryable(), "{k}");

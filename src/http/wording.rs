@@ -107,6 +107,9 @@ fn failure_words(code: ErrorCode) -> &'static str {
             AgentErrorKind::PortExit => "The agent process exited before the turn ended",
             AgentErrorKind::ResponseError => "The agent answered with an error",
             AgentErrorKind::TurnFailed => "The agent's turn failed",
+            AgentErrorKind::AgentAuthFailed => {
+                "The agent is not logged in, so Sortie starts no session of its kind until a person logs it in"
+            }
         },
         ErrorCode::Workspace => "Sortie could not prepare the issue's workspace",
         ErrorCode::Hook => "The before_run hook failed",
