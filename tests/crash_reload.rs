@@ -58,7 +58,12 @@ fn a_terminal_issue_is_cleaned_up_under_the_root_it_was_created_in() {
     d.wait_state("the session", Duration::from_secs(30), |s| {
         s["counts"]["running"] == 1
     });
-    assert!(p.workspace("W-1").is_dir());
+    // The worker makes the workspace and starts the agent after the session is listed.
+    wait_for(
+        "the agent started in its workspace",
+        Duration::from_secs(30),
+        || (p.workspace("W-1").is_dir() && p.path("argv.log").exists()).then_some(()),
+    );
 
     let old_root = p.path("ws").display().to_string();
     let new_root = p.path("ws2").display().to_string();

@@ -152,7 +152,12 @@ fn an_issue_moved_to_a_terminal_state_mid_run_is_stopped_and_its_workspace_remov
     d.wait_state("R-1 running", Duration::from_secs(30), |s| {
         s["counts"]["running"] == 1
     });
-    assert!(p.workspace("R-1").is_dir());
+    // The worker makes the workspace and starts the agent after the session is listed.
+    wait_for(
+        "the agent started in its workspace",
+        Duration::from_secs(30),
+        || (p.workspace("R-1").is_dir() && p.path("argv.log").exists()).then_some(()),
+    );
 
     p.set_issue_state("1", "Done");
     wait_for("the workspace removed", Duration::from_secs(30), || {
