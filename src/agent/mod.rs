@@ -7,9 +7,11 @@
 
 pub mod cancel;
 pub mod claude;
+pub mod codex;
 pub mod command;
 pub mod error;
 pub mod event;
+pub mod jsonrpc;
 pub mod mock;
 mod pipes;
 pub mod process;
