@@ -156,8 +156,8 @@ mod tests {
             "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
         );
         assert_eq!(
-            unsupported_agent("codex"),
-            "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
+            unsupported_agent("aider"),
+            "agent kind \"aider\" is not supported by this build (supported: claude-code, codex, mock)"
         );
         let e = build_tracker(
             &TrackerSettings {

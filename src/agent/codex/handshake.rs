@@ -99,18 +99,55 @@ pub fn start(
     })
 }
 
-fn thread_id(v: &Value) -> Option<String> {
+/// `result.thread.id` of a `thread/start` or `thread/resume` answer.
+pub fn thread_id(v: &Value) -> Option<String> {
     v.pointer("/thread/id")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_string)
 }
 
-fn model(v: &Value) -> Option<String> {
+/// The model a thread answer reports.
+pub fn model(v: &Value) -> Option<String> {
     v.get("model")
         .or_else(|| v.pointer("/thread/model"))
         .and_then(Value::as_str)
         .map(str::to_string)
+}
+
+/// What `account/read`'s answer leaves to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccountNext {
+    /// Logged in, or the provider needs no OpenAI account.
+    Ready,
+    /// Log in with this API key.
+    Login(String),
+}
+
+/// Decides from `account/read`'s result and the `CODEX_API_KEY` value: an account is ready;
+/// no account and a key means an API-key login; no account, no key and `requiresOpenaiAuth`
+/// (assumed when absent) is `agent_auth_failed`, naming what a person must do.
+pub fn account_next(result: &Value, api_key: Option<&str>) -> Result<AccountNext, AgentError> {
+    if result.get("account").is_some_and(|a| !a.is_null()) {
+        return Ok(AccountNext::Ready);
+    }
+    if let Some(key) = api_key.filter(|k| !k.trim().is_empty()) {
+        return Ok(AccountNext::Login(key.to_string()));
+    }
+    let needs_login = result
+        .get("requiresOpenaiAuth")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    if !needs_login {
+        return Ok(AccountNext::Ready);
+    }
+    Err(AgentError::new(
+        AgentErrorKind::AgentAuthFailed,
+        format!(
+            "codex is not logged in (account/read reported no account): run `codex login` \
+             as the user sortie runs as, or set {API_KEY_ENV} in sortie's environment"
+        ),
+    ))
 }
 
 /// `account/read`; a missing account is logged in with an API key when one is set, and
@@ -124,27 +161,10 @@ fn check_account(peer: &mut RpcPeer, timeout: Duration) -> Result<(), AgentError
             &mut refuse,
         )
         .map_err(|f| failure(peer, "account/read", &f))?;
-    if v.get("account").is_some_and(|a| !a.is_null()) {
-        return Ok(());
-    }
-    let key = std::env::var(API_KEY_ENV)
-        .ok()
-        .filter(|k| !k.trim().is_empty());
-    let Some(key) = key else {
-        let needs_login = v
-            .get("requiresOpenaiAuth")
-            .and_then(Value::as_bool)
-            .unwrap_or(true);
-        if !needs_login {
-            return Ok(());
-        }
-        return Err(AgentError::new(
-            AgentErrorKind::AgentAuthFailed,
-            format!(
-                "codex is not logged in (account/read reported no account): run `codex login` \
-                 as the user sortie runs as, or set {API_KEY_ENV} in sortie's environment"
-            ),
-        ));
+    let key = std::env::var(API_KEY_ENV).ok();
+    let key = match account_next(&v, key.as_deref())? {
+        AccountNext::Ready => return Ok(()),
+        AccountNext::Login(key) => key,
     };
     peer.request(
         "account/login/start",
