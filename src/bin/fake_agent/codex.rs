@@ -28,6 +28,8 @@
 //! | `model` | the model `thread/start` reports (`fake-codex-model`) |
 //! | `crash_on` | a method: on that request, print `fake-agent: crashing on <method>` to stderr and exit 1 |
 //! | `stderr` | a line printed to stderr at startup |
+//! | `warn` | a `configWarning` notification sent before the `initialize` answer |
+//! | `ask_on_initialize` | a method: a server request sent (and its answer awaited) before the `initialize` answer |
 //!
 //! Turn steps (any other step goes to the Claude mode's step vocabulary: `raw`, `stderr`,
 //! `sleep_ms`, `hang`, `exit`, `kill_self`, `spawn_grandchild`, `ignore_sigterm`,
@@ -185,9 +187,18 @@ impl Peer {
             std::process::exit(1);
         }
         match method {
-            "initialize" => send(json!({"id": id, "result": {
-                "userAgent": "fake-codex/0.0.0", "codexHome": "/nonexistent",
-                "platformFamily": "unix", "platformOs": "linux"}})),
+            "initialize" => {
+                if let Some(w) = self.cfg("warn").and_then(Value::as_str) {
+                    notify("configWarning", json!({"summary": w, "details": null}));
+                }
+                if let Some(m) = self.cfg("ask_on_initialize").and_then(Value::as_str) {
+                    let m = m.to_string();
+                    self.server_request(&json!({"method": m, "params": {}}));
+                }
+                send(json!({"id": id, "result": {
+                    "userAgent": "fake-codex/0.0.0", "codexHome": "/nonexistent",
+                    "platformFamily": "unix", "platformOs": "linux"}}));
+            }
             "account/read" => {
                 let account = self.cfg("account").cloned().unwrap_or(json!({"type": "apiKey"}));
                 let requires = self.cfg("requires_openai_auth").cloned().unwrap_or(json!(true));
