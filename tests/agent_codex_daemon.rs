@@ -131,20 +131,40 @@ fn turns_share_a_thread_and_later_dispatches_resume_it_or_start_anew() {
     };
     assert_eq!(
         of(1),
-        ["initialize", "initialized", "account/read", "thread/start", "turn/start", "turn/start"],
+        [
+            "initialize",
+            "initialized",
+            "account/read",
+            "thread/start",
+            "turn/start",
+            "turn/start"
+        ],
         "two turns on one thread"
     );
-    assert_eq!(of(2)[..4], ["initialize", "initialized", "account/read", "thread/resume"]);
+    assert_eq!(
+        of(2)[..4],
+        ["initialize", "initialized", "account/read", "thread/resume"]
+    );
     assert_eq!(
         of(3)[..5],
-        ["initialize", "initialized", "account/read", "thread/resume", "thread/start"],
+        [
+            "initialize",
+            "initialized",
+            "account/read",
+            "thread/resume",
+            "thread/start"
+        ],
         "a failed resume falls back to a new thread"
     );
     let resumed: Vec<String> = c
         .records()
         .iter()
         .filter(|r| r["received"]["method"] == "thread/resume")
-        .filter_map(|r| r["received"]["params"]["threadId"].as_str().map(str::to_string))
+        .filter_map(|r| {
+            r["received"]["params"]["threadId"]
+                .as_str()
+                .map(str::to_string)
+        })
         .collect();
     assert_eq!(resumed[0], "thr-fake-1");
 
@@ -216,7 +236,11 @@ fn approval_requests_are_answered_by_the_configured_policy() {
     });
     c.finish_issue();
     for r in &replies[..2] {
-        assert_eq!(r["reply"]["result"], json!({"decision": "acceptForSession"}), "{r}");
+        assert_eq!(
+            r["reply"]["result"],
+            json!({"decision": "acceptForSession"}),
+            "{r}"
+        );
     }
     let start = c
         .records()
@@ -291,14 +315,28 @@ fn a_server_nobody_logged_in_ends_in_agent_auth_failed_without_retrying() {
     let d = c.start();
     let run = wait_for("the failed run", WAIT, || runs(&d).into_iter().next());
     let error = run["error"].as_str().unwrap_or_default().to_string();
-    assert!(error.contains("codex login") && error.contains("CODEX_API_KEY"), "{run}");
+    assert!(
+        error.contains("codex login") && error.contains("CODEX_API_KEY"),
+        "{run}"
+    );
     assert_eq!(run["status"], "failed", "{run}");
-    // No retry loop: the next polls dispatch nothing new.
-    for _ in 0..3 {
-        d.wait_state("a later poll", WAIT, |s| s["counts"]["running"] == 0);
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    // No retry loop: three later polls (200 ms apart) dispatch nothing new.
+    let completed = run["completed_at"].as_str().unwrap_or_default().to_string();
+    let mut seen = std::collections::BTreeSet::new();
+    d.wait_until("three polls after the failure", WAIT, || {
+        if let Some(s) = d.try_state()
+            && let Some(at) = s["health"]["poll"]["checked_at"].as_str()
+            && at > completed.as_str()
+        {
+            seen.insert(at.to_string());
+        }
+        seen.len() >= 3
+    });
     assert_eq!(c.spawns(), 1, "one app-server start only");
     assert_eq!(runs(&d).len(), 1);
-    assert!(d.log_text().contains("agent_auth_failed"), "{}", d.log_text());
+    assert!(
+        d.log_text().contains("agent_auth_failed"),
+        "{}",
+        d.log_text()
+    );
 }

@@ -31,7 +31,11 @@ fn fixture(name: &str) -> Vec<String> {
         .collect()
 }
 
-fn parser_with(first_turn: bool, approval: Approval, carry: SessionCarry) -> (CodexParser, Arc<ManualClock>) {
+fn parser_with(
+    first_turn: bool,
+    approval: Approval,
+    carry: SessionCarry,
+) -> (CodexParser, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let p = CodexParser::new(
         clock.clone() as Arc<dyn Clock>,
@@ -56,7 +60,13 @@ struct Replay {
 
 /// Feeds the lines 10 ms apart, then ends the turn as `end` says.
 fn replay_lines(lines: &[String], first_turn: bool, end: &TurnEnd) -> Replay {
-    replay_with(lines, first_turn, Approval::AcceptForSession, SessionCarry::default(), end)
+    replay_with(
+        lines,
+        first_turn,
+        Approval::AcceptForSession,
+        SessionCarry::default(),
+        end,
+    )
 }
 
 fn replay_with(
@@ -146,14 +156,23 @@ fn runturn_success_announces_the_thread_and_counts_cached_input_inside_input() {
             "turn_completed \"\"",
         ]
     );
-    assert_eq!(r.outcome, TurnOutcome::Completed { message: String::new() });
+    assert_eq!(
+        r.outcome,
+        TurnOutcome::Completed {
+            message: String::new()
+        }
+    );
     assert_eq!(r.parser.usage(), usage(100, 50, 10));
     assert_eq!(r.parser.turn_id(), Some("turn-001"));
 }
 
 #[test]
 fn runturn_agent_message_is_a_notification_and_the_completion_text() {
-    let r = replay_lines(&fixture("runturn_agent_message.jsonl"), true, &TurnEnd::default());
+    let r = replay_lines(
+        &fixture("runturn_agent_message.jsonl"),
+        true,
+        &TurnEnd::default(),
+    );
     assert_eq!(
         shown(&r),
         [
@@ -184,7 +203,11 @@ fn runturn_items_turn_a_command_into_a_timed_shell_tool_result() {
 
 #[test]
 fn runturn_misc_notifications_are_heartbeats_other_messages_and_no_usage() {
-    let r = replay_lines(&fixture("runturn_misc_notifications.jsonl"), true, &TurnEnd::default());
+    let r = replay_lines(
+        &fixture("runturn_misc_notifications.jsonl"),
+        true,
+        &TurnEnd::default(),
+    );
     assert_eq!(
         shown(&r),
         [
@@ -196,7 +219,11 @@ fn runturn_misc_notifications_are_heartbeats_other_messages_and_no_usage() {
             "turn_completed \"\"",
         ]
     );
-    assert_eq!(r.parser.usage(), None, "an empty usage object is unmeasured, not zero");
+    assert_eq!(
+        r.parser.usage(),
+        None,
+        "an empty usage object is unmeasured, not zero"
+    );
 }
 
 #[test]
@@ -223,7 +250,11 @@ fn failed_turns_carry_the_error_info_and_fail_the_turn() {
 
 #[test]
 fn turn_completed_success_keeps_the_agent_message() {
-    let r = replay_lines(&fixture("turn_completed_success.jsonl"), true, &TurnEnd::default());
+    let r = replay_lines(
+        &fixture("turn_completed_success.jsonl"),
+        true,
+        &TurnEnd::default(),
+    );
     assert_eq!(
         shown(&r),
         [
@@ -252,7 +283,12 @@ fn an_interrupted_later_turn_is_cancelled_with_the_reason_sortie_gave() {
             "turn_cancelled \"turn cancelled: stall\"",
         ]
     );
-    assert_eq!(r.outcome, TurnOutcome::Cancelled { reason: CancelReason::Stall });
+    assert_eq!(
+        r.outcome,
+        TurnOutcome::Cancelled {
+            reason: CancelReason::Stall
+        }
+    );
     assert_eq!(r.parser.usage(), usage(30, 10, 0));
 }
 
@@ -298,13 +334,13 @@ fn handshake_fixtures_decide_the_account_and_thread_steps() {
         other => panic!("not a result: {other:?}"),
     };
     let init = fixture("initialize_response.jsonl");
-    assert_eq!(
-        result(&init[0])["serverInfo"]["name"],
-        "codex-app-server"
-    );
+    assert_eq!(result(&init[0])["serverInfo"]["name"], "codex-app-server");
 
     let logged_in = result(&fixture("account_read_logged_in.jsonl")[0]);
-    assert_eq!(handshake::account_next(&logged_in, None), Ok(AccountNext::Ready));
+    assert_eq!(
+        handshake::account_next(&logged_in, None),
+        Ok(AccountNext::Ready)
+    );
 
     let flow = fixture("account_login_flow.jsonl");
     assert_eq!(
@@ -348,7 +384,11 @@ fn the_real_offline_handshake_ends_in_a_clear_auth_failure() {
             "thread/started",
         ]
     );
-    let Message::Response { result: Ok(account), .. } = &msgs[3] else {
+    let Message::Response {
+        result: Ok(account),
+        ..
+    } = &msgs[3]
+    else {
         panic!("account/read answer");
     };
     let err = handshake::account_next(account, None).expect_err("no account, no key");
@@ -359,7 +399,10 @@ fn the_real_offline_handshake_ends_in_a_clear_auth_failure() {
         handshake::account_next(account, Some("sk-x")),
         Ok(AccountNext::Login("sk-x".into()))
     );
-    let Message::Response { result: Ok(thread), .. } = &msgs[4] else {
+    let Message::Response {
+        result: Ok(thread), ..
+    } = &msgs[4]
+    else {
         panic!("thread/start answer");
     };
     assert_eq!(
@@ -393,7 +436,13 @@ fn thread_usage_reports_become_deltas_and_the_turn_figure_only_adds_the_remainde
         model: Some("gpt-test".into()),
         ..SessionCarry::default()
     };
-    let r = replay_with(&msgs, true, Approval::AcceptForSession, carry, &TurnEnd::default());
+    let r = replay_with(
+        &msgs,
+        true,
+        Approval::AcceptForSession,
+        carry,
+        &TurnEnd::default(),
+    );
     assert_eq!(
         shown(&r),
         [
@@ -425,7 +474,13 @@ fn rate_limit_reports_are_windows_and_a_usage_limit_waits_for_the_reset() {
         model: Some("gpt-test".into()),
         ..SessionCarry::default()
     };
-    let r = replay_with(&msgs, false, Approval::AcceptForSession, carry, &TurnEnd::default());
+    let r = replay_with(
+        &msgs,
+        false,
+        Approval::AcceptForSession,
+        carry,
+        &TurnEnd::default(),
+    );
     assert_eq!(
         shown(&r),
         [
@@ -446,19 +501,33 @@ fn rate_limit_reports_are_windows_and_a_usage_limit_waits_for_the_reset() {
     assert_eq!(w[1].window_ms, Some(10_080 * 60_000));
 
     // Without a report the reset is unknown; an object-shaped error info reads the same.
-    let msgs = lines(&[json!({"method": "turn/completed", "params": {"turn": {"id": "t1",
-        "status": "failed", "error": {"message": "limit", "codexErrorInfo": {"usageLimitExceeded": {}}}}}})]);
+    let msgs = lines(&[
+        json!({"method": "turn/completed", "params": {"turn": {"id": "t1",
+        "status": "failed", "error": {"message": "limit", "codexErrorInfo": {"usageLimitExceeded": {}}}}}}),
+    ]);
     let r = replay_lines(&msgs, false, &TurnEnd::default());
-    assert!(matches!(r.outcome, TurnOutcome::UsageLimited { resets_at_ms: None, .. }));
+    assert!(matches!(
+        r.outcome,
+        TurnOutcome::UsageLimited {
+            resets_at_ms: None,
+            ..
+        }
+    ));
 }
 
 #[test]
 fn unauthorized_and_bad_request_are_response_errors() {
     for info in ["Unauthorized", "BadRequest"] {
-        let msgs = lines(&[json!({"method": "turn/completed", "params": {"turn": {"id": "t",
-            "status": "failed", "error": {"message": "nope", "codexErrorInfo": info}}}})]);
+        let msgs = lines(&[
+            json!({"method": "turn/completed", "params": {"turn": {"id": "t",
+            "status": "failed", "error": {"message": "nope", "codexErrorInfo": info}}}}),
+        ]);
         let r = replay_lines(&msgs, false, &TurnEnd::default());
-        assert_eq!(r.outcome.error_kind(), Some(AgentErrorKind::ResponseError), "{info}");
+        assert_eq!(
+            r.outcome.error_kind(),
+            Some(AgentErrorKind::ResponseError),
+            "{info}"
+        );
     }
 }
 
@@ -468,7 +537,13 @@ fn approvals_are_answered_by_policy_and_user_input_ends_the_turn() {
         json!({"id": 7, "method": "item/commandExecution/requestApproval", "params": {"command": "rm -rf build"}}),
         json!({"id": 8, "method": "item/fileChange/requestApproval", "params": {}}),
     ]);
-    let accept = replay_with(&msgs, false, Approval::AcceptForSession, SessionCarry::default(), &TurnEnd::default());
+    let accept = replay_with(
+        &msgs,
+        false,
+        Approval::AcceptForSession,
+        SessionCarry::default(),
+        &TurnEnd::default(),
+    );
     assert_eq!(
         accept.replies,
         [
@@ -480,18 +555,33 @@ fn approvals_are_answered_by_policy_and_user_input_ends_the_turn() {
         shown(&accept)[0],
         "notification \"approval acceptForSession for item/commandExecution/requestApproval: rm -rf build\""
     );
-    let decline = replay_with(&msgs, false, Approval::Decline, SessionCarry::default(), &TurnEnd::default());
+    let decline = replay_with(
+        &msgs,
+        false,
+        Approval::Decline,
+        SessionCarry::default(),
+        &TurnEnd::default(),
+    );
     assert_eq!(decline.replies[0].1, Ok(json!({"decision": "decline"})));
 
-    let msgs = lines(&[json!({"id": 9, "method": "item/tool/requestUserInput", "params": {"questions": []}})]);
+    let msgs = lines(&[
+        json!({"id": 9, "method": "item/tool/requestUserInput", "params": {"questions": []}}),
+    ]);
     let (mut p, _) = parser_with(false, Approval::AcceptForSession, SessionCarry::default());
     p.on_line(msgs[0].as_bytes());
     assert!(p.is_done() && p.needs_interrupt());
     let replies = p.take_replies();
-    assert_eq!(replies.len(), 1, "the request is answered, never left hanging");
+    assert_eq!(
+        replies.len(),
+        1,
+        "the request is answered, never left hanging"
+    );
     assert!(replies[0].1.is_err());
     let (outcome, tail) = p.finish(&TurnEnd::default());
-    assert_eq!(outcome.error_kind(), Some(AgentErrorKind::TurnInputRequired));
+    assert_eq!(
+        outcome.error_kind(),
+        Some(AgentErrorKind::TurnInputRequired)
+    );
     assert_eq!(tail.len(), 1);
     assert_eq!(tail[0].kind.type_name(), "turn_input_required");
 }

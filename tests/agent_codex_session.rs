@@ -69,11 +69,9 @@ impl Env {
         block: Value,
         resume: Option<&str>,
     ) -> Result<Box<dyn AgentSession>, sortie::agent::AgentError> {
-        let adapter = sortie::registry::adapter_for_with_clock(
-            &self.settings(block),
-            Arc::new(SystemClock),
-        )
-        .unwrap();
+        let adapter =
+            sortie::registry::adapter_for_with_clock(&self.settings(block), Arc::new(SystemClock))
+                .unwrap();
         adapter.start_session(StartSessionParams {
             workspace: self.ws(),
             resume_session_id: resume.map(str::to_string),
@@ -107,7 +105,10 @@ impl Env {
     }
 }
 
-fn turn(session: &mut dyn AgentSession, cancel: &CancelToken) -> (TurnOutcome, Vec<AgentEvent>, Option<TokenUsage>) {
+fn turn(
+    session: &mut dyn AgentSession,
+    cancel: &CancelToken,
+) -> (TurnOutcome, Vec<AgentEvent>, Option<TokenUsage>) {
     let (tx, rx) = unbounded();
     let r = session.run_turn("do the work", &tx, cancel);
     drop(tx);
@@ -140,45 +141,82 @@ fn two_turns_run_on_one_thread_with_the_sandbox_policy_on_the_first() {
     assert_eq!(s.session_id().as_deref(), Some("thr-fake-1"));
     let cancel = CancelToken::new();
     let (o1, e1, u1) = turn(s.as_mut(), &cancel);
-    assert_eq!(o1, TurnOutcome::Completed { message: "first done".into() });
+    assert_eq!(
+        o1,
+        TurnOutcome::Completed {
+            message: "first done".into()
+        }
+    );
     assert_eq!(
         types(&e1),
-        ["session_started", "token_usage", "notification", "notification", "turn_completed"]
+        [
+            "session_started",
+            "token_usage",
+            "notification",
+            "notification",
+            "turn_completed"
+        ]
     );
     assert_eq!(u1, Some(TokenUsage::new(300, 30, 100, 0)));
     let (o2, e2, u2) = turn(s.as_mut(), &cancel);
     assert!(o2.is_completed());
-    assert_eq!(types(&e2)[0], "notification", "only the first turn starts the session");
+    assert_eq!(
+        types(&e2)[0],
+        "notification",
+        "only the first turn starts the session"
+    );
     assert_eq!(u2, Some(TokenUsage::new(200, 20, 0, 0)));
     s.stop().unwrap();
     s.stop().unwrap();
 
     assert_eq!(
         env.methods(),
-        ["initialize", "initialized", "account/read", "thread/start", "turn/start", "turn/start"]
+        [
+            "initialize",
+            "initialized",
+            "account/read",
+            "thread/start",
+            "turn/start",
+            "turn/start"
+        ]
     );
     let got = env.received();
-    assert!(got.iter().all(|m| m.get("jsonrpc").is_none()), "codex speaks no jsonrpc member");
+    assert!(
+        got.iter().all(|m| m.get("jsonrpc").is_none()),
+        "codex speaks no jsonrpc member"
+    );
     let ids: Vec<u64> = got.iter().filter_map(|m| m["id"].as_u64()).collect();
     assert_eq!(ids, [1, 2, 3, 4, 5]);
-    assert_eq!(got[0]["params"]["clientInfo"]["name"], "sortie_orchestrator");
+    assert_eq!(
+        got[0]["params"]["clientInfo"]["name"],
+        "sortie_orchestrator"
+    );
     assert_eq!(got[0]["params"]["capabilities"]["experimentalApi"], true);
     assert_eq!(got[2]["params"], json!({"refreshToken": false}));
-    let ws = std::fs::canonicalize(env.ws()).unwrap().display().to_string();
+    let ws = std::fs::canonicalize(env.ws())
+        .unwrap()
+        .display()
+        .to_string();
     assert_eq!(
         got[3]["params"],
         json!({"cwd": ws, "approvalPolicy": "never", "sandbox": "workspace-write", "model": "o3"})
     );
     let t1 = &got[4]["params"];
     assert_eq!(t1["threadId"], "thr-fake-1");
-    assert_eq!(t1["input"], json!([{"type": "text", "text": "do the work"}]));
+    assert_eq!(
+        t1["input"],
+        json!([{"type": "text", "text": "do the work"}])
+    );
     assert_eq!(t1["effort"], "medium");
     assert_eq!(
         t1["sandboxPolicy"],
         json!({"type": "workspaceWrite", "writableRoots": [ws], "networkAccess": false})
     );
     assert!(got[5]["params"].get("sandboxPolicy").is_none());
-    assert!(processes_in(&env.ws()).is_empty(), "stop leaves nothing running");
+    assert!(
+        processes_in(&env.ws()).is_empty(),
+        "stop leaves nothing running"
+    );
 }
 
 #[test]
@@ -188,7 +226,11 @@ fn resume_continues_the_thread_and_falls_back_to_a_new_one() {
     assert_eq!(s.session_id().as_deref(), Some("thr-old"));
     s.stop().unwrap();
     let mut s = env.start(json!({}), Some("thr-old")).unwrap();
-    assert_eq!(s.session_id().as_deref(), Some("thr-fake-2"), "a new thread after the failed resume");
+    assert_eq!(
+        s.session_id().as_deref(),
+        Some("thr-fake-2"),
+        "a new thread after the failed resume"
+    );
     s.stop().unwrap();
     let m = env.methods();
     assert_eq!(
@@ -206,10 +248,16 @@ fn not_logged_in_fails_the_start_with_agent_auth_failed() {
         eprintln!("skipped: CODEX_API_KEY is set in the test environment");
         return;
     }
-    let err = env.start(json!({}), None).err().expect("no account, no key");
+    let err = env
+        .start(json!({}), None)
+        .err()
+        .expect("no account, no key");
     assert_eq!(err.kind, AgentErrorKind::AgentAuthFailed);
     assert!(err.message.contains("codex login") && err.message.contains("CODEX_API_KEY"));
-    assert!(holds_within(Duration::from_secs(10), || processes_in(&env.ws()).is_empty()));
+    assert!(holds_within(Duration::from_secs(10), || processes_in(
+        &env.ws()
+    )
+    .is_empty()));
 }
 
 #[test]
@@ -240,7 +288,9 @@ fn approval_requests_are_answered_and_the_fake_records_the_decision() {
         json!({"request": {"method": "item/commandExecution/requestApproval", "params": {"command": "make"}}}),
         json!({"request": {"method": "item/tool/call", "params": {"tool": "lookup", "arguments": {}}}}),
     ]);
-    let mut s = env.start(json!({"approval_policy": "untrusted"}), None).unwrap();
+    let mut s = env
+        .start(json!({"approval_policy": "untrusted"}), None)
+        .unwrap();
     let (o, e, _) = turn(s.as_mut(), &CancelToken::new());
     assert!(o.is_completed(), "{o:?}");
     assert!(types(&e).contains(&"unsupported_tool_call"));
@@ -248,9 +298,20 @@ fn approval_requests_are_answered_and_the_fake_records_the_decision() {
     let replies: Vec<(String, Value)> = env
         .log_records()
         .into_iter()
-        .filter_map(|r| Some((r["reply_to"].as_str()?.to_string(), r["reply"]["result"].clone())))
+        .filter_map(|r| {
+            Some((
+                r["reply_to"].as_str()?.to_string(),
+                r["reply"]["result"].clone(),
+            ))
+        })
         .collect();
-    assert_eq!(replies[0], ("item/commandExecution/requestApproval".into(), json!({"decision": "decline"})));
+    assert_eq!(
+        replies[0],
+        (
+            "item/commandExecution/requestApproval".into(),
+            json!({"decision": "decline"})
+        )
+    );
     assert_eq!(replies[1].0, "item/tool/call");
     assert_eq!(replies[1].1["success"], false);
 }
@@ -267,10 +328,24 @@ fn a_cancel_interrupts_the_turn_once_and_then_stops_the_server() {
     });
     let (o, e, _) = turn(s.as_mut(), &cancel);
     t.join().unwrap();
-    assert_eq!(o, TurnOutcome::Cancelled { reason: CancelReason::Stall });
+    assert_eq!(
+        o,
+        TurnOutcome::Cancelled {
+            reason: CancelReason::Stall
+        }
+    );
     assert_eq!(types(&e).last(), Some(&"turn_cancelled"));
-    assert_eq!(env.methods().iter().filter(|m| *m == "turn/interrupt").count(), 1);
-    assert!(holds_within(Duration::from_secs(10), || processes_in(&env.ws()).is_empty()));
+    assert_eq!(
+        env.methods()
+            .iter()
+            .filter(|m| *m == "turn/interrupt")
+            .count(),
+        1
+    );
+    assert!(holds_within(Duration::from_secs(10), || processes_in(
+        &env.ws()
+    )
+    .is_empty()));
     s.stop().unwrap();
 }
 
@@ -294,10 +369,16 @@ fn a_hung_server_is_killed_with_its_whole_group_after_the_read_timeout() {
     let started = Instant::now();
     let (o, _, _) = turn(s.as_mut(), &cancel);
     t.join().unwrap();
-    assert_eq!(o, TurnOutcome::Cancelled { reason: CancelReason::Stall });
+    assert_eq!(
+        o,
+        TurnOutcome::Cancelled {
+            reason: CancelReason::Stall
+        }
+    );
     assert!(started.elapsed() < Duration::from_secs(60));
     assert!(
-        holds_within(Duration::from_secs(10), || processes_in(&env.ws()).is_empty()),
+        holds_within(Duration::from_secs(10), || processes_in(&env.ws())
+            .is_empty()),
         "left: {:?}",
         processes_in(&env.ws())
     );
@@ -314,20 +395,34 @@ fn a_server_that_dies_mid_turn_is_port_exit_with_its_last_stderr_line() {
     let mut s = env.start(json!({}), None).unwrap();
     let (o, _, _) = turn(s.as_mut(), &CancelToken::new());
     assert_eq!(o.error_kind(), Some(AgentErrorKind::PortExit));
-    assert!(o.message().contains("fatal: the model backend went away"), "{o:?}");
+    assert!(
+        o.message().contains("fatal: the model backend went away"),
+        "{o:?}"
+    );
     let (again, _, _) = turn(s.as_mut(), &CancelToken::new());
-    assert_eq!(again.error_kind(), Some(AgentErrorKind::ResponseError), "no server left");
+    assert_eq!(
+        again.error_kind(),
+        Some(AgentErrorKind::ResponseError),
+        "no server left"
+    );
     s.stop().unwrap();
 }
 
 #[test]
 fn a_line_over_one_mebibyte_fails_the_turn() {
-    let env = Env::new(&[json!({"started": true}), json!({"big_line_bytes": 1_100_000}), json!({"hang": true})]);
+    let env = Env::new(&[
+        json!({"started": true}),
+        json!({"big_line_bytes": 1_100_000}),
+        json!({"hang": true}),
+    ]);
     let mut s = env.start(json!({}), None).unwrap();
     let (o, _, _) = turn(s.as_mut(), &CancelToken::new());
     assert_eq!(o.error_kind(), Some(AgentErrorKind::PortExit));
     assert!(o.message().contains("1048576"), "{o:?}");
-    assert!(holds_within(Duration::from_secs(10), || processes_in(&env.ws()).is_empty()));
+    assert!(holds_within(Duration::from_secs(10), || processes_in(
+        &env.ws()
+    )
+    .is_empty()));
     s.stop().unwrap();
 }
 
@@ -336,7 +431,11 @@ fn a_handshake_crash_is_a_response_error_naming_the_stderr() {
     let env = Env::new(&[json!({"config": {"crash_on": "thread/start"}})]);
     let err = env.start(json!({}), None).err().expect("crash");
     assert_eq!(err.kind, AgentErrorKind::ResponseError);
-    assert!(err.message.contains("crashing on thread/start"), "{}", err.message);
+    assert!(
+        err.message.contains("crashing on thread/start"),
+        "{}",
+        err.message
+    );
 }
 
 fn peer(env: &Env) -> RpcPeer {
@@ -346,8 +445,14 @@ fn peer(env: &Env) -> RpcPeer {
         cwd: env.ws(),
         env: vec![
             ("FAKE_AGENT_KIND".into(), "codex".into()),
-            ("FAKE_AGENT_SCENARIO".into(), env.path("scenario.jsonl").display().to_string()),
-            ("FAKE_AGENT_RPC_LOG".into(), env.path("rpc.log").display().to_string()),
+            (
+                "FAKE_AGENT_SCENARIO".into(),
+                env.path("scenario.jsonl").display().to_string(),
+            ),
+            (
+                "FAKE_AGENT_RPC_LOG".into(),
+                env.path("rpc.log").display().to_string(),
+            ),
         ],
         max_line_bytes: 1 << 20,
     };
@@ -356,14 +461,20 @@ fn peer(env: &Env) -> RpcPeer {
 
 #[test]
 fn the_peer_buffers_notifications_around_responses_and_answers_server_requests() {
-    let env = Env::new(&[json!({"config": {"warn": "careful", "ask_on_initialize": "item/tool/call"}})]);
+    let env =
+        Env::new(&[json!({"config": {"warn": "careful", "ask_on_initialize": "item/tool/call"}})]);
     let mut p = peer(&env);
     let mut asked = Vec::new();
     let r = p
-        .request("initialize", json!({}), Duration::from_secs(10), &mut |m, _| {
-            asked.push(m.to_string());
-            Ok(json!({"handled": true}))
-        })
+        .request(
+            "initialize",
+            json!({}),
+            Duration::from_secs(10),
+            &mut |m, _| {
+                asked.push(m.to_string());
+                Ok(json!({"handled": true}))
+            },
+        )
         .unwrap();
     assert_eq!(r["userAgent"], "fake-codex/0.0.0");
     assert_eq!(asked, ["item/tool/call"]);
@@ -379,13 +490,27 @@ fn the_peer_buffers_notifications_around_responses_and_answers_server_requests()
         p.recv(Some(Instant::now() + Duration::from_millis(100)), None),
         Recv::TimedOut
     );
-    let r = p.request("account/read", json!({}), Duration::from_secs(10), &mut |_, _| Ok(json!({}))).unwrap();
+    let r = p
+        .request(
+            "account/read",
+            json!({}),
+            Duration::from_secs(10),
+            &mut |_, _| Ok(json!({})),
+        )
+        .unwrap();
     assert!(r.get("account").is_some());
     p.stop(Duration::from_secs(5), None);
     let got = env.received();
-    assert!(got.iter().all(|m| m["jsonrpc"] == "2.0"), "the 2.0 dialect marks every message");
+    assert!(
+        got.iter().all(|m| m["jsonrpc"] == "2.0"),
+        "the 2.0 dialect marks every message"
+    );
     assert_eq!(got[0]["id"], 1);
-    assert_eq!(got[1]["result"], json!({"handled": true}), "the server request was answered");
+    assert_eq!(
+        got[1]["result"],
+        json!({"handled": true}),
+        "the server request was answered"
+    );
     assert_eq!(got[2]["id"], 2);
 }
 
@@ -402,7 +527,12 @@ fn the_read_timeout_bounds_a_request() {
     };
     let mut p = RpcPeer::spawn(&spec, Dialect::Bare).unwrap();
     let started = Instant::now();
-    let r = p.request("initialize", json!({}), Duration::from_millis(300), &mut |_, _| Ok(json!({})));
+    let r = p.request(
+        "initialize",
+        json!({}),
+        Duration::from_millis(300),
+        &mut |_, _| Ok(json!({})),
+    );
     assert_eq!(r, Err(sortie::agent::jsonrpc::RpcFailure::Timeout));
     assert!(started.elapsed() >= Duration::from_millis(300));
     let exit = p.stop(Duration::from_secs(5), None);

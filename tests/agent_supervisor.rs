@@ -505,7 +505,10 @@ fn unsupported_and_unknown_kinds_are_clear_errors() {
         ..AgentSettings::default()
     };
     let e = adapter_for(&s).err().map(|e| e.message);
-    assert_eq!(e.as_deref(), Some("agent kind agent-client-protocol is not supported yet"));
+    assert_eq!(
+        e.as_deref(),
+        Some("agent kind agent-client-protocol is not supported yet")
+    );
     s.kind = "nope".into();
     assert!(adapter_for(&s).is_err());
 }

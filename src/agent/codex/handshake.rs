@@ -59,7 +59,12 @@ pub fn start(
         .map_err(|f| failure(peer, "initialized", &f))?;
     check_account(peer, timeout)?;
     if let Some(id) = resume.filter(|s| !s.trim().is_empty()) {
-        match peer.request("thread/resume", json!({"threadId": id}), timeout, &mut refuse) {
+        match peer.request(
+            "thread/resume",
+            json!({"threadId": id}),
+            timeout,
+            &mut refuse,
+        ) {
             Ok(v) => {
                 let thread_id = thread_id(&v).unwrap_or_else(|| id.to_string());
                 skip_buffered(peer);
@@ -204,10 +209,18 @@ fn await_login(peer: &mut RpcPeer, timeout: Duration) -> Result<(), AgentError> 
             }
             Recv::Message(other) => log::debug!("codex message during login message={other:?}"),
             Recv::TimedOut | Recv::Cancelled => {
-                return Err(failure(peer, "account/login/completed", &RpcFailure::Timeout));
+                return Err(failure(
+                    peer,
+                    "account/login/completed",
+                    &RpcFailure::Timeout,
+                ));
             }
             Recv::Closed(c) => {
-                return Err(failure(peer, "account/login/completed", &RpcFailure::Closed(c)));
+                return Err(failure(
+                    peer,
+                    "account/login/completed",
+                    &RpcFailure::Closed(c),
+                ));
             }
         }
     }

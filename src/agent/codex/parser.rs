@@ -325,7 +325,11 @@ impl CodexParser {
             })];
         }
         if ty == "agentMessage" {
-            let text = item.get("text").and_then(Value::as_str).unwrap_or("").trim();
+            let text = item
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .trim();
             if !text.is_empty() {
                 self.last_message = text.to_string();
                 return vec![self.note(cut_chars(text, NOTIFICATION_CHARS))];
@@ -375,7 +379,9 @@ impl CodexParser {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let error_info = error.and_then(|e| e.get("codexErrorInfo")).and_then(error_info_name);
+        let error_info = error
+            .and_then(|e| e.get("codexErrorInfo"))
+            .and_then(error_info_name);
         self.completed = Some(Completed {
             status,
             message,
@@ -400,8 +406,7 @@ impl CodexParser {
             | "execCommandApproval"
             | "applyPatchApproval" => {
                 let decision = self.ctx.approval.decision();
-                self.replies
-                    .push((id, Ok(json!({ "decision": decision }))));
+                self.replies.push((id, Ok(json!({ "decision": decision }))));
                 let what = p
                     .get("command")
                     .and_then(Value::as_str)
@@ -544,7 +549,10 @@ impl StreamParser for CodexParser {
 
     fn finish(&mut self, end: &TurnEnd) -> (TurnOutcome, Vec<AgentEvent>) {
         let outcome = self.decide(end);
-        (outcome.clone(), vec![self.event(outcome.terminal_event(None))])
+        (
+            outcome.clone(),
+            vec![self.event(outcome.terminal_event(None))],
+        )
     }
 
     fn session_id(&self) -> Option<String> {

@@ -60,10 +60,7 @@ impl Message {
     /// Classifies one decoded JSON object.
     pub fn from_object(mut m: Map<String, Value>) -> Message {
         let id = m.remove("id").filter(|v| !v.is_null());
-        let method = m
-            .get("method")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let method = m.get("method").and_then(Value::as_str).map(str::to_string);
         let params = m.remove("params").unwrap_or(Value::Null);
         match (method, id) {
             (Some(method), Some(id)) => Message::Request { id, method, params },
@@ -169,7 +166,10 @@ mod tests {
     #[test]
     fn the_dialect_decides_the_jsonrpc_member() {
         let bare = request(Dialect::Bare, 1, "initialize", json!({}));
-        assert_eq!(bare, b"{\"id\":1,\"method\":\"initialize\",\"params\":{}}\n");
+        assert_eq!(
+            bare,
+            b"{\"id\":1,\"method\":\"initialize\",\"params\":{}}\n"
+        );
         let v2 = String::from_utf8(notification(Dialect::V2, "x", json!({}))).unwrap_or_default();
         assert!(v2.contains("\"jsonrpc\":\"2.0\""));
     }

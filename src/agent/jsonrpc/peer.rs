@@ -121,10 +121,7 @@ impl RpcPeer {
 
     /// Answers a server request.
     pub fn respond(&mut self, id: &Value, reply: ServerReply) -> Result<(), RpcFailure> {
-        if self
-            .child
-            .write(message::response(self.dialect, id, reply))
-        {
+        if self.child.write(message::response(self.dialect, id, reply)) {
             Ok(())
         } else {
             Err(RpcFailure::NotRunning)
@@ -163,7 +160,9 @@ impl RpcPeer {
         let deadline = Instant::now() + timeout;
         loop {
             match self.read(Some(deadline), None) {
-                Recv::Message(Message::Response { id: got, result }) if got.as_u64() == Some(id) => {
+                Recv::Message(Message::Response { id: got, result })
+                    if got.as_u64() == Some(id) =>
+                {
                     return result.map_err(RpcFailure::Error);
                 }
                 Recv::Message(Message::Request {

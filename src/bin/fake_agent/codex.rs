@@ -94,7 +94,11 @@ pub fn run() {
     while let Some(msg) = peer.read() {
         if let (Some(method), Some(id)) = (msg.get("method").and_then(Value::as_str), msg.get("id"))
         {
-            peer.request(method, id.clone(), msg.get("params").unwrap_or(&Value::Null));
+            peer.request(
+                method,
+                id.clone(),
+                msg.get("params").unwrap_or(&Value::Null),
+            );
         }
     }
 }
@@ -141,7 +145,10 @@ fn load(session: u64) -> Result<(Map<String, Value>, Vec<Value>), String> {
             continue;
         }
         let v: Value = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
-        if v.get("session").and_then(Value::as_u64).is_some_and(|s| s != session) {
+        if v.get("session")
+            .and_then(Value::as_u64)
+            .is_some_and(|s| s != session)
+        {
             continue;
         }
         match v.get("config").and_then(Value::as_object) {
@@ -178,7 +185,9 @@ impl Peer {
     }
 
     fn model(&self) -> Value {
-        self.cfg("model").cloned().unwrap_or(json!("fake-codex-model"))
+        self.cfg("model")
+            .cloned()
+            .unwrap_or(json!("fake-codex-model"))
     }
 
     fn request(&mut self, method: &str, id: Value, params: &Value) {
@@ -200,9 +209,17 @@ impl Peer {
                     "platformFamily": "unix", "platformOs": "linux"}}));
             }
             "account/read" => {
-                let account = self.cfg("account").cloned().unwrap_or(json!({"type": "apiKey"}));
-                let requires = self.cfg("requires_openai_auth").cloned().unwrap_or(json!(true));
-                send(json!({"id": id, "result": {"account": account, "requiresOpenaiAuth": requires}}));
+                let account = self
+                    .cfg("account")
+                    .cloned()
+                    .unwrap_or(json!({"type": "apiKey"}));
+                let requires = self
+                    .cfg("requires_openai_auth")
+                    .cloned()
+                    .unwrap_or(json!(true));
+                send(
+                    json!({"id": id, "result": {"account": account, "requiresOpenaiAuth": requires}}),
+                );
             }
             "account/login/start" => {
                 send(json!({"id": id, "result": {"type": "apiKey"}}));
@@ -230,14 +247,18 @@ impl Peer {
                         "message": format!("no rollout found for thread id {wanted}")}}));
                 } else {
                     self.thread_id = wanted.to_string();
-                    send(json!({"id": id, "result": {"thread": {"id": wanted}, "model": self.model()}}));
+                    send(
+                        json!({"id": id, "result": {"thread": {"id": wanted}, "model": self.model()}}),
+                    );
                 }
             }
             "turn/start" => {
                 self.turn += 1;
                 self.turn_id = format!("turn-{}", self.turn);
                 self.completed = false;
-                send(json!({"id": id, "result": {"turn": {"id": self.turn_id, "status": "inProgress"}}}));
+                send(
+                    json!({"id": id, "result": {"turn": {"id": self.turn_id, "status": "inProgress"}}}),
+                );
                 self.play_turn();
             }
             "turn/interrupt" => send(json!({"id": id, "result": {}})),
@@ -251,7 +272,11 @@ impl Peer {
         let mut steps: Vec<Value> = self
             .steps
             .iter()
-            .filter(|s| s.get("turn").and_then(Value::as_u64).is_none_or(|t| t == turn))
+            .filter(|s| {
+                s.get("turn")
+                    .and_then(Value::as_u64)
+                    .is_none_or(|t| t == turn)
+            })
             .cloned()
             .collect();
         if steps.is_empty() {
@@ -292,8 +317,11 @@ impl Peer {
     fn step(&mut self, step: &Value) {
         let ids = json!({"threadId": self.thread_id, "turnId": self.turn_id});
         if step.get("started").is_some() {
-            notify("turn/started", json!({"threadId": self.thread_id,
-                "turn": {"id": self.turn_id, "status": "inProgress"}}));
+            notify(
+                "turn/started",
+                json!({"threadId": self.thread_id,
+                "turn": {"id": self.turn_id, "status": "inProgress"}}),
+            );
         } else if let Some(text) = step.get("message").and_then(Value::as_str) {
             let id = format!("msg-{}", self.turn);
             self.item(json!({"type": "agentMessage", "id": id, "text": ""}));
@@ -333,26 +361,42 @@ impl Peer {
     fn token_usage(&mut self, u: &Value) {
         let f = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
         let (input, cached, output) = (f("input"), f("cached"), f("output"));
-        self.total = (self.total.0 + input, self.total.1 + cached, self.total.2 + output);
-        let b = |i: u64, c: u64, o: u64| json!({"inputTokens": i, "cachedInputTokens": c,
-            "outputTokens": o, "reasoningOutputTokens": 0, "totalTokens": i + o});
-        notify("thread/tokenUsage/updated", json!({"threadId": self.thread_id,
+        self.total = (
+            self.total.0 + input,
+            self.total.1 + cached,
+            self.total.2 + output,
+        );
+        let b = |i: u64, c: u64, o: u64| {
+            json!({"inputTokens": i, "cachedInputTokens": c,
+            "outputTokens": o, "reasoningOutputTokens": 0, "totalTokens": i + o})
+        };
+        notify(
+            "thread/tokenUsage/updated",
+            json!({"threadId": self.thread_id,
             "turnId": self.turn_id, "tokenUsage": {
                 "total": b(self.total.0, self.total.1, self.total.2),
-                "last": b(input, cached, output)}}));
+                "last": b(input, cached, output)}}),
+        );
     }
 
     fn server_request(&mut self, r: &Value) {
-        let method = r.get("method").and_then(Value::as_str).unwrap_or("").to_string();
+        let method = r
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let id = self.next_request_id;
         self.next_request_id += 1;
-        send(json!({"id": id, "method": method, "params": r.get("params").cloned().unwrap_or(json!({}))}));
+        send(
+            json!({"id": id, "method": method, "params": r.get("params").cloned().unwrap_or(json!({}))}),
+        );
         while let Some(msg) = self.read() {
             if msg.get("method").is_none() && msg.get("id").and_then(Value::as_u64) == Some(id) {
                 rpc_log(&json!({"session": self.session, "reply_to": method, "reply": msg}));
                 return;
             }
-            if let (Some(m), Some(rid)) = (msg.get("method").and_then(Value::as_str), msg.get("id")) {
+            if let (Some(m), Some(rid)) = (msg.get("method").and_then(Value::as_str), msg.get("id"))
+            {
                 let rid = rid.clone();
                 let m = m.to_string();
                 self.request(&m, rid, &Value::Null);
