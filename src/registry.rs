@@ -25,6 +25,7 @@ pub const TRACKERS: &[TrackerDescriptor] = &[
 
 /// Every agent kind this build can run.
 pub const AGENTS: &[AgentDescriptor] = &[
+    agent::acp::DESCRIPTOR,
     agent::claude::DESCRIPTOR,
     agent::codex::DESCRIPTOR,
     agent::mock::DESCRIPTOR,
@@ -35,7 +36,7 @@ pub const DEFAULT_AGENT_KIND: &str = agent::claude::KIND;
 
 /// Agent kinds a workflow may already name but this build does not run; they get a
 /// "not supported yet" answer rather than "unknown".
-const PLANNED_AGENT_KINDS: &[&str] = &["copilot-cli", "opencode", "agent-client-protocol"];
+const PLANNED_AGENT_KINDS: &[&str] = &["copilot-cli", "opencode"];
 
 /// The descriptor of a tracker kind; `None` when this build has no such adapter.
 pub fn tracker(kind: &str) -> Option<&'static TrackerDescriptor> {
@@ -157,7 +158,7 @@ mod tests {
         );
         assert_eq!(
             unsupported_agent("aider"),
-            "agent kind \"aider\" is not supported by this build (supported: claude-code, codex, mock)"
+            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, mock)"
         );
         let e = build_tracker(
             &TrackerSettings {

@@ -5,6 +5,7 @@
 //! Everything is synchronous: `run_turn` blocks the calling supervisor thread and streams
 //! events into a crossbeam channel; another thread cancels through a [`CancelToken`].
 
+pub mod acp;
 pub mod cancel;
 pub mod claude;
 pub mod codex;

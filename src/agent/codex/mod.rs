@@ -18,9 +18,8 @@ mod session;
 
 pub use session::CodexSession;
 
-use crate::agent::jsonrpc::{self, Dialect, RpcPeer, RpcSpec};
-use crate::agent::process::{split_command, verify_workspace};
-use crate::agent::stream::SpawnError;
+use crate::agent::jsonrpc::{self, Dialect};
+use crate::agent::process::verify_workspace;
 use crate::agent::{
     AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentSession,
     AgentSettings, SettingProblem, StartSessionParams, UsageArrival, UsageAttribution,
@@ -72,28 +71,6 @@ impl CodexAdapter {
     pub fn new(settings: AgentSettings, clock: Arc<dyn Clock>) -> Self {
         CodexAdapter { settings, clock }
     }
-
-    fn spec(&self, workspace: std::path::PathBuf) -> Result<RpcSpec, AgentError> {
-        let command = self
-            .settings
-            .command
-            .clone()
-            .filter(|c| !c.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_COMMAND.to_string());
-        let (program, args) = split_command(&command)
-            .ok_or_else(|| AgentError::new(AgentErrorKind::AgentNotFound, "empty agent.command"))?;
-        let program = crate::agent::command::resolve_command(&program)
-            .map_err(|e| AgentError::new(AgentErrorKind::AgentNotFound, e.to_string()))?
-            .to_string_lossy()
-            .into_owned();
-        Ok(RpcSpec {
-            program,
-            args,
-            cwd: workspace,
-            env: Vec::new(),
-            max_line_bytes: MAX_LINE_BYTES,
-        })
-    }
 }
 
 impl AgentAdapter for CodexAdapter {
@@ -118,12 +95,13 @@ impl AgentAdapter for CodexAdapter {
                 format!("{}: {}", p.field, p.message),
             ));
         }
-        let spec = self.spec(workspace.clone())?;
-        let mut peer = RpcPeer::spawn(&spec, Dialect::Bare).map_err(|e| match e {
-            SpawnError::NotFound(m) => AgentError::new(AgentErrorKind::AgentNotFound, m),
-            SpawnError::InvalidCwd(m) => AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, m),
-            SpawnError::Other(m) => AgentError::new(AgentErrorKind::PortExit, m),
-        })?;
+        let mut peer = jsonrpc::launch(
+            self.settings.command.as_deref(),
+            DEFAULT_COMMAND,
+            workspace.clone(),
+            MAX_LINE_BYTES,
+            Dialect::Bare,
+        )?;
         let read_timeout = jsonrpc::read_timeout(self.settings.read_timeout_ms);
         let started = match handshake::start(
             &mut peer,

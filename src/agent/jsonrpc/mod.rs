@@ -10,10 +10,12 @@
 //!   responses buffered and delivered in order, server requests handed to a handler.
 
 pub mod child;
+pub mod launch;
 pub mod message;
 pub mod peer;
 
 pub use child::{RpcChild, RpcSpec};
+pub use launch::launch;
 pub use message::{Dialect, Message, RpcErrorObject};
 pub use peer::{Closed, Recv, RpcFailure, RpcPeer, ServerReply};
 
