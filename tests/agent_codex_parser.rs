@@ -643,3 +643,13 @@ fn file_changes_are_edits_with_workspace_relative_paths() {
         "tool_result Some(\"fileChange\") Some(Edit) Some(\"src/a.rs, /elsewhere/b.rs\") Some(10) error=true \"failed\""
     );
 }
+
+#[test]
+fn a_late_thread_started_from_the_handshake_adds_no_event() {
+    let msgs = lines(&[
+        json!({"method": "thread/started", "params": {"thread": {"id": THREAD}}}),
+        json!({"method": "turn/started", "params": {"turn": {"id": "t1"}}}),
+    ]);
+    let r = replay_lines(&msgs, true, &TurnEnd::default());
+    assert_eq!(shown(&r)[0], "session_started thr-1 Some(4242)");
+}

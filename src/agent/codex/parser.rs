@@ -221,6 +221,8 @@ impl CodexParser {
                 vec![self.event(AgentEventKind::RateLimits { windows })]
             }
             "turn/plan/updated" => vec![self.note("plan updated")],
+            // The handshake's own announcement, when it arrives after the thread was started.
+            "thread/started" => Vec::new(),
             "turn/diff/updated" => {
                 log::debug!("codex turn diff updated thread_id={}", self.ctx.thread_id);
                 Vec::new()

@@ -181,7 +181,7 @@ impl RpcPeer {
         }
     }
 
-    /// Waits for a notification or an all buffered message until `deadline` (none: forever),
+    /// The next message (buffered ones first), waiting until `deadline` (none: forever),
     /// returning early when `cancel` fires (is ready or disconnected).
     pub fn recv(&mut self, deadline: Option<Instant>, cancel: Option<&Receiver<()>>) -> Recv {
         if let Some(m) = self.pending.pop_front() {
