@@ -24,14 +24,19 @@ pub const TRACKERS: &[TrackerDescriptor] = &[
 ];
 
 /// Every agent kind this build can run.
-pub const AGENTS: &[AgentDescriptor] = &[agent::claude::DESCRIPTOR, agent::mock::DESCRIPTOR];
+pub const AGENTS: &[AgentDescriptor] = &[
+    agent::acp::DESCRIPTOR,
+    agent::claude::DESCRIPTOR,
+    agent::codex::DESCRIPTOR,
+    agent::mock::DESCRIPTOR,
+];
 
 /// `agent.kind` when the workflow names none.
 pub const DEFAULT_AGENT_KIND: &str = agent::claude::KIND;
 
 /// Agent kinds a workflow may already name but this build does not run; they get a
 /// "not supported yet" answer rather than "unknown".
-const PLANNED_AGENT_KINDS: &[&str] = &["codex", "copilot-cli", "opencode", "agent-client-protocol"];
+const PLANNED_AGENT_KINDS: &[&str] = &["copilot-cli", "opencode"];
 
 /// The descriptor of a tracker kind; `None` when this build has no such adapter.
 pub fn tracker(kind: &str) -> Option<&'static TrackerDescriptor> {
@@ -152,8 +157,8 @@ mod tests {
             "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
         );
         assert_eq!(
-            unsupported_agent("codex"),
-            "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
+            unsupported_agent("aider"),
+            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, mock)"
         );
         let e = build_tracker(
             &TrackerSettings {

@@ -501,11 +501,14 @@ fn an_invalid_workspace_is_refused_before_spawning() {
 #[test]
 fn unsupported_and_unknown_kinds_are_clear_errors() {
     let mut s = AgentSettings {
-        kind: "codex".into(),
+        kind: "opencode".into(),
         ..AgentSettings::default()
     };
     let e = adapter_for(&s).err().map(|e| e.message);
-    assert_eq!(e.as_deref(), Some("agent kind codex is not supported yet"));
+    assert_eq!(
+        e.as_deref(),
+        Some("agent kind opencode is not supported yet")
+    );
     s.kind = "nope".into();
     assert!(adapter_for(&s).is_err());
 }

@@ -221,6 +221,11 @@ pub enum AgentEventKind {
     RateLimits {
         windows: Vec<RateLimitWindow>,
     },
+    /// The agent called a tool sortie does not provide; it was told so.
+    UnsupportedToolCall {
+        tool_name: String,
+        message: String,
+    },
     TurnCompleted {
         message: String,
         api_duration_ms: Option<u64>,
@@ -252,6 +257,7 @@ impl AgentEventKind {
             AgentEventKind::ToolResult { .. } => "tool_result",
             AgentEventKind::TokenUsage { .. } => "token_usage",
             AgentEventKind::RateLimits { .. } => "rate_limits",
+            AgentEventKind::UnsupportedToolCall { .. } => "unsupported_tool_call",
             AgentEventKind::TurnCompleted { .. } => "turn_completed",
             AgentEventKind::TurnFailed { .. } => "turn_failed",
             AgentEventKind::TurnCancelled { .. } => "turn_cancelled",
@@ -268,6 +274,7 @@ impl AgentEventKind {
             | AgentEventKind::OtherMessage { message }
             | AgentEventKind::Malformed { message }
             | AgentEventKind::ToolResult { message, .. }
+            | AgentEventKind::UnsupportedToolCall { message, .. }
             | AgentEventKind::TurnCompleted { message, .. }
             | AgentEventKind::TurnFailed { message, .. }
             | AgentEventKind::TurnCancelled { message }
@@ -289,6 +296,7 @@ impl AgentEventKind {
                 | AgentEventKind::OtherMessage { .. }
                 | AgentEventKind::Malformed { .. }
                 | AgentEventKind::ToolResult { .. }
+                | AgentEventKind::UnsupportedToolCall { .. }
         )
     }
 
@@ -382,6 +390,9 @@ impl Serialize for AgentEvent {
             }
             AgentEventKind::RateLimits { windows } => {
                 m.serialize_entry("windows", windows)?;
+            }
+            AgentEventKind::UnsupportedToolCall { tool_name, .. } => {
+                m.serialize_entry("tool_name", tool_name)?;
             }
             AgentEventKind::TurnCompleted {
                 api_duration_ms, ..

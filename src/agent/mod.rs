@@ -5,11 +5,14 @@
 //! Everything is synchronous: `run_turn` blocks the calling supervisor thread and streams
 //! events into a crossbeam channel; another thread cancels through a [`CancelToken`].
 
+pub mod acp;
 pub mod cancel;
 pub mod claude;
+pub mod codex;
 pub mod command;
 pub mod error;
 pub mod event;
+pub mod jsonrpc;
 pub mod mock;
 mod pipes;
 pub mod process;

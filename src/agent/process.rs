@@ -27,7 +27,7 @@ const STDERR_TAIL_LINES: usize = 500;
 const STDERR_MAX_BYTES: usize = 5 << 20;
 const STDERR_MAX_LINE: usize = 64 << 10;
 /// SIGKILL cannot be ignored; this only guards against a process stuck in the kernel.
-const KILL_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const KILL_WAIT: Duration = Duration::from_secs(10);
 
 /// One process to run for a turn.
 #[derive(Debug, Clone)]
@@ -99,7 +99,7 @@ pub fn split_command(command: &str) -> Option<(String, Vec<String>)> {
     Some((program, parts.collect()))
 }
 
-enum StdoutItem {
+pub(crate) enum StdoutItem {
     Line(Vec<u8>),
     Error(String),
     Eof,
@@ -166,7 +166,7 @@ struct Running {
     stderr: Arc<Mutex<StderrTail>>,
 }
 
-fn without_nul(s: &str) -> String {
+pub(crate) fn without_nul(s: &str) -> String {
     s.replace('\0', "_")
 }
 
@@ -372,7 +372,7 @@ fn terminate(
 
 /// Signals the whole process group led by `pid`. Best effort: the turn is ending either way,
 /// and a failure here has nothing left to act on.
-fn kill_group(pid: u32, signal: Signal) {
+pub(crate) fn kill_group(pid: u32, signal: Signal) {
     if let Err(e) = signal_group(pid, signal) {
         log::debug!("process group signal failed pid={pid} error={e}");
     }
@@ -406,13 +406,13 @@ fn read_all(pipe: Option<impl Read>, sink: &mut dyn PipeSink) {
 }
 
 /// Stdout: capped lines to the supervisor, then `Eof` (or the first error).
-struct StdoutSink {
+pub(crate) struct StdoutSink {
     split: LineSplitter,
     tx: Sender<StdoutItem>,
 }
 
 impl StdoutSink {
-    fn new(max: usize, tx: Sender<StdoutItem>) -> StdoutSink {
+    pub(crate) fn new(max: usize, tx: Sender<StdoutItem>) -> StdoutSink {
         StdoutSink {
             split: LineSplitter::new(max),
             tx,
@@ -451,14 +451,14 @@ impl PipeSink for StdoutSink {
 
 /// Stderr: lines of at most `STDERR_MAX_LINE` bytes into the bounded tail (and the debug
 /// log); `done` is signalled at its end.
-struct StderrSink {
+pub(crate) struct StderrSink {
     line: Vec<u8>,
     tail: Arc<Mutex<StderrTail>>,
     done: Sender<()>,
 }
 
 impl StderrSink {
-    fn new(tail: Arc<Mutex<StderrTail>>, done: Sender<()>) -> StderrSink {
+    pub(crate) fn new(tail: Arc<Mutex<StderrTail>>, done: Sender<()>) -> StderrSink {
         StderrSink {
             line: Vec::new(),
             tail,
@@ -533,6 +533,16 @@ impl StderrTail {
                 None => break,
             }
         }
+    }
+
+    /// The newest non-blank line kept, e.g. the error an agent printed before it died.
+    pub fn last_line(&self) -> Option<&str> {
+        self.tail
+            .iter()
+            .rev()
+            .chain(self.head.iter().rev())
+            .map(|l| l.trim())
+            .find(|l| !l.is_empty())
     }
 
     pub fn render(&self) -> String {

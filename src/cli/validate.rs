@@ -144,7 +144,7 @@ mod tests {
     #[test]
     fn a_kind_this_build_lacks_is_reported_as_unsupported() -> Result<(), std::io::Error> {
         let report = report_for(
-            "tracker: {kind: gitlab, active_states: [open]}\nagent: {kind: codex}\nworkspace: {root: ws}",
+            "tracker: {kind: gitlab, active_states: [open]}\nagent: {kind: aider}\nworkspace: {root: ws}",
         )?;
         let errors: Vec<(&str, &str)> = report
             .errors
@@ -160,7 +160,7 @@ mod tests {
                 ),
                 (
                     "agent_adapter",
-                    "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
+                    "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, mock)"
                 ),
             ]
         );

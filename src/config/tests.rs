@@ -733,7 +733,7 @@ fn server_and_logging_validation() {
 #[test]
 fn preflight_checks() {
     let w = ok(
-        "---\ntracker: {kind: gitlab, active_states: [open], api_key: $GH}\nagent: {kind: codex}\n---\n",
+        "---\ntracker: {kind: gitlab, active_states: [open], api_key: $GH}\nagent: {kind: aider}\n---\n",
         &opts(&[]),
     );
     assert_eq!(
@@ -741,7 +741,7 @@ fn preflight_checks() {
         vec![
             "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
                 .to_string(),
-            "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
+            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, mock)"
                 .to_string(),
         ]
     );

@@ -1,0 +1,141 @@
+//! The agent-client-protocol adapter: one persistent agent process per session (Gemini CLI
+//! with `--experimental-acp`, Kiro CLI with `acp`, or any other ACP agent), spoken to in
+//! JSON-RPC 2.0 over its stdin/stdout. A turn is a `session/prompt`; a later dispatch loads
+//! the earlier session with `session/load` when the agent can.
+//!
+//! Sortie advertises neither file-system nor terminal capabilities (the agent uses its own
+//! tools in the workspace) and passes no MCP servers. Usage, when reported on the prompt
+//! response, is one figure per turn for the session as a whole.
+
+pub mod config;
+pub mod handshake;
+pub mod parser;
+mod session;
+
+pub use session::AcpSession;
+
+use crate::agent::jsonrpc::{self, Dialect};
+use crate::agent::process::{MAX_LINE_BYTES, verify_workspace};
+use crate::agent::{
+    AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentSession,
+    AgentSettings, SettingProblem, StartSessionParams, UsageArrival, UsageAttribution,
+    UsageProvenance, UsageSource, UsageStrategy,
+};
+use crate::clock::Clock;
+use config::AcpConfig;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The configuration name of this kind.
+pub const KIND: &str = "agent-client-protocol";
+const DEFAULT_COMMAND: &str = "gemini --experimental-acp";
+
+/// One figure per turn from the protocol, for the session as a whole.
+pub const CAPS: AdapterCaps = AdapterCaps {
+    usage_arrival: UsageArrival::TurnEnd,
+    usage_attribution: UsageAttribution::SessionTotal,
+    usage_provenance: Some(UsageProvenance {
+        source: UsageSource::Protocol,
+        strategy: UsageStrategy::Live,
+    }),
+    resumable: true,
+    requires_command: true,
+};
+
+/// This kind as the registry lists it.
+pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
+    kind: KIND,
+    caps: CAPS,
+    block_keys: config::BLOCK_KEYS,
+    validate: |settings: &AgentSettings| -> Vec<SettingProblem> {
+        AcpConfig::parse(&settings.block).1
+    },
+    build: |settings, clock| Ok(Arc::new(AcpAdapter::new(settings.clone(), clock))),
+};
+
+/// Builds ACP sessions.
+pub struct AcpAdapter {
+    settings: AgentSettings,
+    clock: Arc<dyn Clock>,
+}
+
+impl AcpAdapter {
+    pub fn new(settings: AgentSettings, clock: Arc<dyn Clock>) -> Self {
+        AcpAdapter { settings, clock }
+    }
+}
+
+impl AgentAdapter for AcpAdapter {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn caps(&self) -> AdapterCaps {
+        CAPS
+    }
+
+    fn start_session(
+        &self,
+        params: StartSessionParams,
+    ) -> Result<Box<dyn AgentSession>, AgentError> {
+        let workspace = verify_workspace(&params.workspace)
+            .map_err(|m| AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, m))?;
+        let (config, problems) = AcpConfig::parse(&self.settings.block);
+        if let Some(p) = problems.first() {
+            return Err(AgentError::new(
+                AgentErrorKind::ResponseError,
+                format!("{}: {}", p.field, p.message),
+            ));
+        }
+        let mut peer = jsonrpc::launch(
+            self.settings.command.as_deref(),
+            DEFAULT_COMMAND,
+            workspace.clone(),
+            MAX_LINE_BYTES,
+            Dialect::V2,
+        )?;
+        let read_timeout = jsonrpc::read_timeout(self.settings.read_timeout_ms);
+        let started = match handshake::start(
+            &mut peer,
+            &config,
+            &workspace,
+            params.resume_session_id.as_deref(),
+            read_timeout,
+        ) {
+            Ok(s) => s,
+            Err(e) => {
+                peer.stop(Duration::ZERO, None);
+                log::warn!(
+                    "agent session start failed agent_kind={KIND} issue_id={} issue_identifier={} error_kind={} error={:?}",
+                    params.issue_id,
+                    params.issue_identifier,
+                    e.kind,
+                    e.message
+                );
+                return Err(e);
+            }
+        };
+        log::info!(
+            "agent session started agent_kind={KIND} issue_id={} issue_identifier={} session_id={} resumed={} pid={}",
+            params.issue_id,
+            params.issue_identifier,
+            started.session_id,
+            started.resumed,
+            peer.pid()
+        );
+        Ok(Box::new(AcpSession {
+            pid: peer.pid(),
+            peer: Some(peer),
+            clock: Arc::clone(&self.clock),
+            workspace,
+            session_id: started.session_id,
+            turns_run: 0,
+            reject_permissions: config.reject_permissions,
+            read_timeout,
+            turn_timeout: (self.settings.turn_timeout_ms > 0)
+                .then(|| Duration::from_millis(self.settings.turn_timeout_ms)),
+            issue_id: params.issue_id,
+            issue_identifier: params.issue_identifier,
+        }))
+    }
+}

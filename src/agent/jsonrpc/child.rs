@@ -1,0 +1,208 @@
+//! The server process of a JSON-RPC session: spawned in its own process group with piped
+//! stdio, stdout read as capped lines and stderr into the bounded tail (the fork-per-turn
+//! supervisor's sinks), stdin fed by a writer thread so a peer that stops reading never blocks
+//! the session, and a stop that leaves nothing of the group behind.
+
+use crate::agent::pipes;
+use crate::agent::process::{
+    KILL_WAIT, StderrSink, StderrTail, StdoutItem, StdoutSink, kill_group, verify_workspace,
+    without_nul,
+};
+use crate::agent::stream::{ExitInfo, SpawnError};
+use crate::process_signal::{Signal, orphans};
+use crossbeam_channel::{Receiver, Sender, select};
+use std::io::Write;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a stopped session waits for its reader thread to see both pipes close.
+const READER_JOIN: Duration = Duration::from_secs(2);
+
+/// The server to run.
+#[derive(Debug, Clone)]
+pub struct RpcSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    /// The workspace; verified before spawning.
+    pub cwd: PathBuf,
+    /// Extra environment on top of the inherited one.
+    pub env: Vec<(String, String)>,
+    /// The longest stdout line accepted; a longer one ends the stream with a read error.
+    pub max_line_bytes: usize,
+}
+
+/// A running server process.
+pub struct RpcChild {
+    pid: u32,
+    /// Ties every descendant (even one that left the group) to this session.
+    token: String,
+    stdin: Option<Sender<Vec<u8>>>,
+    pub(super) stdout: Receiver<StdoutItem>,
+    exit: Receiver<ExitInfo>,
+    exit_info: Option<ExitInfo>,
+    stderr: Arc<Mutex<StderrTail>>,
+    stderr_done: Receiver<()>,
+    reader_done: Receiver<()>,
+    stopped: bool,
+}
+
+impl RpcChild {
+    /// Spawns `spec` as the leader of a new process group.
+    pub fn spawn(spec: &RpcSpec) -> Result<RpcChild, SpawnError> {
+        let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
+        let mut cmd = Command::new(&spec.program);
+        cmd.args(spec.args.iter().map(|a| without_nul(a)))
+            .current_dir(&cwd)
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in &spec.env {
+            cmd.env(without_nul(k), without_nul(v));
+        }
+        let token = orphans::new_token();
+        cmd.env(orphans::TOKEN_ENV, &token);
+        let mut child = cmd.spawn().map_err(|e| {
+            orphans::end_token(&token);
+            match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                    SpawnError::NotFound(format!("{}: {e}", spec.program))
+                }
+                _ => SpawnError::Other(format!("{}: {e}", spec.program)),
+            }
+        })?;
+        let pid = child.id();
+
+        let (stdin_tx, stdin_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+        if let Some(mut stdin) = child.stdin.take() {
+            std::thread::spawn(move || {
+                for bytes in stdin_rx.iter() {
+                    // A peer that closed its stdin is gone; the reader reports how.
+                    if stdin.write_all(&bytes).and_then(|_| stdin.flush()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+
+        let (stdout_tx, stdout_rx) = crossbeam_channel::bounded(256);
+        let stderr = Arc::new(Mutex::new(StderrTail::default()));
+        let (stderr_done_tx, stderr_done) = crossbeam_channel::bounded(1);
+        let (reader_done_tx, reader_done) = crossbeam_channel::bounded::<()>(1);
+        let mut out_sink = StdoutSink::new(spec.max_line_bytes, stdout_tx);
+        let mut err_sink = StderrSink::new(Arc::clone(&stderr), stderr_done_tx);
+        let (out, err) = (child.stdout.take(), child.stderr.take());
+        std::thread::spawn(move || {
+            if let (Some(out), Some(err)) = (out, err) {
+                pipes::read_both(out, &mut out_sink, err, &mut err_sink);
+            }
+            drop(reader_done_tx);
+        });
+
+        let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            // This thread owns the child and reaps it, so no zombie is left behind.
+            let info = match child.wait() {
+                Ok(st) => ExitInfo {
+                    code: st.code(),
+                    signal: st.signal(),
+                },
+                Err(_) => ExitInfo::default(),
+            };
+            let _ = exit_tx.send(info);
+        });
+
+        Ok(RpcChild {
+            pid,
+            token,
+            stdin: Some(stdin_tx),
+            stdout: stdout_rx,
+            exit: exit_rx,
+            exit_info: None,
+            stderr,
+            stderr_done,
+            reader_done,
+            stopped: false,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Queues bytes for stdin; `false` once stdin is closed.
+    pub fn write(&self, bytes: Vec<u8>) -> bool {
+        self.stdin.as_ref().is_some_and(|tx| tx.send(bytes).is_ok())
+    }
+
+    /// The bounded stderr collected so far.
+    pub fn stderr_text(&self) -> String {
+        self.stderr.lock().map(|s| s.render()).unwrap_or_default()
+    }
+
+    /// The newest stderr line, after giving the reader up to `wait` to finish stderr (a
+    /// server that just died usually said why on its way out).
+    pub fn last_stderr_line(&self, wait: Duration) -> Option<String> {
+        let _ = self.stderr_done.recv_timeout(wait);
+        self.stderr
+            .lock()
+            .ok()
+            .and_then(|s| s.last_line().map(str::to_string))
+    }
+
+    /// How the process ended, if it has.
+    pub fn exit_info(&mut self) -> Option<ExitInfo> {
+        if self.exit_info.is_none() {
+            self.exit_info = self.exit.try_recv().ok();
+        }
+        self.exit_info
+    }
+
+    /// Closes stdin, SIGTERMs the group, waits `grace` (cut short by `urgent`), SIGKILLs it,
+    /// reaps the leader, SIGKILLs the group again and kills any descendant that left it.
+    /// Idempotent.
+    pub fn stop(&mut self, grace: Duration, urgent: Option<&Receiver<()>>) -> Option<ExitInfo> {
+        if self.stopped {
+            return self.exit_info;
+        }
+        self.stopped = true;
+        self.stdin = None;
+        if self.exit_info().is_none() {
+            kill_group(self.pid, Signal::TERM);
+            let never = crossbeam_channel::never();
+            let urgent = urgent.unwrap_or(&never);
+            select! {
+                recv(self.exit) -> info => self.exit_info = info.ok(),
+                recv(urgent) -> _ => {},
+                default(grace) => {},
+            }
+        }
+        if self.exit_info.is_none() {
+            kill_group(self.pid, Signal::KILL);
+            self.exit_info = Some(self.exit.recv_timeout(KILL_WAIT).unwrap_or(ExitInfo {
+                code: None,
+                signal: Some(9),
+            }));
+        }
+        kill_group(self.pid, Signal::KILL);
+        let escaped = orphans::end_token(&self.token);
+        if escaped > 0 {
+            log::warn!(
+                "agent session left processes outside its group, killed pid={} count={escaped}",
+                self.pid
+            );
+        }
+        let _ = self.reader_done.recv_timeout(READER_JOIN);
+        self.exit_info
+    }
+}
+
+impl Drop for RpcChild {
+    /// A session's server is never leaked: an owner that bailed out kills the group.
+    fn drop(&mut self) {
+        self.stop(Duration::ZERO, None);
+    }
+}
