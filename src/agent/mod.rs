@@ -8,6 +8,7 @@
 pub mod cancel;
 pub mod claude;
 pub mod command;
+pub mod copilot;
 pub mod error;
 pub mod event;
 pub mod mock;
