@@ -319,3 +319,187 @@ fn the_cli_refusing_at_run_time_is_agent_auth_failed() {
     assert_eq!(runs(&d).len(), 1, "a second session was started");
     assert_eq!(p.argv_log().len(), 1);
 }
+
+/// `sortie validate --format json` of `workflow` with a `copilot` on PATH; (errors, warnings).
+fn validate(workflow: &std::path::Path, env: &[(&str, &str)]) -> (Vec<Value>, Vec<Value>) {
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(FAKE_AGENT, bin.path().join("copilot")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = sortie_command();
+    cmd.arg("validate")
+        .arg("--format")
+        .arg("json")
+        .arg(workflow)
+        .env("PATH", path);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let list = |k: &str| v[k].as_array().cloned().unwrap_or_default();
+    (list("errors"), list("warnings"))
+}
+
+fn copilot_block_warnings(warnings: &[Value]) -> Vec<&Value> {
+    warnings
+        .iter()
+        .filter(|w| {
+            w["check"] == "unknown_key"
+                && w["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("copilot-cli"))
+        })
+        .collect()
+}
+
+#[test]
+fn the_copilot_example_workflow_validates() {
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/copilot/WORKFLOW.md");
+    let (errors, warnings) = validate(&example, &[]);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(copilot_block_warnings(&warnings).is_empty(), "{warnings:?}");
+}
+
+#[test]
+fn the_original_copilot_front_matter_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let wf = dir.path().join("WORKFLOW.md");
+    std::fs::write(dir.path().join("issues.json"), "[]").unwrap();
+    std::fs::write(
+        &wf,
+        r#"---
+tracker:
+  kind: file
+  active_states: [backlog, in-progress]
+  in_progress_state: in-progress
+  handoff_state: review
+  terminal_states: [done, wontfix]
+file:
+  path: ./issues.json
+polling:
+  interval_ms: 120000
+workspace:
+  root: $SORTIE_WORKSPACE_ROOT
+hooks:
+  after_create: |
+    git clone --depth 1 $SORTIE_REPO_URL .
+  before_run: |
+    git fetch origin main
+  after_run: |
+    git add -A
+  before_remove: |
+    true
+  timeout_ms: 120000
+agent:
+  kind: copilot-cli
+  command: copilot
+  max_turns: 5
+  max_concurrent_agents: 4
+  turn_timeout_ms: 1800000
+  stall_timeout_ms: 300000
+  stop_grace_ms: 5000
+  max_retry_backoff_ms: 300000
+copilot-cli:
+  model: gpt-5-mini
+  max_autopilot_continues: 50
+server:
+  port: 8642
+---
+Work on {{ .issue.identifier }}.
+"#,
+    )
+    .unwrap();
+    let root = dir.path().join("workspaces");
+    let root = root.to_string_lossy().into_owned();
+    let (errors, warnings) = validate(
+        &wf,
+        &[
+            ("SORTIE_WORKSPACE_ROOT", root.as_str()),
+            ("SORTIE_REPO_URL", "https://example.invalid/repo.git"),
+        ],
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(copilot_block_warnings(&warnings).is_empty(), "{warnings:?}");
+}
+
+#[test]
+fn copilot_block_types_and_unknown_keys_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let wf = dir.path().join("WORKFLOW.md");
+    std::fs::write(dir.path().join("issues.json"), "[]").unwrap();
+    std::fs::write(
+        &wf,
+        "---\ntracker:\n  kind: file\n  active_states: [To Do]\nfile:\n  path: ./issues.json\nworkspace:\n  root: ./ws\nagent:\n  kind: copilot-cli\n  command: copilot\ncopilot-cli:\n  max_autopilot_continues: many\n  allowed_tools: 5\n  experimental: \"yes\"\n  modle: gpt-5\n---\nWork.\n",
+    )
+    .unwrap();
+    let (errors, warnings) = validate(&wf, &[]);
+    let text = serde_json::to_string(&errors).unwrap();
+    for field in [
+        "copilot-cli.max_autopilot_continues",
+        "copilot-cli.allowed_tools",
+        "copilot-cli.experimental",
+    ] {
+        assert!(text.contains(field), "{field}: {errors:?}");
+    }
+    let unknown = copilot_block_warnings(&warnings);
+    assert_eq!(unknown.len(), 1, "{warnings:?}");
+    assert!(
+        unknown[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("copilot-cli.modle") && m.contains("model")),
+        "{unknown:?}"
+    );
+}
+
+#[test]
+fn without_a_reported_session_id_the_next_turn_continues() {
+    let p = CopilotProject::new(
+        "  max_turns: 2\n",
+        &[
+            json!({"message": {"text": "working", "output_tokens": 4}}),
+            json!({"emit": {"type": "result", "exitCode": 0, "usage": {"premiumRequests": 1}}}),
+        ],
+    );
+    let d = p.start(true);
+    d.wait_until("the two-turn run recorded", WAIT, || {
+        runs(&d).first().is_some_and(|r| r["status"] == "succeeded")
+    });
+    let argv = p.argv_log();
+    assert!(argv.len() >= 2, "{argv:?}");
+    assert!(!has_flag(&argv[0], "--continue") && !has_flag(&argv[0], "--resume"));
+    assert!(has_flag(&argv[1], "--continue"), "{:?}", argv[1]);
+    assert!(!has_flag(&argv[1], "--resume"), "{:?}", argv[1]);
+}
+
+#[test]
+fn a_later_session_resumes_from_its_first_turn() {
+    let p = CopilotProject::new(
+        "  max_turns: 1\n  max_sessions: 2\n",
+        &[
+            json!({"message": {"text": "working", "output_tokens": 4}}),
+            json!({"result": {"session_id": "cop-sess-7"}}),
+        ],
+    );
+    // The project's workflow caps sessions at 1; this test needs a second one.
+    let wf = std::fs::read_to_string(p.path("WORKFLOW.md"))
+        .unwrap()
+        .replacen("  max_sessions: 1\n", "", 1);
+    std::fs::write(p.path("WORKFLOW.md"), wf).unwrap();
+    let d = p.start(true);
+    d.wait_until("two recorded runs", WAIT, || runs(&d).len() >= 2);
+    let argv = p.argv_log();
+    assert!(argv.len() >= 2, "{argv:?}");
+    assert!(!has_flag(&argv[0], "--resume"));
+    assert_eq!(
+        flag_value(&argv[1], "--resume").as_deref(),
+        Some("cop-sess-7"),
+        "{:?}",
+        argv[1]
+    );
+}
