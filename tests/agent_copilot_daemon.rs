@@ -156,7 +156,10 @@ fn two_turns_resume_the_session_and_their_tokens_are_served() {
         "{:?}",
         argv[0]
     );
-    assert_eq!(flag_value(&argv[0], "--model").as_deref(), Some("gpt-5-mini"));
+    assert_eq!(
+        flag_value(&argv[0], "--model").as_deref(),
+        Some("gpt-5-mini")
+    );
     assert_eq!(
         flag_value(&argv[0], "--max-autopilot-continues").as_deref(),
         Some("9")
@@ -197,11 +200,9 @@ fn a_hung_turn_is_stopped_by_the_stall_timeout_with_its_process_group() {
     );
     let ws = p.path("ws/C-1");
     let d = p.start(true);
-    wait_for(
-        "the agent and its grandchild running",
-        WAIT,
-        || (processes_in(&ws).len() >= 2).then_some(()),
-    );
+    wait_for("the agent and its grandchild running", WAIT, || {
+        (processes_in(&ws).len() >= 2).then_some(())
+    });
     d.wait_until("the stalled run recorded", WAIT, || {
         runs(&d).first().is_some_and(|r| r["status"] == "cancelled")
     });
@@ -268,7 +269,10 @@ fn quota_snapshots_are_served_as_rate_limits() {
             .is_some_and(|w| !w.is_empty())
     });
     let windows = s["rate_limits"]["copilot-cli"]["windows"].clone();
-    assert_eq!(windows[0]["label"], "Monthly premium request limit", "{windows}");
+    assert_eq!(
+        windows[0]["label"], "Monthly premium request limit",
+        "{windows}"
+    );
     assert_eq!(windows[0]["used_percent"], 25.0, "{windows}");
     assert_eq!(windows[0]["status"], "allowed", "{windows}");
     assert!(windows[0]["resets_at"].is_string(), "{windows}");
@@ -278,8 +282,11 @@ fn quota_snapshots_are_served_as_rate_limits() {
 fn wait_polls(d: &Daemon, n: usize) {
     let mut seen: Vec<String> = Vec::new();
     d.wait_until("several more polls", WAIT, || {
-        if let Some(at) = d.try_state().and_then(|s| s["health"]["poll"]["checked_at"].as_str().map(str::to_string))
-            && seen.last() != Some(&at)
+        if let Some(at) = d.try_state().and_then(|s| {
+            s["health"]["poll"]["checked_at"]
+                .as_str()
+                .map(str::to_string)
+        }) && seen.last() != Some(&at)
         {
             seen.push(at);
         }
@@ -304,7 +311,11 @@ fn missing_credentials_end_in_agent_auth_failed_without_a_retry_loop() {
     assert_eq!(events[0]["event"], "startup_failed");
     wait_polls(&d, 5);
     assert_eq!(runs(&d).len(), 1, "a second session was started");
-    assert!(p.argv_log().is_empty(), "no turn may run: {:?}", p.argv_log());
+    assert!(
+        p.argv_log().is_empty(),
+        "no turn may run: {:?}",
+        p.argv_log()
+    );
 }
 
 #[test]

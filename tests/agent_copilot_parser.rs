@@ -94,7 +94,8 @@ fn note(message: &str) -> Value {
 }
 
 fn tokens(output: u64, model: Option<&str>) -> Value {
-    let mut v = json!({"event": "token_usage", "message": "", "usage": usage_json(0, output, 0, 0)});
+    let mut v =
+        json!({"event": "token_usage", "message": "", "usage": usage_json(0, output, 0, 0)});
     if let Some(m) = model {
         v["model"] = json!(m);
     }
@@ -194,12 +195,18 @@ fn malformed_and_unknown_lines_do_not_end_the_turn() {
 #[test]
 fn plain_text_auth_failure_on_stdout_is_agent_auth_failed() {
     let r = replay(None, &fixture_lines("auth_failure.jsonl"), &exit(1));
-    assert_eq!(r.outcome.error_kind(), Some(AgentErrorKind::AgentAuthFailed));
+    assert_eq!(
+        r.outcome.error_kind(),
+        Some(AgentErrorKind::AgentAuthFailed)
+    );
     assert_eq!(r.events[1]["event"], "malformed");
     let last = &r.events[r.events.len() - 1];
     assert_eq!(last["event"], "turn_failed");
     let msg = last["message"].as_str().unwrap_or("");
-    assert!(msg.contains("/login") && msg.contains("COPILOT_GITHUB_TOKEN"), "{msg}");
+    assert!(
+        msg.contains("/login") && msg.contains("COPILOT_GITHUB_TOKEN"),
+        "{msg}"
+    );
     assert_eq!(r.parser.usage(), None);
 }
 
@@ -208,7 +215,10 @@ fn the_current_cli_refusal_on_stderr_is_agent_auth_failed() {
     let mut end = exit(1);
     end.stderr = "Error: No authentication information found.\n\nCopilot can be authenticated with GitHub using an OAuth Token.".into();
     let r = replay(None, &[], &end);
-    assert_eq!(r.outcome.error_kind(), Some(AgentErrorKind::AgentAuthFailed));
+    assert_eq!(
+        r.outcome.error_kind(),
+        Some(AgentErrorKind::AgentAuthFailed)
+    );
     // Any other failure on stderr stays a plain non-zero exit.
     let mut end = exit(1);
     end.stderr = "Error: something else broke".into();
@@ -460,7 +470,10 @@ fn argv_turn_one_of_a_new_conversation() {
         Path::new("/wf"),
         None,
     );
-    assert_eq!(args, expected(&["-p", "fix the bug"], &["50", "--allow-all"]));
+    assert_eq!(
+        args,
+        expected(&["-p", "fix the bug"], &["50", "--allow-all"])
+    );
 }
 
 #[test]
@@ -555,7 +568,10 @@ fn argv_any_tool_scoping_key_replaces_allow_all() {
             Path::new("/wf"),
             None,
         );
-        assert!(!args.contains(&"--allow-all".to_string()), "{key}: {args:?}");
+        assert!(
+            !args.contains(&"--allow-all".to_string()),
+            "{key}: {args:?}"
+        );
     }
     // Empty values scope nothing.
     let b = block(json!({"allowed_tools": [], "denied_tools": " "}));

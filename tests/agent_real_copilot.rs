@@ -72,8 +72,13 @@ fn assert_parsed(what: &str, out: &str, also_ok: &[&str]) {
         assert!(!lower.contains(bad), "{what}: usage error {bad:?}:\n{out}");
     }
     let reached = lower.contains("authentication")
-        || also_ok.iter().any(|t| lower.contains(&t.to_ascii_lowercase()));
-    assert!(reached, "{what}: did not reach the credential check:\n{out}");
+        || also_ok
+            .iter()
+            .any(|t| lower.contains(&t.to_ascii_lowercase()));
+    assert!(
+        reached,
+        "{what}: did not reach the credential check:\n{out}"
+    );
 }
 
 #[test]
@@ -179,7 +184,8 @@ fn without_a_login_the_daemon_records_agent_auth_failed_once() {
         cli.display()
     );
     std::fs::write(root.join("WORKFLOW.md"), wf).unwrap();
-    let issues = json!([{"id": "1", "identifier": "R-1", "title": "Real copilot", "state": "To Do"}]);
+    let issues =
+        json!([{"id": "1", "identifier": "R-1", "title": "Real copilot", "state": "To Do"}]);
     std::fs::write(root.join("issues.json"), issues.to_string()).unwrap();
     let d: Daemon = spawn(&root.join("sortie.log"), None, |port| {
         let mut cmd = sortie_command();
@@ -223,10 +229,11 @@ fn without_a_login_the_daemon_records_agent_auth_failed_once() {
     // Several polls later the issue has not been started again.
     let mut seen: Vec<String> = Vec::new();
     d.wait_until("several more polls", WAIT, || {
-        if let Some(at) = d
-            .try_state()
-            .and_then(|s| s["health"]["poll"]["checked_at"].as_str().map(str::to_string))
-            && seen.last() != Some(&at)
+        if let Some(at) = d.try_state().and_then(|s| {
+            s["health"]["poll"]["checked_at"]
+                .as_str()
+                .map(str::to_string)
+        }) && seen.last() != Some(&at)
         {
             seen.push(at);
         }

@@ -235,7 +235,7 @@ pub fn block_problems(block: &Map<String, Value>) -> Vec<SettingProblem> {
     }
     if let Some(v) = block
         .get("max_autopilot_continues")
-        .filter(|v| !v.is_null() && !v.as_u64().is_some_and(|n| n > 0))
+        .filter(|v| !v.is_null() && v.as_u64().is_none_or(|n| n == 0))
     {
         out.push(SettingProblem::new(
             field("max_autopilot_continues"),

@@ -163,7 +163,10 @@ impl CopilotParser {
     fn on_message(&mut self, data: &Value) -> Vec<AgentEvent> {
         self.assistant_messages += 1;
         let mut out = Vec::new();
-        let tokens = data.get("outputTokens").and_then(Value::as_u64).unwrap_or(0);
+        let tokens = data
+            .get("outputTokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
         if !self.per_request_usage && tokens > 0 {
             self.message_output_credit = self.message_output_credit.saturating_add(tokens);
             out.extend(self.add_usage(TokenUsage::new(0, tokens, 0, 0)));
@@ -176,7 +179,11 @@ impl CopilotParser {
         for r in &requests {
             self.note_tool_request(r);
         }
-        let content = data.get("content").and_then(Value::as_str).unwrap_or("").trim();
+        let content = data
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim();
         let message = if !content.is_empty() {
             self.last_text = Some(content.to_string());
             cut(content)
@@ -258,7 +265,11 @@ impl CopilotParser {
 
     fn on_session_error(&mut self, data: &Value) -> Vec<AgentEvent> {
         let kind = data.get("errorType").and_then(Value::as_str).unwrap_or("");
-        let message = data.get("message").and_then(Value::as_str).unwrap_or("").trim();
+        let message = data
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim();
         if kind.contains("quota") || is_quota_text(message) {
             self.quota_exhausted.get_or_insert(None);
         }
@@ -312,7 +323,10 @@ impl CopilotParser {
     fn on_tool_complete(&mut self, data: &Value) -> AgentEvent {
         self.remember_model(data.get("model"));
         let id = data.get("toolCallId").and_then(Value::as_str).unwrap_or("");
-        let success = data.get("success").and_then(Value::as_bool).unwrap_or(false);
+        let success = data
+            .get("success")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let message = if success {
             String::new()
         } else {
@@ -406,7 +420,8 @@ impl CopilotParser {
             Some(r) => self.refusal(end).unwrap_or_else(|| TurnOutcome::Failed {
                 message: format!(
                     "copilot reported exit code {}",
-                    r.exit_code.map_or_else(|| "?".to_string(), |c| c.to_string())
+                    r.exit_code
+                        .map_or_else(|| "?".to_string(), |c| c.to_string())
                 ),
                 kind: AgentErrorKind::TurnFailed,
             }),
@@ -498,9 +513,11 @@ fn is_quota_text(text: &str) -> bool {
 /// The text of a failed tool call: `error.message`, else the result's content, cut to the
 /// first line and the tail.
 fn tool_error_text(data: &Value) -> String {
-    let from_error = data
-        .get("error")
-        .and_then(|e| e.get("message").and_then(Value::as_str).or_else(|| e.as_str()));
+    let from_error = data.get("error").and_then(|e| {
+        e.get("message")
+            .and_then(Value::as_str)
+            .or_else(|| e.as_str())
+    });
     let from_result = data.get("result").and_then(|r| {
         r.get("content")
             .and_then(Value::as_str)

@@ -68,8 +68,12 @@ fn credentials(cwd: &Path) -> Result<(), AgentError> {
     }
     let detail = match run_bounded("gh", &["auth".into(), "status".into()], cwd, GH_TIMEOUT) {
         Ok((Some(0), _)) => return Ok(()),
-        Ok((Some(_), _)) => "no token in COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN, and `gh auth status` reports no login",
-        Ok((None, _)) => "no token in COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN, and `gh auth status` did not answer in time",
+        Ok((Some(_), _)) => {
+            "no token in COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN, and `gh auth status` reports no login"
+        }
+        Ok((None, _)) => {
+            "no token in COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN, and `gh auth status` did not answer in time"
+        }
         Err(_) => "no token in COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN, and no `gh` to ask",
     };
     Err(AgentError::new(
@@ -97,8 +101,14 @@ fn run_bounded(
         .spawn()?;
     let pid = child.id();
     let readers: Vec<_> = [
-        child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
-        child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
     ]
     .into_iter()
     .flatten()
@@ -159,8 +169,9 @@ mod tests {
         let e = canary("/definitely/not/copilot", &[], Path::new("/")).err();
         assert_eq!(e.map(|e| e.kind), Some(AgentErrorKind::AgentNotFound));
         let e = canary("false", &[], Path::new("/")).err();
-        assert!(e.is_some_and(|e| e.kind == AgentErrorKind::AgentNotFound
-            && e.message.contains("exited 1")));
+        assert!(e.is_some_and(
+            |e| e.kind == AgentErrorKind::AgentNotFound && e.message.contains("exited 1")
+        ));
         assert!(canary("true", &[], Path::new("/")).is_ok());
     }
 }

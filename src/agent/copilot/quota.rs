@@ -21,7 +21,10 @@ pub fn windows(snapshots: &Map<String, Value>) -> Vec<RateLimitWindow> {
 
 fn window(key: &str, s: &Map<String, Value>) -> RateLimitWindow {
     let num = |keys: &[&str]| keys.iter().find_map(|k| s.get(*k).and_then(Value::as_f64));
-    let flag = |keys: &[&str]| keys.iter().any(|k| s.get(*k).and_then(Value::as_bool) == Some(true));
+    let flag = |keys: &[&str]| {
+        keys.iter()
+            .any(|k| s.get(*k).and_then(Value::as_bool) == Some(true))
+    };
     let unlimited = flag(&["isUnlimitedEntitlement", "unlimited"]);
     let entitlement = num(&["entitlementRequests", "entitlement"]);
     let used = num(&["usedRequests", "used"]);

@@ -25,7 +25,11 @@ pub fn classify(
         ),
         "view" => (ToolKind::Read, path()),
         "edit" | "create" => (ToolKind::Edit, path()),
-        n if n.starts_with("str_replace") => (ToolKind::Edit, path()),
+        // The editor tool also views files when its `command` says so.
+        n if n.starts_with("str_replace") => match str_field(&["command"]).as_deref() {
+            Some("view") => (ToolKind::Read, path()),
+            _ => (ToolKind::Edit, path()),
+        },
         _ => return (None, None),
     };
     (
@@ -61,6 +65,14 @@ mod tests {
                 "{name}"
             );
         }
+        assert_eq!(
+            classify(
+                "str_replace_editor",
+                &json!({"command": "view", "path": "/ws/a.txt"}),
+                ws
+            ),
+            (Some(ToolKind::Read), Some("a.txt".into()))
+        );
         assert_eq!(classify("report_intent", &json!({}), ws), (None, None));
     }
 }

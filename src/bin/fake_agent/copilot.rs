@@ -204,7 +204,9 @@ fn run_step(step: &Value, sid: &str) {
         eprintln!();
         eprintln!("To authenticate, you can use any of the following methods:");
         eprintln!("  • Start 'copilot' and run the '/login' command");
-        eprintln!("  • Set the COPILOT_GITHUB_TOKEN, GH_TOKEN, or GITHUB_TOKEN environment variable");
+        eprintln!(
+            "  • Set the COPILOT_GITHUB_TOKEN, GH_TOKEN, or GITHUB_TOKEN environment variable"
+        );
         std::process::exit(1);
     } else {
         crate::run_step(&step, sid);
