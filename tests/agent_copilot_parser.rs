@@ -426,6 +426,13 @@ fn decision_tree_arms() {
     );
     let o = outcome_of(&[], exit(0));
     assert_eq!(o.error_kind(), Some(AgentErrorKind::TurnFailed));
+    // A result line without an exit code is judged by the process's exit status.
+    let bare_result = json!({"type": "result", "sessionId": "s-2", "usage": {}}).to_string();
+    assert!(outcome_of(&[message_line("x", 3), bare_result.clone()], exit(0)).is_completed());
+    assert_eq!(
+        outcome_of(&[message_line("x", 3), bare_result], exit(1)).error_kind(),
+        Some(AgentErrorKind::TurnFailed)
+    );
     let o = outcome_of(&[message_line("done", 3), result_line(0)], exit(0));
     assert_eq!(
         o,

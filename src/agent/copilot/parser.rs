@@ -413,16 +413,17 @@ impl CopilotParser {
             return o;
         }
         let code = end.exit.and_then(|e| e.code).unwrap_or(0);
-        match &self.result {
-            Some(r) if r.exit_code == Some(0) => TurnOutcome::Completed {
+        // A result line without `exitCode` is judged by the process's own exit status.
+        let result_code = self
+            .result
+            .as_ref()
+            .map(|r| r.exit_code.unwrap_or(i64::from(code)));
+        match result_code {
+            Some(0) => TurnOutcome::Completed {
                 message: self.completion_text(),
             },
-            Some(r) => self.refusal(end).unwrap_or_else(|| TurnOutcome::Failed {
-                message: format!(
-                    "copilot reported exit code {}",
-                    r.exit_code
-                        .map_or_else(|| "?".to_string(), |c| c.to_string())
-                ),
+            Some(c) => self.refusal(end).unwrap_or_else(|| TurnOutcome::Failed {
+                message: format!("copilot reported exit code {c}"),
                 kind: AgentErrorKind::TurnFailed,
             }),
             None if code != 0 => self.refusal(end).unwrap_or_else(|| TurnOutcome::Failed {
