@@ -514,3 +514,35 @@ fn a_later_session_resumes_from_its_first_turn() {
         argv[1]
     );
 }
+
+#[test]
+fn a_recorded_stream_plays_through_the_daemon() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/copilot/tool_use_session.jsonl");
+    let p = CopilotProject::new(
+        "  max_turns: 1\n",
+        &[json!({"cat_file": fixture.to_string_lossy()})],
+    );
+    let d = p.start(true);
+    d.wait_until("the run recorded", WAIT, || {
+        runs(&d).first().is_some_and(|r| r["status"] == "succeeded")
+    });
+    let run = runs(&d).remove(0);
+    assert_eq!(
+        run["tokens"],
+        json!({"input_tokens": 0, "output_tokens": 122, "total_tokens": 122,
+               "cache_read_tokens": 0, "cache_write_tokens": 0}),
+        "{run}"
+    );
+    let events = run_events(&d, &run);
+    let tool = events
+        .iter()
+        .find(|e| e["event"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool_result: {events:?}"));
+    assert_eq!(tool["tool_name"], "view", "{tool}");
+    assert_eq!(tool["tool_kind"], "read", "{tool}");
+    assert_eq!(tool["tool_error"], false, "{tool}");
+    let last = events.last().cloned().unwrap_or_default();
+    assert_eq!(last["event"], "turn_completed", "{events:?}");
+    assert_eq!(last["message"], "Read and summarized main.go", "{last}");
+}
