@@ -504,11 +504,13 @@ fn cut(s: &str) -> String {
     cut_chars(s, MESSAGE_CHARS)
 }
 
-/// Whether an error text is Copilot refusing for an exhausted quota.
+/// Whether an error text is Copilot refusing for an exhausted request quota (not, say, a full
+/// disk's "quota exceeded").
 fn is_quota_text(text: &str) -> bool {
     let t = text.to_ascii_lowercase();
-    t.contains("quota") && (t.contains("exceed") || t.contains("exhaust") || t.contains("reached"))
-        || t.contains("premium request limit")
+    let about_requests = t.contains("premium") || t.contains("request") || t.contains("copilot");
+    let used_up = t.contains("exceed") || t.contains("exhaust") || t.contains("reached");
+    t.contains("quota") && about_requests && used_up || t.contains("premium request limit")
 }
 
 /// The text of a failed tool call: `error.message`, else the result's content, cut to the

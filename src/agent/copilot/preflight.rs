@@ -22,10 +22,13 @@ pub const LOGIN_HINT: &str = "log the CLI in: run `copilot` and use its /login c
      `gh auth login`), or set COPILOT_GITHUB_TOKEN (or GH_TOKEN / GITHUB_TOKEN) in sortie's \
      environment to a token with the Copilot Requests permission";
 
-/// Whether a line of the CLI's plain-text output is its refusal for missing credentials.
+/// Whether a line of the CLI's plain-text output is its refusal for missing credentials:
+/// "No authentication information found" (current CLIs) or a line opening with
+/// "Error: Not authenticated" (older ones). Other "not authenticated" text, e.g. from an MCP
+/// server, is not the CLI's own refusal.
 pub fn is_auth_failure_text(text: &str) -> bool {
-    let t = text.to_ascii_lowercase();
-    t.contains("no authentication information found") || t.contains("not authenticated")
+    let t = text.trim_start().to_ascii_lowercase();
+    t.contains("no authentication information found") || t.starts_with("error: not authenticated")
 }
 
 /// The refusal message for a turn or session that has no credential.
@@ -162,6 +165,9 @@ mod tests {
             "Error: Not authenticated. Please run `copilot login`"
         ));
         assert!(!is_auth_failure_text("hello world"));
+        assert!(!is_auth_failure_text(
+            "MCP server github-mcp-server: not authenticated"
+        ));
     }
 
     #[test]
