@@ -1,5 +1,17 @@
 //! Copilot CLI command line: the exact argv for one turn, from the session state and the
 //! `copilot-cli:` pass-through block, plus the block's type checks.
+//!
+//! Every turn runs `-p <prompt> --output-format json -s --autopilot --no-ask-user
+//! --max-autopilot-continues N`, then `--resume <id>` (or `--continue` when the CLI never named
+//! its session), then the block's keys:
+//!
+//! | key | argv |
+//! |---|---|
+//! | `model`, `agent` (strings) | `--model`, `--agent` |
+//! | `max_autopilot_continues` (positive integer, default 50) | `--max-autopilot-continues N` |
+//! | `allowed_tools`, `denied_tools`, `available_tools`, `excluded_tools` (lists of strings, or one string) | `--allow-tool`, `--deny-tool`, `--available-tools`, `--excluded-tools`, one flag per entry; with none of them set, `--allow-all` |
+//! | `mcp_config` (string) | `--additional-mcp-config`: inline JSON (`{…}`) or `@file` as written, any other value a file relative to WORKFLOW.md (`@` added); the worker's own MCP file wins |
+//! | `disable_builtin_mcps`, `no_custom_instructions`, `experimental` (booleans) | `--disable-builtin-mcps`, `--no-custom-instructions`, `--experimental` when true |
 
 use crate::domain::SettingProblem;
 use serde_json::{Map, Value};
