@@ -546,3 +546,47 @@ fn a_recorded_stream_plays_through_the_daemon() {
     assert_eq!(last["event"], "turn_completed", "{events:?}");
     assert_eq!(last["message"], "Read and summarized main.go", "{last}");
 }
+
+/// Replaces the project's prompt template with `body`.
+fn set_prompt(p: &CopilotProject, body: &str) {
+    let wf = std::fs::read_to_string(p.path("WORKFLOW.md")).unwrap();
+    let wf = wf.replacen("Work on {{ .issue.identifier }}.\n", body, 1);
+    std::fs::write(p.path("WORKFLOW.md"), wf).unwrap();
+}
+
+#[test]
+fn an_oversized_prompt_travels_on_stdin_and_a_dash_prompt_stays_a_value() {
+    let big = format!(
+        "Work on {{{{ .issue.identifier }}}}.\n{}\n",
+        "context ".repeat(16 * 1024)
+    );
+    let p = CopilotProject::new("  max_turns: 1\n", &[json!({"result": {}})]);
+    set_prompt(&p, &big);
+    let d = p.start(true);
+    d.wait_until("the run recorded", WAIT, || !runs(&d).is_empty());
+    let argv = p.argv_log();
+    assert_eq!(argv[0]["prompt_from_stdin"], true, "{:?}", argv[0]["argv"]);
+    assert!(!has_flag(&argv[0], "-p"));
+    let prompt = argv[0]["prompt"].as_str().unwrap_or_default();
+    assert!(
+        prompt.starts_with("Work on C-1.\ncontext context"),
+        "{}",
+        &prompt[..40]
+    );
+    assert!(prompt.len() > 128 * 1024);
+    drop(d);
+
+    let p = CopilotProject::new("  max_turns: 1\n", &[json!({"result": {}})]);
+    set_prompt(&p, "- fix {{ .issue.identifier }} first\n");
+    let d = p.start(true);
+    d.wait_until("the run recorded", WAIT, || !runs(&d).is_empty());
+    let argv = p.argv_log();
+    assert_eq!(argv[0]["prompt_from_stdin"], false);
+    let first = argv[0]["argv"][1].as_str().unwrap_or_default();
+    assert!(first.starts_with("--prompt=- fix C-1 first"), "{first}");
+    assert!(
+        argv[0]["prompt"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("- fix C-1 first"))
+    );
+}
