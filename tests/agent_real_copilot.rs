@@ -187,6 +187,16 @@ fn without_a_login_the_daemon_records_agent_auth_failed_once() {
     let issues =
         json!([{"id": "1", "identifier": "R-1", "title": "Real copilot", "state": "To Do"}]);
     std::fs::write(root.join("issues.json"), issues.to_string()).unwrap();
+    // The CLI's first run in a home unpacks itself into the cache (seconds, past the canary's
+    // 5 s on a busy machine); warm this home first so the daemon's canary sees a ready CLI.
+    let mut warm = Command::new(&cli);
+    warm.arg("--version")
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    isolate(&mut warm, &root.join("home"));
+    assert!(warm.status().unwrap().success());
     let d: Daemon = spawn(&root.join("sortie.log"), None, |port| {
         let mut cmd = sortie_command();
         cmd.current_dir(root)
