@@ -28,15 +28,13 @@ pub const AGENTS: &[AgentDescriptor] = &[
     agent::acp::DESCRIPTOR,
     agent::claude::DESCRIPTOR,
     agent::codex::DESCRIPTOR,
+    agent::copilot::DESCRIPTOR,
     agent::mock::DESCRIPTOR,
+    agent::opencode::DESCRIPTOR,
 ];
 
 /// `agent.kind` when the workflow names none.
 pub const DEFAULT_AGENT_KIND: &str = agent::claude::KIND;
-
-/// Agent kinds a workflow may already name but this build does not run; they get a
-/// "not supported yet" answer rather than "unknown".
-const PLANNED_AGENT_KINDS: &[&str] = &["copilot-cli", "opencode"];
 
 /// The descriptor of a tracker kind; `None` when this build has no such adapter.
 pub fn tracker(kind: &str) -> Option<&'static TrackerDescriptor> {
@@ -125,12 +123,10 @@ pub fn adapter_for_with_clock(
     if let Some(d) = agent(kind) {
         return (d.build)(settings, clock);
     }
-    let message = if PLANNED_AGENT_KINDS.contains(&kind) {
-        format!("agent kind {kind} is not supported yet")
-    } else {
-        format!("unknown agent kind {kind:?}")
-    };
-    Err(AgentError::new(AgentErrorKind::AgentNotFound, message))
+    Err(AgentError::new(
+        AgentErrorKind::AgentNotFound,
+        unsupported_agent(kind),
+    ))
 }
 
 #[cfg(test)]
@@ -158,7 +154,7 @@ mod tests {
         );
         assert_eq!(
             unsupported_agent("aider"),
-            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, mock)"
+            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)"
         );
         let e = build_tracker(
             &TrackerSettings {

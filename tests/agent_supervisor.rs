@@ -499,18 +499,19 @@ fn an_invalid_workspace_is_refused_before_spawning() {
 }
 
 #[test]
-fn unsupported_and_unknown_kinds_are_clear_errors() {
-    let mut s = AgentSettings {
-        kind: "opencode".into(),
+fn unknown_kinds_are_clear_errors_naming_the_supported_ones() {
+    let s = AgentSettings {
+        kind: "aider".into(),
         ..AgentSettings::default()
     };
-    let e = adapter_for(&s).err().map(|e| e.message);
+    let e = adapter_for(&s).err();
+    assert_eq!(e.as_ref().map(|e| e.kind), Some(AgentErrorKind::AgentNotFound));
     assert_eq!(
-        e.as_deref(),
-        Some("agent kind opencode is not supported yet")
+        e.map(|e| e.message).as_deref(),
+        Some(
+            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)"
+        )
     );
-    s.kind = "nope".into();
-    assert!(adapter_for(&s).is_err());
 }
 
 #[test]

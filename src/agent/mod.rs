@@ -10,6 +10,7 @@ pub mod cancel;
 pub mod claude;
 pub mod codex;
 pub mod command;
+pub mod copilot;
 pub mod error;
 pub mod event;
 pub mod jsonrpc;

@@ -133,6 +133,7 @@ pub fn run_turn(
                 pid = Some(running.pid);
                 emit(parser.on_spawn(running.pid));
                 let stderr = supervise(running, spec, parser, &emit, cancel, limits, &mut end);
+                end.stderr = stderr.clone();
                 stderr_text = stderr;
             }
         }

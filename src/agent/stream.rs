@@ -33,6 +33,9 @@ pub struct TurnEnd {
     /// Set when the turn was cancelled from outside (or timed out).
     pub cancelled: Option<CancelReason>,
     pub exit: Option<ExitInfo>,
+    /// The process's bounded stderr (head and tail), for kinds whose CLI reports some
+    /// failures only there, in plain text.
+    pub stderr: String,
 }
 
 /// A per-turn parser for one agent kind's stdout.

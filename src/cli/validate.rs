@@ -160,7 +160,7 @@ mod tests {
                 ),
                 (
                     "agent_adapter",
-                    "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, mock)"
+                    "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)"
                 ),
             ]
         );

@@ -741,7 +741,7 @@ fn preflight_checks() {
         vec![
             "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
                 .to_string(),
-            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, mock)"
+            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)"
                 .to_string(),
         ]
     );

@@ -1,0 +1,251 @@
+//! The copilot-cli adapter: one `copilot -p … --output-format json` process per turn. The CLI
+//! names its session only in the `result` line at the end of a turn; later turns pass
+//! `--resume <that id>`, or `--continue` when no id was ever reported.
+
+pub mod argv;
+pub mod parser;
+pub mod preflight;
+pub mod quota;
+mod tools;
+
+use crate::agent::process::{
+    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, split_command, verify_workspace,
+};
+use crate::agent::stream::StreamParser;
+use crate::agent::{
+    AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentEvent,
+    AgentSession, AgentSettings, CancelToken, SettingProblem, StartSessionParams, TurnOutcome,
+    TurnResult, UsageArrival, UsageAttribution, UsageProvenance, UsageSource, UsageStrategy,
+};
+use crate::clock::Clock;
+use argv::{Continuity, PromptArg, build_args};
+use crossbeam_channel::Sender;
+use parser::CopilotParser;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The configuration name of this kind.
+pub const KIND: &str = "copilot-cli";
+/// Usage arrives per message (per request on newer CLIs), read live from stdout; newer CLIs
+/// name the model.
+pub const CAPS: AdapterCaps = AdapterCaps {
+    usage_arrival: UsageArrival::Incremental,
+    usage_attribution: UsageAttribution::PerModel,
+    usage_provenance: Some(UsageProvenance {
+        source: UsageSource::Output,
+        strategy: UsageStrategy::Live,
+    }),
+    resumable: true,
+    requires_command: true,
+};
+const DEFAULT_COMMAND: &str = "copilot";
+
+/// This kind as the registry lists it.
+pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
+    kind: KIND,
+    caps: CAPS,
+    block_keys: argv::BLOCK_KEYS,
+    validate: settings_problems,
+    build: |settings, clock| Ok(Arc::new(CopilotAdapter::new(settings.clone(), clock))),
+};
+
+fn settings_problems(settings: &AgentSettings) -> Vec<SettingProblem> {
+    argv::block_problems(&settings.block)
+}
+
+/// Builds copilot-cli sessions.
+pub struct CopilotAdapter {
+    settings: AgentSettings,
+    clock: Arc<dyn Clock>,
+}
+
+impl CopilotAdapter {
+    pub fn new(settings: AgentSettings, clock: Arc<dyn Clock>) -> Self {
+        CopilotAdapter { settings, clock }
+    }
+}
+
+impl AgentAdapter for CopilotAdapter {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn caps(&self) -> AdapterCaps {
+        CAPS
+    }
+
+    fn start_session(
+        &self,
+        params: StartSessionParams,
+    ) -> Result<Box<dyn AgentSession>, AgentError> {
+        let workspace = verify_workspace(&params.workspace)
+            .map_err(|m| AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, m))?;
+        let command = self
+            .settings
+            .command
+            .clone()
+            .filter(|c| !c.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_COMMAND.to_string());
+        let (program, command_args) = split_command(&command)
+            .ok_or_else(|| AgentError::new(AgentErrorKind::AgentNotFound, "empty agent.command"))?;
+        let program = crate::agent::command::resolve_command(&program)
+            .map_err(|e| AgentError::new(AgentErrorKind::AgentNotFound, e.to_string()))?
+            .to_string_lossy()
+            .into_owned();
+        preflight::check(&program, &command_args, &workspace).inspect_err(|e| {
+            log::warn!(
+                "copilot preflight failed issue_id={} issue_identifier={} error_kind={} error={:?}",
+                params.issue_id,
+                params.issue_identifier,
+                e.kind,
+                e.message
+            );
+        })?;
+        Ok(Box::new(CopilotSession {
+            settings: self.settings.clone(),
+            clock: Arc::clone(&self.clock),
+            workspace,
+            program,
+            command_args,
+            mcp_config: params.mcp_config_path,
+            issue_id: params.issue_id,
+            issue_identifier: params.issue_identifier,
+            session_id: params.resume_session_id.filter(|s| !s.trim().is_empty()),
+            ran_before: false,
+            premium_requests: 0,
+            stopped: false,
+        }))
+    }
+}
+
+/// One copilot-cli conversation.
+pub struct CopilotSession {
+    settings: AgentSettings,
+    clock: Arc<dyn Clock>,
+    workspace: PathBuf,
+    program: String,
+    command_args: Vec<String>,
+    mcp_config: Option<PathBuf>,
+    issue_id: String,
+    issue_identifier: String,
+    /// The id to resume: from an earlier attempt, then from each turn's `result` line.
+    session_id: Option<String>,
+    /// A turn's process ran in this session, so a conversation exists to continue.
+    ran_before: bool,
+    /// Premium requests reported by this session's turns so far.
+    premium_requests: u64,
+    stopped: bool,
+}
+
+impl CopilotSession {
+    fn continuity(&self) -> Continuity {
+        match &self.session_id {
+            Some(id) => Continuity::Resume(id.clone()),
+            None if self.ran_before => Continuity::Continue,
+            None => Continuity::New,
+        }
+    }
+
+    fn limits(&self) -> TurnLimits {
+        TurnLimits {
+            turn_timeout: (self.settings.turn_timeout_ms > 0)
+                .then(|| Duration::from_millis(self.settings.turn_timeout_ms)),
+            drain_timeout: Duration::from_millis(if self.settings.read_timeout_ms > 0 {
+                self.settings.read_timeout_ms
+            } else {
+                5000
+            }),
+            ..TurnLimits::default()
+        }
+    }
+}
+
+impl AgentSession for CopilotSession {
+    fn session_id(&self) -> Option<String> {
+        self.session_id.clone()
+    }
+
+    fn run_turn(
+        &mut self,
+        prompt: &str,
+        events: &Sender<AgentEvent>,
+        cancel: &CancelToken,
+    ) -> TurnResult {
+        if self.stopped {
+            let outcome = TurnOutcome::EndedWithError {
+                message: "session already stopped".into(),
+                kind: AgentErrorKind::ResponseError,
+            };
+            let _ = events.send(AgentEvent::new(
+                self.clock.now_ms(),
+                outcome.terminal_event(None),
+            ));
+            return TurnResult {
+                outcome,
+                session_id: self.session_id.clone(),
+                usage: None,
+                model: None,
+            };
+        }
+        let continuity = self.continuity();
+        let prompt_arg = PromptArg::for_prompt(prompt);
+        let mut args = self.command_args.clone();
+        args.extend(build_args(
+            prompt_arg,
+            &continuity,
+            &self.settings.block,
+            &self.settings.workflow_dir,
+            self.mcp_config.as_deref(),
+        ));
+        let spec = ProcessSpec {
+            program: self.program.clone(),
+            args,
+            cwd: self.workspace.clone(),
+            stdin: (prompt_arg == PromptArg::Stdin).then(|| prompt.as_bytes().to_vec()),
+            env: Vec::new(),
+            max_line_bytes: MAX_LINE_BYTES,
+        };
+        log::info!(
+            "agent turn starting agent_kind={KIND} issue_id={} issue_identifier={} session_id={} continuity={:?}",
+            self.issue_id,
+            self.issue_identifier,
+            self.session_id.as_deref().unwrap_or(""),
+            continuity
+        );
+        let mut parser = CopilotParser::new(
+            Arc::clone(&self.clock),
+            self.workspace.clone(),
+            self.session_id.clone(),
+        );
+        let turn = process::run_turn(&spec, &mut parser, events, cancel, self.limits());
+        if let Some(sid) = parser.session_id().filter(|s| !s.is_empty()) {
+            self.session_id = Some(sid);
+        }
+        if turn.pid.is_some() {
+            self.ran_before = true;
+        }
+        if let Some(p) = parser.premium_requests() {
+            self.premium_requests = self.premium_requests.saturating_add(p);
+            log::info!(
+                "copilot turn premium requests issue_id={} issue_identifier={} session_id={} premium_requests={p} session_premium_requests={}",
+                self.issue_id,
+                self.issue_identifier,
+                self.session_id.as_deref().unwrap_or(""),
+                self.premium_requests
+            );
+        }
+        TurnResult {
+            outcome: turn.outcome,
+            session_id: self.session_id.clone(),
+            usage: parser.usage(),
+            model: parser.model(),
+        }
+    }
+
+    fn stop(&mut self) -> Result<(), AgentError> {
+        // Fork-per-turn: every process is gone when `run_turn` returns.
+        self.stopped = true;
+        Ok(())
+    }
+}
