@@ -24,14 +24,18 @@ pub const TRACKERS: &[TrackerDescriptor] = &[
 ];
 
 /// Every agent kind this build can run.
-pub const AGENTS: &[AgentDescriptor] = &[agent::claude::DESCRIPTOR, agent::mock::DESCRIPTOR];
+pub const AGENTS: &[AgentDescriptor] = &[
+    agent::claude::DESCRIPTOR,
+    agent::mock::DESCRIPTOR,
+    agent::opencode::DESCRIPTOR,
+];
 
 /// `agent.kind` when the workflow names none.
 pub const DEFAULT_AGENT_KIND: &str = agent::claude::KIND;
 
 /// Agent kinds a workflow may already name but this build does not run; they get a
 /// "not supported yet" answer rather than "unknown".
-const PLANNED_AGENT_KINDS: &[&str] = &["codex", "copilot-cli", "opencode", "agent-client-protocol"];
+const PLANNED_AGENT_KINDS: &[&str] = &["codex", "copilot-cli", "agent-client-protocol"];
 
 /// The descriptor of a tracker kind; `None` when this build has no such adapter.
 pub fn tracker(kind: &str) -> Option<&'static TrackerDescriptor> {
@@ -153,7 +157,7 @@ mod tests {
         );
         assert_eq!(
             unsupported_agent("codex"),
-            "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
+            "agent kind \"codex\" is not supported by this build (supported: claude-code, mock, opencode)"
         );
         let e = build_tracker(
             &TrackerSettings {

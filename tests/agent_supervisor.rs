@@ -68,6 +68,7 @@ impl Env {
             cwd: self.ws(),
             stdin: None,
             env: Vec::new(),
+            env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
         }
     }

@@ -11,6 +11,7 @@ pub mod command;
 pub mod error;
 pub mod event;
 pub mod mock;
+pub mod opencode;
 mod pipes;
 pub mod process;
 pub mod state_file;

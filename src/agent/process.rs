@@ -30,7 +30,7 @@ const STDERR_MAX_LINE: usize = 64 << 10;
 const KILL_WAIT: Duration = Duration::from_secs(10);
 
 /// One process to run for a turn.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ProcessSpec {
     pub program: String,
     pub args: Vec<String>,
@@ -40,6 +40,8 @@ pub struct ProcessSpec {
     pub stdin: Option<Vec<u8>>,
     /// Extra environment on top of the inherited one.
     pub env: Vec<(String, String)>,
+    /// Inherited variables removed before `env` is applied.
+    pub env_remove: Vec<String>,
     pub max_line_bytes: usize,
 }
 
@@ -52,6 +54,10 @@ pub struct TurnLimits {
     pub grace: Duration,
     /// How long to keep reading buffered output after the process exited.
     pub drain_timeout: Duration,
+    /// Startup deadline: how long the agent may go without a line while the parser still
+    /// awaits its first real one ([`StreamParser::started`]); each line restarts it. Expiry
+    /// kills the group and sets [`TurnEnd::first_line_timeout`].
+    pub first_line_timeout: Option<Duration>,
 }
 
 impl Default for TurnLimits {
@@ -60,6 +66,7 @@ impl Default for TurnLimits {
             turn_timeout: None,
             grace: DEFAULT_GRACE,
             drain_timeout: Duration::from_secs(5),
+            first_line_timeout: None,
         }
     }
 }
@@ -185,6 +192,9 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    for k in &spec.env_remove {
+        cmd.env_remove(without_nul(k));
+    }
     for (k, v) in &spec.env {
         cmd.env(without_nul(k), without_nul(v));
     }
@@ -262,15 +272,25 @@ fn supervise(
     let stdout_rx = running.stdout_rx.clone();
     let no_stdout = never();
     let mut stdout_open = true;
+    let mut startup = limits.first_line_timeout.map(|t| (t, Instant::now() + t));
 
     loop {
-        let timeout = deadline
+        let next = match (deadline, startup.map(|(_, d)| d)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let timeout = next
             .map(|d| d.saturating_duration_since(Instant::now()))
             .unwrap_or(Duration::from_secs(3600));
         let out = if stdout_open { &stdout_rx } else { &no_stdout };
         select! {
             recv(out) -> item => match item {
-                Ok(StdoutItem::Line(line)) => emit(parser.on_line(&line)),
+                Ok(StdoutItem::Line(line)) => {
+                    emit(parser.on_line(&line));
+                    startup = startup
+                        .filter(|_| !parser.started())
+                        .map(|(t, _)| (t, Instant::now() + t));
+                }
                 Ok(StdoutItem::Error(e)) => {
                     end.read_error = Some(e);
                     end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
@@ -291,6 +311,18 @@ fn supervise(
                 break;
             },
             default(timeout) => {
+                if let Some((t, d)) = startup
+                    && Instant::now() >= d
+                {
+                    log::warn!(
+                        "agent printed nothing usable before the startup deadline, killing its group program={} pid={pid} timeout_ms={}",
+                        spec.program,
+                        t.as_millis()
+                    );
+                    end.first_line_timeout = Some(t);
+                    end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
+                    break;
+                }
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     cancel.cancel(CancelReason::TurnTimeout);
                     end.cancelled = cancel.reason();
