@@ -153,7 +153,8 @@ fn envelope(ty: &str, sid: &str, part: Value) -> String {
 
 /// Prints one of this mode's own steps; false when the step is a shared one.
 fn opencode_step(step: &Value, sid: &str) -> bool {
-    let part = |ty: &str| json!({"id": "prt_fake", "messageID": "msg_fake", "sessionID": sid, "type": ty});
+    let part =
+        |ty: &str| json!({"id": "prt_fake", "messageID": "msg_fake", "sessionID": sid, "type": ty});
     if step.get("step_start").is_some() {
         super::out_line(&envelope("step_start", sid, part("step-start")));
     } else if let Some(t) = step.get("text").and_then(Value::as_str) {
