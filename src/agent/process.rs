@@ -613,6 +613,103 @@ mod tests {
         assert!(matches!(rx.try_recv(), Ok(StdoutItem::Error(_))));
     }
 
+    /// A parser that counts lines and starts only on a line `go`.
+    #[derive(Default)]
+    struct StartOnGo {
+        lines: Vec<String>,
+        go: bool,
+    }
+
+    impl StreamParser for StartOnGo {
+        fn on_spawn(&mut self, _pid: u32) -> Vec<AgentEvent> {
+            Vec::new()
+        }
+        fn on_line(&mut self, line: &[u8]) -> Vec<AgentEvent> {
+            let l = String::from_utf8_lossy(line).into_owned();
+            self.go |= l == "go";
+            self.lines.push(l);
+            Vec::new()
+        }
+        fn finish(&mut self, end: &TurnEnd) -> (TurnOutcome, Vec<AgentEvent>) {
+            let o = super::super::stream::shared_outcome(end).unwrap_or(TurnOutcome::Completed {
+                message: String::new(),
+            });
+            (o, Vec::new())
+        }
+        fn session_id(&self) -> Option<String> {
+            None
+        }
+        fn usage(&self) -> Option<super::super::event::TokenUsage> {
+            None
+        }
+        fn model(&self) -> Option<String> {
+            None
+        }
+        fn started(&self) -> bool {
+            self.go
+        }
+    }
+
+    fn sh(script: &str) -> ProcessSpec {
+        ProcessSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: PathBuf::from("/"),
+            max_line_bytes: MAX_LINE_BYTES,
+            ..ProcessSpec::default()
+        }
+    }
+
+    fn with_startup(ms: u64) -> TurnLimits {
+        TurnLimits {
+            first_line_timeout: Some(Duration::from_millis(ms)),
+            grace: Duration::from_millis(200),
+            ..TurnLimits::default()
+        }
+    }
+
+    #[test]
+    fn the_startup_deadline_kills_a_silent_agent_and_lines_restart_it() {
+        let (tx, _rx) = crossbeam_channel::unbounded();
+        let mut p = StartOnGo::default();
+        // Three lines 50 ms apart each restart a 1 s deadline; then silence.
+        let spec = sh("for i in 1 2 3; do echo wait; sleep 0.05; done; exec sleep 30");
+        let turn = run_turn(&spec, &mut p, &tx, &CancelToken::new(), with_startup(1000));
+        assert_eq!(p.lines, ["wait", "wait", "wait"]);
+        assert_eq!(
+            turn.outcome.error_kind(),
+            Some(super::super::AgentErrorKind::ResponseTimeout)
+        );
+        assert!(turn.outcome.message().contains("no output within 1000 ms"));
+    }
+
+    #[test]
+    fn the_startup_deadline_ends_with_the_started_line() {
+        let (tx, _rx) = crossbeam_channel::unbounded();
+        let mut p = StartOnGo::default();
+        let spec = sh("echo go; sleep 0.6; echo done");
+        let turn = run_turn(&spec, &mut p, &tx, &CancelToken::new(), with_startup(300));
+        assert!(turn.outcome.is_completed(), "{:?}", turn.outcome);
+        assert_eq!(p.lines, ["go", "done"]);
+    }
+
+    #[test]
+    fn removed_variables_are_not_inherited() {
+        let (tx, _rx) = crossbeam_channel::unbounded();
+        let mut p = StartOnGo::default();
+        let mut spec = sh("echo \"${HOME:-unset} $X\"");
+        spec.env_remove = vec!["HOME".into()];
+        spec.env = vec![("X".into(), "set".into())];
+        run_turn(
+            &spec,
+            &mut p,
+            &tx,
+            &CancelToken::new(),
+            TurnLimits::default(),
+        );
+        assert_eq!(p.lines, ["unset set"]);
+    }
+
     #[test]
     fn workspace_must_be_an_absolute_directory() {
         assert!(verify_workspace(Path::new("relative")).is_err());
