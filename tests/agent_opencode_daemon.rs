@@ -1,0 +1,306 @@
+//! The opencode kind through the real `sortie` binary, with `fake-agent` playing OpenCode (a
+//! symlink named `opencode`): session continuation with `--session`, token totals in the run
+//! API, stall and startup deadlines killing the whole process group, a session id mismatch,
+//! and an auth failure that ends without a retry loop.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::procs::processes_in;
+use common::{FAKE_AGENT, Project, holds_within, wait_for};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(40);
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/opencode")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A project whose agent is the fake OpenCode; `agent_yaml` lines go under `agent:`.
+fn project(agent_yaml: &str, opencode_yaml: &str) -> Project {
+    let p = Project::new();
+    std::fs::create_dir_all(p.path("bin")).unwrap();
+    std::os::unix::fs::symlink(FAKE_AGENT, p.path("bin/opencode")).unwrap();
+    p.issues(json!([{"id": "1", "identifier": "A-1", "title": "Agent work", "state": "To Do", "priority": 1}]));
+    let wf = format!(
+        r#"---
+tracker:
+  kind: file
+  active_states: [To Do, In Progress]
+  terminal_states: [Done, Cancelled]
+  handoff_state: Review
+file:
+  path: ./issues.json
+polling:
+  interval_ms: 200
+workspace:
+  root: {root}
+hooks:
+  after_create: |
+    cp "$SORTIE_TEST_SCENARIOS/default.jsonl" .scenario 2>/dev/null || true
+agent:
+  kind: opencode
+  command: {agent}
+{agent_yaml}
+opencode:
+  model: fake/fake-model-1
+{opencode_yaml}
+server:
+  port: {port}
+---
+Work on {{{{ .issue.identifier }}}}: {{{{ .issue.title }}}}
+"#,
+        root = p.path("ws").display(),
+        agent = p.path("bin/opencode").display(),
+        port = p.port(),
+    );
+    p.write("WORKFLOW.md", &wf);
+    p
+}
+
+fn calls(p: &Project) -> Vec<Value> {
+    std::fs::read_to_string(p.path("argv.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn runs_of(p: &Project) -> Vec<Value> {
+    calls(p)
+        .into_iter()
+        .filter(|c| c["command"] == "run")
+        .collect()
+}
+
+fn argv(c: &Value) -> Vec<String> {
+    c["argv"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .skip(1)
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The run rows' status and error, oldest first.
+fn run_rows(p: &Project) -> Vec<(String, String)> {
+    if !p.db().exists() {
+        return Vec::new();
+    }
+    let conn = p.db_conn();
+    let mut st = conn
+        .prepare(
+            "SELECT status, COALESCE(error, '') FROM run_history WHERE issue_id = '1' ORDER BY id",
+        )
+        .unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .filter_map(Result::ok)
+        .collect()
+}
+
+fn retry_row(p: &Project) -> Option<(String, String)> {
+    if !p.db().exists() {
+        return None;
+    }
+    p.db_conn()
+        .query_row(
+            "SELECT COALESCE(retry_trigger, ''), COALESCE(error, '') FROM retry_entries WHERE issue_id = '1'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .ok()
+}
+
+fn no_process_left(p: &Project) {
+    let ws = p.path("ws");
+    wait_for("every agent process gone", Duration::from_secs(20), || {
+        processes_in(&ws).is_empty().then_some(())
+    });
+}
+
+#[test]
+fn two_turns_continue_the_session_and_the_run_counts_the_streamed_tokens() {
+    let p = project("  max_turns: 2", "");
+    p.scenario(
+        "default",
+        &[
+            json!({"turn": 1, "cat_file": fixture("simple_turn.jsonl")}),
+            json!({"turn": 2, "cat_file": fixture("resume_turn.jsonl")}),
+        ],
+    );
+    let d = p.start();
+    wait_for("the handoff", WAIT, || {
+        (p.issue_state("1") == "Review").then_some(())
+    });
+    let runs = runs_of(&p);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let ws = p
+        .workspace("A-1")
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    let first = argv(&runs[0]);
+    assert_eq!(
+        first[..8],
+        [
+            "run",
+            "--format",
+            "json",
+            "--dir",
+            ws.as_str(),
+            "--model",
+            "fake/fake-model-1",
+            "--dangerously-skip-permissions"
+        ]
+    );
+    assert_eq!(first[8], "--");
+    assert!(!first.contains(&"--session".to_string()));
+    let second = argv(&runs[1]);
+    assert_eq!(second[4..7], [ws.as_str(), "--session", "ses_abc123"]);
+    let exports: Vec<Vec<String>> = calls(&p)
+        .iter()
+        .filter(|c| c["command"] == "export")
+        .map(argv)
+        .collect();
+    assert_eq!(exports, vec![vec!["export", "--sanitize", "ses_abc123"]; 2]);
+
+    let body = d.get_ok("/api/v1/runs").expect("runs");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let run = v["runs"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["issue_id"] == "1"))
+        .unwrap_or_else(|| panic!("no run in {v}"));
+    // simple_turn (14406 + 1840 cached, 21 out) plus resume_turn (700, 100).
+    let t = &run["tokens"];
+    assert_eq!(t["input_tokens"], 16946, "{run}");
+    assert_eq!(t["output_tokens"], 121, "{run}");
+    assert_eq!(t["total_tokens"], 17067, "{run}");
+    assert_eq!(t["cache_read_tokens"], 1840, "{run}");
+    assert_eq!(run["turns_completed"], 2, "{run}");
+    assert_eq!(
+        run["usage_provenance"],
+        json!([{"source": "output", "strategy": "live"}]),
+        "{run}"
+    );
+    // The fake export (100/20) disagrees with the streamed sum: logged, not used.
+    assert!(p.log().contains("opencode export disagrees"), "{}", p.log());
+}
+
+#[test]
+fn a_hung_turn_is_stopped_by_the_stall_timeout_with_its_grandchild() {
+    let p = project("  max_turns: 1\n  stall_timeout_ms: 700", "");
+    p.scenario(
+        "default",
+        &[
+            json!({"step_start": {}}),
+            json!({"spawn_grandchild": true}),
+            json!({"hang": true}),
+        ],
+    );
+    let _d = p.start();
+    let (trigger, _) = wait_for("a stall retry", WAIT, || retry_row(&p));
+    assert_eq!(trigger, "stall");
+    no_process_left(&p);
+}
+
+#[test]
+fn the_startup_deadline_stops_a_cli_that_prints_no_json_and_says_why() {
+    let p = project(
+        "  max_turns: 1\n  read_timeout_ms: 1500\n  stall_timeout_ms: 0",
+        "",
+    );
+    p.scenario(
+        "default",
+        &[
+            json!({"raw": "! loading"}),
+            json!({"spawn_grandchild": true}),
+            json!({"hang": true}),
+        ],
+    );
+    let _d = p.start();
+    let (_, error) = wait_for("a retry after the startup deadline", WAIT, || {
+        retry_row(&p).filter(|(_, e)| !e.is_empty())
+    });
+    assert!(error.contains("printed no JSON within 1500 ms"), "{error}");
+    no_process_left(&p);
+    let rows = run_rows(&p);
+    assert!(
+        rows.iter().any(|(_, e)| e.contains("no network")),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn a_different_session_id_on_the_second_turn_is_a_response_error() {
+    let p = project("  max_turns: 2", "");
+    let line =
+        |sid: &str| json!({"type": "step_start", "timestamp": 1, "sessionID": sid, "part": {}});
+    p.scenario(
+        "default",
+        &[
+            json!({"turn": 1, "emit": line("ses_first")}),
+            json!({"turn": 1, "step_finish": {"input": 10, "output": 2}}),
+            json!({"turn": 2, "emit": line("ses_other")}),
+        ],
+    );
+    let _d = p.start();
+    let (_, error) = wait_for("a retry after the mismatch", WAIT, || {
+        retry_row(&p).filter(|(_, e)| !e.is_empty())
+    });
+    assert!(
+        error.contains("ses_other") && error.contains("ses_first"),
+        "{error}"
+    );
+    let runs = runs_of(&p);
+    assert!(
+        argv(&runs[1])
+            .windows(2)
+            .any(|w| w == ["--session", "ses_first"]),
+        "{runs:?}"
+    );
+}
+
+#[test]
+fn an_auth_error_ends_in_agent_auth_failed_without_a_retry() {
+    let p = project("  max_turns: 1", "");
+    p.scenario(
+        "default",
+        &[json!({"cat_file": fixture("logical_failure_exit0.jsonl")})],
+    );
+    let d = p.start();
+    wait_for("the failed run", WAIT, || {
+        run_rows(&p)
+            .first()
+            .filter(|(s, _)| s != "running")
+            .cloned()
+    });
+    let body = d.get_ok("/api/v1/runs").expect("runs");
+    assert!(
+        body.contains("agent_auth_failed") || body.contains("opencode auth login"),
+        "{body}"
+    );
+    let rows = run_rows(&p);
+    assert!(rows[0].1.contains("opencode auth login"), "{rows:?}");
+    // Whatever the orchestrator does with the kind (hold it, or wait out the failure backoff),
+    // the CLI is not started again within several poll ticks: no retry loop.
+    if let Some((_, error)) = retry_row(&p) {
+        assert!(error.contains("agent_auth_failed"), "{error}");
+    }
+    assert_eq!(runs_of(&p).len(), 1);
+    assert!(
+        !holds_within(Duration::from_secs(2), || runs_of(&p).len() > 1),
+        "{:?}",
+        runs_of(&p)
+    );
+}
