@@ -121,7 +121,9 @@ fn retry_row(p: &Project) -> Option<(String, String)> {
         .ok()
 }
 
+/// Waits until no process runs in any workspace, after the grandchild was known to start.
 fn no_process_left(p: &Project) {
+    assert!(p.workspace("A-1").join("grandchild.started").exists());
     let ws = p.path("ws");
     wait_for("every agent process gone", Duration::from_secs(20), || {
         processes_in(&ws).is_empty().then_some(())
@@ -205,6 +207,7 @@ fn a_hung_turn_is_stopped_by_the_stall_timeout_with_its_grandchild() {
         &[
             json!({"step_start": {}}),
             json!({"spawn_grandchild": true}),
+            json!({"write_file": {"path": "grandchild.started", "content": "1"}}),
             json!({"hang": true}),
         ],
     );
@@ -225,6 +228,7 @@ fn the_startup_deadline_stops_a_cli_that_prints_no_json_and_says_why() {
         &[
             json!({"raw": "! loading"}),
             json!({"spawn_grandchild": true}),
+            json!({"write_file": {"path": "grandchild.started", "content": "1"}}),
             json!({"hang": true}),
         ],
     );
@@ -232,6 +236,7 @@ fn the_startup_deadline_stops_a_cli_that_prints_no_json_and_says_why() {
     let (_, error) = wait_for("a retry after the startup deadline", WAIT, || {
         retry_row(&p).filter(|(_, e)| !e.is_empty())
     });
+    assert!(error.contains("response_timeout"), "{error}");
     assert!(error.contains("printed no JSON within 1500 ms"), "{error}");
     no_process_left(&p);
     let rows = run_rows(&p);
