@@ -309,3 +309,116 @@ fn an_auth_error_ends_in_agent_auth_failed_without_a_retry() {
         runs_of(&p)
     );
 }
+
+/// `sortie validate` on `workflow` (written into a temp dir with an empty backlog), with a
+/// fake `opencode` first on PATH; returns the exit code and stderr.
+fn validate(workflow: &str) -> (i32, String) {
+    let p = Project::new();
+    std::fs::create_dir_all(p.path("bin")).unwrap();
+    std::os::unix::fs::symlink(FAKE_AGENT, p.path("bin/opencode")).unwrap();
+    p.issues(json!([]));
+    p.write("WORKFLOW.md", workflow);
+    let path = format!(
+        "{}:{}",
+        p.path("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = common::sortie_command()
+        .current_dir(p.dir.path())
+        .env("PATH", path)
+        .arg("validate")
+        .arg(p.workflow())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn assert_accepted(what: &str, workflow: &str) {
+    let (code, stderr) = validate(workflow);
+    assert_eq!(code, 0, "{what}: {stderr}");
+    assert!(!stderr.contains("error:"), "{what}: {stderr}");
+    assert!(
+        !stderr.contains("unknown_key: opencode"),
+        "{what}: {stderr}"
+    );
+}
+
+#[test]
+fn validate_accepts_the_example_workflow() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/opencode/WORKFLOW.md"),
+    )
+    .unwrap();
+    assert_accepted("examples/opencode/WORKFLOW.md", &text);
+}
+
+#[test]
+fn validate_accepts_the_original_projects_opencode_settings() {
+    // The original project's OpenCode example, its tracker swapped for the file tracker.
+    let wf = r#"---
+tracker:
+  kind: file
+  active_states:
+    - To Do
+    - In Progress
+  in_progress_state: In Progress
+  handoff_state: Human Review
+  terminal_states:
+    - Done
+    - Won't Do
+file:
+  path: ./issues.json
+polling:
+  interval_ms: 45000
+workspace:
+  root: ./workspaces
+hooks:
+  after_create: |
+    git clone --depth 1 $SORTIE_REPO_URL .
+  before_run: |
+    git fetch origin main
+  after_run: |
+    git add -A
+  before_remove: |
+    true
+  timeout_ms: 120000
+agent:
+  kind: opencode
+  command: opencode
+  max_turns: 15
+  max_concurrent_agents: 4
+  turn_timeout_ms: 3600000
+  read_timeout_ms: 5000
+  stall_timeout_ms: 300000
+  stop_grace_ms: 5000
+  max_retry_backoff_ms: 300000
+opencode:
+  model: anthropic/claude-sonnet-4-6
+  dangerously_skip_permissions: true
+  disable_autocompact: true
+  allowed_tools:
+    - read
+    - glob
+    - grep
+    - edit
+    - bash
+server:
+  port: 8642
+---
+Work on {{ .issue.identifier }}.
+"#;
+    assert_accepted("the original's settings", wf);
+}
+
+#[test]
+fn validate_refuses_contradictory_tool_scoping() {
+    let wf = "---\ntracker:\n  kind: file\n  active_states: [To Do]\nfile:\n  path: ./issues.json\nagent:\n  kind: opencode\nopencode:\n  allowed_tools: [read, bash]\n  denied_tools: [bash]\n  thinking: maybe\n  mystery: 1\n---\nGo.\n";
+    let (code, stderr) = validate(wf);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("both name bash"), "{stderr}");
+    assert!(stderr.contains("opencode.thinking"), "{stderr}");
+    assert!(stderr.contains("unknown_key: opencode.mystery"), "{stderr}");
+}
