@@ -361,10 +361,10 @@ impl OpencodeParser {
                 kind: AgentErrorKind::ResponseError,
             };
         }
-        if end.spawn_error.is_some() {
-            if let Some(o) = shared_outcome(end) {
-                return o;
-            }
+        if end.spawn_error.is_some()
+            && let Some(o) = shared_outcome(end)
+        {
+            return o;
         }
         if !self.errors.is_empty() {
             let auth = self.errors.iter().any(|e| e.auth);
