@@ -160,7 +160,7 @@ mod tests {
                 ),
                 (
                     "agent_adapter",
-                    "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
+                    "agent kind \"codex\" is not supported by this build (supported: claude-code, mock, opencode)"
                 ),
             ]
         );

@@ -741,7 +741,7 @@ fn preflight_checks() {
         vec![
             "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
                 .to_string(),
-            "agent kind \"codex\" is not supported by this build (supported: claude-code, mock)"
+            "agent kind \"codex\" is not supported by this build (supported: claude-code, mock, opencode)"
                 .to_string(),
         ]
     );
