@@ -422,3 +422,31 @@ fn validate_refuses_contradictory_tool_scoping() {
     assert!(stderr.contains("opencode.thinking"), "{stderr}");
     assert!(stderr.contains("unknown_key: opencode.mystery"), "{stderr}");
 }
+
+#[test]
+fn a_prompt_too_large_for_argv_travels_on_stdin() {
+    let p = project("  max_turns: 1", "");
+    let title = "x".repeat(120 * 1024);
+    p.issues(
+        json!([{"id": "1", "identifier": "A-1", "title": title, "state": "To Do", "priority": 1}]),
+    );
+    // No steps: the default script.
+    p.scenario("default", &[]);
+    let _d = p.start();
+    wait_for("the handoff", WAIT, || {
+        (p.issue_state("1") == "Review").then_some(())
+    });
+    let runs = runs_of(&p);
+    let args = argv(&runs[0]);
+    assert!(
+        !args.contains(&"--".to_string()),
+        "{:?}",
+        &args[..args.len().min(12)]
+    );
+    let prompt = runs[0]["prompt"].as_str().unwrap_or_default();
+    assert!(
+        prompt.starts_with("Work on A-1: xxx") && prompt.contains(&title),
+        "{}",
+        prompt.len()
+    );
+}

@@ -573,7 +573,7 @@ fn strings(v: &[&str]) -> Vec<String> {
 fn argv_turn_one_and_turn_two() {
     let ws = Path::new("/ws/ABC-1");
     assert_eq!(
-        run_args(ws, None, &Map::new(), "fix it"),
+        run_args(ws, None, &Map::new(), Some("fix it")),
         strings(&[
             "run",
             "--format",
@@ -586,7 +586,7 @@ fn argv_turn_one_and_turn_two() {
         ])
     );
     assert_eq!(
-        run_args(ws, Some("ses_1"), &Map::new(), "-continue"),
+        run_args(ws, Some("ses_1"), &Map::new(), Some("-continue")),
         strings(&[
             "run",
             "--format",
@@ -614,7 +614,7 @@ fn argv_every_passthrough_key() {
         "disable_autocompact": false, "allowed_tools": ["read"]
     }));
     assert_eq!(
-        run_args(Path::new("/ws"), Some("ses_2"), &b, "go"),
+        run_args(Path::new("/ws"), Some("ses_2"), &b, None),
         strings(&[
             "run",
             "--format",
@@ -630,16 +630,15 @@ fn argv_every_passthrough_key() {
             "--variant",
             "high",
             "--thinking",
-            "--pure",
-            "--",
-            "go"
-        ])
+            "--pure"
+        ]),
+        "a prompt sent on stdin leaves no message in argv"
     );
     let off = block(
         json!({"thinking": false, "pure": false, "dangerously_skip_permissions": true, "model": " "}),
     );
     assert_eq!(
-        run_args(Path::new("/ws"), None, &off, "go"),
+        run_args(Path::new("/ws"), None, &off, Some("go")),
         strings(&[
             "run",
             "--format",

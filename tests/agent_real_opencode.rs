@@ -113,7 +113,7 @@ fn the_real_parser_accepts_every_flag_sortie_passes() {
     .cloned()
     .unwrap();
     // A session that does not exist makes the CLI stop right after parsing its arguments.
-    let args = run_args(&ws, Some("ses_sortie_missing"), &block, "--say hello");
+    let args = run_args(&ws, Some("ses_sortie_missing"), &block, Some("--say hello"));
     let ran = run_cli(&cli, &args, &ws, &env, Duration::from_secs(120));
     assert!(
         !rejected_a_flag(&ran.stderr),

@@ -60,13 +60,18 @@ pub const MANAGED_ENV: &[&str] = &[
     "OPENCODE_PERMISSION",
 ];
 
+/// Prompts longer than this go on stdin (OpenCode appends stdin to the message): Linux caps
+/// one argv element at 128 KiB.
+pub const MAX_ARGV_PROMPT_BYTES: usize = 100 * 1024;
+
 /// The argv of one turn after the program (and after any arguments `agent.command` carries).
-/// `session` is the id to continue, `None` on a new conversation's first turn.
+/// `session` is the id to continue, `None` on a new conversation's first turn; `prompt` is
+/// `None` when it travels on stdin.
 pub fn run_args(
     workspace: &Path,
     session: Option<&str>,
     block: &Map<String, Value>,
-    prompt: &str,
+    prompt: Option<&str>,
 ) -> Vec<String> {
     let mut args: Vec<String> = ["run", "--format", "json", "--dir"]
         .iter()
@@ -92,8 +97,10 @@ pub fn run_args(
         args.push("--dangerously-skip-permissions".into());
     }
     // `--` ends the options, so a prompt starting with `-` stays a message.
-    args.push("--".into());
-    args.push(prompt.to_string());
+    if let Some(prompt) = prompt {
+        args.push("--".into());
+        args.push(prompt.to_string());
+    }
     args
 }
 

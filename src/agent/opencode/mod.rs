@@ -223,13 +223,15 @@ impl AgentSession for OpencodeSession {
         if self.stopped {
             return self.refuse("session already stopped", events);
         }
+        let on_stdin = prompt.len() > argv::MAX_ARGV_PROMPT_BYTES;
         let args = argv::run_args(
             &self.workspace,
             self.session_id.as_deref(),
             &self.settings.block,
-            prompt,
+            (!on_stdin).then_some(prompt),
         );
-        let spec = self.spec(args);
+        let mut spec = self.spec(args);
+        spec.stdin = on_stdin.then(|| prompt.as_bytes().to_vec());
         let limits = TurnLimits {
             turn_timeout: (self.settings.turn_timeout_ms > 0)
                 .then(|| Duration::from_millis(self.settings.turn_timeout_ms)),

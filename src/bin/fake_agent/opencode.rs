@@ -5,8 +5,8 @@
 //!
 //! - `opencode --version` prints a version line.
 //! - `opencode run --format json --dir <ws> [--session <id>] [--model p/m] [--agent a]
-//!   [--variant v] [--thinking] [--pure] [--dangerously-skip-permissions] -- <prompt…>` plays a
-//!   scenario. The session id is the `--session` value, else `FAKE_AGENT_SESSION_ID`, else
+//!   [--variant v] [--thinking] [--pure] [--dangerously-skip-permissions] [-- <prompt…>]` plays a
+//!   scenario; without `-- <prompt>` the prompt is read from stdin. The session id is the `--session` value, else `FAKE_AGENT_SESSION_ID`, else
 //!   `ses_fake`; `${SESSION_ID}` inside any step string becomes it.
 //! - `opencode export --sanitize <id>` prints `FAKE_AGENT_EXPORT` (a file, with `${SESSION_ID}`
 //!   replaced), or else an export whose last assistant message carries the default script's
@@ -94,6 +94,11 @@ fn parse_run(args: &[String]) -> Result<Run, String> {
             return Err(format!("unknown argument {a:?}"));
         }
         i += 1;
+    }
+    if run.prompt.is_empty() {
+        // OpenCode reads stdin too when it is not a terminal, and appends it to the message.
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut run.prompt)
+            .map_err(|e| format!("reading stdin: {e}"))?;
     }
     if run.prompt.trim().is_empty() {
         return Err("You must provide a message or a command".into());
