@@ -460,3 +460,72 @@ fn a_prompt_too_large_for_argv_travels_on_stdin() {
         prompt.len()
     );
 }
+
+#[test]
+fn the_managed_environment_replaces_inherited_copies() {
+    let issues =
+        json!([{"id": "1", "identifier": "E-1", "title": "Env", "state": "To Do", "priority": 1}]);
+    let setup = common::Setup::new("", &issues.to_string());
+    let root = setup.path().to_path_buf();
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::os::unix::fs::symlink(FAKE_AGENT, root.join("bin/opencode")).unwrap();
+    let wf = format!(
+        "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\n  handoff_state: Review\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: {root}/ws\nagent:\n  kind: opencode\n  command: {root}/bin/opencode\n  max_turns: 1\nopencode:\n  disable_autocompact: false\n---\nGo.\n",
+        root = root.display()
+    );
+    std::fs::write(root.join("WORKFLOW.md"), wf).unwrap();
+    let env_log = root.join("env.log");
+    let env_log_s = env_log.display().to_string();
+    let _d = setup.start(&[
+        ("FAKE_AGENT_ENV_LOG", env_log_s.as_str()),
+        ("OPENCODE_PERMISSION", r#"{"bash":"allow"}"#),
+        ("OPENCODE_DISABLE_AUTOCOMPACT", "inherited"),
+        ("OPENCODE_AUTO_SHARE", "true"),
+        ("OPENCODE_UNRELATED", "kept"),
+    ]);
+    let envs: Vec<Value> = wait_for("the run and the export logged", WAIT, || {
+        let envs: Vec<Value> = std::fs::read_to_string(&env_log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        (envs.len() >= 2).then_some(envs)
+    });
+    for env in &envs {
+        assert!(env.get("OPENCODE_PERMISSION").is_none(), "{env}");
+        assert_eq!(env["OPENCODE_DISABLE_AUTOCOMPACT"], "false");
+        assert_eq!(env["OPENCODE_AUTO_SHARE"], "false");
+        assert_eq!(env["OPENCODE_DISABLE_AUTOUPDATE"], "true");
+        assert_eq!(env["OPENCODE_DISABLE_LSP_DOWNLOAD"], "true");
+        assert_eq!(env["OPENCODE_UNRELATED"], "kept");
+    }
+}
+
+#[test]
+fn a_turn_after_stop_is_a_response_error() {
+    use sortie::agent::{AgentErrorKind, AgentSettings, CancelToken, StartSessionParams};
+    let ws = tempfile::tempdir().unwrap();
+    let settings = AgentSettings {
+        kind: "opencode".into(),
+        command: Some(FAKE_AGENT.into()),
+        ..AgentSettings::default()
+    };
+    let adapter = sortie::registry::adapter_for(&settings).unwrap();
+    let mut session = adapter
+        .start_session(StartSessionParams {
+            workspace: ws.path().to_path_buf(),
+            ..StartSessionParams::default()
+        })
+        .unwrap();
+    session.stop().unwrap();
+    session.stop().unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let result = session.run_turn("go", &tx, &CancelToken::new());
+    assert_eq!(
+        result.outcome.error_kind(),
+        Some(AgentErrorKind::ResponseError)
+    );
+    let events: Vec<_> = rx.try_iter().collect();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind.type_name(), "turn_ended_with_error");
+}
