@@ -526,6 +526,21 @@ fn the_outcome_order() {
         }
     );
 
+    let o = outcome(
+        new_session(),
+        &stream,
+        TurnEnd {
+            read_error: Some("line exceeds the 10485760-byte limit".into()),
+            ..exit(0)
+        },
+    );
+    assert_eq!(o.error_kind(), Some(AgentErrorKind::PortExit));
+    assert!(
+        o.message().starts_with("stdout read error"),
+        "{}",
+        o.message()
+    );
+
     let o = outcome(new_session(), "", exit(127));
     assert_eq!(o.error_kind(), Some(AgentErrorKind::AgentNotFound));
 
