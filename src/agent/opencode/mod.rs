@@ -44,6 +44,8 @@ pub const CAPS: AdapterCaps = AdapterCaps {
     requires_command: true,
 };
 /// Where the figure comes from on a turn whose stream carried no tokens and the export did.
+/// Only logged: a run's recorded provenance is the kind's static [`CAPS`] one, so such a turn
+/// is still recorded as output/live.
 pub const EXPORT_PROVENANCE: UsageProvenance = UsageProvenance {
     source: UsageSource::Journal,
     strategy: UsageStrategy::Records,
