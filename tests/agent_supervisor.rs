@@ -68,6 +68,7 @@ impl Env {
             cwd: self.ws(),
             stdin: None,
             env: Vec::new(),
+            env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
         }
     }
@@ -505,7 +506,10 @@ fn unknown_kinds_are_clear_errors_naming_the_supported_ones() {
         ..AgentSettings::default()
     };
     let e = adapter_for(&s).err();
-    assert_eq!(e.as_ref().map(|e| e.kind), Some(AgentErrorKind::AgentNotFound));
+    assert_eq!(
+        e.as_ref().map(|e| e.kind),
+        Some(AgentErrorKind::AgentNotFound)
+    );
     assert_eq!(
         e.map(|e| e.message).as_deref(),
         Some(

@@ -15,6 +15,7 @@ pub mod error;
 pub mod event;
 pub mod jsonrpc;
 pub mod mock;
+pub mod opencode;
 mod pipes;
 pub mod process;
 pub mod state_file;

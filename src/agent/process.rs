@@ -30,7 +30,7 @@ const STDERR_MAX_LINE: usize = 64 << 10;
 pub(crate) const KILL_WAIT: Duration = Duration::from_secs(10);
 
 /// One process to run for a turn.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ProcessSpec {
     pub program: String,
     pub args: Vec<String>,
@@ -40,6 +40,8 @@ pub struct ProcessSpec {
     pub stdin: Option<Vec<u8>>,
     /// Extra environment on top of the inherited one.
     pub env: Vec<(String, String)>,
+    /// Inherited variables removed before `env` is applied.
+    pub env_remove: Vec<String>,
     pub max_line_bytes: usize,
 }
 
@@ -52,6 +54,10 @@ pub struct TurnLimits {
     pub grace: Duration,
     /// How long to keep reading buffered output after the process exited.
     pub drain_timeout: Duration,
+    /// Startup deadline: how long the agent may go without a line while the parser still
+    /// awaits its first real one ([`StreamParser::started`]); each line restarts it. Expiry
+    /// kills the group and sets [`TurnEnd::first_line_timeout`].
+    pub first_line_timeout: Option<Duration>,
 }
 
 impl Default for TurnLimits {
@@ -60,6 +66,7 @@ impl Default for TurnLimits {
             turn_timeout: None,
             grace: DEFAULT_GRACE,
             drain_timeout: Duration::from_secs(5),
+            first_line_timeout: None,
         }
     }
 }
@@ -186,6 +193,9 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    for k in &spec.env_remove {
+        cmd.env_remove(without_nul(k));
+    }
     for (k, v) in &spec.env {
         cmd.env(without_nul(k), without_nul(v));
     }
@@ -263,15 +273,25 @@ fn supervise(
     let stdout_rx = running.stdout_rx.clone();
     let no_stdout = never();
     let mut stdout_open = true;
+    let mut startup = limits.first_line_timeout.map(|t| (t, Instant::now() + t));
 
     loop {
-        let timeout = deadline
+        let next = match (deadline, startup.map(|(_, d)| d)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let timeout = next
             .map(|d| d.saturating_duration_since(Instant::now()))
             .unwrap_or(Duration::from_secs(3600));
         let out = if stdout_open { &stdout_rx } else { &no_stdout };
         select! {
             recv(out) -> item => match item {
-                Ok(StdoutItem::Line(line)) => emit(parser.on_line(&line)),
+                Ok(StdoutItem::Line(line)) => {
+                    emit(parser.on_line(&line));
+                    startup = startup
+                        .filter(|_| !parser.started())
+                        .map(|(t, _)| (t, Instant::now() + t));
+                }
                 Ok(StdoutItem::Error(e)) => {
                     end.read_error = Some(e);
                     end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
@@ -292,6 +312,18 @@ fn supervise(
                 break;
             },
             default(timeout) => {
+                if let Some((t, d)) = startup
+                    && Instant::now() >= d
+                {
+                    log::warn!(
+                        "agent printed nothing usable before the startup deadline, killing its group program={} pid={pid} timeout_ms={}",
+                        spec.program,
+                        t.as_millis()
+                    );
+                    end.first_line_timeout = Some(t);
+                    end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
+                    break;
+                }
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     cancel.cancel(CancelReason::TurnTimeout);
                     end.cancelled = cancel.reason();
@@ -590,6 +622,103 @@ mod tests {
         let long = [b'x'; 100];
         read_capped_lines(&long[..], 16, &tx);
         assert!(matches!(rx.try_recv(), Ok(StdoutItem::Error(_))));
+    }
+
+    /// A parser that counts lines and starts only on a line `go`.
+    #[derive(Default)]
+    struct StartOnGo {
+        lines: Vec<String>,
+        go: bool,
+    }
+
+    impl StreamParser for StartOnGo {
+        fn on_spawn(&mut self, _pid: u32) -> Vec<AgentEvent> {
+            Vec::new()
+        }
+        fn on_line(&mut self, line: &[u8]) -> Vec<AgentEvent> {
+            let l = String::from_utf8_lossy(line).into_owned();
+            self.go |= l == "go";
+            self.lines.push(l);
+            Vec::new()
+        }
+        fn finish(&mut self, end: &TurnEnd) -> (TurnOutcome, Vec<AgentEvent>) {
+            let o = super::super::stream::shared_outcome(end).unwrap_or(TurnOutcome::Completed {
+                message: String::new(),
+            });
+            (o, Vec::new())
+        }
+        fn session_id(&self) -> Option<String> {
+            None
+        }
+        fn usage(&self) -> Option<super::super::event::TokenUsage> {
+            None
+        }
+        fn model(&self) -> Option<String> {
+            None
+        }
+        fn started(&self) -> bool {
+            self.go
+        }
+    }
+
+    fn sh(script: &str) -> ProcessSpec {
+        ProcessSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: PathBuf::from("/"),
+            max_line_bytes: MAX_LINE_BYTES,
+            ..ProcessSpec::default()
+        }
+    }
+
+    fn with_startup(ms: u64) -> TurnLimits {
+        TurnLimits {
+            first_line_timeout: Some(Duration::from_millis(ms)),
+            grace: Duration::from_millis(200),
+            ..TurnLimits::default()
+        }
+    }
+
+    #[test]
+    fn the_startup_deadline_kills_a_silent_agent_and_lines_restart_it() {
+        let (tx, _rx) = crossbeam_channel::unbounded();
+        let mut p = StartOnGo::default();
+        // Three lines 50 ms apart each restart a 1 s deadline; then silence.
+        let spec = sh("for i in 1 2 3; do echo wait; sleep 0.05; done; exec sleep 30");
+        let turn = run_turn(&spec, &mut p, &tx, &CancelToken::new(), with_startup(1000));
+        assert_eq!(p.lines, ["wait", "wait", "wait"]);
+        assert_eq!(
+            turn.outcome.error_kind(),
+            Some(super::super::AgentErrorKind::ResponseTimeout)
+        );
+        assert!(turn.outcome.message().contains("no output within 1000 ms"));
+    }
+
+    #[test]
+    fn the_startup_deadline_ends_with_the_started_line() {
+        let (tx, _rx) = crossbeam_channel::unbounded();
+        let mut p = StartOnGo::default();
+        let spec = sh("echo go; sleep 0.6; echo done");
+        let turn = run_turn(&spec, &mut p, &tx, &CancelToken::new(), with_startup(300));
+        assert!(turn.outcome.is_completed(), "{:?}", turn.outcome);
+        assert_eq!(p.lines, ["go", "done"]);
+    }
+
+    #[test]
+    fn removed_variables_are_not_inherited() {
+        let (tx, _rx) = crossbeam_channel::unbounded();
+        let mut p = StartOnGo::default();
+        let mut spec = sh("echo \"${HOME:-unset} $X\"");
+        spec.env_remove = vec!["HOME".into()];
+        spec.env = vec![("X".into(), "set".into())];
+        run_turn(
+            &spec,
+            &mut p,
+            &tx,
+            &CancelToken::new(),
+            TurnLimits::default(),
+        );
+        assert_eq!(p.lines, ["unset set"]);
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct TurnEnd {
     /// The process's bounded stderr (head and tail), for kinds whose CLI reports some
     /// failures only there, in plain text.
     pub stderr: String,
+    /// Set when the startup deadline ([`crate::agent::process::TurnLimits::first_line_timeout`])
+    /// expired and the supervisor killed the agent for it.
+    pub first_line_timeout: Option<std::time::Duration>,
 }
 
 /// A per-turn parser for one agent kind's stdout.
@@ -52,6 +55,10 @@ pub trait StreamParser: Send {
     fn usage(&self) -> Option<TokenUsage>;
     /// The model the stream reported.
     fn model(&self) -> Option<String>;
+    /// Whether the agent has printed what ends the startup deadline; by default any line does.
+    fn started(&self) -> bool {
+        true
+    }
 }
 
 /// Arms 1–5 of the fork-per-turn decision tree, shared by every kind: spawn failure, stdout
@@ -87,6 +94,12 @@ pub fn shared_outcome(end: &TurnEnd) -> Option<TurnOutcome> {
     }
     if let Some(reason) = end.cancelled {
         return Some(TurnOutcome::Cancelled { reason });
+    }
+    if let Some(t) = end.first_line_timeout {
+        return Some(TurnOutcome::EndedWithError {
+            message: format!("the agent printed no output within {} ms", t.as_millis()),
+            kind: AgentErrorKind::ResponseTimeout,
+        });
     }
     let exit = end.exit.unwrap_or_default();
     if exit.code == Some(127) {

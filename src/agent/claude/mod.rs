@@ -224,6 +224,7 @@ impl AgentSession for ClaudeSession {
             cwd: self.workspace.clone(),
             stdin: on_stdin.then(|| prompt.as_bytes().to_vec()),
             env: Vec::new(),
+            env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
         };
         let limits = TurnLimits {

@@ -203,8 +203,8 @@ impl AgentSession for CopilotSession {
             args,
             cwd: self.workspace.clone(),
             stdin: (prompt_arg == PromptArg::Stdin).then(|| prompt.as_bytes().to_vec()),
-            env: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
+            ..ProcessSpec::default()
         };
         log::info!(
             "agent turn starting agent_kind={KIND} issue_id={} issue_identifier={} session_id={} continuity={:?}",
