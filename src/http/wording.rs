@@ -118,6 +118,9 @@ fn failure_words(code: ErrorCode) -> &'static str {
             "Sortie could not read the issue's state from the tracker between turns"
         }
         ErrorCode::SupervisorPanic => "The session's supervisor stopped on an internal error",
+        ErrorCode::UsageLimited => {
+            "The agent provider refused the session because the account's usage limit is reached"
+        }
     }
 }
 
@@ -221,6 +224,7 @@ fn reschedule_words(reason: RescheduleReason) -> &'static str {
         RescheduleReason::IdentifierInUse => {
             "another issue with the same identifier was running or queued"
         }
+        RescheduleReason::UsageLimit => "the agent's usage limit had not reset yet",
     }
 }
 
@@ -401,6 +405,35 @@ pub fn identifier_in_use(by_issue_id: &str) -> (String, String, String) {
     (reason, release, full)
 }
 
+/// A usage limit holds the agent kind; `on_model` is `Some` for a hold on one configured
+/// model (`Some(None)`: the runtime's default model).
+pub fn usage_limit(agent_kind: &str, on_model: Option<Option<&str>>) -> (String, String, String) {
+    let reason = match on_model {
+        None => format!("Usage limit of {agent_kind} reached"),
+        Some(Some(model)) => format!("Usage limit of {agent_kind} on {model} reached"),
+        Some(None) => format!("Usage limit of {agent_kind} on its default model reached"),
+    };
+    let release =
+        "Released one poll interval after the usage limit resets; the refused issue's own retry runs at the reset."
+            .to_string();
+    let full = format!(
+        "{reason}. Sortie starts no session of {agent_kind} until the limit resets and dispatches the issue on a poll tick after that."
+    );
+    (reason, release, full)
+}
+
+/// The agent kind's login failed, so every dispatch of it is held.
+pub fn agent_auth_failed(agent_kind: &str) -> (String, String, String) {
+    let reason = format!("{agent_kind} is not logged in");
+    let release = format!(
+        "Released when the workflow file is saved or reloaded with a change, or when a session of {agent_kind} completes a turn."
+    );
+    let full = format!(
+        "{reason}. Sortie starts no session of {agent_kind} until a person logs its CLI in and saves the workflow file."
+    );
+    (reason, release, full)
+}
+
 /// The three attention sentences of an item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttentionWords {
@@ -493,6 +526,19 @@ pub fn attention_database(error: &str) -> AttentionWords {
             "The database check failed ({error}), so Sortie dispatches nothing new and hands off no issue until its run is recorded; running sessions go on and failed writes are kept and retried in order."
         ),
         clears: "Clears on the poll tick after every kept write is stored and the database check passes.".into(),
+    }
+}
+
+/// An agent kind whose login failed; `error` is the agent's message, masked.
+pub fn attention_agent_auth(agent_kind: &str, error: &str) -> AttentionWords {
+    AttentionWords {
+        reason: format!("{agent_kind} is not logged in"),
+        why: format!(
+            "A session of {agent_kind} failed to authenticate ({error}), so poll ticks dispatch nothing to it; log the agent's CLI in on this machine (its login command, or its API key in Sortie's environment)."
+        ),
+        clears: format!(
+            "Clears when the workflow file is saved or reloaded with a change, or when a session of {agent_kind} completes a turn."
+        ),
     }
 }
 

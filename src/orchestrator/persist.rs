@@ -401,7 +401,9 @@ fn exit_fields(
             declared,
             statement,
         } => (error, *declared, statement.clone()),
-        SupervisorExit::Error { .. } | SupervisorExit::Cancelled { .. } => (error, None, None),
+        SupervisorExit::Error { .. }
+        | SupervisorExit::Cancelled { .. }
+        | SupervisorExit::UsageLimited(_) => (error, None, None),
     }
 }
 

@@ -4,6 +4,7 @@
 mod dispatch;
 mod events;
 mod exit;
+mod holds;
 mod reconcile;
 mod retry;
 mod tick;
@@ -542,7 +543,7 @@ impl Orchestrator {
                 let _ = reply.try_send(result);
             }
             OrchMsg::WorkflowChanged => {
-                self.reload_workflow();
+                self.reload_workflow_on(true);
             }
             OrchMsg::Shutdown => self.begin_shutdown(),
             OrchMsg::ShutdownNow => self.shutdown_now(),
@@ -684,6 +685,7 @@ fn run_status(exit: &SupervisorExit, budget_stopped: bool) -> RunStatus {
         SupervisorExit::Error { .. } => RunStatus::Failed,
         SupervisorExit::Cancelled { .. } if budget_stopped => RunStatus::BudgetStopped,
         SupervisorExit::Cancelled { .. } => RunStatus::Cancelled,
+        SupervisorExit::UsageLimited(_) => RunStatus::UsageLimited,
     }
 }
 
