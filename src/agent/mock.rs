@@ -7,7 +7,11 @@
 //! | `agent_pid` | none | pid put on `session_started` |
 //! | `start_error` | false | `start_session` fails with `agent_not_found` |
 //! | `stop_error` | false | `stop` returns an error |
-//! | `turn_outcomes` | `[]` | per turn: `completed`, `failed`, `cancelled`, `error`, `input_required`; missing = completed |
+//! | `turn_outcomes` | `[]` | per turn: `completed`, `failed`, `cancelled`, `error`, `input_required`, `usage_limited`, `auth_failed`; missing = completed |
+//! | `usage_limit_resets_at_ms` | none | the reset a `usage_limited` turn reports (epoch ms) |
+//! | `usage_limit_model` | none | the model a `usage_limited` turn's limit names |
+//! | `failing_outcome` | `failed` | how the turn of a session counted by `failing_sessions` ends |
+//! | `model` | none | the configured model; the mock ignores it, the orchestrator's model-only usage holds read it |
 //! | `events_per_turn` | 3 | notifications per turn |
 //! | `input_tokens_per_turn` | 100 | input tokens per turn (cache reads included) |
 //! | `output_tokens_per_turn` | 50 | |
@@ -68,6 +72,10 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
         "api_duration_ms",
         "turn_delay_ms",
         "tool_calls",
+        "usage_limit_resets_at_ms",
+        "usage_limit_model",
+        "failing_outcome",
+        "model",
         "issues",
     ],
     validate: crate::agent::no_setting_problems,
@@ -99,6 +107,9 @@ pub struct MockConfig {
     pub api_duration_ms: Option<u64>,
     pub turn_delay_ms: u64,
     pub tool_calls: Vec<MockToolCall>,
+    pub usage_limit_resets_at_ms: Option<i64>,
+    pub usage_limit_model: Option<String>,
+    pub failing_outcome: String,
 }
 
 const OUTCOMES: &[&str] = &[
@@ -107,6 +118,8 @@ const OUTCOMES: &[&str] = &[
     "cancelled",
     "error",
     "input_required",
+    "usage_limited",
+    "auth_failed",
 ];
 
 fn bad(msg: String) -> AgentError {
@@ -183,6 +196,14 @@ impl MockConfig {
             api_duration_ms: opt("api_duration_ms")?,
             turn_delay_ms: int(block, "turn_delay_ms", 0)?,
             tool_calls,
+            usage_limit_resets_at_ms: opt("usage_limit_resets_at_ms")?
+                .and_then(|v| i64::try_from(v).ok()),
+            usage_limit_model: s("usage_limit_model"),
+            failing_outcome: match s("failing_outcome") {
+                None => "failed".into(),
+                Some(o) if OUTCOMES.contains(&o.as_str()) => o,
+                Some(o) => return Err(bad(format!("unknown failing_outcome {o:?}"))),
+            },
         })
     }
 }
@@ -255,7 +276,7 @@ impl MockAdapter {
         *n += 1;
         let mut config = over.config.clone();
         if *n <= over.failing_sessions {
-            config.turn_outcomes = vec!["failed".into()];
+            config.turn_outcomes = vec![config.failing_outcome.clone()];
         }
         config
     }
@@ -373,6 +394,15 @@ impl AgentSession for MockSession {
             },
             Some("input_required") => TurnOutcome::InputRequired {
                 message: "mock agent needs input".into(),
+            },
+            Some("usage_limited") => TurnOutcome::UsageLimited {
+                message: "mock usage limit reached".into(),
+                resets_at_ms: c.usage_limit_resets_at_ms,
+                model: c.usage_limit_model.clone(),
+            },
+            Some("auth_failed") => TurnOutcome::Failed {
+                message: "mock agent not logged in".into(),
+                kind: AgentErrorKind::AgentAuthFailed,
             },
             _ => TurnOutcome::Completed {
                 message: format!("mock turn {} completed", index + 1),

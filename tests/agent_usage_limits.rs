@@ -1,0 +1,232 @@
+//! Provider usage limits: a refused session makes a `usage_limited` run, a `usage_limit` retry
+//! due at the reset, and a `usage_limit` hold that stops every other session of the agent kind
+//! until then (a poll tick one interval longer). In-process with a manual clock for the exact
+//! times; through the real binary with the fake Claude Code reporting a rejected limit.
+
+mod common;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sortie::clock::Clock;
+use sortie::domain::RetryTrigger;
+use sortie::orchestrator::dispatch_pass::HoldReason;
+use sortie::orchestrator::snapshot::Snapshot;
+
+use common::in_process::{START_MS, mock_orchestrator, step_until};
+
+const RESET_MS: i64 = START_MS + 60_000;
+
+fn issue(id: &str, identifier: &str) -> String {
+    format!(r#"{{"id": "{id}", "identifier": "{identifier}", "title": "t", "state": "To Do"}}"#)
+}
+
+fn issues(list: &[(&str, &str)]) -> String {
+    let rows: Vec<String> = list.iter().map(|(i, k)| issue(i, k)).collect();
+    format!("[{}]", rows.join(","))
+}
+
+/// The mock refuses U-1's first session for a usage limit that resets at [`RESET_MS`].
+fn mock_tail(model_line: &str, limit_model: &str) -> String {
+    format!(
+        "mock:\n{model_line}  issues:\n    U-1:\n      failing_sessions: 1\n      failing_outcome: usage_limited\n      usage_limit_resets_at_ms: {RESET_MS}\n{limit_model}"
+    )
+}
+
+fn runs_of(dir: &std::path::Path, issue_id: &str) -> Vec<String> {
+    let conn = rusqlite::Connection::open(dir.join("sortie.db")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT status FROM run_history WHERE issue_id = ?1 ORDER BY id")
+        .unwrap();
+    stmt.query_map([issue_id], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn held_reason<'a>(snap: &'a Snapshot, identifier: &str) -> Option<&'a HoldReason> {
+    snap.held
+        .iter()
+        .find(|h| h.issue.identifier == identifier)
+        .map(|h| &h.reason)
+}
+
+/// Steps until the writer has committed `n` runs of `issue_id`.
+fn wait_runs(
+    o: &mut sortie::orchestrator::Orchestrator,
+    dir: &std::path::Path,
+    id: &str,
+    n: usize,
+) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while runs_of(dir, id).len() < n {
+        o.step(Duration::from_millis(20));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no run {n} of issue {id}"
+        );
+    }
+}
+
+#[test]
+fn a_refused_session_retries_at_the_reset_and_holds_the_kind_one_poll_past_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = mock_orchestrator(dir.path(), &issues(&[("1", "U-1")]), &mock_tail("", ""));
+    let o = &mut p.orch;
+    step_until(o, "the usage_limit retry", |s| {
+        s.retrying
+            .iter()
+            .any(|r| r.issue.identifier == "U-1" && r.trigger == RetryTrigger::UsageLimit)
+    });
+    let snap = o.snapshot_now();
+    let retry = snap.retrying.iter().find(|r| r.issue.id == "1").unwrap();
+    // The reset is a minute away, later than the 10 s failure backoff.
+    assert_eq!(retry.due_at_ms, RESET_MS);
+    assert_eq!(retry.attempt, 1);
+    wait_runs(o, dir.path(), "1", 1);
+    assert_eq!(runs_of(dir.path(), "1"), vec!["usage_limited"]);
+
+    // A second issue of the kind appears: the next tick holds it for the limit.
+    std::fs::write(
+        dir.path().join("issues.json"),
+        issues(&[("1", "U-1"), ("2", "U-2")]),
+    )
+    .unwrap();
+    p.clock.advance(Duration::from_millis(1_000));
+    step_until(o, "U-2 held for the usage limit", |s| {
+        matches!(held_reason(s, "U-2"), Some(HoldReason::UsageLimit { .. }))
+    });
+    let snap = o.snapshot_now();
+    assert_eq!(
+        held_reason(&snap, "U-2"),
+        Some(&HoldReason::UsageLimit {
+            agent_kind: "mock".into(),
+            resets_at_ms: RESET_MS,
+            model_only: false,
+            model: None,
+        })
+    );
+    assert!(
+        held_reason(&snap, "U-1").is_none(),
+        "U-1 is listed as retrying"
+    );
+    assert!(runs_of(dir.path(), "2").is_empty());
+
+    // At the reset the refused issue's own retry fires; a poll tick still holds U-2.
+    p.clock
+        .advance(Duration::from_millis((RESET_MS - p.clock.now_ms()) as u64));
+    wait_runs(o, dir.path(), "1", 2);
+    assert_eq!(runs_of(dir.path(), "1"), vec!["usage_limited", "succeeded"]);
+    o.step(Duration::from_millis(20));
+    let snap = o.snapshot_now();
+    assert!(
+        matches!(
+            held_reason(&snap, "U-2"),
+            Some(HoldReason::UsageLimit { .. })
+        ),
+        "a poll tick within one interval of the reset still holds: {:?}",
+        held_reason(&snap, "U-2")
+    );
+    assert!(runs_of(dir.path(), "2").is_empty());
+
+    // One poll interval (1 s) past the reset the hold ends and U-2 is dispatched.
+    p.clock.advance(Duration::from_millis(1_000));
+    wait_runs(o, dir.path(), "2", 1);
+    assert_eq!(runs_of(dir.path(), "2"), vec!["succeeded"]);
+    assert!(held_reason(&o.snapshot_now(), "U-2").is_none());
+}
+
+#[test]
+fn a_limit_that_names_a_model_holds_the_configured_model_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let tail = mock_tail("  model: big\n", "      usage_limit_model: big-2026\n");
+    let mut p = mock_orchestrator(dir.path(), &issues(&[("1", "U-1")]), &tail);
+    let o = &mut p.orch;
+    step_until(o, "the usage_limit retry", |s| {
+        s.retrying
+            .iter()
+            .any(|r| r.trigger == RetryTrigger::UsageLimit)
+    });
+    std::fs::write(
+        dir.path().join("issues.json"),
+        issues(&[("1", "U-1"), ("2", "U-2")]),
+    )
+    .unwrap();
+    p.clock.advance(Duration::from_millis(1_000));
+    step_until(o, "U-2 held on the model", |s| {
+        held_reason(s, "U-2").is_some()
+    });
+    assert_eq!(
+        held_reason(&o.snapshot_now(), "U-2"),
+        Some(&HoldReason::UsageLimit {
+            agent_kind: "mock".into(),
+            resets_at_ms: RESET_MS,
+            model_only: true,
+            model: Some("big".into()),
+        })
+    );
+
+    // Another configured model is not held: U-2 dispatches before the reset.
+    let wf = std::fs::read_to_string(dir.path().join("WORKFLOW.md")).unwrap();
+    std::fs::write(
+        dir.path().join("WORKFLOW.md"),
+        wf.replace("  model: big\n", "  model: small\n"),
+    )
+    .unwrap();
+    p.clock.advance(Duration::from_millis(1_000));
+    wait_runs(o, dir.path(), "2", 1);
+    assert!(p.clock.now_ms() < RESET_MS);
+    assert_eq!(runs_of(dir.path(), "2"), vec!["succeeded"]);
+}
+
+#[test]
+fn a_retry_of_another_issue_waits_for_the_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    // U-2 fails its first session (retry in 10 s); U-1 is refused for a limit a minute away.
+    let tail = format!("{}    U-2:\n      failing_sessions: 1\n", mock_tail("", ""));
+    let mut p = mock_orchestrator(dir.path(), &issues(&[("1", "U-1"), ("2", "U-2")]), &tail);
+    let o = &mut p.orch;
+    step_until(o, "both retries", |s| s.retrying.len() == 2);
+    let snap = o.snapshot_now();
+    let u2 = snap.retrying.iter().find(|r| r.issue.id == "2").unwrap();
+    assert_eq!(u2.trigger, RetryTrigger::Error);
+    p.clock.advance(Duration::from_millis(
+        (u2.due_at_ms - p.clock.now_ms()) as u64,
+    ));
+    step_until(o, "U-2's retry put back until the reset", |s| {
+        s.retrying
+            .iter()
+            .any(|r| r.issue.id == "2" && r.trigger == RetryTrigger::Timer)
+    });
+    let snap = o.snapshot_now();
+    let u2 = snap.retrying.iter().find(|r| r.issue.id == "2").unwrap();
+    assert_eq!(u2.due_at_ms, RESET_MS);
+    assert_eq!(u2.attempt, 1, "waiting for a reset is not a session");
+    assert_eq!(runs_of(dir.path(), "2").len(), 1);
+}
+
+/// The metrics count the retry under its trigger and the run under its status.
+#[test]
+fn metrics_count_usage_limit_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = mock_orchestrator(dir.path(), &issues(&[("1", "U-1")]), &mock_tail("", ""));
+    step_until(&mut p.orch, "the usage_limit retry", |s| {
+        s.retrying
+            .iter()
+            .any(|r| r.trigger == RetryTrigger::UsageLimit)
+    });
+    let text = p
+        .handle
+        .metrics
+        .render(&p.orch.snapshot_now().gauge_values(START_MS));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("sortie_retries_total{trigger=\"usage_limit\"} 1")),
+        "{text}"
+    );
+}
+
+#[allow(dead_code)]
+fn json(v: &str) -> Value {
+    serde_json::from_str(v).unwrap()
+}
