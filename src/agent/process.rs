@@ -4,7 +4,7 @@
 //! no grandchild survives. The direct child is always reaped.
 
 use super::cancel::{CancelReason, CancelToken};
-use super::event::{AgentEvent, TurnOutcome};
+use super::event::{AgentEvent, AgentEventKind, TurnOutcome};
 use super::pipes::{self, LineSplitter, PipeSink};
 use super::stream::{ExitInfo, SpawnError, StreamParser, TurnEnd};
 use crate::process_signal::{Signal, orphans, signal_group};
@@ -121,7 +121,7 @@ pub fn run_turn(
     };
     let mut end = TurnEnd::default();
     let mut pid = None;
-    let mut stderr_text = String::new();
+    let mut output = ProcessOutput::default();
 
     if let Some(reason) = cancel.reason() {
         end.spawn_error = Some(SpawnError::Other("cancelled before start".into()));
@@ -132,14 +132,20 @@ pub fn run_turn(
             Ok(running) => {
                 pid = Some(running.pid);
                 emit(parser.on_spawn(running.pid));
-                let stderr = supervise(running, spec, parser, &emit, cancel, limits, &mut end);
-                stderr_text = stderr;
+                output = supervise(running, spec, parser, &emit, cancel, limits, &mut end);
             }
         }
     }
 
-    let (outcome, evs) = parser.finish(&end);
+    let (mut outcome, mut evs) = parser.finish(&end);
+    if end.cancelled.is_none()
+        && end.exit.is_some_and(|e| e.code.is_some_and(|c| c != 0))
+        && let Some(said) = output.reason()
+    {
+        add_reason(&mut outcome, &mut evs, &said);
+    }
     emit(evs);
+    let stderr_text = output.stderr;
     if !outcome.is_completed() {
         log::warn!(
             "agent turn failed program={} pid={:?} outcome={:?} stderr={}",
@@ -248,6 +254,72 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
     })
 }
 
+/// Longest part of the agent's own words carried into a failure's message.
+const REASON_CHARS: usize = 300;
+
+/// What a turn's process said besides its stream.
+#[derive(Debug, Default)]
+struct ProcessOutput {
+    /// Bounded stderr (head and tail).
+    stderr: String,
+    /// The last non-empty stderr line.
+    last_stderr: Option<String>,
+    /// The last non-empty stdout line that is not a JSON object (a CLI's plain complaint).
+    last_plain_stdout: Option<String>,
+}
+
+impl ProcessOutput {
+    /// The CLI's own reason for failing: its last stderr line, else its last plain stdout
+    /// line; masked and cut.
+    fn reason(&self) -> Option<String> {
+        let line = self
+            .last_stderr
+            .as_ref()
+            .or(self.last_plain_stdout.as_ref())?;
+        let line = crate::agent::text::strip_ansi(line);
+        let line = line.trim();
+        (!line.is_empty())
+            .then(|| crate::agent::text::cut_chars(&crate::mask::mask(line), REASON_CHARS))
+    }
+
+    fn note_stdout(&mut self, line: &[u8]) {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim();
+        if !text.is_empty() && !text.starts_with('{') {
+            self.last_plain_stdout = Some(text.to_string());
+        }
+    }
+}
+
+/// Appends the CLI's reason to a failure's message (and to its terminal event), unless the
+/// message already says it.
+fn add_reason(outcome: &mut TurnOutcome, evs: &mut [AgentEvent], said: &str) {
+    let message = match outcome {
+        TurnOutcome::Failed { message, .. } | TurnOutcome::EndedWithError { message, .. } => {
+            message
+        }
+        _ => return,
+    };
+    if message.contains(said) {
+        return;
+    }
+    let old = message.clone();
+    *message = format!("{old}: {said}");
+    let new = message.clone();
+    for ev in evs.iter_mut().rev() {
+        match &mut ev.kind {
+            AgentEventKind::TurnFailed { message, .. }
+            | AgentEventKind::TurnEndedWithError { message } => {
+                if *message == old {
+                    *message = new;
+                }
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
 fn supervise(
     running: Running,
     spec: &ProcessSpec,
@@ -256,7 +328,8 @@ fn supervise(
     cancel: &CancelToken,
     limits: TurnLimits,
     end: &mut TurnEnd,
-) -> String {
+) -> ProcessOutput {
+    let mut output = ProcessOutput::default();
     let pid = running.pid;
     let deadline = limits.turn_timeout.map(|t| Instant::now() + t);
     let stdout_rx = running.stdout_rx.clone();
@@ -270,7 +343,10 @@ fn supervise(
         let out = if stdout_open { &stdout_rx } else { &no_stdout };
         select! {
             recv(out) -> item => match item {
-                Ok(StdoutItem::Line(line)) => emit(parser.on_line(&line)),
+                Ok(StdoutItem::Line(line)) => {
+                    output.note_stdout(&line);
+                    emit(parser.on_line(&line));
+                }
                 Ok(StdoutItem::Error(e)) => {
                     end.read_error = Some(e);
                     end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
@@ -317,7 +393,10 @@ fn supervise(
         loop {
             let left = drain_until.saturating_duration_since(Instant::now());
             match stdout_rx.recv_timeout(left) {
-                Ok(StdoutItem::Line(line)) => emit(parser.on_line(&line)),
+                Ok(StdoutItem::Line(line)) => {
+                    output.note_stdout(&line);
+                    emit(parser.on_line(&line));
+                }
                 Ok(StdoutItem::Error(e)) => {
                     end.read_error = Some(e);
                     break;
@@ -327,17 +406,16 @@ fn supervise(
         }
     }
     let _ = running.stderr_done.recv_timeout(limits.drain_timeout);
-    let text = running
-        .stderr
-        .lock()
-        .map(|s| s.render())
-        .unwrap_or_default();
+    if let Ok(s) = running.stderr.lock() {
+        output.stderr = s.render();
+        output.last_stderr = s.last_line();
+    }
     log::debug!(
         "agent process ended program={} pid={pid} exit={:?}",
         spec.program,
         end.exit
     );
-    text
+    output
 }
 
 /// SIGTERM the group, wait `grace` for the child (cut short when `cancel` is escalated), then
@@ -533,6 +611,16 @@ impl StderrTail {
                 None => break,
             }
         }
+    }
+
+    /// The last line that is not blank.
+    pub fn last_line(&self) -> Option<String> {
+        self.tail
+            .iter()
+            .rev()
+            .chain(self.head.iter().rev())
+            .find(|l| !l.trim().is_empty())
+            .cloned()
     }
 
     pub fn render(&self) -> String {
