@@ -7,13 +7,16 @@ mod common;
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use sortie::clock::Clock;
 use sortie::domain::RetryTrigger;
 use sortie::orchestrator::dispatch_pass::HoldReason;
 use sortie::orchestrator::snapshot::Snapshot;
 
+use common::Project;
 use common::in_process::{START_MS, mock_orchestrator, step_until};
+
+const T: Duration = Duration::from_secs(30);
 
 const RESET_MS: i64 = START_MS + 60_000;
 
@@ -226,7 +229,144 @@ fn metrics_count_usage_limit_retries() {
     );
 }
 
-#[allow(dead_code)]
-fn json(v: &str) -> Value {
-    serde_json::from_str(v).unwrap()
+// ---- through the real binary, with the fake Claude Code ----
+
+fn rate_limit_event(status: &str, kind: &str, resets_at_s: i64, utilization: f64) -> Value {
+    json!({"emit": {"type": "rate_limit_event", "rate_limit_info": {
+        "status": status, "resetsAt": resets_at_s, "rateLimitType": kind,
+        "utilization": utilization}}, "turn": 1})
+}
+
+fn rfc3339(ms: i64) -> String {
+    sortie::clock::rfc3339_ms(ms)
+}
+
+/// Sessions the fake agent started in `identifier`'s workspace.
+fn spawns_in(p: &Project, identifier: &str) -> usize {
+    let text = std::fs::read_to_string(p.path("argv.log")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| {
+            v["cwd"]
+                .as_str()
+                .is_some_and(|c| c.ends_with(&format!("/{identifier}")))
+        })
+        .count()
+}
+
+#[test]
+fn the_daemon_holds_claude_code_for_a_rejected_usage_limit_and_resumes_after_the_reset() {
+    let p = Project::new();
+    // The issue becomes active once the scenario is written, after the daemon has started.
+    p.issues(json!([{"id": "1", "identifier": "U-1", "title": "Refused", "state": "Backlog"}]));
+    p.scenario("U-1", &[]);
+    p.fake_agent_workflow("  max_retry_backoff_ms: 1000", "");
+    let d = p.start();
+    // A reset a few whole seconds ahead; the ordinary backoff (1 s here) ends earlier.
+    let reset_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        + 5;
+    let reset_ms = reset_s * 1000;
+    let week_s = reset_s + 7 * 24 * 3600;
+    // The first turn is refused; the retry resumes the session (turn 2: the default script).
+    p.scenario(
+        "U-1",
+        &[
+            json!({"init": {}, "turn": 1}),
+            rate_limit_event("allowed", "seven_day", week_s, 0.4),
+            rate_limit_event("rejected", "five_hour", reset_s, 1.0),
+            json!({"result": {"subtype": "success", "is_error": true,
+                "text": "Claude AI usage limit reached"}, "turn": 1}),
+            json!({"exit": 1, "turn": 1}),
+        ],
+    );
+    p.scenario(
+        "U-2",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"text": "done", "input_tokens": 10, "output_tokens": 5}}),
+            json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    p.set_issue_state("1", "To Do");
+    let s = d.wait_state("the usage_limit retry", T, |s| {
+        s["retrying"][0]["trigger"] == "usage_limit"
+    });
+    let retry = &s["retrying"][0];
+    assert_eq!(retry["issue_identifier"], "U-1");
+    assert_eq!(retry["due_at"], rfc3339(reset_ms));
+    assert_eq!(p.run_statuses("1"), vec!["usage_limited"]);
+    let runs = d.get("/api/v1/runs?status=usage_limited").json();
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1), "{runs}");
+    assert_eq!(runs["runs"][0]["status"], "usage_limited");
+
+    // Windows of every limit the agent reported, shortest first.
+    let limits = &s["rate_limits"]["claude-code"];
+    let labels: Vec<&str> = limits["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, vec!["5-hour limit", "Weekly limit"], "{limits}");
+    assert_eq!(limits["windows"][0]["status"], "exhausted");
+    assert_eq!(limits["windows"][0]["resets_at"], rfc3339(reset_ms));
+    assert_eq!(limits["windows"][1]["status"], "allowed");
+    assert_eq!(limits["windows"][1]["used_percent"], 40.0);
+
+    // Another issue of the kind is held until the reset.
+    p.issues(json!([
+        {"id": "1", "identifier": "U-1", "title": "Refused", "state": "To Do"},
+        {"id": "2", "identifier": "U-2", "title": "Waits", "state": "To Do"}
+    ]));
+    let s = d.wait_state("U-2 held for the usage limit", T, |s| {
+        s["held"][0]["issue_identifier"] == "U-2"
+    });
+    let hold = &s["held"][0]["hold"];
+    assert_eq!(hold["reason"], "usage_limit");
+    assert_eq!(hold["agent_kind"], "claude-code");
+    assert_eq!(hold["resets_at"], rfc3339(reset_ms));
+    assert!(hold.get("model_only").is_none(), "{hold}");
+    assert_eq!(spawns_in(&p, "U-2"), 0);
+
+    // After the reset both run.
+    d.wait_until("U-1 retried and U-2 dispatched", T, || {
+        p.run_statuses("1").len() == 2 && p.run_statuses("2").len() == 1
+    });
+    assert_eq!(p.run_statuses("1"), vec!["usage_limited", "succeeded"]);
+    assert_eq!(p.run_statuses("2"), vec!["succeeded"]);
+    let started: Vec<String> = {
+        let conn = p.db_conn();
+        let mut st = conn
+            .prepare(
+                "SELECT started_at FROM run_history
+                 WHERE issue_id = '2' OR (issue_id = '1' AND status = 'succeeded')",
+            )
+            .unwrap();
+        st.query_map([], |r| r.get::<_, String>(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    for at in started {
+        let at: jiff::Timestamp = at.parse().unwrap();
+        assert!(
+            at.as_millisecond() >= reset_ms,
+            "a session started at {at}, before the reset"
+        );
+    }
+    let metrics = d.get("/metrics").body;
+    assert!(
+        metrics.contains("sortie_retries_total{trigger=\"usage_limit\"} 1"),
+        "{metrics}"
+    );
+    // The reset window has passed: only the weekly one is left.
+    let s = d.state();
+    let windows = s["rate_limits"]["claude-code"]["windows"]
+        .as_array()
+        .unwrap();
+    assert_eq!(windows.len(), 1);
+    assert_eq!(windows[0]["label"], "Weekly limit");
 }

@@ -36,7 +36,8 @@ pub(super) enum ExitStep {
     /// and retry the issue then (trigger `usage_limit`).
     UsageLimited {
         attempt: u32,
-        delay_ms: u64,
+        /// The reset, or the end of the failure backoff when that is later.
+        due_at_ms: i64,
         limit: UsageLimit,
     },
     /// The agent could not log in: no retry (none could succeed); the agent kind is held and
@@ -80,7 +81,7 @@ pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
         SupervisorExit::Cancelled { .. } => ExitStep::Release,
         SupervisorExit::UsageLimited(limit) => ExitStep::UsageLimited {
             attempt: next_attempt,
-            delay_ms: super::holds::usage_retry_delay_ms(
+            due_at_ms: super::holds::usage_retry_due_ms(
                 limit.resets_at_ms,
                 f.now_ms,
                 failure_delay_ms(next_attempt, f.backoff_cap_ms),
@@ -340,9 +341,9 @@ impl Orchestrator {
             } => self.failure_retry(entry, attempt, delay_ms, &error, true),
             ExitStep::UsageLimited {
                 attempt,
-                delay_ms,
+                due_at_ms,
                 limit,
-            } => self.usage_limit_retry(entry, attempt, delay_ms, &limit),
+            } => self.usage_limit_retry(entry, attempt, due_at_ms, &limit),
             ExitStep::AuthFailed { message } => {
                 self.note_auth_failed(issue, &message);
                 self.release(&issue.id);
@@ -407,20 +408,19 @@ impl Orchestrator {
         &mut self,
         entry: &RunningEntry,
         attempt: u32,
-        delay_ms: u64,
+        due: i64,
         limit: &UsageLimit,
     ) {
         let issue = &entry.facts.issue;
-        let due = self.clock.now_ms().saturating_add(delay_ms as i64);
         self.note_usage_limit(issue, limit, limit.resets_at_ms.unwrap_or(due));
         let error = RunError::Failed {
             code: ErrorCode::UsageLimited,
             message: limit.message.clone(),
         };
-        self.schedule_retry(
+        self.schedule_retry_at(
             issue,
             attempt,
-            delay_ms,
+            due,
             RetryTrigger::UsageLimit,
             Some(RetryError::WorkerExited(error).stored()),
             entry.facts.session_id.clone(),

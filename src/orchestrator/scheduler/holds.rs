@@ -121,12 +121,10 @@ impl Orchestrator {
 }
 
 /// When the retry of a refused session is due: the reset, or the end of the ordinary failure
-/// backoff when that is later; the delay from `now_ms`.
-pub(super) fn usage_retry_delay_ms(resets_at_ms: Option<i64>, now_ms: i64, backoff_ms: u64) -> u64 {
-    let until_reset = resets_at_ms
-        .map(|r| u64::try_from(r.saturating_sub(now_ms)).unwrap_or(0))
-        .unwrap_or(0);
-    until_reset.max(backoff_ms)
+/// backoff from `now_ms` when that is later (or when the agent named no reset).
+pub(super) fn usage_retry_due_ms(resets_at_ms: Option<i64>, now_ms: i64, backoff_ms: u64) -> i64 {
+    let backoff_end = now_ms.saturating_add(i64::try_from(backoff_ms).unwrap_or(i64::MAX));
+    resets_at_ms.map_or(backoff_end, |reset| reset.max(backoff_end))
 }
 
 #[cfg(test)]
@@ -135,9 +133,9 @@ mod tests {
 
     #[test]
     fn a_usage_retry_waits_for_the_reset_or_the_longer_backoff() {
-        assert_eq!(usage_retry_delay_ms(Some(100_000), 40_000, 10_000), 60_000);
-        assert_eq!(usage_retry_delay_ms(Some(45_000), 40_000, 10_000), 10_000);
-        assert_eq!(usage_retry_delay_ms(Some(1_000), 40_000, 10_000), 10_000);
-        assert_eq!(usage_retry_delay_ms(None, 40_000, 10_000), 10_000);
+        assert_eq!(usage_retry_due_ms(Some(100_000), 40_000, 10_000), 100_000);
+        assert_eq!(usage_retry_due_ms(Some(45_000), 40_000, 10_000), 50_000);
+        assert_eq!(usage_retry_due_ms(Some(1_000), 40_000, 10_000), 50_000);
+        assert_eq!(usage_retry_due_ms(None, 40_000, 10_000), 50_000);
     }
 }

@@ -23,6 +23,30 @@ impl Orchestrator {
         dispatched_at_ms: i64,
     ) {
         let due = self.clock.now_ms() + delay_ms as i64;
+        self.schedule_retry_at(
+            issue,
+            attempt,
+            due,
+            trigger,
+            error,
+            session_id,
+            dispatched_at_ms,
+        );
+    }
+
+    /// [`Orchestrator::schedule_retry`] due at the absolute time `due` (a usage limit's reset).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn schedule_retry_at(
+        &mut self,
+        issue: &Issue,
+        attempt: u32,
+        due: i64,
+        trigger: RetryTrigger,
+        error: Option<String>,
+        session_id: Option<String>,
+        dispatched_at_ms: i64,
+    ) {
+        let delay_ms = due.saturating_sub(self.clock.now_ms()).max(0);
         if let Some(existing) = self.state.retries.get(&issue.id)
             && existing.attempt >= attempt
         {
