@@ -208,6 +208,82 @@ fn a_retry_of_another_issue_waits_for_the_reset() {
     assert_eq!(runs_of(dir.path(), "2").len(), 1);
 }
 
+fn stored_holds(dir: &std::path::Path) -> Vec<(String, i64)> {
+    let conn = rusqlite::Connection::open(dir.join("sortie.db")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT agent_kind, resets_at_ms FROM agent_usage_holds")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn a_usage_hold_survives_a_restart_until_its_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = mock_orchestrator(dir.path(), &issues(&[("1", "U-1")]), &mock_tail("", ""));
+    step_until(&mut p.orch, "the usage_limit retry", |s| {
+        s.retrying
+            .iter()
+            .any(|r| r.trigger == RetryTrigger::UsageLimit)
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while stored_holds(dir.path()).is_empty() {
+        p.orch.step(Duration::from_millis(20));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hold was not stored"
+        );
+    }
+    assert_eq!(
+        stored_holds(dir.path()),
+        vec![("mock".to_string(), RESET_MS)]
+    );
+    drop(p);
+
+    // Restarted (the clock back at the start, before the reset), with a second issue.
+    let mut p = mock_orchestrator(
+        dir.path(),
+        &issues(&[("1", "U-1"), ("2", "U-2")]),
+        "mock:\n",
+    );
+    let o = &mut p.orch;
+    step_until(o, "U-2 held by the restored hold", |s| {
+        held_reason(s, "U-2").is_some()
+    });
+    assert_eq!(
+        held_reason(&o.snapshot_now(), "U-2"),
+        Some(&HoldReason::UsageLimit {
+            agent_kind: "mock".into(),
+            resets_at_ms: RESET_MS,
+            model_only: false,
+            model: None,
+        })
+    );
+    let snap = o.snapshot_now();
+    let retry = snap.retrying.iter().find(|r| r.issue.id == "1").unwrap();
+    assert_eq!(
+        (retry.trigger, retry.due_at_ms),
+        (RetryTrigger::UsageLimit, RESET_MS)
+    );
+    assert!(runs_of(dir.path(), "2").is_empty());
+
+    // One poll interval past the reset the hold ends, and its row with it.
+    p.clock.advance(Duration::from_millis(
+        (RESET_MS + 1_000 - p.clock.now_ms()) as u64,
+    ));
+    wait_runs(o, dir.path(), "2", 1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !stored_holds(dir.path()).is_empty() {
+        o.step(Duration::from_millis(20));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hold row was not deleted"
+        );
+    }
+}
+
 /// The metrics count the retry under its trigger and the run under its status.
 #[test]
 fn metrics_count_usage_limit_retries() {

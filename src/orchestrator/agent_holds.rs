@@ -2,14 +2,14 @@
 //! failed agent login (until a person acts). While one applies, no new session of that kind
 //! starts, and the dispatch pass lists every issue it stops as held with the hold's reason.
 //!
-//! Neither hold is written to the database, and each can be rebuilt after a restart:
-//! - A usage limit is a fact the provider repeats: the refused issue's retry row (trigger
-//!   `usage_limit`, due at the reset) survives the restart and keeps that issue waiting, and the
-//!   first session of the kind after the restart that the provider refuses again reinstalls the
-//!   hold with the reset the provider names then, which is the authority (a stored reset can be
-//!   stale when the plan changed meanwhile). Every such refusal happens before the agent did any
-//!   work, and each refused issue waits for the reset on its own retry, so nothing loops.
-//! - A login hold lifts on every successful workflow load, and a restart is one.
+//! What survives a restart, following "every fact in SQLite":
+//! - A usage hold is stored (`agent_usage_holds`) and restored at start. It cannot be rebuilt
+//!   from the rest: the refused issue's retry row keeps only a due time, which is the backoff
+//!   end when that is later than the reset, and names neither the kind nor the model scope.
+//!   Without the row, a restart before the reset would dispatch every other issue of the kind
+//!   into a refusal, each spending a session of its budget.
+//! - A login hold is not stored: it lifts on every successful workflow load, and a restart
+//!   loads the workflow, so a stored one would be lifted at once.
 
 use std::collections::BTreeMap;
 

@@ -67,6 +67,7 @@ impl Orchestrator {
             crate::clock::rfc3339_ms(resets_at_ms),
             limit.message
         );
+        persist::save_usage_hold(&self.store, &hold);
         self.state.agent_holds.note_usage_limit(hold);
     }
 
@@ -110,6 +111,7 @@ impl Orchestrator {
         let now = self.clock.now_ms();
         let grace = self.poll_grace_ms();
         for h in self.state.agent_holds.prune(now, grace) {
+            persist::delete_usage_hold(&self.store, &h);
             log::info!(
                 "agent usage limit hold ended agent_kind={} model={:?} resets_at={}",
                 h.agent_kind,
