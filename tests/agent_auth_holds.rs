@@ -79,6 +79,57 @@ fn rescript(p: &Project, identifier: &str, lines: &[Value]) {
     .unwrap();
 }
 
+/// Replays a recorded stream through the Claude Code parser, ending with exit `code`.
+fn parse(lines: &[String], code: i32) -> sortie::agent::TurnOutcome {
+    use sortie::agent::stream::{ExitInfo, StreamParser, TurnEnd};
+    let clock: std::sync::Arc<dyn sortie::clock::Clock> =
+        std::sync::Arc::new(sortie::clock::ManualClock::new(1_700_000_000_000));
+    let mut p = sortie::agent::claude::parser::ClaudeParser::new(clock, "/w".into(), None);
+    for l in lines {
+        p.on_line(l.as_bytes());
+    }
+    let end = TurnEnd {
+        exit: Some(ExitInfo {
+            code: Some(code),
+            signal: None,
+        }),
+        ..TurnEnd::default()
+    };
+    p.finish(&end).0
+}
+
+#[test]
+fn the_recorded_not_logged_in_stream_is_an_auth_failure_never_a_success() {
+    use sortie::agent::{AgentErrorKind, TurnOutcome};
+    let text = std::fs::read_to_string(fixture("real_not_logged_in.jsonl")).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    for code in [1, 0] {
+        match parse(&lines, code) {
+            TurnOutcome::Failed { message, kind } => {
+                assert_eq!(kind, AgentErrorKind::AgentAuthFailed);
+                assert!(message.contains("Not logged in"), "{message}");
+                assert!(message.contains("claude /login"), "{message}");
+            }
+            other => panic!("exit {code}: {other:?}"),
+        }
+    }
+    // Without the result line, the made-up message and a failed exit still say it.
+    let head: Vec<String> = lines[..2].to_vec();
+    assert_eq!(
+        parse(&head, 1).error_kind(),
+        Some(AgentErrorKind::AgentAuthFailed)
+    );
+    // Another api_error (no failed-login message) stays a plain turn failure.
+    let other: Vec<String> = vec![
+        lines[0].clone(),
+        r#"{"type":"result","subtype":"success","is_error":true,"terminal_reason":"api_error","result":"API Error: 500"}"#.into(),
+    ];
+    assert_eq!(
+        parse(&other, 1).error_kind(),
+        Some(AgentErrorKind::TurnFailed)
+    );
+}
+
 /// Waits until `n` more poll ticks have run.
 fn wait_polls(d: &common::Daemon, n: usize) {
     let mut seen = std::collections::BTreeSet::new();

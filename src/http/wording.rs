@@ -258,6 +258,12 @@ pub fn retrying(attempt: u32, due_in_ms: i64, trigger: &str, error: Option<&str>
             format!("{head} after a stall"),
             format!("{STALL_STOP} {head}."),
         ),
+        (Some(RetryTrigger::UsageLimit), _) => Pair::new(
+            format!("{head} after a usage limit"),
+            format!(
+                "The agent provider refused the session because the account's usage limit is reached, so the retry waits for the reset. {head}."
+            ),
+        ),
         (Some(RetryTrigger::Error) | None, Some(e)) => {
             // The sentence the retry's `error` serves is quoted whole; a text of no known
             // kind is named as the previous run's failure.
@@ -275,16 +281,9 @@ pub fn retrying(attempt: u32, due_in_ms: i64, trigger: &str, error: Option<&str>
             };
             Pair::new(format!("{head} after an error"), full)
         }
-        (
-            Some(
-                RetryTrigger::Timer
-                | RetryTrigger::Error
-                | RetryTrigger::UsageLimit
-                | RetryTrigger::CiFix,
-            )
-            | None,
-            _,
-        ) => Pair::new(head.clone(), format!("{head}.")),
+        (Some(RetryTrigger::Timer | RetryTrigger::Error | RetryTrigger::CiFix) | None, _) => {
+            Pair::new(head.clone(), format!("{head}."))
+        }
     }
 }
 
@@ -676,6 +675,41 @@ mod tests {
             "Continuation due now"
         );
         assert_eq!(retrying(4, 0, "", None).full, "Retry 4 due now.");
+        assert_eq!(
+            retrying(
+                1,
+                60_000,
+                "usage_limit",
+                Some("worker exited: usage_limited: x")
+            )
+            .short,
+            "Retry 1 in 1m after a usage limit"
+        );
+    }
+
+    #[test]
+    fn agent_kind_holds_name_the_kind_and_what_releases_them() {
+        let (reason, release, full) = usage_limit("claude-code", None);
+        assert_eq!(reason, "Usage limit of claude-code reached");
+        assert!(release.ends_with('.') && !reason.ends_with('.'));
+        assert!(full.starts_with("Usage limit of claude-code reached. "));
+        assert_eq!(
+            usage_limit("claude-code", Some(Some("opus"))).0,
+            "Usage limit of claude-code on opus reached"
+        );
+        assert_eq!(
+            usage_limit("claude-code", Some(None)).0,
+            "Usage limit of claude-code on its default model reached"
+        );
+        let (reason, release, _) = agent_auth_failed("claude-code");
+        assert_eq!(reason, "claude-code is not logged in");
+        assert!(release.contains("workflow file is saved"));
+        let words = attention_agent_auth("claude-code", "not logged in");
+        assert!(words.why.contains("log the agent's CLI in"));
+        assert!(
+            run_error("usage_limited: usage limit reached", None)
+                .starts_with("The agent provider refused the session")
+        );
     }
 
     #[test]

@@ -679,6 +679,38 @@ mod tests {
     }
 
     #[test]
+    fn a_usage_limit_retries_at_the_reset_and_a_failed_login_is_not_retried() {
+        let limited = |resets_at_ms| {
+            SupervisorExit::UsageLimited(UsageLimit {
+                message: "limit".into(),
+                resets_at_ms,
+                model: None,
+            })
+        };
+        // now 1_000_000; attempt 3 backs off 40 s.
+        let due = |exit| match decide(exit, false, false) {
+            ExitStep::UsageLimited {
+                attempt, due_at_ms, ..
+            } => (attempt, due_at_ms),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(due(limited(Some(5_000_000))), (3, 5_000_000));
+        assert_eq!(due(limited(Some(1_010_000))), (3, 1_040_000));
+        assert_eq!(due(limited(None)), (3, 1_040_000));
+        let auth = SupervisorExit::Error {
+            code: ErrorCode::Agent(AgentErrorKind::AgentAuthFailed),
+            message: "not logged in".into(),
+            retryable: false,
+        };
+        assert_eq!(
+            decide(auth, false, false),
+            ExitStep::AuthFailed {
+                message: "not logged in".into()
+            }
+        );
+    }
+
+    #[test]
     fn a_cancellation_keeps_a_stall_retry_and_otherwise_releases() {
         let cancelled = || SupervisorExit::Cancelled {
             reason: CancelReason::Stall,
