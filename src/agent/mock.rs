@@ -23,8 +23,8 @@
 //! | `issues` | `{}` | per-issue overrides: `{<identifier>: {<any key above>…, failing_sessions: N}}` |
 //!
 //! A per-issue block is laid over the base block for sessions of that issue; with
-//! `failing_sessions: N` the first N sessions of the issue (counted by this process) fail
-//! their first turn, then sessions behave as configured. The demo uses it to show a retry
+//! `failing_sessions: N` the first N sessions of the issue (counted by this process) end
+//! their first turn with `failing_outcome`, then sessions behave as configured. The demo uses it to show a retry
 //! with backoff on one issue while the others hand off.
 //! Each turn emits `session_started`, the notifications, one `token_usage` (this turn's
 //! figure), the tool results, then the terminal event.

@@ -136,6 +136,7 @@ fn only_repeats(code: ErrorCode, words: &str, message: &str) -> bool {
             code,
             ErrorCode::Agent(AgentErrorKind::TurnCancelled | AgentErrorKind::TurnTimeout)
         ) && m.starts_with("turn cancelled:"))
+        || (code == ErrorCode::UsageLimited && m.ends_with("usage limit reached"))
 }
 
 /// Ends a sentence with one stop, unless it already ends with one.
@@ -706,9 +707,9 @@ mod tests {
         assert!(release.contains("workflow file is saved"));
         let words = attention_agent_auth("claude-code", "not logged in");
         assert!(words.why.contains("log the agent's CLI in"));
-        assert!(
-            run_error("usage_limited: usage limit reached", None)
-                .starts_with("The agent provider refused the session")
+        assert_eq!(
+            run_error("usage_limited: usage limit reached", None),
+            "The agent provider refused the session because the account's usage limit is reached."
         );
     }
 
