@@ -356,3 +356,72 @@ fn as_root_without_a_sandbox_validate_and_the_preflight_refuse_to_bypass_permiss
     assert_eq!(spawns(&p), 0, "nothing is dispatched");
     assert!(p.run_statuses("1").is_empty());
 }
+
+/// In-process, with the mock: a session whose start fails to authenticate holds the kind the
+/// same way, and a reload that changes the workflow lifts it.
+#[test]
+fn a_session_start_that_fails_to_authenticate_holds_the_kind_until_a_reload() {
+    use common::in_process::{mock_orchestrator, step_until};
+    use sortie::orchestrator::dispatch_pass::HoldReason;
+    let dir = tempfile::tempdir().unwrap();
+    let issues = r#"[{"id": "1", "identifier": "A-1", "title": "t", "state": "To Do"}]"#;
+    let mut p = mock_orchestrator(
+        dir.path(),
+        issues,
+        "mock:\n  start_error: true\n  start_error_kind: agent_auth_failed\n",
+    );
+    let o = &mut p.orch;
+    step_until(o, "the login hold", |s| !s.auth_holds.is_empty());
+    let snap = o.snapshot_now();
+    assert_eq!(snap.auth_holds[0].agent_kind, "mock");
+    assert!(snap.retrying.is_empty(), "a failed login is not retried");
+    for _ in 0..3 {
+        p.clock.advance(Duration::from_millis(1_000));
+        o.step(Duration::from_millis(20));
+    }
+    let snap = o.snapshot_now();
+    assert_eq!(
+        snap.held
+            .iter()
+            .map(|h| h.reason.clone())
+            .collect::<Vec<_>>(),
+        vec![HoldReason::AgentAuthFailed {
+            agent_kind: "mock".into()
+        }]
+    );
+    let items = sortie::http::attention::items(&snap);
+    let item = items
+        .iter()
+        .find(|i| i.view.kind.as_str() == "agent_auth_failed")
+        .expect("the attention item");
+    assert_eq!(item.view.reason_text, "mock is not logged in");
+    let conn = rusqlite::Connection::open(dir.path().join("sortie.db")).unwrap();
+    let runs = |conn: &rusqlite::Connection| -> i64 {
+        conn.query_row("SELECT COUNT(*) FROM run_history", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(runs(&conn), 1, "one session, however many ticks");
+
+    let wf = std::fs::read_to_string(dir.path().join("WORKFLOW.md")).unwrap();
+    std::fs::write(
+        dir.path().join("WORKFLOW.md"),
+        wf.replace("  start_error: true\n", ""),
+    )
+    .unwrap();
+    p.clock.advance(Duration::from_millis(1_000));
+    step_until(o, "the hold lifted", |s| s.auth_holds.is_empty());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while runs(&conn) < 2 {
+        p.clock.advance(Duration::from_millis(1_000));
+        o.step(Duration::from_millis(20));
+        assert!(std::time::Instant::now() < deadline, "no second run");
+    }
+    let last: String = conn
+        .query_row(
+            "SELECT status FROM run_history ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(last, "succeeded");
+}

@@ -6,6 +6,7 @@
 //! | `session_id` | `mock-session-001` | the session id reported |
 //! | `agent_pid` | none | pid put on `session_started` |
 //! | `start_error` | false | `start_session` fails with `agent_not_found` |
+//! | `start_error_kind` | `agent_not_found` | the error kind code a `start_error` fails with |
 //! | `stop_error` | false | `stop` returns an error |
 //! | `turn_outcomes` | `[]` | per turn: `completed`, `failed`, `cancelled`, `error`, `input_required`, `usage_limited`, `auth_failed`; missing = completed |
 //! | `usage_limit_resets_at_ms` | none | the reset a `usage_limited` turn reports (epoch ms) |
@@ -62,6 +63,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
         "session_id",
         "agent_pid",
         "start_error",
+        "start_error_kind",
         "stop_error",
         "turn_outcomes",
         "events_per_turn",
@@ -97,6 +99,7 @@ pub struct MockConfig {
     pub session_id: String,
     pub agent_pid: Option<u32>,
     pub start_error: bool,
+    pub start_error_kind: AgentErrorKind,
     pub stop_error: bool,
     pub turn_outcomes: Vec<String>,
     pub events_per_turn: u64,
@@ -186,6 +189,11 @@ impl MockConfig {
             session_id: s("session_id").unwrap_or_else(|| "mock-session-001".into()),
             agent_pid: opt("agent_pid")?.and_then(|p| u32::try_from(p).ok()),
             start_error: b("start_error"),
+            start_error_kind: match s("start_error_kind") {
+                None => AgentErrorKind::AgentNotFound,
+                Some(code) => AgentErrorKind::from_code(&code)
+                    .ok_or_else(|| bad(format!("unknown start_error_kind {code:?}")))?,
+            },
             stop_error: b("stop_error"),
             turn_outcomes,
             events_per_turn: int(block, "events_per_turn", 3)?,
@@ -303,10 +311,7 @@ impl AgentAdapter for MockAdapter {
         }
         let config = self.session_config(&params.issue_identifier);
         if config.start_error {
-            return Err(AgentError::new(
-                AgentErrorKind::AgentNotFound,
-                "mock start_error",
-            ));
+            return Err(AgentError::new(config.start_error_kind, "mock start_error"));
         }
         let session_id = params
             .resume_session_id
