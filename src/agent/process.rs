@@ -282,11 +282,13 @@ impl ProcessOutput {
             .then(|| crate::agent::text::cut_chars(&crate::mask::mask(line), REASON_CHARS))
     }
 
+    /// Keeps a plain stdout line (cut, so a flood of long lines costs little).
     fn note_stdout(&mut self, line: &[u8]) {
-        let text = String::from_utf8_lossy(line);
+        let head = &line[..line.len().min(REASON_CHARS * 4)];
+        let text = String::from_utf8_lossy(head);
         let text = text.trim();
         if !text.is_empty() && !text.starts_with('{') {
-            self.last_plain_stdout = Some(text.to_string());
+            self.last_plain_stdout = Some(crate::agent::text::cut_chars(text, REASON_CHARS));
         }
     }
 }
@@ -636,6 +638,38 @@ impl StderrTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_carries_the_last_stderr_line_else_the_last_plain_stdout_line() {
+        let mut out = ProcessOutput::default();
+        out.note_stdout(br#"{"type":"system"}"#);
+        assert_eq!(out.reason(), None);
+        out.note_stdout(b"refused for root");
+        assert_eq!(out.reason().as_deref(), Some("refused for root"));
+        let mut tail = StderrTail::default();
+        tail.push("first");
+        tail.push("\u{1b}[31mlast words\u{1b}[0m");
+        tail.push("   ");
+        out.last_stderr = tail.last_line();
+        assert_eq!(out.reason().as_deref(), Some("last words"));
+
+        let mut outcome = TurnOutcome::Failed {
+            message: "non-zero exit (code 1)".into(),
+            kind: crate::agent::AgentErrorKind::PortExit,
+        };
+        let mut evs = vec![AgentEvent::new(
+            0,
+            AgentEventKind::TurnFailed {
+                message: "non-zero exit (code 1)".into(),
+                api_duration_ms: None,
+            },
+        )];
+        add_reason(&mut outcome, &mut evs, "last words");
+        assert_eq!(outcome.message(), "non-zero exit (code 1): last words");
+        assert_eq!(evs[0].kind.message(), "non-zero exit (code 1): last words");
+        add_reason(&mut outcome, &mut evs, "last words");
+        assert_eq!(outcome.message(), "non-zero exit (code 1): last words");
+    }
 
     #[test]
     fn stderr_keeps_head_and_tail() {

@@ -347,7 +347,8 @@ impl Orchestrator {
             | Some(Decision::Skip(_))
             | None => {
                 // Blocked, parked, its workspace locked elsewhere, its agent not logged in or
-                // otherwise ineligible: release the claim (the next tick lists a hold and dispatches once it ends).
+                // otherwise ineligible: release the claim (the next tick lists a hold and
+                // dispatches once it ends).
                 log::info!(
                     "retry released, issue not eligible issue_id={} issue_identifier={} decision={:?}",
                     id,
