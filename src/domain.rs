@@ -222,9 +222,8 @@ vocabulary! {
         Stall = "stall",
         /// A due retry could not start and went back in the queue.
         Timer = "timer",
-        /// The provider refused the run because its usage limit was reached; the retry waits
-        /// for the reset. This build does not schedule it, but a database another Sortie
-        /// build wrote may hold it, and the metrics catalogue names it.
+        /// The provider refused the run because its usage limit was reached; the retry is due
+        /// at the reset, or at the end of the ordinary failure backoff when that is later.
         UsageLimit = "usage_limit",
         /// A retry that fixes a failed CI check. This build does not schedule it; kept so a
         /// row another Sortie build wrote still reads back.
@@ -247,6 +246,9 @@ vocabulary! {
         NoSshHosts = "no available SSH hosts",
         /// Another claimed issue has the same identifier (one workspace per identifier).
         IdentifierInUse = "identifier in use by another issue",
+        /// The agent kind is held by a usage limit that has not reset yet; the retry is due at
+        /// the reset.
+        UsageLimit = "agent usage limit not reset",
     }
 }
 
@@ -289,6 +291,8 @@ vocabulary! {
         CiFailed = "ci_failed",
         NeedsPerson = "needs_person",
         BudgetStopped = "budget_stopped",
+        /// The provider refused the session for a usage limit, with a reset time, before the
+        /// agent produced output.
         UsageLimited = "usage_limited",
     }
 }

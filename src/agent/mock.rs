@@ -6,8 +6,13 @@
 //! | `session_id` | `mock-session-001` | the session id reported |
 //! | `agent_pid` | none | pid put on `session_started` |
 //! | `start_error` | false | `start_session` fails with `agent_not_found` |
+//! | `start_error_kind` | `agent_not_found` | the error kind code a `start_error` fails with |
 //! | `stop_error` | false | `stop` returns an error |
-//! | `turn_outcomes` | `[]` | per turn: `completed`, `failed`, `cancelled`, `error`, `input_required`; missing = completed |
+//! | `turn_outcomes` | `[]` | per turn: `completed`, `failed`, `cancelled`, `error`, `input_required`, `usage_limited`, `auth_failed`; missing = completed |
+//! | `usage_limit_resets_at_ms` | none | the reset a `usage_limited` turn reports (epoch ms) |
+//! | `usage_limit_model` | none | the model a `usage_limited` turn's limit names |
+//! | `failing_outcome` | `failed` | how the turn of a session counted by `failing_sessions` ends |
+//! | `model` | none | the configured model; the mock ignores it, the orchestrator's model-only usage holds read it |
 //! | `events_per_turn` | 3 | notifications per turn |
 //! | `input_tokens_per_turn` | 100 | input tokens per turn (cache reads included) |
 //! | `output_tokens_per_turn` | 50 | |
@@ -19,8 +24,8 @@
 //! | `issues` | `{}` | per-issue overrides: `{<identifier>: {<any key above>…, failing_sessions: N}}` |
 //!
 //! A per-issue block is laid over the base block for sessions of that issue; with
-//! `failing_sessions: N` the first N sessions of the issue (counted by this process) fail
-//! their first turn, then sessions behave as configured. The demo uses it to show a retry
+//! `failing_sessions: N` the first N sessions of the issue (counted by this process) end
+//! their first turn with `failing_outcome`, then sessions behave as configured. The demo uses it to show a retry
 //! with backoff on one issue while the others hand off.
 //! Each turn emits `session_started`, the notifications, one `token_usage` (this turn's
 //! figure), the tool results, then the terminal event.
@@ -58,6 +63,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
         "session_id",
         "agent_pid",
         "start_error",
+        "start_error_kind",
         "stop_error",
         "turn_outcomes",
         "events_per_turn",
@@ -68,6 +74,10 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
         "api_duration_ms",
         "turn_delay_ms",
         "tool_calls",
+        "usage_limit_resets_at_ms",
+        "usage_limit_model",
+        "failing_outcome",
+        "model",
         "issues",
     ],
     validate: crate::agent::no_setting_problems,
@@ -89,6 +99,7 @@ pub struct MockConfig {
     pub session_id: String,
     pub agent_pid: Option<u32>,
     pub start_error: bool,
+    pub start_error_kind: AgentErrorKind,
     pub stop_error: bool,
     pub turn_outcomes: Vec<String>,
     pub events_per_turn: u64,
@@ -99,6 +110,9 @@ pub struct MockConfig {
     pub api_duration_ms: Option<u64>,
     pub turn_delay_ms: u64,
     pub tool_calls: Vec<MockToolCall>,
+    pub usage_limit_resets_at_ms: Option<i64>,
+    pub usage_limit_model: Option<String>,
+    pub failing_outcome: String,
 }
 
 const OUTCOMES: &[&str] = &[
@@ -107,6 +121,8 @@ const OUTCOMES: &[&str] = &[
     "cancelled",
     "error",
     "input_required",
+    "usage_limited",
+    "auth_failed",
 ];
 
 fn bad(msg: String) -> AgentError {
@@ -173,6 +189,11 @@ impl MockConfig {
             session_id: s("session_id").unwrap_or_else(|| "mock-session-001".into()),
             agent_pid: opt("agent_pid")?.and_then(|p| u32::try_from(p).ok()),
             start_error: b("start_error"),
+            start_error_kind: match s("start_error_kind") {
+                None => AgentErrorKind::AgentNotFound,
+                Some(code) => AgentErrorKind::from_code(&code)
+                    .ok_or_else(|| bad(format!("unknown start_error_kind {code:?}")))?,
+            },
             stop_error: b("stop_error"),
             turn_outcomes,
             events_per_turn: int(block, "events_per_turn", 3)?,
@@ -183,6 +204,14 @@ impl MockConfig {
             api_duration_ms: opt("api_duration_ms")?,
             turn_delay_ms: int(block, "turn_delay_ms", 0)?,
             tool_calls,
+            usage_limit_resets_at_ms: opt("usage_limit_resets_at_ms")?
+                .and_then(|v| i64::try_from(v).ok()),
+            usage_limit_model: s("usage_limit_model"),
+            failing_outcome: match s("failing_outcome") {
+                None => "failed".into(),
+                Some(o) if OUTCOMES.contains(&o.as_str()) => o,
+                Some(o) => return Err(bad(format!("unknown failing_outcome {o:?}"))),
+            },
         })
     }
 }
@@ -255,7 +284,7 @@ impl MockAdapter {
         *n += 1;
         let mut config = over.config.clone();
         if *n <= over.failing_sessions {
-            config.turn_outcomes = vec!["failed".into()];
+            config.turn_outcomes = vec![config.failing_outcome.clone()];
         }
         config
     }
@@ -282,10 +311,7 @@ impl AgentAdapter for MockAdapter {
         }
         let config = self.session_config(&params.issue_identifier);
         if config.start_error {
-            return Err(AgentError::new(
-                AgentErrorKind::AgentNotFound,
-                "mock start_error",
-            ));
+            return Err(AgentError::new(config.start_error_kind, "mock start_error"));
         }
         let session_id = params
             .resume_session_id
@@ -373,6 +399,15 @@ impl AgentSession for MockSession {
             },
             Some("input_required") => TurnOutcome::InputRequired {
                 message: "mock agent needs input".into(),
+            },
+            Some("usage_limited") => TurnOutcome::UsageLimited {
+                message: "mock usage limit reached".into(),
+                resets_at_ms: c.usage_limit_resets_at_ms,
+                model: c.usage_limit_model.clone(),
+            },
+            Some("auth_failed") => TurnOutcome::Failed {
+                message: "mock agent not logged in".into(),
+                kind: AgentErrorKind::AgentAuthFailed,
             },
             _ => TurnOutcome::Completed {
                 message: format!("mock turn {} completed", index + 1),

@@ -4,7 +4,7 @@
 //! no grandchild survives. The direct child is always reaped.
 
 use super::cancel::{CancelReason, CancelToken};
-use super::event::{AgentEvent, TurnOutcome};
+use super::event::{AgentEvent, AgentEventKind, TurnOutcome};
 use super::pipes::{self, LineSplitter, PipeSink};
 use super::stream::{ExitInfo, SpawnError, StreamParser, TurnEnd};
 use crate::process_signal::{Signal, orphans, signal_group};
@@ -128,7 +128,7 @@ pub fn run_turn(
     };
     let mut end = TurnEnd::default();
     let mut pid = None;
-    let mut stderr_text = String::new();
+    let mut output = ProcessOutput::default();
 
     if let Some(reason) = cancel.reason() {
         end.spawn_error = Some(SpawnError::Other("cancelled before start".into()));
@@ -139,15 +139,21 @@ pub fn run_turn(
             Ok(running) => {
                 pid = Some(running.pid);
                 emit(parser.on_spawn(running.pid));
-                let stderr = supervise(running, spec, parser, &emit, cancel, limits, &mut end);
-                end.stderr = stderr.clone();
-                stderr_text = stderr;
+                output = supervise(running, spec, parser, &emit, cancel, limits, &mut end);
+                end.stderr = output.stderr.clone();
             }
         }
     }
 
-    let (outcome, evs) = parser.finish(&end);
+    let (mut outcome, mut evs) = parser.finish(&end);
+    if end.cancelled.is_none()
+        && end.exit.is_some_and(|e| e.code.is_some_and(|c| c != 0))
+        && let Some(said) = output.reason()
+    {
+        add_reason(&mut outcome, &mut evs, &said);
+    }
     emit(evs);
+    let stderr_text = output.stderr;
     if !outcome.is_completed() {
         log::warn!(
             "agent turn failed program={} pid={:?} outcome={:?} stderr={}",
@@ -259,6 +265,74 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
     })
 }
 
+/// Longest part of the agent's own words carried into a failure's message.
+const REASON_CHARS: usize = 300;
+
+/// What a turn's process said besides its stream.
+#[derive(Debug, Default)]
+struct ProcessOutput {
+    /// Bounded stderr (head and tail).
+    stderr: String,
+    /// The last non-empty stderr line.
+    last_stderr: Option<String>,
+    /// The last non-empty stdout line that is not a JSON object (a CLI's plain complaint).
+    last_plain_stdout: Option<String>,
+}
+
+impl ProcessOutput {
+    /// The CLI's own reason for failing: its last stderr line, else its last plain stdout
+    /// line; masked and cut.
+    fn reason(&self) -> Option<String> {
+        let line = self
+            .last_stderr
+            .as_ref()
+            .or(self.last_plain_stdout.as_ref())?;
+        let line = crate::agent::text::strip_ansi(line);
+        let line = line.trim();
+        (!line.is_empty())
+            .then(|| crate::agent::text::cut_chars(&crate::mask::mask(line), REASON_CHARS))
+    }
+
+    /// Keeps a plain stdout line (cut, so a flood of long lines costs little).
+    fn note_stdout(&mut self, line: &[u8]) {
+        let head = &line[..line.len().min(REASON_CHARS * 4)];
+        let text = String::from_utf8_lossy(head);
+        let text = text.trim();
+        if !text.is_empty() && !text.starts_with('{') {
+            self.last_plain_stdout = Some(crate::agent::text::cut_chars(text, REASON_CHARS));
+        }
+    }
+}
+
+/// Appends the CLI's reason to a failure's message (and to its terminal event), unless the
+/// message already says it.
+fn add_reason(outcome: &mut TurnOutcome, evs: &mut [AgentEvent], said: &str) {
+    let message = match outcome {
+        TurnOutcome::Failed { message, .. } | TurnOutcome::EndedWithError { message, .. } => {
+            message
+        }
+        _ => return,
+    };
+    if message.contains(said) {
+        return;
+    }
+    let old = message.clone();
+    *message = format!("{old}: {said}");
+    let new = message.clone();
+    for ev in evs.iter_mut().rev() {
+        match &mut ev.kind {
+            AgentEventKind::TurnFailed { message, .. }
+            | AgentEventKind::TurnEndedWithError { message } => {
+                if *message == old {
+                    *message = new;
+                }
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
 fn supervise(
     running: Running,
     spec: &ProcessSpec,
@@ -267,7 +341,8 @@ fn supervise(
     cancel: &CancelToken,
     limits: TurnLimits,
     end: &mut TurnEnd,
-) -> String {
+) -> ProcessOutput {
+    let mut output = ProcessOutput::default();
     let pid = running.pid;
     let deadline = limits.turn_timeout.map(|t| Instant::now() + t);
     let stdout_rx = running.stdout_rx.clone();
@@ -287,6 +362,7 @@ fn supervise(
         select! {
             recv(out) -> item => match item {
                 Ok(StdoutItem::Line(line)) => {
+                    output.note_stdout(&line);
                     emit(parser.on_line(&line));
                     startup = startup
                         .filter(|_| !parser.started())
@@ -350,7 +426,10 @@ fn supervise(
         loop {
             let left = drain_until.saturating_duration_since(Instant::now());
             match stdout_rx.recv_timeout(left) {
-                Ok(StdoutItem::Line(line)) => emit(parser.on_line(&line)),
+                Ok(StdoutItem::Line(line)) => {
+                    output.note_stdout(&line);
+                    emit(parser.on_line(&line));
+                }
                 Ok(StdoutItem::Error(e)) => {
                     end.read_error = Some(e);
                     break;
@@ -360,17 +439,16 @@ fn supervise(
         }
     }
     let _ = running.stderr_done.recv_timeout(limits.drain_timeout);
-    let text = running
-        .stderr
-        .lock()
-        .map(|s| s.render())
-        .unwrap_or_default();
+    if let Ok(s) = running.stderr.lock() {
+        output.stderr = s.render();
+        output.last_stderr = s.last_line();
+    }
     log::debug!(
         "agent process ended program={} pid={pid} exit={:?}",
         spec.program,
         end.exit
     );
-    text
+    output
 }
 
 /// SIGTERM the group, wait `grace` for the child (cut short when `cancel` is escalated), then
@@ -569,13 +647,13 @@ impl StderrTail {
     }
 
     /// The newest non-blank line kept, e.g. the error an agent printed before it died.
-    pub fn last_line(&self) -> Option<&str> {
+    pub fn last_line(&self) -> Option<String> {
         self.tail
             .iter()
             .rev()
             .chain(self.head.iter().rev())
-            .map(|l| l.trim())
-            .find(|l| !l.is_empty())
+            .find(|l| !l.trim().is_empty())
+            .cloned()
     }
 
     pub fn render(&self) -> String {
@@ -591,6 +669,38 @@ impl StderrTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_carries_the_last_stderr_line_else_the_last_plain_stdout_line() {
+        let mut out = ProcessOutput::default();
+        out.note_stdout(br#"{"type":"system"}"#);
+        assert_eq!(out.reason(), None);
+        out.note_stdout(b"refused for root");
+        assert_eq!(out.reason().as_deref(), Some("refused for root"));
+        let mut tail = StderrTail::default();
+        tail.push("first");
+        tail.push("\u{1b}[31mlast words\u{1b}[0m");
+        tail.push("   ");
+        out.last_stderr = tail.last_line();
+        assert_eq!(out.reason().as_deref(), Some("last words"));
+
+        let mut outcome = TurnOutcome::Failed {
+            message: "non-zero exit (code 1)".into(),
+            kind: crate::agent::AgentErrorKind::PortExit,
+        };
+        let mut evs = vec![AgentEvent::new(
+            0,
+            AgentEventKind::TurnFailed {
+                message: "non-zero exit (code 1)".into(),
+                api_duration_ms: None,
+            },
+        )];
+        add_reason(&mut outcome, &mut evs, "last words");
+        assert_eq!(outcome.message(), "non-zero exit (code 1): last words");
+        assert_eq!(evs[0].kind.message(), "non-zero exit (code 1): last words");
+        add_reason(&mut outcome, &mut evs, "last words");
+        assert_eq!(outcome.message(), "non-zero exit (code 1): last words");
+    }
 
     #[test]
     fn stderr_keeps_head_and_tail() {

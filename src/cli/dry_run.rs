@@ -142,5 +142,9 @@ fn hold_text(reason: &HoldReason) -> String {
         HoldReason::IdentifierInUse { by_issue_id } => {
             format!("identifier in use by issue {by_issue_id}")
         }
+        HoldReason::UsageLimit { agent_kind, .. } => {
+            format!("{agent_kind} usage limit not reset")
+        }
+        HoldReason::AgentAuthFailed { agent_kind } => format!("{agent_kind} not logged in"),
     }
 }

@@ -5,6 +5,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::domain::BudgetReason;
+use crate::orchestrator::agent_holds::AuthHold;
 use crate::orchestrator::snapshot::{BudgetRow, ParkedRow, Snapshot};
 
 use super::views::attention::{
@@ -91,6 +92,7 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
     out.extend(workflow_item(snap));
     out.extend(preflight_item(snap));
     out.extend(database_item(snap));
+    out.extend(snap.auth_holds.iter().map(|h| auth_item(h, snap)));
     out.extend(snap.parked.iter().map(|p| parked_item(p, snap)));
     out.extend(snap.budget_exhausted.iter().map(|b| budget_item(b, snap)));
     out.sort_by(|a, b| {
@@ -180,6 +182,27 @@ fn database_item(snap: &Snapshot) -> Option<Item> {
         },
         snap,
     ))
+}
+
+/// An agent kind whose login failed: every workflow names one agent kind, so nothing is
+/// dispatched while it holds (critical).
+fn auth_item(h: &AuthHold, snap: &Snapshot) -> Item {
+    base_item(
+        Cause {
+            kind: AttentionKind::AgentAuthFailed,
+            id_parts: vec![h.agent_kind.clone(), id_time(h.since_ms)],
+            since_ms: Some(h.since_ms),
+            issue: None,
+            words: wording::attention_agent_auth(&h.agent_kind, &h.message),
+            action: AttentionAction::acknowledge(),
+            evidence: AttentionEvidence {
+                agent_kind: Some(h.agent_kind.clone()),
+                error: Some(h.message.clone()),
+                ..Default::default()
+            },
+        },
+        snap,
+    )
 }
 
 fn parked_item(p: &ParkedRow, snap: &Snapshot) -> Item {

@@ -118,6 +118,9 @@ fn failure_words(code: ErrorCode) -> &'static str {
             "Sortie could not read the issue's state from the tracker between turns"
         }
         ErrorCode::SupervisorPanic => "The session's supervisor stopped on an internal error",
+        ErrorCode::UsageLimited => {
+            "The agent provider refused the session because the account's usage limit is reached"
+        }
     }
 }
 
@@ -133,6 +136,7 @@ fn only_repeats(code: ErrorCode, words: &str, message: &str) -> bool {
             code,
             ErrorCode::Agent(AgentErrorKind::TurnCancelled | AgentErrorKind::TurnTimeout)
         ) && m.starts_with("turn cancelled:"))
+        || (code == ErrorCode::UsageLimited && m.ends_with("usage limit reached"))
 }
 
 /// Ends a sentence with one stop, unless it already ends with one.
@@ -221,6 +225,7 @@ fn reschedule_words(reason: RescheduleReason) -> &'static str {
         RescheduleReason::IdentifierInUse => {
             "another issue with the same identifier was running or queued"
         }
+        RescheduleReason::UsageLimit => "the agent's usage limit had not reset yet",
     }
 }
 
@@ -254,6 +259,12 @@ pub fn retrying(attempt: u32, due_in_ms: i64, trigger: &str, error: Option<&str>
             format!("{head} after a stall"),
             format!("{STALL_STOP} {head}."),
         ),
+        (Some(RetryTrigger::UsageLimit), _) => Pair::new(
+            format!("{head} after a usage limit"),
+            format!(
+                "The agent provider refused the session because the account's usage limit is reached, so the retry waits for the reset. {head}."
+            ),
+        ),
         (Some(RetryTrigger::Error) | None, Some(e)) => {
             // The sentence the retry's `error` serves is quoted whole; a text of no known
             // kind is named as the previous run's failure.
@@ -271,16 +282,9 @@ pub fn retrying(attempt: u32, due_in_ms: i64, trigger: &str, error: Option<&str>
             };
             Pair::new(format!("{head} after an error"), full)
         }
-        (
-            Some(
-                RetryTrigger::Timer
-                | RetryTrigger::Error
-                | RetryTrigger::UsageLimit
-                | RetryTrigger::CiFix,
-            )
-            | None,
-            _,
-        ) => Pair::new(head.clone(), format!("{head}.")),
+        (Some(RetryTrigger::Timer | RetryTrigger::Error | RetryTrigger::CiFix) | None, _) => {
+            Pair::new(head.clone(), format!("{head}."))
+        }
     }
 }
 
@@ -401,6 +405,35 @@ pub fn identifier_in_use(by_issue_id: &str) -> (String, String, String) {
     (reason, release, full)
 }
 
+/// A usage limit holds the agent kind; `on_model` is `Some` for a hold on one configured
+/// model (`Some(None)`: the runtime's default model).
+pub fn usage_limit(agent_kind: &str, on_model: Option<Option<&str>>) -> (String, String, String) {
+    let reason = match on_model {
+        None => format!("Usage limit of {agent_kind} reached"),
+        Some(Some(model)) => format!("Usage limit of {agent_kind} on {model} reached"),
+        Some(None) => format!("Usage limit of {agent_kind} on its default model reached"),
+    };
+    let release =
+        "Released one poll interval after the usage limit resets; the refused issue's own retry runs at the reset."
+            .to_string();
+    let full = format!(
+        "{reason}. Sortie starts no session of {agent_kind} until the limit resets and dispatches the issue on a poll tick after that."
+    );
+    (reason, release, full)
+}
+
+/// The agent kind's login failed, so every dispatch of it is held.
+pub fn agent_auth_failed(agent_kind: &str) -> (String, String, String) {
+    let reason = format!("{agent_kind} is not logged in");
+    let release = format!(
+        "Released when the workflow file is saved or reloaded with a change, or when a session of {agent_kind} completes a turn."
+    );
+    let full = format!(
+        "{reason}. Sortie starts no session of {agent_kind} until a person logs its CLI in and saves the workflow file."
+    );
+    (reason, release, full)
+}
+
 /// The three attention sentences of an item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttentionWords {
@@ -493,6 +526,19 @@ pub fn attention_database(error: &str) -> AttentionWords {
             "The database check failed ({error}), so Sortie dispatches nothing new and hands off no issue until its run is recorded; running sessions go on and failed writes are kept and retried in order."
         ),
         clears: "Clears on the poll tick after every kept write is stored and the database check passes.".into(),
+    }
+}
+
+/// An agent kind whose login failed; `error` is the agent's message, masked.
+pub fn attention_agent_auth(agent_kind: &str, error: &str) -> AttentionWords {
+    AttentionWords {
+        reason: format!("{agent_kind} is not logged in"),
+        why: format!(
+            "A session of {agent_kind} failed to authenticate ({error}), so poll ticks dispatch nothing to it; log the agent's CLI in on this machine (its login command, or its API key in Sortie's environment)."
+        ),
+        clears: format!(
+            "Clears when the workflow file is saved or reloaded with a change, or when a session of {agent_kind} completes a turn."
+        ),
     }
 }
 
@@ -630,6 +676,41 @@ mod tests {
             "Continuation due now"
         );
         assert_eq!(retrying(4, 0, "", None).full, "Retry 4 due now.");
+        assert_eq!(
+            retrying(
+                1,
+                60_000,
+                "usage_limit",
+                Some("worker exited: usage_limited: x")
+            )
+            .short,
+            "Retry 1 in 1m after a usage limit"
+        );
+    }
+
+    #[test]
+    fn agent_kind_holds_name_the_kind_and_what_releases_them() {
+        let (reason, release, full) = usage_limit("claude-code", None);
+        assert_eq!(reason, "Usage limit of claude-code reached");
+        assert!(release.ends_with('.') && !reason.ends_with('.'));
+        assert!(full.starts_with("Usage limit of claude-code reached. "));
+        assert_eq!(
+            usage_limit("claude-code", Some(Some("opus"))).0,
+            "Usage limit of claude-code on opus reached"
+        );
+        assert_eq!(
+            usage_limit("claude-code", Some(None)).0,
+            "Usage limit of claude-code on its default model reached"
+        );
+        let (reason, release, _) = agent_auth_failed("claude-code");
+        assert_eq!(reason, "claude-code is not logged in");
+        assert!(release.contains("workflow file is saved"));
+        let words = attention_agent_auth("claude-code", "not logged in");
+        assert!(words.why.contains("log the agent's CLI in"));
+        assert_eq!(
+            run_error("usage_limited: usage limit reached", None),
+            "The agent provider refused the session because the account's usage limit is reached."
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! One dispatch pass, as a pure function: sort the candidates, apply the eligibility gates in
-//! order (shape, active state, claims, parks, budgets, slot limits, blockers), and say for
+//! order (shape, active state, claims, parks, budgets, agent-kind holds, slot limits, blockers), and say for
 //! each candidate whether it is dispatched, held (and why, in the API's hold vocabulary) or
 //! skipped. The orchestrator's tick and `--dry-run`
 //! both use it, so what a dry run prints is what a tick would do.
@@ -59,6 +59,17 @@ pub enum HoldReason {
         /// The issue id that holds the identifier.
         by_issue_id: String,
     },
+    /// A provider usage limit stops new sessions of the agent kind until it resets
+    /// (`agent_holds::UsageHold`).
+    UsageLimit {
+        agent_kind: String,
+        resets_at_ms: i64,
+        model_only: bool,
+        model: Option<String>,
+    },
+    /// The agent kind's login failed: no session of it can succeed until a person logs its
+    /// CLI in (`agent_holds::AuthHold`).
+    AgentAuthFailed { agent_kind: String },
 }
 
 impl HoldReason {
@@ -69,6 +80,8 @@ impl HoldReason {
             HoldReason::AgentSlotsFull { .. } => "agent_slots_full",
             HoldReason::WorkspaceLocked { .. } => "workspace_locked",
             HoldReason::IdentifierInUse { .. } => "identifier_in_use",
+            HoldReason::UsageLimit { .. } => "usage_limit",
+            HoldReason::AgentAuthFailed { .. } => "agent_auth_failed",
         }
     }
 }
@@ -134,6 +147,9 @@ pub struct PassInput {
     pub workspace_locked: BTreeMap<String, Option<u32>>,
     /// Identifier → issue id of every claimed issue (one workspace directory per identifier).
     pub claimed_identifiers: BTreeMap<String, String>,
+    /// A hold on the workflow's agent kind (usage limit, failed login): it stops every
+    /// candidate the earlier gates let through. `None` for a dry run.
+    pub agent_hold: Option<HoldReason>,
 }
 
 /// What is live when a pass runs. A dry run has nothing live (`LiveClaims::default()`).
@@ -168,6 +184,7 @@ impl PassInput {
             parked: live.parked,
             workspace_locked: BTreeMap::new(),
             claimed_identifiers: live.claimed_identifiers,
+            agent_hold: None,
             active_states: cfg.tracker.active_states.clone(),
             terminal_states: cfg.tracker.terminal_states.clone(),
             max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
@@ -254,6 +271,12 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
         }
         if input.budget_held.contains(&issue.id) {
             out.push(Decision::Skip(SkipReason::BudgetExhausted));
+            continue;
+        }
+        // The agent kind itself is held: a freed slot or a closed blocker would not dispatch
+        // the issue, so this reason wins over theirs.
+        if let Some(hold) = &input.agent_hold {
+            out.push(Decision::Held(hold.clone()));
             continue;
         }
         // A session elsewhere holds the workspace: never a second one in it (takes no slot).

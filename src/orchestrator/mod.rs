@@ -2,6 +2,7 @@
 //! run the agents; the store's writer thread persists; HTTP reads published snapshots.
 
 pub mod adapters;
+pub mod agent_holds;
 pub mod backoff;
 pub mod dispatch_pass;
 pub mod msg;

@@ -20,6 +20,9 @@ pub enum ErrorCode {
     TrackerRefresh,
     /// The supervisor thread panicked (a bug); the run failed and is retried with backoff.
     SupervisorPanic,
+    /// The provider refused the session for a usage limit (the run's status is
+    /// `usage_limited`).
+    UsageLimited,
 }
 
 impl ErrorCode {
@@ -32,6 +35,7 @@ impl ErrorCode {
             ErrorCode::PromptRender => "prompt_render",
             ErrorCode::TrackerRefresh => "tracker_refresh_failed",
             ErrorCode::SupervisorPanic => "supervisor_panic",
+            ErrorCode::UsageLimited => "usage_limited",
         }
     }
 
@@ -46,6 +50,7 @@ impl ErrorCode {
             ErrorCode::PromptRender,
             ErrorCode::TrackerRefresh,
             ErrorCode::SupervisorPanic,
+            ErrorCode::UsageLimited,
         ]
         .into_iter()
         .find(|c| c.as_str() == text)
@@ -75,6 +80,18 @@ pub enum SupervisorExit {
     },
     /// Cancelled on request (stall, reconciliation, budget, shutdown).
     Cancelled { reason: CancelReason },
+    /// The provider refused the session for a usage limit before the agent did any work.
+    UsageLimited(UsageLimit),
+}
+
+/// A usage limit as the agent reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageLimit {
+    pub message: String,
+    /// When the limit resets, epoch ms; `None` when the agent did not say.
+    pub resets_at_ms: Option<i64>,
+    /// The model the limit names; `None` for a limit on every model of the kind.
+    pub model: Option<String>,
 }
 
 /// What a supervisor thread reports when its attempt is over.

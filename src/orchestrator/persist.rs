@@ -14,6 +14,7 @@ use crate::store::{
     StoredEvent,
 };
 
+use super::agent_holds::UsageHold;
 use super::msg::{SupervisorExit, SupervisorResult};
 use super::run_error::{RunError, TokenStop};
 use super::state::{AgentTotals, Park, RetryInfo, RunningEntry};
@@ -51,6 +52,7 @@ pub struct WarmStart {
     pub parks: Vec<Park>,
     pub outcomes: HashMap<String, (OutcomeKind, String)>,
     pub acks: Vec<crate::store::AttentionAck>,
+    pub usage_holds: Vec<UsageHold>,
 }
 
 fn issue_from_parts(
@@ -143,12 +145,24 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
         .into_iter()
         .map(|o| (o.issue_id, (o.kind, o.state)))
         .collect();
+    let usage_holds = snap
+        .usage_holds
+        .into_iter()
+        .map(|h| UsageHold {
+            agent_kind: h.agent_kind,
+            model_only: h.model_only,
+            model: Some(h.model).filter(|m| !m.is_empty()),
+            resets_at_ms: h.resets_at_ms,
+            since_ms: h.since_ms,
+        })
+        .collect();
     Ok(WarmStart {
         retries,
         totals,
         parks,
         outcomes,
         acks: snap.acknowledgements,
+        usage_holds,
     })
 }
 
@@ -217,6 +231,31 @@ pub fn park(store: &Store, p: &Park) {
             dispatched_at_ms: p.dispatched_at_ms,
             ..ParkedIssue::new(p.issue.id.clone(), p.reason)
         }),
+    );
+}
+
+fn usage_hold_row(h: &UsageHold) -> crate::store::UsageHoldRow {
+    crate::store::UsageHoldRow {
+        agent_kind: h.agent_kind.clone(),
+        model_only: h.model_only,
+        model: h.model.clone().unwrap_or_default(),
+        resets_at_ms: h.resets_at_ms,
+        since_ms: h.since_ms,
+    }
+}
+
+/// Stores a usage hold, so a restart before the reset starts no session of the kind.
+pub fn save_usage_hold(store: &Store, h: &UsageHold) {
+    warn_on_err(
+        "save_usage_hold",
+        store.writer().upsert_usage_hold(usage_hold_row(h)),
+    );
+}
+
+pub fn delete_usage_hold(store: &Store, h: &UsageHold) {
+    warn_on_err(
+        "delete_usage_hold",
+        store.writer().delete_usage_hold(usage_hold_row(h)),
     );
 }
 
@@ -401,7 +440,9 @@ fn exit_fields(
             declared,
             statement,
         } => (error, *declared, statement.clone()),
-        SupervisorExit::Error { .. } | SupervisorExit::Cancelled { .. } => (error, None, None),
+        SupervisorExit::Error { .. }
+        | SupervisorExit::Cancelled { .. }
+        | SupervisorExit::UsageLimited(_) => (error, None, None),
     }
 }
 

@@ -48,6 +48,10 @@ impl RunError {
                 (CancelReason::Budget, Some(t)) => RunError::TokenBudget(t),
                 _ => RunError::Cancelled(*reason),
             }),
+            SupervisorExit::UsageLimited(limit) => Some(RunError::Failed {
+                code: ErrorCode::UsageLimited,
+                message: limit.message.clone(),
+            }),
         }
     }
 

@@ -158,6 +158,9 @@ pub struct Snapshot {
     pub health: Health,
     /// Usage limits the agents reported (changed by agent events).
     pub rate_limits: Arc<super::rate_limits::RateLimits>,
+    /// Agent kinds held because their login failed (a turn that completes lifts one, so agent
+    /// events change it).
+    pub auth_holds: Arc<Vec<super::agent_holds::AuthHold>>,
     /// Attention acknowledgements by item id.
     pub acks: Arc<BTreeMap<String, crate::store::AttentionAck>>,
     /// issue id → (outcome, state).
@@ -256,6 +259,7 @@ impl Snapshot {
             totals: state.totals.clone(),
             health: state.health.clone(),
             rate_limits: Arc::clone(&state.rate_limits),
+            auth_holds: auth_holds(state),
             outcomes: Arc::new(
                 state
                     .outcomes
@@ -288,6 +292,7 @@ impl Snapshot {
             totals: state.totals.clone(),
             health: prev.health.clone(),
             rate_limits: Arc::clone(&state.rate_limits),
+            auth_holds: auth_holds(state),
             acks: Arc::clone(&prev.acks),
             outcomes: Arc::clone(&prev.outcomes),
             workflow_path: prev.workflow_path.clone(),
@@ -298,6 +303,11 @@ impl Snapshot {
             config: prev.config.clone(),
         }
     }
+}
+
+/// The login holds in force, by agent kind (few: one per kind at most).
+fn auth_holds(state: &State) -> Arc<Vec<super::agent_holds::AuthHold>> {
+    Arc::new(state.agent_holds.auth.values().cloned().collect())
 }
 
 /// The running sessions' facts by identifier; each copy shares its event ring.

@@ -461,6 +461,8 @@ pub struct State {
     pub revision: u64,
     /// Usage limits the agents reported; shared with published snapshots.
     pub rate_limits: std::sync::Arc<super::rate_limits::RateLimits>,
+    /// Holds on a whole agent kind (usage limit, failed login).
+    pub agent_holds: super::agent_holds::AgentHolds,
 }
 
 impl State {

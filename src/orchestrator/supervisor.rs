@@ -11,7 +11,7 @@ use crossbeam_channel::Sender;
 
 use crate::agent::{
     AgentAdapter, AgentErrorKind, AgentEvent, AgentEventKind, AgentSession, CancelReason,
-    CancelToken, StartSessionParams, state_file, status_file,
+    CancelToken, StartSessionParams, TurnOutcome, state_file, status_file,
 };
 use crate::clock::Clock;
 use crate::config::Workflow;
@@ -149,6 +149,7 @@ fn exit_kind_name(e: &SupervisorExit) -> &'static str {
         SupervisorExit::Normal { .. } => "normal",
         SupervisorExit::Error { .. } => "error",
         SupervisorExit::Cancelled { .. } => "cancelled",
+        SupervisorExit::UsageLimited(_) => "usage_limited",
     }
 }
 
@@ -158,6 +159,23 @@ fn error_exit(code: ErrorCode, message: String, retryable: bool) -> SupervisorEx
         message: crate::mask::mask(&message),
         retryable,
     }
+}
+
+/// The exit of a turn the provider refused for a usage limit (masked like every error).
+fn usage_limited_exit(outcome: &TurnOutcome) -> SupervisorExit {
+    let (message, resets_at_ms, model) = match outcome {
+        TurnOutcome::UsageLimited {
+            message,
+            resets_at_ms,
+            model,
+        } => (message.as_str(), *resets_at_ms, model.clone()),
+        other => return error_exit(ErrorCode::UsageLimited, other.message(), true),
+    };
+    SupervisorExit::UsageLimited(super::msg::UsageLimit {
+        message: crate::mask::mask(message),
+        resets_at_ms,
+        model,
+    })
 }
 
 fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
@@ -450,6 +468,9 @@ fn run_turn(
     if !result.outcome.is_completed() {
         return ControlFlow::Break(Some(match job.cancel.reason() {
             Some(r) if r != CancelReason::TurnTimeout => SupervisorExit::Cancelled { reason: r },
+            _ if matches!(result.outcome, TurnOutcome::UsageLimited { .. }) => {
+                usage_limited_exit(&result.outcome)
+            }
             _ => {
                 // An unfinished turn that names no kind failed as a turn, which is retried.
                 let kind = result

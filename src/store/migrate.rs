@@ -42,6 +42,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "005_session_process",
         sql: include_str!("../../sql/005_session_process.sql"),
     },
+    Migration {
+        version: 6,
+        name: "006_agent_usage_holds",
+        sql: include_str!("../../sql/006_agent_usage_holds.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.

@@ -16,6 +16,7 @@ use super::queries::{self, IssueSpend, IssueTotalsRow, OutcomeRow};
 use super::retry::{self, RetryEntry};
 use super::runs::{self, IssueGroupPage, RunFilter, RunPage, RunRecord};
 use super::sessions::{self, SessionMeta};
+use super::usage_holds::{self, UsageHoldRow};
 
 /// Everything the orchestrator restores at start, read in one transaction so it is consistent.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -28,6 +29,8 @@ pub struct WarmStartSnapshot {
     pub outcomes: Vec<IssueOutcome>,
     pub acknowledgements: Vec<AttentionAck>,
     pub sessions: Vec<SessionMeta>,
+    /// Usage-limit holds on agent kinds.
+    pub usage_holds: Vec<UsageHoldRow>,
 }
 
 /// A read-only connection. Not `Sync`: open one per thread or request.
@@ -154,6 +157,7 @@ pub(crate) fn warm_start_snapshot(conn: &Connection) -> Result<WarmStartSnapshot
             outcomes: outcomes::load_all(conn)?,
             acknowledgements: attention::load_all(conn)?,
             sessions: sessions::load_all(conn)?,
+            usage_holds: usage_holds::load_all(conn)?,
         })
     })();
     conn.execute_batch("COMMIT").ctx("end snapshot read")?;

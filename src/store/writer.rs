@@ -22,6 +22,7 @@ use super::record::{self, RecordOutcome, RunWrite};
 use super::retry::{self, RetryEntry};
 use super::runs::RunRecord;
 use super::sessions::{self, SessionMeta};
+use super::usage_holds::{self, UsageHoldRow};
 use super::write_backlog::WriteBacklog;
 use crate::clock::Clock;
 
@@ -46,6 +47,8 @@ enum WriteOp {
     SetOutcome(IssueOutcome),
     ClearOutcome(String),
     DeleteAcks(Vec<String>),
+    UpsertUsageHold(UsageHoldRow),
+    DeleteUsageHold(UsageHoldRow),
 }
 
 impl WriteOp {
@@ -61,6 +64,8 @@ impl WriteOp {
             DbCmd::SetOutcome(o, None) => WriteOp::SetOutcome(o),
             DbCmd::ClearOutcome(id) => WriteOp::ClearOutcome(id),
             DbCmd::DeleteAcks(ids) => WriteOp::DeleteAcks(ids),
+            DbCmd::UpsertUsageHold(h) => WriteOp::UpsertUsageHold(h),
+            DbCmd::DeleteUsageHold(h) => WriteOp::DeleteUsageHold(h),
             other => return Err(Box::new(other)),
         })
     }
@@ -76,6 +81,8 @@ impl WriteOp {
             WriteOp::SetOutcome(o) => ("save issue outcome", &o.issue_id),
             WriteOp::ClearOutcome(id) => ("clear issue outcome", id),
             WriteOp::DeleteAcks(_) => ("delete acknowledgements", ""),
+            WriteOp::UpsertUsageHold(h) => ("save usage hold", &h.agent_kind),
+            WriteOp::DeleteUsageHold(h) => ("delete usage hold", &h.agent_kind),
         }
     }
 }
@@ -94,6 +101,8 @@ pub enum DbCmd {
     ClearOutcome(String),
     Acknowledge(AttentionAck, Reply<AttentionAck>),
     DeleteAcks(Vec<String>),
+    UpsertUsageHold(UsageHoldRow),
+    DeleteUsageHold(UsageHoldRow),
     /// Runs a read on the writer's connection, after every earlier write.
     Query(QueryFn),
     PendingEvents(Reply<Vec<PendingSummary>>),
@@ -177,6 +186,13 @@ impl WriterHandle {
     }
     pub fn delete_acks(&self, item_ids: Vec<String>) -> Result<(), StoreError> {
         self.send(DbCmd::DeleteAcks(item_ids))
+    }
+    /// Queues a usage hold's save (the later reset wins for a stored scope).
+    pub fn upsert_usage_hold(&self, hold: UsageHoldRow) -> Result<(), StoreError> {
+        self.send(DbCmd::UpsertUsageHold(hold))
+    }
+    pub fn delete_usage_hold(&self, hold: UsageHoldRow) -> Result<(), StoreError> {
+        self.send(DbCmd::DeleteUsageHold(hold))
     }
     /// Runs `f` on the writer's connection after every earlier command (read-your-writes).
     pub fn query<T, F>(&self, f: F) -> Result<T, StoreError>
@@ -366,6 +382,8 @@ impl Writer {
                 let _ = reply.send(attention::acknowledge(&self.conn, &a));
             }
             DbCmd::DeleteAcks(ids) => self.write(WriteOp::DeleteAcks(ids)),
+            DbCmd::UpsertUsageHold(h) => self.write(WriteOp::UpsertUsageHold(h)),
+            DbCmd::DeleteUsageHold(h) => self.write(WriteOp::DeleteUsageHold(h)),
             DbCmd::Query(f) => f(&self.conn),
             DbCmd::PendingEvents(reply) => {
                 let _ = reply.send(Ok(self.pending.summaries()));
@@ -537,6 +555,8 @@ impl Writer {
             WriteOp::SetOutcome(o) => outcomes::set(&self.conn, o).map(|_| ()),
             WriteOp::ClearOutcome(id) => outcomes::clear(&self.conn, id),
             WriteOp::DeleteAcks(ids) => attention::delete(&self.conn, ids).map(|_| ()),
+            WriteOp::UpsertUsageHold(h) => usage_holds::upsert(&self.conn, h),
+            WriteOp::DeleteUsageHold(h) => usage_holds::delete(&self.conn, h),
         }
     }
 

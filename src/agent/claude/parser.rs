@@ -106,6 +106,11 @@ pub struct ClaudeParser {
     usage_seen: bool,
     result: Option<ResultLine>,
     usage_limit_resets_at_ms: Option<Option<i64>>,
+    /// The model family a rejected limit names (`seven_day_opus` → `opus`).
+    usage_limit_model: Option<String>,
+    /// The text of an assistant message Claude Code made up for a failed login
+    /// (`"error": "authentication_failed"`).
+    auth_failure: Option<String>,
 }
 
 impl ClaudeParser {
@@ -127,6 +132,8 @@ impl ClaudeParser {
             usage_seen: false,
             result: None,
             usage_limit_resets_at_ms: None,
+            usage_limit_model: None,
+            auth_failure: None,
         }
     }
 
@@ -178,8 +185,16 @@ impl ClaudeParser {
                 message: "assistant".into(),
             })];
         };
-        if let Some(model) = msg.get("model").and_then(Value::as_str) {
+        // `<synthetic>` marks a message Claude Code wrote itself, not a model's.
+        if let Some(model) = msg
+            .get("model")
+            .and_then(Value::as_str)
+            .filter(|m| !m.starts_with('<'))
+        {
             self.model = Some(model.to_string());
+        }
+        if v.get("error").and_then(Value::as_str) == Some("authentication_failed") {
+            self.auth_failure = Some(message_text(msg));
         }
         if let Some(usage) = msg.get("usage").filter(|u| u.is_object()) {
             let id = match msg.get("id").and_then(Value::as_str) {
@@ -320,11 +335,17 @@ impl ClaudeParser {
             .get("resetsAt")
             .and_then(Value::as_i64)
             .map(|s| s.saturating_mul(1000));
+        let limit_type = info.get("rateLimitType").and_then(Value::as_str);
         if status == Some(RateLimitStatus::Exhausted) {
             self.usage_limit_resets_at_ms = Some(resets_at_ms);
+            self.usage_limit_model = match limit_type {
+                Some("seven_day_opus") => Some("opus".into()),
+                Some("seven_day_sonnet") => Some("sonnet".into()),
+                _ => None,
+            };
         }
         const HOUR_MS: u64 = 3_600_000;
-        let (label, window_ms) = match info.get("rateLimitType").and_then(Value::as_str) {
+        let (label, window_ms) = match limit_type {
             Some("five_hour") => ("5-hour limit".to_string(), Some(5 * HOUR_MS)),
             Some("seven_day") => ("Weekly limit".to_string(), Some(7 * 24 * HOUR_MS)),
             Some("seven_day_opus") => ("Weekly Opus limit".to_string(), Some(7 * 24 * HOUR_MS)),
@@ -449,8 +470,17 @@ impl ClaudeParser {
                     return TurnOutcome::UsageLimited {
                         message: "usage limit reached".into(),
                         resets_at_ms,
-                        model: self.model.clone(),
+                        // A limit on one model family holds the model the session ran on.
+                        model: self
+                            .usage_limit_model
+                            .as_ref()
+                            .map(|family| self.model.clone().unwrap_or_else(|| family.clone())),
                     };
+                }
+                if r.is_error
+                    && let Some(outcome) = self.auth_outcome()
+                {
+                    return outcome;
                 }
                 let subtype = if r.subtype.is_empty() {
                     "error"
@@ -470,7 +500,11 @@ impl ClaudeParser {
             }
             None => {
                 let code = end.exit.and_then(|e| e.code).unwrap_or(0);
-                if code != 0 {
+                if code != 0
+                    && let Some(outcome) = self.auth_outcome()
+                {
+                    outcome
+                } else if code != 0 {
                     TurnOutcome::Failed {
                         message: format!("non-zero exit (code {code})"),
                         kind: AgentErrorKind::PortExit,
@@ -491,6 +525,43 @@ impl ClaudeParser {
             }
         }
     }
+}
+
+impl ClaudeParser {
+    /// A turn Claude Code ended on its own failed-login message, before any output: the CLI
+    /// is not logged in, which no retry fixes.
+    fn auth_outcome(&self) -> Option<TurnOutcome> {
+        let said = self
+            .auth_failure
+            .as_ref()
+            .filter(|_| self.turn_usage.output == 0)?;
+        let said = if said.is_empty() {
+            "authentication failed"
+        } else {
+            said.as_str()
+        };
+        Some(TurnOutcome::Failed {
+            message: format!(
+                "Claude Code is not logged in ({said}): log it in with `claude /login` as the user sortie runs as, or set ANTHROPIC_API_KEY in sortie's environment"
+            ),
+            kind: AgentErrorKind::AgentAuthFailed,
+        })
+    }
+}
+
+/// The text blocks of an assistant message, joined and cut.
+fn message_text(msg: &Value) -> String {
+    let parts: Vec<&str> = msg
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect();
+    cut_chars(&parts.join(" "), MESSAGE_CHARS)
 }
 
 impl StreamParser for ClaudeParser {

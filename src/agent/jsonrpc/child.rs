@@ -147,10 +147,7 @@ impl RpcChild {
     /// server that just died usually said why on its way out).
     pub fn last_stderr_line(&self, wait: Duration) -> Option<String> {
         let _ = self.stderr_done.recv_timeout(wait);
-        self.stderr
-            .lock()
-            .ok()
-            .and_then(|s| s.last_line().map(str::to_string))
+        self.stderr.lock().ok().and_then(|s| s.last_line())
     }
 
     /// How the process ended, if it has.

@@ -17,6 +17,8 @@ pub enum AttentionKind {
     WorkflowReloadFailed,
     PreflightFailed,
     DatabaseFailed,
+    /// An agent kind's login failed, so nothing is dispatched to it.
+    AgentAuthFailed,
     Parked,
     BudgetHeld,
 }
@@ -26,6 +28,7 @@ impl AttentionKind {
         AttentionKind::WorkflowReloadFailed,
         AttentionKind::PreflightFailed,
         AttentionKind::DatabaseFailed,
+        AttentionKind::AgentAuthFailed,
         AttentionKind::Parked,
         AttentionKind::BudgetHeld,
     ];
@@ -36,6 +39,7 @@ impl AttentionKind {
             AttentionKind::WorkflowReloadFailed => "workflow_reload_failed",
             AttentionKind::PreflightFailed => "preflight_failed",
             AttentionKind::DatabaseFailed => "database_failed",
+            AttentionKind::AgentAuthFailed => "agent_auth_failed",
             AttentionKind::Parked => "parked",
             AttentionKind::BudgetHeld => "budget_held",
         }
@@ -47,7 +51,8 @@ impl AttentionKind {
         match self {
             AttentionKind::WorkflowReloadFailed
             | AttentionKind::PreflightFailed
-            | AttentionKind::DatabaseFailed => Severity::Critical,
+            | AttentionKind::DatabaseFailed
+            | AttentionKind::AgentAuthFailed => Severity::Critical,
             AttentionKind::Parked | AttentionKind::BudgetHeld => Severity::Warning,
         }
     }
@@ -131,6 +136,9 @@ pub struct AttentionEvidence {
     pub used_sessions: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_sessions: Option<u64>,
+    /// The agent kind an agent_auth_failed item is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_kind: Option<String>,
 }
 
 /// The issue an item names: id and identifier always, the others only when not empty. Every

@@ -1,5 +1,5 @@
-//! A `held[]` row: an issue a dispatch pass held back (blockers, full agent slots or a
-//! workspace whose lock another process holds).
+//! A `held[]` row: an issue a dispatch pass held back (blockers, full agent slots, a
+//! workspace whose lock another process holds, or a hold on its whole agent kind).
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -8,7 +8,7 @@ use crate::orchestrator::dispatch_pass::{HoldReason, SlotScope};
 use crate::orchestrator::snapshot::HeldRow;
 
 use super::super::wording::{self, BlockerWords};
-use super::{IssueFields, Null, nonempty, ts};
+use super::{IssueFields, nonempty, ts};
 
 /// An issue that blocks the held one.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -45,7 +45,17 @@ pub struct HoldView {
     pub held_since: String,
     pub blockers: Option<Vec<BlockerView>>,
     pub slot: Option<SlotView>,
-    pub resets_at: Null,
+    /// When the usage limit resets (usage_limit only).
+    pub resets_at: Option<String>,
+    /// The agent kind the hold stops (usage_limit, agent_auth_failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_kind: Option<String>,
+    /// True for a usage_limit hold on one configured model alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_only: Option<bool>,
+    /// The configured model a model_only hold stops; absent for the runtime's default model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     pub reason_text: String,
     pub release_text: String,
 }
@@ -64,6 +74,7 @@ pub struct HeldView {
 impl HoldView {
     /// The hold and the row's long sentence.
     pub fn build(reason: &HoldReason, since_ms: i64) -> (HoldView, String) {
+        let mut agent = AgentHoldFields::default();
         let (blockers, slot, words) = match reason {
             HoldReason::BlockedBy(bs) => {
                 let list = bs
@@ -103,6 +114,25 @@ impl HoldView {
             HoldReason::IdentifierInUse { by_issue_id } => {
                 (None, None, wording::identifier_in_use(by_issue_id))
             }
+            HoldReason::UsageLimit {
+                agent_kind,
+                resets_at_ms,
+                model_only,
+                model,
+            } => {
+                agent = AgentHoldFields {
+                    resets_at: Some(ts(*resets_at_ms)),
+                    agent_kind: Some(agent_kind.clone()),
+                    model_only: model_only.then_some(true),
+                    model: model.clone().filter(|_| *model_only),
+                };
+                let on_model = model_only.then_some(model.as_deref());
+                (None, None, wording::usage_limit(agent_kind, on_model))
+            }
+            HoldReason::AgentAuthFailed { agent_kind } => {
+                agent.agent_kind = Some(agent_kind.clone());
+                (None, None, wording::agent_auth_failed(agent_kind))
+            }
         };
         let (reason_text, release_text, full) = words;
         let hold = HoldView {
@@ -110,12 +140,24 @@ impl HoldView {
             held_since: ts(since_ms),
             blockers,
             slot,
-            resets_at: Null,
+            resets_at: agent.resets_at,
+            agent_kind: agent.agent_kind,
+            model_only: agent.model_only,
+            model: agent.model,
             reason_text,
             release_text,
         };
         (hold, full)
     }
+}
+
+/// The members of a hold on a whole agent kind.
+#[derive(Default)]
+struct AgentHoldFields {
+    resets_at: Option<String>,
+    agent_kind: Option<String>,
+    model_only: Option<bool>,
+    model: Option<String>,
 }
 
 impl HeldView {

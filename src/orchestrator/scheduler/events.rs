@@ -18,6 +18,7 @@ impl Orchestrator {
             return;
         };
         e.facts.last_event_at_ms = Some(event.at_ms);
+        let turn_completed = matches!(event.kind, AgentEventKind::TurnCompleted { .. });
         let type_name = event.kind.type_name();
         if e.facts.last_event_type.as_deref() != Some(type_name) {
             e.facts.last_event_type = Some(type_name.to_string());
@@ -121,6 +122,9 @@ impl Orchestrator {
         }
         // Copies the ring only when a published snapshot still holds it.
         Arc::make_mut(&mut e.facts.events).push_owned(event);
+        if turn_completed {
+            self.lift_auth_hold_after_success();
+        }
     }
 
     /// Queues the live rows whose figures changed and were not written for

@@ -4,8 +4,9 @@
 //! `Orchestrator` methods here only apply the decision.
 
 use super::*;
+use crate::agent::AgentErrorKind;
 use crate::config::TrackerConfig;
-use crate::orchestrator::msg::ErrorCode;
+use crate::orchestrator::msg::{ErrorCode, UsageLimit};
 use crate::orchestrator::run_error::{RetryError, RunError};
 
 /// What happens to an issue's claim after its supervisor exited (its run is already recorded).
@@ -31,6 +32,17 @@ pub(super) enum ExitStep {
         delay_ms: u64,
         error: RunError,
     },
+    /// The provider refused the session for a usage limit: hold the agent kind until the reset
+    /// and retry the issue then (trigger `usage_limit`).
+    UsageLimited {
+        attempt: u32,
+        /// The reset, or the end of the failure backoff when that is later.
+        due_at_ms: i64,
+        limit: UsageLimit,
+    },
+    /// The agent could not log in: no retry (none could succeed); the agent kind is held and
+    /// the claim released, so the issue dispatches again once the hold lifts.
+    AuthFailed { message: String },
     /// The agent declared itself blocked: park the issue under `label`, release the claim.
     Park { label: String },
     /// The agent declared an outcome: move the issue to `state` if one is configured, then
@@ -51,6 +63,7 @@ pub(super) struct ExitFacts<'a> {
     pub retry_queued: bool,
     pub backoff_cap_ms: u64,
     pub tracker: &'a TrackerConfig,
+    pub now_ms: i64,
 }
 
 /// Decides the step after a supervisor exit, without effects.
@@ -66,6 +79,22 @@ pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
     match f.exit {
         SupervisorExit::Cancelled { .. } if f.retry_queued => ExitStep::KeepQueuedRetry,
         SupervisorExit::Cancelled { .. } => ExitStep::Release,
+        SupervisorExit::UsageLimited(limit) => ExitStep::UsageLimited {
+            attempt: next_attempt,
+            due_at_ms: super::holds::usage_retry_due_ms(
+                limit.resets_at_ms,
+                f.now_ms,
+                failure_delay_ms(next_attempt, f.backoff_cap_ms),
+            ),
+            limit: limit.clone(),
+        },
+        SupervisorExit::Error {
+            code: ErrorCode::Agent(AgentErrorKind::AgentAuthFailed),
+            message,
+            ..
+        } => ExitStep::AuthFailed {
+            message: message.clone(),
+        },
         SupervisorExit::Error {
             code,
             message,
@@ -195,6 +224,7 @@ impl Orchestrator {
             retry_queued: self.state.retries.contains_key(&entry.facts.issue.id),
             backoff_cap_ms: self.backoff_cap(),
             tracker: &self.workflow.config.tracker,
+            now_ms: self.clock.now_ms(),
         });
         if step == ExitStep::Nothing {
             return;
@@ -309,6 +339,15 @@ impl Orchestrator {
                 delay_ms,
                 error,
             } => self.failure_retry(entry, attempt, delay_ms, &error, true),
+            ExitStep::UsageLimited {
+                attempt,
+                due_at_ms,
+                limit,
+            } => self.usage_limit_retry(entry, attempt, due_at_ms, &limit),
+            ExitStep::AuthFailed { message } => {
+                self.note_auth_failed(issue, &message);
+                self.release(&issue.id);
+            }
             ExitStep::Park { label } => {
                 self.park(issue, label, entry.facts.dispatched_at_ms);
                 self.release(&issue.id);
@@ -360,6 +399,31 @@ impl Orchestrator {
             RetryTrigger::Error,
             Some(RetryError::WorkerExited(error.clone()).stored()),
             None,
+            entry.facts.dispatched_at_ms,
+        );
+    }
+
+    /// Holds the agent kind until the reset and queues the refused issue's retry at it.
+    fn usage_limit_retry(
+        &mut self,
+        entry: &RunningEntry,
+        attempt: u32,
+        due: i64,
+        limit: &UsageLimit,
+    ) {
+        let issue = &entry.facts.issue;
+        self.note_usage_limit(issue, limit, limit.resets_at_ms.unwrap_or(due));
+        let error = RunError::Failed {
+            code: ErrorCode::UsageLimited,
+            message: limit.message.clone(),
+        };
+        self.schedule_retry_at(
+            issue,
+            attempt,
+            due,
+            RetryTrigger::UsageLimit,
+            Some(RetryError::WorkerExited(error).stored()),
+            entry.facts.session_id.clone(),
             entry.facts.dispatched_at_ms,
         );
     }
@@ -570,6 +634,7 @@ mod tests {
             retry_queued,
             backoff_cap_ms: 300_000,
             tracker: &tracker(),
+            now_ms: 1_000_000,
         })
     }
 
@@ -609,6 +674,38 @@ mod tests {
                 attempt: 3,
                 delay_ms: failure_delay_ms(3, 300_000),
                 error: boom()
+            }
+        );
+    }
+
+    #[test]
+    fn a_usage_limit_retries_at_the_reset_and_a_failed_login_is_not_retried() {
+        let limited = |resets_at_ms| {
+            SupervisorExit::UsageLimited(UsageLimit {
+                message: "limit".into(),
+                resets_at_ms,
+                model: None,
+            })
+        };
+        // now 1_000_000; attempt 3 backs off 40 s.
+        let due = |exit| match decide(exit, false, false) {
+            ExitStep::UsageLimited {
+                attempt, due_at_ms, ..
+            } => (attempt, due_at_ms),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(due(limited(Some(5_000_000))), (3, 5_000_000));
+        assert_eq!(due(limited(Some(1_010_000))), (3, 1_040_000));
+        assert_eq!(due(limited(None)), (3, 1_040_000));
+        let auth = SupervisorExit::Error {
+            code: ErrorCode::Agent(AgentErrorKind::AgentAuthFailed),
+            message: "not logged in".into(),
+            retryable: false,
+        };
+        assert_eq!(
+            decide(auth, false, false),
+            ExitStep::AuthFailed {
+                message: "not logged in".into()
             }
         );
     }

@@ -4,6 +4,7 @@
 mod dispatch;
 mod events;
 mod exit;
+mod holds;
 mod reconcile;
 mod retry;
 mod tick;
@@ -188,7 +189,7 @@ impl Orchestrator {
         Arc::new(super::adapters::workspace_manager(&self.workflow))
     }
 
-    /// Restores retries, totals, parks and outcomes from the database, then removes
+    /// Restores retries, totals, parks, outcomes and usage holds from the database, then removes
     /// workspaces of issues that became terminal while sortie was down.
     fn warm_start(&mut self) {
         match persist::load_warm_start(&self.store) {
@@ -205,10 +206,14 @@ impl Orchestrator {
                 for a in ws.acks {
                     self.state.acks.insert(a.item_id.clone(), a);
                 }
+                for h in ws.usage_holds {
+                    self.state.agent_holds.note_usage_limit(h);
+                }
                 log::info!(
-                    "warm start restored retries={} parked={} dispatches_total={}",
+                    "warm start restored retries={} parked={} usage_holds={} dispatches_total={}",
                     self.state.retries.len(),
                     self.state.parked.len(),
+                    self.state.agent_holds.usage.len(),
                     self.state.totals.dispatches
                 );
             }
@@ -542,7 +547,7 @@ impl Orchestrator {
                 let _ = reply.try_send(result);
             }
             OrchMsg::WorkflowChanged => {
-                self.reload_workflow();
+                self.reload_workflow_on(true);
             }
             OrchMsg::Shutdown => self.begin_shutdown(),
             OrchMsg::ShutdownNow => self.shutdown_now(),
@@ -684,6 +689,7 @@ fn run_status(exit: &SupervisorExit, budget_stopped: bool) -> RunStatus {
         SupervisorExit::Error { .. } => RunStatus::Failed,
         SupervisorExit::Cancelled { .. } if budget_stopped => RunStatus::BudgetStopped,
         SupervisorExit::Cancelled { .. } => RunStatus::Cancelled,
+        SupervisorExit::UsageLimited(_) => RunStatus::UsageLimited,
     }
 }
 

@@ -23,6 +23,30 @@ impl Orchestrator {
         dispatched_at_ms: i64,
     ) {
         let due = self.clock.now_ms() + delay_ms as i64;
+        self.schedule_retry_at(
+            issue,
+            attempt,
+            due,
+            trigger,
+            error,
+            session_id,
+            dispatched_at_ms,
+        );
+    }
+
+    /// [`Orchestrator::schedule_retry`] due at the absolute time `due` (a usage limit's reset).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn schedule_retry_at(
+        &mut self,
+        issue: &Issue,
+        attempt: u32,
+        due: i64,
+        trigger: RetryTrigger,
+        error: Option<String>,
+        session_id: Option<String>,
+        dispatched_at_ms: i64,
+    ) {
+        let delay_ms = due.saturating_sub(self.clock.now_ms()).max(0);
         if let Some(existing) = self.state.retries.get(&issue.id)
             && existing.attempt >= attempt
         {
@@ -98,11 +122,18 @@ impl Orchestrator {
     /// same attempt: the number counts sessions, not reschedules), due after its backoff, with
     /// `trigger` timer and `error` the reason. A retry fired by a retry-now request keeps the
     /// due time it had (due at once when that has passed) instead of a new backoff.
-    pub(super) fn reschedule(
+    pub(super) fn reschedule(&mut self, info: RetryInfo, attempt: u32, reason: RescheduleReason) {
+        self.reschedule_at(info, attempt, reason, None);
+    }
+
+    /// [`Orchestrator::reschedule`], due at `due_at_ms` instead of after the failure backoff
+    /// when given (a usage limit's reset).
+    fn reschedule_at(
         &mut self,
         mut info: RetryInfo,
         attempt: u32,
         reason: RescheduleReason,
+        due_at_ms: Option<i64>,
     ) {
         let now = self.clock.now_ms();
         let requested = self
@@ -126,7 +157,10 @@ impl Orchestrator {
                 );
             }
             None => {
-                let delay = failure_delay_ms(attempt, self.backoff_cap());
+                let delay = match due_at_ms {
+                    Some(due) => u64::try_from(due.saturating_sub(now)).unwrap_or(0),
+                    None => failure_delay_ms(attempt, self.backoff_cap()),
+                };
                 info.due_at_ms = now + delay as i64;
                 log::info!(
                     "retry rescheduled issue_id={} issue_identifier={} attempt={} delay_ms={} reason={:?}",
@@ -166,6 +200,9 @@ impl Orchestrator {
         let ids: Vec<String> = ready.iter().map(|i| i.issue.id.clone()).collect();
         let mut fetched = self.tracker.fetch_issues_by_ids(&ids);
         let mut input = self.pass_input();
+        // The refused issue's own retry is due at the reset, so a retry honours a usage hold
+        // only until then (no poll-interval grace).
+        input.agent_hold = self.agent_hold(0);
         for info in ready {
             let result = fetched.remove(&info.issue.id).unwrap_or_else(|| {
                 Err(crate::tracker::TrackerError::new(
@@ -298,12 +335,20 @@ impl Orchestrator {
                 let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::IdentifierInUse);
             }
+            Some(Decision::Held(HoldReason::UsageLimit { resets_at_ms, .. })) => {
+                // Not a session either: the retry waits for the reset.
+                input.note_queued(&id, &info.issue.identifier);
+                let a = info.attempt;
+                self.reschedule_at(info, a, RescheduleReason::UsageLimit, Some(resets_at_ms));
+            }
             Some(Decision::Held(HoldReason::BlockedBy(_)))
             | Some(Decision::Held(HoldReason::WorkspaceLocked { .. }))
+            | Some(Decision::Held(HoldReason::AgentAuthFailed { .. }))
             | Some(Decision::Skip(_))
             | None => {
-                // Blocked, parked, its workspace locked elsewhere or otherwise ineligible:
-                // release the claim (the next tick lists a hold and dispatches once it ends).
+                // Blocked, parked, its workspace locked elsewhere, its agent not logged in or
+                // otherwise ineligible: release the claim (the next tick lists a hold and
+                // dispatches once it ends).
                 log::info!(
                     "retry released, issue not eligible issue_id={} issue_identifier={} decision={:?}",
                     id,

@@ -5,6 +5,12 @@ use super::*;
 
 impl Orchestrator {
     pub(super) fn reload_workflow(&mut self) -> bool {
+        self.reload_workflow_on(false)
+    }
+
+    /// Reloads the workflow; `written` when the watcher saw the file written. A load that
+    /// changed the workflow, or follows a write of the file, lifts the agent login holds.
+    pub(super) fn reload_workflow_on(&mut self, written: bool) -> bool {
         let now = self.clock.now_ms();
         let loaded = super::super::reload::reload(&self.workflow.path, &self.load_options)
             .and_then(|(wf, template)| {
@@ -17,9 +23,9 @@ impl Orchestrator {
             });
         match loaded {
             Ok((wf, template, rebuilt)) => {
-                if wf.config != self.workflow.config
-                    || wf.prompt_template != self.workflow.prompt_template
-                {
+                let changed = wf.config != self.workflow.config
+                    || wf.prompt_template != self.workflow.prompt_template;
+                if changed {
                     log::info!("workflow reloaded path={}", wf.path.display());
                 }
                 if let Some(t) = rebuilt.tracker {
@@ -41,6 +47,9 @@ impl Orchestrator {
                 self.workflow = Arc::new(wf);
                 self.template = Arc::new(template);
                 self.state.health.workflow.record(now, Ok(()));
+                if changed || written {
+                    self.lift_auth_holds_after_reload();
+                }
                 true
             }
             Err(e) => {
@@ -172,6 +181,8 @@ impl Orchestrator {
     /// over from the previous tick rather than copied.
     fn run_pass(&mut self, candidates: &[Issue], now: i64) -> usize {
         let mut input = self.pass_input();
+        self.prune_agent_holds();
+        input.agent_hold = self.agent_hold(self.poll_grace_ms());
         let workspaces = self.workspaces();
         // A workspace that does not exist has no lock: one listing of the root spares a probe
         // (a path resolution and an open) per candidate.
