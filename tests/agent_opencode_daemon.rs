@@ -350,10 +350,7 @@ fn assert_accepted(what: &str, workflow: &str) {
     let (code, stderr) = validate(workflow);
     assert_eq!(code, 0, "{what}: {stderr}");
     assert!(!stderr.contains("error:"), "{what}: {stderr}");
-    assert!(
-        !stderr.contains("unknown_key: opencode"),
-        "{what}: {stderr}"
-    );
+    assert!(!stderr.contains("unknown_key"), "{what}: {stderr}");
 }
 
 #[test]

@@ -55,6 +55,7 @@ impl Env {
             command: Some(self.command()),
             turn_timeout_ms: 0,
             read_timeout_ms: 5000,
+            stop_grace_ms: 0,
             block: serde_json::Map::new(),
             workflow_dir: self.dir.path().to_path_buf(),
         }

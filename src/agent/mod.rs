@@ -123,10 +123,23 @@ pub struct AgentSettings {
     pub turn_timeout_ms: u64,
     /// `agent.read_timeout_ms`; bounds output draining after exit and the stop budget.
     pub read_timeout_ms: u64,
+    /// `agent.stop_grace_ms`; 0 means [`process::DEFAULT_GRACE`].
+    pub stop_grace_ms: u64,
     /// The `<kind>:` pass-through block of WORKFLOW.md.
     pub block: serde_json::Map<String, serde_json::Value>,
     /// Directory of WORKFLOW.md, for relative paths in the block (e.g. `mcp_config`).
     pub workflow_dir: PathBuf,
+}
+
+impl AgentSettings {
+    /// How long a stopped agent's process group has between SIGTERM and SIGKILL.
+    pub fn stop_grace(&self) -> std::time::Duration {
+        if self.stop_grace_ms == 0 {
+            process::DEFAULT_GRACE
+        } else {
+            std::time::Duration::from_millis(self.stop_grace_ms)
+        }
+    }
 }
 
 /// What a session starts from.

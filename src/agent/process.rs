@@ -60,6 +60,24 @@ pub struct TurnLimits {
     pub first_line_timeout: Option<Duration>,
 }
 
+impl TurnLimits {
+    /// The limits the agent settings set: the turn deadline, the output drain after exit
+    /// (`read_timeout_ms`, 5 s when 0) and the stop grace.
+    pub fn from_settings(settings: &super::AgentSettings) -> TurnLimits {
+        TurnLimits {
+            turn_timeout: (settings.turn_timeout_ms > 0)
+                .then(|| Duration::from_millis(settings.turn_timeout_ms)),
+            drain_timeout: Duration::from_millis(if settings.read_timeout_ms > 0 {
+                settings.read_timeout_ms
+            } else {
+                5000
+            }),
+            grace: settings.stop_grace(),
+            ..TurnLimits::default()
+        }
+    }
+}
+
 impl Default for TurnLimits {
     fn default() -> Self {
         TurnLimits {
@@ -669,6 +687,23 @@ impl StderrTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_follow_the_agent_settings() {
+        let settings = crate::agent::AgentSettings {
+            turn_timeout_ms: 60_000,
+            read_timeout_ms: 0,
+            stop_grace_ms: 750,
+            ..Default::default()
+        };
+        let limits = TurnLimits::from_settings(&settings);
+        assert_eq!(limits.turn_timeout, Some(Duration::from_secs(60)));
+        assert_eq!(limits.drain_timeout, Duration::from_secs(5));
+        assert_eq!(limits.grace, Duration::from_millis(750));
+        let unset = crate::agent::AgentSettings::default();
+        assert_eq!(TurnLimits::from_settings(&unset).turn_timeout, None);
+        assert_eq!(TurnLimits::from_settings(&unset).grace, DEFAULT_GRACE);
+    }
 
     #[test]
     fn a_failure_carries_the_last_stderr_line_else_the_last_plain_stdout_line() {

@@ -37,6 +37,7 @@ impl ServiceConfig {
             command: a.command.clone(),
             turn_timeout_ms: a.turn_timeout_ms,
             read_timeout_ms: a.read_timeout_ms,
+            stop_grace_ms: a.stop_grace_ms,
             block: self.adapter_block(&a.kind).cloned().unwrap_or_default(),
             workflow_dir: workflow_dir.to_path_buf(),
         }

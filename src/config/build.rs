@@ -29,6 +29,8 @@ pub const DEFAULT_MAX_TURNS: u32 = 20;
 pub const DEFAULT_MAX_CONCURRENT_AGENTS: u32 = 10;
 pub const DEFAULT_TURN_TIMEOUT_MS: u64 = 3_600_000;
 pub const DEFAULT_READ_TIMEOUT_MS: u64 = 5_000;
+/// `agent.stop_grace_ms`: SIGTERM to SIGKILL when an agent is stopped.
+pub const DEFAULT_STOP_GRACE_MS: u64 = 5_000;
 pub const DEFAULT_STALL_TIMEOUT_MS: u64 = 300_000;
 pub const DEFAULT_MAX_RETRY_BACKOFF_MS: u64 = 300_000;
 pub const DEFAULT_DB_FILE: &str = ".sortie.db";
@@ -386,6 +388,7 @@ fn build_agent(
         max_concurrent_agents_by_state: by_state(m.get("max_concurrent_agents_by_state"), warnings),
         turn_timeout_ms: int_or_default(m, "turn_timeout_ms", DEFAULT_TURN_TIMEOUT_MS)?,
         read_timeout_ms: int_or_default(m, "read_timeout_ms", DEFAULT_READ_TIMEOUT_MS)?,
+        stop_grace_ms: int_or_default(m, "stop_grace_ms", DEFAULT_STOP_GRACE_MS)?,
         stall_timeout_ms,
         max_retry_backoff_ms,
     })

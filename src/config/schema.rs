@@ -147,6 +147,9 @@ pub struct AgentConfig {
     pub max_concurrent_agents_by_state: BTreeMap<String, u32>,
     pub turn_timeout_ms: u64,
     pub read_timeout_ms: u64,
+    /// How long a stopped agent's process group has between SIGTERM and SIGKILL; absent or 0
+    /// means the default.
+    pub stop_grace_ms: u64,
     /// `None` = stall detection off (explicit 0; negative is rejected).
     pub stall_timeout_ms: Option<u64>,
     /// Absent or 0 = the default; negative is rejected.

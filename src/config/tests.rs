@@ -64,6 +64,7 @@ fn defaults_for_a_minimal_file() {
     assert_eq!(c.agent.max_concurrent_agents, 10);
     assert_eq!(c.agent.turn_timeout_ms, 3_600_000);
     assert_eq!(c.agent.read_timeout_ms, 5_000);
+    assert_eq!(c.agent.stop_grace_ms, 5_000);
     assert_eq!(c.agent.stall_timeout_ms, Some(300_000));
     assert_eq!(c.agent.max_retry_backoff_ms, 300_000);
     assert_eq!(c.db_path, PathBuf::from("/srv/flows/.sortie.db"));
@@ -130,6 +131,7 @@ agent:
   max_concurrent_agents_by_state: {In Progress: 1, Review: 0, Todo: x}
   turn_timeout_ms: 100
   read_timeout_ms: 200
+  stop_grace_ms: 1500
   stall_timeout_ms: 0
   max_retry_backoff_ms: 0
 db_path: data/sortie.db
@@ -180,6 +182,11 @@ Body
     );
     assert_eq!(a.turn_timeout_ms, 100);
     assert_eq!(a.read_timeout_ms, 200);
+    assert_eq!(a.stop_grace_ms, 1500);
+    assert_eq!(
+        c.agent_settings(Path::new(".")).stop_grace(),
+        std::time::Duration::from_millis(1500)
+    );
     assert_eq!(a.stall_timeout_ms, None);
     assert_eq!(a.max_retry_backoff_ms, 300_000);
     assert_eq!(c.db_path, PathBuf::from("/srv/flows/data/sortie.db"));
@@ -340,6 +347,10 @@ fn integer_coercion_errors_name_the_field() {
         (
             "agent: {read_timeout_ms: -1}",
             "config: agent.read_timeout_ms: must be non-negative",
+        ),
+        (
+            "agent: {stop_grace_ms: -1}",
+            "config: agent.stop_grace_ms: must be non-negative",
         ),
     ] {
         assert_eq!(err(&doc(yaml), &opts(&[])), want, "{yaml}");

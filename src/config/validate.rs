@@ -94,6 +94,7 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
             "max_concurrent_agents_by_state",
             "turn_timeout_ms",
             "read_timeout_ms",
+            "stop_grace_ms",
             "stall_timeout_ms",
             "max_retry_backoff_ms",
         ],

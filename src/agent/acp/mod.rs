@@ -132,6 +132,7 @@ impl AgentAdapter for AcpAdapter {
             turns_run: 0,
             reject_permissions: config.reject_permissions,
             read_timeout,
+            stop_grace: self.settings.stop_grace(),
             turn_timeout: (self.settings.turn_timeout_ms > 0)
                 .then(|| Duration::from_millis(self.settings.turn_timeout_ms)),
             issue_id: params.issue_id,

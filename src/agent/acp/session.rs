@@ -5,7 +5,6 @@
 
 use super::parser::{AcpParser, PromptContext};
 use crate::agent::jsonrpc::{Closed, Recv, RpcPeer};
-use crate::agent::process::DEFAULT_GRACE;
 use crate::agent::stream::{StreamParser, TurnEnd};
 use crate::agent::{
     AgentError, AgentErrorKind, AgentEvent, AgentSession, CancelReason, CancelToken, TurnOutcome,
@@ -28,6 +27,8 @@ pub struct AcpSession {
     pub(super) turns_run: u32,
     pub(super) reject_permissions: bool,
     pub(super) read_timeout: Duration,
+    /// `agent.stop_grace_ms`: SIGTERM to SIGKILL when the session's process is stopped.
+    pub(super) stop_grace: Duration,
     pub(super) turn_timeout: Option<Duration>,
     pub(super) issue_id: String,
     pub(super) issue_identifier: String,
@@ -109,7 +110,7 @@ impl AcpSession {
 
     fn stop_peer(&mut self, cancel: Option<&CancelToken>) {
         if let Some(mut peer) = self.peer.take() {
-            let exit = peer.stop(DEFAULT_GRACE, cancel.map(|c| c.urgent_receiver()));
+            let exit = peer.stop(self.stop_grace, cancel.map(|c| c.urgent_receiver()));
             log::debug!(
                 "agent server stopped agent_kind=agent-client-protocol issue_id={} issue_identifier={} session_id={} exit={exit:?}",
                 self.issue_id,

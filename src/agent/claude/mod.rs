@@ -19,7 +19,6 @@ use crossbeam_channel::Sender;
 use parser::ClaudeParser;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The configuration name of this kind.
 pub const KIND: &str = "claude-code";
@@ -227,16 +226,7 @@ impl AgentSession for ClaudeSession {
             env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
         };
-        let limits = TurnLimits {
-            turn_timeout: (self.settings.turn_timeout_ms > 0)
-                .then(|| Duration::from_millis(self.settings.turn_timeout_ms)),
-            drain_timeout: Duration::from_millis(if self.settings.read_timeout_ms > 0 {
-                self.settings.read_timeout_ms
-            } else {
-                5000
-            }),
-            ..TurnLimits::default()
-        };
+        let limits = TurnLimits::from_settings(&self.settings);
         log::info!(
             "agent turn starting agent_kind={KIND} issue_id={} issue_identifier={} session_id={} resume={}",
             self.issue_id,

@@ -144,6 +144,7 @@ impl AgentAdapter for CodexAdapter {
                 ..Default::default()
             },
             read_timeout,
+            stop_grace: self.settings.stop_grace(),
             turn_timeout: (self.settings.turn_timeout_ms > 0)
                 .then(|| Duration::from_millis(self.settings.turn_timeout_ms)),
             issue_id: params.issue_id,

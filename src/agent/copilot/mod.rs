@@ -23,7 +23,6 @@ use crossbeam_channel::Sender;
 use parser::CopilotParser;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The configuration name of this kind.
 pub const KIND: &str = "copilot-cli";
@@ -148,16 +147,7 @@ impl CopilotSession {
     }
 
     fn limits(&self) -> TurnLimits {
-        TurnLimits {
-            turn_timeout: (self.settings.turn_timeout_ms > 0)
-                .then(|| Duration::from_millis(self.settings.turn_timeout_ms)),
-            drain_timeout: Duration::from_millis(if self.settings.read_timeout_ms > 0 {
-                self.settings.read_timeout_ms
-            } else {
-                5000
-            }),
-            ..TurnLimits::default()
-        }
+        TurnLimits::from_settings(&self.settings)
     }
 }
 

@@ -239,7 +239,7 @@ impl AgentSession for OpencodeSession {
                 .then(|| Duration::from_millis(self.settings.turn_timeout_ms)),
             drain_timeout: self.read_timeout(),
             first_line_timeout: Some(self.read_timeout()),
-            ..TurnLimits::default()
+            grace: self.settings.stop_grace(),
         };
         log::info!(
             "agent turn starting agent_kind={KIND} issue_id={} issue_identifier={} session_id={}",
