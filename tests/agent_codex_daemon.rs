@@ -281,25 +281,48 @@ fn rate_limit_reports_show_in_the_state() {
     assert!(w[0]["resets_at"].is_string(), "{w}");
 }
 
-/// The orchestrator side of `usage_limited` runs is not on this branch: the adapter's
-/// `UsageLimited` outcome is asserted in `agent_codex_session`; here the run ends failed with
-/// the provider's reason, and is not taken for a success.
+/// A `UsageLimitExceeded` answer after a report of the exhausted window: a `usage_limited`
+/// run whose retry (`trigger: usage_limit`) is due at the window's reset.
 #[test]
-fn a_usage_limit_answer_ends_the_run_with_the_reason() {
+fn a_usage_limit_answer_is_a_usage_limited_run_retried_at_the_reset() {
+    let reset_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
     let c = Codex::new(
         &[
             json!({"started": true}),
+            json!({"rate_limits": {
+                "primary": {"usedPercent": 100.0, "windowDurationMins": 300, "resetsAt": reset_s}}}),
             json!({"usage_limit": "You've hit your usage limit."}),
         ],
-        "  max_turns: 1\n  max_retry_backoff_ms: 600000\n",
+        "  max_turns: 1\n  max_retry_backoff_ms: 1000\n",
         "",
     );
     let d = c.start();
-    let run = wait_for("the limited run", WAIT, || runs(&d).into_iter().next());
+    let s = d.wait_state("the usage_limit retry", WAIT, |s| {
+        s["retrying"][0]["trigger"] == "usage_limit"
+    });
     c.finish_issue();
-    assert_ne!(run["status"], "succeeded", "{run}");
-    let error = run["error"].as_str().unwrap_or_default();
-    assert!(error.contains("UsageLimitExceeded"), "{run}");
+    let due: jiff::Timestamp = s["retrying"][0]["due_at"]
+        .as_str()
+        .unwrap_or_default()
+        .parse()
+        .unwrap();
+    assert_eq!(due.as_second(), reset_s as i64, "{s}");
+    let run = runs(&d).into_iter().next().unwrap();
+    assert_eq!(run["status"], "usage_limited", "{run}");
+    assert!(
+        run["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("usage limit")),
+        "{run}"
+    );
+    assert_eq!(
+        s["rate_limits"]["codex"]["windows"][0]["status"],
+        "exhausted"
+    );
 }
 
 #[test]

@@ -30,8 +30,13 @@ impl CopilotProject {
         std::fs::create_dir_all(root.join("gh-config")).unwrap();
         std::os::unix::fs::symlink(FAKE_AGENT, root.join("bin/copilot")).unwrap();
         let wf = format!(
-            "---\ntracker:\n  kind: file\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: copilot-cli\n  command: {cmd}\n  max_sessions: 1\n{agent_extra}copilot-cli:\n  model: gpt-5-mini\n  max_autopilot_continues: 9\n---\nWork on {{{{ .issue.identifier }}}}.\n",
+            "---\ntracker:\n  kind: file\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: copilot-cli\n  command: {cmd}\n{sessions}{agent_extra}copilot-cli:\n  model: gpt-5-mini\n  max_autopilot_continues: 9\n---\nWork on {{{{ .issue.identifier }}}}.\n",
             cmd = root.join("bin/copilot").display(),
+            sessions = if agent_extra.contains("max_sessions") {
+                ""
+            } else {
+                "  max_sessions: 1\n"
+            },
         );
         std::fs::write(root.join("WORKFLOW.md"), wf).unwrap();
         let issues = json!([{"id": "1", "identifier": "C-1", "title": "Copilot work", "state": "To Do", "priority": 1}]);
@@ -276,6 +281,38 @@ fn quota_snapshots_are_served_as_rate_limits() {
     assert_eq!(windows[0]["used_percent"], 25.0, "{windows}");
     assert_eq!(windows[0]["status"], "allowed", "{windows}");
     assert!(windows[0]["resets_at"].is_string(), "{windows}");
+}
+
+#[test]
+fn an_exhausted_quota_is_a_usage_limited_run_retried_at_the_reset() {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default();
+    // Whole seconds, as the CLI reports them.
+    let reset_ms = (now_ms / 1000 + 3600) * 1000;
+    let reset = sortie::clock::rfc3339_ms(reset_ms);
+    let p = CopilotProject::new(
+        "  max_turns: 1\n  max_sessions: 3\n  max_retry_backoff_ms: 1000\n",
+        &[
+            json!({"usage": {"model": "gpt-5-mini", "input_tokens": 0, "output_tokens": 0,
+                "quota": {"premium_interactions": {"entitlementRequests": 300, "usedRequests": 300,
+                    "remainingPercentage": 0.0, "resetDate": reset}}}}),
+            json!({"emit": {"type": "session.error", "data": {"errorType": "quota",
+                "message": "You have exceeded your premium request quota"}}}),
+            json!({"result": {"exit_code": 1}}),
+            json!({"exit": 1}),
+        ],
+    );
+    let d = p.start(true);
+    let s = d.wait_state("the usage_limit retry", WAIT, |s| {
+        s["retrying"][0]["trigger"] == "usage_limit"
+    });
+    assert_eq!(s["retrying"][0]["due_at"], reset.as_str(), "{s}");
+    let run = first_run(&d);
+    assert_eq!(run["status"], "usage_limited", "{run}");
+    let windows = &s["rate_limits"]["copilot-cli"]["windows"];
+    assert_eq!(windows[0]["status"], "exhausted", "{windows}");
 }
 
 /// Waits for `n` more completed polls than the state showed when called.
