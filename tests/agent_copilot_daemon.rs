@@ -191,6 +191,22 @@ fn two_turns_resume_the_session_and_their_tokens_are_served() {
         run["usage_provenance"],
         json!([{"source": "output", "strategy": "live"}])
     );
+    // Premium requests of each turn's result line (the fake's default is 1), by the model
+    // the turn named, ordered by unit then model.
+    assert_eq!(
+        run["vendor_amounts"],
+        json!([
+            {"unit": "premium_requests", "model": "", "amount": 2.0, "lower_bound": false},
+            {"unit": "premium_requests", "model": "gpt-5-mini", "amount": 1.0, "lower_bound": false}
+        ]),
+        "{run}"
+    );
+    // The totals sum them over its runs.
+    let detail = d.get("/api/v1/C-1").json();
+    assert_eq!(
+        detail["history"]["totals"]["vendor_amounts"], run["vendor_amounts"],
+        "{detail}"
+    );
 }
 
 #[test]

@@ -102,6 +102,11 @@ fn tokens(output: u64, model: Option<&str>) -> Value {
     v
 }
 
+/// The `vendor_amount` event of a `result` line's premium requests.
+fn premium(amount: f64, model: &str) -> Value {
+    json!({"event": "vendor_amount", "message": "", "unit": "premium_requests", "model": model, "amount": amount})
+}
+
 #[test]
 fn simple_session_replays_exactly() {
     let r = replay(None, &fixture_lines("simple_session.jsonl"), &exit(0));
@@ -114,6 +119,7 @@ fn simple_session_replays_exactly() {
             tokens(6, Some("claude-opus-4.6")),
             note("hello world"),
             note("assistant.turn_end"),
+            premium(6.0, "claude-opus-4.6"),
             json!({"event": "turn_completed", "message": "hello world", "usage": null, "api_duration_ms": 6866}),
         ]
     );
@@ -144,6 +150,7 @@ fn tool_use_session_replays_exactly() {
             note("The file contains a simple Go main package."),
             note("Read and summarized main.go"),
             note("assistant.turn_end"),
+            premium(8.0, "claude-opus-4.6"),
             json!({"event": "turn_completed", "message": "Read and summarized main.go", "usage": null, "api_duration_ms": 4200}),
         ]
     );
@@ -166,6 +173,7 @@ fn resume_session_reports_the_resumed_id_at_spawn() {
             tokens(10, None),
             note("Continuing from where we left off."),
             note("assistant.turn_end"),
+            premium(2.0, ""),
             json!({"event": "turn_completed", "message": "Continuing from where we left off.", "usage": null, "api_duration_ms": 1500}),
         ]
     );

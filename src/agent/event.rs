@@ -221,6 +221,14 @@ pub enum AgentEventKind {
     RateLimits {
         windows: Vec<RateLimitWindow>,
     },
+    /// An amount the agent reported in a unit other than US dollars (a vendor unit such as
+    /// premium requests or credits), added to the run's `vendor_amounts`, never converted.
+    VendorAmount {
+        unit: String,
+        /// The model the agent attributed it to; `""` when it named none.
+        model: String,
+        amount: f64,
+    },
     /// The agent called a tool sortie does not provide; it was told so.
     UnsupportedToolCall {
         tool_name: String,
@@ -257,6 +265,7 @@ impl AgentEventKind {
             AgentEventKind::ToolResult { .. } => "tool_result",
             AgentEventKind::TokenUsage { .. } => "token_usage",
             AgentEventKind::RateLimits { .. } => "rate_limits",
+            AgentEventKind::VendorAmount { .. } => "vendor_amount",
             AgentEventKind::UnsupportedToolCall { .. } => "unsupported_tool_call",
             AgentEventKind::TurnCompleted { .. } => "turn_completed",
             AgentEventKind::TurnFailed { .. } => "turn_failed",
@@ -282,7 +291,8 @@ impl AgentEventKind {
             | AgentEventKind::TurnInputRequired { message } => message,
             AgentEventKind::SessionStarted { .. }
             | AgentEventKind::TokenUsage { .. }
-            | AgentEventKind::RateLimits { .. } => "",
+            | AgentEventKind::RateLimits { .. }
+            | AgentEventKind::VendorAmount { .. } => "",
         }
     }
 
@@ -390,6 +400,15 @@ impl Serialize for AgentEvent {
             }
             AgentEventKind::RateLimits { windows } => {
                 m.serialize_entry("windows", windows)?;
+            }
+            AgentEventKind::VendorAmount {
+                unit,
+                model,
+                amount,
+            } => {
+                m.serialize_entry("unit", unit)?;
+                m.serialize_entry("model", model)?;
+                m.serialize_entry("amount", amount)?;
             }
             AgentEventKind::UnsupportedToolCall { tool_name, .. } => {
                 m.serialize_entry("tool_name", tool_name)?;

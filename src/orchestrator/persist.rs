@@ -397,14 +397,28 @@ fn run_write(
     }
 }
 
-/// What a run records about where its usage came from: provenance, vendor amounts (none in
-/// this build), the cause of a missing figure, and the spend per model.
+/// What a run records about where its usage came from: provenance, the amounts the agent
+/// reported in vendor units (ordered by unit, then model: the map's order), the cause of a
+/// missing figure, and the spend per model.
 fn usage_facts(e: &RunningEntry, agent_kind: &str, mut run: RunRecord) -> RunRecord {
     let measured = e.facts.tokens_measured;
     let caps = crate::registry::caps_for_kind(agent_kind);
     let provenance = caps.map(|c| c.provenance(measured)).unwrap_or_default();
     run.usage_provenance = serde_json::to_value(provenance).ok();
-    run.vendor_amounts = Some(serde_json::json!([]));
+    let vendor: Vec<serde_json::Value> = e
+        .facts
+        .vendor_amounts
+        .iter()
+        .map(|((unit, model), amount)| {
+            serde_json::json!({
+                "unit": unit,
+                "model": model,
+                "amount": amount,
+                "lower_bound": false,
+            })
+        })
+        .collect();
+    run.vendor_amounts = Some(serde_json::Value::Array(vendor));
     run.unmeasured_cause = (!measured).then(|| run.status.unmeasured_cause().as_str().into());
     let per_model =
         caps.map(|c| c.usage_attribution) == Some(crate::agent::UsageAttribution::PerModel);

@@ -53,6 +53,8 @@ pub struct RunFacts {
     pub reported_model: Option<String>,
     /// Figures and requests per model the agent named (`""` for figures naming none).
     pub by_model: BTreeMap<String, ModelSpend>,
+    /// Amounts in vendor units, summed per (unit, model) (the run's `vendor_amounts`).
+    pub vendor_amounts: BTreeMap<(String, String), f64>,
     /// Reconciliation found the issue terminal: remove the workspace after the exit.
     pub pending_cleanup: bool,
     /// The token budget stopped the session, with the figures behind the stop.
@@ -153,7 +155,7 @@ impl EventRing {
     fn keeps(&self, event: &AgentEvent) -> Option<()> {
         let msg = event.kind.message();
         match &event.kind {
-            AgentEventKind::TokenUsage { .. } => return None,
+            AgentEventKind::TokenUsage { .. } | AgentEventKind::VendorAmount { .. } => return None,
             AgentEventKind::Notification { .. }
             | AgentEventKind::OtherMessage { .. }
             | AgentEventKind::Malformed { .. } => {

@@ -133,6 +133,18 @@ pub struct IssueTotalsRow {
     pub estimated_cost_usd: Option<f64>,
     /// The distinct causes of unmeasured runs (`""` where none was recorded).
     pub unmeasured_causes: Vec<String>,
+    /// The runs' vendor amounts summed per unit and model, ordered by unit, then model.
+    pub vendor_amounts: Vec<VendorAmountSum>,
+}
+
+/// One unit and model's amount over an issue's runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VendorAmountSum {
+    pub unit: String,
+    pub model: String,
+    pub amount: f64,
+    /// Some run's amount was a lower bound.
+    pub lower_bound: bool,
 }
 
 pub fn issue_totals(conn: &Connection, issue_id: &str) -> Result<IssueTotalsRow, StoreError> {
@@ -157,6 +169,7 @@ pub fn issue_totals(conn: &Connection, issue_id: &str) -> Result<IssueTotalsRow,
                     incomplete_runs: r.get(8)?,
                     estimated_cost_usd: r.get(9)?,
                     unmeasured_causes: Vec::new(),
+                    vendor_amounts: Vec::new(),
                 })
             },
         )
@@ -172,7 +185,40 @@ pub fn issue_totals(conn: &Connection, issue_id: &str) -> Result<IssueTotalsRow,
         .ctx("read unmeasured causes")?;
     // A row that cannot be read is skipped, as a cause that was never recorded.
     totals.unmeasured_causes = rows.filter_map(Result::ok).collect();
+    totals.vendor_amounts = vendor_amount_sums(conn, issue_id)?;
     Ok(totals)
+}
+
+/// Sums the elements of the runs' stored `vendor_amounts` arrays per unit and model. A stored
+/// value that is not a JSON array (a row written before they were kept) adds nothing.
+fn vendor_amount_sums(
+    conn: &Connection,
+    issue_id: &str,
+) -> Result<Vec<VendorAmountSum>, StoreError> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT COALESCE(json_extract(a.value, '$.unit'), ''),
+                    COALESCE(json_extract(a.value, '$.model'), ''),
+                    COALESCE(SUM(json_extract(a.value, '$.amount')), 0.0),
+                    COALESCE(MAX(json_extract(a.value, '$.lower_bound')), 0)
+             FROM run_history AS r, json_each(r.vendor_amounts) AS a
+             WHERE r.issue_id = ?1 AND json_valid(r.vendor_amounts)
+               AND json_type(r.vendor_amounts) = 'array'
+             GROUP BY 1, 2 ORDER BY 1, 2",
+        )
+        .ctx("prepare vendor amounts")?;
+    let rows = stmt
+        .query_map([issue_id], |r| {
+            Ok(VendorAmountSum {
+                unit: r.get(0)?,
+                model: r.get(1)?,
+                amount: r.get(2)?,
+                lower_bound: r.get::<_, i64>(3)? != 0,
+            })
+        })
+        .ctx("read vendor amounts")?;
+    rows.collect::<Result<Vec<_>, _>>()
+        .ctx("read vendor amounts")
 }
 
 /// The dispatch id of the issue's newest run that has one.

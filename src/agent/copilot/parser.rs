@@ -19,10 +19,14 @@ use crate::agent::text::{MESSAGE_CHARS, cut_chars, head_and_tail, strip_ansi};
 use crate::agent::tool_kind::{ToolKind, display_tool_name};
 use crate::clock::Clock;
 use serde_json::Value;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The vendor unit of Copilot's billing, as a run's `vendor_amounts` names it.
+pub const PREMIUM_UNIT: &str = "premium_requests";
 
 const TOOL_ERROR_BYTES: usize = 2048;
 
@@ -369,14 +373,23 @@ impl CopilotParser {
         }
         let usage = v.get("usage");
         let field = |k: &str| usage.and_then(|u| u.get(k)).and_then(Value::as_u64);
+        let mut events = Vec::new();
         if let Some(p) = field("premiumRequests") {
             self.premium_requests = Some(p);
+            if p > 0 {
+                // Copilot bills in premium requests: the run's vendor amount in that unit.
+                events.push(self.event(AgentEventKind::VendorAmount {
+                    unit: PREMIUM_UNIT.into(),
+                    model: self.model.clone().unwrap_or_default(),
+                    amount: p as f64,
+                }));
+            }
         }
         self.result = Some(ResultLine {
             exit_code: v.get("exitCode").and_then(Value::as_i64),
             api_duration_ms: field("totalApiDurationMs"),
         });
-        Vec::new()
+        events
     }
 
     /// Whether the turn produced anything: output tokens or an assistant message.

@@ -297,6 +297,18 @@ impl RunView {
     }
 }
 
+/// An amount in a vendor unit (never converted), summed over an issue's runs.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "VendorAmount")]
+pub struct VendorAmountView {
+    pub unit: String,
+    /// The model the agent attributed it to; `""` when it named none.
+    pub model: String,
+    pub amount: f64,
+    /// Some run may have spent more in that unit.
+    pub lower_bound: bool,
+}
+
 /// Why some of an issue's runs have no usage figure.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "IssueTotals")]
@@ -312,7 +324,7 @@ pub struct IssueTotalsView {
     /// were measured.
     pub unmeasured_cause: Option<String>,
     pub unmeasured_units: EmptyList,
-    pub vendor_amounts: EmptyList,
+    pub vendor_amounts: Vec<VendorAmountView>,
     pub agent_priced_usd: Null,
     pub agent_priced_models: EmptyList,
 }
@@ -349,7 +361,16 @@ impl IssueTotalsView {
             cost_status,
             unmeasured_cause: cause,
             unmeasured_units: EmptyList,
-            vendor_amounts: EmptyList,
+            vendor_amounts: t
+                .vendor_amounts
+                .iter()
+                .map(|a| VendorAmountView {
+                    unit: a.unit.clone(),
+                    model: a.model.clone(),
+                    amount: a.amount,
+                    lower_bound: a.lower_bound,
+                })
+                .collect(),
             agent_priced_usd: Null,
             agent_priced_models: EmptyList,
         }

@@ -374,6 +374,7 @@ mod tests {
             turns_without_figure: without_figure,
             reported_model: Some("m".into()),
             by_model: Default::default(),
+            vendor_amounts: Default::default(),
             pending_cleanup: false,
             budget_stop: None,
             tokens_used_before: 0,

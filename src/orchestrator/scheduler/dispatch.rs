@@ -86,6 +86,7 @@ impl Orchestrator {
                     turns_without_figure: 0,
                     reported_model: None,
                     by_model: Default::default(),
+                    vendor_amounts: Default::default(),
                     pending_cleanup: false,
                     budget_stop: None,
                     tokens_used_before,

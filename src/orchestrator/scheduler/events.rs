@@ -94,6 +94,16 @@ impl Orchestrator {
                     e.handles.cancel.cancel(CancelReason::Budget);
                 }
             }
+            AgentEventKind::VendorAmount {
+                unit,
+                model,
+                amount,
+            } => {
+                *e.facts
+                    .vendor_amounts
+                    .entry((unit.clone(), model.clone()))
+                    .or_default() += amount;
+            }
             AgentEventKind::RateLimits { windows } => {
                 Arc::make_mut(&mut self.state.rate_limits).record(
                     self.agent.kind(),
