@@ -4,6 +4,7 @@
 //! no grandchild survives. The direct child is always reaped.
 
 use super::cancel::{CancelReason, CancelToken};
+use super::error::{AgentError, AgentErrorKind};
 use super::event::{AgentEvent, AgentEventKind, TurnOutcome};
 use super::pipes::{self, LineSplitter, PipeSink};
 use super::stream::{ExitInfo, SpawnError, StreamParser, TurnEnd};
@@ -122,6 +123,27 @@ pub fn split_command(command: &str) -> Option<(String, Vec<String>)> {
     let mut parts = command.split_whitespace().map(str::to_string);
     let program = parts.next()?;
     Some((program, parts.collect()))
+}
+
+/// The workspace as a session's cwd ([`verify_workspace`]), or `invalid_workspace_cwd`.
+pub fn session_workspace(workspace: &Path) -> Result<PathBuf, AgentError> {
+    verify_workspace(workspace).map_err(|m| AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, m))
+}
+
+/// The program (resolved like `which`, see `agent::command`) and leading arguments a session
+/// runs: `agent.command`, or the kind's `default` when it is unset or blank.
+pub fn agent_program(
+    command: Option<&str>,
+    default: &str,
+) -> Result<(String, Vec<String>), AgentError> {
+    let command = command.filter(|c| !c.trim().is_empty()).unwrap_or(default);
+    let (program, args) = split_command(command)
+        .ok_or_else(|| AgentError::new(AgentErrorKind::AgentNotFound, "empty agent.command"))?;
+    let program = super::command::resolve_command(&program)
+        .map_err(|e| AgentError::new(AgentErrorKind::AgentNotFound, e.to_string()))?
+        .to_string_lossy()
+        .into_owned();
+    Ok((program, args))
 }
 
 pub(crate) enum StdoutItem {

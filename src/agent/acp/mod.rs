@@ -15,7 +15,7 @@ mod session;
 pub use session::AcpSession;
 
 use crate::agent::jsonrpc::{self, Dialect};
-use crate::agent::process::{MAX_LINE_BYTES, verify_workspace};
+use crate::agent::process::{MAX_LINE_BYTES, session_workspace};
 use crate::agent::{
     AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentSession,
     AgentSettings, SettingProblem, StartSessionParams, UsageArrival, UsageAttribution,
@@ -78,8 +78,7 @@ impl AgentAdapter for AcpAdapter {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let workspace = verify_workspace(&params.workspace)
-            .map_err(|m| AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, m))?;
+        let workspace = session_workspace(&params.workspace)?;
         let (config, problems) = AcpConfig::parse(&self.settings.block);
         if let Some(p) = problems.first() {
             return Err(AgentError::new(

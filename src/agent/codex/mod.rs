@@ -19,7 +19,7 @@ mod session;
 pub use session::CodexSession;
 
 use crate::agent::jsonrpc::{self, Dialect};
-use crate::agent::process::verify_workspace;
+use crate::agent::process::session_workspace;
 use crate::agent::{
     AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentSession,
     AgentSettings, SettingProblem, StartSessionParams, UsageArrival, UsageAttribution,
@@ -86,8 +86,7 @@ impl AgentAdapter for CodexAdapter {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let workspace = verify_workspace(&params.workspace)
-            .map_err(|m| AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, m))?;
+        let workspace = session_workspace(&params.workspace)?;
         let (config, problems) = CodexConfig::parse(&self.settings.block);
         if let Some(p) = problems.first() {
             return Err(AgentError::new(

@@ -9,7 +9,7 @@ pub mod quota;
 mod tools;
 
 use crate::agent::process::{
-    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, split_command, verify_workspace,
+    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, agent_program, session_workspace,
 };
 use crate::agent::stream::StreamParser;
 use crate::agent::{
@@ -78,20 +78,9 @@ impl AgentAdapter for CopilotAdapter {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let workspace = verify_workspace(&params.workspace)
-            .map_err(|m| AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, m))?;
-        let command = self
-            .settings
-            .command
-            .clone()
-            .filter(|c| !c.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_COMMAND.to_string());
-        let (program, command_args) = split_command(&command)
-            .ok_or_else(|| AgentError::new(AgentErrorKind::AgentNotFound, "empty agent.command"))?;
-        let program = crate::agent::command::resolve_command(&program)
-            .map_err(|e| AgentError::new(AgentErrorKind::AgentNotFound, e.to_string()))?
-            .to_string_lossy()
-            .into_owned();
+        let workspace = session_workspace(&params.workspace)?;
+        let (program, command_args) =
+            agent_program(self.settings.command.as_deref(), DEFAULT_COMMAND)?;
         preflight::check(&program, &command_args, &workspace).inspect_err(|e| {
             log::warn!(
                 "copilot preflight failed issue_id={} issue_identifier={} error_kind={} error={:?}",

@@ -4,7 +4,7 @@
 use super::child::RpcSpec;
 use super::message::Dialect;
 use super::peer::RpcPeer;
-use crate::agent::process::split_command;
+use crate::agent::process::agent_program;
 use crate::agent::stream::SpawnError;
 use crate::agent::{AgentError, AgentErrorKind};
 use std::path::PathBuf;
@@ -17,13 +17,7 @@ pub fn launch(
     max_line_bytes: usize,
     dialect: Dialect,
 ) -> Result<RpcPeer, AgentError> {
-    let command = command.filter(|c| !c.trim().is_empty()).unwrap_or(default);
-    let (program, args) = split_command(command)
-        .ok_or_else(|| AgentError::new(AgentErrorKind::AgentNotFound, "empty agent.command"))?;
-    let program = crate::agent::command::resolve_command(&program)
-        .map_err(|e| AgentError::new(AgentErrorKind::AgentNotFound, e.to_string()))?
-        .to_string_lossy()
-        .into_owned();
+    let (program, args) = agent_program(command, default)?;
     let spec = RpcSpec {
         program,
         args,

@@ -14,7 +14,7 @@ mod settings;
 mod tools;
 
 use crate::agent::process::{
-    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, split_command, verify_workspace,
+    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, agent_program, session_workspace,
 };
 use crate::agent::stream::StreamParser;
 use crate::agent::{
@@ -101,20 +101,9 @@ impl AgentAdapter for OpencodeAdapter {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let workspace = verify_workspace(&params.workspace)
-            .map_err(|m| AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, m))?;
-        let command = self
-            .settings
-            .command
-            .clone()
-            .filter(|c| !c.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_COMMAND.to_string());
-        let (program, command_args) = split_command(&command)
-            .ok_or_else(|| AgentError::new(AgentErrorKind::AgentNotFound, "empty agent.command"))?;
-        let program = crate::agent::command::resolve_command(&program)
-            .map_err(|e| AgentError::new(AgentErrorKind::AgentNotFound, e.to_string()))?
-            .to_string_lossy()
-            .into_owned();
+        let workspace = session_workspace(&params.workspace)?;
+        let (program, command_args) =
+            agent_program(self.settings.command.as_deref(), DEFAULT_COMMAND)?;
         Ok(Box::new(OpencodeSession {
             settings: self.settings.clone(),
             clock: Arc::clone(&self.clock),
