@@ -307,11 +307,19 @@ fn an_auth_error_ends_in_agent_auth_failed_without_a_retry() {
     );
     let rows = run_rows(&p);
     assert!(rows[0].1.contains("opencode auth login"), "{rows:?}");
-    // Whatever the orchestrator does with the kind (hold it, or wait out the failure backoff),
-    // the CLI is not started again within several poll ticks: no retry loop.
-    if let Some((_, error)) = retry_row(&p) {
-        assert!(error.contains("agent_auth_failed"), "{error}");
-    }
+    // A failed login is not retried: the kind is held, with its attention item, and the CLI
+    // is not started again within several poll ticks.
+    let s = d.wait_state("the login hold", WAIT, |s| {
+        let listed = |list: &str, key: &str, want: &str| {
+            s[list]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|i| i[key] == want))
+        };
+        listed("attention", "kind", "agent_auth_failed")
+            && listed("held", "issue_identifier", "A-1")
+    });
+    assert_eq!(s["counts"]["retrying"], 0, "{s}");
+    assert!(retry_row(&p).is_none(), "{:?}", retry_row(&p));
     assert_eq!(runs_of(&p).len(), 1);
     assert!(
         !holds_within(Duration::from_secs(2), || runs_of(&p).len() > 1),
