@@ -7,7 +7,7 @@
 //! 0. `build_info`, `clock`, `domain`, `mask`, `process_signal`
 //! 1. `http_client`
 //! 2. `agent`, `prompt`, `tracker`, `ui`, `workspace`
-//! 3. `registry`
+//! 3. `pricing`, `registry`
 //! 4. `config`
 //! 5. `logging`, `store`
 //! 6. `metrics`
@@ -27,6 +27,7 @@ pub mod logging;
 pub mod mask;
 pub mod metrics;
 pub mod orchestrator;
+pub mod pricing;
 pub mod process_signal;
 pub mod prompt;
 pub mod registry;

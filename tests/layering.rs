@@ -10,7 +10,7 @@ const LAYERS: &[&[&str]] = &[
     &["build_info", "clock", "domain", "mask", "process_signal"],
     &["http_client"],
     &["agent", "prompt", "tracker", "ui", "workspace"],
-    &["registry"],
+    &["pricing", "registry"],
     &["config"],
     &["logging", "store"],
     &["metrics"],
