@@ -89,6 +89,7 @@ fn orchestrator(dir: &Path) -> (Orchestrator, Arc<ManualClock>) {
         load_options: opts,
         metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
         clock: dyn_clock,
+        prices: Default::default(),
     };
     let (mut o, _handle) = Orchestrator::new(deps);
     o.step(Duration::ZERO);

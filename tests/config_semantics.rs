@@ -126,7 +126,6 @@ fn keys_this_build_does_not_act_on_are_named_as_unsupported() {
         "self_review:",
         "reactions:",
         "ci_feedback:",
-        "token_rates:",
         "dispatch:",
         "agent.max_cost_usd:",
         "agent.max_daily_cost_usd:",

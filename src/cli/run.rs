@@ -207,6 +207,7 @@ fn run_daemon(
         store: store.clone(),
         clock: clock.clone(),
         metrics,
+        prices: crate::pricing::PriceBoard::default(),
     });
 
     // Before the server makes this process observable: a SIGTERM that arrives as soon as

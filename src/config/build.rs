@@ -78,8 +78,10 @@ fn build_inner(
         None => None,
     };
     validate_states_not_both_empty(&tracker)?;
+    let token_rates = super::token_rates::build_token_rates(&raw, warnings);
 
     Ok(ServiceConfig {
+        token_rates,
         tracker,
         polling,
         workspace,

@@ -32,6 +32,7 @@ mod error;
 mod overrides;
 mod schema;
 mod server_bind;
+mod token_rates;
 mod validate;
 mod workflow_file;
 

@@ -25,6 +25,8 @@ pub struct ServiceConfig {
     /// `<kind>.<key>` (or `tracker.<key>`) resolved against the workflow file's directory, or
     /// against the process CWD (with a `data_path_from_cwd` warning) when only that one exists.
     pub tracker_path: Option<PathBuf>,
+    /// The operator's `token_rates` entries (invalid rates already dropped with a warning).
+    pub token_rates: crate::pricing::TokenRates,
     /// Every top-level key as decoded (after `SORTIE_*` overrides): adapter pass-through blocks,
     /// extensions and post-MVP sections are read from here.
     pub raw: Map<String, Value>,

@@ -138,7 +138,6 @@ const UNSUPPORTED_SECTIONS: &[(&str, &str)] = &[
     ("reactions", "pull-request reactions are not built yet"),
     ("dispatch", "dispatch rules and stages are not built yet"),
     ("notifications", "notifications are not built yet"),
-    ("token_rates", "money costs are not built yet"),
 ];
 
 /// Keys inside typed sections that this build parses (or accepts) but never acts on.

@@ -22,6 +22,7 @@ pub fn app_state(snap: Snapshot) -> (tempfile::TempDir, AppState) {
             tx,
             snapshot: Arc::new(RwLock::new(Arc::new(snap))),
             metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
+            prices: Default::default(),
         },
         store: Arc::new(store),
         clock: Arc::new(SystemClock),

@@ -69,6 +69,7 @@ pub fn mock_orchestrator_with(
         load_options: opts,
         metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
         clock: dyn_clock,
+        prices: sortie::pricing::PriceBoard::default(),
     };
     let (orch, handle) = Orchestrator::new(deps);
     InProcess {

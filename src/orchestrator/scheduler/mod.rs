@@ -62,6 +62,9 @@ pub struct OrchestratorDeps {
     pub clock: Arc<dyn Clock>,
     /// Prometheus counters and histograms, seeded from the persisted aggregates.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The rates in force; the orchestrator keeps its `token_rates` entries in step with the
+    /// workflow it runs, the price-table sources keep its tables.
+    pub prices: crate::pricing::PriceBoard,
 }
 
 /// The handle other threads hold.
@@ -70,6 +73,7 @@ pub struct OrchestratorHandle {
     pub tx: Sender<OrchMsg>,
     pub snapshot: Arc<RwLock<Arc<Snapshot>>>,
     pub metrics: Arc<crate::metrics::Metrics>,
+    pub prices: crate::pricing::PriceBoard,
 }
 
 impl OrchestratorHandle {
@@ -119,6 +123,7 @@ pub struct Orchestrator {
     store: Arc<Store>,
     clock: Arc<dyn Clock>,
     metrics: Arc<crate::metrics::Metrics>,
+    prices: crate::pricing::PriceBoard,
     state: State,
     tx: Sender<OrchMsg>,
     rx: Receiver<OrchMsg>,
@@ -148,6 +153,8 @@ impl Orchestrator {
         };
         // The first poll is due at once.
         state.health.poll.next_at_ms = Some(now);
+        deps.prices
+            .set_token_rates(deps.workflow.config.token_rates.clone());
         let mut o = Orchestrator {
             workflow: deps.workflow,
             template: deps.template,
@@ -172,6 +179,7 @@ impl Orchestrator {
                 deps.metrics.clone(),
             ),
             metrics: deps.metrics.clone(),
+            prices: deps.prices.clone(),
         };
         o.warm_start();
         o.publish();
@@ -181,6 +189,7 @@ impl Orchestrator {
                 tx,
                 snapshot: published,
                 metrics: deps.metrics,
+                prices: deps.prices,
             },
         )
     }

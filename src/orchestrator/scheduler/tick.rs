@@ -44,6 +44,7 @@ impl Orchestrator {
                     );
                     self.agent = a;
                 }
+                self.prices.set_token_rates(wf.config.token_rates.clone());
                 self.workflow = Arc::new(wf);
                 self.template = Arc::new(template);
                 self.state.health.workflow.record(now, Ok(()));
