@@ -12,6 +12,7 @@ pub mod reload;
 pub mod retry_queue;
 pub mod run_error;
 mod scheduler;
+pub mod session_cost;
 pub mod snapshot;
 pub mod state;
 pub mod supervisor;
