@@ -90,6 +90,11 @@ pub fn build(req: &StatsRequest<'_>) -> Result<StatsReport, StatsError> {
     Ok(agg.finish(header, &req.range))
 }
 
+/// The report over no runs (the OpenAPI document's example).
+pub fn empty(header: Header, range: &Range) -> StatsReport {
+    aggregate::Aggregate::default().finish(header, range)
+}
+
 /// Refuses a schema without the report's columns; warns about one newer than this build.
 fn schema_warnings(conn: &Connection) -> Result<Vec<String>, StatsError> {
     let found: i64 = conn
