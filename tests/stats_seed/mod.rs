@@ -2,6 +2,9 @@
 //! (`WriterHandle::record_run`), mixed priced, partial, unpriced and unmeasured runs over two
 //! UTC days, plus a recorded CI result and a run outside the range, which the report leaves out.
 
+// Each test binary uses a subset of the helpers.
+#![allow(dead_code)]
+
 use std::path::Path;
 use std::sync::Arc;
 
