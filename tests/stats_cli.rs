@@ -34,12 +34,23 @@ fn stats_cli_json_reports_the_seeded_figures() {
     let s = project();
     let o = stats(
         &s,
-        &["--since", stats_seed::SINCE, "--until", stats_seed::UNTIL, "--format", "json"],
+        &[
+            "--since",
+            stats_seed::SINCE,
+            "--until",
+            stats_seed::UNTIL,
+            "--format",
+            "json",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     stats_seed::assert_figures(&report);
-    assert!(report["generated_at"].as_str().is_some_and(|t| t.ends_with('Z')));
+    assert!(
+        report["generated_at"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
 }
 
 #[test]
@@ -47,12 +58,18 @@ fn stats_cli_accepts_go_style_flags_and_prints_a_table_by_default() {
     let s = project();
     let o = stats(
         &s,
-        &[&format!("-since={}", stats_seed::SINCE), "--until", stats_seed::UNTIL],
+        &[
+            &format!("-since={}", stats_seed::SINCE),
+            "--until",
+            stats_seed::UNTIL,
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("4 over 3 issues: 2 succeeded, 1 failed, 0 stopped, 1 cancelled (success rate 50.0%)"),
+        text.contains(
+            "4 over 3 issues: 2 succeeded, 1 failed, 0 stopped, 1 cancelled (success rate 50.0%)"
+        ),
         "{text}"
     );
     assert!(text.contains("≥$2.00 recorded"), "{text}");
@@ -65,7 +82,10 @@ fn stats_cli_refuses_a_bad_range_with_a_clear_error() {
     let s = project();
     for (args, needle) in [
         (vec!["--since", "7d"], "invalid --since value \"7d\""),
-        (vec!["--until", "2026-07-01T00:00:00"], "invalid --until value"),
+        (
+            vec!["--until", "2026-07-01T00:00:00"],
+            "invalid --until value",
+        ),
         (vec!["--since", "0h"], "positive duration"),
         (
             vec!["--since", "2026-07-02", "--until", "2026-07-01"],

@@ -84,7 +84,9 @@ fn stats_route_without_bounds_covers_every_run_and_an_empty_range_is_200() {
     // The old run joins; the recorded CI result never counts.
     assert_eq!(all["summary"]["runs"], 5);
     assert_eq!(all["summary"]["cost_usd"], 11.0);
-    let none = d.get("/api/v1/stats?since=2020-01-01&until=2020-01-02").json();
+    let none = d
+        .get("/api/v1/stats?since=2020-01-01&until=2020-01-02")
+        .json();
     assert_eq!(none["summary"]["runs"], 0);
     assert_eq!(none["summary"]["success_rate"], Value::Null);
     assert_eq!(none["summary"]["tokens"], Value::Null);
@@ -105,7 +107,10 @@ fn stats_route_refuses_bad_parameters_with_the_references_wording() {
         ("since=7d", format!("parameter \"since\" {bound}")),
         ("since=0s", format!("parameter \"since\" {bound}")),
         ("since=-24h", format!("parameter \"since\" {bound}")),
-        ("until=2026-07-01T00:00:00", format!("parameter \"until\" {bound}")),
+        (
+            "until=2026-07-01T00:00:00",
+            format!("parameter \"until\" {bound}"),
+        ),
         ("until=yesterday", format!("parameter \"until\" {bound}")),
         (
             "limit=5",

@@ -23,7 +23,11 @@ fn fail(message: impl std::fmt::Display) -> i32 {
 fn range_message(e: RangeError, args: &StatsArgs) -> String {
     match e {
         RangeError::Malformed(name) => {
-            let value = if name == "since" { &args.since } else { &args.until };
+            let value = if name == "since" {
+                &args.since
+            } else {
+                &args.until
+            };
             format!(
                 "invalid --{name} value {:?}: expected an RFC 3339 timestamp with an offset (2026-07-01T00:00:00Z), a date (2026-07-01), or a positive duration in h, m, s, ms, us or ns (24h, 1h30m); days such as 7d are not a unit",
                 value.as_deref().unwrap_or_default()
@@ -52,7 +56,11 @@ pub fn run(args: StatsArgs) -> i32 {
         Err(e) => return fail(range_message(e, &args)),
     };
     let opts = LoadOptions::from_process(args.env_file.clone().map(PathBuf::from));
-    let path = PathBuf::from(args.workflow.clone().unwrap_or_else(|| "WORKFLOW.md".into()));
+    let path = PathBuf::from(
+        args.workflow
+            .clone()
+            .unwrap_or_else(|| "WORKFLOW.md".into()),
+    );
     let wf = match load_workflow(&path, &opts) {
         Ok(wf) => wf,
         Err(e) => return fail(e),

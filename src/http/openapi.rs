@@ -474,13 +474,13 @@ fn paths(s: &Refs) -> Value {
 fn stats_bound(name: &str, selects: &str) -> Value {
     let duration = "^\\+?(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$";
     json!({"name": name, "in": "query", "required": false,
-        "description": format!("{selects} An RFC 3339 timestamp with an offset, a date such as 2026-07-01 (00:00:00Z), or a positive Go duration such as 24h or 1h30m counted back from the request; days (7d) are not a unit. An empty value is the same as an absent one."),
-        "schema": {"anyOf": [
-            {"type": "string", "maxLength": 0},
-            {"type": "string", "format": "date-time"},
-            {"type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
-            {"type": "string", "pattern": duration},
-        ]}})
+    "description": format!("{selects} An RFC 3339 timestamp with an offset, a date such as 2026-07-01 (00:00:00Z), or a positive Go duration such as 24h or 1h30m counted back from the request; days (7d) are not a unit. An empty value is the same as an absent one."),
+    "schema": {"anyOf": [
+        {"type": "string", "maxLength": 0},
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+        {"type": "string", "pattern": duration},
+    ]}})
 }
 
 fn stats_path(s: &Refs) -> Value {

@@ -12,7 +12,9 @@ use super::origin;
 use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, echo, send_error, send_json};
 use super::views::reply::QueueReply;
-use super::{actions, dashboard, issue_detail, openapi, probes, runs, scrape, sse, state_doc, stats};
+use super::{
+    actions, dashboard, issue_detail, openapi, probes, runs, scrape, sse, state_doc, stats,
+};
 
 /// What a path names.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -75,7 +75,10 @@ mod tests {
     const NOW: i64 = 1_785_000_000_000;
 
     fn message(url: &str) -> String {
-        parse_range(url, NOW).err().map(|e| e.message).unwrap_or_default()
+        parse_range(url, NOW)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default()
     }
 
     #[test]

@@ -62,10 +62,7 @@ fn tokens(mut r: RunRecord, t: [i64; 5]) -> RunRecord {
 /// The runs, in the order they are recorded.
 pub fn runs() -> Vec<RunRecord> {
     let a_tokens = [1000, 200, 1200, 500, 40];
-    let mut a = tokens(
-        base("1", RunStatus::Succeeded, T0, 600),
-        a_tokens,
-    );
+    let mut a = tokens(base("1", RunStatus::Succeeded, T0, 600), a_tokens);
     a.turns_completed = 4;
     a.trigger = Some(String::new());
     a.dispatch_id = Some("AAAA".into());
@@ -73,7 +70,8 @@ pub fn runs() -> Vec<RunRecord> {
     a.cost_status = "estimated".into();
     a.model_usage = Some(json!([part("model-a", a_tokens, Some(1.5), "estimated")]));
     a.skills = Some(json!([{"skill": "plan"}, {"skill": "work", "tool_error": true}]));
-    a.review_metadata = Some(json!({"final_verdict": "pass", "total_iterations": 2, "cap_reached": false}));
+    a.review_metadata =
+        Some(json!({"final_verdict": "pass", "total_iterations": 2, "cap_reached": false}));
 
     let mut b = tokens(
         base("2", RunStatus::Succeeded, T0 + 3_600_000, 1200),
@@ -90,7 +88,8 @@ pub fn runs() -> Vec<RunRecord> {
         part("model-a", [1500, 300, 1800, 0, 0], Some(0.3), "estimated"),
         part("model-b", [500, 100, 600, 0, 0], Some(0.2), "partial"),
     ]));
-    b.review_metadata = Some(json!({"final_verdict": "pass", "total_iterations": 3, "cap_reached": true}));
+    b.review_metadata =
+        Some(json!({"final_verdict": "pass", "total_iterations": 3, "cap_reached": true}));
 
     let mut c = tokens(
         base("3", RunStatus::Failed, T0 + 86_400_000, 300),
@@ -136,9 +135,7 @@ pub fn seed(db: &Path) {
 
 /// `report` with `generated_at` removed (the one member the route and the command may differ in).
 pub fn without_generated_at(mut report: serde_json::Value) -> serde_json::Value {
-    report
-        .as_object_mut()
-        .map(|m| m.remove("generated_at"));
+    report.as_object_mut().map(|m| m.remove("generated_at"));
     report
 }
 
@@ -150,8 +147,22 @@ pub fn assert_figures(r: &serde_json::Value) {
     assert_eq!(r["warnings"], json!([]));
     let s = &r["summary"];
     assert_eq!(
-        (&s["runs"], &s["issues"], &s["succeeded"], &s["failed"], &s["stopped"], &s["cancelled"]),
-        (&json!(4), &json!(3), &json!(2), &json!(1), &json!(0), &json!(1)),
+        (
+            &s["runs"],
+            &s["issues"],
+            &s["succeeded"],
+            &s["failed"],
+            &s["stopped"],
+            &s["cancelled"]
+        ),
+        (
+            &json!(4),
+            &json!(3),
+            &json!(2),
+            &json!(1),
+            &json!(0),
+            &json!(1)
+        ),
         "{s}"
     );
     assert_eq!(s["success_rate"], 0.5);
@@ -188,7 +199,10 @@ pub fn assert_figures(r: &serde_json::Value) {
     assert_eq!((&b[0]["runs"], &b[0]["cost_usd"]), (&json!(3), &json!(2.0)));
     assert_eq!(b[0]["cost_lower_bound"], true);
     assert_eq!(b[1]["start"], "2026-03-27T00:00:00Z");
-    assert_eq!((&b[1]["runs"], &b[1]["cost_usd"]), (&json!(1), &json!(null)));
+    assert_eq!(
+        (&b[1]["runs"], &b[1]["cost_usd"]),
+        (&json!(1), &json!(null))
+    );
     assert_eq!(b[1]["cost_unpriced_runs"], 1);
     assert_eq!(b[1]["cost_lower_bound"], false);
 
@@ -196,26 +210,50 @@ pub fn assert_figures(r: &serde_json::Value) {
         r[k].as_array()
             .unwrap()
             .iter()
-            .map(|g| (g["name"].as_str().unwrap().to_string(), g["runs"].as_u64().unwrap()))
+            .map(|g| {
+                (
+                    g["name"].as_str().unwrap().to_string(),
+                    g["runs"].as_u64().unwrap(),
+                )
+            })
             .collect()
     };
     let pairs = |v: &[(&str, u64)]| -> Vec<(String, u64)> {
         v.iter().map(|(n, c)| (n.to_string(), *c)).collect()
     };
-    assert_eq!(names("by_status"), pairs(&[("succeeded", 2), ("cancelled", 1), ("failed", 1)]));
+    assert_eq!(
+        names("by_status"),
+        pairs(&[("succeeded", 2), ("cancelled", 1), ("failed", 1)])
+    );
     assert_eq!(names("by_adapter"), pairs(&[("claude-code", 4)]));
     assert_eq!(names("by_rule"), pairs(&[("implement", 4)]));
     assert_eq!(names("by_template"), pairs(&[("default", 4)]));
     assert_eq!(
         names("by_model"),
-        pairs(&[("model-a", 2), ("<none>", 1), ("model-b", 1), ("model-c", 1)])
+        pairs(&[
+            ("model-a", 2),
+            ("<none>", 1),
+            ("model-b", 1),
+            ("model-c", 1)
+        ])
     );
     assert_eq!(
         names("by_trigger"),
-        pairs(&[("<none>", 1), ("<unknown>", 1), ("continuation", 1), ("error", 1)])
+        pairs(&[
+            ("<none>", 1),
+            ("<unknown>", 1),
+            ("continuation", 1),
+            ("error", 1)
+        ])
     );
-    assert_eq!(names("by_origin"), pairs(&[("retry", 2), ("<unknown>", 1), ("poll_tick", 1)]));
-    assert_eq!(names("by_provenance"), pairs(&[("output:live", 3), ("<none>", 1)]));
+    assert_eq!(
+        names("by_origin"),
+        pairs(&[("retry", 2), ("<unknown>", 1), ("poll_tick", 1)])
+    );
+    assert_eq!(
+        names("by_provenance"),
+        pairs(&[("output:live", 3), ("<none>", 1)])
+    );
     assert_eq!(r["by_chain"], json!([]));
     assert_eq!(r["chain_funnels"], json!([]));
 
@@ -225,7 +263,10 @@ pub fn assert_figures(r: &serde_json::Value) {
     assert_eq!(model_a["share"], 0.5);
     assert_eq!(model_a["cost_per_succeeded_run_usd"], 0.9);
     let model_b = &r["by_model"][2];
-    assert_eq!((&model_b["cost_partial_runs"], &model_b["cost_lower_bound"]), (&json!(1), &json!(true)));
+    assert_eq!(
+        (&model_b["cost_partial_runs"], &model_b["cost_lower_bound"]),
+        (&json!(1), &json!(true))
+    );
     let unmeasured = &r["by_provenance"][1];
     assert_eq!(unmeasured["tokens"], json!(null));
     assert_eq!(unmeasured["tokens_lower_bound"], false);

@@ -43,7 +43,7 @@ impl SkillTally {
                 tool_errors: *errors,
             })
             .collect();
-        by_skill.sort_by(|a, b| b.calls.cmp(&a.calls));
+        by_skill.sort_by_key(|s| std::cmp::Reverse(s.calls));
         SkillCalls {
             unrecorded_runs: self.unrecorded,
             by_skill,
@@ -97,7 +97,7 @@ impl ReviewTally {
                 runs: *runs,
             })
             .collect();
-        by_final_verdict.sort_by(|a, b| b.runs.cmp(&a.runs));
+        by_final_verdict.sort_by_key(|v| std::cmp::Reverse(v.runs));
         SelfReview {
             runs_with_metadata: self.with_metadata,
             by_final_verdict,

@@ -42,7 +42,10 @@ const FULL_TIER_VERSION: i64 = 6;
 pub enum StatsError {
     Store(StoreError),
     /// The database predates the columns the report reads; the daemon migrates it at start.
-    SchemaTooOld { found: i64, needed: i64 },
+    SchemaTooOld {
+        found: i64,
+        needed: i64,
+    },
 }
 
 impl std::fmt::Display for StatsError {

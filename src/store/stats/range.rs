@@ -123,7 +123,9 @@ fn decimal(s: &str) -> Option<(Decimal, &str)> {
     for (i, c) in s.char_indices() {
         match c {
             '0'..='9' => {
-                digits = digits.checked_mul(10)?.checked_add(i128::from(c as u8 - b'0'))?;
+                digits = digits
+                    .checked_mul(10)?
+                    .checked_add(i128::from(c as u8 - b'0'))?;
                 if seen_point {
                     fraction_digits += 1;
                 }
@@ -202,7 +204,17 @@ mod tests {
     #[test]
     fn days_zero_negative_and_text_are_malformed() {
         for v in [
-            "7d", "0", "0s", "-24h", "24", "h", "1h-30m", "yesterday", ".h", "1..5h", "+",
+            "7d",
+            "0",
+            "0s",
+            "-24h",
+            "24",
+            "h",
+            "1h-30m",
+            "yesterday",
+            ".h",
+            "1..5h",
+            "+",
         ] {
             assert_eq!(ms(v), None, "{v}");
         }

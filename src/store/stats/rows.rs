@@ -138,7 +138,8 @@ pub fn for_each_run(
     let until = range.until_ms.map(time::to_text);
     // Only the bounds given become conditions, so a bounded scan walks the completion index.
     let mut sql = format!("SELECT {COLUMNS} FROM run_history WHERE status <> ?1");
-    let mut args: Vec<rusqlite::types::Value> = vec![RunStatus::CiFailed.as_str().to_string().into()];
+    let mut args: Vec<rusqlite::types::Value> =
+        vec![RunStatus::CiFailed.as_str().to_string().into()];
     for (bound, op) in [(since, ">="), (until, "<")] {
         if let Some(t) = bound {
             args.push(rusqlite::types::Value::Text(t));

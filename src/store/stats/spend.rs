@@ -46,8 +46,14 @@ impl SpendTally {
             .entry(day.first_of_month())
             .or_default()
             .add(&share);
-        self.first_ms = Some(self.first_ms.map_or(run.completed_ms, |f| f.min(run.completed_ms)));
-        self.last_ms = Some(self.last_ms.map_or(run.completed_ms, |l| l.max(run.completed_ms)));
+        self.first_ms = Some(
+            self.first_ms
+                .map_or(run.completed_ms, |f| f.min(run.completed_ms)),
+        );
+        self.last_ms = Some(
+            self.last_ms
+                .map_or(run.completed_ms, |l| l.max(run.completed_ms)),
+        );
     }
 
     /// Days when the range (its bounds where given, else its first and last run) spans at

@@ -172,7 +172,10 @@ impl Tally {
     /// A cost exists and some run's spend is missing from it or undercounted.
     pub fn cost_lower_bound(&self) -> bool {
         self.costed > 0
-            && (self.unmeasured > 0 || self.unpriced > 0 || self.partial > 0 || self.lower_bound > 0)
+            && (self.unmeasured > 0
+                || self.unpriced > 0
+                || self.partial > 0
+                || self.lower_bound > 0)
     }
 
     pub fn agent_priced_usd(&self) -> Option<f64> {
@@ -242,7 +245,7 @@ impl Breakdown {
             .map(|(name, t)| t.group(name.clone(), all_runs))
             .collect();
         // The map is ordered by name, and the sort is stable.
-        out.sort_by(|a, b| b.runs.cmp(&a.runs));
+        out.sort_by_key(|g| std::cmp::Reverse(g.runs));
         out
     }
 }
