@@ -198,7 +198,8 @@ mod tests {
         assert_eq!(ms("1h30m"), Some(NOW - 5_400_000));
         assert_eq!(ms("1.5h"), Some(NOW - 5_400_000));
         assert_eq!(ms("+2s500ms"), Some(NOW - 2_500));
-        assert_eq!(ms("1500us"), Some(NOW - 1));
+        // A fraction of a millisecond back lands in the millisecond before.
+        assert_eq!(ms("1500us"), Some(NOW - 2));
     }
 
     #[test]
