@@ -129,3 +129,6 @@ pub fn instant_text(ms: i64) -> Option<String> {
         .ok()
         .map(|t| t.to_string())
 }
+
+#[cfg(test)]
+mod tests;
