@@ -370,6 +370,16 @@ fn live_responses_of_run_history_match_the_document() {
     );
     let detail = check_live(&d, &doc, "get", "/api/v1/H-1", "/api/v1/{identifier}", 200);
     assert!(detail["history"].is_object());
+    let stats = check_live(&d, &doc, "get", "/api/v1/stats", "/api/v1/stats", 200);
+    assert_eq!(stats["summary"]["runs"], 1);
+    check_live(
+        &d,
+        &doc,
+        "get",
+        "/api/v1/stats?since=7d",
+        "/api/v1/stats",
+        400,
+    );
     let id = state["attention"][0]["id"]
         .as_str()
         .unwrap_or("")

@@ -9,7 +9,7 @@ use argh::FromArgs;
 #[argh(
     description = "sortie: turns issue-tracker tickets into coding-agent sessions",
     example = "sortie --port 9090 WORKFLOW.md",
-    note = "Subcommands: `sortie validate [--format text|json] [WORKFLOW.md]`, `sortie demo [--dir DIR]`, `sortie version`."
+    note = "Subcommands: `sortie validate [--format text|json] [WORKFLOW.md]`, `sortie demo [--dir DIR]`, `sortie stats [--since X] [--until Y] [--format table|json] [WORKFLOW.md]`, `sortie version`."
 )]
 pub struct RunArgs {
     /// HTTP port (0 disables the server; default 7678 or server.port)
@@ -53,6 +53,30 @@ pub struct ValidateArgs {
     pub workflow: Option<String>,
 }
 
+/// Print run statistics from the database a workflow names.
+#[derive(FromArgs, Debug, Default, PartialEq)]
+#[argh(
+    description = "print run statistics (counts, durations, tokens, recorded cost) from the workflow's database; needs no running daemon",
+    note = "A bound is an RFC 3339 timestamp with an offset, a date such as 2026-07-01 (midnight UTC), or a positive duration such as 24h or 1h30m counted back from now."
+)]
+pub struct StatsArgs {
+    /// runs completed at or after this bound
+    #[argh(option)]
+    pub since: Option<String>,
+    /// runs completed before this bound
+    #[argh(option)]
+    pub until: Option<String>,
+    /// output format: table (default) or json (the body of GET /api/v1/stats)
+    #[argh(option, default = "String::from(\"table\")")]
+    pub format: String,
+    /// load SORTIE_* overrides from this .env file
+    #[argh(option)]
+    pub env_file: Option<String>,
+    /// path of the workflow file (default ./WORKFLOW.md)
+    #[argh(positional)]
+    pub workflow: Option<String>,
+}
+
 /// Run the embedded credential-free demo.
 #[derive(FromArgs, Debug, Default, PartialEq)]
 #[argh(
@@ -86,6 +110,7 @@ pub enum Command {
     Run(RunArgs),
     Validate(ValidateArgs),
     Demo(DemoArgs),
+    Stats(StatsArgs),
     Version,
     /// `-dumpversion`: the bare version.
     DumpVersion,
@@ -113,6 +138,8 @@ const LONG_FLAGS: &[&str] = &[
     "format",
     "dir",
     "reset",
+    "since",
+    "until",
     "help",
 ];
 
@@ -185,7 +212,7 @@ pub fn parse(args: &[String]) -> Parsed {
         return Parsed::Command(Command::DumpVersion);
     }
     let (sub, rest): (Option<&str>, &[String]) = match args.first().map(String::as_str) {
-        Some(s @ ("validate" | "demo" | "version")) => (Some(s), &args[1..]),
+        Some(s @ ("validate" | "demo" | "stats" | "version")) => (Some(s), &args[1..]),
         _ => (None, args),
     };
     let norm = normalize(rest);
@@ -212,6 +239,7 @@ pub fn parse(args: &[String]) -> Parsed {
         Some("validate") => {
             ValidateArgs::from_args(&["sortie validate"], &strs).map(Command::Validate)
         }
+        Some("stats") => StatsArgs::from_args(&["sortie stats"], &strs).map(Command::Stats),
         Some(_) => DemoArgs::from_args(&["sortie demo"], &strs).map(Command::Demo),
         None => RunArgs::from_args(&["sortie"], &strs).map(|r| {
             if r.version {

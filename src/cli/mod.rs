@@ -1,10 +1,12 @@
 //! The command line: `sortie [flags] [WORKFLOW.md]`, `sortie validate`, `sortie demo`,
-//! `sortie version`.
+//! `sortie stats`, `sortie version`.
 
 pub mod args;
 pub mod demo;
 pub mod dry_run;
 pub mod run;
+pub mod stats;
+pub mod stats_table;
 pub mod validate;
 
 use crate::build_info::VERSION;
@@ -50,6 +52,7 @@ pub fn main() -> i32 {
         }
         Parsed::Command(Command::Validate(v)) => validate::run(v),
         Parsed::Command(Command::Demo(d)) => demo::run(d),
+        Parsed::Command(Command::Stats(a)) => stats::run(a),
         Parsed::Command(Command::Run(r)) => run::run(run::RunOptions {
             workflow: r
                 .workflow

@@ -34,6 +34,7 @@ pub mod runs;
 pub mod scrape;
 pub mod sse;
 pub mod state_doc;
+pub mod stats;
 pub mod views;
 pub mod wording;
 

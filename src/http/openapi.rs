@@ -13,6 +13,7 @@ use super::views::probe::{ProbeView, ReadinessView};
 use super::views::reply::{AcknowledgeReply, ErrorBody, QueueReply, RefreshReply};
 use super::views::run::{IssueGroupsPage, RunEventsPage, RunsPage};
 use super::views::state::StateDoc;
+use super::views::stats::StatsReport;
 use super::views::stream::{AgentEventFrame, ResetFrame, RunEndedFrame};
 use super::views::to_value;
 
@@ -25,6 +26,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/runs"),
     ("get", "/api/v1/runs/issues"),
     ("get", "/api/v1/runs/{dispatch_id}/events"),
+    ("get", "/api/v1/stats"),
     ("get", "/api/v1/events"),
     ("get", "/openapi.json"),
     ("get", "/api/v1/{identifier}"),
@@ -182,6 +184,7 @@ struct Refs {
     refresh: Value,
     queue: Value,
     acknowledge: Value,
+    stats: Value,
 }
 
 /// The generator of the component schemas: JSON Schema 2020-12 (what OpenAPI 3.1 uses), for
@@ -216,6 +219,7 @@ impl Refs {
             refresh: g.subschema_for::<RefreshReply>().to_value(),
             queue: g.subschema_for::<QueueReply>().to_value(),
             acknowledge: g.subschema_for::<AcknowledgeReply>().to_value(),
+            stats: g.subschema_for::<StatsReport>().to_value(),
         }
     }
 }
@@ -409,6 +413,7 @@ fn paths(s: &Refs) -> Value {
             "404": error_response("No events for the dispatch ID.", "run_events_not_retained", "no events are retained for dispatch ID \"X\""),
             "405": method_not_allowed(), "503": history_unavailable.clone(),
         }}},
+        "/api/v1/stats": stats_path(s),
         "/api/v1/events": {"get": {"summary": "Server-sent change signals, heartbeats and agent events", "parameters": [query_param("run", "<dispatch_id> or <dispatch_id>:<seq>, up to 16 times.")], "responses": {
             "200": {"description": "The stream: frames `change` and `heartbeat` (data `{}`), `agent_event` (data: components StreamAgentEvent), `run_ended` (StreamRunEnded) and `reset` (StreamReset), each with an id `revision;<dispatch_id>:<seq>…`.", "content": {"text/event-stream": {"schema": stream_frames(), "example": "id: 1792000000000000000\nevent: change\ndata: {}\n\n"}}},
             "400": error_response("A run parameter broke its rules.", "invalid_parameter", "parameter \"run\" must not be empty"),
@@ -462,6 +467,44 @@ fn paths(s: &Refs) -> Value {
             "503": error_response("Not taken.", "acknowledge_unavailable", "the acknowledgement was not taken; nothing changed"),
         }}},
     })
+}
+
+/// A stats range bound: empty (open), an RFC 3339 timestamp with an offset, a calendar date,
+/// or a positive Go duration (a zero one, or one reaching before year -9999, answers 400).
+fn stats_bound(name: &str, selects: &str) -> Value {
+    let duration = "^\\+?(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$";
+    json!({"name": name, "in": "query", "required": false,
+    "description": format!("{selects} An RFC 3339 timestamp with an offset, a date such as 2026-07-01 (00:00:00Z), or a positive Go duration such as 24h or 1h30m counted back from the request; days (7d) are not a unit. An empty value is the same as an absent one."),
+    "schema": {"anyOf": [
+        {"type": "string", "maxLength": 0},
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+        {"type": "string", "pattern": duration},
+    ]}})
+}
+
+fn stats_path(s: &Refs) -> Value {
+    let header = crate::store::stats::Header {
+        generated_at: "2026-02-01T09:00:00Z".into(),
+        workflow_path: "/srv/sortie/WORKFLOW.md".into(),
+        db_path: "/srv/sortie/.sortie.db".into(),
+        schema_tier: "full".into(),
+        warnings: Vec::new(),
+    };
+    let range = crate::store::stats::Range {
+        since_ms: Some(1_767_225_600_000),
+        until_ms: Some(1_769_904_000_000),
+    };
+    let example = to_value(&crate::store::stats::empty(header, &range));
+    json!({"get": {"summary": "Run statistics over a completion-time range", "parameters": [
+            stats_bound("since", "Runs completed at or after it."),
+            stats_bound("until", "Runs completed before it; since must be before until."),
+        ], "responses": {
+        "200": json_response("Report returned, also over a range that holds no runs.", s.stats.clone(), example),
+        "400": error_response("A parameter other than since and until, a repeated parameter, a value that is not a range bound, or since not before until. No run is read.", "invalid_parameter", "parameter \"since\" must be an RFC 3339 timestamp, a date such as 2026-07-01, or a positive duration such as 24h"),
+        "405": method_not_allowed(),
+        "503": error_response("The database could not be opened or read.", "history_unavailable", "run history could not be read: cannot open database /srv/sortie/.sortie.db: unable to open database file"),
+    }}})
 }
 
 /// The schema of a response in the document, for tests: `(path, method, status)`.
@@ -539,6 +582,7 @@ mod tests {
             "/api/v1/runs",
             "/api/v1/runs/issues",
             "/api/v1/runs/ABC/events",
+            "/api/v1/stats",
             "/api/v1/events",
             "/api/v1/refresh",
             "/api/v1/retries/X-1/run",

@@ -54,23 +54,46 @@ pub fn pairs(url: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// How a route words the refusal of an unknown and of a repeated parameter (given the
+/// parameter's echo and the accepted names).
+pub struct Refusals {
+    pub unknown: fn(&str, &[&str]) -> String,
+    pub repeated: fn(&str) -> String,
+}
+
+/// The run history routes' wording.
+const HISTORY_REFUSALS: Refusals = Refusals {
+    unknown: |k, allowed| {
+        format!(
+            "unknown parameter \"{k}\"; accepted parameters are {}",
+            allowed.join(", ")
+        )
+    },
+    repeated: |k| format!("parameter \"{k}\" must not be given more than once"),
+};
+
 /// Checks names against `allowed` and refuses repeats; returns the non-empty values.
 pub fn strict(url: &str, allowed: &[&str]) -> Result<BTreeMap<String, String>, ApiError> {
+    strict_worded(url, allowed, &HISTORY_REFUSALS)
+}
+
+/// [`strict`] with the route's own wording of the refusals.
+pub fn strict_worded(
+    url: &str,
+    allowed: &[&str],
+    words: &Refusals,
+) -> Result<BTreeMap<String, String>, ApiError> {
     let mut out = BTreeMap::new();
     let mut seen = std::collections::HashSet::new();
     for (k, v) in pairs(url) {
         if !allowed.contains(&k.as_str()) {
-            return Err(ApiError::invalid_parameter(format!(
-                "unknown parameter \"{}\"; accepted parameters are {}",
-                echo(&k),
-                allowed.join(", ")
+            return Err(ApiError::invalid_parameter((words.unknown)(
+                &echo(&k),
+                allowed,
             )));
         }
         if !seen.insert(k.clone()) {
-            return Err(ApiError::invalid_parameter(format!(
-                "parameter \"{}\" must not be given more than once",
-                echo(&k)
-            )));
+            return Err(ApiError::invalid_parameter((words.repeated)(&echo(&k))));
         }
         if !v.is_empty() {
             out.insert(k, v);

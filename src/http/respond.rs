@@ -177,7 +177,12 @@ pub fn send_json(req: Request, reply: JsonReply, allow: Option<&str>) {
     let mut body = reply.body;
     mask_value(&mut body);
     let text = serde_json::to_string(&body).unwrap_or_else(|_| SERIALIZATION_FAILED.to_string());
-    let mut resp = Response::from_string(text).with_status_code(reply.status);
+    send_text(req, reply.status, text, allow);
+}
+
+/// Sends JSON text as it is (no masking: for a route whose body is unmasked by design).
+pub fn send_text(req: Request, status: u16, text: String, allow: Option<&str>) {
+    let mut resp = Response::from_string(text).with_status_code(status);
     for h in [
         header("Content-Type", "application/json; charset=utf-8"),
         header("Cache-Control", "no-store"),

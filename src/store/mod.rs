@@ -21,6 +21,7 @@ mod record;
 mod retry;
 mod runs;
 mod sessions;
+pub mod stats;
 mod time;
 mod usage_holds;
 mod vocabulary;

@@ -26,6 +26,7 @@ pub mod retry;
 pub mod run;
 pub mod running;
 pub mod state;
+pub mod stats;
 pub mod stream;
 pub mod tokens;
 
