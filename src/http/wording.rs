@@ -544,11 +544,11 @@ pub fn attention_agent_auth(agent_kind: &str, error: &str) -> AttentionWords {
     }
 }
 
-/// A US-dollar figure: two decimals, four below ten cents so a small spend is not read as
-/// zero (`$41.27`, `$0.0123`).
+/// A US-dollar figure: two decimals, four below one cent so a small spend is not read as
+/// zero (`$41.27`, `$0.05`, `$0.0040`).
 pub fn usd(amount: f64) -> String {
     let a = if amount.is_finite() { amount.max(0.0) } else { 0.0 };
-    if a > 0.0 && a < 0.1 {
+    if a > 0.0 && a < 0.01 {
         format!("${a:.4}")
     } else {
         format!("${a:.2}")
