@@ -193,3 +193,64 @@ fn without_a_ceiling_the_member_is_omitted_and_the_keys_are_not_named_unsupporte
     );
     d.stop();
 }
+
+fn which(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The Overview shows the spend windows, the held issue and the attention item in headless
+/// Chromium (tests/browser/spend_ceiling.py). Skips when Chromium or python3 is missing,
+/// except under CI.
+#[test]
+fn the_dashboard_shows_a_held_daily_ceiling() {
+    let tools = which("chromium")
+        .or_else(|| which("chromium-browser"))
+        .zip(which("python3"));
+    let Some((chromium, python)) = tools else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the browser check needs chromium and python3 under CI"
+        );
+        eprintln!("SKIP spend ceiling browser check: chromium or python3 is missing");
+        return;
+    };
+    away_from_midnight();
+    let p = project("0.01");
+    record_costly_run(&p, 0.05);
+    let wf = std::fs::read_to_string(p.workflow()).unwrap();
+    std::fs::write(
+        p.workflow(),
+        wf.replace(
+            "  max_daily_cost_usd: 0.01\n",
+            "  max_daily_cost_usd: 0.01\n  max_monthly_cost_usd: 100\n",
+        ),
+    )
+    .unwrap();
+    let d = p.start();
+    d.wait_state("the daily window holding S-1", T, |s| {
+        s["spend_ceiling"]["daily"]["holds_dispatch"] == true && !s["held"][0].is_null()
+    });
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-artifacts");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/spend_ceiling.py");
+    let result = std::process::Command::new(python)
+        .arg(script)
+        .args(["--base", &format!("http://127.0.0.1:{}", d.port)])
+        .arg("--out")
+        .arg(&out)
+        .arg("--chromium")
+        .arg(chromium)
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "browser check failed:\n{}\n{}",
+        String::from_utf8_lossy(&result.stdout),
+        String::from_utf8_lossy(&result.stderr)
+    );
+    d.stop();
+}
