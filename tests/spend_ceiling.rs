@@ -182,11 +182,7 @@ fn a_daily_ceiling_holds_dispatch_until_the_next_midnight_utc() {
     let item = items[0];
     let id = item_id(
         AttentionKind::SpendCeilingReached,
-        &[
-            "daily".into(),
-            "2027-01-15T00:00:00Z".into(),
-            "0.01".into(),
-        ],
+        &["daily".into(), "2027-01-15T00:00:00Z".into(), "0.01".into()],
     );
     assert_eq!(item["id"], id.as_str());
     assert_eq!(item["severity"], "critical");
@@ -261,7 +257,10 @@ fn a_weekly_window_resets_on_monday() {
     assert_eq!(doc["spend_ceiling"]["daily"], Value::Null);
     assert_eq!(doc["spend_ceiling"]["weekly"]["holds_dispatch"], true);
     assert_eq!(doc["held"][0]["hold"]["reason"], "weekly_spend_ceiling");
-    assert_eq!(doc["attention"][0]["evidence"]["reason"], "weekly_spend_ceiling");
+    assert_eq!(
+        doc["attention"][0]["evidence"]["reason"],
+        "weekly_spend_ceiling"
+    );
     assert_eq!(
         doc["attention"][0]["evidence"]["config_key"],
         "agent.max_weekly_cost_usd"
@@ -287,7 +286,10 @@ fn a_monthly_window_resets_on_the_first() {
     };
     assert_eq!(held_reason(&snap, "S-1"), Some(&monthly_hold));
     let doc = state_doc(&snap);
-    assert_eq!(doc["attention"][0]["reason_text"], "Monthly spend ceiling reached");
+    assert_eq!(
+        doc["attention"][0]["reason_text"],
+        "Monthly spend ceiling reached"
+    );
     // A Monday within the month does not reset it.
     let snap = tick_at(&mut p, NEXT_MONDAY_MS);
     assert_eq!(held_reason(&snap, "S-1"), Some(&monthly_hold));
@@ -320,7 +322,10 @@ fn a_ceiling_raised_by_reload_lifts_the_hold_at_the_next_tick() {
     let doc = state_doc(&snap);
     assert_eq!(doc["spend_ceiling"]["daily"]["budget_usd"], 0.02);
     assert_eq!(doc["held"][0]["hold"]["reason"], "daily_spend_ceiling");
-    assert_ne!(doc["attention"][0]["id"], first_id, "an edited ceiling is a new item");
+    assert_ne!(
+        doc["attention"][0]["id"], first_id,
+        "an edited ceiling is a new item"
+    );
     assert_eq!(doc["attention"][0]["since"], ts(START_MS + 1_000));
     // Raised above the spend: the next tick dispatches.
     std::fs::write(
@@ -451,7 +456,10 @@ fn a_due_retry_is_held_by_a_spend_window_without_spending_an_attempt() {
     let text = std::fs::read_to_string(&wf).unwrap();
     std::fs::write(
         &wf,
-        text.replace("  max_turns: 1\n", "  max_turns: 1\n  max_daily_cost_usd: 0.01\n"),
+        text.replace(
+            "  max_turns: 1\n",
+            "  max_turns: 1\n  max_daily_cost_usd: 0.01\n",
+        ),
     )
     .unwrap();
     // A tick reloads the workflow and evaluates the window before the retry comes due.
@@ -462,8 +470,7 @@ fn a_due_retry_is_held_by_a_spend_window_without_spending_an_attempt() {
         .advance(Duration::from_millis((due - p.clock.now_ms()) as u64));
     step_until(&mut p.orch, "the retry put back", |s| {
         s.retrying.iter().any(|r| {
-            r.issue.id == "1"
-                && r.error.as_deref() == Some(RescheduleReason::SpendCeiling.as_str())
+            r.issue.id == "1" && r.error.as_deref() == Some(RescheduleReason::SpendCeiling.as_str())
         })
     });
     let snap = p.orch.snapshot_now();

@@ -130,7 +130,10 @@ fn a_reached_daily_ceiling_holds_dispatch_until_a_reload_raises_it() {
         Some(1.0)
     );
     assert_eq!(
-        sample(&metrics, "sortie_spend_ceiling_budget_usd{window=\"daily\"}"),
+        sample(
+            &metrics,
+            "sortie_spend_ceiling_budget_usd{window=\"daily\"}"
+        ),
         Some(0.01)
     );
     assert_eq!(

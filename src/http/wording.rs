@@ -22,8 +22,7 @@ impl Pair {
 
 use crate::agent::{AgentErrorKind, CancelReason};
 use crate::domain::{
-    BudgetReason, OutcomeKind, ParkReason, PollOutcome, RescheduleReason, RetryTrigger,
-    SpendWindow,
+    BudgetReason, OutcomeKind, ParkReason, PollOutcome, RescheduleReason, RetryTrigger, SpendWindow,
 };
 use crate::orchestrator::msg::ErrorCode;
 use crate::orchestrator::run_error::{RetryError, RunError};
@@ -547,7 +546,11 @@ pub fn attention_agent_auth(agent_kind: &str, error: &str) -> AttentionWords {
 /// A US-dollar figure: two decimals, four below one cent so a small spend is not read as
 /// zero (`$41.27`, `$0.05`, `$0.0040`).
 pub fn usd(amount: f64) -> String {
-    let a = if amount.is_finite() { amount.max(0.0) } else { 0.0 };
+    let a = if amount.is_finite() {
+        amount.max(0.0)
+    } else {
+        0.0
+    };
     if a > 0.0 && a < 0.01 {
         format!("${a:.4}")
     } else {

@@ -19,8 +19,8 @@ use crate::store::AggregateTotals;
 use catalogue::*;
 use free_label::FreeLabel;
 pub use registry::{GaugeValues, elapsed_seconds};
-pub use spend::SpendGauge;
 use registry::{Gauges, Reg};
+pub use spend::SpendGauge;
 
 /// The `Content-Type` of [`Metrics::render`]'s output (Prometheus text format 0.0.4).
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

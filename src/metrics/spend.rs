@@ -82,7 +82,10 @@ mod tests {
             holding: true,
         }]);
         let t = m.render(&GaugeValues::default());
-        assert!(t.contains("sortie_spend_ceiling_used_usd{window=\"daily\"} 0.5"), "{t}");
+        assert!(
+            t.contains("sortie_spend_ceiling_used_usd{window=\"daily\"} 0.5"),
+            "{t}"
+        );
         assert!(t.contains("sortie_spend_ceiling_budget_usd{window=\"daily\"} 0.25"));
         assert!(t.contains("sortie_spend_ceiling_holding{window=\"daily\"} 1"));
         assert!(!t.contains("window=\"weekly\""));

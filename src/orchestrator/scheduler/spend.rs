@@ -57,12 +57,12 @@ impl Orchestrator {
     fn live_spend(&self) -> LiveSpend {
         let book = self.prices.current();
         let kind = &self.workflow.config.agent.kind;
-        let sessions = self.state.running.values().map(|e| &e.facts).chain(
-            self.state
-                .awaiting_record
-                .values()
-                .map(|a| &a.entry.facts),
-        );
+        let sessions = self
+            .state
+            .running
+            .values()
+            .map(|e| &e.facts)
+            .chain(self.state.awaiting_record.values().map(|a| &a.entry.facts));
         let mut live = LiveSpend::default();
         for facts in sessions {
             let price = session_price(facts, kind, &book);
@@ -85,7 +85,10 @@ fn log_spend_changes(before: Option<&SpendCeilings>, after: Option<&SpendCeiling
         if was == is {
             continue;
         }
-        match after.and_then(|s| s.of(window)).filter(|w| w.holds_dispatch) {
+        match after
+            .and_then(|s| s.of(window))
+            .filter(|w| w.holds_dispatch)
+        {
             Some(w) => log::warn!(
                 "spend ceiling reached, holding every dispatch window={window} used_usd={:.4} used_usd_complete={} budget_usd={} resets_at={}",
                 w.used_usd,

@@ -225,9 +225,13 @@ mod tests {
 
     #[test]
     fn no_ceiling_means_no_evaluation_and_no_read() {
-        let got = evaluate(Ceilings::default(), NOW, LiveSpend::default(), None, |_, _| {
-            Err("read".to_string())
-        });
+        let got = evaluate(
+            Ceilings::default(),
+            NOW,
+            LiveSpend::default(),
+            None,
+            |_, _| Err("read".to_string()),
+        );
         assert_eq!(got, Ok(None));
     }
 
