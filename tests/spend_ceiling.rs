@@ -165,12 +165,18 @@ fn a_daily_ceiling_holds_dispatch_until_the_next_midnight_utc() {
     assert_eq!(held["hold"]["resets_at"], ts(NEXT_DAY_MS));
     assert_eq!(held["hold"]["held_since"], ts(START_MS));
     assert_eq!(held["status_text"], held["hold"]["reason_text"]);
-    assert!(
-        held["hold"]["release_text"]
-            .as_str()
-            .unwrap()
-            .ends_with('.')
+    assert_eq!(held["hold"]["reason_text"], "Daily spend ceiling reached");
+    assert_eq!(
+        held["hold"]["release_text"],
+        "Released when the UTC day ends, or on the next poll tick after `agent.max_daily_cost_usd` is raised above the window's spend or is removed."
     );
+    assert_eq!(
+        held["status_text_full"],
+        "Daily spend ceiling reached. Sortie starts no new agent session until every spend window that holds dispatch clears; running sessions go on."
+    );
+    assert_eq!(held["hold"]["blockers"], Value::Null);
+    assert_eq!(held["hold"]["slot"], Value::Null);
+    assert!(held["hold"].get("agent_kind").is_none());
 
     let items: Vec<&Value> = doc["attention"]
         .as_array()

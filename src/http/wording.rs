@@ -576,10 +576,18 @@ fn spend_reset_words(window: SpendWindow) -> &'static str {
     }
 }
 
+/// The short phrase of a window that reached its ceiling (hold and attention item alike).
+fn spend_ceiling_reason(window: SpendWindow) -> &'static str {
+    match window {
+        SpendWindow::Daily => "Daily spend ceiling reached",
+        SpendWindow::Weekly => "Weekly spend ceiling reached",
+        SpendWindow::Monthly => "Monthly spend ceiling reached",
+    }
+}
+
 /// A spend window holds dispatch: `(reason_text, release_text, status_text_full)`.
 pub fn spend_ceiling_hold(window: SpendWindow) -> (String, String, String) {
-    let (_, adjective) = spend_window_words(window);
-    let reason = format!("Held: {adjective} spend ceiling reached");
+    let reason = spend_ceiling_reason(window).to_string();
     let release = format!(
         "Released {}, or on the next poll tick after `{}` is raised above the window's spend or is removed.",
         spend_reset_words(window),
@@ -605,13 +613,8 @@ pub fn attention_spend_ceiling(
     } else {
         format!("at least {}", usd(used_usd))
     };
-    let reason = match window {
-        SpendWindow::Daily => "Daily spend ceiling reached",
-        SpendWindow::Weekly => "Weekly spend ceiling reached",
-        SpendWindow::Monthly => "Monthly spend ceiling reached",
-    };
     AttentionWords {
-        reason: reason.to_string(),
+        reason: spend_ceiling_reason(window).to_string(),
         why: format!(
             "The estimated spend {period} is {used}, reaching the {adjective} ceiling of {}, so poll ticks and retries start no new agent session; running sessions go on.",
             usd(budget_usd)

@@ -37,7 +37,7 @@ def run(args):
         b.wait("the window's spend and ceiling",
                some_row("spend", "$0.05") + " && " + some_row("spend", "$0.01"))
         b.wait("the weekly window without a ceiling", some_row("spend", "no ceiling"))
-        b.wait("the issue held by the daily ceiling", some_row("held", "daily spend ceiling reached"))
+        b.wait("the issue held by the daily ceiling", some_row("held", "Daily spend ceiling reached"))
         b.wait("the spend ceiling attention item", some_row("attention", "Daily spend ceiling reached"))
         b.screenshot(os.path.join(args.out, "overview-spend-ceiling.png"))
         errs = b.errors()
