@@ -490,3 +490,107 @@ fn a_due_retry_is_held_by_a_spend_window_without_spending_an_attempt() {
     assert_eq!(doc["spend_ceiling"]["daily"]["holds_dispatch"], true);
     assert_eq!(doc["retrying"][0]["error"], "spend ceiling reached");
 }
+
+#[test]
+fn two_holding_windows_raise_two_items_and_the_hold_names_the_later_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = held_setup(
+        dir.path(),
+        "  max_daily_cost_usd: 0.01\n  max_monthly_cost_usd: 0.02\n",
+    );
+    let snap = tick_at(&mut p, START_MS);
+    assert_eq!(
+        held_reason(&snap, "S-1"),
+        Some(&HoldReason::SpendCeiling {
+            window: SpendWindow::Monthly,
+            resets_at_ms: NEXT_MONTH_MS,
+        })
+    );
+    let doc = state_doc(&snap);
+    let reasons: Vec<&Value> = doc["attention"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["evidence"]["reason"])
+        .collect();
+    assert_eq!(reasons.len(), 2, "{}", doc["attention"]);
+    assert!(reasons.contains(&&json!("daily_spend_ceiling")));
+    assert!(reasons.contains(&&json!("monthly_spend_ceiling")));
+    assert_eq!(doc["counts"]["attention"], 2);
+    // The day turns: the daily window clears, the monthly one still holds.
+    let snap = tick_at(&mut p, NEXT_DAY_MS);
+    let doc = state_doc(&snap);
+    assert_eq!(doc["spend_ceiling"]["daily"]["holds_dispatch"], false);
+    assert_eq!(doc["held"][0]["hold"]["reason"], "monthly_spend_ceiling");
+    assert_eq!(doc["attention"].as_array().unwrap().len(), 1);
+    assert_eq!(run_count(dir.path(), "1"), 0);
+}
+
+#[test]
+fn a_restart_keeps_the_item_id_and_its_acknowledgement_and_takes_a_new_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = held_setup(dir.path(), "  max_daily_cost_usd: 0.01\n");
+    let snap = tick_at(&mut p, START_MS);
+    let before = state_doc(&snap)["attention"][0].clone();
+    let id = before["id"].as_str().unwrap().to_string();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    p.handle
+        .tx
+        .send(sortie::orchestrator::OrchMsg::Acknowledge {
+            ack: sortie::store::AttentionAck {
+                item_id: id.clone(),
+                kind: "spend_ceiling_reached".into(),
+                acknowledged_at_ms: START_MS,
+            },
+            reply: tx,
+        })
+        .unwrap();
+    p.orch.step(Duration::from_millis(20));
+    rx.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
+    drop(p);
+
+    // Restarted a minute later, in the same window: the same item, acknowledged, newly dated.
+    let mut p = mock_orchestrator(dir.path(), ISSUES, "  max_daily_cost_usd: 0.01\n");
+    let snap = tick_at(&mut p, START_MS + 60_000);
+    let doc = state_doc(&snap);
+    let item = &doc["attention"][0];
+    assert_eq!(item["id"], id.as_str());
+    assert_eq!(item["since"], ts(START_MS + 60_000));
+    assert_eq!(item["acknowledged_at"], ts(START_MS));
+    assert_eq!(doc["counts"]["attention"], 0);
+    assert_eq!(doc["held"][0]["hold"]["held_since"], ts(START_MS + 60_000));
+}
+
+#[test]
+fn the_window_query_counts_only_runs_that_ended_in_it_and_flags_unfrozen_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(sortie::clock::ManualClock::new(START_MS));
+    let store = Store::open(&dir.path().join("sortie.db"), clock).unwrap();
+    let w = store.writer();
+    let empty = w.window_spend(DAY_START_MS, NEXT_DAY_MS).unwrap();
+    assert_eq!((empty.usd, empty.runs, empty.incomplete_runs), (0.0, 0, 0));
+    record_cost(&store, DAY_START_MS, 1.5, "estimated");
+    record_cost(&store, NEXT_DAY_MS - 1, 0.5, "unpriced");
+    // At the end: the next window's.
+    record_cost(&store, NEXT_DAY_MS, 7.0, "estimated");
+    let got = w.window_spend(DAY_START_MS, NEXT_DAY_MS).unwrap();
+    assert_eq!((got.usd, got.runs, got.incomplete_runs), (2.0, 2, 1));
+    // A run recorded before costs were frozen: complete only when it spent nothing.
+    let mut legacy = RunRecord::new(RunStatus::Failed);
+    legacy.issue_id = "l".into();
+    legacy.identifier = "L-1".into();
+    legacy.agent_kind = "mock".into();
+    legacy.workspace = "/nowhere".into();
+    legacy.started_at_ms = START_MS - 1;
+    legacy.completed_at_ms = START_MS;
+    legacy.tokens_measured = true;
+    w.record_run(legacy.clone(), Vec::new()).unwrap();
+    let got = w.window_spend(START_MS, START_MS + 1).unwrap();
+    assert_eq!((got.runs, got.incomplete_runs), (1, 0));
+    legacy.total_tokens = 10;
+    legacy.input_tokens = 10;
+    legacy.completed_at_ms = START_MS + 1;
+    w.record_run(legacy, Vec::new()).unwrap();
+    let got = w.window_spend(START_MS + 1, START_MS + 2).unwrap();
+    assert_eq!((got.runs, got.incomplete_runs), (1, 1));
+}
