@@ -249,8 +249,8 @@ vocabulary! {
         /// The agent kind is held by a usage limit that has not reset yet; the retry is due at
         /// the reset.
         UsageLimit = "agent usage limit not reset",
-        /// A spend window holds dispatch; the retry checks again one poll interval later, or
-        /// at the window's reset when that comes first.
+        /// A spend window holds dispatch; the retry checks again after its failure backoff,
+        /// or at the window's reset when that comes first.
         SpendCeiling = "spend ceiling reached",
     }
 }

@@ -482,8 +482,8 @@ fn a_due_retry_is_held_by_a_spend_window_without_spending_an_attempt() {
     let snap = p.orch.snapshot_now();
     let back = snap.retrying.iter().find(|r| r.issue.id == "1").unwrap();
     assert_eq!(back.attempt, retry.attempt, "waiting is not a session");
-    // It checks again one poll interval later (the reset is hours away).
-    assert_eq!(back.due_at_ms, p.clock.now_ms() + 1_000);
+    // It checks again after the backoff of its attempt (the reset is hours away).
+    assert_eq!(back.due_at_ms, p.clock.now_ms() + 10_000);
     assert!(snap.running.is_empty());
     assert_eq!(run_count(dir.path(), "1"), 1);
     let doc = state_doc(&snap);

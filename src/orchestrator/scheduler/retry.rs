@@ -348,7 +348,7 @@ impl Orchestrator {
                 // Not a session: the retry waits while the window holds.
                 input.note_queued(&id, &info.issue.identifier);
                 let a = info.attempt;
-                let due = self.spend_retry_due_ms(resets_at_ms);
+                let due = self.spend_retry_due_ms(a, resets_at_ms);
                 self.reschedule_at(info, a, RescheduleReason::SpendCeiling, Some(due));
             }
             Some(Decision::Held(HoldReason::BlockedBy(_)))

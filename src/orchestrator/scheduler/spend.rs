@@ -44,11 +44,15 @@ impl Orchestrator {
         self.state.spend.as_ref().and_then(SpendCeilings::hold)
     }
 
-    /// When a retry that a spend window stops checks again: one poll interval on, or at the
-    /// window's reset when that comes first (a raised ceiling then lifts it within one
-    /// interval, as it lifts a poll tick's hold).
-    pub(super) fn spend_retry_due_ms(&self, resets_at_ms: i64) -> i64 {
-        let next_check = self.clock.now_ms().saturating_add(self.poll_grace_ms());
+    /// When a retry that a spend window stops checks again: after the ordinary failure
+    /// backoff of its attempt (as a retry that found no free slot), or at the window's reset
+    /// when that comes first. A raised ceiling lifts it at that check.
+    pub(super) fn spend_retry_due_ms(&self, attempt: u32, resets_at_ms: i64) -> i64 {
+        let backoff = failure_delay_ms(attempt, self.backoff_cap());
+        let next_check = self
+            .clock
+            .now_ms()
+            .saturating_add(i64::try_from(backoff).unwrap_or(i64::MAX));
         resets_at_ms.min(next_check)
     }
 
