@@ -594,3 +594,27 @@ fn the_window_query_counts_only_runs_that_ended_in_it_and_flags_unfrozen_ones() 
     let got = w.window_spend(START_MS + 1, START_MS + 2).unwrap();
     assert_eq!((got.runs, got.incomplete_runs), (1, 1));
 }
+
+#[test]
+fn spend_sentences_state_the_cost_against_the_ceiling_and_a_lower_bound_as_at_least() {
+    use sortie::http::wording::{attention_spend_ceiling, spend_ceiling_hold, usd};
+    assert_eq!(usd(41.27), "$41.27");
+    assert_eq!(usd(0.05), "$0.05");
+    assert_eq!(usd(0.004), "$0.0040");
+    assert_eq!(usd(0.0), "$0.00");
+    assert_eq!(usd(f64::NAN), "$0.00");
+    let w = attention_spend_ceiling(SpendWindow::Weekly, 212.5, false, 200.0);
+    assert_eq!(w.reason, "Weekly spend ceiling reached");
+    assert_eq!(
+        w.why,
+        "The estimated spend this week (UTC, from Monday) is at least $212.50, reaching the weekly ceiling of $200.00, so poll ticks and retries start no new agent session; running sessions go on."
+    );
+    assert_eq!(
+        w.clears,
+        "Clears when the UTC week ends, or on the next poll tick after `agent.max_weekly_cost_usd` is raised above the window's spend or is removed."
+    );
+    let (reason, release, full) = spend_ceiling_hold(SpendWindow::Monthly);
+    assert_eq!(reason, "Monthly spend ceiling reached");
+    assert!(!reason.ends_with('.') && release.ends_with('.') && full.ends_with('.'));
+    assert!(release.contains("when the UTC month ends"));
+}
