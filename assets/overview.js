@@ -1,5 +1,5 @@
-// Overview: counts, what needs a person, running sessions, the retry queue, holds, totals and
-// rate limits — all from GET /api/v1/state, which already carries every sentence shown.
+// Overview: counts, what needs a person, running sessions, the retry queue, holds, totals,
+// spend windows and rate limits — all from GET /api/v1/state, which already carries every sentence shown.
 
 import * as api from "./api.js";
 import { h, panel, rows, facts, issueLink, num, compact, tokens, duration, when, relative } from "./dom.js";
@@ -48,7 +48,8 @@ function view(s, ctx) {
       panel("Parked", rows(s.parked, parkedRow), { id: "parked", empty: "No issue is parked." }),
       panel("Held by the dispatch pass", rows(s.held, heldRow), { id: "held", empty: "The last pass held nothing back." }),
       panel("Agent totals", totals(s.agent_totals), { id: "totals" }),
-      panel("Usage and rate limits", rateLimits(s.rate_limits, s.spend_ceiling), { id: "usage", empty: "No agent has reported rate limits." })),
+      s.spend_ceiling ? panel("Spend windows", spendWindows(s.spend_ceiling), { id: "spend" }) : null,
+      panel("Usage and rate limits", rateLimits(s.rate_limits), { id: "usage", empty: "No agent has reported rate limits." })),
   ];
 }
 
@@ -154,7 +155,7 @@ function totals(t) {
     h("dt", {}, "Unmeasured sessions"), h("dd", {}, num(t.unmeasured_sessions)));
 }
 
-function rateLimits(limits, ceiling) {
+function rateLimits(limits) {
   const out = [];
   for (const [kind, v] of Object.entries(limits || {})) {
     for (const w of (v && v.windows) || []) {
@@ -164,13 +165,30 @@ function rateLimits(limits, ceiling) {
         facts([["used", w.used_percent != null ? `${w.used_percent}%` : null], ["resets", relative(w.resets_at)], ["reported", relative(w.reported_at || v.reported_at)]])));
     }
   }
-  for (const [period, c] of Object.entries(ceiling || {})) {
-    if (!c) continue;
-    out.push(h("li", {}, h("div", { class: "row-head" }, h("b", {}, `${period} spend`)),
-      facts([["used", c.used_usd != null ? `$${c.used_usd.toFixed(2)}` : null], ["budget", c.budget_usd != null ? `$${c.budget_usd}` : null],
-        ["resets", relative(c.resets_at)], ["holds dispatch", c.holds_dispatch ? "yes" : null]])));
-  }
   return out.length ? h("ul", { class: "rows" }, out) : null;
+}
+
+const SPEND_WINDOWS = [["daily", "Daily (UTC day)"], ["weekly", "Weekly (UTC, from Monday)"], ["monthly", "Monthly (UTC month)"]];
+
+/** A US-dollar figure as the server's sentences write it. */
+function usd(n) {
+  if (n == null) return null;
+  return n > 0 && n < 0.01 ? `$${n.toFixed(4)}` : `$${n.toFixed(2)}`;
+}
+
+/** The spend windows against their ceilings; a window without a ceiling reads "no ceiling". */
+function spendWindows(ceiling) {
+  return h("ul", { class: "rows" }, SPEND_WINDOWS.map(([key, label]) => {
+    const c = ceiling[key];
+    if (!c) {
+      return h("li", { dataset: { window: key } }, h("div", { class: "row-head" }, h("b", {}, label), h("span", { class: "muted" }, "no ceiling")));
+    }
+    const used = c.used_usd_complete === false ? `at least ${usd(c.used_usd)}` : usd(c.used_usd);
+    return h("li", { dataset: { window: key, holding: c.holds_dispatch ? "true" : "false" } },
+      h("div", { class: "row-head" }, h("b", {}, label),
+        c.holds_dispatch ? h("span", { class: "sev critical" }, "holds dispatch") : null),
+      facts([["spent", used], ["ceiling", usd(c.budget_usd)], ["resets", relative(c.resets_at)]]));
+  }));
 }
 
 /** A button that runs an action once, shows its outcome, and refetches. */

@@ -249,6 +249,9 @@ vocabulary! {
         /// The agent kind is held by a usage limit that has not reset yet; the retry is due at
         /// the reset.
         UsageLimit = "agent usage limit not reset",
+        /// A spend window holds dispatch; the retry checks again after its failure backoff,
+        /// or at the window's reset when that comes first.
+        SpendCeiling = "spend ceiling reached",
     }
 }
 
@@ -269,6 +272,46 @@ vocabulary! {
         AgentBlocked = "agent_blocked",
         /// Runs kept ending without evidence of work.
         HandoffAbsence = "handoff_absence",
+    }
+}
+
+vocabulary! {
+    /// An instance-wide spend window: the UTC calendar day, the UTC week from Monday, the UTC
+    /// calendar month (the members of the state document's `spend_ceiling`).
+    SpendWindow {
+        Daily = "daily",
+        Weekly = "weekly",
+        Monthly = "monthly",
+    }
+}
+
+vocabulary! {
+    /// The hold reason of a spend window that holds dispatch (`hold.reason`, and the
+    /// `spend_ceiling_reached` item's `evidence.reason`).
+    SpendCeilingReason {
+        Daily = "daily_spend_ceiling",
+        Weekly = "weekly_spend_ceiling",
+        Monthly = "monthly_spend_ceiling",
+    }
+}
+
+impl SpendWindow {
+    /// The hold reason this window gives the issues it holds.
+    pub const fn hold_reason(self) -> SpendCeilingReason {
+        match self {
+            SpendWindow::Daily => SpendCeilingReason::Daily,
+            SpendWindow::Weekly => SpendCeilingReason::Weekly,
+            SpendWindow::Monthly => SpendCeilingReason::Monthly,
+        }
+    }
+
+    /// The setting that raises the window's ceiling.
+    pub const fn config_key(self) -> &'static str {
+        match self {
+            SpendWindow::Daily => "agent.max_daily_cost_usd",
+            SpendWindow::Weekly => "agent.max_weekly_cost_usd",
+            SpendWindow::Monthly => "agent.max_monthly_cost_usd",
+        }
     }
 }
 

@@ -128,7 +128,6 @@ fn keys_this_build_does_not_act_on_are_named_as_unsupported() {
         "ci_feedback:",
         "dispatch:",
         "agent.max_cost_usd:",
-        "agent.max_daily_cost_usd:",
         "worker.max_concurrent_agents_per_host:",
     ] {
         assert!(

@@ -146,5 +146,6 @@ fn hold_text(reason: &HoldReason) -> String {
             format!("{agent_kind} usage limit not reset")
         }
         HoldReason::AgentAuthFailed { agent_kind } => format!("{agent_kind} not logged in"),
+        HoldReason::SpendCeiling { window, .. } => format!("{window} spend ceiling reached"),
     }
 }

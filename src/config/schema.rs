@@ -138,9 +138,11 @@ pub struct AgentConfig {
     pub max_sessions: Option<u64>,
     /// Per-issue uncached-token budget; `None` = unlimited.
     pub max_tokens: Option<u64>,
-    /// Per-issue estimated-cost ceiling in USD; `None` = none. The four USD ceilings are
-    /// parsed and served but not enforced by this build (`unsupported_key` warnings).
+    /// Per-issue estimated-cost ceiling in USD; `None` = none.
     pub max_cost_usd: Option<f64>,
+    /// Instance-wide spend ceilings in USD over the UTC day, the UTC week from Monday and the
+    /// UTC month; `None` = off (0). A reached one holds every dispatch
+    /// (`orchestrator::spend_ceiling`).
     pub max_daily_cost_usd: Option<f64>,
     pub max_weekly_cost_usd: Option<f64>,
     pub max_monthly_cost_usd: Option<f64>,

@@ -148,21 +148,6 @@ const UNSUPPORTED_KEYS: &[(&str, &str, &str)] = &[
         "spend ceilings are not enforced yet",
     ),
     (
-        "agent",
-        "max_daily_cost_usd",
-        "spend ceilings are not enforced yet",
-    ),
-    (
-        "agent",
-        "max_weekly_cost_usd",
-        "spend ceilings are not enforced yet",
-    ),
-    (
-        "agent",
-        "max_monthly_cost_usd",
-        "spend ceilings are not enforced yet",
-    ),
-    (
         "workspace",
         "retention_days",
         "workspace retention is not built yet",

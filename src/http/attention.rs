@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 use crate::domain::BudgetReason;
 use crate::orchestrator::agent_holds::AuthHold;
 use crate::orchestrator::snapshot::{BudgetRow, ParkedRow, Snapshot};
+use crate::orchestrator::spend_ceiling::WindowState;
 
 use super::views::attention::{
     AttentionAction, AttentionEvidence, AttentionItemView, AttentionKind, EvidenceReason, ItemIssue,
@@ -95,6 +96,7 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
     out.extend(snap.auth_holds.iter().map(|h| auth_item(h, snap)));
     out.extend(snap.parked.iter().map(|p| parked_item(p, snap)));
     out.extend(snap.budget_exhausted.iter().map(|b| budget_item(b, snap)));
+    out.extend(spend_items(snap));
     out.sort_by(|a, b| {
         a.view
             .severity
@@ -264,6 +266,52 @@ fn budget_item(b: &BudgetRow, snap: &Snapshot) -> Item {
         },
         snap,
     )
+}
+
+/// One item per spend window that holds dispatch (critical: nothing is dispatched).
+fn spend_items(snap: &Snapshot) -> Vec<Item> {
+    let Some(spend) = snap.spend_ceiling.as_ref() else {
+        return Vec::new();
+    };
+    spend.holding().map(|w| spend_item(w, snap)).collect()
+}
+
+fn spend_item(w: &WindowState, snap: &Snapshot) -> Item {
+    base_item(
+        Cause {
+            kind: AttentionKind::SpendCeilingReached,
+            id_parts: spend_id_parts(w),
+            since_ms: w.hold_since_ms,
+            issue: None,
+            words: wording::attention_spend_ceiling(
+                w.window,
+                w.used_usd,
+                w.used_usd_complete,
+                w.budget_usd,
+            ),
+            action: AttentionAction::acknowledge(),
+            evidence: AttentionEvidence {
+                reason: Some(EvidenceReason::Spend(w.window.hold_reason())),
+                used_usd: Some(w.used_usd),
+                used_usd_complete: Some(w.used_usd_complete),
+                budget_usd: Some(w.budget_usd),
+                resets_at: Some(ts(w.resets_at_ms)),
+                config_key: Some(w.window.config_key().to_string()),
+                ..Default::default()
+            },
+        },
+        snap,
+    )
+}
+
+/// The window, its start in RFC 3339 UTC and the ceiling as a decimal number: a new window
+/// or an edited ceiling is a new item.
+fn spend_id_parts(w: &WindowState) -> Vec<String> {
+    vec![
+        w.window.to_string(),
+        id_time(w.start_ms),
+        format!("{}", w.budget_usd),
+    ]
 }
 
 #[cfg(test)]

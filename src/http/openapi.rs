@@ -151,6 +151,7 @@ fn state_example() -> Value {
             trigger: crate::domain::RetryTrigger::Timer,
             dispatched_at_ms: at("2026-03-26T14:02:41Z"),
         }]),
+        spend_ceiling: spend_example(now),
         config: ConfigView {
             tracker_kind: crate::registry::TRACKERS
                 .first()
@@ -170,6 +171,29 @@ fn state_example() -> Value {
     };
     let spend = std::collections::BTreeMap::new();
     to_value(&StateDoc::build(&snap, "0.1.0", &spend, Vec::new(), 0))
+}
+
+/// The seed's spend windows: a daily and a weekly ceiling, no monthly one.
+fn spend_example(now_ms: i64) -> Option<crate::orchestrator::spend_ceiling::SpendCeilings> {
+    use crate::domain::SpendWindow;
+    use crate::orchestrator::spend_ceiling::{SpendCeilings, WindowState, bounds};
+    let window = |window, budget_usd, used_usd| {
+        bounds(window, now_ms).map(|(start_ms, resets_at_ms)| WindowState {
+            window,
+            budget_usd,
+            used_usd,
+            used_usd_complete: true,
+            holds_dispatch: false,
+            start_ms,
+            resets_at_ms,
+            hold_since_ms: None,
+        })
+    };
+    Some(SpendCeilings {
+        daily: window(SpendWindow::Daily, 100.0, 41.27),
+        weekly: window(SpendWindow::Weekly, 400.0, 212.5),
+        monthly: None,
+    })
 }
 
 /// References to the generated component schemas of every served body.

@@ -8,7 +8,9 @@ use super::AppState;
 use super::respond::header;
 
 pub fn serve(state: &AppState, req: Request) {
-    let gauges = state.orch.snapshot().gauge_values(state.clock.now_ms());
+    let snap = state.orch.snapshot();
+    let gauges = snap.gauge_values(state.clock.now_ms());
+    state.orch.metrics.set_spend(&snap.spend_gauges());
     let body = state.orch.metrics.render(&gauges);
     let mut resp = Response::from_data(body.into_bytes());
     for h in [

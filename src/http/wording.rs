@@ -22,7 +22,7 @@ impl Pair {
 
 use crate::agent::{AgentErrorKind, CancelReason};
 use crate::domain::{
-    BudgetReason, OutcomeKind, ParkReason, PollOutcome, RescheduleReason, RetryTrigger,
+    BudgetReason, OutcomeKind, ParkReason, PollOutcome, RescheduleReason, RetryTrigger, SpendWindow,
 };
 use crate::orchestrator::msg::ErrorCode;
 use crate::orchestrator::run_error::{RetryError, RunError};
@@ -226,6 +226,7 @@ fn reschedule_words(reason: RescheduleReason) -> &'static str {
             "another issue with the same identifier was running or queued"
         }
         RescheduleReason::UsageLimit => "the agent's usage limit had not reset yet",
+        RescheduleReason::SpendCeiling => "a spend ceiling held dispatch",
     }
 }
 
@@ -538,6 +539,90 @@ pub fn attention_agent_auth(agent_kind: &str, error: &str) -> AttentionWords {
         ),
         clears: format!(
             "Clears when the workflow file is saved or reloaded with a change, or when a session of {agent_kind} completes a turn."
+        ),
+    }
+}
+
+/// A US-dollar figure: two decimals, four below one cent so a small spend is not read as
+/// zero (`$41.27`, `$0.05`, `$0.0040`).
+pub fn usd(amount: f64) -> String {
+    let a = if amount.is_finite() {
+        amount.max(0.0)
+    } else {
+        0.0
+    };
+    if a > 0.0 && a < 0.01 {
+        format!("${a:.4}")
+    } else {
+        format!("${a:.2}")
+    }
+}
+
+/// The window's name in a sentence, and its ceiling's adjective.
+fn spend_window_words(window: SpendWindow) -> (&'static str, &'static str) {
+    match window {
+        SpendWindow::Daily => ("today (UTC)", "daily"),
+        SpendWindow::Weekly => ("this week (UTC, from Monday)", "weekly"),
+        SpendWindow::Monthly => ("this month (UTC)", "monthly"),
+    }
+}
+
+/// When a window resets, as a release names it (no clock time: the sentences carry none).
+fn spend_reset_words(window: SpendWindow) -> &'static str {
+    match window {
+        SpendWindow::Daily => "when the UTC day ends",
+        SpendWindow::Weekly => "when the UTC week ends",
+        SpendWindow::Monthly => "when the UTC month ends",
+    }
+}
+
+/// The short phrase of a window that reached its ceiling (hold and attention item alike).
+fn spend_ceiling_reason(window: SpendWindow) -> &'static str {
+    match window {
+        SpendWindow::Daily => "Daily spend ceiling reached",
+        SpendWindow::Weekly => "Weekly spend ceiling reached",
+        SpendWindow::Monthly => "Monthly spend ceiling reached",
+    }
+}
+
+/// A spend window holds dispatch: `(reason_text, release_text, status_text_full)`.
+pub fn spend_ceiling_hold(window: SpendWindow) -> (String, String, String) {
+    let reason = spend_ceiling_reason(window).to_string();
+    let release = format!(
+        "Released {}, or on the next poll tick after `{}` is raised above the window's spend or is removed.",
+        spend_reset_words(window),
+        window.config_key()
+    );
+    let full = format!(
+        "{reason}. Sortie starts no new agent session until every spend window that holds dispatch clears; running sessions go on."
+    );
+    (reason, release, full)
+}
+
+/// A spend window whose spend reached its ceiling; `complete` is false when `used_usd` is a
+/// lower bound.
+pub fn attention_spend_ceiling(
+    window: SpendWindow,
+    used_usd: f64,
+    complete: bool,
+    budget_usd: f64,
+) -> AttentionWords {
+    let (period, adjective) = spend_window_words(window);
+    let used = if complete {
+        usd(used_usd)
+    } else {
+        format!("at least {}", usd(used_usd))
+    };
+    AttentionWords {
+        reason: spend_ceiling_reason(window).to_string(),
+        why: format!(
+            "The estimated spend {period} is {used}, reaching the {adjective} ceiling of {}, so poll ticks and retries start no new agent session; running sessions go on.",
+            usd(budget_usd)
+        ),
+        clears: format!(
+            "Clears {}, or on the next poll tick after `{}` is raised above the window's spend or is removed.",
+            spend_reset_words(window),
+            window.config_key()
         ),
     }
 }

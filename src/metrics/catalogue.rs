@@ -2,7 +2,7 @@
 //! each label may take, and histogram buckets. One place so the dashboard JSON and the tests
 //! can be checked against it.
 
-use crate::domain::{RetryTrigger, RunStatus};
+use crate::domain::{RetryTrigger, RunStatus, SpendWindow};
 
 /// Label values pre-created at zero so every series exists from the first scrape (a `rate()`
 /// over a series that appears late misses its first increments).
@@ -37,6 +37,12 @@ pub const CI_RESULTS: &[&str] = &["passing", "pending", "failing", "error"];
 pub const ESCALATION_ACTIONS: &[&str] = &["label", "comment", "error"];
 pub const REVIEW_RESULTS: &[&str] = &["dispatched", "error", "skipped"];
 pub const SELF_REVIEW_VERDICTS: &[&str] = &["pass", "iterate", "none"];
+/// The `window` label of the spend ceiling gauges.
+pub const SPEND_WINDOWS: &[&str] = &[
+    SpendWindow::Daily.as_str(),
+    SpendWindow::Weekly.as_str(),
+    SpendWindow::Monthly.as_str(),
+];
 
 /// Label value used for anything outside a label's known set, so a caller's typo or an
 /// unexpected value can never create unbounded series.

@@ -8,6 +8,7 @@
 pub mod catalogue;
 mod free_label;
 mod registry;
+mod spend;
 
 use prometheus::{Counter, Histogram, HistogramVec, IntCounter, IntCounterVec};
 
@@ -19,6 +20,7 @@ use catalogue::*;
 use free_label::FreeLabel;
 pub use registry::{GaugeValues, elapsed_seconds};
 use registry::{Gauges, Reg};
+pub use spend::SpendGauge;
 
 /// The `Content-Type` of [`Metrics::render`]'s output (Prometheus text format 0.0.4).
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -28,6 +30,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 pub struct Metrics {
     reg: Reg,
     gauges: Gauges,
+    spend: spend::SpendGauges,
     // Kept across restarts (seeded).
     tokens: IntCounterVec,
     runtime: Counter,
@@ -65,6 +68,7 @@ impl Metrics {
         let reg = Reg::default();
         let m = Metrics {
             gauges: Gauges::register(&reg),
+            spend: spend::SpendGauges::register(&reg),
             tokens: reg.counter_vec(
                 "sortie_tokens_total",
                 "Tokens consumed by agent sessions, by token class.",
@@ -419,6 +423,12 @@ impl Metrics {
     // ---- exposition --------------------------------------------------------------------
 
     /// The whole exposition, with the gauges set to `gauges` (taken at scrape time).
+    /// Sets the spend window gauges from the published snapshot, before a render: a window
+    /// that is not listed (its ceiling is off) has no series.
+    pub fn set_spend(&self, windows: &[SpendGauge]) {
+        self.spend.set(windows);
+    }
+
     pub fn render(&self, gauges: &GaugeValues) -> String {
         self.gauges.set(gauges);
         self.reg.encode()

@@ -64,6 +64,11 @@ impl Reg {
         v
     }
 
+    /// A gauge family with one label whose series the caller sets and removes.
+    pub fn gauge_vec(&self, name: &str, help: &str, label: &str) -> GaugeVec {
+        self.add(built(GaugeVec::new(Opts::new(name, help), &[label])))
+    }
+
     pub fn histogram(&self, name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
         self.add(built(Histogram::with_opts(
             HistogramOpts::new(name, help).buckets(buckets),

@@ -1,5 +1,6 @@
 //! One dispatch pass, as a pure function: sort the candidates, apply the eligibility gates in
-//! order (shape, active state, claims, parks, budgets, agent-kind holds, slot limits, blockers), and say for
+//! order (shape, active state, claims, parks, budgets, spend windows, agent-kind holds, slot
+//! limits, blockers), and say for
 //! each candidate whether it is dispatched, held (and why, in the API's hold vocabulary) or
 //! skipped. The orchestrator's tick and `--dry-run`
 //! both use it, so what a dry run prints is what a tick would do.
@@ -70,6 +71,12 @@ pub enum HoldReason {
     /// The agent kind's login failed: no session of it can succeed until a person logs its
     /// CLI in (`agent_holds::AuthHold`).
     AgentAuthFailed { agent_kind: String },
+    /// A spend window's spend reached its ceiling: no new session starts until it resets
+    /// (`spend_ceiling`).
+    SpendCeiling {
+        window: crate::domain::SpendWindow,
+        resets_at_ms: i64,
+    },
 }
 
 impl HoldReason {
@@ -82,6 +89,7 @@ impl HoldReason {
             HoldReason::IdentifierInUse { .. } => "identifier_in_use",
             HoldReason::UsageLimit { .. } => "usage_limit",
             HoldReason::AgentAuthFailed { .. } => "agent_auth_failed",
+            HoldReason::SpendCeiling { window, .. } => window.hold_reason().as_str(),
         }
     }
 }
@@ -150,6 +158,9 @@ pub struct PassInput {
     /// A hold on the workflow's agent kind (usage limit, failed login): it stops every
     /// candidate the earlier gates let through. `None` for a dry run.
     pub agent_hold: Option<HoldReason>,
+    /// A spend window that holds dispatch: it stops every candidate the earlier gates let
+    /// through, before any other hold. `None` for a dry run.
+    pub spend_hold: Option<HoldReason>,
 }
 
 /// What is live when a pass runs. A dry run has nothing live (`LiveClaims::default()`).
@@ -185,6 +196,7 @@ impl PassInput {
             workspace_locked: BTreeMap::new(),
             claimed_identifiers: live.claimed_identifiers,
             agent_hold: None,
+            spend_hold: None,
             active_states: cfg.tracker.active_states.clone(),
             terminal_states: cfg.tracker.terminal_states.clone(),
             max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
@@ -271,6 +283,12 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
         }
         if input.budget_held.contains(&issue.id) {
             out.push(Decision::Skip(SkipReason::BudgetExhausted));
+            continue;
+        }
+        // A spend window holds every dispatch: a freed slot or host would not dispatch the
+        // issue, so its reason wins over every later one.
+        if let Some(hold) = &input.spend_hold {
+            out.push(Decision::Held(hold.clone()));
             continue;
         }
         // The agent kind itself is held: a freed slot or a closed blocker would not dispatch
@@ -485,6 +503,29 @@ mod tests {
         inp.budget_held.insert("3".into());
         let d = plan(&v, &inp);
         assert!(d.iter().all(|x| matches!(x, Decision::Skip(_))), "{d:?}");
+    }
+
+    #[test]
+    fn a_spend_window_holds_every_candidate_before_capacity_and_blockers() {
+        let mut v = vec![issue("1", None, ""), issue("2", None, "")];
+        v[1].blocked_by = vec![BlockerRef {
+            id: "9".into(),
+            identifier: "T-9".into(),
+            state: "To Do".into(),
+        }];
+        let mut inp = input(0);
+        inp.budget_held.insert("3".into());
+        let hold = HoldReason::SpendCeiling {
+            window: crate::domain::SpendWindow::Daily,
+            resets_at_ms: 5,
+        };
+        inp.spend_hold = Some(hold.clone());
+        v.push(issue("3", None, ""));
+        let d = plan(&v, &inp);
+        assert_eq!(d[0], Decision::Held(hold.clone()));
+        assert_eq!(d[1], Decision::Held(hold.clone()));
+        assert_eq!(d[2], Decision::Skip(SkipReason::BudgetExhausted));
+        assert_eq!(hold.code(), "daily_spend_ceiling");
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod run_error;
 mod scheduler;
 pub mod session_cost;
 pub mod snapshot;
+pub mod spend_ceiling;
 pub mod state;
 pub mod supervisor;
 pub mod tracker_ops;

@@ -507,6 +507,18 @@ pub fn usage_by_issue(
         .map_err(PersistError::store("read usage by issue"))
 }
 
+/// The recorded spend of the runs that ended in `[start_ms, end_ms)` (a spend window).
+pub fn window_spend(
+    store: &Store,
+    start_ms: i64,
+    end_ms: i64,
+) -> Result<crate::store::RecordedSpend, PersistError> {
+    store
+        .writer()
+        .window_spend(start_ms, end_ms)
+        .map_err(PersistError::store("read spend window"))
+}
+
 /// Keeps the issue's session row current while its session runs (tokens so far, the dispatch
 /// that writes it), so that a process killed mid-run leaves its spend on record; the exit write
 /// clears the dispatch id. Queued, not awaited.

@@ -163,6 +163,8 @@ pub struct Snapshot {
     pub auth_holds: Arc<Vec<super::agent_holds::AuthHold>>,
     /// Attention acknowledgements by item id.
     pub acks: Arc<BTreeMap<String, crate::store::AttentionAck>>,
+    /// The spend windows as of the latest poll tick or retry check (`None`: no ceiling set).
+    pub spend_ceiling: Option<super::spend_ceiling::SpendCeilings>,
     /// issue id → (outcome, state).
     pub outcomes: Arc<BTreeMap<String, (crate::domain::OutcomeKind, String)>>,
     pub workflow_path: String,
@@ -231,6 +233,20 @@ impl Snapshot {
         }
     }
 
+    /// The spend ceiling gauges: one per window that has a ceiling.
+    pub fn spend_gauges(&self) -> Vec<crate::metrics::SpendGauge> {
+        self.spend_ceiling
+            .iter()
+            .flat_map(|s| s.windows())
+            .map(|w| crate::metrics::SpendGauge {
+                window: w.window.as_str(),
+                used_usd: w.used_usd,
+                budget_usd: w.budget_usd,
+                holding: w.holds_dispatch,
+            })
+            .collect()
+    }
+
     pub fn build(
         state: &State,
         workflow: &Workflow,
@@ -260,6 +276,7 @@ impl Snapshot {
             health: state.health.clone(),
             rate_limits: Arc::clone(&state.rate_limits),
             auth_holds: auth_holds(state),
+            spend_ceiling: state.spend.clone(),
             outcomes: Arc::new(
                 state
                     .outcomes
@@ -294,6 +311,7 @@ impl Snapshot {
             rate_limits: Arc::clone(&state.rate_limits),
             auth_holds: auth_holds(state),
             acks: Arc::clone(&prev.acks),
+            spend_ceiling: prev.spend_ceiling.clone(),
             outcomes: Arc::clone(&prev.outcomes),
             workflow_path: prev.workflow_path.clone(),
             tracker_kind: prev.tracker_kind.clone(),

@@ -465,6 +465,9 @@ pub struct State {
     pub rate_limits: std::sync::Arc<super::rate_limits::RateLimits>,
     /// Holds on a whole agent kind (usage limit, failed login).
     pub agent_holds: super::agent_holds::AgentHolds,
+    /// The spend windows as of the latest poll tick or retry check; `None` while no spend
+    /// ceiling is set (or before the first evaluation).
+    pub spend: Option<super::spend_ceiling::SpendCeilings>,
 }
 
 impl State {

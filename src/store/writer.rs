@@ -246,6 +246,15 @@ impl WriterHandle {
     ) -> Result<std::collections::HashMap<String, super::runs::IssueUsage>, StoreError> {
         self.query(super::runs::usage_by_issue)
     }
+    /// The recorded spend of the runs that ended in `[start_ms, end_ms)` (a spend window),
+    /// after every earlier write.
+    pub fn window_spend(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<super::spend_window::RecordedSpend, StoreError> {
+        self.query(move |c| super::spend_window::window_spend(c, start_ms, end_ms))
+    }
     /// Runs whose events await a retried write.
     pub fn pending_event_writes(&self) -> Result<Vec<PendingSummary>, StoreError> {
         self.call(DbCmd::PendingEvents)

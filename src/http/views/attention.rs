@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::domain::{BudgetReason, Issue, ParkReason};
+use crate::domain::{BudgetReason, Issue, ParkReason, SpendCeilingReason};
 
 use super::nonempty;
 
@@ -21,6 +21,8 @@ pub enum AttentionKind {
     AgentAuthFailed,
     Parked,
     BudgetHeld,
+    /// A spend window holds every dispatch.
+    SpendCeilingReached,
 }
 
 impl AttentionKind {
@@ -31,6 +33,7 @@ impl AttentionKind {
         AttentionKind::AgentAuthFailed,
         AttentionKind::Parked,
         AttentionKind::BudgetHeld,
+        AttentionKind::SpendCeilingReached,
     ];
 
     /// The served text (the same as serde's, checked by a test).
@@ -42,6 +45,7 @@ impl AttentionKind {
             AttentionKind::AgentAuthFailed => "agent_auth_failed",
             AttentionKind::Parked => "parked",
             AttentionKind::BudgetHeld => "budget_held",
+            AttentionKind::SpendCeilingReached => "spend_ceiling_reached",
         }
     }
 
@@ -52,7 +56,8 @@ impl AttentionKind {
             AttentionKind::WorkflowReloadFailed
             | AttentionKind::PreflightFailed
             | AttentionKind::DatabaseFailed
-            | AttentionKind::AgentAuthFailed => Severity::Critical,
+            | AttentionKind::AgentAuthFailed
+            | AttentionKind::SpendCeilingReached => Severity::Critical,
             AttentionKind::Parked | AttentionKind::BudgetHeld => Severity::Warning,
         }
     }
@@ -107,16 +112,18 @@ impl AttentionAction {
     }
 }
 
-/// The reason of the row behind an item: a park reason or a budget reason.
+/// The reason of the row behind an item: a park reason, a budget reason, or the hold reason
+/// of a spend window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum EvidenceReason {
     Park(ParkReason),
     Budget(BudgetReason),
+    Spend(SpendCeilingReason),
 }
 
 /// The facts behind the item; which members are present depends on its kind.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct AttentionEvidence {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
@@ -136,6 +143,19 @@ pub struct AttentionEvidence {
     pub used_sessions: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_sessions: Option<u64>,
+    /// A spend window's estimated spend, whether it is complete, and its ceiling (USD).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_usd_complete: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+    /// When the spend window resets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<String>,
+    /// The setting that raises the ceiling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_key: Option<String>,
     /// The agent kind an agent_auth_failed item is about.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
@@ -170,7 +190,7 @@ impl ItemIssue {
 }
 
 /// One item that needs a person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[schemars(rename = "AttentionItem")]
 pub struct AttentionItemView {
     pub id: String,

@@ -1,5 +1,6 @@
 //! A `held[]` row: an issue a dispatch pass held back (blockers, full agent slots, a
-//! workspace whose lock another process holds, or a hold on its whole agent kind).
+//! workspace whose lock another process holds, a hold on its whole agent kind, or a spend
+//! window that holds every dispatch).
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -45,7 +46,8 @@ pub struct HoldView {
     pub held_since: String,
     pub blockers: Option<Vec<BlockerView>>,
     pub slot: Option<SlotView>,
-    /// When the usage limit resets (usage_limit only).
+    /// When the holding spend window or the usage limit resets (the spend reasons and
+    /// usage_limit only).
     pub resets_at: Option<String>,
     /// The agent kind the hold stops (usage_limit, agent_auth_failed).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -132,6 +134,13 @@ impl HoldView {
             HoldReason::AgentAuthFailed { agent_kind } => {
                 agent.agent_kind = Some(agent_kind.clone());
                 (None, None, wording::agent_auth_failed(agent_kind))
+            }
+            HoldReason::SpendCeiling {
+                window,
+                resets_at_ms,
+            } => {
+                agent.resets_at = Some(ts(*resets_at_ms));
+                (None, None, wording::spend_ceiling_hold(*window))
             }
         };
         let (reason_text, release_text, full) = words;

@@ -25,6 +25,7 @@ pub mod reply;
 pub mod retry;
 pub mod run;
 pub mod running;
+pub mod spend_ceiling;
 pub mod state;
 pub mod stats;
 pub mod stream;

@@ -68,6 +68,9 @@ pub struct StateDoc {
     pub attention: Vec<AttentionItemView>,
     pub agent_totals: AgentTotalsView,
     pub rate_limits: BTreeMap<String, super::rate_limits::AgentRateLimitsView>,
+    /// The spend windows against their ceilings; omitted while no ceiling is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spend_ceiling: Option<super::spend_ceiling::SpendCeilingView>,
     pub config: ConfigDoc,
     pub health: HealthView,
 }
@@ -192,6 +195,9 @@ impl StateDoc {
             attention,
             agent_totals: agent_totals(snap),
             rate_limits: super::rate_limits::build(&snap.rate_limits, snap.generated_at_ms),
+            spend_ceiling: super::spend_ceiling::SpendCeilingView::build(
+                snap.spend_ceiling.as_ref(),
+            ),
             config: ConfigDoc::build(cfg),
             health: HealthView::build(snap),
         }

@@ -7,6 +7,7 @@ mod exit;
 mod holds;
 mod reconcile;
 mod retry;
+mod spend;
 mod tick;
 
 use std::sync::{Arc, RwLock};

@@ -189,6 +189,8 @@ impl Orchestrator {
     /// file tracker), and one pass input is kept current across them rather than rebuilt
     /// from the whole state for each.
     fn fire_retries(&mut self, infos: Vec<RetryInfo>) {
+        // A retry check evaluates the spend windows, as a poll tick does.
+        self.evaluate_spend_ceilings();
         let usage = self.usage_for_batch(infos.len());
         let ready: Vec<RetryInfo> = infos
             .into_iter()
@@ -203,6 +205,7 @@ impl Orchestrator {
         // The refused issue's own retry is due at the reset, so a retry honours a usage hold
         // only until then (no poll-interval grace).
         input.agent_hold = self.agent_hold(0);
+        input.spend_hold = self.spend_hold();
         for info in ready {
             let result = fetched.remove(&info.issue.id).unwrap_or_else(|| {
                 Err(crate::tracker::TrackerError::new(
@@ -340,6 +343,13 @@ impl Orchestrator {
                 input.note_queued(&id, &info.issue.identifier);
                 let a = info.attempt;
                 self.reschedule_at(info, a, RescheduleReason::UsageLimit, Some(resets_at_ms));
+            }
+            Some(Decision::Held(HoldReason::SpendCeiling { resets_at_ms, .. })) => {
+                // Not a session: the retry waits while the window holds.
+                input.note_queued(&id, &info.issue.identifier);
+                let a = info.attempt;
+                let due = self.spend_retry_due_ms(a, resets_at_ms);
+                self.reschedule_at(info, a, RescheduleReason::SpendCeiling, Some(due));
             }
             Some(Decision::Held(HoldReason::BlockedBy(_)))
             | Some(Decision::Held(HoldReason::WorkspaceLocked { .. }))

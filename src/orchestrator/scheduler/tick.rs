@@ -1,5 +1,5 @@
-//! The poll tick: reload, preflight, reconcile, fetch, sort, budget holds, park releases and
-//! the dispatch pass.
+//! The poll tick: reload, preflight, reconcile, fetch, sort, budget holds, spend windows, park
+//! releases and the dispatch pass.
 
 use super::*;
 
@@ -155,8 +155,9 @@ impl Orchestrator {
             }
         };
         sort_candidates(&mut candidates);
-        // Budget holds and park releases.
+        // Budget holds, spend windows and park releases.
         self.rebuild_budget_holds(&candidates);
+        self.evaluate_spend_ceilings();
         self.release_parks(&candidates);
         // The dispatch pass, unless the database cannot take writes or a budget read failed.
         let dispatched = if self.store_blocks_dispatch() {
@@ -184,6 +185,7 @@ impl Orchestrator {
         let mut input = self.pass_input();
         self.prune_agent_holds();
         input.agent_hold = self.agent_hold(self.poll_grace_ms());
+        input.spend_hold = self.spend_hold();
         let workspaces = self.workspaces();
         // A workspace that does not exist has no lock: one listing of the root spares a probe
         // (a path resolution and an open) per candidate.
