@@ -198,6 +198,7 @@ fn run_daemon(
         });
     let metrics = Arc::new(crate::metrics::Metrics::new(&seed));
     let workflow_path = wf.path.clone();
+    let prices = crate::pricing::PriceBoard::default();
     let (orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
         workflow: Arc::new(wf),
         template: Arc::new(template),
@@ -207,8 +208,20 @@ fn run_daemon(
         store: store.clone(),
         clock: clock.clone(),
         metrics,
-        prices: crate::pricing::PriceBoard::default(),
+        prices: prices.clone(),
     });
+    let price_fetch = crate::pricing::fetch::StopFlag::default();
+    if let Err(e) = crate::pricing::fetch::spawn(
+        prices,
+        clock.clone(),
+        crate::store::PriceCache::new(store.writer()),
+        price_fetch.clone(),
+    ) {
+        log::warn!(
+            "price table downloads not started error={:?}",
+            e.to_string()
+        );
+    }
 
     // Before the server makes this process observable: a SIGTERM that arrives as soon as
     // `/livez` answers must drain, not kill the process with the default action.
@@ -248,6 +261,7 @@ fn run_daemon(
         }
     }
     let joined = orch_thread.join();
+    price_fetch.stop();
     if let Some(s) = server {
         s.shutdown();
     }
