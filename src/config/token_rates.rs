@@ -187,7 +187,9 @@ mod tests {
     #[test]
     fn a_reload_keeps_the_previous_rate_of_a_rate_it_makes_invalid() {
         let load = |yaml: &str| {
-            let text = format!("---\ntracker: {{kind: file, path: i.json}}\n{yaml}---\nx\n");
+            let text = format!(
+                "---\ntracker: {{kind: file, active_states: [To Do], terminal_states: [Done]}}\n{yaml}---\nx\n"
+            );
             crate::config::parse_workflow(
                 &text,
                 std::path::Path::new("/w/WORKFLOW.md"),

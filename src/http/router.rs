@@ -12,7 +12,9 @@ use super::origin;
 use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, echo, send_error, send_json};
 use super::views::reply::QueueReply;
-use super::{actions, dashboard, issue_detail, openapi, probes, runs, scrape, sse, state_doc};
+use super::{
+    actions, dashboard, issue_detail, openapi, prices, probes, runs, scrape, sse, state_doc,
+};
 
 /// What a path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +26,7 @@ pub enum Route {
     Runs,
     RunIssues,
     RunEvents(String),
+    Prices,
     Events,
     Refresh,
     RetryNow(String),
@@ -67,6 +70,7 @@ impl Route {
             Route::Runs => ("get", "/api/v1/runs"),
             Route::RunIssues => ("get", "/api/v1/runs/issues"),
             Route::RunEvents(_) => ("get", "/api/v1/runs/{dispatch_id}/events"),
+            Route::Prices => ("get", "/api/v1/prices"),
             Route::Events => ("get", "/api/v1/events"),
             Route::Refresh => ("post", "/api/v1/refresh"),
             Route::RetryNow(_) => ("post", "/api/v1/retries/{identifier}/run"),
@@ -83,8 +87,7 @@ impl Route {
     }
 }
 
-/// Fixed paths under `/api/v1/` that take precedence over `/api/v1/{identifier}`; `stats` and
-/// `prices` are reserved although this build does not serve them. The OpenAPI document is
+/// Fixed paths under `/api/v1/` that take precedence over `/api/v1/{identifier}`. The OpenAPI document is
 /// served at `/openapi.json`, outside `/api/v1/`, so no identifier is shadowed by it.
 const FIXED: &[&str] = &["state", "runs", "stats", "prices", "events", "refresh"];
 
@@ -114,6 +117,7 @@ pub fn route(path: &str) -> Route {
         ["runs", "issues"] => Route::RunIssues,
         ["runs", d, "events"] if !d.is_empty() => Route::RunEvents(d.to_string()),
         ["events"] => Route::Events,
+        ["prices"] => Route::Prices,
         ["refresh"] => Route::Refresh,
         ["retries", id, "run"] if !id.is_empty() => Route::RetryNow(id.to_string()),
         ["reactions", id, kind, "check"] if !id.is_empty() && !kind.is_empty() => {
@@ -219,6 +223,7 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         Route::Runs => runs::list_runs(state, &url),
         Route::RunIssues => runs::list_issue_groups(state, &url),
         Route::RunEvents(d) => runs::run_events(state, d),
+        Route::Prices => prices::prices(state),
         Route::Refresh => actions::refresh(state),
         Route::RetryNow(id) => actions::retry_now(state, id),
         Route::ReactionCheck(id, kind) => reaction_check(state, id, kind),
@@ -263,6 +268,7 @@ mod tests {
         assert_eq!(route("/api/v1/state"), Route::State);
         assert_eq!(route("/api/v1/runs"), Route::Runs);
         assert_eq!(route("/api/v1/events"), Route::Events);
+        assert_eq!(route("/api/v1/prices"), Route::Prices);
         assert_eq!(route("/api/v1/refresh"), Route::Refresh);
         assert_eq!(route("/api/v1/stats"), Route::NotFound);
         assert_eq!(route("/openapi.json"), Route::OpenApi);

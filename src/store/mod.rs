@@ -12,6 +12,7 @@ mod events;
 mod json;
 pub mod lock;
 pub mod migrate;
+mod model_use;
 mod outcomes;
 mod parks;
 mod price_cache;
@@ -40,6 +41,7 @@ pub use event_retry::{
 };
 pub use events::{EventLimits, PruneReport, RunEvents, StoredEvent};
 pub use lock::DbLock;
+pub use model_use::ModelUse;
 pub use outcomes::IssueOutcome;
 pub use parks::ParkedIssue;
 pub use price_cache::PriceCache;
