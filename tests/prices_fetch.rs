@@ -57,7 +57,9 @@ fn start(p: &Project, fetch_env: Option<&str>) -> Daemon {
     spawn(&p.path("sortie.log"), Some(p.port()), |port| {
         set_server_port(&p.workflow(), port);
         let mut cmd = common::sortie_command();
-        cmd.current_dir(p.path("")).arg(p.workflow()).env_remove("RUST_LOG");
+        cmd.current_dir(p.path(""))
+            .arg(p.workflow())
+            .env_remove("RUST_LOG");
         match fetch_env {
             Some(v) => cmd.env("SORTIE_PRICE_TABLE_FETCH", v),
             None => cmd.env_remove("SORTIE_PRICE_TABLE_FETCH"),
@@ -98,15 +100,24 @@ fn a_valid_download_lands_in_force_over_the_built_in_table() {
     let f = &doc["fetched"];
     assert_eq!(f["in_force"], true);
     assert_eq!(f["off_by"], Value::Null);
-    assert_eq!(f["address"], "http://127.0.0.1/prices.json", "no port, query or credential");
+    assert_eq!(
+        f["address"], "http://127.0.0.1/prices.json",
+        "no port, query or credential"
+    );
     assert!(f["version"].as_str().unwrap().starts_with("sha256:"));
     assert!(f["as_of"].as_str().is_some());
     assert_eq!(f["models"], 2);
     assert!(f["next_try_at"].as_str().is_some());
-    assert_eq!((f["failures"].as_u64(), &f["error"]), (Some(0), &Value::Null));
+    assert_eq!(
+        (f["failures"].as_u64(), &f["error"]),
+        (Some(0), &Value::Null)
+    );
     assert_eq!(doc["table_in_force"]["layer"], "fetched");
     assert_eq!(doc["table_in_force"]["as_of"], f["as_of"]);
-    assert_eq!(doc["embedded"]["in_force"], true, "it still prices what the download lacks");
+    assert_eq!(
+        doc["embedded"]["in_force"], true,
+        "it still prices what the download lacks"
+    );
     let r = acme(&doc);
     assert_eq!(r["layer"], "fetched");
     assert_eq!(r["input"]["per_mtok"], 1.0);
@@ -119,7 +130,9 @@ fn an_invalid_download_counts_a_failure_and_the_previous_tables_keep_pricing() {
     let fake = server(r#"{"acme-1": {"input_cost_per_token": "free"}}"#);
     let p = project(&format!("{}/prices.json", fake.url), "");
     let d = start(&p, None);
-    let doc = wait_prices(&d, "the failed try", |doc| doc["fetched"]["status"] == "failing");
+    let doc = wait_prices(&d, "the failed try", |doc| {
+        doc["fetched"]["status"] == "failing"
+    });
     let f = &doc["fetched"];
     assert_eq!(f["failures"], 1);
     assert_eq!(f["in_force"], false);
@@ -163,14 +176,20 @@ fn the_environment_and_the_setting_turn_the_download_off() {
     let p = project(&url, "");
     let d = start(&p, Some("off"));
     let f = prices(&d)["fetched"].clone();
-    assert_eq!((f["status"].as_str(), f["off_by"].as_str()), (Some("off"), Some("SORTIE_PRICE_TABLE_FETCH")));
+    assert_eq!(
+        (f["status"].as_str(), f["off_by"].as_str()),
+        (Some("off"), Some("SORTIE_PRICE_TABLE_FETCH"))
+    );
     drop(d);
     let p = project(&url, "  fetch: false\n  embedded: false\n");
     let d = start(&p, None);
     let doc = prices(&d);
     assert_eq!(doc["fetched"]["off_by"], "price_table.fetch");
     assert_eq!(doc["embedded"]["status"], "off");
-    assert!(doc["embedded"]["models"].as_u64().is_some(), "the revision facts stay");
+    assert!(
+        doc["embedded"]["models"].as_u64().is_some(),
+        "the revision facts stay"
+    );
     assert_eq!(doc["table_in_force"], Value::Null);
     assert_eq!(fake.requests("GET", "/prices.json").len(), 0);
 }

@@ -20,7 +20,13 @@ use crate::pricing::settings::FETCH_ENV;
 use crate::pricing::{FetchOffBy, PriceTable, PriceTableSettings, ReplaceFile, TableLayer};
 
 /// The keys of the block.
-pub const KEYS: &[&str] = &["fetch", "fetch_url", "embedded", "replace_file", "replace_url"];
+pub const KEYS: &[&str] = &[
+    "fetch",
+    "fetch_url",
+    "embedded",
+    "replace_file",
+    "replace_url",
+];
 
 /// Largest operator table read.
 const MAX_TABLE_BYTES: u64 = 64 * 1024 * 1024;
@@ -154,8 +160,7 @@ fn replace_file(
     warnings: &mut Vec<ConfigWarning>,
 ) -> Result<Option<ReplaceFile>, ConfigError> {
     let mut no_secrets = Vec::new();
-    let Some(as_written) = string_setting(m, "replace_file", ctx, warnings, &mut no_secrets)
-    else {
+    let Some(as_written) = string_setting(m, "replace_file", ctx, warnings, &mut no_secrets) else {
         return Ok(None);
     };
     let expanded = expand_path(&as_written, ctx.home, false, ctx.env)

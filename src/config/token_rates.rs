@@ -206,11 +206,16 @@ mod tests {
         let e = next.token_rates.entries["claude-code"];
         assert_eq!(e.rates.input_per_mtok, Some(3.0), "kept");
         assert_eq!(e.rates.output_per_mtok, Some(16.0), "replaced");
-        assert_eq!(e.rates.cache_read_per_mtok, None, "no previous rate to keep");
+        assert_eq!(
+            e.rates.cache_read_per_mtok, None,
+            "no previous rate to keep"
+        );
         let mut removed = load("token_rates:\n  claude-code: {output_per_mtok: 16}\n");
         removed.keep_previous_rates(&first.token_rates);
         assert_eq!(
-            removed.token_rates.entries["claude-code"].rates.input_per_mtok,
+            removed.token_rates.entries["claude-code"]
+                .rates
+                .input_per_mtok,
             None,
             "a rate the reload leaves out is unset, not kept"
         );

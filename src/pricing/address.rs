@@ -62,7 +62,14 @@ mod tests {
 
     #[test]
     fn an_address_that_does_not_parse_is_none() {
-        for bad in ["", "ftp://h/x", "h/x", "https:///x", "https://h:port/x", "https://a b/"] {
+        for bad in [
+            "",
+            "ftp://h/x",
+            "h/x",
+            "https:///x",
+            "https://h:port/x",
+            "https://a b/",
+        ] {
             assert_eq!(served_address(bad), None, "{bad}");
         }
     }

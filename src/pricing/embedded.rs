@@ -51,7 +51,11 @@ mod tests {
     fn the_built_in_table_parses_and_prices_a_known_model() {
         let (meta, table) = embedded().unwrap();
         assert!(meta.revision.starts_with("litellm-"), "{}", meta.revision);
-        assert!(meta.as_of.parse::<jiff::Timestamp>().is_ok(), "{}", meta.as_of);
+        assert!(
+            meta.as_of.parse::<jiff::Timestamp>().is_ok(),
+            "{}",
+            meta.as_of
+        );
         assert_eq!(table.layer, TableLayer::Embedded);
         let r = table.lookup("claude-sonnet-4-5").unwrap();
         assert_eq!(r.get(TokenClass::Input), Some(3.0));

@@ -197,8 +197,10 @@ pub struct Sources {
 
 impl Sources {
     pub fn new(settings: PriceTableSettings, now_ms: i64) -> Sources {
-        let mut s = Sources::default();
-        s.fetched = Download::new(&settings.fetch_url);
+        let mut s = Sources {
+            fetched: Download::new(&settings.fetch_url),
+            ..Sources::default()
+        };
         s.apply(settings, now_ms);
         s
     }
@@ -253,11 +255,7 @@ impl Sources {
         if let Some(t) = self.operator_table() {
             return vec![Arc::clone(t)];
         }
-        let fetched = self
-            .fetched
-            .table
-            .clone()
-            .filter(|_| self.settings.fetch());
+        let fetched = self.fetched.table.clone().filter(|_| self.settings.fetch());
         fetched.into_iter().chain(self.embedded_table()).collect()
     }
 
@@ -315,7 +313,12 @@ impl Sources {
 
     /// Records a try's result; `false` when the settings moved to another address meanwhile
     /// (the result is dropped).
-    pub fn finish(&mut self, job: &Job, result: Result<Arc<PriceTable>, String>, now_ms: i64) -> bool {
+    pub fn finish(
+        &mut self,
+        job: &Job,
+        result: Result<Arc<PriceTable>, String>,
+        now_ms: i64,
+    ) -> bool {
         let Some(d) = self.download_mut(job.feed).filter(|d| d.url == job.url) else {
             return false;
         };
@@ -378,9 +381,7 @@ impl Sources {
             s.file = Some(f.as_written.clone());
             return Some(s);
         }
-        self.operator
-            .as_ref()
-            .map(|d| d.state(d.table.is_some()))
+        self.operator.as_ref().map(|d| d.state(d.table.is_some()))
     }
 
     fn fetched_state(&self, operator_in_force: bool) -> SourceState {

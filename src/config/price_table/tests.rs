@@ -5,7 +5,11 @@ use crate::config::{ConfigError, LoadOptions, ServiceConfig, parse_workflow};
 use crate::pricing::settings::DEFAULT_FETCH_URL;
 use crate::pricing::{FetchOffBy, TableLayer};
 
-fn load(dir: &Path, block: &str, env: &[(&str, &str)]) -> Result<(ServiceConfig, Vec<String>), ConfigError> {
+fn load(
+    dir: &Path,
+    block: &str,
+    env: &[(&str, &str)],
+) -> Result<(ServiceConfig, Vec<String>), ConfigError> {
     let text = format!(
         "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\n{block}---\nHello\n"
     );
@@ -30,7 +34,10 @@ fn by_default_every_layer_is_on_and_the_shared_table_comes_from_litellm() {
     let s = &c.price_table;
     assert!(s.fetch() && s.embedded);
     assert_eq!(s.fetch_url, DEFAULT_FETCH_URL);
-    assert_eq!((s.replace_file.clone(), s.replace_url.clone()), (None, None));
+    assert_eq!(
+        (s.replace_file.clone(), s.replace_url.clone()),
+        (None, None)
+    );
     assert!(w.is_empty(), "{w:?}");
 }
 
@@ -41,7 +48,12 @@ fn the_environment_turns_the_download_off_over_the_setting_and_a_bad_value_warns
         let (c, _) = load(d.path(), "", &[("SORTIE_PRICE_TABLE_FETCH", v)]).unwrap();
         assert_eq!(c.price_table.fetch_off_by, Some(FetchOffBy::Env), "{v}");
     }
-    let (c, _) = load(d.path(), "price_table: {fetch: false}\n", &[("SORTIE_PRICE_TABLE_FETCH", "1")]).unwrap();
+    let (c, _) = load(
+        d.path(),
+        "price_table: {fetch: false}\n",
+        &[("SORTIE_PRICE_TABLE_FETCH", "1")],
+    )
+    .unwrap();
     assert_eq!(c.price_table.fetch_off_by, Some(FetchOffBy::Setting));
     let (c, w) = load(d.path(), "", &[("SORTIE_PRICE_TABLE_FETCH", "maybe")]).unwrap();
     assert!(c.price_table.fetch());
@@ -59,7 +71,12 @@ fn bad_values_warn_and_take_the_defaults() {
     .unwrap();
     assert!(c.price_table.fetch() && c.price_table.embedded);
     assert_eq!(c.price_table.fetch_url, DEFAULT_FETCH_URL);
-    for f in ["price_table.fetch", "price_table.embedded", "price_table.fetch_url", "price_table.colour"] {
+    for f in [
+        "price_table.fetch",
+        "price_table.embedded",
+        "price_table.fetch_url",
+        "price_table.colour",
+    ] {
         assert!(w.iter().any(|x| x == f), "{f} in {w:?}");
     }
     let (c, w) = load(d.path(), "price_table: {fetch_url: 'ftp://x/y'}\n", &[]).unwrap();
@@ -91,7 +108,12 @@ fn replace_file_is_read_beside_the_workflow_and_a_bad_file_fails_the_load() {
         r#"{"acme-1": {"input_cost_per_token": 1e-06, "output_cost_per_token": 2e-06}}"#,
     )
     .unwrap();
-    let (c, _) = load(d.path(), "price_table: {replace_file: $PF, replace_url: 'https://x/y'}\n", &[("PF", "mine.json")]).unwrap();
+    let (c, _) = load(
+        d.path(),
+        "price_table: {replace_file: $PF, replace_url: 'https://x/y'}\n",
+        &[("PF", "mine.json")],
+    )
+    .unwrap();
     let f = c.price_table.replace_file.unwrap();
     assert_eq!(f.as_written, "mine.json");
     assert_eq!(f.table.layer, TableLayer::OperatorTable);
@@ -103,8 +125,14 @@ fn replace_file_is_read_beside_the_workflow_and_a_bad_file_fails_the_load() {
     let e = load(d.path(), "price_table: {replace_file: ~/p.json}\n", &[]).unwrap_err();
     assert!(crate::config::is_replace_file_error(&e.to_string()));
     let msg = e.to_string();
-    assert!(msg.starts_with("config: price_table.replace_file: ~/p.json: price table is not JSON"), "{msg}");
-    assert!(!msg.contains(&d.path().display().to_string()), "no resolved path: {msg}");
+    assert!(
+        msg.starts_with("config: price_table.replace_file: ~/p.json: price table is not JSON"),
+        "{msg}"
+    );
+    assert!(
+        !msg.contains(&d.path().display().to_string()),
+        "no resolved path: {msg}"
+    );
     let e = load(d.path(), "price_table: {replace_file: missing.json}\n", &[]).unwrap_err();
     assert!(crate::config::is_replace_file_error(&e.to_string()), "{e}");
 }

@@ -90,7 +90,9 @@ pub struct TokenRateEntryView {
     pub per_kind: bool,
 }
 
-fn token_rates_view(t: &crate::pricing::TokenRates) -> Option<BTreeMap<String, TokenRateEntryView>> {
+fn token_rates_view(
+    t: &crate::pricing::TokenRates,
+) -> Option<BTreeMap<String, TokenRateEntryView>> {
     let entries: BTreeMap<String, TokenRateEntryView> = t
         .entries
         .iter()

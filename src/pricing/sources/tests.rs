@@ -31,10 +31,20 @@ fn by_default_the_built_in_table_prices_and_the_shared_download_is_due_at_once()
     );
     assert_eq!(st.embedded.status, SourceStatus::Loaded);
     assert!(st.embedded.in_force);
-    assert!(st.embedded.version.as_deref().unwrap().starts_with("litellm-"));
+    assert!(
+        st.embedded
+            .version
+            .as_deref()
+            .unwrap()
+            .starts_with("litellm-")
+    );
     let job = s.next_job(T0).unwrap();
     assert_eq!(job.feed, Feed::Fetched);
-    assert_eq!(s.next_job(T0), None, "a running try is not handed out twice");
+    assert_eq!(
+        s.next_job(T0),
+        None,
+        "a running try is not handed out twice"
+    );
 }
 
 #[test]
@@ -143,7 +153,11 @@ fn a_replace_url_table_prices_alone_once_a_download_of_it_passes() {
 #[test]
 fn a_kept_copy_returns_only_for_its_address_and_a_result_for_an_old_address_is_dropped() {
     let mut s = Sources::new(PriceTableSettings::default(), T0);
-    assert!(!s.restore(Feed::Fetched, &url_digest("https://other.example/x"), fetched_table()));
+    assert!(!s.restore(
+        Feed::Fetched,
+        &url_digest("https://other.example/x"),
+        fetched_table()
+    ));
     assert!(s.restore(
         Feed::Fetched,
         &url_digest(crate::pricing::settings::DEFAULT_FETCH_URL),
