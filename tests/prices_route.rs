@@ -273,3 +273,17 @@ fn a_run_that_spent_tokens_lists_its_model_first_with_its_use() {
     assert_eq!(models[1]["model"], "claude-sonnet-4-5");
     assert_eq!(models[1]["runs"], 0);
 }
+
+#[test]
+fn a_history_read_that_fails_is_503() {
+    let p = project("");
+    let d = p.start();
+    assert_eq!(d.get("/api/v1/prices").status, 200);
+    let c = rusqlite::Connection::open(p.db()).unwrap();
+    c.busy_timeout(Duration::from_secs(10)).unwrap();
+    c.execute_batch("ALTER TABLE run_history RENAME TO run_history_gone")
+        .unwrap();
+    let r = d.get("/api/v1/prices");
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "history_unavailable");
+}
