@@ -174,3 +174,68 @@ fn download(
         .map_err(|e| e.to_string())?;
     Ok((Arc::new(table), resp.body))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    fn client() -> HttpClient {
+        HttpClient::new(
+            ClientOptions {
+                timeout: Duration::from_secs(10),
+                retry: RetryPolicy {
+                    max_retries: 0,
+                    ..RetryPolicy::default()
+                },
+                ..ClientOptions::new("")
+            },
+            Arc::new(ManualClock::new(0)),
+            Arc::new(ThreadSleeper),
+        )
+    }
+
+    /// Serves `replies` (status, body) in order on 127.0.0.1, one per request.
+    fn serve(replies: Vec<(u16, &'static str)>) -> String {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/t.json", server.server_addr());
+        std::thread::spawn(move || {
+            for (status, body) in replies {
+                let Ok(req) = server.recv() else { return };
+                let _ =
+                    req.respond(tiny_http::Response::from_string(body).with_status_code(status));
+            }
+        });
+        url
+    }
+
+    fn job(url: &str) -> Job {
+        Job {
+            feed: Feed::Fetched,
+            url: url.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_valid_body_is_a_table_dated_at_the_download() {
+        let url = serve(vec![(200, r#"{"m": {"input_cost_per_token": 1e-06}}"#)]);
+        let (t, body) = download(&client(), &job(&url), 1_790_000_000_000).unwrap();
+        assert_eq!(t.layer, crate::pricing::TableLayer::Fetched);
+        assert_eq!(t.as_of, "2026-09-21T14:13:20.000Z");
+        assert!(t.lookup("m").is_some());
+        assert!(!body.is_empty());
+    }
+
+    #[test]
+    fn a_refused_download_says_why() {
+        let url = serve(vec![(500, "down"), (200, "[]")]);
+        let e = download(&client(), &job(&url), 0).unwrap_err();
+        assert!(e.starts_with("status 500"), "{e}");
+        let e = download(&client(), &job(&url), 0).unwrap_err();
+        assert_eq!(e, "price table is not a JSON object of models");
+        assert_eq!(
+            download(&client(), &job("ftp://h/x"), 0).unwrap_err(),
+            "invalid address"
+        );
+    }
+}
