@@ -198,21 +198,13 @@ fn run_daemon(
         });
     let metrics = Arc::new(crate::metrics::Metrics::new(&seed));
     let workflow_path = wf.path.clone();
+    // The price tables in force before the orchestrator prices anything: the settings, then
+    // the copies kept by the previous process.
     let prices = crate::pricing::PriceBoard::default();
-    let (orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
-        workflow: Arc::new(wf),
-        template: Arc::new(template),
-        load_options,
-        tracker,
-        agent,
-        store: store.clone(),
-        clock: clock.clone(),
-        metrics,
-        prices: prices.clone(),
-    });
+    prices.apply_settings(wf.config.price_table.clone(), clock.now_ms());
     let price_fetch = crate::pricing::fetch::StopFlag::default();
     if let Err(e) = crate::pricing::fetch::spawn(
-        prices,
+        prices.clone(),
         clock.clone(),
         crate::store::PriceCache::new(store.writer()),
         price_fetch.clone(),
@@ -222,6 +214,17 @@ fn run_daemon(
             e.to_string()
         );
     }
+    let (orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
+        workflow: Arc::new(wf),
+        template: Arc::new(template),
+        load_options,
+        tracker,
+        agent,
+        store: store.clone(),
+        clock: clock.clone(),
+        metrics,
+        prices,
+    });
 
     // Before the server makes this process observable: a SIGTERM that arrives as soon as
     // `/livez` answers must drain, not kill the process with the default action.

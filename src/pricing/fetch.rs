@@ -46,20 +46,21 @@ impl StopFlag {
     }
 }
 
-/// Starts the `price-fetch` thread.
+/// Puts the kept copies back on `board` (whose settings must be applied, so a copy returns
+/// only for the address in effect), then starts the `price-fetch` thread.
 pub fn spawn(
     board: PriceBoard,
     clock: Arc<dyn Clock>,
     cache: Arc<dyn TableCache>,
     stop: StopFlag,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
+    restore(&board, cache.as_ref());
     std::thread::Builder::new()
         .name("price-fetch".into())
         .spawn(move || run(&board, clock, cache.as_ref(), &stop))
 }
 
 fn run(board: &PriceBoard, clock: Arc<dyn Clock>, cache: &dyn TableCache, stop: &StopFlag) {
-    restore(board, cache);
     let client = HttpClient::new(
         ClientOptions {
             timeout: DOWNLOAD_TIMEOUT,
