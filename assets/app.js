@@ -7,12 +7,14 @@ import * as overview from "./overview.js";
 import * as issue from "./issue.js";
 import * as runs from "./runs.js";
 import * as health from "./health.js";
+import * as prices from "./prices.js";
 
 const ROUTES = [
   [/^\/ui\/?$/, overview, "overview"],
   [/^\/ui\/issues\/([^/]+)\/?$/, issue, null],
   [/^\/ui\/runs\/?$/, runs, "runs"],
   [/^\/ui\/health\/?$/, health, "health"],
+  [/^\/ui\/prices\/?$/, prices, "prices"],
 ];
 
 const main = document.getElementById("main");

@@ -142,7 +142,7 @@ fn ingest_once(dir: &Path, messages: u64) -> Duration {
         load_options: opts,
         metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
         clock,
-        prices: sortie::pricing::PriceBoard::default(),
+        prices: Default::default(),
     };
     let t = Instant::now();
     let (o, handle) = Orchestrator::new(deps);

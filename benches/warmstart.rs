@@ -172,7 +172,7 @@ fn first_tick(
         load_options: opts,
         metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
         clock,
-        prices: sortie::pricing::PriceBoard::default(),
+        prices: Default::default(),
     };
     let (mut o, _handle) = Orchestrator::new(deps);
     o.step(Duration::ZERO);

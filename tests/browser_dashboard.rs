@@ -179,7 +179,13 @@ fn dashboard_in_headless_chromium() {
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         );
     }
-    for shot in ["overview.png", "issue.png", "runs.png", "health.png"] {
+    for shot in [
+        "overview.png",
+        "issue.png",
+        "runs.png",
+        "prices.png",
+        "health.png",
+    ] {
         let len = std::fs::metadata(out.join(shot))
             .map(|m| m.len())
             .unwrap_or(0);

@@ -368,6 +368,7 @@ fn live_responses_of_run_history_match_the_document() {
         "/api/v1/runs/{dispatch_id}/events",
         200,
     );
+    check_live(&d, &doc, "get", "/api/v1/prices", "/api/v1/prices", 200);
     let detail = check_live(&d, &doc, "get", "/api/v1/H-1", "/api/v1/{identifier}", 200);
     assert!(detail["history"].is_object());
     let stats = check_live(&d, &doc, "get", "/api/v1/stats", "/api/v1/stats", 200);

@@ -198,6 +198,22 @@ fn run_daemon(
         });
     let metrics = Arc::new(crate::metrics::Metrics::new(&seed));
     let workflow_path = wf.path.clone();
+    // The price tables in force before the orchestrator prices anything: the settings, then
+    // the copies kept by the previous process.
+    let prices = crate::pricing::PriceBoard::default();
+    prices.apply_settings(wf.config.price_table.clone(), clock.now_ms());
+    let price_fetch = crate::pricing::fetch::StopFlag::default();
+    if let Err(e) = crate::pricing::fetch::spawn(
+        prices.clone(),
+        clock.clone(),
+        crate::store::PriceCache::new(store.writer()),
+        price_fetch.clone(),
+    ) {
+        log::warn!(
+            "price table downloads not started error={:?}",
+            e.to_string()
+        );
+    }
     let (orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
         workflow: Arc::new(wf),
         template: Arc::new(template),
@@ -207,7 +223,7 @@ fn run_daemon(
         store: store.clone(),
         clock: clock.clone(),
         metrics,
-        prices: crate::pricing::PriceBoard::default(),
+        prices,
     });
 
     // Before the server makes this process observable: a SIGTERM that arrives as soon as
@@ -248,6 +264,7 @@ fn run_daemon(
         }
     }
     let joined = orch_thread.join();
+    price_fetch.stop();
     if let Some(s) = server {
         s.shutdown();
     }

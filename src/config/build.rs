@@ -78,10 +78,14 @@ fn build_inner(
         None => None,
     };
     validate_states_not_both_empty(&tracker)?;
-    let token_rates = super::token_rates::build_token_rates(&raw, warnings);
+    let (token_rates, token_rates_rejected) = super::token_rates::build_token_rates(&raw, warnings);
+    let price_table =
+        super::price_table::build_price_table(&raw, ctx, warnings, &mut secret_values)?;
 
     Ok(ServiceConfig {
         token_rates,
+        token_rates_rejected,
+        price_table,
         tracker,
         polling,
         workspace,

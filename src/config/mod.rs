@@ -30,6 +30,7 @@ mod dotenv;
 mod env;
 mod error;
 mod overrides;
+mod price_table;
 mod schema;
 mod server_bind;
 mod token_rates;
@@ -48,6 +49,7 @@ pub use dotenv::parse_dotenv;
 pub use env::{Expanded, expand_env, expand_path, resolve_env_ref};
 pub use error::{ConfigError, ConfigWarning, PreflightProblem};
 pub use overrides::override_vars;
+pub use price_table::is_replace_file_error;
 pub use schema::{
     AgentConfig, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig, ServerConfig,
     ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,

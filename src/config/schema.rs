@@ -27,6 +27,11 @@ pub struct ServiceConfig {
     pub tracker_path: Option<PathBuf>,
     /// The operator's `token_rates` entries (invalid rates already dropped with a warning).
     pub token_rates: crate::pricing::TokenRates,
+    /// The `token_rates` rates this load rejected as invalid (a reload keeps their previous
+    /// rates).
+    pub token_rates_rejected: super::token_rates::RejectedRates,
+    /// `price_table`: the table layers and their sources.
+    pub price_table: crate::pricing::PriceTableSettings,
     /// Every top-level key as decoded (after `SORTIE_*` overrides): adapter pass-through blocks,
     /// extensions and post-MVP sections are read from here.
     pub raw: Map<String, Value>,

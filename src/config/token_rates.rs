@@ -2,9 +2,12 @@
 //! or by model name. A rate that is not a non-negative number is a warning and stays unset,
 //! never fatal, so a typo in a rate cannot stop the service.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value};
 
 use super::error::ConfigWarning;
+use super::schema::ServiceConfig;
 use crate::pricing::{RateEntry, TokenClass, TokenRates};
 use crate::registry;
 
@@ -16,14 +19,39 @@ const RATE_KEYS: [(TokenClass, &str); 4] = [
     (TokenClass::CacheWrite, "cache_write_per_mtok"),
 ];
 
-/// The entries of `raw["token_rates"]`; a warning for everything ignored.
+/// The rates a load rejected as invalid, by entry key and class: a reload keeps the previous
+/// rate of each (see [`ServiceConfig::keep_previous_rates`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RejectedRates(pub BTreeSet<(String, TokenClass)>);
+
+impl ServiceConfig {
+    /// Applies the reload rule of `token_rates`: an entry this load gives an invalid rate
+    /// keeps the rate `previous` (the rates in force) has for that class.
+    pub fn keep_previous_rates(&mut self, previous: &TokenRates) {
+        for (key, class) in &self.token_rates_rejected.0 {
+            let (Some(next), Some(prev)) = (
+                self.token_rates.entries.get_mut(key),
+                previous.entries.get(key),
+            ) else {
+                continue;
+            };
+            if next.per_kind == prev.per_kind && next.rates.get(*class).is_none() {
+                next.rates.set(*class, prev.rates.get(*class));
+            }
+        }
+    }
+}
+
+/// The entries of `raw["token_rates"]` and the rates rejected; a warning for everything
+/// ignored.
 pub fn build_token_rates(
     raw: &Map<String, Value>,
     warnings: &mut Vec<ConfigWarning>,
-) -> TokenRates {
+) -> (TokenRates, RejectedRates) {
     let mut out = TokenRates::default();
+    let mut rejected = RejectedRates::default();
     let section = match raw.get("token_rates") {
-        None | Some(Value::Null) => return out,
+        None | Some(Value::Null) => return (out, rejected),
         Some(Value::Object(m)) => m,
         Some(other) => {
             warnings.push(ConfigWarning::new(
@@ -31,18 +59,23 @@ pub fn build_token_rates(
                 "token_rates",
                 format!("expected a mapping, got {}; ignored", kind_of(other)),
             ));
-            return out;
+            return (out, rejected);
         }
     };
     for (key, value) in section {
-        if let Some(entry) = build_entry(key, value, warnings) {
+        if let Some(entry) = build_entry(key, value, warnings, &mut rejected) {
             out.entries.insert(key.clone(), entry);
         }
     }
-    out
+    (out, rejected)
 }
 
-fn build_entry(key: &str, value: &Value, warnings: &mut Vec<ConfigWarning>) -> Option<RateEntry> {
+fn build_entry(
+    key: &str,
+    value: &Value,
+    warnings: &mut Vec<ConfigWarning>,
+    rejected: &mut RejectedRates,
+) -> Option<RateEntry> {
     let field = format!("token_rates.{key}");
     let Value::Object(m) = value else {
         warnings.push(ConfigWarning::new(
@@ -61,7 +94,13 @@ fn build_entry(key: &str, value: &Value, warnings: &mut Vec<ConfigWarning>) -> O
     };
     for (k, v) in m {
         match RATE_KEYS.iter().find(|(_, name)| name == k) {
-            Some((class, _)) => entry.rates.set(*class, rate(&field, k, v, warnings)),
+            Some((class, _)) => {
+                let r = rate(&field, k, v, warnings);
+                if r.is_none() && !v.is_null() {
+                    rejected.0.insert((key.to_string(), *class));
+                }
+                entry.rates.set(*class, r);
+            }
             None => warnings.push(ConfigWarning::new(
                 "unknown_key",
                 format!("{field}.{k}"),
@@ -109,7 +148,7 @@ mod tests {
         let v: Value = serde_yaml::from_str(yaml).unwrap();
         let raw = v.as_object().unwrap().clone();
         let mut w = Vec::new();
-        (build_token_rates(&raw, &mut w), w)
+        (build_token_rates(&raw, &mut w).0, w)
     }
 
     #[test]
@@ -142,6 +181,43 @@ mod tests {
                 "token_rates.claude-code.cache_per_mtok",
                 "token_rates.x",
             ]
+        );
+    }
+
+    #[test]
+    fn a_reload_keeps_the_previous_rate_of_a_rate_it_makes_invalid() {
+        let load = |yaml: &str| {
+            let text = format!(
+                "---\ntracker: {{kind: file, active_states: [To Do], terminal_states: [Done]}}\n{yaml}---\nx\n"
+            );
+            crate::config::parse_workflow(
+                &text,
+                std::path::Path::new("/w/WORKFLOW.md"),
+                &Default::default(),
+            )
+            .unwrap()
+            .config
+        };
+        let first = load("token_rates:\n  claude-code: {input_per_mtok: 3, output_per_mtok: 15}\n");
+        let mut next = load(
+            "token_rates:\n  claude-code: {input_per_mtok: bad, output_per_mtok: 16, cache_read_per_mtok: -1}\n",
+        );
+        next.keep_previous_rates(&first.token_rates);
+        let e = next.token_rates.entries["claude-code"];
+        assert_eq!(e.rates.input_per_mtok, Some(3.0), "kept");
+        assert_eq!(e.rates.output_per_mtok, Some(16.0), "replaced");
+        assert_eq!(
+            e.rates.cache_read_per_mtok, None,
+            "no previous rate to keep"
+        );
+        let mut removed = load("token_rates:\n  claude-code: {output_per_mtok: 16}\n");
+        removed.keep_previous_rates(&first.token_rates);
+        assert_eq!(
+            removed.token_rates.entries["claude-code"]
+                .rates
+                .input_per_mtok,
+            None,
+            "a rate the reload leaves out is unset, not kept"
         );
     }
 }

@@ -24,7 +24,7 @@ const CORE_KEYS: &[&str] = &[
 ];
 
 /// Extensions read by the CLI/orchestrator/server.
-const EXTENSION_KEYS: &[&str] = &["server", "logging", "worker", "token_rates"];
+const EXTENSION_KEYS: &[&str] = &["server", "logging", "worker", "token_rates", "price_table"];
 
 /// Top-level keys whose value must be a map.
 const MAP_SECTIONS: &[&str] = &[
@@ -42,6 +42,7 @@ const MAP_SECTIONS: &[&str] = &[
     "logging",
     "worker",
     "token_rates",
+    "price_table",
 ];
 
 /// Known keys inside each typed section; anything else is reported as `unknown_key`.
@@ -104,6 +105,7 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
         &["port", "host", "allowed_hosts", "max_connections"],
     ),
     ("logging", &["level", "format"]),
+    ("price_table", super::price_table::KEYS),
 ];
 
 /// String fields whose non-string values read silently as `""`; worth a warning.

@@ -26,6 +26,7 @@ pub mod issue_detail;
 pub mod limits;
 pub mod openapi;
 pub mod origin;
+pub mod prices;
 pub mod probes;
 pub mod query;
 pub mod respond;

@@ -9,6 +9,7 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use super::views::issue_detail::IssueDetailView;
+use super::views::prices::PricesDoc;
 use super::views::probe::{ProbeView, ReadinessView};
 use super::views::reply::{AcknowledgeReply, ErrorBody, QueueReply, RefreshReply};
 use super::views::run::{IssueGroupsPage, RunEventsPage, RunsPage};
@@ -27,6 +28,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/runs/issues"),
     ("get", "/api/v1/runs/{dispatch_id}/events"),
     ("get", "/api/v1/stats"),
+    ("get", "/api/v1/prices"),
     ("get", "/api/v1/events"),
     ("get", "/openapi.json"),
     ("get", "/api/v1/{identifier}"),
@@ -209,6 +211,7 @@ struct Refs {
     queue: Value,
     acknowledge: Value,
     stats: Value,
+    prices: Value,
 }
 
 /// The generator of the component schemas: JSON Schema 2020-12 (what OpenAPI 3.1 uses), for
@@ -244,6 +247,7 @@ impl Refs {
             queue: g.subschema_for::<QueueReply>().to_value(),
             acknowledge: g.subschema_for::<AcknowledgeReply>().to_value(),
             stats: g.subschema_for::<StatsReport>().to_value(),
+            prices: g.subschema_for::<PricesDoc>().to_value(),
         }
     }
 }
@@ -438,6 +442,10 @@ fn paths(s: &Refs) -> Value {
             "405": method_not_allowed(), "503": history_unavailable.clone(),
         }}},
         "/api/v1/stats": stats_path(s),
+        "/api/v1/prices": {"get": {"summary": "The rates in force per agent kind and model, and the state of every price source", "responses": {
+            "200": json_response("Rates and sources returned.", s.prices.clone(), prices_example()),
+            "405": method_not_allowed(), "503": history_unavailable.clone(),
+        }}},
         "/api/v1/events": {"get": {"summary": "Server-sent change signals, heartbeats and agent events", "parameters": [query_param("run", "<dispatch_id> or <dispatch_id>:<seq>, up to 16 times.")], "responses": {
             "200": {"description": "The stream: frames `change` and `heartbeat` (data `{}`), `agent_event` (data: components StreamAgentEvent), `run_ended` (StreamRunEnded) and `reset` (StreamReset), each with an id `revision;<dispatch_id>:<seq>…`.", "content": {"text/event-stream": {"schema": stream_frames(), "example": "id: 1792000000000000000\nevent: change\ndata: {}\n\n"}}},
             "400": error_response("A run parameter broke its rules.", "invalid_parameter", "parameter \"run\" must not be empty"),
@@ -531,6 +539,43 @@ fn stats_path(s: &Refs) -> Value {
     }}})
 }
 
+fn prices_example() -> Value {
+    let source = |status: &str, version: Value, as_of: Value, models: Value| {
+        json!({"status": status, "in_force": true, "off_by": null, "file": null, "address": null,
+            "version": version, "as_of": as_of, "models": models, "next_try_at": null,
+            "failures": 0, "failed_at": null, "error": null})
+    };
+    let mut fetched = source(
+        "loaded",
+        json!("sha256:8d2a6c4e0b1f3a5c7e9d1b3f5a7c9e0b2d4f6a8c0e1b3d5f7a9c1e3b5d7f9a0c"),
+        json!("2026-02-24T04:00:12.000Z"),
+        json!(2315),
+    );
+    fetched["address"] = json!(crate::pricing::settings::DEFAULT_FETCH_URL);
+    fetched["next_try_at"] = json!("2026-02-25T04:00:12.000Z");
+    let rate = |per_mtok: Value, layer: Value| json!({"per_mtok": per_mtok, "layer": layer, "from_input": false});
+    json!({
+        "generated_at": "2026-02-24T20:15:30.000Z",
+        "table_in_force": {"layer": "fetched", "as_of": "2026-02-24T04:00:12.000Z", "age_days": 0},
+        "token_rates": {"kind_entries": 0, "model_entries": 1, "version": "sha256:3b1f0c8d5a7e2f94b6c1d8e0a3f5b7c9d2e4f6a8b0c1d3e5f7a9b1c3d5e7f9a1"},
+        "operator": null,
+        "fetched": fetched,
+        "embedded": source("loaded", json!("litellm-1.110.2"), json!("2026-02-20T11:42:07Z"), json!(2290)),
+        "models": [
+            {"agent_kind": "claude-code", "model": "claude-sonnet-4-5", "table_key": "claude-sonnet-4-5",
+             "layer": "model_entry", "entry_key": "claude-sonnet-4-5",
+             "input": rate(json!(2.7), json!("model_entry")), "output": rate(json!(15), json!("fetched")),
+             "cache_read": rate(json!(0.3), json!("fetched")), "cache_write": rate(json!(3.75), json!("fetched")),
+             "cost_status": "estimated", "unrated_classes": [], "last_used_at": "2026-02-24T19:58:41.000Z", "runs": 12},
+            {"agent_kind": "codex", "model": "acme-1", "table_key": null, "layer": null, "entry_key": null,
+             "input": rate(Value::Null, Value::Null), "output": rate(Value::Null, Value::Null),
+             "cache_read": rate(Value::Null, Value::Null), "cache_write": rate(Value::Null, Value::Null),
+             "cost_status": "unpriced", "unrated_classes": ["input", "output", "cache_read", "cache_write"],
+             "last_used_at": null, "runs": 0},
+        ],
+    })
+}
+
 /// The schema of a response in the document, for tests: `(path, method, status)`.
 pub fn response_schema<'a>(
     doc: &'a Value,
@@ -607,6 +652,7 @@ mod tests {
             "/api/v1/runs/issues",
             "/api/v1/runs/ABC/events",
             "/api/v1/stats",
+            "/api/v1/prices",
             "/api/v1/events",
             "/api/v1/refresh",
             "/api/v1/retries/X-1/run",

@@ -13,7 +13,8 @@ use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, echo, send_error, send_json};
 use super::views::reply::QueueReply;
 use super::{
-    actions, dashboard, issue_detail, openapi, probes, runs, scrape, sse, state_doc, stats,
+    actions, dashboard, issue_detail, openapi, prices, probes, runs, scrape, sse, state_doc,
+    stats,
 };
 
 /// What a path names.
@@ -27,6 +28,7 @@ pub enum Route {
     RunIssues,
     RunEvents(String),
     Stats,
+    Prices,
     Events,
     Refresh,
     RetryNow(String),
@@ -71,6 +73,7 @@ impl Route {
             Route::RunIssues => ("get", "/api/v1/runs/issues"),
             Route::RunEvents(_) => ("get", "/api/v1/runs/{dispatch_id}/events"),
             Route::Stats => ("get", "/api/v1/stats"),
+            Route::Prices => ("get", "/api/v1/prices"),
             Route::Events => ("get", "/api/v1/events"),
             Route::Refresh => ("post", "/api/v1/refresh"),
             Route::RetryNow(_) => ("post", "/api/v1/retries/{identifier}/run"),
@@ -87,8 +90,7 @@ impl Route {
     }
 }
 
-/// Fixed paths under `/api/v1/` that take precedence over `/api/v1/{identifier}`; `prices` is
-/// reserved although this build does not serve it. The OpenAPI document is
+/// Fixed paths under `/api/v1/` that take precedence over `/api/v1/{identifier}`. The OpenAPI document is
 /// served at `/openapi.json`, outside `/api/v1/`, so no identifier is shadowed by it.
 const FIXED: &[&str] = &["state", "runs", "stats", "prices", "events", "refresh"];
 
@@ -119,6 +121,7 @@ pub fn route(path: &str) -> Route {
         ["stats"] => Route::Stats,
         ["runs", d, "events"] if !d.is_empty() => Route::RunEvents(d.to_string()),
         ["events"] => Route::Events,
+        ["prices"] => Route::Prices,
         ["refresh"] => Route::Refresh,
         ["retries", id, "run"] if !id.is_empty() => Route::RetryNow(id.to_string()),
         ["reactions", id, kind, "check"] if !id.is_empty() && !kind.is_empty() => {
@@ -225,6 +228,7 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         Route::RunIssues => runs::list_issue_groups(state, &url),
         Route::RunEvents(d) => runs::run_events(state, d),
         Route::Stats => return stats::serve(state, req, &url),
+        Route::Prices => prices::prices(state),
         Route::Refresh => actions::refresh(state),
         Route::RetryNow(id) => actions::retry_now(state, id),
         Route::ReactionCheck(id, kind) => reaction_check(state, id, kind),
@@ -269,6 +273,7 @@ mod tests {
         assert_eq!(route("/api/v1/state"), Route::State);
         assert_eq!(route("/api/v1/runs"), Route::Runs);
         assert_eq!(route("/api/v1/events"), Route::Events);
+        assert_eq!(route("/api/v1/prices"), Route::Prices);
         assert_eq!(route("/api/v1/refresh"), Route::Refresh);
         assert_eq!(route("/api/v1/stats"), Route::Stats);
         assert_eq!(route("/openapi.json"), Route::OpenApi);

@@ -70,6 +70,10 @@ pub struct ConfigView {
     pub max_concurrent_agents_by_state: BTreeMap<String, u32>,
     /// Base name of the workflow file.
     pub workflow_file: String,
+    /// The `model` of the agent kind's block; `None`: the runtime's default.
+    pub configured_model: Option<String>,
+    /// The `token_rates` entries in force.
+    pub token_rates: crate::pricing::TokenRates,
 }
 
 /// Wakes threads that follow published snapshots (the SSE streams) without polling: the
@@ -214,6 +218,14 @@ impl ConfigView {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
+            configured_model: cfg
+                .adapter_block(&cfg.agent.kind)
+                .and_then(|b| b.get("model"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .map(str::to_string),
+            token_rates: cfg.token_rates.clone(),
         }
     }
 }

@@ -12,16 +12,25 @@
 //! [`TokenUsage`](crate::agent::TokenUsage): cache reads and cache writes are disjoint parts
 //! of `input_tokens`.
 
+mod address;
 mod board;
 mod book;
 mod class;
 mod cost;
+mod embedded;
 mod entries;
+pub mod fetch;
+pub mod settings;
+pub mod sources;
 mod table;
 
+pub use address::served_address;
 pub use board::PriceBoard;
 pub use book::{ClassRate, RateBook, RateLayer, Resolved};
 pub use class::{ClassRates, TokenClass};
 pub use cost::{AgentAmount, CostStatus, PartPrice, PriceSource, RunPrice, UsageCompleteness};
+pub use embedded::{EmbeddedMeta, embedded};
 pub use entries::{RateEntry, TokenRates};
+pub use settings::{FetchOffBy, PriceTableSettings, ReplaceFile};
+pub use sources::{Feed, SourceState, SourceStatus, SourcesState};
 pub use table::{PriceTable, TableError, TableLayer};

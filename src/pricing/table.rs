@@ -97,11 +97,19 @@ impl PriceTable {
     /// The rates of a model as the runtime named it: the exact name, else the name without a
     /// provider prefix (`anthropic/claude-sonnet-4-5` → `claude-sonnet-4-5`).
     pub fn lookup(&self, model: &str) -> Option<&ClassRates> {
-        if let Some(r) = self.models.get(model) {
-            return Some(r);
+        self.lookup_key(model).map(|(_, r)| r)
+    }
+
+    /// [`lookup`](Self::lookup) with the table key the name maps to (the API's `table_key`).
+    pub fn lookup_key(&self, model: &str) -> Option<(&str, &ClassRates)> {
+        if let Some((k, r)) = self.models.get_key_value(model) {
+            return Some((k.as_str(), r));
         }
         let bare = model.rsplit('/').next().unwrap_or(model);
-        (bare != model).then(|| self.models.get(bare)).flatten()
+        (bare != model)
+            .then(|| self.models.get_key_value(bare))
+            .flatten()
+            .map(|(k, r)| (k.as_str(), r))
     }
 }
 

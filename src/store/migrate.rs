@@ -47,6 +47,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "006_agent_usage_holds",
         sql: include_str!("../../sql/006_agent_usage_holds.sql"),
     },
+    Migration {
+        version: 7,
+        name: "007_price_table_cache",
+        sql: include_str!("../../sql/007_price_table_cache.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.

@@ -58,6 +58,10 @@ impl ReadConn {
     pub fn aggregate_totals(&self) -> Result<AggregateTotals, StoreError> {
         aggregates::load(&self.conn)
     }
+    /// The agent kinds and models run history records spend on.
+    pub fn model_use(&self) -> Result<Vec<super::ModelUse>, StoreError> {
+        super::model_use::load(&self.conn)
+    }
     pub fn load_outcomes(&self) -> Result<Vec<IssueOutcome>, StoreError> {
         outcomes::load_all(&self.conn)
     }

@@ -64,6 +64,11 @@ const SOURCES: &[Source] = &[
         content_type: JS,
     },
     Source {
+        name: "prices.js",
+        body: include_bytes!("../../assets/prices.js"),
+        content_type: JS,
+    },
+    Source {
         name: "app.js",
         body: include_bytes!("../../assets/app.js"),
         content_type: JS,

@@ -299,6 +299,12 @@ def run(args):
         b.wait("runs grouped by issue", "document.querySelectorAll('#results li').length > 0")
         b.screenshot(os.path.join(out, "runs-by-issue.png"))
 
+        # Prices: a model the runs spent tokens on, with its rates and the sources.
+        b.goto(base + "/ui/prices")
+        b.wait("a model row", "document.querySelectorAll('#prices-models tbody tr[data-model]').length > 0")
+        b.wait("the built-in table's source", "!!document.querySelector('#source-built-in')")
+        b.screenshot(os.path.join(out, "prices.png"))
+
         # Health & Workflow.
         b.goto(base + "/ui/health")
         b.wait("the health checks", "document.querySelectorAll('#health-checks li').length > 0")

@@ -50,5 +50,8 @@ pub use workflow::*;
 pub fn sortie_command() -> std::process::Command {
     let mut cmd = std::process::Command::new(SORTIE);
     cmd.env("IS_SANDBOX", "1");
+    // Tests never reach the internet: the shared price table's download is off unless a test
+    // sets the variable itself (a later `env` call wins).
+    cmd.env("SORTIE_PRICE_TABLE_FETCH", "off");
     cmd
 }

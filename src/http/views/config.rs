@@ -74,7 +74,41 @@ pub struct ConfigDoc {
     pub worker: WorkerConfigView,
     pub dispatch: DispatchConfigView,
     pub reactions: EmptyObject,
-    pub token_rates: Null,
+    /// One member per `token_rates` entry in force, keyed as written; null when there is none.
+    pub token_rates: Option<BTreeMap<String, TokenRateEntryView>>,
+}
+
+/// One `token_rates` entry as configured (an unset or rejected rate is null, never the rate
+/// that substitutes for it).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TokenRateEntryView {
+    pub input_per_mtok: Option<f64>,
+    pub output_per_mtok: Option<f64>,
+    pub cache_read_per_mtok: Option<f64>,
+    pub cache_write_per_mtok: Option<f64>,
+    pub complete: bool,
+    pub per_kind: bool,
+}
+
+fn token_rates_view(
+    t: &crate::pricing::TokenRates,
+) -> Option<BTreeMap<String, TokenRateEntryView>> {
+    let entries: BTreeMap<String, TokenRateEntryView> = t
+        .entries
+        .iter()
+        .map(|(k, e)| {
+            let view = TokenRateEntryView {
+                input_per_mtok: e.rates.input_per_mtok,
+                output_per_mtok: e.rates.output_per_mtok,
+                cache_read_per_mtok: e.rates.cache_read_per_mtok,
+                cache_write_per_mtok: e.rates.cache_write_per_mtok,
+                complete: e.complete(),
+                per_kind: e.per_kind,
+            };
+            (k.clone(), view)
+        })
+        .collect();
+    (!entries.is_empty()).then_some(entries)
 }
 
 impl ConfigDoc {
@@ -121,7 +155,7 @@ impl ConfigDoc {
                 hop_ceiling: 10,
             },
             reactions: EmptyObject,
-            token_rates: Null,
+            token_rates: token_rates_view(&c.token_rates),
         }
     }
 }

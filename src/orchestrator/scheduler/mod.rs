@@ -156,6 +156,8 @@ impl Orchestrator {
         state.health.poll.next_at_ms = Some(now);
         deps.prices
             .set_token_rates(deps.workflow.config.token_rates.clone());
+        deps.prices
+            .apply_settings(deps.workflow.config.price_table.clone(), now);
         let mut o = Orchestrator {
             workflow: deps.workflow,
             template: deps.template,

@@ -22,7 +22,9 @@ impl Orchestrator {
                 Ok((wf, template, rebuilt))
             });
         match loaded {
-            Ok((wf, template, rebuilt)) => {
+            Ok((mut wf, template, rebuilt)) => {
+                wf.config
+                    .keep_previous_rates(&self.workflow.config.token_rates);
                 let changed = wf.config != self.workflow.config
                     || wf.prompt_template != self.workflow.prompt_template;
                 if changed {
@@ -45,6 +47,8 @@ impl Orchestrator {
                     self.agent = a;
                 }
                 self.prices.set_token_rates(wf.config.token_rates.clone());
+                self.prices
+                    .apply_settings(wf.config.price_table.clone(), now);
                 self.workflow = Arc::new(wf);
                 self.template = Arc::new(template);
                 self.state.health.workflow.record(now, Ok(()));
@@ -59,6 +63,9 @@ impl Orchestrator {
                     self.workflow.path.display(),
                     e
                 );
+                if crate::config::is_replace_file_error(&e.to_string()) {
+                    self.prices.file_load_failed(now, e.to_string());
+                }
                 self.state.health.workflow.record(now, Err(e));
                 false
             }

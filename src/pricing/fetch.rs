@@ -1,0 +1,242 @@
+//! The download thread: at start and about daily it downloads the shared table (and the
+//! operator's `replace_url` table), validates each body with [`PriceTable::parse`], lands the
+//! accepted ones on the [`PriceBoard`] and keeps them through a [`TableCache`], so a restart
+//! prices with the last validated copy before its first download.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::board::PriceBoard;
+use super::sources::{Feed, Job, url_digest};
+use super::table::PriceTable;
+use crate::clock::{Clock, rfc3339_ms};
+use crate::http_client::{ClientOptions, HttpClient, Request, RetryPolicy, ThreadSleeper};
+
+/// Whole-download timeout: the shared table is a few megabytes.
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest wait between two looks at the clock, so a wall-clock jump is noticed.
+const MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// One kept copy: the body as downloaded, when, and from which address (its digest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptTable {
+    pub feed: Feed,
+    pub url_digest: String,
+    pub as_of_ms: i64,
+    pub body: Vec<u8>,
+}
+
+/// Where accepted downloads are kept across restarts (the database).
+pub trait TableCache: Send + Sync {
+    fn load(&self) -> Result<Vec<KeptTable>, String>;
+    fn save(&self, kept: KeptTable) -> Result<(), String>;
+}
+
+/// Stops the thread at its next look.
+#[derive(Debug, Clone, Default)]
+pub struct StopFlag(Arc<AtomicBool>);
+
+impl StopFlag {
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    fn stopped(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Puts the kept copies back on `board` (whose settings must be applied, so a copy returns
+/// only for the address in effect), then starts the `price-fetch` thread.
+pub fn spawn(
+    board: PriceBoard,
+    clock: Arc<dyn Clock>,
+    cache: Arc<dyn TableCache>,
+    stop: StopFlag,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    restore(&board, cache.as_ref());
+    std::thread::Builder::new()
+        .name("price-fetch".into())
+        .spawn(move || run(&board, clock, cache.as_ref(), &stop))
+}
+
+fn run(board: &PriceBoard, clock: Arc<dyn Clock>, cache: &dyn TableCache, stop: &StopFlag) {
+    let client = HttpClient::new(
+        ClientOptions {
+            timeout: DOWNLOAD_TIMEOUT,
+            retry: RetryPolicy {
+                max_retries: 0,
+                ..RetryPolicy::default()
+            },
+            ..ClientOptions::new("")
+        },
+        clock.clone(),
+        Arc::new(ThreadSleeper),
+    );
+    while !stop.stopped() {
+        let now = clock.now_ms();
+        if let Some(job) = board.next_job(now) {
+            try_download(board, &client, clock.as_ref(), cache, &job);
+            continue;
+        }
+        let wait = match board.next_due_ms() {
+            Some(due) => Duration::from_millis((due - now).clamp(1, i64::MAX) as u64),
+            None => MAX_WAIT,
+        };
+        board.wait_for_change(wait.min(MAX_WAIT));
+    }
+}
+
+/// Puts the kept copies back on the board.
+fn restore(board: &PriceBoard, cache: &dyn TableCache) {
+    let kept = match cache.load() {
+        Ok(k) => k,
+        Err(e) => {
+            log::warn!("kept price tables not read error={e:?}");
+            return;
+        }
+    };
+    for k in kept {
+        match PriceTable::parse(k.feed.layer(), &rfc3339_ms(k.as_of_ms), &k.body) {
+            Ok(t) => {
+                if board.restore(k.feed, &k.url_digest, Arc::new(t)) {
+                    log::info!("kept price table restored source={}", k.feed.as_str());
+                }
+            }
+            Err(e) => log::warn!(
+                "kept price table refused source={} error={:?}",
+                k.feed.as_str(),
+                e.to_string()
+            ),
+        }
+    }
+}
+
+fn try_download(
+    board: &PriceBoard,
+    client: &HttpClient,
+    clock: &dyn Clock,
+    cache: &dyn TableCache,
+    job: &Job,
+) {
+    let started = clock.now_ms();
+    let result = download(client, job, started);
+    let now = clock.now_ms();
+    let accepted = match &result {
+        Ok((table, body)) => {
+            log::info!(
+                "price table downloaded source={} models={} version={}",
+                job.feed.as_str(),
+                table.models.len(),
+                table.version
+            );
+            let kept = KeptTable {
+                feed: job.feed,
+                url_digest: url_digest(&job.url),
+                as_of_ms: started,
+                body: body.clone(),
+            };
+            if let Err(e) = cache.save(kept) {
+                log::warn!(
+                    "price table not kept source={} error={e:?}",
+                    job.feed.as_str()
+                );
+            }
+            Ok(Arc::clone(table))
+        }
+        Err(e) => {
+            log::warn!(
+                "price table download failed source={} error={:?}",
+                job.feed.as_str(),
+                crate::mask::mask(e)
+            );
+            Err(e.clone())
+        }
+    };
+    board.finish(job, accepted, now);
+}
+
+/// Downloads and validates one table; the error says why it was refused.
+fn download(
+    client: &HttpClient,
+    job: &Job,
+    now_ms: i64,
+) -> Result<(Arc<PriceTable>, Vec<u8>), String> {
+    if super::address::served_address(&job.url).is_none() {
+        return Err("invalid address".to_string());
+    }
+    let resp = client
+        .send(Request::get(job.url.trim()))
+        .map_err(|e| e.detail)?;
+    if resp.status != 200 {
+        return Err(format!("status {}", resp.status));
+    }
+    let table = PriceTable::parse(job.feed.layer(), &rfc3339_ms(now_ms), &resp.body)
+        .map_err(|e| e.to_string())?;
+    Ok((Arc::new(table), resp.body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    fn client() -> HttpClient {
+        HttpClient::new(
+            ClientOptions {
+                timeout: Duration::from_secs(10),
+                retry: RetryPolicy {
+                    max_retries: 0,
+                    ..RetryPolicy::default()
+                },
+                ..ClientOptions::new("")
+            },
+            Arc::new(ManualClock::new(0)),
+            Arc::new(ThreadSleeper),
+        )
+    }
+
+    /// Serves `replies` (status, body) in order on 127.0.0.1, one per request.
+    fn serve(replies: Vec<(u16, &'static str)>) -> String {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/t.json", server.server_addr());
+        std::thread::spawn(move || {
+            for (status, body) in replies {
+                let Ok(req) = server.recv() else { return };
+                let _ =
+                    req.respond(tiny_http::Response::from_string(body).with_status_code(status));
+            }
+        });
+        url
+    }
+
+    fn job(url: &str) -> Job {
+        Job {
+            feed: Feed::Fetched,
+            url: url.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_valid_body_is_a_table_dated_at_the_download() {
+        let url = serve(vec![(200, r#"{"m": {"input_cost_per_token": 1e-06}}"#)]);
+        let (t, body) = download(&client(), &job(&url), 1_790_000_000_000).unwrap();
+        assert_eq!(t.layer, crate::pricing::TableLayer::Fetched);
+        assert_eq!(t.as_of, "2026-09-21T14:13:20.000Z");
+        assert!(t.lookup("m").is_some());
+        assert!(!body.is_empty());
+    }
+
+    #[test]
+    fn a_refused_download_says_why() {
+        let url = serve(vec![(500, "down"), (200, "[]")]);
+        let e = download(&client(), &job(&url), 0).unwrap_err();
+        assert!(e.starts_with("status 500"), "{e}");
+        let e = download(&client(), &job(&url), 0).unwrap_err();
+        assert_eq!(e, "price table is not a JSON object of models");
+        assert_eq!(
+            download(&client(), &job("ftp://h/x"), 0).unwrap_err(),
+            "invalid address"
+        );
+    }
+}
