@@ -17,6 +17,7 @@ mod book;
 mod class;
 mod cost;
 mod entries;
+mod issue;
 mod table;
 
 pub use board::PriceBoard;
@@ -24,4 +25,5 @@ pub use book::{ClassRate, RateBook, RateLayer, Resolved};
 pub use class::{ClassRates, TokenClass};
 pub use cost::{AgentAmount, CostStatus, PartPrice, PriceSource, RunPrice, UsageCompleteness};
 pub use entries::{RateEntry, TokenRates};
+pub use issue::IssueCostParts;
 pub use table::{PriceTable, TableError, TableLayer};

@@ -41,7 +41,7 @@ pub use events::{EventLimits, PruneReport, RunEvents, StoredEvent};
 pub use lock::DbLock;
 pub use outcomes::IssueOutcome;
 pub use parks::ParkedIssue;
-pub use queries::{IssueSpend, IssueTotalsRow, OutcomeRow};
+pub use queries::{IssueSpend, IssueTotalsRow, OutcomeRow, StoredCost};
 pub use read::{ReadConn, WarmStartSnapshot};
 pub use read_pool::ReadPool;
 pub use record::{RecordOutcome, RunWrite};

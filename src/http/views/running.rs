@@ -55,8 +55,7 @@ impl AttributionName {
     }
 }
 
-/// Whether spend has a price. This build has no price table, so a measured figure is
-/// `unpriced`; `estimated` and `partial` come from stored runs that carried a price.
+/// Whether spend has a price (the API's `cost_status` values).
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum CostStatus {
@@ -64,6 +63,17 @@ pub enum CostStatus {
     Partial,
     Unpriced,
     Unmeasured,
+}
+
+impl CostStatus {
+    pub fn of(s: crate::pricing::CostStatus) -> CostStatus {
+        match s {
+            crate::pricing::CostStatus::Estimated => CostStatus::Estimated,
+            crate::pricing::CostStatus::Partial => CostStatus::Partial,
+            crate::pricing::CostStatus::Unpriced => CostStatus::Unpriced,
+            crate::pricing::CostStatus::Unmeasured => CostStatus::Unmeasured,
+        }
+    }
 }
 
 /// The usage arrival of an agent kind.

@@ -261,12 +261,22 @@ impl Orchestrator {
         let on_commit: crate::store::OnCommit = Box::new(move |_| {
             let _ = tx.send(OrchMsg::RunRecorded { dispatch_id });
         });
+        // Priced once, under the rates in force now; the row keeps the figure for good.
+        let price = crate::orchestrator::session_cost::session_price(
+            &entry.facts,
+            &self.workflow.config.agent.kind,
+            &self.prices.current(),
+        );
+        if let Some(usd) = price.cost_usd {
+            self.metrics.estimated_cost(usd);
+        }
         let recorded = persist::record_run_or_keep(
             &self.store,
             &self.workflow,
             entry,
             result,
             status,
+            &price,
             on_commit,
         );
         match recorded {
