@@ -144,11 +144,6 @@ const UNSUPPORTED_SECTIONS: &[(&str, &str)] = &[
 const UNSUPPORTED_KEYS: &[(&str, &str, &str)] = &[
     (
         "agent",
-        "max_cost_usd",
-        "spend ceilings are not enforced yet",
-    ),
-    (
-        "agent",
         "max_daily_cost_usd",
         "spend ceilings are not enforced yet",
     ),

@@ -18,7 +18,7 @@ use crate::pricing::{PartPrice, RunPrice};
 
 use super::agent_holds::UsageHold;
 use super::msg::{SupervisorExit, SupervisorResult};
-use super::run_error::{RunError, TokenStop};
+use super::run_error::{BudgetStop, RunError};
 use super::state::{AgentTotals, Park, RetryInfo, RunningEntry};
 
 /// A database call of the orchestrator that failed. The text is the store's own (the API
@@ -463,9 +463,9 @@ fn model_usage_element(p: &PartPrice) -> Option<serde_json::Value> {
 /// What a run's exit records: the error text, the declared outcome and the agent's statement.
 fn exit_fields(
     exit: &SupervisorExit,
-    token_stop: Option<TokenStop>,
+    budget_stop: Option<BudgetStop>,
 ) -> (Option<String>, Option<DeclaredOutcome>, Option<String>) {
-    let error = RunError::of_exit(exit, token_stop).map(|e| e.stored());
+    let error = RunError::of_exit(exit, budget_stop).map(|e| e.stored());
     match exit {
         SupervisorExit::Normal {
             declared,

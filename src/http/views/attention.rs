@@ -116,7 +116,7 @@ pub enum EvidenceReason {
 }
 
 /// The facts behind the item; which members are present depends on its kind.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct AttentionEvidence {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
@@ -136,6 +136,12 @@ pub struct AttentionEvidence {
     pub used_sessions: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_sessions: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_usd_complete: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
     /// The agent kind an agent_auth_failed item is about.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
@@ -170,7 +176,7 @@ impl ItemIssue {
 }
 
 /// One item that needs a person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[schemars(rename = "AttentionItem")]
 pub struct AttentionItemView {
     pub id: String,

@@ -10,7 +10,7 @@ use crate::orchestrator::msg::{ErrorCode, UsageLimit};
 use crate::orchestrator::run_error::{RetryError, RunError};
 
 /// What happens to an issue's claim after its supervisor exited (its run is already recorded).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) enum ExitStep {
     /// Shutdown is draining: nothing is scheduled, the claim ends with the process.
     Nothing,

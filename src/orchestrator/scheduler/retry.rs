@@ -223,7 +223,9 @@ impl Orchestrator {
         retries: usize,
     ) -> Option<std::collections::HashMap<String, crate::store::IssueUsage>> {
         let cfg = &self.workflow.config.agent;
-        let budgets = cfg.max_tokens.unwrap_or(0) > 0 || cfg.max_sessions.unwrap_or(0) > 0;
+        let budgets = cfg.max_tokens.unwrap_or(0) > 0
+            || cfg.max_sessions.unwrap_or(0) > 0
+            || crate::orchestrator::money_budget::ceiling(cfg.max_cost_usd).is_some();
         if retries < 2 || !budgets {
             return None;
         }
