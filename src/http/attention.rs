@@ -285,11 +285,7 @@ fn budget_item(b: &BudgetRow, snap: &Snapshot) -> Item {
     base_item(
         Cause {
             kind: AttentionKind::BudgetHeld,
-            id_parts: vec![
-                b.issue.id.clone(),
-                b.reason.to_string(),
-                hold_ceiling(b),
-            ],
+            id_parts: vec![b.issue.id.clone(), b.reason.to_string(), hold_ceiling(b)],
             since_ms: Some(b.since_ms),
             issue: Some(&b.issue),
             words: budget_words(b),
@@ -383,6 +379,7 @@ mod tests {
                 limit: 5,
                 since_ms: 1_774_535_100_000,
                 dispatched_at_ms: None,
+                money: None,
                 spend: None,
             },
         );

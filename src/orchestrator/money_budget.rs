@@ -38,13 +38,21 @@ pub fn stored_cost(usage: &IssueUsage) -> (Option<f64>, CostStatus) {
 }
 
 /// The issue's estimated cost with a running session's live price.
-pub fn live_cost(facts: &RunFacts, before: &IssueUsage, price: &RunPrice) -> (Option<f64>, CostStatus) {
+pub fn live_cost(
+    facts: &RunFacts,
+    before: &IssueUsage,
+    price: &RunPrice,
+) -> (Option<f64>, CostStatus) {
     let uncached = if facts.tokens_measured {
         facts.tokens.uncached_tokens()
     } else {
         0
     };
-    let session = (facts.tokens_measured, uncached, facts.turns_without_figure > 0);
+    let session = (
+        facts.tokens_measured,
+        uncached,
+        facts.turns_without_figure > 0,
+    );
     let mut p = parts(before, Some(session));
     let spent = uncached > 0 || facts.tokens.output_tokens > 0;
     p.add(price.status, price.cost_usd, spent);
@@ -88,8 +96,14 @@ mod tests {
 
     #[test]
     fn the_recorded_costs_are_the_issue_cost_and_an_unmeasured_run_makes_it_a_lower_bound() {
-        assert_eq!(stored_cost(&usage(3.0, 0)), (Some(3.0), CostStatus::Estimated));
-        assert_eq!(stored_cost(&usage(3.0, 1)), (Some(3.0), CostStatus::Partial));
+        assert_eq!(
+            stored_cost(&usage(3.0, 0)),
+            (Some(3.0), CostStatus::Estimated)
+        );
+        assert_eq!(
+            stored_cost(&usage(3.0, 1)),
+            (Some(3.0), CostStatus::Partial)
+        );
         let held = hold_money(&usage(3.0, 1), 2.5);
         assert_eq!((held.used_usd, held.complete), (Some(3.0), false));
         assert!(reached(held.used_usd, 2.5));

@@ -214,7 +214,8 @@ pub struct VendorAmountSum {
 pub fn issue_totals(conn: &Connection, issue_id: &str) -> Result<IssueTotalsRow, StoreError> {
     let mut totals = conn
         .query_row(
-            &format!("SELECT COUNT(*),
+            &format!(
+                "SELECT COUNT(*),
                     COALESCE(SUM(tokens_measured = 0 AND status <> 'ci_failed'), 0),
                     COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
                     COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cache_read_tokens), 0),
@@ -222,7 +223,8 @@ pub fn issue_totals(conn: &Connection, issue_id: &str) -> Result<IssueTotalsRow,
                     COALESCE(SUM(MAX(total_tokens - cache_read_tokens, 0)), 0),
                     COALESCE(SUM(usage_completeness <> 'complete' AND status <> 'ci_failed'), 0),
                     SUM(estimated_cost_usd), {COST_COLUMNS}
-             FROM run_history WHERE issue_id = ?1"),
+             FROM run_history WHERE issue_id = ?1"
+            ),
             [issue_id],
             |r| {
                 Ok(IssueTotalsRow {
@@ -294,7 +296,9 @@ fn agent_priced(
         )
         .ctx("prepare agent-priced parts")?;
     let rows = stmt
-        .query_map([issue_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))
+        .query_map([issue_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))
+        })
         .ctx("read agent-priced parts")?;
     let parts = rows
         .collect::<Result<Vec<_>, _>>()

@@ -198,7 +198,10 @@ fn served_vendor_amounts(stored: &Option<Value>) -> Value {
 /// The distinct units an `amounts_only` run reported, ascending; `[]` for any other run.
 fn unmeasured_units(r: &RunRecord, unmeasured: bool) -> Vec<String> {
     let amounts_only = r.unmeasured_cause.as_deref() == Some(UnmeasuredCause::AmountsOnly.as_str());
-    let Some(Value::Array(a)) = r.vendor_amounts.as_ref().filter(|_| unmeasured && amounts_only)
+    let Some(Value::Array(a)) = r
+        .vendor_amounts
+        .as_ref()
+        .filter(|_| unmeasured && amounts_only)
     else {
         return Vec::new();
     };

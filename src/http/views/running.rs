@@ -307,7 +307,11 @@ impl IssueFigures {
         if let Some(s) = spend {
             s.cost.add_to(&mut issue);
         }
-        issue.add(status, cost, session_uncached > 0 || r.tokens.output_tokens > 0);
+        issue.add(
+            status,
+            cost,
+            session_uncached > 0 || r.tokens.output_tokens > 0,
+        );
         let (issue_cost, issue_status) = issue.total();
         IssueFigures {
             used_sessions: spend.map(|s| s.sessions),
@@ -401,6 +405,7 @@ mod tests {
             pending_cleanup: false,
             budget_stop: None,
             tokens_used_before: 0,
+            usage_before: None,
             events: Default::default(),
             workspace_path: None,
             agent_group: None,
@@ -455,6 +460,7 @@ mod tests {
             unmeasured: 0,
             uncached: 5000,
             lower_bound: 0,
+            cost: Default::default(),
         };
         let v = running_row(&row(Some(t), 2, 0), &cfg(), Some(spend), 0);
         assert_eq!(v["tokens"]["total_tokens"], 1200);
@@ -499,6 +505,7 @@ mod tests {
             unmeasured: 1,
             uncached: 0,
             lower_bound: 0,
+            cost: Default::default(),
         };
         let v = running_row(&row(Some(t), 1, 0), &cfg(), Some(spend), 0);
         assert_eq!(v["issue_tokens_completed"], Value::Null);

@@ -19,7 +19,11 @@ fn stop_at_money_budget(
     agent_kind: &str,
     ceiling: f64,
 ) {
-    let Some(before) = e.facts.usage_before.filter(|_| e.facts.budget_stop.is_none()) else {
+    let Some(before) = e
+        .facts
+        .usage_before
+        .filter(|_| e.facts.budget_stop.is_none())
+    else {
         return;
     };
     let price = crate::orchestrator::session_cost::session_price(&e.facts, agent_kind, book);
@@ -156,7 +160,12 @@ impl Orchestrator {
             AgentEventKind::TokenUsage { .. } | AgentEventKind::VendorAmount { .. }
         ) && let Some(ceiling) = money_budget::ceiling(self.workflow.config.agent.max_cost_usd)
         {
-            stop_at_money_budget(e, &self.prices.current(), &self.workflow.config.agent.kind, ceiling);
+            stop_at_money_budget(
+                e,
+                &self.prices.current(),
+                &self.workflow.config.agent.kind,
+                ceiling,
+            );
         }
         let now = self.clock.now_ms();
         if e.facts.live_row_dirty
