@@ -191,6 +191,7 @@ fn unmeasured_unpriced_and_partial_runs_read_so() {
         issue("2", "S-2", "To Do"),
         issue("3", "S-3", "To Do"),
         issue("4", "S-4", "To Do"),
+        issue("5", "S-5", "To Do"),
     ]));
     // Only `priced-model` has a rate (a model entry with all four classes).
     p.scenario("S-1", &[json!({"init": {}}), success()]);
@@ -219,8 +220,16 @@ fn unmeasured_unpriced_and_partial_runs_read_so() {
             json!({"result": {"subtype": "success", "text": "ok", "total_cost_usd": 0.5}}),
         ],
     );
+    // Dollars and no token figure: an unmeasured run that names the unit it reported.
+    p.scenario(
+        "S-5",
+        &[
+            json!({"init": {}}),
+            json!({"result": {"subtype": "success", "text": "ok", "total_cost_usd": 0.2}}),
+        ],
+    );
     p.fake_agent_workflow(
-        "  max_concurrent_agents: 4",
+        "  max_concurrent_agents: 5",
         &token_rates("priced-model", RATES),
     );
     let d = p.start();
@@ -269,4 +278,10 @@ fn unmeasured_unpriced_and_partial_runs_read_so() {
     let totals = &detail["history"]["totals"];
     assert!(close(&totals["agent_priced_usd"], 0.5), "{detail}");
     assert_eq!(totals["agent_priced_models"], json!(["mystery-model"]));
+
+    let amounts = wait_run(&d, "5", 1);
+    assert_eq!(amounts["cost_status"], "unmeasured", "{amounts}");
+    assert_eq!(amounts["unmeasured_cause"], "amounts_only");
+    assert_eq!(amounts["unmeasured_units"], json!(["USD"]));
+    assert_eq!(amounts["vendor_amounts"], json!([]));
 }
