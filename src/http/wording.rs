@@ -674,6 +674,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn money_words_state_the_cost_against_the_ceiling_at_least_when_a_lower_bound() {
+        let full = budget_money(Some(12.4), true, 10.0).full;
+        assert_eq!(
+            full,
+            "Held at the money budget of $10.00. Estimated cost: $12.40."
+        );
+        let w = attention_money(Some(12.4), false, 10.0);
+        assert_eq!(
+            w.why,
+            "The issue's estimated cost, at least $12.40, reached its money budget of $10.00."
+        );
+        let stored = RunError::MoneyBudget(crate::orchestrator::run_error::MoneyStop {
+            used_usd: 12.4,
+            limit_usd: 10.0,
+        })
+        .stored();
+        assert_eq!(
+            run_error(&stored, None),
+            "Sortie stopped the run because the issue's estimated cost, $12.40, reached its limit of $10.00."
+        );
+    }
+
+    #[test]
     fn durations_round_down_and_never_go_negative() {
         assert_eq!(duration(-5), "0s");
         assert_eq!(duration(55_000), "55s");

@@ -628,3 +628,37 @@ fn session_meta(
         dispatch_id,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::TokenUsage;
+    use crate::pricing::{CostStatus, PriceSource, TokenClass};
+
+    fn part(tokens: TokenUsage) -> PartPrice {
+        PartPrice {
+            model: "m".into(),
+            tokens,
+            cost_usd: Some(0.5),
+            status: CostStatus::Partial,
+            unrated_classes: vec![TokenClass::CacheWrite],
+            price_source: Some(PriceSource::Operator),
+        }
+    }
+
+    #[test]
+    fn a_model_usage_element_carries_the_part_price_and_spend_only_as_a_total_lists_none() {
+        let v = model_usage_element(&part(TokenUsage::new(100, 10, 40, 5))).unwrap();
+        assert_eq!(v["tokens"]["total_tokens"], 110);
+        assert_eq!(v["uncached_tokens"], 70);
+        assert_eq!(v["estimated_cost_usd"], 0.5);
+        assert_eq!(v["cost_status"], "partial");
+        assert_eq!(v["unrated_classes"], serde_json::json!(["cache_write"]));
+        assert_eq!(v["price_source"], "operator");
+        let total_only = TokenUsage {
+            total_tokens: 50,
+            ..TokenUsage::default()
+        };
+        assert_eq!(model_usage_element(&part(total_only)), None);
+    }
+}
