@@ -407,7 +407,6 @@ fn usage_facts(
     let caps = crate::registry::caps_for_kind(agent_kind);
     let provenance = caps.map(|c| c.provenance(measured)).unwrap_or_default();
     run.usage_provenance = serde_json::to_value(provenance).ok();
-    let lower_bound = e.facts.turns_without_figure > 0;
     let vendor: Vec<serde_json::Value> = e
         .facts
         .vendor_amounts
@@ -417,7 +416,7 @@ fn usage_facts(
                 "unit": unit,
                 "model": model,
                 "amount": amount,
-                "lower_bound": lower_bound,
+                "lower_bound": false,
             })
         })
         .collect();
