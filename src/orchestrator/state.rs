@@ -247,6 +247,24 @@ pub struct BudgetHold {
     pub money: Option<HoldMoney>,
 }
 
+impl BudgetHold {
+    /// What the hold's reason counts, for logs: US dollars for a money hold.
+    pub fn used_text(&self) -> String {
+        match (self.reason, self.money) {
+            (BudgetReason::Money, Some(m)) => m.used_usd.map(|u| u.to_string()).unwrap_or_default(),
+            _ => self.used.to_string(),
+        }
+    }
+
+    /// The ceiling the hold's reason names, for logs.
+    pub fn limit_text(&self) -> String {
+        match (self.reason, self.money) {
+            (BudgetReason::Money, Some(m)) => m.budget_usd.to_string(),
+            _ => self.limit.to_string(),
+        }
+    }
+}
+
 /// An issue's estimated cost behind a budget hold, against `agent.max_cost_usd` then.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HoldMoney {

@@ -61,8 +61,8 @@ impl Orchestrator {
                 issue.id,
                 issue.identifier,
                 hold.reason,
-                hold.used,
-                hold.limit
+                hold.used_text(),
+                hold.limit_text()
             );
             self.state.budget_held.insert(issue.id.clone(), hold);
             return;

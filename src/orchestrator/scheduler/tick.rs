@@ -362,8 +362,8 @@ impl Orchestrator {
                         issue.id,
                         issue.identifier,
                         h.reason,
-                        h.used,
-                        h.limit
+                        h.used_text(),
+                        h.limit_text()
                     );
                 }
                 holds.insert(issue.id.clone(), h);
