@@ -133,16 +133,23 @@ fn a_run_freezes_its_cost_under_the_rates_in_force_when_it_ended() {
     let totals = &detail["history"]["totals"];
     assert!(close(&totals["estimated_cost_usd"], want), "{detail}");
     assert_eq!(totals["cost_status"], "estimated", "{totals}");
+    let both = want + cost(tokens, doubled);
+    assert!((counted_cost(&d) - both).abs() < 1e-9);
+    // The counter resumes from the recorded costs after a restart.
+    d.stop();
+    let d = p.start();
+    assert!((counted_cost(&d) - both).abs() < 1e-9);
+    d.stop();
+}
+
+/// `sortie_estimated_cost_usd_total` as scraped.
+fn counted_cost(d: &common::Daemon) -> f64 {
     let metrics = d.get("/metrics").body;
     let line = metrics
         .lines()
         .find(|l| l.starts_with("sortie_estimated_cost_usd_total "))
         .unwrap_or_else(|| panic!("{metrics}"));
-    let counted: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    assert!(
-        (counted - (want + cost(tokens, doubled))).abs() < 1e-9,
-        "{line}"
-    );
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
 #[test]
