@@ -107,6 +107,11 @@ fn describe(ev: &AgentEvent) -> String {
                 ev.kind.type_name()
             )
         }
+        AgentEventKind::VendorAmount {
+            unit,
+            model,
+            amount,
+        } => format!("vendor_amount {unit} {amount} model={model:?}"),
         other => format!("{} {:?}", other.type_name(), other.message()),
     }
 }
@@ -234,6 +239,7 @@ fn result_success_completes_with_its_usage() {
         "result_success.json",
         &[
             "token_usage in=25000 out=3200 total=28200 cr=8000 cw=2000 model=- api=None",
+            "vendor_amount USD 0.0234 model=\"\"",
             "turn_completed \"I've implemented the changes. The tests pass and the code compiles successfully.\" api=Some(38000)",
         ],
     );
@@ -247,6 +253,7 @@ fn result_error_max_turns_fails() {
         "result_error_max_turns.json",
         &[
             "token_usage in=85000 out=12000 total=97000 cr=30000 cw=5000 model=- api=None",
+            "vendor_amount USD 0.15 model=\"\"",
             "turn_failed \"error_max_turns\" api=Some(95000)",
         ],
     );
@@ -259,6 +266,7 @@ fn result_error_execution_fails_with_its_text() {
         "result_error_execution.json",
         &[
             "token_usage in=5000 out=800 total=5800 cr=0 cw=0 model=- api=None",
+            "vendor_amount USD 0.005 model=\"\"",
             "turn_failed \"error_during_execution: Error: EACCES: permission denied, open '/etc/shadow'\" api=Some(5000)",
         ],
     );
@@ -288,6 +296,7 @@ fn full_session_sums_to_its_result_usage() {
             "token_usage in=3000 out=50 total=3050 cr=0 cw=0 model=claude-sonnet-4-20250514 api=None",
             "notification \"Done. The changes have been applied.\"",
             "token_usage in=4500 out=0 total=4500 cr=4000 cw=500 model=claude-sonnet-4-20250514 api=None",
+            "vendor_amount USD 0.01 model=\"claude-sonnet-4-20250514\"",
             "turn_completed \"Done. The changes have been applied.\" api=None",
         ],
     );
@@ -316,6 +325,7 @@ fn tool_error_result_stream() {
             "token_usage in=200 out=30 total=230 cr=0 cw=0 model=claude-sonnet-4-20250514 api=None",
             "tool_result Bash Some(Shell) Some(\"foobar\") dur=None err=true msg=\"bash: command not found: foobar\"",
             "notification \"[tool_result: error] The command failed.\"",
+            "vendor_amount USD 0.001 model=\"claude-sonnet-4-20250514\"",
             "turn_completed \"The command failed.\" api=None",
         ],
     );
@@ -332,6 +342,7 @@ fn xml_wrapped_tool_error_is_unwrapped() {
             "token_usage in=200 out=30 total=230 cr=0 cw=0 model=claude-sonnet-4-20250514 api=None",
             "tool_result Edit Some(Edit) Some(\"main.go\") dur=None err=true msg=\"Found 3 matches of the string to replace, but replace_all is false. Use the str_replace API with replace_all=true to replace all instances.\"",
             "notification \"[tool_result: error] The edit failed.\"",
+            "vendor_amount USD 0.001 model=\"claude-sonnet-4-20250514\"",
             "turn_completed \"Done.\" api=None",
         ],
     );
@@ -351,6 +362,7 @@ fn tool_results_in_later_assistant_messages() {
             "token_usage in=3000 out=80 total=3080 cr=0 cw=0 model=claude-sonnet-4-20250514 api=None",
             "tool_result Bash Some(Shell) Some(\"go test ./...\") dur=None err=false msg=\"\"",
             "notification \"[tool_result: ok] All tests pass.\"",
+            "vendor_amount USD 0.005 model=\"claude-sonnet-4-20250514\"",
             "turn_completed \"All tests pass.\" api=None",
         ],
     );
@@ -367,6 +379,7 @@ fn tool_results_in_user_events_restart_the_api_timer() {
             "tool_result Read Some(Read) Some(\"main.go\") dur=None err=false msg=\"\"",
             "token_usage in=800 out=20 total=820 cr=0 cw=0 model=claude-sonnet-4-20250514 api=Some(1)",
             "notification \"The file contains a basic main package.\"",
+            "vendor_amount USD 0.002 model=\"claude-sonnet-4-20250514\"",
             "turn_completed \"The file contains a basic main package.\" api=None",
         ],
     );

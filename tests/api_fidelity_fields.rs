@@ -195,7 +195,7 @@ fn a_measured_run_records_its_provenance_and_spend_per_model() {
             "uncached_tokens": 150,
             "estimated_cost_usd": null,
             "cost_status": "unpriced",
-            "unrated_classes": null,
+            "unrated_classes": ["input", "output"],
             "price_source": null
         }])
     );

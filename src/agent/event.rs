@@ -183,6 +183,9 @@ fn reason_code(r: CancelReason) -> &'static str {
     r.as_str()
 }
 
+/// The unit of an amount the agent reported in US dollars.
+pub const USD_UNIT: &str = "USD";
+
 /// What happened, with its type-specific members.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEventKind {
@@ -221,8 +224,9 @@ pub enum AgentEventKind {
     RateLimits {
         windows: Vec<RateLimitWindow>,
     },
-    /// An amount the agent reported in a unit other than US dollars (a vendor unit such as
-    /// premium requests or credits), added to the run's `vendor_amounts`, never converted.
+    /// An amount the agent reported: in a vendor unit (premium requests, credits, another
+    /// currency), added to the run's `vendor_amounts` and never converted; or in US dollars
+    /// (unit `USD`), which prices a model's part no rate prices.
     VendorAmount {
         unit: String,
         /// The model the agent attributed it to; `""` when it named none.

@@ -23,7 +23,7 @@
 //! |---|---|
 //! | `{"init": {}}` | `system/init` line reporting the session id (or `{"init": {"session_id": "x"}}`) |
 //! | `{"assistant": {"text": "…", "input_tokens": N, "output_tokens": N, "model": "…", "tool": {"name": "Bash", "input": {…}}}}` | one assistant message |
-//! | `{"result": {"subtype": "success", "text": "…", "is_error": false, "input_tokens": N, "output_tokens": N}}` | the result line |
+//! | `{"result": {"subtype": "success", "text": "…", "is_error": false, "input_tokens": N, "output_tokens": N, "total_cost_usd": X}}` | the result line |
 //! | `{"emit": {…}}` | any JSON object as one line |
 //! | `{"raw": "text"}` | a raw stdout line (e.g. malformed output) |
 //! | `{"stderr": "text"}` | a stderr line |
@@ -340,6 +340,9 @@ fn run_step(step: &Value, sid: &str) {
             "result": text(a, "text", "Done."), "session_id": sid, "duration_ms": 20, "duration_api_ms": 10, "num_turns": 1});
         if a.get("input_tokens").is_some() || a.get("output_tokens").is_some() {
             msg["usage"] = json!({"input_tokens": num(a, "input_tokens", 0), "output_tokens": num(a, "output_tokens", 0)});
+        }
+        if let Some(usd) = a.get("total_cost_usd") {
+            msg["total_cost_usd"] = usd.clone();
         }
         out_line(&msg.to_string());
     } else if let Some(v) = step.get("emit") {

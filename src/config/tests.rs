@@ -450,12 +450,15 @@ fn ssh_hosts_is_an_error_and_unbuilt_features_warn() {
     let got: Vec<String> = w.warnings.iter().map(ToString::to_string).collect();
     for want in [
         "warning: unsupported_key: self_review: not supported by this build (self-review is not built yet); ignored",
-        "warning: unsupported_key: agent.max_cost_usd: not supported by this build (spend ceilings are not enforced yet); ignored",
         "warning: unsupported_key: worker.max_concurrent_agents_per_host: not supported by this build (SSH workers are not built yet); ignored",
         "warning: unknown_key: agnet: not a recognised top-level key; ignored (did you mean `agent`?)",
     ] {
         assert!(got.contains(&want.to_string()), "{got:?}");
     }
+    assert!(
+        !got.iter().any(|w| w.contains("agent.max_cost_usd")),
+        "the money budget is enforced: {got:?}"
+    );
 }
 
 #[test]

@@ -145,11 +145,6 @@ const UNSUPPORTED_SECTIONS: &[(&str, &str)] = &[
 /// Keys inside typed sections that this build parses (or accepts) but never acts on.
 const UNSUPPORTED_KEYS: &[(&str, &str, &str)] = &[
     (
-        "agent",
-        "max_cost_usd",
-        "spend ceilings are not enforced yet",
-    ),
-    (
         "workspace",
         "retention_days",
         "workspace retention is not built yet",

@@ -226,8 +226,7 @@ fn parked_item(p: &ParkedRow, snap: &Snapshot) -> Item {
     )
 }
 
-/// The evidence of a budget hold. This build does not price runs, so a money hold (which it
-/// never raises) reports sessions like a session hold.
+/// The evidence of a budget hold.
 fn budget_evidence(b: &BudgetRow) -> AttentionEvidence {
     let reason = Some(EvidenceReason::Budget(b.reason));
     match b.reason {
@@ -240,7 +239,14 @@ fn budget_evidence(b: &BudgetRow) -> AttentionEvidence {
             budget_tokens: Some(b.limit),
             ..Default::default()
         },
-        BudgetReason::Session | BudgetReason::Money => AttentionEvidence {
+        BudgetReason::Money => AttentionEvidence {
+            reason,
+            used_usd: b.money.and_then(|m| m.used_usd),
+            used_usd_complete: b.money.map(|m| m.complete),
+            budget_usd: b.money.map(|m| m.budget_usd),
+            ..Default::default()
+        },
+        BudgetReason::Session => AttentionEvidence {
             reason,
             used_sessions: Some(b.used),
             budget_sessions: Some(b.limit),
@@ -249,18 +255,42 @@ fn budget_evidence(b: &BudgetRow) -> AttentionEvidence {
     }
 }
 
+/// The ceiling a hold's reason names, as its item id carries it: `budget_usd` for a money
+/// hold, the token or session budget otherwise.
+fn hold_ceiling(b: &BudgetRow) -> String {
+    match (b.reason, b.money) {
+        (BudgetReason::Money, Some(m)) => decimal(m.budget_usd),
+        _ => b.limit.to_string(),
+    }
+}
+
+/// A number as a JSON decimal would write it: `10` for 10.0, `2.5` for 2.5.
+fn decimal(v: f64) -> String {
+    serde_json::Number::from_f64(v)
+        .map(|n| {
+            let s = n.to_string();
+            s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
+        })
+        .unwrap_or_default()
+}
+
+fn budget_words(b: &BudgetRow) -> wording::AttentionWords {
+    match (b.reason, b.money) {
+        (BudgetReason::Money, Some(m)) => {
+            wording::attention_money(m.used_usd, m.complete, m.budget_usd)
+        }
+        _ => wording::attention_budget(b.reason, b.used, b.limit),
+    }
+}
+
 fn budget_item(b: &BudgetRow, snap: &Snapshot) -> Item {
     base_item(
         Cause {
             kind: AttentionKind::BudgetHeld,
-            id_parts: vec![
-                b.issue.id.clone(),
-                b.reason.to_string(),
-                b.limit.to_string(),
-            ],
+            id_parts: vec![b.issue.id.clone(), b.reason.to_string(), hold_ceiling(b)],
             since_ms: Some(b.since_ms),
             issue: Some(&b.issue),
-            words: wording::attention_budget(b.reason, b.used, b.limit),
+            words: budget_words(b),
             action: AttentionAction::acknowledge(),
             evidence: budget_evidence(b),
         },
@@ -397,6 +427,7 @@ mod tests {
                 limit: 5,
                 since_ms: 1_774_535_100_000,
                 dispatched_at_ms: None,
+                money: None,
                 spend: None,
             },
         );

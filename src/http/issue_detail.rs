@@ -48,7 +48,7 @@ impl LiveRows {
         LiveRows {
             running: found
                 .running
-                .map(|r| RunningView::build(r, cfg, spend, now)),
+                .map(|r| RunningView::build(r, cfg, spend, snap.running_cost(&r.dispatch_id), now)),
             retry: found.retry.map(|r| RetryView::build(r, cfg, now)),
             budget: found.budget.map(|b| BudgetView::build(b, cfg)),
             parked: found.parked.map(|p| ParkedView::build(p, cfg)),

@@ -44,6 +44,48 @@ pub fn duration(ms: i64) -> String {
 }
 
 /// A token count: `950`, `12.5K`, `500K`, `1.5M`.
+/// A US-dollar amount to the cent: `$12.40`.
+pub fn usd(amount: f64) -> String {
+    format!("${amount:.2}")
+}
+
+/// An estimated cost, `at least $X` when it is a lower bound, `not known` when unpriced.
+fn estimated(used: Option<f64>, complete: bool) -> String {
+    match used {
+        Some(u) if complete => usd(u),
+        Some(u) => format!("at least {}", usd(u)),
+        None => "not known".to_string(),
+    }
+}
+
+/// A money budget hold's sentences: the issue's estimated cost against its ceiling.
+pub fn budget_money(used: Option<f64>, complete: bool, limit: f64) -> Pair {
+    Pair::new(
+        "Held: money budget reached",
+        format!(
+            "Held at the money budget of {}. Estimated cost: {}.",
+            usd(limit),
+            estimated(used, complete)
+        ),
+    )
+}
+
+/// The attention words of a money budget hold.
+pub fn attention_money(used: Option<f64>, complete: bool, limit: f64) -> AttentionWords {
+    AttentionWords {
+        reason: "Money budget reached".to_string(),
+        why: format!(
+            "The issue's estimated cost, {}, reached its money budget of {}.",
+            estimated(used, complete),
+            usd(limit)
+        ),
+        clears: format!(
+            "Clears on the next poll tick after `agent.max_cost_usd` is raised above {} or is removed, or after the issue leaves the active tracker states.",
+            usd(limit)
+        ),
+    }
+}
+
 pub fn tokens(n: u64) -> String {
     fn scaled(n: u64, unit: u64, suffix: &str) -> String {
         let tenths = n * 10 / unit;
@@ -189,6 +231,11 @@ fn run_error_words(e: &RunError, turns_completed: Option<u32>) -> String {
             "Sortie stopped the run because the issue used {} tokens, reaching its limit of {}.",
             tokens(t.used),
             tokens(t.limit)
+        ),
+        RunError::MoneyBudget(m) => format!(
+            "Sortie stopped the run because the issue's estimated cost, {}, reached its limit of {}.",
+            usd(m.used_usd),
+            usd(m.limit_usd)
         ),
     }
 }
@@ -710,6 +757,29 @@ pub fn acknowledged(already: bool, key: Option<&str>, reason_text: &str) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn money_words_state_the_cost_against_the_ceiling_at_least_when_a_lower_bound() {
+        let full = budget_money(Some(12.4), true, 10.0).full;
+        assert_eq!(
+            full,
+            "Held at the money budget of $10.00. Estimated cost: $12.40."
+        );
+        let w = attention_money(Some(12.4), false, 10.0);
+        assert_eq!(
+            w.why,
+            "The issue's estimated cost, at least $12.40, reached its money budget of $10.00."
+        );
+        let stored = RunError::MoneyBudget(crate::orchestrator::run_error::MoneyStop {
+            used_usd: 12.4,
+            limit_usd: 10.0,
+        })
+        .stored();
+        assert_eq!(
+            run_error(&stored, None),
+            "Sortie stopped the run because the issue's estimated cost, $12.40, reached its limit of $10.00."
+        );
+    }
 
     #[test]
     fn durations_round_down_and_never_go_negative() {

@@ -1,7 +1,7 @@
 //! Prometheus metrics: the catalogue's counters and histograms, recorded by
 //! the orchestrator as things happen, and gauges computed from the published snapshot at
 //! scrape time. Counters that must never reset (tokens, dispatches, worker exits,
-//! runtime, unmeasured sessions) start from the persisted aggregate row, so a restart draws
+//! runtime, estimated cost, unmeasured sessions) start from the persisted aggregate row, so a restart draws
 //! no cliff. No label ever carries an issue id: every label value is either from a fixed set
 //! or a capped free-form set (see [`catalogue`] and [`free_label`]).
 
@@ -34,6 +34,7 @@ pub struct Metrics {
     // Kept across restarts (seeded).
     tokens: IntCounterVec,
     runtime: Counter,
+    estimated_cost: Counter,
     dispatches: IntCounterVec,
     worker_exits: IntCounterVec,
     unmeasured: IntCounter,
@@ -78,6 +79,10 @@ impl Metrics {
             runtime: reg.float_counter(
                 "sortie_agent_runtime_seconds_total",
                 "Agent session wall time in seconds, added when a session ends.",
+            ),
+            estimated_cost: reg.float_counter(
+                "sortie_estimated_cost_usd_total",
+                "Estimated cost in US dollars of ended sessions, as recorded with each run.",
             ),
             dispatches: reg.counter_vec(
                 "sortie_dispatches_total",
@@ -235,6 +240,7 @@ impl Metrics {
             self.runtime.inc_by(seed.seconds_running);
         }
         self.unmeasured.inc_by(n(seed.unmeasured_sessions));
+        self.estimated_cost(seed.estimated_cost_usd);
         for (status, count) in &seed.exits {
             self.worker_exits
                 .with_label_values(&[exit_type(status)])
@@ -261,6 +267,13 @@ impl Metrics {
             self.worker_duration
                 .with_label_values(&[t])
                 .observe(duration_secs);
+        }
+    }
+
+    /// The estimated cost recorded with an ended session's run.
+    pub fn estimated_cost(&self, usd: f64) {
+        if usd.is_finite() && usd > 0.0 {
+            self.estimated_cost.inc_by(usd);
         }
     }
 

@@ -23,6 +23,7 @@ fn seed() -> AggregateTotals {
         dispatches: 9,
         seconds_running: 123.5,
         unmeasured_sessions: 2,
+        estimated_cost_usd: 0.25,
         exits: BTreeMap::from([
             ("succeeded".to_string(), 5),
             ("failed".to_string(), 3),
@@ -65,6 +66,7 @@ fn restart_counters_start_from_the_aggregate_row() {
         Some(123.5)
     );
     assert_eq!(sample(&text, "sortie_unmeasured_sessions_total"), Some(2.0));
+    assert_eq!(sample(&text, "sortie_estimated_cost_usd_total"), Some(0.25));
     assert_eq!(
         sample(&text, "sortie_worker_exits_total{exit_type=\"normal\"}"),
         Some(5.0)
@@ -252,6 +254,7 @@ fn every_catalogue_family_has_help_and_type() {
         ("sortie_build_info", "gauge"),
         ("sortie_tokens_total", "counter"),
         ("sortie_agent_runtime_seconds_total", "counter"),
+        ("sortie_estimated_cost_usd_total", "counter"),
         ("sortie_dispatches_total", "counter"),
         ("sortie_worker_exits_total", "counter"),
         ("sortie_retries_total", "counter"),

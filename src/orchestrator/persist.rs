@@ -14,9 +14,11 @@ use crate::store::{
     StoredEvent,
 };
 
+use crate::pricing::{PartPrice, RunPrice};
+
 use super::agent_holds::UsageHold;
 use super::msg::{SupervisorExit, SupervisorResult};
-use super::run_error::{RunError, TokenStop};
+use super::run_error::{BudgetStop, RunError};
 use super::state::{AgentTotals, Park, RetryInfo, RunningEntry};
 
 /// A database call of the orchestrator that failed. The text is the store's own (the API
@@ -297,11 +299,12 @@ pub fn record_run_or_keep(
     e: &RunningEntry,
     result: &SupervisorResult,
     status: RunStatus,
+    price: &RunPrice,
     on_commit: crate::store::OnCommit,
 ) -> Result<RunRecorded, PersistError> {
     match store
         .writer()
-        .record_or_keep(run_write(wf, e, result, status), on_commit)
+        .record_or_keep(run_write(wf, e, result, status, price), on_commit)
     {
         Ok(o) => Ok(RunRecorded::Committed(o.run_id)),
         Err(StoreError::WriteKept { error }) => Ok(RunRecorded::Kept(error)),
@@ -309,27 +312,14 @@ pub fn record_run_or_keep(
     }
 }
 
-/// Records a finished run with its events and session row; returns once committed.
-pub fn record_run(
-    store: &Store,
-    wf: &Workflow,
-    e: &RunningEntry,
-    result: &SupervisorResult,
-    status: RunStatus,
-) -> Result<i64, PersistError> {
-    store
-        .writer()
-        .record(run_write(wf, e, result, status))
-        .map(|o| o.run_id)
-        .map_err(PersistError::store("record run"))
-}
-
-/// The run's row, events and session row as one write.
+/// The run's row, events and session row as one write; `price` is the session's spend priced
+/// under the rates in force now, frozen on the row.
 fn run_write(
     wf: &Workflow,
     e: &RunningEntry,
     result: &SupervisorResult,
     status: RunStatus,
+    price: &RunPrice,
 ) -> RunWrite {
     let (error, declared, statement) = exit_fields(&result.exit, e.facts.budget_stop);
     let measured = e.facts.tokens_measured;
@@ -377,8 +367,14 @@ fn run_write(
         } else {
             "complete".into()
         },
-        cost_status: "unpriced".into(),
-        ..usage_facts(e, &wf.config.agent.kind, RunRecord::new(status))
+        estimated_cost_usd: price.cost_usd,
+        cost_status: price.status.as_str().into(),
+        price_source: price
+            .price_source
+            .map(|s| s.as_str().to_string())
+            .unwrap_or_default(),
+        rates_version: price.rates_version.clone(),
+        ..usage_facts(e, &wf.config.agent.kind, price, RunRecord::new(status))
     };
     let events = stored_events(e);
     // Always written, so the exit clears the dispatch id the live row carried (a row that
@@ -398,9 +394,15 @@ fn run_write(
 }
 
 /// What a run records about where its usage came from: provenance, the amounts the agent
-/// reported in vendor units (ordered by unit, then model: the map's order), the cause of a
-/// missing figure, and the spend per model.
-fn usage_facts(e: &RunningEntry, agent_kind: &str, mut run: RunRecord) -> RunRecord {
+/// reported (ordered by unit, then model: the map's order; US-dollar amounts are kept for the
+/// record and left out of the served `vendor_amounts`), the cause of a missing figure, and the
+/// spend per model as priced.
+fn usage_facts(
+    e: &RunningEntry,
+    agent_kind: &str,
+    price: &RunPrice,
+    mut run: RunRecord,
+) -> RunRecord {
     let measured = e.facts.tokens_measured;
     let caps = crate::registry::caps_for_kind(agent_kind);
     let provenance = caps.map(|c| c.provenance(measured)).unwrap_or_default();
@@ -419,36 +421,50 @@ fn usage_facts(e: &RunningEntry, agent_kind: &str, mut run: RunRecord) -> RunRec
         })
         .collect();
     run.vendor_amounts = Some(serde_json::Value::Array(vendor));
-    run.unmeasured_cause = (!measured).then(|| run.status.unmeasured_cause().as_str().into());
-    let per_model =
-        caps.map(|c| c.usage_attribution) == Some(crate::agent::UsageAttribution::PerModel);
-    let parts: Vec<serde_json::Value> = e
-        .facts
-        .by_model
-        .iter()
-        .filter(|(_, part)| measured && per_model && part.tokens != Default::default())
-        .map(|(model, part)| {
-            serde_json::json!({
-                "model": model,
-                "tokens": part.tokens,
-                "uncached_tokens": part.tokens.uncached_tokens(),
-                "estimated_cost_usd": null,
-                "cost_status": "unpriced",
-                "unrated_classes": null,
-                "price_source": null,
-            })
-        })
-        .collect();
-    run.model_usage = Some(serde_json::Value::Array(parts));
+    run.unmeasured_cause = (!measured).then(|| {
+        if e.facts.vendor_amounts.is_empty() {
+            run.status.unmeasured_cause().as_str().into()
+        } else {
+            crate::domain::UnmeasuredCause::AmountsOnly.as_str().into()
+        }
+    });
+    run.model_usage = Some(serde_json::Value::Array(
+        price.parts.iter().filter_map(model_usage_element).collect(),
+    ));
     run
+}
+
+/// One model's priced part as a `model_usage` element; `None` for spend reported only as a
+/// total, which has no split to list.
+fn model_usage_element(p: &PartPrice) -> Option<serde_json::Value> {
+    let t = &p.tokens;
+    if t.input_tokens == 0 && t.output_tokens == 0 {
+        return None;
+    }
+    let unrated: Vec<&str> = p.unrated_classes.iter().map(|c| c.as_str()).collect();
+    Some(serde_json::json!({
+        "model": p.model,
+        "tokens": {
+            "input_tokens": t.input_tokens,
+            "output_tokens": t.output_tokens,
+            "total_tokens": t.input_tokens + t.output_tokens,
+            "cache_read_tokens": t.cache_read_tokens,
+            "cache_write_tokens": t.cache_write_tokens,
+        },
+        "uncached_tokens": (t.input_tokens + t.output_tokens).saturating_sub(t.cache_read_tokens),
+        "estimated_cost_usd": p.cost_usd,
+        "cost_status": p.status.as_str(),
+        "unrated_classes": unrated,
+        "price_source": p.price_source.map(|s| s.as_str()),
+    }))
 }
 
 /// What a run's exit records: the error text, the declared outcome and the agent's statement.
 fn exit_fields(
     exit: &SupervisorExit,
-    token_stop: Option<TokenStop>,
+    budget_stop: Option<BudgetStop>,
 ) -> (Option<String>, Option<DeclaredOutcome>, Option<String>) {
-    let error = RunError::of_exit(exit, token_stop).map(|e| e.stored());
+    let error = RunError::of_exit(exit, budget_stop).map(|e| e.stored());
     match exit {
         SupervisorExit::Normal {
             declared,
@@ -621,5 +637,39 @@ fn session_meta(
         recovery_pending: false,
         exit_type,
         dispatch_id,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::TokenUsage;
+    use crate::pricing::{CostStatus, PriceSource, TokenClass};
+
+    fn part(tokens: TokenUsage) -> PartPrice {
+        PartPrice {
+            model: "m".into(),
+            tokens,
+            cost_usd: Some(0.5),
+            status: CostStatus::Partial,
+            unrated_classes: vec![TokenClass::CacheWrite],
+            price_source: Some(PriceSource::Operator),
+        }
+    }
+
+    #[test]
+    fn a_model_usage_element_carries_the_part_price_and_spend_only_as_a_total_lists_none() {
+        let v = model_usage_element(&part(TokenUsage::new(100, 10, 40, 5))).unwrap();
+        assert_eq!(v["tokens"]["total_tokens"], 110);
+        assert_eq!(v["uncached_tokens"], 70);
+        assert_eq!(v["estimated_cost_usd"], 0.5);
+        assert_eq!(v["cost_status"], "partial");
+        assert_eq!(v["unrated_classes"], serde_json::json!(["cache_write"]));
+        assert_eq!(v["price_source"], "operator");
+        let total_only = TokenUsage {
+            total_tokens: 50,
+            ..TokenUsage::default()
+        };
+        assert_eq!(model_usage_element(&part(total_only)), None);
     }
 }

@@ -22,8 +22,23 @@ pub struct TokenStop {
     pub limit: u64,
 }
 
+/// The figures behind a money budget stop: the issue's estimated cost when the session was
+/// stopped, and `agent.max_cost_usd` then, in US dollars.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MoneyStop {
+    pub used_usd: f64,
+    pub limit_usd: f64,
+}
+
+/// Which per-issue ceiling stopped a running session, with its figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BudgetStop {
+    Tokens(TokenStop),
+    Money(MoneyStop),
+}
+
 /// How a run ended in error.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum RunError {
     /// The attempt failed (`code: message`; the message may be empty).
     Failed { code: ErrorCode, message: String },
@@ -32,20 +47,23 @@ pub enum RunError {
     Cancelled(CancelReason),
     /// The token budget stopped the run (`cancelled: budget: used_tokens=N max_tokens=M`).
     TokenBudget(TokenStop),
+    /// The money budget stopped the run (`cancelled: budget: used_usd=X max_usd=Y`).
+    MoneyBudget(MoneyStop),
 }
 
 impl RunError {
-    /// The error a supervisor exit records (`None` for a normal exit); `token_stop` holds the
-    /// figures when the token budget stopped the session.
-    pub fn of_exit(exit: &SupervisorExit, token_stop: Option<TokenStop>) -> Option<RunError> {
+    /// The error a supervisor exit records (`None` for a normal exit); `budget_stop` holds the
+    /// figures when a budget stopped the session.
+    pub fn of_exit(exit: &SupervisorExit, budget_stop: Option<BudgetStop>) -> Option<RunError> {
         match exit {
             SupervisorExit::Normal { .. } => None,
             SupervisorExit::Error { code, message, .. } => Some(RunError::Failed {
                 code: *code,
                 message: message.clone(),
             }),
-            SupervisorExit::Cancelled { reason } => Some(match (reason, token_stop) {
-                (CancelReason::Budget, Some(t)) => RunError::TokenBudget(t),
+            SupervisorExit::Cancelled { reason } => Some(match (reason, budget_stop) {
+                (CancelReason::Budget, Some(BudgetStop::Tokens(t))) => RunError::TokenBudget(t),
+                (CancelReason::Budget, Some(BudgetStop::Money(m))) => RunError::MoneyBudget(m),
                 _ => RunError::Cancelled(*reason),
             }),
             SupervisorExit::UsageLimited(limit) => Some(RunError::Failed {
@@ -66,6 +84,12 @@ impl RunError {
                 t.used,
                 t.limit
             ),
+            RunError::MoneyBudget(m) => format!(
+                "{CANCELLED}: {}: used_usd={} max_usd={}",
+                CancelReason::Budget.as_str(),
+                m.used_usd,
+                m.limit_usd
+            ),
         }
     }
 
@@ -81,8 +105,9 @@ impl RunError {
                 None => (rest, None),
             };
             let reason = CancelReason::from_code(reason.trim())?;
-            return Some(match (reason, figures.and_then(token_stop)) {
-                (CancelReason::Budget, Some(t)) => RunError::TokenBudget(t),
+            return Some(match (reason, figures.and_then(budget_figures)) {
+                (CancelReason::Budget, Some(BudgetStop::Tokens(t))) => RunError::TokenBudget(t),
+                (CancelReason::Budget, Some(BudgetStop::Money(m))) => RunError::MoneyBudget(m),
                 _ => RunError::Cancelled(reason),
             });
         }
@@ -94,25 +119,32 @@ impl RunError {
     }
 }
 
-/// `used_tokens=N max_tokens=M`.
-fn token_stop(figures: &str) -> Option<TokenStop> {
-    let mut used = None;
-    let mut limit = None;
-    for pair in figures.split_whitespace() {
-        match pair.split_once('=') {
-            Some(("used_tokens", v)) => used = v.parse().ok(),
-            Some(("max_tokens", v)) => limit = v.parse().ok(),
-            _ => return None,
-        }
+/// `used_tokens=N max_tokens=M` or `used_usd=X max_usd=Y`.
+fn budget_figures(figures: &str) -> Option<BudgetStop> {
+    let pairs: Vec<(&str, &str)> = figures
+        .split_whitespace()
+        .map(|p| p.split_once('='))
+        .collect::<Option<_>>()?;
+    let get = |key: &str| pairs.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+    if pairs.len() != 2 {
+        return None;
     }
-    Some(TokenStop {
-        used: used?,
-        limit: limit?,
-    })
+    if let (Some(u), Some(l)) = (get("used_tokens"), get("max_tokens")) {
+        return Some(BudgetStop::Tokens(TokenStop {
+            used: u.parse().ok()?,
+            limit: l.parse().ok()?,
+        }));
+    }
+    let (u, l) = (get("used_usd")?, get("max_usd")?);
+    let money = MoneyStop {
+        used_usd: u.parse().ok()?,
+        limit_usd: l.parse().ok()?,
+    };
+    (money.used_usd.is_finite() && money.limit_usd.is_finite()).then_some(BudgetStop::Money(money))
 }
 
 /// What a queued retry's error says.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum RetryError {
     /// The run before it failed or was cancelled with this error.
     WorkerExited(RunError),
@@ -165,6 +197,10 @@ mod tests {
             RunError::TokenBudget(TokenStop {
                 used: 155,
                 limit: 100,
+            }),
+            RunError::MoneyBudget(MoneyStop {
+                used_usd: 12.4,
+                limit_usd: 10.0,
             }),
         ];
         for r in runs {

@@ -11,7 +11,7 @@ use crate::pricing::{AgentAmount, RateBook, RunPrice, UsageCompleteness};
 use super::state::RunFacts;
 
 /// The unit of an agent-reported US-dollar amount among a session's vendor amounts.
-pub const USD_UNIT: &str = "USD";
+pub const USD_UNIT: &str = crate::agent::event::USD_UNIT;
 
 /// How far the session's token figure reaches.
 pub fn completeness(facts: &RunFacts) -> UsageCompleteness {

@@ -177,6 +177,11 @@ pub struct Snapshot {
     pub poll_interval_ms: u64,
     pub max_concurrent_agents: u32,
     pub config: ConfigView,
+    /// The running sessions' spend priced under the rates in force when the snapshot was
+    /// published, by dispatch id (priced once per publish, never per request).
+    pub running_costs: Arc<BTreeMap<String, crate::pricing::RunPrice>>,
+    /// Whether a rate source was in force: the live cost keys are served exactly then.
+    pub has_rate_source: bool,
 }
 
 impl ConfigView {
@@ -231,6 +236,26 @@ impl ConfigView {
 }
 
 impl Snapshot {
+    /// Prices the running sessions under `book`, for the live estimates.
+    pub fn price_running(mut self, book: &crate::pricing::RateBook) -> Snapshot {
+        let costs = self
+            .running
+            .iter()
+            .map(|r| {
+                let price = super::session_cost::session_price(r, &self.agent_kind, book);
+                (r.dispatch_id.clone(), price)
+            })
+            .collect();
+        self.running_costs = Arc::new(costs);
+        self.has_rate_source = book.has_rate_source();
+        self
+    }
+
+    /// The live price of a running session.
+    pub fn running_cost(&self, dispatch_id: &str) -> Option<&crate::pricing::RunPrice> {
+        self.running_costs.get(dispatch_id)
+    }
+
     /// The scrape-time gauge inputs: counts, the slot limit and Σ(now − started) over running
     /// sessions.
     pub fn gauge_values(&self, now_ms: i64) -> crate::metrics::GaugeValues {
@@ -302,6 +327,8 @@ impl Snapshot {
             poll_interval_ms: cfg.polling.interval_ms,
             max_concurrent_agents: cfg.agent.max_concurrent_agents,
             config: ConfigView::from_workflow(workflow),
+            running_costs: Arc::default(),
+            has_rate_source: false,
         }
     }
 
@@ -331,6 +358,8 @@ impl Snapshot {
             poll_interval_ms: prev.poll_interval_ms,
             max_concurrent_agents: prev.max_concurrent_agents,
             config: prev.config.clone(),
+            running_costs: Arc::default(),
+            has_rate_source: false,
         }
     }
 }

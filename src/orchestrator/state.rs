@@ -57,10 +57,12 @@ pub struct RunFacts {
     pub vendor_amounts: BTreeMap<(String, String), f64>,
     /// Reconciliation found the issue terminal: remove the workspace after the exit.
     pub pending_cleanup: bool,
-    /// The token budget stopped the session, with the figures behind the stop.
-    pub budget_stop: Option<super::run_error::TokenStop>,
+    /// A budget stopped the session, with the figures behind the stop.
+    pub budget_stop: Option<super::run_error::BudgetStop>,
     /// Uncached tokens of the issue's earlier runs, read at dispatch (for `agent.max_tokens`).
     pub tokens_used_before: u64,
+    /// What the issue's earlier runs spent, read at dispatch while `agent.max_cost_usd` is set.
+    pub usage_before: Option<crate::store::IssueUsage>,
     /// Shared with published snapshots and copied on write, so a publish copies one pointer.
     pub events: std::sync::Arc<EventRing>,
     pub workspace_path: Option<PathBuf>,
@@ -241,6 +243,36 @@ pub struct BudgetHold {
     pub dispatched_at_ms: Option<i64>,
     /// The issue's spend as the token ceiling read it; `None` when it was not evaluated.
     pub spend: Option<HoldSpend>,
+    /// The issue's estimated cost as the money ceiling read it; `None` when not evaluated.
+    pub money: Option<HoldMoney>,
+}
+
+impl BudgetHold {
+    /// What the hold's reason counts, for logs: US dollars for a money hold.
+    pub fn used_text(&self) -> String {
+        match (self.reason, self.money) {
+            (BudgetReason::Money, Some(m)) => m.used_usd.map(|u| u.to_string()).unwrap_or_default(),
+            _ => self.used.to_string(),
+        }
+    }
+
+    /// The ceiling the hold's reason names, for logs.
+    pub fn limit_text(&self) -> String {
+        match (self.reason, self.money) {
+            (BudgetReason::Money, Some(m)) => m.budget_usd.to_string(),
+            _ => self.limit.to_string(),
+        }
+    }
+}
+
+/// An issue's estimated cost behind a budget hold, against `agent.max_cost_usd` then.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HoldMoney {
+    /// `None` when no part of the issue's spend is priced.
+    pub used_usd: Option<f64>,
+    /// `used_usd` is the whole spend, not a lower bound.
+    pub complete: bool,
+    pub budget_usd: f64,
 }
 
 /// An issue's recorded spend behind a budget hold.

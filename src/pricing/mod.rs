@@ -22,6 +22,7 @@ mod entries;
 pub mod fetch;
 pub mod settings;
 pub mod sources;
+mod issue;
 mod table;
 
 pub use address::served_address;
@@ -33,4 +34,5 @@ pub use embedded::{EmbeddedMeta, embedded};
 pub use entries::{RateEntry, TokenRates};
 pub use settings::{FetchOffBy, PriceTableSettings, ReplaceFile};
 pub use sources::{Feed, SourceState, SourceStatus, SourcesState};
+pub use issue::IssueCostParts;
 pub use table::{PriceTable, TableError, TableLayer};

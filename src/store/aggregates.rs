@@ -25,6 +25,9 @@ pub struct AggregateTotals {
     pub seconds_running: f64,
     /// Ended sessions whose usage was never recorded.
     pub unmeasured_sessions: i64,
+    /// The estimated cost recorded with the sessions' runs, in US dollars (summed from run
+    /// history, which keeps every run's frozen cost).
+    pub estimated_cost_usd: f64,
     /// Worker exits by run status.
     pub exits: BTreeMap<String, i64>,
     pub updated_at_ms: i64,
@@ -78,6 +81,7 @@ pub(crate) fn add_run(conn: &Connection, r: &RunRecord, now_ms: i64) -> Result<(
         dispatches: 1,
         seconds_running: ((r.completed_at_ms - r.started_at_ms).max(0) as f64) / 1000.0,
         unmeasured_sessions: 1 - m,
+        estimated_cost_usd: 0.0,
         exits: BTreeMap::new(),
         updated_at_ms: now_ms,
     };
@@ -194,6 +198,7 @@ pub(crate) fn load(conn: &Connection) -> Result<AggregateTotals, StoreError> {
                     dispatches: r.get(5)?,
                     seconds_running: r.get(6)?,
                     unmeasured_sessions: r.get(7)?,
+                    estimated_cost_usd: 0.0,
                     exits: BTreeMap::new(),
                     updated_at_ms: r.get(8)?,
                 })
@@ -204,6 +209,13 @@ pub(crate) fn load(conn: &Connection) -> Result<AggregateTotals, StoreError> {
             e => Err(e),
         })
         .ctx("load aggregate metrics")?;
+    t.estimated_cost_usd = conn
+        .query_row(
+            "SELECT COALESCE(SUM(estimated_cost_usd), 0.0) FROM run_history WHERE status <> ?1",
+            [RunStatus::CiFailed],
+            |r| r.get(0),
+        )
+        .ctx("sum recorded run costs")?;
     let mut stmt = conn
         .prepare("SELECT exit_type, count FROM aggregate_exits")
         .ctx("prepare load worker exits")?;

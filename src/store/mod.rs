@@ -47,7 +47,7 @@ pub use model_use::ModelUse;
 pub use outcomes::IssueOutcome;
 pub use parks::ParkedIssue;
 pub use price_cache::PriceCache;
-pub use queries::{IssueSpend, IssueTotalsRow, OutcomeRow};
+pub use queries::{IssueSpend, IssueTotalsRow, OutcomeRow, StoredCost};
 pub use read::{ReadConn, WarmStartSnapshot};
 pub use read_pool::ReadPool;
 pub use record::{RecordOutcome, RunWrite};

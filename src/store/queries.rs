@@ -9,7 +9,7 @@ use super::error::{SqlContext, StoreError};
 use crate::domain::OutcomeKind;
 
 /// One issue's completed-session figures (recorded CI results excluded).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct IssueSpend {
     /// Completed sessions.
     pub sessions: u64,
@@ -18,14 +18,66 @@ pub struct IssueSpend {
     pub uncached: u64,
     /// Sessions that recorded a turn no figure covered.
     pub lower_bound: u64,
+    /// The costs recorded with the sessions.
+    pub cost: StoredCost,
+}
+
+/// The costs recorded with a group of runs, each frozen when its run ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StoredCost {
+    /// Σ of the priced runs' costs.
+    pub usd: f64,
+    /// Runs recorded `estimated` or `partial`.
+    pub priced_runs: u64,
+    /// Priced runs that spent tokens.
+    pub priced_spent_runs: u64,
+    /// Runs recorded `partial`.
+    pub partial_runs: u64,
+    /// Measured runs that spent tokens and were recorded `unpriced`.
+    pub unpriced_spent_runs: u64,
+}
+
+impl StoredCost {
+    /// Adds these runs to an issue's cost parts.
+    pub fn add_to(&self, parts: &mut crate::pricing::IssueCostParts) {
+        parts.usd += self.usd;
+        parts.any_priced |= self.priced_runs > 0;
+        parts.priced_with_spend |= self.priced_spent_runs > 0;
+        parts.unpriced_with_spend |= self.unpriced_spent_runs > 0;
+        parts.left_out |= self.partial_runs > 0 || self.unpriced_spent_runs > 0;
+    }
+}
+
+/// The [`StoredCost`] columns over a group of `run_history` rows.
+pub(crate) const COST_COLUMNS: &str =
+    "COALESCE(SUM(CASE WHEN cost_status IN ('estimated', 'partial')
+                      THEN estimated_cost_usd END), 0.0),
+    COALESCE(SUM(cost_status IN ('estimated', 'partial')), 0),
+    COALESCE(SUM(cost_status IN ('estimated', 'partial') AND total_tokens > 0), 0),
+    COALESCE(SUM(cost_status = 'partial'), 0),
+    COALESCE(SUM(cost_status = 'unpriced' AND tokens_measured = 1 AND total_tokens > 0), 0)";
+
+/// Reads the [`COST_COLUMNS`] starting at column `first`.
+pub(crate) fn cost_at(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<StoredCost> {
+    Ok(StoredCost {
+        usd: r.get(first)?,
+        priced_runs: count(r, first + 1)?,
+        priced_spent_runs: count(r, first + 2)?,
+        partial_runs: count(r, first + 3)?,
+        unpriced_spent_runs: count(r, first + 4)?,
+    })
 }
 
 /// The spend columns shared by [`issue_spend`] and [`issue_spend_many`].
-const SPEND_COLUMNS: &str = "COUNT(*),
+fn spend_columns() -> String {
+    format!(
+        "COUNT(*),
     COALESCE(SUM(tokens_measured = 0), 0),
     COALESCE(SUM(CASE WHEN tokens_measured = 1
         THEN MAX(total_tokens - cache_read_tokens, 0) ELSE 0 END), 0),
-    COALESCE(SUM(unaccounted_turns > 0), 0)";
+    COALESCE(SUM(unaccounted_turns > 0), 0), {COST_COLUMNS}"
+    )
+}
 
 fn count(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<u64> {
     Ok(r.get::<_, i64>(i)?.max(0) as u64)
@@ -37,6 +89,7 @@ fn spend_at(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<IssueSpend>
         unmeasured: count(r, first + 1)?,
         uncached: count(r, first + 2)?,
         lower_bound: count(r, first + 3)?,
+        cost: cost_at(r, first + 4)?,
     })
 }
 
@@ -44,8 +97,9 @@ fn spend_at(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<IssueSpend>
 pub fn issue_spend(conn: &Connection, issue_id: &str) -> Result<IssueSpend, StoreError> {
     conn.query_row(
         &format!(
-            "SELECT {SPEND_COLUMNS} FROM run_history
-             WHERE issue_id = ?1 AND status <> 'ci_failed'"
+            "SELECT {} FROM run_history
+             WHERE issue_id = ?1 AND status <> 'ci_failed'",
+            spend_columns()
         ),
         [issue_id],
         |r| spend_at(r, 0),
@@ -73,9 +127,10 @@ pub fn issue_spend_many(
     })?;
     let mut stmt = conn
         .prepare_cached(&format!(
-            "SELECT issue_id, {SPEND_COLUMNS} FROM run_history
+            "SELECT issue_id, {} FROM run_history
              WHERE status <> 'ci_failed' AND issue_id IN (SELECT value FROM json_each(?1))
-             GROUP BY issue_id"
+             GROUP BY issue_id",
+            spend_columns()
         ))
         .ctx("prepare issue spend")?;
     let rows = stmt
@@ -133,8 +188,17 @@ pub struct IssueTotalsRow {
     pub estimated_cost_usd: Option<f64>,
     /// The distinct causes of unmeasured runs (`""` where none was recorded).
     pub unmeasured_causes: Vec<String>,
-    /// The runs' vendor amounts summed per unit and model, ordered by unit, then model.
+    /// The runs' vendor amounts summed per unit and model, ordered by unit, then model;
+    /// US-dollar amounts are not listed.
     pub vendor_amounts: Vec<VendorAmountSum>,
+    /// The costs recorded with the runs.
+    pub cost: StoredCost,
+    /// The units the `amounts_only` runs reported, ascending.
+    pub unmeasured_units: Vec<String>,
+    /// Σ of the model parts priced from the agent's US-dollar amounts; `None` without any.
+    pub agent_priced_usd: Option<f64>,
+    /// The models of those parts, ascending.
+    pub agent_priced_models: Vec<String>,
 }
 
 /// One unit and model's amount over an issue's runs.
@@ -150,15 +214,17 @@ pub struct VendorAmountSum {
 pub fn issue_totals(conn: &Connection, issue_id: &str) -> Result<IssueTotalsRow, StoreError> {
     let mut totals = conn
         .query_row(
-            "SELECT COUNT(*),
+            &format!(
+                "SELECT COUNT(*),
                     COALESCE(SUM(tokens_measured = 0 AND status <> 'ci_failed'), 0),
                     COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
                     COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cache_read_tokens), 0),
                     COALESCE(SUM(cache_write_tokens), 0),
                     COALESCE(SUM(MAX(total_tokens - cache_read_tokens, 0)), 0),
                     COALESCE(SUM(usage_completeness <> 'complete' AND status <> 'ci_failed'), 0),
-                    SUM(estimated_cost_usd)
-             FROM run_history WHERE issue_id = ?1",
+                    SUM(estimated_cost_usd), {COST_COLUMNS}
+             FROM run_history WHERE issue_id = ?1"
+            ),
             [issue_id],
             |r| {
                 Ok(IssueTotalsRow {
@@ -170,6 +236,10 @@ pub fn issue_totals(conn: &Connection, issue_id: &str) -> Result<IssueTotalsRow,
                     estimated_cost_usd: r.get(9)?,
                     unmeasured_causes: Vec::new(),
                     vendor_amounts: Vec::new(),
+                    cost: cost_at(r, 10)?,
+                    unmeasured_units: Vec::new(),
+                    agent_priced_usd: None,
+                    agent_priced_models: Vec::new(),
                 })
             },
         )
@@ -186,7 +256,58 @@ pub fn issue_totals(conn: &Connection, issue_id: &str) -> Result<IssueTotalsRow,
     // A row that cannot be read is skipped, as a cause that was never recorded.
     totals.unmeasured_causes = rows.filter_map(Result::ok).collect();
     totals.vendor_amounts = vendor_amount_sums(conn, issue_id)?;
+    totals.unmeasured_units = amounts_only_units(conn, issue_id)?;
+    (totals.agent_priced_usd, totals.agent_priced_models) = agent_priced(conn, issue_id)?;
     Ok(totals)
+}
+
+/// The distinct units the issue's `amounts_only` runs reported, ascending.
+fn amounts_only_units(conn: &Connection, issue_id: &str) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT DISTINCT COALESCE(json_extract(a.value, '$.unit'), '')
+             FROM run_history AS r, json_each(r.vendor_amounts) AS a
+             WHERE r.issue_id = ?1 AND r.unmeasured_cause = 'amounts_only'
+               AND json_valid(r.vendor_amounts) AND json_type(r.vendor_amounts) = 'array'
+             ORDER BY 1",
+        )
+        .ctx("prepare amounts-only units")?;
+    let rows = stmt
+        .query_map([issue_id], |r| r.get::<_, String>(0))
+        .ctx("read amounts-only units")?;
+    rows.collect::<Result<Vec<_>, _>>()
+        .ctx("read amounts-only units")
+}
+
+/// Σ and models of the issue's model parts priced from the agent's US-dollar amounts.
+fn agent_priced(
+    conn: &Connection,
+    issue_id: &str,
+) -> Result<(Option<f64>, Vec<String>), StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT COALESCE(json_extract(p.value, '$.model'), ''),
+                    COALESCE(SUM(json_extract(p.value, '$.estimated_cost_usd')), 0.0)
+             FROM run_history AS r, json_each(r.model_usage) AS p
+             WHERE r.issue_id = ?1 AND json_valid(r.model_usage)
+               AND json_type(r.model_usage) = 'array'
+               AND json_extract(p.value, '$.price_source') = 'agent'
+             GROUP BY 1 ORDER BY 1",
+        )
+        .ctx("prepare agent-priced parts")?;
+    let rows = stmt
+        .query_map([issue_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))
+        })
+        .ctx("read agent-priced parts")?;
+    let parts = rows
+        .collect::<Result<Vec<_>, _>>()
+        .ctx("read agent-priced parts")?;
+    if parts.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let usd = parts.iter().map(|(_, u)| u).sum();
+    Ok((Some(usd), parts.into_iter().map(|(m, _)| m).collect()))
 }
 
 /// Sums the elements of the runs' stored `vendor_amounts` arrays per unit and model. A stored
@@ -204,6 +325,7 @@ fn vendor_amount_sums(
              FROM run_history AS r, json_each(r.vendor_amounts) AS a
              WHERE r.issue_id = ?1 AND json_valid(r.vendor_amounts)
                AND json_type(r.vendor_amounts) = 'array'
+               AND COALESCE(json_extract(a.value, '$.unit'), '') <> 'USD'
              GROUP BY 1, 2 ORDER BY 1, 2",
         )
         .ctx("prepare vendor amounts")?;

@@ -234,7 +234,7 @@ pub(crate) fn uncached_tokens_for_issue(
 }
 
 /// What one issue has spent, as budgets count it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct IssueUsage {
     /// Sessions (run-history rows, recorded CI results excluded).
     pub sessions: i64,
@@ -248,11 +248,18 @@ pub struct IssueUsage {
     pub budget_stopped_sessions: i64,
     /// The pass dispatch time of the issue's newest agent run, when recorded.
     pub latest_dispatched_at_ms: Option<i64>,
+    /// The costs recorded with the issue's runs.
+    pub cost: super::queries::StoredCost,
 }
 
 /// The columns of [`IssueUsage`] over the `run_history` rows of one group (`?1` is the
-/// recorded-CI-result status), then the newest agent run's dispatch time.
-const USAGE_COLUMNS: &str = "SUM(CASE WHEN status <> ?1 THEN 1 ELSE 0 END),
+/// recorded-CI-result status), then the newest agent run's dispatch time, then the
+/// [`COST_COLUMNS`](super::queries::COST_COLUMNS).
+fn usage_columns() -> String {
+    format!("{USAGE_TOKEN_COLUMNS}, {}", super::queries::COST_COLUMNS)
+}
+
+const USAGE_TOKEN_COLUMNS: &str = "SUM(CASE WHEN status <> ?1 THEN 1 ELSE 0 END),
     COALESCE(SUM(CASE WHEN tokens_measured = 1
                       THEN MAX(total_tokens - cache_read_tokens, 0) END), 0),
     COALESCE(SUM(tokens_measured = 0 AND status <> ?1), 0),
@@ -271,6 +278,7 @@ fn usage_at(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<(IssueUsage
             lower_bound_sessions: r.get(first + 3)?,
             budget_stopped_sessions: r.get(first + 4)?,
             latest_dispatched_at_ms: None,
+            cost: super::queries::cost_at(r, first + 6)?,
         },
         r.get(first + 5)?,
     ))
@@ -288,7 +296,8 @@ fn dated((mut usage, dispatched): (IssueUsage, Option<String>)) -> Result<IssueU
 pub(crate) fn usage_for_issue(conn: &Connection, issue_id: &str) -> Result<IssueUsage, StoreError> {
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT {USAGE_COLUMNS} FROM run_history WHERE issue_id = ?2 GROUP BY issue_id"
+            "SELECT {} FROM run_history WHERE issue_id = ?2 GROUP BY issue_id",
+            usage_columns()
         ))
         .ctx("prepare usage of issue")?;
     let row = st
@@ -307,7 +316,8 @@ pub(crate) fn usage_by_issue(
 ) -> Result<std::collections::HashMap<String, IssueUsage>, StoreError> {
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT issue_id, {USAGE_COLUMNS} FROM run_history GROUP BY issue_id"
+            "SELECT issue_id, {} FROM run_history GROUP BY issue_id",
+            usage_columns()
         ))
         .ctx("prepare usage by issue")?;
     let rows = st

@@ -316,6 +316,13 @@ impl ClaudeParser {
                 out.push(ev);
             }
         }
+        if let Some(usd) = result_cost_usd(v) {
+            out.push(self.event(AgentEventKind::VendorAmount {
+                unit: crate::agent::event::USD_UNIT.to_string(),
+                model: self.model.clone().unwrap_or_default(),
+                amount: usd,
+            }));
+        }
         out
     }
 
@@ -650,4 +657,21 @@ fn tool_error_text(content: Option<&Value>) -> String {
         text = inner.trim();
     }
     head_and_tail(&strip_ansi(text), TOOL_ERROR_BYTES)
+}
+
+/// The US-dollar cost a `result` line reports for its invocation: `total_cost_usd`, else the
+/// sum of `modelUsage.<model>.costUSD`. It is attributed to the model the token figures name,
+/// so it prices the same part of the session those figures fill.
+fn result_cost_usd(v: &Value) -> Option<f64> {
+    let valid = |n: f64| n.is_finite() && n >= 0.0;
+    if let Some(total) = v.get("total_cost_usd").and_then(Value::as_f64) {
+        return valid(total).then_some(total);
+    }
+    let per_model = v.get("modelUsage").and_then(Value::as_object)?;
+    let costs: Vec<f64> = per_model
+        .values()
+        .filter_map(|m| m.get("costUSD").and_then(Value::as_f64))
+        .filter(|n| valid(*n))
+        .collect();
+    (!costs.is_empty()).then(|| costs.iter().sum())
 }

@@ -143,7 +143,8 @@ pub struct AttentionEvidence {
     pub used_sessions: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_sessions: Option<u64>,
-    /// A spend window's estimated spend, whether it is complete, and its ceiling (USD).
+    /// A money budget's or spend window's estimated spend, whether it is complete, and its
+    /// ceiling (USD).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub used_usd: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]

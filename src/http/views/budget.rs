@@ -1,4 +1,4 @@
-//! A `budget_exhausted[]` row: an issue held at its session or token budget.
+//! A `budget_exhausted[]` row: an issue held at its session, token or money budget.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -19,14 +19,16 @@ pub struct BudgetView {
     pub sentences: Sentences,
     /// The pass of the blocked dispatch; `null` when it cannot be dated.
     pub dispatched_at: Option<String>,
-    /// `session_budget` or `token_budget`.
+    /// `session_budget`, `token_budget` or `money_budget`.
     pub reason: String,
     pub used_sessions: Option<u64>,
     pub budget_sessions: Option<u64>,
     pub used_tokens: Option<u64>,
     pub budget_tokens: Option<u64>,
-    pub used_usd: Null,
-    pub used_usd_complete: Null,
+    /// `null` while the money ceiling was not evaluated, or no part of the spend is priced.
+    pub used_usd: Option<f64>,
+    /// `null` while the money ceiling was not evaluated.
+    pub used_usd_complete: Option<bool>,
     pub budget_usd: Option<f64>,
     /// `null` when the issue's spend was not read (no token ceiling).
     pub unmeasured_sessions: Option<u64>,
@@ -49,7 +51,12 @@ impl BudgetView {
         });
         BudgetView {
             issue: IssueFields::of(&b.issue),
-            sentences: wording::budget(b.reason.as_str(), b.used, b.limit).into(),
+            sentences: match (b.reason, b.money) {
+                (BudgetReason::Money, Some(m)) => {
+                    wording::budget_money(m.used_usd, m.complete, m.budget_usd).into()
+                }
+                _ => wording::budget(b.reason.as_str(), b.used, b.limit).into(),
+            },
             dispatched_at: opt_ts(b.dispatched_at_ms),
             reason: b.reason.as_str().to_string(),
             used_sessions: sessions.then_some(b.used),
@@ -59,8 +66,8 @@ impl BudgetView {
                 BudgetReason::Session | BudgetReason::Money => used_tokens,
             },
             budget_tokens: cfg.max_tokens,
-            used_usd: Null,
-            used_usd_complete: Null,
+            used_usd: b.money.and_then(|m| m.used_usd),
+            used_usd_complete: b.money.map(|m| m.complete),
             budget_usd: cfg.max_cost_usd,
             unmeasured_sessions: b.spend.map(|s| s.unmeasured_sessions),
             stopped_in_flight: b.spend.map(|s| s.stopped_in_flight),
@@ -87,6 +94,7 @@ mod tests {
             since_ms: 0,
             dispatched_at_ms: Some(1_000),
             spend,
+            money: None,
         };
         super::super::to_value(&BudgetView::build(&b, &ConfigView::default()))
     }

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::agent::event::USD_UNIT;
 use crate::domain::{OutcomeKind, UnmeasuredCause};
 use crate::store::{IssueTotalsRow, OutcomeRow, RunRecord};
 
@@ -12,7 +13,7 @@ use super::event::EventView;
 use super::issue::IssueStatus;
 use super::running::CostStatus;
 use super::tokens::TokensView;
-use super::{EmptyList, EmptyObject, Null, Sentences, nonempty, opt_ts, stored_json_schema, ts};
+use super::{EmptyObject, Null, Sentences, nonempty, opt_ts, stored_json_schema, ts};
 
 /// The pull request a merged issue ended with.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -122,7 +123,8 @@ pub struct RunView {
     #[schemars(schema_with = "stored_json_schema")]
     pub vendor_amounts: Value,
     pub unmeasured_cause: Option<String>,
-    pub unmeasured_units: EmptyList,
+    /// The units an `amounts_only` run reported, ascending, US dollars included.
+    pub unmeasured_units: Vec<String>,
     pub estimated_cost_usd: Option<f64>,
     pub cost_status: CostStatus,
     #[schemars(schema_with = "stored_json_schema")]
@@ -177,6 +179,37 @@ fn completeness(r: &RunRecord) -> UsageCompleteness {
         _ if r.unaccounted_turns > 0 => UsageCompleteness::LowerBound,
         _ => UsageCompleteness::Complete,
     }
+}
+
+/// The stored amounts without the US-dollar ones, which price parts instead of being listed.
+fn served_vendor_amounts(stored: &Option<Value>) -> Value {
+    match stored {
+        Some(Value::Array(a)) => Value::Array(
+            a.iter()
+                .filter(|v| v.get("unit").and_then(Value::as_str) != Some(USD_UNIT))
+                .cloned()
+                .collect(),
+        ),
+        Some(other) => other.clone(),
+        None => Value::Null,
+    }
+}
+
+/// The distinct units an `amounts_only` run reported, ascending; `[]` for any other run.
+fn unmeasured_units(r: &RunRecord, unmeasured: bool) -> Vec<String> {
+    let amounts_only = r.unmeasured_cause.as_deref() == Some(UnmeasuredCause::AmountsOnly.as_str());
+    let Some(Value::Array(a)) = r
+        .vendor_amounts
+        .as_ref()
+        .filter(|_| unmeasured && amounts_only)
+    else {
+        return Vec::new();
+    };
+    let units: std::collections::BTreeSet<String> = a
+        .iter()
+        .filter_map(|v| v.get("unit").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    units.into_iter().collect()
 }
 
 fn cost_status(r: &RunRecord, unmeasured: bool) -> CostStatus {
@@ -266,14 +299,14 @@ impl RunView {
             uncached_tokens: n(r.uncached_tokens()),
             usage_completeness: completeness,
             usage_provenance: r.usage_provenance.clone().unwrap_or(Value::Null),
-            vendor_amounts: r.vendor_amounts.clone().unwrap_or(Value::Null),
+            vendor_amounts: served_vendor_amounts(&r.vendor_amounts),
             // A run recorded before its cause was kept reads `unknown`, as the totals do.
             unmeasured_cause: unmeasured.then(|| {
                 r.unmeasured_cause
                     .clone()
                     .unwrap_or_else(|| UnmeasuredCause::Unknown.as_str().into())
             }),
-            unmeasured_units: EmptyList,
+            unmeasured_units: unmeasured_units(r, unmeasured),
             estimated_cost_usd: r.estimated_cost_usd,
             cost_status: cost_status(r, unmeasured),
             model_usage: r.model_usage.clone().unwrap_or_else(|| json!([])),
@@ -323,10 +356,10 @@ pub struct IssueTotalsView {
     /// One cause, `unknown` when none was recorded, `mixed` for several; `null` when all runs
     /// were measured.
     pub unmeasured_cause: Option<String>,
-    pub unmeasured_units: EmptyList,
+    pub unmeasured_units: Vec<String>,
     pub vendor_amounts: Vec<VendorAmountView>,
-    pub agent_priced_usd: Null,
-    pub agent_priced_models: EmptyList,
+    pub agent_priced_usd: Option<f64>,
+    pub agent_priced_models: Vec<String>,
 }
 
 impl IssueTotalsView {
@@ -340,27 +373,28 @@ impl IssueTotalsView {
             [one] => Some(one.clone()),
             _ => Some("mixed".to_string()),
         };
-        let cost_status = if t.estimated_cost_usd.is_some() {
-            if complete {
-                CostStatus::Estimated
-            } else {
-                CostStatus::Partial
-            }
-        } else if t.uncached_tokens == 0 && !complete {
-            CostStatus::Unmeasured
-        } else {
-            CostStatus::Unpriced
+        let mut parts = crate::pricing::IssueCostParts {
+            tokens_complete: complete,
+            tokens_known: fig(t.uncached_tokens).is_some(),
+            ..Default::default()
         };
+        t.cost.add_to(&mut parts);
+        let (estimated_cost_usd, cost_status) = parts.total();
+        let amounts_only = cause.as_deref() == Some(UnmeasuredCause::AmountsOnly.as_str());
         IssueTotalsView {
             run_count: t.run_count,
             unmeasured_runs: t.unmeasured_runs,
             tokens: TokensView::each(t.tokens, fig),
             uncached_tokens: fig(t.uncached_tokens),
             tokens_complete: complete,
-            estimated_cost_usd: t.estimated_cost_usd,
-            cost_status,
+            estimated_cost_usd,
+            cost_status: CostStatus::of(cost_status),
             unmeasured_cause: cause,
-            unmeasured_units: EmptyList,
+            unmeasured_units: if amounts_only {
+                t.unmeasured_units.clone()
+            } else {
+                Vec::new()
+            },
             vendor_amounts: t
                 .vendor_amounts
                 .iter()
@@ -371,8 +405,8 @@ impl IssueTotalsView {
                     lower_bound: a.lower_bound,
                 })
                 .collect(),
-            agent_priced_usd: Null,
-            agent_priced_models: EmptyList,
+            agent_priced_usd: t.agent_priced_usd,
+            agent_priced_models: t.agent_priced_models.clone(),
         }
     }
 }

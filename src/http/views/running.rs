@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::agent::{UsageArrival, UsageAttribution};
 use crate::orchestrator::snapshot::{ConfigView, RunningRow};
+use crate::pricing::{CostStatus as PriceStatus, IssueCostParts, RunPrice};
 use crate::store::IssueSpend;
 
 use super::super::wording;
@@ -55,8 +56,7 @@ impl AttributionName {
     }
 }
 
-/// Whether spend has a price. This build has no price table, so a measured figure is
-/// `unpriced`; `estimated` and `partial` come from stored runs that carried a price.
+/// Whether spend has a price (the API's `cost_status` values).
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum CostStatus {
@@ -64,6 +64,17 @@ pub enum CostStatus {
     Partial,
     Unpriced,
     Unmeasured,
+}
+
+impl CostStatus {
+    pub fn of(s: crate::pricing::CostStatus) -> CostStatus {
+        match s {
+            crate::pricing::CostStatus::Estimated => CostStatus::Estimated,
+            crate::pricing::CostStatus::Partial => CostStatus::Partial,
+            crate::pricing::CostStatus::Unpriced => CostStatus::Unpriced,
+            crate::pricing::CostStatus::Unmeasured => CostStatus::Unmeasured,
+        }
+    }
 }
 
 /// The usage arrival of an agent kind.
@@ -160,10 +171,12 @@ pub struct IssueFigures {
     pub used_tokens_complete: bool,
     pub budget_tokens: Option<u64>,
     pub budget_usd: Option<f64>,
-    /// No price table or token rates in this build: always `null`.
-    pub estimated_cost_usd: Null,
+    /// The session's spend so far priced under the rates in force; non-null exactly when
+    /// `cost_status` is `estimated` or `partial`.
+    pub estimated_cost_usd: Option<f64>,
     pub cost_status: CostStatus,
-    pub issue_estimated_cost_usd: Null,
+    /// The costs recorded with the issue's completed sessions plus this session's estimate.
+    pub issue_estimated_cost_usd: Option<f64>,
     pub issue_cost_status: CostStatus,
 }
 
@@ -179,10 +192,12 @@ pub struct StallView {
 }
 
 impl RunningView {
+    /// `price` is the session's live price, `None` when it was not priced.
     pub fn build(
         r: &RunningRow,
         cfg: &ConfigView,
         spend: Option<IssueSpend>,
+        price: Option<&RunPrice>,
         now_ms: i64,
     ) -> RunningView {
         let caps = crate::registry::caps_for_kind(&cfg.agent_kind);
@@ -247,7 +262,7 @@ impl RunningView {
                 tokens_awaited: usage.awaited,
                 api_requests_measured: requests_measured,
             },
-            spend: IssueFigures::build(r, cfg, spend, usage),
+            spend: IssueFigures::build(r, cfg, spend, price, usage),
             stall: StallView::build(r, cfg, now_ms),
         }
     }
@@ -258,6 +273,7 @@ impl IssueFigures {
         r: &RunningRow,
         cfg: &ConfigView,
         spend: Option<IssueSpend>,
+        price: Option<&RunPrice>,
         usage: RowUsage,
     ) -> IssueFigures {
         let session_uncached = r
@@ -278,6 +294,25 @@ impl IssueFigures {
             && r.turns_without_figure == 0;
         let sum = spend.map(|s| s.uncached).unwrap_or(0) + session_uncached;
         let unmeasured = sum == 0 && !complete;
+        let (cost, status) = match price {
+            _ if !usage.measured => (None, PriceStatus::Unmeasured),
+            Some(p) => (p.cost_usd, p.status),
+            None => (None, PriceStatus::Unpriced),
+        };
+        let mut issue = IssueCostParts {
+            tokens_complete: complete,
+            tokens_known: !unmeasured,
+            ..IssueCostParts::default()
+        };
+        if let Some(s) = spend {
+            s.cost.add_to(&mut issue);
+        }
+        issue.add(
+            status,
+            cost,
+            session_uncached > 0 || r.tokens.output_tokens > 0,
+        );
+        let (issue_cost, issue_status) = issue.total();
         IssueFigures {
             used_sessions: spend.map(|s| s.sessions),
             budget_sessions: cfg.max_sessions,
@@ -287,18 +322,10 @@ impl IssueFigures {
             used_tokens_complete: complete,
             budget_tokens: cfg.max_tokens,
             budget_usd: cfg.max_cost_usd,
-            estimated_cost_usd: Null,
-            cost_status: if usage.measured {
-                CostStatus::Unpriced
-            } else {
-                CostStatus::Unmeasured
-            },
-            issue_estimated_cost_usd: Null,
-            issue_cost_status: if unmeasured {
-                CostStatus::Unmeasured
-            } else {
-                CostStatus::Unpriced
-            },
+            estimated_cost_usd: cost,
+            cost_status: CostStatus::of(status),
+            issue_estimated_cost_usd: issue_cost,
+            issue_cost_status: CostStatus::of(issue_status),
         }
     }
 }
@@ -378,6 +405,7 @@ mod tests {
             pending_cleanup: false,
             budget_stop: None,
             tokens_used_before: 0,
+            usage_before: None,
             events: Default::default(),
             workspace_path: None,
             agent_group: None,
@@ -396,7 +424,7 @@ mod tests {
     }
 
     fn running_row(r: &RunningRow, c: &ConfigView, s: Option<IssueSpend>, now: i64) -> Value {
-        super::super::to_value(&RunningView::build(r, c, s, now))
+        super::super::to_value(&RunningView::build(r, c, s, None, now))
     }
 
     #[test]
@@ -432,6 +460,7 @@ mod tests {
             unmeasured: 0,
             uncached: 5000,
             lower_bound: 0,
+            cost: Default::default(),
         };
         let v = running_row(&row(Some(t), 2, 0), &cfg(), Some(spend), 0);
         assert_eq!(v["tokens"]["total_tokens"], 1200);
@@ -476,6 +505,7 @@ mod tests {
             unmeasured: 1,
             uncached: 0,
             lower_bound: 0,
+            cost: Default::default(),
         };
         let v = running_row(&row(Some(t), 1, 0), &cfg(), Some(spend), 0);
         assert_eq!(v["issue_tokens_completed"], Value::Null);

@@ -16,7 +16,7 @@ use super::health::HealthView;
 use super::held::HeldView;
 use super::parked::ParkedView;
 use super::retry::RetryView;
-use super::running::{RunningView, row_usage};
+use super::running::{CostStatus, RunningView, row_usage};
 use super::{EmptyList, IssueFields, ts};
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -67,6 +67,13 @@ pub struct StateDoc {
     /// What needs a person: critical items first, then by `since` (null first), then by id.
     pub attention: Vec<AttentionItemView>,
     pub agent_totals: AgentTotalsView,
+    /// Σ of the running sessions' live estimates; omitted without a rate source and while no
+    /// running, measured session is priced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_estimated_cost_usd: Option<f64>,
+    /// Running, measured sessions no rate prices; present exactly when a rate source is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_unpriced_running: Option<usize>,
     pub rate_limits: BTreeMap<String, super::rate_limits::AgentRateLimitsView>,
     /// The spend windows against their ceilings; omitted while no ceiling is set.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,6 +123,15 @@ fn agent_totals(snap: &Snapshot) -> AgentTotalsView {
     }
 }
 
+/// Σ of the priced running rows' estimates, `None` without a rate source or a priced row.
+fn active_cost(snap: &Snapshot, running: &[RunningView]) -> Option<f64> {
+    let priced: Vec<f64> = running
+        .iter()
+        .filter_map(|r| r.spend.estimated_cost_usd)
+        .collect();
+    (snap.has_rate_source && !priced.is_empty()).then(|| priced.iter().sum())
+}
+
 impl StateDoc {
     /// `spend` holds the completed-session figures of each running issue (`None` when
     /// unreadable); `attention` the current items.
@@ -131,7 +147,10 @@ impl StateDoc {
         let running: Vec<RunningView> = snap
             .running
             .iter()
-            .map(|r| RunningView::build(r, cfg, spend.get(&r.issue.id).copied().flatten(), now))
+            .map(|r| {
+                let s = spend.get(&r.issue.id).copied().flatten();
+                RunningView::build(r, cfg, s, snap.running_cost(&r.dispatch_id), now)
+            })
             .collect();
         let retrying: Vec<RetryView> = snap
             .retrying
@@ -170,6 +189,13 @@ impl StateDoc {
                 parked.iter().map(ActiveSource::from).collect(),
             ),
         ]);
+        let active_estimated_cost_usd = active_cost(snap, &running);
+        let cost_unpriced_running = snap.has_rate_source.then(|| {
+            running
+                .iter()
+                .filter(|r| r.spend.cost_status == CostStatus::Unpriced)
+                .count()
+        });
         StateDoc {
             generated_at: ts(now),
             version: version.to_string(),
@@ -194,6 +220,8 @@ impl StateDoc {
             held,
             attention,
             agent_totals: agent_totals(snap),
+            active_estimated_cost_usd,
+            cost_unpriced_running,
             rate_limits: super::rate_limits::build(&snap.rate_limits, snap.generated_at_ms),
             spend_ceiling: super::spend_ceiling::SpendCeilingView::build(
                 snap.spend_ceiling.as_ref(),

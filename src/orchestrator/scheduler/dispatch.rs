@@ -35,6 +35,11 @@ impl Orchestrator {
         } else {
             0
         };
+        // What earlier runs cost counts against `agent.max_cost_usd`; read once per dispatch.
+        // A failed read stops no session: the pre-dispatch check read the same spend.
+        let usage_before =
+            crate::orchestrator::money_budget::ceiling(self.workflow.config.agent.max_cost_usd)
+                .and_then(|_| persist::usage_for_issue(&self.store, &issue.id).ok());
         self.state.held.remove(&issue.id);
         self.state.outcomes.remove(&issue.id);
         persist::clear_outcome(&self.store, &issue.id);
@@ -90,6 +95,7 @@ impl Orchestrator {
                     pending_cleanup: false,
                     budget_stop: None,
                     tokens_used_before,
+                    usage_before,
                     events: Default::default(),
                     workspace_path: None,
                     agent_group: None,

@@ -8,6 +8,43 @@ use super::*;
 /// within this window without a database write per usage event.
 pub(super) const LIVE_ROW_INTERVAL_MS: i64 = 1_000;
 
+use crate::orchestrator::money_budget;
+use crate::orchestrator::run_error::{BudgetStop, MoneyStop};
+
+/// Stops a session whose issue's estimated cost, with the session's live price, reaches
+/// `agent.max_cost_usd`.
+fn stop_at_money_budget(
+    e: &mut RunningEntry,
+    book: &crate::pricing::RateBook,
+    agent_kind: &str,
+    ceiling: f64,
+) {
+    let Some(before) = e
+        .facts
+        .usage_before
+        .filter(|_| e.facts.budget_stop.is_none())
+    else {
+        return;
+    };
+    let price = crate::orchestrator::session_cost::session_price(&e.facts, agent_kind, book);
+    let (used, _) = money_budget::live_cost(&e.facts, &before, &price);
+    let Some(used_usd) = used.filter(|_| money_budget::reached(used, ceiling)) else {
+        return;
+    };
+    e.facts.budget_stop = Some(BudgetStop::Money(MoneyStop {
+        used_usd,
+        limit_usd: ceiling,
+    }));
+    log::warn!(
+        "money budget reached, stopping session issue_id={} issue_identifier={} used_usd={} budget_usd={}",
+        e.facts.issue.id,
+        e.facts.issue.identifier,
+        used_usd,
+        ceiling
+    );
+    e.handles.cancel.cancel(CancelReason::Budget);
+}
+
 impl Orchestrator {
     pub(super) fn on_agent_event(&mut self, dispatch_id: &str, event: crate::agent::AgentEvent) {
         let max_tokens = self.workflow.config.agent.max_tokens.unwrap_or(0);
@@ -80,10 +117,12 @@ impl Orchestrator {
                 t.cache_write_tokens += usage.cache_write_tokens;
                 let used = e.facts.tokens_used_before + e.facts.tokens.uncached_tokens();
                 if max_tokens > 0 && e.facts.budget_stop.is_none() && used >= max_tokens {
-                    e.facts.budget_stop = Some(crate::orchestrator::run_error::TokenStop {
-                        used,
-                        limit: max_tokens,
-                    });
+                    e.facts.budget_stop = Some(BudgetStop::Tokens(
+                        crate::orchestrator::run_error::TokenStop {
+                            used,
+                            limit: max_tokens,
+                        },
+                    ));
                     log::warn!(
                         "token budget reached, stopping session issue_id={} issue_identifier={} used_tokens={} budget_tokens={}",
                         e.facts.issue.id,
@@ -115,6 +154,18 @@ impl Orchestrator {
                 e.facts.turns_without_figure += 1;
             }
             _ => {}
+        }
+        if matches!(
+            event.kind,
+            AgentEventKind::TokenUsage { .. } | AgentEventKind::VendorAmount { .. }
+        ) && let Some(ceiling) = money_budget::ceiling(self.workflow.config.agent.max_cost_usd)
+        {
+            stop_at_money_budget(
+                e,
+                &self.prices.current(),
+                &self.workflow.config.agent.kind,
+                ceiling,
+            );
         }
         let now = self.clock.now_ms();
         if e.facts.live_row_dirty

@@ -10,7 +10,7 @@ use crate::orchestrator::msg::{ErrorCode, UsageLimit};
 use crate::orchestrator::run_error::{RetryError, RunError};
 
 /// What happens to an issue's claim after its supervisor exited (its run is already recorded).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) enum ExitStep {
     /// Shutdown is draining: nothing is scheduled, the claim ends with the process.
     Nothing,
@@ -261,12 +261,22 @@ impl Orchestrator {
         let on_commit: crate::store::OnCommit = Box::new(move |_| {
             let _ = tx.send(OrchMsg::RunRecorded { dispatch_id });
         });
+        // Priced once, under the rates in force now; the row keeps the figure for good.
+        let price = crate::orchestrator::session_cost::session_price(
+            &entry.facts,
+            &self.workflow.config.agent.kind,
+            &self.prices.current(),
+        );
+        if let Some(usd) = price.cost_usd {
+            self.metrics.estimated_cost(usd);
+        }
         let recorded = persist::record_run_or_keep(
             &self.store,
             &self.workflow,
             entry,
             result,
             status,
+            &price,
             on_commit,
         );
         match recorded {

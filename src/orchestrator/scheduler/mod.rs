@@ -644,7 +644,8 @@ impl Orchestrator {
             self.clock.now_ms(),
             self.started_at_ms,
             self.draining.is_some(),
-        );
+        )
+        .price_running(&self.prices.current());
         self.store_snapshot(snap);
     }
 
@@ -657,7 +658,8 @@ impl Orchestrator {
             .map(|s| Arc::clone(&s))
             .unwrap_or_else(|p| Arc::clone(&p.into_inner()));
         self.state.revision += 1;
-        let snap = Snapshot::with_running(&prev, &self.state, self.clock.now_ms());
+        let snap = Snapshot::with_running(&prev, &self.state, self.clock.now_ms())
+            .price_running(&self.prices.current());
         self.store_snapshot(snap);
     }
 

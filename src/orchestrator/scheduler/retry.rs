@@ -61,8 +61,8 @@ impl Orchestrator {
                 issue.id,
                 issue.identifier,
                 hold.reason,
-                hold.used,
-                hold.limit
+                hold.used_text(),
+                hold.limit_text()
             );
             self.state.budget_held.insert(issue.id.clone(), hold);
             return;
@@ -226,7 +226,9 @@ impl Orchestrator {
         retries: usize,
     ) -> Option<std::collections::HashMap<String, crate::store::IssueUsage>> {
         let cfg = &self.workflow.config.agent;
-        let budgets = cfg.max_tokens.unwrap_or(0) > 0 || cfg.max_sessions.unwrap_or(0) > 0;
+        let budgets = cfg.max_tokens.unwrap_or(0) > 0
+            || cfg.max_sessions.unwrap_or(0) > 0
+            || crate::orchestrator::money_budget::ceiling(cfg.max_cost_usd).is_some();
         if retries < 2 || !budgets {
             return None;
         }

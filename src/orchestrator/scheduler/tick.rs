@@ -263,7 +263,8 @@ impl Orchestrator {
         let cfg = &self.workflow.config.agent;
         let max_tokens = cfg.max_tokens.filter(|l| *l > 0);
         let max_sessions = cfg.max_sessions.filter(|l| *l > 0);
-        if max_tokens.is_none() && max_sessions.is_none() {
+        let max_cost = crate::orchestrator::money_budget::ceiling(cfg.max_cost_usd);
+        if max_tokens.is_none() && max_sessions.is_none() && max_cost.is_none() {
             return Ok(None);
         }
         let usage = match usage {
@@ -289,6 +290,7 @@ impl Orchestrator {
             lower_bound_sessions: count(usage.lower_bound_sessions),
             stopped_in_flight: count(usage.budget_stopped_sessions),
         });
+        let money = max_cost.map(|c| crate::orchestrator::money_budget::hold_money(&usage, c));
         let hold = |reason, used: i64, limit| BudgetHold {
             issue: issue.clone(),
             reason,
@@ -297,7 +299,14 @@ impl Orchestrator {
             since_ms: now,
             dispatched_at_ms: dispatched_at_ms.or(usage.latest_dispatched_at_ms),
             spend,
+            money,
         };
+        // An issue past several ceilings is held for money first, then tokens, then sessions.
+        if let Some(m) = money
+            && crate::orchestrator::money_budget::reached(m.used_usd, m.budget_usd)
+        {
+            return Ok(Some(hold(BudgetReason::Money, 0, 0)));
+        }
         if let Some(limit) = max_tokens
             && usage.uncached_tokens.max(0) as u64 >= limit
         {
@@ -317,7 +326,10 @@ impl Orchestrator {
 
     pub(super) fn rebuild_budget_holds(&mut self, candidates: &[Issue]) {
         let cfg = &self.workflow.config.agent;
-        if cfg.max_tokens.unwrap_or(0) == 0 && cfg.max_sessions.unwrap_or(0) == 0 {
+        if cfg.max_tokens.unwrap_or(0) == 0
+            && cfg.max_sessions.unwrap_or(0) == 0
+            && crate::orchestrator::money_budget::ceiling(cfg.max_cost_usd).is_none()
+        {
             self.state.health.budget_read_failure = None;
             self.replace_budget_holds(std::collections::BTreeMap::new());
             return;
@@ -359,8 +371,8 @@ impl Orchestrator {
                         issue.id,
                         issue.identifier,
                         h.reason,
-                        h.used,
-                        h.limit
+                        h.used_text(),
+                        h.limit_text()
                     );
                 }
                 holds.insert(issue.id.clone(), h);
