@@ -141,7 +141,6 @@ fn ingest_once(dir: &Path, messages: u64) -> Duration {
         template: Arc::new(template),
         load_options: opts,
         metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
-        prices: Default::default(),
         clock,
         prices: Default::default(),
     };

@@ -171,7 +171,6 @@ fn first_tick(
         template: Arc::new(template),
         load_options: opts,
         metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
-        prices: Default::default(),
         clock,
         prices: Default::default(),
     };

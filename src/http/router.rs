@@ -13,8 +13,7 @@ use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, echo, send_error, send_json};
 use super::views::reply::QueueReply;
 use super::{
-    actions, dashboard, issue_detail, openapi, prices, probes, runs, scrape, sse, state_doc,
-    stats,
+    actions, dashboard, issue_detail, openapi, prices, probes, runs, scrape, sse, state_doc, stats,
 };
 
 /// What a path names.

@@ -43,12 +43,6 @@ pub fn duration(ms: i64) -> String {
     }
 }
 
-/// A token count: `950`, `12.5K`, `500K`, `1.5M`.
-/// A US-dollar amount to the cent: `$12.40`.
-pub fn usd(amount: f64) -> String {
-    format!("${amount:.2}")
-}
-
 /// An estimated cost, `at least $X` when it is a lower bound, `not known` when unpriced.
 fn estimated(used: Option<f64>, complete: bool) -> String {
     match used {
@@ -86,6 +80,7 @@ pub fn attention_money(used: Option<f64>, complete: bool, limit: f64) -> Attenti
     }
 }
 
+/// A token count: `950`, `12.5K`, `500K`, `1.5M`.
 pub fn tokens(n: u64) -> String {
     fn scaled(n: u64, unit: u64, suffix: &str) -> String {
         let tenths = n * 10 / unit;
