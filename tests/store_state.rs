@@ -235,20 +235,91 @@ fn sessions_left_running_by_a_killed_process_are_folded_into_the_totals_once() {
     w.upsert_session(live("b", Some("D2"), 50)).unwrap();
     // An ended session (dispatch id cleared at exit) is not lost.
     w.upsert_session(live("c", None, 999)).unwrap();
-    assert_eq!(w.absorb_lost_sessions(5).unwrap(), 2);
+    assert_eq!(w.absorb_lost_sessions(5, Default::default()).unwrap(), 2);
     let t = store.read_conn().unwrap().aggregate_totals().unwrap();
     assert_eq!(
         (t.input_tokens, t.output_tokens, t.dispatches),
         (150, 20, 2)
     );
     // Idempotent: the rows are marked lost and never counted again.
-    assert_eq!(w.absorb_lost_sessions(6).unwrap(), 0);
+    assert_eq!(w.absorb_lost_sessions(6, Default::default()).unwrap(), 0);
     let t = store.read_conn().unwrap().aggregate_totals().unwrap();
     assert_eq!(t.input_tokens, 150);
     let s = store.read_conn().unwrap().session("a").unwrap().unwrap();
     assert_eq!(
         (s.dispatch_id, s.exit_type.as_deref()),
         (None, Some("lost"))
+    );
+}
+
+#[test]
+fn a_lost_session_is_priced_under_the_rates_in_force_as_a_lower_bound() {
+    use sortie::pricing::{ClassRates, RateBook, RateEntry, TokenRates};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&db_path(&dir), clock()).unwrap();
+    let w = store.writer();
+    let lost = |issue: &str, kind: &str, input: i64| SessionMeta {
+        issue_id: issue.into(),
+        identifier: issue.to_uppercase(),
+        session_id: format!("s-{issue}"),
+        agent_kind: kind.into(),
+        model_name: "model-x".into(),
+        input_tokens: input,
+        output_tokens: 100_000,
+        total_tokens: input + 100_000,
+        cache_read_tokens: 200_000,
+        api_request_count: 3,
+        updated_at_ms: 1,
+        dispatch_id: Some(format!("D-{issue}")),
+        ..Default::default()
+    };
+    w.upsert_session(lost("a", "claude-code", 1_000_000))
+        .unwrap();
+    w.upsert_session(lost("b", "codex", 1_000_000)).unwrap();
+    let mut rates = TokenRates::default();
+    let entry = RateEntry {
+        rates: ClassRates {
+            input_per_mtok: Some(3.0),
+            output_per_mtok: Some(15.0),
+            cache_read_per_mtok: Some(0.3),
+            cache_write_per_mtok: None,
+        },
+        per_kind: true,
+    };
+    rates.entries.insert("claude-code".into(), entry);
+    let book = std::sync::Arc::new(RateBook::new(rates, Vec::new()));
+    assert_eq!(w.absorb_lost_sessions(5, book.clone()).unwrap(), 2);
+    let page = store
+        .read_conn()
+        .unwrap()
+        .list_runs(&Default::default(), None, 10)
+        .unwrap();
+    let run = |id: &str| page.runs.iter().find(|r| r.issue_id == id).unwrap().clone();
+    // 800k uncached input at $3, 200k cache reads at $0.3, 100k output at $15 (per million).
+    let a = run("a");
+    let expected = 0.8 * 3.0 + 0.2 * 0.3 + 0.1 * 15.0;
+    assert!(
+        (a.estimated_cost_usd.unwrap() - expected).abs() < 1e-9,
+        "{a:?}"
+    );
+    assert_eq!(
+        a.cost_status, "partial",
+        "a killed session's figures are a lower bound"
+    );
+    assert_eq!(a.price_source, "operator");
+    assert_eq!(a.rates_version, book.version());
+    let usage = a.model_usage.unwrap();
+    assert_eq!(usage[0]["model"], "model-x");
+    assert_eq!(usage[0]["cost_status"], "estimated");
+    // No rate prices the other kind's model: recorded unpriced, its classes named.
+    let b = run("b");
+    assert_eq!(
+        (b.cost_status.as_str(), b.estimated_cost_usd),
+        ("unpriced", None)
+    );
+    assert_eq!(
+        b.model_usage.unwrap()[0]["unrated_classes"],
+        serde_json::json!(["input", "output", "cache_read"])
     );
 }
 
@@ -344,7 +415,11 @@ fn a_lost_session_becomes_an_interrupted_run_that_budgets_count_and_is_recovered
         ..Default::default()
     })
     .unwrap();
-    assert_eq!(w.absorb_lost_sessions(T0 + 1_000).unwrap(), 1);
+    assert_eq!(
+        w.absorb_lost_sessions(T0 + 1_000, Default::default())
+            .unwrap(),
+        1
+    );
     let read = store.read_conn().unwrap();
     // The run counts toward `max_sessions` and `max_tokens` like any finished one.
     assert_eq!(read.count_runs_for_issue("a").unwrap(), 1);
@@ -365,7 +440,11 @@ fn a_lost_session_becomes_an_interrupted_run_that_budgets_count_and_is_recovered
     );
     w.session_recovered("a").unwrap();
     assert!(w.interrupted_sessions().unwrap().is_empty());
-    assert_eq!(w.absorb_lost_sessions(T0 + 2_000).unwrap(), 0);
+    assert_eq!(
+        w.absorb_lost_sessions(T0 + 2_000, Default::default())
+            .unwrap(),
+        0
+    );
     assert_eq!(
         store
             .read_conn()

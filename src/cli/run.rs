@@ -177,8 +177,28 @@ fn run_daemon(
         Ok(a) => a,
         Err(e) => return fail(e),
     };
+    // The rates in force before anything is priced (the lost sessions below first): the
+    // workflow's token_rates, the table settings, then the copies kept by the previous process.
+    let prices = crate::pricing::PriceBoard::default();
+    prices.set_token_rates(wf.config.token_rates.clone());
+    prices.apply_settings(wf.config.price_table.clone(), clock.now_ms());
+    let price_fetch = crate::pricing::fetch::StopFlag::default();
+    if let Err(e) = crate::pricing::fetch::spawn(
+        prices.clone(),
+        clock.clone(),
+        crate::store::PriceCache::new(store.writer()),
+        price_fetch.clone(),
+    ) {
+        log::warn!(
+            "price table downloads not started error={:?}",
+            e.to_string()
+        );
+    }
     // Sessions a killed process left running count toward the totals before anything reads them.
-    match store.writer().absorb_lost_sessions(clock.now_ms()) {
+    match store
+        .writer()
+        .absorb_lost_sessions(clock.now_ms(), prices.current())
+    {
         Ok(0) => {}
         Ok(n) => {
             log::warn!("sessions lost with the previous process recorded in the totals count={n}")
@@ -198,22 +218,6 @@ fn run_daemon(
         });
     let metrics = Arc::new(crate::metrics::Metrics::new(&seed));
     let workflow_path = wf.path.clone();
-    // The price tables in force before the orchestrator prices anything: the settings, then
-    // the copies kept by the previous process.
-    let prices = crate::pricing::PriceBoard::default();
-    prices.apply_settings(wf.config.price_table.clone(), clock.now_ms());
-    let price_fetch = crate::pricing::fetch::StopFlag::default();
-    if let Err(e) = crate::pricing::fetch::spawn(
-        prices.clone(),
-        clock.clone(),
-        crate::store::PriceCache::new(store.writer()),
-        price_fetch.clone(),
-    ) {
-        log::warn!(
-            "price table downloads not started error={:?}",
-            e.to_string()
-        );
-    }
     let (orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
         workflow: Arc::new(wf),
         template: Arc::new(template),

@@ -429,34 +429,13 @@ fn usage_facts(
         }
     });
     run.model_usage = Some(serde_json::Value::Array(
-        price.parts.iter().filter_map(model_usage_element).collect(),
+        price
+            .parts
+            .iter()
+            .filter_map(PartPrice::model_usage_element)
+            .collect(),
     ));
     run
-}
-
-/// One model's priced part as a `model_usage` element; `None` for spend reported only as a
-/// total, which has no split to list.
-fn model_usage_element(p: &PartPrice) -> Option<serde_json::Value> {
-    let t = &p.tokens;
-    if t.input_tokens == 0 && t.output_tokens == 0 {
-        return None;
-    }
-    let unrated: Vec<&str> = p.unrated_classes.iter().map(|c| c.as_str()).collect();
-    Some(serde_json::json!({
-        "model": p.model,
-        "tokens": {
-            "input_tokens": t.input_tokens,
-            "output_tokens": t.output_tokens,
-            "total_tokens": t.input_tokens + t.output_tokens,
-            "cache_read_tokens": t.cache_read_tokens,
-            "cache_write_tokens": t.cache_write_tokens,
-        },
-        "uncached_tokens": (t.input_tokens + t.output_tokens).saturating_sub(t.cache_read_tokens),
-        "estimated_cost_usd": p.cost_usd,
-        "cost_status": p.status.as_str(),
-        "unrated_classes": unrated,
-        "price_source": p.price_source.map(|s| s.as_str()),
-    }))
 }
 
 /// What a run's exit records: the error text, the declared outcome and the agent's statement.
@@ -637,39 +616,5 @@ fn session_meta(
         recovery_pending: false,
         exit_type,
         dispatch_id,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::agent::TokenUsage;
-    use crate::pricing::{CostStatus, PriceSource, TokenClass};
-
-    fn part(tokens: TokenUsage) -> PartPrice {
-        PartPrice {
-            model: "m".into(),
-            tokens,
-            cost_usd: Some(0.5),
-            status: CostStatus::Partial,
-            unrated_classes: vec![TokenClass::CacheWrite],
-            price_source: Some(PriceSource::Operator),
-        }
-    }
-
-    #[test]
-    fn a_model_usage_element_carries_the_part_price_and_spend_only_as_a_total_lists_none() {
-        let v = model_usage_element(&part(TokenUsage::new(100, 10, 40, 5))).unwrap();
-        assert_eq!(v["tokens"]["total_tokens"], 110);
-        assert_eq!(v["uncached_tokens"], 70);
-        assert_eq!(v["estimated_cost_usd"], 0.5);
-        assert_eq!(v["cost_status"], "partial");
-        assert_eq!(v["unrated_classes"], serde_json::json!(["cache_write"]));
-        assert_eq!(v["price_source"], "operator");
-        let total_only = TokenUsage {
-            total_tokens: 50,
-            ..TokenUsage::default()
-        };
-        assert_eq!(model_usage_element(&part(total_only)), None);
     }
 }

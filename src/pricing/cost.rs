@@ -115,6 +115,33 @@ pub struct RunPrice {
     pub rates_version: String,
 }
 
+impl PartPrice {
+    /// The part as a run's stored `model_usage` element; `None` for spend reported only as a
+    /// total, which has no split to list.
+    pub fn model_usage_element(&self) -> Option<serde_json::Value> {
+        let t = &self.tokens;
+        if t.input_tokens == 0 && t.output_tokens == 0 {
+            return None;
+        }
+        let unrated: Vec<&str> = self.unrated_classes.iter().map(|c| c.as_str()).collect();
+        Some(serde_json::json!({
+            "model": self.model,
+            "tokens": {
+                "input_tokens": t.input_tokens,
+                "output_tokens": t.output_tokens,
+                "total_tokens": t.input_tokens + t.output_tokens,
+                "cache_read_tokens": t.cache_read_tokens,
+                "cache_write_tokens": t.cache_write_tokens,
+            },
+            "uncached_tokens": (t.input_tokens + t.output_tokens).saturating_sub(t.cache_read_tokens),
+            "estimated_cost_usd": self.cost_usd,
+            "cost_status": self.status.as_str(),
+            "unrated_classes": unrated,
+            "price_source": self.price_source.map(|s| s.as_str()),
+        }))
+    }
+}
+
 /// Tokens of each class as billed: input without its cache parts, then the other three.
 fn billed(t: &TokenUsage) -> [(TokenClass, u64); 4] {
     let uncached = t
@@ -286,6 +313,35 @@ mod tests {
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-12)
+    }
+
+    fn part(tokens: TokenUsage) -> PartPrice {
+        PartPrice {
+            model: "m".into(),
+            tokens,
+            cost_usd: Some(0.5),
+            status: CostStatus::Partial,
+            unrated_classes: vec![TokenClass::CacheWrite],
+            price_source: Some(PriceSource::Operator),
+        }
+    }
+
+    #[test]
+    fn a_model_usage_element_carries_the_part_price_and_spend_only_as_a_total_lists_none() {
+        let v = part(TokenUsage::new(100, 10, 40, 5))
+            .model_usage_element()
+            .unwrap();
+        assert_eq!(v["tokens"]["total_tokens"], 110);
+        assert_eq!(v["uncached_tokens"], 70);
+        assert_eq!(v["estimated_cost_usd"], 0.5);
+        assert_eq!(v["cost_status"], "partial");
+        assert_eq!(v["unrated_classes"], serde_json::json!(["cache_write"]));
+        assert_eq!(v["price_source"], "operator");
+        let total_only = TokenUsage {
+            total_tokens: 50,
+            ..TokenUsage::default()
+        };
+        assert_eq!(part(total_only).model_usage_element(), None);
     }
 
     #[test]

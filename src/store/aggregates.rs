@@ -110,7 +110,11 @@ pub const INTERRUPTED_ERROR: &str = "interrupted: sortie restarted";
 /// `/api/v1/runs`, and served totals never fall below what the killed process had counted. The
 /// row is marked `lost` with `recovery_pending` set, so the warm start stops its processes and
 /// it is never recorded twice. Returns how many sessions were recorded.
-pub(crate) fn absorb_lost_sessions(conn: &Connection, now_ms: i64) -> Result<i64, StoreError> {
+pub(crate) fn absorb_lost_sessions(
+    conn: &Connection,
+    now_ms: i64,
+    book: &crate::pricing::RateBook,
+) -> Result<i64, StoreError> {
     let tx = conn
         .unchecked_transaction()
         .ctx("begin absorbing lost sessions")?;
@@ -122,7 +126,7 @@ pub(crate) fn absorb_lost_sessions(conn: &Connection, now_ms: i64) -> Result<i64
         return Ok(0);
     }
     for s in &lost {
-        let run = interrupted_run(s, now_ms);
+        let run = interrupted_run(s, now_ms, book);
         runs::insert(&tx, &run)?;
         add_run(&tx, &run, now_ms)?;
     }
@@ -136,12 +140,15 @@ pub(crate) fn absorb_lost_sessions(conn: &Connection, now_ms: i64) -> Result<i64
     Ok(lost.len() as i64)
 }
 
-/// The run row of a session killed with its process.
-fn interrupted_run(s: &SessionMeta, now_ms: i64) -> RunRecord {
+/// The run row of a session killed with its process, priced under `book` like any run that
+/// ends: its figures are a lower bound (the process died mid-turn) and, the session row keeping
+/// no split by model, they form one part under the model it reported.
+fn interrupted_run(s: &SessionMeta, now_ms: i64, book: &crate::pricing::RateBook) -> RunRecord {
     // Unmeasured figures are stored as 0, so any figure or request means measured.
     let measured =
         s.api_request_count > 0 || s.input_tokens > 0 || s.output_tokens > 0 || s.total_tokens > 0;
     let started = s.started_at_ms.unwrap_or(s.updated_at_ms);
+    let price = lost_session_price(s, measured, book);
     RunRecord {
         issue_id: s.issue_id.clone(),
         identifier: s.identifier.clone(),
@@ -163,8 +170,13 @@ fn interrupted_run(s: &SessionMeta, now_ms: i64) -> RunRecord {
         dispatch_id: s.dispatch_id.clone(),
         session_id: (!s.session_id.is_empty()).then(|| s.session_id.clone()),
         usage_completeness: if measured { "partial" } else { "unmeasured" }.into(),
-        cost_status: "unpriced".into(),
-        // The session row keeps no split by model, so no per-model spend is recorded.
+        estimated_cost_usd: price.cost_usd,
+        cost_status: price.status.as_str().into(),
+        price_source: price
+            .price_source
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_default(),
+        rates_version: price.rates_version.clone(),
         usage_provenance: serde_json::to_value(
             crate::registry::caps_for_kind(&s.agent_kind)
                 .map(|c| c.provenance(measured))
@@ -174,9 +186,43 @@ fn interrupted_run(s: &SessionMeta, now_ms: i64) -> RunRecord {
         vendor_amounts: Some(serde_json::json!([])),
         unmeasured_cause: (!measured)
             .then(|| RunStatus::Cancelled.unmeasured_cause().as_str().into()),
-        model_usage: Some(serde_json::json!([])),
+        model_usage: Some(serde_json::Value::Array(
+            price
+                .parts
+                .iter()
+                .filter_map(crate::pricing::PartPrice::model_usage_element)
+                .collect(),
+        )),
         ..RunRecord::new(RunStatus::Cancelled)
     }
+}
+
+fn lost_session_price(
+    s: &SessionMeta,
+    measured: bool,
+    book: &crate::pricing::RateBook,
+) -> crate::pricing::RunPrice {
+    use crate::pricing::UsageCompleteness;
+    let tokens = crate::agent::TokenUsage {
+        input_tokens: s.input_tokens.max(0) as u64,
+        output_tokens: s.output_tokens.max(0) as u64,
+        total_tokens: s.total_tokens.max(0) as u64,
+        cache_read_tokens: s.cache_read_tokens.max(0) as u64,
+        cache_write_tokens: s.cache_write_tokens.max(0) as u64,
+    };
+    let completeness = if measured {
+        UsageCompleteness::LowerBound
+    } else {
+        UsageCompleteness::Unmeasured
+    };
+    let parts = [(s.model_name.clone(), tokens)];
+    book.price_run(
+        &s.agent_kind,
+        completeness,
+        &tokens,
+        &parts,
+        &Default::default(),
+    )
 }
 
 /// The counters; zeros when nothing was ever recorded.

@@ -218,8 +218,12 @@ impl WriterHandle {
     }
     /// Folds sessions left running by a killed process into the counters (see
     /// `aggregates::absorb_lost_sessions`); returns how many there were.
-    pub fn absorb_lost_sessions(&self, now_ms: i64) -> Result<i64, StoreError> {
-        self.query(move |c| super::aggregates::absorb_lost_sessions(c, now_ms))
+    pub fn absorb_lost_sessions(
+        &self,
+        now_ms: i64,
+        book: std::sync::Arc<crate::pricing::RateBook>,
+    ) -> Result<i64, StoreError> {
+        self.query(move |c| super::aggregates::absorb_lost_sessions(c, now_ms, &book))
     }
     /// Saves a session row and returns once it is committed (the dispatch's row, which must be
     /// on record before the agent is spawned).
