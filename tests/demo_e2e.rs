@@ -55,6 +55,25 @@ fn the_demo_hands_off_retries_and_respects_the_blocked_issue() {
         );
         assert!(dir.join("workspaces").join(ident).join("NOTES.md").exists());
     }
+    // The demo's illustrative token_rates price every run: its frozen cost is its tokens at
+    // $3 / $15 / $0.30 per million (input without cache reads, output, cache reads).
+    let run = wait_for("DEMO-1's run recorded", Duration::from_secs(30), || {
+        let body = d.get_ok("/api/v1/runs?issue=DEMO-1")?;
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        v["runs"].as_array()?.first().cloned()
+    });
+    assert_eq!(run["cost_status"], "estimated", "{run}");
+    let t = &run["tokens"];
+    let n = |k: &str| t[k].as_f64().unwrap();
+    let expected = ((n("input_tokens") - n("cache_read_tokens")) * 3.0
+        + n("cache_read_tokens") * 0.3
+        + n("output_tokens") * 15.0)
+        / 1e6;
+    let cost = run["estimated_cost_usd"].as_f64().unwrap();
+    assert!(
+        expected > 0.0 && (cost - expected).abs() < 1e-9,
+        "{cost} vs {expected}"
+    );
     // DEMO-4 stays blocked by DEMO-7 and is never dispatched.
     assert_eq!(file_state(&dir, "DEMO-4"), "To Do");
     assert!(!dir.join("workspaces/DEMO-4").exists());

@@ -150,8 +150,14 @@ impl Orchestrator {
                     event.at_ms,
                 );
             }
-            k if k.is_terminal() && !e.facts.turn_had_usage => {
-                e.facts.turns_without_figure += 1;
+            // A turn's events reach this thread in order, its figures before its end, so the
+            // end settles the turn and the next one starts unfigured. (`TurnStarted` comes from
+            // the supervisor on another path and can overtake the previous turn's end.)
+            k if k.is_terminal() => {
+                if !e.facts.turn_had_usage {
+                    e.facts.turns_without_figure += 1;
+                }
+                e.facts.turn_had_usage = false;
             }
             _ => {}
         }

@@ -518,7 +518,6 @@ impl Orchestrator {
             OrchMsg::TurnStarted { dispatch_id, turn } => {
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {
                     e.facts.turn = turn;
-                    e.facts.turn_had_usage = false;
                 }
             }
             OrchMsg::Exit(result) => self.on_exit(*result),
