@@ -260,7 +260,7 @@ vocabulary! {
     BudgetReason {
         Session = "session_budget",
         Token = "token_budget",
-        /// Named by the API's wording; this build does not price runs.
+        /// `agent.max_cost_usd`: the estimated cost reached its ceiling.
         Money = "money_budget",
     }
 }
