@@ -14,7 +14,7 @@ use crate::store::{
     StoredEvent,
 };
 
-use crate::pricing::{PartPrice, RunPrice};
+use crate::pricing::RunPrice;
 
 use super::agent_holds::UsageHold;
 use super::msg::{SupervisorExit, SupervisorResult};
@@ -367,14 +367,11 @@ fn run_write(
         } else {
             "complete".into()
         },
-        estimated_cost_usd: price.cost_usd,
-        cost_status: price.status.as_str().into(),
-        price_source: price
-            .price_source
-            .map(|s| s.as_str().to_string())
-            .unwrap_or_default(),
-        rates_version: price.rates_version.clone(),
-        ..usage_facts(e, &wf.config.agent.kind, price, RunRecord::new(status))
+        ..usage_facts(
+            e,
+            &wf.config.agent.kind,
+            RunRecord::new(status).with_price(price),
+        )
     };
     let events = stored_events(e);
     // Always written, so the exit clears the dispatch id the live row carried (a row that
@@ -395,14 +392,9 @@ fn run_write(
 
 /// What a run records about where its usage came from: provenance, the amounts the agent
 /// reported (ordered by unit, then model: the map's order; US-dollar amounts are kept for the
-/// record and left out of the served `vendor_amounts`), the cause of a missing figure, and the
-/// spend per model as priced.
-fn usage_facts(
-    e: &RunningEntry,
-    agent_kind: &str,
-    price: &RunPrice,
-    mut run: RunRecord,
-) -> RunRecord {
+/// record and left out of the served `vendor_amounts`), and the cause of a
+/// missing figure (the spend per model comes with the price).
+fn usage_facts(e: &RunningEntry, agent_kind: &str, mut run: RunRecord) -> RunRecord {
     let measured = e.facts.tokens_measured;
     let caps = crate::registry::caps_for_kind(agent_kind);
     let provenance = caps.map(|c| c.provenance(measured)).unwrap_or_default();
@@ -428,13 +420,6 @@ fn usage_facts(
             crate::domain::UnmeasuredCause::AmountsOnly.as_str().into()
         }
     });
-    run.model_usage = Some(serde_json::Value::Array(
-        price
-            .parts
-            .iter()
-            .filter_map(PartPrice::model_usage_element)
-            .collect(),
-    ));
     run
 }
 

@@ -15,7 +15,7 @@ use super::class::TokenClass;
 use crate::agent::event::TokenUsage;
 
 /// The API's `cost_status` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CostStatus {
     Estimated,

@@ -170,13 +170,6 @@ fn interrupted_run(s: &SessionMeta, now_ms: i64, book: &crate::pricing::RateBook
         dispatch_id: s.dispatch_id.clone(),
         session_id: (!s.session_id.is_empty()).then(|| s.session_id.clone()),
         usage_completeness: if measured { "partial" } else { "unmeasured" }.into(),
-        estimated_cost_usd: price.cost_usd,
-        cost_status: price.status.as_str().into(),
-        price_source: price
-            .price_source
-            .map(|p| p.as_str().to_string())
-            .unwrap_or_default(),
-        rates_version: price.rates_version.clone(),
         usage_provenance: serde_json::to_value(
             crate::registry::caps_for_kind(&s.agent_kind)
                 .map(|c| c.provenance(measured))
@@ -186,14 +179,7 @@ fn interrupted_run(s: &SessionMeta, now_ms: i64, book: &crate::pricing::RateBook
         vendor_amounts: Some(serde_json::json!([])),
         unmeasured_cause: (!measured)
             .then(|| RunStatus::Cancelled.unmeasured_cause().as_str().into()),
-        model_usage: Some(serde_json::Value::Array(
-            price
-                .parts
-                .iter()
-                .filter_map(crate::pricing::PartPrice::model_usage_element)
-                .collect(),
-        )),
-        ..RunRecord::new(RunStatus::Cancelled)
+        ..RunRecord::new(RunStatus::Cancelled).with_price(&price)
     }
 }
 

@@ -77,6 +77,26 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// The run with its frozen price: cost, status, source, rates version and the priced
+    /// `model_usage` elements.
+    pub fn with_price(mut self, price: &crate::pricing::RunPrice) -> RunRecord {
+        self.estimated_cost_usd = price.cost_usd;
+        self.cost_status = price.status.as_str().into();
+        self.price_source = price
+            .price_source
+            .map(|s| s.as_str().to_string())
+            .unwrap_or_default();
+        self.rates_version = price.rates_version.clone();
+        self.model_usage = Some(serde_json::Value::Array(
+            price
+                .parts
+                .iter()
+                .filter_map(crate::pricing::PartPrice::model_usage_element)
+                .collect(),
+        ));
+        self
+    }
+
     /// A run with `status` and every other field unset (empty, zero, `None`, `false`).
     pub fn new(status: RunStatus) -> RunRecord {
         RunRecord {

@@ -388,7 +388,7 @@ impl IssueTotalsView {
             uncached_tokens: fig(t.uncached_tokens),
             tokens_complete: complete,
             estimated_cost_usd,
-            cost_status: CostStatus::of(cost_status),
+            cost_status,
             unmeasured_cause: cause,
             unmeasured_units: if amounts_only {
                 t.unmeasured_units.clone()

@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use crate::agent::{UsageArrival, UsageAttribution};
 use crate::orchestrator::snapshot::{ConfigView, RunningRow};
-use crate::pricing::{CostStatus as PriceStatus, IssueCostParts, RunPrice};
+pub use crate::pricing::CostStatus;
+use crate::pricing::{IssueCostParts, RunPrice};
 use crate::store::IssueSpend;
 
 use super::super::wording;
@@ -52,27 +53,6 @@ impl AttributionName {
             Some(UsageAttribution::SessionTotal) => AttributionName::SessionTotal,
             Some(UsageAttribution::None) => AttributionName::None,
             None => AttributionName::Unknown,
-        }
-    }
-}
-
-/// Whether spend has a price (the API's `cost_status` values).
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum CostStatus {
-    Estimated,
-    Partial,
-    Unpriced,
-    Unmeasured,
-}
-
-impl CostStatus {
-    pub fn of(s: crate::pricing::CostStatus) -> CostStatus {
-        match s {
-            crate::pricing::CostStatus::Estimated => CostStatus::Estimated,
-            crate::pricing::CostStatus::Partial => CostStatus::Partial,
-            crate::pricing::CostStatus::Unpriced => CostStatus::Unpriced,
-            crate::pricing::CostStatus::Unmeasured => CostStatus::Unmeasured,
         }
     }
 }
@@ -295,9 +275,9 @@ impl IssueFigures {
         let sum = spend.map(|s| s.uncached).unwrap_or(0) + session_uncached;
         let unmeasured = sum == 0 && !complete;
         let (cost, status) = match price {
-            _ if !usage.measured => (None, PriceStatus::Unmeasured),
+            _ if !usage.measured => (None, CostStatus::Unmeasured),
             Some(p) => (p.cost_usd, p.status),
-            None => (None, PriceStatus::Unpriced),
+            None => (None, CostStatus::Unpriced),
         };
         let mut issue = IssueCostParts {
             tokens_complete: complete,
@@ -323,9 +303,9 @@ impl IssueFigures {
             budget_tokens: cfg.max_tokens,
             budget_usd: cfg.max_cost_usd,
             estimated_cost_usd: cost,
-            cost_status: CostStatus::of(status),
+            cost_status: status,
             issue_estimated_cost_usd: issue_cost,
-            issue_cost_status: CostStatus::of(issue_status),
+            issue_cost_status: issue_status,
         }
     }
 }

@@ -31,17 +31,31 @@ fn stop_at_money_budget(
     let Some(used_usd) = used.filter(|_| money_budget::reached(used, ceiling)) else {
         return;
     };
-    e.facts.budget_stop = Some(BudgetStop::Money(MoneyStop {
+    let stop = BudgetStop::Money(MoneyStop {
         used_usd,
         limit_usd: ceiling,
-    }));
+    });
+    stop_at_budget(e, stop);
+}
+
+/// Records the budget that stops the session, with its figures, and cancels the session.
+fn stop_at_budget(e: &mut RunningEntry, stop: BudgetStop) {
+    let (used, limit) = match stop {
+        BudgetStop::Tokens(t) => (
+            format!("used_tokens={}", t.used),
+            format!("budget_tokens={}", t.limit),
+        ),
+        BudgetStop::Money(m) => (
+            format!("used_usd={}", m.used_usd),
+            format!("budget_usd={}", m.limit_usd),
+        ),
+    };
     log::warn!(
-        "money budget reached, stopping session issue_id={} issue_identifier={} used_usd={} budget_usd={}",
+        "budget reached, stopping session issue_id={} issue_identifier={} {used} {limit}",
         e.facts.issue.id,
         e.facts.issue.identifier,
-        used_usd,
-        ceiling
     );
+    e.facts.budget_stop = Some(stop);
     e.handles.cancel.cancel(CancelReason::Budget);
 }
 
@@ -117,20 +131,11 @@ impl Orchestrator {
                 t.cache_write_tokens += usage.cache_write_tokens;
                 let used = e.facts.tokens_used_before + e.facts.tokens.uncached_tokens();
                 if max_tokens > 0 && e.facts.budget_stop.is_none() && used >= max_tokens {
-                    e.facts.budget_stop = Some(BudgetStop::Tokens(
-                        crate::orchestrator::run_error::TokenStop {
-                            used,
-                            limit: max_tokens,
-                        },
-                    ));
-                    log::warn!(
-                        "token budget reached, stopping session issue_id={} issue_identifier={} used_tokens={} budget_tokens={}",
-                        e.facts.issue.id,
-                        e.facts.issue.identifier,
+                    let stop = crate::orchestrator::run_error::TokenStop {
                         used,
-                        max_tokens
-                    );
-                    e.handles.cancel.cancel(CancelReason::Budget);
+                        limit: max_tokens,
+                    };
+                    stop_at_budget(e, BudgetStop::Tokens(stop));
                 }
             }
             AgentEventKind::VendorAmount {
