@@ -194,7 +194,7 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
     let setup = Setup::new(&mock_workflow(&fake, "  turn_delay_ms: 10\n"), "[]");
     let d = setup.start(&[("GITHUB_TOKEN", TOKEN)]);
     let s = d.wait_state("a first good poll", WAIT, |s| {
-        s["health"]["poll"]["status"] == "pass"
+        s["health"]["poll"]["outcome"] == "succeeded"
     });
     let tracker = &s["health"]["tracker"];
     assert_eq!(tracker["kind"], "github", "{tracker}");
@@ -245,7 +245,7 @@ fn a_429_read_is_not_retried_before_its_retry_after() {
     let setup = Setup::new(&mock_workflow(&fake, "  turn_delay_ms: 10\n"), "[]");
     let d = setup.start(&[("GITHUB_TOKEN", TOKEN)]);
     d.wait_state("a first good poll", WAIT, |s| {
-        s["health"]["poll"]["status"] == "pass"
+        s["health"]["poll"]["outcome"] == "succeeded"
     });
     let path = "/repos/owner/repo/issues";
     let start = fake.requests("GET", path).len();

@@ -179,7 +179,7 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
     let setup = Setup::new(&mock_workflow(&fake, "  turn_delay_ms: 10\n"), "[]");
     let d = setup.start(&[("JIRA_API_TOKEN", &key())]);
     d.wait_state("a first good poll", WAIT, |s| {
-        s["health"]["poll"]["status"] == "pass"
+        s["health"]["poll"]["outcome"] == "succeeded"
     });
     let captcha = Fault::Status(
         Reply::json(401, &serde_json::json!({"errorMessages": ["denied"]}))
@@ -227,7 +227,7 @@ fn a_429_read_is_not_retried_before_its_retry_after() {
     let setup = Setup::new(&mock_workflow(&fake, "  turn_delay_ms: 10\n"), "[]");
     let d = setup.start(&[("JIRA_API_TOKEN", &key())]);
     d.wait_state("a first good poll", WAIT, |s| {
-        s["health"]["poll"]["status"] == "pass"
+        s["health"]["poll"]["outcome"] == "succeeded"
     });
     let start = fake.requests("GET", SEARCH).len();
     fake.push_fault("GET", SEARCH, Fault::too_many_requests(2));
