@@ -316,6 +316,93 @@ impl SpendWindow {
 }
 
 vocabulary! {
+    /// A pull-request reaction kind (a `pending_reactions` row's `kind`, a retry's
+    /// `reaction_kind`), in the reference's sort order for rows of one issue.
+    ReactionKind {
+        /// CI checks failing on the pull request's head.
+        Ci = "ci",
+        /// Actionable review comments from people.
+        Review = "review",
+        /// Actionable review comments from the configured bot accounts.
+        BotReview = "bot-review",
+        /// Merge the pull request once it is mergeable (and CI passes, if required).
+        Merge = "merge",
+        /// The pull request conflicts with its base.
+        MergeConflict = "merge-conflict",
+        /// A person added the review label.
+        LabelReview = "label-review",
+        /// A person added the fix label.
+        LabelFix = "label-fix",
+        /// The pull request merged: move the issue to its target state.
+        MergeCompletion = "merge-completion",
+    }
+}
+
+impl ReactionKind {
+    /// The key under `reactions` in WORKFLOW.md that configures the kind.
+    pub const fn config_key(self) -> &'static str {
+        match self {
+            ReactionKind::Ci => "ci_failure",
+            ReactionKind::Review => "review_comments",
+            ReactionKind::BotReview => "bot_review",
+            ReactionKind::Merge => "auto_merge",
+            ReactionKind::MergeConflict => "merge_conflicts",
+            ReactionKind::LabelReview | ReactionKind::LabelFix => "label_commands",
+            ReactionKind::MergeCompletion => "merge_completion",
+        }
+    }
+
+    /// Whether the kind dispatches agent runs (fix, rebase or label sessions).
+    pub const fn dispatches_runs(self) -> bool {
+        !matches!(self, ReactionKind::Merge | ReactionKind::MergeCompletion)
+    }
+
+    /// Whether the kind can escalate (label commands never do).
+    pub const fn escalates(self) -> bool {
+        !matches!(self, ReactionKind::LabelReview | ReactionKind::LabelFix)
+    }
+}
+
+vocabulary! {
+    /// Why a pending reaction waits for its next check (`pending_reactions[].wait`).
+    ReactionWait {
+        PollInterval = "poll_interval",
+        Debounce = "debounce",
+        Backoff = "backoff",
+        RetrySlot = "retry_slot",
+        Triage = "triage",
+    }
+}
+
+vocabulary! {
+    /// Why a reaction's standing escalation began (`escalation_trigger`).
+    EscalationTrigger {
+        BudgetExhausted = "budget_exhausted",
+        Triage = "triage",
+        Refused = "refused",
+        MissingMergeCommit = "missing_merge_commit",
+    }
+}
+
+vocabulary! {
+    /// How a reaction escalates (`reactions.<key>.escalation`); unset reads `none`.
+    EscalationMode {
+        Label = "label",
+        Comment = "comment",
+        None = "none",
+    }
+}
+
+vocabulary! {
+    /// A CI verdict over a pull request head's check runs (`last_check.status`).
+    CiStatus {
+        Passing = "passing",
+        Pending = "pending",
+        Failing = "failing",
+    }
+}
+
+vocabulary! {
     /// How an issue's latest work ended (`issue_outcomes.kind`).
     OutcomeKind {
         HandedOff = "handed_off",

@@ -6,7 +6,7 @@
 //!
 //! 0. `build_info`, `clock`, `domain`, `mask`, `process_signal`
 //! 1. `http_client`
-//! 2. `agent`, `prompt`, `tracker`, `ui`, `workspace`
+//! 2. `agent`, `prompt`, `scm`, `tracker`, `ui`, `workspace`
 //! 3. `pricing`, `registry`
 //! 4. `config`
 //! 5. `logging`, `store`
@@ -31,6 +31,7 @@ pub mod pricing;
 pub mod process_signal;
 pub mod prompt;
 pub mod registry;
+pub mod scm;
 pub mod store;
 pub mod tracker;
 pub mod ui;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["build_info", "clock", "domain", "mask", "process_signal"],
     &["http_client"],
-    &["agent", "prompt", "tracker", "ui", "workspace"],
+    &["agent", "prompt", "scm", "tracker", "ui", "workspace"],
     &["pricing", "registry"],
     &["config"],
     &["logging", "store"],

@@ -5,8 +5,7 @@
 //! (with a warning), so a workspace cannot point the reader elsewhere.
 
 use serde::{Deserialize, Serialize};
-use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// Largest status file accepted (token plus statement).
@@ -64,9 +63,7 @@ impl StatusRead {
     }
 }
 
-fn sortie_dir(workspace: &Path) -> PathBuf {
-    workspace.join(".sortie")
-}
+use super::sortie_file::sortie_dir;
 
 /// The status file path inside a workspace.
 pub fn status_path(workspace: &Path) -> PathBuf {
@@ -96,56 +93,11 @@ pub fn clear(workspace: &Path) -> io::Result<()> {
 
 /// Reads and validates `.sortie/status`.
 pub fn read(workspace: &Path) -> StatusRead {
-    let dir = sortie_dir(workspace);
-    match std::fs::symlink_metadata(&dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return StatusRead::default(),
-        Err(e) => return StatusRead::refused(format!("{}: {e}", dir.display())),
-        Ok(m) if m.file_type().is_symlink() => {
-            return StatusRead::refused(format!("{} is a symlink", dir.display()));
-        }
-        Ok(m) if !m.is_dir() => {
-            return StatusRead::refused(format!("{} is not a directory", dir.display()));
-        }
-        Ok(_) => {}
+    match super::sortie_file::read(workspace, "status", MAX_STATUS_BYTES) {
+        Ok(None) => StatusRead::default(),
+        Ok(Some(bytes)) => parse(&bytes),
+        Err(reason) => StatusRead::refused(reason),
     }
-    let path = status_path(workspace);
-    let meta = match std::fs::symlink_metadata(&path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return StatusRead::default(),
-        Err(e) => return StatusRead::refused(format!("{}: {e}", path.display())),
-        Ok(m) => m,
-    };
-    if meta.file_type().is_symlink() {
-        return StatusRead::refused(format!("{} is a symlink", path.display()));
-    }
-    if !meta.is_file() {
-        return StatusRead::refused(format!("{} is not a regular file", path.display()));
-    }
-    if meta.len() > MAX_STATUS_BYTES {
-        return StatusRead::refused(format!(
-            "{} is {} bytes, over the {MAX_STATUS_BYTES}-byte limit",
-            path.display(),
-            meta.len()
-        ));
-    }
-    let bytes = match read_capped(&path) {
-        Ok(b) => b,
-        Err(e) => return StatusRead::refused(format!("{}: {e}", path.display())),
-    };
-    parse(&bytes)
-}
-
-/// O_NOFOLLOW closes the gap between the lstat above and the open.
-fn read_capped(path: &Path) -> io::Result<Vec<u8>> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)?;
-    let mut buf = Vec::new();
-    file.take(MAX_STATUS_BYTES + 1).read_to_end(&mut buf)?;
-    if buf.len() as u64 > MAX_STATUS_BYTES {
-        return Err(io::Error::other("file grew over the size limit"));
-    }
-    Ok(buf)
 }
 
 /// Parses status file content (pure).

@@ -83,6 +83,9 @@ fn build_inner(
         super::price_table::build_price_table(&raw, ctx, warnings, &mut secret_values)?;
 
     Ok(ServiceConfig {
+        // Parsed from `reactions` and `self_review` by `config::reactions`.
+        reactions: super::reactions::ReactionsConfig::default(),
+        self_review: super::reactions::SelfReviewConfig::default(),
         token_rates,
         token_rates_rejected,
         price_table,

@@ -31,6 +31,7 @@ mod env;
 mod error;
 mod overrides;
 mod price_table;
+pub mod reactions;
 mod schema;
 mod server_bind;
 mod token_rates;

@@ -32,6 +32,10 @@ pub struct ServiceConfig {
     pub token_rates_rejected: super::token_rates::RejectedRates,
     /// `price_table`: the table layers and their sources.
     pub price_table: crate::pricing::PriceTableSettings,
+    /// `reactions`: the pull-request reactions applied.
+    pub reactions: super::reactions::ReactionsConfig,
+    /// `self_review`.
+    pub self_review: super::reactions::SelfReviewConfig,
     /// Every top-level key as decoded (after `SORTIE_*` overrides): adapter pass-through blocks,
     /// extensions and post-MVP sections are read from here.
     pub raw: Map<String, Value>,

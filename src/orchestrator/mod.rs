@@ -9,6 +9,7 @@ pub mod money_budget;
 pub mod msg;
 pub mod persist;
 pub mod rate_limits;
+pub mod reactions;
 pub mod reload;
 pub mod retry_queue;
 pub mod run_error;

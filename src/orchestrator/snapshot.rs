@@ -158,6 +158,8 @@ pub struct Snapshot {
     pub held: Arc<Vec<HeldRow>>,
     pub budget_exhausted: Arc<Vec<BudgetRow>>,
     pub parked: Arc<Vec<ParkedRow>>,
+    /// Pending pull-request reactions, sorted by identifier, issue id, kind.
+    pub pending_reactions: Arc<Vec<super::reactions::ReactionRow>>,
     pub totals: AgentTotals,
     pub health: Health,
     /// Usage limits the agents reported (changed by agent events).
@@ -309,6 +311,7 @@ impl Snapshot {
             held: Arc::new(state.held.values().cloned().collect()),
             budget_exhausted: Arc::new(state.budget_held.values().cloned().collect()),
             parked: Arc::new(state.parked.values().cloned().collect()),
+            pending_reactions: Arc::new(pending_reactions(state)),
             totals: state.totals.clone(),
             health: state.health.clone(),
             rate_limits: Arc::clone(&state.rate_limits),
@@ -345,6 +348,7 @@ impl Snapshot {
             held: Arc::clone(&prev.held),
             budget_exhausted: Arc::clone(&prev.budget_exhausted),
             parked: Arc::clone(&prev.parked),
+            pending_reactions: Arc::clone(&prev.pending_reactions),
             totals: state.totals.clone(),
             health: prev.health.clone(),
             rate_limits: Arc::clone(&state.rate_limits),
@@ -374,6 +378,13 @@ fn running_rows(state: &State) -> Vec<RunningRow> {
     let mut running: Vec<RunningRow> = state.running.values().map(|e| e.facts.clone()).collect();
     running.sort_by(|a, b| a.issue.identifier.cmp(&b.issue.identifier));
     running
+}
+
+/// The rows of `pending_reactions` in the reference's order.
+fn pending_reactions(state: &State) -> Vec<super::reactions::ReactionRow> {
+    let mut rows: Vec<_> = state.reactions.values().cloned().collect();
+    rows.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    rows
 }
 
 #[cfg(test)]

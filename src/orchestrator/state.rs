@@ -500,6 +500,8 @@ pub struct State {
     /// The spend windows as of the latest poll tick or retry check; `None` while no spend
     /// ceiling is set (or before the first evaluation).
     pub spend: Option<super::spend_ceiling::SpendCeilings>,
+    /// Pending pull-request reactions by (issue id, kind).
+    pub reactions: BTreeMap<(String, crate::domain::ReactionKind), super::reactions::ReactionRow>,
 }
 
 impl State {

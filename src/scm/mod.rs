@@ -1,0 +1,240 @@
+//! The pull-request side of a forge ("source control"): what pull-request reactions read and
+//! write. An adapter is built once at startup from the tracker block of the same kind (its
+//! endpoint and credentials) and is called from the `orch` thread's reconcile pass; every call
+//! is bounded by the HTTP client's timeout.
+//!
+//! Core code sees only this module's types; names of a specific forge live in its adapter
+//! module (`scm::github`).
+
+use crate::domain::CiStatus;
+
+/// The pull request a reaction watches, as the run's PR record names it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PullRequestRef {
+    pub owner: String,
+    pub repo: String,
+    pub number: u64,
+}
+
+impl PullRequestRef {
+    /// `owner/repo`.
+    pub fn repository(&self) -> String {
+        format!("{}/{}", self.owner, self.repo)
+    }
+}
+
+/// One check run (or one commit status context) on a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRun {
+    /// The forge's id (0 for a commit status context).
+    pub id: u64,
+    pub name: String,
+    /// `queued`, `in_progress` or `completed` (other values read as `queued`).
+    pub status: String,
+    /// The forge's conclusion once completed (`success`, `failure`, …); `None` before.
+    pub conclusion: Option<String>,
+    pub details_url: String,
+    /// The app that reported it (`github-actions` runs have a job log).
+    pub app_slug: String,
+}
+
+/// The CI verdict over a ref, with what a CI-fix prompt needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CiReport {
+    pub status: CiStatus,
+    /// The ref that was checked (the head sha, else the branch).
+    pub git_ref: String,
+    pub check_runs: Vec<CheckRun>,
+    /// Names of the runs the verdict counts as failing, in the forge's order.
+    pub failing_checks: Vec<String>,
+    pub failing: u32,
+    pub pending: u32,
+    pub passing: u32,
+    /// The tail of the first failing run's log (ANSI and timestamps stripped); empty when
+    /// none could be read or log reading is off.
+    pub log_excerpt: String,
+}
+
+/// A review comment (or a review's own body, id `review-<id>`) on a pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewComment {
+    pub id: String,
+    /// The file it is on; empty for a review body.
+    pub file: String,
+    pub start_line: u64,
+    /// 0 when the comment is on one line.
+    pub end_line: u64,
+    /// The author's login.
+    pub reviewer: String,
+    pub body: String,
+    /// The forge reports the code it was on as changed since.
+    pub outdated: bool,
+    /// The forge marks the author as a bot account.
+    pub from_bot: bool,
+    /// Epoch milliseconds (0 when the forge gave none).
+    pub created_at_ms: i64,
+}
+
+/// The pull request's review decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewDecision {
+    Approved,
+    ChangesRequested,
+    /// A required approval is still missing.
+    ReviewRequired,
+    /// No review is required (or the forge reports none).
+    None,
+}
+
+/// What a read of the pull request reports.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PullRequestInfo {
+    pub open: bool,
+    pub merged: bool,
+    pub merge_commit_sha: Option<String>,
+    /// `None` while the forge has not computed mergeability.
+    pub mergeable: Option<bool>,
+    /// The forge's own word (`clean`, `dirty` = conflict, `blocked` = protection, …).
+    pub mergeable_state: String,
+    pub head_sha: String,
+    pub head_ref: String,
+    /// The pull request's web page.
+    pub url: String,
+    pub labels: Vec<String>,
+}
+
+/// How `auto_merge` merges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MergeStrategy {
+    Merge,
+    #[default]
+    Squash,
+    Rebase,
+}
+
+impl MergeStrategy {
+    pub const ALL: &'static [MergeStrategy] = &[
+        MergeStrategy::Merge,
+        MergeStrategy::Squash,
+        MergeStrategy::Rebase,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MergeStrategy::Merge => "merge",
+            MergeStrategy::Squash => "squash",
+            MergeStrategy::Rebase => "rebase",
+        }
+    }
+}
+
+/// What a merge call achieved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeOutcome {
+    /// Merged now; the merge commit when the forge named one.
+    Merged { sha: Option<String> },
+    /// The forge says it is not mergeable now (conflict, checks, protection).
+    NotMergeable(String),
+    /// The head moved since it was read: the guard refused the merge.
+    HeadMoved,
+    /// Authentication or payload refusal: retrying will not help.
+    Refused(String),
+}
+
+/// A label added to or removed from the pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelEvent {
+    pub label: String,
+    /// Login of who did it.
+    pub actor: String,
+    pub created_at_ms: i64,
+    /// `true` for added, `false` for removed.
+    pub added: bool,
+}
+
+/// How a forge call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScmErrorKind {
+    /// Connection, timeout, truncated or unreadable body.
+    Transport,
+    /// 401/403 (not a rate limit).
+    Auth,
+    NotFound,
+    RateLimited,
+    /// Any other non-success answer (5xx, unexpected 4xx).
+    Api,
+    /// A success answer without what the call needs.
+    Payload,
+}
+
+/// A failed forge call; the message never carries a credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScmError {
+    pub kind: ScmErrorKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for ScmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ScmError {}
+
+pub type ScmResult<T> = Result<T, ScmError>;
+
+/// What an adapter is built from: the tracker block of the same kind (endpoint, token) and the
+/// client tuning keys of that block.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ScmSettings {
+    pub kind: String,
+    /// API base URL; the kind's default when `None`.
+    pub endpoint: Option<String>,
+    pub token: String,
+    /// The kind's pass-through block (timeouts and retry tuning), as decoded.
+    pub block: serde_json::Map<String, serde_json::Value>,
+}
+
+impl std::fmt::Debug for ScmSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScmSettings")
+            .field("kind", &self.kind)
+            .field("endpoint", &self.endpoint)
+            .field("token", &"[redacted]")
+            .finish()
+    }
+}
+
+/// The forge operations reactions use. Reads feed `health.scm` (the caller records each
+/// result); writes are never retried by the adapter.
+pub trait ScmAdapter: Send + Sync {
+    /// The provider kind (`github`).
+    fn kind(&self) -> &'static str;
+    /// The CI verdict over `git_ref` (a sha or a branch): check runs and commit statuses
+    /// together, with the log tail of the first failing run when `max_log_lines > 0`.
+    fn ci_report(
+        &self,
+        pr: &PullRequestRef,
+        git_ref: &str,
+        max_log_lines: usize,
+    ) -> ScmResult<CiReport>;
+    /// Review comments and review bodies that ask for changes, every page, deduplicated,
+    /// with bot and outdated flags set.
+    fn review_comments(&self, pr: &PullRequestRef) -> ScmResult<Vec<ReviewComment>>;
+    fn review_decision(&self, pr: &PullRequestRef) -> ScmResult<ReviewDecision>;
+    fn pull_request(&self, pr: &PullRequestRef) -> ScmResult<PullRequestInfo>;
+    /// Merges with `strategy`, guarded by `head_sha` (the forge refuses when the head moved).
+    fn merge(
+        &self,
+        pr: &PullRequestRef,
+        strategy: MergeStrategy,
+        head_sha: &str,
+    ) -> ScmResult<MergeOutcome>;
+    /// Deletes the head branch; a branch already gone is `Ok`.
+    fn delete_branch(&self, pr: &PullRequestRef, branch: &str) -> ScmResult<()>;
+    /// Label events on the pull request, oldest first, every page.
+    fn label_events(&self, pr: &PullRequestRef) -> ScmResult<Vec<LabelEvent>>;
+    /// Removes a label from the pull request; an absent label is `Ok`.
+    fn remove_label(&self, pr: &PullRequestRef, label: &str) -> ScmResult<()>;
+}
