@@ -108,6 +108,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
             started_by: Some(r.trigger.unwrap_or(RetryTrigger::Error))
                 .filter(|t| *t != RetryTrigger::Timer),
             dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
+            reaction: None,
         })
         .collect();
     let t = snap.totals;

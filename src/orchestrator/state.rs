@@ -75,6 +75,8 @@ pub struct RunFacts {
     pub live_row_dirty: bool,
     /// What dispatched this run (the run record's `trigger`).
     pub cause: DispatchCause,
+    /// The pull-request reaction this run continues, if any.
+    pub reaction: Option<super::reactions::RunReaction>,
 }
 
 /// What dispatched a run: the poll tick, or the fire of a retry with what first queued it.
@@ -228,6 +230,8 @@ pub struct RetryInfo {
     /// `None` for a restored put-back (the first trigger is not stored).
     pub started_by: Option<RetryTrigger>,
     pub dispatched_at_ms: i64,
+    /// The pull-request reaction the retry continues, if any.
+    pub reaction: Option<super::reactions::RunReaction>,
 }
 
 /// A budget hold.
@@ -433,6 +437,15 @@ pub struct Health {
     /// The tracker's rate-limit figures after the latest poll; `None` for a tracker that
     /// reports none (the file tracker) or before it answered.
     pub tracker_rate_limit: Option<crate::http_client::RateLimitStatus>,
+    /// Reads of the pull-request provider (`health.scm`); `None` while no reaction uses one.
+    pub scm: Option<ScmHealth>,
+}
+
+/// `health.scm`: the provider kind and the streak of its most recent reads.
+#[derive(Debug, Clone)]
+pub struct ScmHealth {
+    pub provider: String,
+    pub check: CheckHealth<crate::scm::ScmError>,
 }
 
 /// Why the dispatch preflight failed. The text is what the API serves as the check's error.

@@ -392,6 +392,7 @@ mod tests {
             live_row_written_at_ms: 0,
             live_row_dirty: false,
             cause: crate::orchestrator::state::DispatchCause::PollTick,
+            reaction: None,
         }
     }
 

@@ -5,4 +5,4 @@
 
 pub mod row;
 
-pub use row::{CheckNow, LastCheck, ReactionIssue, ReactionPr, ReactionRow};
+pub use row::{CheckNow, LastCheck, ReactionIssue, ReactionPr, ReactionRow, RunReaction};

@@ -164,3 +164,13 @@ impl ReactionRow {
         (&self.issue.identifier, &self.issue.id, self.kind)
     }
 }
+
+/// The reaction a run (or a queued retry) continues: served on running rows as
+/// `reaction_kind`, `reaction_config_key`, `reaction_attempt` and `pull_request`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunReaction {
+    pub kind: ReactionKind,
+    /// Which try of its reaction the run is (`None` for label commands, which count nothing).
+    pub attempt: Option<u32>,
+    pub pr: PullRequestRef,
+}

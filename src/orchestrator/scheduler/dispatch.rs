@@ -102,6 +102,7 @@ impl Orchestrator {
                     live_row_written_at_ms: now,
                     live_row_dirty: false,
                     cause,
+                    reaction: None,
                 },
                 handles: super::super::state::RunHandles { cancel, workspaces },
             },

@@ -76,6 +76,7 @@ impl Orchestrator {
             trigger,
             started_by: Some(trigger),
             dispatched_at_ms,
+            reaction: None,
         };
         log::info!(
             "retry scheduled issue_id={} issue_identifier={} attempt={} delay_ms={} trigger={}",
