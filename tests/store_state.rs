@@ -35,6 +35,7 @@ fn retry_entry() -> RetryEntry {
         issue_state: "In Progress".into(),
         configured_model: "model-a".into(),
         dispatched_at_ms: Some(T0 - 60_000),
+        reaction_context: None,
     }
 }
 

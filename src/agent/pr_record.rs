@@ -6,14 +6,14 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Largest record accepted.
 pub const MAX_RECORD_BYTES: u64 = 4096;
 
 /// What the record names. Pull-request reactions need `pr_number > 0`, `owner` and `repo`
 /// ([`PrRecord::pull_request`]); the repository never comes from tracker config.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct PrRecord {
     pub branch: String,
     #[serde(default)]

@@ -104,6 +104,8 @@ pub struct SupervisorResult {
     pub session_id: Option<String>,
     pub workspace_path: Option<std::path::PathBuf>,
     pub ended_at_ms: i64,
+    /// The pull-request record (`.sortie/scm.json`) the worker left, read at its exit.
+    pub pr_record: Option<crate::agent::pr_record::PrRecord>,
 }
 
 /// Answer to a refresh request.

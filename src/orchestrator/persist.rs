@@ -18,6 +18,7 @@ use crate::pricing::RunPrice;
 
 use super::agent_holds::UsageHold;
 use super::msg::{SupervisorExit, SupervisorResult};
+use super::reactions::step::StoredRetryReaction;
 use super::run_error::{BudgetStop, RunError};
 use super::state::{AgentTotals, Park, RetryInfo, RunningEntry};
 
@@ -49,6 +50,8 @@ impl std::error::Error for PersistError {}
 
 /// What the warm start restores.
 pub struct WarmStart {
+    /// What pending reactions are rebuilt from.
+    pub reactions: crate::store::ReactionsSnapshot,
     pub retries: Vec<RetryInfo>,
     pub totals: AgentTotals,
     pub parks: Vec<Park>,
@@ -57,7 +60,7 @@ pub struct WarmStart {
     pub usage_holds: Vec<UsageHold>,
 }
 
-fn issue_from_parts(
+pub(crate) fn issue_from_parts(
     id: &str,
     identifier: &str,
     title: &str,
@@ -88,27 +91,31 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
     let retries = snap
         .retries
         .into_iter()
-        .map(|r| RetryInfo {
-            issue: issue_from_parts(
-                &r.issue_id,
-                &r.identifier,
-                &r.issue_title,
-                &r.issue_url,
-                &r.issue_type,
-                &r.issue_labels,
-                &r.issue_state,
-            ),
-            attempt: r.attempt.max(0) as u32,
-            due_at_ms: r.due_at_ms,
-            error: r.error,
-            session_id: r.session_id,
-            // Rows written before triggers were recorded came from failed runs.
-            trigger: r.trigger.unwrap_or(RetryTrigger::Error),
-            // A put-back row reads `timer`; what first queued it is not stored.
-            started_by: Some(r.trigger.unwrap_or(RetryTrigger::Error))
-                .filter(|t| *t != RetryTrigger::Timer),
-            dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
-            reaction: None,
+        .map(|r| {
+            let stored = stored_reaction(&r);
+            RetryInfo {
+                issue: issue_from_parts(
+                    &r.issue_id,
+                    &r.identifier,
+                    &r.issue_title,
+                    &r.issue_url,
+                    &r.issue_type,
+                    &r.issue_labels,
+                    &r.issue_state,
+                ),
+                attempt: r.attempt.max(0) as u32,
+                due_at_ms: r.due_at_ms,
+                error: r.error,
+                session_id: r.session_id,
+                // Rows written before triggers were recorded came from failed runs.
+                trigger: r.trigger.unwrap_or(RetryTrigger::Error),
+                // A put-back row reads `timer`; what first queued it is not stored.
+                started_by: Some(r.trigger.unwrap_or(RetryTrigger::Error))
+                    .filter(|t| *t != RetryTrigger::Timer),
+                dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
+                reaction: stored.as_ref().map(|x| x.reaction()),
+                reaction_context: stored.and_then(|x| x.context),
+            }
         })
         .collect();
     let t = snap.totals;
@@ -160,6 +167,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
         })
         .collect();
     Ok(WarmStart {
+        reactions: snap.reactions,
         retries,
         totals,
         parks,
@@ -167,6 +175,24 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
         acks: snap.acknowledgements,
         usage_holds,
     })
+}
+
+/// A restored retry's reaction; an unreadable one is dropped with a warning (the retry then
+/// runs as a plain continuation).
+fn stored_reaction(r: &RetryEntry) -> Option<StoredRetryReaction> {
+    let text = r.reaction_context.as_deref()?;
+    match serde_json::from_str(text) {
+        Ok(x) => Some(x),
+        Err(e) => {
+            log::warn!(
+                "stored reaction of a retry unreadable issue_id={} issue_identifier={} error={:?}",
+                r.issue_id,
+                r.identifier,
+                e.to_string()
+            );
+            None
+        }
+    }
 }
 
 fn warn_on_err<T>(what: &str, r: Result<T, crate::store::StoreError>) {
@@ -192,6 +218,20 @@ pub fn save_retry(store: &Store, r: &RetryInfo, wf: &Workflow) {
         issue_labels: r.issue.labels.clone(),
         issue_state: r.issue.state.clone(),
         dispatched_at_ms: Some(r.dispatched_at_ms),
+        reaction_kind: r
+            .reaction
+            .as_ref()
+            .map(|x| x.kind.as_str().to_string())
+            .unwrap_or_default(),
+        reaction_config_key: r
+            .reaction
+            .as_ref()
+            .map(|x| x.kind.config_key().to_string())
+            .unwrap_or_default(),
+        reaction_context: r.reaction.as_ref().and_then(|x| {
+            let stored = StoredRetryReaction::new(x, r.reaction_context.as_ref());
+            serde_json::to_string(&stored).ok()
+        }),
         ..Default::default()
     };
     warn_on_err("upsert_retry", store.writer().upsert_retry(entry));
@@ -359,7 +399,21 @@ fn run_write(
         unaccounted_turns: i64::from(e.facts.turns_without_figure),
         dispatch_id: Some(e.facts.dispatch_id.clone()),
         session_id: e.facts.session_id.clone(),
-        trigger: e.facts.cause.trigger_word().map(str::to_string),
+        trigger: run_trigger(e),
+        reaction_kind: e
+            .facts
+            .reaction
+            .as_ref()
+            .map(|r| r.kind.as_str().to_string()),
+        reaction_config_key: e
+            .facts
+            .reaction
+            .as_ref()
+            .map(|r| r.kind.config_key().to_string()),
+        pr_record: result
+            .pr_record
+            .as_ref()
+            .and_then(|p| serde_json::to_value(p).ok()),
         agent_blocked: declared == Some(DeclaredOutcome::Blocked),
         usage_completeness: if !measured {
             "unmeasured".into()
@@ -603,4 +657,37 @@ fn session_meta(
         exit_type,
         dispatch_id,
     }
+}
+
+/// The run's `trigger`: "" for a run a review, bot review, merge conflict or label command
+/// reaction started (the reaction names it), else what dispatched it.
+fn run_trigger(e: &RunningEntry) -> Option<String> {
+    match &e.facts.reaction {
+        Some(r) if r.kind != crate::domain::ReactionKind::Ci => Some(String::new()),
+        _ => e.facts.cause.trigger_word().map(str::to_string),
+    }
+}
+
+/// Records a `merged` outcome: which reaction saw the merge and the pull request.
+pub fn set_merged_outcome(
+    store: &Store,
+    issue_id: &str,
+    merge_path: &str,
+    pr: &crate::scm::PullRequestRef,
+) {
+    warn_on_err(
+        "set_outcome",
+        store.writer().set_outcome(IssueOutcome {
+            observed_at_ms: crate::clock::SystemClock.now_ms(),
+            merge_path: merge_path.to_string(),
+            pr_number: i64::try_from(pr.number).ok(),
+            pr_repository: pr.repository(),
+            ..IssueOutcome::new(issue_id, OutcomeKind::Merged)
+        }),
+    );
+}
+
+/// A reaction write (escalations, fingerprints, given comments).
+pub fn reaction_write(store: &Store, w: crate::store::ReactionWrite) {
+    warn_on_err("reaction", store.writer().reaction(w));
 }

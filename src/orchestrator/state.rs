@@ -230,8 +230,9 @@ pub struct RetryInfo {
     /// `None` for a restored put-back (the first trigger is not stored).
     pub started_by: Option<RetryTrigger>,
     pub dispatched_at_ms: i64,
-    /// The pull-request reaction the retry continues, if any.
+    /// The pull-request reaction the retry continues, if any, and its prompt context.
     pub reaction: Option<super::reactions::RunReaction>,
+    pub reaction_context: Option<super::reactions::FixContext>,
 }
 
 /// A budget hold.
@@ -515,6 +516,9 @@ pub struct State {
     pub spend: Option<super::spend_ceiling::SpendCeilings>,
     /// Pending pull-request reactions by (issue id, kind).
     pub reactions: BTreeMap<(String, crate::domain::ReactionKind), super::reactions::ReactionRow>,
+    /// The engine's memory of each pending reaction (not served).
+    pub reaction_memory:
+        BTreeMap<(String, crate::domain::ReactionKind), super::reactions::RowMemory>,
 }
 
 impl State {

@@ -40,6 +40,15 @@ pub struct SupervisorJob {
     pub clock: Arc<dyn Clock>,
     pub tx: Sender<OrchMsg>,
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The pull-request reaction this run continues: its prompt context, and the issue may sit
+    /// in the handoff state meanwhile (the run follows a handoff).
+    pub reaction: Option<JobReaction>,
+}
+
+/// A reaction run's part of the job.
+#[derive(Debug, Clone)]
+pub struct JobReaction {
+    pub context: Option<super::reactions::FixContext>,
 }
 
 /// Starts the supervisor thread for `job`.
@@ -86,6 +95,7 @@ fn panicked(job: &SupervisorJob, payload: &(dyn std::any::Any + Send)) -> Superv
         session_id: None,
         workspace_path: None,
         ended_at_ms: job.clock.now_ms(),
+        pr_record: None,
     }
 }
 
@@ -118,6 +128,23 @@ struct Progress {
     workspace_path: Option<PathBuf>,
 }
 
+/// The pull-request record the agent or `after_run` left, read once the worker is done.
+fn read_pr_record(
+    job: &SupervisorJob,
+    workspace: &std::path::Path,
+) -> Option<crate::agent::pr_record::PrRecord> {
+    let read = crate::agent::pr_record::read(workspace);
+    if let Some(warning) = &read.warning {
+        log::warn!(
+            "pull request record ignored issue_id={} issue_identifier={} reason={:?}",
+            job.issue.id,
+            job.issue.identifier,
+            warning.to_string()
+        );
+    }
+    read.record
+}
+
 fn run(job: &SupervisorJob) -> SupervisorResult {
     let mut p = Progress {
         turns_completed: 0,
@@ -138,6 +165,10 @@ fn run(job: &SupervisorJob) -> SupervisorResult {
         issue_id: job.issue.id.clone(),
         exit,
         turns_completed: p.turns_completed,
+        pr_record: p
+            .workspace_path
+            .as_deref()
+            .and_then(|w| read_pr_record(job, w)),
         session_id: p.session_id,
         workspace_path: p.workspace_path,
         ended_at_ms: job.clock.now_ms(),
@@ -533,9 +564,7 @@ fn after_turn(
         .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
     {
         Ok(states) => match states.get(&issue.id) {
-            Some(s) if state_in(s, &job.workflow.config.tracker.active_states) => {
-                ControlFlow::Continue(())
-            }
+            Some(s) if may_continue(job, s) => ControlFlow::Continue(()),
             _ => ControlFlow::Break(None),
         },
         Err(e) => {
@@ -552,6 +581,14 @@ fn after_turn(
             )))
         }
     }
+}
+
+/// Whether the session goes on in state `s`: an active state, or, for a run that continues a
+/// pull-request reaction, the handoff state the issue waits in.
+fn may_continue(job: &SupervisorJob, s: &str) -> bool {
+    let t = &job.workflow.config.tracker;
+    state_in(s, &t.active_states)
+        || (job.reaction.is_some() && t.handoff_state.as_deref().is_some_and(|h| state_eq(h, s)))
 }
 
 #[cfg(test)]

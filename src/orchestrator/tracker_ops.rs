@@ -45,6 +45,13 @@ pub enum TrackerOp {
         lifecycle: Lifecycle,
         text: String,
     },
+    /// A reaction's escalation write; its failure is logged and the escalation stands.
+    Escalate {
+        issue_id: String,
+        issue_identifier: String,
+        kind: crate::domain::ReactionKind,
+        write: crate::orchestrator::reactions::escalation::EscalationWrite,
+    },
 }
 
 /// What the thread's queue carries: writes, and (after a reload rebuilt the tracker adapter)
@@ -140,6 +147,39 @@ fn run(tracker: &dyn TrackerAdapter, metrics: &crate::metrics::Metrics, op: Trac
                 )
             }
         },
+        TrackerOp::Escalate {
+            issue_id,
+            issue_identifier,
+            kind,
+            write,
+        } => escalate(tracker, &issue_id, &issue_identifier, kind, &write),
+    }
+}
+
+fn escalate(
+    tracker: &dyn TrackerAdapter,
+    issue_id: &str,
+    issue_identifier: &str,
+    kind: crate::domain::ReactionKind,
+    write: &crate::orchestrator::reactions::escalation::EscalationWrite,
+) {
+    use crate::orchestrator::reactions::escalation::EscalationWrite;
+    let (action, result) = match write {
+        EscalationWrite::Label(label) => ("label", tracker.add_label(issue_id, label)),
+        EscalationWrite::Comment(text) => (
+            "comment",
+            tracker.comment_issue(issue_id, &crate::mask::mask(text)),
+        ),
+        EscalationWrite::None => return,
+    };
+    match result {
+        Ok(()) => log::info!(
+            "reaction escalated issue_id={issue_id} issue_identifier={issue_identifier} reaction_kind={kind} action={action}"
+        ),
+        Err(e) => log::warn!(
+            "reaction escalation write failed; the escalation stands issue_id={issue_id} issue_identifier={issue_identifier} reaction_kind={kind} action={action} error={:?}",
+            e.to_string()
+        ),
     }
 }
 

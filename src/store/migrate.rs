@@ -52,6 +52,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "007_price_table_cache",
         sql: include_str!("../../sql/007_price_table_cache.sql"),
     },
+    Migration {
+        version: 8,
+        name: "008_reactions",
+        sql: include_str!("../../sql/008_reactions.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.

@@ -13,6 +13,7 @@ use super::events::{self, RunEvents};
 use super::outcomes::{self, IssueOutcome};
 use super::parks::{self, ParkedIssue};
 use super::queries::{self, IssueSpend, IssueTotalsRow, OutcomeRow};
+use super::reactions::{self, Fingerprint, GivenComments, PrRun, StoredEscalation};
 use super::retry::{self, RetryEntry};
 use super::runs::{self, IssueGroupPage, RunFilter, RunPage, RunRecord};
 use super::sessions::{self, SessionMeta};
@@ -31,6 +32,16 @@ pub struct WarmStartSnapshot {
     pub sessions: Vec<SessionMeta>,
     /// Usage-limit holds on agent kinds.
     pub usage_holds: Vec<UsageHoldRow>,
+    pub reactions: ReactionsSnapshot,
+}
+
+/// What pending reactions are rebuilt from.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReactionsSnapshot {
+    pub escalations: Vec<StoredEscalation>,
+    pub fingerprints: Vec<Fingerprint>,
+    pub given: Vec<GivenComments>,
+    pub pr_runs: Vec<PrRun>,
 }
 
 /// A read-only connection. Not `Sync`: open one per thread or request.
@@ -162,6 +173,12 @@ pub(crate) fn warm_start_snapshot(conn: &Connection) -> Result<WarmStartSnapshot
             acknowledgements: attention::load_all(conn)?,
             sessions: sessions::load_all(conn)?,
             usage_holds: usage_holds::load_all(conn)?,
+            reactions: ReactionsSnapshot {
+                escalations: reactions::load_escalations(conn)?,
+                fingerprints: reactions::load_fingerprints(conn)?,
+                given: reactions::load_given(conn)?,
+                pr_runs: reactions::latest_pr_runs(conn)?,
+            },
         })
     })();
     conn.execute_batch("COMMIT").ctx("end snapshot read")?;

@@ -42,6 +42,8 @@ pub struct RetryEntry {
     pub configured_model: String,
     /// When the pass was first picked up (epoch ms), if known.
     pub dispatched_at_ms: Option<i64>,
+    /// A reaction retry's reaction and prompt context (JSON), so a restart keeps both.
+    pub reaction_context: Option<String>,
 }
 
 impl RetryEntry {
@@ -58,12 +60,12 @@ pub(crate) fn upsert(conn: &Connection, e: &RetryEntry) -> Result<(), StoreError
              error, session_id, agent_kind, template, rule_name, chain_id, stage_previous,
              stage_previous_outcome, retry_trigger, reaction_kind, reaction_config_key,
              issue_title, issue_url, issue_type, issue_labels, issue_state, configured_model,
-             dispatched_at_ms)
+             dispatched_at_ms, reaction_context)
          VALUES (:issue_id, :identifier, :display_identifier, :attempt, :due_at_ms,
              :error, :session_id, :agent_kind, :template, :rule_name, :chain_id, :stage_previous,
              :stage_previous_outcome, :trigger, :reaction_kind, :reaction_config_key,
              :issue_title, :issue_url, :issue_type, :issue_labels, :issue_state, :configured_model,
-             :dispatched_at_ms)
+             :dispatched_at_ms, :reaction_context)
          ON CONFLICT(issue_id) DO UPDATE SET
              identifier = excluded.identifier, display_identifier = excluded.display_identifier,
              attempt = excluded.attempt, due_at_ms = excluded.due_at_ms, error = excluded.error,
@@ -76,7 +78,8 @@ pub(crate) fn upsert(conn: &Connection, e: &RetryEntry) -> Result<(), StoreError
              issue_title = excluded.issue_title, issue_url = excluded.issue_url,
              issue_type = excluded.issue_type, issue_labels = excluded.issue_labels,
              issue_state = excluded.issue_state, configured_model = excluded.configured_model,
-             dispatched_at_ms = excluded.dispatched_at_ms",
+             dispatched_at_ms = excluded.dispatched_at_ms,
+             reaction_context = excluded.reaction_context",
         named_params! {
             ":issue_id": e.issue_id, ":identifier": e.identifier,
             ":display_identifier": e.display_identifier, ":attempt": e.attempt,
@@ -88,7 +91,7 @@ pub(crate) fn upsert(conn: &Connection, e: &RetryEntry) -> Result<(), StoreError
             ":issue_title": e.issue_title, ":issue_url": e.issue_url,
             ":issue_type": e.issue_type, ":issue_labels": labels,
             ":issue_state": e.issue_state, ":configured_model": e.configured_model,
-            ":dispatched_at_ms": e.dispatched_at_ms,
+            ":dispatched_at_ms": e.dispatched_at_ms, ":reaction_context": e.reaction_context,
         },
     )
     .ctx("save retry entry")?;
@@ -141,6 +144,7 @@ fn from_row(r: &Row<'_>) -> Result<RetryEntry, StoreError> {
             issue_state: r.get("issue_state")?,
             configured_model: r.get("configured_model")?,
             dispatched_at_ms: r.get("dispatched_at_ms")?,
+            reaction_context: r.get("reaction_context")?,
         })
     };
     let mut e = get(r).ctx("read retry entry")?;

@@ -74,6 +74,8 @@ pub struct RunRecord {
     pub cost_status: String,
     pub price_source: String,
     pub rates_version: String,
+    /// The pull-request record the run left (`.sortie/scm.json`), as read at its exit.
+    pub pr_record: Option<serde_json::Value>,
 }
 
 impl RunRecord {
@@ -154,6 +156,7 @@ impl RunRecord {
             cost_status: String::new(),
             price_source: String::new(),
             rates_version: String::new(),
+            pr_record: None,
         }
     }
 
@@ -170,6 +173,7 @@ pub(crate) fn insert(conn: &Connection, r: &RunRecord) -> Result<i64, StoreError
     let vendor = json::encode_opt("encode vendor_amounts", &r.vendor_amounts)?;
     let model_usage = json::encode_opt("encode model_usage", &r.model_usage)?;
     let skills = json::encode_opt("encode skills", &r.skills)?;
+    let pr_record = json::encode_opt("encode pr_record", &r.pr_record)?;
     conn.execute(
         "INSERT INTO run_history (issue_id, identifier, display_identifier, issue_title,
              issue_url, attempt, status, error, declared_outcome, agent_text, started_at,
@@ -181,7 +185,7 @@ pub(crate) fn insert(conn: &Connection, r: &RunRecord) -> Result<i64, StoreError
              stage_previous_outcome, stage_target, stage_result, hop_first, agent_blocked,
              review_metadata, usage_completeness, unmeasured_cause, usage_provenance,
              vendor_amounts, model_usage, skills, estimated_cost_usd, cost_status,
-             price_source, rates_version)
+             price_source, rates_version, pr_record)
          VALUES (:issue_id, :identifier, :display_identifier, :issue_title,
              :issue_url, :attempt, :status, :error, :declared_outcome, :agent_text, :started_at,
              :completed_at, :dispatched_at, :workflow_file, :agent_adapter, :rule_name, :template,
@@ -192,7 +196,7 @@ pub(crate) fn insert(conn: &Connection, r: &RunRecord) -> Result<i64, StoreError
              :stage_previous_outcome, :stage_target, :stage_result, :hop_first, :agent_blocked,
              :review_metadata, :usage_completeness, :unmeasured_cause, :usage_provenance,
              :vendor_amounts, :model_usage, :skills, :estimated_cost_usd, :cost_status,
-             :price_source, :rates_version)",
+             :price_source, :rates_version, :pr_record)",
         named_params! {
             ":issue_id": r.issue_id, ":identifier": r.identifier,
             ":display_identifier": r.display_identifier, ":issue_title": r.issue_title,
@@ -222,6 +226,7 @@ pub(crate) fn insert(conn: &Connection, r: &RunRecord) -> Result<i64, StoreError
             ":vendor_amounts": vendor, ":model_usage": model_usage, ":skills": skills,
             ":estimated_cost_usd": r.estimated_cost_usd, ":cost_status": r.cost_status,
             ":price_source": r.price_source, ":rates_version": r.rates_version,
+            ":pr_record": pr_record,
         },
     )
     .ctx("insert run history row")?;
@@ -565,7 +570,7 @@ pub(crate) fn get(conn: &Connection, run_id: i64) -> Result<Option<RunRecord>, S
 
 fn from_row(r: &Row<'_>) -> Result<RunRecord, StoreError> {
     type Texts = (String, String, Option<String>);
-    let get = |r: &Row<'_>| -> rusqlite::Result<(RunRecord, Texts, [Option<String>; 5])> {
+    let get = |r: &Row<'_>| -> rusqlite::Result<(RunRecord, Texts, [Option<String>; 6])> {
         let rec = RunRecord {
             run_id: r.get("id")?,
             issue_id: r.get("issue_id")?,
@@ -621,6 +626,7 @@ fn from_row(r: &Row<'_>) -> Result<RunRecord, StoreError> {
             cost_status: r.get("cost_status")?,
             price_source: r.get("price_source")?,
             rates_version: r.get("rates_version")?,
+            pr_record: None,
         };
         let times = (
             r.get("started_at")?,
@@ -633,10 +639,11 @@ fn from_row(r: &Row<'_>) -> Result<RunRecord, StoreError> {
             r.get("vendor_amounts")?,
             r.get("model_usage")?,
             r.get("skills")?,
+            r.get("pr_record")?,
         ];
         Ok((rec, times, json))
     };
-    let (mut rec, (started, completed, dispatched), [review, prov, vendor, usage, skills]) =
+    let (mut rec, (started, completed, dispatched), [review, prov, vendor, usage, skills, pr]) =
         get(r).ctx("read run row")?;
     rec.started_at_ms = time::from_text("run started_at", &started)?;
     rec.completed_at_ms = time::from_text("run completed_at", &completed)?;
@@ -648,5 +655,6 @@ fn from_row(r: &Row<'_>) -> Result<RunRecord, StoreError> {
     rec.vendor_amounts = json::decode_opt("decode vendor_amounts", vendor)?;
     rec.model_usage = json::decode_opt("decode model_usage", usage)?;
     rec.skills = json::decode_opt("decode skills", skills)?;
+    rec.pr_record = json::decode_opt("decode pr_record", pr)?;
     Ok(rec)
 }

@@ -5,7 +5,9 @@
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
-use crate::domain::{OutcomeKind, ParkReason, RetryTrigger, RunStatus, UnknownWord};
+use crate::domain::{
+    EscalationTrigger, OutcomeKind, ParkReason, ReactionKind, RetryTrigger, RunStatus, UnknownWord,
+};
 
 /// `ToSql` and `FromSql` for vocabulary enums, through their one `as_str` and `FromStr`.
 macro_rules! sql_vocabulary {
@@ -29,7 +31,14 @@ macro_rules! sql_vocabulary {
     };
 }
 
-sql_vocabulary!(RetryTrigger, RunStatus, ParkReason, OutcomeKind);
+sql_vocabulary!(
+    RetryTrigger,
+    RunStatus,
+    ParkReason,
+    OutcomeKind,
+    ReactionKind,
+    EscalationTrigger,
+);
 
 /// The [`UnknownWord`] behind a failed read of a vocabulary column, if that is why it failed.
 pub fn unknown_word(e: &rusqlite::Error) -> Option<&UnknownWord> {

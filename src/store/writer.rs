@@ -18,6 +18,7 @@ use super::event_retry::{EventRetryBuffer, PendingEvents, PendingSummary};
 use super::events::{EventLimits, StoredEvent};
 use super::outcomes::{self, IssueOutcome};
 use super::parks::{self, ParkedIssue};
+use super::reactions::{self, ReactionWrite};
 use super::record::{self, RecordOutcome, RunWrite};
 use super::retry::{self, RetryEntry};
 use super::runs::RunRecord;
@@ -49,6 +50,7 @@ enum WriteOp {
     DeleteAcks(Vec<String>),
     UpsertUsageHold(UsageHoldRow),
     DeleteUsageHold(UsageHoldRow),
+    Reaction(ReactionWrite),
 }
 
 impl WriteOp {
@@ -66,6 +68,7 @@ impl WriteOp {
             DbCmd::DeleteAcks(ids) => WriteOp::DeleteAcks(ids),
             DbCmd::UpsertUsageHold(h) => WriteOp::UpsertUsageHold(h),
             DbCmd::DeleteUsageHold(h) => WriteOp::DeleteUsageHold(h),
+            DbCmd::Reaction(w) => WriteOp::Reaction(w),
             other => return Err(Box::new(other)),
         })
     }
@@ -83,6 +86,7 @@ impl WriteOp {
             WriteOp::DeleteAcks(_) => ("delete acknowledgements", ""),
             WriteOp::UpsertUsageHold(h) => ("save usage hold", &h.agent_kind),
             WriteOp::DeleteUsageHold(h) => ("delete usage hold", &h.agent_kind),
+            WriteOp::Reaction(w) => ("save reaction state", w.issue_id()),
         }
     }
 }
@@ -103,6 +107,8 @@ pub enum DbCmd {
     DeleteAcks(Vec<String>),
     UpsertUsageHold(UsageHoldRow),
     DeleteUsageHold(UsageHoldRow),
+    /// Standing escalations, fingerprints, given comments.
+    Reaction(ReactionWrite),
     /// Runs a read on the writer's connection, after every earlier write.
     Query(QueryFn),
     PendingEvents(Reply<Vec<PendingSummary>>),
@@ -193,6 +199,9 @@ impl WriterHandle {
     }
     pub fn delete_usage_hold(&self, hold: UsageHoldRow) -> Result<(), StoreError> {
         self.send(DbCmd::DeleteUsageHold(hold))
+    }
+    pub fn reaction(&self, w: ReactionWrite) -> Result<(), StoreError> {
+        self.send(DbCmd::Reaction(w))
     }
     /// Runs `f` on the writer's connection after every earlier command (read-your-writes).
     pub fn query<T, F>(&self, f: F) -> Result<T, StoreError>
@@ -397,6 +406,7 @@ impl Writer {
             DbCmd::DeleteAcks(ids) => self.write(WriteOp::DeleteAcks(ids)),
             DbCmd::UpsertUsageHold(h) => self.write(WriteOp::UpsertUsageHold(h)),
             DbCmd::DeleteUsageHold(h) => self.write(WriteOp::DeleteUsageHold(h)),
+            DbCmd::Reaction(w) => self.write(WriteOp::Reaction(w)),
             DbCmd::Query(f) => f(&self.conn),
             DbCmd::PendingEvents(reply) => {
                 let _ = reply.send(Ok(self.pending.summaries()));
@@ -570,6 +580,7 @@ impl Writer {
             WriteOp::DeleteAcks(ids) => attention::delete(&self.conn, ids).map(|_| ()),
             WriteOp::UpsertUsageHold(h) => usage_holds::upsert(&self.conn, h),
             WriteOp::DeleteUsageHold(h) => usage_holds::delete(&self.conn, h),
+            WriteOp::Reaction(w) => reactions::apply(&self.conn, w),
         }
     }
 

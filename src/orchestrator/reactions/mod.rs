@@ -2,7 +2,43 @@
 //! reviews, conflicts, merge, label commands), dispatches fix runs as continuation retries
 //! carrying the reaction's context into the prompt, and escalates to a person when a kind's
 //! budget is spent.
+//!
+//! Each kind's check is a function of the row, the engine's memory and the forge
+//! ([`cx::CheckCx`]); it returns a [`step::Step`] that `orchestrator::scheduler::reactions`
+//! applies (retries, escalation writes, outcomes, persistence).
 
+mod ci;
+mod completion;
+mod conflict;
+pub mod cx;
+pub mod escalation;
+mod labels;
+pub mod memory;
+mod merge;
+mod review;
 pub mod row;
+pub mod seed;
+pub mod step;
 
+pub use memory::RowMemory;
 pub use row::{CheckNow, LastCheck, ReactionIssue, ReactionPr, ReactionRow, RunReaction};
+pub use step::{FixContext, Step};
+
+use crate::domain::ReactionKind;
+
+/// Checks one due row.
+pub fn check_row(row: &mut ReactionRow, mem: &mut RowMemory, cx: &mut cx::CheckCx<'_>) -> Step {
+    match row.kind {
+        ReactionKind::Ci => ci::check(row, mem, cx),
+        ReactionKind::Review | ReactionKind::BotReview => review::check(row, mem, cx),
+        ReactionKind::MergeConflict => conflict::check(row, mem, cx),
+        ReactionKind::Merge => merge::check(row, mem, cx),
+        ReactionKind::MergeCompletion => completion::check(row, mem, cx),
+        ReactionKind::LabelReview | ReactionKind::LabelFix => labels::check(row, mem, cx),
+    }
+}
+
+/// The review-comment fingerprint (hex SHA-256 of the sorted ids).
+pub fn comment_fingerprint(ids: &[&str]) -> String {
+    review::fingerprint(ids)
+}

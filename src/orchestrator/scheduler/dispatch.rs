@@ -2,6 +2,12 @@
 
 use super::*;
 
+/// A dispatch that continues a pull-request reaction.
+pub(super) struct ReactionDispatch {
+    pub reaction: crate::orchestrator::reactions::RunReaction,
+    pub context: Option<crate::orchestrator::reactions::FixContext>,
+}
+
 impl Orchestrator {
     /// Whether the database check fails (writes kept for retry, a failed ping or budget
     /// read): then nothing new is dispatched, so no work starts that could not be recorded
@@ -25,6 +31,7 @@ impl Orchestrator {
         resume_session_id: Option<String>,
         dispatched_at_ms: i64,
         cause: super::super::state::DispatchCause,
+        reaction: Option<ReactionDispatch>,
     ) {
         let now = self.clock.now_ms();
         let dispatch_id = new_dispatch_id();
@@ -58,6 +65,9 @@ impl Orchestrator {
             clock: self.clock.clone(),
             tx: self.tx.clone(),
             metrics: self.metrics.clone(),
+            reaction: reaction.as_ref().map(|r| supervisor::JobReaction {
+                context: r.context.clone(),
+            }),
         };
         log::info!(
             "dispatching issue_id={} issue_identifier={} dispatch_id={} attempt={}",
@@ -102,7 +112,7 @@ impl Orchestrator {
                     live_row_written_at_ms: now,
                     live_row_dirty: false,
                     cause,
-                    reaction: None,
+                    reaction: reaction.map(|r| r.reaction),
                 },
                 handles: super::super::state::RunHandles { cancel, workspaces },
             },

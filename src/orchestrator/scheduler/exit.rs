@@ -230,6 +230,7 @@ impl Orchestrator {
             return;
         }
         self.apply_exit_step(&entry, step, result.session_id.clone());
+        self.seed_reactions(&entry, &result);
         self.lifecycle_comment_at_exit(
             &entry.facts.issue,
             &result.exit,

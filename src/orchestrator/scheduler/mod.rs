@@ -5,6 +5,7 @@ mod dispatch;
 mod events;
 mod exit;
 mod holds;
+mod reactions;
 mod reconcile;
 mod retry;
 mod spend;
@@ -21,7 +22,7 @@ use crate::clock::Clock;
 use crate::config::{LoadOptions, Workflow};
 use crate::domain::{
     BudgetReason, Issue, OutcomeKind, ParkReason, PollOutcome, RescheduleReason, RetryTrigger,
-    RunStatus, state_in,
+    RunStatus, state_eq, state_in,
 };
 use crate::prompt::PromptTemplate;
 use crate::store::Store;
@@ -139,6 +140,10 @@ pub struct Orchestrator {
     /// The retry a retry-now request is firing, with the due time it had: a put-back of it
     /// keeps that time instead of a new backoff.
     retry_now: Option<retry::RetryNowPutBack>,
+    /// The pull-request provider reactions read and write; `None` while no reaction applies.
+    scm: Option<Arc<dyn crate::scm::ScmAdapter>>,
+    /// The reactions as captured at startup (a reload changes only `ci_failure`).
+    reactions_cfg: crate::config::reactions::ReactionsConfig,
 }
 
 impl Orchestrator {
@@ -183,6 +188,8 @@ impl Orchestrator {
             ),
             metrics: deps.metrics.clone(),
             prices: deps.prices.clone(),
+            scm: None,
+            reactions_cfg: Default::default(),
         };
         o.warm_start();
         o.publish();
@@ -221,6 +228,7 @@ impl Orchestrator {
                 for h in ws.usage_holds {
                     self.state.agent_holds.note_usage_limit(h);
                 }
+                self.rebuild_reactions(ws.reactions);
                 log::info!(
                     "warm start restored retries={} parked={} usage_holds={} dispatches_total={}",
                     self.state.retries.len(),
@@ -615,6 +623,7 @@ impl Orchestrator {
                 session_id: entry.facts.session_id.clone(),
                 workspace_path: entry.facts.workspace_path.clone(),
                 ended_at_ms: now,
+                pr_record: None,
             };
             log::warn!(
                 "recording abandoned run issue_id={} issue_identifier={} dispatch_id={}",

@@ -78,10 +78,18 @@ impl Orchestrator {
         for id in ids {
             let state = states.get(&id).cloned().unwrap_or_default();
             let terminal = state_in(&state, &cfg.tracker.terminal_states);
-            let active = state_in(&state, &cfg.tracker.active_states);
             let Some(e) = self.state.running.get_mut(&id) else {
                 continue;
             };
+            // A run that continues a pull-request reaction may work while the issue waits in
+            // the handoff state.
+            let active = state_in(&state, &cfg.tracker.active_states)
+                || (e.facts.reaction.is_some()
+                    && cfg
+                        .tracker
+                        .handoff_state
+                        .as_deref()
+                        .is_some_and(|h| state_eq(h, &state)));
             if active && !terminal {
                 e.facts.issue.state = state;
                 self.metrics.reconciliation("keep");

@@ -77,6 +77,7 @@ impl Orchestrator {
             started_by: Some(trigger),
             dispatched_at_ms,
             reaction: None,
+            reaction_context: None,
         };
         log::info!(
             "retry scheduled issue_id={} issue_identifier={} attempt={} delay_ms={} trigger={}",
@@ -302,8 +303,13 @@ impl Orchestrator {
             }
         };
         let cfg = &self.workflow.config.tracker;
+        // A reaction's continuation also runs while the issue waits in the handoff state.
+        let handoff = cfg
+            .handoff_state
+            .clone()
+            .filter(|h| info.reaction.is_some() && state_eq(h, &issue.state));
         if !issue.is_dispatchable_shape()
-            || !state_in(&issue.state, &cfg.active_states)
+            || !(state_in(&issue.state, &cfg.active_states) || handoff.is_some())
             || state_in(&issue.state, &cfg.terminal_states)
         {
             persist::delete_retry(&self.store, &id);
@@ -314,7 +320,13 @@ impl Orchestrator {
         probe_workspace_locks(std::slice::from_ref(&issue), input, |i| {
             workspaces.lock_holder(i)
         });
+        if let Some(h) = &handoff {
+            input.active_states.push(h.clone());
+        }
         let decision = plan(std::slice::from_ref(&issue), input).into_iter().next();
+        if handoff.is_some() {
+            input.active_states.pop();
+        }
         if was_claimed {
             input.claimed.insert(id.clone());
         }
@@ -328,6 +340,12 @@ impl Orchestrator {
                     info.session_id.clone(),
                     info.dispatched_at_ms,
                     super::super::state::DispatchCause::Retry(info.started_by),
+                    info.reaction
+                        .clone()
+                        .map(|reaction| super::dispatch::ReactionDispatch {
+                            reaction,
+                            context: info.reaction_context.clone(),
+                        }),
                 );
             }
             Some(Decision::Held(HoldReason::AgentSlotsFull { .. })) => {

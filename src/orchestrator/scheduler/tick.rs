@@ -140,6 +140,8 @@ impl Orchestrator {
             );
             return;
         }
+        // Pull-request reactions that are due.
+        self.check_reactions();
         // Candidates.
         let fetched = self.tracker.fetch_candidate_issues();
         self.state.health.tracker_rate_limit = self.tracker.rate_limit();
@@ -217,6 +219,7 @@ impl Orchestrator {
                         None,
                         now,
                         super::super::state::DispatchCause::PollTick,
+                        None,
                     );
                     dispatched += 1;
                 }

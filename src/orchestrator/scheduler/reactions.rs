@@ -1,0 +1,798 @@
+//! Pull-request reactions on the `orch` thread: seeding rows at a run's exit, checking due
+//! rows in each poll tick, and applying what a check decided (a continuation retry, a
+//! standing escalation, an outcome, the end of the watch). The decisions themselves are made
+//! by `orchestrator::reactions`.
+
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::config::reactions::ReactionsConfig;
+use crate::domain::{CiStatus, EscalationTrigger, ReactionKind, ReactionWait};
+use crate::orchestrator::reactions::cx::CheckCx;
+use crate::orchestrator::reactions::escalation;
+use crate::orchestrator::reactions::seed::{self, SeedRun};
+use crate::orchestrator::reactions::step::Step;
+use crate::orchestrator::reactions::{FixContext, LastCheck, ReactionRow, RowMemory, RunReaction};
+use crate::orchestrator::state::ScmHealth;
+use crate::store::{Fingerprint, GivenComments, ReactionWrite, StoredEscalation};
+
+/// A fix run starts this soon after the check that asked for it.
+const REACTION_RETRY_DELAY_MS: u64 = 1_000;
+
+type Key = (String, ReactionKind);
+
+impl Orchestrator {
+    /// The reactions the process applies: every kind as captured at startup, except
+    /// `ci_failure`, which follows the workflow in effect.
+    pub(super) fn reaction_config(&self) -> ReactionsConfig {
+        let mut c = self.reactions_cfg.clone();
+        c.ci_failure = c
+            .provider
+            .as_ref()
+            .and(self.workflow.config.reactions.ci_failure.clone());
+        c
+    }
+
+    /// At the exit of a run that ended normally and left a pull-request record: a row per
+    /// applied kind, or the existing rows follow the run (their counts kept).
+    pub(super) fn seed_reactions(&mut self, entry: &RunningEntry, result: &SupervisorResult) {
+        let Some(record) = result.pr_record.clone() else {
+            return;
+        };
+        let normal = matches!(
+            &result.exit,
+            SupervisorExit::Normal { declared, .. } if *declared != Some(DeclaredOutcome::Blocked)
+        );
+        if !normal || self.scm.is_none() {
+            return;
+        }
+        let cfg = self.reaction_config();
+        let kinds = seed::applied_kinds(&cfg);
+        let issue = &entry.facts.issue;
+        let state = match self.state.outcomes.get(&issue.id) {
+            Some((OutcomeKind::HandedOff, s)) => s.clone(),
+            _ => issue.state.clone(),
+        };
+        let run = SeedRun {
+            issue: seed::issue_of(issue, &state),
+            record,
+            dispatched_at_ms: Some(entry.facts.dispatched_at_ms),
+            rule_name: String::new(),
+            agent_kind: self.workflow.config.agent.kind.clone(),
+            configured_model: String::new(),
+            next_attempt: entry.facts.attempt + 1,
+            session_id: result.session_id.clone().or(entry.facts.session_id.clone()),
+        };
+        let Some(pr) = run.pull_request() else {
+            log::debug!(
+                "reactions not seeded: the pull request record names no pull request issue_id={} issue_identifier={}",
+                issue.id,
+                issue.identifier
+            );
+            return;
+        };
+        let now = self.clock.now_ms();
+        for kind in kinds {
+            self.seed_one((issue.id.clone(), kind), &run, &pr, now, &cfg);
+        }
+        log::info!(
+            "pull request reactions watching issue_id={} issue_identifier={} pull_request={}#{}",
+            issue.id,
+            issue.identifier,
+            pr.repository(),
+            pr.number
+        );
+    }
+
+    fn seed_one(
+        &mut self,
+        key: Key,
+        run: &SeedRun,
+        pr: &crate::scm::PullRequestRef,
+        now: i64,
+        cfg: &ReactionsConfig,
+    ) {
+        match self.state.reactions.get_mut(&key) {
+            Some(row) if row.pr.pr == *pr => seed::refresh_row(row, run, now),
+            _ => {
+                let row = seed::new_row(key.1, run, pr.clone(), now, cfg);
+                self.state.reactions.insert(key.clone(), row);
+                self.state.reaction_memory.remove(&key);
+            }
+        }
+        let mem = self.state.reaction_memory.entry(key).or_default();
+        seed::remember_run(mem, run);
+    }
+
+    /// Checks every due row (the reconcile part of a poll tick).
+    pub(super) fn check_reactions(&mut self) {
+        let Some(scm) = self.scm.clone() else {
+            return;
+        };
+        let now = self.clock.now_ms();
+        let due: Vec<Key> = self
+            .state
+            .reactions
+            .iter()
+            .filter(|(_, r)| r.next_poll_at_ms <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        let ended = self.end_reactions_of_departed_issues(&due);
+        let cfg = self.reaction_config();
+        let mut health = self.state.health.scm.take().unwrap_or_else(|| ScmHealth {
+            provider: scm.kind().to_string(),
+            check: Default::default(),
+        });
+        for key in due.into_iter().filter(|k| !ended.contains(&k.0)) {
+            let Some(mut row) = self.state.reactions.remove(&key) else {
+                continue;
+            };
+            let mut mem = self.state.reaction_memory.remove(&key).unwrap_or_default();
+            if watch_expired(&row, now) {
+                log::warn!(
+                    "reaction watch window ended issue_id={} issue_identifier={} reaction_kind={}",
+                    row.issue.id,
+                    row.issue.identifier,
+                    row.kind
+                );
+                self.forget_row(&row);
+                continue;
+            }
+            let was_escalated = row.escalated_at_ms.is_some();
+            let mut cx = CheckCx {
+                now_ms: now,
+                scm: scm.as_ref(),
+                health: &mut health.check,
+                cfg: &cfg,
+                poll_interval_ms: self.workflow.config.polling.interval_ms,
+                slot_busy: self.slot_busy(&key.0),
+            };
+            let step = crate::orchestrator::reactions::check_row(&mut row, &mut mem, &mut cx);
+            if was_escalated && row.escalated_at_ms.is_none() {
+                self.escalation_ended(&row);
+            }
+            self.apply_reaction_step(key, row, mem, step, now, &cfg);
+        }
+        self.state.health.scm = Some(health);
+    }
+
+    /// Whether a session of the issue runs or a retry holds its one slot.
+    fn slot_busy(&self, issue_id: &str) -> bool {
+        self.state.running.contains_key(issue_id)
+            || self.state.retries.contains_key(issue_id)
+            || self
+                .state
+                .awaiting_record
+                .values()
+                .any(|a| a.entry.facts.issue.id == issue_id)
+    }
+
+    /// Reads the states of the due rows' issues: an issue gone, terminal, or out of the
+    /// active, handoff and no-change states ends all of its reactions. Returns those issues.
+    fn end_reactions_of_departed_issues(&mut self, due: &[Key]) -> BTreeSet<String> {
+        let ids: Vec<String> = due
+            .iter()
+            .map(|k| k.0.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut ended = BTreeSet::new();
+        let states = match self.tracker.fetch_issue_states_by_ids(&ids) {
+            Ok(s) => s,
+            Err(e) => {
+                log::warn!(
+                    "reaction issue states not read; reactions wait error={:?}",
+                    e.to_string()
+                );
+                self.back_off_rows(due);
+                return ids.into_iter().collect();
+            }
+        };
+        let t = self.workflow.config.tracker.clone();
+        for id in ids {
+            let watched = |s: &str| {
+                state_in(s, &t.active_states)
+                    || t.handoff_state.as_deref().is_some_and(|h| state_eq(h, s))
+                    || t.no_change_state.as_deref().is_some_and(|h| state_eq(h, s))
+            };
+            match states.get(&id) {
+                Some(s) if state_in(s, &t.terminal_states) => self.issue_reached_terminal(&id, s),
+                Some(s) if watched(s) => continue,
+                _ => self.end_issue_reactions(&id, "the issue left the handoff state"),
+            }
+            ended.insert(id);
+        }
+        ended
+    }
+
+    /// A tracker read failed: the due rows wait a backoff.
+    fn back_off_rows(&mut self, due: &[Key]) {
+        let now = self.clock.now_ms();
+        let base = self.workflow.config.polling.interval_ms;
+        for key in due {
+            if let Some(row) = self.state.reactions.get_mut(key) {
+                row.backoff_count += 1;
+                let factor = 1u64 << row.backoff_count.min(16);
+                let delay = base
+                    .max(1_000)
+                    .saturating_mul(factor)
+                    .min(crate::orchestrator::reactions::cx::MAX_BACKOFF_MS);
+                row.wait = Some(ReactionWait::Backoff);
+                row.next_poll_at_ms = now + delay as i64;
+            }
+        }
+    }
+
+    /// Before recording `terminal` for an issue a merge reaction watches, the pull request is
+    /// read once, so a forge that closes the issue on merge still yields `merged`.
+    fn issue_reached_terminal(&mut self, issue_id: &str, state: &str) {
+        let merge_row = self
+            .state
+            .reactions
+            .values()
+            .find(|r| {
+                r.issue.id == issue_id
+                    && matches!(r.kind, ReactionKind::Merge | ReactionKind::MergeCompletion)
+            })
+            .map(|r| (r.kind, r.pr.pr.clone()));
+        let merged = merge_row.as_ref().and_then(|(kind, pr)| {
+            let scm = self.scm.clone()?;
+            let info = scm.pull_request(pr).ok()?;
+            info.merged.then_some((*kind, pr.clone()))
+        });
+        match merged {
+            Some((kind, pr)) => {
+                let path = if kind == ReactionKind::Merge {
+                    "auto_merge"
+                } else {
+                    "merge_completion"
+                };
+                self.record_merged(issue_id, path, &pr);
+            }
+            None => {
+                self.state.outcomes.insert(
+                    issue_id.to_string(),
+                    (OutcomeKind::Terminal, state.to_string()),
+                );
+                persist::set_outcome(&self.store, issue_id, OutcomeKind::Terminal, state);
+            }
+        }
+        self.end_issue_reactions(issue_id, "the issue reached a terminal state");
+    }
+
+    fn record_merged(&mut self, issue_id: &str, path: &str, pr: &crate::scm::PullRequestRef) {
+        let replace = self
+            .state
+            .outcomes
+            .get(issue_id)
+            .is_none_or(|(k, _)| crate::store::outcome_replaces(*k, OutcomeKind::Merged));
+        if replace {
+            self.state
+                .outcomes
+                .insert(issue_id.to_string(), (OutcomeKind::Merged, String::new()));
+        }
+        persist::set_merged_outcome(&self.store, issue_id, path, pr);
+    }
+
+    /// Drops every row of the issue and what is stored for them.
+    fn end_issue_reactions(&mut self, issue_id: &str, why: &str) {
+        let keys: Vec<Key> = self
+            .state
+            .reactions
+            .keys()
+            .filter(|k| k.0 == issue_id)
+            .cloned()
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        for key in &keys {
+            self.state.reactions.remove(key);
+            self.state.reaction_memory.remove(key);
+        }
+        log::info!("pull request reactions ended issue_id={issue_id} why={why:?}");
+        persist::reaction_write(&self.store, ReactionWrite::ClearIssue(issue_id.to_string()));
+    }
+
+    /// A row left the pending set: its stored escalation and fingerprint go with it.
+    fn forget_row(&mut self, row: &ReactionRow) {
+        let id = row.issue.id.clone();
+        if row.escalated_at_ms.is_some() {
+            persist::reaction_write(
+                &self.store,
+                ReactionWrite::DeleteEscalation(id.clone(), row.kind),
+            );
+        }
+        persist::reaction_write(
+            &self.store,
+            ReactionWrite::DeleteFingerprint(id.clone(), row.kind),
+        );
+        if !self.state.reactions.keys().any(|k| k.0 == id) {
+            persist::reaction_write(&self.store, ReactionWrite::ClearIssue(id));
+        }
+    }
+
+    fn escalation_ended(&mut self, row: &ReactionRow) {
+        log::info!(
+            "reaction escalation ended issue_id={} issue_identifier={} reaction_kind={}",
+            row.issue.id,
+            row.issue.identifier,
+            row.kind
+        );
+        persist::reaction_write(
+            &self.store,
+            ReactionWrite::DeleteEscalation(row.issue.id.clone(), row.kind),
+        );
+    }
+
+    fn apply_reaction_step(
+        &mut self,
+        key: Key,
+        mut row: ReactionRow,
+        mut mem: RowMemory,
+        step: Step,
+        started_ms: i64,
+        cfg: &ReactionsConfig,
+    ) {
+        match step {
+            Step::Wait {
+                wait,
+                next_poll_at_ms,
+            } => {
+                set_wait(&mut row, wait, next_poll_at_ms);
+                let _ = started_ms;
+                row.check_now = None;
+                self.keep_row(key, row, mem);
+            }
+            Step::Dispatch {
+                context,
+                fingerprint,
+                given,
+                counts,
+            } => {
+                self.dispatch_reaction(&mut row, &mut mem, context, fingerprint, given, counts);
+                let interval =
+                    poll_interval(row.kind, cfg, self.workflow.config.polling.interval_ms);
+                set_wait(
+                    &mut row,
+                    ReactionWait::PollInterval,
+                    started_ms + interval as i64,
+                );
+                self.keep_row(key, row, mem);
+            }
+            Step::Escalate { trigger } => {
+                self.escalate(&mut row, trigger, cfg);
+                let interval =
+                    poll_interval(row.kind, cfg, self.workflow.config.polling.interval_ms);
+                set_wait(
+                    &mut row,
+                    ReactionWait::PollInterval,
+                    started_ms + interval as i64,
+                );
+                self.keep_row(key, row, mem);
+            }
+            Step::End { why } => {
+                log::info!(
+                    "reaction ended issue_id={} issue_identifier={} reaction_kind={} why={why:?}",
+                    row.issue.id,
+                    row.issue.identifier,
+                    row.kind
+                );
+                self.forget_row(&row);
+            }
+            Step::Merged {
+                merge_path,
+                transition_to,
+            } => self.reaction_merged(key, row, mem, merge_path, transition_to, cfg),
+        }
+    }
+
+    fn keep_row(&mut self, key: Key, row: ReactionRow, mem: RowMemory) {
+        self.state.reactions.insert(key.clone(), row);
+        self.state.reaction_memory.insert(key, mem);
+    }
+
+    /// Queues the continuation run a check asked for. A budget hold may keep it from
+    /// starting; it still counts.
+    fn dispatch_reaction(
+        &mut self,
+        row: &mut ReactionRow,
+        mem: &mut RowMemory,
+        context: Option<FixContext>,
+        fingerprint: Option<String>,
+        given: Vec<String>,
+        counts: bool,
+    ) {
+        let now = self.clock.now_ms();
+        let issue = persist::issue_from_parts(
+            &row.issue.id,
+            &row.issue.identifier,
+            &row.issue.title,
+            &row.issue.url,
+            row.issue.issue_type.as_deref().unwrap_or(""),
+            row.issue.labels.as_deref().unwrap_or(&[]),
+            &row.issue.state,
+        );
+        let used = row.used_attempts.unwrap_or(0) + u32::from(counts);
+        let reaction = RunReaction {
+            kind: row.kind,
+            attempt: counts.then_some(used),
+            pr: row.pr.pr.clone(),
+        };
+        if row.kind == ReactionKind::Ci {
+            self.record_ci_failed(row);
+        }
+        self.cancel_retry(&issue.id);
+        let trigger = if row.kind == ReactionKind::Ci {
+            RetryTrigger::CiFix
+        } else {
+            RetryTrigger::Continuation
+        };
+        let attempt = mem.run_attempt.max(1);
+        self.schedule_retry(
+            &issue,
+            attempt,
+            REACTION_RETRY_DELAY_MS,
+            trigger,
+            None,
+            mem.session_id.clone(),
+            row.dispatched_at_ms.unwrap_or(now),
+        );
+        if let Some(info) = self.state.retries.get_mut(&issue.id) {
+            info.reaction = Some(reaction);
+            info.reaction_context = context;
+            persist::save_retry(&self.store, info, &self.workflow);
+        }
+        if counts {
+            row.used_attempts = Some(used);
+        }
+        mem.run_attempt = attempt + 1;
+        self.note_dispatched(row, mem, fingerprint, given, now);
+        log::info!(
+            "reaction dispatched a continuation issue_id={} issue_identifier={} reaction_kind={} attempt={}",
+            row.issue.id,
+            row.issue.identifier,
+            row.kind,
+            used
+        );
+    }
+
+    /// The fingerprint and the given comments of a dispatch, kept so the same subject is
+    /// never dispatched twice, also across a restart.
+    fn note_dispatched(
+        &mut self,
+        row: &ReactionRow,
+        mem: &mut RowMemory,
+        fingerprint: Option<String>,
+        given: Vec<String>,
+        now: i64,
+    ) {
+        if let Some(fp) = fingerprint {
+            mem.fingerprint = Some((fp.clone(), true));
+            let f = Fingerprint {
+                issue_id: row.issue.id.clone(),
+                kind: row.kind,
+                fingerprint: fp,
+                dispatched: true,
+            };
+            persist::reaction_write(&self.store, ReactionWrite::SaveFingerprint(f, now));
+        }
+        if !given.is_empty() {
+            mem.given.extend(given.iter().cloned());
+            persist::reaction_write(
+                &self.store,
+                ReactionWrite::GiveComments(GivenComments {
+                    issue_id: row.issue.id.clone(),
+                    pr_key: pr_key(&row.pr.pr),
+                    comment_ids: given,
+                }),
+            );
+        }
+    }
+
+    /// A failing CI verdict Sortie acts on is a run-history row (no agent, no dispatch id),
+    /// counted towards `agent.max_sessions`.
+    fn record_ci_failed(&mut self, row: &ReactionRow) {
+        let Some(LastCheck::Ci {
+            head_sha,
+            status: CiStatus::Failing,
+            failing_checks,
+            ..
+        }) = &row.last_check
+        else {
+            return;
+        };
+        let now = self.clock.now_ms();
+        let mut run = crate::store::RunRecord::new(RunStatus::CiFailed);
+        run.issue_id = row.issue.id.clone();
+        run.identifier = row.issue.identifier.clone();
+        run.display_identifier = row.issue.display_identifier.clone();
+        run.issue_title = row.issue.title.clone();
+        run.issue_url = row.issue.url.clone();
+        run.started_at_ms = now;
+        run.completed_at_ms = now;
+        run.dispatched_at_ms = row.dispatched_at_ms;
+        run.workflow_file = self.workflow.path.display().to_string();
+        run.trigger = Some(String::new());
+        run.reaction_kind = Some(ReactionKind::Ci.as_str().into());
+        run.reaction_config_key = Some(ReactionKind::Ci.config_key().into());
+        run.error = Some(crate::mask::mask(&format!(
+            "CI failing on {head_sha}: {}",
+            failing_checks.join(", ")
+        )));
+        if let Err(e) = self.store.writer().record_run(run, Vec::new()) {
+            log::warn!(
+                "CI result not recorded issue_id={} issue_identifier={} error={:?}",
+                row.issue.id,
+                row.issue.identifier,
+                e.to_string()
+            );
+        }
+    }
+
+    /// Begins a standing escalation: stored first, then the tracker write queued (a failed
+    /// write is logged and the escalation stands).
+    fn escalate(
+        &mut self,
+        row: &mut ReactionRow,
+        trigger: EscalationTrigger,
+        cfg: &ReactionsConfig,
+    ) {
+        let now = self.clock.now_ms();
+        if row.kind == ReactionKind::Ci {
+            self.record_ci_failed(row);
+            persist::reaction_write(
+                &self.store,
+                ReactionWrite::DeleteFingerprint(row.issue.id.clone(), row.kind),
+            );
+        }
+        row.escalated_at_ms = Some(now);
+        row.escalation_trigger = Some(trigger);
+        persist::reaction_write(&self.store, ReactionWrite::SaveEscalation(stored(row)));
+        log::warn!(
+            "reaction escalated to a person issue_id={} issue_identifier={} reaction_kind={} trigger={trigger}",
+            row.issue.id,
+            row.issue.identifier,
+            row.kind
+        );
+        self.tracker_ops
+            .submit(crate::orchestrator::tracker_ops::TrackerOp::Escalate {
+                issue_id: row.issue.id.clone(),
+                issue_identifier: row.issue.identifier.clone(),
+                kind: row.kind,
+                write: escalation::write_for(row, cfg),
+            });
+    }
+
+    /// The pull request merged. Merge completion moves the issue first (a failed move counts
+    /// and may escalate); then the outcome is `merged` and the watch ends. A merge by the
+    /// `merge` kind leaves a merge-completion row to move the issue.
+    fn reaction_merged(
+        &mut self,
+        key: Key,
+        mut row: ReactionRow,
+        mem: RowMemory,
+        merge_path: &'static str,
+        transition_to: Option<String>,
+        cfg: &ReactionsConfig,
+    ) {
+        if let Some(state) = transition_to
+            && let Err(e) = self.tracker.transition_issue(&row.issue.id, &state)
+        {
+            self.merge_transition_failed(key, row, mem, &e, cfg);
+            return;
+        }
+        self.record_merged(&row.issue.id, merge_path, &row.pr.pr);
+        log::info!(
+            "pull request merged issue_id={} issue_identifier={} merge_path={merge_path}",
+            row.issue.id,
+            row.issue.identifier
+        );
+        let completion = (row.issue.id.clone(), ReactionKind::MergeCompletion);
+        if row.kind == ReactionKind::Merge && self.state.reactions.contains_key(&completion) {
+            if let Some(c) = self.state.reactions.get_mut(&completion) {
+                c.next_poll_at_ms = self.clock.now_ms();
+            }
+            let others: Vec<Key> = self
+                .state
+                .reactions
+                .keys()
+                .filter(|k| k.0 == row.issue.id && k.1 != ReactionKind::MergeCompletion)
+                .cloned()
+                .collect();
+            for k in others {
+                self.state.reactions.remove(&k);
+                self.state.reaction_memory.remove(&k);
+            }
+            row.escalated_at_ms = None;
+            self.forget_row(&row);
+            return;
+        }
+        self.end_issue_reactions(&row.issue.id, "the pull request merged");
+    }
+
+    fn merge_transition_failed(
+        &mut self,
+        key: Key,
+        mut row: ReactionRow,
+        mem: RowMemory,
+        e: &crate::tracker::TrackerError,
+        cfg: &ReactionsConfig,
+    ) {
+        log::warn!(
+            "merge completion transition failed issue_id={} issue_identifier={} error={:?}",
+            row.issue.id,
+            row.issue.identifier,
+            e.to_string()
+        );
+        let used = row.used_attempts.unwrap_or(0) + 1;
+        row.used_attempts = Some(used);
+        let max = row.max_attempts.unwrap_or(0);
+        let refused = matches!(
+            e.kind,
+            crate::tracker::TrackerErrorKind::Auth | crate::tracker::TrackerErrorKind::Payload
+        );
+        let interval = poll_interval(row.kind, cfg, self.workflow.config.polling.interval_ms);
+        let now = self.clock.now_ms();
+        if refused || used >= max {
+            let trigger = if refused {
+                EscalationTrigger::Refused
+            } else {
+                EscalationTrigger::BudgetExhausted
+            };
+            self.escalate(&mut row, trigger, cfg);
+            set_wait(&mut row, ReactionWait::PollInterval, now + interval as i64);
+        } else {
+            row.backoff_count += 1;
+            let delay = interval
+                .saturating_mul(1 << row.backoff_count.min(16))
+                .min(crate::orchestrator::reactions::cx::MAX_BACKOFF_MS);
+            row.wait = Some(ReactionWait::Backoff);
+            row.next_poll_at_ms = now + delay as i64;
+        }
+        self.keep_row(key, row, mem);
+    }
+
+    /// Startup: rows rebuilt from the newest runs that left a pull-request record, with the
+    /// stored escalations, fingerprints and given comments. A rebuilt row has no wait, no
+    /// check, no link, and only the title and link of its issue.
+    pub(super) fn rebuild_reactions(&mut self, snap: crate::store::ReactionsSnapshot) {
+        if self.scm.is_none() {
+            return;
+        }
+        let cfg = self.reaction_config();
+        let kinds = seed::applied_kinds(&cfg);
+        let now = self.clock.now_ms();
+        for run in &snap.pr_runs {
+            let finished = matches!(
+                self.state.outcomes.get(&run.issue_id),
+                Some((OutcomeKind::Merged | OutcomeKind::Terminal, _))
+            );
+            if finished {
+                continue;
+            }
+            let Some(seed_run) = rebuilt_run(run) else {
+                continue;
+            };
+            let Some(pr) = seed_run.pull_request() else {
+                continue;
+            };
+            for kind in &kinds {
+                self.seed_one((run.issue_id.clone(), *kind), &seed_run, &pr, now, &cfg);
+            }
+        }
+        self.restore_reaction_memory(&snap);
+    }
+
+    fn restore_reaction_memory(&mut self, snap: &crate::store::ReactionsSnapshot) {
+        for e in &snap.escalations {
+            if let Some(row) = self.state.reactions.get_mut(&(e.issue_id.clone(), e.kind)) {
+                row.escalated_at_ms = Some(e.escalated_at_ms);
+                row.escalation_trigger = Some(e.trigger);
+                row.used_attempts = e.used_attempts.map(|n| n.max(0) as u32);
+            }
+        }
+        for f in &snap.fingerprints {
+            if let Some(mem) = self
+                .state
+                .reaction_memory
+                .get_mut(&(f.issue_id.clone(), f.kind))
+            {
+                mem.fingerprint = Some((f.fingerprint.clone(), f.dispatched));
+            }
+        }
+        for g in &snap.given {
+            for kind in [ReactionKind::Review, ReactionKind::BotReview] {
+                if let Some(mem) = self
+                    .state
+                    .reaction_memory
+                    .get_mut(&(g.issue_id.clone(), kind))
+                {
+                    mem.given.extend(g.comment_ids.iter().cloned());
+                }
+            }
+        }
+    }
+}
+
+/// The run a stored history row describes, when its record is readable.
+fn rebuilt_run(run: &crate::store::PrRun) -> Option<SeedRun> {
+    let record: crate::agent::pr_record::PrRecord = serde_json::from_str(&run.pr_record).ok()?;
+    Some(SeedRun {
+        issue: crate::orchestrator::reactions::ReactionIssue {
+            id: run.issue_id.clone(),
+            identifier: run.identifier.clone(),
+            display_identifier: run.display_identifier.clone(),
+            title: run.issue_title.clone(),
+            url: run.issue_url.clone(),
+            issue_type: None,
+            labels: None,
+            state: String::new(),
+        },
+        record,
+        dispatched_at_ms: run.dispatched_at_ms,
+        rule_name: run.rule_name.clone(),
+        agent_kind: run.agent_adapter.clone(),
+        configured_model: run.configured_model.clone(),
+        next_attempt: u32::try_from(run.attempt.max(0)).unwrap_or(0),
+        session_id: run.session_id.clone(),
+    })
+}
+
+fn set_wait(row: &mut ReactionRow, wait: ReactionWait, next_poll_at_ms: i64) {
+    if wait == ReactionWait::Backoff {
+        row.backoff_count += 1;
+    } else {
+        row.backoff_count = 0;
+    }
+    row.wait = Some(wait);
+    row.next_poll_at_ms = next_poll_at_ms;
+}
+
+/// The kind's check cadence.
+fn poll_interval(kind: ReactionKind, cfg: &ReactionsConfig, base_ms: u64) -> u64 {
+    let v = match kind {
+        ReactionKind::Ci => None,
+        ReactionKind::Review => cfg.review_comments.as_ref().map(|c| c.poll_interval_ms),
+        ReactionKind::BotReview => cfg.bot_review.as_ref().map(|c| c.poll_interval_ms),
+        ReactionKind::Merge => cfg.auto_merge.as_ref().map(|c| c.poll_interval_ms),
+        ReactionKind::MergeConflict => cfg.merge_conflicts.as_ref().map(|c| c.poll_interval_ms),
+        ReactionKind::MergeCompletion => cfg.merge_completion.as_ref().map(|c| c.poll_interval_ms),
+        ReactionKind::LabelReview | ReactionKind::LabelFix => {
+            cfg.label_commands.as_ref().map(|c| c.poll_interval_ms)
+        }
+    };
+    v.unwrap_or(base_ms)
+}
+
+fn watch_expired(row: &ReactionRow, now: i64) -> bool {
+    row.watch_ends_at_ms().is_some_and(|end| now >= end)
+}
+
+fn pr_key(pr: &crate::scm::PullRequestRef) -> String {
+    format!("{}#{}", pr.repository(), pr.number)
+}
+
+fn stored(row: &ReactionRow) -> StoredEscalation {
+    StoredEscalation {
+        issue_id: row.issue.id.clone(),
+        kind: row.kind,
+        escalated_at_ms: row.escalated_at_ms.unwrap_or(0),
+        trigger: row
+            .escalation_trigger
+            .unwrap_or(EscalationTrigger::BudgetExhausted),
+        used_attempts: row.used_attempts.map(i64::from),
+        identifier: row.issue.identifier.clone(),
+        display_identifier: row.issue.display_identifier.clone(),
+        issue_title: row.issue.title.clone(),
+        issue_url: row.issue.url.clone(),
+        pr_owner: row.pr.pr.owner.clone(),
+        pr_repo: row.pr.pr.repo.clone(),
+        pr_number: i64::try_from(row.pr.pr.number).unwrap_or(0),
+        pr_branch: row.pr.branch.clone(),
+        pr_head_sha: row.pr.head_sha.clone(),
+    }
+}
