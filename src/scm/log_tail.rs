@@ -70,8 +70,8 @@ pub fn strip_timestamp(line: &str) -> &str {
     }
 }
 
-/// `line` without escape sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ESC \`, other
-/// `ESC x`) and without control characters other than tab.
+/// `line` without escape sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ESC \`, `ESC ( B`,
+/// other `ESC x`) and without control characters other than tab.
 pub fn strip_ansi(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars().peekable();
@@ -98,6 +98,14 @@ pub fn strip_ansi(line: &str) -> String {
                     }
                     if n == '\u{1b}' && chars.peek() == Some(&'\\') {
                         chars.next();
+                        break;
+                    }
+                }
+            }
+            // nF sequences (`ESC ( B`): intermediates, then one final character.
+            Some(' '..='/') => {
+                for n in chars.by_ref() {
+                    if !(' '..='/').contains(&n) {
                         break;
                     }
                 }
@@ -148,6 +156,20 @@ mod tests {
         assert_eq!(tail(log, 2), "two\nthree");
         assert_eq!(tail(log, 10), "one\ntwo\nthree");
         assert_eq!(tail(log, 0), "");
+    }
+
+    #[test]
+    fn the_recorded_job_log() {
+        let log = include_bytes!("../../tests/fixtures/github/job_log_sample.txt");
+        let t = tail(log, 5);
+        assert_eq!(
+            t,
+            "--- PASS: TestExtra15 (0.00s)\nFAIL\tgithub.com/owner/repo/pkg\t0.150s\nFAIL: TestFoo\nExit code: 1\nProcess completed with exit code 1."
+        );
+        let all = tail(log, 10_000);
+        assert!(all.starts_with("Run actions/checkout@v4\n"), "{}", &all[..60]);
+        assert!(!all.contains('\u{1b}') && !all.contains("2026-01-15T"), "{all}");
+        assert!(!all.contains("CI Build"));
     }
 
     #[test]
