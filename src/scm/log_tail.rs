@@ -167,8 +167,15 @@ mod tests {
             "--- PASS: TestExtra15 (0.00s)\nFAIL\tgithub.com/owner/repo/pkg\t0.150s\nFAIL: TestFoo\nExit code: 1\nProcess completed with exit code 1."
         );
         let all = tail(log, 10_000);
-        assert!(all.starts_with("Run actions/checkout@v4\n"), "{}", &all[..60]);
-        assert!(!all.contains('\u{1b}') && !all.contains("2026-01-15T"), "{all}");
+        assert!(
+            all.starts_with("Run actions/checkout@v4\n"),
+            "{}",
+            &all[..60]
+        );
+        assert!(
+            !all.contains('\u{1b}') && !all.contains("2026-01-15T"),
+            "{all}"
+        );
         assert!(!all.contains("CI Build"));
     }
 
