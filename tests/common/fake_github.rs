@@ -39,6 +39,7 @@ use super::fake_server::{FakeServer, Recorded, Reply};
 
 mod pulls;
 
+#[allow(unused_imports)]
 pub use pulls::{LogHost, check_run_json, review_comment_json, review_json, status_json};
 
 pub const OWNER: &str = "owner";
