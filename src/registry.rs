@@ -3,7 +3,7 @@
 //! preflight), the orchestrator, `validate` and the CLI ask this module about kinds, so adding
 //! an adapter means writing its module and one line here.
 //!
-//! It sits above `tracker` and `agent` (it names their adapter modules) and below `config`
+//! It sits above `tracker`, `scm` and `agent` (it names their adapter modules) and below `config`
 //! (which consults it while loading a workflow).
 
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use crate::agent::{
     self, AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentSettings,
 };
 use crate::clock::{Clock, SystemClock};
+use crate::scm::{self, ScmAdapter, ScmDescriptor, ScmSettings};
 use crate::tracker::{
     self, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind, TrackerSettings,
 };
@@ -33,12 +34,39 @@ pub const AGENTS: &[AgentDescriptor] = &[
     agent::opencode::DESCRIPTOR,
 ];
 
+/// Every source control (forge) provider this build can run pull-request reactions on.
+pub const SCMS: &[ScmDescriptor] = &[scm::github::DESCRIPTOR];
+
 /// `agent.kind` when the workflow names none.
 pub const DEFAULT_AGENT_KIND: &str = agent::claude::KIND;
 
 /// The descriptor of a tracker kind; `None` when this build has no such adapter.
 pub fn tracker(kind: &str) -> Option<&'static TrackerDescriptor> {
     TRACKERS.iter().find(|d| d.kind == kind)
+}
+
+/// The descriptor of a source control provider; `None` when this build has no such adapter.
+pub fn scm(kind: &str) -> Option<&'static ScmDescriptor> {
+    SCMS.iter().find(|d| d.kind == kind)
+}
+
+/// Why a source control provider cannot be used, naming the ones that can.
+pub fn unsupported_scm(kind: &str) -> String {
+    format!(
+        "source control provider {kind:?} is not supported by this build (supported: {})",
+        supported(SCMS.iter().map(|d| d.kind))
+    )
+}
+
+/// Builds the forge adapter named by `settings.kind`.
+pub fn build_scm(
+    settings: &ScmSettings,
+    clock: Arc<dyn Clock>,
+) -> Result<Box<dyn ScmAdapter>, String> {
+    match scm(&settings.kind) {
+        Some(d) => (d.build)(settings, clock),
+        None => Err(unsupported_scm(&settings.kind)),
+    }
 }
 
 /// The states a tracker kind assumes when the workflow sets none.
@@ -144,6 +172,28 @@ mod tests {
         agents.dedup();
         assert_eq!(agents.len(), AGENTS.len());
         assert!(agent(DEFAULT_AGENT_KIND).is_some());
+        let mut scms: Vec<_> = SCMS.iter().map(|d| d.kind).collect();
+        scms.dedup();
+        assert_eq!(scms.len(), SCMS.len());
+    }
+
+    #[test]
+    fn source_control_providers_are_looked_up_by_kind() {
+        assert_eq!(
+            unsupported_scm("gitlab"),
+            "source control provider \"gitlab\" is not supported by this build (supported: github)"
+        );
+        let settings = |kind: &str, token: &str| ScmSettings {
+            kind: kind.into(),
+            token: token.into(),
+            ..ScmSettings::default()
+        };
+        let e = build_scm(&settings("gitlab", "t"), Arc::new(SystemClock)).err();
+        assert_eq!(e, Some(unsupported_scm("gitlab")));
+        let no_token = build_scm(&settings("github", " "), Arc::new(SystemClock)).err();
+        assert!(no_token.is_some_and(|e| e.contains("api_key")));
+        let built = build_scm(&settings("github", "reg-test-token"), Arc::new(SystemClock));
+        assert_eq!(built.map(|a| a.kind()).ok(), Some("github"));
     }
 
     #[test]

@@ -162,12 +162,14 @@ impl HttpClient {
                     format!("reading a {status} body failed: {e}"),
                 )
             })?;
-        self.accept(status, headers, body, method, path)
+        let redirect = req.accept_redirect && (300..400).contains(&status);
+        self.accept(status, redirect, headers, body, method, path)
     }
 
     fn accept(
         &self,
         status: u16,
+        redirect: bool,
         headers: Vec<(String, String)>,
         body: Vec<u8>,
         method: &'static str,
@@ -181,7 +183,7 @@ impl HttpClient {
                 rate.limited(status, now);
             }
         }
-        if (200..300).contains(&status) || status == 304 {
+        if (200..300).contains(&status) || status == 304 || redirect {
             return Ok(Response {
                 status,
                 headers,
@@ -221,7 +223,11 @@ impl HttpClient {
         for (k, v) in &self.opts.headers {
             b = b.header(k.as_str(), v.as_str());
         }
-        if let Some((k, v)) = &self.opts.auth {
+        // The credential goes only to the configured endpoint: an absolute URL elsewhere (a
+        // redirect to a download host) is sent without it.
+        if let Some((k, v)) = &self.opts.auth
+            && (!is_absolute(&req.url) || same_origin(url, &self.opts.base_url))
+        {
             b = b.header(k.as_str(), v.as_str());
         }
         for (k, v) in &req.headers {
@@ -235,7 +241,7 @@ impl HttpClient {
 
     /// The full URL: absolute URLs verbatim, paths joined to the base; query appended encoded.
     fn url_of(&self, req: &Request) -> String {
-        let mut url = if req.url.starts_with("http://") || req.url.starts_with("https://") {
+        let mut url = if is_absolute(&req.url) {
             req.url.clone()
         } else {
             format!("{}/{}", self.opts.base_url, req.url.trim_start_matches('/'))
@@ -262,6 +268,24 @@ fn transport_detail(e: &ureq::Error, timeout: Duration) -> String {
     }
 }
 
+fn is_absolute(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
+/// `scheme://host[:port]` of an absolute URL, lowercased; `None` for anything else.
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    // Userinfo never names the host.
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    (!host.is_empty()).then(|| format!("{scheme}://{host}").to_ascii_lowercase())
+}
+
+/// Whether two absolute URLs share scheme, host and port.
+fn same_origin(a: &str, b: &str) -> bool {
+    matches!((origin_of(a), origin_of(b)), (Some(x), Some(y)) if x == y)
+}
+
 /// The path of a URL: no scheme, host or query.
 fn path_of(url: &str) -> String {
     let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
@@ -285,6 +309,28 @@ pub fn encode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        assert!(same_origin(
+            "https://api.github.com/repos/o/r?page=2",
+            "https://API.github.com"
+        ));
+        assert!(!same_origin(
+            "https://api.github.com/x",
+            "http://api.github.com"
+        ));
+        assert!(!same_origin("http://127.0.0.1:1/x", "http://127.0.0.1:2"));
+        assert!(!same_origin(
+            "https://logs.example/x",
+            "https://api.github.com"
+        ));
+        assert!(!same_origin(
+            "https://api.github.com@evil.example/x",
+            "https://api.github.com"
+        ));
+        assert!(!same_origin("/relative", "https://api.github.com"));
+    }
 
     #[test]
     fn paths_and_encoding() {

@@ -43,6 +43,9 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     /// A JSON body; sent with `Content-Type: application/json`.
     pub body: Option<Vec<u8>>,
+    /// A redirect (3xx) answer is returned to the caller as a response instead of failing, so
+    /// the caller can follow its `Location` itself (the client never follows redirects).
+    pub accept_redirect: bool,
 }
 
 impl Request {
@@ -53,6 +56,7 @@ impl Request {
             query: Vec::new(),
             headers: Vec::new(),
             body: None,
+            accept_redirect: false,
         }
     }
 
@@ -70,13 +74,19 @@ impl Request {
         self
     }
 
+    /// Returns a 3xx answer as a response (see [`Request::accept_redirect`]).
+    pub fn redirect_allowed(mut self) -> Self {
+        self.accept_redirect = true;
+        self
+    }
+
     pub fn json(mut self, body: &serde_json::Value) -> Self {
         self.body = Some(body.to_string().into_bytes());
         self
     }
 }
 
-/// A response whose status the client accepted (2xx or 304).
+/// A response whose status the client accepted (2xx or 304; 3xx when the request allowed it).
 #[derive(Debug, Clone)]
 pub struct Response {
     pub status: u16,

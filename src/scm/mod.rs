@@ -6,7 +6,14 @@
 //! Core code sees only this module's types; names of a specific forge live in its adapter
 //! module (`scm::github`).
 
+use std::sync::Arc;
+
+use crate::clock::Clock;
 use crate::domain::CiStatus;
+
+pub mod github;
+pub mod log_tail;
+pub mod verdict;
 
 /// The pull request a reaction watches, as the run's PR record names it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -155,15 +162,17 @@ pub struct LabelEvent {
 /// How a forge call failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScmErrorKind {
-    /// Connection, timeout, truncated or unreadable body.
+    /// Connection, timeout, truncated or unreadable body, or a 5xx answer (the trackers'
+    /// classification).
     Transport,
     /// 401/403 (not a rate limit).
     Auth,
     NotFound,
+    /// 429, or a 403 that is a rate limit.
     RateLimited,
-    /// Any other non-success answer (5xx, unexpected 4xx).
+    /// Any other non-success answer (an unexpected 4xx such as 410).
     Api,
-    /// A success answer without what the call needs.
+    /// A success answer without what the call needs, or a 400/422 refusal of the request.
     Payload,
 }
 
@@ -237,4 +246,13 @@ pub trait ScmAdapter: Send + Sync {
     fn label_events(&self, pr: &PullRequestRef) -> ScmResult<Vec<LabelEvent>>;
     /// Removes a label from the pull request; an absent label is `Ok`.
     fn remove_label(&self, pr: &PullRequestRef, label: &str) -> ScmResult<()>;
+}
+
+/// A forge kind as the registry lists it: its name (`provider:` in the reaction blocks, the
+/// tracker kind whose block it reads) and its constructor.
+#[derive(Clone, Copy)]
+pub struct ScmDescriptor {
+    pub kind: &'static str,
+    /// Builds the adapter; the error is one line naming what is missing or wrong.
+    pub build: fn(&ScmSettings, Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, String>,
 }

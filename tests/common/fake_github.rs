@@ -5,6 +5,29 @@
 //! dependencies and parents (the dependencies API can be switched to 404); the search API's
 //! `repo:`, `type:`, `state:` and `label:` qualifiers; `Bearer` and `X-GitHub-Api-Version`
 //! checked (401 otherwise); `X-RateLimit-*` headers on every answer.
+//!
+//! The pull-request side (`pulls`) serves what the forge adapter reads and writes, editable
+//! between polls through [`FakeServer::with_state`] and these [`GithubState`] methods:
+//!
+//! - `add_pull(number, head_ref, head_sha)`: an open PR (its issue carries labels and events),
+//!   head branch existing, `mergeable: null`; `pr(number) -> Value` is the PR as served;
+//! - `set_head(number, sha)`, `set_mergeable(number, Option<bool>, mergeable_state)`,
+//!   `set_merged(number, Option<&str> merge_commit_sha)`, `set_pull_open(number, bool)`;
+//! - `set_check_runs(git_ref, Vec<Value>)` (see `check_run_json(id, name, status,
+//!   Option<conclusion>)`), `set_statuses(git_ref, Vec<Value>)` (see `status_json(context,
+//!   state)`);
+//! - `set_job_log(job_id, text)`: served as a 302 to a second host (`LogHost`), which answers
+//!   400 to a request carrying `Authorization`; `log_downloads() -> Vec<Recorded>` journals it;
+//! - `add_review(pr, Value)` (see `review_json(id, state, body, login, bot)`),
+//!   `add_review_comment(pr, review_id, Value)` (see `review_comment_json(id, path,
+//!   start_line, line, position, body, login, bot)`);
+//! - `set_review_decision(pr, Option<&str>)` for `POST /graphql`;
+//! - `add_label_event(number, label, actor, added)` (a person's label change; label writes
+//!   through the API record events by `sortie-bot` too), `record_label_event(…)` (event only),
+//!   `add_event(number, Value)`;
+//! - `branch_exists(name)`; the merge honours the `sha` guard (409), answers 405 unless the PR
+//!   is open and `mergeable: true`, and 422 for an unknown `merge_method`; deleting a missing
+//!   branch answers 422.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
@@ -13,6 +36,11 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::fake_server::{FakeServer, Recorded, Reply};
+
+mod pulls;
+
+#[allow(unused_imports)]
+pub use pulls::{LogHost, check_run_json, review_comment_json, review_json, status_json};
 
 pub const OWNER: &str = "owner";
 pub const REPO: &str = "repo";
@@ -36,6 +64,25 @@ pub struct GithubState {
     /// When set, the dependencies API answers 404 (not enabled for the repository).
     pub dependencies_off: bool,
     next_comment_id: u64,
+    /// Pull requests by number (labels live on the issue of the same number).
+    pub pulls: BTreeMap<u64, Value>,
+    /// Check runs by ref (a sha or a branch).
+    pub check_runs: BTreeMap<String, Vec<Value>>,
+    /// Commit-status contexts by ref.
+    pub statuses: BTreeMap<String, Vec<Value>>,
+    pub reviews: BTreeMap<u64, Vec<Value>>,
+    /// Inline comments by (pull request, review id).
+    pub review_comments: BTreeMap<(u64, u64), Vec<Value>>,
+    /// Issue events by number, oldest first.
+    pub events: BTreeMap<u64, Vec<Value>>,
+    /// GraphQL `reviewDecision` by pull request (absent = null).
+    pub review_decisions: BTreeMap<u64, String>,
+    /// Branches that exist.
+    pub branches: BTreeSet<String>,
+    /// Where job logs are downloaded from.
+    pub log_host: Option<LogHost>,
+    event_seq: u64,
+    merge_seq: u64,
 }
 
 impl GithubState {
@@ -111,6 +158,7 @@ pub fn start_repo(full_name: &str, labels: &[&str]) -> FakeGithub {
         full_name: full_name.to_string(),
         repo_labels: labels.iter().map(|l| l.to_lowercase()).collect(),
         next_comment_id: 9000,
+        log_host: Some(LogHost::start()),
         ..GithubState::default()
     };
     let server = FakeServer::start(state, route);
@@ -133,12 +181,21 @@ fn route(s: &mut GithubState, req: &Recorded) -> Reply {
         return Reply::json(401, &json!({"message": "Bad credentials"}));
     }
     let prefix = format!("/repos/{}/issues", s.full_name);
+    let repo = format!("/repos/{}/", s.full_name);
     let reply = if req.path == "/search/issues" {
         search(s, req)
+    } else if req.path == "/graphql" && req.method == "POST" {
+        pulls::graphql(s, req)
     } else if req.path == prefix {
         list_open(s, req)
     } else if let Some(rest) = req.path.strip_prefix(&format!("{prefix}/")) {
         issue_route(s, req, rest)
+    } else if let Some(reply) = req
+        .path
+        .strip_prefix(&repo)
+        .and_then(|rest| pulls::route(s, req, rest))
+    {
+        reply
     } else {
         not_found()
     };
@@ -162,6 +219,7 @@ fn issue_route(s: &mut GithubState, req: &Recorded, rest: &str) -> Reply {
         ("GET", "") => with_etag(req, &s.issues[&n]),
         ("PATCH", "") => patch_issue(s, n, req),
         ("GET", "comments") => paged(s, req, s.comments.get(&n).cloned().unwrap_or_default()),
+        ("GET", "events") => paged(s, req, s.events.get(&n).cloned().unwrap_or_default()),
         ("POST", "comments") => post_comment(s, n, req),
         ("POST", "labels") => add_labels(s, n, req),
         ("GET", "parent") => match s.parents.get(&n).and_then(|p| s.issues.get(p)) {
@@ -238,6 +296,7 @@ fn add_labels(s: &mut GithubState, n: u64, req: &Recorded) -> Reply {
     let mut labels = s.labels(n);
     for l in wanted {
         if !labels.iter().any(|x| x.eq_ignore_ascii_case(&l)) {
+            s.record_label_event(n, &l, "sortie-bot", true);
             labels.push(l);
         }
     }
@@ -257,6 +316,7 @@ fn remove_label(s: &mut GithubState, n: u64, label: &str) -> Reply {
         .map(String::as_str)
         .collect();
     s.set_labels(n, &kept);
+    s.record_label_event(n, label, "sortie-bot", false);
     Reply::json(200, &s.issues[&n]["labels"])
 }
 

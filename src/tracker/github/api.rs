@@ -6,12 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use super::etag::EtagCache;
 use super::settings::GithubConfig;
 use crate::clock::Clock;
 use crate::http_client::{
-    ClientOptions, HttpClient, HttpError, Method, RateLimitStatus, Request, ThreadSleeper,
-    collect_link_pages, encode,
+    ClientOptions, EtagCache, HttpClient, HttpError, Method, RateLimitStatus, Request,
+    ThreadSleeper, collect_link_pages, encode,
 };
 
 const API_VERSION: &str = "2022-11-28";

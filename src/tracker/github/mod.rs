@@ -4,7 +4,6 @@
 //! from the issue dependencies API and transitions swap labels so a retry converges.
 
 mod api;
-mod etag;
 mod normalize;
 mod settings;
 mod state;

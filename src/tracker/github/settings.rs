@@ -132,7 +132,7 @@ pub fn parse(s: &TrackerSettings) -> Result<GithubConfig, TrackerError> {
             .map_or(DEFAULT_ETAG_CACHE_SIZE, |n| {
                 usize::try_from(n).unwrap_or(usize::MAX)
             }),
-        tuning: HttpTuning::from_settings(s),
+        tuning: http_tuning::from_settings(s),
     })
 }
 

@@ -160,7 +160,7 @@ pub fn parse(s: &TrackerSettings) -> Result<JiraConfig, TrackerError> {
             .filter(|t| !t.trim().is_empty())
             .unwrap_or(DEFAULT_LINK_TYPE)
             .to_string(),
-        tuning: HttpTuning::from_settings(s),
+        tuning: http_tuning::from_settings(s),
     })
 }
 
