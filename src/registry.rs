@@ -33,6 +33,10 @@ pub const AGENTS: &[AgentDescriptor] = &[
     agent::opencode::DESCRIPTOR,
 ];
 
+/// Every source-control provider kind reactions can run against. Each is also a tracker kind:
+/// the tracker block of the same kind supplies the provider's endpoint and token.
+pub const SCM_PROVIDERS: &[&str] = &[tracker::github::KIND];
+
 /// `agent.kind` when the workflow names none.
 pub const DEFAULT_AGENT_KIND: &str = agent::claude::KIND;
 
@@ -91,6 +95,14 @@ pub fn unsupported_agent(kind: &str) -> String {
     format!(
         "agent kind {kind:?} is not supported by this build (supported: {})",
         supported(AGENTS.iter().map(|d| d.kind))
+    )
+}
+
+/// Why a source-control provider cannot be used, naming the providers that can.
+pub fn unsupported_scm_provider(kind: &str) -> String {
+    format!(
+        "provider {kind:?} is not supported by this build (supported: {})",
+        supported(SCM_PROVIDERS.iter().copied())
     )
 }
 
