@@ -110,7 +110,7 @@ fn ssh_hosts_is_an_error_for_validate_and_startup() {
 fn keys_this_build_does_not_act_on_are_named_as_unsupported() {
     let p = project(
         "  max_cost_usd: 5\n  max_daily_cost_usd: 20\n",
-        "self_review:\n  enabled: true\nreactions:\n  ci_failure: {}\nci_feedback:\n  enabled: true\n\
+        "reactions:\n  ci_failure: {triage: true}\n\
          token_rates:\n  claude: {input: 3}\ndispatch:\n  rules: []\nworker:\n  ssh_hosts: []\n  max_concurrent_agents_per_host: 2",
     );
     let (code, v) = validate_json(&p);
@@ -123,9 +123,7 @@ fn keys_this_build_does_not_act_on_are_named_as_unsupported() {
         .filter_map(|w| w["message"].as_str().map(str::to_string))
         .collect();
     for key in [
-        "self_review:",
-        "reactions:",
-        "ci_feedback:",
+        "reactions.ci_failure.triage:",
         "dispatch:",
         "worker.max_concurrent_agents_per_host:",
     ] {
@@ -141,7 +139,7 @@ fn keys_this_build_does_not_act_on_are_named_as_unsupported() {
     let d = p.start();
     let log = d.log_text();
     assert!(
-        log.contains("check=unsupported_key field=self_review"),
+        log.contains("check=unsupported_key field=reactions.ci_failure.triage"),
         "{log}"
     );
     assert!(

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::schema::ServiceConfig;
 use crate::agent::AgentSettings;
+use crate::scm::ScmSettings;
 use crate::tracker::TrackerSettings;
 
 impl ServiceConfig {
@@ -26,6 +27,18 @@ impl ServiceConfig {
             path: self.tracker_path.clone(),
             block: self.adapter_block(&t.kind).cloned().unwrap_or_default(),
         }
+    }
+
+    /// What the source-control adapter is built from, when a reaction provider applies: the
+    /// tracker block of the same kind (endpoint and API key) and the kind's pass-through block.
+    pub fn scm_settings(&self) -> Option<ScmSettings> {
+        let kind = self.reactions.provider.clone()?;
+        Some(ScmSettings {
+            endpoint: self.tracker.endpoint.clone(),
+            token: self.tracker.api_key.clone().unwrap_or_default(),
+            block: self.adapter_block(&kind).cloned().unwrap_or_default(),
+            kind,
+        })
     }
 
     /// What the agent adapter is built from: `agent.*` and the block named by `agent.kind`;

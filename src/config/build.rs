@@ -82,10 +82,12 @@ fn build_inner(
     let price_table =
         super::price_table::build_price_table(&raw, ctx, warnings, &mut secret_values)?;
 
+    let reactions = super::reactions_build::build_reactions(&raw, &tracker.kind, warnings)?;
+    let self_review = super::reactions_build::build_self_review(&raw, warnings)?;
+
     Ok(ServiceConfig {
-        // Parsed from `reactions` and `self_review` by `config::reactions`.
-        reactions: super::reactions::ReactionsConfig::default(),
-        self_review: super::reactions::SelfReviewConfig::default(),
+        reactions,
+        self_review,
         token_rates,
         token_rates_rejected,
         price_table,

@@ -32,6 +32,7 @@ mod error;
 mod overrides;
 mod price_table;
 pub mod reactions;
+mod reactions_build;
 mod schema;
 mod server_bind;
 mod token_rates;

@@ -443,13 +443,13 @@ fn ssh_hosts_is_an_error_and_unbuilt_features_warn() {
     );
     let w = ok(
         &doc(
-            "worker: {ssh_hosts: [], max_concurrent_agents_per_host: 2}\nself_review: {enabled: true}\nagent: {max_cost_usd: 3}\nagnet: {}",
+            "worker: {ssh_hosts: [], max_concurrent_agents_per_host: 2}\nnotifications: {x: 1}\nagent: {max_cost_usd: 3}\nagnet: {}",
         ),
         &opts(&[]),
     );
     let got: Vec<String> = w.warnings.iter().map(ToString::to_string).collect();
     for want in [
-        "warning: unsupported_key: self_review: not supported by this build (self-review is not built yet); ignored",
+        "warning: unsupported_key: notifications: not supported by this build (notifications are not built yet); ignored",
         "warning: unsupported_key: worker.max_concurrent_agents_per_host: not supported by this build (SSH workers are not built yet); ignored",
         "warning: unknown_key: agnet: not a recognised top-level key; ignored (did you mean `agent`?)",
     ] {

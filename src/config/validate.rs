@@ -106,6 +106,7 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
     ),
     ("logging", &["level", "format"]),
     ("price_table", super::price_table::KEYS),
+    ("self_review", super::reactions_build::SELF_REVIEW_KEYS),
 ];
 
 /// String fields whose non-string values read silently as `""`; worth a warning.
@@ -135,9 +136,6 @@ pub const UNSUPPORTED_KEY_CHECK: &str = "unsupported_key";
 
 /// Top-level sections of features this build does not have: accepted, never acted on.
 const UNSUPPORTED_SECTIONS: &[(&str, &str)] = &[
-    ("ci_feedback", "CI feedback is not built yet"),
-    ("self_review", "self-review is not built yet"),
-    ("reactions", "pull-request reactions are not built yet"),
     ("dispatch", "dispatch rules and stages are not built yet"),
     ("notifications", "notifications are not built yet"),
 ];
@@ -187,6 +185,18 @@ fn unsupported_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) 
             out.push(unsupported(format!("{section}.{key}"), why));
         }
     }
+    for kind in super::reactions_build::TRIAGE_KEYS {
+        let triage = raw
+            .get("reactions")
+            .and_then(|r| r.get(*kind))
+            .and_then(|b| b.get("triage"));
+        if triage == Some(&Value::Bool(true)) {
+            out.push(unsupported(
+                format!("reactions.{kind}.triage"),
+                "triage runs are not built yet; fixes are dispatched without one",
+            ));
+        }
+    }
     if let Some(w) = raw.get("worker").and_then(Value::as_object) {
         for key in w.keys().filter(|k| k.as_str() != "ssh_hosts") {
             out.push(unsupported(
@@ -225,7 +235,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The closest of `known` to a misspelled `key` (case-insensitive), when it is close enough
 /// to be a typo: at most 2 edits, and fewer than half the key's length.
-fn closest<'a>(key: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(super) fn closest<'a>(key: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let k = key.to_lowercase();
     known
         .into_iter()
@@ -235,7 +245,7 @@ fn closest<'a>(key: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'
         .map(|(_, c)| c)
 }
 
-fn unknown_message(base: &str, suggestion: Option<&str>) -> String {
+pub(super) fn unknown_message(base: &str, suggestion: Option<&str>) -> String {
     match suggestion {
         Some(s) => format!("{base}; ignored (did you mean `{s}`?)"),
         None => format!("{base}; ignored"),
