@@ -92,6 +92,7 @@ fn render(issue: &Issue, attempt: Option<u32>, turn: u32) -> String {
         issue,
         attempt,
         run: RunInfo::for_turn(turn, 5),
+        reaction: None,
     };
     match t.render(&data) {
         Ok(s) => s,

@@ -141,6 +141,21 @@ impl ReactionsConfig {
     }
 }
 
+impl ReactionsConfig {
+    /// What the process applies after a reload, given what it captured at startup (`self`):
+    /// every kind as at startup, except `ci_failure`, which follows the reload while the
+    /// reload names the startup provider (the adapter built at startup is the only one).
+    pub fn after_reload(&self, reloaded: &ReactionsConfig) -> ReactionsConfig {
+        let mut out = self.clone();
+        out.ci_failure = if self.provider.is_some() && reloaded.provider == self.provider {
+            reloaded.ci_failure.clone()
+        } else {
+            None
+        };
+        out
+    }
+}
+
 /// `self_review`: after its coding turns, the agent reviews its own diff, verification
 /// commands run, and it fixes what they or it found, at most `max_iterations` times.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,5 +183,57 @@ impl Default for SelfReviewConfig {
             max_diff_bytes: 102_400,
             reviewer: "same".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ci(max_retries: u32) -> CiFailureConfig {
+        CiFailureConfig {
+            max_retries,
+            max_log_lines: 50,
+            triage: false,
+            escalation: Escalation::default(),
+        }
+    }
+
+    #[test]
+    fn a_reload_changes_only_ci_failure() {
+        let startup = ReactionsConfig {
+            provider: Some("github".into()),
+            ci_failure: Some(ci(2)),
+            label_commands: Some(LabelCommandsConfig {
+                review_label: Some("r".into()),
+                fix_label: None,
+                poll_interval_ms: DEFAULT_POLL_INTERVAL_MS,
+            }),
+            ..ReactionsConfig::default()
+        };
+        let reloaded = ReactionsConfig {
+            provider: Some("github".into()),
+            ci_failure: Some(ci(5)),
+            merge_conflicts: Some(MergeConflictsConfig {
+                max_retries: 1,
+                poll_interval_ms: DEFAULT_POLL_INTERVAL_MS,
+                triage: false,
+                escalation: Escalation::default(),
+            }),
+            ..ReactionsConfig::default()
+        };
+        let applied = startup.after_reload(&reloaded);
+        assert_eq!(applied.ci_failure, Some(ci(5)));
+        assert!(applied.label_commands.is_some(), "kept until restart");
+        assert!(applied.merge_conflicts.is_none(), "added only at restart");
+        // A reload that names no provider removes the CI check.
+        let removed = startup.after_reload(&ReactionsConfig::default());
+        assert!(removed.ci_failure.is_none());
+        assert!(removed.label_commands.is_some());
+        // Without a provider at startup nothing can be added.
+        assert_eq!(
+            ReactionsConfig::default().after_reload(&reloaded),
+            ReactionsConfig::default()
+        );
     }
 }

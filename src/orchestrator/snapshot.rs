@@ -74,6 +74,8 @@ pub struct ConfigView {
     pub configured_model: Option<String>,
     /// The `token_rates` entries in force.
     pub token_rates: crate::pricing::TokenRates,
+    /// The pull-request reactions applied (`config.reactions`).
+    pub reactions: crate::config::reactions::ReactionsConfig,
 }
 
 /// Wakes threads that follow published snapshots (the SSE streams) without polling: the
@@ -233,6 +235,7 @@ impl ConfigView {
                 .filter(|m| !m.is_empty())
                 .map(str::to_string),
             token_rates: cfg.token_rates.clone(),
+            reactions: cfg.reactions.clone(),
         }
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use gotmpl::Value;
 
+use super::reaction::{ReactionContext, root_values};
 use crate::domain::{BlockerRef, Comment, Issue, IssueRef};
 
 /// Per-turn values exposed as `.run`.
@@ -37,9 +38,12 @@ pub struct PromptData<'a> {
     pub issue: &'a Issue,
     pub attempt: Option<u32>,
     pub run: RunInfo,
+    /// The pull-request reaction the run continues: `.ci_failure` or `.review_comments`.
+    pub reaction: Option<&'a ReactionContext>,
 }
 
-/// Root keys of the data contract; the reaction keys are nil until reaction dispatch exists.
+/// Root keys of the data contract; the reaction keys are nil on a run that continues no
+/// reaction of theirs.
 pub(crate) const ROOT_KEYS: &[&str] = &["issue", "attempt", "run", "ci_failure", "review_comments"];
 
 /// Keys of `.issue` (no `display_identifier`: the contract leaves it out).
@@ -150,6 +154,7 @@ pub(crate) fn issue_value(issue: &Issue) -> Value {
 impl PromptData<'_> {
     /// The root map handed to the engine.
     pub(crate) fn root_value(&self) -> Value {
+        let (ci_failure, review_comments) = root_values(self.reaction);
         map(vec![
             ("issue", issue_value(self.issue)),
             ("attempt", Value::Int(i64::from(self.attempt.unwrap_or(0)))),
@@ -161,8 +166,8 @@ impl PromptData<'_> {
                     ("is_continuation", Value::Bool(self.run.is_continuation)),
                 ]),
             ),
-            ("ci_failure", Value::Nil),
-            ("review_comments", Value::Nil),
+            ("ci_failure", ci_failure),
+            ("review_comments", review_comments),
         ])
     }
 }

@@ -8,6 +8,7 @@ mod error;
 mod functions;
 mod lint;
 mod locate;
+mod reaction;
 mod strict;
 mod turn;
 
@@ -19,6 +20,10 @@ use gotmpl::{MissingKey, Template, TemplateError};
 pub use data::{PromptData, RunInfo};
 pub use error::PromptError;
 pub use lint::{PromptWarning, WarningKind, lint};
+pub use reaction::{
+    CheckRunContext, CiFailureContext, ReactionContext, ReviewCommentContext, sample_ci_failure,
+    sample_review_comments,
+};
 pub use turn::{
     CONTINUATION_PROMPT, STATUS_PROTOCOL_SUFFIX, build_turn_prompt, build_turn_prompt_with_tools,
 };
@@ -227,16 +232,25 @@ impl PromptTemplate {
             })
     }
 
-    /// Renders against [`sample_issue`] as a first dispatch (turn 1) and as a retried
-    /// continuation (attempt 1, turn 2), so a misspelled key or a field of nil is found before
-    /// any issue is dispatched. The first failure is returned.
+    /// Renders against [`sample_issue`] as a first dispatch (turn 1), as a retried
+    /// continuation (attempt 1, turn 2), and as a CI-fix and a review-fix run (attempt 1, turn
+    /// 1, with [`sample_ci_failure`] / [`sample_review_comments`]), so a misspelled key or a
+    /// field of nil is found before any issue is dispatched. The first failure is returned.
     pub fn check_render(&self) -> Result<(), PromptError> {
         let issue = sample_issue();
-        for (attempt, turn) in [(None, 1), (Some(1), 2)] {
+        let ci = sample_ci_failure();
+        let review = sample_review_comments();
+        for (attempt, turn, reaction) in [
+            (None, 1, None),
+            (Some(1), 2, None),
+            (Some(1), 1, Some(&ci)),
+            (Some(1), 1, Some(&review)),
+        ] {
             self.render(&PromptData {
                 issue: &issue,
                 attempt,
                 run: RunInfo::for_turn(turn, 3),
+                reaction,
             })?;
         }
         Ok(())

@@ -4,7 +4,7 @@
 
 use crate::domain::Issue;
 
-use super::{PromptData, PromptError, PromptTemplate, RunInfo};
+use super::{PromptData, PromptError, PromptTemplate, ReactionContext, RunInfo};
 
 /// Sent on a continuation turn whose render is empty: the agent is in the same session and
 /// already has the task.
@@ -60,10 +60,25 @@ pub fn build_turn_prompt_with_tools(
     max_turns: u32,
     tool_advertisement: Option<&str>,
 ) -> Result<String, PromptError> {
+    build_turn_prompt_with_reaction(t, issue, attempt, turn, max_turns, tool_advertisement, None)
+}
+
+/// [`build_turn_prompt_with_tools`] for a run that continues a pull-request reaction: its
+/// context renders as `.ci_failure` or `.review_comments` on every turn.
+pub fn build_turn_prompt_with_reaction(
+    t: &PromptTemplate,
+    issue: &Issue,
+    attempt: Option<u32>,
+    turn: u32,
+    max_turns: u32,
+    tool_advertisement: Option<&str>,
+    reaction: Option<&ReactionContext>,
+) -> Result<String, PromptError> {
     let data = PromptData {
         issue,
         attempt,
         run: RunInfo::for_turn(turn, max_turns),
+        reaction,
     };
     let rendered = t.render(&data)?;
     if turn > 1 {

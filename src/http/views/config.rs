@@ -8,7 +8,11 @@ use serde::Serialize;
 use crate::orchestrator::snapshot::ConfigView;
 
 use super::running::{ArrivalName, usage_arrival_of};
-use super::{EmptyList, EmptyObject, Null};
+use super::{EmptyList, Null};
+
+mod reactions;
+
+pub use reactions::ReactionsView;
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TrackerConfigView {
@@ -73,7 +77,7 @@ pub struct ConfigDoc {
     pub agent: AgentConfigView,
     pub worker: WorkerConfigView,
     pub dispatch: DispatchConfigView,
-    pub reactions: EmptyObject,
+    pub reactions: ReactionsView,
     /// One member per `token_rates` entry in force, keyed as written; null when there is none.
     pub token_rates: Option<BTreeMap<String, TokenRateEntryView>>,
 }
@@ -154,7 +158,7 @@ impl ConfigDoc {
                 max_consecutive_hops: Null,
                 hop_ceiling: 10,
             },
-            reactions: EmptyObject,
+            reactions: ReactionsView::build(&c.reactions),
             token_rates: token_rates_view(&c.token_rates),
         }
     }
