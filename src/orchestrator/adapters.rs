@@ -51,3 +51,19 @@ pub fn workspace_manager(workflow: &Workflow) -> WorkspaceManager {
         },
     )
 }
+
+/// Builds the forge adapter reactions use, when a provider applies. A provider that cannot be
+/// built (validation normally catches it) is logged, and no reaction runs.
+pub fn build_scm(
+    workflow: &Workflow,
+    clock: Arc<dyn Clock>,
+) -> Option<Arc<dyn crate::scm::ScmAdapter>> {
+    let settings = workflow.config.scm_settings()?;
+    match registry::build_scm(&settings, clock) {
+        Ok(scm) => Some(Arc::from(scm)),
+        Err(e) => {
+            log::error!("pull request reactions are off: {e}");
+            None
+        }
+    }
+}

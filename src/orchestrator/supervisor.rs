@@ -464,12 +464,15 @@ fn run_turn(
     if let Some(r) = job.cancel.reason() {
         return ControlFlow::Break(Some(SupervisorExit::Cancelled { reason: r }));
     }
-    let prompt = match crate::prompt::build_turn_prompt(
+    let reaction = job.reaction.as_ref().and_then(|r| r.context.as_ref());
+    let prompt = match crate::prompt::build_turn_prompt_with_reaction(
         &job.template,
         issue,
         Some(job.attempt),
         turn,
         max_turns,
+        None,
+        reaction,
     ) {
         Ok(s) => s,
         Err(e) => {

@@ -9,7 +9,8 @@ use crate::scm::CiReport;
 use super::cx::CheckCx;
 use super::memory::RowMemory;
 use super::row::{LastCheck, ReactionRow};
-use super::step::{CiCheckRun, CiFailure, FixContext, Step};
+use super::step::{FixContext, Step};
+use crate::prompt::{CheckRunContext, CiFailureContext};
 
 pub fn check(row: &mut ReactionRow, mem: &mut RowMemory, cx: &mut CheckCx<'_>) -> Step {
     let Some(cfg) = cx.cfg.ci_failure.clone() else {
@@ -130,13 +131,13 @@ fn last_check(r: &CiReport, head: &str, now_ms: i64) -> LastCheck {
 }
 
 /// `.ci_failure` for the prompt; the log excerpt is never stored beyond the queued retry.
-fn context(r: &CiReport) -> CiFailure {
-    CiFailure {
-        status: r.status.as_str().to_string(),
+fn context(r: &CiReport) -> CiFailureContext {
+    CiFailureContext {
+        status: r.status,
         check_runs: r
             .check_runs
             .iter()
-            .map(|c| CiCheckRun {
+            .map(|c| CheckRunContext {
                 name: c.name.clone(),
                 status: c.status.clone(),
                 conclusion: c.conclusion.clone().unwrap_or_default(),

@@ -13,7 +13,8 @@ use crate::scm::{ReviewComment, ReviewDecision};
 use super::cx::CheckCx;
 use super::memory::RowMemory;
 use super::row::{LastCheck, ReactionRow};
-use super::step::{FixContext, GivenComment, Step};
+use super::step::{FixContext, Step};
+use crate::prompt::ReviewCommentContext;
 
 /// The settings either kind applies.
 struct Rules {
@@ -206,8 +207,8 @@ fn last_check(
     }
 }
 
-fn given(c: &ReviewComment) -> GivenComment {
-    GivenComment {
+fn given(c: &ReviewComment) -> ReviewCommentContext {
+    ReviewCommentContext {
         id: c.id.clone(),
         file: c.file.clone(),
         start_line: c.start_line,

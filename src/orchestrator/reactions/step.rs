@@ -34,41 +34,7 @@ pub enum Step {
 }
 
 /// The context a continuation's prompt carries (`.ci_failure` or `.review_comments`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FixContext {
-    CiFailure(CiFailure),
-    ReviewComments(Vec<GivenComment>),
-}
-
-/// `.ci_failure`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CiFailure {
-    pub status: String,
-    pub check_runs: Vec<CiCheckRun>,
-    pub log_excerpt: String,
-    pub failing_count: u32,
-    pub git_ref: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CiCheckRun {
-    pub name: String,
-    pub status: String,
-    pub conclusion: String,
-    pub details_url: String,
-}
-
-/// One element of `.review_comments`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GivenComment {
-    pub id: String,
-    pub file: String,
-    pub start_line: u64,
-    pub end_line: u64,
-    pub reviewer: String,
-    pub body: String,
-}
+pub use crate::prompt::ReactionContext as FixContext;
 
 /// A queued reaction retry's reaction and context as stored (`retry_entries.reaction_context`).
 /// The CI log excerpt is not stored: logs are never persisted.

@@ -191,6 +191,14 @@ impl Orchestrator {
             scm: None,
             reactions_cfg: Default::default(),
         };
+        o.scm = crate::orchestrator::adapters::build_scm(&o.workflow, o.clock.clone());
+        if let Some(scm) = &o.scm {
+            o.reactions_cfg = o.workflow.config.reactions.clone();
+            o.state.health.scm = Some(crate::orchestrator::state::ScmHealth {
+                provider: scm.kind().to_string(),
+                check: Default::default(),
+            });
+        }
         o.warm_start();
         o.publish();
         (

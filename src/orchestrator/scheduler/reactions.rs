@@ -25,12 +25,8 @@ impl Orchestrator {
     /// The reactions the process applies: every kind as captured at startup, except
     /// `ci_failure`, which follows the workflow in effect.
     pub(super) fn reaction_config(&self) -> ReactionsConfig {
-        let mut c = self.reactions_cfg.clone();
-        c.ci_failure = c
-            .provider
-            .as_ref()
-            .and(self.workflow.config.reactions.ci_failure.clone());
-        c
+        self.reactions_cfg
+            .after_reload(&self.workflow.config.reactions)
     }
 
     /// At the exit of a run that ended normally and left a pull-request record: a row per
