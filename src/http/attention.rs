@@ -4,14 +4,17 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::domain::BudgetReason;
+use crate::domain::{BudgetReason, ReactionKind};
 use crate::orchestrator::agent_holds::AuthHold;
+use crate::orchestrator::reactions::ReactionRow;
 use crate::orchestrator::snapshot::{BudgetRow, ParkedRow, Snapshot};
 use crate::orchestrator::spend_ceiling::WindowState;
 
+use super::reaction_words;
 use super::views::attention::{
     AttentionAction, AttentionEvidence, AttentionItemView, AttentionKind, EvidenceReason, ItemIssue,
 };
+use super::views::pending_reaction::{LastCheckView, PullRequestView};
 use super::views::{opt_ts, ts};
 use super::wording::{self, AttentionWords};
 
@@ -97,6 +100,11 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
     out.extend(snap.parked.iter().map(|p| parked_item(p, snap)));
     out.extend(snap.budget_exhausted.iter().map(|b| budget_item(b, snap)));
     out.extend(spend_items(snap));
+    out.extend(
+        snap.pending_reactions
+            .iter()
+            .filter_map(|r| reaction_item(r, snap)),
+    );
     out.sort_by(|a, b| {
         a.view
             .severity
@@ -296,6 +304,50 @@ fn budget_item(b: &BudgetRow, snap: &Snapshot) -> Item {
         },
         snap,
     )
+}
+
+/// A pending reaction whose escalation stands; merge completion is about the issue, so it
+/// opens the issue rather than the pull request.
+fn reaction_item(r: &ReactionRow, snap: &Snapshot) -> Option<Item> {
+    let escalated_at = r.escalated_at_ms?;
+    let issue = crate::domain::Issue {
+        id: r.issue.id.clone(),
+        identifier: r.issue.identifier.clone(),
+        display_identifier: r.issue.display_identifier.clone(),
+        title: r.issue.title.clone(),
+        url: r.issue.url.clone(),
+        ..Default::default()
+    };
+    let action = if r.kind == ReactionKind::MergeCompletion {
+        AttentionAction::open_issue_or_acknowledge(&issue)
+    } else {
+        AttentionAction::open_pull_request_or_issue(&r.pr.url, &r.issue.url)
+    };
+    Some(base_item(
+        Cause {
+            kind: AttentionKind::ReactionEscalated,
+            id_parts: vec![
+                r.issue.id.clone(),
+                r.kind.to_string(),
+                id_time(escalated_at),
+            ],
+            since_ms: Some(escalated_at),
+            issue: Some(&issue),
+            words: reaction_words::attention_escalated(r),
+            action,
+            evidence: AttentionEvidence {
+                reaction_kind: Some(r.kind),
+                config_key: Some(r.kind.config_key().to_string()),
+                pull_request: Some(PullRequestView::of(&r.pr, r.kind)),
+                escalation_trigger: r.escalation_trigger,
+                used_attempts: r.used_attempts,
+                max_attempts: r.max_attempts,
+                last_check: r.last_check.as_ref().map(LastCheckView::of),
+                ..Default::default()
+            },
+        },
+        snap,
+    ))
 }
 
 /// One item per spend window that holds dispatch (critical: nothing is dispatched).

@@ -5,6 +5,8 @@ use serde::Serialize;
 
 use crate::orchestrator::snapshot::{ConfigView, RetryRow};
 
+use crate::domain::{ReactionKind, RetryTrigger};
+
 use super::super::wording;
 use super::{IssueFields, Null, Sentences, nonempty, ts};
 
@@ -23,8 +25,16 @@ pub struct RetryView {
     /// The plain sentence of the run before it, or the reschedule reason as written; the
     /// sentences use the plain form of a reason.
     pub error: Option<String>,
+    /// Omitted for a review, bot review, merge conflict or label command continuation, which
+    /// `reaction_kind` names instead.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trigger: Option<String>,
+    /// The reaction behind the retry; omitted when it carries none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_kind: Option<ReactionKind>,
+    /// The `reactions` key that configures `reaction_kind`; omitted with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_config_key: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
     pub stage_lineage: Null,
@@ -48,11 +58,22 @@ impl RetryView {
             attempt: r.attempt,
             due_at: ts(r.due_at_ms),
             error: error.map(wording::retry_error),
-            trigger: nonempty(r.trigger.as_str()),
+            trigger: nonempty(r.trigger.as_str()).filter(|_| !named_by_reaction(r)),
+            reaction_kind: r.reaction.as_ref().map(|x| x.kind),
+            reaction_config_key: r.reaction.as_ref().map(|x| x.kind.config_key().to_string()),
             agent_kind: nonempty(&cfg.agent_kind),
             stage_lineage: Null,
             stage_position: Null,
             paused: false,
         }
     }
+}
+
+/// A continuation of a reaction other than CI serves no `trigger`: its `reaction_kind` says
+/// what started it.
+fn named_by_reaction(r: &RetryRow) -> bool {
+    r.trigger == RetryTrigger::Continuation
+        && r.reaction
+            .as_ref()
+            .is_some_and(|x| x.kind != ReactionKind::Ci)
 }

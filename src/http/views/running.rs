@@ -115,11 +115,43 @@ pub struct RunningView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
     #[serde(flatten)]
+    pub reaction: RunReactionView,
+    #[serde(flatten)]
     pub usage: UsageView,
     #[serde(flatten)]
     pub spend: IssueFigures,
     #[serde(flatten)]
     pub stall: StallView,
+}
+
+/// The pull-request reaction a session (or a queued retry) continues: every member is absent
+/// when it continues none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct RunReactionView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_kind: Option<crate::domain::ReactionKind>,
+    /// The `reactions` key of WORKFLOW.md that configures the kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_config_key: Option<String>,
+    /// Which try of its reaction the session is; absent for label commands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_attempt: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<super::pending_reaction::PullRequestKey>,
+}
+
+impl RunReactionView {
+    pub fn of(r: Option<&crate::orchestrator::reactions::RunReaction>) -> RunReactionView {
+        let Some(r) = r else {
+            return RunReactionView::default();
+        };
+        RunReactionView {
+            reaction_kind: Some(r.kind),
+            reaction_config_key: Some(r.kind.config_key().to_string()),
+            reaction_attempt: r.attempt,
+            pull_request: Some(super::pending_reaction::PullRequestKey::of(&r.pr)),
+        }
+    }
 }
 
 /// How the session's usage is reported.
@@ -228,6 +260,7 @@ impl RunningView {
             stage_position: Null,
             workflow_file: nonempty(&cfg.workflow_file),
             agent_kind: nonempty(&cfg.agent_kind),
+            reaction: RunReactionView::of(r.reaction.as_ref()),
             usage: UsageView {
                 api_request_count: requests_measured.then_some(r.api_request_count),
                 requests_by_model,

@@ -3,6 +3,7 @@
 //! carrying the reaction's context into the prompt, and escalates to a person when a kind's
 //! budget is spent.
 
+pub mod check_now;
 pub mod row;
 
 pub use row::{CheckNow, LastCheck, ReactionIssue, ReactionPr, ReactionRow, RunReaction};
