@@ -365,3 +365,7 @@ fn find_row<'a>(rows: &'a [ReactionRow], v: &PendingReactionView) -> Option<&'a 
     rows.iter()
         .find(|r| r.issue.id == v.issue.issue_id && r.kind == v.kind)
 }
+
+#[cfg(test)]
+#[path = "pending_reaction_tests.rs"]
+mod tests;
