@@ -368,4 +368,4 @@ fn find_row<'a>(rows: &'a [ReactionRow], v: &PendingReactionView) -> Option<&'a 
 
 #[cfg(test)]
 #[path = "pending_reaction_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -418,3 +418,87 @@ fn the_deciding_row() {
     );
     assert!(deciding(&[]).is_none());
 }
+
+/// `pending_reactions`, its count and `active[]` in the state document: an issue that only
+/// pending reactions hold is active with the deciding row's kind and sentences; one that a
+/// retry also holds takes the retry's status and carries no `reaction_kind`.
+#[test]
+fn the_state_document_lists_rows_counts_them_and_makes_issues_active() {
+    use crate::orchestrator::snapshot::{RetryRow, Snapshot};
+    let retried = ReactionRow {
+        issue: ReactionIssue {
+            id: "r1".into(),
+            identifier: "MT-100".into(),
+            ..Default::default()
+        },
+        escalated_at_ms: None,
+        escalation_trigger: None,
+        ..seed_review_row()
+    };
+    let mut snap = Snapshot {
+        generated_at_ms: now(),
+        ..Default::default()
+    };
+    snap.pending_reactions =
+        std::sync::Arc::new(vec![seed_review_row(), seed_ci_row(), retried]);
+    std::sync::Arc::make_mut(&mut snap.retrying).push(RetryRow {
+        issue: crate::domain::Issue {
+            id: "r1".into(),
+            identifier: "MT-100".into(),
+            ..Default::default()
+        },
+        attempt: 1,
+        due_at_ms: now() + 60_000,
+        error: None,
+        trigger: crate::domain::RetryTrigger::Continuation,
+        dispatched_at_ms: at("2026-03-26T13:00:00Z"),
+        reaction: None,
+    });
+    let doc = super::super::state::StateDoc::build(
+        &snap,
+        "v",
+        &std::collections::BTreeMap::new(),
+        Vec::new(),
+        0,
+    );
+    let v = super::super::to_value(&doc);
+    assert_eq!(v["counts"]["pending_reactions"], 3);
+    let listed: Vec<(String, String)> = v["pending_reactions"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| {
+                    (
+                        r["issue_identifier"].as_str().unwrap_or("").to_string(),
+                        r["kind"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        listed,
+        [
+            ("MT-100".to_string(), "review".to_string()),
+            ("MT-653".to_string(), "ci".to_string()),
+            ("MT-653".to_string(), "review".to_string()),
+        ]
+    );
+    let active = v["active"].as_array().cloned().unwrap_or_default();
+    assert_eq!(active.len(), 2, "{active:?}");
+    let entry = |id: &str| {
+        active
+            .iter()
+            .find(|e| e["issue_id"] == id)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mt653 = entry("mno345");
+    assert_eq!(mt653["status"], "pending_reactions");
+    assert_eq!(mt653["reaction_kind"], "ci");
+    assert_eq!(mt653["status_text"], "CI escalated on #931");
+    assert_eq!(mt653["dispatched_at"], "2026-03-26T13:58:03.000Z");
+    let mt100 = entry("r1");
+    assert_eq!(mt100["status"], "retrying");
+    assert!(mt100.get("reaction_kind").is_none());
+}

@@ -77,3 +77,57 @@ fn named_by_reaction(r: &RetryRow) -> bool {
             .as_ref()
             .is_some_and(|x| x.kind != ReactionKind::Ci)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orchestrator::reactions::RunReaction;
+
+    fn retry(trigger: RetryTrigger, kind: Option<ReactionKind>) -> serde_json::Value {
+        let r = RetryRow {
+            issue: crate::domain::Issue {
+                id: "1".into(),
+                identifier: "R-1".into(),
+                ..Default::default()
+            },
+            attempt: 2,
+            due_at_ms: 60_000,
+            error: None,
+            trigger,
+            dispatched_at_ms: 1_000,
+            reaction: kind.map(|kind| RunReaction {
+                kind,
+                attempt: Some(1),
+                pr: crate::scm::PullRequestRef {
+                    owner: "o".into(),
+                    repo: "r".into(),
+                    number: 5,
+                },
+            }),
+        };
+        super::super::to_value(&RetryView::build(&r, &ConfigView::default(), 0))
+    }
+
+    #[test]
+    fn reaction_members_come_from_the_typed_reaction() {
+        let v = retry(RetryTrigger::Error, None);
+        assert!(v.get("reaction_kind").is_none());
+        assert!(v.get("reaction_config_key").is_none());
+        assert_eq!(v["trigger"], "error");
+        let v = retry(RetryTrigger::CiFix, Some(ReactionKind::Ci));
+        assert_eq!(
+            (&v["trigger"], &v["reaction_kind"], &v["reaction_config_key"]),
+            (&"ci_fix".into(), &"ci".into(), &"ci_failure".into())
+        );
+        // An error retry of a run a reaction dispatched keeps the run's kind and its trigger.
+        let v = retry(RetryTrigger::Error, Some(ReactionKind::Review));
+        assert_eq!((&v["trigger"], &v["reaction_kind"]), (&"error".into(), &"review".into()));
+        // A review continuation is named by its kind alone.
+        let v = retry(RetryTrigger::Continuation, Some(ReactionKind::Review));
+        assert!(v.get("trigger").is_none());
+        assert_eq!(v["reaction_config_key"], "review_comments");
+        let v = retry(RetryTrigger::Continuation, Some(ReactionKind::LabelReview));
+        assert_eq!(v["reaction_config_key"], "label_commands");
+        assert!(v.get("trigger").is_none());
+    }
+}

@@ -442,6 +442,45 @@ mod tests {
     }
 
     #[test]
+    fn a_reaction_continuation_serves_its_reaction_members_and_others_none() {
+        let keys = ["reaction_kind", "reaction_config_key", "reaction_attempt", "pull_request"];
+        let v = running_row(&row(None, 1, 0), &cfg(), None, 0);
+        for k in keys {
+            assert!(v.get(k).is_none(), "{k}");
+        }
+        let mut r = row(None, 1, 0);
+        let pr = crate::scm::PullRequestRef {
+            owner: "acme".into(),
+            repo: "web".into(),
+            number: 936,
+        };
+        r.reaction = Some(crate::orchestrator::reactions::RunReaction {
+            kind: crate::domain::ReactionKind::Ci,
+            attempt: Some(1),
+            pr: pr.clone(),
+        });
+        let v = running_row(&r, &cfg(), None, 0);
+        let got: serde_json::Map<String, Value> = keys
+            .iter()
+            .filter_map(|k| v.get(*k).map(|x| (k.to_string(), x.clone())))
+            .collect();
+        assert_eq!(
+            Value::Object(got),
+            serde_json::json!({"reaction_kind": "ci", "reaction_config_key": "ci_failure", "reaction_attempt": 1, "pull_request": {"number": 936, "repository": "acme/web"}})
+        );
+        // A label command counts nothing: no attempt.
+        r.reaction = Some(crate::orchestrator::reactions::RunReaction {
+            kind: crate::domain::ReactionKind::LabelFix,
+            attempt: None,
+            pr,
+        });
+        let v = running_row(&r, &cfg(), None, 0);
+        assert_eq!(v["reaction_config_key"], "label_commands");
+        assert!(v.get("reaction_attempt").is_none());
+        assert_eq!(v["pull_request"]["number"], 936);
+    }
+
+    #[test]
     fn unmeasured_row_serves_nulls_not_zeros() {
         let v = running_row(&row(None, 1, 0), &cfg(), None, 0);
         for k in [
