@@ -449,7 +449,10 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].view.id, "0f1d087a6ff20270cef206362d9b419a");
         // Merge completion opens the issue, not the pull request.
-        assert_eq!(got[0].view.action.kind, super::super::views::attention::ActionKind::OpenIssue);
+        assert_eq!(
+            got[0].view.action.kind,
+            super::super::views::attention::ActionKind::OpenIssue
+        );
     }
 
     /// The seed's `reaction_escalated` item, member for member; a row without an escalation

@@ -20,8 +20,7 @@ use super::views::retry::RetryView;
 use super::views::run::{IssueTotalsView, OutcomeView, RunView};
 use super::views::running::RunningView;
 use super::views::{
-    EmptyObject, IssueFields, IssueRows, IssueStatus, Null, Sentences, nonempty,
-    to_value, ts,
+    EmptyObject, IssueFields, IssueRows, IssueStatus, Null, Sentences, nonempty, to_value, ts,
 };
 use super::wording;
 

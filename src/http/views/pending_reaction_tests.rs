@@ -373,7 +373,10 @@ fn the_deciding_row() {
         ..seed_ci_row()
     };
     // The first escalated row decides, wherever it is.
-    assert_eq!(deciding(&[&review, &ci]).map(|r| r.kind), Some(ReactionKind::Ci));
+    assert_eq!(
+        deciding(&[&review, &ci]).map(|r| r.kind),
+        Some(ReactionKind::Ci)
+    );
     // No escalation: the first row.
     assert_eq!(
         deciding(&[&quiet_ci, &review]).map(|r| r.kind),
@@ -439,8 +442,7 @@ fn the_state_document_lists_rows_counts_them_and_makes_issues_active() {
         generated_at_ms: now(),
         ..Default::default()
     };
-    snap.pending_reactions =
-        std::sync::Arc::new(vec![seed_review_row(), seed_ci_row(), retried]);
+    snap.pending_reactions = std::sync::Arc::new(vec![seed_review_row(), seed_ci_row(), retried]);
     std::sync::Arc::make_mut(&mut snap.retrying).push(RetryRow {
         issue: crate::domain::Issue {
             id: "r1".into(),

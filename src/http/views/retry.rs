@@ -116,12 +116,19 @@ mod tests {
         assert_eq!(v["trigger"], "error");
         let v = retry(RetryTrigger::CiFix, Some(ReactionKind::Ci));
         assert_eq!(
-            (&v["trigger"], &v["reaction_kind"], &v["reaction_config_key"]),
+            (
+                &v["trigger"],
+                &v["reaction_kind"],
+                &v["reaction_config_key"]
+            ),
             (&"ci_fix".into(), &"ci".into(), &"ci_failure".into())
         );
         // An error retry of a run a reaction dispatched keeps the run's kind and its trigger.
         let v = retry(RetryTrigger::Error, Some(ReactionKind::Review));
-        assert_eq!((&v["trigger"], &v["reaction_kind"]), (&"error".into(), &"review".into()));
+        assert_eq!(
+            (&v["trigger"], &v["reaction_kind"]),
+            (&"error".into(), &"review".into())
+        );
         // A review continuation is named by its kind alone.
         let v = retry(RetryTrigger::Continuation, Some(ReactionKind::Review));
         assert!(v.get("trigger").is_none());

@@ -443,7 +443,12 @@ mod tests {
 
     #[test]
     fn a_reaction_continuation_serves_its_reaction_members_and_others_none() {
-        let keys = ["reaction_kind", "reaction_config_key", "reaction_attempt", "pull_request"];
+        let keys = [
+            "reaction_kind",
+            "reaction_config_key",
+            "reaction_attempt",
+            "pull_request",
+        ];
         let v = running_row(&row(None, 1, 0), &cfg(), None, 0);
         for k in keys {
             assert!(v.get(k).is_none(), "{k}");
