@@ -443,8 +443,10 @@ mod tests {
         row.issue.id = "x1".into();
         row.kind = crate::domain::ReactionKind::MergeCompletion;
         row.escalated_at_ms = Some(at("2026-03-26T14:26:40.250Z"));
-        let mut snap = Snapshot::default();
-        snap.pending_reactions = std::sync::Arc::new(vec![row]);
+        let snap = Snapshot {
+            pending_reactions: std::sync::Arc::new(vec![row]),
+            ..Default::default()
+        };
         let got = items(&snap);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].view.id, "0f1d087a6ff20270cef206362d9b419a");
@@ -460,8 +462,10 @@ mod tests {
     #[test]
     fn the_escalated_ci_row_raises_the_seed_item() {
         use crate::http::views::pending_reaction::tests::{seed_ci_row, seed_review_row};
-        let mut snap = Snapshot::default();
-        snap.pending_reactions = std::sync::Arc::new(vec![seed_ci_row(), seed_review_row()]);
+        let mut snap = Snapshot {
+            pending_reactions: std::sync::Arc::new(vec![seed_ci_row(), seed_review_row()]),
+            ..Default::default()
+        };
         let got = items(&snap);
         assert_eq!(got.len(), 1);
         let v = super::super::views::to_value(&got[0].view);

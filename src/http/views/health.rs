@@ -220,12 +220,14 @@ mod tests {
     #[test]
     fn scm_check_names_the_provider_first_and_its_error_while_failing() {
         let mut snap = Snapshot::default();
-        let mut check = CheckHealth::<crate::scm::ScmError>::default();
-        check.checked_at_ms = Some(1_774_535_398_000);
-        check.failing_streak = 2;
-        check.since_ms = Some(1_774_535_390_000);
-        check.last_success_ms = Some(1_774_535_380_000);
-        check.error = Some("pull request read failed".into());
+        let check = CheckHealth::<crate::scm::ScmError> {
+            checked_at_ms: Some(1_774_535_398_000),
+            failing_streak: 2,
+            since_ms: Some(1_774_535_390_000),
+            last_success_ms: Some(1_774_535_380_000),
+            error: Some("pull request read failed".into()),
+            ..Default::default()
+        };
         snap.health.scm = Some(crate::orchestrator::state::ScmHealth {
             provider: "github".into(),
             check,
