@@ -41,5 +41,7 @@ export const issue = (identifier) => get(`/api/v1/${encodeURIComponent(identifie
 export const runs = (params) => get("/api/v1/runs", params);
 export const runsByIssue = (params) => get("/api/v1/runs/issues", params);
 export const runNow = (identifier) => post(`/api/v1/retries/${encodeURIComponent(identifier)}/run`);
+export const checkReaction = (identifier, kind) =>
+  post(`/api/v1/reactions/${encodeURIComponent(identifier)}/${encodeURIComponent(kind)}/check`);
 export const acknowledge = (id) => post(`/api/v1/attention/${encodeURIComponent(id)}/acknowledge`);
 export const refresh = () => post("/api/v1/refresh");

@@ -18,7 +18,8 @@ export function create(ctx) {
 
 function view(s, ctx) {
   const health = s.health || {};
-  const checks = Object.entries(health).map(([name, c]) => check(name, c || {}));
+  // A null member is a check that does not apply (scm while no reaction uses a provider).
+  const checks = Object.entries(health).filter(([, c]) => c).map(([name, c]) => check(name, c));
   const cfg = s.config || null;
   return [
     h("h1", {}, "Health & Workflow"),
@@ -44,7 +45,8 @@ function check(name, c) {
   const st = c.status || (c.ok === true ? "pass" : c.ok === false ? "fail" : "");
   return h("li", { dataset: { check: name } },
     h("div", { class: "row-head" }, h("b", {}, name), h("span", { class: `status ${st}` }, st || "unknown"),
-      c.file ? h("span", { class: "muted" }, c.file) : null),
+      c.file ? h("span", { class: "muted" }, c.file) : null,
+      c.provider ? h("span", { class: "muted" }, c.provider) : null),
     c.summary_text ? h("div", {}, c.summary_text) : null,
     c.error ? h("div", { class: "msg" }, c.error) : null,
     facts([["checked", relative(c.checked_at)], ["last success", relative(c.last_success_at)],

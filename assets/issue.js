@@ -4,6 +4,7 @@
 import * as api from "./api.js";
 import { h, panel, rows, facts, tokens, duration, when, relative, parseTime, clear } from "./dom.js";
 import { actionButton } from "./overview.js";
+import { reactionRow, kindLabel } from "./reactions.js";
 
 export const title = "Issue";
 
@@ -84,12 +85,17 @@ function view(identifier, d, notFound, list, ctx) {
       issue.url ? h("p", {}, h("a", { href: issue.url, rel: "noopener noreferrer", target: "_blank" }, "Open in the tracker")) : null,
       d.retry ? h("p", {}, actionButton("Run now", () => api.runNow(d.issue_identifier || identifier), ctx, { "data-action": "run-now" })) : null,
       d.last_error ? h("div", { class: "msg" }, typeof d.last_error === "string" ? d.last_error : JSON.stringify(d.last_error)) : null),
+    (d.pending_reactions || []).length ? panel("Pull request reactions",
+      rows(d.pending_reactions, (r) => reactionRow(r, (label, action, attrs) => actionButton(label, action, ctx, attrs), { withIssue: false })),
+      { id: "reactions", count: d.pending_reactions.length }) : null,
     panel("What happens next", rows(d.next_outcomes, (o) =>
       h("li", {}, h("b", {}, o.condition || ""), h("div", {}, o.text || ""))), { id: "next", empty: "Nothing is scheduled for this issue." }),
     run ? h("section", { class: "panel", id: "session" },
       h("h2", {}, "Running session"),
       facts([["turn", run.turn_count], ["tokens", run.tokens_measured === false ? "not reported" : tokens(run.tokens)],
-        ["model", run.model_name], ["started", relative(run.started_at)], ["session", run.session_id]]),
+        ["model", run.model_name], ["started", relative(run.started_at)], ["session", run.session_id],
+        ["reaction", run.reaction_kind ? `${kindLabel(run.reaction_kind)}${run.reaction_attempt ? `, try ${run.reaction_attempt}` : ""}` : null],
+        ["pull request", run.pull_request ? `${run.pull_request.repository}#${run.pull_request.number}` : null]]),
       run.stall_text_full ? h("div", { class: "stall" }, run.stall_text_full) : null,
       h("h2", {}, "Agent events ", h("span", { class: "muted" }, "(live)")),
       list) : null,

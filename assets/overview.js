@@ -3,6 +3,7 @@
 
 import * as api from "./api.js";
 import { h, panel, rows, facts, issueLink, num, compact, tokens, duration, when, relative } from "./dom.js";
+import { reactionRow } from "./reactions.js";
 
 export const title = "Overview";
 
@@ -43,6 +44,8 @@ function view(s, ctx) {
     panel("Needs attention", rows(s.attention, (a) => attentionRow(a, ctx)), { id: "attention", count: (s.attention || []).length, empty: "Nothing needs a person." }),
     panel("Running sessions", rows(s.running, runningRow), { id: "running", count: (s.running || []).length, empty: "No session is running." }),
     panel("Retry queue", rows(s.retrying, (r) => retryRow(r, ctx)), { id: "retrying", count: (s.retrying || []).length, empty: "No retry is queued." }),
+    panel("Pull request reactions", rows(s.pending_reactions, (r) => reactionRow(r, (label, action, attrs) => actionButton(label, action, ctx, attrs))),
+      { id: "reactions", count: (s.pending_reactions || []).length, empty: "No pull request reaction is pending." }),
     h("div", { class: "grid2" },
       panel("Budget holds", rows(s.budget_exhausted, holdRow), { id: "budget", empty: "No issue is held at a budget." }),
       panel("Parked", rows(s.parked, parkedRow), { id: "parked", empty: "No issue is parked." }),
@@ -117,7 +120,8 @@ function retryRow(r, ctx) {
     facts([
       ["attempt", r.attempt],
       ["due", relative(r.due_at)],
-      ["trigger", r.trigger || r.reaction_kind],
+      ["trigger", r.trigger],
+      ["reaction", r.reaction_kind],
     ]),
     r.error ? h("div", { class: "msg" }, r.error) : null,
     h("div", {}, actionButton("Run now", () => api.runNow(r.issue_identifier), ctx, { "data-action": "run-now", "data-identifier": r.issue_identifier })));

@@ -43,6 +43,7 @@ fn a_renamed_issue_is_found_through_its_history() {
         error: Some("no available orchestrator slots".into()),
         trigger: sortie::domain::RetryTrigger::Timer,
         dispatched_at_ms: 500,
+        reaction: None,
     });
     let (_d, app) = app(snap);
     let events = vec![StoredEvent {

@@ -34,6 +34,7 @@ fn snapshot(revision: u64, error: &str) -> Snapshot {
         error: Some(error.into()),
         trigger: RetryTrigger::Error,
         dispatched_at_ms: 500,
+        reaction: None,
     });
     snap
 }

@@ -1,16 +1,20 @@
-//! The operator actions: `POST /api/v1/refresh`, `POST /api/v1/retries/{identifier}/run` and
+//! The operator actions: `POST /api/v1/refresh`, `POST /api/v1/retries/{identifier}/run`,
+//! `POST /api/v1/reactions/{identifier}/{kind}/check` and
 //! `POST /api/v1/attention/{id}/acknowledge`. Each goes through the orchestrator thread, which
 //! answers once it has taken (and, for an acknowledgement, saved) the request.
 
 use std::time::Duration;
 
 use crate::clock::rfc3339_ms;
-use crate::orchestrator::{AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, Unanswered};
+use crate::domain::ReactionKind;
+use crate::orchestrator::{
+    AckError, CheckNowOutcome, OrchMsg, RefreshOutcome, RetryNowOutcome, Unanswered,
+};
 
 use super::AppState;
 use super::attention;
 use super::respond::{ApiError, JsonReply, echo};
-use super::views::reply::{AcknowledgeReply, DueRetry, QueueReply, RefreshReply};
+use super::views::reply::{AcknowledgeReply, DueCheck, DueRetry, QueueReply, RefreshReply};
 use super::views::to_value;
 
 /// How long a request waits for the orchestrator to take it. The API sets no bound; a wait
@@ -83,6 +87,69 @@ pub fn retry_now(state: &AppState, identifier: &str) -> Result<JsonReply, ApiErr
             Ok(JsonReply::with_status(
                 202,
                 to_value(&QueueReply::retry_due(requested_at, due)),
+            ))
+        }
+    }
+}
+
+/// Makes a pending reaction's next check due now. An unknown kind is a reaction that is not
+/// pending, so it answers 404 like an unknown issue.
+pub fn reaction_check(
+    state: &AppState,
+    identifier: &str,
+    kind: &str,
+) -> Result<JsonReply, ApiError> {
+    let requested_at = rfc3339_ms(state.clock.now_ms());
+    let not_found = || {
+        ApiError::new(
+            404,
+            "reaction_not_found",
+            format!(
+                "no pending \"{}\" reaction for issue \"{}\"",
+                echo(kind),
+                echo(identifier)
+            ),
+        )
+    };
+    let draining = || {
+        Ok(JsonReply::with_status(
+            409,
+            to_value(&QueueReply::draining(requested_at.clone())),
+        ))
+    };
+    let Ok(parsed) = kind.parse::<ReactionKind>() else {
+        // Shutdown refuses every action alike, whatever the path names.
+        if state.orch.snapshot().draining {
+            return draining();
+        }
+        return Err(not_found());
+    };
+    let outcome = state
+        .orch
+        .ask(TAKE_TIMEOUT, |reply| OrchMsg::ReactionCheck {
+            identifier: identifier.to_string(),
+            kind: parsed,
+            reply,
+        });
+    match outcome {
+        Ok(CheckNowOutcome::Draining) | Err(Unanswered::ShuttingDown) => draining(),
+        Err(Unanswered::NotTaken) => Err(ApiError::new(
+            503,
+            "check_now_unavailable",
+            "the check request was not taken; nothing changed",
+        )),
+        Ok(CheckNowOutcome::NotFound) => Err(not_found()),
+        Ok(CheckNowOutcome::Due(d)) => {
+            let due = DueCheck {
+                issue_id: d.issue_id,
+                issue_identifier: d.issue_identifier,
+                display_identifier: d.display_identifier,
+                kind: d.kind,
+                pr: d.pr,
+            };
+            Ok(JsonReply::with_status(
+                202,
+                to_value(&QueueReply::check_due(requested_at.clone(), due)),
             ))
         }
     }

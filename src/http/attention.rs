@@ -4,14 +4,17 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::domain::BudgetReason;
+use crate::domain::{BudgetReason, ReactionKind};
 use crate::orchestrator::agent_holds::AuthHold;
+use crate::orchestrator::reactions::ReactionRow;
 use crate::orchestrator::snapshot::{BudgetRow, ParkedRow, Snapshot};
 use crate::orchestrator::spend_ceiling::WindowState;
 
+use super::reaction_words;
 use super::views::attention::{
     AttentionAction, AttentionEvidence, AttentionItemView, AttentionKind, EvidenceReason, ItemIssue,
 };
+use super::views::pending_reaction::{LastCheckView, PullRequestView};
 use super::views::{opt_ts, ts};
 use super::wording::{self, AttentionWords};
 
@@ -97,6 +100,11 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
     out.extend(snap.parked.iter().map(|p| parked_item(p, snap)));
     out.extend(snap.budget_exhausted.iter().map(|b| budget_item(b, snap)));
     out.extend(spend_items(snap));
+    out.extend(
+        snap.pending_reactions
+            .iter()
+            .filter_map(|r| reaction_item(r, snap)),
+    );
     out.sort_by(|a, b| {
         a.view
             .severity
@@ -298,6 +306,50 @@ fn budget_item(b: &BudgetRow, snap: &Snapshot) -> Item {
     )
 }
 
+/// A pending reaction whose escalation stands; merge completion is about the issue, so it
+/// opens the issue rather than the pull request.
+fn reaction_item(r: &ReactionRow, snap: &Snapshot) -> Option<Item> {
+    let escalated_at = r.escalated_at_ms?;
+    let issue = crate::domain::Issue {
+        id: r.issue.id.clone(),
+        identifier: r.issue.identifier.clone(),
+        display_identifier: r.issue.display_identifier.clone(),
+        title: r.issue.title.clone(),
+        url: r.issue.url.clone(),
+        ..Default::default()
+    };
+    let action = if r.kind == ReactionKind::MergeCompletion {
+        AttentionAction::open_issue_or_acknowledge(&issue)
+    } else {
+        AttentionAction::open_pull_request_or_issue(&r.pr.url, &r.issue.url)
+    };
+    Some(base_item(
+        Cause {
+            kind: AttentionKind::ReactionEscalated,
+            id_parts: vec![
+                r.issue.id.clone(),
+                r.kind.to_string(),
+                id_time(escalated_at),
+            ],
+            since_ms: Some(escalated_at),
+            issue: Some(&issue),
+            words: reaction_words::attention_escalated(r),
+            action,
+            evidence: AttentionEvidence {
+                reaction_kind: Some(r.kind),
+                config_key: Some(r.kind.config_key().to_string()),
+                pull_request: Some(PullRequestView::of(&r.pr, r.kind)),
+                escalation_trigger: r.escalation_trigger,
+                used_attempts: r.used_attempts,
+                max_attempts: r.max_attempts,
+                last_check: r.last_check.as_ref().map(LastCheckView::of),
+                ..Default::default()
+            },
+        },
+        snap,
+    ))
+}
+
 /// One item per spend window that holds dispatch (critical: nothing is dispatched).
 fn spend_items(snap: &Snapshot) -> Vec<Item> {
     let Some(spend) = snap.spend_ceiling.as_ref() else {
@@ -371,6 +423,88 @@ mod tests {
                 &["2026-03-26T14:29:41Z".into()]
             ),
             "436a04996ce8317d45cdb082d7ee656a"
+        );
+    }
+
+    #[test]
+    fn reaction_ids_hash_the_issue_kind_and_escalation_time() {
+        use crate::http::views::pending_reaction::tests::{at, seed_ci_row};
+        // The seed's example item.
+        assert_eq!(
+            item_id(
+                AttentionKind::ReactionEscalated,
+                &["mno345".into(), "ci".into(), "2026-03-26T14:26:40Z".into()]
+            ),
+            "cf5210ceffa49562e16b5c7c7a9aeb36"
+        );
+        // Hand-computed: SHA-256 of ["reaction_escalated","x1","merge-completion",
+        // "2026-03-26T14:26:40.25Z"], first 16 bytes.
+        let mut row = seed_ci_row();
+        row.issue.id = "x1".into();
+        row.kind = crate::domain::ReactionKind::MergeCompletion;
+        row.escalated_at_ms = Some(at("2026-03-26T14:26:40.250Z"));
+        let snap = Snapshot {
+            pending_reactions: std::sync::Arc::new(vec![row]),
+            ..Default::default()
+        };
+        let got = items(&snap);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].view.id, "0f1d087a6ff20270cef206362d9b419a");
+        // Merge completion opens the issue, not the pull request.
+        assert_eq!(
+            got[0].view.action.kind,
+            super::super::views::attention::ActionKind::OpenIssue
+        );
+    }
+
+    /// The seed's `reaction_escalated` item, member for member; a row without an escalation
+    /// raises none.
+    #[test]
+    fn the_escalated_ci_row_raises_the_seed_item() {
+        use crate::http::views::pending_reaction::tests::{seed_ci_row, seed_review_row};
+        let mut snap = Snapshot {
+            pending_reactions: std::sync::Arc::new(vec![seed_ci_row(), seed_review_row()]),
+            ..Default::default()
+        };
+        let got = items(&snap);
+        assert_eq!(got.len(), 1);
+        let v = super::super::views::to_value(&got[0].view);
+        let expected = serde_json::json!({
+            "id": "cf5210ceffa49562e16b5c7c7a9aeb36",
+            "kind": "reaction_escalated",
+            "severity": "warning",
+            "since": "2026-03-26T14:26:40.000Z",
+            "acknowledged_at": null,
+            "issue_id": "mno345",
+            "issue_identifier": "MT-653",
+            "issue_title": "Add the export button",
+            "issue_url": "https://tracker.example.com/browse/MT-653",
+            "reason_text": "CI escalated on #931",
+            "why_text": "Sortie escalated failing CI on PR #931 after 2 of 2 CI fixes; the latest check found Test failing.",
+            "clears_text": "Clears when a check of PR #931 passes, a new commit lands on it, it merges or closes, `reactions.ci_failure.max_retries` rises above 2, or the issue reaches a terminal tracker state or leaves In Review.",
+            "action": {"kind": "open_pull_request", "url": "https://github.com/acme/web/pull/931"},
+            "evidence": {
+                "reaction_kind": "ci",
+                "config_key": "ci_failure",
+                "pull_request": {"number": 931, "repository": "acme/web", "url": "https://github.com/acme/web/pull/931", "branch": "sortie/MT-653", "head_sha": "4f1c2a9e"},
+                "escalation_trigger": "budget_exhausted",
+                "used_attempts": 2,
+                "max_attempts": 2,
+                "last_check": {"observed_at": "2026-03-26T14:26:40.000Z", "head_sha": "9b7e3d1c", "status": "failing", "failing_checks": ["Test"], "failing": 1, "pending": 0, "passing": 4}
+            }
+        });
+        assert_eq!(
+            serde_json::to_string(&v).unwrap_or_default(),
+            serde_json::to_string(&expected).unwrap_or_default()
+        );
+        // A row rebuilt after a restart has no pull request link yet: it opens the issue.
+        let mut rebuilt = seed_ci_row();
+        rebuilt.pr.url.clear();
+        snap.pending_reactions = std::sync::Arc::new(vec![rebuilt]);
+        let v = super::super::views::to_value(&items(&snap)[0].view);
+        assert_eq!(
+            v["action"],
+            serde_json::json!({"kind": "open_issue", "url": "https://tracker.example.com/browse/MT-653"})
         );
     }
 

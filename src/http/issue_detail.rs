@@ -15,12 +15,12 @@ use super::views::issue_detail::{
     AttemptsView, HistoryView, HopView, IssueDetailView, IssueMember, NextOutcome, WorkspaceView,
 };
 use super::views::parked::ParkedView;
+use super::views::pending_reaction::{self, PendingReactionView};
 use super::views::retry::RetryView;
 use super::views::run::{IssueTotalsView, OutcomeView, RunView};
 use super::views::running::RunningView;
 use super::views::{
-    EmptyList, EmptyObject, IssueFields, IssueRows, IssueStatus, Null, Sentences, nonempty,
-    to_value, ts,
+    EmptyObject, IssueFields, IssueRows, IssueStatus, Null, Sentences, nonempty, to_value, ts,
 };
 use super::wording;
 
@@ -35,6 +35,9 @@ struct LiveRows {
     retry: Option<RetryView>,
     budget: Option<BudgetView>,
     parked: Option<ParkedView>,
+    pending: Vec<PendingReactionView>,
+    /// The index in `pending` of the row that decides a pending-reactions status.
+    deciding_pending: usize,
 }
 
 impl LiveRows {
@@ -52,6 +55,26 @@ impl LiveRows {
             retry: found.retry.map(|r| RetryView::build(r, cfg, now)),
             budget: found.budget.map(|b| BudgetView::build(b, cfg)),
             parked: found.parked.map(|p| ParkedView::build(p, cfg)),
+            pending: found
+                .pending
+                .iter()
+                .map(|r| PendingReactionView::build(r, now))
+                .collect(),
+            deciding_pending: pending_reaction::deciding(&found.pending)
+                .and_then(|d| found.pending.iter().position(|r| std::ptr::eq(*r, d)))
+                .unwrap_or(0),
+        }
+    }
+
+    /// The tracker's view of the issue from the deciding row; a pending-reactions status
+    /// takes it from the issue's first row.
+    fn issue_member(&self) -> Option<IssueMember> {
+        match self.deciding() {
+            Some((IssueStatus::PendingReactions, _, _)) => {
+                self.pending.first().map(IssueMember::of_reaction)
+            }
+            Some((_, fields, _)) => Some(IssueMember::of(fields)),
+            None => None,
         }
     }
 
@@ -63,10 +86,12 @@ impl LiveRows {
             Some((IssueStatus::Retrying, &r.issue, &r.sentences))
         } else if let Some(r) = &self.budget {
             Some((IssueStatus::BudgetExhausted, &r.issue, &r.sentences))
+        } else if let Some(r) = &self.parked {
+            Some((IssueStatus::Parked, &r.issue, &r.sentences))
         } else {
-            self.parked
-                .as_ref()
-                .map(|r| (IssueStatus::Parked, &r.issue, &r.sentences))
+            self.pending
+                .get(self.deciding_pending)
+                .map(|r| (IssueStatus::PendingReactions, &r.fields, &r.sentences))
         }
     }
 }
@@ -85,8 +110,14 @@ fn live_issue_id(snap: &Snapshot, identifier: &str) -> Option<String> {
         .chain(snap.retrying.iter().map(|r| &r.issue))
         .chain(snap.budget_exhausted.iter().map(|r| &r.issue))
         .chain(snap.parked.iter().map(|r| &r.issue))
-        .find(|i| i.identifier == identifier)
-        .map(|i| i.id.clone())
+        .map(|i| (&i.identifier, &i.id))
+        .chain(
+            snap.pending_reactions
+                .iter()
+                .map(|r| (&r.issue.identifier, &r.issue.id)),
+        )
+        .find(|(ident, _)| *ident == identifier)
+        .map(|(_, id)| id.clone())
 }
 
 fn history(
@@ -231,7 +262,7 @@ fn history_only(
         retry: None,
         budget_exhausted: None,
         parked: None,
-        pending_reactions: EmptyList,
+        pending_reactions: Vec::new(),
         between_stages: Null,
         recent_events: recorded_events(conn, &issue_id)?,
         last_error: None,
@@ -288,7 +319,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
     };
     let (issue_identifier, issue, sentences) = (
         fields.issue_identifier.clone(),
-        IssueMember::of(fields),
+        rows.issue_member().unwrap_or_default(),
         sentences.clone(),
     );
     let recent_events = match found.running {
@@ -329,7 +360,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         retry: rows.retry,
         budget_exhausted: rows.budget,
         parked: rows.parked,
-        pending_reactions: EmptyList,
+        pending_reactions: rows.pending,
         between_stages: Null,
         recent_events,
         last_error,

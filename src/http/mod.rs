@@ -29,6 +29,7 @@ pub mod origin;
 pub mod prices;
 pub mod probes;
 pub mod query;
+pub mod reaction_words;
 pub mod respond;
 pub mod router;
 pub mod runs;

@@ -152,7 +152,9 @@ fn state_example() -> Value {
             error: Some("no available orchestrator slots".into()),
             trigger: crate::domain::RetryTrigger::Timer,
             dispatched_at_ms: at("2026-03-26T14:02:41Z"),
+            reaction: None,
         }]),
+        pending_reactions: std::sync::Arc::new(pending_example(&at)),
         spend_ceiling: spend_example(now),
         config: ConfigView {
             tracker_kind: crate::registry::TRACKERS
@@ -173,6 +175,77 @@ fn state_example() -> Value {
     };
     let spend = std::collections::BTreeMap::new();
     to_value(&StateDoc::build(&snap, "0.1.0", &spend, Vec::new(), 0))
+}
+
+/// The seed's escalated CI row and its review row of one issue.
+fn pending_example(at: &dyn Fn(&str) -> i64) -> Vec<crate::orchestrator::reactions::ReactionRow> {
+    use crate::domain::{CiStatus, EscalationTrigger, ReactionKind, ReactionWait};
+    use crate::orchestrator::reactions::{LastCheck, ReactionIssue, ReactionPr, ReactionRow};
+    let ci = ReactionRow {
+        issue: ReactionIssue {
+            id: "mno345".into(),
+            identifier: "MT-653".into(),
+            display_identifier: String::new(),
+            title: "Add the export button".into(),
+            url: "https://tracker.example.com/browse/MT-653".into(),
+            issue_type: Some("Story".into()),
+            labels: Some(vec!["export".into()]),
+            state: "In Review".into(),
+        },
+        kind: ReactionKind::Ci,
+        pr: ReactionPr {
+            pr: crate::scm::PullRequestRef {
+                owner: "acme".into(),
+                repo: "web".into(),
+                number: 931,
+            },
+            url: "https://github.com/acme/web/pull/931".into(),
+            branch: "sortie/MT-653".into(),
+            head_sha: "4f1c2a9e8b7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b".into(),
+        },
+        created_at_ms: at("2026-03-26T14:09:30Z"),
+        dispatched_at_ms: Some(at("2026-03-26T13:58:03Z")),
+        next_poll_at_ms: at("2026-03-26T14:31:40Z"),
+        wait: Some(ReactionWait::PollInterval),
+        used_attempts: Some(2),
+        max_attempts: Some(2),
+        escalated_at_ms: Some(at("2026-03-26T14:26:40Z")),
+        escalation_trigger: Some(EscalationTrigger::BudgetExhausted),
+        watch_from_ms: at("2026-03-26T14:09:30Z"),
+        watch_window_ms: 1_800_000,
+        last_check: Some(LastCheck::Ci {
+            observed_at_ms: at("2026-03-26T14:26:40Z"),
+            head_sha: "9b7e3d1c0a2f4e6b8d0c1a3e5f7b9d2c4e6a8f0b".into(),
+            status: CiStatus::Failing,
+            failing_checks: vec!["Test".into()],
+            failing: 1,
+            pending: 0,
+            passing: 4,
+        }),
+        rule_name: "implement".into(),
+        agent_kind: crate::registry::DEFAULT_AGENT_KIND.into(),
+        configured_model: "claude-sonnet-4-5".into(),
+        backoff_count: 0,
+        check_now: None,
+    };
+    let review = ReactionRow {
+        kind: ReactionKind::Review,
+        next_poll_at_ms: at("2026-03-26T14:30:55Z"),
+        wait: Some(ReactionWait::Debounce),
+        used_attempts: Some(1),
+        max_attempts: Some(3),
+        escalated_at_ms: None,
+        escalation_trigger: None,
+        watch_window_ms: 1_800_000,
+        last_check: Some(LastCheck::Review {
+            observed_at_ms: at("2026-03-26T14:29:58Z"),
+            actionable_comments: 3,
+            new_comments: 1,
+            awaiting_approval: false,
+        }),
+        ..ci.clone()
+    };
+    vec![ci, review]
 }
 
 /// The seed's spend windows: a daily and a weekly ceiling, no monthly one.
@@ -482,11 +555,14 @@ fn paths(s: &Refs) -> Value {
             "409": json_response("Draining.", s.queue.clone(), json!({"queued": false, "requested_at": "2026-03-26T14:31:10.000Z", "outcome_text": "Nothing queued: Sortie is shutting down."})),
             "503": error_response("Not taken.", "retry_now_unavailable", "the retry request was not taken; nothing changed"),
         }}},
-        "/api/v1/reactions/{identifier}/{kind}/check": {"post": {"summary": "Make a pending reaction's check due now (no reactions exist in this build)", "parameters": [path_param("identifier", "Issue identifier."), path_param("kind", "Reaction kind.")], "responses": {
+        "/api/v1/reactions/{identifier}/{kind}/check": {"post": {"summary": "Make a pending reaction's next check due now", "parameters": [path_param("identifier", "The issue identifier of a pending reaction row."), path_param("kind", "The row's kind: ci, review, bot-review, merge, merge-conflict, label-review, label-fix or merge-completion.")], "responses": {
+            "202": json_response("The reaction's next check is due now.", s.queue.clone(),
+                json!({"queued": true, "requested_at": "2026-03-26T14:31:10.000Z", "issue_id": "mno345", "issue_identifier": "MT-653", "kind": "ci", "pull_request": {"number": 931, "repository": "acme/web"}, "outcome_text": "MT-653: a check of PR #931 for CI is queued for the next poll tick."})),
             "403": cross_origin(),
             "404": error_response("No pending reaction of that kind.", "reaction_not_found", "no pending \"ci\" reaction for issue \"MT-653\""),
             "405": method_not_allowed(),
             "409": json_response("Draining.", s.queue.clone(), json!({"queued": false, "requested_at": "2026-03-26T14:31:10.000Z", "outcome_text": "Nothing queued: Sortie is shutting down."})),
+            "503": error_response("Not taken.", "check_now_unavailable", "the check request was not taken; nothing changed"),
         }}},
         "/api/v1/attention/{id}/acknowledge": {"post": {"summary": "Acknowledge an attention item", "parameters": [path_param("id", "The item id.")], "responses": {
             "200": json_response("Acknowledged, now or before.", s.acknowledge.clone(),

@@ -10,8 +10,7 @@ use super::AppState;
 use super::host::{HostDecision, HostPolicy};
 use super::origin;
 use super::query::percent_decode;
-use super::respond::{self, ApiError, JsonReply, echo, send_error, send_json};
-use super::views::reply::QueueReply;
+use super::respond::{self, ApiError, JsonReply, send_error, send_json};
 use super::{
     actions, dashboard, issue_detail, openapi, prices, probes, runs, scrape, sse, state_doc, stats,
 };
@@ -230,7 +229,7 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         Route::Prices => prices::prices(state),
         Route::Refresh => actions::refresh(state),
         Route::RetryNow(id) => actions::retry_now(state, id),
-        Route::ReactionCheck(id, kind) => reaction_check(state, id, kind),
+        Route::ReactionCheck(id, kind) => actions::reaction_check(state, id, kind),
         Route::Acknowledge(id) => actions::acknowledge(state, id),
         Route::OpenApi => Ok(JsonReply::ok(openapi::document())),
         Route::Issue(id) => issue_detail::detail(state, id),
@@ -240,27 +239,6 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         Ok(reply) => send_json(req, reply, None),
         Err(e) => send_error(req, e),
     }
-}
-
-/// No pull request reactions exist in this build, so no reaction is ever pending.
-fn reaction_check(state: &AppState, identifier: &str, kind: &str) -> Result<JsonReply, ApiError> {
-    if state.orch.snapshot().draining {
-        return Ok(JsonReply::with_status(
-            409,
-            super::views::to_value(&QueueReply::draining(crate::clock::rfc3339_ms(
-                state.clock.now_ms(),
-            ))),
-        ));
-    }
-    Err(ApiError::new(
-        404,
-        "reaction_not_found",
-        format!(
-            "no pending \"{}\" reaction for issue \"{}\"",
-            echo(kind),
-            echo(identifier)
-        ),
-    ))
 }
 
 #[cfg(test)]

@@ -218,6 +218,7 @@ mod tests {
             error: Some("boom".into()),
             trigger: RetryTrigger::Error,
             dispatched_at_ms: 10,
+            reaction: None,
         });
         let doc = StateDoc::build(&snap, "v", &BTreeMap::new(), Vec::new(), 0);
         let via_value = serde_json::to_string(&to_value(&doc)).unwrap_or_default();

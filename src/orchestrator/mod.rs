@@ -24,6 +24,6 @@ pub mod watch;
 
 pub use self::scheduler::{Orchestrator, OrchestratorDeps, OrchestratorHandle, new_dispatch_id};
 pub use msg::{
-    AckError, OrchMsg, RefreshOutcome, RetryNowOutcome, SupervisorExit, SupervisorResult,
-    Unanswered,
+    AckError, CheckNowOutcome, DueReaction, OrchMsg, RefreshOutcome, RetryNowOutcome,
+    SupervisorExit, SupervisorResult, Unanswered,
 };

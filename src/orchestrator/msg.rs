@@ -141,6 +141,27 @@ pub enum RetryNowOutcome {
     Draining,
 }
 
+/// Answer to a request to check a pending reaction now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckNowOutcome {
+    /// No pending reaction of that kind for that identifier.
+    NotFound,
+    /// The reaction's next check is due now (it may have been already).
+    Due(DueReaction),
+    /// The orchestrator is shutting down.
+    Draining,
+}
+
+/// The pending reaction a check-now request found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueReaction {
+    pub issue_id: String,
+    pub issue_identifier: String,
+    pub display_identifier: String,
+    pub kind: crate::domain::ReactionKind,
+    pub pr: crate::scm::PullRequestRef,
+}
+
 /// Why an acknowledgement was not stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AckError {
@@ -247,6 +268,12 @@ pub enum OrchMsg {
     RetryNow {
         identifier: String,
         reply: Sender<RetryNowOutcome>,
+    },
+    /// Make the next check of the issue's pending reaction of `kind` due now.
+    ReactionCheck {
+        identifier: String,
+        kind: crate::domain::ReactionKind,
+        reply: Sender<CheckNowOutcome>,
     },
     /// Store an attention acknowledgement; answers once it is committed.
     Acknowledge {

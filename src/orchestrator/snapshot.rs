@@ -22,6 +22,8 @@ pub struct RetryRow {
     pub error: Option<String>,
     pub trigger: crate::domain::RetryTrigger,
     pub dispatched_at_ms: i64,
+    /// The pull-request reaction the retry continues, if any.
+    pub reaction: Option<super::reactions::RunReaction>,
 }
 
 impl From<&RetryInfo> for RetryRow {
@@ -33,6 +35,7 @@ impl From<&RetryInfo> for RetryRow {
             error: r.error.clone(),
             trigger: r.trigger,
             dispatched_at_ms: r.dispatched_at_ms,
+            reaction: r.reaction.clone(),
         }
     }
 }

@@ -44,6 +44,11 @@ const SOURCES: &[Source] = &[
         content_type: JS,
     },
     Source {
+        name: "reactions.js",
+        body: include_bytes!("../../assets/reactions.js"),
+        content_type: JS,
+    },
+    Source {
         name: "overview.js",
         body: include_bytes!("../../assets/overview.js"),
         content_type: JS,

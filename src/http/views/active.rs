@@ -5,8 +5,11 @@ use std::collections::{BTreeMap, HashSet};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::domain::ReactionKind;
+
 use super::budget::BudgetView;
 use super::parked::ParkedView;
+use super::pending_reaction::PendingReactionView;
 use super::retry::RetryView;
 use super::running::RunningView;
 use super::{EmptyObject, IssueFields, Null, Sentences};
@@ -19,6 +22,7 @@ pub enum LiveStatus {
     Retrying,
     BudgetExhausted,
     Parked,
+    PendingReactions,
 }
 
 /// One issue of the `active` list.
@@ -37,6 +41,9 @@ pub struct ActiveEntry {
     pub stage_position: Null,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
+    /// The kind of the deciding row; present exactly when `status` is `pending_reactions`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_kind: Option<ReactionKind>,
     pub dispatched_at: Option<String>,
     #[serde(flatten)]
     pub sentences: Sentences,
@@ -50,6 +57,8 @@ pub struct ActiveSource<'a> {
     pub sentences: &'a Sentences,
     pub dispatched_at: Option<&'a str>,
     pub agent_kind: Option<&'a str>,
+    /// The row's kind, for a pending reaction row.
+    pub reaction_kind: Option<ReactionKind>,
 }
 
 impl<'a> From<&'a RunningView> for ActiveSource<'a> {
@@ -59,6 +68,7 @@ impl<'a> From<&'a RunningView> for ActiveSource<'a> {
             sentences: &r.sentences,
             dispatched_at: Some(&r.dispatched_at),
             agent_kind: r.agent_kind.as_deref(),
+            reaction_kind: None,
         }
     }
 }
@@ -70,6 +80,7 @@ impl<'a> From<&'a RetryView> for ActiveSource<'a> {
             sentences: &r.sentences,
             dispatched_at: r.dispatched_at.as_deref(),
             agent_kind: r.agent_kind.as_deref(),
+            reaction_kind: None,
         }
     }
 }
@@ -81,6 +92,7 @@ impl<'a> From<&'a BudgetView> for ActiveSource<'a> {
             sentences: &r.sentences,
             dispatched_at: None,
             agent_kind: r.agent_kind.as_deref(),
+            reaction_kind: None,
         }
     }
 }
@@ -92,6 +104,19 @@ impl<'a> From<&'a ParkedView> for ActiveSource<'a> {
             sentences: &r.sentences,
             dispatched_at: None,
             agent_kind: r.agent_kind.as_deref(),
+            reaction_kind: None,
+        }
+    }
+}
+
+impl<'a> From<&'a PendingReactionView> for ActiveSource<'a> {
+    fn from(r: &'a PendingReactionView) -> Self {
+        ActiveSource {
+            issue: &r.fields,
+            sentences: &r.sentences,
+            dispatched_at: r.dispatched_at.as_deref(),
+            agent_kind: r.agent_kind.as_deref(),
+            reaction_kind: Some(r.kind),
         }
     }
 }
@@ -107,6 +132,9 @@ impl ActiveEntry {
             status,
             stage_position: Null,
             agent_kind: src.agent_kind.map(str::to_string),
+            reaction_kind: src
+                .reaction_kind
+                .filter(|_| status == LiveStatus::PendingReactions),
             dispatched_at: src.dispatched_at.map(str::to_string),
             sentences: src.sentences.clone(),
             pr_loop: EmptyObject,
@@ -186,6 +214,7 @@ mod tests {
             sentences,
             dispatched_at: d,
             agent_kind: None,
+            reaction_kind: None,
         };
         let a = active(&[
             (

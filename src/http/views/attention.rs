@@ -23,6 +23,8 @@ pub enum AttentionKind {
     BudgetHeld,
     /// A spend window holds every dispatch.
     SpendCeilingReached,
+    /// A pending pull-request reaction escalated to a person.
+    ReactionEscalated,
 }
 
 impl AttentionKind {
@@ -34,6 +36,7 @@ impl AttentionKind {
         AttentionKind::Parked,
         AttentionKind::BudgetHeld,
         AttentionKind::SpendCeilingReached,
+        AttentionKind::ReactionEscalated,
     ];
 
     /// The served text (the same as serde's, checked by a test).
@@ -46,6 +49,7 @@ impl AttentionKind {
             AttentionKind::Parked => "parked",
             AttentionKind::BudgetHeld => "budget_held",
             AttentionKind::SpendCeilingReached => "spend_ceiling_reached",
+            AttentionKind::ReactionEscalated => "reaction_escalated",
         }
     }
 
@@ -58,7 +62,9 @@ impl AttentionKind {
             | AttentionKind::DatabaseFailed
             | AttentionKind::AgentAuthFailed
             | AttentionKind::SpendCeilingReached => Severity::Critical,
-            AttentionKind::Parked | AttentionKind::BudgetHeld => Severity::Warning,
+            AttentionKind::Parked
+            | AttentionKind::BudgetHeld
+            | AttentionKind::ReactionEscalated => Severity::Warning,
         }
     }
 }
@@ -73,8 +79,7 @@ pub enum Severity {
     Warning,
 }
 
-/// The kind of action a client should offer. This build has no pull request reactions, so it
-/// never offers `open_pull_request`.
+/// The kind of action a client should offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
@@ -108,6 +113,21 @@ impl AttentionAction {
                 url: Some(url),
             },
             None => AttentionAction::acknowledge(),
+        }
+    }
+
+    /// Opens the pull request's page, else the issue's, else only acknowledges.
+    pub fn open_pull_request_or_issue(pr_url: &str, issue_url: &str) -> AttentionAction {
+        match (nonempty(pr_url), nonempty(issue_url)) {
+            (Some(url), _) => AttentionAction {
+                kind: ActionKind::OpenPullRequest,
+                url: Some(url),
+            },
+            (None, Some(url)) => AttentionAction {
+                kind: ActionKind::OpenIssue,
+                url: Some(url),
+            },
+            (None, None) => AttentionAction::acknowledge(),
         }
     }
 }
@@ -154,9 +174,25 @@ pub struct AttentionEvidence {
     /// When the spend window resets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resets_at: Option<String>,
-    /// The setting that raises the ceiling.
+    /// The escalated reaction's kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_kind: Option<crate::domain::ReactionKind>,
+    /// The setting that raises the ceiling, or the escalated reaction's `reactions` key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_key: Option<String>,
+    /// The pull request the escalated reaction watches, as its row serves it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<super::pending_reaction::PullRequestView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalation_trigger: Option<crate::domain::EscalationTrigger>,
+    /// The escalated row's tries and budget, each omitted when null.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_attempts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    /// The escalated row's latest check, omitted when null.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_check: Option<super::pending_reaction::LastCheckView>,
     /// The agent kind an agent_auth_failed item is about.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,

@@ -8,7 +8,7 @@ use crate::orchestrator::snapshot::Snapshot;
 use crate::orchestrator::state::CheckHealth;
 
 use super::super::wording;
-use super::{Null, opt_ts, ts};
+use super::{opt_ts, ts};
 
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -84,8 +84,25 @@ pub struct HealthView {
     pub workflow: WorkflowCheckView,
     pub poll: PollCheckView,
     pub tracker: TrackerHealthView,
-    /// No SCM integration in this build.
-    pub scm: Null,
+    /// The pull-request provider's reads; `null` while no reaction uses one.
+    pub scm: Option<ScmCheckView>,
+}
+
+/// The pull-request provider check, naming the provider kind first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ScmCheckView {
+    pub provider: String,
+    #[serde(flatten)]
+    pub check: CheckView,
+}
+
+impl ScmCheckView {
+    fn build(h: &crate::orchestrator::state::ScmHealth) -> ScmCheckView {
+        ScmCheckView {
+            provider: h.provider.clone(),
+            check: CheckView::build(&h.check),
+        }
+    }
 }
 
 /// The tracker kind and what its API said about rate limits at the latest poll, so a user
@@ -175,7 +192,7 @@ impl HealthView {
             },
             poll: PollCheckView::build(snap),
             tracker: TrackerHealthView::build(snap),
-            scm: Null,
+            scm: h.scm.as_ref().map(ScmCheckView::build),
         }
     }
 }
@@ -197,5 +214,36 @@ mod tests {
         assert!(h["poll"].get("outcome").is_none());
         assert_eq!(h["database"]["checked_at"], Value::Null);
         assert!(h["database"].get("error").is_none());
+        assert_eq!(h["scm"], Value::Null);
+    }
+
+    #[test]
+    fn scm_check_names_the_provider_first_and_its_error_while_failing() {
+        let mut snap = Snapshot::default();
+        let check = CheckHealth::<crate::scm::ScmError> {
+            checked_at_ms: Some(1_774_535_398_000),
+            failing_streak: 2,
+            since_ms: Some(1_774_535_390_000),
+            last_success_ms: Some(1_774_535_380_000),
+            error: Some("pull request read failed".into()),
+            ..Default::default()
+        };
+        snap.health.scm = Some(crate::orchestrator::state::ScmHealth {
+            provider: "github".into(),
+            check,
+        });
+        let text = serde_json::to_string(&HealthView::build(&snap).scm).unwrap_or_default();
+        assert_eq!(
+            text,
+            r#"{"provider":"github","status":"fail","checked_at":"2026-03-26T14:29:58.000Z","last_success_at":"2026-03-26T14:29:40.000Z","consecutive_failures":2,"failing_since":"2026-03-26T14:29:50.000Z","error":"pull request read failed"}"#
+        );
+        let passing = crate::orchestrator::state::ScmHealth {
+            provider: "github".into(),
+            check: CheckHealth::default(),
+        };
+        snap.health.scm = Some(passing);
+        let h = super::super::to_value(&HealthView::build(&snap));
+        assert_eq!(h["scm"]["status"], "pass");
+        assert!(h["scm"].get("error").is_none());
     }
 }

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::domain::Issue;
+use crate::orchestrator::reactions::ReactionRow;
 use crate::orchestrator::snapshot::{BudgetRow, ParkedRow, RetryRow, RunningRow, Snapshot};
 
 use super::nonempty;
@@ -17,6 +18,7 @@ pub enum IssueStatus {
     Retrying,
     BudgetExhausted,
     Parked,
+    PendingReactions,
     History,
 }
 
@@ -62,6 +64,8 @@ pub struct IssueRows<'a> {
     pub retry: Option<&'a RetryRow>,
     pub budget: Option<&'a BudgetRow>,
     pub parked: Option<&'a ParkedRow>,
+    /// The issue's pending reaction rows, in list order.
+    pub pending: Vec<&'a ReactionRow>,
 }
 
 impl<'a> IssueRows<'a> {
@@ -74,6 +78,11 @@ impl<'a> IssueRows<'a> {
                 .iter()
                 .find(|r| r.issue.id == issue_id),
             parked: snap.parked.iter().find(|r| r.issue.id == issue_id),
+            pending: snap
+                .pending_reactions
+                .iter()
+                .filter(|r| r.issue.id == issue_id)
+                .collect(),
         }
     }
 }

@@ -7,10 +7,11 @@ use super::budget::BudgetView;
 use super::event::EventView;
 use super::issue::IssueStatus;
 use super::parked::ParkedView;
+use super::pending_reaction::PendingReactionView;
 use super::retry::RetryView;
 use super::run::{IssueTotalsView, OutcomeView, RunView};
 use super::running::RunningView;
-use super::{EmptyList, EmptyObject, IssueFields, Null, Sentences};
+use super::{EmptyObject, IssueFields, Null, Sentences};
 
 /// What happens next under a condition.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -42,6 +43,17 @@ impl IssueMember {
             issue_type: f.issue_type.clone(),
             labels: Some(f.issue_labels.clone()),
             state: f.state.clone(),
+        }
+    }
+
+    /// From a pending reaction row, whose type, labels and state may be unread.
+    pub fn of_reaction(r: &PendingReactionView) -> IssueMember {
+        IssueMember {
+            title: r.issue.issue_title.clone(),
+            url: r.issue.issue_url.clone(),
+            issue_type: r.issue.issue_type.clone(),
+            labels: r.issue.issue_labels.clone(),
+            state: r.issue.state.clone(),
         }
     }
 }
@@ -98,7 +110,8 @@ pub struct IssueDetailView {
     pub retry: Option<RetryView>,
     pub budget_exhausted: Option<BudgetView>,
     pub parked: Option<ParkedView>,
-    pub pending_reactions: EmptyList,
+    /// The issue's rows as `pending_reactions` of the state document serves them.
+    pub pending_reactions: Vec<PendingReactionView>,
     pub between_stages: Null,
     pub recent_events: Vec<EventView>,
     pub last_error: Option<String>,

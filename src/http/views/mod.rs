@@ -19,6 +19,7 @@ pub mod held;
 pub mod issue;
 pub mod issue_detail;
 pub mod parked;
+pub mod pending_reaction;
 pub mod prices;
 pub mod probe;
 pub mod rate_limits;

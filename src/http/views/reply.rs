@@ -96,7 +96,24 @@ pub struct QueueReply {
     /// The attempt now due.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
+    /// The kind of the reaction whose check is due now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::domain::ReactionKind>,
+    /// The pull request that reaction watches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<super::pending_reaction::PullRequestKey>,
     pub outcome_text: String,
+}
+
+/// The reaction a check-now request made due, as the orchestrator found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueCheck {
+    pub issue_id: String,
+    pub issue_identifier: String,
+    /// Empty when the identifier is enough.
+    pub display_identifier: String,
+    pub kind: crate::domain::ReactionKind,
+    pub pr: crate::scm::PullRequestRef,
 }
 
 /// The retry a retry-now request made due, as the client saw it in the snapshot.
@@ -118,6 +135,8 @@ impl QueueReply {
             issue_identifier: None,
             display_identifier: None,
             attempt: None,
+            kind: None,
+            pull_request: None,
             outcome_text: wording::NOTHING_QUEUED_DRAINING.to_string(),
         }
     }
@@ -135,6 +154,26 @@ impl QueueReply {
             issue_identifier: Some(r.issue_identifier),
             display_identifier: display,
             attempt: Some(r.attempt),
+            kind: None,
+            pull_request: None,
+            outcome_text,
+        }
+    }
+
+    /// A reaction's next check made due now; named like [`QueueReply::retry_due`].
+    pub fn check_due(requested_at: String, c: DueCheck) -> QueueReply {
+        let display = super::nonempty(&c.display_identifier);
+        let key = display.as_deref().unwrap_or(&c.issue_identifier);
+        let outcome_text = super::super::reaction_words::check_queued(key, c.pr.number, c.kind);
+        QueueReply {
+            queued: true,
+            requested_at,
+            issue_id: Some(c.issue_id),
+            issue_identifier: Some(c.issue_identifier),
+            display_identifier: display,
+            attempt: None,
+            kind: Some(c.kind),
+            pull_request: Some(super::pending_reaction::PullRequestKey::of(&c.pr)),
             outcome_text,
         }
     }

@@ -5,6 +5,8 @@ use serde::Serialize;
 
 use crate::orchestrator::snapshot::{ConfigView, RetryRow};
 
+use crate::domain::{ReactionKind, RetryTrigger};
+
 use super::super::wording;
 use super::{IssueFields, Null, Sentences, nonempty, ts};
 
@@ -23,8 +25,16 @@ pub struct RetryView {
     /// The plain sentence of the run before it, or the reschedule reason as written; the
     /// sentences use the plain form of a reason.
     pub error: Option<String>,
+    /// Omitted for a review, bot review, merge conflict or label command continuation, which
+    /// `reaction_kind` names instead.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trigger: Option<String>,
+    /// The reaction behind the retry; omitted when it carries none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_kind: Option<ReactionKind>,
+    /// The `reactions` key that configures `reaction_kind`; omitted with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_config_key: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
     pub stage_lineage: Null,
@@ -48,11 +58,83 @@ impl RetryView {
             attempt: r.attempt,
             due_at: ts(r.due_at_ms),
             error: error.map(wording::retry_error),
-            trigger: nonempty(r.trigger.as_str()),
+            trigger: nonempty(r.trigger.as_str()).filter(|_| !named_by_reaction(r)),
+            reaction_kind: r.reaction.as_ref().map(|x| x.kind),
+            reaction_config_key: r.reaction.as_ref().map(|x| x.kind.config_key().to_string()),
             agent_kind: nonempty(&cfg.agent_kind),
             stage_lineage: Null,
             stage_position: Null,
             paused: false,
         }
+    }
+}
+
+/// A continuation of a reaction other than CI serves no `trigger`: its `reaction_kind` says
+/// what started it.
+fn named_by_reaction(r: &RetryRow) -> bool {
+    r.trigger == RetryTrigger::Continuation
+        && r.reaction
+            .as_ref()
+            .is_some_and(|x| x.kind != ReactionKind::Ci)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orchestrator::reactions::RunReaction;
+
+    fn retry(trigger: RetryTrigger, kind: Option<ReactionKind>) -> serde_json::Value {
+        let r = RetryRow {
+            issue: crate::domain::Issue {
+                id: "1".into(),
+                identifier: "R-1".into(),
+                ..Default::default()
+            },
+            attempt: 2,
+            due_at_ms: 60_000,
+            error: None,
+            trigger,
+            dispatched_at_ms: 1_000,
+            reaction: kind.map(|kind| RunReaction {
+                kind,
+                attempt: Some(1),
+                pr: crate::scm::PullRequestRef {
+                    owner: "o".into(),
+                    repo: "r".into(),
+                    number: 5,
+                },
+            }),
+        };
+        super::super::to_value(&RetryView::build(&r, &ConfigView::default(), 0))
+    }
+
+    #[test]
+    fn reaction_members_come_from_the_typed_reaction() {
+        let v = retry(RetryTrigger::Error, None);
+        assert!(v.get("reaction_kind").is_none());
+        assert!(v.get("reaction_config_key").is_none());
+        assert_eq!(v["trigger"], "error");
+        let v = retry(RetryTrigger::CiFix, Some(ReactionKind::Ci));
+        assert_eq!(
+            (
+                &v["trigger"],
+                &v["reaction_kind"],
+                &v["reaction_config_key"]
+            ),
+            (&"ci_fix".into(), &"ci".into(), &"ci_failure".into())
+        );
+        // An error retry of a run a reaction dispatched keeps the run's kind and its trigger.
+        let v = retry(RetryTrigger::Error, Some(ReactionKind::Review));
+        assert_eq!(
+            (&v["trigger"], &v["reaction_kind"]),
+            (&"error".into(), &"review".into())
+        );
+        // A review continuation is named by its kind alone.
+        let v = retry(RetryTrigger::Continuation, Some(ReactionKind::Review));
+        assert!(v.get("trigger").is_none());
+        assert_eq!(v["reaction_config_key"], "review_comments");
+        let v = retry(RetryTrigger::Continuation, Some(ReactionKind::LabelReview));
+        assert_eq!(v["reaction_config_key"], "label_commands");
+        assert!(v.get("trigger").is_none());
     }
 }

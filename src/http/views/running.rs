@@ -115,11 +115,43 @@ pub struct RunningView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
     #[serde(flatten)]
+    pub reaction: RunReactionView,
+    #[serde(flatten)]
     pub usage: UsageView,
     #[serde(flatten)]
     pub spend: IssueFigures,
     #[serde(flatten)]
     pub stall: StallView,
+}
+
+/// The pull-request reaction a session (or a queued retry) continues: every member is absent
+/// when it continues none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct RunReactionView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_kind: Option<crate::domain::ReactionKind>,
+    /// The `reactions` key of WORKFLOW.md that configures the kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_config_key: Option<String>,
+    /// Which try of its reaction the session is; absent for label commands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_attempt: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<super::pending_reaction::PullRequestKey>,
+}
+
+impl RunReactionView {
+    pub fn of(r: Option<&crate::orchestrator::reactions::RunReaction>) -> RunReactionView {
+        let Some(r) = r else {
+            return RunReactionView::default();
+        };
+        RunReactionView {
+            reaction_kind: Some(r.kind),
+            reaction_config_key: Some(r.kind.config_key().to_string()),
+            reaction_attempt: r.attempt,
+            pull_request: Some(super::pending_reaction::PullRequestKey::of(&r.pr)),
+        }
+    }
 }
 
 /// How the session's usage is reported.
@@ -228,6 +260,7 @@ impl RunningView {
             stage_position: Null,
             workflow_file: nonempty(&cfg.workflow_file),
             agent_kind: nonempty(&cfg.agent_kind),
+            reaction: RunReactionView::of(r.reaction.as_ref()),
             usage: UsageView {
                 api_request_count: requests_measured.then_some(r.api_request_count),
                 requests_by_model,
@@ -406,6 +439,50 @@ mod tests {
 
     fn running_row(r: &RunningRow, c: &ConfigView, s: Option<IssueSpend>, now: i64) -> Value {
         super::super::to_value(&RunningView::build(r, c, s, None, now))
+    }
+
+    #[test]
+    fn a_reaction_continuation_serves_its_reaction_members_and_others_none() {
+        let keys = [
+            "reaction_kind",
+            "reaction_config_key",
+            "reaction_attempt",
+            "pull_request",
+        ];
+        let v = running_row(&row(None, 1, 0), &cfg(), None, 0);
+        for k in keys {
+            assert!(v.get(k).is_none(), "{k}");
+        }
+        let mut r = row(None, 1, 0);
+        let pr = crate::scm::PullRequestRef {
+            owner: "acme".into(),
+            repo: "web".into(),
+            number: 936,
+        };
+        r.reaction = Some(crate::orchestrator::reactions::RunReaction {
+            kind: crate::domain::ReactionKind::Ci,
+            attempt: Some(1),
+            pr: pr.clone(),
+        });
+        let v = running_row(&r, &cfg(), None, 0);
+        let got: serde_json::Map<String, Value> = keys
+            .iter()
+            .filter_map(|k| v.get(*k).map(|x| (k.to_string(), x.clone())))
+            .collect();
+        assert_eq!(
+            Value::Object(got),
+            serde_json::json!({"reaction_kind": "ci", "reaction_config_key": "ci_failure", "reaction_attempt": 1, "pull_request": {"number": 936, "repository": "acme/web"}})
+        );
+        // A label command counts nothing: no attempt.
+        r.reaction = Some(crate::orchestrator::reactions::RunReaction {
+            kind: crate::domain::ReactionKind::LabelFix,
+            attempt: None,
+            pr,
+        });
+        let v = running_row(&r, &cfg(), None, 0);
+        assert_eq!(v["reaction_config_key"], "label_commands");
+        assert!(v.get("reaction_attempt").is_none());
+        assert_eq!(v["pull_request"]["number"], 936);
     }
 
     #[test]

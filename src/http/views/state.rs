@@ -15,6 +15,7 @@ use super::config::ConfigDoc;
 use super::health::HealthView;
 use super::held::HeldView;
 use super::parked::ParkedView;
+use super::pending_reaction::{self, PendingReactionView};
 use super::retry::RetryView;
 use super::running::{CostStatus, RunningView, row_usage};
 use super::{EmptyList, IssueFields, ts};
@@ -60,7 +61,8 @@ pub struct StateDoc {
     pub retrying: Vec<RetryView>,
     pub budget_exhausted: Vec<BudgetView>,
     pub parked: Vec<ParkedView>,
-    pub pending_reactions: EmptyList,
+    /// Sorted by issue identifier, issue id, kind.
+    pub pending_reactions: Vec<PendingReactionView>,
     pub between_stages: EmptyList,
     pub active: Vec<ActiveEntry>,
     pub held: Vec<HeldView>,
@@ -171,6 +173,13 @@ impl StateDoc {
         sort_by_issue(&mut parked, |r| &r.issue);
         let mut held: Vec<HeldView> = snap.held.iter().map(HeldView::build).collect();
         sort_by_issue(&mut held, |r| &r.issue);
+        let pending = pending_reaction::build_all(&snap.pending_reactions, now);
+        let pending_sources: Vec<ActiveSource<'_>> =
+            pending_reaction::by_issue(&pending, &snap.pending_reactions)
+                .into_iter()
+                .flatten()
+                .map(|i| ActiveSource::from(&pending[i]))
+                .collect();
         let active = active(&[
             (
                 LiveStatus::Running,
@@ -188,6 +197,7 @@ impl StateDoc {
                 LiveStatus::Parked,
                 parked.iter().map(ActiveSource::from).collect(),
             ),
+            (LiveStatus::PendingReactions, pending_sources),
         ]);
         let active_estimated_cost_usd = active_cost(snap, &running);
         let cost_unpriced_running = snap.has_rate_source.then(|| {
@@ -205,7 +215,7 @@ impl StateDoc {
                 retrying: retrying.len(),
                 budget_exhausted: budget.len(),
                 parked: parked.len(),
-                pending_reactions: 0,
+                pending_reactions: pending.len(),
                 between_stages: 0,
                 held: held.len(),
                 attention: unacknowledged,
@@ -214,7 +224,7 @@ impl StateDoc {
             retrying,
             budget_exhausted: budget,
             parked,
-            pending_reactions: EmptyList,
+            pending_reactions: pending,
             between_stages: EmptyList,
             active,
             held,

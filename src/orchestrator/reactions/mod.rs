@@ -7,6 +7,7 @@
 //! ([`cx::CheckCx`]); it returns a [`step::Step`] that `orchestrator::scheduler::reactions`
 //! applies (retries, escalation writes, outcomes, persistence).
 
+pub mod check_now;
 mod ci;
 mod completion;
 mod conflict;

@@ -5,6 +5,7 @@ mod dispatch;
 mod events;
 mod exit;
 mod holds;
+mod reaction_check;
 mod reactions;
 mod reconcile;
 mod retry;
@@ -554,6 +555,13 @@ impl Orchestrator {
             OrchMsg::RetryNow { identifier, reply } => {
                 let outcome = self.retry_now(&identifier);
                 let _ = reply.try_send(outcome);
+            }
+            OrchMsg::ReactionCheck {
+                identifier,
+                kind,
+                reply,
+            } => {
+                let _ = reply.try_send(self.reaction_check(&identifier, kind));
             }
             OrchMsg::Acknowledge { ack, reply } => {
                 let result = if self.draining.is_some() {

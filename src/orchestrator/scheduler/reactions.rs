@@ -339,9 +339,7 @@ impl Orchestrator {
                 next_poll_at_ms,
             } => {
                 set_wait(&mut row, wait, next_poll_at_ms);
-                let _ = started_ms;
-                row.check_now = None;
-                self.keep_row(key, row, mem);
+                self.keep_row(key, row, mem, started_ms);
             }
             Step::Dispatch {
                 context,
@@ -357,7 +355,7 @@ impl Orchestrator {
                     ReactionWait::PollInterval,
                     started_ms + interval as i64,
                 );
-                self.keep_row(key, row, mem);
+                self.keep_row(key, row, mem, started_ms);
             }
             Step::Escalate { trigger } => {
                 self.escalate(&mut row, trigger, cfg);
@@ -368,7 +366,7 @@ impl Orchestrator {
                     ReactionWait::PollInterval,
                     started_ms + interval as i64,
                 );
-                self.keep_row(key, row, mem);
+                self.keep_row(key, row, mem, started_ms);
             }
             Step::End { why } => {
                 log::info!(
@@ -386,7 +384,10 @@ impl Orchestrator {
         }
     }
 
-    fn keep_row(&mut self, key: Key, row: ReactionRow, mem: RowMemory) {
+    /// The row stays pending; a check that a request to check now brought forward gives the
+    /// replaced time back.
+    fn keep_row(&mut self, key: Key, mut row: ReactionRow, mem: RowMemory, started_ms: i64) {
+        crate::orchestrator::reactions::check_now::settle_check_now(&mut row, started_ms);
         self.state.reactions.insert(key.clone(), row);
         self.state.reaction_memory.insert(key, mem);
     }
@@ -649,7 +650,7 @@ impl Orchestrator {
             row.wait = Some(ReactionWait::Backoff);
             row.next_poll_at_ms = now + delay as i64;
         }
-        self.keep_row(key, row, mem);
+        self.keep_row(key, row, mem, now);
     }
 
     /// Startup: rows rebuilt from the newest runs that left a pull-request record, with the

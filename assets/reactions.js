@@ -1,0 +1,81 @@
+// Pending pull-request reactions, as GET /api/v1/state and GET /api/v1/{identifier} serve
+// them: one row per issue and kind, with its pull request, wait, tries, next check and what the
+// last check found, and a "Check now" action. A standing escalation is highlighted with its
+// trigger. The sentences come from the server; only the short facts are laid out here.
+
+import * as api from "./api.js";
+import { h, facts, issueLink, relative } from "./dom.js";
+
+const KIND_LABELS = {
+  ci: "CI",
+  review: "Review comments",
+  "bot-review": "Bot review",
+  merge: "Auto-merge",
+  "merge-conflict": "Merge conflict",
+  "merge-completion": "Merge completion",
+  "label-review": "Review label",
+  "label-fix": "Fix label",
+};
+
+/** The kind in words; an unknown kind reads as sent. */
+export function kindLabel(kind) {
+  return KIND_LABELS[kind] || kind || "";
+}
+
+/** `2 of 3`, `2` without a budget, or null when the kind counts nothing. */
+export function attempts(used, max) {
+  if (used == null) return null;
+  return max == null ? String(used) : `${used} of ${max}`;
+}
+
+/** One line for what the latest check found; null before the first check. */
+export function lastCheckSummary(kind, c) {
+  if (!c) return null;
+  if (kind === "ci") {
+    const failing = (c.failing_checks || []).join(", ");
+    if (c.status === "failing") return failing ? `failing: ${failing}` : `${c.failing} failing`;
+    return `${c.status} (${c.passing} passing, ${c.pending} pending)`;
+  }
+  if (kind === "review" || kind === "bot-review") {
+    const parts = [`${c.actionable_comments} actionable`, `${c.new_comments} new`];
+    if (c.awaiting_approval) parts.push("awaiting approval");
+    if (c.handled) parts.push("handled");
+    return parts.join(", ");
+  }
+  if (kind === "merge-conflict") {
+    return c.mergeable === true ? "no conflict" : c.mergeable === false ? "conflicts" : "mergeability not computed yet";
+  }
+  return null;
+}
+
+/** The pull request as a link when the server has read its page, else `owner/repo#n`. */
+export function pullRequestLink(pr) {
+  if (!pr) return null;
+  const text = `${pr.repository}#${pr.number}`;
+  return pr.url ? h("a", { href: pr.url, rel: "noopener noreferrer", target: "_blank" }, text) : h("span", {}, text);
+}
+
+/**
+ * One pending reaction row. `button(label, action, attrs)` builds an action button (the
+ * dashboard's shared one, which shows the outcome and refetches).
+ */
+export function reactionRow(r, button, { withIssue = true } = {}) {
+  const escalated = !!r.escalated_at;
+  const check = () => api.checkReaction(r.issue_identifier, r.kind);
+  return h("li", { class: escalated ? "escalated" : null, dataset: { reaction: `${r.issue_identifier || ""}/${r.kind || ""}` } },
+    h("div", { class: "row-head" },
+      withIssue && r.issue_identifier ? issueLink(r.issue_identifier) : null,
+      h("b", {}, kindLabel(r.kind)),
+      pullRequestLink(r.pull_request),
+      escalated ? h("span", { class: "sev warning" }, "escalated", r.escalation_trigger ? `: ${r.escalation_trigger.replace(/_/g, " ")}` : "") : null),
+    h("div", { title: r.status_text || "" }, r.status_text_full || r.status_text || ""),
+    facts([
+      ["wait", r.wait ? r.wait.replace(/_/g, " ") : null],
+      ["tries", attempts(r.used_attempts, r.max_attempts)],
+      ["next check", relative(r.next_poll_at)],
+      ["last check", lastCheckSummary(r.kind, r.last_check)],
+      ["escalated", escalated ? relative(r.escalated_at) : null],
+      ["watch ends", relative(r.watch_ends_at)],
+    ]),
+    h("div", {}, button("Check now", check, { "data-action": "check-now", "data-identifier": r.issue_identifier, "data-kind": r.kind })));
+}
