@@ -157,7 +157,7 @@ fn an_unknown_provider_lists_the_supported_ones() {
     let e = err("reactions:\n  ci_failure: {provider: gitea}");
     assert_eq!(
         e,
-        "config: reactions.ci_failure.provider: provider \"gitea\" is not supported by this build (supported: github)"
+        "config: reactions.ci_failure.provider: source control provider \"gitea\" is not supported by this build (supported: github)"
     );
 }
 
