@@ -25,8 +25,8 @@ pub use reaction::{
     sample_review_comments,
 };
 pub use turn::{
-    CONTINUATION_PROMPT, STATUS_PROTOCOL_SUFFIX, build_turn_prompt, build_turn_prompt_with_reaction,
-    build_turn_prompt_with_tools,
+    CONTINUATION_PROMPT, STATUS_PROTOCOL_SUFFIX, build_turn_prompt,
+    build_turn_prompt_with_reaction, build_turn_prompt_with_tools,
 };
 
 /// Go's name for the prompt template; also the key its body is executed under.

@@ -28,6 +28,7 @@ pub mod poll_health;
 pub mod prism;
 pub mod procs;
 pub mod promtool;
+pub mod reactions;
 pub mod real_cli;
 pub mod store;
 pub mod wait;
