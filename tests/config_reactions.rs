@@ -4,6 +4,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use sortie::config::reactions::{DEFAULT_WATCH_WINDOW_MS, ReactionsConfig};
 use sortie::config::{LoadOptions, Workflow, parse_workflow};
@@ -21,7 +22,9 @@ fn opts() -> LoadOptions {
 }
 
 fn doc(tracker: &str, extra: &str) -> String {
-    format!("---\n{tracker}{extra}\n---\nWork on {{{{ .issue.identifier }}}}\n")
+    format!(
+        "---\n{tracker}agent: {{kind: mock}}\n{extra}\n---\nWork on {{{{ .issue.identifier }}}}\n"
+    )
 }
 
 fn load(text: &str) -> Result<Workflow, String> {
@@ -390,4 +393,121 @@ fn self_review_defaults_and_rules() {
     ] {
         assert_eq!(err(&format!("{base}{extra}")), want, "{extra}");
     }
+}
+
+/// `sortie validate` on a temporary workflow: exit code and stderr.
+fn validate(workflow: &str) -> (i32, String) {
+    let setup = common::Setup::new(workflow, "[]");
+    let out = common::sortie_command()
+        .current_dir(setup.path())
+        .args(["validate", "WORKFLOW.md"])
+        .output()
+        .unwrap_or_else(|e| panic!("run sortie validate: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn validate_reports_provider_errors_and_ignored_blocks() {
+    let (code, out) = validate(&doc(
+        GITHUB_TRACKER,
+        "reactions:\n  ci_failure: {provider: github}\n  review_comments: {provider: gitlab}",
+    ));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("reactions.review_comments.provider: \"gitlab\" disagrees with reactions.ci_failure.provider \"github\""),
+        "{out}"
+    );
+
+    let file_tracker = "tracker:\n  kind: file\n  path: issues.json\n  active_states: [To Do]\n";
+    let (code, out) = validate(&doc(
+        file_tracker,
+        "reactions:\n  auto_merge: {provider: github}",
+    ));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("must equal tracker.kind (\"file\")"), "{out}");
+
+    let (code, out) = validate(&doc(
+        file_tracker,
+        "reactions:\n  auto_merge: {strategy: squash}",
+    ));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("reactions_ignored"), "{out}");
+}
+
+#[test]
+fn validate_reports_triage_ci_feedback_and_bad_values() {
+    let (code, out) = validate(&doc(
+        GITHUB_TRACKER,
+        "ci_feedback: {kind: github}\nreactions:\n  merge_conflicts: {triage: true, max_retires: 1}",
+    ));
+    assert_eq!(code, 0, "{out}");
+    for want in [
+        "reactions.merge_conflicts.triage",
+        "not supported by this build",
+        "deprecated_key",
+        "reactions.merge_conflicts.max_retires",
+    ] {
+        assert!(out.contains(want), "missing {want}: {out}");
+    }
+    let (code, out) = validate(&doc(
+        GITHUB_TRACKER,
+        "self_review: {enabled: true, verification_commands: [make], reviewer: other}",
+    ));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("self_review.reviewer: unsupported reviewer \"other\""),
+        "{out}"
+    );
+}
+
+#[test]
+fn validate_fails_a_template_that_misspells_a_ci_failure_key() {
+    let wf = "---\ntracker:\n  kind: file\n  path: issues.json\n  active_states: [To Do]\n\
+              agent: {kind: mock}\n---\n\
+              {{ .issue.identifier }}{{ if .ci_failure }}{{ .ci_failure.log_exerpt }}{{ end }}\n";
+    let (code, out) = validate(wf);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("log_exerpt"), "{out}");
+    let fixed = wf.replace("log_exerpt", "log_excerpt");
+    let (code, out) = validate(&fixed);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// The daemon serves `config.reactions` as the reference's table describes it.
+#[test]
+fn the_daemon_serves_config_reactions() {
+    let fake = common::fake_github::start_repo("owner/repo", &["backlog", "review", "done"]);
+    let wf = format!(
+        "---\ntracker:\n  kind: github\n  endpoint: {url}\n  api_key: $GITHUB_TOKEN\n  project: owner/repo\n  \
+         active_states: [backlog]\n  terminal_states: [done]\n  handoff_state: review\n\
+         polling:\n  interval_ms: 60000\nworkspace:\n  root: ./ws\nagent:\n  kind: mock\n  max_turns: 1\n\
+         reactions:\n  ci_failure:\n    provider: github\n    escalation: label\n  \
+         review_comments: {{escalation: label}}\n  \
+         bot_review: {{max_continuation_turns: 5, poll_interval_ms: 60000, bot_usernames: [review-bot]}}\n  \
+         merge_conflicts: {{max_retries: 1, escalation: label}}\n  \
+         auto_merge: {{strategy: squash, require_ci: true, delete_branch: true, max_retries: 0, escalation: label}}\n  \
+         label_commands: {{review_label: sortie-review}}\n\
+         ---\nWork on {{{{ .issue.identifier }}}}.\n",
+        url = fake.url
+    );
+    let setup = common::Setup::new(&wf, "[]");
+    let d = setup.start(&[("GITHUB_TOKEN", common::fake_github::TOKEN)]);
+    let state = d.wait_state("state served", Duration::from_secs(30), |s| {
+        s["config"]["reactions"].is_object()
+    });
+    assert_eq!(
+        state["config"]["reactions"],
+        serde_json::json!({
+            "ci_failure": {"max_retries": 2, "triage": false, "escalation": "label", "escalation_label": "needs-human"},
+            "review_comments": {"max_continuation_turns": 3, "debounce_ms": 60000, "poll_interval_ms": 120000, "triage": false, "escalation": "label", "escalation_label": "needs-human"},
+            "bot_review": {"max_continuation_turns": 5, "poll_interval_ms": 60000, "bot_usernames": ["review-bot"], "triage": false, "escalation": "none"},
+            "merge_conflicts": {"max_retries": 1, "poll_interval_ms": 60000, "triage": false, "escalation": "label", "escalation_label": "needs-human"},
+            "auto_merge": {"strategy": "squash", "require_ci": true, "delete_branch": true, "poll_interval_ms": 60000, "max_retries": null, "escalation": "label", "escalation_label": "needs-human"},
+            "label_commands": {"review_label": "sortie-review", "poll_interval_ms": 60000}
+        })
+    );
+    d.stop();
 }

@@ -83,7 +83,7 @@ fn build_inner(
         super::price_table::build_price_table(&raw, ctx, warnings, &mut secret_values)?;
 
     let reactions = super::reactions_build::build_reactions(&raw, &tracker.kind, warnings)?;
-    let self_review = super::reactions_build::build_self_review(&raw, warnings)?;
+    let self_review = super::self_review_build::build_self_review(&raw, warnings)?;
 
     Ok(ServiceConfig {
         reactions,

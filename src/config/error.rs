@@ -97,7 +97,8 @@ impl std::error::Error for ConfigError {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigWarning {
     /// Check id: `unknown_key`, `unsupported_key` (accepted, not acted on by this build),
-    /// `type_mismatch`, `invalid_value`, `dotenv_missing`, `clamped`, `data_path_from_cwd`.
+    /// `type_mismatch`, `invalid_value`, `dotenv_missing`, `clamped`, `data_path_from_cwd`,
+    /// `deprecated_key` (`ci_feedback`), `reactions_ignored` (no block names a provider).
     pub check: String,
     /// Dotted field (or top-level key) the warning is about.
     pub field: String,

@@ -34,6 +34,7 @@ mod price_table;
 pub mod reactions;
 mod reactions_build;
 mod schema;
+mod self_review_build;
 mod server_bind;
 mod token_rates;
 mod validate;

@@ -1,5 +1,4 @@
-//! `reactions`, the deprecated `ci_feedback` and `self_review` → the typed settings of
-//! [`super::reactions`].
+//! `reactions` and the deprecated `ci_feedback` → the typed settings of [`super::reactions`].
 //!
 //! A reaction block applies only when a source-control provider is named: `provider` on any
 //! block (every block that names one must agree; the others use the agreed one). The provider
@@ -20,7 +19,7 @@ use super::error::{ConfigError, ConfigWarning};
 use super::reactions::{
     AutoMergeConfig, BotReviewConfig, CiFailureConfig, DEFAULT_POLL_INTERVAL_MS,
     DEFAULT_WATCH_WINDOW_MS, Escalation, LabelCommandsConfig, MergeCompletionConfig,
-    MergeConflictsConfig, ReactionsConfig, ReviewCommentsConfig, SelfReviewConfig,
+    MergeConflictsConfig, ReactionsConfig, ReviewCommentsConfig,
 };
 use super::validate::{closest, unknown_message};
 use crate::domain::EscalationMode;
@@ -91,18 +90,18 @@ const MIN_REVIEW_POLL_INTERVAL_MS: u64 = 30_000;
 
 /// A map of settings with the dotted prefix its errors name (`reactions.ci_failure`,
 /// `ci_feedback`, `self_review`), and readers that apply the section's coercion rules.
-struct Section {
-    prefix: String,
-    map: Map<String, Value>,
+pub(super) struct Section {
+    pub(super) prefix: String,
+    pub(super) map: Map<String, Value>,
 }
 
 impl Section {
-    fn field(&self, key: &str) -> String {
+    pub(super) fn field(&self, key: &str) -> String {
         format!("{}.{key}", self.prefix)
     }
 
     /// A count ≥ 0 where 0 is meaningful; absent reads `default`.
-    fn count(&self, key: &str, default: u32) -> Result<u32, ConfigError> {
+    pub(super) fn count(&self, key: &str, default: u32) -> Result<u32, ConfigError> {
         let field = self.field(key);
         match int_field(&self.map, key, &field)? {
             None => Ok(default),
@@ -113,7 +112,7 @@ impl Section {
     }
 
     /// A count > 0; absent reads `default`.
-    fn positive(&self, key: &str, default: u32) -> Result<u32, ConfigError> {
+    pub(super) fn positive(&self, key: &str, default: u32) -> Result<u32, ConfigError> {
         match self.count(key, default)? {
             0 => Err(ConfigError::field(self.field(key), "must be positive")),
             n => Ok(n),
@@ -121,7 +120,7 @@ impl Section {
     }
 
     /// Milliseconds ≥ 0 where 0 is meaningful; absent reads `default`.
-    fn millis(&self, key: &str, default: u64) -> Result<u64, ConfigError> {
+    pub(super) fn millis(&self, key: &str, default: u64) -> Result<u64, ConfigError> {
         let field = self.field(key);
         match int_field(&self.map, key, &field)? {
             None => Ok(default),
@@ -131,7 +130,7 @@ impl Section {
     }
 
     /// A value > 0; absent reads `default`.
-    fn positive_millis(&self, key: &str, default: u64) -> Result<u64, ConfigError> {
+    pub(super) fn positive_millis(&self, key: &str, default: u64) -> Result<u64, ConfigError> {
         let field = self.field(key);
         match int_field(&self.map, key, &field)? {
             None => Ok(default),
@@ -141,7 +140,7 @@ impl Section {
     }
 
     /// A poll interval: absent or 0 reads `default`; below `min` is an error.
-    fn interval(&self, key: &str, default: u64, min: u64) -> Result<u64, ConfigError> {
+    pub(super) fn interval(&self, key: &str, default: u64, min: u64) -> Result<u64, ConfigError> {
         let n = match self.millis(key, default)? {
             0 => default,
             n => n,
@@ -156,7 +155,7 @@ impl Section {
     }
 
     /// A real YAML bool; absent reads `default`.
-    fn flag(&self, key: &str, default: bool) -> Result<bool, ConfigError> {
+    pub(super) fn flag(&self, key: &str, default: bool) -> Result<bool, ConfigError> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
@@ -168,13 +167,13 @@ impl Section {
     }
 
     /// A trimmed string; absent, null and blank read `None`; any other type is an error.
-    fn text(&self, key: &str) -> Result<Option<String>, ConfigError> {
+    pub(super) fn text(&self, key: &str) -> Result<Option<String>, ConfigError> {
         let s = strict_string_field(&self.map, key, &self.field(key))?;
         Ok(s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
     }
 
     /// A list of non-blank strings (trimmed); absent or null reads empty.
-    fn strings(&self, key: &str) -> Result<Vec<String>, ConfigError> {
+    pub(super) fn strings(&self, key: &str) -> Result<Vec<String>, ConfigError> {
         let field = self.field(key);
         let items = match self.map.get(key) {
             None | Some(Value::Null) => return Ok(Vec::new()),
@@ -250,16 +249,14 @@ impl Block {
     }
 
     fn unknown_keys(&self, warnings: &mut Vec<ConfigWarning>) {
+        let escalation_keys: &[&str] = match self.kind {
+            "label_commands" => &[],
+            _ => ESCALATION_KEYS,
+        };
         let known: Vec<&str> = own_keys(self.kind)
             .iter()
+            .chain(escalation_keys)
             .copied()
-            .chain(
-                (self.kind != "label_commands")
-                    .then_some(ESCALATION_KEYS)
-                    .into_iter()
-                    .flatten()
-                    .copied(),
-            )
             .chain([self.provider_key])
             .collect();
         for key in self.map.keys().filter(|k| !known.contains(&k.as_str())) {
@@ -537,74 +534,3 @@ fn label_commands(b: &Block) -> Result<LabelCommandsConfig, ConfigError> {
         poll_interval_ms: b.interval("poll_interval_ms", DEFAULT_POLL_INTERVAL_MS, 1)?,
     })
 }
-
-/// The typed `self_review`. When `enabled` is not `true` nothing else is read.
-pub(super) fn build_self_review(
-    raw: &Map<String, Value>,
-    warnings: &mut Vec<ConfigWarning>,
-) -> Result<SelfReviewConfig, ConfigError> {
-    let defaults = SelfReviewConfig::default();
-    let Some(m) = sub_map(raw, "self_review") else {
-        return Ok(defaults);
-    };
-    let enabled = match m.get("enabled") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(v) => {
-            warnings.push(ConfigWarning::new(
-                "type_mismatch",
-                "self_review.enabled",
-                format!("expected bool, got {}; read as false", type_name(v)),
-            ));
-            false
-        }
-    };
-    if !enabled {
-        return Ok(defaults);
-    }
-    let s = Section {
-        prefix: "self_review".into(),
-        map: m.clone(),
-    };
-    let max_iterations = s.count("max_iterations", defaults.max_iterations)?;
-    if !(1..=10).contains(&max_iterations) {
-        return Err(ConfigError::field(
-            s.field("max_iterations"),
-            format!("must be between 1 and 10, got {max_iterations}"),
-        ));
-    }
-    let verification_commands = s.strings("verification_commands")?;
-    if verification_commands.is_empty() {
-        return Err(ConfigError::field(
-            s.field("verification_commands"),
-            "is required (a non-empty list of commands) when self_review.enabled is true",
-        ));
-    }
-    let reviewer = s.text("reviewer")?.unwrap_or(defaults.reviewer);
-    if reviewer != "same" {
-        return Err(ConfigError::field(
-            s.field("reviewer"),
-            format!("unsupported reviewer {reviewer:?} (only \"same\" is supported)"),
-        ));
-    }
-    let max_diff_bytes = s.positive_millis("max_diff_bytes", defaults.max_diff_bytes as u64)?;
-    Ok(SelfReviewConfig {
-        enabled,
-        max_iterations,
-        verification_commands,
-        verification_timeout_ms: s
-            .positive_millis("verification_timeout_ms", defaults.verification_timeout_ms)?,
-        max_diff_bytes: usize::try_from(max_diff_bytes).unwrap_or(usize::MAX),
-        reviewer,
-    })
-}
-
-/// The keys `self_review` reads (for `unknown_key` warnings).
-pub const SELF_REVIEW_KEYS: &[&str] = &[
-    "enabled",
-    "max_iterations",
-    "verification_commands",
-    "verification_timeout_ms",
-    "max_diff_bytes",
-    "reviewer",
-];

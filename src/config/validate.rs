@@ -106,7 +106,7 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
     ),
     ("logging", &["level", "format"]),
     ("price_table", super::price_table::KEYS),
-    ("self_review", super::reactions_build::SELF_REVIEW_KEYS),
+    ("self_review", super::self_review_build::SELF_REVIEW_KEYS),
 ];
 
 /// String fields whose non-string values read silently as `""`; worth a warning.

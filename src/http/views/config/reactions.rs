@@ -40,6 +40,7 @@ impl EscalationView {
     }
 }
 
+/// `reactions.ci_failure`: present while the CI check runs.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "ConfigCiFailure")]
 pub struct CiFailureView {
@@ -49,6 +50,7 @@ pub struct CiFailureView {
     pub escalation: EscalationView,
 }
 
+/// `reactions.review_comments`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "ConfigReviewComments")]
 pub struct ReviewCommentsView {
@@ -60,6 +62,7 @@ pub struct ReviewCommentsView {
     pub escalation: EscalationView,
 }
 
+/// `reactions.bot_review`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "ConfigBotReview")]
 pub struct BotReviewView {
@@ -72,6 +75,7 @@ pub struct BotReviewView {
     pub escalation: EscalationView,
 }
 
+/// `reactions.merge_conflicts`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "ConfigMergeConflicts")]
 pub struct MergeConflictsView {
@@ -83,6 +87,7 @@ pub struct MergeConflictsView {
     pub escalation: EscalationView,
 }
 
+/// `reactions.auto_merge`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "ConfigAutoMerge")]
 pub struct AutoMergeView {
@@ -96,6 +101,7 @@ pub struct AutoMergeView {
     pub escalation: EscalationView,
 }
 
+/// `reactions.merge_completion`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "ConfigMergeCompletion")]
 pub struct MergeCompletionView {
