@@ -155,3 +155,252 @@ fn check_now_while_shutting_down_answers_409_nothing_queued() {
     });
     assert_eq!(status.code(), Some(0));
 }
+
+// ---- The handlers over a hand-built snapshot (what the engine will fill) ------------------
+
+mod built {
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+    use std::sync::{Arc, RwLock};
+
+    use crossbeam_channel::Receiver;
+    use serde_json::{Value, json};
+    use sortie::clock::SystemClock;
+    use sortie::domain::{CiStatus, EscalationTrigger, ReactionKind, ReactionWait};
+    use sortie::http::AppState;
+    use sortie::orchestrator::reactions::{LastCheck, ReactionIssue, ReactionPr, ReactionRow};
+    use sortie::orchestrator::snapshot::Snapshot;
+    use sortie::orchestrator::{CheckNowOutcome, DueReaction, OrchMsg, OrchestratorHandle};
+    use sortie::store::Store;
+
+    fn at(s: &str) -> i64 {
+        s.parse::<jiff::Timestamp>()
+            .map(|t| t.as_millisecond())
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn pr(number: u64) -> sortie::scm::PullRequestRef {
+        sortie::scm::PullRequestRef {
+            owner: "acme".into(),
+            repo: "web".into(),
+            number,
+        }
+    }
+
+    /// The seed's escalated CI row of MT-653 and its review row.
+    fn rows() -> Vec<ReactionRow> {
+        let ci = ReactionRow {
+            issue: ReactionIssue {
+                id: "mno345".into(),
+                identifier: "MT-653".into(),
+                display_identifier: String::new(),
+                title: "Add the export button".into(),
+                url: "https://tracker.example.com/browse/MT-653".into(),
+                issue_type: Some("Story".into()),
+                labels: Some(vec!["export".into()]),
+                state: "In Review".into(),
+            },
+            kind: ReactionKind::Ci,
+            pr: ReactionPr {
+                pr: pr(931),
+                url: "https://github.com/acme/web/pull/931".into(),
+                branch: "sortie/MT-653".into(),
+                head_sha: "4f1c2a9e".into(),
+            },
+            created_at_ms: at("2026-03-26T14:09:30Z"),
+            dispatched_at_ms: Some(at("2026-03-26T13:58:03Z")),
+            next_poll_at_ms: at("2026-03-26T14:31:40Z"),
+            wait: Some(ReactionWait::PollInterval),
+            used_attempts: Some(2),
+            max_attempts: Some(2),
+            escalated_at_ms: Some(at("2026-03-26T14:26:40Z")),
+            escalation_trigger: Some(EscalationTrigger::BudgetExhausted),
+            watch_from_ms: at("2026-03-26T14:09:30Z"),
+            watch_window_ms: 1_800_000,
+            last_check: Some(LastCheck::Ci {
+                observed_at_ms: at("2026-03-26T14:26:40Z"),
+                head_sha: "9b7e3d1c".into(),
+                status: CiStatus::Failing,
+                failing_checks: vec!["Test".into()],
+                failing: 1,
+                pending: 0,
+                passing: 4,
+            }),
+            rule_name: "implement".into(),
+            agent_kind: "mock".into(),
+            configured_model: String::new(),
+            backoff_count: 0,
+            check_now: None,
+        };
+        let review = ReactionRow {
+            kind: ReactionKind::Review,
+            escalated_at_ms: None,
+            escalation_trigger: None,
+            last_check: None,
+            ..ci.clone()
+        };
+        vec![ci, review]
+    }
+
+    fn snapshot() -> Snapshot {
+        Snapshot {
+            generated_at_ms: at("2026-03-26T14:30:00Z"),
+            pending_reactions: Arc::new(rows()),
+            ..Default::default()
+        }
+    }
+
+    /// An `AppState` over `snap` whose orchestrator inbox the test reads (`None`: dropped, so
+    /// nothing takes a request).
+    fn app(
+        snap: Snapshot,
+        inbox: bool,
+    ) -> (tempfile::TempDir, AppState, Option<Receiver<OrchMsg>>) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = Store::open(&dir.path().join("s.db"), Arc::new(SystemClock))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let state = AppState {
+            orch: OrchestratorHandle {
+                tx,
+                snapshot: Arc::new(RwLock::new(Arc::new(snap))),
+                metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
+                prices: Default::default(),
+            },
+            store: Arc::new(store),
+            clock: Arc::new(SystemClock),
+            version: "test",
+            stopping: AtomicBool::new(false),
+            sse_open: AtomicUsize::new(0),
+            sse_serial: AtomicUsize::new(0),
+            max_streams: 4,
+            state_cache: Default::default(),
+        };
+        (dir, state, inbox.then_some(rx))
+    }
+
+    #[test]
+    fn the_state_document_and_the_issue_serve_the_rows() {
+        let snap = snapshot();
+        let (_d, app, _rx) = app(snap.clone(), false);
+        let (doc, _) = sortie::http::state_doc::view(&app, &snap);
+        let v = serde_json::to_value(&doc).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(v["counts"]["pending_reactions"], 2);
+        assert_eq!(v["pending_reactions"][0]["kind"], "ci");
+        assert_eq!(v["pending_reactions"][1]["kind"], "review");
+        assert_eq!(v["active"][0]["status"], "pending_reactions");
+        assert_eq!(v["active"][0]["reaction_kind"], "ci");
+        let item = &v["attention"][0];
+        assert_eq!(item["kind"], "reaction_escalated");
+        assert_eq!(item["id"], "cf5210ceffa49562e16b5c7c7a9aeb36");
+        assert_eq!(v["counts"]["attention"], 1);
+
+        let d = sortie::http::issue_detail::detail(&app, "MT-653")
+            .unwrap_or_else(|e| panic!("{e:?}"))
+            .body;
+        assert_eq!(d["status"], "pending_reactions");
+        assert_eq!(d["status_text"], "CI escalated on #931");
+        assert_eq!(
+            d["issue"],
+            json!({"title": "Add the export button", "url": "https://tracker.example.com/browse/MT-653", "issue_type": "Story", "labels": ["export"], "state": "In Review"})
+        );
+        assert_eq!(d["pending_reactions"].as_array().map(Vec::len), Some(2));
+        for k in ["running", "retry", "budget_exhausted", "parked"] {
+            assert_eq!(d[k], Value::Null, "{k}");
+        }
+    }
+
+    #[test]
+    fn check_now_answers_from_the_orchestrator() {
+        let (_d, app, rx) = app(snapshot(), true);
+        let rx = rx.unwrap_or_else(|| panic!("inbox"));
+        let orch = std::thread::spawn(move || {
+            let mut asked = Vec::new();
+            while let Ok(m) = rx.recv() {
+                if let OrchMsg::ReactionCheck {
+                    identifier,
+                    kind,
+                    reply,
+                } = m
+                {
+                    asked.push((identifier.clone(), kind));
+                    let out = if identifier == "MT-653" {
+                        CheckNowOutcome::Due(DueReaction {
+                            issue_id: "mno345".into(),
+                            issue_identifier: identifier,
+                            display_identifier: String::new(),
+                            kind,
+                            pr: pr(931),
+                        })
+                    } else {
+                        CheckNowOutcome::NotFound
+                    };
+                    let _ = reply.send(out);
+                }
+            }
+            asked
+        });
+        let r = sortie::http::actions::reaction_check(&app, "MT-653", "ci")
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(r.status, 202);
+        let mut body = r.body;
+        assert!(body["requested_at"].is_string());
+        body["requested_at"] = json!("t");
+        assert_eq!(
+            serde_json::to_string(&body).unwrap_or_default(),
+            serde_json::to_string(&json!({"queued": true, "requested_at": "t", "issue_id": "mno345", "issue_identifier": "MT-653", "kind": "ci", "pull_request": {"number": 931, "repository": "acme/web"}, "outcome_text": "MT-653: a check of PR #931 for CI is queued for the next poll tick."})).unwrap_or_default()
+        );
+        let e = sortie::http::actions::reaction_check(&app, "MT-9", "merge-conflict")
+            .err()
+            .unwrap_or_else(|| panic!("404 expected"));
+        assert_eq!(e.status, 404);
+        // An unknown kind never reaches the orchestrator.
+        let e = sortie::http::actions::reaction_check(&app, "MT-653", "ci_failure")
+            .err()
+            .unwrap_or_else(|| panic!("404 expected"));
+        assert_eq!(e.status, 404);
+        drop(app);
+        let asked = orch.join().unwrap_or_else(|_| panic!("orch thread"));
+        assert_eq!(
+            asked,
+            [
+                ("MT-653".to_string(), ReactionKind::Ci),
+                ("MT-9".to_string(), ReactionKind::MergeConflict)
+            ]
+        );
+    }
+
+    #[test]
+    fn check_now_not_taken_answers_503() {
+        let (_d, app, _) = app(snapshot(), false);
+        let e = sortie::http::actions::reaction_check(&app, "MT-653", "ci")
+            .err()
+            .unwrap_or_else(|| panic!("503 expected"));
+        assert_eq!(e.status, 503);
+        assert_eq!(e.code, "check_now_unavailable");
+    }
+
+    #[test]
+    fn an_escalation_is_acknowledged_through_the_acknowledge_route() {
+        let (_d, app, rx) = app(snapshot(), true);
+        let rx = rx.unwrap_or_else(|| panic!("inbox"));
+        let orch = std::thread::spawn(move || {
+            let mut kinds = Vec::new();
+            while let Ok(m) = rx.recv() {
+                if let OrchMsg::Acknowledge { ack, reply } = m {
+                    kinds.push(ack.kind.clone());
+                    let _ = reply.send(Ok(ack));
+                }
+            }
+            kinds
+        });
+        let r = sortie::http::actions::acknowledge(&app, "cf5210ceffa49562e16b5c7c7a9aeb36")
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body["kind"], "reaction_escalated");
+        assert_eq!(r.body["already_acknowledged"], false);
+        assert_eq!(r.body["issue_identifier"], "MT-653");
+        drop(app);
+        let kinds = orch.join().unwrap_or_else(|_| panic!("orch thread"));
+        assert_eq!(kinds, ["reaction_escalated"]);
+    }
+}

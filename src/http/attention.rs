@@ -508,6 +508,39 @@ mod tests {
         );
     }
 
+    /// The escalation words of the other triggers and kinds.
+    #[test]
+    fn escalation_words_follow_the_trigger_and_kind() {
+        use crate::domain::{EscalationTrigger, ReactionKind};
+        use crate::http::views::pending_reaction::tests::seed_ci_row;
+        let mut row = seed_ci_row();
+        row.kind = ReactionKind::Merge;
+        row.escalation_trigger = Some(EscalationTrigger::Refused);
+        row.last_check = None;
+        let w = reaction_words::attention_escalated(&row);
+        assert_eq!(w.reason, "Auto-merge escalated on #931");
+        assert_eq!(
+            w.why,
+            "Sortie escalated the auto-merge on PR #931 because the forge or the tracker refused a write."
+        );
+        assert_eq!(
+            w.clears,
+            "Clears when a person merges PR #931, it merges or closes, or the issue reaches a terminal tracker state or leaves In Review."
+        );
+        row.kind = ReactionKind::BotReview;
+        row.escalation_trigger = Some(EscalationTrigger::Triage);
+        row.issue.state.clear();
+        let w = reaction_words::attention_escalated(&row);
+        assert_eq!(
+            w.why,
+            "Sortie escalated bot review comments on PR #931 because its triage command asked for a person."
+        );
+        assert_eq!(
+            w.clears,
+            "Clears when PR #931 has no actionable bot review comment left, it merges or closes, or the issue reaches a terminal tracker state."
+        );
+    }
+
     #[test]
     fn id_times_drop_trailing_zeros() {
         assert_eq!(id_time(1_774_535_381_000), "2026-03-26T14:29:41Z");

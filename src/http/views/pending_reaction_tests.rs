@@ -504,3 +504,114 @@ fn the_state_document_lists_rows_counts_them_and_makes_issues_active() {
     assert_eq!(mt100["status"], "retrying");
     assert!(mt100.get("reaction_kind").is_none());
 }
+
+/// The sentences of the other kinds and waits: each names the pull request, the next check
+/// relative to the snapshot, and the tries when the kind counts them.
+#[test]
+fn sentences_of_every_kind_and_wait() {
+    let quiet = |kind, wait, last_check| ReactionRow {
+        kind,
+        wait,
+        last_check,
+        escalated_at_ms: None,
+        escalation_trigger: None,
+        used_attempts: Some(0),
+        max_attempts: Some(3),
+        next_poll_at_ms: now() + 60_000,
+        ..seed_ci_row()
+    };
+    let full = |r: &ReactionRow| {
+        served(r)["status_text_full"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    let passing = LastCheck::Ci {
+        observed_at_ms: now(),
+        head_sha: String::new(),
+        status: CiStatus::Passing,
+        failing_checks: vec![],
+        failing: 0,
+        pending: 0,
+        passing: 4,
+    };
+    assert_eq!(
+        full(&quiet(
+            ReactionKind::Ci,
+            Some(ReactionWait::PollInterval),
+            Some(passing)
+        )),
+        "Sortie watches PR #931 for CI; the last check found CI passing; next check in 1m. CI fixes used: 0 of 3."
+    );
+    assert_eq!(
+        full(&quiet(ReactionKind::Ci, Some(ReactionWait::Backoff), None)),
+        "Sortie watches PR #931 for CI; the latest check could not complete; next check in 1m. CI fixes used: 0 of 3."
+    );
+    assert_eq!(
+        full(&quiet(
+            ReactionKind::BotReview,
+            Some(ReactionWait::Triage),
+            Some(LastCheck::BotReview {
+                observed_at_ms: now(),
+                actionable_comments: 1,
+                new_comments: 1,
+                handled: false,
+            })
+        )),
+        "Sortie watches PR #931 for bot review comments; the last check found 1 actionable comment; it waits on its triage command; next check in 1m. Bot review fix runs used: 0 of 3."
+    );
+    assert_eq!(
+        full(&quiet(
+            ReactionKind::Review,
+            Some(ReactionWait::RetrySlot),
+            None
+        )),
+        "Sortie watches PR #931 for review comments; no check has completed yet; its work waits for the issue's retry slot; next check in 1m. Review fix runs used: 0 of 3."
+    );
+    let merge = ReactionRow {
+        max_attempts: None,
+        ..quiet(ReactionKind::Merge, None, None)
+    };
+    assert_eq!(
+        full(&merge),
+        "Sortie watches PR #931 for a chance to merge; next check in 1m. Merge attempts used: 0."
+    );
+    let due = ReactionRow {
+        next_poll_at_ms: now() - 5_000,
+        used_attempts: None,
+        max_attempts: None,
+        ..quiet(ReactionKind::LabelReview, None, None)
+    };
+    let v = served(&due);
+    assert_eq!(v["status_text"], "Watching #931 for the review label");
+    assert_eq!(
+        v["status_text_full"],
+        "Sortie watches PR #931 for the review label; next check due now."
+    );
+    let completion = ReactionRow {
+        escalated_at_ms: Some(now()),
+        escalation_trigger: Some(EscalationTrigger::MissingMergeCommit),
+        ..quiet(ReactionKind::MergeCompletion, None, None)
+    };
+    let v = served(&completion);
+    assert_eq!(v["status_text"], "Merge completion escalated on #931");
+    assert_eq!(v["escalation_trigger"], "missing_merge_commit");
+    assert_eq!(v["watch_ends_at"], Value::Null);
+    // Every sentence pair follows the rules: a short one without a period, a long one with.
+    for kind in ReactionKind::ALL {
+        for wait in [
+            None,
+            Some(ReactionWait::Backoff),
+            Some(ReactionWait::RetrySlot),
+        ] {
+            let v = served(&quiet(*kind, wait, None));
+            let short = v["status_text"].as_str().unwrap_or("");
+            let long = v["status_text_full"].as_str().unwrap_or("");
+            assert!(
+                !short.is_empty() && !short.ends_with('.'),
+                "{kind}: {short}"
+            );
+            assert!(long.ends_with('.'), "{kind}: {long}");
+        }
+    }
+}
