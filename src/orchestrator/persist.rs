@@ -359,6 +359,7 @@ fn run_write(
         unaccounted_turns: i64::from(e.facts.turns_without_figure),
         dispatch_id: Some(e.facts.dispatch_id.clone()),
         session_id: e.facts.session_id.clone(),
+        review_metadata: e.facts.review_metadata.clone(),
         trigger: e.facts.cause.trigger_word().map(str::to_string),
         agent_blocked: declared == Some(DeclaredOutcome::Blocked),
         usage_completeness: if !measured {

@@ -77,6 +77,10 @@ pub struct RunFacts {
     pub cause: DispatchCause,
     /// The pull-request reaction this run continues, if any.
     pub reaction: Option<super::reactions::RunReaction>,
+    /// The session is in its self-review phase, and how many iterations have completed.
+    pub self_review: Option<u32>,
+    /// The self-review audit trail, once the phase ended (the run's `review_metadata`).
+    pub review_metadata: Option<serde_json::Value>,
 }
 
 /// What dispatched a run: the poll tick, or the fire of a retry with what first queued it.
@@ -98,6 +102,20 @@ impl DispatchCause {
 }
 
 impl RunFacts {
+    /// Takes a self-review phase report: the running row's facts, and at the end the audit
+    /// trail (the row then reads as outside the phase again).
+    pub fn apply_self_review(&mut self, phase: super::self_review::SelfReviewPhase) {
+        use super::self_review::SelfReviewPhase;
+        match phase {
+            SelfReviewPhase::Started => self.self_review = Some(0),
+            SelfReviewPhase::Iteration(n) => self.self_review = Some(n),
+            SelfReviewPhase::Done(meta) => {
+                self.self_review = None;
+                self.review_metadata = meta.map(|m| *m);
+            }
+        }
+    }
+
     /// The session's token figures, `None` while it has reported none.
     pub fn measured_tokens(&self) -> Option<TokenUsage> {
         self.tokens_measured.then_some(self.tokens)

@@ -94,8 +94,9 @@ pub struct RunningView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     pub turn_count: u32,
-    /// No self-review loop in this build.
+    /// True while the session is in its self-review phase.
     pub self_review_active: bool,
+    /// Iterations completed in the current phase; 0 outside it.
     pub self_review_iteration: u32,
     pub last_event: Option<String>,
     pub last_message: String,
@@ -200,8 +201,8 @@ impl RunningView {
             dispatch_id: r.dispatch_id.clone(),
             session_id: r.session_id.clone(),
             turn_count: r.turn,
-            self_review_active: false,
-            self_review_iteration: 0,
+            self_review_active: r.self_review.is_some(),
+            self_review_iteration: r.self_review.unwrap_or(0),
             last_event: r.last_event_type.clone(),
             last_message: r.last_message.clone().unwrap_or_default(),
             started_at: ts(r.started_at_ms),
@@ -393,6 +394,8 @@ mod tests {
             live_row_dirty: false,
             cause: crate::orchestrator::state::DispatchCause::PollTick,
             reaction: None,
+            self_review: None,
+            review_metadata: None,
         }
     }
 

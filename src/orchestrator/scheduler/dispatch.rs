@@ -103,6 +103,8 @@ impl Orchestrator {
                     live_row_dirty: false,
                     cause,
                     reaction: None,
+                    self_review: None,
+                    review_metadata: None,
                 },
                 handles: super::super::state::RunHandles { cancel, workspaces },
             },

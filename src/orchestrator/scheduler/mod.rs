@@ -428,7 +428,10 @@ impl Orchestrator {
     fn handle_counted(&mut self, m: OrchMsg) -> bool {
         let deferrable = matches!(
             m,
-            OrchMsg::Agent { .. } | OrchMsg::TurnStarted { .. } | OrchMsg::WorkspaceReady { .. }
+            OrchMsg::Agent { .. }
+                | OrchMsg::TurnStarted { .. }
+                | OrchMsg::WorkspaceReady { .. }
+                | OrchMsg::SelfReview { .. }
         );
         self.handle(m);
         deferrable
@@ -518,6 +521,11 @@ impl Orchestrator {
             OrchMsg::TurnStarted { dispatch_id, turn } => {
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {
                     e.facts.turn = turn;
+                }
+            }
+            OrchMsg::SelfReview { dispatch_id, phase } => {
+                if let Some(e) = self.running_by_dispatch(&dispatch_id) {
+                    e.facts.apply_self_review(phase);
                 }
             }
             OrchMsg::Exit(result) => self.on_exit(*result),
