@@ -37,7 +37,12 @@ fn scenario(extra: &[Value]) -> String {
     let mut lines = vec![json!({"init": {}})];
     lines.extend_from_slice(extra);
     lines.push(json!({"result": {"subtype": "success", "text": "Done.", "input_tokens": 10, "output_tokens": 5}}));
-    lines.iter().map(Value::to_string).collect::<Vec<_>>().join("\n") + "\n"
+    lines
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
 }
 
 struct Lab {
@@ -82,7 +87,8 @@ impl Lab {
     /// sent: turn starts, phase reports, and the result.
     fn run(&self, review: SelfReviewConfig) -> Sent {
         let opts = LoadOptions::from_process(None);
-        let mut wf = load_workflow(&self.path("WORKFLOW.md"), &opts).unwrap_or_else(|e| panic!("{e}"));
+        let mut wf =
+            load_workflow(&self.path("WORKFLOW.md"), &opts).unwrap_or_else(|e| panic!("{e}"));
         wf.config.self_review = review;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let template = PromptTemplate::parse(&wf.prompt_template, "WORKFLOW.md", 0)
@@ -191,7 +197,11 @@ fn self_review_pass_on_the_first_iteration() {
     assert_eq!(sent.result().turns_completed, 2);
     let prompts = lab.prompts();
     assert!(prompts[0].contains(CODING));
-    assert!(prompts[1].contains(REVIEW_1) && prompts[1].contains("`true`: passed"), "{}", prompts[1]);
+    assert!(
+        prompts[1].contains(REVIEW_1) && prompts[1].contains("`true`: passed"),
+        "{}",
+        prompts[1]
+    );
     let meta = sent.metadata();
     assert_eq!(meta["final_verdict"], "pass");
     assert_eq!(meta["total_iterations"], 1);
@@ -202,7 +212,13 @@ fn self_review_pass_on_the_first_iteration() {
     assert!(std::fs::read_to_string(&summary).is_ok_and(|s| s.contains("passed at iteration 1")));
     let env = lab.after_run_env();
     assert!(env.contains("SORTIE_SELF_REVIEW_STATUS=passed"), "{env}");
-    assert!(env.contains(&format!("SORTIE_SELF_REVIEW_SUMMARY_PATH={}", summary.display())), "{env}");
+    assert!(
+        env.contains(&format!(
+            "SORTIE_SELF_REVIEW_SUMMARY_PATH={}",
+            summary.display()
+        )),
+        "{env}"
+    );
 }
 
 #[test]
@@ -217,15 +233,36 @@ fn self_review_fail_then_pass_runs_a_fix_turn_with_the_findings() {
     assert!(normal(&sent.result().exit), "{:?}", sent.result().exit);
     assert_eq!(sent.turns, [1, 2, 3, 4], "coding, review, fix, review");
     let prompts = lab.prompts();
-    assert!(prompts[1].contains("`test -f fixed.txt`: failed (exit 1)"), "{}", prompts[1]);
+    assert!(
+        prompts[1].contains("`test -f fixed.txt`: failed (exit 1)"),
+        "{}",
+        prompts[1]
+    );
     assert!(prompts[2].contains(FIX_1), "{}", prompts[2]);
-    assert!(prompts[2].contains("src/lib.rs:7: handle the empty case"), "{}", prompts[2]);
-    assert!(prompts[3].contains(REVIEW_2) && prompts[3].contains("passed"), "{}", prompts[3]);
+    assert!(
+        prompts[2].contains("src/lib.rs:7: handle the empty case"),
+        "{}",
+        prompts[2]
+    );
+    assert!(
+        prompts[3].contains(REVIEW_2) && prompts[3].contains("passed"),
+        "{}",
+        prompts[3]
+    );
     let meta = sent.metadata();
-    assert_eq!((meta["final_verdict"].clone(), meta["total_iterations"].clone()), (json!("pass"), json!(2)));
+    assert_eq!(
+        (
+            meta["final_verdict"].clone(),
+            meta["total_iterations"].clone()
+        ),
+        (json!("pass"), json!(2))
+    );
     assert_eq!(meta["iterations"][0]["verdict"], "iterate");
     assert_eq!(meta["iterations"][0]["fix_turn"], true);
-    assert!(lab.after_run_env().contains("SORTIE_SELF_REVIEW_STATUS=passed"));
+    assert!(
+        lab.after_run_env()
+            .contains("SORTIE_SELF_REVIEW_STATUS=passed")
+    );
 }
 
 #[test]
@@ -236,20 +273,30 @@ fn self_review_cap_reached_after_2n_minus_1_turns() {
     ]));
     let sent = lab.run(review(&[], 2));
     assert!(normal(&sent.result().exit), "{:?}", sent.result().exit);
-    assert_eq!(sent.turns, [1, 2, 3, 4], "coding, review, fix, review: no fix after the cap");
+    assert_eq!(
+        sent.turns,
+        [1, 2, 3, 4],
+        "coding, review, fix, review: no fix after the cap"
+    );
     let meta = sent.metadata();
     assert_eq!(meta["cap_reached"], true);
     assert_eq!(meta["final_verdict"], "iterate");
     assert_eq!(meta["total_iterations"], 2);
     let env = lab.after_run_env();
-    assert!(env.contains("SORTIE_SELF_REVIEW_STATUS=cap_reached"), "{env}");
+    assert!(
+        env.contains("SORTIE_SELF_REVIEW_STATUS=cap_reached"),
+        "{env}"
+    );
     assert!(env.contains("SORTIE_SELF_REVIEW_SUMMARY_PATH="), "{env}");
 }
 
 fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
         .is_some_and(|zombie| !zombie)
 }
 
@@ -283,7 +330,10 @@ fn self_review_disabled_runs_no_review_turn() {
     let sent = lab.run(SelfReviewConfig::default());
     assert_eq!(sent.turns, [1]);
     assert!(sent.phases.is_empty());
-    assert_eq!(lab.after_run_env().trim(), "SORTIE_SELF_REVIEW_STATUS=disabled");
+    assert_eq!(
+        lab.after_run_env().trim(),
+        "SORTIE_SELF_REVIEW_STATUS=disabled"
+    );
     assert!(!lab.workspace().join(".sortie/review_summary.md").exists());
 }
 
@@ -294,7 +344,10 @@ fn self_review_is_skipped_when_the_agent_declares_an_outcome() {
     let sent = lab.run(review(&["true"], 3));
     assert_eq!(sent.turns, [1]);
     assert!(sent.phases.is_empty());
-    assert!(lab.after_run_env().contains("SORTIE_SELF_REVIEW_STATUS=disabled"));
+    assert!(
+        lab.after_run_env()
+            .contains("SORTIE_SELF_REVIEW_STATUS=disabled")
+    );
 }
 
 // ---- the daemon ----------------------------------------------------------------------------
@@ -307,7 +360,13 @@ fn parser_enables_self_review(workflow: &Path) -> bool {
         .arg(workflow)
         .output();
     let text = out
-        .map(|o| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+        .map(|o| {
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            )
+        })
         .unwrap_or_default();
     !text.contains("self-review is not built yet")
 }
@@ -315,7 +374,9 @@ fn parser_enables_self_review(workflow: &Path) -> bool {
 #[test]
 fn self_review_daemon_serves_the_phase_and_the_run_summary() {
     let p = common::Project::new();
-    p.issues(json!([{"id": "1", "identifier": "SR-9", "title": "Add the feature", "state": "To Do"}]));
+    p.issues(
+        json!([{"id": "1", "identifier": "SR-9", "title": "Add the feature", "state": "To Do"}]),
+    );
     let release = p.path("markers/release");
     p.scenario(
         "SR-9",

@@ -67,10 +67,9 @@ fn read_capped(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
 fn own_dir(workspace: &Path) -> io::Result<PathBuf> {
     let dir = sortie_dir(workspace);
     match std::fs::symlink_metadata(&dir) {
-        Ok(m) if m.file_type().is_symlink() => Err(io::Error::other(format!(
-            "{} is a symlink",
-            dir.display()
-        ))),
+        Ok(m) if m.file_type().is_symlink() => {
+            Err(io::Error::other(format!("{} is a symlink", dir.display())))
+        }
         Ok(m) if !m.is_dir() => Err(io::Error::other(format!(
             "{} is not a directory",
             dir.display()

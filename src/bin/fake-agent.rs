@@ -257,7 +257,10 @@ fn load_steps_for(turn: u64, prompt: Option<&str>) -> Result<Vec<Value>, String>
             continue;
         }
         let v: Value = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
-        if v.get("turn").and_then(Value::as_u64).is_some_and(|t| t != turn) {
+        if v.get("turn")
+            .and_then(Value::as_u64)
+            .is_some_and(|t| t != turn)
+        {
             continue;
         }
         let wanted = v.get("prompt_contains").and_then(Value::as_str);

@@ -139,13 +139,21 @@ mod tests {
 
     #[test]
     fn exit_codes_and_capped_output_are_reported() {
-        let out = run("echo hello; echo oops >&2; exit 3", 30_000, 1024, Keep::Tail);
+        let out = run(
+            "echo hello; echo oops >&2; exit 3",
+            30_000,
+            1024,
+            Keep::Tail,
+        );
         assert_eq!(out.exit_code(), Some(3));
         assert!(!out.success());
         assert_eq!(String::from_utf8_lossy(&out.output), "hello\noops\n");
         let head = run("printf abcdefgh", 30_000, 3, Keep::Head);
         assert!(head.success());
-        assert_eq!((head.output.as_slice(), head.truncated), (&b"abc"[..], true));
+        assert_eq!(
+            (head.output.as_slice(), head.truncated),
+            (&b"abc"[..], true)
+        );
         assert_eq!(head.total_bytes, 8);
     }
 

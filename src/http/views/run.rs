@@ -477,7 +477,9 @@ mod self_review_tests {
     fn the_served_summary_follows_the_stored_record() {
         let served = |v: Value| serde_json::to_value(self_review(&Some(v))).unwrap_or_default();
         assert_eq!(
-            served(json!({"final_verdict": "pass", "total_iterations": 2, "cap_reached": false, "iterations": []})),
+            served(
+                json!({"final_verdict": "pass", "total_iterations": 2, "cap_reached": false, "iterations": []})
+            ),
             json!({"final_verdict": "pass", "total_iterations": 2, "cap_reached": false})
         );
         assert_eq!(

@@ -43,7 +43,13 @@ impl Diff {
     }
 
     pub fn truncated(&self) -> bool {
-        matches!(self, Diff::Changes { truncated: true, .. })
+        matches!(
+            self,
+            Diff::Changes {
+                truncated: true,
+                ..
+            }
+        )
     }
 
     /// Why there is no diff, for the audit trail.
@@ -110,7 +116,13 @@ mod tests {
 
     fn collect_in(dir: &Path, max: usize) -> Diff {
         let wm = WorkspaceManager::new(dir.to_path_buf(), HookScripts::default());
-        collect(&wm, dir, &HookEnv::default(), max, &crossbeam_channel::never())
+        collect(
+            &wm,
+            dir,
+            &HookEnv::default(),
+            max,
+            &crossbeam_channel::never(),
+        )
     }
 
     #[test]

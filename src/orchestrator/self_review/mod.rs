@@ -148,8 +148,12 @@ pub fn run_phase(input: &PhaseInput<'_>, host: &mut dyn ReviewHost) -> PhaseEnd 
 type Stop = Option<(PhaseStatus, Option<SupervisorExit>)>;
 
 fn cancelled(host: &dyn ReviewHost) -> Stop {
-    host.cancel_reason()
-        .map(|reason| (PhaseStatus::Error, Some(SupervisorExit::Cancelled { reason })))
+    host.cancel_reason().map(|reason| {
+        (
+            PhaseStatus::Error,
+            Some(SupervisorExit::Cancelled { reason }),
+        )
+    })
 }
 
 /// Runs iteration `i`, adding its record; `Some` when the phase ends with it.

@@ -104,11 +104,7 @@ fn command_section(s: &mut String, c: &CommandResult) {
         } else {
             ""
         };
-        let _ = writeln!(
-            s,
-            "Output{cut}:\n\n```\n{}\n```\n",
-            c.output.trim_end()
-        );
+        let _ = writeln!(s, "Output{cut}:\n\n```\n{}\n```\n", c.output.trim_end());
     }
 }
 
@@ -228,7 +224,9 @@ mod tests {
                 max_iterations: 1,
             },
         );
-        assert!(unavailable.contains("No diff is available: the workspace is not a git repository"));
+        assert!(
+            unavailable.contains("No diff is available: the workspace is not a git repository")
+        );
         assert!(!unavailable.contains("previous review"));
     }
 
@@ -250,9 +248,19 @@ mod tests {
         });
         let p = fix(&v, &[failing()], at);
         assert!(p.contains("[error] src/a.rs:4: off by one"), "{p}");
-        assert!(p.contains("two problems") && p.contains("assertion failed"), "{p}");
-        let p = fix(&Err("no .sortie/review_verdict.json was written".into()), &[], at);
-        assert!(p.contains("no usable verdict (no .sortie/review_verdict.json"), "{p}");
+        assert!(
+            p.contains("two problems") && p.contains("assertion failed"),
+            "{p}"
+        );
+        let p = fix(
+            &Err("no .sortie/review_verdict.json was written".into()),
+            &[],
+            at,
+        );
+        assert!(
+            p.contains("no usable verdict (no .sortie/review_verdict.json"),
+            "{p}"
+        );
         assert!(!p.contains("Failing verification"), "{p}");
     }
 }

@@ -207,7 +207,10 @@ mod tests {
     fn a_pass_needs_the_reviewer_and_every_command() {
         assert_eq!(iteration_verdict(Some(VerdictWord::Pass), true), "pass");
         assert_eq!(iteration_verdict(Some(VerdictWord::Pass), false), "iterate");
-        assert_eq!(iteration_verdict(Some(VerdictWord::Iterate), true), "iterate");
+        assert_eq!(
+            iteration_verdict(Some(VerdictWord::Iterate), true),
+            "iterate"
+        );
         assert_eq!(iteration_verdict(None, true), "none");
     }
 
@@ -240,7 +243,10 @@ mod tests {
         assert_eq!((empty.final_verdict, empty.total_iterations), ("none", 0));
         let md = summary_markdown(&meta);
         assert!(md.contains("passed at iteration 2"), "{md}");
-        assert!(md.contains("## Iteration 1") && md.contains("## Iteration 2"), "{md}");
+        assert!(
+            md.contains("## Iteration 1") && md.contains("## Iteration 2"),
+            "{md}"
+        );
         assert!(summary_markdown(&capped).contains("cap reached"));
     }
 }

@@ -116,7 +116,10 @@ fn phase(max: u32, commands: &[&str], script: Vec<Act>) -> Run {
     let end = run_phase(&input, &mut host);
     let summary = std::fs::read_to_string(ws.join(".sortie").join(SUMMARY_FILE));
     assert!(summary.is_ok(), "the summary is always written");
-    assert_eq!(end.summary_path.as_deref(), Some(ws.join(".sortie/review_summary.md").as_path()));
+    assert_eq!(
+        end.summary_path.as_deref(),
+        Some(ws.join(".sortie/review_summary.md").as_path())
+    );
     // The tempdir goes away here; the summary was checked above.
     Run {
         end,
@@ -134,7 +137,10 @@ fn a_first_pass_ends_the_phase_after_one_review() {
     let run = phase(3, &["true"], vec![Act::Verdict(PASS)]);
     assert_eq!(kinds(&run), [TurnKind::Review]);
     let m = &run.end.meta;
-    assert_eq!((m.status, m.final_verdict, m.total_iterations), (PhaseStatus::Passed, "pass", 1));
+    assert_eq!(
+        (m.status, m.final_verdict, m.total_iterations),
+        (PhaseStatus::Passed, "pass", 1)
+    );
     assert!(!m.cap_reached && run.end.exit.is_none());
     assert_eq!(
         run.host.phases.first(),
@@ -143,10 +149,19 @@ fn a_first_pass_ends_the_phase_after_one_review() {
         run.host.phases
     );
     assert_eq!(run.host.phases.get(1), Some(&SelfReviewPhase::Iteration(1)));
-    assert!(matches!(run.host.phases.get(2), Some(SelfReviewPhase::Done(Some(_)))));
+    assert!(matches!(
+        run.host.phases.get(2),
+        Some(SelfReviewPhase::Done(Some(_)))
+    ));
     assert!(run.host.turns[0].1.contains("`true`: passed"));
-    assert!(run.metrics.contains("sortie_self_review_iterations_total{verdict=\"pass\"} 1"));
-    assert!(run.metrics.contains("sortie_self_review_sessions_total{final_verdict=\"pass\"} 1"));
+    assert!(
+        run.metrics
+            .contains("sortie_self_review_iterations_total{verdict=\"pass\"} 1")
+    );
+    assert!(
+        run.metrics
+            .contains("sortie_self_review_sessions_total{final_verdict=\"pass\"} 1")
+    );
 }
 
 #[test]
@@ -154,12 +169,26 @@ fn an_iterate_verdict_gets_a_fix_turn_with_the_findings_then_passes() {
     let run = phase(
         3,
         &[],
-        vec![Act::Verdict(ITERATE), Act::Touch("fix.txt"), Act::Verdict(PASS)],
+        vec![
+            Act::Verdict(ITERATE),
+            Act::Touch("fix.txt"),
+            Act::Verdict(PASS),
+        ],
     );
-    assert_eq!(kinds(&run), [TurnKind::Review, TurnKind::Fix, TurnKind::Review]);
-    assert!(run.host.turns[1].1.contains("a.rs:3: typo"), "{}", run.host.turns[1].1);
+    assert_eq!(
+        kinds(&run),
+        [TurnKind::Review, TurnKind::Fix, TurnKind::Review]
+    );
+    assert!(
+        run.host.turns[1].1.contains("a.rs:3: typo"),
+        "{}",
+        run.host.turns[1].1
+    );
     let m = &run.end.meta;
-    assert_eq!((m.status, m.final_verdict, m.total_iterations), (PhaseStatus::Passed, "pass", 2));
+    assert_eq!(
+        (m.status, m.final_verdict, m.total_iterations),
+        (PhaseStatus::Passed, "pass", 2)
+    );
     assert_eq!(m.iterations[0].verdict, "iterate");
     assert!(m.iterations[0].fix_turn && !m.iterations[1].fix_turn);
     assert_eq!(m.iterations[0].findings, 1);
@@ -167,31 +196,66 @@ fn an_iterate_verdict_gets_a_fix_turn_with_the_findings_then_passes() {
 
 #[test]
 fn the_cap_ends_a_phase_that_never_passes_after_2n_minus_1_turns() {
-    let run = phase(2, &[], vec![Act::Verdict(ITERATE), Act::Nothing, Act::Nothing]);
-    assert_eq!(kinds(&run), [TurnKind::Review, TurnKind::Fix, TurnKind::Review]);
+    let run = phase(
+        2,
+        &[],
+        vec![Act::Verdict(ITERATE), Act::Nothing, Act::Nothing],
+    );
+    assert_eq!(
+        kinds(&run),
+        [TurnKind::Review, TurnKind::Fix, TurnKind::Review]
+    );
     let m = &run.end.meta;
-    assert_eq!((m.status, m.final_verdict), (PhaseStatus::CapReached, "none"));
+    assert_eq!(
+        (m.status, m.final_verdict),
+        (PhaseStatus::CapReached, "none")
+    );
     assert!(m.cap_reached);
-    assert!(m.iterations[1].verdict_error.as_deref().is_some_and(|e| e.contains("no .sortie")));
+    assert!(
+        m.iterations[1]
+            .verdict_error
+            .as_deref()
+            .is_some_and(|e| e.contains("no .sortie"))
+    );
     assert!(run.end.exit.is_none());
-    assert!(run.metrics.contains("sortie_self_review_cap_reached_total 1"));
+    assert!(
+        run.metrics
+            .contains("sortie_self_review_cap_reached_total 1")
+    );
 }
 
 #[test]
 fn a_failing_command_keeps_a_passing_verdict_from_passing() {
-    let run = phase(2, &["echo nope; exit 1"], vec![Act::Verdict(PASS), Act::Nothing, Act::Verdict(PASS)]);
-    assert_eq!(kinds(&run), [TurnKind::Review, TurnKind::Fix, TurnKind::Review]);
+    let run = phase(
+        2,
+        &["echo nope; exit 1"],
+        vec![Act::Verdict(PASS), Act::Nothing, Act::Verdict(PASS)],
+    );
+    assert_eq!(
+        kinds(&run),
+        [TurnKind::Review, TurnKind::Fix, TurnKind::Review]
+    );
     let fix = &run.host.turns[1].1;
-    assert!(fix.contains("failed (exit 1)") && fix.contains("nope"), "{fix}");
+    assert!(
+        fix.contains("failed (exit 1)") && fix.contains("nope"),
+        "{fix}"
+    );
     let m = &run.end.meta;
-    assert_eq!((m.status, m.final_verdict), (PhaseStatus::CapReached, "iterate"));
+    assert_eq!(
+        (m.status, m.final_verdict),
+        (PhaseStatus::CapReached, "iterate")
+    );
     assert_eq!(m.iterations[0].agent_verdict, Some("pass"));
 }
 
 #[test]
 fn a_missing_verdict_is_none_and_the_fix_turn_says_so() {
     let run = phase(2, &[], vec![Act::Nothing, Act::Nothing, Act::Verdict(PASS)]);
-    assert!(run.host.turns[1].1.contains("no usable verdict"), "{}", run.host.turns[1].1);
+    assert!(
+        run.host.turns[1].1.contains("no usable verdict"),
+        "{}",
+        run.host.turns[1].1
+    );
     assert_eq!(run.end.meta.iterations[0].verdict, "none");
     assert_eq!(run.end.meta.status, PhaseStatus::Passed);
 }
@@ -219,7 +283,10 @@ fn a_failed_turn_ends_the_phase_with_an_error() {
     let run = phase(3, &[], vec![Act::Verdict(ITERATE), Act::Fail(None)]);
     assert_eq!(run.end.meta.status, PhaseStatus::Error);
     assert!(run.end.exit.is_none());
-    let ended = run.end.meta.iterations[0].ended_by.clone().unwrap_or_default();
+    let ended = run.end.meta.iterations[0]
+        .ended_by
+        .clone()
+        .unwrap_or_default();
     assert!(ended.contains("fix turn did not complete"), "{ended}");
 
     let stop = SupervisorExit::Cancelled {

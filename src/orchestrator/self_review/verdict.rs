@@ -124,10 +124,11 @@ mod tests {
 
     #[test]
     fn pass_and_iterate_parse_with_their_findings() {
-        let v = parse(
-            br#"{"verdict": " PASS\n", "summary": "looks good", "issues": []}"#,
+        let v = parse(br#"{"verdict": " PASS\n", "summary": "looks good", "issues": []}"#);
+        assert_eq!(
+            v.map(|v| (v.word, v.summary)),
+            Ok((VerdictWord::Pass, "looks good".into()))
         );
-        assert_eq!(v.map(|v| (v.word, v.summary)), Ok((VerdictWord::Pass, "looks good".into())));
         let v = parse(
             br#"{"verdict": "iterate", "issues": [
                 {"file": "src/a.rs", "line": 42, "severity": "error", "message": "off by one"},
@@ -153,7 +154,10 @@ mod tests {
             (b"[1]", "not a JSON object"),
             (b"{}", "no verdict member"),
             (br#"{"verdict": true}"#, "not a string"),
-            (br#"{"verdict": "approve"}"#, "unrecognized verdict \"approve\""),
+            (
+                br#"{"verdict": "approve"}"#,
+                "unrecognized verdict \"approve\"",
+            ),
         ] {
             let e = parse(body).err().unwrap_or_default();
             assert!(e.contains(reason), "{e}");
@@ -165,7 +169,10 @@ mod tests {
         let issues: Vec<String> = (0..80)
             .map(|_| format!(r#"{{"message": "{}"}}"#, "x".repeat(5000)))
             .collect();
-        let body = format!(r#"{{"verdict": "iterate", "issues": [{}]}}"#, issues.join(","));
+        let body = format!(
+            r#"{{"verdict": "iterate", "issues": [{}]}}"#,
+            issues.join(",")
+        );
         let v = parse(body.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(v.findings.len(), MAX_FINDINGS);
         assert_eq!(v.findings[0].message.chars().count(), MAX_TEXT_CHARS + 1);

@@ -162,7 +162,10 @@ mod tests {
     fn outcomes_read_as_words() {
         let ok = verify("echo fine", 30_000);
         assert!(ok.passed());
-        assert_eq!((ok.outcome_words(), ok.output.as_str()), ("passed".into(), "fine\n"));
+        assert_eq!(
+            (ok.outcome_words(), ok.output.as_str()),
+            ("passed".into(), "fine\n")
+        );
         let failed = verify("echo broken >&2; exit 2", 30_000);
         assert!(!failed.passed());
         assert_eq!(failed.outcome_words(), "failed (exit 2)");
