@@ -325,7 +325,11 @@ impl StallView {
                 ),
             };
         };
-        let base = r.last_event_at_ms.unwrap_or(r.started_at_ms);
+        // The stall clock restarts at the first turn after self-review's own checks.
+        let base = r
+            .last_event_at_ms
+            .unwrap_or(r.started_at_ms)
+            .max(r.stall_floor_ms);
         let quiet_at = base + (stall / 2) as i64;
         let (text, full) = if now_ms >= quiet_at {
             let silent = wording::duration(now_ms - base);
@@ -396,6 +400,8 @@ mod tests {
             reaction: None,
             self_review: None,
             review_metadata: None,
+            checks_running: false,
+            stall_floor_ms: 0,
         }
     }
 
@@ -510,5 +516,34 @@ mod tests {
             v["stall_text"],
             "No events for 3m 20s; Sortie stops it after 5m"
         );
+    }
+
+    #[test]
+    fn the_stall_clock_waits_out_self_review_checks_and_restarts_at_the_next_turn() {
+        use crate::orchestrator::self_review::SelfReviewPhase;
+        let mut facts = row(None, 1, 0);
+        assert_eq!(facts.stall_reference_ms(), Some(0));
+        facts.apply_self_review(SelfReviewPhase::Started);
+        facts.apply_self_review(SelfReviewPhase::Checking);
+        assert_eq!(
+            facts.stall_reference_ms(),
+            None,
+            "no stall while sortie checks"
+        );
+        facts.turn_started(2, 90_000);
+        assert_eq!(facts.stall_reference_ms(), Some(90_000));
+        let served = RunningView::build(&facts, &cfg(), None, None, 90_000);
+        assert_eq!(
+            (
+                served.turn_count,
+                served.self_review_active,
+                served.self_review_iteration
+            ),
+            (2, true, 0)
+        );
+        facts.apply_self_review(SelfReviewPhase::Iteration(1));
+        assert_eq!(facts.self_review, Some(1));
+        facts.apply_self_review(SelfReviewPhase::Done(None));
+        assert_eq!(facts.self_review, None);
     }
 }

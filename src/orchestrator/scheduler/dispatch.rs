@@ -105,6 +105,8 @@ impl Orchestrator {
                     reaction: None,
                     self_review: None,
                     review_metadata: None,
+                    checks_running: false,
+                    stall_floor_ms: 0,
                 },
                 handles: super::super::state::RunHandles { cancel, workspaces },
             },

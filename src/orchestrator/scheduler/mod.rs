@@ -519,8 +519,9 @@ impl Orchestrator {
                 }
             }
             OrchMsg::TurnStarted { dispatch_id, turn } => {
+                let now = self.clock.now_ms();
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {
-                    e.facts.turn = turn;
+                    e.facts.turn_started(turn, now);
                 }
             }
             OrchMsg::SelfReview { dispatch_id, phase } => {

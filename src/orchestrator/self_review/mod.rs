@@ -37,6 +37,8 @@ pub const SUMMARY_FILE: &str = "review_summary.md";
 pub enum SelfReviewPhase {
     /// The phase began.
     Started,
+    /// Sortie takes the diff and runs the verification commands (no agent turn runs).
+    Checking,
     /// This many iterations have completed.
     Iteration(u32),
     /// The phase ended; its audit trail, stored as the run's `review_metadata`.
@@ -171,6 +173,7 @@ fn iteration(
         iteration: i,
         max_iterations: max,
     };
+    host.report(SelfReviewPhase::Checking);
     let diff = diff::collect(
         input.workspaces,
         input.workspace,

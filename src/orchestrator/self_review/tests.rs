@@ -148,9 +148,10 @@ fn a_first_pass_ends_the_phase_after_one_review() {
         "{:?}",
         run.host.phases
     );
-    assert_eq!(run.host.phases.get(1), Some(&SelfReviewPhase::Iteration(1)));
+    assert_eq!(run.host.phases.get(1), Some(&SelfReviewPhase::Checking));
+    assert_eq!(run.host.phases.get(2), Some(&SelfReviewPhase::Iteration(1)));
     assert!(matches!(
-        run.host.phases.get(2),
+        run.host.phases.get(3),
         Some(SelfReviewPhase::Done(Some(_)))
     ));
     assert!(run.host.turns[0].1.contains("`true`: passed"));
