@@ -62,3 +62,97 @@ fn read_capped(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
     }
     Ok(buf)
 }
+
+/// The `.sortie` directory, created when missing; `Err` when it is a symlink or not a directory.
+fn own_dir(workspace: &Path) -> io::Result<PathBuf> {
+    let dir = sortie_dir(workspace);
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.file_type().is_symlink() => {
+            Err(io::Error::other(format!("{} is a symlink", dir.display())))
+        }
+        Ok(m) if !m.is_dir() => Err(io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        ))),
+        Ok(_) => Ok(dir),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(&dir)?;
+            Ok(dir)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes `<workspace>/.sortie/<name>` whole (a temporary file renamed over it, mode 0600),
+/// never through a symlinked `.sortie`; a symlink at the name is replaced, not followed.
+pub fn write(workspace: &Path, name: &str, body: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let dir = own_dir(workspace)?;
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&tmp)?;
+        f.write_all(body)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dir.join(name))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Removes `<workspace>/.sortie/<name>` (a symlink is removed as a link); a missing file or
+/// `.sortie` is fine. Never touches anything through a symlinked `.sortie`.
+pub fn remove(workspace: &Path, name: &str) -> io::Result<()> {
+    let dir = sortie_dir(workspace);
+    match std::fs::symlink_metadata(&dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(io::Error::other(format!("{} is a symlink", dir.display())));
+        }
+        Ok(_) => {}
+    }
+    match std::fs::remove_file(dir.join(name)) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+/// Whether `<workspace>/.sortie/<name>` is a regular file reached without a symlink.
+pub fn is_plain_file(workspace: &Path, name: &str) -> bool {
+    let dir = sortie_dir(workspace);
+    let plain_dir = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+    plain_dir && std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_file())
+}
+
+#[cfg(test)]
+mod write_tests {
+    use super::*;
+
+    #[test]
+    fn written_files_read_back_and_symlinked_dirs_are_refused() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        write(d.path(), "note.md", b"hello").unwrap_or_else(|e| panic!("{e}"));
+        assert!(is_plain_file(d.path(), "note.md"));
+        assert_eq!(read(d.path(), "note.md", 64), Ok(Some(b"hello".to_vec())));
+        remove(d.path(), "note.md").unwrap_or_else(|e| panic!("{e}"));
+        remove(d.path(), "note.md").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read(d.path(), "note.md", 64), Ok(None));
+
+        let linked = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let elsewhere = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(elsewhere.path(), linked.path().join(".sortie"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(write(linked.path(), "note.md", b"x").is_err());
+        assert!(remove(linked.path(), "note.md").is_err());
+        assert!(!is_plain_file(linked.path(), "note.md"));
+        assert!(!elsewhere.path().join("note.md").exists());
+    }
+}

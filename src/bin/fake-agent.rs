@@ -11,6 +11,8 @@
 //!   starting with `#` are skipped). Each step has one action key and optionally `"turn": N`,
 //!   which limits it to the N-th invocation. When no step applies to the current turn, the
 //!   default script runs: `init`, one `assistant` message with usage, `result` success.
+//!   `"prompt_contains": "text"` limits a step to invocations whose prompt contains that text
+//!   (as Claude Code only), e.g. to script self-review's review and fix turns apart.
 //! - `FAKE_AGENT_STATE_DIR=<dir>`: where the turn counter lives (file `turns`). Without it the
 //!   turn is 1, or 2 when `--resume` was passed.
 //! - `FAKE_AGENT_ARGV_LOG=<file>`: appends one JSON line per invocation:
@@ -126,7 +128,7 @@ fn claude_main() {
     };
     let turn = next_turn(inv.resume);
     log_invocation(&inv, turn);
-    let steps = load_steps(turn).unwrap_or_else(|e| {
+    let steps = load_steps_for(turn, Some(&inv.prompt)).unwrap_or_else(|e| {
         eprintln!("fake-agent: scenario: {e}");
         std::process::exit(3);
     });
@@ -238,6 +240,12 @@ fn log_invocation(inv: &Invocation, turn: u64) {
 }
 
 fn load_steps(turn: u64) -> Result<Vec<Value>, String> {
+    load_steps_for(turn, None)
+}
+
+/// The steps for this invocation: those without `turn` or with this turn, and, given the
+/// prompt, those without `prompt_contains` or whose text the prompt contains.
+fn load_steps_for(turn: u64, prompt: Option<&str>) -> Result<Vec<Value>, String> {
     let Some(path) = std::env::var_os("FAKE_AGENT_SCENARIO") else {
         return Ok(Vec::new());
     };
@@ -249,10 +257,19 @@ fn load_steps(turn: u64) -> Result<Vec<Value>, String> {
             continue;
         }
         let v: Value = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
-        match v.get("turn").and_then(Value::as_u64) {
-            Some(t) if t != turn => continue,
-            _ => steps.push(v),
+        if v.get("turn")
+            .and_then(Value::as_u64)
+            .is_some_and(|t| t != turn)
+        {
+            continue;
         }
+        let wanted = v.get("prompt_contains").and_then(Value::as_str);
+        if let (Some(wanted), Some(prompt)) = (wanted, prompt)
+            && !prompt.contains(wanted)
+        {
+            continue;
+        }
+        steps.push(v);
     }
     Ok(steps)
 }

@@ -14,6 +14,7 @@ pub mod reload;
 pub mod retry_queue;
 pub mod run_error;
 mod scheduler;
+pub mod self_review;
 pub mod session_cost;
 pub mod snapshot;
 pub mod spend_ceiling;

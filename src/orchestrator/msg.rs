@@ -255,6 +255,11 @@ pub enum OrchMsg {
     },
     /// A supervisor started turn `turn` of its session.
     TurnStarted { dispatch_id: String, turn: u32 },
+    /// A supervisor's self-review phase moved on.
+    SelfReview {
+        dispatch_id: String,
+        phase: super::self_review::SelfReviewPhase,
+    },
     /// A supervisor finished.
     Exit(Box<SupervisorResult>),
     /// The run record of this dispatch, kept for retry when the database could not take it,

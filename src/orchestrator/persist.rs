@@ -399,6 +399,7 @@ fn run_write(
         unaccounted_turns: i64::from(e.facts.turns_without_figure),
         dispatch_id: Some(e.facts.dispatch_id.clone()),
         session_id: e.facts.session_id.clone(),
+        review_metadata: e.facts.review_metadata.clone(),
         trigger: run_trigger(e),
         reaction_kind: e
             .facts

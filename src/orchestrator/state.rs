@@ -77,6 +77,15 @@ pub struct RunFacts {
     pub cause: DispatchCause,
     /// The pull-request reaction this run continues, if any.
     pub reaction: Option<super::reactions::RunReaction>,
+    /// The session is in its self-review phase, and how many iterations have completed.
+    pub self_review: Option<u32>,
+    /// The self-review audit trail, once the phase ended (the run's `review_metadata`).
+    pub review_metadata: Option<serde_json::Value>,
+    /// Sortie itself is working between turns (self-review's diff and verification commands,
+    /// each bounded by its own timeout): the agent's silence is not a stall meanwhile, and the
+    /// stall clock restarts at the next turn start (`stall_floor_ms`).
+    pub checks_running: bool,
+    pub stall_floor_ms: i64,
 }
 
 /// What dispatched a run: the poll tick, or the fire of a retry with what first queued it.
@@ -98,6 +107,40 @@ impl DispatchCause {
 }
 
 impl RunFacts {
+    /// Takes a self-review phase report: the running row's facts, and at the end the audit
+    /// trail (the row then reads as outside the phase again).
+    pub fn apply_self_review(&mut self, phase: super::self_review::SelfReviewPhase) {
+        // Any report other than `Checking` comes after the checks.
+        self.checks_running = false;
+        use super::self_review::SelfReviewPhase;
+        match phase {
+            SelfReviewPhase::Started => self.self_review = Some(0),
+            SelfReviewPhase::Checking => self.checks_running = true,
+            SelfReviewPhase::Iteration(n) => self.self_review = Some(n),
+            SelfReviewPhase::Done(meta) => {
+                self.checks_running = false;
+                self.self_review = None;
+                self.review_metadata = meta.map(|m| *m);
+            }
+        }
+    }
+
+    /// A turn started (turn numbers count every turn of the session, self-review's included);
+    /// checks that ran before it are over, and the stall clock starts again at `now_ms`.
+    pub fn turn_started(&mut self, turn: u32, now_ms: i64) {
+        self.turn = turn;
+        if self.checks_running {
+            self.checks_running = false;
+            self.stall_floor_ms = now_ms;
+        }
+    }
+
+    /// Where the stall timeout counts from, `None` while sortie's own checks run.
+    pub fn stall_reference_ms(&self) -> Option<i64> {
+        let reference = self.last_event_at_ms.unwrap_or(self.started_at_ms);
+        (!self.checks_running).then_some(reference.max(self.stall_floor_ms))
+    }
+
     /// The session's token figures, `None` while it has reported none.
     pub fn measured_tokens(&self) -> Option<TokenUsage> {
         self.tokens_measured.then_some(self.tokens)

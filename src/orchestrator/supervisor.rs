@@ -124,8 +124,12 @@ pub(crate) fn thread_name(prefix: &str, text: &str) -> String {
 
 struct Progress {
     turns_completed: u32,
+    /// Coding, review and fix turns started (the running row's `turn_count`).
+    turns_started: u32,
     session_id: Option<String>,
     workspace_path: Option<PathBuf>,
+    /// How the self-review phase ended, when it ran.
+    review: Option<super::self_review::PhaseEnd>,
 }
 
 /// The pull-request record the agent or `after_run` left, read once the worker is done.
@@ -148,8 +152,10 @@ fn read_pr_record(
 fn run(job: &SupervisorJob) -> SupervisorResult {
     let mut p = Progress {
         turns_completed: 0,
+        turns_started: 0,
         session_id: job.resume_session_id.clone(),
         workspace_path: None,
+        review: None,
     };
     let exit = run_phases(job, &mut p);
     log::info!(
@@ -268,10 +274,11 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
     }
 
     // 3. The session and its turns; after_run runs whatever happened past this point.
-    let exit = run_session(job, p, &ws.path);
+    let exit = run_session(job, p, &ws.path, &hook_env);
+    let after_env = after_run_env(hook_env, p.review.as_ref());
     if let Err(e) = job
         .workspaces
-        .run_hook(HookKind::AfterRun, &ws.path, &hook_env)
+        .run_hook(HookKind::AfterRun, &ws.path, &after_env)
     {
         log::warn!(
             "after_run hook failed issue_id={} issue_identifier={} error={:?}",
@@ -281,6 +288,24 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         );
     }
     exit
+}
+
+/// The `after_run` environment: the run's hook variables plus how self-review ended
+/// (`SORTIE_SELF_REVIEW_STATUS`) and, when it was written, its summary
+/// (`SORTIE_SELF_REVIEW_SUMMARY_PATH`).
+fn after_run_env(mut env: HookEnv, review: Option<&super::self_review::PhaseEnd>) -> HookEnv {
+    let status = review.map_or(super::self_review::record::STATUS_DISABLED, |r| {
+        r.meta.status.as_str()
+    });
+    env.extra
+        .push(("SORTIE_SELF_REVIEW_STATUS".into(), status.to_string()));
+    if let Some(path) = review.and_then(|r| r.summary_path.as_ref()) {
+        env.extra.push((
+            "SORTIE_SELF_REVIEW_SUMMARY_PATH".into(),
+            path.to_string_lossy().into_owned(),
+        ));
+    }
+    env
 }
 
 /// `.sortie/state.json` as the supervisor keeps it: shared by the turn loop (turn numbers) and
@@ -298,6 +323,7 @@ fn run_session(
     job: &SupervisorJob,
     p: &mut Progress,
     workspace: &std::path::Path,
+    hook_env: &HookEnv,
 ) -> SupervisorExit {
     let issue = &job.issue;
     let max_turns = job.workflow.config.agent.max_turns.max(1);
@@ -330,20 +356,48 @@ fn run_session(
     let state: SharedState = Arc::new(std::sync::Mutex::new(file));
     let (ev_tx, forwarder) = spawn_forwarder(job, &state);
 
-    let mut exit = SupervisorExit::Normal {
+    let normal = SupervisorExit::Normal {
         declared: None,
         statement: None,
     };
+    let mut ended = None;
     for turn in 1..=max_turns {
         if let ControlFlow::Break(end) =
             run_turn(job, p, session.as_mut(), &ev_tx, workspace, &state, turn)
         {
-            if let Some(end) = end {
-                exit = end;
-            }
+            ended = Some(end);
             break;
         }
     }
+    let exit = match ended {
+        Some(end) => end.unwrap_or(normal),
+        // The coding turns ran out with the issue still active and nothing declared.
+        None if job.workflow.config.self_review.enabled => {
+            let mut host = ReviewTurns {
+                job,
+                p: &mut *p,
+                session: session.as_mut(),
+                ev_tx: &ev_tx,
+                state: &state,
+            };
+            let end = super::self_review::run_phase(
+                &super::self_review::PhaseInput {
+                    config: &job.workflow.config.self_review,
+                    issue,
+                    workspace,
+                    workspaces: &job.workspaces,
+                    env: hook_env,
+                    cancel: job.cancel.receiver(),
+                    metrics: &job.metrics,
+                },
+                &mut host,
+            );
+            let exit = end.exit.clone().unwrap_or(normal);
+            p.review = Some(end);
+            exit
+        }
+        None => normal,
+    };
 
     if let Err(e) = session.stop() {
         log::warn!(
@@ -483,11 +537,7 @@ fn run_turn(
             )));
         }
     };
-    let _ = job.tx.send(OrchMsg::TurnStarted {
-        dispatch_id: job.dispatch_id.clone(),
-        turn,
-    });
-    with_state(state, |f| f.set_turn(turn, job.clock.instant()));
+    start_turn(job, p, state);
     log::info!(
         "turn started issue_id={} issue_identifier={} turn_number={} max_turns={}",
         issue.id,
@@ -500,35 +550,19 @@ fn run_turn(
         p.session_id = result.session_id.clone();
     }
     if !result.outcome.is_completed() {
-        return ControlFlow::Break(Some(match job.cancel.reason() {
-            Some(r) if r != CancelReason::TurnTimeout => SupervisorExit::Cancelled { reason: r },
-            _ if matches!(result.outcome, TurnOutcome::UsageLimited { .. }) => {
-                usage_limited_exit(&result.outcome)
-            }
-            _ => {
-                // An unfinished turn that names no kind failed as a turn, which is retried.
-                let kind = result
-                    .outcome
-                    .error_kind()
-                    .unwrap_or(AgentErrorKind::TurnFailed);
-                // A first turn whose agent could not be started is a session that did not start.
-                if turn == 1
-                    && matches!(
-                        kind,
-                        AgentErrorKind::AgentNotFound | AgentErrorKind::InvalidWorkspaceCwd
-                    )
-                {
-                    report_startup_failure(job, &result.outcome.message());
-                }
-                error_exit(
-                    ErrorCode::Agent(kind),
-                    result.outcome.message(),
-                    kind.retryable(),
-                )
-            }
-        }));
+        let kind = failed_turn_kind(job, &result.outcome);
+        // A first turn whose agent could not be started is a session that did not start.
+        if turn == 1
+            && matches!(
+                kind,
+                Some(AgentErrorKind::AgentNotFound | AgentErrorKind::InvalidWorkspaceCwd)
+            )
+        {
+            report_startup_failure(job, &result.outcome.message());
+        }
+        return ControlFlow::Break(Some(failed_turn_exit(job, &result.outcome)));
     }
-    p.turns_completed = turn;
+    p.turns_completed += 1;
     log::info!(
         "turn completed issue_id={} issue_identifier={} turn_number={} max_turns={}",
         issue.id,
@@ -537,6 +571,100 @@ fn run_turn(
         max_turns
     );
     after_turn(job, workspace)
+}
+
+/// Counts a turn as started: the orchestrator's running row and the state file learn its number.
+fn start_turn(job: &SupervisorJob, p: &mut Progress, state: &SharedState) {
+    p.turns_started += 1;
+    let turn = p.turns_started;
+    let _ = job.tx.send(OrchMsg::TurnStarted {
+        dispatch_id: job.dispatch_id.clone(),
+        turn,
+    });
+    with_state(state, |f| f.set_turn(turn, job.clock.instant()));
+}
+
+/// The error kind of a turn that did not complete, `None` when it was stopped from outside
+/// or refused for a usage limit.
+fn failed_turn_kind(job: &SupervisorJob, outcome: &TurnOutcome) -> Option<AgentErrorKind> {
+    match job.cancel.reason() {
+        Some(r) if r != CancelReason::TurnTimeout => None,
+        _ if matches!(outcome, TurnOutcome::UsageLimited { .. }) => None,
+        // An unfinished turn that names no kind failed as a turn, which is retried.
+        _ => Some(outcome.error_kind().unwrap_or(AgentErrorKind::TurnFailed)),
+    }
+}
+
+/// The exit of a turn that did not complete.
+fn failed_turn_exit(job: &SupervisorJob, outcome: &TurnOutcome) -> SupervisorExit {
+    match (job.cancel.reason(), failed_turn_kind(job, outcome)) {
+        (Some(reason), None) if reason != CancelReason::TurnTimeout => {
+            SupervisorExit::Cancelled { reason }
+        }
+        (_, Some(kind)) => error_exit(ErrorCode::Agent(kind), outcome.message(), kind.retryable()),
+        _ => usage_limited_exit(outcome),
+    }
+}
+
+/// The supervisor's side of the self-review phase: its turns run in the session like coding
+/// turns (counted, in the state file, reported to the orchestrator).
+struct ReviewTurns<'a> {
+    job: &'a SupervisorJob,
+    p: &'a mut Progress,
+    session: &'a mut dyn AgentSession,
+    ev_tx: &'a Sender<AgentEvent>,
+    state: &'a SharedState,
+}
+
+impl super::self_review::ReviewHost for ReviewTurns<'_> {
+    fn run_turn(
+        &mut self,
+        prompt: &str,
+        kind: super::self_review::TurnKind,
+    ) -> super::self_review::TurnEnd {
+        let job = self.job;
+        start_turn(job, self.p, self.state);
+        log::info!(
+            "self-review turn started issue_id={} issue_identifier={} turn_number={} turn_kind={}",
+            job.issue.id,
+            job.issue.identifier,
+            self.p.turns_started,
+            kind.as_str()
+        );
+        let result = self.session.run_turn(prompt, self.ev_tx, &job.cancel);
+        if result.session_id.is_some() {
+            self.p.session_id = result.session_id.clone();
+        }
+        if result.outcome.is_completed() {
+            self.p.turns_completed += 1;
+            return super::self_review::TurnEnd::Completed;
+        }
+        let exit = failed_turn_exit(job, &result.outcome);
+        // A stop, a turn deadline or a usage limit ends the run; any other failure ends the
+        // phase, and the run ends normally on the coding turns' work.
+        let ends_run = match &exit {
+            SupervisorExit::Error { code, .. } => {
+                *code == ErrorCode::Agent(AgentErrorKind::TurnTimeout)
+            }
+            SupervisorExit::Normal { .. } => false,
+            SupervisorExit::Cancelled { .. } | SupervisorExit::UsageLimited(_) => true,
+        };
+        super::self_review::TurnEnd::Failed {
+            message: crate::mask::mask(&result.outcome.message()),
+            exit: ends_run.then_some(exit),
+        }
+    }
+
+    fn report(&mut self, phase: super::self_review::SelfReviewPhase) {
+        let _ = self.job.tx.send(OrchMsg::SelfReview {
+            dispatch_id: self.job.dispatch_id.clone(),
+            phase,
+        });
+    }
+
+    fn cancel_reason(&self) -> Option<CancelReason> {
+        self.job.cancel.reason()
+    }
 }
 
 /// Between turns: a declared outcome in `.sortie/status` ends the session (the soft stop), and

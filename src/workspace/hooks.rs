@@ -4,12 +4,11 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
+use super::command::{ShellEnd, ShellRun, run_shell};
 use super::error::{WorkspaceError, output_tail};
-use super::output_capture::attach_merged_output;
-use super::process_group::{WaitOutcome, spawn_in_new_group};
+use super::output_capture::{Captured, Keep};
+use super::process_group::WaitOutcome;
 use crate::mask::mask;
 use crossbeam_channel::Receiver;
 
@@ -19,9 +18,6 @@ pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 60_000;
 pub const MAX_HOOK_OUTPUT_BYTES: usize = 256 * 1024;
 /// How much of a script is shown in logs.
 pub const MAX_SCRIPT_DISPLAY_BYTES: usize = 200;
-/// After the shell exits (or is killed), how long to wait for its output pipe to close; a
-/// background process that inherited the pipe must not hang the caller.
-const PIPE_GRACE: Duration = Duration::from_secs(3);
 
 /// The parent variables every hook inherits (plus every `LC_*` locale variable). Besides these a
 /// hook inherits only the variables its own script names as `$NAME` or `${NAME}` (an explicit
@@ -249,33 +245,28 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
         inv.workspace.display()
     );
 
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(inv.script)
-        .current_dir(inv.workspace)
-        .env_clear()
-        .envs(inv.env)
-        .stdin(Stdio::null());
-    let capture = attach_merged_output(&mut cmd, MAX_HOOK_OUTPUT_BYTES)
-        .map_err(|source| WorkspaceError::HookStart { hook: kind, source })?;
-    let started = Instant::now();
-    let mut child = spawn_in_new_group(cmd)
-        .map_err(|source| WorkspaceError::HookStart { hook: kind, source })?;
-
-    let timeout = Duration::from_millis(inv.timeout_ms);
-    let (status, stopped) = match child.wait_timeout_or_cancel(timeout, inv.cancel) {
-        Ok(WaitOutcome::Exited(status)) => (Some(status), None),
-        Ok(stop @ (WaitOutcome::TimedOut | WaitOutcome::Cancelled)) => {
-            (child.kill_and_reap().ok(), Some(stop))
-        }
-        Err(source) => {
-            // Cannot observe the child any more: kill it rather than leave it unsupervised.
-            let _ = child.kill_and_reap();
-            return Err(WorkspaceError::HookStart { hook: kind, source });
-        }
+    let ran = run_shell(ShellRun {
+        script: inv.script,
+        workspace: inv.workspace,
+        env: inv.env,
+        timeout_ms: inv.timeout_ms,
+        cancel: inv.cancel,
+        output_cap: MAX_HOOK_OUTPUT_BYTES,
+        keep: Keep::Tail,
+    })
+    .map_err(|source| WorkspaceError::HookStart { hook: kind, source })?;
+    let (status, stopped) = match ran.end {
+        ShellEnd::Exited(status) => (Some(status), None),
+        ShellEnd::TimedOut => (None, Some(WaitOutcome::TimedOut)),
+        ShellEnd::Cancelled => (None, Some(WaitOutcome::Cancelled)),
     };
-    let captured = capture.finish(PIPE_GRACE);
-    let duration_ms = started.elapsed().as_millis() as u64;
+    let captured = Captured {
+        bytes: ran.output,
+        total_bytes: ran.total_bytes,
+        truncated: ran.truncated,
+        complete: true,
+    };
+    let duration_ms = ran.duration_ms;
     let output = mask(&String::from_utf8_lossy(&captured.bytes));
     // Log lines carry only the tail; the full (capped) output stays in the result/error.
     let log_output = output_tail(output.trim_end()).0;

@@ -5,6 +5,7 @@
 //! The manager is cheap to clone (shared state behind `Arc`) so each worker thread can hold one.
 
 mod cleanup;
+mod command;
 mod error;
 mod hooks;
 mod lock;
@@ -22,13 +23,16 @@ use std::sync::Arc;
 
 use crate::domain::Issue;
 
+pub use command::{ShellEnd, ShellOutcome};
 pub use error::WorkspaceError;
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_MS, HOOK_ENV_ALLOWLIST, HookEnv, HookKind, HookOutput, HookScripts,
     MAX_HOOK_OUTPUT_BYTES, MAX_SCRIPT_DISPLAY_BYTES, hook_environment,
 };
 pub use lock::WorkspaceLock;
-pub use output_capture::{Captured, MergedOutput, attach_merged_output};
+pub use output_capture::{
+    Captured, Keep, MergedOutput, attach_merged_output, attach_merged_output_keeping,
+};
 pub use path::sanitize_key;
 pub use process_group::{GroupChild, WaitOutcome, spawn_in_new_group};
 
@@ -44,6 +48,16 @@ pub struct Workspace {
     pub key: String,
     /// True when this call created the directory (and `after_create` ran).
     pub created_now: bool,
+}
+
+/// A command for [`WorkspaceManager::run_command`].
+#[derive(Debug, Clone, Copy)]
+pub struct OperatorCommand<'a> {
+    pub script: &'a str,
+    pub timeout_ms: u64,
+    /// Bytes of merged stdout and stderr kept.
+    pub output_cap: usize,
+    pub keep: Keep,
 }
 
 /// Creates, reuses and removes workspaces under one root and runs their hooks.
@@ -239,6 +253,33 @@ impl WorkspaceManager {
             issue_id: &env.issue_id,
             issue_identifier: &env.issue_identifier,
             cancel,
+        })
+    }
+
+    /// Runs an operator command that is not a hook (a verification command, a git read) in
+    /// `workspace` under the hooks' environment rules ([`hook_environment`]: the allowlist, the
+    /// variables the command names, the injected `SORTIE_*` values), in its own process group,
+    /// killed at `timeout_ms` or on `cancel`. The output is returned unmasked.
+    pub fn run_command(
+        &self,
+        workspace: &Path,
+        command: &OperatorCommand<'_>,
+        env: &HookEnv,
+        cancel: &crossbeam_channel::Receiver<()>,
+    ) -> io::Result<ShellOutcome> {
+        let injected = hooks::injected_vars(env, workspace);
+        let environment = match &self.parent_env {
+            Some(parent) => hook_environment(parent.iter().cloned(), command.script, &injected),
+            None => hook_environment(std::env::vars_os(), command.script, &injected),
+        };
+        command::run_shell(command::ShellRun {
+            script: command.script,
+            workspace,
+            env: environment,
+            timeout_ms: command.timeout_ms,
+            cancel,
+            output_cap: command.output_cap,
+            keep: command.keep,
         })
     }
 

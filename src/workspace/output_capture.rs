@@ -1,6 +1,6 @@
 //! Captures a child's stdout and stderr merged into one pipe (so lines interleave as the child
-//! wrote them), keeping only the last `cap` bytes while draining everything, so a chatty child
-//! never blocks on a full pipe.
+//! wrote them), keeping only `cap` bytes (the last ones, or the first ones with [`Keep::Head`])
+//! while draining everything, so a chatty child never blocks on a full pipe.
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
@@ -25,17 +25,34 @@ pub struct Captured {
     pub complete: bool,
 }
 
+/// Which bytes a capture keeps once the child wrote more than its cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Keep {
+    /// The last bytes (a failing command's message is at its end).
+    #[default]
+    Tail,
+    /// The first bytes (a document read from the start, such as a diff).
+    Head,
+}
+
 #[derive(Debug, Default)]
 struct TailBuffer {
     buf: VecDeque<u8>,
     cap: usize,
     total: u64,
     truncated: bool,
+    keep: Keep,
 }
 
 impl TailBuffer {
     fn push(&mut self, data: &[u8]) {
         self.total += data.len() as u64;
+        if self.keep == Keep::Head {
+            let room = self.cap.saturating_sub(self.buf.len());
+            self.buf.extend(&data[..room.min(data.len())]);
+            self.truncated |= data.len() > room;
+            return;
+        }
         self.buf.extend(data);
         if self.buf.len() > self.cap {
             let excess = self.buf.len() - self.cap;
@@ -55,11 +72,21 @@ pub struct MergedOutput {
 /// Points `cmd`'s stdout and stderr at one new pipe and starts draining it on a thread. The
 /// caller must drop `cmd` after spawning (see `spawn_in_new_group`), or EOF never arrives.
 pub fn attach_merged_output(cmd: &mut Command, cap: usize) -> io::Result<MergedOutput> {
+    attach_merged_output_keeping(cmd, cap, Keep::Tail)
+}
+
+/// [`attach_merged_output`] keeping the bytes `keep` names.
+pub fn attach_merged_output_keeping(
+    cmd: &mut Command,
+    cap: usize,
+    keep: Keep,
+) -> io::Result<MergedOutput> {
     let (mut reader, writer) = io::pipe()?;
     cmd.stdout(writer.try_clone()?);
     cmd.stderr(writer);
     let shared = Arc::new(Mutex::new(TailBuffer {
         cap,
+        keep,
         ..TailBuffer::default()
     }));
     let (tx, rx) = bounded(1);
@@ -113,6 +140,21 @@ mod tests {
         t.push(b"abc");
         t.push(b"defg");
         assert_eq!(t.buf.iter().copied().collect::<Vec<u8>>(), b"defg");
+        assert_eq!(t.total, 7);
+        assert!(t.truncated);
+    }
+
+    #[test]
+    fn head_buffer_keeps_first_bytes() {
+        let mut t = TailBuffer {
+            cap: 4,
+            keep: Keep::Head,
+            ..TailBuffer::default()
+        };
+        t.push(b"abc");
+        assert!(!t.truncated);
+        t.push(b"defg");
+        assert_eq!(t.buf.iter().copied().collect::<Vec<u8>>(), b"abcd");
         assert_eq!(t.total, 7);
         assert!(t.truncated);
     }

@@ -222,16 +222,25 @@ fn cost_status(r: &RunRecord, unmeasured: bool) -> CostStatus {
     }
 }
 
+/// The served summary of a stored self-review record: `final_verdict` masked, `"none"` when the
+/// record holds none; counts and flags that are not of their type read as null.
 fn self_review(meta: &Option<Value>) -> Option<SelfReviewView> {
     let v = meta.as_ref().filter(|v| v.is_object())?;
-    let member = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+    let verdict = v
+        .get("final_verdict")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map_or_else(|| "none".to_string(), crate::mask::mask);
     Some(SelfReviewView {
-        final_verdict: v
-            .get("final_verdict")
-            .cloned()
-            .unwrap_or_else(|| "none".into()),
-        total_iterations: member("total_iterations"),
-        cap_reached: member("cap_reached"),
+        final_verdict: Value::String(verdict),
+        total_iterations: v
+            .get("total_iterations")
+            .and_then(Value::as_u64)
+            .map_or(Value::Null, Value::from),
+        cap_reached: v
+            .get("cap_reached")
+            .and_then(Value::as_bool)
+            .map_or(Value::Null, Value::Bool),
     })
 }
 
@@ -457,4 +466,28 @@ pub struct RunEventsPage {
     pub dispatch_id: String,
     pub first_seq: Option<i64>,
     pub events: Vec<EventView>,
+}
+
+#[cfg(test)]
+mod self_review_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_served_summary_follows_the_stored_record() {
+        let served = |v: Value| serde_json::to_value(self_review(&Some(v))).unwrap_or_default();
+        assert_eq!(
+            served(
+                json!({"final_verdict": "pass", "total_iterations": 2, "cap_reached": false, "iterations": []})
+            ),
+            json!({"final_verdict": "pass", "total_iterations": 2, "cap_reached": false})
+        );
+        assert_eq!(
+            served(json!({"final_verdict": "", "total_iterations": "x"})),
+            json!({"final_verdict": "none", "total_iterations": null, "cap_reached": null})
+        );
+        assert_eq!(served(json!({}))["final_verdict"], "none");
+        assert!(self_review(&Some(json!("text"))).is_none());
+        assert!(self_review(&None).is_none());
+    }
 }

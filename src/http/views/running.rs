@@ -94,8 +94,9 @@ pub struct RunningView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     pub turn_count: u32,
-    /// No self-review loop in this build.
+    /// True while the session is in its self-review phase.
     pub self_review_active: bool,
+    /// Iterations completed in the current phase; 0 outside it.
     pub self_review_iteration: u32,
     pub last_event: Option<String>,
     pub last_message: String,
@@ -232,8 +233,8 @@ impl RunningView {
             dispatch_id: r.dispatch_id.clone(),
             session_id: r.session_id.clone(),
             turn_count: r.turn,
-            self_review_active: false,
-            self_review_iteration: 0,
+            self_review_active: r.self_review.is_some(),
+            self_review_iteration: r.self_review.unwrap_or(0),
             last_event: r.last_event_type.clone(),
             last_message: r.last_message.clone().unwrap_or_default(),
             started_at: ts(r.started_at_ms),
@@ -357,7 +358,11 @@ impl StallView {
                 ),
             };
         };
-        let base = r.last_event_at_ms.unwrap_or(r.started_at_ms);
+        // The stall clock restarts at the first turn after self-review's own checks.
+        let base = r
+            .last_event_at_ms
+            .unwrap_or(r.started_at_ms)
+            .max(r.stall_floor_ms);
         let quiet_at = base + (stall / 2) as i64;
         let (text, full) = if now_ms >= quiet_at {
             let silent = wording::duration(now_ms - base);
@@ -426,6 +431,10 @@ mod tests {
             live_row_dirty: false,
             cause: crate::orchestrator::state::DispatchCause::PollTick,
             reaction: None,
+            self_review: None,
+            review_metadata: None,
+            checks_running: false,
+            stall_floor_ms: 0,
         }
     }
 
@@ -584,5 +593,34 @@ mod tests {
             v["stall_text"],
             "No events for 3m 20s; Sortie stops it after 5m"
         );
+    }
+
+    #[test]
+    fn the_stall_clock_waits_out_self_review_checks_and_restarts_at_the_next_turn() {
+        use crate::orchestrator::self_review::SelfReviewPhase;
+        let mut facts = row(None, 1, 0);
+        assert_eq!(facts.stall_reference_ms(), Some(0));
+        facts.apply_self_review(SelfReviewPhase::Started);
+        facts.apply_self_review(SelfReviewPhase::Checking);
+        assert_eq!(
+            facts.stall_reference_ms(),
+            None,
+            "no stall while sortie checks"
+        );
+        facts.turn_started(2, 90_000);
+        assert_eq!(facts.stall_reference_ms(), Some(90_000));
+        let served = RunningView::build(&facts, &cfg(), None, None, 90_000);
+        assert_eq!(
+            (
+                served.turn_count,
+                served.self_review_active,
+                served.self_review_iteration
+            ),
+            (2, true, 0)
+        );
+        facts.apply_self_review(SelfReviewPhase::Iteration(1));
+        assert_eq!(facts.self_review, Some(1));
+        facts.apply_self_review(SelfReviewPhase::Done(None));
+        assert_eq!(facts.self_review, None);
     }
 }

@@ -445,7 +445,10 @@ impl Orchestrator {
     fn handle_counted(&mut self, m: OrchMsg) -> bool {
         let deferrable = matches!(
             m,
-            OrchMsg::Agent { .. } | OrchMsg::TurnStarted { .. } | OrchMsg::WorkspaceReady { .. }
+            OrchMsg::Agent { .. }
+                | OrchMsg::TurnStarted { .. }
+                | OrchMsg::WorkspaceReady { .. }
+                | OrchMsg::SelfReview { .. }
         );
         self.handle(m);
         deferrable
@@ -533,8 +536,14 @@ impl Orchestrator {
                 }
             }
             OrchMsg::TurnStarted { dispatch_id, turn } => {
+                let now = self.clock.now_ms();
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {
-                    e.facts.turn = turn;
+                    e.facts.turn_started(turn, now);
+                }
+            }
+            OrchMsg::SelfReview { dispatch_id, phase } => {
+                if let Some(e) = self.running_by_dispatch(&dispatch_id) {
+                    e.facts.apply_self_review(phase);
                 }
             }
             OrchMsg::Exit(result) => self.on_exit(*result),

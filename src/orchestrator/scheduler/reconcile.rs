@@ -22,7 +22,9 @@ impl Orchestrator {
         {
             let mut stalled = Vec::new();
             for e in self.state.running.values() {
-                let reference = e.facts.last_event_at_ms.unwrap_or(e.facts.started_at_ms);
+                let Some(reference) = e.facts.stall_reference_ms() else {
+                    continue;
+                };
                 let elapsed = now - reference;
                 if elapsed > stall as i64 && e.handles.cancel.reason().is_none() {
                     log::warn!(
