@@ -248,11 +248,13 @@ pub trait ScmAdapter: Send + Sync {
     fn remove_label(&self, pr: &PullRequestRef, label: &str) -> ScmResult<()>;
 }
 
+/// What builds a forge adapter; the error is one line naming what is missing or wrong.
+pub type ScmBuild = fn(&ScmSettings, Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, String>;
+
 /// A forge kind as the registry lists it: its name (`provider:` in the reaction blocks, the
 /// tracker kind whose block it reads) and its constructor.
 #[derive(Clone, Copy)]
 pub struct ScmDescriptor {
     pub kind: &'static str,
-    /// Builds the adapter; the error is one line naming what is missing or wrong.
-    pub build: fn(&ScmSettings, Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, String>,
+    pub build: ScmBuild,
 }

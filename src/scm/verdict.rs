@@ -149,7 +149,7 @@ mod tests {
         let cancelled = run("d", "completed", Some("cancelled"));
         let cases: [(&[CheckRun], CiStatus); 6] = [
             (&[], CiStatus::Pending),
-            (&[pass.clone()], CiStatus::Passing),
+            (std::slice::from_ref(&pass), CiStatus::Passing),
             (&[pass.clone(), busy.clone()], CiStatus::Pending),
             (
                 &[pass.clone(), fail.clone(), busy.clone()],

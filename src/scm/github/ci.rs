@@ -24,10 +24,11 @@ pub fn check_run(v: &Value) -> CheckRun {
         name: s("name"),
         status: verdict::normalize_status(v["status"].as_str().unwrap_or("")).to_string(),
         conclusion: v["conclusion"].as_str().map(String::from),
-        details_url: v["details_url"]
+        // The run's page on GitHub; the app's own link when GitHub gives none.
+        details_url: v["html_url"]
             .as_str()
             .filter(|u| !u.is_empty())
-            .or_else(|| v["html_url"].as_str())
+            .or_else(|| v["details_url"].as_str())
             .unwrap_or("")
             .to_string(),
         app_slug: v["app"]["slug"].as_str().unwrap_or("").to_string(),
