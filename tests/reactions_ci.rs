@@ -68,7 +68,7 @@ fn a_failing_check_gets_one_fix_run_then_escalates_and_clears_when_it_passes() {
             >= polls + 2
             || fake.with_state(|s| s.labels(1).contains(&"needs-human".to_string()))
     });
-    let s = d.wait_state("the fix handed off again", WAIT, |s| idle(s));
+    let s = d.wait_state("the fix handed off again", WAIT, idle);
     assert_eq!(p.prompts().len(), 2, "{s}");
     let runs = d.get("/api/v1/runs?limit=50").json();
     let ci_failed = runs["runs"]

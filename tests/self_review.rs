@@ -120,6 +120,7 @@ impl Lab {
             clock,
             tx,
             metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
+            reaction: None,
         };
         let handle = spawn(job).unwrap_or_else(|e| panic!("{e}"));
         let mut sent = Sent::default();
