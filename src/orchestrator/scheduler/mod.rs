@@ -671,7 +671,7 @@ impl Orchestrator {
     /// Publishes a snapshot rebuilt from the whole state.
     fn publish(&mut self) {
         self.state.revision += 1;
-        let snap = Snapshot::build(
+        let mut snap = Snapshot::build(
             &self.state,
             &self.workflow,
             self.clock.now_ms(),
@@ -679,6 +679,8 @@ impl Orchestrator {
             self.draining.is_some(),
         )
         .price_running(&self.prices.current());
+        // `config.reactions` serves what the process applies, not what a reload says.
+        snap.config.reactions = self.reaction_config();
         self.store_snapshot(snap);
     }
 
