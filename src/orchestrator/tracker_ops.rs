@@ -152,7 +152,18 @@ fn run(tracker: &dyn TrackerAdapter, metrics: &crate::metrics::Metrics, op: Trac
             issue_identifier,
             kind,
             write,
-        } => escalate(tracker, &issue_id, &issue_identifier, kind, &write),
+        } => {
+            let action = escalate(tracker, &issue_id, &issue_identifier, kind, &write);
+            match (kind, action) {
+                (_, None) => {}
+                (crate::domain::ReactionKind::Ci, Some(a)) => metrics.ci_escalation(a),
+                (
+                    crate::domain::ReactionKind::Review | crate::domain::ReactionKind::BotReview,
+                    Some(a),
+                ) => metrics.review_escalation(a),
+                _ => {}
+            }
+        }
     }
 }
 
@@ -162,7 +173,7 @@ fn escalate(
     issue_identifier: &str,
     kind: crate::domain::ReactionKind,
     write: &crate::orchestrator::reactions::escalation::EscalationWrite,
-) {
+) -> Option<&'static str> {
     use crate::orchestrator::reactions::escalation::EscalationWrite;
     let (action, result) = match write {
         EscalationWrite::Label(label) => ("label", tracker.add_label(issue_id, label)),
@@ -170,16 +181,22 @@ fn escalate(
             "comment",
             tracker.comment_issue(issue_id, &crate::mask::mask(text)),
         ),
-        EscalationWrite::None => return,
+        EscalationWrite::None => return None,
     };
     match result {
-        Ok(()) => log::info!(
-            "reaction escalated issue_id={issue_id} issue_identifier={issue_identifier} reaction_kind={kind} action={action}"
-        ),
-        Err(e) => log::warn!(
-            "reaction escalation write failed; the escalation stands issue_id={issue_id} issue_identifier={issue_identifier} reaction_kind={kind} action={action} error={:?}",
-            e.to_string()
-        ),
+        Ok(()) => {
+            log::info!(
+                "reaction escalated issue_id={issue_id} issue_identifier={issue_identifier} reaction_kind={kind} action={action}"
+            );
+            Some(action)
+        }
+        Err(e) => {
+            log::warn!(
+                "reaction escalation write failed; the escalation stands issue_id={issue_id} issue_identifier={issue_identifier} reaction_kind={kind} action={action} error={:?}",
+                e.to_string()
+            );
+            Some("error")
+        }
     }
 }
 

@@ -147,12 +147,43 @@ impl Orchestrator {
                 slot_busy: self.slot_busy(&key.0),
             };
             let step = crate::orchestrator::reactions::check_row(&mut row, &mut mem, &mut cx);
+            self.count_check(&row, &step);
             if was_escalated && row.escalated_at_ms.is_none() {
                 self.escalation_ended(&row);
             }
             self.apply_reaction_step(key, row, mem, step, now, &cfg);
         }
         self.state.health.scm = Some(health);
+    }
+
+    /// `sortie_ci_status_checks_total` and `sortie_review_checks_total`.
+    fn count_check(&self, row: &ReactionRow, step: &Step) {
+        let failed = matches!(
+            step,
+            Step::Wait {
+                wait: ReactionWait::Backoff,
+                ..
+            }
+        );
+        match row.kind {
+            ReactionKind::Ci => {
+                let result = match (&row.last_check, failed) {
+                    (_, true) => "error",
+                    (Some(LastCheck::Ci { status, .. }), _) => status.as_str(),
+                    _ => "pending",
+                };
+                self.metrics.ci_status_check(result);
+            }
+            ReactionKind::Review | ReactionKind::BotReview => {
+                let result = match step {
+                    Step::Dispatch { .. } => "dispatched",
+                    _ if failed => "error",
+                    _ => "skipped",
+                };
+                self.metrics.review_check(result);
+            }
+            _ => {}
+        }
     }
 
     /// Whether a session of the issue runs or a retry holds its one slot.
