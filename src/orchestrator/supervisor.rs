@@ -373,28 +373,14 @@ fn run_session(
         Some(end) => end.unwrap_or(normal),
         // The coding turns ran out with the issue still active and nothing declared.
         None if job.workflow.config.self_review.enabled => {
-            let mut host = ReviewTurns {
+            let turns = ReviewTurns {
                 job,
                 p: &mut *p,
                 session: session.as_mut(),
                 ev_tx: &ev_tx,
                 state: &state,
             };
-            let end = super::self_review::run_phase(
-                &super::self_review::PhaseInput {
-                    config: &job.workflow.config.self_review,
-                    issue,
-                    workspace,
-                    workspaces: &job.workspaces,
-                    env: hook_env,
-                    cancel: job.cancel.receiver(),
-                    metrics: &job.metrics,
-                },
-                &mut host,
-            );
-            let exit = end.exit.clone().unwrap_or(normal);
-            p.review = Some(end);
-            exit
+            self_review_phase(turns, workspace, hook_env).unwrap_or(normal)
         }
         None => normal,
     };
@@ -604,6 +590,29 @@ fn failed_turn_exit(job: &SupervisorJob, outcome: &TurnOutcome) -> SupervisorExi
         (_, Some(kind)) => error_exit(ErrorCode::Agent(kind), outcome.message(), kind.retryable()),
         _ => usage_limited_exit(outcome),
     }
+}
+
+/// Runs the self-review phase in the session; `Some` exit when the phase ends the run otherwise
+/// than normally. How it ended is kept for `after_run`.
+fn self_review_phase(
+    mut turns: ReviewTurns<'_>,
+    workspace: &std::path::Path,
+    hook_env: &HookEnv,
+) -> Option<SupervisorExit> {
+    let job = turns.job;
+    let input = super::self_review::PhaseInput {
+        config: &job.workflow.config.self_review,
+        issue: &job.issue,
+        workspace,
+        workspaces: &job.workspaces,
+        env: hook_env,
+        cancel: job.cancel.receiver(),
+        metrics: &job.metrics,
+    };
+    let end = super::self_review::run_phase(&input, &mut turns);
+    let exit = end.exit.clone();
+    turns.p.review = Some(end);
+    exit
 }
 
 /// The supervisor's side of the self-review phase: its turns run in the session like coding

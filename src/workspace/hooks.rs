@@ -24,7 +24,8 @@ pub const MAX_SCRIPT_DISPLAY_BYTES: usize = 200;
 /// opt-in by the operator); everything else, including the daemon's own `SORTIE_*` overrides,
 /// tokens and API keys, is stripped so a hook cannot print what it was never meant to see. The per-invocation `SORTIE_ISSUE_ID`,
 /// `SORTIE_ISSUE_IDENTIFIER`, `SORTIE_WORKSPACE`, `SORTIE_ATTEMPT` (and, for `after_run`,
-/// `SORTIE_SELF_REVIEW_STATUS`) are injected, not inherited.
+/// `SORTIE_SELF_REVIEW_STATUS` and `SORTIE_SELF_REVIEW_SUMMARY_PATH`) are injected, not
+/// inherited.
 pub const HOOK_ENV_ALLOWLIST: &[&str] = &[
     "PATH",
     "HOME",
