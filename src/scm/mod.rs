@@ -228,8 +228,9 @@ pub trait ScmAdapter: Send + Sync {
         git_ref: &str,
         max_log_lines: usize,
     ) -> ScmResult<CiReport>;
-    /// Review comments and review bodies that ask for changes, every page, deduplicated,
-    /// with bot and outdated flags set.
+    /// Review comments and review bodies that ask for changes (and those of reviews where a
+    /// bot account only commented: review bots rarely request changes), every page,
+    /// deduplicated, with bot and outdated flags set; bot authors are kept, not filtered.
     fn review_comments(&self, pr: &PullRequestRef) -> ScmResult<Vec<ReviewComment>>;
     fn review_decision(&self, pr: &PullRequestRef) -> ScmResult<ReviewDecision>;
     fn pull_request(&self, pr: &PullRequestRef) -> ScmResult<PullRequestInfo>;

@@ -9,7 +9,8 @@
 //! The pull-request side (`pulls`) serves what the forge adapter reads and writes, editable
 //! between polls through [`FakeServer::with_state`] and these [`GithubState`] methods:
 //!
-//! - `add_pull(number, head_ref, head_sha)`: an open PR (its issue carries labels and events),
+//! - `add_pull(number, head_ref, head_sha)`: an open PR (its issue carries labels and events;
+//!   numbers are shared with issues, as on GitHub, so it replaces an issue of that number),
 //!   head branch existing, `mergeable: null`; `pr(number) -> Value` is the PR as served;
 //! - `set_head(number, sha)`, `set_mergeable(number, Option<bool>, mergeable_state)`,
 //!   `set_merged(number, Option<&str> merge_commit_sha)`, `set_pull_open(number, bool)`;
