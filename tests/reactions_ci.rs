@@ -115,3 +115,38 @@ fn a_failing_check_gets_one_fix_run_then_escalates_and_clears_when_it_passes() {
     assert_eq!(ci["last_check"]["status"], "passing", "{ci}");
     assert_eq!(p.prompts().len(), 2);
 }
+
+/// `max_retries: 0` escalates at the first failure; a failed escalation comment is logged and
+/// the escalation stands.
+#[test]
+fn a_failed_escalation_write_keeps_the_escalation() {
+    let fake = fake_github::start(LABELS);
+    fake.with_state(|s| {
+        s.add_issue(1, "Add the export button", &["backlog"], false);
+        s.add_pull(7, "sortie/1", "sha1");
+    });
+    failing(&fake, "sha1");
+    fake.push_fault(
+        "POST",
+        "/repos/owner/repo/issues/1/comments",
+        common::fake_server::Fault::server_error(502),
+    );
+    let p = ReactionProject::new(
+        &fake,
+        "  ci_failure:\n    provider: github\n    max_retries: 0\n    escalation: comment\n",
+    );
+    let d = p.start();
+    let s = d.wait_state("the escalation", WAIT, |s| escalation_items(s) == 1);
+    let ci = row(&s, "ci").unwrap_or_default();
+    assert_eq!(ci["escalation_trigger"], "budget_exhausted", "{ci}");
+    assert_eq!(ci["used_attempts"], 0, "{ci}");
+    d.wait_until("the failed write logged", WAIT, || {
+        d.log_text()
+            .contains("reaction escalation write failed; the escalation stands")
+    });
+    let comments = fake.requests("POST", "/repos/owner/repo/issues/1/comments");
+    assert_eq!(comments.len(), 1, "an escalation write is not retried");
+    let s = d.state();
+    assert_eq!(escalation_items(&s), 1, "{s}");
+    assert_eq!(p.prompts().len(), 1, "no CI-fix run with max_retries 0");
+}

@@ -10,7 +10,7 @@ use common::fake_github::{self, FakeGithub, review_comment_json, review_json};
 use common::reactions::{LABELS, PR, ReactionProject, idle, row};
 
 const WAIT: Duration = Duration::from_secs(40);
-const REACTIONS: &str = "  review_comments:\n    provider: github\n    debounce_ms: 1500\n    poll_interval_ms: 30000\n    max_continuation_turns: 2\n";
+const REACTIONS: &str = "  review_comments:\n    provider: github\n    debounce_ms: 3000\n    poll_interval_ms: 30000\n    max_continuation_turns: 2\n";
 
 fn now_rfc3339() -> String {
     sortie::clock::now_rfc3339()
@@ -47,6 +47,16 @@ fn review_comments_are_debounced_filtered_and_answered_once_per_new_set() {
     fake.with_state(|s| {
         s.add_issue(1, "Add the export button", &["backlog"], false);
         s.add_pull(PR, "sortie/1", "sha1");
+    });
+    let p = ReactionProject::new(&fake, REACTIONS);
+    let d = p.start();
+    d.wait_state("the review row watching", WAIT, |s| {
+        row(s, "review").is_some_and(|r| r["wait"] == "poll_interval")
+    });
+
+    // Reviews arrive; the newest actionable comment is fresh, so the check brought forward
+    // waits out the debounce.
+    fake.with_state(|s| {
         s.add_review(
             PR,
             review_json(100, "CHANGES_REQUESTED", "", "alice", false),
@@ -56,10 +66,7 @@ fn review_comments_are_debounced_filtered_and_answered_once_per_new_set() {
     comment(&fake, 100, 1001, "alice", false, false, true);
     comment(&fake, 100, 1002, "alice", false, true, false);
     comment(&fake, 200, 1003, "lint-bot", true, false, false);
-    let p = ReactionProject::new(&fake, REACTIONS);
-    let d = p.start();
-
-    // The newest actionable comment is fresh: the first check waits out the debounce.
+    assert_eq!(d.post("/api/v1/reactions/1/review/check").status, 202);
     let s = d.wait_state("the review row debouncing", WAIT, |s| {
         row(s, "review").is_some_and(|r| r["wait"] == "debounce")
     });
@@ -72,6 +79,13 @@ fn review_comments_are_debounced_filtered_and_answered_once_per_new_set() {
         "no fix run inside the debounce window"
     );
 
+    // The brought-forward check kept the scheduled time; once the quiet time has passed, a
+    // second request makes the check that dispatches the fix.
+    let quiet = std::time::SystemTime::now() + Duration::from_millis(3_100);
+    d.wait_until("the debounce window over", WAIT, || {
+        std::time::SystemTime::now() >= quiet
+    });
+    assert_eq!(d.post("/api/v1/reactions/1/review/check").status, 202);
     d.wait_until("the review-fix run", WAIT, || p.prompts().len() >= 2);
     let fix = &p.prompts()[1];
     assert!(

@@ -54,3 +54,28 @@ impl CheckCx<'_> {
         }
     }
 }
+
+impl CheckCx<'_> {
+    /// Reads the row's pull request (keeping its link) while it is open: a failed read is a
+    /// backoff step, a merged or closed pull request ends the watch.
+    pub fn open_pull_request(
+        &mut self,
+        row: &mut super::row::ReactionRow,
+        base_ms: u64,
+    ) -> Result<crate::scm::PullRequestInfo, Box<Step>> {
+        let pr = row.pr.pr.clone();
+        let info = match self.read(|s| s.pull_request(&pr)) {
+            Ok(i) => i,
+            Err(_) => return Err(Box::new(self.backoff(base_ms, row.backoff_count + 1))),
+        };
+        if !info.url.is_empty() {
+            row.pr.url = info.url.clone();
+        }
+        if info.merged || !info.open {
+            return Err(Box::new(Step::End {
+                why: "the pull request merged or closed",
+            }));
+        }
+        Ok(info)
+    }
+}

@@ -25,19 +25,11 @@ pub fn check(row: &mut ReactionRow, mem: &mut RowMemory, cx: &mut CheckCx<'_>) -
         };
     };
     let interval = cfg.poll_interval_ms;
-    let pr = row.pr.pr.clone();
-    let info = match cx.read(|s| s.pull_request(&pr)) {
+    let info = match cx.open_pull_request(row, interval) {
         Ok(i) => i,
-        Err(_) => return cx.backoff(interval, row.backoff_count + 1),
+        Err(step) => return *step,
     };
-    if !info.url.is_empty() {
-        row.pr.url = info.url.clone();
-    }
-    if info.merged || !info.open {
-        return Step::End {
-            why: "the pull request merged or closed",
-        };
-    }
+    let pr = row.pr.pr.clone();
     if !info.labels.iter().any(|l| l.to_lowercase() == label) {
         return cx.wait(ReactionWait::PollInterval, interval);
     }

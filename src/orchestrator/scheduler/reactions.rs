@@ -379,25 +379,11 @@ impl Orchestrator {
                 counts,
             } => {
                 self.dispatch_reaction(&mut row, &mut mem, context, fingerprint, given, counts);
-                let interval =
-                    poll_interval(row.kind, cfg, self.workflow.config.polling.interval_ms);
-                set_wait(
-                    &mut row,
-                    ReactionWait::PollInterval,
-                    started_ms + interval as i64,
-                );
-                self.keep_row(key, row, mem, started_ms);
+                self.keep_polling(key, row, mem, started_ms, cfg);
             }
             Step::Escalate { trigger } => {
                 self.escalate(&mut row, trigger, cfg);
-                let interval =
-                    poll_interval(row.kind, cfg, self.workflow.config.polling.interval_ms);
-                set_wait(
-                    &mut row,
-                    ReactionWait::PollInterval,
-                    started_ms + interval as i64,
-                );
-                self.keep_row(key, row, mem, started_ms);
+                self.keep_polling(key, row, mem, started_ms, cfg);
             }
             Step::End { why } => {
                 log::info!(
@@ -413,6 +399,24 @@ impl Orchestrator {
                 transition_to,
             } => self.reaction_merged(key, row, mem, merge_path, transition_to, cfg),
         }
+    }
+
+    /// The row stays pending at the kind's cadence.
+    fn keep_polling(
+        &mut self,
+        key: Key,
+        mut row: ReactionRow,
+        mem: RowMemory,
+        started_ms: i64,
+        cfg: &ReactionsConfig,
+    ) {
+        let interval = poll_interval(row.kind, cfg, self.workflow.config.polling.interval_ms);
+        set_wait(
+            &mut row,
+            ReactionWait::PollInterval,
+            started_ms + interval as i64,
+        );
+        self.keep_row(key, row, mem, started_ms);
     }
 
     /// The row stays pending; a check that a request to check now brought forward gives the
