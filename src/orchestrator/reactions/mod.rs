@@ -20,6 +20,8 @@ mod review;
 pub mod row;
 pub mod seed;
 pub mod step;
+#[cfg(test)]
+mod tests;
 
 pub use memory::RowMemory;
 pub use row::{CheckNow, LastCheck, ReactionIssue, ReactionPr, ReactionRow, RunReaction};
