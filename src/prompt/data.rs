@@ -78,7 +78,7 @@ pub(crate) const CI_FAILURE_KEYS: &[&str] = &[
 
 type Entries = Vec<(&'static str, Value)>;
 
-fn map(entries: Entries) -> Value {
+pub(super) fn map(entries: Entries) -> Value {
     let map: BTreeMap<Arc<str>, Value> = entries
         .into_iter()
         .map(|(k, v)| (Arc::from(k), v))
@@ -86,7 +86,7 @@ fn map(entries: Entries) -> Value {
     Value::Map(Arc::new(map))
 }
 
-fn text(s: &str) -> Value {
+pub(super) fn text(s: &str) -> Value {
     Value::String(s.into())
 }
 

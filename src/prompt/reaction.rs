@@ -2,9 +2,6 @@
 //! `.review_comments` for a review fix. Each stays nil on every other run, so a template
 //! guards its reaction section with `{{ if .ci_failure }}` / `{{ with .review_comments }}`.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use gotmpl::Value;
 use serde::{Deserialize, Serialize};
 
@@ -56,17 +53,7 @@ pub enum ReactionContext {
     ReviewComments(Vec<ReviewCommentContext>),
 }
 
-fn map(entries: Vec<(&'static str, Value)>) -> Value {
-    let map: BTreeMap<Arc<str>, Value> = entries
-        .into_iter()
-        .map(|(k, v)| (Arc::from(k), v))
-        .collect();
-    Value::Map(Arc::new(map))
-}
-
-fn text(s: &str) -> Value {
-    Value::String(s.into())
-}
+use super::data::{map, text};
 
 fn int(n: u64) -> Value {
     Value::Int(i64::try_from(n).unwrap_or(i64::MAX))

@@ -27,14 +27,10 @@ pub fn check(row: &mut ReactionRow, mem: &mut RowMemory, cx: &mut CheckCx<'_>) -
     if cx.slot_busy {
         return cx.wait(ReactionWait::RetrySlot, interval);
     }
-    let pr = row.pr.pr.clone();
-    let info = match cx.read(|s| s.pull_request(&pr)) {
+    let info = match cx.pull_request(row, interval) {
         Ok(i) => i,
-        Err(_) => return cx.backoff(interval, row.backoff_count + 1),
+        Err(step) => return *step,
     };
-    if !info.url.is_empty() {
-        row.pr.url = info.url.clone();
-    }
     if !info.merged {
         if !info.open {
             return Step::End {

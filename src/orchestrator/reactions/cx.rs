@@ -56,9 +56,8 @@ impl CheckCx<'_> {
 }
 
 impl CheckCx<'_> {
-    /// Reads the row's pull request (keeping its link) while it is open: a failed read is a
-    /// backoff step, a merged or closed pull request ends the watch.
-    pub fn open_pull_request(
+    /// Reads the row's pull request, keeping its link; a failed read is a backoff step.
+    pub fn pull_request(
         &mut self,
         row: &mut super::row::ReactionRow,
         base_ms: u64,
@@ -71,6 +70,17 @@ impl CheckCx<'_> {
         if !info.url.is_empty() {
             row.pr.url = info.url.clone();
         }
+        Ok(info)
+    }
+
+    /// Reads the row's pull request (keeping its link) while it is open: a failed read is a
+    /// backoff step, a merged or closed pull request ends the watch.
+    pub fn open_pull_request(
+        &mut self,
+        row: &mut super::row::ReactionRow,
+        base_ms: u64,
+    ) -> Result<crate::scm::PullRequestInfo, Box<Step>> {
+        let info = self.pull_request(row, base_ms)?;
         if info.merged || !info.open {
             return Err(Box::new(Step::End {
                 why: "the pull request merged or closed",

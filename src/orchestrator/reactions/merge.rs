@@ -19,14 +19,11 @@ pub fn check(row: &mut ReactionRow, _mem: &mut RowMemory, cx: &mut CheckCx<'_>) 
     };
     let interval = cfg.poll_interval_ms;
     row.max_attempts = (cfg.max_retries > 0).then_some(cfg.max_retries);
-    let pr = row.pr.pr.clone();
-    let info = match cx.read(|s| s.pull_request(&pr)) {
+    let info = match cx.pull_request(row, interval) {
         Ok(i) => i,
-        Err(_) => return cx.backoff(interval, row.backoff_count + 1),
+        Err(step) => return *step,
     };
-    if !info.url.is_empty() {
-        row.pr.url = info.url.clone();
-    }
+    let pr = row.pr.pr.clone();
     if info.merged {
         return Step::Merged {
             merge_path: "auto_merge",
