@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::procs::processes_in;
+use common::procs::{agent_processes_in, processes_in};
 use common::{Daemon, FAKE_AGENT, Setup, holds_within, wait_for};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -197,7 +197,7 @@ fn a_stalled_turn_is_stopped_with_its_whole_process_group() {
     let ws = c.path("ws/A-1");
     let d = c.start();
     wait_for("the agent and its grandchild", WAIT, || {
-        (processes_in(&ws).len() >= 2).then_some(())
+        (agent_processes_in(&ws).len() >= 2).then_some(())
     });
     wait_for("the stalled run recorded", WAIT, || {
         runs(&d)

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::procs::processes_in;
+use common::procs::{agent_processes_in, processes_in};
 use common::{Project, poll, wait_for};
 use serde_json::json;
 
@@ -37,7 +37,7 @@ fn a_second_sigterm_kills_agents_that_ignore_sigterm_and_records_their_runs() {
     });
     let ws = p.path("ws");
     wait_for("agent and grandchild", Duration::from_secs(10), || {
-        (processes_in(&ws).len() >= 2).then_some(())
+        (agent_processes_in(&ws).len() >= 2).then_some(())
     });
 
     let pid = d.child.id();
