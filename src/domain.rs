@@ -1,5 +1,7 @@
 //! Tracker-neutral domain types shared by every layer (no I/O here).
 
+pub mod stage;
+
 use serde::{Deserialize, Serialize};
 
 /// A setting an adapter kind cannot run without, found missing or wrong before anything is built.
@@ -52,6 +54,18 @@ pub struct BlockerRef {
     pub state: String,
 }
 
+/// How much of an issue's blocker list the tracker returned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BlockersRead {
+    /// `blocked_by` is authoritative (possibly empty).
+    #[default]
+    Complete,
+    /// Not read with the listing: a separate read resolves it.
+    Unread,
+    /// The tracker marked the list incomplete and nothing can complete it.
+    Incomplete,
+}
+
 /// The normalized issue every tracker adapter produces, whatever the tracker. The snake_case
 /// field names are also the keys of `.issue` in prompt templates.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -89,6 +103,10 @@ pub struct Issue {
     pub comments: Option<Vec<Comment>>,
     #[serde(default)]
     pub blocked_by: Vec<BlockerRef>,
+    /// Whether `blocked_by` is the whole list: trackers whose listing cannot carry blockers
+    /// leave it `Unread` for the dispatch pass to read (within its per-pass budget).
+    #[serde(skip)]
+    pub blockers_read: BlockersRead,
     #[serde(default)]
     pub created_at: String,
     #[serde(default)]

@@ -44,6 +44,7 @@ fn a_renamed_issue_is_found_through_its_history() {
         trigger: sortie::domain::RetryTrigger::Timer,
         dispatched_at_ms: 500,
         reaction: None,
+        route: Default::default(),
     });
     let (_d, app) = app(snap);
     let events = vec![StoredEvent {

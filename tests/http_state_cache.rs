@@ -35,6 +35,7 @@ fn snapshot(revision: u64, error: &str) -> Snapshot {
         trigger: RetryTrigger::Error,
         dispatched_at_ms: 500,
         reaction: None,
+        route: Default::default(),
     });
     snap
 }

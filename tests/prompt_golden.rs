@@ -22,6 +22,7 @@ fn read(name: &str) -> String {
 
 fn issue() -> Issue {
     Issue {
+        blockers_read: Default::default(),
         id: "10001".into(),
         identifier: "PROJ-1".into(),
         display_identifier: String::new(),

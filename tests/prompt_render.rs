@@ -5,6 +5,7 @@ use sortie::prompt::{PromptData, PromptError, PromptTemplate, RunInfo};
 
 fn issue() -> Issue {
     Issue {
+        blockers_read: Default::default(),
         id: "10001".into(),
         identifier: "PROJ-1".into(),
         display_identifier: "acme/PROJ-1".into(),

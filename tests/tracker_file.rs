@@ -38,6 +38,7 @@ fn basic_fixture_normalizes_every_field() {
     let t = tracker(fixture("basic.json"), &[]);
     let issue = t.fetch_issue_by_id("10001").expect("issue 10001");
     let expected = Issue {
+        blockers_read: Default::default(),
         id: "10001".into(),
         identifier: "PROJ-1".into(),
         display_identifier: String::new(),

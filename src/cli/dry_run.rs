@@ -147,5 +147,12 @@ fn hold_text(reason: &HoldReason) -> String {
         }
         HoldReason::AgentAuthFailed { agent_kind } => format!("{agent_kind} not logged in"),
         HoldReason::SpendCeiling { window, .. } => format!("{window} spend ceiling reached"),
+        HoldReason::BlockersUnresolved => "blockers could not be read".to_string(),
+        HoldReason::BlockersNotRead => "blockers not read in this pass".to_string(),
+        HoldReason::BlockersIncomplete => "blocker list incomplete".to_string(),
+        HoldReason::StageHopUnconfirmed { target_label, .. } => {
+            format!("stage label {target_label} not seen yet")
+        }
+        HoldReason::ParkCommentsUnread => "comments of the released park unread".to_string(),
     }
 }

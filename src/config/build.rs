@@ -86,6 +86,7 @@ fn build_inner(
     let self_review = super::self_review_build::build_self_review(&raw, warnings)?;
 
     Ok(ServiceConfig {
+        dispatch: Default::default(),
         reactions,
         self_review,
         token_rates,

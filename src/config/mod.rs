@@ -26,6 +26,7 @@
 mod adapter_maps;
 mod build;
 mod coerce;
+pub mod dispatch;
 mod dotenv;
 mod env;
 mod error;

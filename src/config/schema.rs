@@ -34,6 +34,8 @@ pub struct ServiceConfig {
     pub price_table: crate::pricing::PriceTableSettings,
     /// `reactions`: the pull-request reactions applied.
     pub reactions: super::reactions::ReactionsConfig,
+    /// `dispatch`: rules, stage chains and the hop ceiling.
+    pub dispatch: super::dispatch::DispatchConfig,
     /// `self_review`.
     pub self_review: super::reactions::SelfReviewConfig,
     /// Every top-level key as decoded (after `SORTIE_*` overrides): adapter pass-through blocks,

@@ -565,6 +565,7 @@ mod tests {
             label_applied: true,
             parked_state: "In Progress".into(),
             dispatched_at_ms: None,
+            route: None,
         });
         let items = items(&snap);
         assert_eq!(items.len(), 2);
@@ -596,6 +597,7 @@ mod tests {
                 dispatched_at_ms: None,
                 money: None,
                 spend: None,
+                route: None,
             },
         );
         snap.health.preflight.failing_streak = 1;

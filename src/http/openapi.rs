@@ -152,6 +152,7 @@ fn state_example() -> Value {
             error: Some("no available orchestrator slots".into()),
             trigger: crate::domain::RetryTrigger::Timer,
             dispatched_at_ms: at("2026-03-26T14:02:41Z"),
+            route: Default::default(),
             reaction: None,
         }]),
         pending_reactions: std::sync::Arc::new(pending_example(&at)),

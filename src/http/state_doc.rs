@@ -219,6 +219,7 @@ mod tests {
             trigger: RetryTrigger::Error,
             dispatched_at_ms: 10,
             reaction: None,
+            route: Default::default(),
         });
         let doc = StateDoc::build(&snap, "v", &BTreeMap::new(), Vec::new(), 0);
         let via_value = serde_json::to_string(&to_value(&doc)).unwrap_or_default();

@@ -423,6 +423,58 @@ pub fn slots_full(state: Option<&str>, used: usize, limit: usize) -> (String, St
     (reason, release, full)
 }
 
+/// The blocker read of the issue failed, or an earlier failure ended the pass's reads.
+pub fn blockers_unresolved() -> (String, String, String) {
+    let reason = "Blockers could not be read".to_string();
+    let release = "Released when a later poll reads the blockers and none is open.".to_string();
+    let full = format!(
+        "{reason}. Sortie dispatches no issue on a blocker list it did not read, and reads it again on the next poll."
+    );
+    (reason, release, full)
+}
+
+/// The pass's blocker-read budget ran out before it reached the issue.
+pub fn blockers_not_read() -> (String, String, String) {
+    let reason = "Blockers not read yet".to_string();
+    let release = "Released when a later poll reads the blockers and none is open.".to_string();
+    let full = format!(
+        "{reason}. Each poll reads the blockers of a few issues in turn and had spent its reads before it reached this one."
+    );
+    (reason, release, full)
+}
+
+/// The tracker marked the blocker list incomplete.
+pub fn blockers_incomplete() -> (String, String, String) {
+    let reason = "The tracker returned an incomplete blocker list".to_string();
+    let release =
+        "Released when the tracker returns the whole blocker list and no blocker is open."
+            .to_string();
+    let full = format!("{reason}. Sortie dispatches no issue on a partial blocker list.");
+    (reason, release, full)
+}
+
+/// A stage hop added `target_label`, and no read has shown it yet.
+pub fn stage_hop_unconfirmed(target_label: &str) -> (String, String, String) {
+    let reason = format!("Stage label {target_label} not seen on the issue yet");
+    let release = format!(
+        "Released when a poll reads the issue with the label {target_label}, or finds it outside the active states."
+    );
+    let full = format!(
+        "{reason}. Sortie moved the issue to its next stage and starts that stage once a read confirms the move."
+    );
+    (reason, release, full)
+}
+
+/// A park was released and the read of the comments the next run receives failed.
+pub fn park_comments_unread() -> (String, String, String) {
+    let reason = "Comments of the released park could not be read".to_string();
+    let release = "Released when the next poll reads the issue's comments.".to_string();
+    let full = format!(
+        "{reason}. The next run receives the comments a person left, so Sortie reads them before it dispatches."
+    );
+    (reason, release, full)
+}
+
 /// A hold on a workspace whose lock another session or process holds.
 pub fn workspace_locked(holder_pid: Option<u32>) -> (String, String, String) {
     let reason = match holder_pid {

@@ -77,6 +77,22 @@ pub enum HoldReason {
         window: crate::domain::SpendWindow,
         resets_at_ms: i64,
     },
+    /// Reading the issue's blockers failed, or an earlier failure ended blocker reads for the
+    /// pass.
+    BlockersUnresolved,
+    /// The pass's blocker-read budget was spent before it reached the issue.
+    BlockersNotRead,
+    /// The tracker declared the issue's blocker list incomplete.
+    BlockersIncomplete,
+    /// No read has shown the label of the issue's stage hop yet (the hop's target rule and
+    /// label).
+    StageHopUnconfirmed {
+        target_rule: String,
+        target_label: String,
+    },
+    /// A person released the issue's park, and reading the comments its next run receives
+    /// failed.
+    ParkCommentsUnread,
 }
 
 impl HoldReason {
@@ -90,6 +106,11 @@ impl HoldReason {
             HoldReason::UsageLimit { .. } => "usage_limit",
             HoldReason::AgentAuthFailed { .. } => "agent_auth_failed",
             HoldReason::SpendCeiling { window, .. } => window.hold_reason().as_str(),
+            HoldReason::BlockersUnresolved => "blockers_unresolved",
+            HoldReason::BlockersNotRead => "blockers_not_read",
+            HoldReason::BlockersIncomplete => "blockers_incomplete",
+            HoldReason::StageHopUnconfirmed { .. } => "stage_hop_unconfirmed",
+            HoldReason::ParkCommentsUnread => "park_comments_unread",
         }
     }
 }

@@ -113,6 +113,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
                 started_by: Some(r.trigger.unwrap_or(RetryTrigger::Error))
                     .filter(|t| *t != RetryTrigger::Timer),
                 dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
+                route: Default::default(),
                 reaction: stored.as_ref().map(|x| x.reaction()),
                 reaction_context: stored.and_then(|x| x.context),
             }
@@ -148,6 +149,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
             label: p.label,
             label_applied: p.label_applied,
             dispatched_at_ms: p.dispatched_at_ms,
+            route: None,
         })
         .collect();
     let outcomes = snap

@@ -22,6 +22,8 @@ pub struct RetryRow {
     pub error: Option<String>,
     pub trigger: crate::domain::RetryTrigger,
     pub dispatched_at_ms: i64,
+    /// The selection frozen at the claim's first dispatch.
+    pub route: crate::domain::stage::Route,
     /// The pull-request reaction the retry continues, if any.
     pub reaction: Option<super::reactions::RunReaction>,
 }
@@ -35,6 +37,7 @@ impl From<&RetryInfo> for RetryRow {
             error: r.error.clone(),
             trigger: r.trigger,
             dispatched_at_ms: r.dispatched_at_ms,
+            route: r.route.clone(),
             reaction: r.reaction.clone(),
         }
     }
@@ -48,6 +51,13 @@ pub type BudgetRow = BudgetHold;
 
 /// One parked issue.
 pub type ParkedRow = Park;
+
+/// One `between_stages[]` entry: the hop and the latest pass's hold of the issue.
+#[derive(Debug, Clone)]
+pub struct BetweenStagesRow {
+    pub hop: crate::domain::stage::StageHop,
+    pub hold: Option<Held>,
+}
 
 /// The configuration in force, as the state document's `config` serves it (no credentials).
 #[derive(Debug, Clone, Default)]
@@ -79,6 +89,9 @@ pub struct ConfigView {
     pub token_rates: crate::pricing::TokenRates,
     /// The pull-request reactions applied (`config.reactions`).
     pub reactions: crate::config::reactions::ReactionsConfig,
+    /// `dispatch` as of the latest load: rules, chains, the hop ceiling (stage positions and
+    /// `config.dispatch` are computed from it).
+    pub dispatch: Arc<crate::config::dispatch::DispatchConfig>,
 }
 
 /// Wakes threads that follow published snapshots (the SSE streams) without polling: the
@@ -165,6 +178,10 @@ pub struct Snapshot {
     pub parked: Arc<Vec<ParkedRow>>,
     /// Pending pull-request reactions, sorted by identifier, issue id, kind.
     pub pending_reactions: Arc<Vec<super::reactions::ReactionRow>>,
+    /// Sorted by identifier, then issue id.
+    pub between_stages: Arc<Vec<BetweenStagesRow>>,
+    /// Each issue's consecutive automatic hops (issue id → count; absent: 0).
+    pub hop_counts: Arc<BTreeMap<String, u32>>,
     pub totals: AgentTotals,
     pub health: Health,
     /// Usage limits the agents reported (changed by agent events).
@@ -239,6 +256,7 @@ impl ConfigView {
                 .map(str::to_string),
             token_rates: cfg.token_rates.clone(),
             reactions: cfg.reactions.clone(),
+            dispatch: Arc::new(cfg.dispatch.clone()),
         }
     }
 }
@@ -318,6 +336,14 @@ impl Snapshot {
             budget_exhausted: Arc::new(state.budget_held.values().cloned().collect()),
             parked: Arc::new(state.parked.values().cloned().collect()),
             pending_reactions: Arc::new(pending_reactions(state)),
+            between_stages: Arc::new(between_stages(state)),
+            hop_counts: Arc::new(
+                state
+                    .stage_hops
+                    .iter()
+                    .map(|(id, h)| (id.clone(), h.hop_count))
+                    .collect(),
+            ),
             totals: state.totals.clone(),
             health: state.health.clone(),
             rate_limits: Arc::clone(&state.rate_limits),
@@ -355,6 +381,8 @@ impl Snapshot {
             budget_exhausted: Arc::clone(&prev.budget_exhausted),
             parked: Arc::clone(&prev.parked),
             pending_reactions: Arc::clone(&prev.pending_reactions),
+            between_stages: Arc::clone(&prev.between_stages),
+            hop_counts: Arc::clone(&prev.hop_counts),
             totals: state.totals.clone(),
             health: prev.health.clone(),
             rate_limits: Arc::clone(&state.rate_limits),
@@ -390,6 +418,30 @@ fn running_rows(state: &State) -> Vec<RunningRow> {
 fn pending_reactions(state: &State) -> Vec<super::reactions::ReactionRow> {
     let mut rows: Vec<_> = state.reactions.values().cloned().collect();
     rows.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    rows
+}
+
+/// The hops no run has picked up, for issues neither running nor queued for a retry, sorted
+/// by identifier then issue id.
+fn between_stages(state: &State) -> Vec<BetweenStagesRow> {
+    let mut rows: Vec<BetweenStagesRow> = state
+        .stage_hops
+        .values()
+        .filter(|h| h.between_stages())
+        .filter(|h| {
+            !state.running.contains_key(&h.issue_id) && !state.retries.contains_key(&h.issue_id)
+        })
+        .map(|h| BetweenStagesRow {
+            hop: h.clone(),
+            hold: state.between_holds.get(&h.issue_id).cloned(),
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        a.hop
+            .identifier
+            .cmp(&b.hop.identifier)
+            .then_with(|| a.hop.issue_id.cmp(&b.hop.issue_id))
+    });
     rows
 }
 

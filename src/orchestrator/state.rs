@@ -75,6 +75,8 @@ pub struct RunFacts {
     pub live_row_dirty: bool,
     /// What dispatched this run (the run record's `trigger`).
     pub cause: DispatchCause,
+    /// The selection the claim runs on (rule, agent kind, template, stage chain).
+    pub route: crate::domain::stage::Route,
     /// The pull-request reaction this run continues, if any.
     pub reaction: Option<super::reactions::RunReaction>,
     /// The session is in its self-review phase, and how many iterations have completed.
@@ -273,6 +275,8 @@ pub struct RetryInfo {
     /// `None` for a restored put-back (the first trigger is not stored).
     pub started_by: Option<RetryTrigger>,
     pub dispatched_at_ms: i64,
+    /// The selection frozen at the claim's first dispatch.
+    pub route: crate::domain::stage::Route,
     /// The pull-request reaction the retry continues, if any, and its prompt context.
     pub reaction: Option<super::reactions::RunReaction>,
     pub reaction_context: Option<super::reactions::FixContext>,
@@ -293,6 +297,8 @@ pub struct BudgetHold {
     pub spend: Option<HoldSpend>,
     /// The issue's estimated cost as the money ceiling read it; `None` when not evaluated.
     pub money: Option<HoldMoney>,
+    /// The selection of the blocked dispatch; `None` without a dispatch context.
+    pub route: Option<crate::domain::stage::Route>,
 }
 
 impl BudgetHold {
@@ -347,6 +353,8 @@ pub struct Park {
     pub label_applied: bool,
     /// When the pass of the run the park follows was first dispatched.
     pub dispatched_at_ms: Option<i64>,
+    /// The selection of the run the park follows; `None` when it follows no run.
+    pub route: Option<crate::domain::stage::Route>,
 }
 
 /// A pass's hold of one issue.
@@ -559,6 +567,14 @@ pub struct State {
     pub spend: Option<super::spend_ceiling::SpendCeilings>,
     /// Pending pull-request reactions by (issue id, kind).
     pub reactions: BTreeMap<(String, crate::domain::ReactionKind), super::reactions::ReactionRow>,
+    /// Each issue's latest stage hop, until its consecutive-hop count resets (issue id →
+    /// hop); the ones no run has picked up since are `between_stages[]`.
+    pub stage_hops: BTreeMap<String, crate::domain::stage::StageHop>,
+    /// The latest pass's hold of each issue between stages (`between_stages[].hold`).
+    pub between_holds: BTreeMap<String, Held>,
+    /// Issues whose park a person released and whose next run has not been dispatched yet:
+    /// the pass reads their comments first (`park_comments_unread` when that read fails).
+    pub park_released: std::collections::BTreeSet<String>,
     /// The engine's memory of each pending reaction (not served).
     pub reaction_memory:
         BTreeMap<(String, crate::domain::ReactionKind), super::reactions::RowMemory>,

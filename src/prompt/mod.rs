@@ -68,6 +68,7 @@ pub fn sample_issue() -> crate::domain::Issue {
             identifier: "PROJ-2".into(),
             state: "Done".into(),
         }],
+        blockers_read: Default::default(),
         created_at: "2026-01-01T00:00:00Z".into(),
         updated_at: "2026-01-02T00:00:00Z".into(),
     }

@@ -95,6 +95,7 @@ mod tests {
             dispatched_at_ms: Some(1_000),
             spend,
             money: None,
+            route: None,
         };
         super::super::to_value(&BudgetView::build(&b, &ConfigView::default()))
     }

@@ -142,6 +142,13 @@ impl HoldView {
                 agent.resets_at = Some(ts(*resets_at_ms));
                 (None, None, wording::spend_ceiling_hold(*window))
             }
+            HoldReason::BlockersUnresolved => (None, None, wording::blockers_unresolved()),
+            HoldReason::BlockersNotRead => (None, None, wording::blockers_not_read()),
+            HoldReason::BlockersIncomplete => (None, None, wording::blockers_incomplete()),
+            HoldReason::StageHopUnconfirmed { target_label, .. } => {
+                (None, None, wording::stage_hop_unconfirmed(target_label))
+            }
+            HoldReason::ParkCommentsUnread => (None, None, wording::park_comments_unread()),
         };
         let (reason_text, release_text, full) = words;
         let hold = HoldView {

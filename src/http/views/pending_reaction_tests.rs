@@ -455,6 +455,7 @@ fn the_state_document_lists_rows_counts_them_and_makes_issues_active() {
         trigger: crate::domain::RetryTrigger::Continuation,
         dispatched_at_ms: at("2026-03-26T13:00:00Z"),
         reaction: None,
+        route: Default::default(),
     });
     let doc = super::super::state::StateDoc::build(
         &snap,

@@ -104,6 +104,7 @@ mod tests {
                     number: 5,
                 },
             }),
+            route: Default::default(),
         };
         super::super::to_value(&RetryView::build(&r, &ConfigView::default(), 0))
     }

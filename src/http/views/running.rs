@@ -435,6 +435,7 @@ mod tests {
             review_metadata: None,
             checks_running: false,
             stall_floor_ms: 0,
+            route: Default::default(),
         }
     }
 

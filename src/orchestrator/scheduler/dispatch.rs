@@ -112,6 +112,7 @@ impl Orchestrator {
                     live_row_written_at_ms: now,
                     live_row_dirty: false,
                     cause,
+                    route: Default::default(),
                     reaction: reaction.map(|r| r.reaction),
                     self_review: None,
                     review_metadata: None,

@@ -511,6 +511,7 @@ impl Orchestrator {
             label,
             label_applied,
             dispatched_at_ms: Some(dispatched_at_ms),
+            route: None,
         };
         log::info!(
             "issue parked issue_id={} issue_identifier={} reason={}",

@@ -76,6 +76,7 @@ impl Orchestrator {
             trigger,
             started_by: Some(trigger),
             dispatched_at_ms,
+            route: Default::default(),
             reaction: None,
             reaction_context: None,
         };
@@ -373,6 +374,11 @@ impl Orchestrator {
                 self.reschedule_at(info, a, RescheduleReason::SpendCeiling, Some(due));
             }
             Some(Decision::Held(HoldReason::BlockedBy(_)))
+            | Some(Decision::Held(HoldReason::BlockersUnresolved))
+            | Some(Decision::Held(HoldReason::BlockersNotRead))
+            | Some(Decision::Held(HoldReason::BlockersIncomplete))
+            | Some(Decision::Held(HoldReason::StageHopUnconfirmed { .. }))
+            | Some(Decision::Held(HoldReason::ParkCommentsUnread))
             | Some(Decision::Held(HoldReason::WorkspaceLocked { .. }))
             | Some(Decision::Held(HoldReason::AgentAuthFailed { .. }))
             | Some(Decision::Skip(_))

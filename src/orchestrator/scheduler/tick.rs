@@ -303,6 +303,7 @@ impl Orchestrator {
             dispatched_at_ms: dispatched_at_ms.or(usage.latest_dispatched_at_ms),
             spend,
             money,
+            route: None,
         };
         // An issue past several ceilings is held for money first, then tokens, then sessions.
         if let Some(m) = money

@@ -102,6 +102,7 @@ fn into_issue(rec: FileRecord) -> Issue {
         id: rec.id.unwrap_or_default(),
         identifier: rec.identifier.unwrap_or_default(),
         display_identifier: String::new(),
+        blockers_read: Default::default(),
         title: rec.title.unwrap_or_default(),
         description: rec.description.unwrap_or_default(),
         state: rec.state.unwrap_or_default(),

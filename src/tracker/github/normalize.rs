@@ -69,6 +69,7 @@ pub fn issue(v: &Value, words: &StateWords, full_name: &str) -> Option<Issue> {
         parent: None,
         comments: None,
         blocked_by: Vec::new(),
+        blockers_read: Default::default(),
         created_at: text(v, "created_at"),
         updated_at: text(v, "updated_at"),
     })

@@ -61,6 +61,7 @@ pub fn issue(v: &Value, endpoint: &str, link_type: &str) -> Option<Issue> {
         parent: parent(&f),
         comments: None,
         blocked_by: blockers(&f, link_type),
+        blockers_read: Default::default(),
         created_at: text_at(&f, "/created"),
         updated_at: text_at(&f, "/updated"),
     })
