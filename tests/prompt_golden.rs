@@ -94,6 +94,7 @@ fn render(issue: &Issue, attempt: Option<u32>, turn: u32) -> String {
         attempt,
         run: RunInfo::for_turn(turn, 5),
         reaction: None,
+        stage: None,
     };
     match t.render(&data) {
         Ok(s) => s,

@@ -55,6 +55,7 @@ fn data(issue: &Issue, attempt: Option<u32>) -> PromptData<'_> {
         attempt,
         run: RunInfo::for_turn(1, 5),
         reaction: None,
+        stage: None,
     }
 }
 
@@ -169,12 +170,14 @@ fn run_values_follow_the_turn() {
         attempt: None,
         run: RunInfo::for_turn(1, 3),
         reaction: None,
+        stage: None,
     });
     let third = t.render(&PromptData {
         issue: &i,
         attempt: None,
         run: RunInfo::for_turn(3, 3),
         reaction: None,
+        stage: None,
     });
     assert_eq!(first.ok().as_deref(), Some("1/3 false"));
     assert_eq!(third.ok().as_deref(), Some("3/3 true"));

@@ -182,6 +182,8 @@ pub struct PassInput {
     /// A spend window that holds dispatch: it stops every candidate the earlier gates let
     /// through, before any other hold. `None` for a dry run.
     pub spend_hold: Option<HoldReason>,
+    /// Issues whose stage hop no read has confirmed yet (`stage_hop_unconfirmed`).
+    pub hop_unconfirmed: BTreeMap<String, HoldReason>,
 }
 
 /// What is live when a pass runs. A dry run has nothing live (`LiveClaims::default()`).
@@ -218,6 +220,7 @@ impl PassInput {
             claimed_identifiers: live.claimed_identifiers,
             agent_hold: None,
             spend_hold: None,
+            hop_unconfirmed: BTreeMap::new(),
             active_states: cfg.tracker.active_states.clone(),
             terminal_states: cfg.tracker.terminal_states.clone(),
             max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
@@ -315,6 +318,11 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
         // The agent kind itself is held: a freed slot or a closed blocker would not dispatch
         // the issue, so this reason wins over theirs.
         if let Some(hold) = &input.agent_hold {
+            out.push(Decision::Held(hold.clone()));
+            continue;
+        }
+        // A stage hop not yet seen on the issue: its next stage waits for a confirming read.
+        if let Some(hold) = input.hop_unconfirmed.get(&issue.id) {
             out.push(Decision::Held(hold.clone()));
             continue;
         }

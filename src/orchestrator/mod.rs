@@ -12,6 +12,7 @@ pub mod rate_limits;
 pub mod reactions;
 pub mod reload;
 pub mod retry_queue;
+pub mod routing;
 pub mod run_error;
 mod scheduler;
 pub mod self_review;

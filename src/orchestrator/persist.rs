@@ -3,6 +3,7 @@
 //! recorded (row, events, aggregates, session) in one transaction before any retry for it is
 //! scheduled.
 
+use crate::domain::stage::{HopResult, Route, StageLineage, StageOutcome};
 use std::collections::HashMap;
 
 use crate::agent::status_file::DeclaredOutcome;
@@ -58,6 +59,7 @@ pub struct WarmStart {
     pub outcomes: HashMap<String, (OutcomeKind, String)>,
     pub acks: Vec<crate::store::AttentionAck>,
     pub usage_holds: Vec<UsageHold>,
+    pub stage_hops: Vec<crate::domain::stage::StageHop>,
 }
 
 pub(crate) fn issue_from_parts(
@@ -93,6 +95,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
         .into_iter()
         .map(|r| {
             let stored = stored_reaction(&r);
+            let route = route_of_retry(&r);
             RetryInfo {
                 issue: issue_from_parts(
                     &r.issue_id,
@@ -113,7 +116,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
                 started_by: Some(r.trigger.unwrap_or(RetryTrigger::Error))
                     .filter(|t| *t != RetryTrigger::Timer),
                 dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
-                route: Default::default(),
+                route,
                 reaction: stored.as_ref().map(|x| x.reaction()),
                 reaction_context: stored.and_then(|x| x.context),
             }
@@ -149,7 +152,12 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
             label: p.label,
             label_applied: p.label_applied,
             dispatched_at_ms: p.dispatched_at_ms,
-            route: None,
+            route: (!p.agent_kind.is_empty()).then(|| Route {
+                rule_name: p.rule_name.clone(),
+                agent_kind: p.agent_kind.clone(),
+                configured_model: p.configured_model.clone(),
+                ..Default::default()
+            }),
         })
         .collect();
     let outcomes = snap
@@ -170,6 +178,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
         .collect();
     Ok(WarmStart {
         reactions: snap.reactions,
+        stage_hops: snap.stage_hops,
         retries,
         totals,
         parks,
@@ -197,6 +206,49 @@ fn stored_reaction(r: &RetryEntry) -> Option<StoredRetryReaction> {
     }
 }
 
+/// The agent kind a route runs: its own, or the workflow's for a route recorded without one.
+pub(crate) fn route_kind<'a>(route: &'a Route, wf: &'a Workflow) -> &'a str {
+    if route.agent_kind.is_empty() {
+        &wf.config.agent.kind
+    } else {
+        &route.agent_kind
+    }
+}
+
+fn lineage_previous(route: &Route) -> String {
+    route
+        .lineage
+        .as_ref()
+        .map(|l| l.previous.clone())
+        .unwrap_or_default()
+}
+
+fn lineage_outcome(route: &Route) -> String {
+    route
+        .lineage
+        .as_ref()
+        .map(|l| l.previous_outcome.as_str().to_string())
+        .unwrap_or_default()
+}
+
+/// The selection a stored retry carries (its lineage only when both members were stored).
+fn route_of_retry(r: &RetryEntry) -> Route {
+    let lineage = StageOutcome::parse(&r.stage_previous_outcome)
+        .filter(|_| !r.stage_previous.is_empty())
+        .map(|o| StageLineage {
+            previous: r.stage_previous.clone(),
+            previous_outcome: o,
+        });
+    Route {
+        rule_name: r.rule_name.clone(),
+        agent_kind: r.agent_kind.clone(),
+        template: r.template.clone(),
+        configured_model: r.configured_model.clone(),
+        chain_id: r.chain_id.clone(),
+        lineage,
+    }
+}
+
 fn warn_on_err<T>(what: &str, r: Result<T, crate::store::StoreError>) {
     if let Err(e) = r {
         log::error!("database write failed op={what} error={:?}", e.to_string());
@@ -212,7 +264,13 @@ pub fn save_retry(store: &Store, r: &RetryInfo, wf: &Workflow) {
         due_at_ms: r.due_at_ms,
         error: r.error.clone(),
         session_id: r.session_id.clone(),
-        agent_kind: wf.config.agent.kind.clone(),
+        agent_kind: route_kind(&r.route, wf).to_string(),
+        template: r.route.template.clone(),
+        rule_name: r.route.rule_name.clone(),
+        configured_model: r.route.configured_model.clone(),
+        chain_id: r.route.chain_id.clone(),
+        stage_previous: lineage_previous(&r.route),
+        stage_previous_outcome: lineage_outcome(&r.route),
         trigger: Some(r.trigger),
         issue_title: r.issue.title.clone(),
         issue_url: r.issue.url.clone(),
@@ -274,6 +332,13 @@ pub fn park(store: &Store, p: &Park) {
             issue_type: p.issue.issue_type.clone(),
             issue_labels: p.issue.labels.clone(),
             dispatched_at_ms: p.dispatched_at_ms,
+            rule_name: p.route.as_ref().map(|r| r.rule_name.clone()).unwrap_or_default(),
+            agent_kind: p.route.as_ref().map(|r| r.agent_kind.clone()).unwrap_or_default(),
+            configured_model: p
+                .route
+                .as_ref()
+                .map(|r| r.configured_model.clone())
+                .unwrap_or_default(),
             ..ParkedIssue::new(p.issue.id.clone(), p.reason)
         }),
     );
@@ -388,7 +453,14 @@ fn run_write(
         completed_at_ms: result.ended_at_ms,
         dispatched_at_ms: Some(e.facts.dispatched_at_ms),
         workflow_file: wf.path.display().to_string(),
-        agent_kind: wf.config.agent.kind.clone(),
+        agent_kind: route_kind(&e.facts.route, wf).to_string(),
+        rule_name: e.facts.route.rule_name.clone(),
+        template: e.facts.route.template.clone(),
+        configured_model: e.facts.route.configured_model.clone(),
+        chain_id: e.facts.route.chain_id.clone(),
+        stage_previous: lineage_previous(&e.facts.route),
+        stage_previous_outcome: lineage_outcome(&e.facts.route),
+        hop_first: e.facts.hop_first,
         reported_model: e.facts.reported_model.clone().unwrap_or_default(),
         workspace,
         turns_completed: i64::from(result.turns_completed),
@@ -427,7 +499,7 @@ fn run_write(
         },
         ..usage_facts(
             e,
-            &wf.config.agent.kind,
+            route_kind(&e.facts.route, wf),
             RunRecord::new(status).with_price(price),
         )
     };
@@ -653,7 +725,7 @@ fn session_meta(
             .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_default(),
-        agent_kind: wf.config.agent.kind.clone(),
+        agent_kind: route_kind(&e.facts.route, wf).to_string(),
         workflow_file: wf.path.display().to_string(),
         sortie_instance: crate::process_signal::orphans::instance_id(),
         recovery_pending: false,
@@ -693,4 +765,24 @@ pub fn set_merged_outcome(
 /// A reaction write (escalations, fingerprints, given comments).
 pub fn reaction_write(store: &Store, w: crate::store::ReactionWrite) {
     warn_on_err("reaction", store.writer().reaction(w));
+}
+
+pub fn save_stage_hop(store: &Store, hop: &crate::domain::stage::StageHop) {
+    let w = crate::store::StageHopWrite::Save(Box::new(hop.clone()));
+    warn_on_err("save_stage_hop", store.writer().stage_hop(w));
+}
+
+pub fn delete_stage_hop(store: &Store, issue_id: &str) {
+    let w = crate::store::StageHopWrite::Delete(issue_id.to_string());
+    warn_on_err("delete_stage_hop", store.writer().stage_hop(w));
+}
+
+/// Records on the run row which stage its exit targeted and what became of the hop.
+pub fn set_run_stage(store: &Store, dispatch_id: &str, target: &str, result: HopResult) {
+    let w = crate::store::StageHopWrite::RunStage {
+        dispatch_id: dispatch_id.to_string(),
+        target: target.to_string(),
+        result: result.as_str().to_string(),
+    };
+    warn_on_err("set_run_stage", store.writer().stage_hop(w));
 }

@@ -77,6 +77,8 @@ pub struct RunFacts {
     pub cause: DispatchCause,
     /// The selection the claim runs on (rule, agent kind, template, stage chain).
     pub route: crate::domain::stage::Route,
+    /// This run is the first a stage hop's next stage dispatched (the run's `hop_first`).
+    pub hop_first: bool,
     /// The pull-request reaction this run continues, if any.
     pub reaction: Option<super::reactions::RunReaction>,
     /// The session is in its self-review phase, and how many iterations have completed.
@@ -154,6 +156,34 @@ impl RunFacts {
     ) -> impl ExactSizeIterator<Item = (u64, &std::sync::Arc<AgentEvent>)> + DoubleEndedIterator
     {
         self.events.events.iter().map(|(seq, ev, _)| (*seq, ev))
+    }
+}
+
+/// The pass a claim belongs to: when its first run was dispatched and the selection it runs
+/// on. Retries, continuations and restarts carry it over unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pass {
+    pub dispatched_at_ms: i64,
+    pub route: crate::domain::stage::Route,
+}
+
+impl RunFacts {
+    /// The pass this run belongs to.
+    pub fn pass(&self) -> Pass {
+        Pass {
+            dispatched_at_ms: self.dispatched_at_ms,
+            route: self.route.clone(),
+        }
+    }
+}
+
+impl RetryInfo {
+    /// The pass this retry continues.
+    pub fn pass(&self) -> Pass {
+        Pass {
+            dispatched_at_ms: self.dispatched_at_ms,
+            route: self.route.clone(),
+        }
     }
 }
 

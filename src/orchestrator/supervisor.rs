@@ -33,6 +33,8 @@ pub struct SupervisorJob {
     pub resume_session_id: Option<String>,
     pub workflow: Arc<Workflow>,
     pub template: Arc<PromptTemplate>,
+    /// The run's place on a stage chain (`.stage` in the prompt).
+    pub stage: crate::prompt::StageValues,
     pub workspaces: Arc<WorkspaceManager>,
     pub tracker: Arc<dyn TrackerAdapter>,
     pub agent: Arc<dyn AgentAdapter>,
@@ -505,14 +507,17 @@ fn run_turn(
         return ControlFlow::Break(Some(SupervisorExit::Cancelled { reason: r }));
     }
     let reaction = job.reaction.as_ref().and_then(|r| r.context.as_ref());
-    let prompt = match crate::prompt::build_turn_prompt_with_reaction(
+    let cx = crate::prompt::TurnContext {
+        tool_advertisement: None,
+        reaction,
+        stage: Some(&job.stage),
+    };
+    let prompt = match crate::prompt::build_turn_prompt_in(
         &job.template,
         issue,
         Some(job.attempt),
-        turn,
-        max_turns,
-        None,
-        reaction,
+        (turn, max_turns),
+        cx,
     ) {
         Ok(s) => s,
         Err(e) => {

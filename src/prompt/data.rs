@@ -40,11 +40,32 @@ pub struct PromptData<'a> {
     pub run: RunInfo,
     /// The pull-request reaction the run continues: `.ci_failure` or `.review_comments`.
     pub reaction: Option<&'a ReactionContext>,
+    /// Where the run stands on a stage chain (`.stage`); `None` renders every member empty.
+    pub stage: Option<&'a StageValues>,
+}
+
+/// `.stage`: present on every render, so a template never fails on a stage it was not reached
+/// through. Each member is `""` when it does not apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StageValues {
+    /// The selected rule's name when the rule carries a stage label.
+    pub current: String,
+    /// The rule whose hop placed the issue on this stage.
+    pub previous: String,
+    /// `succeeded` or `no_change` for the run that hopped.
+    pub previous_outcome: String,
 }
 
 /// Root keys of the data contract; the reaction keys are nil on a run that continues no
 /// reaction of theirs.
-pub(crate) const ROOT_KEYS: &[&str] = &["issue", "attempt", "run", "ci_failure", "review_comments"];
+pub(crate) const ROOT_KEYS: &[&str] = &[
+    "issue",
+    "attempt",
+    "run",
+    "ci_failure",
+    "review_comments",
+    "stage",
+];
 
 /// Keys of `.issue` (no `display_identifier`: the contract leaves it out).
 pub(crate) const ISSUE_KEYS: &[&str] = &[
@@ -151,6 +172,16 @@ pub(crate) fn issue_value(issue: &Issue) -> Value {
     ])
 }
 
+fn stage_value(stage: Option<&StageValues>) -> Value {
+    let empty = StageValues::default();
+    let s = stage.unwrap_or(&empty);
+    map(vec![
+        ("current", text(&s.current)),
+        ("previous", text(&s.previous)),
+        ("previous_outcome", text(&s.previous_outcome)),
+    ])
+}
+
 impl PromptData<'_> {
     /// The root map handed to the engine.
     pub(crate) fn root_value(&self) -> Value {
@@ -168,6 +199,7 @@ impl PromptData<'_> {
             ),
             ("ci_failure", ci_failure),
             ("review_comments", review_comments),
+            ("stage", stage_value(self.stage)),
         ])
     }
 }

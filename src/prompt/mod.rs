@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use gotmpl::parse::{ListNode, Parser};
 use gotmpl::{MissingKey, Template, TemplateError};
 
-pub use data::{PromptData, RunInfo};
+pub use data::{PromptData, RunInfo, StageValues};
 pub use error::PromptError;
 pub use lint::{PromptWarning, WarningKind, lint};
 pub use reaction::{
@@ -25,8 +25,8 @@ pub use reaction::{
     sample_review_comments,
 };
 pub use turn::{
-    CONTINUATION_PROMPT, STATUS_PROTOCOL_SUFFIX, build_turn_prompt,
-    build_turn_prompt_with_reaction, build_turn_prompt_with_tools,
+    CONTINUATION_PROMPT, STATUS_PROTOCOL_SUFFIX, TurnContext, build_turn_prompt,
+    build_turn_prompt_in, build_turn_prompt_with_reaction, build_turn_prompt_with_tools,
 };
 
 /// Go's name for the prompt template; also the key its body is executed under.
@@ -253,6 +253,7 @@ impl PromptTemplate {
                 attempt,
                 run: RunInfo::for_turn(turn, 3),
                 reaction,
+                stage: None,
             })?;
         }
         Ok(())

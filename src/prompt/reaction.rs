@@ -168,6 +168,7 @@ mod tests {
             attempt: Some(1),
             run: RunInfo::for_turn(1, 3),
             reaction,
+            stage: None,
         })
         .map_err(|e| e.to_string())
     }

@@ -4,7 +4,16 @@
 
 use crate::domain::Issue;
 
-use super::{PromptData, PromptError, PromptTemplate, ReactionContext, RunInfo};
+use super::{PromptData, PromptError, PromptTemplate, ReactionContext, RunInfo, StageValues};
+
+/// What a turn's render carries besides the issue and the turn: the tool advertisement, the
+/// pull-request reaction the run continues, and the run's place on a stage chain.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TurnContext<'a> {
+    pub tool_advertisement: Option<&'a str>,
+    pub reaction: Option<&'a ReactionContext>,
+    pub stage: Option<&'a StageValues>,
+}
 
 /// Sent on a continuation turn whose render is empty: the agent is in the same session and
 /// already has the task.
@@ -74,11 +83,30 @@ pub fn build_turn_prompt_with_reaction(
     tool_advertisement: Option<&str>,
     reaction: Option<&ReactionContext>,
 ) -> Result<String, PromptError> {
+    let cx = TurnContext {
+        tool_advertisement,
+        reaction,
+        stage: None,
+    };
+    build_turn_prompt_in(t, issue, attempt, (turn, max_turns), cx)
+}
+
+/// The prompt of `turn` out of `max_turns` (`turns`) with everything `cx` carries.
+pub fn build_turn_prompt_in(
+    t: &PromptTemplate,
+    issue: &Issue,
+    attempt: Option<u32>,
+    turns: (u32, u32),
+    cx: TurnContext<'_>,
+) -> Result<String, PromptError> {
+    let (turn, max_turns) = turns;
+    let tool_advertisement = cx.tool_advertisement;
     let data = PromptData {
         issue,
         attempt,
         run: RunInfo::for_turn(turn, max_turns),
-        reaction,
+        reaction: cx.reaction,
+        stage: cx.stage,
     };
     let rendered = t.render(&data)?;
     if turn > 1 {

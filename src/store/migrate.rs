@@ -57,6 +57,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "008_reactions",
         sql: include_str!("../../sql/008_reactions.sql"),
     },
+    Migration {
+        version: 9,
+        name: "009_stage_hops",
+        sql: include_str!("../../sql/009_stage_hops.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.

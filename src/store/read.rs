@@ -33,6 +33,8 @@ pub struct WarmStartSnapshot {
     /// Usage-limit holds on agent kinds.
     pub usage_holds: Vec<UsageHoldRow>,
     pub reactions: ReactionsSnapshot,
+    /// Every stored stage hop.
+    pub stage_hops: Vec<crate::domain::stage::StageHop>,
 }
 
 /// What pending reactions are rebuilt from.
@@ -173,6 +175,7 @@ pub(crate) fn warm_start_snapshot(conn: &Connection) -> Result<WarmStartSnapshot
             acknowledgements: attention::load_all(conn)?,
             sessions: sessions::load_all(conn)?,
             usage_holds: usage_holds::load_all(conn)?,
+            stage_hops: super::stage_hops::load_all(conn)?,
             reactions: ReactionsSnapshot {
                 escalations: reactions::load_escalations(conn)?,
                 fingerprints: reactions::load_fingerprints(conn)?,

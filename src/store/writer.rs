@@ -19,6 +19,7 @@ use super::events::{EventLimits, StoredEvent};
 use super::outcomes::{self, IssueOutcome};
 use super::parks::{self, ParkedIssue};
 use super::reactions::{self, ReactionWrite};
+use super::stage_hops::{self, StageHopWrite};
 use super::record::{self, RecordOutcome, RunWrite};
 use super::retry::{self, RetryEntry};
 use super::runs::RunRecord;
@@ -51,6 +52,7 @@ enum WriteOp {
     UpsertUsageHold(UsageHoldRow),
     DeleteUsageHold(UsageHoldRow),
     Reaction(ReactionWrite),
+    StageHop(StageHopWrite),
 }
 
 impl WriteOp {
@@ -69,6 +71,7 @@ impl WriteOp {
             DbCmd::UpsertUsageHold(h) => WriteOp::UpsertUsageHold(h),
             DbCmd::DeleteUsageHold(h) => WriteOp::DeleteUsageHold(h),
             DbCmd::Reaction(w) => WriteOp::Reaction(w),
+            DbCmd::StageHop(w) => WriteOp::StageHop(w),
             other => return Err(Box::new(other)),
         })
     }
@@ -87,6 +90,7 @@ impl WriteOp {
             WriteOp::UpsertUsageHold(h) => ("save usage hold", &h.agent_kind),
             WriteOp::DeleteUsageHold(h) => ("delete usage hold", &h.agent_kind),
             WriteOp::Reaction(w) => ("save reaction state", w.issue_id()),
+            WriteOp::StageHop(w) => ("save stage hop", w.key()),
         }
     }
 }
@@ -109,6 +113,8 @@ pub enum DbCmd {
     DeleteUsageHold(UsageHoldRow),
     /// Standing escalations, fingerprints, given comments.
     Reaction(ReactionWrite),
+    /// Stage hops and a run's hop result.
+    StageHop(StageHopWrite),
     /// Runs a read on the writer's connection, after every earlier write.
     Query(QueryFn),
     PendingEvents(Reply<Vec<PendingSummary>>),
@@ -199,6 +205,9 @@ impl WriterHandle {
     }
     pub fn delete_usage_hold(&self, hold: UsageHoldRow) -> Result<(), StoreError> {
         self.send(DbCmd::DeleteUsageHold(hold))
+    }
+    pub fn stage_hop(&self, w: StageHopWrite) -> Result<(), StoreError> {
+        self.send(DbCmd::StageHop(w))
     }
     pub fn reaction(&self, w: ReactionWrite) -> Result<(), StoreError> {
         self.send(DbCmd::Reaction(w))
@@ -407,6 +416,7 @@ impl Writer {
             DbCmd::UpsertUsageHold(h) => self.write(WriteOp::UpsertUsageHold(h)),
             DbCmd::DeleteUsageHold(h) => self.write(WriteOp::DeleteUsageHold(h)),
             DbCmd::Reaction(w) => self.write(WriteOp::Reaction(w)),
+            DbCmd::StageHop(w) => self.write(WriteOp::StageHop(w)),
             DbCmd::Query(f) => f(&self.conn),
             DbCmd::PendingEvents(reply) => {
                 let _ = reply.send(Ok(self.pending.summaries()));
@@ -581,6 +591,7 @@ impl Writer {
             WriteOp::UpsertUsageHold(h) => usage_holds::upsert(&self.conn, h),
             WriteOp::DeleteUsageHold(h) => usage_holds::delete(&self.conn, h),
             WriteOp::Reaction(w) => reactions::apply(&self.conn, w),
+            WriteOp::StageHop(w) => stage_hops::apply(&self.conn, w),
         }
     }
 

@@ -108,6 +108,17 @@ pub struct ReactionRow {
 }
 
 impl ReactionRow {
+    /// The selection the reaction's continuation runs on: the rule, kind and model of the run
+    /// it follows (the template comes from the rule at the attempt).
+    pub fn route(&self) -> crate::domain::stage::Route {
+        crate::domain::stage::Route {
+            rule_name: self.rule_name.clone(),
+            agent_kind: self.agent_kind.clone(),
+            configured_model: self.configured_model.clone(),
+            ..Default::default()
+        }
+    }
+
     /// `watch_ends_at`: `None` for kinds without a window, a 0 window, a standing
     /// escalation, and a review row awaiting approval.
     pub fn watch_ends_at_ms(&self) -> Option<i64> {

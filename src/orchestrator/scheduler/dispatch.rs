@@ -29,11 +29,20 @@ impl Orchestrator {
         issue: Issue,
         attempt: u32,
         resume_session_id: Option<String>,
-        dispatched_at_ms: i64,
+        pass: Pass,
         cause: super::super::state::DispatchCause,
         reaction: Option<ReactionDispatch>,
     ) {
         let now = self.clock.now_ms();
+        let Some((attempt_route, template, agent)) = self.attempt_resources(&issue, &pass.route)
+        else {
+            self.refused_attempt(&issue, attempt, resume_session_id, pass, cause);
+            return;
+        };
+        let dispatched_at_ms = pass.dispatched_at_ms;
+        let hop_first = cause == super::super::state::DispatchCause::PollTick
+            && attempt_route.lineage.is_some();
+        self.note_picked_up(&issue.id);
         let dispatch_id = new_dispatch_id();
         let cancel = CancelToken::new();
         // What earlier runs spent counts against `agent.max_tokens`; read once per dispatch.
@@ -57,10 +66,11 @@ impl Orchestrator {
             attempt,
             resume_session_id: resume_session_id.clone(),
             workflow: self.workflow.clone(),
-            template: self.template.clone(),
+            template,
+            stage: stage_values(&self.workflow.config.dispatch, &attempt_route),
             workspaces: workspaces.clone(),
             tracker: self.tracker.clone(),
-            agent: self.agent.clone(),
+            agent,
             cancel: cancel.clone(),
             clock: self.clock.clone(),
             tx: self.tx.clone(),
@@ -70,11 +80,14 @@ impl Orchestrator {
             }),
         };
         log::info!(
-            "dispatching issue_id={} issue_identifier={} dispatch_id={} attempt={}",
+            "dispatching issue_id={} issue_identifier={} dispatch_id={} attempt={} rule_name={:?} agent_kind={} chain_id={}",
             issue.id,
             issue.identifier,
             dispatch_id,
-            attempt
+            attempt,
+            attempt_route.rule_name,
+            attempt_route.agent_kind,
+            attempt_route.chain_id
         );
         self.state
             .dispatch_index
@@ -112,7 +125,8 @@ impl Orchestrator {
                     live_row_written_at_ms: now,
                     live_row_dirty: false,
                     cause,
-                    route: Default::default(),
+                    route: attempt_route.clone(),
+                    hop_first,
                     reaction: reaction.map(|r| r.reaction),
                     self_review: None,
                     review_metadata: None,
@@ -136,7 +150,7 @@ impl Orchestrator {
                 err.to_string()
             );
             self.metrics.dispatch("error");
-            self.unspawned(&issue, &dispatch_id, attempt, dispatched_at_ms);
+            self.unspawned(&issue, &dispatch_id, attempt, attempt_route.clone(), dispatched_at_ms);
             return;
         }
         if self.workflow.config.tracker.comments.on_dispatch {
@@ -152,7 +166,7 @@ impl Orchestrator {
                 issue.identifier,
                 e.to_string()
             );
-            self.unspawned(&issue, &dispatch_id, attempt, dispatched_at_ms);
+            self.unspawned(&issue, &dispatch_id, attempt, attempt_route.clone(), dispatched_at_ms);
         }
     }
 
@@ -175,7 +189,14 @@ impl Orchestrator {
     }
 
     /// The supervisor thread could not start: drop the entry and retry like a failed run.
-    fn unspawned(&mut self, issue: &Issue, dispatch_id: &str, attempt: u32, dispatched_at_ms: i64) {
+    fn unspawned(
+        &mut self,
+        issue: &Issue,
+        dispatch_id: &str,
+        attempt: u32,
+        route: crate::domain::stage::Route,
+        dispatched_at_ms: i64,
+    ) {
         self.state.running.remove(&issue.id);
         self.state.dispatch_index.remove(dispatch_id);
         self.schedule_retry(
@@ -185,7 +206,10 @@ impl Orchestrator {
             RetryTrigger::Error,
             Some("failed to spawn agent".into()),
             None,
-            dispatched_at_ms,
+            Pass {
+                dispatched_at_ms,
+                route,
+            },
         );
     }
 

@@ -46,8 +46,12 @@ pub(super) enum ExitStep {
     /// The agent declared itself blocked: park the issue under `label`, release the claim.
     Park { label: String },
     /// The agent declared an outcome: move the issue to `state` if one is configured, then
-    /// release the claim.
-    Declared { state: Option<String> },
+    /// release the claim. `no_change`: the declaration was `no-change-needed`, a success that
+    /// makes the stage hop of a rule with `next` instead of the write.
+    Declared {
+        state: Option<String>,
+        no_change: bool,
+    },
     /// The session ended without a declaration: read the issue's state, then hand off or
     /// continue with `attempt` ([`decide_continue`]).
     Continue { attempt: u32 },
@@ -119,9 +123,11 @@ pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
             },
             Some(DeclaredOutcome::NoChangeNeeded) => ExitStep::Declared {
                 state: f.tracker.no_change_state.clone(),
+                no_change: true,
             },
             Some(DeclaredOutcome::NeedsHumanReview) => ExitStep::Declared {
                 state: f.tracker.handoff_state.clone(),
+                no_change: false,
             },
             None => ExitStep::Continue {
                 attempt: next_attempt,
@@ -230,7 +236,10 @@ impl Orchestrator {
             return;
         }
         self.apply_exit_step(&entry, step, result.session_id.clone());
-        self.seed_reactions(&entry, &result);
+        // A hop releases the claim the reactions would follow; the last stage seeds them.
+        if !self.hopped(&entry) {
+            self.seed_reactions(&entry, &result);
+        }
         self.lifecycle_comment_at_exit(
             &entry.facts.issue,
             &result.exit,
@@ -360,11 +369,14 @@ impl Orchestrator {
                 self.release(&issue.id);
             }
             ExitStep::Park { label } => {
-                self.park(issue, label, entry.facts.dispatched_at_ms);
+                self.park(issue, label, entry.facts.pass());
                 self.release(&issue.id);
             }
-            ExitStep::Declared { state } => {
-                if let Some(state) = state {
+            ExitStep::Declared { state, no_change } => {
+                let hopped = no_change
+                    && self.issue_still_active(issue)
+                    && self.try_stage_hop(entry, crate::domain::stage::StageOutcome::NoChange);
+                if !hopped && let Some(state) = state {
                     self.transition_and_record(issue, &state);
                 }
                 self.release(&issue.id);
@@ -410,7 +422,7 @@ impl Orchestrator {
             RetryTrigger::Error,
             Some(RetryError::WorkerExited(error.clone()).stored()),
             None,
-            entry.facts.dispatched_at_ms,
+            entry.facts.pass(),
         );
     }
 
@@ -435,7 +447,7 @@ impl Orchestrator {
             RetryTrigger::UsageLimit,
             Some(RetryError::WorkerExited(error).stored()),
             entry.facts.session_id.clone(),
-            entry.facts.dispatched_at_ms,
+            entry.facts.pass(),
         );
     }
 
@@ -463,6 +475,10 @@ impl Orchestrator {
                 return;
             }
             ContinueStep::HandOff { state } => {
+                if self.try_stage_hop(entry, crate::domain::stage::StageOutcome::Succeeded) {
+                    self.release(&issue.id);
+                    return;
+                }
                 if self.transition_and_record(issue, &state) {
                     log::info!(
                         "handoff transition succeeded, releasing claim issue_id={} issue_identifier={} state={:?}",
@@ -483,13 +499,13 @@ impl Orchestrator {
             RetryTrigger::Continuation,
             None,
             session_id,
-            entry.facts.dispatched_at_ms,
+            entry.facts.pass(),
         );
     }
 
     /// Parks an issue whose agent needs a person; the label is best effort. `dispatched_at_ms`
     /// is the pass of the run the park follows.
-    fn park(&mut self, issue: &Issue, label: String, dispatched_at_ms: i64) {
+    fn park(&mut self, issue: &Issue, label: String, pass: Pass) {
         let label_applied = match self.tracker.add_label(&issue.id, &label) {
             Ok(()) => true,
             Err(e) => {
@@ -510,9 +526,10 @@ impl Orchestrator {
             parked_state,
             label,
             label_applied,
-            dispatched_at_ms: Some(dispatched_at_ms),
-            route: None,
+            dispatched_at_ms: Some(pass.dispatched_at_ms),
+            route: Some(pass.route),
         };
+        self.reset_hops(&issue.id, "parked");
         log::info!(
             "issue parked issue_id={} issue_identifier={} reason={}",
             issue.id,
@@ -590,10 +607,23 @@ impl Orchestrator {
             });
     }
 
+    /// Whether the issue is still in an active state (a failed read counts as active, as the
+    /// supervisor last saw it).
+    fn issue_still_active(&self, issue: &Issue) -> bool {
+        let current = self
+            .tracker
+            .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
+            .ok()
+            .and_then(|m| m.get(&issue.id).cloned());
+        let cfg = &self.workflow.config.tracker;
+        current.is_none_or(|s| state_in(&s, &cfg.active_states) && !state_in(&s, &cfg.terminal_states))
+    }
+
     pub(super) fn transition_and_record(&mut self, issue: &Issue, state: &str) -> bool {
         match self.tracker.transition_issue(&issue.id, state) {
             Ok(()) => {
                 self.metrics.handoff("success");
+                self.reset_hops(&issue.id, "handoff");
                 self.state.outcomes.insert(
                     issue.id.clone(),
                     (OutcomeKind::HandedOff, state.to_string()),

@@ -1,6 +1,7 @@
 //! The orchestrator thread: its state, its loop and its messages. The handlers live in the
 //! submodules, one concern each.
 
+mod attempt;
 mod dispatch;
 mod events;
 mod exit;
@@ -10,6 +11,7 @@ mod reactions;
 mod reconcile;
 mod retry;
 mod spend;
+mod stage_hop;
 mod tick;
 
 use std::sync::{Arc, RwLock};
@@ -41,7 +43,9 @@ use super::msg::{
 use super::persist;
 use super::snapshot::{PublishPacer, Snapshot};
 use super::state::PreflightError;
-use super::state::{AwaitingRecord, BudgetHold, Held, Park, RetryInfo, RunningEntry, State};
+use super::state::{
+    AwaitingRecord, BudgetHold, Held, Park, Pass, RetryInfo, RunningEntry, State,
+};
 use super::supervisor::{self, SupervisorJob};
 use super::tracker_ops::Lifecycle;
 
@@ -237,11 +241,15 @@ impl Orchestrator {
                 for h in ws.usage_holds {
                     self.state.agent_holds.note_usage_limit(h);
                 }
+                for h in ws.stage_hops {
+                    self.state.stage_hops.insert(h.issue_id.clone(), h);
+                }
                 self.rebuild_reactions(ws.reactions);
                 log::info!(
-                    "warm start restored retries={} parked={} usage_holds={} dispatches_total={}",
+                    "warm start restored retries={} parked={} stage_hops={} usage_holds={} dispatches_total={}",
                     self.state.retries.len(),
                     self.state.parked.len(),
+                    self.state.stage_hops.len(),
                     self.state.agent_holds.usage.len(),
                     self.state.totals.dispatches
                 );
@@ -331,7 +339,13 @@ impl Orchestrator {
                     RetryTrigger::Error,
                     Some(crate::store::INTERRUPTED_ERROR.to_string()),
                     Some(s.session_id.clone()),
-                    dispatched,
+                    Pass {
+                        dispatched_at_ms: dispatched,
+                        route: crate::domain::stage::Route {
+                            agent_kind: s.agent_kind.clone(),
+                            ..Default::default()
+                        },
+                    },
                 );
             }
             persist::session_recovered(&self.store, &s.issue_id);

@@ -53,9 +53,9 @@ impl Orchestrator {
             issue: seed::issue_of(issue, &state),
             record,
             dispatched_at_ms: Some(entry.facts.dispatched_at_ms),
-            rule_name: String::new(),
-            agent_kind: self.workflow.config.agent.kind.clone(),
-            configured_model: String::new(),
+            rule_name: entry.facts.route.rule_name.clone(),
+            agent_kind: persist::route_kind(&entry.facts.route, &self.workflow).to_string(),
+            configured_model: entry.facts.route.configured_model.clone(),
             next_attempt: entry.facts.attempt + 1,
             session_id: result.session_id.clone().or(entry.facts.session_id.clone()),
         };
@@ -471,7 +471,10 @@ impl Orchestrator {
             trigger,
             None,
             mem.session_id.clone(),
-            row.dispatched_at_ms.unwrap_or(now),
+            Pass {
+                dispatched_at_ms: row.dispatched_at_ms.unwrap_or(now),
+                route: row.route(),
+            },
         );
         if let Some(info) = self.state.retries.get_mut(&issue.id) {
             info.reaction = Some(reaction);

@@ -44,7 +44,7 @@ impl Orchestrator {
                 e.handles.cancel.cancel(CancelReason::Stall);
                 let issue = e.facts.issue.clone();
                 let next = e.facts.attempt + 1;
-                let dispatched_at = e.facts.dispatched_at_ms;
+                let pass = e.facts.pass();
                 self.schedule_retry(
                     &issue,
                     next,
@@ -52,7 +52,7 @@ impl Orchestrator {
                     RetryTrigger::Stall,
                     Some(crate::orchestrator::run_error::RetryError::Stall.stored()),
                     None,
-                    dispatched_at,
+                    pass,
                 );
             }
         }

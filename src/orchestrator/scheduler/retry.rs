@@ -20,18 +20,10 @@ impl Orchestrator {
         trigger: RetryTrigger,
         error: Option<String>,
         session_id: Option<String>,
-        dispatched_at_ms: i64,
+        pass: Pass,
     ) {
         let due = self.clock.now_ms() + delay_ms as i64;
-        self.schedule_retry_at(
-            issue,
-            attempt,
-            due,
-            trigger,
-            error,
-            session_id,
-            dispatched_at_ms,
-        );
+        self.schedule_retry_at(issue, attempt, due, trigger, error, session_id, pass);
     }
 
     /// [`Orchestrator::schedule_retry`] due at the absolute time `due` (a usage limit's reset).
@@ -44,8 +36,12 @@ impl Orchestrator {
         trigger: RetryTrigger,
         error: Option<String>,
         session_id: Option<String>,
-        dispatched_at_ms: i64,
+        pass: Pass,
     ) {
+        let Pass {
+            dispatched_at_ms,
+            route,
+        } = pass;
         let delay_ms = due.saturating_sub(self.clock.now_ms()).max(0);
         if let Some(existing) = self.state.retries.get(&issue.id)
             && existing.attempt >= attempt
@@ -76,7 +72,7 @@ impl Orchestrator {
             trigger,
             started_by: Some(trigger),
             dispatched_at_ms,
-            route: Default::default(),
+            route,
             reaction: None,
             reaction_context: None,
         };
@@ -339,7 +335,7 @@ impl Orchestrator {
                     issue,
                     info.attempt,
                     info.session_id.clone(),
-                    info.dispatched_at_ms,
+                    info.pass(),
                     super::super::state::DispatchCause::Retry(info.started_by),
                     info.reaction
                         .clone()

@@ -172,7 +172,8 @@ impl Orchestrator {
         let dispatched = if self.store_blocks_dispatch() {
             0
         } else {
-            self.run_pass(&candidates, now)
+            let unconfirmed = self.confirm_hops(&mut candidates);
+            self.run_pass(&candidates, unconfirmed, now)
         };
         self.state
             .health
@@ -190,8 +191,14 @@ impl Orchestrator {
     /// Dispatches what the pass decides and replaces the pass holds; returns how many issues
     /// were dispatched. A hold that is exactly as it was (same issue, same reason) is moved
     /// over from the previous tick rather than copied.
-    fn run_pass(&mut self, candidates: &[Issue], now: i64) -> usize {
+    fn run_pass(
+        &mut self,
+        candidates: &[Issue],
+        unconfirmed: std::collections::BTreeMap<String, HoldReason>,
+        now: i64,
+    ) -> usize {
         let mut input = self.pass_input();
+        input.hop_unconfirmed = unconfirmed;
         self.prune_agent_holds();
         input.agent_hold = self.agent_hold(self.poll_grace_ms());
         input.spend_hold = self.spend_hold();
@@ -213,11 +220,12 @@ impl Orchestrator {
         for (issue, decision) in candidates.iter().zip(decisions) {
             match decision {
                 Decision::Dispatch => {
+                    let pass = self.poll_pass(issue, now);
                     self.dispatch(
                         issue.clone(),
                         0,
                         None,
-                        now,
+                        pass,
                         super::super::state::DispatchCause::PollTick,
                         None,
                     );
@@ -231,6 +239,7 @@ impl Orchestrator {
             }
         }
         log_holds_ended(&previous);
+        self.split_between_holds(&mut held);
         self.state.held = held;
         dispatched
     }
@@ -425,6 +434,7 @@ impl Orchestrator {
                     p.issue.identifier
                 );
                 persist::unpark(&self.store, &id);
+                self.reset_hops(&id, "unparked");
             }
         }
     }

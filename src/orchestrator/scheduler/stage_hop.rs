@@ -1,0 +1,282 @@
+//! Stage chains on `orch`: the hop a successful exit makes in place of the handoff write, the
+//! read that confirms a hop before its next stage dispatches, the pass a poll-tick dispatch
+//! starts or continues, and the resets of an issue's consecutive-hop count.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::domain::stage::{HopResult, StageHop, StageOutcome, new_chain_id};
+
+impl Orchestrator {
+    /// Makes the hop of a successful run whose rule carries `next` (read from the
+    /// configuration in force now). `true` when the hop was made: the caller releases the
+    /// claim and writes no handoff. Otherwise the exit takes the handoff write.
+    pub(super) fn try_stage_hop(&mut self, entry: &RunningEntry, outcome: StageOutcome) -> bool {
+        let d = self.workflow.config.dispatch.clone();
+        let facts = &entry.facts;
+        let Some(source) = d.rule(&facts.route.rule_name).filter(|r| r.next.is_some()) else {
+            return false;
+        };
+        let Some((target, label)) = source
+            .next
+            .as_deref()
+            .and_then(|n| d.rule(n))
+            .and_then(|t| t.stage.clone().map(|l| (t, l)))
+        else {
+            return false;
+        };
+        let issue = &facts.issue;
+        let count = self
+            .state
+            .stage_hops
+            .get(&issue.id)
+            .map_or(0, |h| h.hop_count);
+        let not_made = |result: HopResult, why: &str| {
+            log::warn!(
+                "stage hop not made issue_id={} issue_identifier={} reason={why} source_rule={} target_rule={} target_label={label:?} hop_count={count} hop_ceiling={}",
+                issue.id,
+                issue.identifier,
+                source.name,
+                target.name,
+                d.hop_ceiling()
+            );
+            result
+        };
+        if count + 1 > d.hop_ceiling() {
+            let r = not_made(HopResult::Ceiling, "ceiling");
+            persist::set_run_stage(&self.store, &facts.dispatch_id, &target.name, r);
+            return false;
+        }
+        if let Err(e) = self.tracker.add_label(&issue.id, &label) {
+            let r = not_made(HopResult::Failed, &format!("add_failed: {e}"));
+            persist::set_run_stage(&self.store, &facts.dispatch_id, &target.name, r);
+            return false;
+        }
+        let (labels, left) = self.remove_other_stage_labels(issue, &label);
+        let result = if left.is_empty() {
+            HopResult::Advanced
+        } else {
+            HopResult::Partial
+        };
+        let hop = StageHop {
+            issue_id: issue.id.clone(),
+            identifier: issue.identifier.clone(),
+            display_identifier: issue.display_identifier.clone(),
+            hop_count: count + 1,
+            source_rule: source.name.clone(),
+            target_rule: target.name.clone(),
+            target_label: label.clone(),
+            previous_outcome: Some(outcome),
+            source_dispatch_id: facts.dispatch_id.clone(),
+            chain_id: facts.route.chain_id.clone(),
+            dispatched_at_ms: Some(facts.dispatched_at_ms),
+            hopped_at_ms: self.clock.now_ms(),
+            target_observed: false,
+            picked_up: false,
+            issue_title: issue.title.clone(),
+            issue_url: issue.url.clone(),
+            issue_type: issue.issue_type.clone(),
+            state: issue.state.clone(),
+            issue_labels: Some(labels),
+        };
+        log::info!(
+            "stage hop made issue_id={} issue_identifier={} source_rule={} target_rule={} target_label={label:?} hop_count={} result={} stage_labels_left={left:?}",
+            issue.id,
+            issue.identifier,
+            hop.source_rule,
+            hop.target_rule,
+            hop.hop_count,
+            result.as_str()
+        );
+        persist::save_stage_hop(&self.store, &hop);
+        persist::set_run_stage(&self.store, &facts.dispatch_id, &target.name, result);
+        self.state.stage_hops.insert(issue.id.clone(), hop);
+        self.drop_issue_reactions(&issue.id);
+        true
+    }
+
+    /// Removes every configured stage label but `keep` that the dispatch read showed; returns
+    /// the labels the hop leaves and the ones whose removal failed.
+    fn remove_other_stage_labels(&self, issue: &Issue, keep: &str) -> (Vec<String>, Vec<String>) {
+        let d = &self.workflow.config.dispatch;
+        let mut labels = Vec::new();
+        let mut left = Vec::new();
+        for l in &issue.labels {
+            let stale = d.is_stage_label(l) && !l.eq_ignore_ascii_case(keep);
+            if !stale {
+                labels.push(l.clone());
+                continue;
+            }
+            if let Err(e) = self.tracker.remove_label(&issue.id, l) {
+                log::warn!(
+                    "stage label not removed issue_id={} issue_identifier={} label={l:?} error={:?}",
+                    issue.id,
+                    issue.identifier,
+                    e.to_string()
+                );
+                left.push(l.clone());
+                labels.push(l.clone());
+            }
+        }
+        if !labels.iter().any(|l| l.eq_ignore_ascii_case(keep)) {
+            labels.push(keep.to_lowercase());
+        }
+        (labels, left)
+    }
+
+    /// The hop belongs to the claim being released: its pending reactions go with it.
+    fn drop_issue_reactions(&mut self, issue_id: &str) {
+        self.state.reactions.retain(|(id, _), _| id != issue_id);
+        self.state.reaction_memory.retain(|(id, _), _| id != issue_id);
+    }
+
+    /// Whether the exit of `entry` made a hop (its reactions are not seeded).
+    pub(super) fn hopped(&self, entry: &RunningEntry) -> bool {
+        self.state
+            .stage_hops
+            .get(&entry.facts.issue.id)
+            .is_some_and(|h| h.source_dispatch_id == entry.facts.dispatch_id)
+    }
+
+    /// Drops the issue's hop record: the issue was seen outside the active states, or a park
+    /// was placed or released on it.
+    pub(super) fn reset_hops(&mut self, issue_id: &str, trigger: &str) {
+        if let Some(h) = self.state.stage_hops.remove(issue_id) {
+            self.state.between_holds.remove(issue_id);
+            persist::delete_stage_hop(&self.store, issue_id);
+            log::info!(
+                "stage hop count reset issue_id={issue_id} issue_identifier={} trigger={trigger} hop_count={}",
+                h.identifier,
+                h.hop_count
+            );
+        }
+    }
+
+    /// A run of the issue was dispatched: it is no longer between stages.
+    pub(super) fn note_picked_up(&mut self, issue_id: &str) {
+        self.state.between_holds.remove(issue_id);
+        if let Some(h) = self.state.stage_hops.get_mut(issue_id)
+            && !h.picked_up
+        {
+            h.picked_up = true;
+            h.target_observed = true;
+            persist::save_stage_hop(&self.store, h);
+        }
+    }
+
+    /// Confirms the hops no read has confirmed yet: a candidate listing that shows the target
+    /// label confirms it; otherwise one direct read does (and replaces the candidate's labels),
+    /// or resets the count when the issue left the active states. Returns the issues still
+    /// held with `stage_hop_unconfirmed`.
+    pub(super) fn confirm_hops(&mut self, candidates: &mut [Issue]) -> BTreeMap<String, HoldReason> {
+        let mut held = BTreeMap::new();
+        for issue in candidates.iter_mut() {
+            let Some(hop) = self.state.stage_hops.get(&issue.id) else {
+                continue;
+            };
+            if hop.target_observed || hop.picked_up {
+                continue;
+            }
+            let label = hop.target_label.clone();
+            let rule = hop.target_rule.clone();
+            let carries = |labels: &[String]| labels.iter().any(|l| l.eq_ignore_ascii_case(&label));
+            if carries(&issue.labels) {
+                self.mark_observed(&issue.id);
+                continue;
+            }
+            let read = self.tracker.fetch_issue_by_id(&issue.id);
+            let cfg = &self.workflow.config.tracker;
+            match read {
+                Ok(r) if state_in(&r.state, &cfg.terminal_states) => {
+                    self.reset_hops(&issue.id, "terminal")
+                }
+                Ok(r) if !state_in(&r.state, &cfg.active_states) => {
+                    self.reset_hops(&issue.id, "not_active")
+                }
+                Ok(r) if carries(&r.labels) => {
+                    issue.labels = r.labels;
+                    self.mark_observed(&issue.id);
+                }
+                outcome => {
+                    if let Err(e) = outcome {
+                        log::warn!(
+                            "stage hop target read failed, holding issue issue_id={} issue_identifier={} target_label={label:?} error={:?}",
+                            issue.id,
+                            issue.identifier,
+                            e.to_string()
+                        );
+                    }
+                    held.insert(
+                        issue.id.clone(),
+                        HoldReason::StageHopUnconfirmed {
+                            target_rule: rule,
+                            target_label: label,
+                        },
+                    );
+                }
+            }
+        }
+        held
+    }
+
+    fn mark_observed(&mut self, issue_id: &str) {
+        if let Some(h) = self.state.stage_hops.get_mut(issue_id) {
+            h.target_observed = true;
+            persist::save_stage_hop(&self.store, h);
+        }
+    }
+
+    /// The pass a poll-tick dispatch of `issue` runs in: the selection the rules give it, in
+    /// the pass of the hop that reached it when it selects that hop's target, else a new pass
+    /// dated `now`.
+    pub(super) fn poll_pass(&self, issue: &Issue, now: i64) -> Pass {
+        let hop = self.state.stage_hops.get(&issue.id);
+        let sel = crate::orchestrator::routing::select(issue, &self.workflow.config, hop);
+        if !sel.several_stage_labels.is_empty() {
+            log::warn!(
+                "several stage labels found issue_id={} issue_identifier={} stage_labels={:?} rule_name={:?}",
+                issue.id,
+                issue.identifier,
+                sel.several_stage_labels,
+                sel.route.rule_name
+            );
+        }
+        let mut route = sel.route;
+        let continued = hop.filter(|h| route.lineage.is_some() && !h.picked_up);
+        match continued {
+            Some(h) => {
+                route.chain_id = if h.chain_id.is_empty() {
+                    new_chain_id()
+                } else {
+                    h.chain_id.clone()
+                };
+                Pass {
+                    dispatched_at_ms: h.dispatched_at_ms.unwrap_or(now),
+                    route,
+                }
+            }
+            None => {
+                route.chain_id = new_chain_id();
+                Pass {
+                    dispatched_at_ms: now,
+                    route,
+                }
+            }
+        }
+    }
+
+    /// Moves the pass holds of issues between stages to their `between_stages[]` rows.
+    pub(super) fn split_between_holds(&mut self, held: &mut BTreeMap<String, Held>) {
+        let between: Vec<String> = held
+            .keys()
+            .filter(|id| self.state.stage_hops.get(*id).is_some_and(|h| !h.picked_up))
+            .cloned()
+            .collect();
+        self.state.between_holds.clear();
+        for id in between {
+            if let Some(h) = held.remove(&id) {
+                self.state.between_holds.insert(id, h);
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Stage hops: each issue's latest hop (`domain::stage::StageHop`), restored at startup so
+//! the hop count and `between_stages[]` survive a restart.
+
+use rusqlite::{Connection, Row, named_params};
+
+use super::error::{SqlContext, StoreError};
+use super::json;
+
+use crate::domain::stage::{StageHop, StageOutcome};
+
+/// A write to the `stage_hops` table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StageHopWrite {
+    /// Saves the hop, replacing the issue's earlier one.
+    Save(Box<StageHop>),
+    /// Drops the issue's hop (its count reset).
+    Delete(String),
+    /// The run a hop's next stage dispatched is recorded: the run row's hop result.
+    RunStage {
+        dispatch_id: String,
+        target: String,
+        result: String,
+    },
+}
+
+impl StageHopWrite {
+    pub(crate) fn key(&self) -> &str {
+        match self {
+            StageHopWrite::Save(h) => &h.issue_id,
+            StageHopWrite::Delete(id) => id,
+            StageHopWrite::RunStage { dispatch_id, .. } => dispatch_id,
+        }
+    }
+}
+
+pub(crate) fn apply(conn: &Connection, w: &StageHopWrite) -> Result<(), StoreError> {
+    match w {
+        StageHopWrite::Save(h) => save(conn, h),
+        StageHopWrite::Delete(id) => {
+            conn.execute("DELETE FROM stage_hops WHERE issue_id = ?1", [id])
+                .ctx("delete stage hop")?;
+            Ok(())
+        }
+        StageHopWrite::RunStage {
+            dispatch_id,
+            target,
+            result,
+        } => {
+            conn.execute(
+                "UPDATE run_history SET stage_target = ?2, stage_result = ?3 WHERE dispatch_id = ?1",
+                [dispatch_id, target, result],
+            )
+            .ctx("record the run's stage hop")?;
+            Ok(())
+        }
+    }
+}
+
+fn save(conn: &Connection, h: &StageHop) -> Result<(), StoreError> {
+    let labels = match &h.issue_labels {
+        Some(l) => Some(json::encode("encode stage hop labels", l)?),
+        None => None,
+    };
+    conn.execute(
+        "INSERT OR REPLACE INTO stage_hops (issue_id, identifier, display_identifier, hop_count,
+             source_rule, target_rule, target_label, previous_outcome, source_dispatch_id,
+             chain_id, dispatched_at_ms, hopped_at_ms, target_observed, picked_up, issue_title,
+             issue_url, issue_type, state, issue_labels)
+         VALUES (:issue_id, :identifier, :display_identifier, :hop_count, :source_rule,
+             :target_rule, :target_label, :previous_outcome, :source_dispatch_id, :chain_id,
+             :dispatched_at_ms, :hopped_at_ms, :target_observed, :picked_up, :issue_title,
+             :issue_url, :issue_type, :state, :issue_labels)",
+        named_params! {
+            ":issue_id": h.issue_id, ":identifier": h.identifier,
+            ":display_identifier": h.display_identifier, ":hop_count": h.hop_count,
+            ":source_rule": h.source_rule, ":target_rule": h.target_rule,
+            ":target_label": h.target_label,
+            ":previous_outcome": h.previous_outcome.map(|o| o.as_str()).unwrap_or(""),
+            ":source_dispatch_id": h.source_dispatch_id, ":chain_id": h.chain_id,
+            ":dispatched_at_ms": h.dispatched_at_ms, ":hopped_at_ms": h.hopped_at_ms,
+            ":target_observed": h.target_observed, ":picked_up": h.picked_up,
+            ":issue_title": h.issue_title, ":issue_url": h.issue_url,
+            ":issue_type": h.issue_type, ":state": h.state, ":issue_labels": labels,
+        },
+    )
+    .ctx("save stage hop")?;
+    Ok(())
+}
+
+/// Every stored hop, by issue id.
+pub(crate) fn load_all(conn: &Connection) -> Result<Vec<StageHop>, StoreError> {
+    let mut stmt = conn
+        .prepare("SELECT * FROM stage_hops ORDER BY issue_id")
+        .ctx("read stage hops")?;
+    let rows = stmt.query_map([], from_row).ctx("read stage hops")?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(row.ctx("read stage hop")?);
+    }
+    Ok(out)
+}
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<StageHop> {
+    let labels: Option<String> = r.get("issue_labels")?;
+    let outcome: String = r.get("previous_outcome")?;
+    Ok(StageHop {
+        issue_id: r.get("issue_id")?,
+        identifier: r.get("identifier")?,
+        display_identifier: r.get("display_identifier")?,
+        hop_count: r.get("hop_count")?,
+        source_rule: r.get("source_rule")?,
+        target_rule: r.get("target_rule")?,
+        target_label: r.get("target_label")?,
+        previous_outcome: StageOutcome::parse(&outcome),
+        source_dispatch_id: r.get("source_dispatch_id")?,
+        chain_id: r.get("chain_id")?,
+        dispatched_at_ms: r.get("dispatched_at_ms")?,
+        hopped_at_ms: r.get("hopped_at_ms")?,
+        target_observed: r.get("target_observed")?,
+        picked_up: r.get("picked_up")?,
+        issue_title: r.get("issue_title")?,
+        issue_url: r.get("issue_url")?,
+        issue_type: r.get("issue_type")?,
+        state: r.get("state")?,
+        // A list that does not decode reads as unread rather than failing the restore.
+        issue_labels: labels.and_then(|l| serde_json::from_str(&l).ok()),
+    })
+}
