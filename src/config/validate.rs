@@ -304,6 +304,29 @@ pub fn validate_states_not_both_empty(t: &TrackerConfig) -> Result<(), ConfigErr
     }
 }
 
+/// The agent kinds `dispatch` routes to (`rules[].agent`, `default.agent`, the kinds rules
+/// carry settings blocks for): their top-level blocks are read, not ignored.
+fn dispatch_kinds(raw: &Map<String, Value>) -> Vec<&str> {
+    let Some(d) = raw.get("dispatch").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let rules = d
+        .get("rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    let mut out = Vec::new();
+    for m in rules.chain(d.get("default")).filter_map(Value::as_object) {
+        out.extend(m.get("agent").and_then(Value::as_str));
+        out.extend(
+            m.keys()
+                .map(String::as_str)
+                .filter(|k| registry::agent(k).is_some()),
+        );
+    }
+    out
+}
+
 /// Advisory warnings over the raw map: unknown top-level keys (adapter blocks named by
 /// `tracker.kind` / `agent.kind` are known), unknown keys inside typed sections, sections that
 /// are not maps, and wrongly-typed string/list fields that read as empty.
@@ -313,11 +336,13 @@ pub fn collect_warnings(
     agent_kind: &str,
 ) -> Vec<ConfigWarning> {
     let mut out = Vec::new();
+    let routed = dispatch_kinds(raw);
     for (key, value) in raw {
         let known = CORE_KEYS.contains(&key.as_str())
             || EXTENSION_KEYS.contains(&key.as_str())
             || (!tracker_kind.is_empty() && key == tracker_kind)
-            || key == agent_kind;
+            || key == agent_kind
+            || routed.contains(&key.as_str());
         if !known {
             let adapter_kind = registry::TRACKERS
                 .iter()
