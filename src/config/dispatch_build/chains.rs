@@ -140,7 +140,9 @@ pub(super) fn max_consecutive_hops(
     const FIELD: &str = "dispatch.max_consecutive_hops";
     let n = match v {
         None | Some(Value::Null) => return Ok(None),
-        Some(Value::Number(n)) if n.as_i64().is_none() && n.as_u64().is_some() => {
+        Some(Value::Number(n))
+            if n.as_i64().is_none() && (n.as_u64().is_some() || is_huge_whole(n)) =>
+        {
             return Err(ConfigError::field(
                 FIELD,
                 format!(
@@ -268,4 +270,10 @@ pub(super) fn check_collisions(
         }
     }
     Ok(())
+}
+
+/// A whole number YAML read as a float because it does not fit an integer.
+fn is_huge_whole(n: &serde_json::Number) -> bool {
+    n.as_f64()
+        .is_some_and(|f| f.is_finite() && f.fract() == 0.0 && f.abs() >= 9.2e18)
 }
