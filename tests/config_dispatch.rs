@@ -424,9 +424,9 @@ fn a_malformed_glob_and_the_unreachable_check_name() {
         TRACKER,
         "dispatch:\n  rules:\n    - {name: all, agent: mock}\n    - {name: b, match: {labels: x}}",
     );
-    let e = load(&text)
-        .err()
-        .expect("a catch-all before a match rule fails");
+    let Err(e) = load(&text) else {
+        panic!("a catch-all before a match rule fails")
+    };
     assert_eq!(e.check(), "unreachable_rules");
     assert!(
         e.to_string().contains("shadows dispatch.rules[1] (\"b\")"),
