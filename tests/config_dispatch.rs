@@ -576,6 +576,16 @@ fn rule_settings_lay_over_the_kind_block_one_level_deep() {
     assert_eq!(c.configured_model_for("mock", "hard"), None);
     assert_eq!(c.agent_settings(dir), c.agent_settings_for("mock", "", dir));
     assert_eq!(c.agent_settings(dir).command.as_deref(), Some("mock-agent"));
+    let w = ok(
+        "dispatch:\n  rules:\n    - {name: a, match: {labels: x}, agent: claude-code, claude-code: {modle: m}}",
+    );
+    assert!(
+        w.warnings.iter().any(|w| w.check == "unknown_key"
+            && w.field == "dispatch.rules[0].claude-code.modle"
+            && w.message.contains("did you mean `model`?")),
+        "{:?}",
+        w.warnings
+    );
 }
 
 #[test]

@@ -70,6 +70,7 @@ pub(super) fn build_dispatch(
     chains::check_collisions(&cfg, inputs.tracker, inputs.reactions)?;
     cfg.templates = templates::read_templates(&cfg, inputs.workflow_dir)?;
     max_sessions_advisory(&cfg, inputs.agent, warnings);
+    settings_key_warnings(&cfg, &inputs.agent.kind, warnings);
     Ok(cfg)
 }
 
@@ -117,6 +118,27 @@ fn max_sessions_advisory(cfg: &DispatchConfig, agent: &AgentConfig, out: &mut Ve
                 longest.join(" -> ")
             ),
         ));
+    }
+}
+
+/// `unknown_key` for a settings-block key the rule's kind does not read, as for a top-level
+/// block.
+fn settings_key_warnings(cfg: &DispatchConfig, workflow_kind: &str, out: &mut Vec<ConfigWarning>) {
+    for (i, rule) in cfg.rules.iter().enumerate() {
+        let kind = cfg.rule_kind(rule, workflow_kind);
+        let (Some(d), Some(block)) = (crate::registry::agent(kind), rule.settings.as_ref()) else {
+            continue;
+        };
+        for key in block.keys().filter(|k| !d.block_keys.contains(&k.as_str())) {
+            out.push(ConfigWarning::new(
+                "unknown_key",
+                format!("dispatch.rules[{i}].{kind}.{key}"),
+                super::validate::unknown_message(
+                    "not a key this agent kind reads",
+                    super::validate::closest(key, d.block_keys.iter().copied()),
+                ),
+            ));
+        }
     }
 }
 
