@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use serde_json::{Map, Value};
+
 use super::schema::ServiceConfig;
 use crate::agent::AgentSettings;
 use crate::scm::ScmSettings;
@@ -42,17 +44,66 @@ impl ServiceConfig {
     }
 
     /// What the agent adapter is built from: `agent.*` and the block named by `agent.kind`;
-    /// relative paths in the block resolve against `workflow_dir`.
+    /// relative paths in the block resolve against `workflow_dir`. The same as
+    /// [`Self::agent_settings_for`] of `agent.kind` outside any rule.
     pub fn agent_settings(&self, workflow_dir: &Path) -> AgentSettings {
+        self.agent_settings_for(&self.agent.kind, "", workflow_dir)
+    }
+
+    /// What a session of `kind` on the rule `rule_name` (`""`: no rule) is built from: the
+    /// kind's top-level block with the rule's settings block laid over it one level deep (a
+    /// key the rule writes replaces the inherited value whole; `null` removes it). Only
+    /// `agent.kind` reads `agent.command`; another kind runs its adapter's default command.
+    /// The timeouts stay workflow-wide.
+    pub fn agent_settings_for(
+        &self,
+        kind: &str,
+        rule_name: &str,
+        workflow_dir: &Path,
+    ) -> AgentSettings {
         let a = &self.agent;
         AgentSettings {
-            kind: a.kind.clone(),
-            command: a.command.clone(),
+            kind: kind.to_string(),
+            command: if kind == a.kind {
+                a.command.clone()
+            } else {
+                None
+            },
             turn_timeout_ms: a.turn_timeout_ms,
             read_timeout_ms: a.read_timeout_ms,
             stop_grace_ms: a.stop_grace_ms,
-            block: self.adapter_block(&a.kind).cloned().unwrap_or_default(),
+            block: self.resolved_block(kind, rule_name),
             workflow_dir: workflow_dir.to_path_buf(),
         }
+    }
+
+    /// The `model` of the block a session of `kind` on `rule_name` runs with, trimmed;
+    /// `None` when unset or blank (the runtime's default).
+    pub fn configured_model_for(&self, kind: &str, rule_name: &str) -> Option<String> {
+        self.resolved_block(kind, rule_name)
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+    }
+
+    /// The top-level block of `kind` with the settings block of the rule `rule_name` laid
+    /// over it, when that rule runs `kind` and carries one.
+    fn resolved_block(&self, kind: &str, rule_name: &str) -> Map<String, Value> {
+        let mut block = self.adapter_block(kind).cloned().unwrap_or_default();
+        let d = &self.dispatch;
+        let overlay = d
+            .rule(rule_name)
+            .filter(|r| d.rule_kind(r, &self.agent.kind) == kind)
+            .and_then(|r| r.settings.as_ref());
+        for (key, value) in overlay.into_iter().flatten() {
+            if value.is_null() {
+                block.remove(key);
+            } else {
+                block.insert(key.clone(), value.clone());
+            }
+        }
+        block
     }
 }

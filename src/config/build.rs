@@ -84,9 +84,19 @@ fn build_inner(
 
     let reactions = super::reactions_build::build_reactions(&raw, &tracker.kind, warnings)?;
     let self_review = super::self_review_build::build_self_review(&raw, warnings)?;
+    let dispatch = super::dispatch_build::build_dispatch(
+        &raw,
+        &super::dispatch_build::DispatchInputs {
+            tracker: &tracker,
+            agent: &agent,
+            reactions: &reactions,
+            workflow_dir: ctx.workflow_dir,
+        },
+        warnings,
+    )?;
 
     Ok(ServiceConfig {
-        dispatch: Default::default(),
+        dispatch,
         reactions,
         self_review,
         token_rates,

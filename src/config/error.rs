@@ -31,6 +31,13 @@ pub enum ConfigError {
     },
     /// A typed field is invalid: `config: <field>: <message>`.
     Field { field: String, message: String },
+    /// A typed field is invalid and the fault has a check name of its own (for example
+    /// `unreachable_rules`): renders like [`ConfigError::Field`].
+    Checked {
+        check: &'static str,
+        field: String,
+        message: String,
+    },
     /// Both state lists are empty (the promotion cross-rule).
     NoStates,
 }
@@ -54,6 +61,7 @@ impl ConfigError {
             | ConfigError::FrontMatterNotMap { .. }
             | ConfigError::NoFrontMatter { .. } => "workflow_front_matter".to_string(),
             ConfigError::Field { field, .. } => format!("config.{field}"),
+            ConfigError::Checked { check, .. } => check.to_string(),
             ConfigError::NoStates => "config.tracker.active_states".to_string(),
         }
     }
@@ -83,7 +91,9 @@ impl fmt::Display for ConfigError {
                 "workflow front matter in {} must be a YAML map: got {got} (line {line})",
                 path.display()
             ),
-            ConfigError::Field { field, message } => write!(f, "config: {field}: {message}"),
+            ConfigError::Field { field, message } | ConfigError::Checked { field, message, .. } => {
+                write!(f, "config: {field}: {message}")
+            }
             ConfigError::NoStates => f.write_str(
                 "tracker.active_states and tracker.terminal_states are both empty; at least one must be configured",
             ),

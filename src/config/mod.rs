@@ -27,6 +27,7 @@ mod adapter_maps;
 mod build;
 mod coerce;
 pub mod dispatch;
+mod dispatch_build;
 mod dotenv;
 mod env;
 mod error;

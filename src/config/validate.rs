@@ -135,10 +135,8 @@ fn eq_ci(a: &str, b: &str) -> bool {
 pub const UNSUPPORTED_KEY_CHECK: &str = "unsupported_key";
 
 /// Top-level sections of features this build does not have: accepted, never acted on.
-const UNSUPPORTED_SECTIONS: &[(&str, &str)] = &[
-    ("dispatch", "dispatch rules and stages are not built yet"),
-    ("notifications", "notifications are not built yet"),
-];
+const UNSUPPORTED_SECTIONS: &[(&str, &str)] =
+    &[("notifications", "notifications are not built yet")];
 
 /// Keys inside typed sections that this build parses (or accepts) but never acts on.
 const UNSUPPORTED_KEYS: &[(&str, &str, &str)] = &[
@@ -306,6 +304,29 @@ pub fn validate_states_not_both_empty(t: &TrackerConfig) -> Result<(), ConfigErr
     }
 }
 
+/// The agent kinds `dispatch` routes to (`rules[].agent`, `default.agent`, the kinds rules
+/// carry settings blocks for): their top-level blocks are read, not ignored.
+fn dispatch_kinds(raw: &Map<String, Value>) -> Vec<&str> {
+    let Some(d) = raw.get("dispatch").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let rules = d
+        .get("rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    let mut out = Vec::new();
+    for m in rules.chain(d.get("default")).filter_map(Value::as_object) {
+        out.extend(m.get("agent").and_then(Value::as_str));
+        out.extend(
+            m.keys()
+                .map(String::as_str)
+                .filter(|k| registry::agent(k).is_some()),
+        );
+    }
+    out
+}
+
 /// Advisory warnings over the raw map: unknown top-level keys (adapter blocks named by
 /// `tracker.kind` / `agent.kind` are known), unknown keys inside typed sections, sections that
 /// are not maps, and wrongly-typed string/list fields that read as empty.
@@ -315,11 +336,13 @@ pub fn collect_warnings(
     agent_kind: &str,
 ) -> Vec<ConfigWarning> {
     let mut out = Vec::new();
+    let routed = dispatch_kinds(raw);
     for (key, value) in raw {
         let known = CORE_KEYS.contains(&key.as_str())
             || EXTENSION_KEYS.contains(&key.as_str())
             || (!tracker_kind.is_empty() && key == tracker_kind)
-            || key == agent_kind;
+            || key == agent_kind
+            || routed.contains(&key.as_str());
         if !known {
             let adapter_kind = registry::TRACKERS
                 .iter()
@@ -430,6 +453,9 @@ pub fn collect_warnings(
     out
 }
 
+/// The check id of a dispatch route to a kind with no settings block.
+pub const MISSING_BLOCK_CHECK: &str = "dispatch.agent.missing_block";
+
 /// The check id of [`ServiceConfig::agent_command_problem`].
 pub const AGENT_COMMAND_CHECK: &str = "agent_command";
 
@@ -478,6 +504,61 @@ impl ServiceConfig {
                         .map(|p| PreflightProblem::new(format!("config.{}", p.field), p.message)),
                 );
             }
+        }
+        out.extend(self.dispatch_preflight());
+        out
+    }
+
+    /// The dispatch part of preflight: a rule or the default that routes to another
+    /// registered kind than `agent.kind` needs that kind's top-level block or a settings block
+    /// in the rule (`dispatch.agent.missing_block`); each rule's resolved block draws the
+    /// kind's own checks, named for the rule.
+    fn dispatch_preflight(&self) -> Vec<PreflightProblem> {
+        let d = &self.dispatch;
+        let mut out = Vec::new();
+        let has_top = |k: &str| self.adapter_block(k).is_some();
+        for (i, rule) in d.rules.iter().enumerate() {
+            let kind = d.rule_kind(rule, &self.agent.kind);
+            let Some(desc) = registry::agent(kind) else {
+                continue;
+            };
+            if kind != self.agent.kind && !has_top(kind) && rule.settings.is_none() {
+                let name = if rule.name.is_empty() {
+                    "<none>"
+                } else {
+                    &rule.name
+                };
+                out.push(PreflightProblem::new(
+                    MISSING_BLOCK_CHECK,
+                    format!(
+                        "dispatch rule {name:?} (dispatch.rules[{i}]) routes to agent kind {kind:?}, but neither a top-level {kind} block nor a settings block in the rule exists; add one, sortie does not fall back to another kind's settings"
+                    ),
+                ));
+            }
+            if rule.settings.is_some() {
+                let settings = self.agent_settings_for(kind, &rule.name, Path::new("."));
+                out.extend((desc.validate)(&settings).into_iter().map(|p| {
+                    PreflightProblem::new(
+                        format!("config.dispatch.rules[{i}].{kind}"),
+                        format!(
+                            "dispatch rule {:?} (dispatch.rules[{i}].{kind}): {}",
+                            rule.name, p.message
+                        ),
+                    )
+                }));
+            }
+        }
+        if let Some(kind) = d.default.agent.as_deref()
+            && kind != self.agent.kind
+            && registry::agent(kind).is_some()
+            && !has_top(kind)
+        {
+            out.push(PreflightProblem::new(
+                MISSING_BLOCK_CHECK,
+                format!(
+                    "dispatch.default routes to agent kind {kind:?}, but no top-level {kind} block exists; add one, sortie does not fall back to another kind's settings"
+                ),
+            ));
         }
         out
     }

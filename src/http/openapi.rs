@@ -170,12 +170,38 @@ fn state_example() -> Value {
             max_retry_backoff_ms: 300_000,
             max_concurrent_agents: 10,
             workflow_file: "WORKFLOW.md".into(),
+            dispatch: std::sync::Arc::new(dispatch_example()),
             ..Default::default()
         },
         ..Default::default()
     };
     let spend = std::collections::BTreeMap::new();
     to_value(&StateDoc::build(&snap, "0.1.0", &spend, Vec::new(), 0))
+}
+
+/// A match rule that hops to a stage rule, so the example shows both rule shapes and a chain.
+fn dispatch_example() -> crate::config::dispatch::DispatchConfig {
+    use crate::config::dispatch::{DispatchConfig, DispatchRule, PriorityPredicate, RuleMatch};
+    DispatchConfig {
+        rules: vec![
+            DispatchRule {
+                name: "specify".into(),
+                next: Some("implement".into()),
+                matcher: Some(RuleMatch {
+                    labels: vec!["feature".into()],
+                    priority: Some(PriorityPredicate::Lte(2)),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            DispatchRule {
+                name: "implement".into(),
+                stage: Some("stage-implement".into()),
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    }
 }
 
 /// The seed's escalated CI row and its review row of one issue.

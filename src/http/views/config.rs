@@ -10,8 +10,10 @@ use crate::orchestrator::snapshot::ConfigView;
 use super::running::{ArrivalName, usage_arrival_of};
 use super::{EmptyList, Null};
 
+mod dispatch;
 mod reactions;
 
+pub use dispatch::DispatchConfigView;
 pub use reactions::ReactionsView;
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -57,16 +59,6 @@ pub struct AgentConfigView {
 pub struct WorkerConfigView {
     pub ssh_hosts: EmptyList,
     pub max_concurrent_agents_per_host: Null,
-}
-
-/// No dispatch rules or stage chains in this build; `hop_ceiling` is the fixed limit.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct DispatchConfigView {
-    pub rules: EmptyList,
-    pub default: Null,
-    pub chains: EmptyList,
-    pub max_consecutive_hops: Null,
-    pub hop_ceiling: u32,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -151,13 +143,7 @@ impl ConfigDoc {
                 ssh_hosts: EmptyList,
                 max_concurrent_agents_per_host: Null,
             },
-            dispatch: DispatchConfigView {
-                rules: EmptyList,
-                default: Null,
-                chains: EmptyList,
-                max_consecutive_hops: Null,
-                hop_ceiling: 10,
-            },
+            dispatch: DispatchConfigView::build(&c.dispatch, &c.agent_kind),
             reactions: ReactionsView::build(&c.reactions),
             token_rates: token_rates_view(&c.token_rates),
         }
