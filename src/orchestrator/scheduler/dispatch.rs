@@ -67,7 +67,7 @@ impl Orchestrator {
             resume_session_id: resume_session_id.clone(),
             workflow: self.workflow.clone(),
             template,
-            stage: stage_values(&self.workflow.config.dispatch, &attempt_route),
+            stage: super::attempt::stage_values(&self.workflow.config.dispatch, &attempt_route),
             workspaces: workspaces.clone(),
             tracker: self.tracker.clone(),
             agent,
