@@ -465,6 +465,26 @@ pub fn stage_hop_unconfirmed(target_label: &str) -> (String, String, String) {
     (reason, release, full)
 }
 
+/// An issue a stage hop moved from `source` to `target` (adding `label`) that no run has
+/// picked up yet. The pair is the same whether or not a pass holds the issue: the row's hold
+/// carries its own sentences.
+pub fn between_stages(source: &str, target: &str, label: &str) -> Pair {
+    Pair::new(
+        format!("Between stages: {source} to {target}"),
+        format!(
+            "Moved from stage {source} to stage {target}, and Sortie added `{label}`; {target} starts when a poll tick reads that label on the issue."
+        ),
+    )
+}
+
+/// The next outcome of an issue between stages: `(condition, text)`.
+pub fn between_stages_next(target: &str, label: &str) -> (String, String) {
+    (
+        format!("When a poll tick reads `{label}` on the issue"),
+        format!("Stage {target} starts in a new session."),
+    )
+}
+
 /// A park was released and the read of the comments the next run receives failed.
 pub fn park_comments_unread() -> (String, String, String) {
     let reason = "Comments of the released park could not be read".to_string();
