@@ -871,6 +871,23 @@ mod tests {
     }
 
     #[test]
+    fn between_stages_words_name_both_stages_and_the_label() {
+        let p = between_stages("specify", "implement", "stage-implement");
+        assert_eq!(p.short, "Between stages: specify to implement");
+        assert_eq!(
+            p.full,
+            "Moved from stage specify to stage implement, and Sortie added `stage-implement`; implement starts when a poll tick reads that label on the issue."
+        );
+        assert_eq!(
+            between_stages_next("implement", "stage-implement"),
+            (
+                "When a poll tick reads `stage-implement` on the issue".to_string(),
+                "Stage implement starts in a new session.".to_string()
+            )
+        );
+    }
+
+    #[test]
     fn running_row() {
         assert_eq!(running(7, None), Pair::new("Turn 7", "Running, turn 7."));
         assert_eq!(
