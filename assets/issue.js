@@ -5,6 +5,7 @@ import * as api from "./api.js";
 import { h, panel, rows, facts, tokens, duration, when, relative, parseTime, clear } from "./dom.js";
 import { actionButton } from "./overview.js";
 import { reactionRow, kindLabel } from "./reactions.js";
+import { betweenRow, stageText } from "./stages.js";
 
 export const title = "Issue";
 
@@ -88,11 +89,12 @@ function view(identifier, d, notFound, list, ctx) {
     (d.pending_reactions || []).length ? panel("Pull request reactions",
       rows(d.pending_reactions, (r) => reactionRow(r, (label, action, attrs) => actionButton(label, action, ctx, attrs), { withIssue: false })),
       { id: "reactions", count: d.pending_reactions.length }) : null,
+    d.between_stages ? panel("Between stages", h("ul", { class: "rows" }, betweenRow(d.between_stages)), { id: "between" }) : null,
     panel("What happens next", rows(d.next_outcomes, (o) =>
       h("li", {}, h("b", {}, o.condition || ""), h("div", {}, o.text || ""))), { id: "next", empty: "Nothing is scheduled for this issue." }),
     run ? h("section", { class: "panel", id: "session" },
       h("h2", {}, "Running session"),
-      facts([["turn", run.turn_count], ["tokens", run.tokens_measured === false ? "not reported" : tokens(run.tokens)],
+      facts([["stage", stageText(run)], ["turn", run.turn_count], ["tokens", run.tokens_measured === false ? "not reported" : tokens(run.tokens)],
         ["model", run.model_name], ["started", relative(run.started_at)], ["session", run.session_id],
         ["reaction", run.reaction_kind ? `${kindLabel(run.reaction_kind)}${run.reaction_attempt ? `, try ${run.reaction_attempt}` : ""}` : null],
         ["pull request", run.pull_request ? `${run.pull_request.repository}#${run.pull_request.number}` : null]]),

@@ -4,6 +4,7 @@
 import * as api from "./api.js";
 import { h, panel, rows, facts, issueLink, num, compact, tokens, duration, when, relative } from "./dom.js";
 import { reactionRow } from "./reactions.js";
+import { stageText, betweenRow } from "./stages.js";
 
 export const title = "Overview";
 
@@ -46,6 +47,8 @@ function view(s, ctx) {
     panel("Retry queue", rows(s.retrying, (r) => retryRow(r, ctx)), { id: "retrying", count: (s.retrying || []).length, empty: "No retry is queued." }),
     panel("Pull request reactions", rows(s.pending_reactions, (r) => reactionRow(r, (label, action, attrs) => actionButton(label, action, ctx, attrs))),
       { id: "reactions", count: (s.pending_reactions || []).length, empty: "No pull request reaction is pending." }),
+    panel("Between stages", rows(s.between_stages, betweenRow),
+      { id: "between", count: (s.between_stages || []).length, empty: "No issue is between stages." }),
     h("div", { class: "grid2" },
       panel("Budget holds", rows(s.budget_exhausted, holdRow), { id: "budget", empty: "No issue is held at a budget." }),
       panel("Parked", rows(s.parked, parkedRow), { id: "parked", empty: "No issue is parked." }),
@@ -101,6 +104,7 @@ function runningRow(r) {
     head(r),
     status(r),
     facts([
+      ["stage", stageText(r)],
       ["turn", r.turn_count],
       ["tokens", r.tokens_measured === false ? "not reported" : tokens(r.tokens)],
       ["requests", r.api_request_count],
@@ -118,6 +122,7 @@ function retryRow(r, ctx) {
     head(r),
     status(r),
     facts([
+      ["stage", stageText(r)],
       ["attempt", r.attempt],
       ["due", relative(r.due_at)],
       ["trigger", r.trigger],

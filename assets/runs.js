@@ -5,6 +5,7 @@
 import * as api from "./api.js";
 import { h, rows, issueLink, tokens, when, clear } from "./dom.js";
 import { runDuration } from "./issue.js";
+import { runStage } from "./stages.js";
 
 export const title = "Runs";
 
@@ -22,6 +23,7 @@ export function create(ctx) {
       issue: q.get("issue") || "",
       status: q.get("status") || "",
       rule: q.get("rule") || "",
+      stage: q.get("stage") || "",
       cursor: q.get("cursor") || "",
       limit: q.get("limit") || "",
     };
@@ -44,12 +46,13 @@ export function create(ctx) {
       onsubmit: (e) => {
         e.preventDefault();
         const f = new FormData(form);
-        go({ view: f.get("view"), issue: f.get("issue").trim(), status: f.get("status"), rule: f.get("rule").trim(), limit: params().limit });
+        go({ view: f.get("view"), issue: f.get("issue").trim(), status: f.get("status"), rule: f.get("rule").trim(), stage: f.get("stage").trim(), limit: params().limit });
       } },
       h("label", {}, "Show", view),
       input("issue", "Issue", p.issue),
       h("label", {}, "Status", status),
       input("rule", "Rule", p.rule),
+      input("stage", "Stage", p.stage),
       h("button", { type: "submit" }, "Apply"));
     return form;
   }
@@ -61,7 +64,7 @@ export function create(ctx) {
         ctx.render([h("h1", {}, "Runs"), h("section", { class: "panel" }, buildForm(p), results)]);
         built = true;
       }
-      const query = { issue: p.issue, status: p.status, rule: p.rule, cursor: p.cursor, limit: p.limit };
+      const query = { issue: p.issue, status: p.status, rule: p.rule, stage: p.stage, cursor: p.cursor, limit: p.limit };
       let body;
       let next = null;
       try {
@@ -85,11 +88,13 @@ function runsView(page) {
   const runs = (page && page.runs) || [];
   if (!runs.length) return h("p", { class: "empty" }, "No run matches.");
   return h("div", { class: "table-wrap" }, h("table", { id: "runs-table" },
-    h("thead", {}, h("tr", {}, h("th", {}, "Issue"), h("th", {}, "Status"), h("th", { class: "opt" }, "Attempt"), h("th", {}, "Completed"),
+    h("thead", {}, h("tr", {}, h("th", {}, "Issue"), h("th", {}, "Status"), h("th", {}, "Rule"), h("th", {}, "Stage"), h("th", { class: "opt" }, "Attempt"), h("th", {}, "Completed"),
       h("th", { class: "num" }, "Duration"), h("th", { class: "num" }, "Tokens"), h("th", { class: "opt" }, "Error"))),
     h("tbody", {}, runs.map((r) => h("tr", { dataset: { run: r.run_id ?? "" } },
       h("td", {}, r.issue_identifier ? issueLink(r.issue_identifier) : ""),
       h("td", { class: `status ${r.status || ""}` }, r.status || ""),
+      h("td", { class: "rule" }, r.rule_name || ""),
+      h("td", { class: "stage" }, runStage(r) || ""),
       h("td", { class: "num opt" }, r.attempt ?? ""),
       h("td", {}, when(r.completed_at)),
       h("td", { class: "num" }, runDuration(r)),

@@ -107,6 +107,7 @@ impl Lab {
         };
         let (tx, rx) = crossbeam_channel::unbounded();
         let job = SupervisorJob {
+            stage: Default::default(),
             dispatch_id: "D1".into(),
             issue,
             attempt: 0,

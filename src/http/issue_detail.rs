@@ -9,20 +9,25 @@ use super::AppState;
 use super::event_json;
 use super::respond::{ApiError, JsonReply, echo};
 use super::runs;
+use super::views::between_stages::BetweenStagesView;
 use super::views::budget::BudgetView;
 use super::views::event::EventView;
 use super::views::issue_detail::{
-    AttemptsView, HistoryView, HopView, IssueDetailView, IssueMember, NextOutcome, WorkspaceView,
+    AttemptsView, HistoryView, HopView, IssueDetailView, IssueMember, LastStageView, NextOutcome,
+    WorkspaceView,
 };
 use super::views::parked::ParkedView;
 use super::views::pending_reaction::{self, PendingReactionView};
 use super::views::retry::RetryView;
 use super::views::run::{IssueTotalsView, OutcomeView, RunView};
 use super::views::running::RunningView;
+use super::views::stage::Stages;
 use super::views::{
-    EmptyObject, IssueFields, IssueRows, IssueStatus, Null, Sentences, nonempty, to_value, ts,
+    EmptyObject, IssueFields, IssueRows, IssueStatus, Sentences, nonempty, to_value, ts,
 };
 use super::wording;
+use crate::config::dispatch::DispatchConfig;
+use crate::store::RunRecord;
 
 /// Events the detail serves.
 const RECENT_EVENTS: usize = 50;
@@ -38,6 +43,7 @@ struct LiveRows {
     pending: Vec<PendingReactionView>,
     /// The index in `pending` of the row that decides a pending-reactions status.
     deciding_pending: usize,
+    between: Option<BetweenStagesView>,
 }
 
 impl LiveRows {
@@ -48,18 +54,20 @@ impl LiveRows {
     ) -> LiveRows {
         let now = snap.generated_at_ms;
         let cfg = &snap.config;
+        let st = Stages::of(snap);
         LiveRows {
-            running: found
-                .running
-                .map(|r| RunningView::build(r, cfg, spend, snap.running_cost(&r.dispatch_id), now)),
-            retry: found.retry.map(|r| RetryView::build(r, cfg, now)),
-            budget: found.budget.map(|b| BudgetView::build(b, cfg)),
-            parked: found.parked.map(|p| ParkedView::build(p, cfg)),
+            running: found.running.map(|r| {
+                RunningView::build(r, cfg, spend, snap.running_cost(&r.dispatch_id), now, &st)
+            }),
+            retry: found.retry.map(|r| RetryView::build(r, cfg, now, &st)),
+            budget: found.budget.map(|b| BudgetView::build(b, cfg, &st)),
+            parked: found.parked.map(|p| ParkedView::build(p, cfg, &st)),
             pending: found
                 .pending
                 .iter()
-                .map(|r| PendingReactionView::build(r, now))
+                .map(|r| PendingReactionView::build(r, now, &st))
                 .collect(),
+            between: found.between.map(|b| BetweenStagesView::build(b, cfg, &st)),
             deciding_pending: pending_reaction::deciding(&found.pending)
                 .and_then(|d| found.pending.iter().position(|r| std::ptr::eq(*r, d)))
                 .unwrap_or(0),
@@ -72,6 +80,9 @@ impl LiveRows {
         match self.deciding() {
             Some((IssueStatus::PendingReactions, _, _)) => {
                 self.pending.first().map(IssueMember::of_reaction)
+            }
+            Some((IssueStatus::BetweenStages, _, _)) => {
+                self.between.as_ref().map(IssueMember::of_hop)
             }
             Some((_, fields, _)) => Some(IssueMember::of(fields)),
             None => None,
@@ -88,10 +99,12 @@ impl LiveRows {
             Some((IssueStatus::BudgetExhausted, &r.issue, &r.sentences))
         } else if let Some(r) = &self.parked {
             Some((IssueStatus::Parked, &r.issue, &r.sentences))
+        } else if let Some(r) = self.pending.get(self.deciding_pending) {
+            Some((IssueStatus::PendingReactions, &r.fields, &r.sentences))
         } else {
-            self.pending
-                .get(self.deciding_pending)
-                .map(|r| (IssueStatus::PendingReactions, &r.fields, &r.sentences))
+            self.between
+                .as_ref()
+                .map(|r| (IssueStatus::BetweenStages, &r.fields, &r.sentences))
         }
     }
 }
@@ -116,13 +129,31 @@ fn live_issue_id(snap: &Snapshot, identifier: &str) -> Option<String> {
                 .iter()
                 .map(|r| (&r.issue.identifier, &r.issue.id)),
         )
+        .chain(
+            snap.between_stages
+                .iter()
+                .map(|r| (&r.hop.identifier, &r.hop.issue_id)),
+        )
         .find(|(ident, _)| *ident == identifier)
         .map(|(_, id)| id.clone())
+}
+
+/// The stage chain of the newest run that no reaction started and that has a rule.
+fn last_stage(runs: &[RunRecord], dispatch: &DispatchConfig) -> Option<LastStageView> {
+    let deciding = runs
+        .iter()
+        .find(|r| !r.rule_name.is_empty() && r.reaction_kind.as_deref().unwrap_or("").is_empty())?;
+    let chain = super::views::run::stage_chain(deciding, dispatch)?;
+    Some(LastStageView {
+        chain,
+        rule: deciding.rule_name.clone(),
+    })
 }
 
 fn history(
     conn: &ReadConn,
     issue_id: &str,
+    dispatch: &DispatchConfig,
 ) -> Result<(Option<HistoryView>, Option<OutcomeView>), ApiError> {
     let page = conn
         .list_runs(
@@ -158,12 +189,12 @@ fn history(
         runs: page
             .runs
             .iter()
-            .map(|r| RunView::build(r, outcome.as_ref(), true))
+            .map(|r| RunView::build(r, outcome.as_ref(), true, dispatch))
             .collect(),
         next_cursor: page.next_cursor.map(|c| c.to_string()),
         totals: IssueTotalsView::build(&totals),
         hops,
-        last_stage: Null,
+        last_stage: last_stage(&page.runs, dispatch),
         issue_outcome: outcome.clone(),
     };
     Ok((Some(h), outcome))
@@ -207,6 +238,10 @@ fn next_outcomes(snap: &Snapshot, found: &IssueRows<'_>) -> Vec<NextOutcome> {
             )
         };
         add("When the retry comes due".into(), text);
+    } else if let Some(b) = found.between.filter(|_| found.running.is_none()) {
+        let (condition, text) =
+            wording::between_stages_next(&b.hop.target_rule, &b.hop.target_label);
+        add(condition, text);
     } else if found.running.is_some() {
         if let Some(h) = &cfg.handoff_state {
             add(
@@ -263,7 +298,7 @@ fn history_only(
         budget_exhausted: None,
         parked: None,
         pending_reactions: Vec::new(),
-        between_stages: Null,
+        between_stages: None,
         recent_events: recorded_events(conn, &issue_id)?,
         last_error: None,
         pr_loop: EmptyObject,
@@ -299,7 +334,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
             .map_err(ApiError::history_unavailable)?
             .ok_or_else(not_found)?,
     };
-    let (history, outcome) = history(&conn, &issue_id)?;
+    let (history, outcome) = history(&conn, &issue_id, &snap.config.dispatch)?;
     let found = IssueRows::find(&snap, &issue_id);
     // Unreadable history leaves the running row's issue figures `null`.
     let spend = found
@@ -361,7 +396,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         budget_exhausted: rows.budget,
         parked: rows.parked,
         pending_reactions: rows.pending,
-        between_stages: Null,
+        between_stages: rows.between,
         recent_events,
         last_error,
         pr_loop: EmptyObject,

@@ -152,10 +152,27 @@ fn state_example() -> Value {
             error: Some("no available orchestrator slots".into()),
             trigger: crate::domain::RetryTrigger::Timer,
             dispatched_at_ms: at("2026-03-26T14:02:41Z"),
-            route: Default::default(),
+            route: crate::domain::stage::Route {
+                rule_name: "implement".into(),
+                agent_kind: crate::registry::DEFAULT_AGENT_KIND.into(),
+                configured_model: "claude-sonnet-4-5".into(),
+                chain_id: "7q2m4x9b1k5d8f3h6j0n2p4rst".into(),
+                lineage: Some(crate::domain::stage::StageLineage {
+                    previous: "specify".into(),
+                    previous_outcome: crate::domain::stage::StageOutcome::Succeeded,
+                }),
+                ..Default::default()
+            },
             reaction: None,
         }]),
         pending_reactions: std::sync::Arc::new(pending_example(&at)),
+        between_stages: std::sync::Arc::new(vec![between_example(&at)]),
+        hop_counts: std::sync::Arc::new(
+            [("def456", 1), ("mno345", 1), ("stu901", 1)]
+                .into_iter()
+                .map(|(id, n)| (id.to_string(), n))
+                .collect(),
+        ),
         spend_ceiling: spend_example(now),
         config: ConfigView {
             tracker_kind: crate::registry::TRACKERS
@@ -170,6 +187,7 @@ fn state_example() -> Value {
             max_retry_backoff_ms: 300_000,
             max_concurrent_agents: 10,
             workflow_file: "WORKFLOW.md".into(),
+            configured_model: Some("claude-sonnet-4-5".into()),
             dispatch: std::sync::Arc::new(dispatch_example()),
             ..Default::default()
         },
@@ -179,17 +197,16 @@ fn state_example() -> Value {
     to_value(&StateDoc::build(&snap, "0.1.0", &spend, Vec::new(), 0))
 }
 
-/// A match rule that hops to a stage rule, so the example shows both rule shapes and a chain.
+/// The seed's two-stage chain: `specify` (matched by label) hops to `implement`.
 fn dispatch_example() -> crate::config::dispatch::DispatchConfig {
-    use crate::config::dispatch::{DispatchConfig, DispatchRule, PriorityPredicate, RuleMatch};
+    use crate::config::dispatch::{DispatchConfig, DispatchRule, RuleMatch};
     DispatchConfig {
         rules: vec![
             DispatchRule {
                 name: "specify".into(),
                 next: Some("implement".into()),
                 matcher: Some(RuleMatch {
-                    labels: vec!["feature".into()],
-                    priority: Some(PriorityPredicate::Lte(2)),
+                    labels: vec!["export".into()],
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -201,6 +218,32 @@ fn dispatch_example() -> crate::config::dispatch::DispatchConfig {
             },
         ],
         ..Default::default()
+    }
+}
+
+/// The seed's issue between stages: `specify` hopped to `implement`.
+fn between_example(at: &dyn Fn(&str) -> i64) -> crate::orchestrator::snapshot::BetweenStagesRow {
+    use crate::domain::stage::{StageHop, StageOutcome};
+    crate::orchestrator::snapshot::BetweenStagesRow {
+        hop: StageHop {
+            issue_id: "stu901".into(),
+            identifier: "MT-655".into(),
+            hop_count: 1,
+            source_rule: "specify".into(),
+            target_rule: "implement".into(),
+            target_label: "stage-implement".into(),
+            previous_outcome: Some(StageOutcome::Succeeded),
+            chain_id: "4k8d2m6x0b3f7h1j5n9p2r6tsv".into(),
+            dispatched_at_ms: Some(at("2026-03-26T14:03:41Z")),
+            hopped_at_ms: at("2026-03-26T14:28:15Z"),
+            issue_title: "Plan the export schema".into(),
+            issue_url: "https://tracker.example.com/browse/MT-655".into(),
+            issue_type: "Story".into(),
+            state: "In Progress".into(),
+            issue_labels: Some(vec!["export".into(), "stage-implement".into()]),
+            ..Default::default()
+        },
+        hold: None,
     }
 }
 

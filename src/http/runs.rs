@@ -97,6 +97,7 @@ fn outcomes_for(conn: &ReadConn, runs: &[RunRecord]) -> Result<Outcomes, ApiErro
 
 pub fn list_runs(state: &AppState, url: &str) -> Result<JsonReply, ApiError> {
     let (filter, cursor, limit) = parse_runs_query(url)?;
+    let snap = state.orch.snapshot();
     let conn = state
         .store
         .read_pool()
@@ -111,7 +112,7 @@ pub fn list_runs(state: &AppState, url: &str) -> Result<JsonReply, ApiError> {
         .iter()
         .map(|r| {
             let o = outcomes.get(&r.issue_id).and_then(Option::as_ref);
-            RunView::build(r, o, false)
+            RunView::build(r, o, false, &snap.config.dispatch)
         })
         .collect();
     Ok(JsonReply::ok(to_value(&RunsPage {
@@ -178,7 +179,7 @@ fn issue_group(
         runs: runs
             .runs
             .iter()
-            .map(|r| RunView::build(r, outcome.as_ref(), true))
+            .map(|r| RunView::build(r, outcome.as_ref(), true, &snap.config.dispatch))
             .collect(),
         next_cursor: runs.next_cursor.map(|c| c.to_string()),
         totals: issue_totals(conn, issue_id)?,
@@ -296,7 +297,8 @@ mod tests {
             unmeasured_cause: Some("ended_early".into()),
             ..RunRecord::new(RunStatus::Failed)
         };
-        let v = to_value(&RunView::build(&r, None, false));
+        let d = Default::default();
+        let v = to_value(&RunView::build(&r, None, false, &d));
         assert_eq!(v["tokens"]["total_tokens"], Value::Null);
         assert_eq!(v["uncached_tokens"], Value::Null);
         assert_eq!(v["unmeasured_cause"], "ended_early");
@@ -308,7 +310,7 @@ mod tests {
             unmeasured_cause: None,
             ..r
         };
-        let v = to_value(&RunView::build(&legacy, None, false));
+        let v = to_value(&RunView::build(&legacy, None, false, &d));
         assert_eq!(v["unmeasured_cause"], "unknown");
     }
 }

@@ -465,6 +465,26 @@ pub fn stage_hop_unconfirmed(target_label: &str) -> (String, String, String) {
     (reason, release, full)
 }
 
+/// An issue a stage hop moved from `source` to `target` (adding `label`) that no run has
+/// picked up yet. The pair is the same whether or not a pass holds the issue: the row's hold
+/// carries its own sentences.
+pub fn between_stages(source: &str, target: &str, label: &str) -> Pair {
+    Pair::new(
+        format!("Between stages: {source} to {target}"),
+        format!(
+            "Moved from stage {source} to stage {target}, and Sortie added `{label}`; {target} starts when a poll tick reads that label on the issue."
+        ),
+    )
+}
+
+/// The next outcome of an issue between stages: `(condition, text)`.
+pub fn between_stages_next(target: &str, label: &str) -> (String, String) {
+    (
+        format!("When a poll tick reads `{label}` on the issue"),
+        format!("Stage {target} starts in a new session."),
+    )
+}
+
 /// A park was released and the read of the comments the next run receives failed.
 pub fn park_comments_unread() -> (String, String, String) {
     let reason = "Comments of the released park could not be read".to_string();
@@ -848,6 +868,23 @@ mod tests {
         assert_eq!(token_figure(None, false), "not measured");
         assert_eq!(token_figure(Some(0), false), "at least 0");
         assert_eq!(token_figure(Some(2_000), true), "2K");
+    }
+
+    #[test]
+    fn between_stages_words_name_both_stages_and_the_label() {
+        let p = between_stages("specify", "implement", "stage-implement");
+        assert_eq!(p.short, "Between stages: specify to implement");
+        assert_eq!(
+            p.full,
+            "Moved from stage specify to stage implement, and Sortie added `stage-implement`; implement starts when a poll tick reads that label on the issue."
+        );
+        assert_eq!(
+            between_stages_next("implement", "stage-implement"),
+            (
+                "When a poll tick reads `stage-implement` on the issue".to_string(),
+                "Stage implement starts in a new session.".to_string()
+            )
+        );
     }
 
     #[test]

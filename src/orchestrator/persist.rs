@@ -292,7 +292,6 @@ pub fn save_retry(store: &Store, r: &RetryInfo, wf: &Workflow) {
             let stored = StoredRetryReaction::new(x, r.reaction_context.as_ref());
             serde_json::to_string(&stored).ok()
         }),
-        ..Default::default()
     };
     warn_on_err("upsert_retry", store.writer().upsert_retry(entry));
 }
@@ -332,8 +331,16 @@ pub fn park(store: &Store, p: &Park) {
             issue_type: p.issue.issue_type.clone(),
             issue_labels: p.issue.labels.clone(),
             dispatched_at_ms: p.dispatched_at_ms,
-            rule_name: p.route.as_ref().map(|r| r.rule_name.clone()).unwrap_or_default(),
-            agent_kind: p.route.as_ref().map(|r| r.agent_kind.clone()).unwrap_or_default(),
+            rule_name: p
+                .route
+                .as_ref()
+                .map(|r| r.rule_name.clone())
+                .unwrap_or_default(),
+            agent_kind: p
+                .route
+                .as_ref()
+                .map(|r| r.agent_kind.clone())
+                .unwrap_or_default(),
             configured_model: p
                 .route
                 .as_ref()

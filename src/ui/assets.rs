@@ -49,6 +49,11 @@ const SOURCES: &[Source] = &[
         content_type: JS,
     },
     Source {
+        name: "stages.js",
+        body: include_bytes!("../../assets/stages.js"),
+        content_type: JS,
+    },
+    Source {
         name: "overview.js",
         body: include_bytes!("../../assets/overview.js"),
         content_type: JS,

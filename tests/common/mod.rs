@@ -14,7 +14,9 @@
 //! - [`fake_jira`]: a fake Jira Cloud REST API on the fake-server framework;
 //! - [`fake_server`]: a fake HTTP API with a fault queue and a request journal;
 //! - [`promtool`]: `promtool check metrics` on an exposition text;
-//! - [`real_cli`]: the real agent CLIs installed from the npm registry.
+//! - [`real_cli`]: the real agent CLIs installed from the npm registry;
+//! - [`schema_check`]: the strict OpenAPI validator;
+//! - [`stages`]: a constructed state with stage chains and an issue between stages.
 #![allow(dead_code)]
 
 pub mod app;
@@ -30,6 +32,8 @@ pub mod procs;
 pub mod promtool;
 pub mod reactions;
 pub mod real_cli;
+pub mod schema_check;
+pub mod stages;
 pub mod store;
 pub mod wait;
 pub mod workflow;

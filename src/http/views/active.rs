@@ -7,12 +7,14 @@ use serde::Serialize;
 
 use crate::domain::ReactionKind;
 
+use super::between_stages::BetweenStagesView;
 use super::budget::BudgetView;
 use super::parked::ParkedView;
 use super::pending_reaction::PendingReactionView;
 use super::retry::RetryView;
 use super::running::RunningView;
-use super::{EmptyObject, IssueFields, Null, Sentences};
+use super::stage::StagePosition;
+use super::{EmptyObject, IssueFields, Sentences};
 
 /// Which live list decided an issue's status.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
@@ -23,6 +25,7 @@ pub enum LiveStatus {
     BudgetExhausted,
     Parked,
     PendingReactions,
+    BetweenStages,
 }
 
 /// One issue of the `active` list.
@@ -38,9 +41,13 @@ pub struct ActiveEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub issue_url: Option<String>,
     pub status: LiveStatus,
-    pub stage_position: Null,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_name: Option<String>,
+    pub stage_position: Option<StagePosition>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured_model: Option<String>,
     /// The kind of the deciding row; present exactly when `status` is `pending_reactions`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reaction_kind: Option<ReactionKind>,
@@ -56,7 +63,10 @@ pub struct ActiveSource<'a> {
     pub issue: &'a IssueFields,
     pub sentences: &'a Sentences,
     pub dispatched_at: Option<&'a str>,
+    pub rule_name: Option<&'a str>,
+    pub stage_position: Option<&'a StagePosition>,
     pub agent_kind: Option<&'a str>,
+    pub configured_model: Option<&'a str>,
     /// The row's kind, for a pending reaction row.
     pub reaction_kind: Option<ReactionKind>,
 }
@@ -67,7 +77,10 @@ impl<'a> From<&'a RunningView> for ActiveSource<'a> {
             issue: &r.issue,
             sentences: &r.sentences,
             dispatched_at: Some(&r.dispatched_at),
+            rule_name: r.rule_name.as_deref(),
+            stage_position: r.stage_position.as_ref(),
             agent_kind: r.agent_kind.as_deref(),
+            configured_model: r.configured_model.as_deref(),
             reaction_kind: None,
         }
     }
@@ -79,7 +92,10 @@ impl<'a> From<&'a RetryView> for ActiveSource<'a> {
             issue: &r.issue,
             sentences: &r.sentences,
             dispatched_at: r.dispatched_at.as_deref(),
+            rule_name: r.rule_name.as_deref(),
+            stage_position: r.stage_position.as_ref(),
             agent_kind: r.agent_kind.as_deref(),
+            configured_model: r.configured_model.as_deref(),
             reaction_kind: None,
         }
     }
@@ -90,8 +106,11 @@ impl<'a> From<&'a BudgetView> for ActiveSource<'a> {
         ActiveSource {
             issue: &r.issue,
             sentences: &r.sentences,
-            dispatched_at: None,
+            dispatched_at: r.dispatched_at.as_deref(),
+            rule_name: r.rule_name.as_deref(),
+            stage_position: r.stage_position.as_ref(),
             agent_kind: r.agent_kind.as_deref(),
+            configured_model: r.configured_model.as_deref(),
             reaction_kind: None,
         }
     }
@@ -102,8 +121,11 @@ impl<'a> From<&'a ParkedView> for ActiveSource<'a> {
         ActiveSource {
             issue: &r.issue,
             sentences: &r.sentences,
-            dispatched_at: None,
+            dispatched_at: r.dispatched_at.as_deref(),
+            rule_name: r.rule_name.as_deref(),
+            stage_position: r.stage_position.as_ref(),
             agent_kind: r.agent_kind.as_deref(),
+            configured_model: r.configured_model.as_deref(),
             reaction_kind: None,
         }
     }
@@ -115,8 +137,26 @@ impl<'a> From<&'a PendingReactionView> for ActiveSource<'a> {
             issue: &r.fields,
             sentences: &r.sentences,
             dispatched_at: r.dispatched_at.as_deref(),
+            rule_name: r.rule_name.as_deref(),
+            stage_position: r.stage_position.as_ref(),
             agent_kind: r.agent_kind.as_deref(),
+            configured_model: r.configured_model.as_deref(),
             reaction_kind: Some(r.kind),
+        }
+    }
+}
+
+impl<'a> From<&'a BetweenStagesView> for ActiveSource<'a> {
+    fn from(r: &'a BetweenStagesView) -> Self {
+        ActiveSource {
+            issue: &r.fields,
+            sentences: &r.sentences,
+            dispatched_at: r.dispatched_at.as_deref(),
+            rule_name: r.rule_name.as_deref(),
+            stage_position: r.stage_position.as_ref(),
+            agent_kind: r.agent_kind.as_deref(),
+            configured_model: r.configured_model.as_deref(),
+            reaction_kind: None,
         }
     }
 }
@@ -130,8 +170,10 @@ impl ActiveEntry {
             issue_title: src.issue.issue_title.clone(),
             issue_url: src.issue.issue_url.clone(),
             status,
-            stage_position: Null,
+            rule_name: src.rule_name.map(str::to_string),
+            stage_position: src.stage_position.cloned(),
             agent_kind: src.agent_kind.map(str::to_string),
+            configured_model: src.configured_model.map(str::to_string),
             reaction_kind: src
                 .reaction_kind
                 .filter(|_| status == LiveStatus::PendingReactions),
@@ -213,7 +255,10 @@ mod tests {
             issue,
             sentences,
             dispatched_at: d,
+            rule_name: None,
+            stage_position: None,
             agent_kind: None,
+            configured_model: None,
             reaction_kind: None,
         };
         let a = active(&[

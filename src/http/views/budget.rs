@@ -7,7 +7,8 @@ use crate::domain::BudgetReason;
 use crate::orchestrator::snapshot::{BudgetRow, ConfigView};
 
 use super::super::wording;
-use super::{IssueFields, Null, Sentences, nonempty, opt_ts, ts};
+use super::stage::{RouteNames, StageLineageView, StagePosition, Stages, lineage};
+use super::{IssueFields, Sentences, opt_ts, ts};
 
 /// A `budget_exhausted[]` entry.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -34,14 +35,20 @@ pub struct BudgetView {
     pub unmeasured_sessions: Option<u64>,
     pub stopped_in_flight: Option<u64>,
     pub exhausted_at: String,
-    pub stage_lineage: Null,
-    pub stage_position: Null,
+    /// The dispatch rule of the blocked dispatch; absent without a dispatch context.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_name: Option<String>,
+    pub stage_lineage: Option<StageLineageView>,
+    pub stage_position: Option<StagePosition>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured_model: Option<String>,
 }
 
 impl BudgetView {
-    pub fn build(b: &BudgetRow, cfg: &ConfigView) -> BudgetView {
+    pub fn build(b: &BudgetRow, cfg: &ConfigView, stages: &Stages<'_>) -> BudgetView {
+        let names = RouteNames::of_opt(b.route.as_ref(), cfg);
         let sessions = b.reason == BudgetReason::Session;
         // A zero sum beside unmeasured or lower-bound sessions is spend not known, not none.
         let used_tokens = b.spend.and_then(|s| {
@@ -72,9 +79,14 @@ impl BudgetView {
             unmeasured_sessions: b.spend.map(|s| s.unmeasured_sessions),
             stopped_in_flight: b.spend.map(|s| s.stopped_in_flight),
             exhausted_at: ts(b.since_ms),
-            stage_lineage: Null,
-            stage_position: Null,
-            agent_kind: nonempty(&cfg.agent_kind),
+            rule_name: names.rule_name,
+            stage_lineage: b.route.as_ref().and_then(lineage),
+            stage_position: b
+                .route
+                .as_ref()
+                .and_then(|r| stages.of_route(r, &b.issue.id)),
+            agent_kind: names.agent_kind,
+            configured_model: names.configured_model,
         }
     }
 }
@@ -97,7 +109,12 @@ mod tests {
             money: None,
             route: None,
         };
-        super::super::to_value(&BudgetView::build(&b, &ConfigView::default()))
+        let (cfg, hops) = (ConfigView::default(), Default::default());
+        let stages = Stages {
+            dispatch: &cfg.dispatch,
+            hop_counts: &hops,
+        };
+        super::super::to_value(&BudgetView::build(&b, &cfg, &stages))
     }
 
     #[test]

@@ -5,7 +5,9 @@ use serde::Serialize;
 
 use crate::domain::Issue;
 use crate::orchestrator::reactions::ReactionRow;
-use crate::orchestrator::snapshot::{BudgetRow, ParkedRow, RetryRow, RunningRow, Snapshot};
+use crate::orchestrator::snapshot::{
+    BetweenStagesRow, BudgetRow, ParkedRow, RetryRow, RunningRow, Snapshot,
+};
 
 use super::nonempty;
 
@@ -19,6 +21,7 @@ pub enum IssueStatus {
     BudgetExhausted,
     Parked,
     PendingReactions,
+    BetweenStages,
     History,
 }
 
@@ -66,6 +69,7 @@ pub struct IssueRows<'a> {
     pub parked: Option<&'a ParkedRow>,
     /// The issue's pending reaction rows, in list order.
     pub pending: Vec<&'a ReactionRow>,
+    pub between: Option<&'a BetweenStagesRow>,
 }
 
 impl<'a> IssueRows<'a> {
@@ -83,6 +87,10 @@ impl<'a> IssueRows<'a> {
                 .iter()
                 .filter(|r| r.issue.id == issue_id)
                 .collect(),
+            between: snap
+                .between_stages
+                .iter()
+                .find(|r| r.hop.issue_id == issue_id),
         }
     }
 }

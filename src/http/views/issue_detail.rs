@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::between_stages::BetweenStagesView;
 use super::budget::BudgetView;
 use super::event::EventView;
 use super::issue::IssueStatus;
@@ -11,7 +12,7 @@ use super::pending_reaction::PendingReactionView;
 use super::retry::RetryView;
 use super::run::{IssueTotalsView, OutcomeView, RunView};
 use super::running::RunningView;
-use super::{EmptyObject, IssueFields, Null, Sentences};
+use super::{EmptyObject, IssueFields, Sentences};
 
 /// What happens next under a condition.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -48,12 +49,21 @@ impl IssueMember {
 
     /// From a pending reaction row, whose type, labels and state may be unread.
     pub fn of_reaction(r: &PendingReactionView) -> IssueMember {
+        IssueMember::of_read(&r.issue)
+    }
+
+    /// From a between-stages row, whose type, labels and state may be unread.
+    pub fn of_hop(r: &BetweenStagesView) -> IssueMember {
+        IssueMember::of_read(&r.issue)
+    }
+
+    fn of_read(i: &super::pending_reaction::ReactionIssueView) -> IssueMember {
         IssueMember {
-            title: r.issue.issue_title.clone(),
-            url: r.issue.issue_url.clone(),
-            issue_type: r.issue.issue_type.clone(),
-            labels: r.issue.issue_labels.clone(),
-            state: r.issue.state.clone(),
+            title: i.issue_title.clone(),
+            url: i.issue_url.clone(),
+            issue_type: i.issue_type.clone(),
+            labels: i.issue_labels.clone(),
+            state: i.state.clone(),
         }
     }
 }
@@ -81,6 +91,13 @@ pub struct HopView {
     pub completed_at: String,
 }
 
+/// The stage chain of the deciding run of an issue's history, and its rule.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LastStageView {
+    pub chain: Vec<String>,
+    pub rule: String,
+}
+
 /// The issue's run history.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "IssueHistory")]
@@ -89,7 +106,7 @@ pub struct HistoryView {
     pub next_cursor: Option<String>,
     pub totals: IssueTotalsView,
     pub hops: Vec<HopView>,
-    pub last_stage: Null,
+    pub last_stage: Option<LastStageView>,
     pub issue_outcome: Option<OutcomeView>,
 }
 
@@ -112,7 +129,8 @@ pub struct IssueDetailView {
     pub parked: Option<ParkedView>,
     /// The issue's rows as `pending_reactions` of the state document serves them.
     pub pending_reactions: Vec<PendingReactionView>,
-    pub between_stages: Null,
+    /// The issue's between-stages entry, hold included, whatever `status` reads.
+    pub between_stages: Option<BetweenStagesView>,
     pub recent_events: Vec<EventView>,
     pub last_error: Option<String>,
     pub pr_loop: EmptyObject,

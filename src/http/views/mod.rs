@@ -11,6 +11,7 @@
 
 pub mod active;
 pub mod attention;
+pub mod between_stages;
 pub mod budget;
 pub mod config;
 pub mod event;
@@ -28,6 +29,7 @@ pub mod retry;
 pub mod run;
 pub mod running;
 pub mod spend_ceiling;
+pub mod stage;
 pub mod state;
 pub mod stats;
 pub mod stream;

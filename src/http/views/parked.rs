@@ -6,7 +6,8 @@ use serde::Serialize;
 use crate::orchestrator::snapshot::{ConfigView, ParkedRow};
 
 use super::super::wording;
-use super::{IssueFields, Null, Sentences, nonempty, opt_ts, ts};
+use super::stage::{RouteNames, StagePosition, Stages};
+use super::{IssueFields, Sentences, nonempty, opt_ts, ts};
 
 /// A `parked[]` entry.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -26,13 +27,19 @@ pub struct ParkedView {
     pub label: String,
     pub label_applied: bool,
     pub parked_at: String,
-    pub stage_position: Null,
+    /// The dispatch rule of the run the park follows; absent when it follows no run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_name: Option<String>,
+    pub stage_position: Option<StagePosition>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured_model: Option<String>,
 }
 
 impl ParkedView {
-    pub fn build(p: &ParkedRow, cfg: &ConfigView) -> ParkedView {
+    pub fn build(p: &ParkedRow, cfg: &ConfigView, stages: &Stages<'_>) -> ParkedView {
+        let names = RouteNames::of_opt(p.route.as_ref(), cfg);
         let mut issue = IssueFields::of(&p.issue);
         issue.state = nonempty(&p.parked_state);
         issue.issue_labels.retain(|l| *l != p.label);
@@ -45,8 +52,14 @@ impl ParkedView {
             label: p.label.clone(),
             label_applied: p.label_applied,
             parked_at: ts(p.parked_at_ms),
-            stage_position: Null,
-            agent_kind: nonempty(&cfg.agent_kind),
+            rule_name: names.rule_name,
+            // The previous rule of the run the park follows chooses among chains.
+            stage_position: p
+                .route
+                .as_ref()
+                .and_then(|r| stages.of_route(r, &p.issue.id)),
+            agent_kind: names.agent_kind,
+            configured_model: names.configured_model,
         }
     }
 }

@@ -9,7 +9,8 @@ use crate::orchestrator::reactions::{LastCheck, ReactionIssue, ReactionPr, React
 use crate::scm::PullRequestRef;
 
 use super::super::reaction_words;
-use super::{IssueFields, Null, Sentences, nonempty, opt_ts, ts};
+use super::stage::{StagePosition, Stages};
+use super::{IssueFields, Sentences, nonempty, opt_ts, ts};
 
 /// A pull request named by number and repository (running rows, the check-now reply).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -210,7 +211,7 @@ impl ReactionIssueView {
     }
 
     /// The shared issue members other lists read (`active[]`).
-    fn fields(&self) -> IssueFields {
+    pub fn fields(&self) -> IssueFields {
         IssueFields {
             issue_id: self.issue_id.clone(),
             issue_identifier: self.issue_identifier.clone(),
@@ -250,7 +251,7 @@ pub struct PendingReactionView {
     pub last_check: Option<LastCheckView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule_name: Option<String>,
-    pub stage_position: Null,
+    pub stage_position: Option<StagePosition>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -264,7 +265,7 @@ pub struct PendingReactionView {
 }
 
 impl PendingReactionView {
-    pub fn build(row: &ReactionRow, now_ms: i64) -> PendingReactionView {
+    pub fn build(row: &ReactionRow, now_ms: i64, stages: &Stages<'_>) -> PendingReactionView {
         let issue = ReactionIssueView::of(&row.issue);
         let fields = issue.fields();
         let escalated = row.escalated_at_ms.is_some();
@@ -284,7 +285,9 @@ impl PendingReactionView {
             watch_ends_at: opt_ts(row.watch_ends_at_ms()),
             last_check: row.last_check.as_ref().map(LastCheckView::of),
             rule_name: nonempty(&row.rule_name),
-            stage_position: Null,
+            // The row keeps no previous rule of the run it follows: the first chain that
+            // holds the rule.
+            stage_position: stages.position(&row.rule_name, None, &row.issue.id),
             agent_kind: nonempty(&row.agent_kind),
             configured_model: nonempty(&row.configured_model),
             sentences: reaction_words::pending(row, now_ms).into(),
@@ -294,12 +297,16 @@ impl PendingReactionView {
 }
 
 /// The rows of `pending_reactions` in the reference's order: issue identifier, issue id, kind.
-pub fn build_all(rows: &[ReactionRow], now_ms: i64) -> Vec<PendingReactionView> {
+pub fn build_all(
+    rows: &[ReactionRow],
+    now_ms: i64,
+    stages: &Stages<'_>,
+) -> Vec<PendingReactionView> {
     let mut sorted: Vec<&ReactionRow> = rows.iter().collect();
     sorted.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     sorted
         .into_iter()
-        .map(|r| PendingReactionView::build(r, now_ms))
+        .map(|r| PendingReactionView::build(r, now_ms, stages))
         .collect()
 }
 

@@ -87,13 +87,31 @@ pub(crate) fn now() -> i64 {
     at("2026-03-26T14:30:00Z")
 }
 
+/// No stage chains: every row serves a null position.
+fn no_stages() -> (
+    crate::config::dispatch::DispatchConfig,
+    std::collections::BTreeMap<String, u32>,
+) {
+    Default::default()
+}
+
 fn served(row: &ReactionRow) -> Value {
-    super::super::to_value(&PendingReactionView::build(row, now()))
+    let (d, h) = no_stages();
+    let stages = super::super::stage::Stages {
+        dispatch: &d,
+        hop_counts: &h,
+    };
+    super::super::to_value(&PendingReactionView::build(row, now(), &stages))
 }
 
 #[test]
 fn the_escalated_ci_row_serves_the_seed_members_in_order() {
-    let text = serde_json::to_string(&PendingReactionView::build(&seed_ci_row(), now()))
+    let (d, h) = no_stages();
+    let stages = super::super::stage::Stages {
+        dispatch: &d,
+        hop_counts: &h,
+    };
+    let text = serde_json::to_string(&PendingReactionView::build(&seed_ci_row(), now(), &stages))
         .unwrap_or_default();
     assert_eq!(
         text,
@@ -348,7 +366,12 @@ fn rows_sort_by_identifier_then_id_then_kind() {
         row("MT-1", "b", ReactionKind::Ci),
         row("MT-1", "a", ReactionKind::LabelFix),
     ];
-    let order: Vec<(String, String, ReactionKind)> = build_all(&rows, now())
+    let (d, h) = no_stages();
+    let stages = super::super::stage::Stages {
+        dispatch: &d,
+        hop_counts: &h,
+    };
+    let order: Vec<(String, String, ReactionKind)> = build_all(&rows, now(), &stages)
         .into_iter()
         .map(|v| (v.issue.issue_identifier, v.issue.issue_id, v.kind))
         .collect();

@@ -8,7 +8,8 @@ use crate::orchestrator::snapshot::{ConfigView, RetryRow};
 use crate::domain::{ReactionKind, RetryTrigger};
 
 use super::super::wording;
-use super::{IssueFields, Null, Sentences, nonempty, ts};
+use super::stage::{RouteNames, StageLineageView, StagePosition, Stages, lineage};
+use super::{IssueFields, Sentences, nonempty, ts};
 
 /// A `retrying[]` entry.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -35,16 +36,22 @@ pub struct RetryView {
     /// The `reactions` key that configures `reaction_kind`; omitted with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reaction_config_key: Option<String>,
+    /// The dispatch rule of the run the retry follows, frozen with the retry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
-    pub stage_lineage: Null,
-    pub stage_position: Null,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured_model: Option<String>,
+    pub stage_lineage: Option<StageLineageView>,
+    pub stage_position: Option<StagePosition>,
     pub paused: bool,
 }
 
 impl RetryView {
-    pub fn build(r: &RetryRow, cfg: &ConfigView, now_ms: i64) -> RetryView {
+    pub fn build(r: &RetryRow, cfg: &ConfigView, now_ms: i64, stages: &Stages<'_>) -> RetryView {
         let error = r.error.as_deref().filter(|e| !e.trim().is_empty());
+        let names = RouteNames::of(&r.route, cfg);
         RetryView {
             issue: IssueFields::of(&r.issue),
             sentences: wording::retrying(
@@ -61,9 +68,11 @@ impl RetryView {
             trigger: nonempty(r.trigger.as_str()).filter(|_| !named_by_reaction(r)),
             reaction_kind: r.reaction.as_ref().map(|x| x.kind),
             reaction_config_key: r.reaction.as_ref().map(|x| x.kind.config_key().to_string()),
-            agent_kind: nonempty(&cfg.agent_kind),
-            stage_lineage: Null,
-            stage_position: Null,
+            rule_name: names.rule_name,
+            agent_kind: names.agent_kind,
+            configured_model: names.configured_model,
+            stage_lineage: lineage(&r.route),
+            stage_position: stages.of_route(&r.route, &r.issue.id),
             paused: false,
         }
     }
@@ -106,7 +115,12 @@ mod tests {
             }),
             route: Default::default(),
         };
-        super::super::to_value(&RetryView::build(&r, &ConfigView::default(), 0))
+        let (cfg, hops) = (ConfigView::default(), Default::default());
+        let stages = Stages {
+            dispatch: &cfg.dispatch,
+            hop_counts: &hops,
+        };
+        super::super::to_value(&RetryView::build(&r, &cfg, 0, &stages))
     }
 
     #[test]

@@ -13,7 +13,8 @@ use super::event::EventView;
 use super::issue::IssueStatus;
 use super::running::CostStatus;
 use super::tokens::TokensView;
-use super::{EmptyObject, Null, Sentences, nonempty, opt_ts, stored_json_schema, ts};
+use super::{EmptyObject, Sentences, nonempty, opt_ts, stored_json_schema, ts};
+use crate::config::dispatch::DispatchConfig;
 
 /// The pull request a merged issue ended with.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -131,7 +132,9 @@ pub struct RunView {
     pub model_usage: Value,
     #[serde(flatten)]
     pub stage: StageFields,
-    pub stage_chain: Null,
+    /// The chain the run's rule stands on (chosen by `stage_previous`), under the
+    /// configuration in effect; `null` without a rule or when the rule is on no chain.
+    pub stage_chain: Option<Vec<String>>,
     pub self_review: Option<SelfReviewView>,
     #[serde(flatten)]
     pub origin: OriginFields,
@@ -262,7 +265,12 @@ impl OriginFields {
 }
 
 impl RunView {
-    pub fn build(r: &RunRecord, outcome: Option<&OutcomeView>, in_group: bool) -> RunView {
+    pub fn build(
+        r: &RunRecord,
+        outcome: Option<&OutcomeView>,
+        in_group: bool,
+        dispatch: &DispatchConfig,
+    ) -> RunView {
         let measured = r.usage_completeness != "unmeasured" && r.tokens_measured;
         let n = |v: i64| measured.then_some(v);
         let completeness = completeness(r);
@@ -326,7 +334,7 @@ impl RunView {
                 stage_target: nonempty(&r.stage_target),
                 stage_result: nonempty(&r.stage_result),
             },
-            stage_chain: Null,
+            stage_chain: stage_chain(r, dispatch),
             self_review: self_review(&r.review_metadata),
             origin: OriginFields::of(r),
             pr_loop: (!in_group).then_some(EmptyObject),
@@ -337,6 +345,11 @@ impl RunView {
             issue_outcome: outcome.cloned(),
         }
     }
+}
+
+/// The chain `stage_position.chain` serves for the run's rule and previous rule.
+pub fn stage_chain(r: &RunRecord, dispatch: &DispatchConfig) -> Option<Vec<String>> {
+    dispatch.chain_for(&r.rule_name, nonempty(&r.stage_previous).as_deref())
 }
 
 /// An amount in a vendor unit (never converted), summed over an issue's runs.

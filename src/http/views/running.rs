@@ -10,6 +10,7 @@ use crate::pricing::{IssueCostParts, RunPrice};
 use crate::store::IssueSpend;
 
 use super::super::wording;
+use super::stage::{RouteNames, StageLineageView, StagePosition, Stages, lineage};
 use super::tokens::TokensView;
 use super::{IssueFields, Null, Sentences, nonempty, opt_ts, ts};
 
@@ -54,6 +55,16 @@ impl AttributionName {
             Some(UsageAttribution::None) => AttributionName::None,
             None => AttributionName::Unknown,
         }
+    }
+}
+
+/// The agent kind a session runs: its route's, or the workflow-wide one for a session whose
+/// route was not resolved.
+pub fn session_kind<'a>(r: &'a RunningRow, cfg: &'a ConfigView) -> &'a str {
+    if r.route.agent_kind.is_empty() {
+        &cfg.agent_kind
+    } else {
+        &r.route.agent_kind
     }
 }
 
@@ -109,8 +120,14 @@ pub struct RunningView {
     pub uncached_tokens: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_name: Option<String>,
-    pub stage_lineage: Null,
-    pub stage_position: Null,
+    /// The dispatch rule that routed the session; absent when none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_name: Option<String>,
+    pub stage_lineage: Option<StageLineageView>,
+    pub stage_position: Option<StagePosition>,
+    /// The model the attempt's resolved settings carry; absent for the runtime's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured_model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workflow_file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -212,10 +229,14 @@ impl RunningView {
         spend: Option<IssueSpend>,
         price: Option<&RunPrice>,
         now_ms: i64,
+        stages: &Stages<'_>,
     ) -> RunningView {
-        let caps = crate::registry::caps_for_kind(&cfg.agent_kind);
+        let kind = session_kind(r, cfg);
+        let caps = crate::registry::caps_for_kind(kind);
         let arrival = caps.map(|c| c.usage_arrival);
-        let usage = row_usage(r, &cfg.agent_kind);
+        let usage = row_usage(r, kind);
+        let names = RouteNames::of(&r.route, cfg);
+        let position = stages.of_route(&r.route, &r.issue.id);
         let tokens = r.measured_tokens().filter(|_| usage.measured);
         let requests_measured = arrival == Some(UsageArrival::Incremental)
             && (r.api_request_count > 0 || (r.turn == 0 && !r.tokens_measured));
@@ -229,7 +250,9 @@ impl RunningView {
             });
         RunningView {
             issue: IssueFields::of(&r.issue),
-            sentences: wording::running(r.turn, None).into(),
+            // A running row names its stage only while it has a position.
+            sentences: wording::running(r.turn, position.as_ref().map(|p| p.current.as_str()))
+                .into(),
             dispatch_id: r.dispatch_id.clone(),
             session_id: r.session_id.clone(),
             turn_count: r.turn,
@@ -257,10 +280,12 @@ impl RunningView {
                 .as_deref()
                 .filter(|_| arrival != Some(UsageArrival::None))
                 .and_then(nonempty),
-            stage_lineage: Null,
-            stage_position: Null,
+            rule_name: names.rule_name,
+            stage_lineage: lineage(&r.route),
+            stage_position: position,
+            configured_model: names.configured_model,
             workflow_file: nonempty(&cfg.workflow_file),
-            agent_kind: nonempty(&cfg.agent_kind),
+            agent_kind: names.agent_kind,
             reaction: RunReactionView::of(r.reaction.as_ref()),
             usage: UsageView {
                 api_request_count: requests_measured.then_some(r.api_request_count),
@@ -436,6 +461,7 @@ mod tests {
             checks_running: false,
             stall_floor_ms: 0,
             route: Default::default(),
+            hop_first: false,
         }
     }
 
@@ -448,7 +474,12 @@ mod tests {
     }
 
     fn running_row(r: &RunningRow, c: &ConfigView, s: Option<IssueSpend>, now: i64) -> Value {
-        super::super::to_value(&RunningView::build(r, c, s, None, now))
+        let hops = Default::default();
+        let stages = Stages {
+            dispatch: &c.dispatch,
+            hop_counts: &hops,
+        };
+        super::super::to_value(&RunningView::build(r, c, s, None, now, &stages))
     }
 
     #[test]
@@ -610,7 +641,12 @@ mod tests {
         );
         facts.turn_started(2, 90_000);
         assert_eq!(facts.stall_reference_ms(), Some(90_000));
-        let served = RunningView::build(&facts, &cfg(), None, None, 90_000);
+        let (c, hops) = (cfg(), Default::default());
+        let stages = Stages {
+            dispatch: &c.dispatch,
+            hop_counts: &hops,
+        };
+        let served = RunningView::build(&facts, &c, None, None, 90_000, &stages);
         assert_eq!(
             (
                 served.turn_count,

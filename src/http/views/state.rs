@@ -10,6 +10,7 @@ use crate::store::IssueSpend;
 
 use super::active::{ActiveEntry, ActiveSource, LiveStatus, active};
 use super::attention::AttentionItemView;
+use super::between_stages::{self, BetweenStagesView};
 use super::budget::BudgetView;
 use super::config::ConfigDoc;
 use super::health::HealthView;
@@ -17,8 +18,9 @@ use super::held::HeldView;
 use super::parked::ParkedView;
 use super::pending_reaction::{self, PendingReactionView};
 use super::retry::RetryView;
-use super::running::{CostStatus, RunningView, row_usage};
-use super::{EmptyList, IssueFields, ts};
+use super::running::{CostStatus, RunningView, row_usage, session_kind};
+use super::stage::Stages;
+use super::{IssueFields, ts};
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Counts {
@@ -63,7 +65,8 @@ pub struct StateDoc {
     pub parked: Vec<ParkedView>,
     /// Sorted by issue identifier, issue id, kind.
     pub pending_reactions: Vec<PendingReactionView>,
-    pub between_stages: EmptyList,
+    /// Sorted by issue identifier, then issue id.
+    pub between_stages: Vec<BetweenStagesView>,
     pub active: Vec<ActiveEntry>,
     pub held: Vec<HeldView>,
     /// What needs a person: critical items first, then by `since` (null first), then by id.
@@ -95,7 +98,7 @@ fn sort_by_issue<T>(rows: &mut [T], issue: impl Fn(&T) -> &IssueFields) {
 fn agent_totals(snap: &Snapshot) -> AgentTotalsView {
     let (mut unreported, mut non_reporting) = (0u64, 0u64);
     for r in &snap.running {
-        let u = row_usage(r, &snap.config.agent_kind);
+        let u = row_usage(r, session_kind(r, &snap.config));
         if !u.measured {
             if u.awaited {
                 unreported += 1;
@@ -146,34 +149,36 @@ impl StateDoc {
     ) -> StateDoc {
         let now = snap.generated_at_ms;
         let cfg = &snap.config;
+        let stages = Stages::of(snap);
         let running: Vec<RunningView> = snap
             .running
             .iter()
             .map(|r| {
                 let s = spend.get(&r.issue.id).copied().flatten();
-                RunningView::build(r, cfg, s, snap.running_cost(&r.dispatch_id), now)
+                RunningView::build(r, cfg, s, snap.running_cost(&r.dispatch_id), now, &stages)
             })
             .collect();
         let retrying: Vec<RetryView> = snap
             .retrying
             .iter()
-            .map(|r| RetryView::build(r, cfg, now))
+            .map(|r| RetryView::build(r, cfg, now, &stages))
             .collect();
         let mut budget: Vec<BudgetView> = snap
             .budget_exhausted
             .iter()
-            .map(|b| BudgetView::build(b, cfg))
+            .map(|b| BudgetView::build(b, cfg, &stages))
             .collect();
         sort_by_issue(&mut budget, |r| &r.issue);
         let mut parked: Vec<ParkedView> = snap
             .parked
             .iter()
-            .map(|p| ParkedView::build(p, cfg))
+            .map(|p| ParkedView::build(p, cfg, &stages))
             .collect();
         sort_by_issue(&mut parked, |r| &r.issue);
         let mut held: Vec<HeldView> = snap.held.iter().map(HeldView::build).collect();
         sort_by_issue(&mut held, |r| &r.issue);
-        let pending = pending_reaction::build_all(&snap.pending_reactions, now);
+        let pending = pending_reaction::build_all(&snap.pending_reactions, now, &stages);
+        let between = between_stages::build_all(&snap.between_stages, cfg, &stages);
         let pending_sources: Vec<ActiveSource<'_>> =
             pending_reaction::by_issue(&pending, &snap.pending_reactions)
                 .into_iter()
@@ -198,6 +203,10 @@ impl StateDoc {
                 parked.iter().map(ActiveSource::from).collect(),
             ),
             (LiveStatus::PendingReactions, pending_sources),
+            (
+                LiveStatus::BetweenStages,
+                between.iter().map(ActiveSource::from).collect(),
+            ),
         ]);
         let active_estimated_cost_usd = active_cost(snap, &running);
         let cost_unpriced_running = snap.has_rate_source.then(|| {
@@ -216,7 +225,7 @@ impl StateDoc {
                 budget_exhausted: budget.len(),
                 parked: parked.len(),
                 pending_reactions: pending.len(),
-                between_stages: 0,
+                between_stages: between.len(),
                 held: held.len(),
                 attention: unacknowledged,
             },
@@ -225,7 +234,7 @@ impl StateDoc {
             budget_exhausted: budget,
             parked,
             pending_reactions: pending,
-            between_stages: EmptyList,
+            between_stages: between,
             active,
             held,
             attention,

@@ -30,14 +30,23 @@ pub struct Selection {
 /// Selects the rule `issue` dispatches on.
 pub fn select(issue: &Issue, cfg: &ServiceConfig, hop: Option<&StageHop>) -> Selection {
     let d = &cfg.dispatch;
-    let staged: Vec<&DispatchRule> = d.rules.iter().filter(|r| r.stage_on(&issue.labels)).collect();
+    let staged: Vec<&DispatchRule> = d
+        .rules
+        .iter()
+        .filter(|r| r.stage_on(&issue.labels))
+        .collect();
     let several = if staged.len() > 1 {
         staged.iter().filter_map(|r| r.stage.clone()).collect()
     } else {
         Vec::new()
     };
     let by_hop = hop
-        .filter(|h| issue.labels.iter().any(|l| l.eq_ignore_ascii_case(&h.target_label)))
+        .filter(|h| {
+            issue
+                .labels
+                .iter()
+                .any(|l| l.eq_ignore_ascii_case(&h.target_label))
+        })
         .and_then(|h| d.rule(&h.target_rule).map(|r| (r, h)));
     let mut route = if let Some((rule, hop)) = by_hop {
         let mut route = rule_route(rule, cfg);

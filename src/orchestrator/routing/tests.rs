@@ -91,7 +91,10 @@ fn the_hop_target_carries_the_lineage() {
     let s = select(&issue(&["stage-implement"]), &c, Some(&hop));
     assert_eq!(s.route.rule_name, "implement");
     let l = s.route.lineage.expect("lineage");
-    assert_eq!((l.previous.as_str(), l.previous_outcome), ("plan", StageOutcome::NoChange));
+    assert_eq!(
+        (l.previous.as_str(), l.previous_outcome),
+        ("plan", StageOutcome::NoChange)
+    );
     // Without the label the hop does not select.
     let s = select(&issue(&[]), &c, Some(&hop));
     assert_eq!(s.route.rule_name, "");
@@ -114,12 +117,21 @@ fn match_keys_and_across_or_within_then_default_then_workflow() {
             template: Some("d.md".into()),
         },
     );
-    assert_eq!(select(&issue(&["backend"]), &c, None).route.rule_name, "bugs");
+    assert_eq!(
+        select(&issue(&["backend"]), &c, None).route.rule_name,
+        "bugs"
+    );
     let mut other = issue(&["backend"]);
     other.priority = None;
     let s = select(&other, &c, None);
-    assert_eq!((s.route.rule_name.as_str(), s.route.template.as_str()), ("default", "d.md"));
+    assert_eq!(
+        (s.route.rule_name.as_str(), s.route.template.as_str()),
+        ("default", "d.md")
+    );
     let c = cfg(vec![], DispatchSelection::default());
     let s = select(&other, &c, None);
-    assert_eq!((s.route.rule_name.as_str(), s.route.agent_kind.as_str()), ("", "mock"));
+    assert_eq!(
+        (s.route.rule_name.as_str(), s.route.agent_kind.as_str()),
+        ("", "mock")
+    );
 }

@@ -90,7 +90,10 @@ impl Orchestrator {
             return Ok(self.agent.clone());
         }
         if crate::registry::agent(&route.agent_kind).is_none() {
-            return Err(format!("agent kind {:?} is not available", route.agent_kind));
+            return Err(format!(
+                "agent kind {:?} is not available",
+                route.agent_kind
+            ));
         }
         let dir = self
             .workflow

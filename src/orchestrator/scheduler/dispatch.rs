@@ -150,7 +150,13 @@ impl Orchestrator {
                 err.to_string()
             );
             self.metrics.dispatch("error");
-            self.unspawned(&issue, &dispatch_id, attempt, attempt_route.clone(), dispatched_at_ms);
+            self.unspawned(
+                &issue,
+                &dispatch_id,
+                attempt,
+                attempt_route.clone(),
+                dispatched_at_ms,
+            );
             return;
         }
         if self.workflow.config.tracker.comments.on_dispatch {
@@ -166,7 +172,13 @@ impl Orchestrator {
                 issue.identifier,
                 e.to_string()
             );
-            self.unspawned(&issue, &dispatch_id, attempt, attempt_route.clone(), dispatched_at_ms);
+            self.unspawned(
+                &issue,
+                &dispatch_id,
+                attempt,
+                attempt_route.clone(),
+                dispatched_at_ms,
+            );
         }
     }
 

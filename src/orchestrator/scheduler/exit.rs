@@ -616,7 +616,8 @@ impl Orchestrator {
             .ok()
             .and_then(|m| m.get(&issue.id).cloned());
         let cfg = &self.workflow.config.tracker;
-        current.is_none_or(|s| state_in(&s, &cfg.active_states) && !state_in(&s, &cfg.terminal_states))
+        current
+            .is_none_or(|s| state_in(&s, &cfg.active_states) && !state_in(&s, &cfg.terminal_states))
     }
 
     pub(super) fn transition_and_record(&mut self, issue: &Issue, state: &str) -> bool {
@@ -777,12 +778,16 @@ mod tests {
                 false
             ),
             ExitStep::Declared {
-                state: Some("Human Review".into())
+                state: Some("Human Review".into()),
+                no_change: false
             }
         );
         assert_eq!(
             decide(normal(Some(DeclaredOutcome::NoChangeNeeded)), false, false),
-            ExitStep::Declared { state: None }
+            ExitStep::Declared {
+                state: None,
+                no_change: true
+            }
         );
         assert_eq!(
             decide(normal(None), false, false),

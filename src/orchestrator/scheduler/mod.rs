@@ -43,9 +43,7 @@ use super::msg::{
 use super::persist;
 use super::snapshot::{PublishPacer, Snapshot};
 use super::state::PreflightError;
-use super::state::{
-    AwaitingRecord, BudgetHold, Held, Park, Pass, RetryInfo, RunningEntry, State,
-};
+use super::state::{AwaitingRecord, BudgetHold, Held, Park, Pass, RetryInfo, RunningEntry, State};
 use super::supervisor::{self, SupervisorJob};
 use super::tracker_ops::Lifecycle;
 

@@ -127,7 +127,9 @@ impl Orchestrator {
     /// The hop belongs to the claim being released: its pending reactions go with it.
     fn drop_issue_reactions(&mut self, issue_id: &str) {
         self.state.reactions.retain(|(id, _), _| id != issue_id);
-        self.state.reaction_memory.retain(|(id, _), _| id != issue_id);
+        self.state
+            .reaction_memory
+            .retain(|(id, _), _| id != issue_id);
     }
 
     /// Whether the exit of `entry` made a hop (its reactions are not seeded).
@@ -168,7 +170,10 @@ impl Orchestrator {
     /// label confirms it; otherwise one direct read does (and replaces the candidate's labels),
     /// or resets the count when the issue left the active states. Returns the issues still
     /// held with `stage_hop_unconfirmed`.
-    pub(super) fn confirm_hops(&mut self, candidates: &mut [Issue]) -> BTreeMap<String, HoldReason> {
+    pub(super) fn confirm_hops(
+        &mut self,
+        candidates: &mut [Issue],
+    ) -> BTreeMap<String, HoldReason> {
         let mut held = BTreeMap::new();
         for issue in candidates.iter_mut() {
             let Some(hop) = self.state.stage_hops.get(&issue.id) else {
