@@ -168,8 +168,10 @@ impl Orchestrator {
 
     /// Confirms the hops no read has confirmed yet: a candidate listing that shows the target
     /// label confirms it; otherwise one direct read does (and replaces the candidate's labels),
-    /// or resets the count when the issue left the active states. Returns the issues still
-    /// held with `stage_hop_unconfirmed`.
+    /// or resets the count when the issue left the active states. A read that shows another
+    /// configured stage label instead also releases the hold: a person put the issue on that
+    /// stage. Returns the issues still held with `stage_hop_unconfirmed` (the read failed, or
+    /// shows no stage label).
     pub(super) fn confirm_hops(
         &mut self,
         candidates: &mut [Issue],
@@ -198,7 +200,19 @@ impl Orchestrator {
                 Ok(r) if !state_in(&r.state, &cfg.active_states) => {
                     self.reset_hops(&issue.id, "not_active")
                 }
-                Ok(r) if carries(&r.labels) => {
+                Ok(r)
+                    if carries(&r.labels)
+                        || r.labels
+                            .iter()
+                            .any(|l| self.workflow.config.dispatch.is_stage_label(l)) =>
+                {
+                    if !carries(&r.labels) {
+                        log::info!(
+                            "stage hop target label absent, another stage label found, hold released issue_id={} issue_identifier={} target_label={label:?}",
+                            issue.id,
+                            issue.identifier
+                        );
+                    }
                     issue.labels = r.labels;
                     self.mark_observed(&issue.id);
                 }
