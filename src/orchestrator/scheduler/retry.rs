@@ -324,7 +324,13 @@ impl Orchestrator {
         if let Some(h) = &handoff {
             input.active_states.push(h.clone());
         }
-        let decision = plan(std::slice::from_ref(&issue), input).into_iter().next();
+        // The issue was read by id, its blockers with it; a tracker that still leaves the list
+        // unread gets the pass's one read for it.
+        let tracker = self.tracker.clone();
+        let mut read = crate::orchestrator::dispatch_pass::tracker_reader(tracker.as_ref());
+        let decision = plan(std::slice::from_ref(&issue), input, &mut read)
+            .into_iter()
+            .next();
         if handoff.is_some() {
             input.active_states.pop();
         }
