@@ -121,10 +121,11 @@ impl Orchestrator {
         true
     }
 
-    /// Puts a retry that could not start back in the queue at `attempt` (the caller passes the
-    /// same attempt: the number counts sessions, not reschedules), due after its backoff, with
-    /// `trigger` timer and `error` the reason. A retry fired by a retry-now request keeps the
-    /// due time it had (due at once when that has passed) instead of a new backoff.
+    /// Puts a retry that could not start back in the queue, due after its backoff, with
+    /// `trigger` timer and `error` the reason. The caller passes the retry's attempt; a reason
+    /// that advances it ([`RescheduleReason::advances_attempt`]) puts the retry back at the next
+    /// one, waiting that attempt's backoff. A retry fired by a retry-now request keeps the
+    /// attempt and due time it had (due at once when that has passed) instead.
     pub(super) fn reschedule(&mut self, info: RetryInfo, attempt: u32, reason: RescheduleReason) {
         self.reschedule_at(info, attempt, reason, None);
     }
@@ -144,6 +145,11 @@ impl Orchestrator {
             .as_ref()
             .filter(|r| r.issue_id == info.issue.id)
             .map(|r| r.due_at_ms);
+        let attempt = if requested.is_none() && reason.advances_attempt() {
+            attempt.saturating_add(1)
+        } else {
+            attempt
+        };
         info.attempt = attempt;
         info.error = Some(RetryError::Reschedule(reason).stored());
         info.trigger = RetryTrigger::Timer;
@@ -356,7 +362,7 @@ impl Orchestrator {
                 );
             }
             Some(Decision::Held(HoldReason::AgentSlotsFull { .. })) => {
-                // The attempt counts sessions: waiting for a slot is not one.
+                // Advances the attempt: the wait grows by one backoff step each time.
                 input.note_queued(&id, &info.issue.identifier);
                 let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::NoSlots);
