@@ -270,6 +270,38 @@ vocabulary! {
         /// A spend window holds dispatch; the retry checks again after its failure backoff,
         /// or at the window's reset when that comes first.
         SpendCeiling = "spend ceiling reached",
+        /// A reaction's retry whose issue a blocker in a non-terminal state holds.
+        ReactionPausedByBlocker = "reaction retry paused by an open blocking issue",
+        /// A reaction's retry whose issue is neither active nor in the handoff state.
+        ReactionPausedByState = "reaction retry paused by issue state",
+        /// The adapter of the retry's agent kind failed to start.
+        AgentKindUnavailable = "retry agent kind unavailable",
+        /// The agent settings in force for the retry fail an error-severity check.
+        AgentSettingsRefused = "retry agent settings refused",
+    }
+}
+
+impl RescheduleReason {
+    /// Whether putting a retry back for this reason advances its attempt (and so its backoff):
+    /// waiting on the previous run's end or on a state label is not a new try; every reason
+    /// the API's table lists otherwise is. The reasons it does not list (this build's own:
+    /// database, identifier, usage limit, spend ceiling) keep the attempt, as they always did.
+    pub const fn advances_attempt(self) -> bool {
+        match self {
+            RescheduleReason::WorkerStillRunning
+            | RescheduleReason::NoStateLabel
+            | RescheduleReason::DatabaseFailing
+            | RescheduleReason::IdentifierInUse
+            | RescheduleReason::UsageLimit
+            | RescheduleReason::SpendCeiling => false,
+            RescheduleReason::IssueFetchFailed
+            | RescheduleReason::ReactionPausedByBlocker
+            | RescheduleReason::ReactionPausedByState
+            | RescheduleReason::NoSlots
+            | RescheduleReason::NoSshHosts
+            | RescheduleReason::AgentKindUnavailable
+            | RescheduleReason::AgentSettingsRefused => true,
+        }
     }
 }
 
@@ -508,6 +540,43 @@ mod tests {
         assert_eq!(state_key(" To Do "), "to do");
         assert!(state_in("DONE", &["Done".to_string()]));
         assert!(!state_in("Done", &[]));
+    }
+
+    #[test]
+    fn reschedule_reasons_are_the_api_table_words_with_its_attempt_rule() {
+        use RescheduleReason as R;
+        let table = [
+            (R::WorkerStillRunning, "worker still running", false),
+            (R::NoStateLabel, "issue without a state label", false),
+            (R::IssueFetchFailed, "retry issue fetch failed", true),
+            (
+                R::ReactionPausedByBlocker,
+                "reaction retry paused by an open blocking issue",
+                true,
+            ),
+            (
+                R::ReactionPausedByState,
+                "reaction retry paused by issue state",
+                true,
+            ),
+            (R::NoSlots, "no available orchestrator slots", true),
+            (R::NoSshHosts, "no available SSH hosts", true),
+            (
+                R::AgentKindUnavailable,
+                "retry agent kind unavailable",
+                true,
+            ),
+            (
+                R::AgentSettingsRefused,
+                "retry agent settings refused",
+                true,
+            ),
+        ];
+        for (reason, word, advances) in table {
+            assert_eq!(reason.as_str(), word);
+            assert_eq!(word.parse::<R>(), Ok(reason));
+            assert_eq!(reason.advances_attempt(), advances, "{word}");
+        }
     }
 
     #[test]

@@ -54,7 +54,8 @@ fn backlog_settled(wf: &Path) -> bool {
     };
     sort_candidates(&mut candidates);
     let input = PassInput::new(&workflow.config, LiveClaims::default());
-    !plan(&candidates, &input)
+    let mut read = crate::orchestrator::dispatch_pass::tracker_reader(tracker.as_ref());
+    !plan(&candidates, &input, &mut read)
         .iter()
         .any(|d| matches!(d, Decision::Dispatch))
 }

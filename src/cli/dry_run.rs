@@ -37,7 +37,9 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
     let workspaces = adapters::workspace_manager(wf);
     // A workspace a running sortie holds shows as held, as a tick would see it.
     probe_workspace_locks(&candidates, &mut input, |i| workspaces.lock_holder(i));
-    let decisions = plan(&candidates, &input);
+    // Unread blocker lists are read as a tick reads them: lazily, within the pass's budget.
+    let mut read = crate::orchestrator::dispatch_pass::tracker_reader(tracker.as_ref());
+    let decisions = plan(&candidates, &input, &mut read);
     let max_turns = cfg.agent.max_turns.max(1);
     let mut would = 0usize;
     let mut render_failures = 0usize;

@@ -269,6 +269,12 @@ fn reschedule_words(reason: RescheduleReason) -> &'static str {
         }
         RescheduleReason::UsageLimit => "the agent's usage limit had not reset yet",
         RescheduleReason::SpendCeiling => "a spend ceiling held dispatch",
+        RescheduleReason::ReactionPausedByBlocker => {
+            "an open blocking issue paused the reaction's retry"
+        }
+        RescheduleReason::ReactionPausedByState => "the issue's state paused the reaction's retry",
+        RescheduleReason::AgentKindUnavailable => "the retry's agent kind could not be started",
+        RescheduleReason::AgentSettingsRefused => "the retry's agent settings failed a check",
     }
 }
 

@@ -29,6 +29,26 @@ pub const TRACKER_OPERATIONS: &[&str] = &[
     "fetch_states_by_ids",
     "fetch_states_by_identifiers",
     "add_label",
+    "fetch_blockers",
+];
+/// The `reason` label of `sortie_candidate_holds_total`: every hold reason a dispatch pass
+/// gives (the API's `hold.reason` values).
+pub const HOLD_REASONS: &[&str] = &[
+    "blocked_by",
+    "blockers_unresolved",
+    "blockers_not_read",
+    "blockers_incomplete",
+    "agent_slots_full",
+    "ssh_hosts_full",
+    "workspace_locked",
+    "identifier_in_use",
+    "usage_limit",
+    "agent_auth_failed",
+    "daily_spend_ceiling",
+    "weekly_spend_ceiling",
+    "monthly_spend_ceiling",
+    "stage_hop_unconfirmed",
+    "park_comments_unread",
 ];
 pub const SUCCESS_ERROR: &[&str] = &["success", "error"];
 pub const SUCCESS_ERROR_SKIPPED: &[&str] = &["success", "error", "skipped"];

@@ -43,6 +43,7 @@ pub struct Metrics {
     reconciliations: IntCounterVec,
     poll_cycles: IntCounterVec,
     tracker_requests: IntCounterVec,
+    candidate_holds: IntCounterVec,
     handoffs: IntCounterVec,
     dispatch_transitions: IntCounterVec,
     tracker_comments: IntCounterVec,
@@ -123,6 +124,12 @@ impl Metrics {
                 "Issue tracker requests, by operation and result.",
                 ("operation", TRACKER_OPERATIONS),
                 ("result", SUCCESS_ERROR),
+            ),
+            candidate_holds: reg.counter_vec(
+                "sortie_candidate_holds_total",
+                "Candidates a dispatch pass held back, by hold reason (one per candidate per pass).",
+                "reason",
+                HOLD_REASONS,
             ),
             handoffs: reg.counter_vec(
                 "sortie_handoff_transitions_total",
@@ -340,6 +347,13 @@ impl Metrics {
                 bounded(operation, TRACKER_OPERATIONS),
                 bounded(result, SUCCESS_ERROR),
             ])
+            .inc();
+    }
+
+    /// A candidate the dispatch pass held; `reason` is the hold's `reason` code.
+    pub fn candidate_hold(&self, reason: &str) {
+        self.candidate_holds
+            .with_label_values(&[bounded(reason, HOLD_REASONS)])
             .inc();
     }
 

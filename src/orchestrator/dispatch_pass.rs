@@ -4,11 +4,98 @@
 //! each candidate whether it is dispatched, held (and why, in the API's hold vocabulary) or
 //! skipped. The orchestrator's tick and `--dry-run`
 //! both use it, so what a dry run prints is what a tick would do.
+//!
+//! Blocker lists a tracker could not carry with its listing (`BlockersRead::Unread`) are read
+//! through the caller's reader, lazily, in candidate order, exactly when an issue reaches the
+//! blocker gate, and at most [`BLOCKER_READS_PER_PASS`] times per pass: a pass over a large
+//! backlog costs a bounded number of tracker calls, and a full slot limit costs none.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
 
-use crate::domain::{BlockerRef, Issue, state_in};
+use crate::domain::{BlockerRef, BlockersRead, Issue, state_in};
+use crate::tracker::Blockers;
+
+/// Blocker reads one pass may make; later issues whose list is unread wait for the next pass
+/// (`blockers_not_read`).
+pub const BLOCKER_READS_PER_PASS: usize = 4;
+
+/// Reads one issue's blockers for the pass; `Err` when the read failed (the reader logs why).
+pub type BlockerReader<'a> = dyn FnMut(&Issue) -> Result<Blockers, ()> + 'a;
+
+/// The reader of a pass over `tracker`: one `fetch_blockers` per call, a failure logged with
+/// the issue and the error.
+pub fn tracker_reader(
+    tracker: &dyn crate::tracker::TrackerAdapter,
+) -> impl FnMut(&Issue) -> Result<Blockers, ()> + '_ {
+    move |issue| {
+        tracker.fetch_blockers(&issue.id).map_err(|e| {
+            log::warn!(
+                "blocker read failed issue_id={} issue_identifier={} error={:?}",
+                issue.id,
+                issue.identifier,
+                e.to_string()
+            );
+        })
+    }
+}
+
+/// The blocker gate's per-pass memory: reads spent, and whether one failed (which ends reads
+/// for the rest of the pass).
+#[derive(Debug, Default)]
+struct BlockerGate {
+    reads: usize,
+    failed: bool,
+}
+
+impl BlockerGate {
+    /// The issue's hold at the blocker gate, if any; reads its list first when it is unread
+    /// and the pass may still read.
+    fn check(
+        &mut self,
+        issue: &Issue,
+        terminal_states: &[String],
+        read: &mut BlockerReader<'_>,
+    ) -> Option<HoldReason> {
+        let open = |list: &[BlockerRef]| -> Vec<BlockerRef> {
+            list.iter()
+                .filter(|b| b.state.trim().is_empty() || !state_in(&b.state, terminal_states))
+                .cloned()
+                .collect()
+        };
+        let known = open(&issue.blocked_by);
+        if !known.is_empty() {
+            return Some(HoldReason::BlockedBy(known));
+        }
+        match issue.blockers_read {
+            BlockersRead::Complete => None,
+            BlockersRead::Incomplete => Some(HoldReason::BlockersIncomplete),
+            BlockersRead::Unread if self.failed => Some(HoldReason::BlockersUnresolved),
+            BlockersRead::Unread if self.reads >= BLOCKER_READS_PER_PASS => {
+                Some(HoldReason::BlockersNotRead)
+            }
+            BlockersRead::Unread => {
+                self.reads += 1;
+                match read(issue) {
+                    Err(()) => {
+                        self.failed = true;
+                        Some(HoldReason::BlockersUnresolved)
+                    }
+                    Ok(b) => {
+                        let open = open(&b.refs);
+                        if !open.is_empty() {
+                            Some(HoldReason::BlockedBy(open))
+                        } else if !b.complete {
+                            Some(HoldReason::BlockersIncomplete)
+                        } else {
+                            None
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// Sorts candidates: priority ascending (none last), then `created_at` oldest first (empty
 /// last), then identifier. Stable.
@@ -279,8 +366,14 @@ pub fn probe_workspace_locks(
 }
 
 /// Runs the gates over already-sorted candidates. Slots are consumed as issues are dispatched,
-/// so the result is exactly what a tick would do with this input.
-pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
+/// so the result is exactly what a tick would do with this input. `read` resolves unread
+/// blocker lists (see the module docs).
+pub fn plan(
+    candidates: &[Issue],
+    input: &PassInput,
+    read: &mut BlockerReader<'_>,
+) -> Vec<Decision> {
+    let mut gate = BlockerGate::default();
     let mut running_total = input.running_total;
     let mut by_state = input.running_by_state.clone();
     let mut global_full = false;
@@ -365,14 +458,8 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
                 continue;
             }
         }
-        let open: Vec<BlockerRef> = issue
-            .blocked_by
-            .iter()
-            .filter(|b| b.state.trim().is_empty() || !state_in(&b.state, &input.terminal_states))
-            .cloned()
-            .collect();
-        if !open.is_empty() {
-            out.push(Decision::Held(HoldReason::BlockedBy(open)));
+        if let Some(hold) = gate.check(issue, &input.terminal_states, read) {
+            out.push(Decision::Held(hold));
             continue;
         }
         running_total += 1;
@@ -386,6 +473,11 @@ pub fn plan(candidates: &[Issue], input: &PassInput) -> Vec<Decision> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader for issues whose lists are all complete: it must never be asked.
+    fn unread(i: &Issue) -> Result<Blockers, ()> {
+        panic!("unexpected blocker read of {}", i.id)
+    }
 
     fn issue(id: &str, pri: Option<i64>, created: &str) -> Issue {
         Issue {
@@ -430,7 +522,7 @@ mod tests {
             identifier: "T-9".into(),
             state: "To Do".into(),
         }];
-        let d = plan(&v, &input(1));
+        let d = plan(&v, &input(1), &mut unread);
         assert_eq!(d[0], Decision::Dispatch);
         assert_eq!(
             d[1],
@@ -462,7 +554,7 @@ mod tests {
             identifier: "T-8".into(),
             state: "Done".into(),
         }];
-        let d = plan(&v, &input(5));
+        let d = plan(&v, &input(5), &mut unread);
         match &d[0] {
             Decision::Held(HoldReason::BlockedBy(b)) => assert_eq!(b.len(), 1),
             other => panic!("unexpected {other:?}"),
@@ -480,7 +572,7 @@ mod tests {
         v[2].state = "In Progress".into();
         let mut inp = input(10);
         inp.max_by_state.insert("to do".into(), 1);
-        let d = plan(&v, &inp);
+        let d = plan(&v, &inp, &mut unread);
         assert_eq!(d[0], Decision::Dispatch);
         assert!(matches!(
             &d[1],
@@ -499,7 +591,7 @@ mod tests {
         let mut inp = input(1);
         inp.claimed.insert("9".into());
         probe_workspace_locks(&v, &mut inp, |ident| (ident == "T-1").then_some(Some(42)));
-        let d = plan(&v, &inp);
+        let d = plan(&v, &inp, &mut unread);
         assert_eq!(
             d[0],
             Decision::Held(HoldReason::WorkspaceLocked {
@@ -530,7 +622,7 @@ mod tests {
         inp.claimed.insert("1".into());
         inp.parked.insert("2".into());
         inp.budget_held.insert("3".into());
-        let d = plan(&v, &inp);
+        let d = plan(&v, &inp, &mut unread);
         assert!(d.iter().all(|x| matches!(x, Decision::Skip(_))), "{d:?}");
     }
 
@@ -550,7 +642,7 @@ mod tests {
         };
         inp.spend_hold = Some(hold.clone());
         v.push(issue("3", None, ""));
-        let d = plan(&v, &inp);
+        let d = plan(&v, &inp, &mut unread);
         assert_eq!(d[0], Decision::Held(hold.clone()));
         assert_eq!(d[1], Decision::Held(hold.clone()));
         assert_eq!(d[2], Decision::Skip(SkipReason::BudgetExhausted));
@@ -563,7 +655,7 @@ mod tests {
             identifier: "C-1".into(),
             ..issue(id, None, "")
         };
-        let got = plan(&[twin("a"), twin("b")], &input(5));
+        let got = plan(&[twin("a"), twin("b")], &input(5), &mut unread);
         assert_eq!(got[0], Decision::Dispatch);
         assert_eq!(
             got[1],
@@ -573,12 +665,150 @@ mod tests {
         );
         let mut live = input(5);
         live.claimed_identifiers.insert("C-1".into(), "b".into());
-        let got = plan(&[twin("a")], &live);
+        let got = plan(&[twin("a")], &live, &mut unread);
         assert_eq!(
             got[0].clone(),
             Decision::Held(HoldReason::IdentifierInUse {
                 by_issue_id: "b".into()
             })
         );
+    }
+
+    fn unread_issue(id: &str) -> Issue {
+        Issue {
+            blockers_read: BlockersRead::Unread,
+            ..issue(id, None, &format!("2026-01-0{id}"))
+        }
+    }
+
+    fn blocker(id: &str, state: &str) -> BlockerRef {
+        BlockerRef {
+            id: id.into(),
+            identifier: format!("T-{id}"),
+            state: state.into(),
+        }
+    }
+
+    /// A scripted reader: answers by issue id, records what it was asked, in order.
+    struct Script {
+        answers: BTreeMap<String, Result<Blockers, ()>>,
+        asked: Vec<String>,
+    }
+
+    impl Script {
+        fn new(answers: &[(&str, Result<Blockers, ()>)]) -> Script {
+            Script {
+                answers: answers
+                    .iter()
+                    .map(|(id, a)| (id.to_string(), a.clone()))
+                    .collect(),
+                asked: Vec::new(),
+            }
+        }
+
+        fn read(&mut self, i: &Issue) -> Result<Blockers, ()> {
+            self.asked.push(i.id.clone());
+            self.answers.get(&i.id).cloned().unwrap_or(Ok(Blockers {
+                refs: Vec::new(),
+                complete: true,
+            }))
+        }
+    }
+
+    fn plan_with(v: &[Issue], inp: &PassInput, script: &mut Script) -> Vec<Decision> {
+        plan(v, inp, &mut |i: &Issue| script.read(i))
+    }
+
+    #[test]
+    fn unread_lists_are_read_in_order_within_the_budget() {
+        let v: Vec<Issue> = (1..=6).map(|n| unread_issue(&n.to_string())).collect();
+        let open = Blockers {
+            refs: vec![blocker("8", "Done"), blocker("9", "In Progress")],
+            complete: true,
+        };
+        let mut script = Script::new(&[("1", Ok(open))]);
+        let d = plan_with(&v, &input(10), &mut script);
+        assert_eq!(script.asked, vec!["1", "2", "3", "4"]);
+        assert_eq!(
+            d[0],
+            Decision::Held(HoldReason::BlockedBy(vec![blocker("9", "In Progress")]))
+        );
+        assert_eq!(
+            &d[1..4],
+            &[Decision::Dispatch, Decision::Dispatch, Decision::Dispatch]
+        );
+        assert_eq!(d[4], Decision::Held(HoldReason::BlockersNotRead));
+        assert_eq!(d[5], Decision::Held(HoldReason::BlockersNotRead));
+    }
+
+    #[test]
+    fn a_failed_read_ends_reads_for_the_rest_of_the_pass() {
+        let mut v: Vec<Issue> = (1..=4).map(|n| unread_issue(&n.to_string())).collect();
+        // A complete list needs no read and still dispatches after the failure.
+        v[2].blockers_read = BlockersRead::Complete;
+        let mut script = Script::new(&[("2", Err(()))]);
+        let d = plan_with(&v, &input(10), &mut script);
+        assert_eq!(script.asked, vec!["1", "2"]);
+        assert_eq!(
+            d,
+            vec![
+                Decision::Dispatch,
+                Decision::Held(HoldReason::BlockersUnresolved),
+                Decision::Dispatch,
+                Decision::Held(HoldReason::BlockersUnresolved),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_full_slot_limit_holds_for_capacity_before_any_read() {
+        let mut v: Vec<Issue> = (1..=3).map(|n| unread_issue(&n.to_string())).collect();
+        v[2].state = "In Progress".into();
+        let mut inp = input(3);
+        inp.max_by_state.insert("in progress".into(), 0);
+        let mut script = Script::new(&[]);
+        let d = plan_with(&v, &inp, &mut script);
+        // The per-state limit reads nothing for its issue; the global limit stops the pass.
+        let mut script2 = Script::new(&[]);
+        let full = plan_with(&v, &input(0), &mut script2);
+        assert_eq!(script.asked, vec!["1", "2"]);
+        assert_eq!(&d[..2], &[Decision::Dispatch, Decision::Dispatch]);
+        assert!(
+            matches!(&d[2], Decision::Held(HoldReason::AgentSlotsFull { .. })),
+            "{d:?}"
+        );
+        assert!(script2.asked.is_empty());
+        assert!(full.iter().all(|x| matches!(
+            x,
+            Decision::Held(HoldReason::AgentSlotsFull {
+                scope: SlotScope::Global,
+                ..
+            })
+        )));
+    }
+
+    #[test]
+    fn an_incomplete_list_holds_unless_a_known_blocker_is_open() {
+        let mut v = vec![
+            issue("1", None, ""),
+            issue("2", None, ""),
+            unread_issue("3"),
+        ];
+        v[0].blockers_read = BlockersRead::Incomplete;
+        v[1].blockers_read = BlockersRead::Incomplete;
+        v[1].blocked_by = vec![blocker("9", "")];
+        let incomplete = Blockers {
+            refs: vec![blocker("8", "Done")],
+            complete: false,
+        };
+        let mut script = Script::new(&[("3", Ok(incomplete))]);
+        let d = plan_with(&v, &input(10), &mut script);
+        assert_eq!(script.asked, vec!["3"]);
+        assert_eq!(d[0], Decision::Held(HoldReason::BlockersIncomplete));
+        assert_eq!(
+            d[1],
+            Decision::Held(HoldReason::BlockedBy(vec![blocker("9", "")]))
+        );
+        assert_eq!(d[2], Decision::Held(HoldReason::BlockersIncomplete));
     }
 }

@@ -2,7 +2,8 @@
 //! adapter relies on it: issues (with pull requests among them) kept as GitHub JSON with
 //! mutable labels, open/closed state and comments; the repository's label set (POSTing an
 //! unknown label answers 422); absolute `Link` URLs for paging; ETags with 304; issue
-//! dependencies and parents (the dependencies API can be switched to 404); the search API's
+//! dependencies and parents (the dependencies API can be switched to 404; any path can be made
+//! to answer 500 through `failing`); the search API's
 //! `repo:`, `type:`, `state:` and `label:` qualifiers; `Bearer` and `X-GitHub-Api-Version`
 //! checked (401 otherwise); `X-RateLimit-*` headers on every answer.
 //!
@@ -64,6 +65,8 @@ pub struct GithubState {
     pub repo_labels: BTreeSet<String>,
     /// When set, the dependencies API answers 404 (not enabled for the repository).
     pub dependencies_off: bool,
+    /// Paths (no query) that answer 500 to every request while listed.
+    pub failing: BTreeSet<String>,
     next_comment_id: u64,
     /// Pull requests by number (labels live on the issue of the same number).
     pub pulls: BTreeMap<u64, Value>,
@@ -180,6 +183,9 @@ fn route(s: &mut GithubState, req: &Recorded) -> Reply {
         && req.header("x-github-api-version").is_some();
     if !authorized {
         return Reply::json(401, &json!({"message": "Bad credentials"}));
+    }
+    if s.failing.contains(&req.path) {
+        return rate_headers(Reply::json(500, &json!({"message": "Server Error"})));
     }
     let prefix = format!("/repos/{}/issues", s.full_name);
     let repo = format!("/repos/{}/", s.full_name);

@@ -117,10 +117,11 @@ impl Orchestrator {
         true
     }
 
-    /// Puts a retry that could not start back in the queue at `attempt` (the caller passes the
-    /// same attempt: the number counts sessions, not reschedules), due after its backoff, with
-    /// `trigger` timer and `error` the reason. A retry fired by a retry-now request keeps the
-    /// due time it had (due at once when that has passed) instead of a new backoff.
+    /// Puts a retry that could not start back in the queue, due after its backoff, with
+    /// `trigger` timer and `error` the reason. The caller passes the retry's attempt; a reason
+    /// that advances it ([`RescheduleReason::advances_attempt`]) puts the retry back at the next
+    /// one, waiting that attempt's backoff. A retry fired by a retry-now request keeps the
+    /// attempt and due time it had (due at once when that has passed) instead.
     pub(super) fn reschedule(&mut self, info: RetryInfo, attempt: u32, reason: RescheduleReason) {
         self.reschedule_at(info, attempt, reason, None);
     }
@@ -140,6 +141,11 @@ impl Orchestrator {
             .as_ref()
             .filter(|r| r.issue_id == info.issue.id)
             .map(|r| r.due_at_ms);
+        let attempt = if requested.is_none() && reason.advances_attempt() {
+            attempt.saturating_add(1)
+        } else {
+            attempt
+        };
         info.attempt = attempt;
         info.error = Some(RetryError::Reschedule(reason).stored());
         info.trigger = RetryTrigger::Timer;
@@ -320,7 +326,13 @@ impl Orchestrator {
         if let Some(h) = &handoff {
             input.active_states.push(h.clone());
         }
-        let decision = plan(std::slice::from_ref(&issue), input).into_iter().next();
+        // The issue was read by id, its blockers with it; a tracker that still leaves the list
+        // unread gets the pass's one read for it.
+        let tracker = self.tracker.clone();
+        let mut read = crate::orchestrator::dispatch_pass::tracker_reader(tracker.as_ref());
+        let decision = plan(std::slice::from_ref(&issue), input, &mut read)
+            .into_iter()
+            .next();
         if handoff.is_some() {
             input.active_states.pop();
         }
@@ -346,7 +358,7 @@ impl Orchestrator {
                 );
             }
             Some(Decision::Held(HoldReason::AgentSlotsFull { .. })) => {
-                // The attempt counts sessions: waiting for a slot is not one.
+                // Advances the attempt: the wait grows by one backoff step each time.
                 input.note_queued(&id, &info.issue.identifier);
                 let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::NoSlots);

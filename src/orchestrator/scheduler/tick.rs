@@ -213,16 +213,40 @@ impl Orchestrator {
                 .then(|| workspaces.lock_holder(identifier))
                 .flatten()
         });
-        let decisions = plan(candidates, &input);
+        let mut read_lists = std::collections::BTreeMap::new();
+        let decisions = {
+            let tracker = self.tracker.clone();
+            let metrics = &self.metrics;
+            let mut read = crate::orchestrator::dispatch_pass::tracker_reader(tracker.as_ref());
+            plan(candidates, &input, &mut |issue: &Issue| {
+                let got = read(issue);
+                let result = if got.is_ok() { "success" } else { "error" };
+                metrics.tracker_request("fetch_blockers", result);
+                if let Ok(b) = &got {
+                    read_lists.insert(issue.id.clone(), b.refs.clone());
+                }
+                got
+            })
+        };
         let mut dispatched = 0;
         let mut previous = std::mem::take(&mut self.state.held);
         let mut held = std::collections::BTreeMap::new();
         for (issue, decision) in candidates.iter().zip(decisions) {
+            let mut issue = issue.clone();
+            if let Some(list) = read_lists.remove(&issue.id) {
+                issue.blocked_by = list;
+                issue.blockers_read = crate::domain::BlockersRead::Complete;
+            }
+            let decision = match decision {
+                Decision::Dispatch => self.read_released_park_comments(&mut issue),
+                other => other,
+            };
             match decision {
                 Decision::Dispatch => {
-                    let pass = self.poll_pass(issue, now);
+                    self.state.park_released.remove(&issue.id);
+                    let pass = self.poll_pass(&issue, now);
                     self.dispatch(
-                        issue.clone(),
+                        issue,
                         0,
                         None,
                         pass,
@@ -232,7 +256,8 @@ impl Orchestrator {
                     dispatched += 1;
                 }
                 Decision::Held(reason) => {
-                    let (id, row) = next_hold(&mut previous, issue, reason, now);
+                    self.metrics.candidate_hold(reason.code());
+                    let (id, row) = next_hold(&mut previous, &issue, reason, now);
                     held.insert(id, row);
                 }
                 Decision::Skip(_) => {}
@@ -242,6 +267,33 @@ impl Orchestrator {
         self.split_between_holds(&mut held);
         self.state.held = held;
         dispatched
+    }
+
+    /// A released park's next run receives the comments a person left: an issue whose park
+    /// was released is read for them before it is dispatched, and held
+    /// (`park_comments_unread`) when that read fails, so the next poll reads again.
+    fn read_released_park_comments(&self, issue: &mut Issue) -> Decision {
+        if !self.state.park_released.contains(&issue.id) {
+            return Decision::Dispatch;
+        }
+        let got = self.tracker.fetch_issue_comments(&issue.id);
+        let result = if got.is_ok() { "success" } else { "error" };
+        self.metrics.tracker_request("fetch_comments", result);
+        match got {
+            Ok(comments) => {
+                issue.comments = Some(comments);
+                Decision::Dispatch
+            }
+            Err(e) => {
+                log::warn!(
+                    "comments of a released park could not be read issue_id={} issue_identifier={} error={:?}",
+                    issue.id,
+                    issue.identifier,
+                    e.to_string()
+                );
+                Decision::Held(HoldReason::ParkCommentsUnread)
+            }
+        }
     }
 
     pub(super) fn pass_input(&self) -> PassInput {
@@ -435,8 +487,13 @@ impl Orchestrator {
                 );
                 persist::unpark(&self.store, &id);
                 self.reset_hops(&id, "unparked");
+                self.state.park_released.insert(id);
             }
         }
+        // A released issue that left the candidates has no next run to read comments for.
+        self.state
+            .park_released
+            .retain(|id| candidates.iter().any(|c| &c.id == id));
     }
 }
 

@@ -255,7 +255,7 @@ impl TrackerAdapter for FileTracker {
         let issue = parsed.by_id(id).ok_or_else(|| document::not_found(id))?;
         Ok(Blockers {
             refs: issue.blocked_by.clone(),
-            complete: true,
+            complete: issue.blockers_read != crate::domain::BlockersRead::Incomplete,
         })
     }
 }

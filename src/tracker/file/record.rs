@@ -31,6 +31,9 @@ struct FileRecord {
     parent: Option<FileRef>,
     comments: Option<Vec<FileComment>>,
     blocked_by: Option<Vec<FileRef>>,
+    /// `false` declares `blocked_by` incomplete: the dispatch pass holds the issue
+    /// (`blockers_incomplete`) rather than trust a partial list. Absent or `true`: complete.
+    blockers_complete: Option<bool>,
     created_at: Option<String>,
     updated_at: Option<String>,
 }
@@ -102,7 +105,11 @@ fn into_issue(rec: FileRecord) -> Issue {
         id: rec.id.unwrap_or_default(),
         identifier: rec.identifier.unwrap_or_default(),
         display_identifier: String::new(),
-        blockers_read: Default::default(),
+        blockers_read: if rec.blockers_complete == Some(false) {
+            crate::domain::BlockersRead::Incomplete
+        } else {
+            crate::domain::BlockersRead::Complete
+        },
         title: rec.title.unwrap_or_default(),
         description: rec.description.unwrap_or_default(),
         state: rec.state.unwrap_or_default(),

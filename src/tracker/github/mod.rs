@@ -1,7 +1,8 @@
 //! The `github` tracker: issues of one repository (`tracker.project: owner/repo`), with
 //! workflow states kept as labels (GitHub itself only knows open and closed). Reads follow
 //! absolute `Link` URLs, single-issue reads are conditional on a cached ETag, blockers come
-//! from the issue dependencies API and transitions swap labels so a retry converges.
+//! from the issue dependencies API (read for one issue at a time: candidates leave them
+//! unread for the dispatch pass) and transitions swap labels so a retry converges.
 
 mod api;
 mod normalize;
@@ -132,11 +133,9 @@ impl TrackerAdapter for GithubTracker {
         .map_err(err)?;
         let mut issues = self.issues(items);
         issues.retain(|i| self.words.is_active(&i.state));
-        // The dispatch pass decides holds from the candidates' own blocker lists, and GitHub
-        // lists an issue's blockers only through their own endpoint: one read per candidate.
-        for issue in &mut issues {
-            issue.blocked_by = self.fetch_blockers(&issue.id)?.refs;
-        }
+        // GitHub lists an issue's blockers only through their own endpoint: the candidates
+        // leave them unread (unless the payload proves there are none), and the dispatch pass
+        // reads the few it reaches, within its per-pass budget.
         Ok(issues)
     }
 
@@ -152,6 +151,7 @@ impl TrackerAdapter for GithubTracker {
             })?;
         issue.comments = Some(self.fetch_issue_comments(&issue.id)?);
         issue.blocked_by = self.fetch_blockers(&issue.id)?.refs;
+        issue.blockers_read = crate::domain::BlockersRead::Complete;
         issue.parent = self.parent(&issue.id)?;
         Ok(issue)
     }

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::state::StateWords;
-use crate::domain::{BlockerRef, Comment, Issue, IssueRef};
+use crate::domain::{BlockerRef, BlockersRead, Comment, Issue, IssueRef};
 
 /// Pull requests come back from the issues endpoints too; they are never work items here.
 pub fn is_pull_request(v: &Value) -> bool {
@@ -69,10 +69,29 @@ pub fn issue(v: &Value, words: &StateWords, full_name: &str) -> Option<Issue> {
         parent: None,
         comments: None,
         blocked_by: Vec::new(),
-        blockers_read: Default::default(),
+        blockers_read: blockers_read(v),
         created_at: text(v, "created_at"),
         updated_at: text(v, "updated_at"),
     })
+}
+
+/// An issue payload lists no blockers, only, when GitHub sends it,
+/// `issue_dependencies_summary`: a zero count proves there are none (`Complete` with an empty
+/// list, no read needed); anything else leaves the list for a separate read (`Unread`).
+/// `total_blocked_by` counts closed blockers too (a closed issue can still carry an active
+/// state label, which blocks), so it is the proof when present; `blocked_by` (open ones) when
+/// it is the only count.
+pub fn blockers_read(v: &Value) -> BlockersRead {
+    let summary = v.get("issue_dependencies_summary");
+    let count = summary
+        .and_then(|s| s.get("total_blocked_by"))
+        .or_else(|| summary.and_then(|s| s.get("blocked_by")))
+        .and_then(Value::as_u64);
+    if count == Some(0) {
+        BlockersRead::Complete
+    } else {
+        BlockersRead::Unread
+    }
 }
 
 /// A blocking issue as a reference with its current state.
@@ -121,6 +140,30 @@ mod tests {
             terminal: vec!["done".into()],
             handoff: None,
         }
+    }
+
+    #[test]
+    fn only_a_zero_dependency_count_proves_an_issue_unblocked() {
+        use serde_json::json;
+        let read = |v: Value| blockers_read(&v);
+        assert_eq!(read(json!({"number": 1})), BlockersRead::Unread);
+        assert_eq!(
+            read(json!({"issue_dependencies_summary": {"blocked_by": 0}})),
+            BlockersRead::Complete
+        );
+        assert_eq!(
+            read(json!({"issue_dependencies_summary": {"blocked_by": 2}})),
+            BlockersRead::Unread
+        );
+        // Closed blockers count too when GitHub says how many there are.
+        assert_eq!(
+            read(json!({"issue_dependencies_summary": {"blocked_by": 0, "total_blocked_by": 1}})),
+            BlockersRead::Unread
+        );
+        assert_eq!(
+            read(json!({"issue_dependencies_summary": {"blocked_by": 0, "total_blocked_by": 0}})),
+            BlockersRead::Complete
+        );
     }
 
     #[test]
