@@ -204,9 +204,16 @@ Say hello.
         run_rows(&db).into_iter().find(|(s, _)| s != "running")
     });
     assert_ne!(status, "succeeded", "{error}");
-    assert!(error.contains("response_timeout"), "{error}");
-    assert!(error.contains("printed no JSON within 3000 ms"), "{error}");
-    assert!(error.contains("no network"), "{error}");
+    // Offline, the real CLI usually prints nothing (the startup deadline stops it), and
+    // sometimes reports its own failed server call first: either way the run fails and says
+    // why, and no process is left behind.
+    if error.contains("response_timeout") {
+        assert!(error.contains("printed no JSON within 3000 ms"), "{error}");
+        assert!(error.contains("no network"), "{error}");
+    } else {
+        assert!(error.starts_with("turn_failed: "), "{error}");
+        assert!(error.len() > "turn_failed: ".len(), "{error}");
+    }
     let ws = root.join("ws");
     wait_for("no CLI process left", Duration::from_secs(30), || {
         processes_in(&ws).is_empty().then_some(())

@@ -168,8 +168,11 @@ mod in_process {
         (p.orch, p.clock)
     }
 
+    /// The reference's reschedule table: a retry that finds no free slot is put back at the
+    /// next attempt and waits that attempt's backoff, so a taken slot never makes it return
+    /// at poll rate. Waiting starts no session, so the session budget is not spent.
     #[test]
-    fn waiting_for_a_slot_does_not_count_as_an_attempt() {
+    fn waiting_for_a_slot_advances_the_attempt_and_its_backoff() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut o, clock) = setup(
             dir.path(),
@@ -184,7 +187,8 @@ mod in_process {
         clock.advance(Duration::from_millis(1000));
         step_until(&mut o, "S-2 running", |s| !s.running.is_empty());
         // F-1's retry comes due again and again while the slot is taken.
-        for _ in 0..20 {
+        let mut waits = Vec::new();
+        for _ in 0..4 {
             let due = o.snapshot_now().retrying.first().map(|r| r.due_at_ms);
             let Some(due) = due else {
                 panic!("the retry vanished")
@@ -193,13 +197,21 @@ mod in_process {
                 (due - clock.now_ms()).max(0) as u64 + 1,
             ));
             o.step(Duration::from_millis(10));
+            let snap = o.snapshot_now();
+            let r = snap.retrying.first().expect("put back");
+            assert_eq!(r.error.as_deref(), Some("no available orchestrator slots"));
+            waits.push((r.attempt, r.due_at_ms - clock.now_ms()));
         }
-        let snap = o.snapshot_now();
-        assert_eq!(snap.running.len(), 1);
-        assert_eq!(snap.retrying.len(), 1);
+        assert_eq!(o.snapshot_now().running.len(), 1);
+        let attempts: Vec<u32> = waits.iter().map(|w| w.0).collect();
         assert_eq!(
-            snap.retrying[0].attempt, 1,
-            "reschedules counted as attempts"
+            attempts[0] + 3,
+            attempts[3],
+            "each reschedule advances: {waits:?}"
+        );
+        assert!(
+            waits.windows(2).all(|w| w[1].1 >= w[0].1),
+            "the backoff grows with the attempt: {waits:?}"
         );
     }
 

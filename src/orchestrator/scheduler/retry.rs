@@ -343,11 +343,12 @@ impl Orchestrator {
             Some(Decision::Dispatch) => {
                 persist::delete_retry(&self.store, &id);
                 input.note_dispatched(&issue);
+                let pass = self.retry_pass(&info, &issue);
                 self.dispatch(
                     issue,
                     info.attempt,
                     info.session_id.clone(),
-                    info.pass(),
+                    pass,
                     super::super::state::DispatchCause::Retry(info.started_by),
                     info.reaction
                         .clone()

@@ -284,6 +284,47 @@ impl Orchestrator {
         }
     }
 
+    /// The pass a firing retry dispatches in: its frozen selection while the configuration
+    /// still reaches its agent kind and holds its template; otherwise (or for a retry
+    /// restored without a selection, as an interrupted session's) the selection the rules give
+    /// the issue now, in the same pass.
+    pub(super) fn retry_pass(&self, info: &RetryInfo, issue: &Issue) -> Pass {
+        let mut pass = info.pass();
+        let cfg = &self.workflow.config;
+        let r = &pass.route;
+        let unrouted =
+            r.rule_name.is_empty() && r.template.is_empty() && !cfg.dispatch.rules.is_empty();
+        let reachable = r.agent_kind.is_empty()
+            || r.agent_kind == cfg.agent.kind
+            || cfg.dispatch.default.agent.as_deref() == Some(r.agent_kind.as_str())
+            || cfg
+                .dispatch
+                .rules
+                .iter()
+                .any(|x| x.selection.agent.as_deref() == Some(r.agent_kind.as_str()));
+        let held = r.template.is_empty() || cfg.dispatch.templates.contains_key(&r.template);
+        if !unrouted && reachable && held {
+            return pass;
+        }
+        let hop = self.state.stage_hops.get(&issue.id);
+        let sel = crate::orchestrator::routing::select(issue, cfg, hop);
+        log::info!(
+            "retry dispatching on the selection the configuration in force gives it issue_id={} issue_identifier={} rule_name={:?} agent_kind={}",
+            issue.id,
+            issue.identifier,
+            sel.route.rule_name,
+            sel.route.agent_kind
+        );
+        let chain_id = std::mem::take(&mut pass.route.chain_id);
+        pass.route = sel.route;
+        pass.route.chain_id = if chain_id.is_empty() {
+            new_chain_id()
+        } else {
+            chain_id
+        };
+        pass
+    }
+
     /// Moves the pass holds of issues between stages to their `between_stages[]` rows.
     pub(super) fn split_between_holds(&mut self, held: &mut BTreeMap<String, Held>) {
         let between: Vec<String> = held
