@@ -460,11 +460,7 @@ impl Orchestrator {
         session_id: Option<String>,
     ) {
         let issue = &entry.facts.issue;
-        let current = self
-            .tracker
-            .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
-            .ok()
-            .and_then(|m| m.get(&issue.id).cloned());
+        let current = self.current_state(issue);
         let cfg = &self.workflow.config.tracker;
         match decide_continue(current.as_deref(), cfg) {
             ContinueStep::Release { handoff_skipped } => {
@@ -607,14 +603,18 @@ impl Orchestrator {
             });
     }
 
+    /// The issue's tracker state now; `None` when it cannot be read.
+    fn current_state(&self, issue: &Issue) -> Option<String> {
+        self.tracker
+            .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
+            .ok()
+            .and_then(|m| m.get(&issue.id).cloned())
+    }
+
     /// Whether the issue is still in an active state (a failed read counts as active, as the
     /// supervisor last saw it).
     fn issue_still_active(&self, issue: &Issue) -> bool {
-        let current = self
-            .tracker
-            .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
-            .ok()
-            .and_then(|m| m.get(&issue.id).cloned());
+        let current = self.current_state(issue);
         let cfg = &self.workflow.config.tracker;
         current
             .is_none_or(|s| state_in(&s, &cfg.active_states) && !state_in(&s, &cfg.terminal_states))
