@@ -67,9 +67,26 @@ fn normalize(s: &str) -> Vec<char> {
             out.push(' ');
         }
         space = false;
-        out.extend(c.to_lowercase());
+        out.extend(fold(c));
     }
     out
+}
+
+/// Simple case folding: lowercase, then once more through the uppercase form when both are
+/// one character, so every case form of a letter folds alike (`ς`, `σ` and `Σ` to `σ`) while a
+/// letter that only folds under full case folding (`ß`, whose uppercase is `SS`) stays itself.
+fn fold(c: char) -> Vec<char> {
+    let lower: Vec<char> = c.to_lowercase().collect();
+    if let [l] = lower[..] {
+        let upper: Vec<char> = l.to_uppercase().collect();
+        if let [u] = upper[..] {
+            let again: Vec<char> = u.to_lowercase().collect();
+            if let [a] = again[..] {
+                return vec![a];
+            }
+        }
+    }
+    lower
 }
 
 #[cfg(test)]
@@ -86,6 +103,8 @@ mod tests {
         assert!(has("Improve infra docs", "infra"));
         assert!(has("缓存设计文档", "设计"));
         assert!(has("ΣΟΦΙΑ report", "σοφια"));
+        assert!(has("τελος", "ΤΕΛΟΣ") && has("ΤΕΛΟΣ", "τελος") && has("τελοσ", "τελος"));
+        assert!(!has("strasse", "straße"));
         assert!(has("fix:   typo\tnow", "fix: typo"));
         assert!(!has("Café opening hours", "cafe"));
         assert!(has("Deploy ✅\u{FE0F} done", "✅ done"));
