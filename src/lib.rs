@@ -5,14 +5,14 @@
 //! concept lives.
 //!
 //! 0. `build_info`, `clock`, `domain`, `mask`, `process_signal`
-//! 1. `http_client`
+//! 1. `http_client`, `ssh`
 //! 2. `agent`, `prompt`, `scm`, `tracker`, `ui`, `workspace`
 //! 3. `pricing`, `registry`
 //! 4. `config`
 //! 5. `logging`, `store`
 //! 6. `metrics`
 //! 7. `orchestrator`
-//! 8. `http`
+//! 8. `http`, `mcp`
 //! 9. `cli`
 
 pub mod agent;
@@ -25,6 +25,7 @@ pub mod http;
 pub mod http_client;
 pub mod logging;
 pub mod mask;
+pub mod mcp;
 pub mod metrics;
 pub mod orchestrator;
 pub mod pricing;
@@ -32,6 +33,7 @@ pub mod process_signal;
 pub mod prompt;
 pub mod registry;
 pub mod scm;
+pub mod ssh;
 pub mod store;
 pub mod tracker;
 pub mod ui;

@@ -78,6 +78,7 @@ impl Env {
             issue_id: "1".into(),
             issue_identifier: "A-1".into(),
             mcp_config_path: None,
+            remote: None,
         })
     }
 

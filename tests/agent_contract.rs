@@ -46,6 +46,7 @@ fn params(workspace: PathBuf) -> StartSessionParams {
         issue_id: "id-CON-1".into(),
         issue_identifier: "CON-1".into(),
         mcp_config_path: None,
+        remote: None,
     }
 }
 

@@ -71,6 +71,7 @@ impl Env {
             env: Vec::new(),
             env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
+            remote: None,
         }
     }
     fn invocations(&self) -> Vec<serde_json::Value> {
@@ -89,6 +90,7 @@ fn params(ws: PathBuf) -> StartSessionParams {
         issue_id: "id-PROJ-1".into(),
         issue_identifier: "PROJ-1".into(),
         mcp_config_path: None,
+        remote: None,
     }
 }
 

@@ -156,6 +156,8 @@ pub struct StartSessionParams {
     pub issue_identifier: String,
     /// The worker-written MCP config (`.sortie/mcp.json`); wins over the block's `mcp_config`.
     pub mcp_config_path: Option<PathBuf>,
+    /// The SSH host the session's processes run on; `None` runs them here.
+    pub remote: Option<crate::ssh::SshHost>,
 }
 
 /// What one turn produced.

@@ -44,6 +44,9 @@ pub struct ProcessSpec {
     /// Inherited variables removed before `env` is applied.
     pub env_remove: Vec<String>,
     pub max_line_bytes: usize,
+    /// The SSH host the process runs on; `None` runs it here. On a host, `cwd` is the remote
+    /// workspace, `env` is put on the remote command line and `env_remove` does not apply.
+    pub remote: Option<crate::ssh::SshHost>,
 }
 
 /// Timing knobs for one turn.

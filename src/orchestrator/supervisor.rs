@@ -335,6 +335,7 @@ fn run_session(
         issue_id: issue.id.clone(),
         issue_identifier: issue.identifier.clone(),
         mcp_config_path: None,
+        remote: None,
     }) {
         Ok(s) => s,
         Err(e) => {

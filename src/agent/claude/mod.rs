@@ -214,6 +214,7 @@ impl AgentSession for ClaudeSession {
             env: Vec::new(),
             env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
+            remote: None,
         };
         let limits = TurnLimits::from_settings(&self.settings);
         log::info!(

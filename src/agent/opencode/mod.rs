@@ -156,6 +156,7 @@ impl OpencodeSession {
             env: self.env.clone(),
             env_remove: argv::MANAGED_ENV.iter().map(|s| s.to_string()).collect(),
             max_line_bytes: MAX_LINE_BYTES,
+            remote: None,
         }
     }
 

@@ -1,0 +1,1 @@
+//! `sortie mcp-server`: the stdio MCP tool server an agent session starts beside itself.
