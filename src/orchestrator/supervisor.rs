@@ -45,6 +45,8 @@ pub struct SupervisorJob {
     /// The pull-request reaction this run continues: its prompt context, and the issue may sit
     /// in the handoff state meanwhile (the run follows a handoff).
     pub reaction: Option<JobReaction>,
+    /// The SSH host the attempt runs on; `None` runs it here.
+    pub ssh_host: Option<crate::ssh::SshHost>,
 }
 
 /// A reaction run's part of the job.
@@ -335,7 +337,7 @@ fn run_session(
         issue_id: issue.id.clone(),
         issue_identifier: issue.identifier.clone(),
         mcp_config_path: None,
-        remote: None,
+        remote: job.ssh_host.clone(),
     }) {
         Ok(s) => s,
         Err(e) => {
