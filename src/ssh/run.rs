@@ -83,10 +83,7 @@ pub enum SshErrorKind {
     /// The remote file is present but not read (symlink, not a regular file, over the cap).
     Refused(String),
     /// The remote command failed in a way the operation cannot accept.
-    Failed {
-        code: Option<i32>,
-        stderr: String,
-    },
+    Failed { code: Option<i32>, stderr: String },
 }
 
 /// A failed remote operation: on which host and why.
@@ -126,7 +123,10 @@ impl fmt::Display for SshError {
                 if stderr.is_empty() {
                     write!(f, "ssh to {h}: remote command failed (exit {code})")
                 } else {
-                    write!(f, "ssh to {h}: remote command failed (exit {code}): {stderr}")
+                    write!(
+                        f,
+                        "ssh to {h}: remote command failed (exit {code}): {stderr}"
+                    )
                 }
             }
         }
@@ -241,12 +241,18 @@ impl SshHost {
         let (done_tx, done_rx) = bounded::<()>(2);
         for (pipe, sink, head) in [
             (
-                child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+                child
+                    .stdout
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
                 Arc::clone(&out),
                 true,
             ),
             (
-                child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+                child
+                    .stderr
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
                 Arc::clone(&err),
                 false,
             ),
@@ -379,8 +385,11 @@ impl SshHost {
             Ended::Exited(out) => out,
         };
         let shown = |s: String| {
-            s.replace("{dir}", &path.parent().unwrap_or(path).display().to_string())
-                .replace("{file}", &path.display().to_string())
+            s.replace(
+                "{dir}",
+                &path.parent().unwrap_or(path).display().to_string(),
+            )
+            .replace("{file}", &path.display().to_string())
         };
         match out.code {
             Some(0) if out.stdout.len() as u64 > max_bytes || out.stdout_truncated => {
