@@ -12,8 +12,11 @@ use sortie::agent::{
     AgentErrorKind, AgentEventKind, AgentSettings, CancelReason, CancelToken, StartSessionParams,
     TurnOutcome,
 };
+use sortie::agent::{pr_record, status_file};
+use sortie::domain::Issue;
 use sortie::registry::adapter_for;
 use sortie::ssh::{SshErrorKind, SshHost, quote};
+use sortie::workspace::{HookEnv, HookKind, HookScripts, WorkspaceError, WorkspaceManager};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -353,6 +356,211 @@ fn a_missing_remote_agent_is_agent_not_found() {
         "{:?}",
         result.outcome
     );
+}
+
+fn issue(identifier: &str) -> Issue {
+    Issue {
+        id: format!("id-{identifier}"),
+        identifier: identifier.to_string(),
+        title: "t".into(),
+        state: "To Do".into(),
+        ..Issue::default()
+    }
+}
+
+fn read_env_file(path: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn hooks_on_a_host_run_in_the_remote_workspace_with_the_host_named() {
+    let sshd = sshd_or_skip!();
+    let host = sshd.host();
+    let root = sshd.dir.path().join("root");
+    let out_file = sshd.dir.path().join("hook.env");
+    let mgr = WorkspaceManager::new(
+        root.clone(),
+        HookScripts {
+            before_run: Some(format!(
+                "echo \"it's here\"; echo to-stderr >&2; {{ echo PWD=$(pwd); env | grep '^SORTIE_'; }} > {}",
+                quote(&out_file.to_string_lossy())
+            )),
+            after_run: Some("echo failing; exit 4".into()),
+            before_remove: Some("sleep 30".into()),
+            timeout_ms: 1500,
+            ..HookScripts::default()
+        },
+    );
+    let ws = root.join("PROJ-7");
+    std::fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("{e}"));
+    let env = HookEnv {
+        issue_id: "id-PROJ-7".into(),
+        issue_identifier: "PROJ-7".into(),
+        attempt: 2,
+        extra: vec![("SORTIE_SELF_REVIEW_STATUS".into(), "passed".into())],
+    };
+    let out = mgr
+        .run_hook_on(HookKind::BeforeRun, &ws, &env, Some(&host))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.ran);
+    assert_eq!(out.output, "it's here\nto-stderr\n");
+    let vars = read_env_file(&out_file);
+    assert_eq!(vars.get("PWD").map(String::as_str), ws.to_str());
+    assert_eq!(
+        vars.get("SORTIE_SSH_HOST").map(String::as_str),
+        Some("sortie-test-host")
+    );
+    assert_eq!(
+        vars.get("SORTIE_WORKSPACE").map(String::as_str),
+        ws.to_str()
+    );
+    assert_eq!(
+        vars.get("SORTIE_ISSUE_IDENTIFIER").map(String::as_str),
+        Some("PROJ-7")
+    );
+    assert_eq!(vars.get("SORTIE_ATTEMPT").map(String::as_str), Some("2"));
+    assert_eq!(
+        vars.get("SORTIE_SELF_REVIEW_STATUS").map(String::as_str),
+        Some("passed")
+    );
+
+    match mgr.run_hook_on(HookKind::AfterRun, &ws, &env, Some(&host)) {
+        Err(WorkspaceError::HookFailed {
+            exit_code, output, ..
+        }) => {
+            assert_eq!(exit_code, Some(4));
+            assert_eq!(output, "failing\n");
+        }
+        other => panic!("{other:?}"),
+    }
+    match mgr.run_hook_on(HookKind::BeforeRemove, &ws, &env, Some(&host)) {
+        Err(WorkspaceError::HookTimeout { timeout_ms, .. }) => assert_eq!(timeout_ms, 1500),
+        other => panic!("{other:?}"),
+    }
+    // No host configured for the hook: nothing runs.
+    assert!(
+        !mgr.run_hook_on(HookKind::AfterCreate, &ws, &env, Some(&host))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .ran
+    );
+    // A host that cannot be reached fails the hook with ssh's status.
+    let gone = sshd.host_entry(&format!("127.0.0.1:{}", closed_port()));
+    match mgr.run_hook_on(HookKind::BeforeRun, &ws, &env, Some(&gone)) {
+        Err(WorkspaceError::HookFailed {
+            exit_code, output, ..
+        }) => {
+            assert_eq!(exit_code, Some(255));
+            assert!(output.contains("refused"), "{output}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn prepare_on_creates_the_remote_workspace_and_runs_after_create_there() {
+    let sshd = sshd_or_skip!();
+    let host = sshd.host();
+    let root = sshd.dir.path().join("deep").join("root");
+    let mgr = WorkspaceManager::new(
+        root.clone(),
+        HookScripts {
+            after_create: Some(
+                "ls -A > ../after_create.ls; echo \"$SORTIE_SSH_HOST\" > marker".into(),
+            ),
+            before_remove: Some("echo bye > ../before_remove.ran".into()),
+            ..HookScripts::default()
+        },
+    );
+    let (ws, lock) = mgr
+        .prepare_on(&issue("PROJ-9"), 0, Some(&host))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(ws.created_now);
+    assert_eq!(ws.path, root.join("PROJ-9"));
+    // after_create ran on the host, in the new (empty) workspace.
+    assert_eq!(
+        std::fs::read_to_string(ws.path.join("marker")).unwrap_or_default(),
+        "sortie-test-host\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("after_create.ls")).unwrap_or_default(),
+        ""
+    );
+    // The local lock is held: a second prepare is refused while it is.
+    assert!(matches!(
+        mgr.prepare_on(&issue("PROJ-9"), 1, Some(&host)),
+        Err(WorkspaceError::Locked { .. })
+    ));
+    drop(lock);
+
+    // The agent's files are read through the host.
+    let dot = ws.path.join(".sortie");
+    std::fs::write(dot.join("status"), "blocked\nneeds a token\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dot.join("scm.json"),
+        r#"{"branch":"b","pr_number":3,"owner":"o","repo":"r"}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let st = status_file::read_on(&ws.path, Some(&host));
+    assert_eq!(st, status_file::read(&ws.path));
+    assert_eq!(st.outcome, Some(status_file::DeclaredOutcome::Blocked));
+    assert_eq!(st.statement.as_deref(), Some("needs a token"));
+    let rec = pr_record::read_on(&ws.path, Some(&host));
+    assert_eq!(rec, pr_record::read(&ws.path));
+    assert_eq!(
+        rec.record.as_ref().and_then(|r| r.pull_request()),
+        Some(("o", "r", 3))
+    );
+
+    // Reused: not created again, after_create not run again, the stale status removed.
+    std::fs::remove_file(ws.path.join("marker")).unwrap_or_else(|e| panic!("{e}"));
+    let (again, lock) = mgr
+        .prepare_on(&issue("PROJ-9"), 1, Some(&host))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!again.created_now);
+    assert!(!again.path.join("marker").exists());
+    assert!(!dot.join("status").exists());
+    assert_eq!(
+        status_file::read_on(&ws.path, Some(&host)),
+        Default::default()
+    );
+    drop(lock);
+
+    // Terminal cleanup: before_remove on the host, then the directory is gone.
+    assert!(
+        mgr.remove_on("id-PROJ-9", "PROJ-9", Some(&host))
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    assert!(root.join("before_remove.ran").exists());
+    assert!(!ws.path.exists());
+    assert!(
+        !mgr.remove_on("id-PROJ-9", "PROJ-9", Some(&host))
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+}
+
+#[test]
+fn a_failed_after_create_on_the_host_removes_the_remote_workspace() {
+    let sshd = sshd_or_skip!();
+    let host = sshd.host();
+    let root = sshd.dir.path().join("root");
+    let mgr = WorkspaceManager::new(
+        root.clone(),
+        HookScripts {
+            after_create: Some("touch half-done; exit 9".into()),
+            ..HookScripts::default()
+        },
+    );
+    match mgr.prepare_on(&issue("PROJ-3"), 0, Some(&host)) {
+        Err(WorkspaceError::HookFailed { exit_code, .. }) => assert_eq!(exit_code, Some(9)),
+        other => panic!("{other:?}"),
+    }
+    assert!(!root.join("PROJ-3").exists());
 }
 
 /// Live (not zombie) members of process group `pgid`.

@@ -8,7 +8,7 @@
 use super::SshHost;
 use super::command::{AGENT_PGID_FILE, quote};
 use crate::process_signal::{Signal, signal_group};
-use crossbeam_channel::bounded;
+use crossbeam_channel::{Receiver, bounded, never, select};
 use rustix::io::Errno;
 use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
 use std::fmt;
@@ -80,6 +80,8 @@ pub enum SshErrorKind {
     Connection(String),
     /// The deadline passed; the local client and the remote group were killed.
     Timeout(Duration),
+    /// The caller cancelled; the local client and the remote group were killed.
+    Cancelled,
     /// The remote file is present but not read (symlink, not a regular file, over the cap).
     Refused(String),
     /// The remote command failed in a way the operation cannot accept.
@@ -117,6 +119,7 @@ impl fmt::Display for SshError {
             SshErrorKind::Timeout(t) => {
                 write!(f, "ssh to {h}: timed out after {} ms", t.as_millis())
             }
+            SshErrorKind::Cancelled => write!(f, "ssh to {h}: cancelled"),
             SshErrorKind::Refused(why) => write!(f, "ssh to {h}: refused: {why}"),
             SshErrorKind::Failed { code, stderr } => {
                 let code = code.map_or_else(|| "none".to_string(), |c| c.to_string());
@@ -186,6 +189,7 @@ fn drain(mut pipe: impl Read, cap: usize, keep_head: bool, into: &Mutex<Capture>
 enum Ended {
     Exited(RemoteOutput),
     TimedOut,
+    Cancelled,
 }
 
 impl SshHost {
@@ -215,6 +219,7 @@ impl SshHost {
         stdin: Option<&[u8]>,
         timeout: Duration,
         cap: usize,
+        cancel: &Receiver<()>,
     ) -> Result<Ended, SshError> {
         let mut cmd = self.command(remote_command);
         cmd.process_group(0)
@@ -276,8 +281,12 @@ impl SshHost {
             ) {}
             let _ = exit_tx.send(());
         });
-        let timed_out = exit_rx.recv_timeout(timeout).is_err();
-        if timed_out {
+        let stopped = select! {
+            recv(exit_rx) -> _ => None,
+            recv(cancel) -> _ => Some(Ended::Cancelled),
+            default(timeout) => Some(Ended::TimedOut),
+        };
+        if stopped.is_some() {
             let _ = signal_group(pid, Signal::KILL);
         }
         let status = child.wait();
@@ -291,8 +300,8 @@ impl SshHost {
                 break;
             }
         }
-        if timed_out {
-            return Ok(Ended::TimedOut);
+        if let Some(stopped) = stopped {
+            return Ok(stopped);
         }
         let status = status.map_err(|e| SshError::new(self, SshErrorKind::Spawn(e.to_string())))?;
         let take = |c: &Mutex<Capture>| {
@@ -321,37 +330,56 @@ impl SshHost {
         stdin: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<RemoteOutput, SshError> {
+        self.run_cancellable(script, stdin, timeout, &never())
+    }
+
+    /// [`SshHost::run`] that a message on `cancel` (or its sender dropped) also stops, with
+    /// [`SshErrorKind::Cancelled`].
+    pub fn run_cancellable(
+        &self,
+        script: &str,
+        stdin: Option<&[u8]>,
+        timeout: Duration,
+        cancel: &Receiver<()>,
+    ) -> Result<RemoteOutput, SshError> {
         let pgid_file = format!("\"${{TMPDIR:-/tmp}}\"/sortie-ssh-{}.pgid", unique_token());
         let wrapped = format!(
             "echo $$ > {pgid_file}; sh -c {}; s=$?; rm -f {pgid_file}; exit $s",
             quote(script)
         );
         let started = Instant::now();
-        match self.exec(&wrapped, stdin, timeout, MAX_RUN_OUTPUT_BYTES)? {
-            Ended::Exited(out) if out.code == Some(SSH_CONNECTION_FAILED) => Err(SshError::new(
-                self,
-                SshErrorKind::Connection(out.last_stderr_line().unwrap_or_default()),
-            )),
-            Ended::Exited(out) => Ok(out),
-            Ended::TimedOut => {
-                let kill = format!(
-                    "f={pgid_file}; p=$(cat \"$f\" 2>/dev/null); rm -f \"$f\"; \
-                     case $p in ''|*[!0-9]*) ;; *) kill -KILL -- -\"$p\" 2>/dev/null;; esac; exit 0"
-                );
-                if let Err(e) = self.exec(&kill, None, CLEANUP_TIMEOUT, 4096) {
-                    log::warn!(
-                        "remote command group not killed after timeout ssh_host={} error={e}",
-                        self.name()
-                    );
-                }
-                log::warn!(
-                    "remote command timed out ssh_host={} elapsed_ms={}",
-                    self.name(),
-                    started.elapsed().as_millis()
-                );
-                Err(SshError::new(self, SshErrorKind::Timeout(timeout)))
+        let stopped = match self.exec(&wrapped, stdin, timeout, MAX_RUN_OUTPUT_BYTES, cancel)? {
+            Ended::Exited(out) if out.code == Some(SSH_CONNECTION_FAILED) => {
+                return Err(SshError::new(
+                    self,
+                    SshErrorKind::Connection(out.last_stderr_line().unwrap_or_default()),
+                ));
             }
+            Ended::Exited(out) => return Ok(out),
+            Ended::TimedOut => SshErrorKind::Timeout(timeout),
+            Ended::Cancelled => SshErrorKind::Cancelled,
+        };
+        let kill = format!(
+            "f={pgid_file}; p=$(cat \"$f\" 2>/dev/null); rm -f \"$f\"; \
+                     case $p in ''|*[!0-9]*) ;; *) kill -KILL -- -\"$p\" 2>/dev/null;; esac; exit 0"
+        );
+        if let Err(e) = self.exec(&kill, None, CLEANUP_TIMEOUT, 4096, &never()) {
+            log::warn!(
+                "remote command group not killed after its stop ssh_host={} error={e}",
+                self.name()
+            );
         }
+        log::warn!(
+            "remote command stopped ssh_host={} reason={} elapsed_ms={}",
+            self.name(),
+            if stopped == SshErrorKind::Cancelled {
+                "cancelled"
+            } else {
+                "timeout"
+            },
+            started.elapsed().as_millis()
+        );
+        Err(SshError::new(self, stopped))
     }
 
     /// Reads the regular file `path` on this host, at most `max_bytes`: `Ok(None)` when it (or
@@ -375,8 +403,8 @@ impl SshHost {
             max_bytes.saturating_add(1)
         );
         let cap = usize::try_from(max_bytes.saturating_add(1)).unwrap_or(usize::MAX);
-        let out = match self.exec(&script, None, self.file_timeout(), cap)? {
-            Ended::TimedOut => {
+        let out = match self.exec(&script, None, self.file_timeout(), cap, &never())? {
+            Ended::TimedOut | Ended::Cancelled => {
                 return Err(SshError::new(
                     self,
                     SshErrorKind::Timeout(self.file_timeout()),
@@ -449,8 +477,10 @@ impl SshHost {
             "p=$(cat -- {file} 2>/dev/null); {forget}\
              case $p in ''|*[!0-9]*) exit 0;; esac; kill -{name} -- -\"$p\" 2>/dev/null; exit 0"
         );
-        match self.exec(&script, None, CLEANUP_TIMEOUT, 4096)? {
-            Ended::TimedOut => Err(SshError::new(self, SshErrorKind::Timeout(CLEANUP_TIMEOUT))),
+        match self.exec(&script, None, CLEANUP_TIMEOUT, 4096, &never())? {
+            Ended::TimedOut | Ended::Cancelled => {
+                Err(SshError::new(self, SshErrorKind::Timeout(CLEANUP_TIMEOUT)))
+            }
             Ended::Exited(out) if out.success() => Ok(()),
             Ended::Exited(out) if out.code == Some(SSH_CONNECTION_FAILED) => Err(SshError::new(
                 self,
