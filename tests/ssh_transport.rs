@@ -358,6 +358,52 @@ fn a_missing_remote_agent_is_agent_not_found() {
     );
 }
 
+#[test]
+fn a_persistent_json_rpc_agent_runs_over_ssh_and_stops_without_leftovers() {
+    let sshd = sshd_or_skip!();
+    let agent = Agent::new("");
+    let settings = AgentSettings {
+        kind: "codex".into(),
+        command: Some(format!(
+            "env FAKE_AGENT_KIND=codex FAKE_AGENT_SCENARIO={} FAKE_AGENT_STATE_DIR={} FAKE_AGENT_ARGV_LOG={} FAKE_AGENT_ENV_LOG={} {FAKE_AGENT} app-server",
+            agent.path("scenario.jsonl").display(),
+            agent.path("state").display(),
+            agent.path("argv.log").display(),
+            agent.path("env.log").display(),
+        )),
+        read_timeout_ms: 5000,
+        stop_grace_ms: 500,
+        workflow_dir: agent.dir.path().to_path_buf(),
+        ..AgentSettings::default()
+    };
+    let adapter = adapter_for(&settings).unwrap_or_else(|e| panic!("{e}"));
+    let mut session = adapter
+        .start_session(agent.params(&sshd.host()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (tx, rx) = unbounded();
+    let result = session.run_turn("do it", &tx, &CancelToken::new());
+    assert!(result.outcome.is_completed(), "{:?}", result.outcome);
+    assert_eq!(rx.try_iter().filter(|e| e.kind.is_terminal()).count(), 1);
+    let inv = agent.log_lines("argv.log");
+    assert_eq!(inv.len(), 1);
+    assert_eq!(inv[0]["cwd"].as_str(), agent.ws().to_str());
+    let pgid: i32 = std::fs::read_to_string(agent.ws().join(".sortie/agent.pgid"))
+        .unwrap_or_else(|e| panic!("the server's group is recorded while it runs: {e}"))
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(alive(pgid));
+    session.stop().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        common::poll(T, Duration::from_millis(20), || group_members(pgid)
+            .is_empty()
+            .then_some(()))
+        .is_some(),
+        "the remote server's group outlived stop"
+    );
+    assert!(common::procs::processes_in(&agent.ws()).is_empty());
+}
+
 fn issue(identifier: &str) -> Issue {
     Issue {
         id: format!("id-{identifier}"),
