@@ -456,6 +456,7 @@ fn peer(env: &Env) -> RpcPeer {
             ),
         ],
         max_line_bytes: 1 << 20,
+        remote: None,
     };
     RpcPeer::spawn(&spec, Dialect::V2).unwrap()
 }
@@ -525,6 +526,7 @@ fn the_read_timeout_bounds_a_request() {
         cwd: env.ws(),
         env: Vec::new(),
         max_line_bytes: 1024,
+        remote: None,
     };
     let mut p = RpcPeer::spawn(&spec, Dialect::Bare).unwrap();
     let started = Instant::now();

@@ -54,6 +54,7 @@ fn the_real_app_server_answers_the_handshake_and_starts_a_thread_offline() {
         cwd: ws.clone(),
         env: home_env(dir.path()),
         max_line_bytes: 1 << 20,
+        remote: None,
     };
     let mut peer = RpcPeer::spawn(&spec, Dialect::Bare).unwrap();
     let refuse = &mut |_: &str, _: &Value| Ok(json!({}));

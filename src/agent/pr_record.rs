@@ -60,7 +60,12 @@ pub struct RecordRead {
 
 /// Reads `<workspace>/.sortie/scm.json`.
 pub fn read(workspace: &Path) -> RecordRead {
-    match super::sortie_file::read(workspace, "scm.json", MAX_RECORD_BYTES) {
+    read_on(workspace, None)
+}
+
+/// [`read`] of a workspace on `host` (`None` reads here); parsed exactly alike.
+pub fn read_on(workspace: &Path, host: Option<&crate::ssh::SshHost>) -> RecordRead {
+    match super::sortie_file::read_on(workspace, "scm.json", MAX_RECORD_BYTES, host) {
         Ok(None) => RecordRead::default(),
         Ok(Some(bytes)) => parse(&bytes),
         Err(reason) => RecordRead {

@@ -9,6 +9,7 @@ use super::event::{AgentEvent, AgentEventKind, TurnOutcome};
 use super::pipes::{self, LineSplitter, PipeSink};
 use super::stream::{ExitInfo, SpawnError, StreamParser, TurnEnd};
 use crate::process_signal::{Signal, orphans, signal_group};
+use crate::ssh::SshHost;
 use crossbeam_channel::{Receiver, Sender, never, select};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -133,6 +134,41 @@ pub fn session_workspace(workspace: &Path) -> Result<PathBuf, AgentError> {
     verify_workspace(workspace).map_err(|m| AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, m))
 }
 
+/// [`session_workspace`] for a session placed on `remote`: there the path names the remote
+/// workspace, so it is only required to be absolute (the host resolves it).
+pub fn session_workspace_on(
+    workspace: &Path,
+    remote: Option<&SshHost>,
+) -> Result<PathBuf, AgentError> {
+    match remote {
+        None => session_workspace(workspace),
+        Some(_) if workspace.is_absolute() => Ok(workspace.to_path_buf()),
+        Some(host) => Err(AgentError::new(
+            AgentErrorKind::InvalidWorkspaceCwd,
+            format!(
+                "{} is not absolute (remote workspace on {})",
+                workspace.display(),
+                host.name()
+            ),
+        )),
+    }
+}
+
+/// [`agent_program`] for a session placed on `remote`: there the command is not looked up
+/// here; the host's shell finds it (a missing one exits 127, `agent_not_found`).
+pub fn agent_program_on(
+    command: Option<&str>,
+    default: &str,
+    remote: Option<&SshHost>,
+) -> Result<(String, Vec<String>), AgentError> {
+    if remote.is_none() {
+        return agent_program(command, default);
+    }
+    let command = command.filter(|c| !c.trim().is_empty()).unwrap_or(default);
+    split_command(command)
+        .ok_or_else(|| AgentError::new(AgentErrorKind::AgentNotFound, "empty agent.command"))
+}
+
 /// The program (resolved like `which`, see `agent::command`) and leading arguments a session
 /// runs: `agent.command`, or the kind's `default` when it is unset or blank.
 pub fn agent_program(
@@ -189,6 +225,7 @@ pub fn run_turn(
     }
 
     let (mut outcome, mut evs) = parser.finish(&end);
+    ssh_connection_outcome(spec, &end, &mut outcome, &mut evs);
     if end.cancelled.is_none()
         && end.exit.is_some_and(|e| e.code.is_some_and(|c| c != 0))
         && let Some(said) = output.reason()
@@ -228,13 +265,26 @@ pub(crate) fn without_nul(s: &str) -> String {
 }
 
 fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
-    let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
-    let mut cmd = Command::new(&spec.program);
-    // An argument or environment value cannot hold a NUL byte (the spawn would fail every
-    // time); tracker text reaches both (the prompt, the identifier), so NUL becomes `_`.
-    cmd.args(spec.args.iter().map(|a| without_nul(a)))
-        .current_dir(&cwd)
-        .process_group(0)
+    let mut cmd = match &spec.remote {
+        None => {
+            let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
+            let mut cmd = Command::new(&spec.program);
+            // An argument or environment value cannot hold a NUL byte (the spawn would fail
+            // every time); tracker text reaches both (the prompt, the identifier), so NUL
+            // becomes `_`.
+            cmd.args(spec.args.iter().map(|a| without_nul(a)))
+                .current_dir(&cwd);
+            for k in &spec.env_remove {
+                cmd.env_remove(without_nul(k));
+            }
+            for (k, v) in &spec.env {
+                cmd.env(without_nul(k), without_nul(v));
+            }
+            cmd
+        }
+        Some(host) => remote_command(host, &spec.cwd, &spec.env, &spec.program, &spec.args)?,
+    };
+    cmd.process_group(0)
         .stdin(if spec.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -242,23 +292,12 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for k in &spec.env_remove {
-        cmd.env_remove(without_nul(k));
-    }
-    for (k, v) in &spec.env {
-        cmd.env(without_nul(k), without_nul(v));
-    }
     let token = orphans::new_token();
     cmd.env(orphans::TOKEN_ENV, &token);
     let spawned = cmd.spawn().inspect_err(|_| {
         orphans::end_token(&token);
     });
-    let mut child = spawned.map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-            SpawnError::NotFound(format!("{}: {e}", spec.program))
-        }
-        _ => SpawnError::Other(format!("{}: {e}", spec.program)),
-    })?;
+    let mut child = spawned.map_err(|e| spawn_error(spec.remote.as_ref(), &spec.program, &e))?;
     let pid = child.id();
 
     if let (Some(mut stdin), Some(data)) = (child.stdin.take(), spec.stdin.clone()) {
@@ -306,6 +345,99 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         stderr_done,
         stderr,
     })
+}
+
+/// The local `ssh` that runs `program` on `host` in the remote workspace `cwd` (which must be
+/// absolute), with `env` on the remote command line. The client runs from `/`: the local
+/// directory plays no part in the remote run.
+pub(crate) fn remote_command(
+    host: &SshHost,
+    cwd: &Path,
+    env: &[(String, String)],
+    program: &str,
+    args: &[String],
+) -> Result<Command, SpawnError> {
+    if !cwd.is_absolute() {
+        return Err(SpawnError::InvalidCwd(format!(
+            "{} is not absolute",
+            cwd.display()
+        )));
+    }
+    let remote = crate::ssh::remote_agent_command(cwd, env, program, args);
+    let mut cmd = host.command(&remote);
+    cmd.current_dir("/");
+    Ok(cmd)
+}
+
+/// A failed spawn as the turn sees it: a missing program (or a missing local `ssh`) is
+/// `NotFound`.
+pub(crate) fn spawn_error(
+    remote: Option<&SshHost>,
+    program: &str,
+    e: &std::io::Error,
+) -> SpawnError {
+    match (e.kind(), remote) {
+        (std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied, None) => {
+            SpawnError::NotFound(format!("{program}: {e}"))
+        }
+        (std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied, Some(host)) => {
+            SpawnError::NotFound(host.spawn_error(e).to_string())
+        }
+        (_, None) => SpawnError::Other(format!("{program}: {e}")),
+        (_, Some(host)) => SpawnError::Other(host.spawn_error(e).to_string()),
+    }
+}
+
+/// The process group a turn runs in: the local leader's (the agent, or the local `ssh`) and,
+/// for a run on a host, the remote agent's group recorded in its workspace.
+#[derive(Clone, Copy)]
+pub(crate) struct TurnGroup<'a> {
+    pub(crate) pid: u32,
+    pub(crate) remote: Option<(&'a SshHost, &'a Path)>,
+}
+
+impl TurnGroup<'_> {
+    /// Sends `signal` to the group, remote first. SIGTERM goes to the remote group only: the
+    /// local client then ends with the remote agent and carries its last output; SIGKILL goes
+    /// to both.
+    pub(crate) fn signal(&self, signal: Signal) {
+        if let Some((host, workspace)) = self.remote {
+            if let Err(e) = host.kill_remote_group(workspace, signal) {
+                log::warn!(
+                    "remote agent group not signalled ssh_host={} pid={} error={e}",
+                    host.name(),
+                    self.pid
+                );
+            }
+            if signal != Signal::KILL {
+                return;
+            }
+        }
+        kill_group(self.pid, signal);
+    }
+}
+
+/// A run on a host that ssh ended with 255 (no connection, or a lost one): the turn fails
+/// as `port_exit`, saying which host, whatever the stream parser made of the cut stream.
+fn ssh_connection_outcome(
+    spec: &ProcessSpec,
+    end: &TurnEnd,
+    outcome: &mut TurnOutcome,
+    evs: &mut [AgentEvent],
+) {
+    let Some(host) = &spec.remote else { return };
+    if end.cancelled.is_some()
+        || end.exit.and_then(|e| e.code) != Some(crate::ssh::SSH_CONNECTION_FAILED)
+    {
+        return;
+    }
+    *outcome = TurnOutcome::Failed {
+        message: format!("ssh to {} failed (exit 255)", host.name()),
+        kind: AgentErrorKind::PortExit,
+    };
+    if let Some(ev) = evs.iter_mut().rev().find(|e| e.kind.is_terminal()) {
+        ev.kind = outcome.terminal_event(None);
+    }
 }
 
 /// Longest part of the agent's own words carried into a failure's message.
@@ -387,6 +519,10 @@ fn supervise(
 ) -> ProcessOutput {
     let mut output = ProcessOutput::default();
     let pid = running.pid;
+    let group = TurnGroup {
+        pid,
+        remote: spec.remote.as_ref().map(|h| (h, spec.cwd.as_path())),
+    };
     let deadline = limits.turn_timeout.map(|t| Instant::now() + t);
     let stdout_rx = running.stdout_rx.clone();
     let no_stdout = never();
@@ -413,7 +549,7 @@ fn supervise(
                 }
                 Ok(StdoutItem::Error(e)) => {
                     end.read_error = Some(e);
-                    end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
+                    end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
                     stdout_open = false;
                     break;
                 }
@@ -427,7 +563,7 @@ fn supervise(
             },
             recv(cancel.receiver()) -> _ => {
                 end.cancelled = Some(cancel.reason().unwrap_or(CancelReason::User));
-                end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
+                end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
                 break;
             },
             default(timeout) => {
@@ -440,21 +576,21 @@ fn supervise(
                         t.as_millis()
                     );
                     end.first_line_timeout = Some(t);
-                    end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
+                    end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
                     break;
                 }
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     cancel.cancel(CancelReason::TurnTimeout);
                     end.cancelled = cancel.reason();
-                    end.exit = Some(terminate(pid, &running.exit_rx, limits.grace, cancel));
+                    end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
                     break;
                 }
             },
         }
     }
-    // Every exit: kill whatever is left of the group (grandchildren, MCP sidecars), so the
-    // pipes close and nothing outlives the turn.
-    kill_group(pid, Signal::KILL);
+    // Every exit: kill whatever is left of the group (grandchildren, MCP sidecars; on a host
+    // the remote group too), so the pipes close and nothing outlives the turn.
+    group.signal(Signal::KILL);
     // Descendants that left the group (`setsid`) still carry the turn's token.
     let escaped = orphans::end_token(&running.token);
     if escaped > 0 {
@@ -497,17 +633,18 @@ fn supervise(
 /// SIGTERM the group, wait `grace` for the child (cut short when `cancel` is escalated), then
 /// SIGKILL; returns the exit.
 fn terminate(
-    pid: u32,
+    group: &TurnGroup<'_>,
     exit_rx: &Receiver<ExitInfo>,
     grace: Duration,
     cancel: &CancelToken,
 ) -> ExitInfo {
+    let pid = group.pid;
     if !cancel.is_urgent() {
-        kill_group(pid, Signal::TERM);
+        group.signal(Signal::TERM);
         select! {
             recv(exit_rx) -> info => {
                 if let Ok(info) = info {
-                    kill_group(pid, Signal::KILL);
+                    group.signal(Signal::KILL);
                     return info;
                 }
             },
@@ -517,7 +654,7 @@ fn terminate(
             default(grace) => {},
         }
     }
-    kill_group(pid, Signal::KILL);
+    group.signal(Signal::KILL);
     exit_rx.recv_timeout(KILL_WAIT).unwrap_or(ExitInfo {
         code: None,
         signal: Some(9),

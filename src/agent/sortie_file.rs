@@ -49,6 +49,23 @@ pub fn read(workspace: &Path, name: &str, max_bytes: u64) -> Result<Option<Vec<u
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// [`read`] of a workspace on `host` (`None` reads here): the bytes come through
+/// [`crate::ssh::SshHost::read_file`], which applies the same rules on the host (no symlinked
+/// `.sortie` or file, a regular file only, at most `max_bytes`).
+pub fn read_on(
+    workspace: &Path,
+    name: &str,
+    max_bytes: u64,
+    host: Option<&crate::ssh::SshHost>,
+) -> Result<Option<Vec<u8>>, String> {
+    match host {
+        None => read(workspace, name, max_bytes),
+        Some(host) => host
+            .read_file(&sortie_dir(workspace).join(name), max_bytes)
+            .map_err(|e| e.to_string()),
+    }
+}
+
 /// O_NOFOLLOW closes the gap between the lstat above and the open.
 fn read_capped(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
     let file = std::fs::OpenOptions::new()

@@ -93,7 +93,12 @@ pub fn clear(workspace: &Path) -> io::Result<()> {
 
 /// Reads and validates `.sortie/status`.
 pub fn read(workspace: &Path) -> StatusRead {
-    match super::sortie_file::read(workspace, "status", MAX_STATUS_BYTES) {
+    read_on(workspace, None)
+}
+
+/// [`read`] of a workspace on `host` (`None` reads here); parsed exactly alike.
+pub fn read_on(workspace: &Path, host: Option<&crate::ssh::SshHost>) -> StatusRead {
+    match super::sortie_file::read_on(workspace, "status", MAX_STATUS_BYTES, host) {
         Ok(None) => StatusRead::default(),
         Ok(Some(bytes)) => parse(&bytes),
         Err(reason) => StatusRead::refused(reason),

@@ -3,8 +3,12 @@
 //! and the POSIX quoting of the remote command line. Agents, hooks and workspace file reads go
 //! through here when a run is placed on a host; nothing else in the crate builds `ssh` argv.
 
+mod command;
+mod run;
 mod target;
 
+pub use command::{AGENT_PGID_FILE, env_assignments, quote, remote_agent_command};
+pub use run::{MAX_RUN_OUTPUT_BYTES, RemoteOutput, SSH_CONNECTION_FAILED, SshError, SshErrorKind};
 pub use target::{SshTarget, TargetError};
 
 use std::path::PathBuf;

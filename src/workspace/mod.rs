@@ -13,6 +13,7 @@ mod output_capture;
 mod path;
 mod preflight;
 mod process_group;
+mod remote;
 mod status_file;
 
 use std::ffi::OsString;

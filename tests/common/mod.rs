@@ -16,7 +16,8 @@
 //! - [`promtool`]: `promtool check metrics` on an exposition text;
 //! - [`real_cli`]: the real agent CLIs installed from the npm registry;
 //! - [`schema_check`]: the strict OpenAPI validator;
-//! - [`stages`]: a constructed state with stage chains and an issue between stages.
+//! - [`stages`]: a constructed state with stage chains and an issue between stages;
+//! - [`sshd`]: a real OpenSSH server on 127.0.0.1 with throwaway keys.
 #![allow(dead_code)]
 
 pub mod app;
@@ -33,6 +34,7 @@ pub mod promtool;
 pub mod reactions;
 pub mod real_cli;
 pub mod schema_check;
+pub mod sshd;
 pub mod stages;
 pub mod store;
 pub mod wait;

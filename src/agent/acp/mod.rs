@@ -15,7 +15,7 @@ mod session;
 pub use session::AcpSession;
 
 use crate::agent::jsonrpc::{self, Dialect};
-use crate::agent::process::{MAX_LINE_BYTES, session_workspace};
+use crate::agent::process::{MAX_LINE_BYTES, session_workspace_on};
 use crate::agent::{
     AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentSession,
     AgentSettings, SettingProblem, StartSessionParams, UsageArrival, UsageAttribution,
@@ -78,7 +78,7 @@ impl AgentAdapter for AcpAdapter {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let workspace = session_workspace(&params.workspace)?;
+        let workspace = session_workspace_on(&params.workspace, params.remote.as_ref())?;
         let (config, problems) = AcpConfig::parse(&self.settings.block);
         if let Some(p) = problems.first() {
             return Err(AgentError::new(
@@ -92,6 +92,7 @@ impl AgentAdapter for AcpAdapter {
             workspace.clone(),
             MAX_LINE_BYTES,
             Dialect::V2,
+            params.remote.as_ref(),
         )?;
         let read_timeout = jsonrpc::read_timeout(self.settings.read_timeout_ms);
         let started = match handshake::start(

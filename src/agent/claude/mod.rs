@@ -6,7 +6,7 @@ pub mod parser;
 mod tools;
 
 use crate::agent::process::{
-    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, agent_program, session_workspace,
+    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, agent_program_on, session_workspace_on,
 };
 use crate::agent::{
     AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentEvent,
@@ -112,9 +112,13 @@ impl AgentAdapter for ClaudeAdapter {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let workspace = session_workspace(&params.workspace)?;
-        let (program, command_args) =
-            agent_program(self.settings.command.as_deref(), DEFAULT_COMMAND)?;
+        let remote = params.remote.clone();
+        let workspace = session_workspace_on(&params.workspace, remote.as_ref())?;
+        let (program, command_args) = agent_program_on(
+            self.settings.command.as_deref(),
+            DEFAULT_COMMAND,
+            remote.as_ref(),
+        )?;
         if self
             .settings
             .block
@@ -139,7 +143,9 @@ impl AgentAdapter for ClaudeAdapter {
             workspace,
             program,
             command_args,
-            mcp_config: params.mcp_config_path,
+            // The worker's MCP file is local; an agent on a host cannot read it.
+            mcp_config: params.mcp_config_path.filter(|_| remote.is_none()),
+            remote,
             issue_id: params.issue_id,
             issue_identifier: params.issue_identifier,
             session_id,
@@ -157,6 +163,8 @@ pub struct ClaudeSession {
     program: String,
     command_args: Vec<String>,
     mcp_config: Option<PathBuf>,
+    /// The host the session's processes run on.
+    remote: Option<crate::ssh::SshHost>,
     issue_id: String,
     issue_identifier: String,
     session_id: String,
@@ -214,7 +222,7 @@ impl AgentSession for ClaudeSession {
             env: Vec::new(),
             env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
-            remote: None,
+            remote: self.remote.clone(),
         };
         let limits = TurnLimits::from_settings(&self.settings);
         log::info!(

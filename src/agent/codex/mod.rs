@@ -19,7 +19,7 @@ mod session;
 pub use session::CodexSession;
 
 use crate::agent::jsonrpc::{self, Dialect};
-use crate::agent::process::session_workspace;
+use crate::agent::process::session_workspace_on;
 use crate::agent::{
     AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentSession,
     AgentSettings, SettingProblem, StartSessionParams, UsageArrival, UsageAttribution,
@@ -86,7 +86,7 @@ impl AgentAdapter for CodexAdapter {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let workspace = session_workspace(&params.workspace)?;
+        let workspace = session_workspace_on(&params.workspace, params.remote.as_ref())?;
         let (config, problems) = CodexConfig::parse(&self.settings.block);
         if let Some(p) = problems.first() {
             return Err(AgentError::new(
@@ -100,6 +100,7 @@ impl AgentAdapter for CodexAdapter {
             workspace.clone(),
             MAX_LINE_BYTES,
             Dialect::Bare,
+            params.remote.as_ref(),
         )?;
         let read_timeout = jsonrpc::read_timeout(self.settings.read_timeout_ms);
         let started = match handshake::start(

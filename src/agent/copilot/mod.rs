@@ -9,7 +9,7 @@ pub mod quota;
 mod tools;
 
 use crate::agent::process::{
-    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, agent_program, session_workspace,
+    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, agent_program_on, session_workspace_on,
 };
 use crate::agent::stream::StreamParser;
 use crate::agent::{
@@ -78,10 +78,16 @@ impl AgentAdapter for CopilotAdapter {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let workspace = session_workspace(&params.workspace)?;
-        let (program, command_args) =
-            agent_program(self.settings.command.as_deref(), DEFAULT_COMMAND)?;
-        preflight::check(&program, &command_args, &workspace).inspect_err(|e| {
+        let remote = params.remote.clone();
+        let workspace = session_workspace_on(&params.workspace, remote.as_ref())?;
+        let (program, command_args) = agent_program_on(
+            self.settings.command.as_deref(),
+            DEFAULT_COMMAND,
+            remote.as_ref(),
+        )?;
+        // The preflight runs the CLI here; on a host it is skipped.
+        if remote.is_none() {
+            preflight::check(&program, &command_args, &workspace).inspect_err(|e| {
             log::warn!(
                 "copilot preflight failed issue_id={} issue_identifier={} error_kind={} error={:?}",
                 params.issue_id,
@@ -89,14 +95,17 @@ impl AgentAdapter for CopilotAdapter {
                 e.kind,
                 e.message
             );
-        })?;
+            })?;
+        }
         Ok(Box::new(CopilotSession {
             settings: self.settings.clone(),
             clock: Arc::clone(&self.clock),
             workspace,
             program,
             command_args,
-            mcp_config: params.mcp_config_path,
+            // The worker's MCP file is local; an agent on a host cannot read it.
+            mcp_config: params.mcp_config_path.filter(|_| remote.is_none()),
+            remote,
             issue_id: params.issue_id,
             issue_identifier: params.issue_identifier,
             session_id: params.resume_session_id.filter(|s| !s.trim().is_empty()),
@@ -115,6 +124,8 @@ pub struct CopilotSession {
     program: String,
     command_args: Vec<String>,
     mcp_config: Option<PathBuf>,
+    /// The host the session's processes run on.
+    remote: Option<crate::ssh::SshHost>,
     issue_id: String,
     issue_identifier: String,
     /// The id to resume: from an earlier attempt, then from each turn's `result` line.
@@ -183,6 +194,7 @@ impl AgentSession for CopilotSession {
             cwd: self.workspace.clone(),
             stdin: (prompt_arg == PromptArg::Stdin).then(|| prompt.as_bytes().to_vec()),
             max_line_bytes: MAX_LINE_BYTES,
+            remote: self.remote.clone(),
             ..ProcessSpec::default()
         };
         log::info!(

@@ -5,8 +5,8 @@
 
 use crate::agent::pipes;
 use crate::agent::process::{
-    KILL_WAIT, StderrSink, StderrTail, StdoutItem, StdoutSink, kill_group, verify_workspace,
-    without_nul,
+    KILL_WAIT, StderrSink, StderrTail, StdoutItem, StdoutSink, TurnGroup, remote_command,
+    spawn_error, verify_workspace, without_nul,
 };
 use crate::agent::stream::{ExitInfo, SpawnError};
 use crate::process_signal::{Signal, orphans};
@@ -32,11 +32,16 @@ pub struct RpcSpec {
     pub env: Vec<(String, String)>,
     /// The longest stdout line accepted; a longer one ends the stream with a read error.
     pub max_line_bytes: usize,
+    /// The SSH host the server runs on; `None` runs it here. On a host, `cwd` is the remote
+    /// workspace and `env` is put on the remote command line.
+    pub remote: Option<crate::ssh::SshHost>,
 }
 
 /// A running server process.
 pub struct RpcChild {
     pid: u32,
+    /// The host and remote workspace of a server run over ssh.
+    remote: Option<(crate::ssh::SshHost, PathBuf)>,
     /// Ties every descendant (even one that left the group) to this session.
     token: String,
     stdin: Option<Sender<Vec<u8>>>,
@@ -52,27 +57,28 @@ pub struct RpcChild {
 impl RpcChild {
     /// Spawns `spec` as the leader of a new process group.
     pub fn spawn(spec: &RpcSpec) -> Result<RpcChild, SpawnError> {
-        let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
-        let mut cmd = Command::new(&spec.program);
-        cmd.args(spec.args.iter().map(|a| without_nul(a)))
-            .current_dir(&cwd)
-            .process_group(0)
+        let mut cmd = match &spec.remote {
+            None => {
+                let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
+                let mut cmd = Command::new(&spec.program);
+                cmd.args(spec.args.iter().map(|a| without_nul(a)))
+                    .current_dir(&cwd);
+                for (k, v) in &spec.env {
+                    cmd.env(without_nul(k), without_nul(v));
+                }
+                cmd
+            }
+            Some(host) => remote_command(host, &spec.cwd, &spec.env, &spec.program, &spec.args)?,
+        };
+        cmd.process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for (k, v) in &spec.env {
-            cmd.env(without_nul(k), without_nul(v));
-        }
         let token = orphans::new_token();
         cmd.env(orphans::TOKEN_ENV, &token);
         let mut child = cmd.spawn().map_err(|e| {
             orphans::end_token(&token);
-            match e.kind() {
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                    SpawnError::NotFound(format!("{}: {e}", spec.program))
-                }
-                _ => SpawnError::Other(format!("{}: {e}", spec.program)),
-            }
+            spawn_error(spec.remote.as_ref(), &spec.program, &e)
         })?;
         let pid = child.id();
 
@@ -117,6 +123,7 @@ impl RpcChild {
 
         Ok(RpcChild {
             pid,
+            remote: spec.remote.clone().map(|h| (h, spec.cwd.clone())),
             token,
             stdin: Some(stdin_tx),
             stdout: stdout_rx,
@@ -167,8 +174,13 @@ impl RpcChild {
         }
         self.stopped = true;
         self.stdin = None;
+        let remote = self.remote.clone();
+        let group = TurnGroup {
+            pid: self.pid,
+            remote: remote.as_ref().map(|(h, w)| (h, w.as_path())),
+        };
         if self.exit_info().is_none() {
-            kill_group(self.pid, Signal::TERM);
+            group.signal(Signal::TERM);
             let never = crossbeam_channel::never();
             let urgent = urgent.unwrap_or(&never);
             select! {
@@ -178,13 +190,13 @@ impl RpcChild {
             }
         }
         if self.exit_info.is_none() {
-            kill_group(self.pid, Signal::KILL);
+            group.signal(Signal::KILL);
             self.exit_info = Some(self.exit.recv_timeout(KILL_WAIT).unwrap_or(ExitInfo {
                 code: None,
                 signal: Some(9),
             }));
         }
-        kill_group(self.pid, Signal::KILL);
+        group.signal(Signal::KILL);
         let escaped = orphans::end_token(&self.token);
         if escaped > 0 {
             log::warn!(

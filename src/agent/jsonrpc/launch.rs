@@ -4,26 +4,29 @@
 use super::child::RpcSpec;
 use super::message::Dialect;
 use super::peer::RpcPeer;
-use crate::agent::process::agent_program;
+use crate::agent::process::agent_program_on;
 use crate::agent::stream::SpawnError;
 use crate::agent::{AgentError, AgentErrorKind};
 use std::path::PathBuf;
 
-/// Spawns `command` (or `default` when unset or blank), split on whitespace, in `workspace`.
+/// Spawns `command` (or `default` when unset or blank), split on whitespace, in `workspace`;
+/// on `remote` when one is given.
 pub fn launch(
     command: Option<&str>,
     default: &str,
     workspace: PathBuf,
     max_line_bytes: usize,
     dialect: Dialect,
+    remote: Option<&crate::ssh::SshHost>,
 ) -> Result<RpcPeer, AgentError> {
-    let (program, args) = agent_program(command, default)?;
+    let (program, args) = agent_program_on(command, default, remote)?;
     let spec = RpcSpec {
         program,
         args,
         cwd: workspace,
         env: Vec::new(),
         max_line_bytes,
+        remote: remote.cloned(),
     };
     RpcPeer::spawn(&spec, dialect).map_err(|e| match e {
         SpawnError::NotFound(m) => AgentError::new(AgentErrorKind::AgentNotFound, m),

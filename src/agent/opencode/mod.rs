@@ -14,7 +14,7 @@ mod settings;
 mod tools;
 
 use crate::agent::process::{
-    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, agent_program, session_workspace,
+    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, agent_program_on, session_workspace_on,
 };
 use crate::agent::stream::StreamParser;
 use crate::agent::{
@@ -101,9 +101,13 @@ impl AgentAdapter for OpencodeAdapter {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let workspace = session_workspace(&params.workspace)?;
-        let (program, command_args) =
-            agent_program(self.settings.command.as_deref(), DEFAULT_COMMAND)?;
+        let remote = params.remote.clone();
+        let workspace = session_workspace_on(&params.workspace, remote.as_ref())?;
+        let (program, command_args) = agent_program_on(
+            self.settings.command.as_deref(),
+            DEFAULT_COMMAND,
+            remote.as_ref(),
+        )?;
         Ok(Box::new(OpencodeSession {
             settings: self.settings.clone(),
             clock: Arc::clone(&self.clock),
@@ -111,6 +115,7 @@ impl AgentAdapter for OpencodeAdapter {
             workspace,
             program,
             command_args,
+            remote,
             issue_id: params.issue_id,
             issue_identifier: params.issue_identifier,
             session_id: params.resume_session_id.filter(|s| !s.is_empty()),
@@ -128,6 +133,8 @@ pub struct OpencodeSession {
     workspace: PathBuf,
     program: String,
     command_args: Vec<String>,
+    /// The host the session's processes run on.
+    remote: Option<crate::ssh::SshHost>,
     issue_id: String,
     issue_identifier: String,
     /// `None` until the first stream names the session (or a resume supplies it).
@@ -156,7 +163,7 @@ impl OpencodeSession {
             env: self.env.clone(),
             env_remove: argv::MANAGED_ENV.iter().map(|s| s.to_string()).collect(),
             max_line_bytes: MAX_LINE_BYTES,
-            remote: None,
+            remote: self.remote.clone(),
         }
     }
 
