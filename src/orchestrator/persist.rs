@@ -616,10 +616,14 @@ pub fn usage_for_issue(
 }
 
 /// The SSH host the issue's newest run used (`None`: none, or it ran here).
-pub fn last_ssh_host(store: &Store, issue_id: &str) -> Result<Option<String>, PersistError> {
+pub fn last_ssh_host(
+    store: &Store,
+    key: crate::store::IssueKey,
+    value: &str,
+) -> Result<Option<String>, PersistError> {
     store
         .writer()
-        .last_ssh_host(issue_id)
+        .last_ssh_host(key, value)
         .map_err(PersistError::store("read last ssh host"))
 }
 

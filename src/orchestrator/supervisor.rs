@@ -141,7 +141,7 @@ fn read_pr_record(
     job: &SupervisorJob,
     workspace: &std::path::Path,
 ) -> Option<crate::agent::pr_record::PrRecord> {
-    let read = crate::agent::pr_record::read(workspace);
+    let read = crate::agent::pr_record::read_on(workspace, job.ssh_host.as_ref());
     if let Some(warning) = &read.warning {
         log::warn!(
             "pull request record ignored issue_id={} issue_identifier={} reason={:?}",
@@ -248,10 +248,14 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
 
     // 2. Workspace (preparing it removes a stale `.sortie/status`), before_run. Its lock is
     // held until this function returns, after `after_run`.
-    let (ws, _workspace_lock) = match job.workspaces.prepare(issue, job.attempt) {
-        Ok(prepared) => prepared,
-        Err(e) => return error_exit(ErrorCode::Workspace, e.to_string(), true),
-    };
+    let (ws, _workspace_lock) =
+        match job
+            .workspaces
+            .prepare_on(issue, job.attempt, job.ssh_host.as_ref())
+        {
+            Ok(prepared) => prepared,
+            Err(e) => return error_exit(ErrorCode::Workspace, e.to_string(), true),
+        };
     p.workspace_path = Some(ws.path.clone());
     let _ = job.tx.send(OrchMsg::WorkspaceReady {
         dispatch_id: job.dispatch_id.clone(),
@@ -270,20 +274,24 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         attempt: job.attempt,
         extra: Vec::new(),
     };
-    if let Err(e) = job
-        .workspaces
-        .run_hook(HookKind::BeforeRun, &ws.path, &hook_env)
-    {
+    if let Err(e) = job.workspaces.run_hook_on(
+        HookKind::BeforeRun,
+        &ws.path,
+        &hook_env,
+        job.ssh_host.as_ref(),
+    ) {
         return error_exit(ErrorCode::Hook, e.to_string(), true);
     }
 
     // 3. The session and its turns; after_run runs whatever happened past this point.
     let exit = run_session(job, p, &ws.path, &hook_env);
     let after_env = after_run_env(hook_env, p.review.as_ref());
-    if let Err(e) = job
-        .workspaces
-        .run_hook(HookKind::AfterRun, &ws.path, &after_env)
-    {
+    if let Err(e) = job.workspaces.run_hook_on(
+        HookKind::AfterRun,
+        &ws.path,
+        &after_env,
+        job.ssh_host.as_ref(),
+    ) {
         log::warn!(
             "after_run hook failed issue_id={} issue_identifier={} error={:?}",
             issue.id,
@@ -377,7 +385,7 @@ fn run_session(
     let exit = match ended {
         Some(end) => end.unwrap_or(normal),
         // The coding turns ran out with the issue still active and nothing declared.
-        None if job.workflow.config.self_review.enabled => {
+        None if job.workflow.config.self_review.enabled && job.ssh_host.is_none() => {
             let turns = ReviewTurns {
                 job,
                 p: &mut *p,
@@ -692,7 +700,7 @@ fn after_turn(
     workspace: &std::path::Path,
 ) -> ControlFlow<Option<SupervisorExit>> {
     let issue = &job.issue;
-    let status = status_file::read(workspace);
+    let status = status_file::read_on(workspace, job.ssh_host.as_ref());
     if let Some(warning) = &status.warning {
         log::warn!(
             "status file refused issue_id={} issue_identifier={} reason={:?}",

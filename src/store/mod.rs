@@ -55,7 +55,7 @@ pub use read::{ReactionsSnapshot, ReadConn, WarmStartSnapshot};
 pub use read_pool::ReadPool;
 pub use record::{RecordOutcome, RunWrite};
 pub use retry::RetryEntry;
-pub use runs::{IssueGroupPage, IssueUsage, RuleFilter, RunFilter, RunPage, RunRecord};
+pub use runs::{IssueGroupPage, IssueKey, IssueUsage, RuleFilter, RunFilter, RunPage, RunRecord};
 pub use sessions::SessionMeta;
 pub use spend_window::RecordedSpend;
 pub use stage_hops::StageHopWrite;

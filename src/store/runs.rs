@@ -334,18 +334,30 @@ pub(crate) fn usage_for_issue(conn: &Connection, issue_id: &str) -> Result<Issue
     row.map(dated).transpose().map(Option::unwrap_or_default)
 }
 
+/// Which run column [`last_ssh_host`] matches.
+#[derive(Debug, Clone, Copy)]
+pub enum IssueKey {
+    Id,
+    Identifier,
+}
+
 /// The SSH host of the issue's newest run: `None` when it has none or ran here (`""`).
 pub(crate) fn last_ssh_host(
     conn: &Connection,
-    issue_id: &str,
+    key: IssueKey,
+    value: &str,
 ) -> Result<Option<String>, StoreError> {
-    let mut st = conn
-        .prepare_cached(
-            "SELECT ssh_host FROM run_history WHERE issue_id = ?1 ORDER BY id DESC LIMIT 1",
-        )
-        .ctx("prepare last ssh host")?;
+    let sql = match key {
+        IssueKey::Id => {
+            "SELECT ssh_host FROM run_history WHERE issue_id = ?1 ORDER BY id DESC LIMIT 1"
+        }
+        IssueKey::Identifier => {
+            "SELECT ssh_host FROM run_history WHERE identifier = ?1 ORDER BY id DESC LIMIT 1"
+        }
+    };
+    let mut st = conn.prepare_cached(sql).ctx("prepare last ssh host")?;
     let host: Option<Option<String>> = st
-        .query_row([issue_id], |r| r.get(0))
+        .query_row([value], |r| r.get(0))
         .optional()
         .ctx("query last ssh host")?;
     Ok(host.flatten().filter(|h| !h.is_empty()))

@@ -42,9 +42,19 @@ impl WorkspaceManager {
     /// startup. The tracker id is not known here, so `SORTIE_ISSUE_ID` is empty for these hooks
     /// and their log lines carry `issue_identifier` only.
     pub fn cleanup_terminal(&self, terminal_identifiers: &[String]) -> usize {
+        self.cleanup_terminal_on(terminal_identifiers, |_| None)
+    }
+
+    /// [`cleanup_terminal`](Self::cleanup_terminal), each workspace removed on the SSH host
+    /// `host_of(identifier)` names as well as here.
+    pub fn cleanup_terminal_on(
+        &self,
+        terminal_identifiers: &[String],
+        host_of: impl Fn(&str) -> Option<crate::ssh::SshHost>,
+    ) -> usize {
         let mut removed = 0;
         for identifier in terminal_identifiers {
-            match self.remove("", identifier) {
+            match self.remove_on("", identifier, host_of(identifier).as_ref()) {
                 Ok(true) => removed += 1,
                 Ok(false) => {}
                 Err(e) => log::warn!(

@@ -325,12 +325,16 @@ impl Orchestrator {
 
     /// Removes the workspace of an issue that reconciliation found terminal, under the root
     /// (and with the hooks) it was dispatched with, even if a reload changed them since.
-    fn remove_workspace(&self, entry: &RunningEntry) {
+    fn remove_workspace(&mut self, entry: &RunningEntry) {
         let ws = &entry.handles.workspaces;
-        let removed = match &entry.facts.workspace_path {
-            Some(p) => ws.remove_path(&entry.facts.issue.id, &entry.facts.issue.identifier, p),
-            None => ws.remove(&entry.facts.issue.id, &entry.facts.issue.identifier),
+        let (id, identifier) = (&entry.facts.issue.id, &entry.facts.issue.identifier);
+        let host = self.host_named(entry.facts.ssh_host.as_deref());
+        let removed = match (&entry.facts.workspace_path, &host) {
+            (_, Some(h)) => ws.remove_on(id, identifier, Some(h)),
+            (Some(p), None) => ws.remove_path(id, identifier, p),
+            (None, None) => ws.remove(id, identifier),
         };
+        self.state.hosts.unstick(id);
         if let Err(e) = removed {
             log::warn!(
                 "workspace cleanup failed issue_id={} issue_identifier={} error={:?}",

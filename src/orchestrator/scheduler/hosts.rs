@@ -34,18 +34,19 @@ impl Orchestrator {
         }
         let usage = self.state.host_usage();
         let store = &self.store;
-        let last_host = || match persist::last_ssh_host(store, &issue.id) {
-            Ok(h) => h,
-            Err(e) => {
-                log::warn!(
-                    "last ssh host unknown issue_id={} issue_identifier={} error={:?}",
-                    issue.id,
-                    issue.identifier,
-                    e.to_string()
-                );
-                None
-            }
-        };
+        let last_host =
+            || match persist::last_ssh_host(store, crate::store::IssueKey::Id, &issue.id) {
+                Ok(h) => h,
+                Err(e) => {
+                    log::warn!(
+                        "last ssh host unknown issue_id={} issue_identifier={} error={:?}",
+                        issue.id,
+                        issue.identifier,
+                        e.to_string()
+                    );
+                    None
+                }
+            };
         let now = self.clock.now_ms();
         let picked = self
             .state
@@ -58,6 +59,44 @@ impl Orchestrator {
                 Placement::Host(h)
             }
             None => Placement::NoRoom,
+        }
+    }
+
+    /// The configured host of that name. A host no longer configured is reached with the
+    /// current options, so its workspaces can still be removed.
+    pub(super) fn host_named(&self, name: Option<&str>) -> Option<SshHost> {
+        let name = name?;
+        let worker = &self.workflow.config.worker;
+        if let Some(h) = worker.host(name) {
+            return Some(h.clone());
+        }
+        match crate::ssh::SshTarget::parse(name) {
+            Ok(target) => Some(SshHost {
+                target,
+                options: worker.options.clone(),
+            }),
+            Err(e) => {
+                log::warn!(
+                    "ssh host unusable ssh_host={name:?} error={:?}",
+                    e.to_string()
+                );
+                None
+            }
+        }
+    }
+
+    /// The host an identifier's workspace lives on, from its newest run.
+    pub(super) fn workspace_host(&self, identifier: &str) -> Option<SshHost> {
+        let key = crate::store::IssueKey::Identifier;
+        match persist::last_ssh_host(&self.store, key, identifier) {
+            Ok(name) => self.host_named(name.as_deref()),
+            Err(e) => {
+                log::warn!(
+                    "last ssh host unknown issue_identifier={identifier} error={:?}",
+                    e.to_string()
+                );
+                None
+            }
         }
     }
 

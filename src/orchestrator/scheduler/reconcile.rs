@@ -158,7 +158,7 @@ impl Orchestrator {
                     .filter(|(_, s)| state_in(s, &self.workflow.config.tracker.terminal_states))
                     .map(|(k, _)| k)
                     .collect();
-                let removed = ws.cleanup_terminal(&terminal);
+                let removed = ws.cleanup_terminal_on(&terminal, |i| self.workspace_host(i));
                 for _ in 0..removed {
                     self.metrics.reconciliation("sweep_cleanup");
                 }
