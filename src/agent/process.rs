@@ -1029,6 +1029,35 @@ mod tests {
     }
 
     #[test]
+    fn a_session_on_a_host_resolves_nothing_here() {
+        let host = SshHost {
+            target: crate::ssh::SshTarget::parse("build1").unwrap(),
+            options: Arc::new(crate::ssh::SshOptions::default()),
+        };
+        let cli = "definitely-not-installed-agent-cli --flag";
+        assert!(agent_program_on(Some(cli), "x", None).is_err());
+        assert_eq!(
+            agent_program_on(Some(cli), "x", Some(&host)).unwrap(),
+            (
+                "definitely-not-installed-agent-cli".to_string(),
+                vec!["--flag".to_string()]
+            )
+        );
+        let remote_ws = Path::new("/only/on/the/host");
+        assert!(session_workspace_on(remote_ws, None).is_err());
+        assert_eq!(
+            session_workspace_on(remote_ws, Some(&host)).unwrap(),
+            remote_ws
+        );
+        assert_eq!(
+            session_workspace_on(Path::new("rel"), Some(&host))
+                .unwrap_err()
+                .kind,
+            AgentErrorKind::InvalidWorkspaceCwd
+        );
+    }
+
+    #[test]
     fn workspace_must_be_an_absolute_directory() {
         assert!(verify_workspace(Path::new("relative")).is_err());
         assert!(verify_workspace(Path::new("/definitely/not/here")).is_err());
