@@ -390,26 +390,44 @@ pub(crate) fn spawn_error(
 
 /// The process group a turn runs in: the local leader's (the agent, or the local `ssh`) and,
 /// for a run on a host, the remote agent's group recorded in its workspace.
-#[derive(Clone, Copy)]
 pub(crate) struct TurnGroup<'a> {
-    pub(crate) pid: u32,
-    pub(crate) remote: Option<(&'a SshHost, &'a Path)>,
+    pid: u32,
+    remote: Option<(&'a SshHost, &'a Path)>,
+    /// No more connections for signals: the remote group got SIGKILL (its record is gone), or
+    /// the host could not be reached (a dead host must not stretch every stop step by a
+    /// connect timeout).
+    remote_done: std::cell::Cell<bool>,
 }
 
-impl TurnGroup<'_> {
+impl<'a> TurnGroup<'a> {
+    pub(crate) fn new(pid: u32, remote: Option<(&'a SshHost, &'a Path)>) -> TurnGroup<'a> {
+        TurnGroup {
+            pid,
+            remote,
+            remote_done: std::cell::Cell::new(false),
+        }
+    }
+
     /// Sends `signal` to the group, remote first. SIGTERM goes to the remote group only: the
     /// local client then ends with the remote agent and carries its last output; SIGKILL goes
     /// to both.
     pub(crate) fn signal(&self, signal: Signal) {
+        let kill = signal == Signal::KILL;
         if let Some((host, workspace)) = self.remote {
-            if let Err(e) = host.kill_remote_group(workspace, signal) {
-                log::warn!(
-                    "remote agent group not signalled ssh_host={} pid={} error={e}",
-                    host.name(),
-                    self.pid
-                );
+            if !self.remote_done.get() {
+                match host.kill_remote_group(workspace, signal) {
+                    Ok(()) => self.remote_done.set(kill),
+                    Err(e) => {
+                        self.remote_done.set(true);
+                        log::warn!(
+                            "remote agent group not signalled ssh_host={} pid={} error={e}",
+                            host.name(),
+                            self.pid
+                        );
+                    }
+                }
             }
-            if signal != Signal::KILL {
+            if !kill {
                 return;
             }
         }
@@ -519,10 +537,7 @@ fn supervise(
 ) -> ProcessOutput {
     let mut output = ProcessOutput::default();
     let pid = running.pid;
-    let group = TurnGroup {
-        pid,
-        remote: spec.remote.as_ref().map(|h| (h, spec.cwd.as_path())),
-    };
+    let group = TurnGroup::new(pid, spec.remote.as_ref().map(|h| (h, spec.cwd.as_path())));
     let deadline = limits.turn_timeout.map(|t| Instant::now() + t);
     let stdout_rx = running.stdout_rx.clone();
     let no_stdout = never();
@@ -1026,6 +1041,35 @@ mod tests {
             TurnLimits::default(),
         );
         assert_eq!(p.lines, ["unset set"]);
+    }
+
+    #[test]
+    fn a_session_on_a_host_resolves_nothing_here() {
+        let host = SshHost {
+            target: crate::ssh::SshTarget::parse("build1").unwrap(),
+            options: Arc::new(crate::ssh::SshOptions::default()),
+        };
+        let cli = "definitely-not-installed-agent-cli --flag";
+        assert!(agent_program_on(Some(cli), "x", None).is_err());
+        assert_eq!(
+            agent_program_on(Some(cli), "x", Some(&host)).unwrap(),
+            (
+                "definitely-not-installed-agent-cli".to_string(),
+                vec!["--flag".to_string()]
+            )
+        );
+        let remote_ws = Path::new("/only/on/the/host");
+        assert!(session_workspace_on(remote_ws, None).is_err());
+        assert_eq!(
+            session_workspace_on(remote_ws, Some(&host)).unwrap(),
+            remote_ws
+        );
+        assert_eq!(
+            session_workspace_on(Path::new("rel"), Some(&host))
+                .unwrap_err()
+                .kind,
+            AgentErrorKind::InvalidWorkspaceCwd
+        );
     }
 
     #[test]

@@ -468,13 +468,16 @@ impl SshHost {
             "TERM"
         };
         let file = quote(&workspace.join(AGENT_PGID_FILE).to_string_lossy());
+        let dir = quote(&workspace.join(".sortie").to_string_lossy());
         let forget = if signal == Signal::KILL {
             format!("rm -f -- {file}; ")
         } else {
             String::new()
         };
+        // A symlinked record is never followed (the workspace's lstat rule).
         let script = format!(
-            "p=$(cat -- {file} 2>/dev/null); {forget}\
+            "if [ -L {dir} ] || [ -L {file} ]; then exit 0; fi; \
+             p=$(cat -- {file} 2>/dev/null); {forget}\
              case $p in ''|*[!0-9]*) exit 0;; esac; kill -{name} -- -\"$p\" 2>/dev/null; exit 0"
         );
         match self.exec(&script, None, CLEANUP_TIMEOUT, 4096, &never())? {

@@ -175,10 +175,7 @@ impl RpcChild {
         self.stopped = true;
         self.stdin = None;
         let remote = self.remote.clone();
-        let group = TurnGroup {
-            pid: self.pid,
-            remote: remote.as_ref().map(|(h, w)| (h, w.as_path())),
-        };
+        let group = TurnGroup::new(self.pid, remote.as_ref().map(|(h, w)| (h, w.as_path())));
         if self.exit_info().is_none() {
             group.signal(Signal::TERM);
             let never = crossbeam_channel::never();
