@@ -222,3 +222,73 @@ fn an_issue_runs_on_the_ssh_host_and_a_full_host_holds_the_next() {
         .unwrap_or(Value::Null);
     assert_eq!(row["ssh_host"], HOST_ALIAS, "{runs}");
 }
+
+#[test]
+fn an_unreachable_host_is_taken_out_of_service_after_repeated_failures() {
+    let p = Project::new();
+    p.issues(json!([
+        {"id": "1", "identifier": "A-1", "title": "No host to run on", "state": "To Do", "priority": 1}
+    ]));
+    // Port 1 on 127.0.0.1 refuses at once: ssh exits 255 while preparing the workspace.
+    let wf = format!(
+        r#"---
+tracker:
+  kind: file
+  active_states: [To Do]
+  terminal_states: [Done]
+file:
+  path: ./issues.json
+polling:
+  interval_ms: 200
+workspace:
+  root: {root}
+agent:
+  kind: claude-code
+  command: {agent}
+  max_turns: 1
+  max_retry_backoff_ms: 200
+worker:
+  ssh_hosts: ['127.0.0.1:1']
+server:
+  port: {port}
+---
+Work.
+"#,
+        root = p.path("ws").display(),
+        agent = FAKE_AGENT,
+        port = p.port(),
+    );
+    p.write("WORKFLOW.md", &wf);
+    let d = p.start();
+    let s = d.wait_state("the host out of service", Duration::from_secs(60), |s| {
+        s["retrying"][0]["error"] == "no available SSH hosts"
+    });
+    let log = d.log_text();
+    assert!(
+        log.contains("msg=\"ssh host out of service\" ssh_host=127.0.0.1:1"),
+        "{log}"
+    );
+    let runs = run_host(&p, "1");
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert!(
+        runs.iter()
+            .all(|(status, host)| status == "failed" && host == "127.0.0.1:1"),
+        "{runs:?}"
+    );
+    let error: String = p
+        .db_conn()
+        .query_row(
+            "SELECT COALESCE(error, '') FROM run_history WHERE issue_id = '1' ORDER BY id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or_default();
+    assert!(error.contains("127.0.0.1:1"), "{error}");
+    assert_eq!(s["retrying"][0]["issue_identifier"], "A-1");
+    // While the host is out, no further session is tried.
+    d.wait_state("later polls", Duration::from_secs(10), |s| {
+        s["health"]["poll"]["outcome"] == "succeeded"
+            && s["retrying"][0]["error"] == "no available SSH hosts"
+    });
+    assert_eq!(run_host(&p, "1").len(), 3);
+}

@@ -90,6 +90,14 @@ fn build_inner(
 
     let reactions = super::reactions_build::build_reactions(&raw, &tracker.kind, warnings)?;
     let self_review = super::self_review_build::build_self_review(&raw, warnings)?;
+    if self_review.enabled && worker.remote() {
+        warnings.push(ConfigWarning::new(
+            "self_review_local_only",
+            "self_review",
+            "self-review runs only for sessions on this machine; sessions on worker.ssh_hosts \
+             end after their coding turns without it",
+        ));
+    }
     let dispatch = super::dispatch_build::build_dispatch(
         &raw,
         &super::dispatch_build::DispatchInputs {

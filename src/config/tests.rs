@@ -460,6 +460,20 @@ fn worker_hosts_load_once_each_in_order_with_their_options() {
     );
     assert!(!w.config.worker.remote());
     assert_eq!(w.config.worker.max_per_host, None);
+    // Self-review does not run on SSH hosts, and loading says so.
+    let w = ok(
+        &doc(
+            "worker: {ssh_hosts: [h]}\nself_review: {enabled: true, verification_commands: [make]}",
+        ),
+        &opts(&[]),
+    );
+    assert!(
+        w.warnings
+            .iter()
+            .any(|w| w.check == "self_review_local_only" && w.field == "self_review"),
+        "{:?}",
+        w.warnings
+    );
     assert_eq!(
         w.config.worker.options.strict_host_key_checking,
         crate::ssh::StrictHostKeyChecking::AcceptNew
