@@ -147,6 +147,9 @@ pub struct Orchestrator {
     scm: Option<Arc<dyn crate::scm::ScmAdapter>>,
     /// The reactions as captured at startup (a reload changes only `ci_failure`).
     reactions_cfg: crate::config::reactions::ReactionsConfig,
+    /// The HTTP API's base URL once the server listens; each session's MCP server asks it for
+    /// live figures.
+    api_url: Option<String>,
 }
 
 impl Orchestrator {
@@ -193,6 +196,7 @@ impl Orchestrator {
             prices: deps.prices.clone(),
             scm: None,
             reactions_cfg: Default::default(),
+            api_url: None,
         };
         o.scm = crate::orchestrator::adapters::build_scm(&o.workflow, o.clock.clone());
         if let Some(scm) = &o.scm {
@@ -348,6 +352,13 @@ impl Orchestrator {
             }
             persist::session_recovered(&self.store, &s.issue_id);
         }
+    }
+
+    /// Records where the HTTP API listens (set before [`Orchestrator::run`], since the
+    /// server starts after the orchestrator is built); sessions dispatched from then on give
+    /// it to their MCP server.
+    pub fn set_api_url(&mut self, url: Option<String>) {
+        self.api_url = url;
     }
 
     /// The loop: messages, due retries and ticks, until shutdown completes. A panic in the
