@@ -56,7 +56,10 @@ impl Client {
     }
 
     fn send_raw(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap_or_else(|| panic!("stdin closed"));
+        let stdin = self
+            .stdin
+            .as_mut()
+            .unwrap_or_else(|| panic!("stdin closed"));
         stdin
             .write_all(format!("{line}\n").as_bytes())
             .and_then(|()| stdin.flush())
@@ -277,7 +280,11 @@ fn every_tool_answers_and_bad_requests_get_exact_errors() {
     assert_eq!(status["max_turns"], 3);
     assert_eq!(status["turns_remaining"], 1);
     assert_eq!(status["attempt"], 1);
-    assert!(status["session_duration_seconds"].as_i64().is_some_and(|s| s >= 5));
+    assert!(
+        status["session_duration_seconds"]
+            .as_i64()
+            .is_some_and(|s| s >= 5)
+    );
     assert_eq!(status["tokens"]["input_tokens"], 120);
     assert_eq!(status["tokens"]["total_tokens"], 150);
     assert_eq!(status["tokens"]["cache_read_tokens"], 20);
@@ -291,7 +298,11 @@ fn every_tool_answers_and_bad_requests_get_exact_errors() {
     assert_eq!(entries[0]["status"], "failed");
     assert_eq!(entries[0]["error"], "turn_failed: boom");
     assert_eq!(entries[0]["agent_adapter"], "claude-code");
-    assert!(entries[0]["started_at"].as_str().is_some_and(|s| s.ends_with('Z')));
+    assert!(
+        entries[0]["started_at"]
+            .as_str()
+            .is_some_and(|s| s.ends_with('Z'))
+    );
     assert_eq!(entries[1]["attempt"], 1);
     assert_eq!(entries[1]["error"], Value::Null);
 
@@ -329,12 +340,18 @@ fn every_tool_answers_and_bad_requests_get_exact_errors() {
         .as_array()
         .map(|a| a.iter().filter_map(|i| i["identifier"].as_str()).collect())
         .unwrap_or_default();
-    assert!(found.contains(&"MT-1") && !found.contains(&"MT-2"), "{search}");
+    assert!(
+        found.contains(&"MT-1") && !found.contains(&"MT-2"),
+        "{search}"
+    );
     let (_, moved) = c.call(
         "tracker_api",
         json!({"operation": "transition_issue", "issue_id": "MT-1", "target_state": "In Progress"}),
     );
-    assert_eq!(moved, json!({"success": true, "data": {"transitioned": true}}));
+    assert_eq!(
+        moved,
+        json!({"success": true, "data": {"transitioned": true}})
+    );
     let file: Value = serde_json::from_str(
         &std::fs::read_to_string(root.join("issues.json")).unwrap_or_default(),
     )
@@ -346,10 +363,16 @@ fn every_tool_answers_and_bad_requests_get_exact_errors() {
         let (res, body) = c.call("tracker_api", args);
         assert!(res.get("isError").is_none(), "{res}");
         assert_eq!(body["success"], false, "{body}");
-        body["error"]["kind"].as_str().unwrap_or_default().to_string()
+        body["error"]["kind"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     };
     assert_eq!(
-        kind(&mut c, json!({"operation": "fetch_issue", "issue_id": "OTHER-1"})),
+        kind(
+            &mut c,
+            json!({"operation": "fetch_issue", "issue_id": "OTHER-1"})
+        ),
         "project_scope_violation"
     );
     assert_eq!(
@@ -372,11 +395,17 @@ fn every_tool_answers_and_bad_requests_get_exact_errors() {
         "invalid_input"
     );
     assert_eq!(
-        kind(&mut c, json!({"operation": "delete_issue", "issue_id": "MT-1"})),
+        kind(
+            &mut c,
+            json!({"operation": "delete_issue", "issue_id": "MT-1"})
+        ),
         "unsupported_operation"
     );
     assert_eq!(
-        kind(&mut c, json!({"operation": "fetch_issue", "issue_id": "MT-404"})),
+        kind(
+            &mut c,
+            json!({"operation": "fetch_issue", "issue_id": "MT-404"})
+        ),
         "tracker_not_found"
     );
 
@@ -393,21 +422,27 @@ fn every_tool_answers_and_bad_requests_get_exact_errors() {
     assert_eq!(method["error"]["code"], -32601);
     assert_eq!(c.call_error("no_such_tool", json!({})), -32602);
     assert_eq!(
-        c.call_error("tracker_api", json!({"operation": "fetch_issue", "extra": 1})),
+        c.call_error(
+            "tracker_api",
+            json!({"operation": "fetch_issue", "extra": 1})
+        ),
         -32602
     );
     assert_eq!(
         c.call_error("tracker_api", json!({"issue_id": "MT-1"})),
         -32602
     );
+    assert_eq!(c.call_error("tracker_api", json!({"operation": 7})), -32602);
     assert_eq!(
-        c.call_error("tracker_api", json!({"operation": 7})),
+        c.call_error("sortie_status", json!({"verbose": true})),
         -32602
     );
-    assert_eq!(c.call_error("sortie_status", json!({"verbose": true})), -32602);
     assert_eq!(c.call_error("workspace_history", json!({"n": 1})), -32602);
     assert_eq!(c.call_error("cost_budget", json!({"x": null})), -32602);
-    let not_object = c.request("tools/call", json!({"name": "cost_budget", "arguments": [1]}));
+    let not_object = c.request(
+        "tools/call",
+        json!({"name": "cost_budget", "arguments": [1]}),
+    );
     assert_eq!(not_object["error"]["code"], -32602);
     let no_name = c.request("tools/call", json!({"arguments": {}}));
     assert_eq!(no_name["error"]["code"], -32602);
@@ -475,7 +510,10 @@ fn unavailable_sources_leave_tools_unregistered_or_failing_as_tool_errors() {
         .unwrap_or_default();
     // The database does not open: no workspace_history; cost_budget still asks the daemon.
     assert_eq!(names, ["cost_budget", "sortie_status"]);
-    assert!(!root.join("missing.db").exists(), "a read-only open creates nothing");
+    assert!(
+        !root.join("missing.db").exists(),
+        "a read-only open creates nothing"
+    );
     // No state file yet: an isError result, not a crash.
     let (res, body) = c.call("sortie_status", json!({}));
     assert_eq!(res["isError"], true);
@@ -556,10 +594,14 @@ fn a_dispatch_writes_the_mcp_file_and_its_server_sees_the_live_session() {
     d.graceful_drop = true;
     let ws = p.workspace("MT-1");
     let mcp_path = ws.join(".sortie").join("mcp.json");
-    d.wait_state("MT-1 running with its tokens", Duration::from_secs(60), |s| {
-        s["running"][0]["issue_identifier"] == "MT-1"
-            && s["running"][0]["tokens"]["output_tokens"].as_i64() == Some(60)
-    });
+    d.wait_state(
+        "MT-1 running with its tokens",
+        Duration::from_secs(60),
+        |s| {
+            s["running"][0]["issue_identifier"] == "MT-1"
+                && s["running"][0]["tokens"]["output_tokens"].as_i64() == Some(60)
+        },
+    );
 
     // The file: private, ignored by git, naming this binary, the workflow and the session.
     let mode = std::fs::metadata(&mcp_path)
@@ -591,7 +633,10 @@ fn a_dispatch_writes_the_mcp_file_and_its_server_sees_the_live_session() {
     assert_eq!(env["SORTIE_DB_PATH"], p.db().to_string_lossy());
     assert_eq!(env["SORTIE_SESSION_ID"], "");
     assert_eq!(env["SORTIE_ATTEMPT"], "0");
-    assert_eq!(env["SORTIE_API_URL"], format!("http://127.0.0.1:{}", d.port));
+    assert_eq!(
+        env["SORTIE_API_URL"],
+        format!("http://127.0.0.1:{}", d.port)
+    );
     // Layer 1: the daemon's own SORTIE_* variables.
     assert_eq!(env["SORTIE_PRICE_TABLE_FETCH"], "off");
     assert!(env.keys().all(|k| k.starts_with("SORTIE_")), "{env:?}");
@@ -668,7 +713,10 @@ fn a_dispatch_writes_the_mcp_file_and_its_server_sees_the_live_session() {
     assert_eq!(cost["live"], false, "{cost}");
     assert!(cost["live_error"].is_string());
     // The interrupted session is a finished run now.
-    assert!(cost["used_sessions"].as_u64().is_some_and(|n| n >= 2), "{cost}");
+    assert!(
+        cost["used_sessions"].as_u64().is_some_and(|n| n >= 2),
+        "{cost}"
+    );
     assert_eq!(c.finish(), Some(0));
 }
 
@@ -679,10 +727,7 @@ fn an_operator_config_that_claims_sortie_tools_fails_the_attempt() {
         "operator-mcp.json",
         r#"{"mcpServers":{"sortie-tools":{"command":"elsewhere"}}}"#,
     );
-    p.fake_agent_workflow(
-        "",
-        "claude-code:\n  mcp_config: operator-mcp.json\n",
-    );
+    p.fake_agent_workflow("", "claude-code:\n  mcp_config: operator-mcp.json\n");
     p.write(
         "issues.json",
         &json!([{"id": "MT-1", "identifier": "MT-1", "title": "First", "state": "To Do"}])

@@ -184,7 +184,12 @@ pub fn prepare(
     }
     let env = server_env(std::env::vars(), params, ctx);
     let operator = OperatorMcp::of(settings);
-    let doc = document(&sortie_binary()?, &ctx.workflow_path, &env, operator.as_ref())?;
+    let doc = document(
+        &sortie_binary()?,
+        &ctx.workflow_path,
+        &env,
+        operator.as_ref(),
+    )?;
     write(&params.workspace, &doc).map(Some)
 }
 
@@ -284,7 +289,8 @@ mod tests {
             OperatorMcp::of(&s),
             Some(OperatorMcp::File("/w/conf/mcp.json".into()))
         );
-        s.block.insert("mcp_config".into(), json!(" {\"mcpServers\":{}}"));
+        s.block
+            .insert("mcp_config".into(), json!(" {\"mcpServers\":{}}"));
         assert!(matches!(OperatorMcp::of(&s), Some(OperatorMcp::Inline(_))));
     }
 
@@ -297,7 +303,8 @@ mod tests {
             .map(|m| m.permissions().mode() & 0o777)
             .unwrap_or(0);
         assert_eq!(mode, 0o600);
-        let ignore = std::fs::read_to_string(d.path().join(".sortie/.gitignore")).unwrap_or_default();
+        let ignore =
+            std::fs::read_to_string(d.path().join(".sortie/.gitignore")).unwrap_or_default();
         assert_eq!(ignore.trim(), "*");
     }
 }

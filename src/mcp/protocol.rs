@@ -28,7 +28,11 @@ pub enum Incoming {
     /// A message without an id: never answered.
     Notification,
     /// A line that earns an error response (`id` is `null` when none could be read).
-    Invalid { id: Value, code: i64, message: String },
+    Invalid {
+        id: Value,
+        code: i64,
+        message: String,
+    },
 }
 
 /// Sorts one line (without its newline).
@@ -205,7 +209,10 @@ mod tests {
         let text = format!("{}\nok\nlast", "x".repeat(100));
         let mut input = std::io::BufReader::with_capacity(7, text.as_bytes());
         assert_eq!(read_line(&mut input, 50).ok(), Some(Line::TooLong));
-        assert_eq!(read_line(&mut input, 50).ok(), Some(Line::Text(b"ok".to_vec())));
+        assert_eq!(
+            read_line(&mut input, 50).ok(),
+            Some(Line::Text(b"ok".to_vec()))
+        );
         assert_eq!(
             read_line(&mut input, 50).ok(),
             Some(Line::Text(b"last".to_vec()))

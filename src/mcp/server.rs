@@ -68,11 +68,7 @@ impl Server {
                 Ok(r) => protocol::result(id, r),
                 Err(message) => protocol::error(id, INVALID_PARAMS, &message),
             },
-            other => protocol::error(
-                id,
-                METHOD_NOT_FOUND,
-                &format!("Method not found: {other}"),
-            ),
+            other => protocol::error(id, METHOD_NOT_FOUND, &format!("Method not found: {other}")),
         }
     }
 
@@ -175,7 +171,10 @@ mod tests {
     fn calls_list_and_errors_follow_the_protocol() {
         let s = Server::new(vec![Box::new(Echo), Box::new(Boom)]);
         assert_eq!(s.tool_names(), ["boom", "echo"]);
-        let init = answer(&s, r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#);
+        let init = answer(
+            &s,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#,
+        );
         assert_eq!(init["result"]["protocolVersion"], "2024-11-05");
         assert_eq!(init["result"]["serverInfo"]["name"], "sortie-tools");
         let ok = answer(

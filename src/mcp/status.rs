@@ -37,7 +37,10 @@ impl Tool for StatusTool {
             ))
         })?;
         let started: jiff::Timestamp = st.started_at.parse().map_err(|e| {
-            ToolError::message(format!("session state: bad started_at {:?}: {e}", st.started_at))
+            ToolError::message(format!(
+                "session state: bad started_at {:?}: {e}",
+                st.started_at
+            ))
         })?;
         let elapsed_ms = self.clock.now_ms() - started.as_millisecond();
         Ok(json!({

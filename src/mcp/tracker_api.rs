@@ -73,9 +73,7 @@ impl TrackerApiTool {
             )));
         }
         let Some(operation) = string_arg(args, "operation")? else {
-            return Err(ToolError::InvalidArguments(
-                "operation is required".into(),
-            ));
+            return Err(ToolError::InvalidArguments("operation is required".into()));
         };
         let issue_id = string_arg(args, "issue_id")?.map(str::trim);
         let target_state = string_arg(args, "target_state")?.map(str::trim);
@@ -102,10 +100,7 @@ impl TrackerApiTool {
         if needs_id && !in_scope(id, &self.project) {
             return Ok(failure(
                 "project_scope_violation",
-                format!(
-                    "issue {id:?} is outside the project {:?}",
-                    self.project
-                ),
+                format!("issue {id:?} is outside the project {:?}", self.project),
             ));
         }
         let data = match operation {
