@@ -122,7 +122,7 @@ impl Lab {
             tx,
             metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
             reaction: None,
-            api_url: None,
+            mcp_daemon: Default::default(),
         };
         let handle = spawn(job).unwrap_or_else(|e| panic!("{e}"));
         let mut sent = Sent::default();

@@ -31,8 +31,18 @@ pub struct McpContext {
     pub db_path: PathBuf,
     /// The attempt number, when known (`SORTIE_ATTEMPT`).
     pub attempt: Option<u32>,
-    /// The daemon's HTTP API base (`http://127.0.0.1:7678`) when it serves one.
+    pub daemon: DaemonFacts,
+}
+
+/// What the daemon process tells every session's server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DaemonFacts {
+    /// The HTTP API's base URL (`http://127.0.0.1:7678`) when the daemon serves one
+    /// (`SORTIE_API_URL`).
     pub api_url: Option<String>,
+    /// The absolute `.env` file the daemon loaded (`--env-file` or `SORTIE_ENV_FILE`), so the
+    /// server, started elsewhere, loads the same overrides (`SORTIE_ENV_FILE`).
+    pub env_file: Option<PathBuf>,
 }
 
 /// The operator's own MCP servers (`<kind>.mcp_config`): a file, or inline JSON.
@@ -108,8 +118,11 @@ pub fn server_env(
     if let Some(a) = ctx.attempt {
         set("SORTIE_ATTEMPT", a.to_string());
     }
-    if let Some(url) = &ctx.api_url {
+    if let Some(url) = &ctx.daemon.api_url {
         set("SORTIE_API_URL", url.clone());
+    }
+    if let Some(file) = &ctx.daemon.env_file {
+        set("SORTIE_ENV_FILE", file.to_string_lossy().into_owned());
     }
     env
 }
@@ -212,7 +225,10 @@ mod tests {
             workflow_path: "/srv/WORKFLOW.md".into(),
             db_path: "/srv/.sortie.db".into(),
             attempt: Some(2),
-            api_url: Some("http://127.0.0.1:7678".into()),
+            daemon: DaemonFacts {
+                api_url: Some("http://127.0.0.1:7678".into()),
+                env_file: Some("/srv/.env".into()),
+            },
         }
     }
 
@@ -221,6 +237,7 @@ mod tests {
         let process = vec![
             ("SORTIE_TRACKER_API_KEY".to_string(), "k-123".to_string()),
             ("SORTIE_ISSUE_ID".to_string(), "stale".to_string()),
+            ("SORTIE_ENV_FILE".to_string(), "rel/.env".to_string()),
             ("HOME".to_string(), "/root".to_string()),
         ];
         let env = server_env(process, &params(Path::new("/ws/MT-7")), &ctx());
@@ -232,6 +249,7 @@ mod tests {
         assert_eq!(env["SORTIE_SESSION_ID"], "");
         assert_eq!(env["SORTIE_ATTEMPT"], "2");
         assert_eq!(env["SORTIE_API_URL"], "http://127.0.0.1:7678");
+        assert_eq!(env["SORTIE_ENV_FILE"], "/srv/.env");
         assert!(!env.contains_key("HOME"));
         let bare = server_env(
             Vec::new(),

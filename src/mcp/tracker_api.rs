@@ -179,6 +179,161 @@ impl Tool for TrackerApiTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{Comment, Issue};
+    use crate::tracker::{Blockers, TrackerResult};
+    use std::collections::BTreeMap;
+
+    /// Answers every read with `fail` when set, else one issue `MT-1`.
+    struct Fake {
+        fail: Option<TrackerErrorKind>,
+    }
+
+    impl Fake {
+        fn answer<T>(&self, v: T) -> TrackerResult<T> {
+            match self.fail {
+                Some(k) => Err(TrackerError::new(k, "fake", "token=abc went wrong")),
+                None => Ok(v),
+            }
+        }
+    }
+
+    impl TrackerAdapter for Fake {
+        fn kind(&self) -> &'static str {
+            "fake"
+        }
+        fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
+            self.answer(vec![Issue {
+                id: "MT-1".into(),
+                ..Issue::default()
+            }])
+        }
+        fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
+            self.answer(Issue {
+                id: id.into(),
+                identifier: id.into(),
+                ..Issue::default()
+            })
+        }
+        fn fetch_issues_by_states(&self, _: &[String]) -> TrackerResult<Vec<Issue>> {
+            self.answer(Vec::new())
+        }
+        fn fetch_issue_states_by_ids(
+            &self,
+            _: &[String],
+        ) -> TrackerResult<BTreeMap<String, String>> {
+            self.answer(BTreeMap::new())
+        }
+        fn fetch_issue_states_by_identifiers(
+            &self,
+            _: &[String],
+        ) -> TrackerResult<BTreeMap<String, String>> {
+            self.answer(BTreeMap::new())
+        }
+        fn fetch_issue_comments(&self, _: &str) -> TrackerResult<Vec<Comment>> {
+            self.answer(Vec::new())
+        }
+        fn transition_issue(&self, _: &str, _: &str) -> TrackerResult<()> {
+            self.answer(())
+        }
+        fn comment_issue(&self, _: &str, _: &str) -> TrackerResult<()> {
+            self.answer(())
+        }
+        fn add_label(&self, _: &str, _: &str) -> TrackerResult<()> {
+            self.answer(())
+        }
+        fn remove_label(&self, _: &str, _: &str) -> TrackerResult<()> {
+            self.answer(())
+        }
+        fn fetch_blockers(&self, _: &str) -> TrackerResult<Blockers> {
+            self.answer(Blockers::default())
+        }
+    }
+
+    fn tool(fail: Option<TrackerErrorKind>) -> TrackerApiTool {
+        TrackerApiTool {
+            tracker: Arc::new(Fake { fail }),
+            project: "MT".into(),
+        }
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn tracker_failures_map_to_the_error_kinds() {
+        for (kind, name) in [
+            (TrackerErrorKind::Transport, "tracker_transport_error"),
+            (TrackerErrorKind::Auth, "tracker_auth_error"),
+            (TrackerErrorKind::Api, "tracker_api_error"),
+            (TrackerErrorKind::NotFound, "tracker_not_found"),
+            (TrackerErrorKind::Payload, "tracker_payload_error"),
+        ] {
+            let out = tool(Some(kind))
+                .call(&args(json!({"operation": "search_issues"})))
+                .unwrap_or_else(|e| panic!("{e:?}"));
+            assert_eq!(out["success"], false);
+            assert_eq!(out["error"]["kind"], name);
+            assert!(out["error"]["message"].is_string());
+        }
+        // A failure sortie caused is an internal error, flagged as such.
+        let internal = tool(Some(TrackerErrorKind::UnsupportedTrackerKind))
+            .call(&args(json!({"operation": "search_issues"})));
+        assert!(
+            matches!(internal, Err(ToolError::Failed(v)) if v["error"]["kind"] == "internal_error")
+        );
+    }
+
+    #[test]
+    fn operations_check_their_inputs_before_the_tracker() {
+        let t = tool(None);
+        let ok = t
+            .call(&args(
+                json!({"operation": "fetch_issue", "issue_id": " MT-3 "}),
+            ))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(ok["data"]["id"], "MT-3");
+        let moved = t
+            .call(&args(json!({"operation": "transition_issue", "issue_id": "MT-3", "target_state": "Done"})))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(moved["data"], json!({"transitioned": true}));
+        let kind = |a: Value| {
+            t.call(&args(a))
+                .map(|v| v["error"]["kind"].as_str().unwrap_or_default().to_string())
+                .unwrap_or_else(|e| panic!("{e:?}"))
+        };
+        assert_eq!(
+            kind(json!({"operation": "fetch_comments"})),
+            "invalid_input"
+        );
+        assert_eq!(
+            kind(json!({"operation": "fetch_issue", "issue_id": "  "})),
+            "invalid_input"
+        );
+        assert_eq!(
+            kind(json!({"operation": "transition_issue", "issue_id": "MT-3", "target_state": ""})),
+            "invalid_input"
+        );
+        assert_eq!(kind(json!({"operation": "nope"})), "unsupported_operation");
+        assert_eq!(
+            kind(json!({"operation": "fetch_comments", "issue_id": "ABC-1"})),
+            "project_scope_violation"
+        );
+        for bad in [
+            json!({}),
+            json!({"operation": null}),
+            json!({"operation": "fetch_issue", "issue_id": 5}),
+            json!({"operation": "fetch_issue", "state": "x"}),
+        ] {
+            assert!(
+                matches!(
+                    t.call(&args(bad.clone())),
+                    Err(ToolError::InvalidArguments(_))
+                ),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn scope_is_the_prefix_before_the_last_dash() {

@@ -45,9 +45,8 @@ pub struct SupervisorJob {
     /// The pull-request reaction this run continues: its prompt context, and the issue may sit
     /// in the handoff state meanwhile (the run follows a handoff).
     pub reaction: Option<JobReaction>,
-    /// The daemon's HTTP API base URL when it serves one (`SORTIE_API_URL` of the session's
-    /// MCP server).
-    pub api_url: Option<String>,
+    /// Where the daemon's API listens and which `.env` it loaded, for the session's MCP server.
+    pub mcp_daemon: mcp_file::DaemonFacts,
 }
 
 /// A reaction run's part of the job.
@@ -421,7 +420,7 @@ fn mcp_context(job: &SupervisorJob) -> mcp_file::McpContext {
         workflow_path: job.workflow.path.clone(),
         db_path: job.workflow.config.db_path.clone(),
         attempt: Some(job.attempt),
-        api_url: job.api_url.clone(),
+        daemon: job.mcp_daemon.clone(),
     }
 }
 

@@ -78,7 +78,7 @@ impl Orchestrator {
             reaction: reaction.as_ref().map(|r| supervisor::JobReaction {
                 context: r.context.clone(),
             }),
-            api_url: self.api_url.clone(),
+            mcp_daemon: self.mcp_daemon.clone(),
         };
         log::info!(
             "dispatching issue_id={} issue_identifier={} dispatch_id={} attempt={} rule_name={:?} agent_kind={} chain_id={}",

@@ -147,9 +147,9 @@ pub struct Orchestrator {
     scm: Option<Arc<dyn crate::scm::ScmAdapter>>,
     /// The reactions as captured at startup (a reload changes only `ci_failure`).
     reactions_cfg: crate::config::reactions::ReactionsConfig,
-    /// The HTTP API's base URL once the server listens; each session's MCP server asks it for
-    /// live figures.
-    api_url: Option<String>,
+    /// What each session's MCP server learns about this process: the `.env` it loaded, and
+    /// the HTTP API's base URL once the server listens (the server asks it for live figures).
+    mcp_daemon: crate::agent::mcp_file::DaemonFacts,
 }
 
 impl Orchestrator {
@@ -157,6 +157,7 @@ impl Orchestrator {
     /// its handle; call [`Orchestrator::run`] on its own thread.
     pub fn new(deps: OrchestratorDeps) -> (Orchestrator, OrchestratorHandle) {
         let (tx, rx) = crossbeam_channel::unbounded();
+        let env_file = deps.load_options.effective_env_file();
         let now = deps.clock.now_ms();
         let published = Arc::new(RwLock::new(Arc::new(Snapshot::default())));
         let mut state = State {
@@ -196,7 +197,10 @@ impl Orchestrator {
             prices: deps.prices.clone(),
             scm: None,
             reactions_cfg: Default::default(),
-            api_url: None,
+            mcp_daemon: crate::agent::mcp_file::DaemonFacts {
+                api_url: None,
+                env_file,
+            },
         };
         o.scm = crate::orchestrator::adapters::build_scm(&o.workflow, o.clock.clone());
         if let Some(scm) = &o.scm {
@@ -358,7 +362,7 @@ impl Orchestrator {
     /// server starts after the orchestrator is built); sessions dispatched from then on give
     /// it to their MCP server.
     pub fn set_api_url(&mut self, url: Option<String>) {
-        self.api_url = url;
+        self.mcp_daemon.api_url = url;
     }
 
     /// The loop: messages, due retries and ticks, until shutdown completes. A panic in the
