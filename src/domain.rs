@@ -260,7 +260,7 @@ vocabulary! {
         DatabaseFailing = "database not writable",
         /// Named by the API's wording; this build's trackers never produce it.
         NoStateLabel = "issue without a state label",
-        /// Named by the API's wording; this build has no SSH hosts.
+        /// Every SSH host is at its session limit.
         NoSshHosts = "no available SSH hosts",
         /// Another claimed issue has the same identifier (one workspace per identifier).
         IdentifierInUse = "identifier in use by another issue",

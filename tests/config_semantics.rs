@@ -85,25 +85,33 @@ fn run_to_exit(p: &Project, limit: Duration) -> (i32, String) {
 }
 
 #[test]
-fn ssh_hosts_is_an_error_for_validate_and_startup() {
-    let p = project("", "worker:\n  ssh_hosts: [build1.example, build2.example]");
+fn a_bad_ssh_host_is_an_error_for_validate_and_startup() {
+    let p = project(
+        "",
+        "worker:\n  ssh_hosts: [build1.example, 'ci@build2 example']",
+    );
     let (code, _, stderr) = validate(&p, &[]);
     assert_eq!(code, 1, "{stderr}");
     assert!(
-        stderr.contains("error: config.worker.ssh_hosts: config: worker.ssh_hosts: SSH workers are not supported by this build"),
+        stderr.contains("worker.ssh_hosts[1]: \"ci@build2 example\" contains ' '"),
         "{stderr}"
     );
     let (code, stderr) = run_to_exit(&p, Duration::from_secs(20));
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("worker.ssh_hosts"), "{stderr}");
+    assert!(stderr.contains("worker.ssh_hosts[1]"), "{stderr}");
     // Nothing ran: no database, no workspace.
     assert!(!p.workspace("A-1").exists());
 
-    // An empty list is fine and silent.
-    let p = project("", "worker:\n  ssh_hosts: []");
-    let (code, _, stderr) = validate(&p, &[]);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(!stderr.contains("worker"), "{stderr}");
+    // Good hosts and an empty list are fine and silent.
+    for worker in [
+        "worker:\n  ssh_hosts: []",
+        "worker:\n  ssh_hosts: [build1.example, 'ci@build2.example:2222']\n  max_concurrent_agents_per_host: 2",
+    ] {
+        let p = project("", worker);
+        let (code, _, stderr) = validate(&p, &[]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(!stderr.contains("worker"), "{stderr}");
+    }
 }
 
 #[test]
@@ -126,10 +134,11 @@ fn keys_this_build_does_not_act_on_are_named_as_unsupported() {
         !unsupported.iter().any(|m| m.starts_with("dispatch")),
         "dispatch is built: {unsupported:?}"
     );
-    for key in [
-        "reactions.ci_failure.triage:",
-        "worker.max_concurrent_agents_per_host:",
-    ] {
+    assert!(
+        !unsupported.iter().any(|m| m.starts_with("worker")),
+        "SSH workers are built: {unsupported:?}"
+    );
+    for key in ["reactions.ci_failure.triage:"] {
         assert!(
             unsupported
                 .iter()

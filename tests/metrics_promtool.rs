@@ -45,6 +45,7 @@ fn busy_scrape(seed: &AggregateTotals) -> String {
         retrying: 1,
         max_concurrent_agents: 4,
         elapsed_seconds: 84.0,
+        ssh_host_usage: vec![("build1".into(), 1)],
     })
 }
 

@@ -313,6 +313,36 @@ mod tests {
     }
 
     #[test]
+    fn only_local_runs_of_kinds_that_take_it_get_the_file() {
+        let clock: std::sync::Arc<dyn crate::clock::Clock> =
+            std::sync::Arc::new(crate::clock::ManualClock::new(0));
+        let claude =
+            crate::agent::claude::ClaudeAdapter::new(AgentSettings::default(), clock.clone());
+        let mock = crate::agent::mock::DESCRIPTOR.build;
+        let mock = mock(&AgentSettings::default(), clock).unwrap_or_else(|e| panic!("{e:?}"));
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut p = params(d.path());
+        assert_eq!(prepare(mock.as_ref(), &p, &ctx()), Ok(None));
+        assert!(!d.path().join(".sortie").exists());
+        let target = crate::ssh::SshTarget::parse("worker-1").unwrap_or_else(|e| panic!("{e:?}"));
+        p.remote = Some(crate::ssh::SshHost {
+            target,
+            options: Default::default(),
+        });
+        assert_eq!(prepare(&claude, &p, &ctx()), Ok(None));
+        assert!(!d.path().join(".sortie").exists());
+        p.remote = None;
+        let path = prepare(&claude, &p, &ctx())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no file"));
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
+            .unwrap_or(Value::Null);
+        let own = &doc["mcpServers"][SERVER_NAME];
+        assert!(own["command"].as_str().is_some_and(|c| c.starts_with('/')));
+        assert_eq!(own["env"]["SORTIE_ISSUE_ID"], "10001");
+    }
+
+    #[test]
     fn the_file_is_private_and_ignored_by_git() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = write(d.path(), &json!({"mcpServers": {}})).unwrap_or_else(|e| panic!("{e}"));

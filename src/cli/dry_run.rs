@@ -156,5 +156,6 @@ fn hold_text(reason: &HoldReason) -> String {
             format!("stage label {target_label} not seen yet")
         }
         HoldReason::ParkCommentsUnread => "comments of the released park unread".to_string(),
+        HoldReason::SshHostsFull => "every SSH host at its session limit".to_string(),
     }
 }

@@ -72,7 +72,13 @@ fn build_inner(
     let db_path = build_db_path(&raw, ctx)?;
     let server = build_server(section("server"))?;
     let logging = build_logging(section("logging"))?;
-    check_worker(section("worker"))?;
+    let worker = super::worker::build_worker(
+        section("worker"),
+        ctx.home,
+        ctx.env,
+        ctx.workflow_dir,
+        warnings,
+    )?;
     let tracker_path = match registry::tracker(&tracker.kind).and_then(|d| d.path_key) {
         Some(key) => data_path(&raw, &tracker.kind, key, ctx, warnings)?,
         None => None,
@@ -96,6 +102,7 @@ fn build_inner(
     )?;
 
     Ok(ServiceConfig {
+        worker,
         dispatch,
         reactions,
         self_review,
@@ -602,27 +609,6 @@ fn build_logging(m: &Map<String, Value>) -> Result<LoggingConfig, ConfigError> {
 
 /// The warning check of a tracker data file found only relative to the working directory.
 pub const DATA_PATH_FROM_CWD_CHECK: &str = "data_path_from_cwd";
-
-/// `worker.ssh_hosts`: this build has no SSH workers, so a non-empty list would silently run
-/// the remote work on this host. That is never acceptable: it is an error, so `validate` exits
-/// 1, the daemon refuses to start and a reload to it is refused. An empty list is fine.
-fn check_worker(m: &Map<String, Value>) -> Result<(), ConfigError> {
-    let non_empty = match m.get("ssh_hosts") {
-        None | Some(Value::Null) => false,
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(Value::String(s)) => !s.trim().is_empty(),
-        Some(Value::Object(o)) => !o.is_empty(),
-        Some(_) => true,
-    };
-    if non_empty {
-        return Err(ConfigError::field(
-            "worker.ssh_hosts",
-            "SSH workers are not supported by this build; agents would run on this host \
-             instead of the listed hosts (remove worker.ssh_hosts or leave it empty)",
-        ));
-    }
-    Ok(())
-}
 
 /// A tracker kind's local data file: `<kind>.<key>`, else `tracker.<key>` (Go Sortie documents
 /// that spelling but never reads it, so both are accepted), `~`-expanded and resolved against

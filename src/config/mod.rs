@@ -40,6 +40,7 @@ mod self_review_build;
 mod server_bind;
 mod token_rates;
 mod validate;
+pub mod worker;
 mod workflow_file;
 
 use std::collections::BTreeMap;

@@ -38,6 +38,8 @@ pub struct ServiceConfig {
     pub dispatch: super::dispatch::DispatchConfig,
     /// `self_review`.
     pub self_review: super::reactions::SelfReviewConfig,
+    /// `worker`: SSH hosts and the per-host cap.
+    pub worker: super::worker::WorkerConfig,
     /// Every top-level key as decoded (after `SORTIE_*` overrides): adapter pass-through blocks,
     /// extensions and post-MVP sections are read from here.
     pub raw: Map<String, Value>,

@@ -435,26 +435,87 @@ fn state_names_are_trimmed_and_case_folded() {
 }
 
 #[test]
-fn ssh_hosts_is_an_error_and_unbuilt_features_warn() {
-    assert_eq!(
-        err(&doc("worker: {ssh_hosts: [build1]}"), &opts(&[])),
-        "config: worker.ssh_hosts: SSH workers are not supported by this build; agents would run \
-         on this host instead of the listed hosts (remove worker.ssh_hosts or leave it empty)"
-    );
+fn worker_hosts_load_once_each_in_order_with_their_options() {
     let w = ok(
         &doc(
-            "worker: {ssh_hosts: [], max_concurrent_agents_per_host: 2}\nnotifications: {x: 1}\nagent: {max_cost_usd: 3}\nagnet: {}",
+            "worker:\n  ssh_hosts: [build1, 'ci@build2:2222', build1, '[::1]:2200']\n  max_concurrent_agents_per_host: 2\n  ssh_strict_host_key_checking: yes",
         ),
         &opts(&[]),
     );
+    let worker = &w.config.worker;
+    let names: Vec<&str> = worker.hosts.iter().map(|h| h.name()).collect();
+    assert_eq!(names, ["build1", "ci@build2:2222", "[::1]:2200"]);
+    assert_eq!(worker.hosts[1].target.destination, "ci@build2");
+    assert_eq!(worker.hosts[1].target.port, Some(2222));
+    assert_eq!(worker.max_per_host, Some(2));
+    assert_eq!(
+        worker.options.strict_host_key_checking,
+        crate::ssh::StrictHostKeyChecking::Yes
+    );
+    assert!(w.warnings.is_empty(), "{:?}", w.warnings);
+    // No hosts: every session runs here; a cap of 0 or less is no cap.
+    let w = ok(
+        &doc("worker: {ssh_hosts: [], max_concurrent_agents_per_host: 0}"),
+        &opts(&[]),
+    );
+    assert!(!w.config.worker.remote());
+    assert_eq!(w.config.worker.max_per_host, None);
+    assert_eq!(
+        w.config.worker.options.strict_host_key_checking,
+        crate::ssh::StrictHostKeyChecking::AcceptNew
+    );
+}
+
+#[test]
+fn bad_worker_values_are_errors_except_the_cap() {
+    for (extra, want) in [
+        (
+            "worker: {ssh_hosts: build1}",
+            "config: worker.ssh_hosts: expected a list of host names, got string",
+        ),
+        (
+            "worker: {ssh_hosts: [3]}",
+            "config: worker.ssh_hosts[0]: expected string, got int",
+        ),
+        (
+            "worker: {ssh_hosts: [ok, '-oProxyCommand=x']}",
+            "config: worker.ssh_hosts[1]: \"-oProxyCommand=x\" starts with '-' (it would be read as an ssh option)",
+        ),
+        (
+            "worker: {ssh_hosts: ['h:99999']}",
+            "config: worker.ssh_hosts[0]: \"h:99999\" has port \"99999\" (expected 1 to 65535)",
+        ),
+        (
+            "worker: {ssh_hosts: [h], ssh_strict_host_key_checking: maybe}",
+            "config: worker.ssh_strict_host_key_checking: invalid value \"maybe\" (expected accept-new, yes or no)",
+        ),
+        (
+            "worker: {ssh_hosts: [h], ssh_config_file: ./no-such-ssh-config}",
+            "is not a file",
+        ),
+    ] {
+        let e = err(&doc(extra), &opts(&[]));
+        assert!(e.contains(want), "{extra}: {e}");
+    }
+    let w = ok(
+        &doc(
+            "worker: {ssh_hosts: [h], max_concurrent_agents_per_host: lots, ssh_hostz: 1}\nnotifications: {x: 1}\nagent: {max_cost_usd: 3}\nagnet: {}",
+        ),
+        &opts(&[]),
+    );
+    assert_eq!(w.config.worker.max_per_host, None);
     let got: Vec<String> = w.warnings.iter().map(ToString::to_string).collect();
     for want in [
+        "warning: invalid_value: worker.max_concurrent_agents_per_host: invalid integer value: lots; no per-host cap applies",
         "warning: unsupported_key: notifications: not supported by this build (notifications are not built yet); ignored",
-        "warning: unsupported_key: worker.max_concurrent_agents_per_host: not supported by this build (SSH workers are not built yet); ignored",
         "warning: unknown_key: agnet: not a recognised top-level key; ignored (did you mean `agent`?)",
     ] {
         assert!(got.contains(&want.to_string()), "{got:?}");
     }
+    assert!(
+        got.iter().any(|w| w.contains("worker.ssh_hostz")),
+        "{got:?}"
+    );
     assert!(
         !got.iter().any(|w| w.contains("agent.max_cost_usd")),
         "the money budget is enforced: {got:?}"

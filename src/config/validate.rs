@@ -107,6 +107,7 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
     ("logging", &["level", "format"]),
     ("price_table", super::price_table::KEYS),
     ("self_review", super::self_review_build::SELF_REVIEW_KEYS),
+    ("worker", super::worker::WORKER_KEYS),
 ];
 
 /// String fields whose non-string values read silently as `""`; worth a warning.
@@ -166,8 +167,7 @@ fn unsupported(field: impl Into<String>, why: &str) -> ConfigWarning {
     )
 }
 
-/// Warnings for every key this build accepts but does not act on. `worker.ssh_hosts` is not
-/// here: a non-empty list is a load error (see `build::check_worker`).
+/// Warnings for every key this build accepts but does not act on.
 fn unsupported_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) {
     for (section, why) in UNSUPPORTED_SECTIONS {
         if raw.get(*section).is_some_and(|v| !v.is_null()) {
@@ -192,14 +192,6 @@ fn unsupported_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) 
             out.push(unsupported(
                 format!("reactions.{kind}.triage"),
                 "triage runs are not built yet; fixes are dispatched without one",
-            ));
-        }
-    }
-    if let Some(w) = raw.get("worker").and_then(Value::as_object) {
-        for key in w.keys().filter(|k| k.as_str() != "ssh_hosts") {
-            out.push(unsupported(
-                format!("worker.{key}"),
-                "SSH workers are not built yet",
             ));
         }
     }

@@ -501,6 +501,14 @@ pub fn park_comments_unread() -> (String, String, String) {
     (reason, release, full)
 }
 
+/// Every SSH host is at its per-host session limit (or out of service).
+pub fn ssh_hosts_full() -> (String, String, String) {
+    let reason = "Every SSH host runs as many sessions as it may".to_string();
+    let release = "Released when a session on an SSH host ends and frees room.".to_string();
+    let full = format!("{reason}. Sortie dispatches the issue when a host has room.");
+    (reason, release, full)
+}
+
 /// A hold on a workspace whose lock another session or process holds.
 pub fn workspace_locked(holder_pid: Option<u32>) -> (String, String, String) {
     let reason = match holder_pid {

@@ -107,8 +107,10 @@ pub struct Gauges {
     retrying: IntGauge,
     slots: IntGauge,
     elapsed: Gauge,
-    // Registered so the family is known; this build has no SSH workers, so it has no series.
-    _ssh_hosts: GaugeVec,
+    ssh_hosts: GaugeVec,
+    /// Hosts given a series so far: one that left the configuration reads 0 once its last
+    /// session ended, rather than keeping its last count.
+    ssh_seen: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Gauges {
@@ -139,10 +141,11 @@ impl Gauges {
                 "sortie_active_sessions_elapsed_seconds",
                 "Sum over running sessions of seconds since each started.",
             ))),
-            _ssh_hosts: reg.add(built(GaugeVec::new(
+            ssh_hosts: reg.add(built(GaugeVec::new(
                 Opts::new("sortie_ssh_host_usage", "Agent workers per SSH host."),
                 &["host"],
             ))),
+            ssh_seen: Default::default(),
         }
     }
 
@@ -153,6 +156,18 @@ impl Gauges {
         self.slots
             .set((i64::from(g.max_concurrent_agents) - running).max(0));
         self.elapsed.set(g.elapsed_seconds);
+        let mut seen = self.ssh_seen.lock().unwrap_or_else(|p| p.into_inner());
+        for host in seen.iter() {
+            if !g.ssh_host_usage.iter().any(|(h, _)| h == host) {
+                self.ssh_hosts.with_label_values(&[host.as_str()]).set(0.0);
+            }
+        }
+        for (host, n) in &g.ssh_host_usage {
+            self.ssh_hosts
+                .with_label_values(&[host.as_str()])
+                .set(f64::from(*n));
+            seen.insert(host.clone());
+        }
     }
 }
 
@@ -165,6 +180,9 @@ pub struct GaugeValues {
     pub max_concurrent_agents: u32,
     /// Σ (now − started_at) over running sessions.
     pub elapsed_seconds: f64,
+    /// Sessions per SSH host: every configured host, and any other host a session still runs
+    /// on.
+    pub ssh_host_usage: Vec<(String, u32)>,
 }
 
 /// Σ (now − start) in seconds; a start in the future (clock step) counts as zero.

@@ -181,8 +181,17 @@ fn gauges_are_set_at_scrape_time() {
         retrying: 1,
         max_concurrent_agents: 3,
         elapsed_seconds: 15.0,
+        ssh_host_usage: vec![("build1".into(), 2), ("ci@build2:2222".into(), 0)],
     };
     let t = m.render(&g);
+    assert!(
+        t.contains("sortie_ssh_host_usage{host=\"build1\"} 2"),
+        "{t}"
+    );
+    assert!(
+        t.contains("sortie_ssh_host_usage{host=\"ci@build2:2222\"} 0"),
+        "{t}"
+    );
     assert_eq!(sample(&t, "sortie_sessions_running"), Some(2.0));
     assert_eq!(sample(&t, "sortie_sessions_retrying"), Some(1.0));
     assert_eq!(sample(&t, "sortie_slots_available"), Some(1.0));
@@ -193,9 +202,19 @@ fn gauges_are_set_at_scrape_time() {
     // Over-subscribed (limit lowered while sessions run): never negative.
     let t = m.render(&GaugeValues {
         max_concurrent_agents: 1,
+        ssh_host_usage: vec![("ci@build2:2222".into(), 1)],
         ..g
     });
     assert_eq!(sample(&t, "sortie_slots_available"), Some(0.0));
+    // A host that left the configuration reads 0 once its sessions ended.
+    assert!(
+        t.contains("sortie_ssh_host_usage{host=\"build1\"} 0"),
+        "{t}"
+    );
+    assert!(
+        t.contains("sortie_ssh_host_usage{host=\"ci@build2:2222\"} 1"),
+        "{t}"
+    );
     assert!(t.contains("sortie_build_info{go_version=\"rust"));
     // No sessions reads as idle.
     let m = Metrics::new(&AggregateTotals::default());

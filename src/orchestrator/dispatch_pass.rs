@@ -180,6 +180,9 @@ pub enum HoldReason {
     /// A person released the issue's park, and reading the comments its next run receives
     /// failed.
     ParkCommentsUnread,
+    /// Every SSH host runs as many sessions as `worker.max_concurrent_agents_per_host` allows
+    /// (a host out of service has no room).
+    SshHostsFull,
 }
 
 impl HoldReason {
@@ -198,6 +201,7 @@ impl HoldReason {
             HoldReason::BlockersIncomplete => "blockers_incomplete",
             HoldReason::StageHopUnconfirmed { .. } => "stage_hop_unconfirmed",
             HoldReason::ParkCommentsUnread => "park_comments_unread",
+            HoldReason::SshHostsFull => "ssh_hosts_full",
         }
     }
 }
@@ -271,6 +275,9 @@ pub struct PassInput {
     pub spend_hold: Option<HoldReason>,
     /// Issues whose stage hop no read has confirmed yet (`stage_hop_unconfirmed`).
     pub hop_unconfirmed: BTreeMap<String, HoldReason>,
+    /// How many more sessions the SSH hosts take (`host_pool::HostPool::room`); `None` when
+    /// sessions run here.
+    pub ssh_room: Option<usize>,
 }
 
 /// What is live when a pass runs. A dry run has nothing live (`LiveClaims::default()`).
@@ -308,6 +315,7 @@ impl PassInput {
             agent_hold: None,
             spend_hold: None,
             hop_unconfirmed: BTreeMap::new(),
+            ssh_room: None,
             active_states: cfg.tracker.active_states.clone(),
             terminal_states: cfg.tracker.terminal_states.clone(),
             max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
@@ -333,6 +341,9 @@ impl PassInput {
         self.claimed.insert(issue.id.clone());
         self.claimed_identifiers
             .insert(issue.identifier.clone(), issue.id.clone());
+        if let Some(room) = &mut self.ssh_room {
+            *room = room.saturating_sub(1);
+        }
     }
 
     /// Counts a retry put back in the queue after the input was built: it claims its issue
@@ -377,6 +388,7 @@ pub fn plan(
     let mut running_total = input.running_total;
     let mut by_state = input.running_by_state.clone();
     let mut global_full = false;
+    let mut ssh_room = input.ssh_room;
     let mut identifiers = input.claimed_identifiers.clone();
     let mut out = Vec::with_capacity(candidates.len());
     for issue in candidates {
@@ -446,6 +458,11 @@ pub fn plan(
             }));
             continue;
         }
+        // No SSH host with room stops the pass like a full global limit.
+        if ssh_room == Some(0) {
+            out.push(Decision::Held(HoldReason::SshHostsFull));
+            continue;
+        }
         let state_key = crate::domain::state_key(&issue.state);
         if let Some(&limit) = input.max_by_state.get(&state_key) {
             let used = by_state.get(&state_key).copied().unwrap_or(0);
@@ -463,6 +480,9 @@ pub fn plan(
             continue;
         }
         running_total += 1;
+        if let Some(room) = &mut ssh_room {
+            *room = room.saturating_sub(1);
+        }
         *by_state.entry(state_key).or_insert(0) += 1;
         identifiers.insert(issue.identifier.clone(), issue.id.clone());
         out.push(Decision::Dispatch);
@@ -512,6 +532,41 @@ mod tests {
         sort_candidates(&mut v);
         let ids: Vec<&str> = v.iter().map(|i| i.id.as_str()).collect();
         assert_eq!(ids, vec!["1", "2", "0", "3", "4"]);
+    }
+
+    #[test]
+    fn full_ssh_hosts_hold_the_rest_before_blockers_are_read() {
+        let mut v = vec![
+            issue("1", Some(1), ""),
+            issue("2", Some(2), ""),
+            issue("3", Some(3), ""),
+        ];
+        v[2].blocked_by = vec![BlockerRef {
+            id: "9".into(),
+            identifier: "T-9".into(),
+            state: "To Do".into(),
+        }];
+        let mut inp = input(10);
+        inp.ssh_room = Some(1);
+        let d = plan(&v, &inp, &mut unread);
+        assert_eq!(d[0], Decision::Dispatch);
+        assert_eq!(d[1], Decision::Held(HoldReason::SshHostsFull));
+        assert_eq!(d[2], Decision::Held(HoldReason::SshHostsFull));
+        // A full global limit is named first; hosts with room change nothing.
+        inp.ssh_room = Some(0);
+        let d = plan(&v, &input(0), &mut unread);
+        assert!(matches!(
+            d[0],
+            Decision::Held(HoldReason::AgentSlotsFull { .. })
+        ));
+        inp.ssh_room = Some(usize::MAX);
+        let d = plan(&v[..2], &inp, &mut unread);
+        assert_eq!(d, vec![Decision::Dispatch, Decision::Dispatch]);
+        // A dispatch counted after the input was built takes host room too.
+        inp.ssh_room = Some(1);
+        inp.note_dispatched(&issue("7", None, ""));
+        assert_eq!(inp.ssh_room, Some(0));
+        assert_eq!(HoldReason::SshHostsFull.code(), "ssh_hosts_full");
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod adapters;
 pub mod agent_holds;
 pub mod backoff;
 pub mod dispatch_pass;
+pub mod host_pool;
 pub mod money_budget;
 pub mod msg;
 pub mod persist;

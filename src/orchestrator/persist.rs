@@ -481,6 +481,7 @@ fn run_write(
         dispatch_id: Some(e.facts.dispatch_id.clone()),
         session_id: e.facts.session_id.clone(),
         review_metadata: e.facts.review_metadata.clone(),
+        ssh_host: e.facts.ssh_host.clone(),
         trigger: run_trigger(e),
         reaction_kind: e
             .facts
@@ -612,6 +613,14 @@ pub fn usage_for_issue(
         .writer()
         .usage_for_issue(issue_id)
         .map_err(PersistError::store("read usage of issue"))
+}
+
+/// The SSH host the issue's newest run used (`None`: none, or it ran here).
+pub fn last_ssh_host(store: &Store, issue_id: &str) -> Result<Option<String>, PersistError> {
+    store
+        .writer()
+        .last_ssh_host(issue_id)
+        .map_err(PersistError::store("read last ssh host"))
 }
 
 /// Budget usage of every issue with runs (one query).

@@ -92,6 +92,10 @@ pub struct ConfigView {
     /// `dispatch` as of the latest load: rules, chains, the hop ceiling (stage positions and
     /// `config.dispatch` are computed from it).
     pub dispatch: Arc<crate::config::dispatch::DispatchConfig>,
+    /// `worker.ssh_hosts`, each once, as written.
+    pub ssh_hosts: Vec<String>,
+    /// `worker.max_concurrent_agents_per_host` when hosts are configured and it is positive.
+    pub max_concurrent_agents_per_host: Option<u32>,
 }
 
 /// Wakes threads that follow published snapshots (the SSE streams) without polling: the
@@ -257,6 +261,13 @@ impl ConfigView {
             token_rates: cfg.token_rates.clone(),
             reactions: cfg.reactions.clone(),
             dispatch: Arc::new(cfg.dispatch.clone()),
+            ssh_hosts: cfg
+                .worker
+                .hosts
+                .iter()
+                .map(|h| h.name().to_string())
+                .collect(),
+            max_concurrent_agents_per_host: cfg.worker.max_per_host.filter(|_| cfg.worker.remote()),
         }
     }
 }
@@ -293,7 +304,24 @@ impl Snapshot {
                 self.running.iter().map(|r| r.started_at_ms),
                 now_ms,
             ),
+            ssh_host_usage: self.ssh_host_usage(),
         }
+    }
+
+    fn ssh_host_usage(&self) -> Vec<(String, u32)> {
+        let mut usage: Vec<(String, u32)> = self
+            .config
+            .ssh_hosts
+            .iter()
+            .map(|h| (h.clone(), 0))
+            .collect();
+        for host in self.running.iter().filter_map(|r| r.ssh_host.as_ref()) {
+            match usage.iter_mut().find(|(h, _)| h == host) {
+                Some((_, n)) => *n += 1,
+                None => usage.push((host.clone(), 1)),
+            }
+        }
+        usage
     }
 
     /// The spend ceiling gauges: one per window that has a ceiling.

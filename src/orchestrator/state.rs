@@ -77,6 +77,8 @@ pub struct RunFacts {
     pub cause: DispatchCause,
     /// The selection the claim runs on (rule, agent kind, template, stage chain).
     pub route: crate::domain::stage::Route,
+    /// The SSH host the session runs on (`worker.ssh_hosts` entry); `None` runs here.
+    pub ssh_host: Option<String>,
     /// This run is the first a stage hop's next stage dispatched (the run's `hop_first`).
     pub hop_first: bool,
     /// The pull-request reaction this run continues, if any.
@@ -608,6 +610,8 @@ pub struct State {
     /// The engine's memory of each pending reaction (not served).
     pub reaction_memory:
         BTreeMap<(String, crate::domain::ReactionKind), super::reactions::RowMemory>,
+    /// SSH host placement and health.
+    pub hosts: super::host_pool::HostPool,
 }
 
 impl State {
@@ -623,6 +627,19 @@ impl State {
             )
             .cloned()
             .collect()
+    }
+
+    /// Sessions running on each SSH host.
+    pub fn host_usage(&self) -> super::host_pool::HostUsage {
+        let mut usage = super::host_pool::HostUsage::new();
+        for h in self
+            .running
+            .values()
+            .filter_map(|e| e.facts.ssh_host.as_ref())
+        {
+            *usage.entry(h.clone()).or_insert(0) += 1;
+        }
+        usage
     }
 
     /// Identifier → issue id of every running or retry-queued issue: a workspace directory is

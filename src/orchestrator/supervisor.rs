@@ -47,6 +47,8 @@ pub struct SupervisorJob {
     pub reaction: Option<JobReaction>,
     /// Where the daemon's API listens and which `.env` it loaded, for the session's MCP server.
     pub mcp_daemon: mcp_file::DaemonFacts,
+    /// The SSH host the attempt runs on; `None` runs it here.
+    pub ssh_host: Option<crate::ssh::SshHost>,
 }
 
 /// A reaction run's part of the job.
@@ -337,7 +339,7 @@ fn run_session(
         issue_id: issue.id.clone(),
         issue_identifier: issue.identifier.clone(),
         mcp_config_path: None,
-        remote: None,
+        remote: job.ssh_host.clone(),
     };
     params.mcp_config_path = match mcp_file::prepare(job.agent.as_ref(), &params, &mcp_context(job))
     {

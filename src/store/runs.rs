@@ -334,6 +334,23 @@ pub(crate) fn usage_for_issue(conn: &Connection, issue_id: &str) -> Result<Issue
     row.map(dated).transpose().map(Option::unwrap_or_default)
 }
 
+/// The SSH host of the issue's newest run: `None` when it has none or ran here (`""`).
+pub(crate) fn last_ssh_host(
+    conn: &Connection,
+    issue_id: &str,
+) -> Result<Option<String>, StoreError> {
+    let mut st = conn
+        .prepare_cached(
+            "SELECT ssh_host FROM run_history WHERE issue_id = ?1 ORDER BY id DESC LIMIT 1",
+        )
+        .ctx("prepare last ssh host")?;
+    let host: Option<Option<String>> = st
+        .query_row([issue_id], |r| r.get(0))
+        .optional()
+        .ctx("query last ssh host")?;
+    Ok(host.flatten().filter(|h| !h.is_empty()))
+}
+
 /// Budget usage of every issue that has runs, in one query (the dispatch pass reads it once
 /// per tick instead of once per candidate).
 pub(crate) fn usage_by_issue(

@@ -262,6 +262,11 @@ impl WriterHandle {
         let id = issue_id.to_string();
         self.query(move |c| super::runs::usage_for_issue(c, &id))
     }
+    /// The SSH host of the issue's newest run, after every earlier write.
+    pub fn last_ssh_host(&self, issue_id: &str) -> Result<Option<String>, StoreError> {
+        let id = issue_id.to_string();
+        self.query(move |c| super::runs::last_ssh_host(c, &id))
+    }
     /// Budget usage of every issue with runs, after every earlier write.
     pub fn usage_by_issue(
         &self,

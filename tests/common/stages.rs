@@ -114,6 +114,7 @@ pub fn running(now: i64) -> RunFacts {
         live_row_dirty: false,
         cause: DispatchCause::PollTick,
         route: route("implement", Some("specify"), "7q2m4x9b1k5d8f3h6j0n2p4rst"),
+        ssh_host: None,
         reaction: None,
         self_review: None,
         review_metadata: None,

@@ -8,7 +8,6 @@ use serde::Serialize;
 use crate::orchestrator::snapshot::ConfigView;
 
 use super::running::{ArrivalName, usage_arrival_of};
-use super::{EmptyList, Null};
 
 mod dispatch;
 mod reactions;
@@ -54,11 +53,11 @@ pub struct AgentConfigView {
     pub max_concurrent_agents_by_state: BTreeMap<String, u32>,
 }
 
-/// No SSH workers in this build.
+/// `config.worker`: the SSH hosts as written (names only, never options or keys).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct WorkerConfigView {
-    pub ssh_hosts: EmptyList,
-    pub max_concurrent_agents_per_host: Null,
+    pub ssh_hosts: Vec<String>,
+    pub max_concurrent_agents_per_host: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -140,8 +139,8 @@ impl ConfigDoc {
                 max_concurrent_agents_by_state: c.max_concurrent_agents_by_state.clone(),
             },
             worker: WorkerConfigView {
-                ssh_hosts: EmptyList,
-                max_concurrent_agents_per_host: Null,
+                ssh_hosts: c.ssh_hosts.clone(),
+                max_concurrent_agents_per_host: c.max_concurrent_agents_per_host,
             },
             dispatch: DispatchConfigView::build(&c.dispatch, &c.agent_kind),
             reactions: ReactionsView::build(&c.reactions),

@@ -149,6 +149,7 @@ impl HoldView {
                 (None, None, wording::stage_hop_unconfirmed(target_label))
             }
             HoldReason::ParkCommentsUnread => (None, None, wording::park_comments_unread()),
+            HoldReason::SshHostsFull => (None, None, wording::ssh_hosts_full()),
         };
         let (reason_text, release_text, full) = words;
         let hold = HoldView {

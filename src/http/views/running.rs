@@ -116,6 +116,9 @@ pub struct RunningView {
     pub last_event_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace_path: Option<String>,
+    /// The SSH host the session runs on; absent for a session on this machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssh_host: Option<String>,
     pub tokens: TokensView,
     pub uncached_tokens: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -255,6 +258,7 @@ impl RunningView {
                 .into(),
             dispatch_id: r.dispatch_id.clone(),
             session_id: r.session_id.clone(),
+            ssh_host: r.ssh_host.clone(),
             turn_count: r.turn,
             self_review_active: r.self_review.is_some(),
             self_review_iteration: r.self_review.unwrap_or(0),
@@ -435,6 +439,7 @@ mod tests {
             last_event_type: None,
             last_message: None,
             session_id: None,
+            ssh_host: None,
             agent_pid: None,
             turn,
             tokens: tokens.unwrap_or_default(),

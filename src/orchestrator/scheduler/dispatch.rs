@@ -39,6 +39,14 @@ impl Orchestrator {
             self.refused_attempt(&issue, attempt, resume_session_id, pass, cause);
             return;
         };
+        let ssh_host = match self.place(&issue) {
+            super::hosts::Placement::Here => None,
+            super::hosts::Placement::Host(h) => Some(h),
+            super::hosts::Placement::NoRoom => {
+                self.no_host_room(&issue, attempt, pass);
+                return;
+            }
+        };
         let dispatched_at_ms = pass.dispatched_at_ms;
         let hop_first = cause == super::super::state::DispatchCause::PollTick
             && attempt_route.lineage.is_some();
@@ -79,16 +87,18 @@ impl Orchestrator {
                 context: r.context.clone(),
             }),
             mcp_daemon: self.mcp_daemon.clone(),
+            ssh_host: ssh_host.clone(),
         };
         log::info!(
-            "dispatching issue_id={} issue_identifier={} dispatch_id={} attempt={} rule_name={:?} agent_kind={} chain_id={}",
+            "dispatching issue_id={} issue_identifier={} dispatch_id={} attempt={} rule_name={:?} agent_kind={} chain_id={} ssh_host={}",
             issue.id,
             issue.identifier,
             dispatch_id,
             attempt,
             attempt_route.rule_name,
             attempt_route.agent_kind,
-            attempt_route.chain_id
+            attempt_route.chain_id,
+            ssh_host.as_ref().map_or("", |h| h.name())
         );
         self.state
             .dispatch_index
@@ -127,6 +137,7 @@ impl Orchestrator {
                     live_row_dirty: false,
                     cause,
                     route: attempt_route.clone(),
+                    ssh_host: ssh_host.as_ref().map(|h| h.name().to_string()),
                     hop_first,
                     reaction: reaction.map(|r| r.reaction),
                     self_review: None,
@@ -223,6 +234,25 @@ impl Orchestrator {
                 dispatched_at_ms,
                 route,
             },
+        );
+    }
+
+    /// The pass counted room on the SSH hosts that placing found none of: the issue waits
+    /// like a retry that found every host full.
+    fn no_host_room(&mut self, issue: &Issue, attempt: u32, pass: Pass) {
+        log::warn!(
+            "no ssh host has room issue_id={} issue_identifier={}",
+            issue.id,
+            issue.identifier
+        );
+        self.schedule_retry(
+            issue,
+            attempt + 1,
+            failure_delay_ms(attempt + 1, self.backoff_cap()),
+            RetryTrigger::Error,
+            Some(crate::domain::RescheduleReason::NoSshHosts.as_str().into()),
+            None,
+            pass,
         );
     }
 

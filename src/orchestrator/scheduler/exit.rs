@@ -183,6 +183,9 @@ impl Orchestrator {
         let Some(mut entry) = self.state.running.remove(&issue_id) else {
             return;
         };
+        if let Some(host) = entry.facts.ssh_host.clone() {
+            self.host_session_ended(&host, super::hosts::host_unreachable(&result.exit));
+        }
         if entry.facts.workspace_path.is_none() {
             entry.facts.workspace_path = result.workspace_path.clone();
         }

@@ -6,6 +6,7 @@ mod dispatch;
 mod events;
 mod exit;
 mod holds;
+mod hosts;
 mod reaction_check;
 mod reactions;
 mod reconcile;

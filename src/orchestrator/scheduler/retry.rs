@@ -364,6 +364,12 @@ impl Orchestrator {
                 let a = info.attempt;
                 self.reschedule(info, a, RescheduleReason::NoSlots);
             }
+            Some(Decision::Held(HoldReason::SshHostsFull)) => {
+                // Like a full slot limit: advances the attempt.
+                input.note_queued(&id, &info.issue.identifier);
+                let a = info.attempt;
+                self.reschedule(info, a, RescheduleReason::NoSshHosts);
+            }
             Some(Decision::Held(HoldReason::IdentifierInUse { .. })) => {
                 input.note_queued(&id, &info.issue.identifier);
                 let a = info.attempt;

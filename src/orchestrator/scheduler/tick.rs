@@ -297,6 +297,16 @@ impl Orchestrator {
     }
 
     pub(super) fn pass_input(&self) -> PassInput {
+        let mut input = self.pass_input_without_hosts();
+        input.ssh_room = self.state.hosts.room(
+            &self.workflow.config.worker,
+            &self.state.host_usage(),
+            self.clock.now_ms(),
+        );
+        input
+    }
+
+    fn pass_input_without_hosts(&self) -> PassInput {
         PassInput::new(
             &self.workflow.config,
             LiveClaims {

@@ -1,0 +1,82 @@
+//! Placing a dispatch on an SSH host, and what a session's end says about its host
+//! (`host_pool`).
+
+use super::*;
+use crate::orchestrator::msg::ErrorCode;
+use crate::ssh::SshHost;
+
+/// Whether a session's end says its host could not be reached: `ssh` itself failed (exit
+/// 255, the agent's `port_exit`) or the workspace could not be prepared there.
+pub(super) fn host_unreachable(exit: &SupervisorExit) -> bool {
+    matches!(
+        exit,
+        SupervisorExit::Error {
+            code: ErrorCode::Agent(crate::agent::AgentErrorKind::PortExit) | ErrorCode::Workspace,
+            ..
+        }
+    )
+}
+
+/// Where a dispatch runs.
+pub(super) enum Placement {
+    /// No SSH host is configured.
+    Here,
+    Host(SshHost),
+    /// Hosts are configured and none has room (the pass's room count said otherwise).
+    NoRoom,
+}
+
+impl Orchestrator {
+    pub(super) fn place(&mut self, issue: &Issue) -> Placement {
+        let worker = &self.workflow.config.worker;
+        if !worker.remote() {
+            return Placement::Here;
+        }
+        let usage = self.state.host_usage();
+        let store = &self.store;
+        let last_host = || match persist::last_ssh_host(store, &issue.id) {
+            Ok(h) => h,
+            Err(e) => {
+                log::warn!(
+                    "last ssh host unknown issue_id={} issue_identifier={} error={:?}",
+                    issue.id,
+                    issue.identifier,
+                    e.to_string()
+                );
+                None
+            }
+        };
+        let now = self.clock.now_ms();
+        let picked = self
+            .state
+            .hosts
+            .pick(worker, &usage, &issue.id, last_host, now)
+            .cloned();
+        match picked {
+            Some(h) => {
+                self.state.hosts.stick(&issue.id, h.name());
+                Placement::Host(h)
+            }
+            None => Placement::NoRoom,
+        }
+    }
+
+    /// A session on `host` ended: whether it reached the host feeds the host's health.
+    pub(super) fn host_session_ended(&mut self, host: &str, unreachable: bool) {
+        if !unreachable {
+            self.state.hosts.record_reached(host);
+            return;
+        }
+        let now = self.clock.now_ms();
+        if let Some(until) = self.state.hosts.record_unreachable(host, now) {
+            log::warn!(
+                "ssh host out of service ssh_host={} until={} failures_in_a_row={}",
+                host,
+                crate::clock::rfc3339_ms(until),
+                crate::orchestrator::host_pool::FAILURES_BEFORE_OUT
+            );
+        } else {
+            log::warn!("ssh host unreachable ssh_host={host}");
+        }
+    }
+}
