@@ -749,3 +749,69 @@ fn an_operator_config_that_claims_sortie_tools_fails_the_attempt() {
     assert!(invocations(&p).is_empty(), "the agent never started");
     assert!(!p.workspace("MT-1").join(".sortie/mcp.json").exists());
 }
+
+#[test]
+fn a_copilot_session_is_given_the_file_as_an_additional_config() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let root = dir.path().to_path_buf();
+    std::fs::create_dir_all(root.join("bin")).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(common::FAKE_AGENT, root.join("bin/copilot"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let wf = format!(
+        "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: copilot-cli\n  command: {}\n  max_sessions: 1\ncopilot-cli:\n  mcp_config: '{{\"mcpServers\":{{\"docs\":{{\"command\":\"docs-mcp\"}}}}}}'\n---\nWork.\n",
+        root.join("bin/copilot").display()
+    );
+    std::fs::write(root.join("WORKFLOW.md"), wf).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        root.join("issues.json"),
+        json!([{"id": "1", "identifier": "C-1", "title": "Copilot work", "state": "To Do"}])
+            .to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        root.join("scenario.jsonl"),
+        json!({"result": {"session_id": "cop-1"}}).to_string() + "\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let d = common::spawn(&root.join("sortie.log"), None, |port| {
+        let mut cmd = common::sortie_command();
+        cmd.current_dir(&root)
+            .arg("--port")
+            .arg(port.to_string())
+            .arg(root.join("WORKFLOW.md"))
+            .env("FAKE_AGENT_SCENARIO", root.join("scenario.jsonl"))
+            .env("FAKE_AGENT_ARGV_LOG", root.join("argv.log"))
+            .env("COPILOT_GITHUB_TOKEN", "test-token-not-real")
+            .env_remove("RUST_LOG");
+        cmd
+    });
+    let argv: Vec<String> = wait_for("the copilot turn", Duration::from_secs(60), || {
+        std::fs::read_to_string(root.join("argv.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find_map(|v| {
+                let argv: Vec<String> = serde_json::from_value(v["argv"].clone()).ok()?;
+                argv.iter().any(|a| a == "-p").then_some(argv)
+            })
+    });
+    let mcp_path = root.join("ws").join("C-1").join(".sortie").join("mcp.json");
+    let at = argv
+        .iter()
+        .position(|a| a == "--additional-mcp-config")
+        .unwrap_or_else(|| panic!("no --additional-mcp-config in {argv:?}"));
+    assert_eq!(
+        argv.get(at + 1).cloned(),
+        Some(format!("@{}", mcp_path.display()))
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&mcp_path).unwrap_or_default())
+        .unwrap_or(Value::Null);
+    assert_eq!(doc["mcpServers"]["docs"]["command"], "docs-mcp", "{doc}");
+    assert_eq!(doc["mcpServers"]["sortie-tools"]["type"], "stdio");
+    assert_eq!(
+        doc["mcpServers"]["sortie-tools"]["env"]["SORTIE_API_URL"],
+        format!("http://127.0.0.1:{}", d.port)
+    );
+    // The credential of the daemon's environment is not a SORTIE_* variable: not copied.
+    assert!(!doc.to_string().contains("test-token-not-real"));
+}
