@@ -195,7 +195,10 @@ pub fn prepare(
     if params.remote.is_some() {
         return Ok(None);
     }
-    let env = server_env(std::env::vars(), params, ctx);
+    // `vars()` would panic on a variable that is not UTF-8; such a variable is left out.
+    let process_env = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+    let env = server_env(process_env, params, ctx);
     let operator = OperatorMcp::of(settings);
     let doc = document(
         &sortie_binary()?,
