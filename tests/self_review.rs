@@ -122,6 +122,7 @@ impl Lab {
             tx,
             metrics: Arc::new(sortie::metrics::Metrics::new(&Default::default())),
             reaction: None,
+            mcp_daemon: Default::default(),
             ssh_host: None,
         };
         let handle = spawn(job).unwrap_or_else(|e| panic!("{e}"));

@@ -14,6 +14,7 @@ pub mod copilot;
 pub mod error;
 pub mod event;
 pub mod jsonrpc;
+pub mod mcp_file;
 pub mod mock;
 pub mod opencode;
 mod pipes;
@@ -181,6 +182,12 @@ pub trait AgentAdapter: Send + Sync {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError>;
+    /// `Some` for a kind that takes the worker-written MCP file (`.sortie/mcp.json`, through
+    /// [`StartSessionParams::mcp_config_path`]): the settings whose `mcp_config` is merged
+    /// into it ([`mcp_file::prepare`]). `None`: the kind takes no such file.
+    fn worker_mcp_settings(&self) -> Option<&AgentSettings> {
+        None
+    }
 }
 
 /// One agent conversation; `&mut self` serializes turns.

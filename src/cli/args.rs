@@ -9,7 +9,7 @@ use argh::FromArgs;
 #[argh(
     description = "sortie: turns issue-tracker tickets into coding-agent sessions",
     example = "sortie --port 9090 WORKFLOW.md",
-    note = "Subcommands: `sortie validate [--format text|json] [WORKFLOW.md]`, `sortie demo [--dir DIR]`, `sortie stats [--since X] [--until Y] [--format table|json] [WORKFLOW.md]`, `sortie version`."
+    note = "Subcommands: `sortie validate [--format text|json] [WORKFLOW.md]`, `sortie demo [--dir DIR]`, `sortie stats [--since X] [--until Y] [--format table|json] [WORKFLOW.md]`, `sortie mcp-server --workflow WORKFLOW.md`, `sortie version`."
 )]
 pub struct RunArgs {
     /// HTTP port (0 disables the server; default 7678 or server.port)
@@ -104,6 +104,18 @@ pub struct DemoArgs {
     pub reset: bool,
 }
 
+/// Serve the session tools over MCP on stdin/stdout.
+#[derive(FromArgs, Debug, Default, PartialEq)]
+#[argh(
+    description = "serve sortie's session tools (tracker_api, sortie_status, workspace_history, cost_budget) as a stdio MCP server; agents start it from .sortie/mcp.json",
+    note = "Reads SORTIE_WORKSPACE, SORTIE_ISSUE_ID, SORTIE_ISSUE_IDENTIFIER, SORTIE_DB_PATH and SORTIE_API_URL from the environment; never writes the database."
+)]
+pub struct McpServerArgs {
+    /// path of the workflow file (absolute, or relative to the current directory)
+    #[argh(option)]
+    pub workflow: String,
+}
+
 /// What the command line asks for.
 #[derive(Debug, PartialEq)]
 pub enum Command {
@@ -111,6 +123,7 @@ pub enum Command {
     Validate(ValidateArgs),
     Demo(DemoArgs),
     Stats(StatsArgs),
+    McpServer(McpServerArgs),
     Version,
     /// `-dumpversion`: the bare version.
     DumpVersion,
@@ -140,6 +153,7 @@ const LONG_FLAGS: &[&str] = &[
     "reset",
     "since",
     "until",
+    "workflow",
     "help",
 ];
 
@@ -212,7 +226,9 @@ pub fn parse(args: &[String]) -> Parsed {
         return Parsed::Command(Command::DumpVersion);
     }
     let (sub, rest): (Option<&str>, &[String]) = match args.first().map(String::as_str) {
-        Some(s @ ("validate" | "demo" | "stats" | "version")) => (Some(s), &args[1..]),
+        Some(s @ ("validate" | "demo" | "stats" | "version" | "mcp-server")) => {
+            (Some(s), &args[1..])
+        }
         _ => (None, args),
     };
     let norm = normalize(rest);
@@ -240,6 +256,9 @@ pub fn parse(args: &[String]) -> Parsed {
             ValidateArgs::from_args(&["sortie validate"], &strs).map(Command::Validate)
         }
         Some("stats") => StatsArgs::from_args(&["sortie stats"], &strs).map(Command::Stats),
+        Some("mcp-server") => {
+            McpServerArgs::from_args(&["sortie mcp-server"], &strs).map(Command::McpServer)
+        }
         Some(_) => DemoArgs::from_args(&["sortie demo"], &strs).map(Command::Demo),
         None => RunArgs::from_args(&["sortie"], &strs).map(|r| {
             if r.version {
@@ -379,6 +398,26 @@ mod tests {
         assert!(matches!(
             parse(&s(&["demo", "-reset=true"])),
             Parsed::Command(Command::Demo(DemoArgs { reset: true, .. }))
+        ));
+    }
+
+    #[test]
+    fn mcp_server_needs_its_workflow() {
+        assert_eq!(
+            parse(&s(&["mcp-server", "--workflow", "/w/WORKFLOW.md"])),
+            Parsed::Command(Command::McpServer(McpServerArgs {
+                workflow: "/w/WORKFLOW.md".into()
+            }))
+        );
+        assert_eq!(
+            parse(&s(&["mcp-server", "-workflow=/w.md"])),
+            Parsed::Command(Command::McpServer(McpServerArgs {
+                workflow: "/w.md".into()
+            }))
+        );
+        assert!(matches!(
+            parse(&s(&["mcp-server"])),
+            Parsed::Exit { code: 1, .. }
         ));
     }
 

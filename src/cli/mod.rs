@@ -1,5 +1,5 @@
 //! The command line: `sortie [flags] [WORKFLOW.md]`, `sortie validate`, `sortie demo`,
-//! `sortie stats`, `sortie version`.
+//! `sortie stats`, `sortie mcp-server`, `sortie version`.
 
 pub mod args;
 pub mod demo;
@@ -53,6 +53,9 @@ pub fn main() -> i32 {
         Parsed::Command(Command::Validate(v)) => validate::run(v),
         Parsed::Command(Command::Demo(d)) => demo::run(d),
         Parsed::Command(Command::Stats(a)) => stats::run(a),
+        Parsed::Command(Command::McpServer(a)) => {
+            crate::mcp::run(std::path::Path::new(&a.workflow))
+        }
         Parsed::Command(Command::Run(r)) => run::run(run::RunOptions {
             workflow: r
                 .workflow

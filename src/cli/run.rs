@@ -218,7 +218,7 @@ fn run_daemon(
         });
     let metrics = Arc::new(crate::metrics::Metrics::new(&seed));
     let workflow_path = wf.path.clone();
-    let (orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
+    let (mut orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
         workflow: Arc::new(wf),
         template: Arc::new(template),
         load_options,
@@ -239,6 +239,7 @@ fn run_daemon(
         Ok(s) => s,
         Err(e) => return fail(e),
     };
+    orch.set_api_url(server.as_ref().map(|_| api_url(&bind)));
 
     if let Err(e) = orchestrator::watch::spawn(&workflow_path, handle.tx.clone()) {
         log::warn!(
@@ -276,6 +277,18 @@ fn run_daemon(
         joined.is_err(),
         essential_panicked.load(std::sync::atomic::Ordering::SeqCst),
     )
+}
+
+/// The base URL a local client reaches the server at: the bound address, or loopback when it
+/// is bound to every address.
+fn api_url(bind: &ServerBind) -> String {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let host = match bind.host {
+        IpAddr::V4(a) if a.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(a) if a.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        other => other,
+    };
+    format!("http://{}", std::net::SocketAddr::new(host, bind.port))
 }
 
 /// Threads whose death leaves sortie unable to do its job: a panic in one of them shuts the
@@ -401,6 +414,21 @@ mod tests {
         ));
         let code = super::exit_code(false, flag.load(std::sync::atomic::Ordering::SeqCst));
         assert_eq!(code, 1);
+    }
+
+    #[test]
+    fn the_api_url_names_a_reachable_address() {
+        let bind = |host: &str| crate::config::ServerBind {
+            host: host.parse().unwrap_or_else(|e| panic!("{e}")),
+            port: 7678,
+            explicit: false,
+            allowed_hosts: Vec::new(),
+            max_connections: None,
+        };
+        assert_eq!(super::api_url(&bind("127.0.0.1")), "http://127.0.0.1:7678");
+        assert_eq!(super::api_url(&bind("0.0.0.0")), "http://127.0.0.1:7678");
+        assert_eq!(super::api_url(&bind("::")), "http://[::1]:7678");
+        assert_eq!(super::api_url(&bind("10.1.2.3")), "http://10.1.2.3:7678");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crossbeam_channel::Sender;
 
 use crate::agent::{
     AgentAdapter, AgentErrorKind, AgentEvent, AgentEventKind, AgentSession, CancelReason,
-    CancelToken, StartSessionParams, TurnOutcome, state_file, status_file,
+    CancelToken, StartSessionParams, TurnOutcome, mcp_file, state_file, status_file,
 };
 use crate::clock::Clock;
 use crate::config::Workflow;
@@ -45,6 +45,8 @@ pub struct SupervisorJob {
     /// The pull-request reaction this run continues: its prompt context, and the issue may sit
     /// in the handoff state meanwhile (the run follows a handoff).
     pub reaction: Option<JobReaction>,
+    /// Where the daemon's API listens and which `.env` it loaded, for the session's MCP server.
+    pub mcp_daemon: mcp_file::DaemonFacts,
     /// The SSH host the attempt runs on; `None` runs it here.
     pub ssh_host: Option<crate::ssh::SshHost>,
 }
@@ -339,14 +341,20 @@ fn run_session(
 ) -> SupervisorExit {
     let issue = &job.issue;
     let max_turns = job.workflow.config.agent.max_turns.max(1);
-    let mut session = match job.agent.start_session(StartSessionParams {
+    let mut params = StartSessionParams {
         workspace: workspace.to_path_buf(),
         resume_session_id: job.resume_session_id.clone(),
         issue_id: issue.id.clone(),
         issue_identifier: issue.identifier.clone(),
         mcp_config_path: None,
         remote: job.ssh_host.clone(),
-    }) {
+    };
+    params.mcp_config_path = match mcp_file::prepare(job.agent.as_ref(), &params, &mcp_context(job))
+    {
+        Ok(path) => path,
+        Err(e) => return error_exit(ErrorCode::Workspace, e, true),
+    };
+    let mut session = match job.agent.start_session(params) {
         Ok(s) => s,
         Err(e) => {
             report_startup_failure(job, &e.message);
@@ -414,6 +422,16 @@ fn run_session(
         let _ = handle.join();
     }
     exit
+}
+
+/// What the session's `.sortie/mcp.json` names besides the session parameters.
+fn mcp_context(job: &SupervisorJob) -> mcp_file::McpContext {
+    mcp_file::McpContext {
+        workflow_path: job.workflow.path.clone(),
+        db_path: job.workflow.config.db_path.clone(),
+        attempt: Some(job.attempt),
+        daemon: job.mcp_daemon.clone(),
+    }
 }
 
 /// A session that failed to start reports it as the run's `startup_failed` event, unless

@@ -108,6 +108,10 @@ impl AgentAdapter for ClaudeAdapter {
         CAPS
     }
 
+    fn worker_mcp_settings(&self) -> Option<&AgentSettings> {
+        Some(&self.settings)
+    }
+
     fn start_session(
         &self,
         params: StartSessionParams,

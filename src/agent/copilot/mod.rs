@@ -74,6 +74,10 @@ impl AgentAdapter for CopilotAdapter {
         CAPS
     }
 
+    fn worker_mcp_settings(&self) -> Option<&AgentSettings> {
+        Some(&self.settings)
+    }
+
     fn start_session(
         &self,
         params: StartSessionParams,

@@ -86,6 +86,7 @@ impl Orchestrator {
             reaction: reaction.as_ref().map(|r| supervisor::JobReaction {
                 context: r.context.clone(),
             }),
+            mcp_daemon: self.mcp_daemon.clone(),
             ssh_host: ssh_host.clone(),
         };
         log::info!(

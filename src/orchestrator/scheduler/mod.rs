@@ -148,6 +148,9 @@ pub struct Orchestrator {
     scm: Option<Arc<dyn crate::scm::ScmAdapter>>,
     /// The reactions as captured at startup (a reload changes only `ci_failure`).
     reactions_cfg: crate::config::reactions::ReactionsConfig,
+    /// What each session's MCP server learns about this process: the `.env` it loaded, and
+    /// the HTTP API's base URL once the server listens (the server asks it for live figures).
+    mcp_daemon: crate::agent::mcp_file::DaemonFacts,
 }
 
 impl Orchestrator {
@@ -155,6 +158,7 @@ impl Orchestrator {
     /// its handle; call [`Orchestrator::run`] on its own thread.
     pub fn new(deps: OrchestratorDeps) -> (Orchestrator, OrchestratorHandle) {
         let (tx, rx) = crossbeam_channel::unbounded();
+        let env_file = deps.load_options.effective_env_file();
         let now = deps.clock.now_ms();
         let published = Arc::new(RwLock::new(Arc::new(Snapshot::default())));
         let mut state = State {
@@ -194,6 +198,10 @@ impl Orchestrator {
             prices: deps.prices.clone(),
             scm: None,
             reactions_cfg: Default::default(),
+            mcp_daemon: crate::agent::mcp_file::DaemonFacts {
+                api_url: None,
+                env_file,
+            },
         };
         o.scm = crate::orchestrator::adapters::build_scm(&o.workflow, o.clock.clone());
         if let Some(scm) = &o.scm {
@@ -349,6 +357,13 @@ impl Orchestrator {
             }
             persist::session_recovered(&self.store, &s.issue_id);
         }
+    }
+
+    /// Records where the HTTP API listens (set before [`Orchestrator::run`], since the
+    /// server starts after the orchestrator is built); sessions dispatched from then on give
+    /// it to their MCP server.
+    pub fn set_api_url(&mut self, url: Option<String>) {
+        self.mcp_daemon.api_url = url;
     }
 
     /// The loop: messages, due retries and ticks, until shutdown completes. A panic in the

@@ -1,0 +1,57 @@
+//! The running daemon's view of one issue, asked over its HTTP API
+//! (`GET /api/v1/{identifier}` at `SORTIE_API_URL`): the live part of figures that the
+//! database holds only once a session has finished.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::clock::Clock;
+use crate::http_client::{ClientOptions, ErrorClass, HttpClient, Request, RetryPolicy};
+
+/// How long one question to the daemon may take; an agent's tool call should not hang on it.
+const TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What the daemon said about the issue.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LiveIssue {
+    /// The issue detail; its `running` member is the session now running, or `null`.
+    Known(Value),
+    /// The daemon answers but knows no such issue.
+    Unknown,
+}
+
+/// A client of the daemon's API.
+pub struct DaemonApi {
+    client: HttpClient,
+}
+
+impl DaemonApi {
+    pub fn new(base_url: &str, clock: Arc<dyn Clock>) -> DaemonApi {
+        let mut opts = ClientOptions::new(base_url);
+        opts.timeout = TIMEOUT;
+        opts.retry = RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        };
+        opts.headers
+            .push(("Accept".into(), "application/json".into()));
+        DaemonApi {
+            client: HttpClient::new(opts, clock, Arc::new(crate::http_client::ThreadSleeper)),
+        }
+    }
+
+    /// The issue's detail; `Err` with the reason when the daemon cannot be asked.
+    pub fn issue(&self, identifier: &str) -> Result<LiveIssue, String> {
+        let path = format!("/api/v1/{}", crate::http_client::encode(identifier));
+        match self.client.send(Request::get(path)) {
+            Ok(resp) => resp
+                .json::<Value>()
+                .map(LiveIssue::Known)
+                .map_err(|e| e.to_string()),
+            Err(e) if e.class == ErrorClass::NotFound => Ok(LiveIssue::Unknown),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
