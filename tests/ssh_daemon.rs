@@ -1,6 +1,6 @@
 //! SSH workers end to end, through the real binary against a real `sshd` on 127.0.0.1: the
 //! workspace is prepared and its hooks run on the host, the agent runs there (its environment
-//! shows the SSH connection), a stall kills its whole process group on the host, a full host
+//! shows the SSH connection), its `.sortie/status` is read back from the host, a stall kills its whole process group on the host, a full host
 //! holds the next issue with `ssh_hosts_full`, and the run rows, running rows, config and
 //! metrics name the host.
 
@@ -118,6 +118,7 @@ fn an_issue_runs_on_the_ssh_host_and_a_full_host_holds_the_next() {
         "A-2",
         &[
             json!({"init": {}}),
+            json!({"write_file": {"path": ".sortie/status", "content": "needs-human-review\nDone on the host.\n"}}),
             json!({"assistant": {"text": "done", "input_tokens": 10, "output_tokens": 2}}),
             json!({"result": {"subtype": "success", "text": "ok"}}),
         ],
@@ -214,6 +215,22 @@ fn an_issue_runs_on_the_ssh_host_and_a_full_host_holds_the_next() {
         run_host(&p, "1"),
         vec![("cancelled".to_string(), HOST_ALIAS.to_string())]
     );
+    // The status file was read back from the host: the declared outcome handed the issue off.
+    let (declared, text): (String, String) = p
+        .db_conn()
+        .query_row(
+            "SELECT COALESCE(declared_outcome, ''), COALESCE(agent_text, '') FROM run_history WHERE issue_id = '2'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap_or_default();
+    assert_eq!(declared, "needs-human-review");
+    assert_eq!(text, "Done on the host.");
+    wait_for("A-2 handed off", Duration::from_secs(20), || {
+        let issues = p.read_issues();
+        let a2 = issues.as_array()?.iter().find(|i| i["id"] == "2")?.clone();
+        (a2["state"] == "Review").then_some(())
+    });
     let runs: Value = d.get("/api/v1/runs?issue=A-2").json();
     let row = runs["runs"]
         .as_array()
