@@ -102,6 +102,14 @@ fn a_bad_ssh_host_is_an_error_for_validate_and_startup() {
     // Nothing ran: no database, no workspace.
     assert!(!p.workspace("A-1").exists());
 
+    // With SSH workers the agent command is looked up on the hosts, not here.
+    let p = project("", "worker:\n  ssh_hosts: [build1.example]");
+    let text = std::fs::read_to_string(p.workflow()).expect("workflow");
+    let text = text.replace(common::FAKE_AGENT, "no-such-agent-cli-here");
+    p.write("WORKFLOW.md", &text);
+    let (code, _, stderr) = validate(&p, &[]);
+    assert_eq!(code, 0, "{stderr}");
+
     // Good hosts and an empty list are fine and silent.
     for worker in [
         "worker:\n  ssh_hosts: []",

@@ -558,8 +558,12 @@ impl ServiceConfig {
     /// Whether the agent command resolves to an executable program (`PATH` lookup like
     /// `which`, see `agent::command`), for kinds that run one. Not part of the pure
     /// [`Self::preflight`]: it reads the filesystem, and a missing binary can appear without a
-    /// config change. A missing `agent.command` is [`Self::preflight`]'s to report.
+    /// config change. A missing `agent.command` is [`Self::preflight`]'s to report. With SSH
+    /// workers the command runs on the hosts, so it is not looked up here.
     pub fn agent_command_problem(&self) -> Option<PreflightProblem> {
+        if self.worker.remote() {
+            return None;
+        }
         let descriptor = registry::agent(&self.agent.kind)?;
         let command = self.agent.command.as_deref()?;
         if !descriptor.caps.requires_command {
