@@ -21,6 +21,7 @@ use crate::tracker::{
 pub const TRACKERS: &[TrackerDescriptor] = &[
     tracker::file::DESCRIPTOR,
     tracker::github::DESCRIPTOR,
+    tracker::gitlab::DESCRIPTOR,
     tracker::jira::DESCRIPTOR,
 ];
 
@@ -83,6 +84,10 @@ pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {
         tracker::github::KIND => Some(DefaultStates {
             active: tracker::github::DEFAULT_ACTIVE,
             terminal: tracker::github::DEFAULT_TERMINAL,
+        }),
+        tracker::gitlab::KIND => Some(DefaultStates {
+            active: tracker::gitlab::DEFAULT_ACTIVE,
+            terminal: tracker::gitlab::DEFAULT_TERMINAL,
         }),
         tracker::jira::KIND => Some(DefaultStates {
             active: tracker::jira::DEFAULT_ACTIVE,
