@@ -204,8 +204,8 @@ mod tests {
     #[test]
     fn unknown_kinds_name_the_supported_ones() {
         assert_eq!(
-            unsupported_tracker("gitlab"),
-            "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
+            unsupported_tracker("redmine"),
+            "tracker kind \"redmine\" is not supported by this build (supported: file, github, gitlab, jira)"
         );
         assert_eq!(
             unsupported_agent("aider"),
@@ -213,7 +213,7 @@ mod tests {
         );
         let e = build_tracker(
             &TrackerSettings {
-                kind: "gitlab".into(),
+                kind: "redmine".into(),
                 ..TrackerSettings::default()
             },
             Arc::new(SystemClock),
