@@ -21,6 +21,7 @@ use crate::tracker::{
 pub const TRACKERS: &[TrackerDescriptor] = &[
     tracker::file::DESCRIPTOR,
     tracker::github::DESCRIPTOR,
+    tracker::gitlab::DESCRIPTOR,
     tracker::jira::DESCRIPTOR,
 ];
 
@@ -83,6 +84,10 @@ pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {
         tracker::github::KIND => Some(DefaultStates {
             active: tracker::github::DEFAULT_ACTIVE,
             terminal: tracker::github::DEFAULT_TERMINAL,
+        }),
+        tracker::gitlab::KIND => Some(DefaultStates {
+            active: tracker::gitlab::DEFAULT_ACTIVE,
+            terminal: tracker::gitlab::DEFAULT_TERMINAL,
         }),
         tracker::jira::KIND => Some(DefaultStates {
             active: tracker::jira::DEFAULT_ACTIVE,
@@ -199,8 +204,8 @@ mod tests {
     #[test]
     fn unknown_kinds_name_the_supported_ones() {
         assert_eq!(
-            unsupported_tracker("gitlab"),
-            "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
+            unsupported_tracker("redmine"),
+            "tracker kind \"redmine\" is not supported by this build (supported: file, github, gitlab, jira)"
         );
         assert_eq!(
             unsupported_agent("aider"),
@@ -208,7 +213,7 @@ mod tests {
         );
         let e = build_tracker(
             &TrackerSettings {
-                kind: "gitlab".into(),
+                kind: "redmine".into(),
                 ..TrackerSettings::default()
             },
             Arc::new(SystemClock),

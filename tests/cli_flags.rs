@@ -58,7 +58,7 @@ fn validate_json_findings_carry_the_check_id() {
     let p = Project::new();
     p.write(
         "WORKFLOW.md",
-        "---\ntracker: {kind: gitlab, active_states: [open]}\nagent: {kind: aider}\nworkspace: {root: ws}\n---\nDo it\n",
+        "---\ntracker: {kind: redmine, active_states: [open]}\nagent: {kind: aider}\nworkspace: {root: ws}\n---\nDo it\n",
     );
     let (code, stdout, _) = run_in(
         p.dir.path(),

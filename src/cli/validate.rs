@@ -144,7 +144,7 @@ mod tests {
     #[test]
     fn a_kind_this_build_lacks_is_reported_as_unsupported() -> Result<(), std::io::Error> {
         let report = report_for(
-            "tracker: {kind: gitlab, active_states: [open]}\nagent: {kind: aider}\nworkspace: {root: ws}",
+            "tracker: {kind: redmine, active_states: [open]}\nagent: {kind: aider}\nworkspace: {root: ws}",
         )?;
         let errors: Vec<(&str, &str)> = report
             .errors
@@ -156,7 +156,7 @@ mod tests {
             [
                 (
                     "tracker_adapter",
-                    "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
+                    "tracker kind \"redmine\" is not supported by this build (supported: file, github, gitlab, jira)"
                 ),
                 (
                     "agent_adapter",

@@ -822,13 +822,13 @@ fn server_and_logging_validation() {
 #[test]
 fn preflight_checks() {
     let w = ok(
-        "---\ntracker: {kind: gitlab, active_states: [open], api_key: $GH}\nagent: {kind: aider}\n---\n",
+        "---\ntracker: {kind: redmine, active_states: [open], api_key: $GH}\nagent: {kind: aider}\n---\n",
         &opts(&[]),
     );
     assert_eq!(
         w.config.config_preflight(),
         vec![
-            "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
+            "tracker kind \"redmine\" is not supported by this build (supported: file, github, gitlab, jira)"
                 .to_string(),
             "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)"
                 .to_string(),

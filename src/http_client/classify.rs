@@ -3,14 +3,14 @@
 //! otherwise a refusal of the credentials.
 
 use super::error::ErrorClass;
-use super::request::header_value;
+use super::rate_limit::rate_header;
 
 /// Whether a 403 or 429 answer is a rate limit rather than a refusal.
 pub fn is_rate_limited(status: u16, headers: &[(String, String)], body: &[u8]) -> bool {
     match status {
         429 => true,
         403 => {
-            header_value(headers, "x-ratelimit-remaining").is_some_and(|v| v.trim() == "0")
+            rate_header(headers, "remaining").is_some_and(|v| v.trim() == "0")
                 || String::from_utf8_lossy(body)
                     .to_ascii_lowercase()
                     .contains("rate limit")
@@ -30,7 +30,7 @@ pub fn rate_limit_name(
     if !is_rate_limited(status, headers, body) {
         return None;
     }
-    let spent = header_value(headers, "x-ratelimit-remaining").is_some_and(|v| v.trim() == "0");
+    let spent = rate_header(headers, "remaining").is_some_and(|v| v.trim() == "0");
     Some(if spent {
         "primary rate limit"
     } else {

@@ -5,6 +5,13 @@ use std::time::Duration;
 
 use super::request::header_value;
 
+/// A rate-limit header: `X-RateLimit-<name>`, else the unprefixed `RateLimit-<name>` some
+/// servers send instead (draft IETF names).
+pub(crate) fn rate_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    header_value(headers, &format!("x-ratelimit-{name}"))
+        .or_else(|| header_value(headers, &format!("ratelimit-{name}")))
+}
+
 /// The latest rate-limit figures a client saw.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RateLimitStatus {
@@ -21,16 +28,17 @@ pub struct RateLimitStatus {
 }
 
 impl RateLimitStatus {
-    /// Takes the `X-RateLimit-*` figures of a response; absent headers keep earlier values.
+    /// Takes the `X-RateLimit-*` (or `RateLimit-*`) figures of a response; absent headers keep
+    /// earlier values.
     pub fn observe(&mut self, headers: &[(String, String)]) {
-        let num = |name| header_value(headers, name).and_then(|v| v.trim().parse::<u64>().ok());
-        if let Some(v) = num("x-ratelimit-limit") {
+        let num = |name| rate_header(headers, name).and_then(|v| v.trim().parse::<u64>().ok());
+        if let Some(v) = num("limit") {
             self.limit = Some(v);
         }
-        if let Some(v) = num("x-ratelimit-remaining") {
+        if let Some(v) = num("remaining") {
             self.remaining = Some(v);
         }
-        if let Some(v) = num("x-ratelimit-reset") {
+        if let Some(v) = num("reset") {
             self.reset_at_ms = i64::try_from(v).ok().map(|s| s.saturating_mul(1000));
         }
     }
@@ -55,14 +63,11 @@ pub fn retry_after(headers: &[(String, String)], now_ms: i64) -> Option<Duration
     {
         return Some(Duration::from_secs(secs));
     }
-    let remaining = header_value(headers, "x-ratelimit-remaining")?.trim();
+    let remaining = rate_header(headers, "remaining")?.trim();
     if remaining != "0" {
         return None;
     }
-    let reset_s = header_value(headers, "x-ratelimit-reset")?
-        .trim()
-        .parse::<i64>()
-        .ok()?;
+    let reset_s = rate_header(headers, "reset")?.trim().parse::<i64>().ok()?;
     let wait_ms = reset_s.saturating_mul(1000).saturating_sub(now_ms).max(0);
     Some(Duration::from_millis(wait_ms as u64))
 }
@@ -105,5 +110,20 @@ mod tests {
             (Some(5000), Some(0), Some(7000))
         );
         assert!(s.exhausted());
+        let mut u = RateLimitStatus::default();
+        u.observe(&h(&[
+            ("ratelimit-limit", "2000"),
+            ("ratelimit-remaining", "0"),
+            ("ratelimit-reset", "9"),
+        ]));
+        assert_eq!(
+            (u.limit, u.remaining, u.reset_at_ms),
+            (Some(2000), Some(0), Some(9000))
+        );
+        let unprefixed = h(&[("ratelimit-remaining", "0"), ("ratelimit-reset", "100")]);
+        assert_eq!(
+            retry_after(&unprefixed, 95_000),
+            Some(Duration::from_secs(5))
+        );
     }
 }

@@ -15,6 +15,7 @@ use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
 
 pub mod file;
 pub mod github;
+pub mod gitlab;
 pub mod http_tuning;
 pub mod jira;
 

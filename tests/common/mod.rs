@@ -23,6 +23,7 @@
 pub mod app;
 pub mod daemon;
 pub mod fake_github;
+pub mod fake_gitlab;
 pub mod fake_jira;
 pub mod fake_server;
 pub mod http;

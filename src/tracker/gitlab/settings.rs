@@ -1,0 +1,271 @@
+//! The kind's settings: `tracker.*` plus the `gitlab:` block (`auth`, `page_cap`, `timeout_ms`,
+//! `retry_base_ms`), checked without I/O. Missing token or project is an error; suspicious state
+//! lists are warnings.
+//!
+//! `tracker.endpoint` is the instance's web root (`https://gitlab.example.com`); `/api/v4` is
+//! appended unless the endpoint already ends with it. `tracker.project` is the namespace path
+//! (`group/sub/project`, sent URL-encoded) or the numeric project id. `gitlab.auth` picks the
+//! header the token travels in: `private_token` (default, `PRIVATE-TOKEN: <token>`, for
+//! personal, project and group access tokens) or `bearer` (`Authorization: Bearer <token>`,
+//! for OAuth tokens).
+
+use super::KIND;
+use crate::tracker::http_tuning::{self, HttpTuning, block_number};
+use crate::tracker::{SettingProblem, TrackerError, TrackerErrorKind, TrackerSettings};
+
+/// Where the API lives unless `tracker.endpoint` says otherwise.
+pub const DEFAULT_ENDPOINT: &str = "https://gitlab.com";
+/// The REST API's path under the instance root.
+pub const API_PATH: &str = "/api/v4";
+/// State labels used when `tracker.active_states` is not set.
+pub const DEFAULT_ACTIVE: &[&str] = &["backlog", "in-progress", "review"];
+/// State labels used when `tracker.terminal_states` is not set.
+pub const DEFAULT_TERMINAL: &[&str] = &["done", "wontfix"];
+
+/// Which header carries the token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// `PRIVATE-TOKEN: <token>`.
+    PrivateToken,
+    /// `Authorization: Bearer <token>`.
+    Bearer,
+}
+
+/// Everything the adapter needs, resolved.
+#[derive(Debug, Clone)]
+pub struct GitlabConfig {
+    /// The API base, `…/api/v4`, no trailing slash.
+    pub api_base: String,
+    pub token: String,
+    pub auth: Auth,
+    /// `tracker.project` as written (path or numeric id).
+    pub project: String,
+    /// Lowercased, config order.
+    pub active: Vec<String>,
+    pub terminal: Vec<String>,
+    pub handoff: Option<String>,
+    /// Extra list parameters (`key=value&key=value`) from `tracker.query_filter`.
+    pub filter: Vec<(String, String)>,
+    pub tuning: HttpTuning,
+}
+
+/// The problems that stop the adapter from being built, one line each.
+pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
+    let mut out = Vec::new();
+    if s.api_key.as_deref().is_none_or(|k| k.trim().is_empty()) {
+        out.push(problem(
+            "tracker.api_key",
+            "tracker.api_key is required for tracker kind \"gitlab\": set it to $GITLAB_TOKEN (a token with the api scope)",
+        ));
+    }
+    match s.project.as_deref() {
+        None => out.push(problem(
+            "tracker.project",
+            "tracker.project is required for tracker kind \"gitlab\": the project path (group/project) or numeric id",
+        )),
+        Some(p) if !valid_project(p) => out.push(problem(
+            "tracker.project",
+            &format!(
+                "tracker.project {p:?} must be a project path like group/project (no spaces, no empty segments) or a numeric id"
+            ),
+        )),
+        Some(_) => {}
+    }
+    if let Err(e) = auth(s) {
+        out.push(problem("gitlab.auth", &e));
+    }
+    for key in http_tuning::KEYS {
+        if let Err(e) = block_number(s, key) {
+            out.push(problem(&format!("gitlab.{key}"), &e));
+        }
+    }
+    if let Some(f) = s.query_filter.as_deref()
+        && parse_filter(f).is_none()
+    {
+        out.push(problem(
+            "tracker.query_filter",
+            &format!(
+                "tracker.query_filter {f:?} must be issue-list parameters like labels=bug&milestone=v1"
+            ),
+        ));
+    }
+    out
+}
+
+fn problem(field: &str, message: &str) -> SettingProblem {
+    SettingProblem {
+        field: field.to_string(),
+        message: message.to_string(),
+    }
+}
+
+fn auth(s: &TrackerSettings) -> Result<Auth, String> {
+    match s.block.get("auth") {
+        None | Some(serde_json::Value::Null) => Ok(Auth::PrivateToken),
+        Some(v) => match v.as_str().map(|a| a.trim().to_ascii_lowercase()).as_deref() {
+            Some("private_token") | Some("private-token") => Ok(Auth::PrivateToken),
+            Some("bearer") => Ok(Auth::Bearer),
+            _ => Err(format!(
+                "gitlab.auth must be \"private_token\" or \"bearer\", got {v}"
+            )),
+        },
+    }
+}
+
+/// A numeric id, or `/`-separated non-empty segments without whitespace.
+fn valid_project(p: &str) -> bool {
+    let p = p.trim();
+    !p.is_empty() && !p.chars().any(char::is_whitespace) && p.split('/').all(|seg| !seg.is_empty())
+}
+
+/// `key=value&key=value`; blank means none. `None` when a part has no `=` or an empty key.
+fn parse_filter(f: &str) -> Option<Vec<(String, String)>> {
+    f.trim()
+        .split('&')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=')?;
+            let k = k.trim();
+            (!k.is_empty()).then(|| (k.to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+/// Settings that work but are probably not what was meant.
+pub fn warnings(s: &TrackerSettings) -> Vec<String> {
+    let mut out = Vec::new();
+    let raw = s.active_states.iter().chain(&s.terminal_states);
+    if raw.clone().any(|v| v.trim().is_empty()) {
+        out.push("tracker state lists contain a blank item".to_string());
+    }
+    let (active, terminal) = (
+        states(&s.active_states, DEFAULT_ACTIVE),
+        states(&s.terminal_states, DEFAULT_TERMINAL),
+    );
+    for a in active.iter().filter(|a| terminal.contains(a)) {
+        out.push(format!("state {a:?} is both active and terminal"));
+    }
+    for st in active.iter().chain(&terminal).filter(|s| s.contains(',')) {
+        out.push(format!(
+            "state {st:?} contains a comma, which GitLab label lists cannot carry"
+        ));
+    }
+    let handoff = s.handoff_state.as_deref().map(str::to_lowercase);
+    if let Some(h) = &handoff
+        && (active.contains(h) || terminal.contains(h))
+    {
+        out.push(format!(
+            "handoff_state {h:?} is also an active or terminal state"
+        ));
+    }
+    out
+}
+
+/// The resolved settings; the first problem is an error.
+pub fn parse(s: &TrackerSettings) -> Result<GitlabConfig, TrackerError> {
+    if let Some(p) = problems(s).into_iter().next() {
+        let kind = match p.field.as_str() {
+            "tracker.api_key" => TrackerErrorKind::MissingTrackerApiKey,
+            "tracker.project" => TrackerErrorKind::MissingTrackerProject,
+            _ => TrackerErrorKind::Payload,
+        };
+        return Err(TrackerError::new(kind, KIND, p.message));
+    }
+    let endpoint = s
+        .endpoint
+        .as_deref()
+        .filter(|e| !e.trim().is_empty())
+        .unwrap_or(DEFAULT_ENDPOINT)
+        .trim()
+        .trim_end_matches('/');
+    let api_base = if endpoint.ends_with(API_PATH) {
+        endpoint.to_string()
+    } else {
+        format!("{endpoint}{API_PATH}")
+    };
+    Ok(GitlabConfig {
+        api_base,
+        token: s.api_key.clone().unwrap_or_default().trim().to_string(),
+        auth: auth(s).unwrap_or(Auth::PrivateToken),
+        project: s.project.clone().unwrap_or_default().trim().to_string(),
+        active: states(&s.active_states, DEFAULT_ACTIVE),
+        terminal: states(&s.terminal_states, DEFAULT_TERMINAL),
+        handoff: s.handoff_state.as_deref().map(|h| h.trim().to_lowercase()),
+        filter: s
+            .query_filter
+            .as_deref()
+            .and_then(parse_filter)
+            .unwrap_or_default(),
+        tuning: http_tuning::from_settings(s),
+    })
+}
+
+/// Lowercased non-blank states, or the defaults when none are configured.
+fn states(configured: &[String], default: &[&str]) -> Vec<String> {
+    let list: Vec<String> = configured
+        .iter()
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if list.is_empty() {
+        default.iter().map(|s| s.to_string()).collect()
+    } else {
+        list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(key: Option<&str>, project: Option<&str>) -> TrackerSettings {
+        TrackerSettings {
+            kind: KIND.into(),
+            api_key: key.map(String::from),
+            project: project.map(String::from),
+            ..TrackerSettings::default()
+        }
+    }
+
+    #[test]
+    fn missing_token_and_project_are_one_line_each() {
+        let p = problems(&settings(None, None));
+        assert_eq!(p.len(), 2);
+        assert!(p[0].message.contains("$GITLAB_TOKEN") && !p[0].message.contains('\n'));
+        assert!(p[1].message.contains("group/project"));
+        assert_eq!(problems(&settings(Some("t"), Some("a//b"))).len(), 1);
+        assert_eq!(problems(&settings(Some("t"), Some("a b/c"))).len(), 1);
+        assert_eq!(problems(&settings(Some("t"), Some("/a"))).len(), 1);
+        assert!(problems(&settings(Some("t"), Some("group/sub/project"))).is_empty());
+        assert!(problems(&settings(Some("t"), Some("278964"))).is_empty());
+        let e = parse(&settings(None, Some("g/p"))).err().map(|e| e.kind);
+        assert_eq!(e, Some(TrackerErrorKind::MissingTrackerApiKey));
+    }
+
+    #[test]
+    fn endpoint_auth_filter_and_defaults() {
+        let mut s = settings(Some("t"), Some("g/p"));
+        let c = parse(&s).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.api_base, "https://gitlab.com/api/v4");
+        assert_eq!(c.auth, Auth::PrivateToken);
+        assert_eq!(c.active, ["backlog", "in-progress", "review"]);
+        assert_eq!(c.terminal, ["done", "wontfix"]);
+        s.endpoint = Some("https://git.example.com/api/v4/".into());
+        s.block.insert("auth".into(), "Bearer".into());
+        s.query_filter = Some("labels=bug & milestone=v1".into());
+        let c = parse(&s).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.api_base, "https://git.example.com/api/v4");
+        assert_eq!(c.auth, Auth::Bearer);
+        assert_eq!(
+            c.filter,
+            [
+                ("labels".to_string(), "bug".to_string()),
+                ("milestone".to_string(), "v1".to_string())
+            ]
+        );
+        s.block.insert("auth".into(), "basic".into());
+        s.query_filter = Some("nonsense".into());
+        let fields: Vec<String> = problems(&s).into_iter().map(|p| p.field).collect();
+        assert_eq!(fields, ["gitlab.auth", "tracker.query_filter"]);
+    }
+}
