@@ -20,6 +20,7 @@ use crate::tracker::{
 /// Every tracker kind this build can run.
 pub const TRACKERS: &[TrackerDescriptor] = &[
     tracker::file::DESCRIPTOR,
+    tracker::gitea::DESCRIPTOR,
     tracker::github::DESCRIPTOR,
     tracker::jira::DESCRIPTOR,
 ];
@@ -83,6 +84,10 @@ pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {
         tracker::github::KIND => Some(DefaultStates {
             active: tracker::github::DEFAULT_ACTIVE,
             terminal: tracker::github::DEFAULT_TERMINAL,
+        }),
+        tracker::gitea::KIND => Some(DefaultStates {
+            active: tracker::gitea::DEFAULT_ACTIVE,
+            terminal: tracker::gitea::DEFAULT_TERMINAL,
         }),
         tracker::jira::KIND => Some(DefaultStates {
             active: tracker::jira::DEFAULT_ACTIVE,
@@ -200,7 +205,7 @@ mod tests {
     fn unknown_kinds_name_the_supported_ones() {
         assert_eq!(
             unsupported_tracker("gitlab"),
-            "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
+            "tracker kind \"gitlab\" is not supported by this build (supported: file, gitea, github, jira)"
         );
         assert_eq!(
             unsupported_agent("aider"),
