@@ -20,6 +20,7 @@ use crate::tracker::{
 /// Every tracker kind this build can run.
 pub const TRACKERS: &[TrackerDescriptor] = &[
     tracker::file::DESCRIPTOR,
+    tracker::gitea::DESCRIPTOR,
     tracker::github::DESCRIPTOR,
     tracker::gitlab::DESCRIPTOR,
     tracker::jira::DESCRIPTOR,
@@ -88,6 +89,10 @@ pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {
         tracker::gitlab::KIND => Some(DefaultStates {
             active: tracker::gitlab::DEFAULT_ACTIVE,
             terminal: tracker::gitlab::DEFAULT_TERMINAL,
+        }),
+        tracker::gitea::KIND => Some(DefaultStates {
+            active: tracker::gitea::DEFAULT_ACTIVE,
+            terminal: tracker::gitea::DEFAULT_TERMINAL,
         }),
         tracker::jira::KIND => Some(DefaultStates {
             active: tracker::jira::DEFAULT_ACTIVE,
@@ -205,7 +210,7 @@ mod tests {
     fn unknown_kinds_name_the_supported_ones() {
         assert_eq!(
             unsupported_tracker("redmine"),
-            "tracker kind \"redmine\" is not supported by this build (supported: file, github, gitlab, jira)"
+            "tracker kind \"redmine\" is not supported by this build (supported: file, gitea, github, gitlab, jira)"
         );
         assert_eq!(
             unsupported_agent("aider"),

@@ -14,6 +14,7 @@ use crate::domain::{Comment, Issue};
 use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
 
 pub mod file;
+pub mod gitea;
 pub mod github;
 pub mod gitlab;
 pub mod http_tuning;

@@ -10,6 +10,7 @@
 //! - [`poll_health`]: a tracker fault failing the poll health, then its recovery;
 //! - [`procs`]: live processes seen through `/proc`;
 //! - [`store`]: builders of store records and raw SQLite access;
+//! - [`fake_gitea`]: a fake Gitea REST API on the fake-server framework;
 //! - [`fake_github`]: a fake GitHub REST API on the fake-server framework;
 //! - [`fake_jira`]: a fake Jira Cloud REST API on the fake-server framework;
 //! - [`fake_server`]: a fake HTTP API with a fault queue and a request journal;
@@ -22,6 +23,7 @@
 
 pub mod app;
 pub mod daemon;
+pub mod fake_gitea;
 pub mod fake_github;
 pub mod fake_gitlab;
 pub mod fake_jira;

@@ -1,0 +1,91 @@
+//! An issue's state, read from its labels: Gitea issues are only open or closed, so workflow
+//! states are labels, with open/closed as the fallback (the same rules as the label trackers).
+
+/// The configured state words, lowercased.
+#[derive(Debug, Clone)]
+pub struct StateWords {
+    pub active: Vec<String>,
+    pub terminal: Vec<String>,
+    pub handoff: Option<String>,
+}
+
+impl StateWords {
+    /// First active label present (config order), else first terminal label, else the
+    /// handoff label, else open ⇒ first active state, closed ⇒ first terminal state, else the
+    /// native word.
+    pub fn state_of(&self, labels: &[String], native: &str) -> String {
+        let has = |s: &String| labels.iter().any(|l| l == s);
+        if let Some(s) = self.active.iter().find(|s| has(s)) {
+            return s.clone();
+        }
+        if let Some(s) = self.terminal.iter().find(|s| has(s)) {
+            return s.clone();
+        }
+        if let Some(h) = self.handoff.as_ref().filter(|h| has(h)) {
+            return h.clone();
+        }
+        let fallback = match native {
+            "open" => self.active.first(),
+            "closed" => self.terminal.first(),
+            _ => None,
+        };
+        fallback.cloned().unwrap_or_else(|| native.to_string())
+    }
+
+    /// Every label that names a state.
+    pub fn is_state_label(&self, label: &str) -> bool {
+        self.active
+            .iter()
+            .chain(&self.terminal)
+            .chain(&self.handoff)
+            .any(|s| s == label)
+    }
+
+    pub fn is_terminal(&self, state: &str) -> bool {
+        self.terminal.iter().any(|s| s == state)
+    }
+
+    pub fn is_active(&self, state: &str) -> bool {
+        self.active.iter().any(|s| s == state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words() -> StateWords {
+        StateWords {
+            active: vec!["backlog".into(), "in-progress".into()],
+            terminal: vec!["done".into(), "wontfix".into()],
+            handoff: Some("review".into()),
+        }
+    }
+
+    fn l(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn precedence_then_open_closed_fallback() {
+        let w = words();
+        assert_eq!(
+            w.state_of(&l(&["in-progress", "backlog"]), "open"),
+            "backlog"
+        );
+        assert_eq!(
+            w.state_of(&l(&["done", "in-progress"]), "closed"),
+            "in-progress"
+        );
+        assert_eq!(w.state_of(&l(&["wontfix", "review"]), "open"), "wontfix");
+        assert_eq!(w.state_of(&l(&["review", "bug"]), "open"), "review");
+        assert_eq!(w.state_of(&l(&["bug"]), "open"), "backlog");
+        assert_eq!(w.state_of(&l(&[]), "closed"), "done");
+        let empty = StateWords {
+            active: vec![],
+            terminal: vec![],
+            handoff: None,
+        };
+        assert_eq!(empty.state_of(&l(&[]), "open"), "open");
+    }
+}
