@@ -22,6 +22,7 @@ pub const TRACKERS: &[TrackerDescriptor] = &[
     tracker::file::DESCRIPTOR,
     tracker::github::DESCRIPTOR,
     tracker::jira::DESCRIPTOR,
+    tracker::linear::DESCRIPTOR,
 ];
 
 /// Every agent kind this build can run.
@@ -87,6 +88,10 @@ pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {
         tracker::jira::KIND => Some(DefaultStates {
             active: tracker::jira::DEFAULT_ACTIVE,
             terminal: &[],
+        }),
+        tracker::linear::KIND => Some(DefaultStates {
+            active: tracker::linear::DEFAULT_ACTIVE,
+            terminal: tracker::linear::DEFAULT_TERMINAL,
         }),
         _ => None,
     }
@@ -200,7 +205,7 @@ mod tests {
     fn unknown_kinds_name_the_supported_ones() {
         assert_eq!(
             unsupported_tracker("gitlab"),
-            "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
+            "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira, linear)"
         );
         assert_eq!(
             unsupported_agent("aider"),

@@ -156,7 +156,7 @@ mod tests {
             [
                 (
                     "tracker_adapter",
-                    "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
+                    "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira, linear)"
                 ),
                 (
                     "agent_adapter",

@@ -828,7 +828,7 @@ fn preflight_checks() {
     assert_eq!(
         w.config.config_preflight(),
         vec![
-            "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira)"
+            "tracker kind \"gitlab\" is not supported by this build (supported: file, github, jira, linear)"
                 .to_string(),
             "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)"
                 .to_string(),

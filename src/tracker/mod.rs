@@ -17,6 +17,7 @@ pub mod file;
 pub mod github;
 pub mod http_tuning;
 pub mod jira;
+pub mod linear;
 
 /// What went wrong in a tracker call; the kind decides whether a caller retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
