@@ -111,10 +111,16 @@ fn the_documented_payloads_normalize() {
     assert_eq!(got.len(), 2);
     let a = &got[0];
     assert_eq!((a.identifier.as_str(), a.state.as_str()), ("ENG-1", "Todo"));
-    assert_eq!((a.priority, a.labels.clone()), (Some(2), vec!["feature".to_string(), "auth".into()]));
+    assert_eq!(
+        (a.priority, a.labels.clone()),
+        (Some(2), vec!["feature".to_string(), "auth".into()])
+    );
     assert_eq!(a.blocked_by.len(), 1);
     assert_eq!(
-        (a.blocked_by[0].identifier.as_str(), a.blocked_by[0].state.as_str()),
+        (
+            a.blocked_by[0].identifier.as_str(),
+            a.blocked_by[0].state.as_str()
+        ),
         ("ENG-10", "In Progress")
     );
     assert!(a.comments.is_none());
@@ -141,14 +147,28 @@ fn by_id_reads_carry_comments_and_blockers_and_unknown_ids_are_not_found() {
     assert_eq!((i.identifier.as_str(), i.priority), ("ENG-2", None));
     let comments = i.comments.unwrap_or_default();
     assert_eq!(comments.len(), 60);
-    assert_eq!((comments[0].body.as_str(), comments[0].author.as_str()), ("note 0", "Ada"));
+    assert_eq!(
+        (comments[0].body.as_str(), comments[0].author.as_str()),
+        ("note 0", "Ada")
+    );
     let pages = calls(&fake, "SortieComments");
-    assert_eq!(pages.iter().map(|p| p["after"].clone()).collect::<Vec<_>>(), [json!(null), json!("c-50")]);
+    assert_eq!(
+        pages.iter().map(|p| p["after"].clone()).collect::<Vec<_>>(),
+        [json!(null), json!("c-50")]
+    );
     assert_eq!(i.blocked_by[0].identifier, "ENG-3");
-    let b = t.fetch_blockers(&issue_id(2)).unwrap_or_else(|e| panic!("{e}"));
+    let b = t
+        .fetch_blockers(&issue_id(2))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(b.complete);
-    assert_eq!((b.refs[0].identifier.as_str(), b.refs[0].state.as_str()), ("ENG-3", "Todo"));
-    assert!(t.fetch_blockers(&issue_id(1)).is_ok_and(|b| b.refs.is_empty()));
+    assert_eq!(
+        (b.refs[0].identifier.as_str(), b.refs[0].state.as_str()),
+        ("ENG-3", "Todo")
+    );
+    assert!(
+        t.fetch_blockers(&issue_id(1))
+            .is_ok_and(|b| b.refs.is_empty())
+    );
     assert_eq!(t.fetch_issue_comments(&issue_id(1)).ok(), Some(vec![]));
     for e in [
         t.fetch_issue_by_id(&issue_id(99)).err(),
@@ -166,26 +186,53 @@ fn lookups_by_id_and_identifier_omit_unknown_issues_and_empty_asks_send_nothing(
     let t = tracker(&fake);
     let mut ids: Vec<String> = (1..=55).map(issue_id).collect();
     ids.push(issue_id(999));
-    let states = t.fetch_issue_states_by_ids(&ids).unwrap_or_else(|e| panic!("{e}"));
+    let states = t
+        .fetch_issue_states_by_ids(&ids)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(states.len(), 55);
     assert_eq!(states.get(&issue_id(7)).map(String::as_str), Some("Done"));
-    assert_eq!(calls(&fake, "SortieIssueStatesByIds").len(), 2, "batches of 50");
-    let keys = vec!["ENG-7".to_string(), "eng-8".into(), "ENG-999".into(), "OPS-1".into(), "junk".into()];
+    assert_eq!(
+        calls(&fake, "SortieIssueStatesByIds").len(),
+        2,
+        "batches of 50"
+    );
+    let keys = vec![
+        "ENG-7".to_string(),
+        "eng-8".into(),
+        "ENG-999".into(),
+        "OPS-1".into(),
+        "junk".into(),
+    ];
     let states = t
         .fetch_issue_states_by_identifiers(&keys)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         states.into_iter().collect::<Vec<_>>(),
-        [("ENG-7".to_string(), "Done".to_string()), ("ENG-8".into(), "Todo".into())]
+        [
+            ("ENG-7".to_string(), "Done".to_string()),
+            ("ENG-8".into(), "Todo".into())
+        ]
     );
     let asks = calls(&fake, "SortieIssueStatesByNumbers");
     assert_eq!(asks.len(), 2, "one per team");
     assert_eq!(asks[0]["team"], "ENG");
     assert_eq!(asks[0]["numbers"], json!([7, 8, 999]));
     fake.clear_journal();
-    assert!(t.fetch_issues_by_states(&[" ".into()]).unwrap_or_default().is_empty());
-    assert!(t.fetch_issue_states_by_ids(&[]).unwrap_or_default().is_empty());
-    assert!(t.fetch_issue_states_by_identifiers(&["x".into()]).unwrap_or_default().is_empty());
+    assert!(
+        t.fetch_issues_by_states(&[" ".into()])
+            .unwrap_or_default()
+            .is_empty()
+    );
+    assert!(
+        t.fetch_issue_states_by_ids(&[])
+            .unwrap_or_default()
+            .is_empty()
+    );
+    assert!(
+        t.fetch_issue_states_by_identifiers(&["x".into()])
+            .unwrap_or_default()
+            .is_empty()
+    );
     assert!(fake.journal().is_empty(), "no call for nothing to ask");
 }
 
@@ -205,25 +252,41 @@ fn transitions_write_the_state_id_once_and_refresh_the_states_on_a_miss() {
             json!({"id": issue_id(1), "stateId": "st-review"})
         ]
     );
-    assert_eq!(calls(&fake, "SortieWorkflowStates").len(), 1, "states cached");
+    assert_eq!(
+        calls(&fake, "SortieWorkflowStates").len(),
+        1,
+        "states cached"
+    );
     // A state added after the cache was filled is found by reading the states again.
-    fake.with_state(|s| s.states.push(("st-qa".into(), "QA".into(), "started".into())));
-    t.transition_issue(&issue_id(1), "qa").unwrap_or_else(|e| panic!("{e}"));
+    fake.with_state(|s| {
+        s.states
+            .push(("st-qa".into(), "QA".into(), "started".into()))
+    });
+    t.transition_issue(&issue_id(1), "qa")
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(fake.with_state(|s| s.state(1)), "QA");
     assert_eq!(calls(&fake, "SortieWorkflowStates").len(), 2);
     let e = t.transition_issue(&issue_id(1), "Nowhere").err();
     assert_eq!(e.as_ref().map(|e| e.kind), Some(TrackerErrorKind::Payload));
     assert!(e.is_some_and(|e| e.message.contains("In Review")));
-    assert_eq!(calls(&fake, "SortieIssueUpdate").len(), 3, "nothing sent for a missing state");
+    assert_eq!(
+        calls(&fake, "SortieIssueUpdate").len(),
+        3,
+        "nothing sent for a missing state"
+    );
     // A failed write is not retried by the client; the caller's retry converges.
     fake.push_fault("POST", PATH, Fault::Status(Reply::json(502, &json!({}))));
     let e = t.transition_issue(&issue_id(1), "Done").err();
     assert_eq!(e.map(|e| e.kind), Some(TrackerErrorKind::Transport));
     assert_eq!(fake.with_state(|s| s.state(1)), "QA");
-    t.transition_issue(&issue_id(1), "Done").unwrap_or_else(|e| panic!("{e}"));
+    t.transition_issue(&issue_id(1), "Done")
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(fake.with_state(|s| s.state(1)), "Done");
     assert_eq!(calls(&fake, "SortieIssueUpdate").len(), 5);
-    let missing = t.transition_issue(&issue_id(9), "Done").err().map(|e| e.kind);
+    let missing = t
+        .transition_issue(&issue_id(9), "Done")
+        .err()
+        .map(|e| e.kind);
     assert_eq!(missing, Some(TrackerErrorKind::NotFound));
 }
 
@@ -240,25 +303,43 @@ fn comments_and_labels_are_written_once() {
     let comments = t.fetch_issue_comments(&issue_id(1)).unwrap_or_default();
     assert_eq!(comments.len(), 1);
     assert_eq!(comments[0].author, "Sortie Bot");
-    t.add_label(&issue_id(1), "Sortie-Parked").unwrap_or_else(|e| panic!("{e}"));
-    t.add_label(&issue_id(1), "sortie-parked").unwrap_or_else(|e| panic!("{e}"));
-    t.add_label(&issue_id(1), "ai").unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(fake.with_state(|s| s.label_names(1)), ["sortie-parked", "ai"]);
+    t.add_label(&issue_id(1), "Sortie-Parked")
+        .unwrap_or_else(|e| panic!("{e}"));
+    t.add_label(&issue_id(1), "sortie-parked")
+        .unwrap_or_else(|e| panic!("{e}"));
+    t.add_label(&issue_id(1), "ai")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        fake.with_state(|s| s.label_names(1)),
+        ["sortie-parked", "ai"]
+    );
     let adds = calls(&fake, "SortieIssueAddLabel");
-    assert_eq!(adds[0], json!({"id": issue_id(1), "labelId": "lb-parked"}), "the team's label, not another team's");
+    assert_eq!(
+        adds[0],
+        json!({"id": issue_id(1), "labelId": "lb-parked"}),
+        "the team's label, not another team's"
+    );
     assert_eq!(adds[2]["labelId"], "lb-ai", "a workspace label");
-    t.remove_label(&issue_id(1), "sortie-parked").unwrap_or_else(|e| panic!("{e}"));
-    t.remove_label(&issue_id(1), "never-made").unwrap_or_else(|e| panic!("{e}"));
+    t.remove_label(&issue_id(1), "sortie-parked")
+        .unwrap_or_else(|e| panic!("{e}"));
+    t.remove_label(&issue_id(1), "never-made")
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(fake.with_state(|s| s.label_names(1)), ["ai"]);
     assert_eq!(calls(&fake, "SortieIssueRemoveLabel").len(), 1);
     let e = t.add_label(&issue_id(1), "never-made").err();
     assert_eq!(e.as_ref().map(|e| e.kind), Some(TrackerErrorKind::Payload));
     assert!(e.is_some_and(|e| e.message.contains("create it")));
-    let issue = t.fetch_issue_by_id(&issue_id(1)).unwrap_or_else(|e| panic!("{e}"));
+    let issue = t
+        .fetch_issue_by_id(&issue_id(1))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(issue.labels, ["ai"]);
     fake.push_fault("POST", PATH, Fault::server_error(502));
     assert!(t.comment_issue(&issue_id(1), "hi").is_err());
-    assert_eq!(calls(&fake, "SortieCommentCreate").len(), 2, "a write is sent once");
+    assert_eq!(
+        calls(&fake, "SortieCommentCreate").len(),
+        2,
+        "a write is sent once"
+    );
 }
 
 #[test]
@@ -280,14 +361,22 @@ fn faults_are_classified_and_the_next_call_recovers() {
         (fake_linear::ratelimited(60_000), TrackerErrorKind::Api, 1),
         (fake_linear::unauthenticated(), TrackerErrorKind::Auth, 1),
         (Fault::unauthorized(), TrackerErrorKind::Auth, 1),
-        (Fault::Status(Reply::json(200, &fixture("error_not_found.json"))), TrackerErrorKind::NotFound, 1),
+        (
+            Fault::Status(Reply::json(200, &fixture("error_not_found.json"))),
+            TrackerErrorKind::NotFound,
+            1,
+        ),
         (Fault::Status(partial), TrackerErrorKind::Api, 1),
         (Fault::Status(invalid), TrackerErrorKind::Payload, 1),
         (Fault::server_error(500), TrackerErrorKind::Transport, 3),
         (Fault::BadJson, TrackerErrorKind::Payload, 1),
         (Fault::Truncated, TrackerErrorKind::Transport, 3),
         (Fault::Dropped, TrackerErrorKind::Transport, 3),
-        (Fault::Delay(Duration::from_millis(2500)), TrackerErrorKind::Transport, 3),
+        (
+            Fault::Delay(Duration::from_millis(2500)),
+            TrackerErrorKind::Transport,
+            3,
+        ),
     ];
     for (fault, kind, sent) in cases {
         let label = format!("{fault:?}");
@@ -297,7 +386,11 @@ fn faults_are_classified_and_the_next_call_recovers() {
         fake.clear_journal();
         let e = t.fetch_candidate_issues().err();
         assert_eq!(e.as_ref().map(|e| e.kind), Some(kind), "{label}");
-        assert_eq!(fake.journal().len(), sent, "{label}: reads retried only when worth it");
+        assert_eq!(
+            fake.journal().len(),
+            sent,
+            "{label}: reads retried only when worth it"
+        );
         let text = e.map(|e| e.to_string()).unwrap_or_default();
         assert!(text.starts_with("tracker: linear: "), "{text}");
         assert!(!text.contains(fake_linear::TOKEN), "{text}");
@@ -320,9 +413,15 @@ fn a_rate_limit_is_reported_with_its_reset_and_the_figures_are_kept() {
     let e = t.fetch_candidate_issues().err();
     assert_eq!(e.as_ref().map(|e| e.kind), Some(TrackerErrorKind::Api));
     let text = e.map(|e| e.to_string()).unwrap_or_default();
-    assert!(text.contains("RATELIMITED") && text.contains("retry after"), "{text}");
+    assert!(
+        text.contains("RATELIMITED") && text.contains("retry after"),
+        "{text}"
+    );
     let limited = t.rate_limit().unwrap_or_default();
-    assert_eq!((limited.remaining, limited.last_limited_status), (Some(0), Some(400)));
+    assert_eq!(
+        (limited.remaining, limited.last_limited_status),
+        (Some(0), Some(400))
+    );
 }
 
 #[test]
@@ -335,11 +434,21 @@ fn every_request_carries_the_raw_key_and_names_its_operation() {
     assert!(journal.len() >= 3);
     for r in journal {
         assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", PATH));
-        assert_eq!(r.header("authorization"), Some(fake_linear::TOKEN), "no Bearer");
+        assert_eq!(
+            r.header("authorization"),
+            Some(fake_linear::TOKEN),
+            "no Bearer"
+        );
         assert_eq!(r.header("content-type"), Some("application/json"));
-        assert!(r.header("user-agent").is_some_and(|u| u.starts_with("sortie/")));
+        assert!(
+            r.header("user-agent")
+                .is_some_and(|u| u.starts_with("sortie/"))
+        );
         let body = r.json();
-        let op = body["operationName"].as_str().unwrap_or_default().to_string();
+        let op = body["operationName"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         assert!(
             body["query"].as_str().is_some_and(|q| q.contains(&op)),
             "{body}"
@@ -347,7 +456,8 @@ fn every_request_carries_the_raw_key_and_names_its_operation() {
     }
     let mut wrong = settings(&fake, json!({}));
     wrong.api_key = Some("lin_api_wrong".into());
-    let t = registry::build_tracker(&wrong, Arc::new(SystemClock)).unwrap_or_else(|e| panic!("{e}"));
+    let t =
+        registry::build_tracker(&wrong, Arc::new(SystemClock)).unwrap_or_else(|e| panic!("{e}"));
     let e = t.fetch_candidate_issues().err();
     assert_eq!(e.map(|e| e.kind), Some(TrackerErrorKind::Auth));
 }

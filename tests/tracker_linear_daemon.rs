@@ -120,7 +120,11 @@ fn a_terminal_state_stops_the_running_agent_and_cleans_its_workspace() {
     });
     d.wait_until("the workspace removed", WAIT, || !ws.exists());
     assert_eq!(state_writes(&fake, 7), ["st-progress"]);
-    assert_eq!(comment_writes(&fake, 7).len(), 1, "only the dispatch comment");
+    assert_eq!(
+        comment_writes(&fake, 7).len(),
+        1,
+        "only the dispatch comment"
+    );
 }
 
 #[test]
@@ -135,7 +139,9 @@ fn a_blocker_holds_an_issue_until_it_is_terminal() {
     });
     let setup = Setup::new(&mock_workflow(&fake, "  turn_delay_ms: 10\n"), "[]");
     let d = setup.start(&env());
-    d.wait_until("a few polls", WAIT, || calls(&fake, "SortieIssues").len() >= 3);
+    d.wait_until("a few polls", WAIT, || {
+        calls(&fake, "SortieIssues").len() >= 3
+    });
     assert_eq!(fake.with_state(|s| s.state(2)), "Todo");
     assert!(state_writes(&fake, 2).is_empty());
     fake.with_state(|s| s.set_state(3, "Done"));
@@ -167,7 +173,10 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
         (vec![Fault::server_error(502); 3], "tracker_transport_error"),
         (vec![Fault::BadJson], "tracker_payload_error"),
         (vec![Fault::Dropped; 3], "tracker_transport_error"),
-        (vec![Fault::Delay(Duration::from_millis(2500)); 3], "timed out"),
+        (
+            vec![Fault::Delay(Duration::from_millis(2500)); 3],
+            "timed out",
+        ),
     ];
     for (group, wanted) in faults {
         let label = format!("{:?}", group[0]);

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::fake_server::{Fault, FakeServer, Recorded, Reply};
+use super::fake_server::{FakeServer, Fault, Recorded, Reply};
 
 pub const TEAM: &str = "ENG";
 pub const TOKEN: &str = "lin_api_fake0123456789abcdef";
@@ -129,7 +129,9 @@ impl LinearState {
         }
         self.issues
             .iter()
-            .find(|(_, i)| format!("{}-{}", i.team, i.number).eq_ignore_ascii_case(id_or_identifier))
+            .find(|(_, i)| {
+                format!("{}-{}", i.team, i.number).eq_ignore_ascii_case(id_or_identifier)
+            })
             .map(|(id, _)| id.clone())
     }
 
@@ -213,8 +215,16 @@ pub fn start() -> FakeLinear {
     let state = LinearState {
         states: default_states(),
         labels: vec![
-            ("lb-parked".into(), "sortie-parked".into(), Some(TEAM.into())),
-            ("lb-other-team".into(), "sortie-parked".into(), Some("OPS".into())),
+            (
+                "lb-parked".into(),
+                "sortie-parked".into(),
+                Some(TEAM.into()),
+            ),
+            (
+                "lb-other-team".into(),
+                "sortie-parked".into(),
+                Some("OPS".into()),
+            ),
             ("lb-ai".into(), "ai".into(), None),
         ],
         next_comment: 1,
@@ -261,8 +271,7 @@ fn gql_error(status: u16, code: &str, message: &str) -> Reply {
 }
 
 fn not_found(what: &str) -> Reply {
-    Reply::json(200, &fixture("error_not_found.json"))
-        .header("X-Fake-Missing", what.to_string())
+    Reply::json(200, &fixture("error_not_found.json")).header("X-Fake-Missing", what.to_string())
 }
 
 fn route(s: &mut LinearState, req: &Recorded) -> Reply {
@@ -283,7 +292,12 @@ fn route(s: &mut LinearState, req: &Recorded) -> Reply {
         },
         "SortieIssueStatesByIds" => {
             let ids: Vec<String> = strings(&vars["ids"]);
-            let found: Vec<String> = s.issues.keys().filter(|k| ids.contains(k)).cloned().collect();
+            let found: Vec<String> = s
+                .issues
+                .keys()
+                .filter(|k| ids.contains(k))
+                .cloned()
+                .collect();
             page(s, &found, &vars, "issues", |s, id| s.small(id))
         }
         "SortieIssueStatesByNumbers" => {
@@ -348,7 +362,10 @@ fn route(s: &mut LinearState, req: &Recorded) -> Reply {
                 .map(|(id, n, t)| json!({"id": id, "name": n, "team": t.as_ref().map(|k| json!({"key": k}))}))
                 .collect();
             let (items, info) = slice(s, &all, &vars);
-            Reply::json(200, &json!({"data": {"issueLabels": {"nodes": items, "pageInfo": info}}}))
+            Reply::json(
+                200,
+                &json!({"data": {"issueLabels": {"nodes": items, "pageInfo": info}}}),
+            )
         }
         "SortieIssueUpdate" => update_state(s, &vars),
         "SortieCommentCreate" => comment(s, &vars),
@@ -405,7 +422,10 @@ fn page(
 ) -> Reply {
     let all: Vec<Value> = ids.iter().map(|id| f(s, id)).collect();
     let (items, info) = slice(s, &all, vars);
-    Reply::json(200, &json!({"data": {field: {"nodes": items, "pageInfo": info}}}))
+    Reply::json(
+        200,
+        &json!({"data": {field: {"nodes": items, "pageInfo": info}}}),
+    )
 }
 
 fn issues(s: &LinearState, vars: &Value) -> Reply {
@@ -428,13 +448,20 @@ fn update_state(s: &mut LinearState, vars: &Value) -> Reply {
     };
     let sid = vars["stateId"].as_str().unwrap_or_default().to_string();
     if !s.states.iter().any(|(x, _, _)| *x == sid) {
-        return gql_error(400, "INVALID_INPUT", "stateId: workflow state not found in team");
+        return gql_error(
+            400,
+            "INVALID_INPUT",
+            "stateId: workflow state not found in team",
+        );
     }
     if let Some(i) = s.issues.get_mut(&id) {
         i.state_id = sid;
     }
     let small = s.small(&id);
-    Reply::json(200, &json!({"data": {"issueUpdate": {"success": true, "issue": small}}}))
+    Reply::json(
+        200,
+        &json!({"data": {"issueUpdate": {"success": true, "issue": small}}}),
+    )
 }
 
 fn comment(s: &mut LinearState, vars: &Value) -> Reply {
@@ -452,7 +479,10 @@ fn comment(s: &mut LinearState, vars: &Value) -> Reply {
     if let Some(i) = s.issues.get_mut(&id) {
         i.comments.push(c.clone());
     }
-    Reply::json(200, &json!({"data": {"commentCreate": {"success": true, "comment": {"id": c["id"]}}}}))
+    Reply::json(
+        200,
+        &json!({"data": {"commentCreate": {"success": true, "comment": {"id": c["id"]}}}}),
+    )
 }
 
 fn edit_label(s: &mut LinearState, vars: &Value, add: bool) -> Reply {
@@ -463,7 +493,11 @@ fn edit_label(s: &mut LinearState, vars: &Value, add: bool) -> Reply {
     if !s.labels.iter().any(|(x, _, _)| *x == lid) {
         return not_found("label");
     }
-    let field = if add { "issueAddLabel" } else { "issueRemoveLabel" };
+    let field = if add {
+        "issueAddLabel"
+    } else {
+        "issueRemoveLabel"
+    };
     if let Some(i) = s.issues.get_mut(&id) {
         if add {
             if !i.labels.contains(&lid) {

@@ -153,7 +153,9 @@ impl LinearApi {
             self.observe(headers, Some(status));
             wait = self.reset_wait(headers);
             match wait {
-                Some(w) => detail.push_str(&format!(" (rate limit, retry after {} s)", w.as_secs())),
+                Some(w) => {
+                    detail.push_str(&format!(" (rate limit, retry after {} s)", w.as_secs()))
+                }
                 None => detail.push_str(" (rate limit)"),
             }
         }
@@ -168,7 +170,13 @@ impl LinearApi {
     }
 
     /// Sends one operation and answers its `data`. `op` names it in errors and logs.
-    fn send(&self, op: &str, query: &str, variables: Value, read: bool) -> Result<Value, HttpError> {
+    fn send(
+        &self,
+        op: &str,
+        query: &str,
+        variables: Value,
+        read: bool,
+    ) -> Result<Value, HttpError> {
         let mut req = Request::new(Method::Post, PATH).json(&json!({
             "operationName": op,
             "query": query,
@@ -221,7 +229,9 @@ impl LinearApi {
         if status == 400 && class == ErrorClass::Api {
             class = ErrorClass::Payload;
         }
-        if num(&e.headers, "x-ratelimit-requests-remaining") == Some(0) || upper.contains("RATELIMITED") {
+        if num(&e.headers, "x-ratelimit-requests-remaining") == Some(0)
+            || upper.contains("RATELIMITED")
+        {
             self.observe(&e.headers, Some(status));
             class = ErrorClass::Api;
         }
@@ -311,12 +321,24 @@ mod tests {
         let e = |code: &str, message: &str| {
             class_of(&json!({"message": message, "extensions": {"code": code}}))
         };
-        assert_eq!(e("AUTHENTICATION_ERROR", "Authentication required"), ErrorClass::Auth);
+        assert_eq!(
+            e("AUTHENTICATION_ERROR", "Authentication required"),
+            ErrorClass::Auth
+        );
         assert_eq!(e("FORBIDDEN", "no access"), ErrorClass::Auth);
         assert_eq!(e("RATELIMITED", "Rate limit exceeded"), ErrorClass::Api);
-        assert_eq!(e("INVALID_INPUT", "Entity not found: Issue"), ErrorClass::NotFound);
-        assert_eq!(e("INVALID_INPUT", "stateId must be a UUID"), ErrorClass::Payload);
-        assert_eq!(e("GRAPHQL_VALIDATION_FAILED", "Cannot query field"), ErrorClass::Payload);
+        assert_eq!(
+            e("INVALID_INPUT", "Entity not found: Issue"),
+            ErrorClass::NotFound
+        );
+        assert_eq!(
+            e("INVALID_INPUT", "stateId must be a UUID"),
+            ErrorClass::Payload
+        );
+        assert_eq!(
+            e("GRAPHQL_VALIDATION_FAILED", "Cannot query field"),
+            ErrorClass::Payload
+        );
         assert_eq!(e("INTERNAL_SERVER_ERROR", "oops"), ErrorClass::Api);
         assert_eq!(class_of(&json!({})), ErrorClass::Api);
     }

@@ -17,7 +17,10 @@ mod settings;
 /// The Linear answers the unit tests read (`tests/fixtures/linear/`).
 #[cfg(test)]
 fn fixture(name: &str) -> serde_json::Value {
-    let path = format!("{}/tests/fixtures/linear/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/linear/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
@@ -56,7 +59,10 @@ fn validate(s: &TrackerSettings) -> Vec<SettingProblem> {
 fn build(s: &TrackerSettings, clock: Arc<dyn Clock>) -> TrackerResult<Arc<dyn TrackerAdapter>> {
     let c = settings::parse(s)?;
     crate::mask::register_secret(&c.token);
-    if s.query_filter.as_deref().is_some_and(|q| !q.trim().is_empty()) {
+    if s.query_filter
+        .as_deref()
+        .is_some_and(|q| !q.trim().is_empty())
+    {
         log::warn!("tracker.query_filter is not supported and is ignored tracker={KIND}");
     }
     Ok(Arc::new(LinearTracker {
@@ -131,7 +137,10 @@ impl LinearTracker {
     }
 
     fn cached_states(&self) -> Option<Vec<WorkflowState>> {
-        self.states.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.states
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The team's state named `name` (case-insensitive), reading the states again on a miss.
@@ -225,7 +234,11 @@ impl LinearTracker {
                     .is_some_and(|l| l.trim().eq_ignore_ascii_case(name.trim()))
             })
             .collect();
-        let team_of = |n: &Value| n.pointer("/team/key").and_then(Value::as_str).map(String::from);
+        let team_of = |n: &Value| {
+            n.pointer("/team/key")
+                .and_then(Value::as_str)
+                .map(String::from)
+        };
         let pick = named
             .iter()
             .find(|n| team_of(n).is_some_and(|k| k.eq_ignore_ascii_case(&self.team)))
@@ -265,8 +278,11 @@ impl TrackerAdapter for LinearTracker {
 
     fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
         let v = self.issue_node(id)?;
-        let mut issue = normalize::issue(&v)
-            .ok_or_else(|| payload(format!("SortieIssue {id}: no id or identifier in the answer")))?;
+        let mut issue = normalize::issue(&v).ok_or_else(|| {
+            payload(format!(
+                "SortieIssue {id}: no id or identifier in the answer"
+            ))
+        })?;
         issue.comments = Some(self.fetch_issue_comments(&issue.id)?);
         Ok(issue)
     }
@@ -404,7 +420,11 @@ impl TrackerAdapter for LinearTracker {
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
         let data = self
             .api
-            .query("SortieBlockers", queries::BLOCKERS, json!({"id": id.trim()}))
+            .query(
+                "SortieBlockers",
+                queries::BLOCKERS,
+                json!({"id": id.trim()}),
+            )
             .map_err(err)?;
         let Some(v) = data.get("issue").filter(|v| v.is_object()) else {
             return Err(TrackerError::new(

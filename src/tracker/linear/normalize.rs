@@ -21,7 +21,7 @@ pub fn state(v: &Value) -> String {
 /// Linear's priority number (a float in the schema): 0 → `None`, 1–4 kept.
 fn priority(v: Option<&Value>) -> Option<i64> {
     let p = v?.as_f64()?;
-    (p.fract() == 0.0 && p >= 1.0 && p <= 4.0).then_some(p as i64)
+    (p.fract() == 0.0 && (1.0..=4.0).contains(&p)).then_some(p as i64)
 }
 
 /// One issue; `None` without an id or identifier. Comments are not fetched.
@@ -123,7 +123,10 @@ mod tests {
         assert_eq!(a.url, "https://linear.app/acme/issue/ENG-1/add-oauth-login");
         assert_eq!(a.branch_name, "eng-1-add-oauth-login");
         assert_eq!(a.assignee, "Ada Lovelace");
-        assert_eq!(a.parent.as_ref().map(|p| p.identifier.as_str()), Some("ENG-0"));
+        assert_eq!(
+            a.parent.as_ref().map(|p| p.identifier.as_str()),
+            Some("ENG-0")
+        );
         assert_eq!(a.blocked_by.len(), 1, "related relations are not blockers");
         assert_eq!(a.blocked_by[0].identifier, "ENG-10");
         assert_eq!(a.blocked_by[0].state, "In Progress");
@@ -141,7 +144,10 @@ mod tests {
         assert_eq!(issue(i).map(|i| i.priority), Some(Some(1)));
         assert!(!blockers_complete(i));
         let c = comment(&i["comments"]["nodes"][0]);
-        assert_eq!((c.author.as_str(), c.body.as_str()), ("Ada Lovelace", "Looks good."));
+        assert_eq!(
+            (c.author.as_str(), c.body.as_str()),
+            ("Ada Lovelace", "Looks good.")
+        );
         for (p, want) in [(0.0, None), (1.0, Some(1)), (4.0, Some(4)), (2.5, None)] {
             assert_eq!(priority(Some(&serde_json::json!(p))), want);
         }

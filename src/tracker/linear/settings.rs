@@ -136,8 +136,8 @@ mod tests {
 
     #[test]
     fn defaults_apply() {
-        let c = parse(&settings(Some(" lin_api_x "), Some(" ENG ")))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let c =
+            parse(&settings(Some(" lin_api_x "), Some(" ENG "))).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c.endpoint, DEFAULT_ENDPOINT);
         assert_eq!((c.token.as_str(), c.team.as_str()), ("lin_api_x", "ENG"));
         assert_eq!(c.active, DEFAULT_ACTIVE);
