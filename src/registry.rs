@@ -24,6 +24,7 @@ pub const TRACKERS: &[TrackerDescriptor] = &[
     tracker::github::DESCRIPTOR,
     tracker::gitlab::DESCRIPTOR,
     tracker::jira::DESCRIPTOR,
+    tracker::linear::DESCRIPTOR,
 ];
 
 /// Every agent kind this build can run.
@@ -97,6 +98,10 @@ pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {
         tracker::jira::KIND => Some(DefaultStates {
             active: tracker::jira::DEFAULT_ACTIVE,
             terminal: &[],
+        }),
+        tracker::linear::KIND => Some(DefaultStates {
+            active: tracker::linear::DEFAULT_ACTIVE,
+            terminal: tracker::linear::DEFAULT_TERMINAL,
         }),
         _ => None,
     }
@@ -210,7 +215,7 @@ mod tests {
     fn unknown_kinds_name_the_supported_ones() {
         assert_eq!(
             unsupported_tracker("redmine"),
-            "tracker kind \"redmine\" is not supported by this build (supported: file, gitea, github, gitlab, jira)"
+            "tracker kind \"redmine\" is not supported by this build (supported: file, gitea, github, gitlab, jira, linear)"
         );
         assert_eq!(
             unsupported_agent("aider"),

@@ -156,7 +156,7 @@ mod tests {
             [
                 (
                     "tracker_adapter",
-                    "tracker kind \"redmine\" is not supported by this build (supported: file, gitea, github, gitlab, jira)"
+                    "tracker kind \"redmine\" is not supported by this build (supported: file, gitea, github, gitlab, jira, linear)"
                 ),
                 (
                     "agent_adapter",

@@ -828,7 +828,7 @@ fn preflight_checks() {
     assert_eq!(
         w.config.config_preflight(),
         vec![
-            "tracker kind \"redmine\" is not supported by this build (supported: file, gitea, github, gitlab, jira)"
+            "tracker kind \"redmine\" is not supported by this build (supported: file, gitea, github, gitlab, jira, linear)"
                 .to_string(),
             "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)"
                 .to_string(),

@@ -97,7 +97,7 @@ impl HttpClient {
                 Err(e) => e,
             };
             let retryable = matches!(err.class, ErrorClass::Transport | ErrorClass::Api);
-            if !req.method.auto_retry() || !retryable {
+            if !(req.method.auto_retry() || req.retry_safe) || !retryable {
                 return Err(err);
             }
             let Some(wait) = self

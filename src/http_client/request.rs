@@ -46,6 +46,9 @@ pub struct Request {
     /// A redirect (3xx) answer is returned to the caller as a response instead of failing, so
     /// the caller can follow its `Location` itself (the client never follows redirects).
     pub accept_redirect: bool,
+    /// A read sent by a method other than GET (a GraphQL query is a POST), so the client may
+    /// retry it like a GET.
+    pub retry_safe: bool,
 }
 
 impl Request {
@@ -57,6 +60,7 @@ impl Request {
             headers: Vec::new(),
             body: None,
             accept_redirect: false,
+            retry_safe: false,
         }
     }
 
@@ -77,6 +81,12 @@ impl Request {
     /// Returns a 3xx answer as a response (see [`Request::accept_redirect`]).
     pub fn redirect_allowed(mut self) -> Self {
         self.accept_redirect = true;
+        self
+    }
+
+    /// Marks a read sent by POST as safe to retry (see [`Request::retry_safe`]).
+    pub fn read_only(mut self) -> Self {
+        self.retry_safe = true;
         self
     }
 

@@ -13,6 +13,7 @@
 //! - [`fake_gitea`]: a fake Gitea REST API on the fake-server framework;
 //! - [`fake_github`]: a fake GitHub REST API on the fake-server framework;
 //! - [`fake_jira`]: a fake Jira Cloud REST API on the fake-server framework;
+//! - [`fake_linear`]: a fake Linear GraphQL API on the fake-server framework;
 //! - [`fake_server`]: a fake HTTP API with a fault queue and a request journal;
 //! - [`promtool`]: `promtool check metrics` on an exposition text;
 //! - [`real_cli`]: the real agent CLIs installed from the npm registry;
@@ -27,6 +28,7 @@ pub mod fake_gitea;
 pub mod fake_github;
 pub mod fake_gitlab;
 pub mod fake_jira;
+pub mod fake_linear;
 pub mod fake_server;
 pub mod http;
 pub mod in_process;

@@ -1,0 +1,459 @@
+//! The `linear` tracker: issues of one Linear team (`tracker.project: ENG`, the team key) read
+//! over Linear's GraphQL API, with the team's own workflow states as states. Transitions write
+//! the state's id (resolved from the team's `workflowStates` by name, cached, refreshed on a
+//! miss) with `issueUpdate`; labels are resolved to ids the same way and written with
+//! `issueAddLabel`/`issueRemoveLabel`; blockers are the inverse relations of type `blocks`.
+//!
+//! API reference: <https://linear.app/developers/graphql> (authentication, queries and
+//! mutations), <https://linear.app/developers/pagination>,
+//! <https://linear.app/developers/rate-limiting>, and the published schema
+//! (`packages/sdk/src/schema.graphql` of the linear/linear repository).
+
+mod api;
+mod normalize;
+mod queries;
+mod settings;
+
+/// The Linear answers the unit tests read (`tests/fixtures/linear/`).
+#[cfg(test)]
+fn fixture(name: &str) -> serde_json::Value {
+    let path = format!(
+        "{}/tests/fixtures/linear/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::clock::Clock;
+use crate::domain::{Comment, Issue};
+use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
+use crate::tracker::{
+    Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
+    TrackerResult, TrackerSettings,
+};
+
+use api::LinearApi;
+pub use settings::{DEFAULT_ACTIVE, DEFAULT_TERMINAL};
+
+/// The configuration name of this kind (`tracker.kind`, and the `linear:` block).
+pub const KIND: &str = "linear";
+
+/// This kind as the registry lists it.
+pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
+    kind: KIND,
+    path_key: None,
+    validate,
+    build,
+};
+
+fn validate(s: &TrackerSettings) -> Vec<SettingProblem> {
+    settings::problems(s)
+}
+
+fn build(s: &TrackerSettings, clock: Arc<dyn Clock>) -> TrackerResult<Arc<dyn TrackerAdapter>> {
+    let c = settings::parse(s)?;
+    crate::mask::register_secret(&c.token);
+    if s.query_filter
+        .as_deref()
+        .is_some_and(|q| !q.trim().is_empty())
+    {
+        log::warn!("tracker.query_filter is not supported and is ignored tracker={KIND}");
+    }
+    Ok(Arc::new(LinearTracker {
+        api: LinearApi::new(&c, clock),
+        team: c.team.clone(),
+        active: c.active.clone(),
+        states: Mutex::new(None),
+    }))
+}
+
+/// One workflow state of the team.
+#[derive(Debug, Clone)]
+struct WorkflowState {
+    id: String,
+    name: String,
+}
+
+/// Tracker adapter over one Linear team.
+pub struct LinearTracker {
+    api: LinearApi,
+    team: String,
+    active: Vec<String>,
+    /// The team's workflow states, read on first need and again when a name is missing.
+    states: Mutex<Option<Vec<WorkflowState>>>,
+}
+
+fn err(e: HttpError) -> TrackerError {
+    TrackerError::from_http(KIND, &e)
+}
+
+fn payload(message: String) -> TrackerError {
+    TrackerError::new(TrackerErrorKind::Payload, KIND, message)
+}
+
+fn trimmed(items: &[String]) -> Vec<String> {
+    items
+        .iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// `ENG-12` → (`ENG`, 12).
+fn split_identifier(identifier: &str) -> Option<(String, u64)> {
+    let (team, number) = identifier.trim().rsplit_once('-')?;
+    let n = number.parse().ok()?;
+    (!team.is_empty()).then(|| (team.to_ascii_uppercase(), n))
+}
+
+impl LinearTracker {
+    fn read_states(&self) -> TrackerResult<Vec<WorkflowState>> {
+        let nodes = self
+            .api
+            .nodes(
+                "SortieWorkflowStates",
+                queries::WORKFLOW_STATES,
+                json!({"team": self.team}),
+                "/workflowStates",
+            )
+            .map_err(err)?;
+        let states: Vec<WorkflowState> = nodes
+            .iter()
+            .filter_map(|n| {
+                Some(WorkflowState {
+                    id: n.get("id")?.as_str()?.to_string(),
+                    name: n.get("name")?.as_str()?.to_string(),
+                })
+            })
+            .collect();
+        *self.states.lock().unwrap_or_else(|p| p.into_inner()) = Some(states.clone());
+        Ok(states)
+    }
+
+    fn cached_states(&self) -> Option<Vec<WorkflowState>> {
+        self.states
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The team's state named `name` (case-insensitive), reading the states again on a miss.
+    fn state_named(&self, name: &str) -> TrackerResult<WorkflowState> {
+        let find = |states: &[WorkflowState]| {
+            states
+                .iter()
+                .find(|s| s.name.trim().eq_ignore_ascii_case(name.trim()))
+                .cloned()
+        };
+        if let Some(s) = self.cached_states().as_deref().and_then(find) {
+            return Ok(s);
+        }
+        let states = self.read_states()?;
+        find(&states).ok_or_else(|| {
+            payload(format!(
+                "team {} has no workflow state named {name:?} (states: {})",
+                self.team,
+                states
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+    }
+
+    /// Config state names spelled as the team spells them when the cache knows them, so the
+    /// exact-match `in` filter matches case-insensitively.
+    fn spelled(&self, names: &[String]) -> TrackerResult<Vec<String>> {
+        let states = match self.cached_states() {
+            Some(s) => s,
+            None => self.read_states()?,
+        };
+        Ok(names
+            .iter()
+            .map(|n| {
+                states
+                    .iter()
+                    .find(|s| s.name.eq_ignore_ascii_case(n))
+                    .map_or_else(|| n.clone(), |s| s.name.clone())
+            })
+            .collect())
+    }
+
+    fn issues_in(&self, states: &[String]) -> TrackerResult<Vec<Issue>> {
+        let states = self.spelled(states)?;
+        let nodes = self
+            .api
+            .nodes(
+                "SortieIssues",
+                queries::ISSUES,
+                json!({"team": self.team, "states": states}),
+                "/issues",
+            )
+            .map_err(err)?;
+        Ok(nodes.iter().filter_map(normalize::issue).collect())
+    }
+
+    fn issue_node(&self, id: &str) -> TrackerResult<Value> {
+        let data = self
+            .api
+            .query("SortieIssue", queries::ISSUE, json!({"id": id.trim()}))
+            .map_err(err)?;
+        match data.get("issue") {
+            Some(v) if v.is_object() => Ok(v.clone()),
+            _ => Err(TrackerError::new(
+                TrackerErrorKind::NotFound,
+                KIND,
+                format!("POST /graphql: SortieIssue: no issue {id}"),
+            )),
+        }
+    }
+
+    /// The label id for `name`: a label of this team first, else a workspace label.
+    fn label_id(&self, name: &str) -> TrackerResult<Option<String>> {
+        let nodes = self
+            .api
+            .nodes(
+                "SortieLabels",
+                queries::LABELS,
+                json!({"name": name.trim()}),
+                "/issueLabels",
+            )
+            .map_err(err)?;
+        let named: Vec<&Value> = nodes
+            .iter()
+            .filter(|n| {
+                n.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|l| l.trim().eq_ignore_ascii_case(name.trim()))
+            })
+            .collect();
+        let team_of = |n: &Value| {
+            n.pointer("/team/key")
+                .and_then(Value::as_str)
+                .map(String::from)
+        };
+        let pick = named
+            .iter()
+            .find(|n| team_of(n).is_some_and(|k| k.eq_ignore_ascii_case(&self.team)))
+            .or_else(|| named.iter().find(|n| team_of(n).is_none()));
+        Ok(pick.and_then(|n| n.get("id").and_then(Value::as_str).map(String::from)))
+    }
+
+    fn states_of(
+        &self,
+        op: &str,
+        query: &str,
+        vars: Value,
+        key: &str,
+        wanted: &BTreeSet<String>,
+    ) -> TrackerResult<BTreeMap<String, String>> {
+        let nodes = self.api.nodes(op, query, vars, "/issues").map_err(err)?;
+        Ok(nodes
+            .iter()
+            .filter_map(|n| {
+                let k = n.get(key)?.as_str()?.to_string();
+                wanted
+                    .contains(&k.to_ascii_uppercase())
+                    .then(|| (k, normalize::state(n)))
+            })
+            .collect())
+    }
+}
+
+impl TrackerAdapter for LinearTracker {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
+        self.issues_in(&self.active)
+    }
+
+    fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
+        let v = self.issue_node(id)?;
+        let mut issue = normalize::issue(&v).ok_or_else(|| {
+            payload(format!(
+                "SortieIssue {id}: no id or identifier in the answer"
+            ))
+        })?;
+        issue.comments = Some(self.fetch_issue_comments(&issue.id)?);
+        Ok(issue)
+    }
+
+    fn fetch_issues_by_states(&self, states: &[String]) -> TrackerResult<Vec<Issue>> {
+        let states = trimmed(states);
+        if states.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.issues_in(&states)
+    }
+
+    fn fetch_issue_states_by_ids(&self, ids: &[String]) -> TrackerResult<BTreeMap<String, String>> {
+        let ids = trimmed(ids);
+        let mut out = BTreeMap::new();
+        for chunk in ids.chunks(api::PAGE) {
+            let wanted: BTreeSet<String> = chunk.iter().map(|i| i.to_ascii_uppercase()).collect();
+            out.extend(self.states_of(
+                "SortieIssueStatesByIds",
+                queries::STATES_BY_IDS,
+                json!({"ids": chunk}),
+                "id",
+                &wanted,
+            )?);
+        }
+        Ok(out)
+    }
+
+    fn fetch_issue_states_by_identifiers(
+        &self,
+        identifiers: &[String],
+    ) -> TrackerResult<BTreeMap<String, String>> {
+        // Identifiers are `<team key>-<number>`; Linear filters by team and number.
+        let mut by_team: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for i in identifiers {
+            if let Some((team, n)) = split_identifier(i) {
+                by_team.entry(team).or_default().push(n);
+            }
+        }
+        let mut out = BTreeMap::new();
+        for (team, numbers) in by_team {
+            for chunk in numbers.chunks(api::PAGE) {
+                let wanted: BTreeSet<String> =
+                    chunk.iter().map(|n| format!("{team}-{n}")).collect();
+                out.extend(self.states_of(
+                    "SortieIssueStatesByNumbers",
+                    queries::STATES_BY_NUMBERS,
+                    json!({"team": team, "numbers": chunk}),
+                    "identifier",
+                    &wanted,
+                )?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
+        let nodes = self
+            .api
+            .nodes(
+                "SortieComments",
+                queries::COMMENTS,
+                json!({"id": id.trim()}),
+                "/issue/comments",
+            )
+            .map_err(err)?;
+        let mut comments: Vec<Comment> = nodes.iter().map(normalize::comment).collect();
+        // Oldest first, whatever order the connection used.
+        comments.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+        Ok(comments)
+    }
+
+    fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
+        let target = self.state_named(state)?;
+        log::info!(
+            "transitioning issue tracker={KIND} issue_id={id} state={state:?} state_id={}",
+            target.id
+        );
+        self.api
+            .mutate(
+                "SortieIssueUpdate",
+                queries::UPDATE_STATE,
+                json!({"id": id.trim(), "stateId": target.id}),
+                "issueUpdate",
+            )
+            .map(drop)
+            .map_err(err)
+    }
+
+    fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
+        self.api
+            .mutate(
+                "SortieCommentCreate",
+                queries::COMMENT_CREATE,
+                json!({"issueId": id.trim(), "body": text}),
+                "commentCreate",
+            )
+            .map(drop)
+            .map_err(err)
+    }
+
+    fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
+        let Some(label_id) = self.label_id(label)? else {
+            return Err(payload(format!(
+                "label {label:?} does not exist in team {} or the workspace: create it in Linear first",
+                self.team
+            )));
+        };
+        self.api
+            .mutate(
+                "SortieIssueAddLabel",
+                queries::ADD_LABEL,
+                json!({"id": id.trim(), "labelId": label_id}),
+                "issueAddLabel",
+            )
+            .map(drop)
+            .map_err(err)
+    }
+
+    fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
+        let Some(label_id) = self.label_id(label)? else {
+            return Ok(());
+        };
+        match self.api.mutate(
+            "SortieIssueRemoveLabel",
+            queries::REMOVE_LABEL,
+            json!({"id": id.trim(), "labelId": label_id}),
+            "issueRemoveLabel",
+        ) {
+            Err(e) if e.class == ErrorClass::NotFound => Ok(()),
+            other => other.map(drop).map_err(err),
+        }
+    }
+
+    fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
+        let data = self
+            .api
+            .query(
+                "SortieBlockers",
+                queries::BLOCKERS,
+                json!({"id": id.trim()}),
+            )
+            .map_err(err)?;
+        let Some(v) = data.get("issue").filter(|v| v.is_object()) else {
+            return Err(TrackerError::new(
+                TrackerErrorKind::NotFound,
+                KIND,
+                format!("POST /graphql: SortieBlockers: no issue {id}"),
+            ));
+        };
+        Ok(Blockers {
+            refs: normalize::blockers(v),
+            complete: normalize::blockers_complete(v),
+        })
+    }
+
+    fn rate_limit(&self) -> Option<RateLimitStatus> {
+        self.api.rate_limit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_split_into_team_and_number() {
+        assert_eq!(split_identifier("eng-12"), Some(("ENG".into(), 12)));
+        assert_eq!(split_identifier("MY-TEAM-3"), Some(("MY-TEAM".into(), 3)));
+        assert_eq!(split_identifier("ENG"), None);
+        assert_eq!(split_identifier("-3"), None);
+        assert_eq!(split_identifier("ENG-x"), None);
+    }
+}
