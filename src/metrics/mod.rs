@@ -299,7 +299,10 @@ impl Metrics {
     /// A webhook delivery of `kind` ended with `outcome` (see `WEBHOOK_OUTCOMES`).
     pub fn webhook_delivery(&self, kind: &str, outcome: &str) {
         self.webhook_deliveries
-            .with_label_values(&[bounded(kind, WEBHOOK_KINDS), bounded(outcome, WEBHOOK_OUTCOMES)])
+            .with_label_values(&[
+                bounded(kind, WEBHOOK_KINDS),
+                bounded(outcome, WEBHOOK_OUTCOMES),
+            ])
             .inc();
     }
 

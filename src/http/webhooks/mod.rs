@@ -36,7 +36,7 @@ use crate::clock::rfc3339_ms;
 use crate::orchestrator::{RefreshOutcome, Unanswered};
 
 use super::AppState;
-use super::respond::{ApiError, echo, header, send_error, send_json, JsonReply};
+use super::respond::{ApiError, JsonReply, echo, header, send_error, send_json};
 use super::views::reply::{ErrorBody, RefreshReply};
 use super::views::to_value;
 use verify::Kind;
@@ -118,10 +118,7 @@ pub fn serve(state: &AppState, mut req: Request, kind_segment: &str) {
             ),
         );
     };
-    let remote = req
-        .remote_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
+    let remote = req.remote_addr().map(|a| a.to_string()).unwrap_or_default();
     let now = state.clock.now_ms();
 
     let limited = {
@@ -225,7 +222,10 @@ pub fn serve(state: &AppState, mut req: Request, kind_segment: &str) {
         let mut seen = ing.seen.lock().unwrap_or_else(|p| p.into_inner());
         seen.first_time(&replay_key, now)
     };
-    let delivery_log = delivery.as_deref().map(|d| echo(d).into_owned()).unwrap_or_default();
+    let delivery_log = delivery
+        .as_deref()
+        .map(|d| echo(d).into_owned())
+        .unwrap_or_default();
     if !fresh {
         count(state, kind, "replayed");
         log::warn!(

@@ -58,7 +58,10 @@ impl Kind {
 
     /// The environment variable holding this kind's secret.
     pub fn secret_var(self) -> String {
-        format!("SORTIE_WEBHOOK_SECRET_{}", self.as_str().to_ascii_uppercase())
+        format!(
+            "SORTIE_WEBHOOK_SECRET_{}",
+            self.as_str().to_ascii_uppercase()
+        )
     }
 
     /// The header naming the delivery, for replay protection.
@@ -200,7 +203,7 @@ pub fn sign_hex(secret: &str, body: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    fn headers(list: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    fn headers(list: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
         let owned: Vec<(String, String)> = list
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -297,8 +300,14 @@ mod tests {
     fn linear_timestamps_within_a_minute() {
         let now = 1_700_000_000_000;
         let at = |ts: i64| serde_json::json!({"webhookTimestamp": ts});
-        assert_eq!(check_timestamp(Kind::Linear, &at(now - 59_000), now), Ok(()));
-        assert_eq!(check_timestamp(Kind::Linear, &at(now + 30_000), now), Ok(()));
+        assert_eq!(
+            check_timestamp(Kind::Linear, &at(now - 59_000), now),
+            Ok(())
+        );
+        assert_eq!(
+            check_timestamp(Kind::Linear, &at(now + 30_000), now),
+            Ok(())
+        );
         assert_eq!(
             check_timestamp(Kind::Linear, &at(now - 61_000), now),
             Err(Refusal::StaleTimestamp)
