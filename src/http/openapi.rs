@@ -658,7 +658,7 @@ fn webhook_path(s: &Refs) -> Value {
         "summary": "Receive a signed forge delivery",
         "description": "A delivery from GitHub, GitLab, Gitea, Jira or Linear, verified with the kind's scheme and the secret in SORTIE_WEBHOOK_SECRET_<KIND>. Its content is never trusted: a verified delivery only queues an immediate coalesced poll, like POST /api/v1/refresh. Rate-limited per kind; a delivery id seen within the last hour is refused.",
         "parameters": [path_param("kind", "The forge: github, gitlab, gitea, jira or linear.")],
-        "requestBody": {"required": false, "content": {"application/json": {"schema": {}}}},
+        "requestBody": {"required": false, "description": "The forge's delivery, as it sent it; read only after its signature is verified.", "content": {"application/json": {"schema": {"type": "object"}}}},
         "responses": {
             "202": json_response("Verified; a poll is queued, or joined a queued one.", s.refresh.clone(),
                 json!({"queued": true, "coalesced": false, "requested_at": "2026-03-26T14:30:05.000Z", "operations": ["poll", "reconcile"], "outcome_text": "Tracker poll and reconciliation queued."})),
