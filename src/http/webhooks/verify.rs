@@ -5,7 +5,7 @@
 //! Sources:
 //! - GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(body)>`, delivery id in
 //!   `X-GitHub-Delivery` (<https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries>,
-//!   whose test vector is [`tests::github_documented_vector`]).
+//!   whose example is the unit test `github_documented_vector`).
 //! - Gitea: `X-Gitea-Signature: <hex HMAC-SHA256(body)>`, delivery id in `X-Gitea-Delivery`
 //!   (<https://docs.gitea.com/usage/webhooks>).
 //! - GitLab: `X-Gitlab-Token: <secret>` as configured, delivery id in `X-Gitlab-Event-UUID`
