@@ -38,6 +38,7 @@ pub mod sse;
 pub mod state_doc;
 pub mod stats;
 pub mod views;
+pub mod webhooks;
 pub mod wording;
 
 use std::sync::Arc;
@@ -222,6 +223,7 @@ pub fn start(
             host::HostPolicy::Only(names) => names.join(","),
         }
     );
+    webhooks::init();
     let state = Arc::new(AppState {
         orch,
         store,

@@ -36,6 +36,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/v1/retries/{identifier}/run"),
     ("post", "/api/v1/reactions/{identifier}/{kind}/check"),
     ("post", "/api/v1/attention/{id}/acknowledge"),
+    ("post", "/api/v1/webhooks/{kind}"),
 ];
 
 fn error_response(desc: &str, code: &str, message: &str) -> Value {
@@ -400,6 +401,9 @@ pub fn document() -> Value {
     let mut g = generator();
     let refs = Refs::generate(&mut g);
     let mut paths = paths(&refs);
+    if let Some(m) = paths.as_object_mut() {
+        m.insert("/api/v1/webhooks/{kind}".to_string(), webhook_path(&refs));
+    }
     add_connection_errors(&mut paths);
     json!({
         "openapi": "3.1.0",
@@ -647,6 +651,36 @@ fn paths(s: &Refs) -> Value {
     })
 }
 
+/// `POST /api/v1/webhooks/{kind}` ([`super::webhooks`]); apart from [`paths`] to keep each
+/// `json!` within the macro's recursion limit.
+fn webhook_path(s: &Refs) -> Value {
+    json!({"post": {
+        "summary": "Receive a signed forge delivery",
+        "description": "A delivery from GitHub, GitLab, Gitea, Jira or Linear, verified with the kind's scheme and the secret in SORTIE_WEBHOOK_SECRET_<KIND>. Its content is never trusted: a verified delivery only queues an immediate coalesced poll, like POST /api/v1/refresh. Rate-limited per kind; a delivery id seen within the last hour is refused.",
+        "parameters": [path_param("kind", "The forge: github, gitlab, gitea, jira or linear.")],
+        "requestBody": {"required": false, "description": "The forge's delivery, as it sent it; read only after its signature is verified.", "content": {"application/json": {"schema": {"type": "object"}}}},
+        "responses": {
+            "202": json_response("Verified; a poll is queued, or joined a queued one.", s.refresh.clone(),
+                json!({"queued": true, "coalesced": false, "requested_at": "2026-03-26T14:30:05.000Z", "operations": ["poll", "reconcile"], "outcome_text": "Tracker poll and reconciliation queued."})),
+            "400": error_response("Verified, but the body is not a JSON object; nothing changed.", "invalid_payload", "the delivery's body is not a JSON object; nothing changed"),
+            "401": error_response("Not verified (signature or token missing, malformed or wrong, or a stale signed timestamp); logged, nothing changed.", "webhook_unverified", "the delivery is not verified (bad_signature); nothing changed"),
+            "403": cross_origin(),
+            "404": error_response("The kind is unknown, or has no secret configured.", "webhook_not_configured", "no webhook kind \"bitbucket\" is configured (github, gitlab, gitea, jira or linear, each with its SORTIE_WEBHOOK_SECRET_<KIND>)"),
+            "405": method_not_allowed(),
+            "409": error_response("The delivery was already received; nothing changed.", "webhook_replayed", "this delivery was already received; nothing changed"),
+            "429": {
+                "description": "Too many deliveries for this kind; nothing changed.",
+                "headers": {"Retry-After": {"description": "Seconds until a delivery is accepted again.", "schema": {"type": "integer", "minimum": 1}}},
+                "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/Error"},
+                    "example": {"error": {"code": "rate_limited", "message": "too many deliveries for this kind; nothing changed"}},
+                }},
+            },
+            "503": error_response("Shutting down, or the orchestrator did not take the request; nothing changed.", "webhook_unavailable", "sortie is shutting down; nothing changed"),
+        },
+    }})
+}
+
 /// A stats range bound: empty (open), an RFC 3339 timestamp with an offset, a calendar date,
 /// or a positive Go duration (a zero one, or one reaching before year -9999, answers 400).
 fn stats_bound(name: &str, selects: &str) -> Value {
@@ -804,6 +838,7 @@ mod tests {
             "/api/v1/retries/X-1/run",
             "/api/v1/reactions/X-1/ci/check",
             "/api/v1/attention/00ff/acknowledge",
+            "/api/v1/webhooks/github",
             "/openapi.json",
             "/api/v1/X-1",
         ];

@@ -13,6 +13,7 @@ use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, send_error, send_json};
 use super::{
     actions, dashboard, issue_detail, openapi, prices, probes, runs, scrape, sse, state_doc, stats,
+    webhooks,
 };
 
 /// What a path names.
@@ -32,6 +33,8 @@ pub enum Route {
     RetryNow(String),
     ReactionCheck(String, String),
     Acknowledge(String),
+    /// `/api/v1/webhooks/{kind}`: a forge's signed delivery ([`webhooks::serve`]).
+    Webhook(String),
     OpenApi,
     /// `/metrics`: the Prometheus scrape ([`scrape::serve`]).
     Metrics,
@@ -53,7 +56,8 @@ impl Route {
             Route::Refresh
             | Route::RetryNow(_)
             | Route::ReactionCheck(..)
-            | Route::Acknowledge(_) => "POST",
+            | Route::Acknowledge(_)
+            | Route::Webhook(_) => "POST",
             Route::Dashboard => "GET, HEAD",
             _ => "GET",
         }
@@ -77,6 +81,7 @@ impl Route {
             Route::RetryNow(_) => ("post", "/api/v1/retries/{identifier}/run"),
             Route::ReactionCheck(..) => ("post", "/api/v1/reactions/{identifier}/{kind}/check"),
             Route::Acknowledge(_) => ("post", "/api/v1/attention/{id}/acknowledge"),
+            Route::Webhook(_) => ("post", "/api/v1/webhooks/{kind}"),
             Route::OpenApi => ("get", "/openapi.json"),
             Route::Issue(_) => ("get", "/api/v1/{identifier}"),
             Route::Metrics | Route::Dashboard | Route::Favicon | Route::NotFound => return None,
@@ -126,6 +131,7 @@ pub fn route(path: &str) -> Route {
             Route::ReactionCheck(id.to_string(), kind.to_string())
         }
         ["attention", id, "acknowledge"] if !id.is_empty() => Route::Acknowledge(id.to_string()),
+        ["webhooks", kind] if !kind.is_empty() => Route::Webhook(kind.to_string()),
         [one] if !one.is_empty() && !FIXED.contains(one) => Route::Issue(one.to_string()),
         _ => Route::NotFound,
     }
@@ -231,6 +237,7 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         Route::RetryNow(id) => actions::retry_now(state, id),
         Route::ReactionCheck(id, kind) => actions::reaction_check(state, id, kind),
         Route::Acknowledge(id) => actions::acknowledge(state, id),
+        Route::Webhook(kind) => return webhooks::serve(state, req, kind),
         Route::OpenApi => Ok(JsonReply::ok(openapi::document())),
         Route::Issue(id) => issue_detail::detail(state, id),
         Route::NotFound => Err(ApiError::no_route(&path)),
@@ -280,6 +287,10 @@ mod tests {
         assert_eq!(
             route("/api/v1/attention/ab/acknowledge"),
             Route::Acknowledge("ab".into())
+        );
+        assert_eq!(
+            route("/api/v1/webhooks/github"),
+            Route::Webhook("github".into())
         );
         assert_eq!(route("/ui/issues/X"), Route::Dashboard);
         assert_eq!(route("/metrics"), Route::Metrics);

@@ -56,6 +56,7 @@ pub struct Metrics {
     self_review_sessions: IntCounterVec,
     self_review_cap: IntCounter,
     events_shed: IntCounter,
+    webhook_deliveries: IntCounterVec,
     poll_duration: Histogram,
     worker_duration: HistogramVec,
     verification_duration: HistogramVec,
@@ -199,6 +200,12 @@ impl Metrics {
                 "sortie_agent_events_shed_total",
                 "Agent events dropped under backpressure (text and tool chatter only; usage and turn ends are never dropped).",
             ),
+            webhook_deliveries: reg.counter_vec2(
+                "sortie_webhook_deliveries_total",
+                "Webhook deliveries received, by kind and outcome (accepted ones asked for a poll).",
+                ("kind", WEBHOOK_KINDS),
+                ("outcome", WEBHOOK_OUTCOMES),
+            ),
             poll_duration: reg.histogram(
                 "sortie_poll_duration_seconds",
                 "Poll tick duration in seconds.",
@@ -287,6 +294,16 @@ impl Metrics {
     /// A session ended without the agent ever reporting token usage.
     pub fn unmeasured_session(&self) {
         self.unmeasured.inc();
+    }
+
+    /// A webhook delivery of `kind` ended with `outcome` (see `WEBHOOK_OUTCOMES`).
+    pub fn webhook_delivery(&self, kind: &str, outcome: &str) {
+        self.webhook_deliveries
+            .with_label_values(&[
+                bounded(kind, WEBHOOK_KINDS),
+                bounded(outcome, WEBHOOK_OUTCOMES),
+            ])
+            .inc();
     }
 
     /// `n` agent events a session's forwarder dropped under backpressure.
