@@ -19,6 +19,7 @@ use super::fake_server::{FakeServer, Recorded, Reply};
 
 mod merge_requests;
 
+#[allow(unused_imports)]
 pub use merge_requests::{MrState, job_json, pipeline_json};
 
 pub const PROJECT: &str = "group/sub/project";
