@@ -38,7 +38,7 @@ pub const AGENTS: &[AgentDescriptor] = &[
 ];
 
 /// Every source control (forge) provider this build can run pull-request reactions on.
-pub const SCMS: &[ScmDescriptor] = &[scm::github::DESCRIPTOR];
+pub const SCMS: &[ScmDescriptor] = &[scm::github::DESCRIPTOR, scm::gitlab::DESCRIPTOR];
 
 /// `agent.kind` when the workflow names none.
 pub const DEFAULT_AGENT_KIND: &str = agent::claude::KIND;
@@ -195,16 +195,16 @@ mod tests {
     #[test]
     fn source_control_providers_are_looked_up_by_kind() {
         assert_eq!(
-            unsupported_scm("gitlab"),
-            "source control provider \"gitlab\" is not supported by this build (supported: github)"
+            unsupported_scm("bitbucket"),
+            "source control provider \"bitbucket\" is not supported by this build (supported: github, gitlab)"
         );
         let settings = |kind: &str, token: &str| ScmSettings {
             kind: kind.into(),
             token: token.into(),
             ..ScmSettings::default()
         };
-        let e = build_scm(&settings("gitlab", "t"), Arc::new(SystemClock)).err();
-        assert_eq!(e, Some(unsupported_scm("gitlab")));
+        let e = build_scm(&settings("bitbucket", "t"), Arc::new(SystemClock)).err();
+        assert_eq!(e, Some(unsupported_scm("bitbucket")));
         let no_token = build_scm(&settings("github", " "), Arc::new(SystemClock)).err();
         assert!(no_token.is_some_and(|e| e.contains("api_key")));
         let built = build_scm(&settings("github", "reg-test-token"), Arc::new(SystemClock));

@@ -157,10 +157,10 @@ fn providers_must_agree() {
 
 #[test]
 fn an_unknown_provider_lists_the_supported_ones() {
-    let e = err("reactions:\n  ci_failure: {provider: gitea}");
+    let e = err("reactions:\n  ci_failure: {provider: bitbucket}");
     assert_eq!(
         e,
-        "config: reactions.ci_failure.provider: source control provider \"gitea\" is not supported by this build (supported: github)"
+        "config: reactions.ci_failure.provider: source control provider \"bitbucket\" is not supported by this build (supported: github, gitlab)"
     );
 }
 

@@ -12,6 +12,7 @@ use crate::clock::Clock;
 use crate::domain::CiStatus;
 
 pub mod github;
+pub mod gitlab;
 pub mod log_tail;
 pub mod verdict;
 

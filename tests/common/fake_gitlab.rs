@@ -17,6 +17,11 @@ use serde_json::{Value, json};
 
 use super::fake_server::{FakeServer, Recorded, Reply};
 
+mod merge_requests;
+
+#[allow(unused_imports)]
+pub use merge_requests::{MrState, job_json, pipeline_json};
+
 pub const PROJECT: &str = "group/sub/project";
 pub const PROJECT_ID: u64 = 278964;
 pub const TOKEN: &str = "glpat-fake-token-0123456789";
@@ -32,6 +37,8 @@ pub struct GitlabState {
     pub links: BTreeMap<u64, Vec<(u64, String)>>,
     /// Paths (no query) that answer 500 to every request while listed.
     pub failing: BTreeSet<String>,
+    /// The merge-request side (`merge_requests`).
+    pub mr: MrState,
     next_note_id: u64,
 }
 
@@ -192,6 +199,9 @@ fn route(s: &mut GitlabState, req: &Recorded) -> Reply {
         .path
         .strip_prefix(&project_path())
         .or_else(|| req.path.strip_prefix(&by_id));
+    if let Some(reply) = rest.and_then(|r| merge_requests::route(s, req, r)) {
+        return rate_headers(reply);
+    }
     let reply = match rest {
         Some("/issues") if req.method == "GET" => list_issues(s, req),
         Some(r) => match r.strip_prefix("/issues/") {
