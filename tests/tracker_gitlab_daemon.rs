@@ -130,6 +130,7 @@ fn a_terminal_state_stops_the_running_agent_and_cleans_its_workspace() {
         s["running"].as_array().is_some_and(|r| r.is_empty())
     });
     d.wait_until("the workspace removed", WAIT, || !ws.exists());
+    d.wait_until("the dispatch note", WAIT, || notes_posted(&fake, 7) >= 1);
     assert_eq!(notes_posted(&fake, 7), 1, "only the dispatch note");
 }
 
@@ -222,6 +223,10 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
     fake.with_state(|s| s.add_issue(4, "After the storm", &["backlog"], false));
     d.wait_until("issue 4 handed off", WAIT, || {
         fake.with_state(|s| s.labels(4)) == ["review"]
+    });
+    // The completion note is written by the tracker-ops thread after the handoff.
+    d.wait_until("both lifecycle notes of issue 4", WAIT, || {
+        notes_posted(&fake, 4) >= 2
     });
     assert_eq!(edits(&fake, 4).len(), 2);
     assert_eq!(notes_posted(&fake, 4), 2);

@@ -13,6 +13,7 @@ use crate::domain::CiStatus;
 
 pub mod github;
 pub mod gitlab;
+pub mod http_error;
 pub mod log_tail;
 pub mod verdict;
 

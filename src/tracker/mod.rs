@@ -19,6 +19,7 @@ pub mod github;
 pub mod gitlab;
 pub mod http_tuning;
 pub mod jira;
+pub mod label_state;
 pub mod linear;
 
 /// What went wrong in a tracker call; the kind decides whether a caller retries.

@@ -4,8 +4,9 @@
 use serde_json::{Value, json};
 
 use super::api::Api;
-use super::error::{kind_of, own, scm_error};
+use super::error::{own, scm_error};
 use crate::http_client::{ErrorClass, HttpError, Method, Request, encode};
+use crate::scm::http_error::kind_of;
 use crate::scm::{
     LabelEvent, MergeOutcome, MergeStrategy, PullRequestInfo, PullRequestRef, ScmErrorKind,
     ScmResult,

@@ -12,7 +12,6 @@
 mod api;
 mod normalize;
 mod settings;
-mod state;
 mod transition;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,9 +27,9 @@ use crate::tracker::{
     TrackerResult, TrackerSettings,
 };
 
+use crate::tracker::label_state::StateWords;
 use api::GiteaApi;
 pub use settings::{DEFAULT_ACTIVE, DEFAULT_TERMINAL};
-use state::StateWords;
 
 /// The configuration name of this kind (`tracker.kind`, and the `gitea:` block).
 pub const KIND: &str = "gitea";

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use super::state::StateWords;
 use crate::domain::{BlockerRef, BlockersRead, Comment, Issue};
+use crate::tracker::label_state::StateWords;
 
 /// Pull requests share the issue numbers and endpoints; they are never work items here.
 pub fn is_pull_request(v: &Value) -> bool {

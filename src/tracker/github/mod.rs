@@ -7,7 +7,6 @@
 mod api;
 mod normalize;
 mod settings;
-mod state;
 mod transition;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,9 +22,9 @@ use crate::tracker::{
     TrackerResult, TrackerSettings,
 };
 
+use crate::tracker::label_state::StateWords;
 use api::GithubApi;
 pub use settings::{DEFAULT_ACTIVE, DEFAULT_TERMINAL};
-use state::StateWords;
 
 /// The configuration name of this kind (`tracker.kind`, and the `github:` block).
 pub const KIND: &str = "github";

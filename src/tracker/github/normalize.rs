@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use super::state::StateWords;
 use crate::domain::{BlockerRef, BlockersRead, Comment, Issue, IssueRef};
+use crate::tracker::label_state::StateWords;
 
 /// Pull requests come back from the issues endpoints too; they are never work items here.
 pub fn is_pull_request(v: &Value) -> bool {

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::api::GithubApi;
 use super::normalize;
-use super::state::StateWords;
 use crate::http_client::HttpError;
+use crate::tracker::label_state::StateWords;
 
 /// What a transition still has to do, decided from the issue as read.
 #[derive(Debug, PartialEq, Eq)]

@@ -12,7 +12,6 @@
 mod api;
 mod normalize;
 mod settings;
-mod state;
 mod transition;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,9 +27,9 @@ use crate::tracker::{
     TrackerResult, TrackerSettings,
 };
 
+use crate::tracker::label_state::StateWords;
 use api::{Edit, GitlabApi};
 pub use settings::{DEFAULT_ACTIVE, DEFAULT_TERMINAL};
-use state::StateWords;
 
 /// The configuration name of this kind (`tracker.kind`, and the `gitlab:` block).
 pub const KIND: &str = "gitlab";

@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
-use super::state::StateWords;
 use crate::domain::{BlockerRef, BlockersRead, Comment, Issue};
+use crate::tracker::label_state::StateWords;
 
 fn text(v: &Value, key: &str) -> String {
     v.get(key)

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::api::{Edit, GitlabApi};
 use super::normalize;
-use super::state::StateWords;
 use crate::http_client::HttpError;
+use crate::tracker::label_state::StateWords;
 
 /// The edit that takes `issue` to `target` (a known state word, lowercased).
 pub fn plan(issue: &Value, target: &str, words: &StateWords) -> Edit {

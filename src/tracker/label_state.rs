@@ -1,5 +1,6 @@
-//! An issue's state, read from its labels: GitLab issues are only `opened` or `closed`, so
-//! workflow states are labels, with opened/closed as the fallback.
+//! An issue's state, read from its labels, for the trackers whose issues are only open or
+//! closed (GitHub, GitLab, Gitea): workflow states are labels, with open/closed as the
+//! fallback.
 
 /// The configured state words, lowercased.
 #[derive(Debug, Clone)]
@@ -11,8 +12,8 @@ pub struct StateWords {
 
 impl StateWords {
     /// First active label present (config order), else first terminal label, else the
-    /// handoff label, else opened ⇒ first active state, closed ⇒ first terminal state, else
-    /// the native word.
+    /// handoff label, else open (GitLab: `opened`) ⇒ first active state, closed ⇒ first
+    /// terminal state, else the native word.
     pub fn state_of(&self, labels: &[String], native: &str) -> String {
         let has = |s: &String| labels.iter().any(|l| l == s);
         if let Some(s) = self.active.iter().find(|s| has(s)) {
@@ -25,7 +26,7 @@ impl StateWords {
             return h.clone();
         }
         let fallback = match native {
-            "opened" => self.active.first(),
+            "open" | "opened" => self.active.first(),
             "closed" => self.terminal.first(),
             _ => None,
         };
@@ -54,25 +55,40 @@ impl StateWords {
 mod tests {
     use super::*;
 
+    fn words() -> StateWords {
+        StateWords {
+            active: vec!["backlog".into(), "in-progress".into()],
+            terminal: vec!["done".into(), "wontfix".into()],
+            handoff: Some("review".into()),
+        }
+    }
+
     fn l(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
     }
 
     #[test]
-    fn precedence_then_opened_closed_fallback() {
-        let w = StateWords {
-            active: vec!["backlog".into(), "in-progress".into()],
-            terminal: vec!["done".into(), "wontfix".into()],
-            handoff: Some("review".into()),
-        };
+    fn precedence_then_open_closed_fallback() {
+        let w = words();
         assert_eq!(
-            w.state_of(&l(&["in-progress", "backlog"]), "opened"),
+            w.state_of(&l(&["in-progress", "backlog"]), "open"),
             "backlog"
         );
-        assert_eq!(w.state_of(&l(&["wontfix", "review"]), "opened"), "wontfix");
-        assert_eq!(w.state_of(&l(&["review", "bug"]), "opened"), "review");
+        assert_eq!(
+            w.state_of(&l(&["done", "in-progress"]), "closed"),
+            "in-progress"
+        );
+        assert_eq!(w.state_of(&l(&["wontfix", "review"]), "open"), "wontfix");
+        assert_eq!(w.state_of(&l(&["review", "bug"]), "open"), "review");
+        assert_eq!(w.state_of(&l(&["bug"]), "open"), "backlog");
         assert_eq!(w.state_of(&l(&["bug"]), "opened"), "backlog");
-        assert_eq!(w.state_of(&l(&[]), "closed"), "done");
         assert_eq!(w.state_of(&l(&[]), "locked"), "locked");
+        assert_eq!(w.state_of(&l(&[]), "closed"), "done");
+        let empty = StateWords {
+            active: vec![],
+            terminal: vec![],
+            handoff: None,
+        };
+        assert_eq!(empty.state_of(&l(&[]), "open"), "open");
     }
 }
