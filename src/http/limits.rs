@@ -7,7 +7,11 @@
 //!   it is closed quietly; a request cut short is answered 408);
 //! - the body is read whole, within [`BODY_TIMEOUT`], and at most [`MAX_BODY`] bytes (larger
 //!   is answered 413 unread and the connection closed): the API's POST bodies are empty or
-//!   tiny, so one cap serves every route and no handler ever reads from a socket;
+//!   tiny, and no handler ever reads from a socket. Webhook deliveries
+//!   ([`WEBHOOK_PATH_PREFIX`]) may carry up to [`MAX_WEBHOOK_BODY`]: a forge's push or
+//!   issue payload is often larger than 64 KiB (GitHub caps its deliveries at 25 MB; the
+//!   cap here bounds what unauthenticated senders can make the daemon hold, since the
+//!   signature can only be checked once the body is read);
 //! - at most `server.max_connections` ([`DEFAULT_MAX_CONNECTIONS`]) connections are open at
 //!   once, event streams included for their whole life; one beyond is answered 503 with
 //!   `Connection: close` without a thread of its own; the cap is lowered to what the
@@ -37,6 +41,11 @@ use super::views::reply::ErrorBody;
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_BODY: usize = 64 * 1024;
+/// The body cap of webhook deliveries. A larger delivery is refused (413); the change it
+/// announced is still seen by the next poll.
+pub const MAX_WEBHOOK_BODY: usize = 8 * 1024 * 1024;
+/// Where webhook deliveries arrive (`POST /api/v1/webhooks/{kind}`).
+pub const WEBHOOK_PATH_PREFIX: &str = "/api/v1/webhooks/";
 pub const MAX_REQUEST_LINE: usize = 8 * 1024;
 pub const MAX_HEAD_LINE: usize = 16 * 1024;
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -72,12 +81,22 @@ fn envelope(_status: u16, code: &str, message: &str) -> String {
     })
 }
 
+/// The body cap for a request target: [`MAX_WEBHOOK_BODY`] on the webhook route, else
+/// [`MAX_BODY`].
+pub fn max_body_for(target: &str) -> usize {
+    if target.starts_with(WEBHOOK_PATH_PREFIX) {
+        MAX_WEBHOOK_BODY
+    } else {
+        MAX_BODY
+    }
+}
+
 /// The limits for tiny_http; `max_connections` is `server.max_connections`.
 pub fn limits(max_connections: Option<usize>) -> tiny_http::Limits {
     tiny_http::Limits {
         head_timeout: HEAD_TIMEOUT,
         body_timeout: BODY_TIMEOUT,
-        max_body: MAX_BODY,
+        max_body: max_body_for,
         max_request_line: MAX_REQUEST_LINE,
         max_head_line: MAX_HEAD_LINE,
         max_head: MAX_HEAD,
@@ -99,6 +118,18 @@ mod tests {
         );
         assert_eq!(limits(None).max_connections, DEFAULT_MAX_CONNECTIONS);
         assert_eq!(limits(Some(3)).max_connections, 3);
+    }
+
+    #[test]
+    fn only_the_webhook_route_takes_large_bodies() {
+        assert_eq!(max_body_for("/api/v1/webhooks/github"), MAX_WEBHOOK_BODY);
+        assert_eq!(
+            max_body_for("/api/v1/webhooks/gitlab?x=1"),
+            MAX_WEBHOOK_BODY
+        );
+        assert_eq!(max_body_for("/api/v1/refresh"), MAX_BODY);
+        assert_eq!(max_body_for("/api/v1/webhooks"), MAX_BODY);
+        assert_eq!(max_body_for("/"), MAX_BODY);
     }
 
     #[test]

@@ -41,8 +41,8 @@ use super::views::reply::{ErrorBody, RefreshReply};
 use super::views::to_value;
 use verify::Kind;
 
-/// The largest delivery read: the connection layer's body cap.
-pub const MAX_BODY: usize = super::limits::MAX_BODY;
+/// The largest delivery read: the connection layer's body cap for this route.
+pub const MAX_BODY: usize = super::limits::MAX_WEBHOOK_BODY;
 /// How long a delivery waits for the orchestrator to take its poll request.
 const TAKE_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -103,8 +103,8 @@ enum ReadError {
     /// sortie patch: a request line naming HTTP/2 or later (an HTTP/2 prior-knowledge
     /// preface among them), which this HTTP/1.1 server cannot answer in its own protocol
     VersionNotSupported,
-    /// sortie patch: a body longer than the limit
-    BodyTooLarge,
+    /// sortie patch: a body longer than the limit (the limit for its request target)
+    BodyTooLarge(usize),
     /// sortie patch: the previous request's handler took the connection over
     Detached,
 }
@@ -341,6 +341,7 @@ impl ClientConnection {
         std::mem::swap(&mut self.next_header_source, &mut data_source);
 
         // building the next reader
+        let body_cap = self.limits.as_ref().map(|l| (l.max_body)(&path));
         let request = crate::request::new_request(
             self.secure,
             method,
@@ -350,7 +351,7 @@ impl ClientConnection {
             *self.remote_addr.as_ref().unwrap(),
             data_source,
             writer,
-            self.limits.as_ref().map(|l| l.max_body),
+            body_cap,
         )
         .map_err(|e| {
             use crate::request;
@@ -359,7 +360,9 @@ impl ClientConnection {
                 request::RequestCreationError::ExpectationFailed => {
                     ReadError::ExpectationFailed(version)
                 }
-                request::RequestCreationError::BodyTooLarge => ReadError::BodyTooLarge,
+                request::RequestCreationError::BodyTooLarge => {
+                    ReadError::BodyTooLarge(body_cap.unwrap_or(0))
+                }
             }
         })?
         .with_detach_notice(detach_notice);
@@ -418,8 +421,7 @@ impl Iterator for ClientConnection {
                     self.linger();
                     return None;
                 }
-                Err(ReadError::BodyTooLarge) => {
-                    let max = self.limits.as_ref().map(|l| l.max_body).unwrap_or(0);
+                Err(ReadError::BodyTooLarge(max)) => {
                     self.send_error(
                         413,
                         "payload_too_large",

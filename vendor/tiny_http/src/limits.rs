@@ -11,8 +11,10 @@ pub struct Limits {
     /// From the first socket read of a body to its end. Bodies are read whole by the
     /// connection's own thread before the request reaches `recv()`.
     pub body_timeout: Duration,
-    /// Largest request body; a larger one is answered 413 and the connection closed.
-    pub max_body: usize,
+    /// Largest request body for a request target (the path with its query); a larger one is
+    /// answered 413 and the connection closed. A function so that a route taking large
+    /// bodies does not raise the cap for every other route.
+    pub max_body: fn(&str) -> usize,
     /// Largest request line (method, target and version); a longer one is answered 414.
     pub max_request_line: usize,
     /// Largest header line; a longer one is answered 431.
