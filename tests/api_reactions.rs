@@ -274,6 +274,7 @@ mod built {
             sse_serial: AtomicUsize::new(0),
             max_streams: 4,
             state_cache: Default::default(),
+            webhooks: Default::default(),
         };
         (dir, state, inbox.then_some(rx))
     }

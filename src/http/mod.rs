@@ -119,6 +119,8 @@ pub struct AppState {
     pub max_streams: usize,
     /// `GET /api/v1/state`'s document, built once per published snapshot.
     pub state_cache: state_doc::StateCache,
+    /// Webhook secrets, rate buckets and delivery memory.
+    pub webhooks: webhooks::Ingress,
 }
 
 /// Raises the soft open-file limit to the hard one, so a burst of clients does not make
@@ -223,7 +225,6 @@ pub fn start(
             host::HostPolicy::Only(names) => names.join(","),
         }
     );
-    webhooks::init();
     let state = Arc::new(AppState {
         orch,
         store,
@@ -234,6 +235,7 @@ pub fn start(
         sse_serial: AtomicUsize::new(0),
         max_streams: limits::max_streams(max_connections),
         state_cache: state_doc::StateCache::default(),
+        webhooks: webhooks::Ingress::from_env(),
     });
     let host_policy = Arc::new(host_policy);
     let (fatal_tx, fatal_rx) = crossbeam_channel::bounded(POOL_SIZE + 1);

@@ -32,6 +32,7 @@ pub fn app_state(snap: Snapshot) -> (tempfile::TempDir, AppState) {
         sse_serial: AtomicUsize::new(0),
         max_streams: 4,
         state_cache: Default::default(),
+        webhooks: Default::default(),
     };
     (dir, state)
 }

@@ -19,14 +19,15 @@
 //! 6. the delivery id (or, without one, the signature) must not have been seen within
 //!    [`guard::REPLAY_WINDOW_MS`] (else 409).
 //!
-//! Secrets are read once, when the server starts, and registered with [`crate::mask`].
+//! Secrets are read once, when the server starts ([`Ingress::from_env`]), and registered with
+//! [`crate::mask`].
 
 pub mod guard;
 pub mod verify;
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -46,17 +47,19 @@ pub const MAX_BODY: usize = super::limits::MAX_WEBHOOK_BODY;
 /// How long a delivery waits for the orchestrator to take its poll request.
 const TAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The secrets, buckets and delivery memory of the process.
-struct Ingress {
+/// The secrets, buckets and delivery memory of one server: part of its [`AppState`], so two
+/// servers in one process (tests) never share replay memory or rate buckets.
+#[derive(Default)]
+pub struct Ingress {
     secrets: HashMap<Kind, String>,
     buckets: Mutex<HashMap<Kind, guard::Bucket>>,
     seen: Mutex<guard::Seen>,
 }
 
-static INGRESS: OnceLock<Ingress> = OnceLock::new();
-
-fn ingress() -> &'static Ingress {
-    INGRESS.get_or_init(|| {
+impl Ingress {
+    /// Reads the secrets from `SORTIE_WEBHOOK_SECRET_<KIND>` (registering each with
+    /// [`crate::mask`]) and logs which kinds are served.
+    pub fn from_env() -> Ingress {
         let mut secrets = HashMap::new();
         for k in Kind::ALL {
             if let Ok(v) = std::env::var(k.secret_var()) {
@@ -67,25 +70,15 @@ fn ingress() -> &'static Ingress {
                 }
             }
         }
+        let mut kinds: Vec<&str> = secrets.keys().map(|k| k.as_str()).collect();
+        kinds.sort_unstable();
+        if !kinds.is_empty() {
+            log::info!("webhook ingress enabled kinds={}", kinds.join(","));
+        }
         Ingress {
             secrets,
-            buckets: Mutex::new(HashMap::new()),
-            seen: Mutex::new(guard::Seen::default()),
+            ..Ingress::default()
         }
-    })
-}
-
-/// Reads the secrets from the environment (once) and logs which kinds are served.
-pub fn init() {
-    let ing = ingress();
-    let mut kinds: Vec<&str> = Kind::ALL
-        .into_iter()
-        .filter(|k| ing.secrets.contains_key(k))
-        .map(Kind::as_str)
-        .collect();
-    kinds.sort_unstable();
-    if !kinds.is_empty() {
-        log::info!("webhook ingress enabled kinds={}", kinds.join(","));
     }
 }
 
@@ -102,7 +95,7 @@ fn count(state: &AppState, kind: Kind, outcome: &str) {
 
 /// Serves one delivery.
 pub fn serve(state: &AppState, mut req: Request, kind_segment: &str) {
-    let ing = ingress();
+    let ing = &state.webhooks;
     let Some((kind, secret)) =
         Kind::parse(kind_segment).and_then(|k| ing.secrets.get(&k).map(|s| (k, s.as_str())))
     else {
