@@ -1,4 +1,4 @@
-// Health & Workflow: the health block (database, preflight, workflow file, poll, SCM) and the
+// Health & Workflow: the health block (database, preflight, workflow file, poll, SCM, SSH hosts) and the
 // configuration in effect, both from GET /api/v1/state.
 
 import * as api from "./api.js";
@@ -18,8 +18,10 @@ export function create(ctx) {
 
 function view(s, ctx) {
   const health = s.health || {};
-  // A null member is a check that does not apply (scm while no reaction uses a provider).
-  const checks = Object.entries(health).filter(([, c]) => c).map(([name, c]) => check(name, c));
+  // A null member is a check that does not apply (scm while no reaction uses a provider);
+  // ssh_hosts is a list of hosts, not a check.
+  const checks = Object.entries(health).filter(([, c]) => c && !Array.isArray(c)).map(([name, c]) => check(name, c));
+  const hosts = Array.isArray(health.ssh_hosts) ? health.ssh_hosts : [];
   const cfg = s.config || null;
   return [
     h("h1", {}, "Health & Workflow"),
@@ -34,6 +36,7 @@ function view(s, ctx) {
         { id: "daemon" },
         ),
     ),
+    hosts.length ? panel("SSH hosts", h("ul", { class: "rows", id: "ssh-hosts" }, hosts.map(host)), { id: "hosts" }) : null,
     h("div", {}, h("button", { type: "button", class: "secondary", "data-action": "refresh",
       onclick: async (e) => { e.target.disabled = true; try { await api.refresh(); } finally { e.target.disabled = false; ctx.changed(); } } },
       "Poll now")),
@@ -52,6 +55,14 @@ function check(name, c) {
     facts([["checked", relative(c.checked_at)], ["last success", relative(c.last_success_at)],
       ["failing since", relative(c.failing_since)], ["failures in a row", c.consecutive_failures || null],
       ["next poll", relative(c.next_poll_at)], ["outcome", c.outcome]]));
+}
+
+function host(x) {
+  const out = x.status === "out_of_service";
+  return h("li", { dataset: { host: x.host } },
+    h("div", { class: "row-head" }, h("b", {}, x.host),
+      h("span", { class: `status ${out ? "fail" : "pass"}` }, out ? "out of service" : "in service")),
+    facts([["sessions", String(x.running)], ["back in service", relative(x.out_of_service_until)]]));
 }
 
 /** The config as nested definition lists: readable on a phone, no JSON to squint at. */

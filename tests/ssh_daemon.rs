@@ -153,6 +153,11 @@ fn an_issue_runs_on_the_ssh_host_and_a_full_host_holds_the_next() {
     );
     assert_eq!(s["config"]["worker"]["ssh_hosts"], json!([HOST_ALIAS]));
     assert_eq!(s["config"]["worker"]["max_concurrent_agents_per_host"], 1);
+    assert_eq!(
+        s["health"]["ssh_hosts"],
+        json!([{"host": HOST_ALIAS, "running": 1, "status": "in_service"}]),
+        "{s}"
+    );
 
     // The hook and the agent ran through sshd, in the workspace.
     let ws: PathBuf = p.workspace("A-1");
@@ -302,6 +307,11 @@ Work.
         .unwrap_or_default();
     assert!(error.contains("127.0.0.1:1"), "{error}");
     assert_eq!(s["retrying"][0]["issue_identifier"], "A-1");
+    let host = &s["health"]["ssh_hosts"][0];
+    assert_eq!(host["host"], "127.0.0.1:1", "{host}");
+    assert_eq!(host["status"], "out_of_service", "{host}");
+    assert_eq!(host["running"], 0, "{host}");
+    assert!(host["out_of_service_until"].is_string(), "{host}");
     // While the host is out, no further session is tried.
     d.wait_state("later polls", Duration::from_secs(10), |s| {
         s["health"]["poll"]["outcome"] == "succeeded"

@@ -210,6 +210,8 @@ pub struct Snapshot {
     pub running_costs: Arc<BTreeMap<String, crate::pricing::RunPrice>>,
     /// Whether a rate source was in force: the live cost keys are served exactly then.
     pub has_rate_source: bool,
+    /// SSH hosts out of service as of the last scheduling change → until when (epoch ms).
+    pub ssh_hosts_out: Arc<Vec<(String, i64)>>,
 }
 
 impl ConfigView {
@@ -308,7 +310,9 @@ impl Snapshot {
         }
     }
 
-    fn ssh_host_usage(&self) -> Vec<(String, u32)> {
+    /// Sessions on each SSH host: the configured hosts in order (0 when idle), then any host
+    /// a session still runs on that a reload removed.
+    pub fn ssh_host_usage(&self) -> Vec<(String, u32)> {
         let mut usage: Vec<(String, u32)> = self
             .config
             .ssh_hosts
@@ -392,6 +396,7 @@ impl Snapshot {
             config: ConfigView::from_workflow(workflow),
             running_costs: Arc::default(),
             has_rate_source: false,
+            ssh_hosts_out: Arc::new(state.hosts.out_of_service(now_ms)),
         }
     }
 
@@ -426,6 +431,7 @@ impl Snapshot {
             config: prev.config.clone(),
             running_costs: Arc::default(),
             has_rate_source: false,
+            ssh_hosts_out: Arc::clone(&prev.ssh_hosts_out),
         }
     }
 }

@@ -309,6 +309,9 @@ def run(args):
         b.goto(base + "/ui/health")
         b.wait("the health checks", "document.querySelectorAll('#health-checks li').length > 0")
         b.wait("the config", "!!document.querySelector('#config dl')")
+        # The host list is not a check, and without SSH hosts there is no host panel.
+        b.wait("no host list among the checks",
+               "!document.querySelector('#health-checks li[data-check=ssh_hosts]') && !document.querySelector('#hosts')")
         b.screenshot(os.path.join(out, "health.png"))
 
         # Phone width, dark.

@@ -86,6 +86,52 @@ pub struct HealthView {
     pub tracker: TrackerHealthView,
     /// The pull-request provider's reads; `null` while no reaction uses one.
     pub scm: Option<ScmCheckView>,
+    /// The SSH worker hosts (`worker.ssh_hosts`) in order; empty when agents run locally.
+    pub ssh_hosts: Vec<SshHostView>,
+}
+
+/// One SSH worker host: its sessions and whether placement skips it after repeated
+/// connection failures.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SshHostView {
+    pub host: String,
+    pub running: u32,
+    pub status: SshHostStatus,
+    /// When the host takes sessions again, while out of service.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_service_until: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SshHostStatus {
+    InService,
+    OutOfService,
+}
+
+impl SshHostView {
+    fn list(snap: &Snapshot) -> Vec<SshHostView> {
+        snap.ssh_host_usage()
+            .into_iter()
+            .map(|(host, running)| {
+                let until = snap
+                    .ssh_hosts_out
+                    .iter()
+                    .find(|(h, u)| *h == host && *u > snap.generated_at_ms)
+                    .map(|(_, u)| *u);
+                SshHostView {
+                    host,
+                    running,
+                    status: if until.is_some() {
+                        SshHostStatus::OutOfService
+                    } else {
+                        SshHostStatus::InService
+                    },
+                    out_of_service_until: until.map(ts),
+                }
+            })
+            .collect()
+    }
 }
 
 /// The pull-request provider check, naming the provider kind first.
@@ -193,6 +239,7 @@ impl HealthView {
             poll: PollCheckView::build(snap),
             tracker: TrackerHealthView::build(snap),
             scm: h.scm.as_ref().map(ScmCheckView::build),
+            ssh_hosts: SshHostView::list(snap),
         }
     }
 }
@@ -215,6 +262,29 @@ mod tests {
         assert_eq!(h["database"]["checked_at"], Value::Null);
         assert!(h["database"].get("error").is_none());
         assert_eq!(h["scm"], Value::Null);
+        assert_eq!(h["ssh_hosts"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn ssh_hosts_show_their_sessions_and_an_outage_until_it_ends() {
+        let mut snap = Snapshot {
+            generated_at_ms: 1_774_535_400_000,
+            ..Default::default()
+        };
+        snap.config.ssh_hosts = vec!["build1".into(), "ci@build2:2222".into()];
+        snap.ssh_hosts_out = std::sync::Arc::new(vec![
+            ("ci@build2:2222".into(), 1_774_535_460_000),
+            ("build1".into(), 1_774_535_399_000),
+        ]);
+        let h = super::super::to_value(&HealthView::build(&snap));
+        assert_eq!(
+            h["ssh_hosts"],
+            serde_json::json!([
+                {"host": "build1", "running": 0, "status": "in_service"},
+                {"host": "ci@build2:2222", "running": 0, "status": "out_of_service",
+                 "out_of_service_until": "2026-03-26T14:31:00.000Z"}
+            ])
+        );
     }
 
     #[test]
