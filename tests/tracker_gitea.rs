@@ -495,3 +495,52 @@ fn a_missing_endpoint_or_wrong_token_is_reported_clearly() {
     assert_eq!(e.as_ref().map(|e| e.kind), Some(TrackerErrorKind::Auth));
     assert!(e.is_some_and(|e| !e.to_string().contains("wrong-token-value")));
 }
+
+/// `tracker.query_filter` adds issue-list parameters to candidate reads only; next-page links
+/// naming another origin (a `ROOT_URL` that differs from the configured endpoint) are
+/// followed at the configured one, so the token is never sent elsewhere.
+#[test]
+fn the_query_filter_narrows_candidates_and_next_links_stay_on_the_endpoint() {
+    let fake = seeded(51);
+    fake.with_state(|s| {
+        s.base = "http://gitea.invalid:3000".into();
+        s.add_issue(60, "Tagged", &["backlog", "ui"], false);
+    });
+    let mut s = settings(&fake, json!({"retry_base_ms": 10, "timeout_ms": 2000}));
+    s.query_filter = Some("q=Issue & milestones=v1".into());
+    let t = registry::build_tracker(&s, Arc::new(SystemClock)).unwrap_or_else(|e| panic!("{e}"));
+    let got = t.fetch_candidate_issues().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(got.len(), 52);
+    let pages = fake.requests("GET", ISSUES);
+    assert_eq!(
+        pages.len(),
+        2,
+        "the second page was read from the fake itself"
+    );
+    for p in &pages {
+        assert_eq!(p.param("q").as_deref(), Some("Issue"));
+        assert_eq!(p.param("milestones").as_deref(), Some("v1"));
+        assert_eq!(p.param("state").as_deref(), Some("open"));
+    }
+    assert_eq!(pages[1].param("page").as_deref(), Some("2"));
+
+    s.query_filter = Some("labels=ui".into());
+    let t = registry::build_tracker(&s, Arc::new(SystemClock)).unwrap_or_else(|e| panic!("{e}"));
+    let got = t.fetch_candidate_issues().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ids(&got), ["60"]);
+    // Lookups are not filtered.
+    let one = t.fetch_issue_by_id("7").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(one.id, "7");
+
+    for (bad, says) in [
+        ("state=closed", "may not set \"state\""),
+        ("oops", "labels=bug&milestone=v1"),
+    ] {
+        s.query_filter = Some(bad.into());
+        let e = registry::build_tracker(&s, Arc::new(SystemClock)).err();
+        assert!(
+            e.as_ref().is_some_and(|e| e.message.contains(says)),
+            "{bad}: {e:?}"
+        );
+    }
+}

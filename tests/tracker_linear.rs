@@ -461,3 +461,42 @@ fn every_request_carries_the_raw_key_and_names_its_operation() {
     let e = t.fetch_candidate_issues().err();
     assert_eq!(e.map(|e| e.kind), Some(TrackerErrorKind::Auth));
 }
+
+#[test]
+fn the_query_filter_narrows_candidate_reads_only() {
+    let fake = seeded(3);
+    tracker(&fake)
+        .add_label(&issue_id(2), "ai")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut s = settings(&fake, json!({"retry_base_ms": 10}));
+    s.query_filter = Some(r#"{"labels": {"name": {"eq": "ai"}}}"#.into());
+    let t = registry::build_tracker(&s, Arc::new(SystemClock)).unwrap_or_else(|e| panic!("{e}"));
+
+    let got = t.fetch_candidate_issues().unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<&str> = got.iter().map(|i| i.identifier.as_str()).collect();
+    assert_eq!(ids, ["ENG-2"]);
+    assert_eq!(
+        calls(&fake, "SortieIssuesFiltered"),
+        [json!({"team": "ENG", "states": ["Todo", "In Progress"],
+                "extra": {"labels": {"name": {"eq": "ai"}}}, "first": 50, "after": null})]
+    );
+    assert!(calls(&fake, "SortieIssues").is_empty());
+    let by_state = t
+        .fetch_issues_by_states(&["Todo".to_string()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(by_state.len(), 1);
+
+    // Reads by id still see an issue the filter does not match.
+    let one = t
+        .fetch_issue_by_id(&issue_id(1))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(one.identifier, "ENG-1");
+
+    s.query_filter = Some("labels = ai".into());
+    let e = registry::build_tracker(&s, Arc::new(SystemClock)).err();
+    assert!(
+        e.as_ref()
+            .is_some_and(|e| e.message.contains("tracker.query_filter")),
+        "{e:?}"
+    );
+}

@@ -240,6 +240,11 @@ impl HttpClient {
     }
 
     /// The full URL: absolute URLs verbatim, paths joined to the base; query appended encoded.
+    /// The base URL requests' paths are joined to.
+    pub fn base_url(&self) -> &str {
+        &self.opts.base_url
+    }
+
     fn url_of(&self, req: &Request) -> String {
         let mut url = if is_absolute(&req.url) {
             req.url.clone()

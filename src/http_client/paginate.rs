@@ -1,5 +1,8 @@
-//! Reading every page of a list: by `Link: <…>; rel="next"` URLs followed verbatim, or by an
-//! opaque cursor. Both stop at a page cap with a warning and the partial result, so a huge
+//! Reading every page of a list: by `Link: <…>; rel="next"` URLs, or by an opaque cursor.
+//! A next link is only ever sent to the configured server's origin: one naming another origin
+//! (a self-hosted forge whose configured public URL differs from the address sortie uses, or
+//! a hostile answer) is followed at the configured origin with its path and query, so the
+//! credentials never leave for a host the operator did not name. Both stop at a page cap with a warning and the partial result, so a huge
 //! backlog cannot stall a poll.
 
 use super::client::HttpClient;
@@ -18,6 +21,31 @@ pub fn next_link(link: &str) -> Option<String> {
         let url = target.strip_prefix('<')?.strip_suffix('>')?;
         (is_next && !url.is_empty()).then(|| url.to_string())
     })
+}
+
+/// `scheme://authority` of an absolute URL.
+fn origin(url: &str) -> Option<&str> {
+    let scheme_end = url.find("://")? + 3;
+    let rest = &url[scheme_end..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    Some(&url[..scheme_end + end])
+}
+
+/// `link` with the origin of `base`: its path and query kept, a relative link made absolute.
+fn at_origin_of(base: &str, link: &str) -> String {
+    let Some(home) = origin(base) else {
+        return link.to_string();
+    };
+    match origin(link) {
+        Some(o) if o.eq_ignore_ascii_case(home) => link.to_string(),
+        Some(o) => {
+            log::debug!(
+                "next page link names another origin; following it at the configured one link_origin={o} origin={home}"
+            );
+            format!("{home}{}", &link[o.len()..])
+        }
+        None => format!("{home}/{}", link.trim_start_matches('/')),
+    }
 }
 
 /// Sends `first`, then follows `rel="next"` links until none is left or `cap` pages were read
@@ -41,6 +69,7 @@ pub fn collect_link_pages<T>(
             warn_cap(what, cap, out.len());
             return Ok(out);
         }
+        let next = at_origin_of(client.base_url(), &next);
         request = Request {
             url: next,
             query: Vec::new(),
@@ -106,6 +135,29 @@ mod tests {
         assert_eq!(next_link(link).as_deref(), Some("https://h/r?page=3"));
         assert_eq!(next_link("<https://h/r?page=1>; rel=\"prev\""), None);
         assert_eq!(next_link("garbage"), None);
+    }
+
+    #[test]
+    fn next_links_stay_on_the_configured_origin() {
+        let base = "https://git.example.com:3000/api/v1";
+        let same = "https://git.example.com:3000/api/v1/repos/o/r/issues?page=2";
+        assert_eq!(at_origin_of(base, same), same);
+        assert_eq!(
+            at_origin_of(
+                base,
+                "http://gitea.internal/api/v1/repos/o/r/issues?page=2&limit=50"
+            ),
+            "https://git.example.com:3000/api/v1/repos/o/r/issues?page=2&limit=50"
+        );
+        assert_eq!(
+            at_origin_of(base, "https://evil.example?page=2"),
+            "https://git.example.com:3000?page=2"
+        );
+        assert_eq!(
+            at_origin_of(base, "/api/v1/repos/o/r/issues?page=3"),
+            "https://git.example.com:3000/api/v1/repos/o/r/issues?page=3"
+        );
+        assert_eq!(origin("https://h"), Some("https://h"));
     }
 
     fn pages(n: usize, cap: usize) -> Result<Vec<usize>, HttpError> {

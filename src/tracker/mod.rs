@@ -21,6 +21,7 @@ pub mod http_tuning;
 pub mod jira;
 pub mod label_state;
 pub mod linear;
+pub mod query_params;
 
 /// What went wrong in a tracker call; the kind decides whether a caller retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

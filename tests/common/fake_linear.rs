@@ -285,7 +285,7 @@ fn route(s: &mut LinearState, req: &Recorded) -> Reply {
     let body = req.json();
     let vars = body["variables"].clone();
     let reply = match body["operationName"].as_str().unwrap_or_default() {
-        "SortieIssues" => issues(s, &vars),
+        "SortieIssues" | "SortieIssuesFiltered" => issues(s, &vars),
         "SortieIssue" => match s.find(vars["id"].as_str().unwrap_or_default()) {
             Some(id) => Reply::json(200, &json!({"data": {"issue": s.node(&id)}})),
             None => not_found("issue"),
@@ -428,13 +428,28 @@ fn page(
     )
 }
 
+/// Whether `i` matches an extra `IssueFilter`; the fake understands one shape,
+/// `{"labels": {"name": {"eq": <name>}}}` (anything else matches every issue).
+fn extra_matches(s: &LinearState, i: &FakeIssue, extra: &Value) -> bool {
+    let Some(name) = extra.pointer("/labels/name/eq").and_then(Value::as_str) else {
+        return true;
+    };
+    i.labels.iter().any(|l| {
+        s.labels
+            .iter()
+            .any(|(id, n, _)| id == l && n.eq_ignore_ascii_case(name))
+    })
+}
+
 fn issues(s: &LinearState, vars: &Value) -> Reply {
     let team = vars["team"].as_str().unwrap_or_default();
     let states = strings(&vars["states"]);
+    let extra = &vars["extra"];
     let mut ids: Vec<(u64, String)> = s
         .issues
         .iter()
         .filter(|(_, i)| i.team == team && states.contains(&s.state_name(&i.state_id)))
+        .filter(|(_, i)| extra.is_null() || extra_matches(s, i, extra))
         .map(|(id, i)| (i.number, id.clone()))
         .collect();
     ids.sort();

@@ -82,13 +82,22 @@ impl GiteaApi {
     }
 
     /// Issues (never pull requests: `type=issues`) in `state` (`open`/`closed`), optionally
-    /// only those carrying `label`, in Gitea's order (newest first).
-    pub fn issues(&self, state: &str, label: Option<&str>) -> Result<Vec<Value>, HttpError> {
+    /// only those carrying `label`, with extra list parameters (the configured filter), in
+    /// Gitea's order (newest first).
+    pub fn issues(
+        &self,
+        state: &str,
+        label: Option<&str>,
+        extra: &[(String, String)],
+    ) -> Result<Vec<Value>, HttpError> {
         let mut req = Request::get(format!("{}/issues", self.repo_path))
             .query("state", state)
             .query("type", "issues");
         if let Some(l) = label {
             req = req.query("labels", l);
+        }
+        for (k, v) in extra {
+            req = req.query(k, v.clone());
         }
         let req = req.query("page", "1").query("limit", PAGE_LIMIT);
         self.list(req, "issues")

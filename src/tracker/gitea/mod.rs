@@ -59,6 +59,7 @@ fn build(s: &TrackerSettings, clock: Arc<dyn Clock>) -> TrackerResult<Arc<dyn Tr
             handoff: c.handoff.clone(),
         },
         api: GiteaApi::new(&c, clock),
+        filter: c.filter.clone(),
     }))
 }
 
@@ -66,6 +67,8 @@ fn build(s: &TrackerSettings, clock: Arc<dyn Clock>) -> TrackerResult<Arc<dyn Tr
 pub struct GiteaTracker {
     api: GiteaApi,
     words: StateWords,
+    /// Extra issue-list parameters for candidates only (`tracker.query_filter`).
+    filter: Vec<(String, String)>,
 }
 
 fn err(e: HttpError) -> TrackerError {
@@ -120,7 +123,7 @@ impl TrackerAdapter for GiteaTracker {
     }
 
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
-        let items = self.api.issues("open", None).map_err(err)?;
+        let items = self.api.issues("open", None, &self.filter).map_err(err)?;
         let mut issues = self.issues(items);
         issues.retain(|i| self.words.is_active(&i.state));
         Ok(issues)
@@ -151,10 +154,10 @@ impl TrackerAdapter for GiteaTracker {
         // Closed issues are read per terminal label (the list's `labels` filter), so a
         // repository's closed history is not read whole.
         for t in wanted.iter().filter(|s| self.words.is_terminal(s)) {
-            items.extend(self.api.issues("closed", Some(t)).map_err(err)?);
+            items.extend(self.api.issues("closed", Some(t), &[]).map_err(err)?);
         }
         // Open issues can carry any state label, a terminal one included.
-        items.extend(self.api.issues("open", None).map_err(err)?);
+        items.extend(self.api.issues("open", None, &[]).map_err(err)?);
         let mut seen = BTreeSet::new();
         let mut issues = self.issues(items);
         issues.retain(|i| wanted.contains(&i.state.to_lowercase()) && seen.insert(i.id.clone()));

@@ -5,6 +5,7 @@
 
 use super::KIND;
 use crate::tracker::http_tuning::{self, HttpTuning, block_number};
+use crate::tracker::query_params;
 use crate::tracker::{SettingProblem, TrackerError, TrackerErrorKind, TrackerSettings};
 
 /// State labels used when `tracker.active_states` is not set.
@@ -26,6 +27,8 @@ pub struct GiteaConfig {
     pub active: Vec<String>,
     pub terminal: Vec<String>,
     pub handoff: Option<String>,
+    /// Extra issue-list parameters for candidates (`tracker.query_filter`).
+    pub filter: Vec<(String, String)>,
     pub tuning: HttpTuning,
 }
 
@@ -72,7 +75,19 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
             out.push(problem(&format!("{KIND}.{key}"), &e));
         }
     }
+    if let Some(Err(e)) = s.query_filter.as_deref().map(parse_filter) {
+        out.push(problem("tracker.query_filter", &e));
+    }
     out
+}
+
+/// Issue-list parameters the adapter sets itself (state, kind and paging).
+const RESERVED_LIST_KEYS: &[&str] = &["state", "type", "page", "limit"];
+
+/// `key=value&key=value` (`q`, `labels`, `milestones`, `since`, `before`, `created_by`,
+/// `assigned_by`, `mentioned_by`); blank means none.
+fn parse_filter(f: &str) -> Result<Vec<(String, String)>, String> {
+    query_params::parse(f, RESERVED_LIST_KEYS)
 }
 
 /// Settings that work but are probably not what was meant.
@@ -104,12 +119,6 @@ pub fn warnings(s: &TrackerSettings) -> Vec<String> {
             "in_progress_state {p:?} is terminal or equals handoff_state"
         ));
     }
-    if s.query_filter
-        .as_deref()
-        .is_some_and(|q| !q.trim().is_empty())
-    {
-        out.push("tracker.query_filter is not used by tracker kind \"gitea\"".to_string());
-    }
     out
 }
 
@@ -136,6 +145,12 @@ pub fn parse(s: &TrackerSettings) -> Result<GiteaConfig, TrackerError> {
         active: states(&s.active_states, DEFAULT_ACTIVE),
         terminal: states(&s.terminal_states, DEFAULT_TERMINAL),
         handoff: s.handoff_state.as_deref().map(|h| h.trim().to_lowercase()),
+        filter: s
+            .query_filter
+            .as_deref()
+            .map(parse_filter)
+            .and_then(Result::ok)
+            .unwrap_or_default(),
         tuning: http_tuning::from_settings(s),
     })
 }

@@ -11,6 +11,7 @@
 
 use super::KIND;
 use crate::tracker::http_tuning::{self, HttpTuning, block_number};
+use crate::tracker::query_params;
 use crate::tracker::{SettingProblem, TrackerError, TrackerErrorKind, TrackerSettings};
 
 /// Where the API lives unless `tracker.endpoint` says otherwise.
@@ -79,15 +80,8 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
             out.push(problem(&format!("gitlab.{key}"), &e));
         }
     }
-    if let Some(f) = s.query_filter.as_deref()
-        && parse_filter(f).is_none()
-    {
-        out.push(problem(
-            "tracker.query_filter",
-            &format!(
-                "tracker.query_filter {f:?} must be issue-list parameters like labels=bug&milestone=v1"
-            ),
-        ));
+    if let Some(Err(e)) = s.query_filter.as_deref().map(parse_filter) {
+        out.push(problem("tracker.query_filter", &e));
     }
     out
 }
@@ -118,17 +112,12 @@ fn valid_project(p: &str) -> bool {
     !p.is_empty() && !p.chars().any(char::is_whitespace) && p.split('/').all(|seg| !seg.is_empty())
 }
 
-/// `key=value&key=value`; blank means none. `None` when a part has no `=` or an empty key.
-fn parse_filter(f: &str) -> Option<Vec<(String, String)>> {
-    f.trim()
-        .split('&')
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=')?;
-            let k = k.trim();
-            (!k.is_empty()).then(|| (k.to_string(), v.trim().to_string()))
-        })
-        .collect()
+/// Issue-list parameters the adapter sets itself (state, order and paging).
+const RESERVED_LIST_KEYS: &[&str] = &["state", "order_by", "sort", "page", "per_page"];
+
+/// `key=value&key=value`; blank means none.
+fn parse_filter(f: &str) -> Result<Vec<(String, String)>, String> {
+    query_params::parse(f, RESERVED_LIST_KEYS)
 }
 
 /// Settings that work but are probably not what was meant.
@@ -194,7 +183,8 @@ pub fn parse(s: &TrackerSettings) -> Result<GitlabConfig, TrackerError> {
         filter: s
             .query_filter
             .as_deref()
-            .and_then(parse_filter)
+            .map(parse_filter)
+            .and_then(Result::ok)
             .unwrap_or_default(),
         tuning: http_tuning::from_settings(s),
     })

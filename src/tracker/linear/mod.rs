@@ -59,16 +59,11 @@ fn validate(s: &TrackerSettings) -> Vec<SettingProblem> {
 fn build(s: &TrackerSettings, clock: Arc<dyn Clock>) -> TrackerResult<Arc<dyn TrackerAdapter>> {
     let c = settings::parse(s)?;
     crate::mask::register_secret(&c.token);
-    if s.query_filter
-        .as_deref()
-        .is_some_and(|q| !q.trim().is_empty())
-    {
-        log::warn!("tracker.query_filter is not supported and is ignored tracker={KIND}");
-    }
     Ok(Arc::new(LinearTracker {
         api: LinearApi::new(&c, clock),
         team: c.team.clone(),
         active: c.active.clone(),
+        extra_filter: c.extra_filter.clone(),
         states: Mutex::new(None),
     }))
 }
@@ -85,6 +80,9 @@ pub struct LinearTracker {
     api: LinearApi,
     team: String,
     active: Vec<String>,
+    /// `tracker.query_filter`, for candidate and by-state reads only (by-id reads and state
+    /// refreshes must see an issue the filter no longer matches).
+    extra_filter: Option<Value>,
     /// The team's workflow states, read on first need and again when a name is missing.
     states: Mutex<Option<Vec<WorkflowState>>>,
 }
@@ -188,15 +186,21 @@ impl LinearTracker {
 
     fn issues_in(&self, states: &[String]) -> TrackerResult<Vec<Issue>> {
         let states = self.spelled(states)?;
-        let nodes = self
-            .api
-            .nodes(
+        let nodes = match &self.extra_filter {
+            None => self.api.nodes(
                 "SortieIssues",
                 queries::ISSUES,
                 json!({"team": self.team, "states": states}),
                 "/issues",
-            )
-            .map_err(err)?;
+            ),
+            Some(extra) => self.api.nodes(
+                "SortieIssuesFiltered",
+                queries::ISSUES_FILTERED,
+                json!({"team": self.team, "states": states, "extra": extra}),
+                "/issues",
+            ),
+        }
+        .map_err(err)?;
         Ok(nodes.iter().filter_map(normalize::issue).collect())
     }
 

@@ -20,6 +20,15 @@ pub const ISSUES: &str = concat!(
     " } pageInfo { hasNextPage endCursor } } }"
 );
 
+/// [`ISSUES`] with the operator's `tracker.query_filter` (`$extra`) as one more condition.
+pub const ISSUES_FILTERED: &str = concat!(
+    "query SortieIssuesFiltered($team: String!, $states: [String!], $extra: IssueFilter!, $first: Int!, $after: String) { ",
+    "issues(filter: { team: { key: { eq: $team } }, state: { name: { in: $states } }, and: [$extra] }, first: $first, after: $after) { ",
+    "nodes { ",
+    issue_fields!(),
+    " } pageInfo { hasNextPage endCursor } } }"
+);
+
 pub const ISSUE: &str = concat!(
     "query SortieIssue($id: String!) { issue(id: $id) { ",
     issue_fields!(),

@@ -25,7 +25,31 @@ pub struct LinearConfig {
     pub team: String,
     /// Config order and casing (names are matched case-insensitively).
     pub active: Vec<String>,
+    /// `tracker.query_filter`: an `IssueFilter` object combined with the adapter's own team
+    /// and state filter in candidate and by-state reads.
+    pub extra_filter: Option<serde_json::Value>,
     pub tuning: HttpTuning,
+}
+
+/// `tracker.query_filter` as an `IssueFilter` object; `None` when unset or blank.
+fn extra_filter(s: &TrackerSettings) -> Result<Option<serde_json::Value>, String> {
+    let Some(text) = s
+        .query_filter
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+    else {
+        return Ok(None);
+    };
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) if v.as_object().is_some_and(|o| !o.is_empty()) => Ok(Some(v)),
+        Ok(_) => Err(format!(
+            "tracker.query_filter {text:?} must be a non-empty JSON object in Linear's IssueFilter shape, e.g. {{\"labels\": {{\"name\": {{\"eq\": \"bug\"}}}}}}"
+        )),
+        Err(e) => Err(format!(
+            "tracker.query_filter is not JSON ({e}); for tracker kind \"linear\" it is an IssueFilter object, e.g. {{\"labels\": {{\"name\": {{\"eq\": \"bug\"}}}}}}"
+        )),
+    }
 }
 
 fn problem(field: &str, message: &str) -> SettingProblem {
@@ -64,6 +88,9 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
             "tracker.endpoint",
             &format!("tracker.endpoint {e:?} must be the API root, without /graphql"),
         ));
+    }
+    if let Err(e) = extra_filter(s) {
+        out.push(problem("tracker.query_filter", &e));
     }
     for key in http_tuning::KEYS {
         if let Err(e) = block_number(s, key) {
@@ -104,6 +131,7 @@ pub fn parse(s: &TrackerSettings) -> Result<LinearConfig, TrackerError> {
         } else {
             active
         },
+        extra_filter: extra_filter(s).unwrap_or_default(),
         tuning: http_tuning::from_settings(s),
     })
 }
@@ -144,5 +172,25 @@ mod tests {
         let mut s = settings(Some("k"), Some("ENG"));
         s.endpoint = Some("https://api.linear.app/graphql".into());
         assert_eq!(problems(&s).len(), 1);
+    }
+
+    #[test]
+    fn the_query_filter_is_an_issue_filter_object() {
+        let mut s = settings(Some("k"), Some("ENG"));
+        s.query_filter = Some(r#" {"labels": {"name": {"eq": "bug"}}} "#.into());
+        let c = parse(&s).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            c.extra_filter,
+            Some(serde_json::json!({"labels": {"name": {"eq": "bug"}}}))
+        );
+        s.query_filter = Some("  ".into());
+        assert_eq!(parse(&s).map(|c| c.extra_filter).ok(), Some(None));
+        for bad in ["label = bug", "[1]", "{}", "\"x\""] {
+            s.query_filter = Some(bad.into());
+            let p = problems(&s);
+            assert_eq!(p.len(), 1, "{bad}");
+            assert_eq!(p[0].field, "tracker.query_filter");
+            assert!(p[0].message.contains("IssueFilter"), "{}", p[0].message);
+        }
     }
 }
