@@ -174,6 +174,18 @@ fn review_comments_are_the_unresolved_notes_and_the_decision_is_approvals() {
         f.review_decision(&mr7()).map_err(|e| e.kind),
         Ok(ReviewDecision::Approved)
     );
+    // GitLab 17 reviewers' states: one asking for changes decides, whatever approvals say.
+    fake.with_state(|s| s.set_reviewers(7, &[("alice", "approved"), ("bob", "unreviewed")]));
+    assert_eq!(
+        f.review_decision(&mr7()).map_err(|e| e.kind),
+        Ok(ReviewDecision::Approved)
+    );
+    fake.with_state(|s| s.set_reviewers(7, &[("alice", "approved"), ("bob", "requested_changes")]));
+    assert_eq!(
+        f.review_decision(&mr7()).map_err(|e| e.kind),
+        Ok(ReviewDecision::ChangesRequested)
+    );
+    assert!(!fake.requests("GET", &mr_path("/reviewers")).is_empty());
 }
 
 #[test]

@@ -14,18 +14,25 @@ use crate::scm::{
 /// Pages of label events read (100 each).
 const EVENT_PAGE_CAP: usize = 20;
 
-/// `detailed_merge_status` as the trait's `mergeable`: `mergeable` → yes; `conflict` and
-/// `broken_status` (or `has_conflicts`) → no, a conflict; `checking` / `unchecked` → not
-/// computed yet. Any other word (CI must pass, approvals, draft, discussions, …) blocks the
-/// merge without a conflict: it reads as not decided (`None`) so that neither a merge attempt
-/// nor a conflict fix follows; the word itself is kept in `mergeable_state`.
+/// `detailed_merge_status` (<https://docs.gitlab.com/api/merge_requests/#merge-status>) as
+/// the trait's `mergeable`: `mergeable` → yes; `conflict`, `broken_status` (or
+/// `has_conflicts`) and `need_rebase` (a fast-forward project whose branch is behind) → no,
+/// so the merge-conflict reaction's run rebases the branch; `checking`, `unchecked`,
+/// `preparing`, `approvals_syncing` → not computed yet. Every other word blocks the merge
+/// without anything a rebase would fix (`ci_must_pass`, `ci_still_running`,
+/// `discussions_not_resolved`, `draft_status`, `not_approved`, `requested_changes`,
+/// `not_open`, `merge_request_blocked`, `status_checks_must_pass`, `jira_association_missing`,
+/// `security_policy_violations`, `merge_time`, `locked_paths`, `locked_lfs_files`,
+/// `title_regex`, `commits_status`, …): it reads as not decided (`None`), so neither a merge
+/// attempt nor a conflict fix follows while it holds; the word itself is kept in
+/// `mergeable_state`.
 pub fn mergeable_of(v: &Value) -> Option<bool> {
     if v["has_conflicts"].as_bool() == Some(true) {
         return Some(false);
     }
     match v["detailed_merge_status"].as_str() {
         Some("mergeable") => Some(true),
-        Some("conflict" | "broken_status") => Some(false),
+        Some("conflict" | "broken_status" | "need_rebase") => Some(false),
         Some(_) => None,
         // Instances before `detailed_merge_status` (GitLab < 15.6) give `merge_status`.
         None => match v["merge_status"].as_str() {
@@ -229,7 +236,22 @@ mod tests {
         assert_eq!(word("conflict"), Some(false));
         assert_eq!(word("broken_status"), Some(false));
         assert_eq!(word("checking"), None);
-        assert_eq!(word("ci_must_pass"), None);
+        assert_eq!(word("need_rebase"), Some(false));
+        for blocked in [
+            "ci_must_pass",
+            "ci_still_running",
+            "discussions_not_resolved",
+            "draft_status",
+            "not_approved",
+            "requested_changes",
+            "not_open",
+            "merge_request_blocked",
+            "approvals_syncing",
+            "preparing",
+            "unchecked",
+        ] {
+            assert_eq!(word(blocked), None, "{blocked}");
+        }
         let merged = info(&json!({"state": "merged", "squash_commit_sha": "q"}));
         assert!(merged.merged && !merged.open);
         assert_eq!(merged.merge_commit_sha.as_deref(), Some("q"));

@@ -2,6 +2,17 @@
 //! of the merge request's discussions (system notes skipped); a diff note gives its file and
 //! line. Bot accounts are kept and flagged (`author.bot`, or GitLab's access-token bot names
 //! `project_<id>_bot…` / `group_<id>_bot…`): which ones count is the reaction's decision.
+//!
+//! No comment is marked outdated: GitLab's REST notes carry no such flag, and a diff note's
+//! `position` names the diff version it was written on, not whether its line changed since;
+//! resolving the discussion is how GitLab says a comment was dealt with, so the unresolved
+//! ones are the ones acted on, before and after a push.
+//!
+//! The decision: a reviewer whose state is `requested_changes`
+//! (<https://docs.gitlab.com/api/merge_requests/#get-single-merge-request-reviewers>, GitLab
+//! 17) makes it `ChangesRequested`; otherwise the approvals answer
+//! (<https://docs.gitlab.com/api/merge_request_approvals/>) decides. An instance without the
+//! reviewers' states (404, or no `state` member) is read from approvals alone.
 
 use std::collections::HashSet;
 
@@ -94,7 +105,23 @@ pub fn decision_of(v: &Value) -> ReviewDecision {
     }
 }
 
+/// Whether a reviewers answer has a reviewer asking for changes.
+pub fn changes_requested(reviewers: &[Value]) -> bool {
+    reviewers
+        .iter()
+        .any(|r| r["state"].as_str() == Some("requested_changes"))
+}
+
 pub fn decision(api: &Api, pr: &PullRequestRef) -> ScmResult<ReviewDecision> {
+    let req = Request::get(format!("{}/reviewers", Api::mr_path(pr)));
+    match api.list(req, 1, "reviewers") {
+        Ok(reviewers) if changes_requested(&reviewers) => {
+            return Ok(ReviewDecision::ChangesRequested);
+        }
+        Ok(_) => {}
+        Err(e) if e.status == Some(404) => {}
+        Err(e) => return Err(scm_error(&e)),
+    }
     let v = api
         .get_object(Request::get(format!("{}/approvals", Api::mr_path(pr))))
         .map_err(|e| scm_error(&e))?;
@@ -138,5 +165,14 @@ mod tests {
             ReviewDecision::ReviewRequired
         );
         assert_eq!(decision_of(&json!({})), ReviewDecision::None);
+    }
+
+    #[test]
+    fn a_reviewer_requesting_changes_is_seen() {
+        let r = |state: &str| json!({"user": {"username": "bo"}, "state": state});
+        assert!(changes_requested(&[r("approved"), r("requested_changes")]));
+        assert!(!changes_requested(&[r("unreviewed"), r("reviewed")]));
+        assert!(!changes_requested(&[json!({"user": {"username": "old"}})]));
+        assert!(!changes_requested(&[]));
     }
 }

@@ -1,6 +1,6 @@
 //! The merge-request side of the fake GitLab, shaped as the REST API v4 documents it
 //! (<https://docs.gitlab.com/ee/api/merge_requests.html>, `pipelines.html`, `jobs.html`,
-//! `discussions.html`, `merge_request_approvals.html`, `resource_label_events.html`,
+//! `discussions.html`, `merge_request_approvals.html`, reviewers with their states, `resource_label_events.html`,
 //! `branches.html`): merge requests with `head_pipeline` filled in from the newest pipeline of
 //! their `sha`; pipelines and their jobs; job traces as plain text; discussions; approvals;
 //! resource label events (a `remove_labels` edit records one); the merge with its `sha` guard
@@ -26,6 +26,9 @@ pub struct MrState {
     pub traces: BTreeMap<u64, String>,
     pub discussions: BTreeMap<u64, Vec<Value>>,
     pub approvals: BTreeMap<u64, Value>,
+    /// Reviewers with their states (GitLab 17); a merge request without an entry answers 404
+    /// there, as an older instance does.
+    pub reviewers: BTreeMap<u64, Vec<Value>>,
     pub label_events: BTreeMap<u64, Vec<Value>>,
     pub branches: BTreeSet<String>,
     next_event_id: u64,
@@ -83,6 +86,19 @@ impl GitlabState {
 
     pub fn set_discussions(&mut self, iid: u64, discussions: Vec<Value>) {
         self.mr.discussions.insert(iid, discussions);
+    }
+
+    /// One reviewer per `(username, state)`, in GitLab's reviewers shape.
+    pub fn set_reviewers(&mut self, iid: u64, reviewers: &[(&str, &str)]) {
+        let list = reviewers
+            .iter()
+            .enumerate()
+            .map(|(n, (user, state))| {
+                json!({"user": {"id": 500 + n, "username": user, "name": user, "state": "active"},
+                    "state": state, "created_at": "2026-04-01T09:30:00.000Z"})
+            })
+            .collect();
+        self.mr.reviewers.insert(iid, list);
     }
 
     pub fn set_approvals(&mut self, iid: u64, approvals: Value) {
@@ -143,6 +159,10 @@ pub(super) fn route(s: &mut GitlabState, req: &Recorded, rest: &str) -> Option<R
                     .get(&iid)
                     .unwrap_or(&json!({"iid": iid, "approved": false, "approvals_left": 0})),
             ),
+            ("GET", "reviewers") => match s.mr.reviewers.get(&iid) {
+                Some(list) => paged(req, list.clone()),
+                None => not_found(),
+            },
             ("GET", "resource_label_events") => paged(
                 req,
                 s.mr.label_events.get(&iid).cloned().unwrap_or_default(),
