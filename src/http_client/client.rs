@@ -54,6 +54,14 @@ impl ClientOptions {
             retry: RetryPolicy::default(),
         }
     }
+
+    /// [`ClientOptions::new`] with an adapter block's timeout and first backoff.
+    pub fn tuned(base_url: &str, tuning: &super::tuning::HttpTuning) -> Self {
+        let mut opts = ClientOptions::new(base_url);
+        opts.timeout = tuning.timeout;
+        opts.retry.base = tuning.retry_base;
+        opts
+    }
 }
 
 /// The shared HTTP client.

@@ -34,9 +34,7 @@ impl Api {
         etag_cache_size: usize,
         clock: Arc<dyn Clock>,
     ) -> Api {
-        let mut opts = ClientOptions::new(endpoint);
-        opts.timeout = tuning.timeout;
-        opts.retry.base = tuning.retry_base;
+        let mut opts = ClientOptions::tuned(endpoint, tuning);
         opts.auth = Some(("Authorization".into(), format!("Bearer {token}")));
         opts.headers = vec![
             ("Accept".into(), "application/vnd.github+json".into()),

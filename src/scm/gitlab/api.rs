@@ -31,9 +31,7 @@ impl Api {
         tuning: &HttpTuning,
         clock: Arc<dyn Clock>,
     ) -> Api {
-        let mut opts = ClientOptions::new(base);
-        opts.timeout = tuning.timeout;
-        opts.retry.base = tuning.retry_base;
+        let mut opts = ClientOptions::tuned(base, tuning);
         opts.auth = Some(if bearer {
             ("Authorization".into(), format!("Bearer {token}"))
         } else {

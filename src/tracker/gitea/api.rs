@@ -37,9 +37,7 @@ pub struct GiteaApi {
 
 impl GiteaApi {
     pub fn new(c: &GiteaConfig, clock: Arc<dyn Clock>) -> Self {
-        let mut opts = ClientOptions::new(&c.api_base);
-        opts.timeout = c.tuning.timeout;
-        opts.retry.base = c.tuning.retry_base;
+        let mut opts = ClientOptions::tuned(&c.api_base, &c.tuning);
         opts.auth = Some(("Authorization".into(), format!("token {}", c.token)));
         opts.headers = vec![("Accept".into(), "application/json".into())];
         GiteaApi {

@@ -29,9 +29,7 @@ pub struct GithubApi {
 
 impl GithubApi {
     pub fn new(c: &GithubConfig, clock: Arc<dyn Clock>) -> Self {
-        let mut opts = ClientOptions::new(&c.endpoint);
-        opts.timeout = c.tuning.timeout;
-        opts.retry.base = c.tuning.retry_base;
+        let mut opts = ClientOptions::tuned(&c.endpoint, &c.tuning);
         opts.auth = Some(("Authorization".into(), format!("Bearer {}", c.token)));
         opts.headers = vec![
             ("Accept".into(), "application/vnd.github+json".into()),

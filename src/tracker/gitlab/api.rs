@@ -65,9 +65,7 @@ impl Edit {
 
 impl GitlabApi {
     pub fn new(c: &GitlabConfig, clock: Arc<dyn Clock>) -> Self {
-        let mut opts = ClientOptions::new(&c.api_base);
-        opts.timeout = c.tuning.timeout;
-        opts.retry.base = c.tuning.retry_base;
+        let mut opts = ClientOptions::tuned(&c.api_base, &c.tuning);
         opts.auth = Some(match c.auth {
             Auth::PrivateToken => ("PRIVATE-TOKEN".into(), c.token.clone()),
             Auth::Bearer => ("Authorization".into(), format!("Bearer {}", c.token)),

@@ -29,9 +29,7 @@ fn payload(r: &crate::http_client::Response, detail: String) -> HttpError {
 
 impl JiraApi {
     pub fn new(c: &JiraConfig, clock: Arc<dyn Clock>) -> Self {
-        let mut opts = ClientOptions::new(&c.endpoint);
-        opts.timeout = c.tuning.timeout;
-        opts.retry.base = c.tuning.retry_base;
+        let mut opts = ClientOptions::tuned(&c.endpoint, &c.tuning);
         let basic = data_encoding::BASE64.encode(format!("{}:{}", c.email, c.token).as_bytes());
         // The encoded pair is as secret as the token it carries.
         crate::mask::register_secret(&basic);

@@ -79,9 +79,7 @@ fn class_of_words(code: &str, message: &str) -> ErrorClass {
 
 impl LinearApi {
     pub fn new(c: &LinearConfig, clock: Arc<dyn Clock>) -> Self {
-        let mut opts = ClientOptions::new(&c.endpoint);
-        opts.timeout = c.tuning.timeout;
-        opts.retry.base = c.tuning.retry_base;
+        let mut opts = ClientOptions::tuned(&c.endpoint, &c.tuning);
         opts.auth = Some(("Authorization".into(), c.token.clone()));
         opts.headers = vec![("Accept".into(), "application/json".into())];
         LinearApi {
