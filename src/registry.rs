@@ -38,7 +38,11 @@ pub const AGENTS: &[AgentDescriptor] = &[
 ];
 
 /// Every source control (forge) provider this build can run pull-request reactions on.
-pub const SCMS: &[ScmDescriptor] = &[scm::github::DESCRIPTOR, scm::gitlab::DESCRIPTOR];
+pub const SCMS: &[ScmDescriptor] = &[
+    scm::gitea::DESCRIPTOR,
+    scm::github::DESCRIPTOR,
+    scm::gitlab::DESCRIPTOR,
+];
 
 /// `agent.kind` when the workflow names none.
 pub const DEFAULT_AGENT_KIND: &str = agent::claude::KIND;
@@ -196,7 +200,7 @@ mod tests {
     fn source_control_providers_are_looked_up_by_kind() {
         assert_eq!(
             unsupported_scm("bitbucket"),
-            "source control provider \"bitbucket\" is not supported by this build (supported: github, gitlab)"
+            "source control provider \"bitbucket\" is not supported by this build (supported: gitea, github, gitlab)"
         );
         let settings = |kind: &str, token: &str| ScmSettings {
             kind: kind.into(),

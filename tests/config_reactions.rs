@@ -160,7 +160,7 @@ fn an_unknown_provider_lists_the_supported_ones() {
     let e = err("reactions:\n  ci_failure: {provider: bitbucket}");
     assert_eq!(
         e,
-        "config: reactions.ci_failure.provider: source control provider \"bitbucket\" is not supported by this build (supported: github, gitlab)"
+        "config: reactions.ci_failure.provider: source control provider \"bitbucket\" is not supported by this build (supported: gitea, github, gitlab)"
     );
 }
 

@@ -8,6 +8,7 @@
 //! below `tracker` and `scm`, so it cannot name their types: failures carry an [`ErrorClass`]
 //! that each maps onto its own error kinds.
 
+mod api_root;
 mod classify;
 mod client;
 mod error;
@@ -18,6 +19,7 @@ mod request;
 mod retry;
 mod tuning;
 
+pub use api_root::with_api_root;
 pub use classify::{classify, is_rate_limited, rate_limit_name};
 pub use client::{ClientOptions, HttpClient, Sleeper, ThreadSleeper, encode};
 pub use error::{ErrorClass, HttpError, MAX_SNIPPET_BYTES, snippet};

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::clock::Clock;
 use crate::domain::CiStatus;
 
+pub mod gitea;
 pub mod github;
 pub mod gitlab;
 pub mod http_error;

@@ -49,12 +49,7 @@ pub const DESCRIPTOR: ScmDescriptor = ScmDescriptor { kind: KIND, build };
 
 /// The API base for an endpoint: `/api/v4` appended unless it is there already.
 pub fn api_base(endpoint: &str) -> String {
-    let root = endpoint.trim().trim_end_matches('/');
-    if root.ends_with(API_PATH) {
-        root.to_string()
-    } else {
-        format!("{root}{API_PATH}")
-    }
+    crate::http_client::with_api_root(endpoint, API_PATH)
 }
 
 fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, String> {

@@ -157,12 +157,7 @@ pub fn parse(s: &TrackerSettings) -> Result<GiteaConfig, TrackerError> {
 
 /// The instance URL with `/api/v1` appended once (an endpoint that already names it keeps it).
 fn api_base(endpoint: &str) -> String {
-    let root = endpoint.trim().trim_end_matches('/');
-    if root.ends_with(API_ROOT) {
-        root.to_string()
-    } else {
-        format!("{root}{API_ROOT}")
-    }
+    crate::http_client::with_api_root(endpoint, API_ROOT)
 }
 
 /// `owner/repo`, each side non-empty, no whitespace.

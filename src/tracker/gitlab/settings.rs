@@ -164,14 +164,8 @@ pub fn parse(s: &TrackerSettings) -> Result<GitlabConfig, TrackerError> {
         .endpoint
         .as_deref()
         .filter(|e| !e.trim().is_empty())
-        .unwrap_or(DEFAULT_ENDPOINT)
-        .trim()
-        .trim_end_matches('/');
-    let api_base = if endpoint.ends_with(API_PATH) {
-        endpoint.to_string()
-    } else {
-        format!("{endpoint}{API_PATH}")
-    };
+        .unwrap_or(DEFAULT_ENDPOINT);
+    let api_base = crate::http_client::with_api_root(endpoint, API_PATH);
     Ok(GitlabConfig {
         api_base,
         token: s.api_key.clone().unwrap_or_default().trim().to_string(),
