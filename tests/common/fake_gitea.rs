@@ -6,6 +6,9 @@
 //! clamped to 50) with an absolute `Link` (`rel="next"`, `rel="last"`) and `X-Total-Count`;
 //! issue dependencies (switchable to 404, as with dependencies turned off); any path can be
 //! made to answer 500 through `failing`; `Authorization: token …` checked (401 otherwise).
+//! The pull-request side is in `pulls`.
+
+pub mod pulls;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -13,6 +16,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::fake_server::{FakeServer, Recorded, Reply};
+
+use pulls::PullState;
 
 pub const OWNER: &str = "owner";
 pub const REPO: &str = "repo";
@@ -38,6 +43,8 @@ pub struct GiteaState {
     pub dependencies_off: bool,
     /// Paths (no query) that answer 500 to every request while listed.
     pub failing: BTreeSet<String>,
+    /// Pull requests, commit statuses, reviews, timelines and branches.
+    pub pr: PullState,
     next_comment_id: u64,
 }
 
@@ -196,6 +203,9 @@ fn route(s: &mut GiteaState, req: &Recorded) -> Reply {
     let Some(rest) = req.path.strip_prefix(&repo) else {
         return not_found();
     };
+    if let Some(reply) = pulls::route(s, req, rest) {
+        return reply;
+    }
     match (req.method.as_str(), rest) {
         ("GET", "/issues") => list_issues(s, req),
         ("GET", "/labels") => {
@@ -230,6 +240,7 @@ fn issue_route(s: &mut GiteaState, req: &Recorded, rest: &str) -> Reply {
         }
         ("POST", "comments") => post_comment(s, n, req),
         ("POST", "labels") => add_labels(s, n, req),
+        ("GET", "timeline") => pulls::timeline(s, req, n),
         ("GET", "dependencies") if !s.dependencies_off => {
             let list: Vec<Value> = s
                 .depends_on
@@ -306,14 +317,13 @@ fn remove_label(s: &mut GiteaState, n: u64, id: &str) -> Reply {
         return message(422, "label does not exist");
     };
     let issue = s.issues.get_mut(&n).unwrap_or_else(|| panic!("issue {n}"));
-    let kept: Vec<Value> = issue["labels"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|l| l["id"] != id)
-        .collect();
+    let labels = issue["labels"].as_array().cloned().unwrap_or_default();
+    let (removed, kept): (Vec<Value>, Vec<Value>) = labels.into_iter().partition(|l| l["id"] == id);
     issue["labels"] = Value::Array(kept);
+    for l in removed {
+        let name = l["name"].as_str().unwrap_or("").to_string();
+        s.add_label_event(n, &name, "sortie-bot", false);
+    }
     Reply::empty(204)
 }
 
