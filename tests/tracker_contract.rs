@@ -1,7 +1,11 @@
 //! The contract every tracker adapter must pass, written once against [`TrackerAdapter`] and
 //! instantiated per registered kind. A kind's instantiation only says how to stand the
 //! tracker up over the seed issues of `tests/fixtures/contract/tracker_seed.json` (and over a
-//! broken backing store); every assertion lives in the shared suite.
+//! broken backing store), and how it names what the seed names: its id and identifier for a
+//! seed id (`c1`, or `nope` for one that exists nowhere) and identifier (`CON-1`), and its
+//! spelling of a seed state. Every assertion lives in the shared suite.
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,10 +22,36 @@ type Made = Result<UnderTest, Box<dyn std::error::Error>>;
 /// The states the seed's candidates are in.
 const ACTIVE: &[&str] = &["To Do", "In Progress"];
 
-/// A tracker stood up for one contract run; `_keep` owns whatever backs it (a temp dir).
+/// A tracker stood up for one contract run; `_keep` owns whatever backs it (a temp dir, a
+/// fake server).
 struct UnderTest {
     tracker: Arc<dyn TrackerAdapter>,
+    /// The kind's id or identifier for a seed id or identifier; absent ones are the seed's.
+    names: BTreeMap<String, String>,
+    /// The kind's spelling of a seed state.
+    state: fn(&str) -> String,
     _keep: Box<dyn std::any::Any>,
+}
+
+impl UnderTest {
+    /// The kind's name for a seed id or identifier.
+    fn n(&self, seed: &str) -> String {
+        self.names
+            .get(seed)
+            .cloned()
+            .unwrap_or_else(|| seed.to_string())
+    }
+
+    /// The kind's names for seed ids, sorted.
+    fn ids(&self, seed: &[&str]) -> Vec<String> {
+        let mut v: Vec<String> = seed.iter().map(|s| self.n(s)).collect();
+        v.sort();
+        v
+    }
+
+    fn st(&self, seed_state: &str) -> String {
+        (self.state)(seed_state)
+    }
 }
 
 /// How one kind is stood up: over the seed issues, or over backing data it cannot parse.
@@ -61,41 +91,44 @@ fn kind_is_registered(inst: &Instantiation) -> TestResult {
 }
 
 fn candidates_are_the_active_issues_without_comments(inst: &Instantiation) -> TestResult {
-    let under = stand_up(inst)?;
-    let t = &under.tracker;
+    let u = stand_up(inst)?;
+    let t = &u.tracker;
     let found = t.fetch_candidate_issues()?;
-    assert_eq!(sorted_ids(&found), ["c1", "c2"]);
+    assert_eq!(sorted_ids(&found), u.ids(&["c1", "c2"]));
+    let active: Vec<String> = ACTIVE.iter().map(|s| u.st(s)).collect();
     for issue in &found {
         assert!(issue.comments.is_none(), "{}: comments fetched", issue.id);
         assert!(!issue.identifier.is_empty() && !issue.title.is_empty());
-        assert!(ACTIVE.contains(&issue.state.as_str()), "{}", issue.state);
+        assert!(active.contains(&issue.state), "{}", issue.state);
     }
     Ok(())
 }
 
 fn one_issue_comes_with_its_comments(inst: &Instantiation) -> TestResult {
-    let under = stand_up(inst)?;
-    let t = &under.tracker;
-    let issue = t.fetch_issue_by_id("c1")?;
-    assert_eq!(issue.identifier, "CON-1");
-    assert_eq!(issue.state, "To Do");
+    let u = stand_up(inst)?;
+    let t = &u.tracker;
+    let issue = t.fetch_issue_by_id(&u.n("c1"))?;
+    assert_eq!(issue.identifier, u.n("CON-1"));
+    assert_eq!(issue.state, u.st("To Do"));
+    assert_eq!(issue.title, "Active with a blocker");
     let comments = issue.comments.ok_or("comments not fetched")?;
     assert_eq!(comments.len(), 1);
     assert_eq!(comments[0].body, "first comment");
-    assert_eq!(t.fetch_issue_by_id("c2")?.comments, Some(vec![]));
-    assert_eq!(t.fetch_issue_comments("c2")?, vec![]);
+    assert_eq!(t.fetch_issue_by_id(&u.n("c2"))?.comments, Some(vec![]));
+    assert_eq!(t.fetch_issue_comments(&u.n("c2"))?, vec![]);
     Ok(())
 }
 
 fn unknown_ids_are_not_found_and_never_retried(inst: &Instantiation) -> TestResult {
-    let under = stand_up(inst)?;
-    let t = &under.tracker;
+    let u = stand_up(inst)?;
+    let t = &u.tracker;
+    let nope = u.n("nope");
     let calls = [
-        t.fetch_issue_by_id("nope").err(),
-        t.fetch_issue_comments("nope").err(),
-        t.transition_issue("nope", "Done").err(),
-        t.comment_issue("nope", "hello").err(),
-        t.fetch_blockers("nope").err(),
+        t.fetch_issue_by_id(&nope).err(),
+        t.fetch_issue_comments(&nope).err(),
+        t.transition_issue(&nope, &u.st("Done")).err(),
+        t.comment_issue(&nope, "hello").err(),
+        t.fetch_blockers(&nope).err(),
     ];
     for (n, e) in calls.into_iter().enumerate() {
         let e = e.ok_or(format!("call {n} on an unknown id succeeded"))?;
@@ -107,46 +140,47 @@ fn unknown_ids_are_not_found_and_never_retried(inst: &Instantiation) -> TestResu
 }
 
 fn state_queries_match_case_insensitively(inst: &Instantiation) -> TestResult {
-    let under = stand_up(inst)?;
-    let t = &under.tracker;
+    let u = stand_up(inst)?;
+    let t = &u.tracker;
     assert!(t.fetch_issues_by_states(&[])?.is_empty());
-    let found = t.fetch_issues_by_states(&strings(&["done", "BACKLOG"]))?;
-    assert_eq!(sorted_ids(&found), ["c3", "c4"]);
+    let asked = [u.st("Done").to_lowercase(), u.st("Backlog").to_uppercase()];
+    let found = t.fetch_issues_by_states(&asked)?;
+    assert_eq!(sorted_ids(&found), u.ids(&["c3", "c4"]));
     assert!(t.fetch_issue_states_by_ids(&[])?.is_empty());
+    let ids = [u.n("c2"), u.n("nope"), u.n("c3")];
     assert_eq!(
-        t.fetch_issue_states_by_ids(&strings(&["c2", "nope", "c3"]))?,
-        BTreeMap::from([
-            ("c2".to_string(), "In Progress".to_string()),
-            ("c3".to_string(), "Done".to_string()),
-        ])
+        t.fetch_issue_states_by_ids(&ids)?,
+        BTreeMap::from([(u.n("c2"), u.st("In Progress")), (u.n("c3"), u.st("Done"))])
     );
     assert!(t.fetch_issue_states_by_identifiers(&[])?.is_empty());
+    let identifiers = [u.n("CON-4"), u.n("CON-404")];
     assert_eq!(
-        t.fetch_issue_states_by_identifiers(&strings(&["CON-4", "CON-404"]))?,
-        BTreeMap::from([("CON-4".to_string(), "Backlog".to_string())])
+        t.fetch_issue_states_by_identifiers(&identifiers)?,
+        BTreeMap::from([(u.n("CON-4"), u.st("Backlog"))])
     );
     Ok(())
 }
 
 fn a_transition_is_seen_by_the_next_read(inst: &Instantiation) -> TestResult {
-    let under = stand_up(inst)?;
-    let t = &under.tracker;
-    t.transition_issue("c2", "Review")?;
-    let states = t.fetch_issue_states_by_ids(&strings(&["c2"]))?;
-    assert_eq!(states.get("c2").map(String::as_str), Some("Review"));
-    assert_eq!(sorted_ids(&t.fetch_candidate_issues()?), ["c1"]);
+    let u = stand_up(inst)?;
+    let t = &u.tracker;
+    let c2 = u.n("c2");
+    t.transition_issue(&c2, &u.st("Review"))?;
+    let states = t.fetch_issue_states_by_ids(std::slice::from_ref(&c2))?;
+    assert_eq!(states.get(&c2), Some(&u.st("Review")));
+    assert_eq!(sorted_ids(&t.fetch_candidate_issues()?), u.ids(&["c1"]));
     // Moving to the state it already has is not an error.
-    t.transition_issue("c2", "Review")?;
-    assert_eq!(t.fetch_issue_by_id("c2")?.state, "Review");
+    t.transition_issue(&c2, &u.st("Review"))?;
+    assert_eq!(t.fetch_issue_by_id(&c2)?.state, u.st("Review"));
     Ok(())
 }
 
 fn a_comment_is_appended(inst: &Instantiation) -> TestResult {
-    let under = stand_up(inst)?;
-    let t = &under.tracker;
-    t.comment_issue("c1", "contract says hi")?;
+    let u = stand_up(inst)?;
+    let t = &u.tracker;
+    t.comment_issue(&u.n("c1"), "contract says hi")?;
     let bodies: Vec<String> = t
-        .fetch_issue_comments("c1")?
+        .fetch_issue_comments(&u.n("c1"))?
         .into_iter()
         .map(|c| c.body)
         .collect();
@@ -155,33 +189,35 @@ fn a_comment_is_appended(inst: &Instantiation) -> TestResult {
 }
 
 fn labels_are_added_and_removed_idempotently(inst: &Instantiation) -> TestResult {
-    let under = stand_up(inst)?;
-    let t = &under.tracker;
+    let u = stand_up(inst)?;
+    let t = &u.tracker;
+    let c2 = u.n("c2");
     let has = |want: &str| -> Result<bool, Box<dyn std::error::Error>> {
-        let labels = t.fetch_issue_by_id("c2")?.labels;
+        let labels = t.fetch_issue_by_id(&c2)?.labels;
         Ok(labels.iter().any(|l| l.eq_ignore_ascii_case(want)))
     };
-    t.add_label("c2", "needs-review")?;
-    t.add_label("c2", "needs-review")?;
+    t.add_label(&c2, "needs-review")?;
+    t.add_label(&c2, "needs-review")?;
     assert_eq!(has("needs-review")?, inst.supports_labels);
-    t.remove_label("c2", "needs-review")?;
-    t.remove_label("c2", "never-there")?;
+    t.remove_label(&c2, "needs-review")?;
+    t.remove_label(&c2, "never-there")?;
     assert!(!has("needs-review")?);
     Ok(())
 }
 
 fn blockers_are_reported(inst: &Instantiation) -> TestResult {
-    let under = stand_up(inst)?;
-    let t = &under.tracker;
-    let b = t.fetch_blockers("c1")?;
+    let u = stand_up(inst)?;
+    let t = &u.tracker;
+    let b = t.fetch_blockers(&u.n("c1"))?;
     let refs: Vec<(&str, &str)> = b
         .refs
         .iter()
         .map(|r| (r.id.as_str(), r.identifier.as_str()))
         .collect();
-    assert_eq!(refs, [("c3", "CON-3")]);
-    assert_eq!(b.refs[0].state, "Done");
-    assert!(t.fetch_blockers("c2")?.refs.is_empty());
+    let (c3, con3) = (u.n("c3"), u.n("CON-3"));
+    assert_eq!(refs, [(c3.as_str(), con3.as_str())]);
+    assert_eq!(b.refs[0].state, u.st("Done"));
+    assert!(t.fetch_blockers(&u.n("c2"))?.refs.is_empty());
     Ok(())
 }
 
@@ -197,7 +233,7 @@ fn an_unreadable_backing_store_is_a_typed_error(inst: &Instantiation) -> TestRes
         !e.to_string().is_empty() && e.to_string().starts_with("tracker: "),
         "{e}"
     );
-    assert!(t.fetch_issue_by_id("c1").is_err());
+    assert!(t.fetch_issue_by_id(&under.n("c1")).is_err());
     Ok(())
 }
 
@@ -267,6 +303,8 @@ fn file_tracker_over(text: &str, active: &[String]) -> Made {
         registry::build_tracker(&settings, Arc::new(ManualClock::new(1_767_225_600_000)))?;
     Ok(UnderTest {
         tracker,
+        names: BTreeMap::new(),
+        state: str::to_string,
         _keep: Box::new(dir),
     })
 }
@@ -292,3 +330,212 @@ fn the_file_kind_refuses_to_build_without_its_path() {
     let problems = (sortie::tracker::file::DESCRIPTOR.validate)(&settings);
     assert_eq!(problems.len(), 1);
 }
+
+// ---- the label trackers (github, gitlab, gitea): the seed in a fake server ----
+
+use common::fake_server::{FakeServer, Reply};
+use common::{fake_gitea, fake_github, fake_gitlab};
+
+/// A label tracker reads a state from the labels naming configured states and falls back to
+/// open/closed, so the seed's not-yet-active `Backlog` is configured as a terminal state (a
+/// label naming no configured state would read as open). States are labels, lowercased.
+const LABEL_ACTIVE: [&str; 2] = ["to do", "in progress"];
+const LABEL_TERMINAL: [&str; 2] = ["done", "backlog"];
+const LABEL_HANDOFF: &str = "review";
+/// The repository labels every label fake starts with.
+const REPO_LABELS: &[&str] = &[
+    "to do",
+    "in progress",
+    "done",
+    "backlog",
+    "review",
+    "seed",
+    "needs-review",
+];
+
+/// One seed issue as a numbered tracker holds it.
+struct Numbered {
+    number: u64,
+    title: String,
+    /// The state label, then the seed's own labels.
+    labels: Vec<String>,
+    closed: bool,
+    /// `(author, body, created_at)`.
+    comments: Vec<(String, String, String)>,
+    blocked_by: Vec<u64>,
+}
+
+impl Numbered {
+    fn labels(&self) -> Vec<&str> {
+        self.labels.iter().map(String::as_str).collect()
+    }
+}
+
+/// `c7` → 7.
+fn seed_number(id: &str) -> u64 {
+    id.trim_start_matches('c').parse().unwrap_or(0)
+}
+
+fn numbered(seed: &Value) -> Vec<Numbered> {
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    list(seed)
+        .iter()
+        .map(|i| {
+            let state = text(&i["state"]).to_lowercase();
+            let mut labels = vec![state.clone()];
+            labels.extend(list(&i["labels"]).iter().map(text));
+            Numbered {
+                number: seed_number(&text(&i["id"])),
+                title: text(&i["title"]),
+                closed: LABEL_TERMINAL.contains(&state.as_str()),
+                labels,
+                comments: list(&i["comments"])
+                    .iter()
+                    .map(|c| (text(&c["author"]), text(&c["body"]), text(&c["created_at"])))
+                    .collect(),
+                blocked_by: list(&i["blocked_by"])
+                    .iter()
+                    .map(|b| seed_number(&text(&b["id"])))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// Numbered trackers use the issue number as id and identifier.
+fn numbered_names() -> BTreeMap<String, String> {
+    let mut names = BTreeMap::from([
+        ("nope".to_string(), "999".to_string()),
+        ("CON-404".to_string(), "404".to_string()),
+    ]);
+    for n in 1..=4 {
+        names.insert(format!("c{n}"), n.to_string());
+        names.insert(format!("CON-{n}"), n.to_string());
+    }
+    names
+}
+
+fn label_settings(kind: &str, url: &str, token: &str, project: &str) -> TrackerSettings {
+    TrackerSettings {
+        kind: kind.to_string(),
+        endpoint: Some(url.to_string()),
+        api_key: Some(token.to_string()),
+        project: Some(project.to_string()),
+        active_states: strings(&LABEL_ACTIVE),
+        terminal_states: strings(&LABEL_TERMINAL),
+        handoff_state: Some(LABEL_HANDOFF.into()),
+        block: serde_json::json!({"retry_base_ms": 10, "timeout_ms": 2000})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        ..TrackerSettings::default()
+    }
+}
+
+fn over_fake(settings: &TrackerSettings, keep: Box<dyn std::any::Any>) -> Made {
+    let tracker = registry::build_tracker(settings, Arc::new(ManualClock::new(1_767_225_600_000)))?;
+    Ok(UnderTest {
+        tracker,
+        names: numbered_names(),
+        state: str::to_lowercase,
+        _keep: keep,
+    })
+}
+
+/// A server that answers every request with a cut-off JSON body.
+fn broken_server(settings: fn(&str) -> TrackerSettings) -> Made {
+    let server = FakeServer::start((), |_, _| Reply {
+        status: 200,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        body: b"[{\"id\": ".to_vec(),
+    });
+    over_fake(&settings(&server.url), Box::new(server))
+}
+
+fn github_settings(url: &str) -> TrackerSettings {
+    let project = format!("{}/{}", fake_github::OWNER, fake_github::REPO);
+    label_settings("github", url, fake_github::TOKEN, &project)
+}
+
+const GITHUB: Instantiation = Instantiation {
+    seeded: |seed, _| {
+        let fake = fake_github::start(REPO_LABELS);
+        fake.with_state(|s| {
+            for (k, i) in numbered(seed).iter().enumerate() {
+                s.add_issue(i.number, &i.title, &i.labels(), i.closed);
+                for (c, (author, body, at)) in i.comments.iter().enumerate() {
+                    s.comments
+                        .entry(i.number)
+                        .or_default()
+                        .push(serde_json::json!({
+                        "id": 100 * (k + 1) + c, "user": {"login": author},
+                        "body": body, "created_at": at}));
+                }
+                s.blocked_by.insert(i.number, i.blocked_by.clone());
+            }
+        });
+        over_fake(&github_settings(&fake.url), Box::new(fake))
+    },
+    broken: || broken_server(github_settings),
+    supports_labels: true,
+};
+
+tracker_contract!(github, GITHUB);
+
+fn gitlab_settings(url: &str) -> TrackerSettings {
+    label_settings("gitlab", url, fake_gitlab::TOKEN, fake_gitlab::PROJECT)
+}
+
+const GITLAB: Instantiation = Instantiation {
+    seeded: |seed, _| {
+        let fake = fake_gitlab::start();
+        fake.with_state(|s| {
+            for i in numbered(seed) {
+                s.add_issue(i.number, &i.title, &i.labels(), i.closed);
+                for (author, body, _) in &i.comments {
+                    s.add_note(i.number, author, body, false);
+                }
+                for b in &i.blocked_by {
+                    s.block(i.number, *b);
+                }
+            }
+        });
+        over_fake(&gitlab_settings(&fake.url), Box::new(fake))
+    },
+    broken: || broken_server(gitlab_settings),
+    supports_labels: true,
+};
+
+tracker_contract!(gitlab, GITLAB);
+
+fn gitea_settings(url: &str) -> TrackerSettings {
+    let project = format!("{}/{}", fake_gitea::OWNER, fake_gitea::REPO);
+    label_settings("gitea", url, fake_gitea::TOKEN, &project)
+}
+
+const GITEA: Instantiation = Instantiation {
+    seeded: |seed, _| {
+        let fake = fake_gitea::start(REPO_LABELS);
+        fake.with_state(|s| {
+            for (k, i) in numbered(seed).iter().enumerate() {
+                s.add_issue(i.number, &i.title, &i.labels(), i.closed);
+                for (c, (author, body, at)) in i.comments.iter().enumerate() {
+                    s.comments
+                        .entry(i.number)
+                        .or_default()
+                        .push(serde_json::json!({
+                        "id": 100 * (k + 1) + c,
+                        "user": {"id": 1, "login": author, "username": author},
+                        "body": body, "created_at": at, "updated_at": at}));
+                }
+                s.depends_on.insert(i.number, i.blocked_by.clone());
+            }
+        });
+        over_fake(&gitea_settings(&fake.url), Box::new(fake))
+    },
+    broken: || broken_server(gitea_settings),
+    supports_labels: true,
+};
+
+tracker_contract!(gitea, GITEA);

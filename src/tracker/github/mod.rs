@@ -223,13 +223,18 @@ impl TrackerAdapter for GithubTracker {
     }
 
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
+        // A 404 is an unknown issue or a repository without the dependencies API; the issue
+        // read tells them apart, so an unknown issue stays `NotFound`.
         let items =
             match self
                 .api
                 .list_issue_part(number_of(id), "/dependencies/blocked_by", "blockers")
             {
                 Ok(items) => items,
-                Err(e) if e.class == ErrorClass::NotFound => Vec::new(),
+                Err(e) if e.class == ErrorClass::NotFound => {
+                    self.issue_json(id)?;
+                    Vec::new()
+                }
                 Err(e) => return Err(err(e)),
             };
         Ok(Blockers {
