@@ -539,3 +539,142 @@ const GITEA: Instantiation = Instantiation {
 };
 
 tracker_contract!(gitea, GITEA);
+
+// ---- the native-state trackers (jira, linear): the seed in a fake server ----
+
+use common::{fake_jira, fake_linear};
+
+/// Seed ids and identifiers as a native-state tracker names them: `c<n>` is `id(n)`,
+/// `CON-<n>` is `<key>-<n>`; `nope` and `CON-404` exist nowhere.
+fn keyed_names(id: fn(u64) -> String, key: &str) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::from([
+        ("nope".to_string(), id(99_999)),
+        ("CON-404".to_string(), format!("{key}-404")),
+    ]);
+    for n in 1..=4 {
+        names.insert(format!("c{n}"), id(n));
+        names.insert(format!("CON-{n}"), format!("{key}-{n}"));
+    }
+    names
+}
+
+fn native_settings(kind: &str, url: &str, token: &str, project: &str) -> TrackerSettings {
+    TrackerSettings {
+        endpoint: Some(format!("{url}/")),
+        ..label_settings(kind, url, token, project)
+    }
+}
+
+/// The workflow's names for the seed's states (the seed's own where they agree).
+fn jira_state(seed_state: &str) -> String {
+    match seed_state {
+        "Review" => "Human Review".into(),
+        s => s.into(),
+    }
+}
+
+fn jira_settings(url: &str) -> TrackerSettings {
+    TrackerSettings {
+        active_states: strings(ACTIVE),
+        terminal_states: strings(&["Done"]),
+        handoff_state: Some(jira_state("Review")),
+        ..native_settings("jira", url, &fake_jira::api_key(), fake_jira::PROJECT)
+    }
+}
+
+const JIRA: Instantiation = Instantiation {
+    seeded: |seed, _| {
+        let fake = fake_jira::start();
+        fake.with_state(|s| {
+            for i in numbered(seed) {
+                let state = seed_state(seed, i.number);
+                let id = s.add_issue(i.number, &i.title, &jira_state(&state));
+                let Some(issue) = s.issues.get_mut(&id) else {
+                    continue;
+                };
+                issue.labels = i.labels[1..].to_vec();
+                issue.blocked_by = i.blocked_by.iter().map(|b| 10_000 + b).collect();
+                for (c, (author, body, at)) in i.comments.iter().enumerate() {
+                    issue.comments.push(serde_json::json!({
+                        "id": (20_000 + 100 * i.number + c as u64).to_string(),
+                        "author": {"displayName": author},
+                        "body": {"type": "doc", "version": 1, "content": [{"type": "paragraph",
+                            "content": [{"type": "text", "text": body}]}]},
+                        "created": at.replace('Z', ".000+0000")}));
+                }
+            }
+        });
+        let mut u = over_fake(&jira_settings(&fake.url), Box::new(fake))?;
+        u.names = keyed_names(|n| (10_000 + n).to_string(), fake_jira::PROJECT);
+        u.state = |s| jira_state(s);
+        Ok(u)
+    },
+    broken: || broken_server(jira_settings),
+    supports_labels: true,
+};
+
+tracker_contract!(jira, JIRA);
+
+/// A new Linear team's names for the seed's states.
+fn linear_state(seed_state: &str) -> String {
+    match seed_state {
+        "To Do" => "Todo".into(),
+        "Review" => "In Review".into(),
+        s => s.into(),
+    }
+}
+
+fn linear_settings(url: &str) -> TrackerSettings {
+    TrackerSettings {
+        active_states: ACTIVE.iter().map(|s| linear_state(s)).collect(),
+        terminal_states: strings(&["Done", "Canceled"]),
+        handoff_state: Some(linear_state("Review")),
+        ..native_settings("linear", url, fake_linear::TOKEN, fake_linear::TEAM)
+    }
+}
+
+const LINEAR: Instantiation = Instantiation {
+    seeded: |seed, _| {
+        let fake = fake_linear::start();
+        fake.with_state(|s| {
+            s.labels.push((
+                "lb-needs-review".into(),
+                "needs-review".into(),
+                Some(fake_linear::TEAM.into()),
+            ));
+            for i in numbered(seed) {
+                let state = seed_state(seed, i.number);
+                s.add_issue(i.number, &i.title, &linear_state(&state));
+                let Some(issue) = s.issue_mut(i.number) else {
+                    continue;
+                };
+                issue.blocked_by = i.blocked_by.clone();
+                for (c, (author, body, at)) in i.comments.iter().enumerate() {
+                    issue.comments.push(serde_json::json!({
+                        "id": format!("cm-seed-{}-{c}", i.number), "body": body,
+                        "createdAt": at, "user": {"name": author}}));
+                }
+            }
+        });
+        let mut u = over_fake(&linear_settings(&fake.url), Box::new(fake))?;
+        u.names = keyed_names(fake_linear::issue_id, fake_linear::TEAM);
+        u.state = |s| linear_state(s);
+        Ok(u)
+    },
+    broken: || broken_server(linear_settings),
+    // Linear labels exist per team or workspace; the seed's are created with the team.
+    supports_labels: true,
+};
+
+tracker_contract!(linear, LINEAR);
+
+/// The seed's state of issue `c<n>`, as written.
+fn seed_state(seed: &Value, n: u64) -> String {
+    seed.as_array()
+        .into_iter()
+        .flatten()
+        .find(|i| i["id"] == format!("c{n}"))
+        .and_then(|i| i["state"].as_str())
+        .unwrap_or("")
+        .to_string()
+}

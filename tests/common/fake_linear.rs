@@ -487,9 +487,10 @@ fn comment(s: &mut LinearState, vars: &Value) -> Reply {
     if body.trim().is_empty() {
         return gql_error(400, "INVALID_INPUT", "body: should not be empty");
     }
+    // Stamped after every seeded comment: a posted comment is the newest, as in Linear.
     s.next_comment += 1;
     let c = json!({"id": format!("cm-{}", s.next_comment), "body": body,
-        "createdAt": format!("2026-02-01T00:00:{:02}.000Z", s.next_comment % 60),
+        "createdAt": format!("2026-06-01T00:00:{:02}.000Z", s.next_comment % 60),
         "user": {"name": "Sortie Bot"}});
     if let Some(i) = s.issues.get_mut(&id) {
         i.comments.push(c.clone());
