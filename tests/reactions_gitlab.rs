@@ -6,76 +6,28 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use common::fake_gitlab::{self, FakeGitlab, TOKEN, job_json, pipeline_json};
-use common::{FAKE_AGENT, Setup};
+use common::reactions::{self, Forge, PR as MR, ReactionProject};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(40);
-const MR: u64 = 7;
 
 const MERGE: &str = "  auto_merge:\n    provider: gitlab\n    strategy: squash\n    require_ci: true\n    delete_branch: true\n    poll_interval_ms: 60000\n  merge_completion:\n    target_state: done\n    poll_interval_ms: 60000\n";
 const CI: &str = "  ci_failure:\n    provider: gitlab\n    max_retries: 1\n    max_log_lines: 5\n";
 
-fn workflow(fake: &FakeGitlab, reactions: &str) -> String {
-    format!(
-        "---\ntracker:\n  kind: gitlab\n  endpoint: {url}\n  api_key: $GITLAB_TOKEN\n  project: {project}\n  active_states: [backlog, in-progress]\n  terminal_states: [done]\n  in_progress_state: in-progress\n  handoff_state: review\ngitlab:\n  retry_base_ms: 10\n  timeout_ms: 2000\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {agent}\n  max_turns: 1\nreactions:\n{reactions}---\nWork on {{{{ .issue.identifier }}}}.\n{{{{ if .ci_failure }}}}CI FAILING on {{{{ .ci_failure.ref }}}}: {{{{ .ci_failure.failing_count }}}} failing.{{{{ range .ci_failure.check_runs }}}} check={{{{ .name }}}}/{{{{ .conclusion }}}}{{{{ end }}}}\nLOG:\n{{{{ .ci_failure.log_excerpt }}}}\n{{{{ end }}}}",
-        url = fake.url,
-        project = fake_gitlab::PROJECT,
-        agent = FAKE_AGENT,
-    )
-}
-
-/// The fake agent's run records merge request !7 at head `sha1`, then succeeds.
-fn write_scenario(dir: &Path) -> String {
-    let record = json!({"branch": "sortie/1", "sha": "sha1", "pr_number": MR,
-        "owner": "group/sub", "repo": "project"})
-    .to_string();
-    let lines = [
-        json!({"write_file": {"path": ".sortie/scm.json", "content": record}, "turn": 1}),
-        json!({"init": {}}),
-        json!({"assistant": {"text": "done", "input_tokens": 10, "output_tokens": 5}}),
-        json!({"result": {"subtype": "success", "text": "ok"}}),
-    ];
-    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-    let path = dir.join("scenario.jsonl");
-    std::fs::write(&path, text.join("\n")).unwrap_or_else(|e| panic!("{e}"));
-    path.display().to_string()
-}
-
-/// Starts the daemon on a project with `reactions`; the argv log's path comes back too.
-fn start(
-    fake: &FakeGitlab,
-    reactions: &str,
-) -> (Setup, common::daemon::Daemon, std::path::PathBuf) {
-    let setup = Setup::new(&workflow(fake, reactions), "[]");
-    let dir = setup.path().to_path_buf();
-    let scenario = write_scenario(&dir);
-    let state_dir = dir.join("agent-state");
-    std::fs::create_dir_all(&state_dir).unwrap_or_else(|e| panic!("{e}"));
-    let argv_log = dir.join("argv.jsonl");
-    let (log, state) = (
-        argv_log.display().to_string(),
-        state_dir.display().to_string(),
-    );
-    let d = setup.start(&[
-        ("GITLAB_TOKEN", TOKEN),
-        ("FAKE_AGENT_SCENARIO", &scenario),
-        ("FAKE_AGENT_ARGV_LOG", &log),
-        ("FAKE_AGENT_STATE_DIR", &state),
-    ]);
-    (setup, d, argv_log)
-}
-
-fn prompts(argv_log: &Path) -> Vec<String> {
-    std::fs::read_to_string(argv_log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .map(|v| v["prompt"].as_str().unwrap_or_default().to_string())
-        .collect()
+/// The run's merge request is !7 of `group/sub/project`.
+fn project(fake: &FakeGitlab, reactions: &str) -> ReactionProject {
+    let forge = Forge {
+        kind: "gitlab",
+        url: &fake.url,
+        token: TOKEN,
+        project: fake_gitlab::PROJECT,
+        owner: "group/sub",
+        repo: "project",
+    };
+    ReactionProject::on(&forge, reactions)
 }
 
 #[test]
@@ -96,9 +48,10 @@ fn a_failing_pipeline_job_dispatches_one_ci_fix_run_with_its_trace() {
             "\u{1b}[0K\u{1b}[31merror\u{1b}[0m: test_export failed\n",
         );
     });
-    let (_setup, d, argv_log) = start(&fake, CI);
-    d.wait_until("the CI-fix run", WAIT, || prompts(&argv_log).len() >= 2);
-    let fix = &prompts(&argv_log)[1];
+    let p = project(&fake, CI);
+    let d = p.start();
+    d.wait_until("the CI-fix run", WAIT, || p.prompts().len() >= 2);
+    let fix = &p.prompts()[1];
     assert!(fix.contains("CI FAILING on sha1: 1 failing."), "{fix}");
     assert!(
         fix.contains("check=test/failure") && fix.contains("check=build/success"),
@@ -106,7 +59,7 @@ fn a_failing_pipeline_job_dispatches_one_ci_fix_run_with_its_trace() {
     );
     assert!(fix.contains("error: test_export failed"), "{fix}");
     assert!(!fix.contains("\u{1b}["), "{fix}");
-    assert!(!prompts(&argv_log)[0].contains("CI FAILING"));
+    assert!(!p.prompts()[0].contains("CI FAILING"));
 }
 
 #[test]
@@ -120,29 +73,23 @@ fn a_mergeable_passing_merge_request_is_merged_once_and_the_issue_moves_on() {
             vec![job_json(8001, "test", "success")],
         );
     });
-    let (_setup, d, _) = start(&fake, MERGE);
+    let p = project(&fake, MERGE);
+    let d = p.start();
     let merge_path = format!("{}/merge_requests/{MR}/merge", fake_gitlab::project_path());
     d.wait_until("the merge", WAIT, || {
         !fake.requests("PUT", &merge_path).is_empty()
     });
     let put = fake.requests("PUT", &merge_path)[0].json();
     assert_eq!(put, json!({"sha": "sha1", "squash": true}));
-    d.wait_until("the issue moved to done", WAIT, || {
-        fake.with_state(|s| s.labels(1))
-            .contains(&"done".to_string())
-    });
-    d.wait_until("the branch deleted", WAIT, || {
-        !fake.with_state(|s| s.branch_exists("sortie/1"))
-    });
-    let s = d.wait_state("no reaction left", WAIT, |s| {
-        s["pending_reactions"]
-            .as_array()
-            .is_some_and(|r| r.is_empty())
-    });
-    assert_eq!(fake.requests("PUT", &merge_path).len(), 1, "{s}");
-    let issue = d.get("/api/v1/1").json();
-    let outcome = &issue["history"]["issue_outcome"];
-    assert_eq!(outcome["kind"], "merged", "{issue}");
-    assert_eq!(outcome["merge_path"], "auto_merge", "{issue}");
-    assert_eq!(outcome["pull_request"]["number"], MR, "{issue}");
+    reactions::await_auto_merge_course(
+        &d,
+        "group/sub/project",
+        || fake.requests("PUT", &merge_path).len(),
+        || {
+            fake.with_state(|s| s.labels(1))
+                .contains(&"done".to_string())
+        },
+        || !fake.with_state(|s| s.branch_exists("sortie/1")),
+    );
+    assert_eq!(p.prompts().len(), 1, "merging starts no agent");
 }

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::fake_github::{self, check_run_json};
-use common::reactions::{LABELS, PR, ReactionProject};
+use common::reactions::{self, LABELS, PR, ReactionProject};
 
 const WAIT: Duration = Duration::from_secs(40);
 const REACTIONS: &str = "  auto_merge:\n    provider: github\n    strategy: squash\n    require_ci: true\n    delete_branch: true\n    poll_interval_ms: 60000\n  merge_completion:\n    target_state: done\n    poll_interval_ms: 60000\n";
@@ -33,22 +33,12 @@ fn a_mergeable_passing_pull_request_is_merged_once_and_the_issue_moves_on() {
     let put = fake.requests("PUT", &merge_path)[0].json();
     assert_eq!(put["merge_method"], "squash", "{put}");
     assert_eq!(put["sha"], "sha1", "{put}");
-    d.wait_until("the issue moved to done", WAIT, || {
-        fake.with_state(|s| s.labels(1)) == ["done"]
-    });
-    d.wait_until("the branch deleted", WAIT, || {
-        !fake.with_state(|s| s.branch_exists("sortie/1"))
-    });
-    let s = d.wait_state("no reaction left", WAIT, |s| {
-        s["pending_reactions"]
-            .as_array()
-            .is_some_and(|r| r.is_empty())
-    });
-    assert_eq!(fake.requests("PUT", &merge_path).len(), 1, "{s}");
-    let issue = d.get("/api/v1/1").json();
-    let outcome = &issue["history"]["issue_outcome"];
-    assert_eq!(outcome["kind"], "merged", "{issue}");
-    assert_eq!(outcome["merge_path"], "auto_merge", "{issue}");
-    assert_eq!(outcome["pull_request"]["number"], PR, "{issue}");
+    reactions::await_auto_merge_course(
+        &d,
+        "owner/repo",
+        || fake.requests("PUT", &merge_path).len(),
+        || fake.with_state(|s| s.labels(1)) == ["done"],
+        || !fake.with_state(|s| s.branch_exists("sortie/1")),
+    );
     assert_eq!(p.prompts().len(), 1, "merging starts no agent");
 }

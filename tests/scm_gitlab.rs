@@ -352,18 +352,9 @@ fn faults_map_to_error_kinds_and_the_next_call_recovers() {
             ScmErrorKind::Payload,
         ),
     ];
-    for (fault, want) in cases {
-        // Reads are retried: enough faults to outlast the retries.
-        for _ in 0..4 {
-            fake.push_fault("GET", &path, fault.clone());
-        }
-        let got = f.pull_request(&mr7()).map_err(|e| e.kind);
-        assert_eq!(got.err(), Some(want));
-        while fake.pending_faults("GET", &path) > 0 {
-            let _ = f.pull_request(&mr7());
-        }
-        assert!(f.pull_request(&mr7()).is_ok(), "recovers after {want:?}");
-    }
+    fake.assert_read_faults(&path, cases.into(), || {
+        f.pull_request(&mr7()).map(drop).map_err(|e| e.kind)
+    });
     let unknown = PullRequestRef {
         number: 99,
         ..mr7()

@@ -227,6 +227,28 @@ impl<S: Send + 'static> FakeServer<S> {
             .map_or(0, VecDeque::len)
     }
 
+    /// For each `(fault, kind)`: with the fault queued enough times to outlast a read's
+    /// retries, `call` (a read of `GET path`) fails with that kind; once the queue drains,
+    /// it succeeds again.
+    pub fn assert_read_faults<K: PartialEq + std::fmt::Debug>(
+        &self,
+        path: &str,
+        cases: Vec<(Fault, K)>,
+        call: impl Fn() -> Result<(), K>,
+    ) {
+        for (fault, want) in cases {
+            for _ in 0..4 {
+                self.push_fault("GET", path, fault.clone());
+            }
+            let what = format!("{want:?}");
+            assert_eq!(call().err(), Some(want));
+            while self.pending_faults("GET", path) > 0 {
+                let _ = call();
+            }
+            assert_eq!(call(), Ok(()), "recovers after {what}");
+        }
+    }
+
     /// Every request so far, in arrival order.
     pub fn journal(&self) -> Vec<Recorded> {
         lock(&self.shared.journal).clone()
