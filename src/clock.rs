@@ -64,6 +64,14 @@ pub fn rfc3339_ms(ms: i64) -> String {
     }
 }
 
+/// Epoch milliseconds of an RFC 3339 time, as forges write them; 0 when absent or
+/// unreadable (a missing time sorts first rather than failing the read).
+pub fn epoch_ms_of(v: &serde_json::Value) -> i64 {
+    v.as_str()
+        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+        .map_or(0, |t| t.as_millisecond())
+}
+
 /// The current wall-clock time as RFC 3339 UTC with milliseconds (for log lines).
 pub fn now_rfc3339() -> String {
     rfc3339_ms(SystemClock.now_ms())

@@ -132,6 +132,43 @@ impl Response {
     }
 }
 
+impl Response {
+    /// The body as one JSON object; any other JSON is a payload error naming what came.
+    pub fn json_object(&self) -> Result<serde_json::Value, HttpError> {
+        match self.json()? {
+            v @ serde_json::Value::Object(_) => Ok(v),
+            other => Err(self.not_shaped("an object", &other)),
+        }
+    }
+
+    /// The body as a JSON array; any other JSON is a payload error naming what came.
+    pub fn json_array(&self) -> Result<Vec<serde_json::Value>, HttpError> {
+        match self.json()? {
+            serde_json::Value::Array(items) => Ok(items),
+            other => Err(self.not_shaped("an array", &other)),
+        }
+    }
+
+    fn not_shaped(&self, want: &str, got: &serde_json::Value) -> HttpError {
+        let got = match got {
+            serde_json::Value::Null => "null",
+            serde_json::Value::Bool(_) => "a boolean",
+            serde_json::Value::Number(_) => "a number",
+            serde_json::Value::String(_) => "a string",
+            serde_json::Value::Array(_) => "an array",
+            serde_json::Value::Object(_) => "an object",
+        };
+        let mut err = HttpError::new(
+            ErrorClass::Payload,
+            self.method,
+            &self.path,
+            format!("expected {want} in the JSON answer, got {got}"),
+        );
+        err.status = Some(self.status);
+        err
+    }
+}
+
 /// The first value of `name` among lowercased headers.
 pub(crate) fn header_value<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     let name = name.to_ascii_lowercase();
@@ -139,4 +176,41 @@ pub(crate) fn header_value<'a>(headers: &'a [(String, String)], name: &str) -> O
         .iter()
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(body: &str) -> Response {
+        Response {
+            status: 200,
+            headers: Vec::new(),
+            body: body.as_bytes().to_vec(),
+            method: "GET",
+            path: "/x".into(),
+        }
+    }
+
+    #[test]
+    fn json_shapes_are_checked_and_named() {
+        assert!(answer(r#"{"a": 1}"#).json_object().is_ok());
+        assert_eq!(answer("[1, 2]").json_array().map(|v| v.len()), Ok(2));
+        let e = answer("[1]").json_object().err();
+        let e = e.map(|e| (e.class, e.detail, e.status));
+        assert_eq!(
+            e,
+            Some((
+                ErrorClass::Payload,
+                "expected an object in the JSON answer, got an array".into(),
+                Some(200)
+            ))
+        );
+        let e = answer("null").json_array().err().map(|e| e.detail);
+        assert_eq!(
+            e.as_deref(),
+            Some("expected an array in the JSON answer, got null")
+        );
+        assert!(answer("{").json_object().is_err());
+    }
 }

@@ -85,6 +85,34 @@ pub struct ReviewComment {
     pub created_at_ms: i64,
 }
 
+impl ReviewComment {
+    /// A review's own body as comment `review-<id>`, on no file; `None` when the body is
+    /// blank (a review that only approves or only carries code comments).
+    pub fn of_review(
+        review_id: u64,
+        reviewer: String,
+        body: &str,
+        from_bot: bool,
+        created_at_ms: i64,
+    ) -> Option<ReviewComment> {
+        let body = body.trim();
+        if body.is_empty() {
+            return None;
+        }
+        Some(ReviewComment {
+            id: format!("review-{review_id}"),
+            file: String::new(),
+            start_line: 0,
+            end_line: 0,
+            reviewer,
+            body: body.to_string(),
+            outdated: false,
+            from_bot,
+            created_at_ms,
+        })
+    }
+}
+
 /// The pull request's review decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReviewDecision {

@@ -5,7 +5,7 @@
 //! else (not completed, no conclusion, `stale`, an unknown word) is pending. No runs at all is
 //! pending: CI may not have started yet.
 
-use super::CheckRun;
+use super::{CheckRun, CiReport};
 use crate::domain::CiStatus;
 
 /// What one run says about the commit.
@@ -46,6 +46,24 @@ pub struct Tally {
     pub failing: u32,
     pub pending: u32,
     pub passing: u32,
+}
+
+impl CiReport {
+    /// The report of `git_ref` over `runs`, counted by [`tally`]; `log_excerpt` as read (empty
+    /// when none).
+    pub fn from_runs(git_ref: &str, runs: Vec<CheckRun>, log_excerpt: String) -> CiReport {
+        let t = tally(&runs);
+        CiReport {
+            status: t.status,
+            git_ref: git_ref.to_string(),
+            check_runs: runs,
+            failing_checks: t.failing_checks,
+            failing: t.failing,
+            pending: t.pending,
+            passing: t.passing,
+            log_excerpt,
+        }
+    }
 }
 
 /// The aggregate: any failing run ⇒ failing; else every run passing (and at least one) ⇒

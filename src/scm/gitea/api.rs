@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::http_client::{
-    ClientOptions, ErrorClass, HttpClient, HttpError, HttpTuning, Request, Response, ThreadSleeper,
+    ClientOptions, HttpClient, HttpError, HttpTuning, Request, Response, ThreadSleeper,
     collect_link_pages, encode,
 };
 use crate::scm::{PullRequestRef, ScmError, ScmErrorKind};
@@ -55,46 +55,19 @@ impl Api {
 
     /// `GET` one JSON object.
     pub fn get_object(&self, req: Request) -> Result<Value, HttpError> {
-        let resp = self.client.send(req)?;
-        let body: Value = resp.json()?;
-        if body.is_object() {
-            Ok(body)
-        } else {
-            Err(not_shaped(&resp, "an object"))
-        }
+        self.client.send(req)?.json_object()
     }
 
     /// Every page of `first`, at most `min(page_cap, cap)` pages.
     pub fn list(&self, first: Request, cap: usize, what: &str) -> Result<Vec<Value>, HttpError> {
         let first = first.query("page", "1").query("limit", PAGE_LIMIT);
-        collect_link_pages(
-            &self.client,
-            first,
-            cap.min(self.page_cap),
-            what,
-            |r| match r.json()? {
-                Value::Array(items) => Ok(items),
-                _ => Err(not_shaped(r, "an array")),
-            },
-        )
+        collect_link_pages(&self.client, first, cap.min(self.page_cap), what, |r| {
+            r.json_array()
+        })
     }
 }
 
-fn not_shaped(resp: &Response, want: &str) -> HttpError {
-    HttpError::new(
-        ErrorClass::Payload,
-        resp.method,
-        &resp.path,
-        format!("expected {want} in the JSON answer"),
-    )
-}
-
-/// Epoch milliseconds of an RFC 3339 time; 0 when absent or unreadable.
-pub fn epoch_ms(v: &Value) -> i64 {
-    v.as_str()
-        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-        .map_or(0, |t| t.as_millisecond())
-}
+pub use crate::clock::epoch_ms_of as epoch_ms;
 
 /// A failed call as this forge's error.
 pub fn scm_error(e: &HttpError) -> ScmError {

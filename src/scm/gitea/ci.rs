@@ -8,7 +8,6 @@ use serde_json::Value;
 
 use super::api::{Api, PAGE_LIMIT, scm_error};
 use crate::http_client::{Request, encode};
-use crate::scm::verdict;
 use crate::scm::{CheckRun, CiReport, PullRequestRef, ScmResult};
 
 /// The app slug of contexts reported by Gitea Actions (their target is an actions run).
@@ -57,23 +56,14 @@ pub fn report(api: &Api, pr: &PullRequestRef, git_ref: &str) -> ScmResult<CiRepo
         .flatten()
         .map(status_run)
         .collect();
-    let t = verdict::tally(&runs);
-    Ok(CiReport {
-        status: t.status,
-        git_ref: git_ref.to_string(),
-        check_runs: runs,
-        failing_checks: t.failing_checks,
-        failing: t.failing,
-        pending: t.pending,
-        passing: t.passing,
-        log_excerpt: String::new(),
-    })
+    Ok(CiReport::from_runs(git_ref, runs, String::new()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::CiStatus;
+    use crate::scm::verdict;
     use serde_json::json;
 
     #[test]

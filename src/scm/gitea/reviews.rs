@@ -51,21 +51,13 @@ pub fn review_counts(review: &Value) -> bool {
 
 /// A counted review's own body as a comment; `None` when blank.
 pub fn review_body(review: &Value) -> Option<ReviewComment> {
-    let body = review["body"].as_str().unwrap_or("").trim();
-    if body.is_empty() {
-        return None;
-    }
-    Some(ReviewComment {
-        id: format!("review-{}", review["id"].as_u64().unwrap_or(0)),
-        file: String::new(),
-        start_line: 0,
-        end_line: 0,
-        reviewer: login(review),
-        body: body.to_string(),
-        outdated: false,
-        from_bot: is_bot(review),
-        created_at_ms: epoch_ms(&review["submitted_at"]),
-    })
+    ReviewComment::of_review(
+        review["id"].as_u64().unwrap_or(0),
+        login(review),
+        review["body"].as_str().unwrap_or(""),
+        is_bot(review),
+        epoch_ms(&review["submitted_at"]),
+    )
 }
 
 /// A code comment of a review; `None` when resolved or without an id. `position` is the line

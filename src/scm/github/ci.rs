@@ -74,7 +74,6 @@ pub fn report(
         .get_cached(&format!("{commit}/status"), &[("per_page", "100")])
         .map_err(|e| scm_error(&e))?;
     runs.extend(status_runs(&combined));
-    let t = verdict::tally(&runs);
     let log_excerpt = if max_log_lines > 0 {
         first_actions_failure(&runs)
             .map(|id| log_excerpt(api, pr, id, max_log_lines))
@@ -82,16 +81,7 @@ pub fn report(
     } else {
         String::new()
     };
-    Ok(CiReport {
-        status: t.status,
-        git_ref: git_ref.to_string(),
-        check_runs: runs,
-        failing_checks: t.failing_checks,
-        failing: t.failing,
-        pending: t.pending,
-        passing: t.passing,
-        log_excerpt,
-    })
+    Ok(CiReport::from_runs(git_ref, runs, log_excerpt))
 }
 
 /// The id of the first failing run that is a GitHub Actions job.

@@ -134,10 +134,7 @@ pub fn label_event(v: &Value) -> Option<LabelEvent> {
     Some(LabelEvent {
         label: v["label"]["name"].as_str()?.to_string(),
         actor: v["actor"]["login"].as_str().unwrap_or("").to_string(),
-        created_at_ms: v["created_at"]
-            .as_str()
-            .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-            .map_or(0, |t| t.as_millisecond()),
+        created_at_ms: crate::clock::epoch_ms_of(&v["created_at"]),
         added,
     })
 }

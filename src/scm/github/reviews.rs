@@ -27,11 +27,7 @@ fn login(v: &Value) -> String {
     v["user"]["login"].as_str().unwrap_or("").to_string()
 }
 
-fn epoch_ms(v: &Value) -> i64 {
-    v.as_str()
-        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-        .map_or(0, |t| t.as_millisecond())
-}
+use crate::clock::epoch_ms_of as epoch_ms;
 
 /// Whether a review's comments are read: it requests changes, or a bot commented.
 pub fn review_counts(review: &Value) -> bool {
@@ -48,21 +44,13 @@ pub fn review_counts(review: &Value) -> bool {
 
 /// A counted review's own body as a comment; `None` when blank.
 pub fn review_body(review: &Value) -> Option<ReviewComment> {
-    let body = review["body"].as_str().unwrap_or("").trim();
-    if body.is_empty() {
-        return None;
-    }
-    Some(ReviewComment {
-        id: format!("review-{}", review["id"].as_u64().unwrap_or(0)),
-        file: String::new(),
-        start_line: 0,
-        end_line: 0,
-        reviewer: login(review),
-        body: body.to_string(),
-        outdated: false,
-        from_bot: is_bot(review),
-        created_at_ms: epoch_ms(&review["submitted_at"]),
-    })
+    ReviewComment::of_review(
+        review["id"].as_u64().unwrap_or(0),
+        login(review),
+        review["body"].as_str().unwrap_or(""),
+        is_bot(review),
+        epoch_ms(&review["submitted_at"]),
+    )
 }
 
 /// An inline comment: `start = start_line ?? line`, `end = line` when it differs, outdated

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::http_client::{
-    ClientOptions, CursorPage, ErrorClass, HttpClient, HttpError, HttpTuning, Request, Response,
-    ThreadSleeper, collect_cursor_pages, encode,
+    ClientOptions, CursorPage, HttpClient, HttpError, HttpTuning, Request, Response, ThreadSleeper,
+    collect_cursor_pages, encode,
 };
 use crate::scm::PullRequestRef;
 
@@ -60,13 +60,7 @@ impl Api {
 
     /// `GET` one JSON object.
     pub fn get_object(&self, req: Request) -> Result<Value, HttpError> {
-        let resp = self.client.send(req)?;
-        let body: Value = resp.json()?;
-        if body.is_object() {
-            Ok(body)
-        } else {
-            Err(not_shaped(&resp, "an object"))
-        }
+        self.client.send(req)?.json_object()
     }
 
     /// Every page of `first`, at most `min(page_cap, cap)` pages.
@@ -75,10 +69,7 @@ impl Api {
         collect_cursor_pages(cap.min(self.page_cap), what, |page| {
             let req = first.clone().query("page", page.unwrap_or("1"));
             let resp = self.client.send(req)?;
-            let body: Value = resp.json()?;
-            let Value::Array(items) = body else {
-                return Err(not_shaped(&resp, "an array"));
-            };
+            let items = resp.json_array()?;
             let next = resp
                 .header("x-next-page")
                 .map(str::trim)
@@ -93,18 +84,4 @@ impl Api {
     }
 }
 
-fn not_shaped(resp: &Response, want: &str) -> HttpError {
-    HttpError::new(
-        ErrorClass::Payload,
-        resp.method,
-        &resp.path,
-        format!("expected {want} in the JSON answer"),
-    )
-}
-
-/// Epoch milliseconds of an RFC 3339 time; 0 when absent or unreadable.
-pub fn epoch_ms(v: &Value) -> i64 {
-    v.as_str()
-        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-        .map_or(0, |t| t.as_millisecond())
-}
+pub use crate::clock::epoch_ms_of as epoch_ms;

@@ -109,21 +109,11 @@ pub fn report(
             runs.push(pipeline_run(p));
         }
     }
-    let t = verdict::tally(&runs);
     let log_excerpt = match first_failing_job(&runs) {
         Some(id) if max_log_lines > 0 => log_excerpt(api, pr, id, max_log_lines),
         _ => String::new(),
     };
-    Ok(CiReport {
-        status: t.status,
-        git_ref: git_ref.to_string(),
-        check_runs: runs,
-        failing_checks: t.failing_checks,
-        failing: t.failing,
-        pending: t.pending,
-        passing: t.passing,
-        log_excerpt,
-    })
+    Ok(CiReport::from_runs(git_ref, runs, log_excerpt))
 }
 
 /// The id of the first failing job.

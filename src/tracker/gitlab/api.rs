@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use super::settings::{Auth, GitlabConfig};
 use crate::clock::Clock;
 use crate::http_client::{
-    ClientOptions, CursorPage, ErrorClass, HttpClient, HttpError, Method, RateLimitStatus, Request,
-    Response, ThreadSleeper, collect_cursor_pages, encode,
+    ClientOptions, CursorPage, HttpClient, HttpError, Method, RateLimitStatus, Request,
+    ThreadSleeper, collect_cursor_pages, encode,
 };
 
 /// GitLab's largest page.
@@ -90,13 +90,9 @@ impl GitlabApi {
 
     /// `GET P/issues/{iid}`: one issue object.
     pub fn get_issue(&self, iid: &str) -> Result<Value, HttpError> {
-        let resp = self.client.send(Request::get(self.issue_path(iid, "")))?;
-        let body: Value = resp.json()?;
-        if body.is_object() {
-            Ok(body)
-        } else {
-            Err(not_shaped(&resp, "an object", &body))
-        }
+        self.client
+            .send(Request::get(self.issue_path(iid, "")))?
+            .json_object()
     }
 
     /// Issues of the project in `state` (`opened` / `closed`), oldest first, with extra list
@@ -144,11 +140,7 @@ impl GitlabApi {
         collect_cursor_pages(self.page_cap, what, |page| {
             let req = first.clone().query("page", page.unwrap_or("1"));
             let resp = self.client.send(req)?;
-            let body: Value = resp.json()?;
-            let items = match body {
-                Value::Array(items) => items,
-                other => return Err(not_shaped(&resp, "an array", &other)),
-            };
+            let items = resp.json_array()?;
             let next = resp
                 .header("x-next-page")
                 .map(str::trim)
@@ -160,26 +152,6 @@ impl GitlabApi {
                 next,
             })
         })
-    }
-}
-
-fn not_shaped(resp: &Response, want: &str, got: &Value) -> HttpError {
-    HttpError::new(
-        ErrorClass::Payload,
-        resp.method,
-        &resp.path,
-        format!("expected {want} in the JSON answer, got {}", kind_of(got)),
-    )
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
