@@ -80,9 +80,29 @@ pub fn snippet(body: &[u8]) -> String {
     masked[..end].to_string()
 }
 
+/// A removal's answer where a resource already gone (404) is the end state that was wanted:
+/// deleting a branch or taking off a label twice is not an error.
+pub fn absent_is_ok<T>(result: Result<T, HttpError>) -> Result<(), HttpError> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if e.class == ErrorClass::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_absent_resource_counts_as_removed() {
+        let e = |class| Err::<(), _>(HttpError::new(class, "DELETE", "/b", "x".into()));
+        assert_eq!(absent_is_ok(Ok::<u8, HttpError>(1)), Ok(()));
+        assert_eq!(absent_is_ok(e(ErrorClass::NotFound)), Ok(()));
+        for class in [ErrorClass::Auth, ErrorClass::Transport, ErrorClass::Api] {
+            assert_eq!(absent_is_ok(e(class)).map_err(|e| e.class), Err(class));
+        }
+    }
 
     #[test]
     fn snippets_are_bounded_on_a_char_boundary() {

@@ -22,7 +22,7 @@ mod tuning;
 pub use api_root::with_api_root;
 pub use classify::{classify, is_rate_limited, rate_limit_name};
 pub use client::{ClientOptions, HttpClient, Sleeper, ThreadSleeper, encode};
-pub use error::{ErrorClass, HttpError, MAX_SNIPPET_BYTES, snippet};
+pub use error::{ErrorClass, HttpError, MAX_SNIPPET_BYTES, absent_is_ok, snippet};
 pub use etag::EtagCache;
 pub use paginate::{CursorPage, collect_cursor_pages, collect_link_pages, next_link};
 pub use rate_limit::{RateLimitStatus, retry_after};

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::api::{Api, epoch_ms, own, scm_error};
-use crate::http_client::{ErrorClass, HttpError, Method, Request, encode};
+use crate::http_client::{ErrorClass, HttpError, Method, Request, absent_is_ok, encode};
 use crate::scm::{
     LabelEvent, MergeOutcome, MergeStrategy, PullRequestInfo, PullRequestRef, ScmErrorKind,
     ScmResult,
@@ -164,11 +164,7 @@ pub fn delete_branch(api: &Api, pr: &PullRequestRef, branch: &str) -> ScmResult<
     }
     let name: Vec<String> = branch.split('/').map(encode).collect();
     let path = format!("{}/branches/{}", Api::repo_path(pr), name.join("/"));
-    match api.send(Request::new(Method::Delete, path)) {
-        Ok(_) => Ok(()),
-        Err(e) if e.class == ErrorClass::NotFound => Ok(()),
-        Err(e) => Err(scm_error(&e)),
-    }
+    absent_is_ok(api.send(Request::new(Method::Delete, path))).map_err(|e| scm_error(&e))
 }
 
 /// A timeline entry of type `label` as a label event: Gitea records an added label with body
@@ -207,11 +203,7 @@ pub fn remove_label(api: &Api, pr: &PullRequestRef, label: &str) -> ScmResult<()
         return Ok(());
     };
     let path = format!("{}/labels/{id}", Api::issue_path(pr));
-    match api.send(Request::new(Method::Delete, path)) {
-        Ok(_) => Ok(()),
-        Err(e) if e.class == ErrorClass::NotFound => Ok(()),
-        Err(e) => Err(scm_error(&e)),
-    }
+    absent_is_ok(api.send(Request::new(Method::Delete, path))).map_err(|e| scm_error(&e))
 }
 
 #[cfg(test)]

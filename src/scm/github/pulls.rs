@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::api::Api;
 use super::error::{own, scm_error};
-use crate::http_client::{ErrorClass, HttpError, Method, Request, encode};
+use crate::http_client::{HttpError, Method, Request, absent_is_ok, encode};
 use crate::scm::http_error::kind_of;
 use crate::scm::{
     LabelEvent, MergeOutcome, MergeStrategy, PullRequestInfo, PullRequestRef, ScmErrorKind,
@@ -158,11 +158,7 @@ pub fn label_events(api: &Api, pr: &PullRequestRef) -> ScmResult<Vec<LabelEvent>
 
 pub fn remove_label(api: &Api, pr: &PullRequestRef, label: &str) -> ScmResult<()> {
     let path = format!("{}/labels/{}", issue_path(pr), encode(label));
-    match api.send(Request::new(Method::Delete, path)) {
-        Ok(_) => Ok(()),
-        Err(e) if e.class == ErrorClass::NotFound => Ok(()),
-        Err(e) => Err(scm_error(&e)),
-    }
+    absent_is_ok(api.send(Request::new(Method::Delete, path))).map_err(|e| scm_error(&e))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::api::{Api, epoch_ms};
 use super::error::{own, scm_error};
-use crate::http_client::{ErrorClass, HttpError, Method, Request, encode};
+use crate::http_client::{ErrorClass, HttpError, Method, Request, absent_is_ok, encode};
 use crate::scm::{
     LabelEvent, MergeOutcome, MergeStrategy, PullRequestInfo, PullRequestRef, ScmErrorKind,
     ScmResult,
@@ -136,11 +136,7 @@ pub fn delete_branch(api: &Api, pr: &PullRequestRef, branch: &str) -> ScmResult<
         Api::project_path(pr),
         encode(branch)
     );
-    match api.send(Request::new(Method::Delete, path)) {
-        Ok(_) => Ok(()),
-        Err(e) if e.class == ErrorClass::NotFound => Ok(()),
-        Err(e) => Err(scm_error(&e)),
-    }
+    absent_is_ok(api.send(Request::new(Method::Delete, path))).map_err(|e| scm_error(&e))
 }
 
 /// A resource label event; `None` without a label name or with another action.

@@ -17,7 +17,7 @@ use super::settings::GiteaConfig;
 use crate::clock::Clock;
 use crate::http_client::{
     ClientOptions, ErrorClass, HttpClient, HttpError, Method, RateLimitStatus, Request, Response,
-    ThreadSleeper, collect_link_pages, encode,
+    ThreadSleeper, absent_is_ok, collect_link_pages, encode,
 };
 
 /// Items asked for per page (Gitea's default `MAX_RESPONSE_ITEMS` is 50).
@@ -168,10 +168,7 @@ impl GiteaApi {
     /// Removes a label by id; a 404 (issue label already gone) is success.
     pub fn remove_label_id(&self, number: &str, id: u64) -> Result<(), HttpError> {
         let path = self.issue_path(number, &format!("/labels/{id}"));
-        match self.client.send(Request::new(Method::Delete, path)) {
-            Err(e) if e.class == ErrorClass::NotFound => Ok(()),
-            other => other.map(drop),
-        }
+        absent_is_ok(self.client.send(Request::new(Method::Delete, path)))
     }
 
     /// Closes or reopens an issue.

@@ -10,7 +10,7 @@ use super::settings::GithubConfig;
 use crate::clock::Clock;
 use crate::http_client::{
     ClientOptions, EtagCache, HttpClient, HttpError, Method, RateLimitStatus, Request,
-    ThreadSleeper, collect_link_pages, encode,
+    ThreadSleeper, absent_is_ok, collect_link_pages, encode,
 };
 
 const API_VERSION: &str = "2022-11-28";
@@ -150,10 +150,7 @@ impl GithubApi {
     /// Removes a label; a 404 (label already gone) is success.
     pub fn remove_label(&self, number: &str, label: &str) -> Result<(), HttpError> {
         let path = self.issue_path(number, &format!("/labels/{}", encode(label)));
-        match self.client.send(Request::new(Method::Delete, path)) {
-            Err(e) if e.class == crate::http_client::ErrorClass::NotFound => Ok(()),
-            other => other.map(drop),
-        }
+        absent_is_ok(self.client.send(Request::new(Method::Delete, path)))
     }
 
     /// Closes (as completed) or reopens an issue.

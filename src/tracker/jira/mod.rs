@@ -206,10 +206,7 @@ impl TrackerAdapter for JiraTracker {
     }
 
     fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        match self.api.edit_label(id, "remove", label) {
-            Err(e) if e.class == crate::http_client::ErrorClass::NotFound => Ok(()),
-            other => other.map_err(err),
-        }
+        crate::http_client::absent_is_ok(self.api.edit_label(id, "remove", label)).map_err(err)
     }
 
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {

@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 
 use crate::clock::Clock;
 use crate::domain::{Comment, Issue};
-use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
+use crate::http_client::{HttpError, RateLimitStatus, absent_is_ok};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
     TrackerResult, TrackerSettings,
@@ -410,15 +410,13 @@ impl TrackerAdapter for LinearTracker {
         let Some(label_id) = self.label_id(label)? else {
             return Ok(());
         };
-        match self.api.mutate(
+        absent_is_ok(self.api.mutate(
             "SortieIssueRemoveLabel",
             queries::REMOVE_LABEL,
             json!({"id": id.trim(), "labelId": label_id}),
             "issueRemoveLabel",
-        ) {
-            Err(e) if e.class == ErrorClass::NotFound => Ok(()),
-            other => other.map(drop).map_err(err),
-        }
+        ))
+        .map_err(err)
     }
 
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
