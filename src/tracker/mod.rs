@@ -22,6 +22,7 @@ pub mod jira;
 pub mod label_state;
 pub mod linear;
 pub mod query_params;
+pub mod settings_check;
 
 /// What went wrong in a tracker call; the kind decides whether a caller retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,10 @@
 
 use super::KIND;
 use crate::tracker::http_tuning::{self, HttpTuning, block_number};
+use crate::tracker::label_state::StateWords;
 use crate::tracker::query_params;
-use crate::tracker::{SettingProblem, TrackerError, TrackerErrorKind, TrackerSettings};
+use crate::tracker::settings_check::{self, split_owner_repo};
+use crate::tracker::{SettingProblem, TrackerError, TrackerSettings};
 
 /// State labels used when `tracker.active_states` is not set.
 pub const DEFAULT_ACTIVE: &[&str] = &["backlog", "in-progress", "review"];
@@ -32,51 +34,44 @@ pub struct GiteaConfig {
     pub tuning: HttpTuning,
 }
 
-fn problem(field: &str, message: &str) -> SettingProblem {
-    SettingProblem {
-        field: field.to_string(),
-        message: message.to_string(),
-    }
-}
-
 /// The problems that stop the adapter from being built, one line each.
 pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
     let mut out = Vec::new();
     match s.endpoint.as_deref().map(str::trim) {
-        None | Some("") => out.push(problem(
+        None | Some("") => out.push(SettingProblem::new(
             "tracker.endpoint",
             "tracker.endpoint is required for tracker kind \"gitea\": the instance URL, e.g. https://gitea.example.com (/api/v1 is added)",
         )),
-        Some(e) if !(e.starts_with("http://") || e.starts_with("https://")) => out.push(problem(
+        Some(e) if !(e.starts_with("http://") || e.starts_with("https://")) => out.push(SettingProblem::new(
             "tracker.endpoint",
-            &format!("tracker.endpoint {e:?} must be an http:// or https:// URL"),
+            format!("tracker.endpoint {e:?} must be an http:// or https:// URL"),
         )),
         Some(_) => {}
     }
     if s.api_key.as_deref().is_none_or(|k| k.trim().is_empty()) {
-        out.push(problem(
+        out.push(SettingProblem::new(
             "tracker.api_key",
             "tracker.api_key is required for tracker kind \"gitea\": set it to $GITEA_TOKEN (an access token with issue read and write)",
         ));
     }
     match s.project.as_deref() {
-        None => out.push(problem(
+        None => out.push(SettingProblem::new(
             "tracker.project",
             "tracker.project is required for tracker kind \"gitea\": the repository as owner/repo",
         )),
-        Some(p) if split_project(p).is_none() => out.push(problem(
+        Some(p) if split_owner_repo(p).is_none() => out.push(SettingProblem::new(
             "tracker.project",
-            &format!("tracker.project {p:?} must be owner/repo (exactly one '/', no spaces)"),
+            format!("tracker.project {p:?} must be owner/repo (exactly one '/', no spaces)"),
         )),
         Some(_) => {}
     }
     for key in http_tuning::KEYS {
         if let Err(e) = block_number(s, key) {
-            out.push(problem(&format!("{KIND}.{key}"), &e));
+            out.push(SettingProblem::new(format!("{KIND}.{key}"), &e));
         }
     }
     if let Some(Err(e)) = s.query_filter.as_deref().map(parse_filter) {
-        out.push(problem("tracker.query_filter", &e));
+        out.push(SettingProblem::new("tracker.query_filter", &e));
     }
     out
 }
@@ -92,59 +87,27 @@ fn parse_filter(f: &str) -> Result<Vec<(String, String)>, String> {
 
 /// Settings that work but are probably not what was meant.
 pub fn warnings(s: &TrackerSettings) -> Vec<String> {
-    let mut out = Vec::new();
-    let raw = s.active_states.iter().chain(&s.terminal_states);
-    if raw.clone().any(|v| v.trim().is_empty()) {
-        out.push("tracker state lists contain a blank item".to_string());
-    }
-    let (active, terminal) = (
-        states(&s.active_states, DEFAULT_ACTIVE),
-        states(&s.terminal_states, DEFAULT_TERMINAL),
-    );
-    for a in active.iter().filter(|a| terminal.contains(a)) {
-        out.push(format!("state {a:?} is both active and terminal"));
-    }
-    let handoff = s.handoff_state.as_deref().map(str::to_lowercase);
-    if let Some(h) = &handoff
-        && (active.contains(h) || terminal.contains(h))
-    {
-        out.push(format!(
-            "handoff_state {h:?} is also an active or terminal state"
-        ));
-    }
-    if let Some(p) = s.in_progress_state.as_deref().map(str::to_lowercase)
-        && (terminal.contains(&p) || handoff.as_ref() == Some(&p))
-    {
-        out.push(format!(
-            "in_progress_state {p:?} is terminal or equals handoff_state"
-        ));
-    }
-    out
+    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
+    words.warnings(s)
 }
 
 /// The resolved settings; the first problem is an error.
 pub fn parse(s: &TrackerSettings) -> Result<GiteaConfig, TrackerError> {
-    if let Some(p) = problems(s).into_iter().next() {
-        let kind = match p.field.as_str() {
-            "tracker.api_key" => TrackerErrorKind::MissingTrackerApiKey,
-            "tracker.project" => TrackerErrorKind::MissingTrackerProject,
-            _ => TrackerErrorKind::Payload,
-        };
-        return Err(TrackerError::new(kind, KIND, p.message));
-    }
+    settings_check::first_problem(KIND, problems(s))?;
+    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
     let (owner, repo) = s
         .project
         .as_deref()
-        .and_then(split_project)
+        .and_then(split_owner_repo)
         .unwrap_or_default();
     Ok(GiteaConfig {
         api_base: api_base(s.endpoint.as_deref().unwrap_or_default()),
         token: s.api_key.clone().unwrap_or_default(),
         owner,
         repo,
-        active: states(&s.active_states, DEFAULT_ACTIVE),
-        terminal: states(&s.terminal_states, DEFAULT_TERMINAL),
-        handoff: s.handoff_state.as_deref().map(|h| h.trim().to_lowercase()),
+        active: words.active,
+        terminal: words.terminal,
+        handoff: words.handoff,
         filter: s
             .query_filter
             .as_deref()
@@ -160,30 +123,10 @@ fn api_base(endpoint: &str) -> String {
     crate::http_client::with_api_root(endpoint, API_ROOT)
 }
 
-/// `owner/repo`, each side non-empty, no whitespace.
-fn split_project(p: &str) -> Option<(String, String)> {
-    let (o, r) = p.split_once('/')?;
-    let ok = |s: &str| !s.is_empty() && !s.contains('/') && !s.chars().any(char::is_whitespace);
-    (ok(o) && ok(r)).then(|| (o.to_string(), r.to_string()))
-}
-
-/// Lowercased non-blank states, or the defaults when none are configured.
-fn states(configured: &[String], default: &[&str]) -> Vec<String> {
-    let list: Vec<String> = configured
-        .iter()
-        .map(|s| s.trim().to_lowercase())
-        .filter(|s| !s.is_empty())
-        .collect();
-    if list.is_empty() {
-        default.iter().map(|s| s.to_string()).collect()
-    } else {
-        list
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tracker::TrackerErrorKind;
 
     fn settings(
         endpoint: Option<&str>,

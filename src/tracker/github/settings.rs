@@ -4,7 +4,9 @@
 
 use super::KIND;
 use crate::tracker::http_tuning::{self, HttpTuning, block_number};
-use crate::tracker::{SettingProblem, TrackerError, TrackerErrorKind, TrackerSettings};
+use crate::tracker::label_state::StateWords;
+use crate::tracker::settings_check::{self, split_owner_repo};
+use crate::tracker::{SettingProblem, TrackerError, TrackerSettings};
 
 /// Where the API lives unless `tracker.endpoint` says otherwise.
 pub const DEFAULT_ENDPOINT: &str = "https://api.github.com";
@@ -34,83 +36,44 @@ pub struct GithubConfig {
 pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
     let mut out = Vec::new();
     if s.api_key.as_deref().is_none_or(|k| k.trim().is_empty()) {
-        out.push(problem(
+        out.push(SettingProblem::new(
             "tracker.api_key",
             "tracker.api_key is required for tracker kind \"github\": set it to $GITHUB_TOKEN (a token with Issues read/write and Metadata read)",
         ));
     }
     match s.project.as_deref() {
-        None => out.push(problem(
+        None => out.push(SettingProblem::new(
             "tracker.project",
             "tracker.project is required for tracker kind \"github\": the repository as owner/repo",
         )),
-        Some(p) if split_project(p).is_none() => out.push(problem(
+        Some(p) if split_owner_repo(p).is_none() => out.push(SettingProblem::new(
             "tracker.project",
-            &format!("tracker.project {p:?} must be owner/repo (exactly one '/', no spaces)"),
+            format!("tracker.project {p:?} must be owner/repo (exactly one '/', no spaces)"),
         )),
         Some(_) => {}
     }
     for key in std::iter::once("etag_cache_size").chain(http_tuning::KEYS) {
         if let Err(e) = block_number(s, key) {
-            out.push(problem(&format!("github.{key}"), &e));
+            out.push(SettingProblem::new(format!("github.{key}"), &e));
         }
     }
     out
 }
 
-fn problem(field: &str, message: &str) -> SettingProblem {
-    SettingProblem {
-        field: field.to_string(),
-        message: message.to_string(),
-    }
-}
-
 /// Settings that work but are probably not what was meant.
 pub fn warnings(s: &TrackerSettings) -> Vec<String> {
-    let mut out = Vec::new();
-    let raw = s.active_states.iter().chain(&s.terminal_states);
-    if raw.clone().any(|v| v.trim().is_empty()) {
-        out.push("tracker state lists contain a blank item".to_string());
-    }
-    let (active, terminal) = (
-        states(&s.active_states, DEFAULT_ACTIVE),
-        states(&s.terminal_states, DEFAULT_TERMINAL),
-    );
-    for a in active.iter().filter(|a| terminal.contains(a)) {
-        out.push(format!("state {a:?} is both active and terminal"));
-    }
-    let handoff = s.handoff_state.as_deref().map(str::to_lowercase);
-    if let Some(h) = &handoff
-        && (active.contains(h) || terminal.contains(h))
-    {
-        out.push(format!(
-            "handoff_state {h:?} is also an active or terminal state"
-        ));
-    }
-    if let Some(p) = s.in_progress_state.as_deref().map(str::to_lowercase)
-        && (terminal.contains(&p) || handoff.as_ref() == Some(&p))
-    {
-        out.push(format!(
-            "in_progress_state {p:?} is terminal or equals handoff_state"
-        ));
-    }
-    out
+    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
+    words.warnings(s)
 }
 
 /// The resolved settings; the first problem is an error.
 pub fn parse(s: &TrackerSettings) -> Result<GithubConfig, TrackerError> {
-    if let Some(p) = problems(s).into_iter().next() {
-        let kind = match p.field.as_str() {
-            "tracker.api_key" => TrackerErrorKind::MissingTrackerApiKey,
-            "tracker.project" => TrackerErrorKind::MissingTrackerProject,
-            _ => TrackerErrorKind::Payload,
-        };
-        return Err(TrackerError::new(kind, KIND, p.message));
-    }
+    settings_check::first_problem(KIND, problems(s))?;
+    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
     let (owner, repo) = s
         .project
         .as_deref()
-        .and_then(split_project)
+        .and_then(split_owner_repo)
         .unwrap_or_default();
     let endpoint = s
         .endpoint
@@ -122,9 +85,9 @@ pub fn parse(s: &TrackerSettings) -> Result<GithubConfig, TrackerError> {
         token: s.api_key.clone().unwrap_or_default(),
         owner,
         repo,
-        active: states(&s.active_states, DEFAULT_ACTIVE),
-        terminal: states(&s.terminal_states, DEFAULT_TERMINAL),
-        handoff: s.handoff_state.as_deref().map(|h| h.trim().to_lowercase()),
+        active: words.active,
+        terminal: words.terminal,
+        handoff: words.handoff,
         query_filter: s.query_filter.clone().filter(|q| !q.trim().is_empty()),
         etag_cache_size: block_number(s, "etag_cache_size")
             .ok()
@@ -136,30 +99,10 @@ pub fn parse(s: &TrackerSettings) -> Result<GithubConfig, TrackerError> {
     })
 }
 
-/// `owner/repo`, each side non-empty, no whitespace.
-fn split_project(p: &str) -> Option<(String, String)> {
-    let (o, r) = p.split_once('/')?;
-    let ok = |s: &str| !s.is_empty() && !s.contains('/') && !s.chars().any(char::is_whitespace);
-    (ok(o) && ok(r)).then(|| (o.to_string(), r.to_string()))
-}
-
-/// Lowercased non-blank states, or the defaults when none are configured.
-fn states(configured: &[String], default: &[&str]) -> Vec<String> {
-    let list: Vec<String> = configured
-        .iter()
-        .map(|s| s.trim().to_lowercase())
-        .filter(|s| !s.is_empty())
-        .collect();
-    if list.is_empty() {
-        default.iter().map(|s| s.to_string()).collect()
-    } else {
-        list
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tracker::TrackerErrorKind;
 
     fn settings(key: Option<&str>, project: Option<&str>) -> TrackerSettings {
         TrackerSettings {

@@ -11,8 +11,10 @@
 
 use super::KIND;
 use crate::tracker::http_tuning::{self, HttpTuning, block_number};
+use crate::tracker::label_state::StateWords;
 use crate::tracker::query_params;
-use crate::tracker::{SettingProblem, TrackerError, TrackerErrorKind, TrackerSettings};
+use crate::tracker::settings_check;
+use crate::tracker::{SettingProblem, TrackerError, TrackerSettings};
 
 /// Where the API lives unless `tracker.endpoint` says otherwise.
 pub const DEFAULT_ENDPOINT: &str = "https://gitlab.com";
@@ -54,43 +56,36 @@ pub struct GitlabConfig {
 pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
     let mut out = Vec::new();
     if s.api_key.as_deref().is_none_or(|k| k.trim().is_empty()) {
-        out.push(problem(
+        out.push(SettingProblem::new(
             "tracker.api_key",
             "tracker.api_key is required for tracker kind \"gitlab\": set it to $GITLAB_TOKEN (a token with the api scope)",
         ));
     }
     match s.project.as_deref() {
-        None => out.push(problem(
+        None => out.push(SettingProblem::new(
             "tracker.project",
             "tracker.project is required for tracker kind \"gitlab\": the project path (group/project) or numeric id",
         )),
-        Some(p) if !valid_project(p) => out.push(problem(
+        Some(p) if !valid_project(p) => out.push(SettingProblem::new(
             "tracker.project",
-            &format!(
+            format!(
                 "tracker.project {p:?} must be a project path like group/project (no spaces, no empty segments) or a numeric id"
             ),
         )),
         Some(_) => {}
     }
     if let Err(e) = auth(s) {
-        out.push(problem("gitlab.auth", &e));
+        out.push(SettingProblem::new("gitlab.auth", &e));
     }
     for key in http_tuning::KEYS {
         if let Err(e) = block_number(s, key) {
-            out.push(problem(&format!("gitlab.{key}"), &e));
+            out.push(SettingProblem::new(format!("gitlab.{key}"), &e));
         }
     }
     if let Some(Err(e)) = s.query_filter.as_deref().map(parse_filter) {
-        out.push(problem("tracker.query_filter", &e));
+        out.push(SettingProblem::new("tracker.query_filter", &e));
     }
     out
-}
-
-fn problem(field: &str, message: &str) -> SettingProblem {
-    SettingProblem {
-        field: field.to_string(),
-        message: message.to_string(),
-    }
 }
 
 fn auth(s: &TrackerSettings) -> Result<Auth, String> {
@@ -122,44 +117,22 @@ fn parse_filter(f: &str) -> Result<Vec<(String, String)>, String> {
 
 /// Settings that work but are probably not what was meant.
 pub fn warnings(s: &TrackerSettings) -> Vec<String> {
-    let mut out = Vec::new();
-    let raw = s.active_states.iter().chain(&s.terminal_states);
-    if raw.clone().any(|v| v.trim().is_empty()) {
-        out.push("tracker state lists contain a blank item".to_string());
-    }
-    let (active, terminal) = (
-        states(&s.active_states, DEFAULT_ACTIVE),
-        states(&s.terminal_states, DEFAULT_TERMINAL),
-    );
-    for a in active.iter().filter(|a| terminal.contains(a)) {
-        out.push(format!("state {a:?} is both active and terminal"));
-    }
-    for st in active.iter().chain(&terminal).filter(|s| s.contains(',')) {
-        out.push(format!(
-            "state {st:?} contains a comma, which GitLab label lists cannot carry"
-        ));
-    }
-    let handoff = s.handoff_state.as_deref().map(str::to_lowercase);
-    if let Some(h) = &handoff
-        && (active.contains(h) || terminal.contains(h))
-    {
-        out.push(format!(
-            "handoff_state {h:?} is also an active or terminal state"
-        ));
+    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
+    let mut out = words.warnings(s);
+    for st in words.active.iter().chain(&words.terminal) {
+        if st.contains(',') {
+            out.push(format!(
+                "state {st:?} contains a comma, which GitLab label lists cannot carry"
+            ));
+        }
     }
     out
 }
 
 /// The resolved settings; the first problem is an error.
 pub fn parse(s: &TrackerSettings) -> Result<GitlabConfig, TrackerError> {
-    if let Some(p) = problems(s).into_iter().next() {
-        let kind = match p.field.as_str() {
-            "tracker.api_key" => TrackerErrorKind::MissingTrackerApiKey,
-            "tracker.project" => TrackerErrorKind::MissingTrackerProject,
-            _ => TrackerErrorKind::Payload,
-        };
-        return Err(TrackerError::new(kind, KIND, p.message));
-    }
+    settings_check::first_problem(KIND, problems(s))?;
+    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
     let endpoint = s
         .endpoint
         .as_deref()
@@ -171,9 +144,9 @@ pub fn parse(s: &TrackerSettings) -> Result<GitlabConfig, TrackerError> {
         token: s.api_key.clone().unwrap_or_default().trim().to_string(),
         auth: auth(s).unwrap_or(Auth::PrivateToken),
         project: s.project.clone().unwrap_or_default().trim().to_string(),
-        active: states(&s.active_states, DEFAULT_ACTIVE),
-        terminal: states(&s.terminal_states, DEFAULT_TERMINAL),
-        handoff: s.handoff_state.as_deref().map(|h| h.trim().to_lowercase()),
+        active: words.active,
+        terminal: words.terminal,
+        handoff: words.handoff,
         filter: s
             .query_filter
             .as_deref()
@@ -184,23 +157,10 @@ pub fn parse(s: &TrackerSettings) -> Result<GitlabConfig, TrackerError> {
     })
 }
 
-/// Lowercased non-blank states, or the defaults when none are configured.
-fn states(configured: &[String], default: &[&str]) -> Vec<String> {
-    let list: Vec<String> = configured
-        .iter()
-        .map(|s| s.trim().to_lowercase())
-        .filter(|s| !s.is_empty())
-        .collect();
-    if list.is_empty() {
-        default.iter().map(|s| s.to_string()).collect()
-    } else {
-        list
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tracker::TrackerErrorKind;
 
     fn settings(key: Option<&str>, project: Option<&str>) -> TrackerSettings {
         TrackerSettings {

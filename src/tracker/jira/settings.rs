@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::KIND;
 use crate::tracker::http_tuning::{self, HttpTuning, block_number};
+use crate::tracker::settings_check;
 use crate::tracker::{SettingProblem, TrackerError, TrackerErrorKind, TrackerSettings};
 
 /// States read as active when `tracker.active_states` is not set.
@@ -28,54 +29,47 @@ pub struct JiraConfig {
     pub tuning: HttpTuning,
 }
 
-fn problem(field: &str, message: &str) -> SettingProblem {
-    SettingProblem {
-        field: field.to_string(),
-        message: message.to_string(),
-    }
-}
-
 /// The problems that stop the adapter from being built, one line each.
 pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
     let mut out = Vec::new();
     match s.endpoint.as_deref().map(str::trim) {
-        None | Some("") => out.push(problem(
+        None | Some("") => out.push(SettingProblem::new(
             "tracker.endpoint",
             "tracker.endpoint is required for tracker kind \"jira\": the site root, e.g. https://your-site.atlassian.net",
         )),
-        Some(e) if e.contains("/rest/api/") => out.push(problem(
+        Some(e) if e.contains("/rest/api/") => out.push(SettingProblem::new(
             "tracker.endpoint",
-            &format!("tracker.endpoint {e:?} must be the site root, without /rest/api/…"),
+            format!("tracker.endpoint {e:?} must be the site root, without /rest/api/…"),
         )),
         Some(_) => {}
     }
     match credentials(s) {
-        Credentials::NoToken => out.push(problem(
+        Credentials::NoToken => out.push(SettingProblem::new(
             "tracker.api_key",
             "tracker.api_key is required for tracker kind \"jira\": set it to $JIRA_API_TOKEN holding email:api-token (a token with Browse projects, Edit issues, Transition issues and Add comments)",
         )),
-        Credentials::NoEmail => out.push(problem(
+        Credentials::NoEmail => out.push(SettingProblem::new(
             "tracker.api_key",
             "tracker.api_key for tracker kind \"jira\" has no account email: write it as email:api-token, or set jira.email",
         )),
         Credentials::Ok(..) => {}
     }
     if s.project.as_deref().is_none_or(|p| p.trim().is_empty()) {
-        out.push(problem(
+        out.push(SettingProblem::new(
             "tracker.project",
             "tracker.project is required for tracker kind \"jira\": the project key, e.g. PROJ",
         ));
     }
     for key in http_tuning::KEYS {
         if let Err(e) = block_number(s, key) {
-            out.push(problem(&format!("jira.{key}"), &e));
+            out.push(SettingProblem::new(format!("jira.{key}"), &e));
         }
     }
     if s.block
         .get("blocker_link_type")
         .is_some_and(|v| !v.is_string())
     {
-        out.push(problem(
+        out.push(SettingProblem::new(
             "jira.blocker_link_type",
             "jira.blocker_link_type must be a link type name such as Blocks",
         ));
@@ -115,14 +109,7 @@ fn credentials(s: &TrackerSettings) -> Credentials {
 
 /// The resolved settings; the first problem is an error.
 pub fn parse(s: &TrackerSettings) -> Result<JiraConfig, TrackerError> {
-    if let Some(p) = problems(s).into_iter().next() {
-        let kind = match p.field.as_str() {
-            "tracker.api_key" => TrackerErrorKind::MissingTrackerApiKey,
-            "tracker.project" => TrackerErrorKind::MissingTrackerProject,
-            _ => TrackerErrorKind::Payload,
-        };
-        return Err(TrackerError::new(kind, KIND, p.message));
-    }
+    settings_check::first_problem(KIND, problems(s))?;
     let Credentials::Ok(email, token) = credentials(s) else {
         return Err(TrackerError::new(
             TrackerErrorKind::MissingTrackerApiKey,

@@ -4,7 +4,8 @@
 
 use super::KIND;
 use crate::tracker::http_tuning::{self, HttpTuning, block_number};
-use crate::tracker::{SettingProblem, TrackerError, TrackerErrorKind, TrackerSettings};
+use crate::tracker::settings_check;
+use crate::tracker::{SettingProblem, TrackerError, TrackerSettings};
 
 /// Where the API lives unless `tracker.endpoint` says otherwise (`/graphql` is appended).
 pub const DEFAULT_ENDPOINT: &str = "https://api.linear.app";
@@ -52,30 +53,23 @@ fn extra_filter(s: &TrackerSettings) -> Result<Option<serde_json::Value>, String
     }
 }
 
-fn problem(field: &str, message: &str) -> SettingProblem {
-    SettingProblem {
-        field: field.to_string(),
-        message: message.to_string(),
-    }
-}
-
 /// The problems that stop the adapter from being built, one line each.
 pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
     let mut out = Vec::new();
     if s.api_key.as_deref().is_none_or(|k| k.trim().is_empty()) {
-        out.push(problem(
+        out.push(SettingProblem::new(
             "tracker.api_key",
             "tracker.api_key is required for tracker kind \"linear\": set it to $LINEAR_API_KEY holding a personal API key (Settings → Security & access) with read and write access to the team",
         ));
     }
     match s.project.as_deref().map(str::trim) {
-        None | Some("") => out.push(problem(
+        None | Some("") => out.push(SettingProblem::new(
             "tracker.project",
             "tracker.project is required for tracker kind \"linear\": the team key, e.g. ENG",
         )),
-        Some(p) if p.chars().any(|c| c.is_whitespace() || c == '-') => out.push(problem(
+        Some(p) if p.chars().any(|c| c.is_whitespace() || c == '-') => out.push(SettingProblem::new(
             "tracker.project",
-            &format!(
+            format!(
                 "tracker.project {p:?} must be a Linear team key such as ENG (no spaces, no issue number)"
             ),
         )),
@@ -84,17 +78,17 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
     if let Some(e) = s.endpoint.as_deref().map(str::trim)
         && e.ends_with("/graphql")
     {
-        out.push(problem(
+        out.push(SettingProblem::new(
             "tracker.endpoint",
-            &format!("tracker.endpoint {e:?} must be the API root, without /graphql"),
+            format!("tracker.endpoint {e:?} must be the API root, without /graphql"),
         ));
     }
     if let Err(e) = extra_filter(s) {
-        out.push(problem("tracker.query_filter", &e));
+        out.push(SettingProblem::new("tracker.query_filter", &e));
     }
     for key in http_tuning::KEYS {
         if let Err(e) = block_number(s, key) {
-            out.push(problem(&format!("linear.{key}"), &e));
+            out.push(SettingProblem::new(format!("linear.{key}"), &e));
         }
     }
     out
@@ -102,14 +96,7 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
 
 /// The resolved settings; the first problem is an error.
 pub fn parse(s: &TrackerSettings) -> Result<LinearConfig, TrackerError> {
-    if let Some(p) = problems(s).into_iter().next() {
-        let kind = match p.field.as_str() {
-            "tracker.api_key" => TrackerErrorKind::MissingTrackerApiKey,
-            "tracker.project" => TrackerErrorKind::MissingTrackerProject,
-            _ => TrackerErrorKind::Payload,
-        };
-        return Err(TrackerError::new(kind, KIND, p.message));
-    }
+    settings_check::first_problem(KIND, problems(s))?;
     let active: Vec<String> = s
         .active_states
         .iter()
@@ -139,6 +126,7 @@ pub fn parse(s: &TrackerSettings) -> Result<LinearConfig, TrackerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tracker::TrackerErrorKind;
 
     fn settings(key: Option<&str>, project: Option<&str>) -> TrackerSettings {
         TrackerSettings {
