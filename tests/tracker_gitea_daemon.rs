@@ -281,3 +281,11 @@ fn a_workflow_without_states_gets_the_kinds_default_labels() {
     );
     assert!(!text.contains("dispatch 6"), "{text}");
 }
+
+#[test]
+fn a_429_read_is_not_retried_before_its_retry_after() {
+    let fake = fake_gitea::start(LABELS);
+    let setup = Setup::new(&mock_workflow(&fake, "  turn_delay_ms: 10\n"), "[]");
+    let d = setup.start(&[("GITEA_TOKEN", TOKEN)]);
+    poll_health::a_429_waits_for_its_retry_after(&d, &fake, ISSUES, WAIT);
+}

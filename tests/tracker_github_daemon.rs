@@ -244,20 +244,7 @@ fn a_429_read_is_not_retried_before_its_retry_after() {
     let fake = fake_github::start(LABELS);
     let setup = Setup::new(&mock_workflow(&fake, "  turn_delay_ms: 10\n"), "[]");
     let d = setup.start(&[("GITHUB_TOKEN", TOKEN)]);
-    d.wait_state("a first good poll", WAIT, |s| {
-        s["health"]["poll"]["outcome"] == "succeeded"
-    });
-    let path = "/repos/owner/repo/issues";
-    let start = fake.requests("GET", path).len();
-    fake.push_fault("GET", path, Fault::too_many_requests(2));
-    d.wait_until("the 429 and its retry", WAIT, || {
-        fake.pending_faults("GET", path) == 0 && fake.requests("GET", path).len() >= start + 2
-    });
-    // The first read after the push got the 429; the next one is its retry.
-    let reads = fake.requests("GET", path);
-    let gap = reads[start + 1].at.duration_since(reads[start].at);
-    assert!(gap >= Duration::from_secs(2), "retried after {gap:?}");
-    assert!(!d.log_text().contains("panicked"));
+    poll_health::a_429_waits_for_its_retry_after(&d, &fake, "/repos/owner/repo/issues", WAIT);
 }
 
 #[test]
