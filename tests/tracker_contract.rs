@@ -357,6 +357,8 @@ const REPO_LABELS: &[&str] = &[
 struct Numbered {
     number: u64,
     title: String,
+    /// The seed's state, as written.
+    state: String,
     /// The state label, then the seed's own labels.
     labels: Vec<String>,
     closed: bool,
@@ -382,14 +384,15 @@ fn numbered(seed: &Value) -> Vec<Numbered> {
     list(seed)
         .iter()
         .map(|i| {
-            let state = text(&i["state"]).to_lowercase();
-            let mut labels = vec![state.clone()];
+            let state = text(&i["state"]);
+            let mut labels = vec![state.to_lowercase()];
             labels.extend(list(&i["labels"]).iter().map(text));
             Numbered {
                 number: seed_number(&text(&i["id"])),
                 title: text(&i["title"]),
-                closed: LABEL_TERMINAL.contains(&state.as_str()),
+                closed: LABEL_TERMINAL.contains(&labels[0].as_str()),
                 labels,
+                state,
                 comments: list(&i["comments"])
                     .iter()
                     .map(|c| (text(&c["author"]), text(&c["body"]), text(&c["created_at"])))
@@ -587,8 +590,7 @@ const JIRA: Instantiation = Instantiation {
         let fake = fake_jira::start();
         fake.with_state(|s| {
             for i in numbered(seed) {
-                let state = seed_state(seed, i.number);
-                let id = s.add_issue(i.number, &i.title, &jira_state(&state));
+                let id = s.add_issue(i.number, &i.title, &jira_state(&i.state));
                 let Some(issue) = s.issues.get_mut(&id) else {
                     continue;
                 };
@@ -643,8 +645,7 @@ const LINEAR: Instantiation = Instantiation {
                 Some(fake_linear::TEAM.into()),
             ));
             for i in numbered(seed) {
-                let state = seed_state(seed, i.number);
-                s.add_issue(i.number, &i.title, &linear_state(&state));
+                s.add_issue(i.number, &i.title, &linear_state(&i.state));
                 let Some(issue) = s.issue_mut(i.number) else {
                     continue;
                 };
@@ -667,14 +668,3 @@ const LINEAR: Instantiation = Instantiation {
 };
 
 tracker_contract!(linear, LINEAR);
-
-/// The seed's state of issue `c<n>`, as written.
-fn seed_state(seed: &Value, n: u64) -> String {
-    seed.as_array()
-        .into_iter()
-        .flatten()
-        .find(|i| i["id"] == format!("c{n}"))
-        .and_then(|i| i["state"].as_str())
-        .unwrap_or("")
-        .to_string()
-}
