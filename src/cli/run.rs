@@ -218,6 +218,7 @@ fn run_daemon(
         });
     let metrics = Arc::new(crate::metrics::Metrics::new(&seed));
     let workflow_path = wf.path.clone();
+    let drain_budget = std::time::Duration::from_millis(wf.config.shutdown.drain_timeout_ms);
     let (mut orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
         workflow: Arc::new(wf),
         template: Arc::new(template),
@@ -232,7 +233,7 @@ fn run_daemon(
 
     // Before the server makes this process observable: a SIGTERM that arrives as soon as
     // `/livez` answers must drain, not kill the process with the default action.
-    if let Err(e) = install_signal_handlers(handle.tx.clone()) {
+    if let Err(e) = install_signal_handlers(handle.tx.clone(), drain_budget) {
         return fail(format!("cannot install signal handlers: {e}"));
     }
     let server = match crate::http::start(&bind, handle.clone(), store.clone(), clock.clone()) {
@@ -339,8 +340,12 @@ fn is_essential(thread_name: &str) -> bool {
 /// SIGTERM/SIGINT start a graceful shutdown; a second signal cuts the agents' SIGTERM grace
 /// short (SIGKILL to every agent process group, runs still recorded, then exit); a third exits
 /// at once, for an orchestrator that no longer answers.
+/// The first signal also starts a watchdog that ends the process if the orchestrator has not
+/// finished its drain `drain_budget` plus a margin later (for an orchestrator that never takes
+/// the message; its own watchdog covers the budget it reads when it does).
 fn install_signal_handlers(
     tx: crossbeam_channel::Sender<orchestrator::OrchMsg>,
+    drain_budget: std::time::Duration,
 ) -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
@@ -358,6 +363,9 @@ fn install_signal_handlers(
                             std::process::id()
                         );
                         let _ = tx.send(orchestrator::OrchMsg::Shutdown);
+                        orchestrator::spawn_shutdown_watchdog(
+                            drain_budget + std::time::Duration::from_secs(10),
+                        );
                     }
                     2 => {
                         log::warn!(

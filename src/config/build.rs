@@ -17,12 +17,17 @@ use super::error::{ConfigError, ConfigWarning};
 use super::overrides::Overridden;
 use super::schema::{
     AgentConfig, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig, ServerConfig,
-    ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
+    ServiceConfig, ShutdownConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
 };
 use super::validate::{validate_state_rules, validate_states_not_both_empty};
 use crate::registry;
 
 pub const DEFAULT_POLL_INTERVAL_MS: u64 = 30_000;
+/// `polling.min_interval_ms`: at most one poll a second, however many refreshes ask.
+pub const DEFAULT_MIN_POLL_INTERVAL_MS: u64 = 1_000;
+/// `shutdown.drain_timeout_ms`: below the 30 s a service manager commonly waits before
+/// SIGKILL (systemd's `TimeoutStopSec` default is 90 s, Kubernetes' grace period 30 s).
+pub const DEFAULT_DRAIN_TIMEOUT_MS: u64 = 15_000;
 pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 60_000;
 pub const DEFAULT_AGENT_KIND: &str = registry::DEFAULT_AGENT_KIND;
 pub const DEFAULT_MAX_TURNS: u32 = 20;
@@ -66,6 +71,7 @@ fn build_inner(
     let tracker = build_tracker(section("tracker"), ctx, &mut secret_values)?;
     validate_state_rules(&tracker)?;
     let polling = build_polling(section("polling"))?;
+    let shutdown = build_shutdown(section("shutdown"))?;
     let workspace = build_workspace(section("workspace"), ctx)?;
     let hooks = build_hooks(section("hooks"), warnings);
     let agent = build_agent(section("agent"), warnings)?;
@@ -119,6 +125,7 @@ fn build_inner(
         price_table,
         tracker,
         polling,
+        shutdown,
         workspace,
         hooks,
         agent,
@@ -244,18 +251,39 @@ fn build_comments(m: &Map<String, Value>) -> Result<TrackerComments, ConfigError
 }
 
 fn build_polling(m: &Map<String, Value>) -> Result<PollingConfig, ConfigError> {
-    let interval_ms = match int_field(m, "interval_ms", "polling.interval_ms")? {
-        None => DEFAULT_POLL_INTERVAL_MS,
-        Some(n) if n <= 0 => {
-            // Go Sortie accepts this and busy-loops; refused here, as the README says.
-            return Err(ConfigError::field(
-                "polling.interval_ms",
-                "must be positive",
-            ));
-        }
-        Some(n) => n.unsigned_abs(),
-    };
-    Ok(PollingConfig { interval_ms })
+    // Go Sortie accepts 0 and busy-loops; refused here, as the README says.
+    let interval_ms = positive_ms(m, "interval_ms", "polling", DEFAULT_POLL_INTERVAL_MS)?;
+    let min_interval_ms = positive_ms(
+        m,
+        "min_interval_ms",
+        "polling",
+        DEFAULT_MIN_POLL_INTERVAL_MS,
+    )?;
+    Ok(PollingConfig {
+        interval_ms,
+        min_interval_ms,
+    })
+}
+
+fn build_shutdown(m: &Map<String, Value>) -> Result<ShutdownConfig, ConfigError> {
+    Ok(ShutdownConfig {
+        drain_timeout_ms: positive_ms(m, "drain_timeout_ms", "shutdown", DEFAULT_DRAIN_TIMEOUT_MS)?,
+    })
+}
+
+/// A duration key of `section` that must be positive when set (`default` when absent).
+fn positive_ms(
+    m: &Map<String, Value>,
+    key: &str,
+    section: &str,
+    default: u64,
+) -> Result<u64, ConfigError> {
+    let path = format!("{section}.{key}");
+    match int_field(m, key, &path)? {
+        None => Ok(default),
+        Some(n) if n <= 0 => Err(ConfigError::field(path, "must be positive")),
+        Some(n) => Ok(n.unsigned_abs()),
+    }
 }
 
 fn absolute(base: &Path, p: &str) -> PathBuf {

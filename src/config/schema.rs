@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 pub struct ServiceConfig {
     pub tracker: TrackerConfig,
     pub polling: PollingConfig,
+    pub shutdown: ShutdownConfig,
     pub workspace: WorkspaceConfig,
     pub hooks: HooksConfig,
     pub agent: AgentConfig,
@@ -52,6 +53,7 @@ impl fmt::Debug for ServiceConfig {
         f.debug_struct("ServiceConfig")
             .field("tracker", &self.tracker)
             .field("polling", &self.polling)
+            .field("shutdown", &self.shutdown)
             .field("workspace", &self.workspace)
             .field("hooks", &self.hooks)
             .field("agent", &self.agent)
@@ -121,6 +123,27 @@ pub struct PollingConfig {
     /// Always > 0: absent means 30000; 0 and negative are rejected (`must be positive`)
     /// rather than busy-looping as Go Sortie does.
     pub interval_ms: u64,
+    /// `polling.min_interval_ms`, always > 0 (default 1000): the floor between two polls.
+    /// Refreshes and webhook deliveries that arrive sooner coalesce into one poll at the
+    /// floor, so a flood of them cannot turn into a flood of tracker requests.
+    pub min_interval_ms: u64,
+}
+
+/// `shutdown.*`: how long a graceful stop may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownConfig {
+    /// `shutdown.drain_timeout_ms`, always > 0 (default 15000): from the first SIGTERM to
+    /// the process exit, whatever the agents or the tracker do. Agents are stopped and runs
+    /// recorded within it; tracker writes still out at its end are logged as lost.
+    pub drain_timeout_ms: u64,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        ShutdownConfig {
+            drain_timeout_ms: super::build::DEFAULT_DRAIN_TIMEOUT_MS,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,7 +24,14 @@ const CORE_KEYS: &[&str] = &[
 ];
 
 /// Extensions read by the CLI/orchestrator/server.
-const EXTENSION_KEYS: &[&str] = &["server", "logging", "worker", "token_rates", "price_table"];
+const EXTENSION_KEYS: &[&str] = &[
+    "server",
+    "logging",
+    "worker",
+    "token_rates",
+    "price_table",
+    "shutdown",
+];
 
 /// Top-level keys whose value must be a map.
 const MAP_SECTIONS: &[&str] = &[
@@ -43,6 +50,7 @@ const MAP_SECTIONS: &[&str] = &[
     "worker",
     "token_rates",
     "price_table",
+    "shutdown",
 ];
 
 /// Known keys inside each typed section; anything else is reported as `unknown_key`.
@@ -67,7 +75,8 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
             "path",
         ],
     ),
-    ("polling", &["interval_ms"]),
+    ("polling", &["interval_ms", "min_interval_ms"]),
+    ("shutdown", &["drain_timeout_ms"]),
     ("workspace", &["root", "retention_days"]),
     (
         "hooks",

@@ -757,6 +757,23 @@ pub fn attention_spend_ceiling(
 
 /// `health.poll.summary_text`. A failing check always ends with when the last successful poll
 /// was; `last_success_ago_ms` is `None` when none has succeeded since Sortie started.
+/// What the poll summary adds while a poll's reads are out for a while (`waiting_ms`, from 5 s
+/// on) or ticks were skipped for them: the tracker is slow, not failing yet.
+pub fn poll_waiting(waiting_ms: Option<i64>, ticks_skipped: u64) -> String {
+    let skipped = match ticks_skipped {
+        0 => String::new(),
+        1 => " 1 poll tick was skipped while reads were out.".into(),
+        n => format!(" {n} poll ticks were skipped while reads were out."),
+    };
+    match waiting_ms.filter(|ms| *ms >= 5_000) {
+        Some(ms) => format!(
+            " The tracker has not answered the current poll for {}.{skipped}",
+            duration(ms)
+        ),
+        None => skipped,
+    }
+}
+
 pub fn poll_summary(
     outcome: Option<&str>,
     failures_in_row: u32,
@@ -1118,6 +1135,20 @@ mod tests {
         assert_eq!(
             poll_summary(Some("tracker_failed"), 2, None),
             "The latest poll could not read the tracker (2 polls in a row failed); no poll has succeeded since Sortie started."
+        );
+    }
+
+    #[test]
+    fn a_slow_tracker_shows_in_the_poll_summary() {
+        assert_eq!(poll_waiting(None, 0), "");
+        assert_eq!(poll_waiting(Some(1_000), 0), "");
+        assert_eq!(
+            poll_waiting(Some(42_000), 2),
+            " The tracker has not answered the current poll for 42s. 2 poll ticks were skipped while reads were out."
+        );
+        assert_eq!(
+            poll_waiting(None, 1),
+            " 1 poll tick was skipped while reads were out."
         );
     }
 

@@ -341,6 +341,12 @@ impl Metrics {
         }
     }
 
+    /// A poll tick skipped because the previous poll's tracker reads were still out: counted
+    /// as a `skipped` poll cycle, with no duration (no poll ran).
+    pub fn poll_skipped(&self) {
+        self.poll_cycles.with_label_values(&["skipped"]).inc();
+    }
+
     /// A retry was scheduled; `trigger` is a [`RetryTrigger`](crate::domain::RetryTrigger)
     /// word, anything else counts as `other`.
     pub fn retry(&self, trigger: &str) {

@@ -20,14 +20,24 @@ use crate::tracker::Blockers;
 /// (`blockers_not_read`).
 pub const BLOCKER_READS_PER_PASS: usize = 4;
 
-/// Reads one issue's blockers for the pass; `Err` when the read failed (the reader logs why).
-pub type BlockerReader<'a> = dyn FnMut(&Issue) -> Result<Blockers, ()> + 'a;
+/// Why a reader gave no blocker list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockerMiss {
+    /// The read failed (the reader logged why): no more reads this pass.
+    Failed,
+    /// The list was not read for this pass (it was read ahead of the pass, and this issue was
+    /// not among the ones read): the issue waits for the next pass (`blockers_not_read`).
+    NotRead,
+}
+
+/// Reads one issue's blockers for the pass.
+pub type BlockerReader<'a> = dyn FnMut(&Issue) -> Result<Blockers, BlockerMiss> + 'a;
 
 /// The reader of a pass over `tracker`: one `fetch_blockers` per call, a failure logged with
 /// the issue and the error.
 pub fn tracker_reader(
     tracker: &dyn crate::tracker::TrackerAdapter,
-) -> impl FnMut(&Issue) -> Result<Blockers, ()> + '_ {
+) -> impl FnMut(&Issue) -> Result<Blockers, BlockerMiss> + '_ {
     move |issue| {
         tracker.fetch_blockers(&issue.id).map_err(|e| {
             log::warn!(
@@ -36,7 +46,37 @@ pub fn tracker_reader(
                 issue.identifier,
                 e.to_string()
             );
+            BlockerMiss::Failed
         })
+    }
+}
+
+/// Blocker lists read ahead of a pass, off the orchestrator thread: the pass runs over the
+/// candidates with `input` and every list it asks for is read (and kept). The orchestrator
+/// then runs the real pass over [`read_ahead_reader`], which answers from what was kept.
+pub fn read_blockers_ahead(
+    candidates: &[Issue],
+    input: &PassInput,
+    tracker: &dyn crate::tracker::TrackerAdapter,
+) -> BTreeMap<String, Result<Blockers, BlockerMiss>> {
+    let mut kept = BTreeMap::new();
+    let mut read = tracker_reader(tracker);
+    plan(candidates, input, &mut |issue: &Issue| {
+        let got = read(issue);
+        kept.insert(issue.id.clone(), got.clone());
+        got
+    });
+    kept
+}
+
+/// A reader over lists read ahead: a list that was not read is [`BlockerMiss::NotRead`].
+pub fn read_ahead_reader(
+    kept: &BTreeMap<String, Result<Blockers, BlockerMiss>>,
+) -> impl FnMut(&Issue) -> Result<Blockers, BlockerMiss> + '_ {
+    move |issue| {
+        kept.get(&issue.id)
+            .cloned()
+            .unwrap_or(Err(BlockerMiss::NotRead))
     }
 }
 
@@ -77,10 +117,11 @@ impl BlockerGate {
             BlockersRead::Unread => {
                 self.reads += 1;
                 match read(issue) {
-                    Err(()) => {
+                    Err(BlockerMiss::Failed) => {
                         self.failed = true;
                         Some(HoldReason::BlockersUnresolved)
                     }
+                    Err(BlockerMiss::NotRead) => Some(HoldReason::BlockersNotRead),
                     Ok(b) => {
                         let open = open(&b.refs);
                         if !open.is_empty() {
@@ -495,7 +536,7 @@ mod tests {
     use super::*;
 
     /// A reader for issues whose lists are all complete: it must never be asked.
-    fn unread(i: &Issue) -> Result<Blockers, ()> {
+    fn unread(i: &Issue) -> Result<Blockers, BlockerMiss> {
         panic!("unexpected blocker read of {}", i.id)
     }
 
@@ -746,12 +787,12 @@ mod tests {
 
     /// A scripted reader: answers by issue id, records what it was asked, in order.
     struct Script {
-        answers: BTreeMap<String, Result<Blockers, ()>>,
+        answers: BTreeMap<String, Result<Blockers, BlockerMiss>>,
         asked: Vec<String>,
     }
 
     impl Script {
-        fn new(answers: &[(&str, Result<Blockers, ()>)]) -> Script {
+        fn new(answers: &[(&str, Result<Blockers, BlockerMiss>)]) -> Script {
             Script {
                 answers: answers
                     .iter()
@@ -761,7 +802,7 @@ mod tests {
             }
         }
 
-        fn read(&mut self, i: &Issue) -> Result<Blockers, ()> {
+        fn read(&mut self, i: &Issue) -> Result<Blockers, BlockerMiss> {
             self.asked.push(i.id.clone());
             self.answers.get(&i.id).cloned().unwrap_or(Ok(Blockers {
                 refs: Vec::new(),
@@ -801,7 +842,7 @@ mod tests {
         let mut v: Vec<Issue> = (1..=4).map(|n| unread_issue(&n.to_string())).collect();
         // A complete list needs no read and still dispatches after the failure.
         v[2].blockers_read = BlockersRead::Complete;
-        let mut script = Script::new(&[("2", Err(()))]);
+        let mut script = Script::new(&[("2", Err(BlockerMiss::Failed))]);
         let d = plan_with(&v, &input(10), &mut script);
         assert_eq!(script.asked, vec!["1", "2"]);
         assert_eq!(

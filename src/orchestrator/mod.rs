@@ -5,7 +5,9 @@ pub mod adapters;
 pub mod agent_holds;
 pub mod backoff;
 pub mod dispatch_pass;
+pub mod exit_step;
 pub mod host_pool;
+pub mod io_pool;
 pub mod money_budget;
 pub mod msg;
 pub mod persist;
@@ -25,7 +27,9 @@ pub mod supervisor;
 pub mod tracker_ops;
 pub mod watch;
 
-pub use self::scheduler::{Orchestrator, OrchestratorDeps, OrchestratorHandle, new_dispatch_id};
+pub use self::scheduler::{
+    Orchestrator, OrchestratorDeps, OrchestratorHandle, new_dispatch_id, spawn_shutdown_watchdog,
+};
 pub use msg::{
     AckError, CheckNowOutcome, DueReaction, OrchMsg, RefreshOutcome, RetryNowOutcome,
     SupervisorExit, SupervisorResult, Unanswered,

@@ -20,6 +20,16 @@ pub struct AwaitingRecord {
     pub result: super::msg::SupervisorResult,
 }
 
+/// A finished, recorded session whose exit waits for tracker calls (a hand-off, a park's
+/// label, a stage hop) made off `orch`; its issue stays claimed until they come back.
+pub struct Settling {
+    pub entry: RunningEntry,
+    pub result: super::msg::SupervisorResult,
+    /// The exit's step, applied with what the calls answered.
+    pub step: super::exit_step::ExitStep,
+    pub since_ms: i64,
+}
+
 /// One live session: what is known about it, and how to stop it.
 pub struct RunningEntry {
     pub facts: RunFacts,
@@ -473,6 +483,11 @@ pub struct PollHealth {
     pub last_success_ms: Option<i64>,
     /// When the poll timer fires next; a refresh's poll does not move it.
     pub next_at_ms: Option<i64>,
+    /// When the poll whose tracker reads are still out began (`None`: none is out): a slow
+    /// tracker shows here before its reads time out.
+    pub in_flight_since_ms: Option<i64>,
+    /// Timer ticks skipped because the previous poll's reads were still out.
+    pub ticks_skipped: u64,
 }
 
 impl PollHealth {
@@ -574,6 +589,9 @@ pub struct State {
     /// dispatch id → issue id.
     pub dispatch_index: HashMap<String, String>,
     pub retries: HashMap<String, RetryInfo>,
+    /// Retries whose issues are being read before they start: still in `retries` (claimed and
+    /// listed), no longer in `retry_queue`.
+    pub retries_firing: std::collections::BTreeSet<String>,
     pub retry_queue: RetryQueue,
     pub budget_held: BTreeMap<String, BudgetHold>,
     pub parked: BTreeMap<String, Park>,
@@ -582,6 +600,8 @@ pub struct State {
     /// the exit, applied (hand-off, retry, park…) once the writer reports the record committed.
     /// Their issues stay claimed meanwhile.
     pub awaiting_record: BTreeMap<String, AwaitingRecord>,
+    /// Recorded exits whose tracker calls are out, by issue id: still claimed.
+    pub settling: BTreeMap<String, Settling>,
     pub totals: AgentTotals,
     pub health: Health,
     /// Issue outcomes: issue id → (kind, tracker state).
@@ -625,6 +645,7 @@ impl State {
                     .values()
                     .map(|a| &a.entry.facts.issue.id),
             )
+            .chain(self.settling.keys())
             .cloned()
             .collect()
     }

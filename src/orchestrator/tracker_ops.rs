@@ -1,13 +1,14 @@
-//! The `tracker-ops` thread: best-effort tracker writes (lifecycle comments) that must not
-//! stall the orchestrator's tick. Writes run in order; failures are logged, never retried.
-//! At shutdown the queue is drained within a deadline.
+//! The `tracker-ops` thread: best-effort tracker writes (lifecycle comments, escalation
+//! labels and comments) that must not stall the orchestrator. Writes run in order; failures
+//! are logged, never retried. At shutdown the queue is drained within what is left of the
+//! shutdown budget, and what is still queued then is logged as lost.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
-
 use crate::tracker::TrackerAdapter;
+
+use super::io_pool::{IoPool, JobLabel};
 
 /// How long shutdown waits for queued tracker writes.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(35);
@@ -54,17 +55,12 @@ pub enum TrackerOp {
     },
 }
 
-/// What the thread's queue carries: writes, and (after a reload rebuilt the tracker adapter)
-/// the adapter later writes go to, in order with the writes.
-enum Queued {
-    Op(TrackerOp),
-    UseTracker(Arc<dyn TrackerAdapter>),
-}
-
-/// The handle the orchestrator keeps.
+/// The handle the orchestrator keeps: a one-thread [`IoPool`], so writes run in order and
+/// the ones still queued at shutdown can be named.
 pub struct TrackerOps {
-    tx: Option<Sender<Queued>>,
-    done: Receiver<()>,
+    pool: IoPool<()>,
+    tracker: Arc<dyn TrackerAdapter>,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl TrackerOps {
@@ -73,54 +69,66 @@ impl TrackerOps {
         tracker: Arc<dyn TrackerAdapter>,
         metrics: Arc<crate::metrics::Metrics>,
     ) -> TrackerOps {
-        let (tx, rx) = crossbeam_channel::unbounded::<Queued>();
-        let (done_tx, done) = crossbeam_channel::bounded(1);
-        let spawned = std::thread::Builder::new()
-            .name("tracker-ops".into())
-            .spawn(move || {
-                let mut tracker = tracker;
-                for queued in rx.iter() {
-                    match queued {
-                        Queued::Op(op) => run(tracker.as_ref(), &metrics, op),
-                        Queued::UseTracker(t) => tracker = t,
-                    }
-                }
-                let _ = done_tx.send(());
-            });
-        if let Err(e) = spawned {
-            log::error!(
-                "cannot start the tracker-ops thread; lifecycle comments are off error={:?}",
-                e.to_string()
-            );
+        // Writes report nothing back: their results are logged and counted where they run.
+        let (done_tx, _) = crossbeam_channel::bounded(0);
+        TrackerOps {
+            pool: IoPool::spawn("tracker-ops", 1, done_tx),
+            tracker,
+            metrics,
         }
-        TrackerOps { tx: Some(tx), done }
     }
 
-    /// Queues a write (never blocks).
+    /// Queues a write (never blocks); it goes to the adapter in use now.
     pub fn submit(&self, op: TrackerOp) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Queued::Op(op));
-        }
+        let (tracker, metrics) = (self.tracker.clone(), self.metrics.clone());
+        let label = JobLabel::new(op.what(), op.issue_identifier());
+        self.pool
+            .submit(label, move || run(tracker.as_ref(), &metrics, op));
     }
 
     /// Writes queued from now on go to `tracker` (a reload rebuilt the adapter); writes
     /// already queued keep the adapter they were queued under.
-    pub fn use_tracker(&self, tracker: Arc<dyn TrackerAdapter>) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Queued::UseTracker(tracker));
+    pub fn use_tracker(&mut self, tracker: Arc<dyn TrackerAdapter>) {
+        self.tracker = tracker;
+    }
+
+    /// Stops accepting writes and waits for the queue to drain, at most `timeout`; every
+    /// write still queued or running then is logged as lost (comments and escalation writes
+    /// are best effort: none is retried at the next start).
+    pub fn drain(&mut self, timeout: Duration) {
+        self.pool.close();
+        let deadline = Instant::now() + timeout;
+        while !self.pool.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10).min(timeout));
+        }
+        for o in self.pool.outstanding() {
+            log::warn!(
+                "tracker write lost at shutdown operation={:?} issue_identifier={:?} started={}",
+                o.label.what,
+                o.label.subject,
+                o.started
+            );
+        }
+    }
+}
+
+impl TrackerOp {
+    /// The operation, for the log.
+    fn what(&self) -> &'static str {
+        match self {
+            TrackerOp::Comment { .. } => "lifecycle comment",
+            TrackerOp::Escalate { .. } => "reaction escalation",
         }
     }
 
-    /// Stops accepting writes and waits for the queue to drain, at most `timeout`.
-    pub fn drain(&mut self, timeout: Duration) {
-        self.tx = None;
-        let deadline = Instant::now() + timeout;
-        if self
-            .done
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .is_err()
-        {
-            log::warn!("tracker writes still pending at shutdown; abandoning them");
+    fn issue_identifier(&self) -> String {
+        match self {
+            TrackerOp::Comment {
+                issue_identifier, ..
+            }
+            | TrackerOp::Escalate {
+                issue_identifier, ..
+            } => issue_identifier.clone(),
         }
     }
 }

@@ -156,6 +156,9 @@ impl Fault {
 type Handler<S> = dyn Fn(&mut S, &Recorded) -> Reply + Send + Sync;
 
 struct Shared<S> {
+    /// While set, every request is held unanswered (a tracker that accepts and never
+    /// answers); cleared, the held requests are answered as usual.
+    hang: std::sync::atomic::AtomicBool,
     state: Mutex<S>,
     faults: Mutex<HashMap<(String, String), VecDeque<Fault>>>,
     journal: Mutex<Vec<Recorded>>,
@@ -186,6 +189,7 @@ impl<S: Send + 'static> FakeServer<S> {
         let server = Arc::new(server);
         let url = format!("http://{}", server.server_addr());
         let shared = Arc::new(Shared {
+            hang: std::sync::atomic::AtomicBool::new(false),
             state: Mutex::new(state),
             faults: Mutex::new(HashMap::new()),
             journal: Mutex::new(Vec::new()),
@@ -210,6 +214,13 @@ impl<S: Send + 'static> FakeServer<S> {
     /// Runs `f` on the state (to read it or edit it between polls).
     pub fn with_state<T>(&self, f: impl FnOnce(&mut S) -> T) -> T {
         f(&mut lock(&self.shared.state))
+    }
+
+    /// Holds every request from now on unanswered (`true`), or answers them again (`false`).
+    pub fn hang(&self, on: bool) {
+        self.shared
+            .hang
+            .store(on, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Queues a fault for the next request of `method path` (path exact, no query).
@@ -302,6 +313,9 @@ fn serve<S>(shared: &Shared<S>, mut req: tiny_http::Request) {
         at: Instant::now(),
     };
     lock(&shared.journal).push(recorded.clone());
+    while shared.hang.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let fault = lock(&shared.faults)
         .get_mut(&(recorded.method.clone(), recorded.path.clone()))
         .and_then(VecDeque::pop_front);

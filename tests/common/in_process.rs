@@ -25,7 +25,8 @@ pub struct InProcess {
     pub store: Arc<Store>,
 }
 
-/// Writes `issues` and a workflow (file tracker, `mock` agent, `max_turns: 1`, `agent_tail`
+/// Writes `issues` and a workflow (file tracker, `mock` agent, `max_turns: 1`, a poll floor of
+/// 1 ms so a test's refreshes poll at the manual clock's times, `agent_tail`
 /// appended after `max_turns`: more agent keys, then other sections) into `dir`, and builds the
 /// orchestrator on them with a manual clock and a database in `dir`.
 pub fn mock_orchestrator(dir: &Path, issues: &str, agent_tail: &str) -> InProcess {
@@ -47,7 +48,7 @@ pub fn mock_orchestrator_with(
         dir.join("WORKFLOW.md"),
         format!(
             "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\n\
-             file:\n  path: ./issues.json\npolling:\n  interval_ms: 1000\nworkspace:\n  root: {}\n\
+             file:\n  path: ./issues.json\npolling:\n  interval_ms: 1000\n  min_interval_ms: 1\nworkspace:\n  root: {}\n\
              agent:\n  kind: mock\n  max_turns: 1\n{}---\nDo {{{{ .issue.identifier }}}}\n",
             dir.join("ws").display(),
             agent_tail

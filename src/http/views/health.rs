@@ -72,6 +72,11 @@ pub struct PollCheckView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
     pub next_poll_at: Option<String>,
+    /// When the poll whose tracker reads are still out began; `null` when none is out. A
+    /// tracker that hangs shows here before its reads time out.
+    pub in_flight_since: Option<String>,
+    /// Poll ticks skipped since start because the previous poll's reads were still out.
+    pub ticks_skipped: u64,
     pub summary_text: String,
 }
 
@@ -216,11 +221,17 @@ impl PollCheckView {
             },
             outcome,
             next_poll_at,
+            in_flight_since: opt_ts(poll.in_flight_since_ms),
+            ticks_skipped: poll.ticks_skipped,
             summary_text: wording::poll_summary(
                 poll.outcome.filter(|_| polled).map(PollOutcome::as_str),
                 streak,
                 poll.last_success_ms
                     .map(|at| (snap.generated_at_ms - at).max(0)),
+            ) + &wording::poll_waiting(
+                poll.in_flight_since_ms
+                    .map(|at| (snap.generated_at_ms - at).max(0)),
+                poll.ticks_skipped,
             ),
         }
     }

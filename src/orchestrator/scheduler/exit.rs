@@ -3,168 +3,15 @@
 //! normal exit, [`decide_continue`] from the issue's current tracker state); the
 //! `Orchestrator` methods here only apply the decision.
 
+use super::exit_calls::{ExitAnswers, ExitCalls, failed_answers};
+use super::stage_hop::HopWrite;
 use super::*;
-use crate::agent::AgentErrorKind;
 use crate::config::TrackerConfig;
+use crate::domain::stage::StageOutcome;
+use crate::orchestrator::exit_step::{ContinueStep, ExitFacts, ExitStep, decide_exit};
 use crate::orchestrator::msg::{ErrorCode, UsageLimit};
 use crate::orchestrator::run_error::{RetryError, RunError};
-
-/// What happens to an issue's claim after its supervisor exited (its run is already recorded).
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum ExitStep {
-    /// Shutdown is draining: nothing is scheduled, the claim ends with the process.
-    Nothing,
-    /// A cancellation whose retry is already queued (a stall queues its own): leave it.
-    KeepQueuedRetry,
-    /// A cancellation (reconciliation, budget): release the claim.
-    Release,
-    /// A retryable failure: retry after the failure backoff.
-    Retry {
-        attempt: u32,
-        delay_ms: u64,
-        error: RunError,
-    },
-    /// A failure a plain retry is not expected to fix (missing agent, input required, …). It
-    /// still waits the failure backoff, loudly: releasing the claim would dispatch the issue
-    /// again at the next tick, forever.
-    RetryUnfixable {
-        attempt: u32,
-        delay_ms: u64,
-        error: RunError,
-    },
-    /// The provider refused the session for a usage limit: hold the agent kind until the reset
-    /// and retry the issue then (trigger `usage_limit`).
-    UsageLimited {
-        attempt: u32,
-        /// The reset, or the end of the failure backoff when that is later.
-        due_at_ms: i64,
-        limit: UsageLimit,
-    },
-    /// The agent could not log in: no retry (none could succeed); the agent kind is held and
-    /// the claim released, so the issue dispatches again once the hold lifts.
-    AuthFailed { message: String },
-    /// The agent declared itself blocked: park the issue under `label`, release the claim.
-    Park { label: String },
-    /// The agent declared an outcome: move the issue to `state` if one is configured, then
-    /// release the claim. `no_change`: the declaration was `no-change-needed`, a success that
-    /// makes the stage hop of a rule with `next` instead of the write.
-    Declared {
-        state: Option<String>,
-        no_change: bool,
-    },
-    /// The session ended without a declaration: read the issue's state, then hand off or
-    /// continue with `attempt` ([`decide_continue`]).
-    Continue { attempt: u32 },
-}
-
-/// What [`decide_exit`] reads.
-pub(super) struct ExitFacts<'a> {
-    pub exit: &'a SupervisorExit,
-    /// The attempt that just ended (0 on first dispatch).
-    pub attempt: u32,
-    pub draining: bool,
-    /// Whether a retry of the issue is already queued.
-    pub retry_queued: bool,
-    pub backoff_cap_ms: u64,
-    pub tracker: &'a TrackerConfig,
-    pub now_ms: i64,
-}
-
-/// Decides the step after a supervisor exit, without effects.
-pub(super) fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
-    if f.draining {
-        return ExitStep::Nothing;
-    }
-    let next_attempt = f.attempt + 1;
-    let failed = |code: &ErrorCode, message: &str| RunError::Failed {
-        code: *code,
-        message: message.to_string(),
-    };
-    match f.exit {
-        SupervisorExit::Cancelled { .. } if f.retry_queued => ExitStep::KeepQueuedRetry,
-        SupervisorExit::Cancelled { .. } => ExitStep::Release,
-        SupervisorExit::UsageLimited(limit) => ExitStep::UsageLimited {
-            attempt: next_attempt,
-            due_at_ms: super::holds::usage_retry_due_ms(
-                limit.resets_at_ms,
-                f.now_ms,
-                failure_delay_ms(next_attempt, f.backoff_cap_ms),
-            ),
-            limit: limit.clone(),
-        },
-        SupervisorExit::Error {
-            code: ErrorCode::Agent(AgentErrorKind::AgentAuthFailed),
-            message,
-            ..
-        } => ExitStep::AuthFailed {
-            message: message.clone(),
-        },
-        SupervisorExit::Error {
-            code,
-            message,
-            retryable: true,
-        } => ExitStep::Retry {
-            attempt: next_attempt,
-            delay_ms: failure_delay_ms(next_attempt, f.backoff_cap_ms),
-            error: failed(code, message),
-        },
-        SupervisorExit::Error {
-            code,
-            message,
-            retryable: false,
-        } => ExitStep::RetryUnfixable {
-            attempt: next_attempt,
-            delay_ms: failure_delay_ms(next_attempt, f.backoff_cap_ms),
-            error: failed(code, message),
-        },
-        SupervisorExit::Normal { declared, .. } => match declared {
-            Some(DeclaredOutcome::Blocked) => ExitStep::Park {
-                label: DEFAULT_PARKING_LABEL.to_string(),
-            },
-            Some(DeclaredOutcome::NoChangeNeeded) => ExitStep::Declared {
-                state: f.tracker.no_change_state.clone(),
-                no_change: true,
-            },
-            Some(DeclaredOutcome::NeedsHumanReview) => ExitStep::Declared {
-                state: f.tracker.handoff_state.clone(),
-                no_change: false,
-            },
-            None => ExitStep::Continue {
-                attempt: next_attempt,
-            },
-        },
-    }
-}
-
-/// The step after a session that ended without a declaration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum ContinueStep {
-    /// The issue left the active states: release; `handoff_skipped` when a handoff state is
-    /// configured (the handoff metric counts it).
-    Release { handoff_skipped: bool },
-    /// Move the issue to the handoff state; if that fails, continue.
-    HandOff { state: String },
-    /// Queue a continuation retry.
-    Continue,
-}
-
-/// Decides from the issue's current tracker state (`None`: it could not be read, so it is
-/// taken as still active, as the supervisor last saw it).
-pub(super) fn decide_continue(current: Option<&str>, cfg: &TrackerConfig) -> ContinueStep {
-    let still_active = match current {
-        Some(s) => state_in(s, &cfg.active_states) && !state_in(s, &cfg.terminal_states),
-        None => true,
-    };
-    match (still_active, &cfg.handoff_state) {
-        (false, handoff) => ContinueStep::Release {
-            handoff_skipped: handoff.is_some(),
-        },
-        (true, Some(state)) => ContinueStep::HandOff {
-            state: state.clone(),
-        },
-        (true, None) => ContinueStep::Continue,
-    }
-}
+use crate::tracker::TrackerResult;
 
 /// What became of an exit's run record.
 pub(super) enum RecordState {
@@ -221,7 +68,9 @@ impl Orchestrator {
         }
     }
 
-    /// After the run is recorded: cleanup, then the step [`decide_exit`] chooses.
+    /// After the run is recorded: cleanup, then the step [`decide_exit`] chooses. A step that
+    /// needs tracker calls makes them off `orch` ([`ExitCalls`]) and ends in
+    /// [`Orchestrator::settle_exit`].
     fn finish_exit(&mut self, entry: RunningEntry, result: SupervisorResult) {
         if entry.facts.pending_cleanup {
             self.remove_workspace(&entry);
@@ -238,10 +87,42 @@ impl Orchestrator {
         if step == ExitStep::Nothing {
             return;
         }
-        self.apply_exit_step(&entry, step, result.session_id.clone());
-        // A hop releases the claim the reactions would follow; the last stage seeds them.
-        if !self.hopped(&entry) {
-            self.seed_reactions(&entry, &result);
+        match ExitCalls::for_step(&step, || self.plan_stage_hop(&entry)) {
+            Some(calls) => self.settle_off_thread(entry, result, step, calls),
+            None => {
+                self.apply_exit_step(&entry, step);
+                self.exit_done(&entry, &result);
+            }
+        }
+    }
+
+    /// The tracker calls of an exit came back: applies its step with their answers.
+    pub(super) fn settle_exit(
+        &mut self,
+        issue_id: &str,
+        answers: Result<ExitAnswers, String>,
+        tracker_kind: &str,
+    ) {
+        let Some(s) = self.state.settling.remove(issue_id) else {
+            return;
+        };
+        let answers = answers.unwrap_or_else(|panic| {
+            log::error!(
+                "exit tracker calls panicked issue_id={issue_id} issue_identifier={} panic={panic:?}",
+                s.entry.facts.issue.identifier
+            );
+            failed_answers(&s.step, tracker_kind, &format!("tracker calls panicked: {panic}"))
+        });
+        self.apply_answers(&s.entry, s.step, answers, s.result.session_id.clone());
+        self.exit_done(&s.entry, &s.result);
+    }
+
+    /// What every applied exit ends with: reactions seeded from its pull-request record (a hop
+    /// releases the claim they would follow; the last stage seeds them) and the lifecycle
+    /// comment.
+    fn exit_done(&mut self, entry: &RunningEntry, result: &SupervisorResult) {
+        if !self.hopped(entry) {
+            self.seed_reactions(entry, result);
         }
         self.lifecycle_comment_at_exit(
             &entry.facts.issue,
@@ -324,34 +205,45 @@ impl Orchestrator {
     }
 
     /// Removes the workspace of an issue that reconciliation found terminal, under the root
-    /// (and with the hooks) it was dispatched with, even if a reload changed them since.
+    /// (and with the hooks) it was dispatched with, even if a reload changed them since. The
+    /// removal (hooks, an SSH host) runs on a `work` thread.
     fn remove_workspace(&mut self, entry: &RunningEntry) {
-        let ws = &entry.handles.workspaces;
-        let (id, identifier) = (&entry.facts.issue.id, &entry.facts.issue.identifier);
+        let ws = entry.handles.workspaces.clone();
+        let (id, identifier) = (
+            entry.facts.issue.id.clone(),
+            entry.facts.issue.identifier.clone(),
+        );
         let host = self.host_named(entry.facts.ssh_host.as_deref());
-        let removed = match (&entry.facts.workspace_path, &host) {
-            (_, Some(h)) => ws.remove_on(id, identifier, Some(h)),
-            (Some(p), None) => ws.remove_path(id, identifier, p),
-            (None, None) => ws.remove(id, identifier),
-        };
-        self.state.hosts.unstick(id);
-        if let Err(e) = removed {
-            log::warn!(
-                "workspace cleanup failed issue_id={} issue_identifier={} error={:?}",
-                entry.facts.issue.id,
-                entry.facts.issue.identifier,
-                e.to_string()
-            );
-        }
+        let path = entry.facts.workspace_path.clone();
+        self.state.hosts.unstick(&id);
+        let label =
+            crate::orchestrator::io_pool::JobLabel::new("workspace removal", identifier.clone());
+        self.spawn_io(
+            super::io::Lane::Work,
+            label,
+            move || {
+                let removed = match (&path, &host) {
+                    (_, Some(h)) => ws.remove_on(&id, &identifier, Some(h)),
+                    (Some(p), None) => ws.remove_path(&id, &identifier, p),
+                    (None, None) => ws.remove(&id, &identifier),
+                };
+                if let Err(e) = removed {
+                    log::warn!(
+                        "workspace cleanup failed issue_id={id} issue_identifier={identifier} error={:?}",
+                        e.to_string()
+                    );
+                }
+            },
+            |_, done| {
+                if let Err(panic) = done {
+                    log::error!("workspace removal panicked panic={panic:?}");
+                }
+            },
+        );
     }
 
     /// Carries out the step [`decide_exit`] chose.
-    fn apply_exit_step(
-        &mut self,
-        entry: &RunningEntry,
-        step: ExitStep,
-        session_id: Option<String>,
-    ) {
+    fn apply_exit_step(&mut self, entry: &RunningEntry, step: ExitStep) {
         let issue = &entry.facts.issue;
         match step {
             ExitStep::Nothing | ExitStep::KeepQueuedRetry => {}
@@ -375,22 +267,62 @@ impl Orchestrator {
                 self.note_auth_failed(issue, &message);
                 self.release(&issue.id);
             }
-            ExitStep::Park { label } => {
-                self.park(issue, label, entry.facts.pass());
+            // Steps with tracker calls are applied with their answers (`apply_answers`).
+            ExitStep::Park { .. } | ExitStep::Declared { .. } | ExitStep::Continue { .. } => {}
+        }
+    }
+
+    /// Carries out a step that made tracker calls, with what they answered.
+    fn apply_answers(
+        &mut self,
+        entry: &RunningEntry,
+        step: ExitStep,
+        answers: ExitAnswers,
+        session_id: Option<String>,
+    ) {
+        let issue = &entry.facts.issue;
+        match (step, answers) {
+            (
+                ExitStep::Park { label },
+                ExitAnswers::Park {
+                    label: added,
+                    state,
+                },
+            ) => {
+                self.park(issue, label, entry.facts.pass(), added, state);
                 self.release(&issue.id);
             }
-            ExitStep::Declared { state, no_change } => {
-                let hopped = no_change
-                    && self.issue_still_active(issue)
-                    && self.try_stage_hop(entry, crate::domain::stage::StageOutcome::NoChange);
-                if !hopped && let Some(state) = state {
-                    self.transition_and_record(issue, &state);
+            (ExitStep::Declared { state, .. }, ExitAnswers::Declared { hop, transition }) => {
+                let hopped = hop.is_some_and(|w| self.apply_hop(entry, w, StageOutcome::NoChange));
+                if !hopped && let (Some(state), Some(result)) = (state, transition) {
+                    self.record_handoff(issue, &state, result);
                 }
                 self.release(&issue.id);
             }
-            ExitStep::Continue { attempt } => {
-                self.hand_off_or_continue(entry, attempt, session_id);
+            (
+                ExitStep::Continue { attempt },
+                ExitAnswers::Continue {
+                    step,
+                    hop,
+                    transition,
+                },
+            ) => self.hand_off_or_continue(entry, attempt, session_id, (step, hop, transition)),
+            (step, answers) => {
+                log::error!(
+                    "exit answers do not match the step; releasing the claim issue_id={} issue_identifier={} step={step:?} answers={answers:?}",
+                    issue.id,
+                    issue.identifier
+                );
+                self.release(&issue.id);
             }
+        }
+    }
+
+    /// Applies a hop's writes with the plan in force now; `true` when the hop was made.
+    fn apply_hop(&mut self, entry: &RunningEntry, write: HopWrite, outcome: StageOutcome) -> bool {
+        match self.plan_stage_hop(entry) {
+            Some(plan) => self.apply_stage_hop(entry, &plan, write, outcome),
+            None => false,
         }
     }
 
@@ -459,17 +391,19 @@ impl Orchestrator {
     }
 
     /// After a session that ended without a declaration: release an issue that left the active
-    /// states, hand off when a handoff state is configured, otherwise queue a continuation.
+    /// states, hand off when a handoff state is configured (the stage hop, else the handoff
+    /// write), otherwise queue a continuation. `answers` are the state read's decision and
+    /// what the hop and handoff writes did.
     fn hand_off_or_continue(
         &mut self,
         entry: &RunningEntry,
         attempt: u32,
         session_id: Option<String>,
+        answers: (ContinueStep, Option<HopWrite>, Option<TrackerResult<()>>),
     ) {
         let issue = &entry.facts.issue;
-        let current = self.current_state(issue);
-        let cfg = &self.workflow.config.tracker;
-        match decide_continue(current.as_deref(), cfg) {
+        let (step, hop, transition) = answers;
+        match step {
             ContinueStep::Release { handoff_skipped } => {
                 if handoff_skipped {
                     self.metrics.handoff("skipped");
@@ -478,11 +412,13 @@ impl Orchestrator {
                 return;
             }
             ContinueStep::HandOff { state } => {
-                if self.try_stage_hop(entry, crate::domain::stage::StageOutcome::Succeeded) {
+                if hop.is_some_and(|w| self.apply_hop(entry, w, StageOutcome::Succeeded)) {
                     self.release(&issue.id);
                     return;
                 }
-                if self.transition_and_record(issue, &state) {
+                if let Some(result) = transition
+                    && self.record_handoff(issue, &state, result)
+                {
                     log::info!(
                         "handoff transition succeeded, releasing claim issue_id={} issue_identifier={} state={:?}",
                         issue.id,
@@ -506,10 +442,20 @@ impl Orchestrator {
         );
     }
 
-    /// Parks an issue whose agent needs a person; the label is best effort. `dispatched_at_ms`
-    /// is the pass of the run the park follows.
-    fn park(&mut self, issue: &Issue, label: String, pass: Pass) {
-        let label_applied = match self.tracker.add_label(&issue.id, &label) {
+    /// Parks an issue whose agent needs a person; the label is best effort. The park holds
+    /// against the issue's state in the tracker after the run (`state`): the issue the
+    /// supervisor started from may be stale (it moved the issue to `in_progress_state`), and a
+    /// park recorded against a stale state would lift on the next poll. When the tracker could
+    /// not be read, the in-progress state stands in for a transition that was attempted.
+    fn park(
+        &mut self,
+        issue: &Issue,
+        label: String,
+        pass: Pass,
+        added: TrackerResult<()>,
+        state: Result<String, String>,
+    ) {
+        let label_applied = match added {
             Ok(()) => true,
             Err(e) => {
                 log::warn!(
@@ -521,7 +467,15 @@ impl Orchestrator {
                 false
             }
         };
-        let parked_state = self.state_when_parked(issue);
+        let parked_state = state.unwrap_or_else(|why| {
+            log::warn!(
+                "parked issue state not read issue_id={} issue_identifier={} error={:?}",
+                issue.id,
+                issue.identifier,
+                why
+            );
+            parked_state_fallback(issue, &self.workflow.config.tracker)
+        });
         let park = Park {
             issue: issue.clone(),
             reason: ParkReason::AgentBlocked,
@@ -541,33 +495,6 @@ impl Orchestrator {
         );
         persist::park(&self.store, &park);
         self.state.parked.insert(issue.id.clone(), park);
-    }
-
-    /// The state a park holds against: the issue's state in the tracker now. The issue the
-    /// supervisor started from may be stale (it moved the issue to `in_progress_state`), and a
-    /// park recorded against a stale state would lift on the next poll. When the tracker cannot
-    /// be read, the in-progress state stands in for a transition that was attempted.
-    fn state_when_parked(&self, issue: &Issue) -> String {
-        match self
-            .tracker
-            .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
-        {
-            Ok(states) => match states.get(&issue.id) {
-                Some(s) => return s.clone(),
-                None => log::warn!(
-                    "parked issue not found in the tracker issue_id={} issue_identifier={}",
-                    issue.id,
-                    issue.identifier
-                ),
-            },
-            Err(e) => log::warn!(
-                "parked issue state not read issue_id={} issue_identifier={} error={:?}",
-                issue.id,
-                issue.identifier,
-                e.to_string()
-            ),
-        }
-        parked_state_fallback(issue, &self.workflow.config.tracker)
     }
 
     /// Queues the optional completion/failure comment (never for cancellations).
@@ -610,25 +537,14 @@ impl Orchestrator {
             });
     }
 
-    /// The issue's tracker state now; `None` when it cannot be read.
-    fn current_state(&self, issue: &Issue) -> Option<String> {
-        self.tracker
-            .fetch_issue_states_by_ids(std::slice::from_ref(&issue.id))
-            .ok()
-            .and_then(|m| m.get(&issue.id).cloned())
-    }
-
-    /// Whether the issue is still in an active state (a failed read counts as active, as the
-    /// supervisor last saw it).
-    fn issue_still_active(&self, issue: &Issue) -> bool {
-        let current = self.current_state(issue);
-        let cfg = &self.workflow.config.tracker;
-        current
-            .is_none_or(|s| state_in(&s, &cfg.active_states) && !state_in(&s, &cfg.terminal_states))
-    }
-
-    pub(super) fn transition_and_record(&mut self, issue: &Issue, state: &str) -> bool {
-        match self.tracker.transition_issue(&issue.id, state) {
+    /// Records what the handoff write did; `true` when it moved the issue.
+    pub(super) fn record_handoff(
+        &mut self,
+        issue: &Issue,
+        state: &str,
+        result: TrackerResult<()>,
+    ) -> bool {
+        match result {
             Ok(()) => {
                 self.metrics.handoff("success");
                 self.reset_hops(&issue.id, "handoff");
@@ -667,141 +583,6 @@ pub(super) fn parked_state_fallback(issue: &Issue, cfg: &TrackerConfig) -> Strin
 mod tests {
     use super::*;
 
-    fn tracker() -> TrackerConfig {
-        TrackerConfig {
-            active_states: vec!["To Do".into(), "In Progress".into()],
-            terminal_states: vec!["Done".into()],
-            handoff_state: Some("Human Review".into()),
-            ..Default::default()
-        }
-    }
-
-    fn decide(exit: SupervisorExit, retry_queued: bool, draining: bool) -> ExitStep {
-        decide_exit(&ExitFacts {
-            exit: &exit,
-            attempt: 2,
-            draining,
-            retry_queued,
-            backoff_cap_ms: 300_000,
-            tracker: &tracker(),
-            now_ms: 1_000_000,
-        })
-    }
-
-    fn normal(declared: Option<DeclaredOutcome>) -> SupervisorExit {
-        SupervisorExit::Normal {
-            declared,
-            statement: None,
-        }
-    }
-
-    #[test]
-    fn every_failure_waits_the_backoff_before_the_next_dispatch() {
-        let boom = || RunError::Failed {
-            code: crate::orchestrator::msg::ErrorCode::Agent(
-                crate::agent::AgentErrorKind::TurnFailed,
-            ),
-            message: "boom".into(),
-        };
-        let err = |retryable| SupervisorExit::Error {
-            code: crate::orchestrator::msg::ErrorCode::Agent(
-                crate::agent::AgentErrorKind::TurnFailed,
-            ),
-            message: "boom".into(),
-            retryable,
-        };
-        assert_eq!(
-            decide(err(true), false, false),
-            ExitStep::Retry {
-                attempt: 3,
-                delay_ms: failure_delay_ms(3, 300_000),
-                error: boom(),
-            }
-        );
-        assert_eq!(
-            decide(err(false), false, false),
-            ExitStep::RetryUnfixable {
-                attempt: 3,
-                delay_ms: failure_delay_ms(3, 300_000),
-                error: boom()
-            }
-        );
-    }
-
-    #[test]
-    fn a_usage_limit_retries_at_the_reset_and_a_failed_login_is_not_retried() {
-        let limited = |resets_at_ms| {
-            SupervisorExit::UsageLimited(UsageLimit {
-                message: "limit".into(),
-                resets_at_ms,
-                model: None,
-            })
-        };
-        // now 1_000_000; attempt 3 backs off 40 s.
-        let due = |exit| match decide(exit, false, false) {
-            ExitStep::UsageLimited {
-                attempt, due_at_ms, ..
-            } => (attempt, due_at_ms),
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(due(limited(Some(5_000_000))), (3, 5_000_000));
-        assert_eq!(due(limited(Some(1_010_000))), (3, 1_040_000));
-        assert_eq!(due(limited(None)), (3, 1_040_000));
-        let auth = SupervisorExit::Error {
-            code: ErrorCode::Agent(AgentErrorKind::AgentAuthFailed),
-            message: "not logged in".into(),
-            retryable: false,
-        };
-        assert_eq!(
-            decide(auth, false, false),
-            ExitStep::AuthFailed {
-                message: "not logged in".into()
-            }
-        );
-    }
-
-    #[test]
-    fn a_cancellation_keeps_a_stall_retry_and_otherwise_releases() {
-        let cancelled = || SupervisorExit::Cancelled {
-            reason: CancelReason::Stall,
-        };
-        assert_eq!(decide(cancelled(), true, false), ExitStep::KeepQueuedRetry);
-        assert_eq!(decide(cancelled(), false, false), ExitStep::Release);
-        assert_eq!(decide(cancelled(), false, true), ExitStep::Nothing);
-    }
-
-    #[test]
-    fn declarations_park_or_move_the_issue_and_silence_continues() {
-        assert_eq!(
-            decide(normal(Some(DeclaredOutcome::Blocked)), false, false),
-            ExitStep::Park {
-                label: DEFAULT_PARKING_LABEL.into()
-            }
-        );
-        assert_eq!(
-            decide(
-                normal(Some(DeclaredOutcome::NeedsHumanReview)),
-                false,
-                false
-            ),
-            ExitStep::Declared {
-                state: Some("Human Review".into()),
-                no_change: false
-            }
-        );
-        assert_eq!(
-            decide(normal(Some(DeclaredOutcome::NoChangeNeeded)), false, false),
-            ExitStep::Declared {
-                state: None,
-                no_change: true
-            }
-        );
-        assert_eq!(
-            decide(normal(None), false, false),
-            ExitStep::Continue { attempt: 3 }
-        );
-    }
-
     #[test]
     fn a_park_without_a_tracker_read_holds_against_the_in_progress_state() {
         let issue = Issue {
@@ -810,37 +591,14 @@ mod tests {
             state: "To Do".into(),
             ..Default::default()
         };
-        let mut cfg = tracker();
+        let mut cfg = TrackerConfig {
+            active_states: vec!["To Do".into(), "In Progress".into()],
+            terminal_states: vec!["Done".into()],
+            handoff_state: Some("Human Review".into()),
+            ..Default::default()
+        };
         assert_eq!(parked_state_fallback(&issue, &cfg), "To Do");
         cfg.in_progress_state = Some("In Progress".into());
         assert_eq!(parked_state_fallback(&issue, &cfg), "In Progress");
-    }
-
-    #[test]
-    fn after_a_plain_exit_the_tracker_state_decides() {
-        let mut cfg = tracker();
-        assert_eq!(
-            decide_continue(Some("Done"), &cfg),
-            ContinueStep::Release {
-                handoff_skipped: true
-            }
-        );
-        assert_eq!(
-            decide_continue(None, &cfg),
-            ContinueStep::HandOff {
-                state: "Human Review".into()
-            }
-        );
-        cfg.handoff_state = None;
-        assert_eq!(
-            decide_continue(Some("in progress"), &cfg),
-            ContinueStep::Continue
-        );
-        assert_eq!(
-            decide_continue(Some("Backlog"), &cfg),
-            ContinueStep::Release {
-                handoff_skipped: false
-            }
-        );
     }
 }

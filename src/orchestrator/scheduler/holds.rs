@@ -122,16 +122,9 @@ impl Orchestrator {
     }
 }
 
-/// When the retry of a refused session is due: the reset, or the end of the ordinary failure
-/// backoff from `now_ms` when that is later (or when the agent named no reset).
-pub(super) fn usage_retry_due_ms(resets_at_ms: Option<i64>, now_ms: i64, backoff_ms: u64) -> i64 {
-    let backoff_end = now_ms.saturating_add(i64::try_from(backoff_ms).unwrap_or(i64::MAX));
-    resets_at_ms.map_or(backoff_end, |reset| reset.max(backoff_end))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::orchestrator::exit_step::usage_retry_due_ms;
 
     #[test]
     fn a_usage_retry_waits_for_the_reset_or_the_longer_backoff() {

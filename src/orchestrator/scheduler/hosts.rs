@@ -62,42 +62,9 @@ impl Orchestrator {
         }
     }
 
-    /// The configured host of that name. A host no longer configured is reached with the
-    /// current options, so its workspaces can still be removed.
+    /// The configured host of that name ([`host_named_in`]).
     pub(super) fn host_named(&self, name: Option<&str>) -> Option<SshHost> {
-        let name = name?;
-        let worker = &self.workflow.config.worker;
-        if let Some(h) = worker.host(name) {
-            return Some(h.clone());
-        }
-        match crate::ssh::SshTarget::parse(name) {
-            Ok(target) => Some(SshHost {
-                target,
-                options: worker.options.clone(),
-            }),
-            Err(e) => {
-                log::warn!(
-                    "ssh host unusable ssh_host={name:?} error={:?}",
-                    e.to_string()
-                );
-                None
-            }
-        }
-    }
-
-    /// The host an identifier's workspace lives on, from its newest run.
-    pub(super) fn workspace_host(&self, identifier: &str) -> Option<SshHost> {
-        let key = crate::store::IssueKey::Identifier;
-        match persist::last_ssh_host(&self.store, key, identifier) {
-            Ok(name) => self.host_named(name.as_deref()),
-            Err(e) => {
-                log::warn!(
-                    "last ssh host unknown issue_identifier={identifier} error={:?}",
-                    e.to_string()
-                );
-                None
-            }
-        }
+        host_named_in(&self.workflow.config.worker, name)
     }
 
     /// A session on `host` ended: whether it reached the host feeds the host's health.
@@ -116,6 +83,51 @@ impl Orchestrator {
             );
         } else {
             log::warn!("ssh host unreachable ssh_host={host}");
+        }
+    }
+}
+
+/// The configured host of that name. A host no longer configured is reached with the current
+/// options, so its workspaces can still be removed.
+pub(super) fn host_named_in(
+    worker: &crate::config::worker::WorkerConfig,
+    name: Option<&str>,
+) -> Option<SshHost> {
+    let name = name?;
+    if let Some(h) = worker.host(name) {
+        return Some(h.clone());
+    }
+    match crate::ssh::SshTarget::parse(name) {
+        Ok(target) => Some(SshHost {
+            target,
+            options: worker.options.clone(),
+        }),
+        Err(e) => {
+            log::warn!(
+                "ssh host unusable ssh_host={name:?} error={:?}",
+                e.to_string()
+            );
+            None
+        }
+    }
+}
+
+/// The host an identifier's workspace lives on, from its newest run (read from the store, so
+/// callable off `orch`).
+pub(super) fn workspace_host_in(
+    store: &Store,
+    worker: &crate::config::worker::WorkerConfig,
+    identifier: &str,
+) -> Option<SshHost> {
+    let key = crate::store::IssueKey::Identifier;
+    match persist::last_ssh_host(store, key, identifier) {
+        Ok(name) => host_named_in(worker, name.as_deref()),
+        Err(e) => {
+            log::warn!(
+                "last ssh host unknown issue_identifier={identifier} error={:?}",
+                e.to_string()
+            );
+            None
         }
     }
 }

@@ -5,9 +5,12 @@ mod attempt;
 mod dispatch;
 mod events;
 mod exit;
+mod exit_calls;
 mod holds;
 mod hosts;
+mod io;
 mod reaction_check;
+mod reaction_pass;
 mod reactions;
 mod reconcile;
 mod retry;
@@ -48,14 +51,16 @@ use super::state::{AwaitingRecord, BudgetHold, Held, Park, Pass, RetryInfo, Runn
 use super::supervisor::{self, SupervisorJob};
 use super::tracker_ops::Lifecycle;
 
-/// How long shutdown waits for supervisors to exit before abandoning them.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
-/// After a second signal: how long supervisors of killed agents get to report their runs.
-const ESCALATED_DRAIN_TIMEOUT: Duration = Duration::from_secs(15);
+/// After a panic in the loop: how long supervisors get to report their stopped runs.
+const PANIC_DRAIN_TIMEOUT: Duration = Duration::from_secs(15);
+/// After a second signal: how long supervisors of killed agents get to report their runs (at
+/// most; never past the drain deadline).
+const ESCALATED_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Of the drain budget, what is kept after the sessions' deadline for the queued tracker
+/// writes and the database flush.
+const DRAIN_RESERVE: Duration = Duration::from_secs(3);
 /// Every this many ticks, sweep workspaces of terminal issues.
 const SWEEP_EVERY_TICKS: u64 = 60;
-/// The label a parked issue gets when the configuration names none.
-pub const DEFAULT_PARKING_LABEL: &str = "needs-human";
 
 /// What the orchestrator is built from.
 pub struct OrchestratorDeps {
@@ -137,13 +142,32 @@ pub struct Orchestrator {
     pacer: PublishPacer,
     next_tick_at: Instant,
     refresh_pending: bool,
+    /// When the latest poll started: the next one waits `polling.min_interval_ms` after it.
+    last_poll_at: Option<Instant>,
+    /// When the poll whose tracker reads are out started (`None`: none is out).
+    poll_out: Option<Instant>,
+    /// Ticks skipped while the current poll is out (logged when it comes back).
+    skipped_while_out: u64,
+    /// A terminal-workspace sweep is out.
+    sweep_out: bool,
+    /// A reaction pass is out.
+    reactions_out: bool,
+    /// The threads that make the tracker and forge calls.
+    lanes: io::Lanes,
+    /// The sessions' drain deadline (`None` until shutdown begins).
     draining: Option<Instant>,
+    /// When the whole shutdown must be over: the drain deadline plus the reserve for the
+    /// tracker writes and the database flush.
+    shutdown_deadline: Option<Instant>,
+    /// `shutdown.drain_timeout_ms` as read at start (the signal handler's watchdog holds the
+    /// same figure, so a reload does not change it).
+    drain_budget: Duration,
     tick_count: u64,
     started_at_ms: i64,
     tracker_ops: crate::orchestrator::tracker_ops::TrackerOps,
     /// The retry a retry-now request is firing, with the due time it had: a put-back of it
     /// keeps that time instead of a new backoff.
-    retry_now: Option<retry::RetryNowPutBack>,
+    retry_now: std::collections::BTreeMap<String, retry::RetryNowPutBack>,
     /// The pull-request provider reactions read and write; `None` while no reaction applies.
     scm: Option<Arc<dyn crate::scm::ScmAdapter>>,
     /// The reactions as captured at startup (a reload changes only `ci_failure`).
@@ -159,6 +183,7 @@ impl Orchestrator {
     pub fn new(deps: OrchestratorDeps) -> (Orchestrator, OrchestratorHandle) {
         let (tx, rx) = crossbeam_channel::unbounded();
         let env_file = deps.load_options.effective_env_file();
+        let drain_budget = Duration::from_millis(deps.workflow.config.shutdown.drain_timeout_ms);
         let now = deps.clock.now_ms();
         let published = Arc::new(RwLock::new(Arc::new(Snapshot::default())));
         let mut state = State {
@@ -186,10 +211,18 @@ impl Orchestrator {
             pacer: PublishPacer::default(),
             next_tick_at: deps.clock.instant(),
             refresh_pending: false,
+            last_poll_at: None,
+            poll_out: None,
+            skipped_while_out: 0,
+            sweep_out: false,
+            reactions_out: false,
+            lanes: io::Lanes::spawn(),
             draining: None,
+            shutdown_deadline: None,
+            drain_budget,
             tick_count: 0,
             started_at_ms: now,
-            retry_now: None,
+            retry_now: Default::default(),
             tracker_ops: crate::orchestrator::tracker_ops::TrackerOps::spawn(
                 deps.tracker.clone(),
                 deps.metrics.clone(),
@@ -388,7 +421,7 @@ impl Orchestrator {
         for e in self.state.running.values() {
             e.handles.cancel.cancel(CancelReason::Shutdown);
         }
-        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        let deadline = Instant::now() + PANIC_DRAIN_TIMEOUT;
         while !self.state.running.is_empty() {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
@@ -416,6 +449,12 @@ impl Orchestrator {
                     Ok(m) => changed.note(self.handle_counted(m)),
                     Err(_) => break,
                 },
+                recv(self.lanes.rx) -> apply => {
+                    if let Ok(apply) = apply {
+                        apply(self);
+                        changed.note(false);
+                    }
+                },
                 default(timeout) => {}
             }
             // Drain what else is queued before timers, so exits are seen promptly; bounded, so
@@ -424,17 +463,22 @@ impl Orchestrator {
                 let Ok(m) = self.rx.try_recv() else { break };
                 changed.note(self.handle_counted(m));
             }
+            while let Ok(apply) = self.lanes.rx.try_recv() {
+                apply(self);
+                changed.note(false);
+            }
             if let Some(deadline) = self.draining {
                 if changed.any() {
                     self.publish();
                 }
-                if self.state.running.is_empty() {
+                if self.state.running.is_empty() && self.state.settling.is_empty() {
                     break;
                 }
                 if self.clock.instant() >= deadline {
                     log::warn!(
-                        "drain timeout exceeded, abandoning workers remaining={}",
-                        self.state.running.len()
+                        "drain timeout exceeded, abandoning workers remaining={} settling={}",
+                        self.state.running.len(),
+                        self.state.settling.len()
                     );
                     self.record_abandoned();
                     break;
@@ -455,8 +499,26 @@ impl Orchestrator {
             }
         }
         self.close_inbox();
-        self.tracker_ops
-            .drain(crate::orchestrator::tracker_ops::DRAIN_TIMEOUT);
+        self.finish_shutdown();
+    }
+
+    /// After the loop: the queued tracker writes get what is left of the shutdown budget, the
+    /// calls still out are logged as lost, and the database is flushed.
+    fn finish_shutdown(&mut self) {
+        let left = self
+            .shutdown_deadline
+            .map(|d| d.saturating_duration_since(self.clock.instant()))
+            .unwrap_or(crate::orchestrator::tracker_ops::DRAIN_TIMEOUT);
+        self.tracker_ops.drain(left);
+        self.abandon_io();
+        for s in self.state.settling.values() {
+            log::warn!(
+                "exit not applied at shutdown; the issue is read again at the next start issue_id={} issue_identifier={} step={:?}",
+                s.entry.facts.issue.id,
+                s.entry.facts.issue.identifier,
+                s.step
+            );
+        }
         persist::shutdown(&self.store);
         log::info!("shutting down");
     }
@@ -482,36 +544,66 @@ impl Orchestrator {
         deferrable
     }
 
-    /// Fires due retries and runs the tick when it is due (or requested); true if anything ran.
+    /// Stops stalled sessions, fires due retries and runs the tick when it is due (or
+    /// requested) and the poll floor allows; true if anything ran.
     fn run_timers(&mut self) -> bool {
         self.flush_live_rows();
+        let stalled = self.stop_stalled();
         let fired = self.fire_due_retries();
-        let timer_due = self.clock.instant() >= self.next_tick_at;
-        if self.refresh_pending || timer_due {
-            self.refresh_pending = false;
-            self.tick();
-            // A refresh polls now and leaves the timer where it was.
-            if timer_due {
-                let interval = self.workflow.config.polling.interval_ms.max(1);
-                self.next_tick_at = self.clock.instant() + Duration::from_millis(interval);
-                self.state.health.poll.next_at_ms = Some(self.clock.now_ms() + interval as i64);
-            }
-            return true;
+        self.run_tick_if_due() || stalled || fired
+    }
+
+    /// The tick, when the timer is due or a refresh asked for one, and the latest poll began at
+    /// least `polling.min_interval_ms` ago. A refresh while a poll's reads are out waits for
+    /// them; a timer tick then is skipped (and counted by [`Orchestrator::tick`]).
+    fn run_tick_if_due(&mut self) -> bool {
+        let now = self.clock.instant();
+        let timer_due = now >= self.next_tick_at;
+        if !(self.refresh_pending || timer_due) || self.floor_at().is_some_and(|f| now < f) {
+            return false;
         }
-        fired
+        if timer_due {
+            let interval = self.workflow.config.polling.interval_ms.max(1);
+            self.next_tick_at = now + Duration::from_millis(interval);
+            self.state.health.poll.next_at_ms = Some(self.clock.now_ms() + interval as i64);
+        } else if self.poll_out.is_some() {
+            return false;
+        }
+        // A refresh polls now and leaves the timer where it was.
+        if self.poll_out.is_none() {
+            self.refresh_pending = false;
+            self.last_poll_at = Some(now);
+        }
+        self.tick();
+        true
+    }
+
+    /// When the next poll may start: `polling.min_interval_ms` after the latest one began.
+    fn floor_at(&self) -> Option<Instant> {
+        let floor = Duration::from_millis(self.workflow.config.polling.min_interval_ms);
+        self.last_poll_at.map(|at| at + floor)
     }
 
     /// Test driver: handles every message that arrives within `wait` (returning early once
-    /// one has arrived and the queue is empty), then runs due timers and publishes. Lets tests
-    /// drive the orchestrator with a manual clock instead of real time.
+    /// one has arrived and the queue is empty), then runs due timers and publishes. Tracker
+    /// calls the step starts are waited for (up to 10 s) and applied in the order the loop
+    /// would start them (due retries before the tick), so a test with a manual clock sees a
+    /// step's whole effect.
     pub fn step(&mut self, wait: Duration) {
+        const SETTLE: Duration = Duration::from_secs(10);
         if let Ok(m) = self.rx.recv_timeout(wait) {
             self.handle(m);
         }
         while let Ok(m) = self.rx.try_recv() {
             self.handle(m);
         }
-        self.run_timers();
+        self.settle_io(SETTLE);
+        self.flush_live_rows();
+        self.stop_stalled();
+        self.fire_due_retries();
+        self.settle_io(SETTLE);
+        self.run_tick_if_due();
+        self.settle_io(SETTLE);
         self.publish();
     }
 
@@ -531,10 +623,17 @@ impl Orchestrator {
                 .saturating_duration_since(now)
                 .min(Duration::from_millis(200));
         }
-        if self.refresh_pending {
-            return Duration::ZERO;
-        }
         let mut wait = self.next_tick_at.saturating_duration_since(now);
+        if self.refresh_pending {
+            wait = Duration::ZERO;
+        }
+        // A due poll waits for the floor (a refresh during an outstanding poll is woken by
+        // the poll's result).
+        if wait.is_zero()
+            && let Some(floor) = self.floor_at()
+        {
+            wait = floor.saturating_duration_since(now);
+        }
         if let Some(publish) = self.pacer.wait(now) {
             wait = wait.min(publish);
         }
@@ -589,10 +688,7 @@ impl Orchestrator {
                     let _ = r.try_send(outcome);
                 }
             }
-            OrchMsg::RetryNow { identifier, reply } => {
-                let outcome = self.retry_now(&identifier);
-                let _ = reply.try_send(outcome);
-            }
+            OrchMsg::RetryNow { identifier, reply } => self.retry_now(&identifier, reply),
             OrchMsg::ReactionCheck {
                 identifier,
                 kind,
@@ -641,15 +737,23 @@ impl Orchestrator {
         self.draining = self.draining.map(|d| d.min(soon)).or(Some(soon));
     }
 
+    /// The first signal: every session is cancelled and has until the drain deadline to
+    /// report its run; the whole shutdown is over within `shutdown.drain_timeout_ms`.
     fn begin_shutdown(&mut self) {
         if self.draining.is_some() {
             return;
         }
+        let budget = self.drain_budget;
+        let reserve = DRAIN_RESERVE.min(budget / 4);
+        let now = self.clock.instant();
         log::info!(
-            "draining: cancelling running sessions running={}",
-            self.state.running.len()
+            "draining: cancelling running sessions running={} drain_timeout_ms={}",
+            self.state.running.len(),
+            budget.as_millis()
         );
-        self.draining = Some(self.clock.instant() + DRAIN_TIMEOUT);
+        self.shutdown_deadline = Some(now + budget);
+        self.draining = Some(now + budget.saturating_sub(reserve));
+        spawn_shutdown_watchdog(budget + WATCHDOG_MARGIN);
         for e in self.state.running.values() {
             e.handles.cancel.cancel(CancelReason::Shutdown);
         }
@@ -732,6 +836,29 @@ impl Orchestrator {
             *w = Arc::new(snap);
         }
         super::snapshot::notify_published();
+    }
+}
+
+/// How long past the shutdown budget the watchdog waits before it ends the process.
+const WATCHDOG_MARGIN: Duration = Duration::from_secs(2);
+
+/// Ends the process (exit 1) if it is still alive `after` from now: the drain abandons what
+/// does not finish in time, so only a wedged dependency (a disk that does not answer, a
+/// thread that never returns) reaches it, and a service manager's stop timeout is never what
+/// ends sortie.
+pub fn spawn_shutdown_watchdog(after: Duration) {
+    let spawned = std::thread::Builder::new()
+        .name("shutdown-watchdog".into())
+        .spawn(move || {
+            std::thread::sleep(after);
+            log::error!(
+                "shutdown did not finish within its budget; exiting now budget_ms={}",
+                after.as_millis()
+            );
+            std::process::exit(1);
+        });
+    if let Err(e) = spawned {
+        log::error!("shutdown watchdog not started error={:?}", e.to_string());
     }
 }
 

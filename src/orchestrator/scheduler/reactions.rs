@@ -3,17 +3,14 @@
 //! standing escalation, an outcome, the end of the watch). The decisions themselves are made
 //! by `orchestrator::reactions`.
 
-use std::collections::BTreeSet;
-
+use super::reaction_pass::{Checked, DueRow, Ending, PassDone, ReactionPass};
 use super::*;
 use crate::config::reactions::ReactionsConfig;
 use crate::domain::{CiStatus, EscalationTrigger, ReactionKind, ReactionWait};
-use crate::orchestrator::reactions::cx::CheckCx;
 use crate::orchestrator::reactions::escalation;
 use crate::orchestrator::reactions::seed::{self, SeedRun};
 use crate::orchestrator::reactions::step::Step;
 use crate::orchestrator::reactions::{FixContext, LastCheck, ReactionRow, RowMemory, RunReaction};
-use crate::orchestrator::state::ScmHealth;
 use crate::store::{Fingerprint, GivenComments, ReactionWrite, StoredEscalation};
 
 /// A fix run starts this soon after the check that asked for it.
@@ -100,34 +97,104 @@ impl Orchestrator {
         seed::remember_run(mem, run);
     }
 
-    /// Checks every due row (the reconcile part of a poll tick).
+    /// Checks every due row (the reconcile part of a poll tick): one pass at a time, on a
+    /// `work` thread ([`super::reaction_pass`]), applied by
+    /// [`Orchestrator::finish_reaction_pass`].
     pub(super) fn check_reactions(&mut self) {
         let Some(scm) = self.scm.clone() else {
             return;
         };
+        if self.reactions_out {
+            return;
+        }
         let now = self.clock.now_ms();
-        let due: Vec<Key> = self
+        let rows: Vec<DueRow> = self
             .state
             .reactions
             .iter()
             .filter(|(_, r)| r.next_poll_at_ms <= now)
-            .map(|(k, _)| k.clone())
+            .map(|(k, row)| DueRow {
+                key: k.clone(),
+                row: row.clone(),
+                mem: self
+                    .state
+                    .reaction_memory
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_default(),
+                slot_busy: self.slot_busy(&k.0),
+            })
             .collect();
-        if due.is_empty() {
+        if rows.is_empty() {
             return;
         }
-        let ended = self.end_reactions_of_departed_issues(&due);
-        let cfg = self.reaction_config();
-        let mut health = self.state.health.scm.take().unwrap_or_else(|| ScmHealth {
-            provider: scm.kind().to_string(),
-            check: Default::default(),
-        });
-        for key in due.into_iter().filter(|k| !ended.contains(&k.0)) {
-            let Some(mut row) = self.state.reactions.remove(&key) else {
-                continue;
-            };
-            let mut mem = self.state.reaction_memory.remove(&key).unwrap_or_default();
-            if watch_expired(&row, now) {
+        let merge_rows = self
+            .state
+            .reactions
+            .values()
+            .filter(|r| matches!(r.kind, ReactionKind::Merge | ReactionKind::MergeCompletion))
+            .map(|r| (r.issue.id.clone(), (r.kind, r.pr.pr.clone())))
+            .collect();
+        let health = self
+            .state
+            .health
+            .scm
+            .as_ref()
+            .map(|h| h.check.clone())
+            .unwrap_or_default();
+        let pass = ReactionPass {
+            scm,
+            tracker: self.tracker.clone(),
+            cfg: self.reaction_config(),
+            tracker_cfg: self.workflow.config.tracker.clone(),
+            poll_interval_ms: self.workflow.config.polling.interval_ms,
+            now_ms: now,
+            rows,
+            merge_rows,
+            health,
+        };
+        self.reactions_out = true;
+        self.spawn_io(
+            super::io::Lane::Work,
+            crate::orchestrator::io_pool::JobLabel::new("reaction checks", ""),
+            move || pass.run(),
+            |o: &mut Orchestrator, done| o.finish_reaction_pass(done),
+        );
+    }
+
+    /// Applies a reaction pass to the rows still pending: ended issues, expired watches, and
+    /// each checked row's step. A row that left the pending set while the pass was out (its
+    /// issue hopped, or a new run re-seeded it for another pull request) is not touched.
+    fn finish_reaction_pass(&mut self, done: Result<PassDone, String>) {
+        self.reactions_out = false;
+        let done = match done {
+            Ok(d) => d,
+            Err(panic) => {
+                log::error!("reaction checks panicked panic={panic:?}");
+                return;
+            }
+        };
+        if let Some(h) = self.state.health.scm.as_mut() {
+            h.check = done.health;
+        }
+        if let Err(e) = &done.states {
+            log::warn!("reaction issue states not read; reactions wait error={e:?}");
+            self.back_off_rows(&done.due);
+            return;
+        }
+        for (id, ending) in done.ended {
+            match ending {
+                Ending::Terminal { state, merged } => {
+                    self.issue_reached_terminal(&id, &state, merged)
+                }
+                Ending::Departed => {
+                    self.end_issue_reactions(&id, "the issue left the handoff state")
+                }
+            }
+        }
+        for key in done.expired {
+            if let Some(row) = self.state.reactions.remove(&key) {
+                self.state.reaction_memory.remove(&key);
                 log::warn!(
                     "reaction watch window ended issue_id={} issue_identifier={} reaction_kind={}",
                     row.issue.id,
@@ -135,25 +202,26 @@ impl Orchestrator {
                     row.kind
                 );
                 self.forget_row(&row);
+            }
+        }
+        let cfg = self.reaction_config();
+        for c in done.checked {
+            let pending = self
+                .state
+                .reactions
+                .get(&c.key)
+                .is_some_and(|r| r.pr.pr == c.row.pr.pr);
+            if !pending {
                 continue;
             }
-            let was_escalated = row.escalated_at_ms.is_some();
-            let mut cx = CheckCx {
-                now_ms: now,
-                scm: scm.as_ref(),
-                health: &mut health.check,
-                cfg: &cfg,
-                poll_interval_ms: self.workflow.config.polling.interval_ms,
-                slot_busy: self.slot_busy(&key.0),
-            };
-            let step = crate::orchestrator::reactions::check_row(&mut row, &mut mem, &mut cx);
-            self.count_check(&row, &step);
-            if was_escalated && row.escalated_at_ms.is_none() {
-                self.escalation_ended(&row);
+            self.state.reactions.remove(&c.key);
+            self.state.reaction_memory.remove(&c.key);
+            self.count_check(&c.row, &c.step);
+            if c.was_escalated && c.row.escalated_at_ms.is_none() {
+                self.escalation_ended(&c.row);
             }
-            self.apply_reaction_step(key, row, mem, step, now, &cfg);
+            self.apply_reaction_step(c, done.started_ms, &cfg);
         }
-        self.state.health.scm = Some(health);
     }
 
     /// `sortie_ci_status_checks_total` and `sortie_review_checks_total`.
@@ -197,44 +265,6 @@ impl Orchestrator {
                 .any(|a| a.entry.facts.issue.id == issue_id)
     }
 
-    /// Reads the states of the due rows' issues: an issue gone, terminal, or out of the
-    /// active, handoff and no-change states ends all of its reactions. Returns those issues.
-    fn end_reactions_of_departed_issues(&mut self, due: &[Key]) -> BTreeSet<String> {
-        let ids: Vec<String> = due
-            .iter()
-            .map(|k| k.0.clone())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let mut ended = BTreeSet::new();
-        let states = match self.tracker.fetch_issue_states_by_ids(&ids) {
-            Ok(s) => s,
-            Err(e) => {
-                log::warn!(
-                    "reaction issue states not read; reactions wait error={:?}",
-                    e.to_string()
-                );
-                self.back_off_rows(due);
-                return ids.into_iter().collect();
-            }
-        };
-        let t = self.workflow.config.tracker.clone();
-        for id in ids {
-            let watched = |s: &str| {
-                state_in(s, &t.active_states)
-                    || t.handoff_state.as_deref().is_some_and(|h| state_eq(h, s))
-                    || t.no_change_state.as_deref().is_some_and(|h| state_eq(h, s))
-            };
-            match states.get(&id) {
-                Some(s) if state_in(s, &t.terminal_states) => self.issue_reached_terminal(&id, s),
-                Some(s) if watched(s) => continue,
-                _ => self.end_issue_reactions(&id, "the issue left the handoff state"),
-            }
-            ended.insert(id);
-        }
-        ended
-    }
-
     /// A tracker read failed: the due rows wait a backoff.
     fn back_off_rows(&mut self, due: &[Key]) {
         let now = self.clock.now_ms();
@@ -253,23 +283,14 @@ impl Orchestrator {
         }
     }
 
-    /// Before recording `terminal` for an issue a merge reaction watches, the pull request is
-    /// read once, so a forge that closes the issue on merge still yields `merged`.
-    fn issue_reached_terminal(&mut self, issue_id: &str, state: &str) {
-        let merge_row = self
-            .state
-            .reactions
-            .values()
-            .find(|r| {
-                r.issue.id == issue_id
-                    && matches!(r.kind, ReactionKind::Merge | ReactionKind::MergeCompletion)
-            })
-            .map(|r| (r.kind, r.pr.pr.clone()));
-        let merged = merge_row.as_ref().and_then(|(kind, pr)| {
-            let scm = self.scm.clone()?;
-            let info = scm.pull_request(pr).ok()?;
-            info.merged.then_some((*kind, pr.clone()))
-        });
+    /// Records how an issue a reaction watches ended: `merged` when the pass read its merge
+    /// row's pull request as merged, `terminal` otherwise; its reactions end.
+    fn issue_reached_terminal(
+        &mut self,
+        issue_id: &str,
+        state: &str,
+        merged: Option<(ReactionKind, crate::scm::PullRequestRef)>,
+    ) {
         match merged {
             Some((kind, pr)) => {
                 let path = if kind == ReactionKind::Merge {
@@ -355,15 +376,15 @@ impl Orchestrator {
         );
     }
 
-    fn apply_reaction_step(
-        &mut self,
-        key: Key,
-        mut row: ReactionRow,
-        mut mem: RowMemory,
-        step: Step,
-        started_ms: i64,
-        cfg: &ReactionsConfig,
-    ) {
+    fn apply_reaction_step(&mut self, c: Checked, started_ms: i64, cfg: &ReactionsConfig) {
+        let Checked {
+            key,
+            mut row,
+            mut mem,
+            step,
+            transition,
+            ..
+        } = c;
         match step {
             Step::Wait {
                 wait,
@@ -394,10 +415,9 @@ impl Orchestrator {
                 );
                 self.forget_row(&row);
             }
-            Step::Merged {
-                merge_path,
-                transition_to,
-            } => self.reaction_merged(key, row, mem, merge_path, transition_to, cfg),
+            Step::Merged { merge_path, .. } => {
+                self.reaction_merged(key, row, mem, merge_path, transition, cfg)
+            }
         }
     }
 
@@ -611,12 +631,10 @@ impl Orchestrator {
         mut row: ReactionRow,
         mem: RowMemory,
         merge_path: &'static str,
-        transition_to: Option<String>,
+        transition: Option<crate::tracker::TrackerResult<()>>,
         cfg: &ReactionsConfig,
     ) {
-        if let Some(state) = transition_to
-            && let Err(e) = self.tracker.transition_issue(&row.issue.id, &state)
-        {
+        if let Some(Err(e)) = transition {
             self.merge_transition_failed(key, row, mem, &e, cfg);
             return;
         }
@@ -803,7 +821,7 @@ fn poll_interval(kind: ReactionKind, cfg: &ReactionsConfig, base_ms: u64) -> u64
     v.unwrap_or(base_ms)
 }
 
-fn watch_expired(row: &ReactionRow, now: i64) -> bool {
+pub(super) fn watch_expired(row: &ReactionRow, now: i64) -> bool {
     row.watch_ends_at_ms().is_some_and(|end| now >= end)
 }
 

@@ -4,69 +4,69 @@
 use super::*;
 
 impl Orchestrator {
-    pub(super) fn reconcile(&mut self) {
-        self.stop_stalled();
-        self.refresh_running_states();
-    }
-
     /// Cancels sessions whose agent sent no event within the stall timeout and queues their
-    /// retry (the exit then keeps it).
-    fn stop_stalled(&mut self) {
+    /// retry (the exit then keeps it). Runs at every pass of the loop's timers (at least once
+    /// a second), whatever the tracker does.
+    pub(super) fn stop_stalled(&mut self) -> bool {
         let now = self.clock.now_ms();
-        if let Some(stall) = self
+        let Some(stall) = self
             .workflow
             .config
             .agent
             .stall_timeout_ms
             .filter(|s| *s > 0)
-        {
-            let mut stalled = Vec::new();
-            for e in self.state.running.values() {
-                let Some(reference) = e.facts.stall_reference_ms() else {
-                    continue;
-                };
-                let elapsed = now - reference;
-                if elapsed > stall as i64 && e.handles.cancel.reason().is_none() {
-                    log::warn!(
-                        "stall detected, cancelling worker issue_id={} issue_identifier={} elapsed_ms={} stall_timeout_ms={}",
-                        e.facts.issue.id,
-                        e.facts.issue.identifier,
-                        elapsed,
-                        stall
-                    );
-                    stalled.push(e.facts.issue.id.clone());
-                }
-            }
-            for id in stalled {
-                let Some(e) = self.state.running.get(&id) else {
-                    continue;
-                };
-                e.handles.cancel.cancel(CancelReason::Stall);
-                let issue = e.facts.issue.clone();
-                let next = e.facts.attempt + 1;
-                let pass = e.facts.pass();
-                self.schedule_retry(
-                    &issue,
-                    next,
-                    failure_delay_ms(next, self.backoff_cap()),
-                    RetryTrigger::Stall,
-                    Some(crate::orchestrator::run_error::RetryError::Stall.stored()),
-                    None,
-                    pass,
+        else {
+            return false;
+        };
+        let mut stalled = Vec::new();
+        for e in self.state.running.values() {
+            let Some(reference) = e.facts.stall_reference_ms() else {
+                continue;
+            };
+            let elapsed = now - reference;
+            if elapsed > stall as i64 && e.handles.cancel.reason().is_none() {
+                log::warn!(
+                    "stall detected, cancelling worker issue_id={} issue_identifier={} elapsed_ms={} stall_timeout_ms={}",
+                    e.facts.issue.id,
+                    e.facts.issue.identifier,
+                    elapsed,
+                    stall
                 );
+                stalled.push(e.facts.issue.id.clone());
             }
         }
+        let any = !stalled.is_empty();
+        for id in stalled {
+            let Some(e) = self.state.running.get(&id) else {
+                continue;
+            };
+            e.handles.cancel.cancel(CancelReason::Stall);
+            let issue = e.facts.issue.clone();
+            let next = e.facts.attempt + 1;
+            let pass = e.facts.pass();
+            self.schedule_retry(
+                &issue,
+                next,
+                failure_delay_ms(next, self.backoff_cap()),
+                RetryTrigger::Stall,
+                Some(crate::orchestrator::run_error::RetryError::Stall.stored()),
+                None,
+                pass,
+            );
+        }
+        any
     }
 
-    /// Reads the tracker state of every running issue: an active one keeps running (with its
-    /// state updated), a terminal one is stopped and its workspace removed after the exit, any
-    /// other is stopped.
-    fn refresh_running_states(&mut self) {
-        if self.state.running.is_empty() {
-            return;
-        }
-        let ids: Vec<String> = self.state.running.keys().cloned().collect();
-        let states = match self.tracker.fetch_issue_states_by_ids(&ids) {
+    /// Applies the poll's read of the running issues' states: an active one keeps running
+    /// (with its state updated), a terminal one is stopped and its workspace removed after
+    /// the exit, any other is stopped. An issue whose session ended while the read was out
+    /// is left alone.
+    pub(super) fn refresh_running_states(
+        &mut self,
+        asked: Vec<String>,
+        states: crate::tracker::TrackerResult<std::collections::BTreeMap<String, String>>,
+    ) {
+        let states = match states {
             Ok(s) => s,
             Err(e) => {
                 log::warn!(
@@ -77,7 +77,7 @@ impl Orchestrator {
             }
         };
         let cfg = self.workflow.config.clone();
-        for id in ids {
+        for id in asked {
             let state = states.get(&id).cloned().unwrap_or_default();
             let terminal = state_in(&state, &cfg.tracker.terminal_states);
             let Some(e) = self.state.running.get_mut(&id) else {
@@ -129,8 +129,13 @@ impl Orchestrator {
         }
     }
 
+    /// Removes workspaces of issues that became terminal, on a `work` thread: the listing,
+    /// the tracker read and the removals (hooks, SSH hosts) never wait on `orch`. One sweep
+    /// at a time; the issues running or queued when it starts are left alone.
     pub(super) fn sweep_terminal_workspaces(&mut self) {
-        let ws = self.workspaces();
+        if self.sweep_out {
+            return;
+        }
         let owned: std::collections::HashSet<String> = self
             .state
             .running
@@ -142,31 +147,83 @@ impl Orchestrator {
                     .values()
                     .map(|r| r.issue.identifier.clone()),
             )
+            .chain(
+                self.state
+                    .settling
+                    .values()
+                    .map(|s| s.entry.facts.issue.identifier.clone()),
+            )
             .collect();
-        let dirs: Vec<String> = ws
+        let sweep = Sweep {
+            workspaces: self.workspaces(),
+            tracker: self.tracker.clone(),
+            store: self.store.clone(),
+            worker: self.workflow.config.worker.clone(),
+            terminal_states: self.workflow.config.tracker.terminal_states.clone(),
+            owned,
+        };
+        self.sweep_out = true;
+        self.spawn_io(
+            super::io::Lane::Work,
+            crate::orchestrator::io_pool::JobLabel::new("terminal workspace sweep", ""),
+            move || sweep.run(),
+            |o: &mut Orchestrator, removed| {
+                o.sweep_out = false;
+                match removed {
+                    Ok(n) => {
+                        for _ in 0..n {
+                            o.metrics.reconciliation("sweep_cleanup");
+                        }
+                    }
+                    Err(panic) => log::error!("terminal workspace sweep panicked panic={panic:?}"),
+                }
+            },
+        );
+    }
+}
+
+/// A sweep of workspaces of terminal issues, as it runs off `orch`.
+struct Sweep {
+    workspaces: Arc<WorkspaceManager>,
+    tracker: Arc<dyn TrackerAdapter>,
+    store: Arc<Store>,
+    worker: crate::config::worker::WorkerConfig,
+    terminal_states: Vec<String>,
+    /// Identifiers of the issues running or queued when the sweep started.
+    owned: std::collections::HashSet<String>,
+}
+
+impl Sweep {
+    /// Returns how many workspaces it removed.
+    fn run(self) -> usize {
+        let dirs: Vec<String> = self
+            .workspaces
             .list_workspace_dirs()
             .into_iter()
-            .filter(|d| !owned.contains(d))
+            .filter(|d| !self.owned.contains(d))
             .collect();
         if dirs.is_empty() {
-            return;
+            return 0;
         }
         match self.tracker.fetch_issue_states_by_identifiers(&dirs) {
             Ok(states) => {
                 let terminal: Vec<String> = states
                     .into_iter()
-                    .filter(|(_, s)| state_in(s, &self.workflow.config.tracker.terminal_states))
+                    .filter(|(_, s)| state_in(s, &self.terminal_states))
                     .map(|(k, _)| k)
                     .collect();
-                let removed = ws.cleanup_terminal_on(&terminal, |i| self.workspace_host(i));
-                for _ in 0..removed {
-                    self.metrics.reconciliation("sweep_cleanup");
-                }
+                let removed = self.workspaces.cleanup_terminal_on(&terminal, |i| {
+                    super::hosts::workspace_host_in(&self.store, &self.worker, i)
+                });
                 if removed > 0 {
                     log::info!("removed workspaces of terminal issues count={removed}");
                 }
+                removed
             }
-            Err(e) => log::warn!("terminal workspace sweep failed error={:?}", e.to_string()),
+            Err(e) => {
+                log::warn!("terminal workspace sweep failed error={:?}", e.to_string());
+                0
+            }
         }
     }
 }

@@ -4,10 +4,36 @@
 use super::*;
 use crate::orchestrator::run_error::RetryError;
 
-/// A retry-now request in progress: the retry it fires and the due time it had before.
+/// A retry-now request in progress: the due time its retry had before, and who waits for
+/// the answer.
 pub(super) struct RetryNowPutBack {
-    issue_id: String,
-    due_at_ms: i64,
+    /// `None` when the request found its retry already starting: nothing to put back.
+    due_at_ms: Option<i64>,
+    reply: Option<crossbeam_channel::Sender<RetryNowOutcome>>,
+}
+
+/// What a batch of firing retries read from the tracker (off `orch`).
+struct RetryReads {
+    issues: std::collections::BTreeMap<String, crate::tracker::TrackerResult<Issue>>,
+    blockers: std::collections::BTreeMap<
+        String,
+        Result<crate::tracker::Blockers, crate::orchestrator::dispatch_pass::BlockerMiss>,
+    >,
+}
+
+/// The retries' issues, and the blocker lists the tracker left unread (at most the pass's
+/// read budget).
+fn read_retry_issues(tracker: &dyn TrackerAdapter, ids: &[String]) -> RetryReads {
+    let issues = tracker.fetch_issues_by_ids(ids);
+    let mut read = crate::orchestrator::dispatch_pass::tracker_reader(tracker);
+    let blockers = issues
+        .values()
+        .filter_map(|r| r.as_ref().ok())
+        .filter(|i| i.blockers_read == crate::domain::BlockersRead::Unread)
+        .take(crate::orchestrator::dispatch_pass::BLOCKER_READS_PER_PASS)
+        .map(|i| (i.id.clone(), read(i)))
+        .collect();
+    RetryReads { issues, blockers }
 }
 
 impl Orchestrator {
@@ -91,6 +117,7 @@ impl Orchestrator {
     }
 
     pub(super) fn cancel_retry(&mut self, issue_id: &str) {
+        self.state.retries_firing.remove(issue_id);
         if self.state.retries.remove(issue_id).is_some() {
             self.state.retry_queue.cancel(issue_id);
             persist::delete_retry(&self.store, issue_id);
@@ -136,11 +163,7 @@ impl Orchestrator {
         due_at_ms: Option<i64>,
     ) {
         let now = self.clock.now_ms();
-        let requested = self
-            .retry_now
-            .as_ref()
-            .filter(|r| r.issue_id == info.issue.id)
-            .map(|r| r.due_at_ms);
+        let requested = self.retry_now.get(&info.issue.id).and_then(|r| r.due_at_ms);
         let attempt = if requested.is_none() && reason.advances_attempt() {
             attempt.saturating_add(1)
         } else {
@@ -185,14 +208,11 @@ impl Orchestrator {
         self.state.retries.insert(info.issue.id.clone(), info);
     }
 
-    pub(super) fn fire_retry(&mut self, info: RetryInfo) {
-        self.fire_retries(vec![info]);
-    }
-
     /// Fires retries in due order. The ones still startable after the checks that need no
-    /// tracker are fetched together, so N due retries cost one tracker call (one read of a
-    /// file tracker), and one pass input is kept current across them rather than rebuilt
-    /// from the whole state for each.
+    /// tracker are read together on a `work` thread, so N due retries cost one tracker call
+    /// (one read of a file tracker); meanwhile they stay queued (claimed and listed) and
+    /// `firing`. [`Orchestrator::start_retries`] applies the read with one pass input kept
+    /// current across them.
     fn fire_retries(&mut self, infos: Vec<RetryInfo>) {
         // A retry check evaluates the spend windows, as a poll tick does.
         self.evaluate_spend_ceilings();
@@ -205,21 +225,59 @@ impl Orchestrator {
             return;
         }
         let ids: Vec<String> = ready.iter().map(|i| i.issue.id.clone()).collect();
-        let mut fetched = self.tracker.fetch_issues_by_ids(&ids);
+        for info in &ready {
+            self.state.retries_firing.insert(info.issue.id.clone());
+            self.state
+                .retries
+                .insert(info.issue.id.clone(), info.clone());
+        }
+        let subject = ready
+            .iter()
+            .map(|i| i.issue.identifier.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
+        let tracker = self.tracker.clone();
+        self.spawn_io(
+            super::io::Lane::Work,
+            crate::orchestrator::io_pool::JobLabel::new("retry issue read", subject),
+            move || read_retry_issues(tracker.as_ref(), &ids),
+            move |o: &mut Orchestrator, read| o.start_retries(ready, read),
+        );
+    }
+
+    /// Applies a batch's read: each retry still firing (a reconciliation may have cancelled
+    /// it meanwhile) starts, goes back in the queue or is released.
+    fn start_retries(&mut self, ready: Vec<RetryInfo>, read: Result<RetryReads, String>) {
+        let mut read = read.unwrap_or_else(|panic| {
+            log::error!("retry issue read panicked panic={panic:?}");
+            RetryReads {
+                issues: Default::default(),
+                blockers: Default::default(),
+            }
+        });
         let mut input = self.pass_input();
         // The refused issue's own retry is due at the reset, so a retry honours a usage hold
         // only until then (no poll-interval grace).
         input.agent_hold = self.agent_hold(0);
         input.spend_hold = self.spend_hold();
         for info in ready {
-            let result = fetched.remove(&info.issue.id).unwrap_or_else(|| {
+            let id = info.issue.id.clone();
+            if !self.state.retries_firing.remove(&id) {
+                self.answer_retry_now(&id);
+                continue;
+            }
+            self.state.retries.remove(&id);
+            input.claimed.remove(&id);
+            let result = read.issues.remove(&id).unwrap_or_else(|| {
                 Err(crate::tracker::TrackerError::new(
                     crate::tracker::TrackerErrorKind::Api,
                     self.tracker.kind(),
                     "the batch fetch did not answer for this issue",
                 ))
             });
-            self.start_fetched(info, result, &mut input);
+            let blockers = read.blockers.remove(&id);
+            self.start_fetched(info, result, blockers, &mut input);
+            self.answer_retry_now(&id);
         }
     }
 
@@ -284,12 +342,21 @@ impl Orchestrator {
         &mut self,
         info: RetryInfo,
         fetched: crate::tracker::TrackerResult<Issue>,
+        blockers: Option<
+            Result<crate::tracker::Blockers, crate::orchestrator::dispatch_pass::BlockerMiss>,
+        >,
         input: &mut PassInput,
     ) {
         let id = info.issue.id.clone();
         let issue = match fetched {
             Ok(i) => i,
             Err(e) if e.kind == crate::tracker::TrackerErrorKind::NotFound => {
+                log::info!(
+                    "retry released, issue not found in the tracker issue_id={id} issue_identifier={} attempt={} error={:?}",
+                    info.issue.identifier,
+                    info.attempt,
+                    e.to_string()
+                );
                 persist::delete_retry(&self.store, &id);
                 return;
             }
@@ -327,9 +394,12 @@ impl Orchestrator {
             input.active_states.push(h.clone());
         }
         // The issue was read by id, its blockers with it; a tracker that still leaves the list
-        // unread gets the pass's one read for it.
-        let tracker = self.tracker.clone();
-        let mut read = crate::orchestrator::dispatch_pass::tracker_reader(tracker.as_ref());
+        // unread got one read for it with the batch.
+        let mut read = |_: &Issue| {
+            blockers.clone().unwrap_or(Err(
+                crate::orchestrator::dispatch_pass::BlockerMiss::NotRead,
+            ))
+        };
         let decision = plan(std::slice::from_ref(&issue), input, &mut read)
             .into_iter()
             .next();
@@ -412,12 +482,18 @@ impl Orchestrator {
         }
     }
 
-    /// Makes a queued retry due now through the timer path. A retry that still cannot start
-    /// is put back at its attempt and previous due time (due at once if that has passed), with
-    /// its error set to the reason ([`Orchestrator::reschedule`]).
-    pub(super) fn retry_now(&mut self, identifier: &str) -> RetryNowOutcome {
+    /// Makes a queued retry due now through the timer path; `reply` is answered once the
+    /// retry started or went back in the queue. A retry that still cannot start is put back at
+    /// its attempt and previous due time (due at once if that has passed), with its error set
+    /// to the reason ([`Orchestrator::reschedule`]).
+    pub(super) fn retry_now(
+        &mut self,
+        identifier: &str,
+        reply: crossbeam_channel::Sender<RetryNowOutcome>,
+    ) {
         if self.draining.is_some() {
-            return RetryNowOutcome::Draining;
+            let _ = reply.try_send(RetryNowOutcome::Draining);
+            return;
         }
         let Some(id) = self
             .state
@@ -426,16 +502,26 @@ impl Orchestrator {
             .find(|r| r.issue.identifier == identifier)
             .map(|r| r.issue.id.clone())
         else {
-            return RetryNowOutcome::NotFound;
+            let _ = reply.try_send(RetryNowOutcome::NotFound);
+            return;
         };
+        if self.state.retries_firing.contains(&id) || self.retry_now.contains_key(&id) {
+            // Already starting: answered when its read comes back.
+            self.note_retry_now_reply(&id, reply);
+            return;
+        }
         let Some(before) = self.state.retries.remove(&id) else {
-            return RetryNowOutcome::NotFound;
+            let _ = reply.try_send(RetryNowOutcome::NotFound);
+            return;
         };
         self.state.retry_queue.cancel(&id);
-        self.retry_now = Some(RetryNowPutBack {
-            issue_id: id.clone(),
-            due_at_ms: before.due_at_ms,
-        });
+        self.retry_now.insert(
+            id.clone(),
+            RetryNowPutBack {
+                due_at_ms: Some(before.due_at_ms),
+                reply: Some(reply),
+            },
+        );
         // With every global slot taken the timer path could only put the retry back: do that
         // without reading the tracker.
         let limit = self.workflow.config.agent.max_concurrent_agents as usize;
@@ -450,23 +536,60 @@ impl Orchestrator {
                 before.attempt,
                 before.due_at_ms
             );
-            self.fire_retry(before);
+            self.fire_retries(vec![before]);
         }
-        self.retry_now = None;
-        if let Some(e) = self.state.running.get(&id) {
-            return RetryNowOutcome::Started {
-                dispatch_id: e.facts.dispatch_id.clone(),
-            };
+        if !self.state.retries_firing.contains(&id) {
+            self.answer_retry_now(&id);
         }
-        match self.state.retries.get(&id) {
-            Some(r) => RetryNowOutcome::StillWaiting {
-                reason: r.error.clone().unwrap_or_default(),
-                due_at_ms: r.due_at_ms,
-            },
-            None => RetryNowOutcome::StillWaiting {
-                reason: "the issue is no longer eligible".into(),
+    }
+
+    /// Another request for a retry already starting waits for the same answer.
+    fn note_retry_now_reply(
+        &mut self,
+        id: &str,
+        reply: crossbeam_channel::Sender<RetryNowOutcome>,
+    ) {
+        let entry = self
+            .retry_now
+            .entry(id.to_string())
+            .or_insert(RetryNowPutBack {
+                due_at_ms: None,
+                reply: None,
+            });
+        // One waiter at a time: an earlier one is told the retry is still waiting.
+        if let Some(earlier) = entry.reply.replace(reply) {
+            let _ = earlier.try_send(RetryNowOutcome::StillWaiting {
+                reason: "another request to run it now is being answered".into(),
                 due_at_ms: self.clock.now_ms(),
-            },
+            });
         }
+    }
+
+    /// Answers the retry-now request of `id`, if one waits: the session it started, or why
+    /// the retry still waits.
+    fn answer_retry_now(&mut self, id: &str) {
+        let Some(put_back) = self.retry_now.remove(id) else {
+            return;
+        };
+        let Some(reply) = put_back.reply else {
+            return;
+        };
+        let outcome = if let Some(e) = self.state.running.get(id) {
+            RetryNowOutcome::Started {
+                dispatch_id: e.facts.dispatch_id.clone(),
+            }
+        } else {
+            match self.state.retries.get(id) {
+                Some(r) => RetryNowOutcome::StillWaiting {
+                    reason: r.error.clone().unwrap_or_default(),
+                    due_at_ms: r.due_at_ms,
+                },
+                None => RetryNowOutcome::StillWaiting {
+                    reason: "the issue is no longer eligible".into(),
+                    due_at_ms: self.clock.now_ms(),
+                },
+            }
+        };
+        let _ = reply.try_send(outcome);
     }
 }

@@ -7,52 +7,150 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::domain::stage::{HopResult, StageHop, StageOutcome, new_chain_id};
 
+/// A stage hop a successful exit would make, decided on `orch` from the configuration in
+/// force: the labels it writes are written off it ([`HopPlan::write`]) and the outcome
+/// applied by [`Orchestrator::apply_stage_hop`].
+#[derive(Debug, Clone)]
+pub(super) struct HopPlan {
+    source_rule: String,
+    target_rule: String,
+    target_label: String,
+    /// The issue's consecutive hops so far.
+    count: u32,
+    ceiling: u32,
+    /// Configured stage labels other than the target that the dispatch read showed: each is
+    /// removed.
+    stale: Vec<String>,
+    /// The labels the dispatch read showed.
+    labels: Vec<String>,
+}
+
+/// What the label writes of a hop did.
+#[derive(Debug, Clone)]
+pub(super) enum HopWrite {
+    /// One more hop would pass the ceiling: no write made.
+    Ceiling,
+    /// The target label could not be added.
+    AddFailed(String),
+    /// The target label was added; `labels` are the issue's labels after the hop and `left`
+    /// the stale stage labels whose removal failed.
+    Made {
+        labels: Vec<String>,
+        left: Vec<String>,
+    },
+}
+
+impl HopPlan {
+    /// The tracker writes of the hop (off `orch`): the target label, then the removal of
+    /// every stale stage label.
+    pub(super) fn write(&self, tracker: &dyn TrackerAdapter, issue: &Issue) -> HopWrite {
+        if self.count + 1 > self.ceiling {
+            return HopWrite::Ceiling;
+        }
+        if let Err(e) = tracker.add_label(&issue.id, &self.target_label) {
+            return HopWrite::AddFailed(e.to_string());
+        }
+        let mut labels = Vec::new();
+        let mut left = Vec::new();
+        for l in &self.labels {
+            if !self.stale.contains(l) {
+                labels.push(l.clone());
+                continue;
+            }
+            if let Err(e) = tracker.remove_label(&issue.id, l) {
+                log::warn!(
+                    "stage label not removed issue_id={} issue_identifier={} label={l:?} error={:?}",
+                    issue.id,
+                    issue.identifier,
+                    e.to_string()
+                );
+                left.push(l.clone());
+                labels.push(l.clone());
+            }
+        }
+        if !labels
+            .iter()
+            .any(|l| l.eq_ignore_ascii_case(&self.target_label))
+        {
+            labels.push(self.target_label.to_lowercase());
+        }
+        HopWrite::Made { labels, left }
+    }
+}
+
 impl Orchestrator {
-    /// Makes the hop of a successful run whose rule carries `next` (read from the
-    /// configuration in force now). `true` when the hop was made: the caller releases the
-    /// claim and writes no handoff. Otherwise the exit takes the handoff write.
-    pub(super) fn try_stage_hop(&mut self, entry: &RunningEntry, outcome: StageOutcome) -> bool {
-        let d = self.workflow.config.dispatch.clone();
+    /// The hop a successful run whose rule carries `next` (read from the configuration in
+    /// force now) would make; `None` when its rule has no next stage with a label.
+    pub(super) fn plan_stage_hop(&self, entry: &RunningEntry) -> Option<HopPlan> {
+        let d = &self.workflow.config.dispatch;
         let facts = &entry.facts;
-        let Some(source) = d.rule(&facts.route.rule_name).filter(|r| r.next.is_some()) else {
-            return false;
-        };
-        let Some((target, label)) = source
+        let source = d
+            .rule(&facts.route.rule_name)
+            .filter(|r| r.next.is_some())?;
+        let (target, label) = source
             .next
             .as_deref()
             .and_then(|n| d.rule(n))
-            .and_then(|t| t.stage.clone().map(|l| (t, l)))
-        else {
-            return false;
-        };
+            .and_then(|t| t.stage.clone().map(|l| (t, l)))?;
         let issue = &facts.issue;
         let count = self
             .state
             .stage_hops
             .get(&issue.id)
             .map_or(0, |h| h.hop_count);
+        Some(HopPlan {
+            source_rule: source.name.clone(),
+            target_rule: target.name.clone(),
+            count,
+            ceiling: d.hop_ceiling(),
+            stale: issue
+                .labels
+                .iter()
+                .filter(|l| d.is_stage_label(l) && !l.eq_ignore_ascii_case(&label))
+                .cloned()
+                .collect(),
+            labels: issue.labels.clone(),
+            target_label: label,
+        })
+    }
+
+    /// Applies what a hop's writes did. `true` when the hop was made: the caller releases the
+    /// claim and writes no handoff. Otherwise the exit takes the handoff write.
+    pub(super) fn apply_stage_hop(
+        &mut self,
+        entry: &RunningEntry,
+        plan: &HopPlan,
+        write: HopWrite,
+        outcome: StageOutcome,
+    ) -> bool {
+        let facts = &entry.facts;
+        let issue = &facts.issue;
+        let label = &plan.target_label;
         let not_made = |result: HopResult, why: &str| {
             log::warn!(
-                "stage hop not made issue_id={} issue_identifier={} reason={why} source_rule={} target_rule={} target_label={label:?} hop_count={count} hop_ceiling={}",
+                "stage hop not made issue_id={} issue_identifier={} reason={why} source_rule={} target_rule={} target_label={label:?} hop_count={} hop_ceiling={}",
                 issue.id,
                 issue.identifier,
-                source.name,
-                target.name,
-                d.hop_ceiling()
+                plan.source_rule,
+                plan.target_rule,
+                plan.count,
+                plan.ceiling
             );
             result
         };
-        if count + 1 > d.hop_ceiling() {
-            let r = not_made(HopResult::Ceiling, "ceiling");
-            persist::set_run_stage(&self.store, &facts.dispatch_id, &target.name, r);
-            return false;
-        }
-        if let Err(e) = self.tracker.add_label(&issue.id, &label) {
-            let r = not_made(HopResult::Failed, &format!("add_failed: {e}"));
-            persist::set_run_stage(&self.store, &facts.dispatch_id, &target.name, r);
-            return false;
-        }
-        let (labels, left) = self.remove_other_stage_labels(issue, &label);
+        let (labels, left) = match write {
+            HopWrite::Ceiling => {
+                let r = not_made(HopResult::Ceiling, "ceiling");
+                persist::set_run_stage(&self.store, &facts.dispatch_id, &plan.target_rule, r);
+                return false;
+            }
+            HopWrite::AddFailed(e) => {
+                let r = not_made(HopResult::Failed, &format!("add_failed: {e}"));
+                persist::set_run_stage(&self.store, &facts.dispatch_id, &plan.target_rule, r);
+                return false;
+            }
+            HopWrite::Made { labels, left } => (labels, left),
+        };
         let result = if left.is_empty() {
             HopResult::Advanced
         } else {
@@ -62,9 +160,9 @@ impl Orchestrator {
             issue_id: issue.id.clone(),
             identifier: issue.identifier.clone(),
             display_identifier: issue.display_identifier.clone(),
-            hop_count: count + 1,
-            source_rule: source.name.clone(),
-            target_rule: target.name.clone(),
+            hop_count: plan.count + 1,
+            source_rule: plan.source_rule.clone(),
+            target_rule: plan.target_rule.clone(),
             target_label: label.clone(),
             previous_outcome: Some(outcome),
             source_dispatch_id: facts.dispatch_id.clone(),
@@ -89,39 +187,10 @@ impl Orchestrator {
             result.as_str()
         );
         persist::save_stage_hop(&self.store, &hop);
-        persist::set_run_stage(&self.store, &facts.dispatch_id, &target.name, result);
+        persist::set_run_stage(&self.store, &facts.dispatch_id, &plan.target_rule, result);
         self.state.stage_hops.insert(issue.id.clone(), hop);
         self.drop_issue_reactions(&issue.id);
         true
-    }
-
-    /// Removes every configured stage label but `keep` that the dispatch read showed; returns
-    /// the labels the hop leaves and the ones whose removal failed.
-    fn remove_other_stage_labels(&self, issue: &Issue, keep: &str) -> (Vec<String>, Vec<String>) {
-        let d = &self.workflow.config.dispatch;
-        let mut labels = Vec::new();
-        let mut left = Vec::new();
-        for l in &issue.labels {
-            let stale = d.is_stage_label(l) && !l.eq_ignore_ascii_case(keep);
-            if !stale {
-                labels.push(l.clone());
-                continue;
-            }
-            if let Err(e) = self.tracker.remove_label(&issue.id, l) {
-                log::warn!(
-                    "stage label not removed issue_id={} issue_identifier={} label={l:?} error={:?}",
-                    issue.id,
-                    issue.identifier,
-                    e.to_string()
-                );
-                left.push(l.clone());
-                labels.push(l.clone());
-            }
-        }
-        if !labels.iter().any(|l| l.eq_ignore_ascii_case(keep)) {
-            labels.push(keep.to_lowercase());
-        }
-        (labels, left)
     }
 
     /// The hop belongs to the claim being released: its pending reactions go with it.
@@ -167,7 +236,8 @@ impl Orchestrator {
     }
 
     /// Confirms the hops no read has confirmed yet: a candidate listing that shows the target
-    /// label confirms it; otherwise one direct read does (and replaces the candidate's labels),
+    /// label confirms it; otherwise the poll's direct read (`reads`) does (and replaces the
+    /// candidate's labels),
     /// or resets the count when the issue left the active states. A read that shows another
     /// configured stage label instead also releases the hold: a person put the issue on that
     /// stage. Returns the issues still held with `stage_hop_unconfirmed` (the read failed, or
@@ -175,6 +245,7 @@ impl Orchestrator {
     pub(super) fn confirm_hops(
         &mut self,
         candidates: &mut [Issue],
+        mut reads: BTreeMap<String, crate::tracker::TrackerResult<Issue>>,
     ) -> BTreeMap<String, HoldReason> {
         let mut held = BTreeMap::new();
         for issue in candidates.iter_mut() {
@@ -191,7 +262,13 @@ impl Orchestrator {
                 self.mark_observed(&issue.id);
                 continue;
             }
-            let read = self.tracker.fetch_issue_by_id(&issue.id);
+            let read = reads.remove(&issue.id).unwrap_or_else(|| {
+                Err(crate::tracker::TrackerError::new(
+                    crate::tracker::TrackerErrorKind::Api,
+                    self.tracker.kind(),
+                    "not read with this poll",
+                ))
+            });
             let cfg = &self.workflow.config.tracker;
             match read {
                 Ok(r) if state_in(&r.state, &cfg.terminal_states) => {

@@ -90,24 +90,11 @@ impl Orchestrator {
         }
     }
 
-    /// One poll tick, timed for `sortie_poll_duration_seconds`.
+    /// A poll tick: reload, database check and preflight on `orch`, then the tracker reads on
+    /// the poll thread ([`poll_reads`]), applied by [`Orchestrator::finish_poll`]. A tick
+    /// that finds the previous poll's reads still out is skipped and counted: it never queues
+    /// behind a tracker that does not answer.
     pub(super) fn tick(&mut self) {
-        let started = self.clock.instant();
-        self.tick_inner();
-        let result = match self.state.health.poll.outcome {
-            Some(PollOutcome::Ok) => "success",
-            Some(PollOutcome::PreflightFailed) => "skipped",
-            Some(PollOutcome::TrackerFailed) | None => "error",
-        };
-        let secs = self
-            .clock
-            .instant()
-            .saturating_duration_since(started)
-            .as_secs_f64();
-        self.metrics.poll(secs, result);
-    }
-
-    fn tick_inner(&mut self) {
         self.tick_count += 1;
         let now = self.clock.now_ms();
         // Reload. A failure keeps the last good workflow in effect: the workflow health check
@@ -123,33 +110,149 @@ impl Orchestrator {
         self.state.health.database.record(now, db);
         let preflight = self.preflight();
         self.state.health.preflight.record(now, preflight.clone());
-        // Reconcile running sessions.
-        self.reconcile();
+        if self.poll_out.is_some() {
+            self.state.health.poll.ticks_skipped += 1;
+            self.skipped_while_out += 1;
+            self.metrics.poll_skipped();
+            // Once per outstanding poll; its end says how many ticks it cost.
+            if self.skipped_while_out == 1 {
+                log::warn!(
+                    "poll tick skipped: the previous poll's tracker reads are still out in_flight_ms={}",
+                    now - self.state.health.poll.in_flight_since_ms.unwrap_or(now)
+                );
+            }
+            return;
+        }
         // Periodic sweep of workspaces of terminal issues.
         if self.tick_count.is_multiple_of(SWEEP_EVERY_TICKS) {
             self.sweep_terminal_workspaces();
         }
-        if let Err(e) = preflight {
-            log::warn!("{e}");
-            self.state.health.poll.record(
-                now,
-                PollOutcome::PreflightFailed,
-                Some(e.to_string()),
-                0,
-                0,
-            );
+        let candidates = match preflight {
+            Ok(()) => {
+                // Pull-request reactions that are due.
+                self.check_reactions();
+                Some(self.candidate_ask())
+            }
+            Err(e) => {
+                log::warn!("{e}");
+                self.state.health.poll.record(
+                    now,
+                    PollOutcome::PreflightFailed,
+                    Some(e.to_string()),
+                    0,
+                    0,
+                );
+                self.metrics.poll(0.0, "skipped");
+                None
+            }
+        };
+        let running_ids: Vec<String> = self.state.running.keys().cloned().collect();
+        if candidates.is_none() && running_ids.is_empty() {
             return;
         }
-        // Pull-request reactions that are due.
-        self.check_reactions();
-        // Candidates.
-        let fetched = self.tracker.fetch_candidate_issues();
-        self.state.health.tracker_rate_limit = self.tracker.rate_limit();
+        let ask = PollAsk {
+            tracker: self.tracker.clone(),
+            running_ids,
+            candidates,
+        };
+        let started = self.clock.instant();
+        self.poll_out = Some(started);
+        self.state.health.poll.in_flight_since_ms = Some(now);
+        self.spawn_io(
+            super::io::Lane::Poll,
+            crate::orchestrator::io_pool::JobLabel::new("poll", ""),
+            move || poll_reads(ask),
+            move |o: &mut Orchestrator, read| o.finish_poll(read, started),
+        );
+    }
+
+    /// What the candidate read needs from `orch`: the pass input the blocker lists are read
+    /// ahead for, the parks a listing may lift, and the stage hops a read must confirm.
+    fn candidate_ask(&mut self) -> CandidateAsk {
+        let mut input = self.pass_input();
+        self.prune_agent_holds();
+        input.agent_hold = self.agent_hold(self.poll_grace_ms());
+        input.spend_hold = self.spend_hold();
+        let hops = self
+            .state
+            .stage_hops
+            .iter()
+            .filter(|(_, h)| !h.target_observed && !h.picked_up)
+            .map(|(id, h)| (id.clone(), h.target_label.clone()))
+            .collect();
+        CandidateAsk {
+            input,
+            parked: self.state.parked.values().cloned().collect(),
+            park_released: self.state.park_released.clone(),
+            hops,
+        }
+    }
+
+    /// Applies a poll's reads: the running issues' states, then (when the candidates were
+    /// read) budget holds, spend windows, park releases, hop confirmations and the dispatch
+    /// pass. Timed for `sortie_poll_duration_seconds` from the tick's start.
+    fn finish_poll(&mut self, read: Result<PollRead, String>, started: Instant) {
+        self.poll_out = None;
+        self.state.health.poll.in_flight_since_ms = None;
+        let now = self.clock.now_ms();
+        if self.skipped_while_out > 0 {
+            log::warn!(
+                "slow poll answered took_ms={} ticks_skipped={}",
+                self.clock
+                    .instant()
+                    .saturating_duration_since(started)
+                    .as_millis(),
+                self.skipped_while_out
+            );
+            self.skipped_while_out = 0;
+        }
+        let read = match read {
+            Ok(r) => r,
+            Err(panic) => {
+                log::error!("poll reads panicked panic={panic:?}");
+                self.state.health.poll.record(
+                    now,
+                    PollOutcome::TrackerFailed,
+                    Some(format!("poll reads panicked: {panic}")),
+                    0,
+                    0,
+                );
+                return;
+            }
+        };
+        if let Some(states) = read.running_states {
+            self.refresh_running_states(read.running_ids, states);
+        }
+        let Some(c) = read.candidates else {
+            return;
+        };
+        self.finish_candidates(c, now);
+        let result = match self.state.health.poll.outcome {
+            Some(PollOutcome::Ok) => "success",
+            Some(PollOutcome::PreflightFailed) => "skipped",
+            Some(PollOutcome::TrackerFailed) | None => "error",
+        };
+        let secs = self
+            .clock
+            .instant()
+            .saturating_duration_since(started)
+            .as_secs_f64();
+        self.metrics.poll(secs, result);
+    }
+
+    fn finish_candidates(&mut self, c: CandidatesRead, now: i64) {
+        self.state.health.tracker_rate_limit = c.rate_limit;
         self.metrics.tracker_request(
             "fetch_candidates",
-            if fetched.is_ok() { "success" } else { "error" },
+            if c.issues.is_ok() { "success" } else { "error" },
         );
-        let mut candidates = match fetched {
+        for (result, n) in [(true, c.blocker_reads.0), (false, c.blocker_reads.1)] {
+            for _ in 0..n {
+                self.metrics
+                    .tracker_request("fetch_blockers", if result { "success" } else { "error" });
+            }
+        }
+        let mut candidates = match c.issues {
             Ok(c) => c,
             Err(e) => {
                 log::warn!("failed to fetch candidate issues error=\"{e}\"");
@@ -163,7 +266,6 @@ impl Orchestrator {
                 return;
             }
         };
-        sort_candidates(&mut candidates);
         // Budget holds, spend windows and park releases.
         self.rebuild_budget_holds(&candidates);
         self.evaluate_spend_ceilings();
@@ -172,8 +274,8 @@ impl Orchestrator {
         let dispatched = if self.store_blocks_dispatch() {
             0
         } else {
-            let unconfirmed = self.confirm_hops(&mut candidates);
-            self.run_pass(&candidates, unconfirmed, now)
+            let unconfirmed = self.confirm_hops(&mut candidates, c.hop_reads);
+            self.run_pass(&candidates, unconfirmed, &c.blockers, c.comments, now)
         };
         self.state
             .health
@@ -190,11 +292,14 @@ impl Orchestrator {
 
     /// Dispatches what the pass decides and replaces the pass holds; returns how many issues
     /// were dispatched. A hold that is exactly as it was (same issue, same reason) is moved
-    /// over from the previous tick rather than copied.
+    /// over from the previous tick rather than copied. Blocker lists and a released park's
+    /// comments come from the poll's reads.
     fn run_pass(
         &mut self,
         candidates: &[Issue],
         unconfirmed: std::collections::BTreeMap<String, HoldReason>,
+        blockers: &BlockerLists,
+        mut comments: CommentReads,
         now: i64,
     ) -> usize {
         let mut input = self.pass_input();
@@ -215,13 +320,9 @@ impl Orchestrator {
         });
         let mut read_lists = std::collections::BTreeMap::new();
         let decisions = {
-            let tracker = self.tracker.clone();
-            let metrics = &self.metrics;
-            let mut read = crate::orchestrator::dispatch_pass::tracker_reader(tracker.as_ref());
+            let mut read = crate::orchestrator::dispatch_pass::read_ahead_reader(blockers);
             plan(candidates, &input, &mut |issue: &Issue| {
                 let got = read(issue);
-                let result = if got.is_ok() { "success" } else { "error" };
-                metrics.tracker_request("fetch_blockers", result);
                 if let Ok(b) = &got {
                     read_lists.insert(issue.id.clone(), b.refs.clone());
                 }
@@ -238,7 +339,10 @@ impl Orchestrator {
                 issue.blockers_read = crate::domain::BlockersRead::Complete;
             }
             let decision = match decision {
-                Decision::Dispatch => self.read_released_park_comments(&mut issue),
+                Decision::Dispatch => {
+                    let read = comments.remove(&issue.id);
+                    self.released_park_comments(&mut issue, read)
+                }
                 other => other,
             };
             match decision {
@@ -269,27 +373,38 @@ impl Orchestrator {
         dispatched
     }
 
-    /// A released park's next run receives the comments a person left: an issue whose park
-    /// was released is read for them before it is dispatched, and held
-    /// (`park_comments_unread`) when that read fails, so the next poll reads again.
-    fn read_released_park_comments(&self, issue: &mut Issue) -> Decision {
+    /// A released park's next run receives the comments a person left: the poll read them
+    /// for every issue whose park was released, and an issue whose read failed (or was not
+    /// made) is held (`park_comments_unread`), so the next poll reads again.
+    fn released_park_comments(
+        &self,
+        issue: &mut Issue,
+        read: Option<crate::tracker::TrackerResult<Vec<crate::domain::Comment>>>,
+    ) -> Decision {
         if !self.state.park_released.contains(&issue.id) {
             return Decision::Dispatch;
         }
-        let got = self.tracker.fetch_issue_comments(&issue.id);
-        let result = if got.is_ok() { "success" } else { "error" };
+        let result = if matches!(read, Some(Ok(_))) {
+            "success"
+        } else {
+            "error"
+        };
         self.metrics.tracker_request("fetch_comments", result);
-        match got {
-            Ok(comments) => {
+        match read {
+            Some(Ok(comments)) => {
                 issue.comments = Some(comments);
                 Decision::Dispatch
             }
-            Err(e) => {
+            other => {
+                let error = match other {
+                    Some(Err(e)) => e.to_string(),
+                    _ => "not read with this poll".to_string(),
+                };
                 log::warn!(
                     "comments of a released park could not be read issue_id={} issue_identifier={} error={:?}",
                     issue.id,
                     issue.identifier,
-                    e.to_string()
+                    error
                 );
                 Decision::Held(HoldReason::ParkCommentsUnread)
             }
@@ -472,20 +587,14 @@ impl Orchestrator {
     }
 
     /// A park lifts when the issue's state changed since it was parked, or when a person
-    /// removed the label Sortie applied.
+    /// removed the label Sortie applied ([`park_lifts`]).
     pub(super) fn release_parks(&mut self, candidates: &[Issue]) {
         let mut lifted = Vec::new();
         for issue in candidates {
-            if let Some(p) = self.state.parked.get(&issue.id) {
-                let state_moved = !crate::domain::state_eq(&p.parked_state, &issue.state);
-                let label_removed = p.label_applied
-                    && !issue
-                        .labels
-                        .iter()
-                        .any(|l| l.eq_ignore_ascii_case(&p.label));
-                if state_moved || label_removed {
-                    lifted.push(issue.id.clone());
-                }
+            if let Some(p) = self.state.parked.get(&issue.id)
+                && park_lifts(p, issue)
+            {
+                lifted.push(issue.id.clone());
             }
         }
         for id in lifted {
@@ -548,4 +657,123 @@ fn log_holds_ended(ended: &std::collections::BTreeMap<String, Held>) {
             h.reason.code()
         );
     }
+}
+
+/// Whether the listing `issue` lifts the park `p`: its state changed since it was parked, or
+/// a person removed the label Sortie applied.
+fn park_lifts(p: &Park, issue: &Issue) -> bool {
+    let state_moved = !crate::domain::state_eq(&p.parked_state, &issue.state);
+    let label_removed = p.label_applied
+        && !issue
+            .labels
+            .iter()
+            .any(|l| l.eq_ignore_ascii_case(&p.label));
+    state_moved || label_removed
+}
+
+/// Blocker lists the poll read ahead of the pass.
+type BlockerLists = std::collections::BTreeMap<
+    String,
+    Result<crate::tracker::Blockers, crate::orchestrator::dispatch_pass::BlockerMiss>,
+>;
+
+/// Comments of released parks the poll read.
+type CommentReads =
+    std::collections::BTreeMap<String, crate::tracker::TrackerResult<Vec<crate::domain::Comment>>>;
+
+/// What a poll tick reads, gathered on `orch` when it starts.
+struct PollAsk {
+    tracker: Arc<dyn TrackerAdapter>,
+    /// The running issues, whose states reconciliation reads.
+    running_ids: Vec<String>,
+    /// `None` when preflight failed: only the running issues are read.
+    candidates: Option<CandidateAsk>,
+}
+
+struct CandidateAsk {
+    /// The pass input as of the tick's start: the blocker lists the pass may want are read
+    /// ahead with it.
+    input: PassInput,
+    parked: Vec<Park>,
+    park_released: std::collections::BTreeSet<String>,
+    /// Issue id → target label of each stage hop no read has confirmed yet.
+    hops: std::collections::BTreeMap<String, String>,
+}
+
+/// What a poll read.
+struct PollRead {
+    running_ids: Vec<String>,
+    running_states:
+        Option<crate::tracker::TrackerResult<std::collections::BTreeMap<String, String>>>,
+    candidates: Option<CandidatesRead>,
+}
+
+struct CandidatesRead {
+    /// Sorted for dispatch.
+    issues: crate::tracker::TrackerResult<Vec<Issue>>,
+    rate_limit: Option<crate::http_client::RateLimitStatus>,
+    blockers: BlockerLists,
+    /// Blocker reads made: (succeeded, failed).
+    blocker_reads: (usize, usize),
+    comments: CommentReads,
+    hop_reads: std::collections::BTreeMap<String, crate::tracker::TrackerResult<Issue>>,
+}
+
+/// The poll's tracker reads, on the poll thread.
+fn poll_reads(ask: PollAsk) -> PollRead {
+    let tracker = ask.tracker.as_ref();
+    let running_states =
+        (!ask.running_ids.is_empty()).then(|| tracker.fetch_issue_states_by_ids(&ask.running_ids));
+    PollRead {
+        running_ids: ask.running_ids,
+        running_states,
+        candidates: ask.candidates.map(|c| candidate_reads(tracker, c)),
+    }
+}
+
+fn candidate_reads(tracker: &dyn TrackerAdapter, mut ask: CandidateAsk) -> CandidatesRead {
+    let fetched = tracker.fetch_candidate_issues();
+    let rate_limit = tracker.rate_limit();
+    let mut read = CandidatesRead {
+        issues: Ok(Vec::new()),
+        rate_limit,
+        blockers: Default::default(),
+        blocker_reads: (0, 0),
+        comments: Default::default(),
+        hop_reads: Default::default(),
+    };
+    let mut issues = match fetched {
+        Ok(i) => i,
+        Err(e) => {
+            read.issues = Err(e);
+            return read;
+        }
+    };
+    sort_candidates(&mut issues);
+    for issue in &issues {
+        let lifts = ask
+            .parked
+            .iter()
+            .any(|p| p.issue.id == issue.id && park_lifts(p, issue));
+        if lifts {
+            // The pass after the release may dispatch it: its blockers are read ahead too.
+            ask.input.parked.remove(&issue.id);
+        }
+        if lifts || ask.park_released.contains(&issue.id) {
+            read.comments
+                .insert(issue.id.clone(), tracker.fetch_issue_comments(&issue.id));
+        }
+        if let Some(label) = ask.hops.get(&issue.id)
+            && !issue.labels.iter().any(|l| l.eq_ignore_ascii_case(label))
+        {
+            read.hop_reads
+                .insert(issue.id.clone(), tracker.fetch_issue_by_id(&issue.id));
+        }
+    }
+    read.blockers =
+        crate::orchestrator::dispatch_pass::read_blockers_ahead(&issues, &ask.input, tracker);
+    let failed = read.blockers.values().filter(|b| b.is_err()).count();
+    read.blocker_reads = (read.blockers.len() - failed, failed);
+    read.issues = Ok(issues);
+    read
 }
