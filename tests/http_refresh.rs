@@ -51,14 +51,16 @@ fn refreshes_during_a_busy_tick_coalesce_into_one_pending_poll() {
         (a.join().unwrap(), b.join().unwrap())
     });
     let took = started.elapsed();
-    // Both waited behind the busy tick; one queued the next poll, the other joined it.
+    // Neither waited behind the busy tick (its reads run off the orchestrator thread). A
+    // refresh that finds one pending joins it: the first's (still waiting for the poll floor)
+    // or the one the second queued behind the busy poll, so at least one of them coalesced
+    // and at most one more poll is pending.
     let coalesced: Vec<bool> = [&second, &third]
         .iter()
         .map(|r| r["coalesced"].as_bool().unwrap())
         .collect();
-    assert_eq!(
-        coalesced.iter().filter(|c| **c).count(),
-        1,
+    assert!(
+        coalesced.iter().filter(|c| **c).count() >= 1,
         "{second} {third} (took {took:?})"
     );
     for r in [&second, &third] {

@@ -60,7 +60,9 @@ pub use workflow::*;
 /// preflight applies the same rule, so the fake agent standing in for Claude Code needs the
 /// declaration too. The tests of that rule remove it.
 pub fn sortie_command() -> std::process::Command {
-    let mut cmd = std::process::Command::new(SORTIE);
+    // `SORTIE_BIN` runs another build (the release binary, for scripts/reliability).
+    let bin = std::env::var("SORTIE_BIN").unwrap_or_else(|_| SORTIE.to_string());
+    let mut cmd = std::process::Command::new(bin);
     cmd.env("IS_SANDBOX", "1");
     // Tests never reach the internet: the shared price table's download is off unless a test
     // sets the variable itself (a later `env` call wins).

@@ -553,13 +553,15 @@ impl Orchestrator {
         self.run_tick_if_due() || stalled || fired
     }
 
-    /// The tick, when the timer is due or a refresh asked for one, and the latest poll began at
-    /// least `polling.min_interval_ms` ago. A refresh while a poll's reads are out waits for
-    /// them; a timer tick then is skipped (and counted by [`Orchestrator::tick`]).
+    /// The tick, when the timer is due, or when a refresh asked for one and the latest poll
+    /// began at least `polling.min_interval_ms` ago (the floor binds refreshes and webhook
+    /// deliveries, not the configured interval). A refresh while a poll's reads are out waits
+    /// for them; a timer tick then is skipped (and counted by [`Orchestrator::tick`]).
     fn run_tick_if_due(&mut self) -> bool {
         let now = self.clock.instant();
         let timer_due = now >= self.next_tick_at;
-        if !(self.refresh_pending || timer_due) || self.floor_at().is_some_and(|f| now < f) {
+        let refresh_due = self.refresh_pending && self.floor_at().is_none_or(|f| now >= f);
+        if !(timer_due || refresh_due) {
             return false;
         }
         if timer_due {
@@ -624,15 +626,13 @@ impl Orchestrator {
                 .min(Duration::from_millis(200));
         }
         let mut wait = self.next_tick_at.saturating_duration_since(now);
+        // A refresh waits for the floor (one during an outstanding poll is woken by the poll's
+        // result).
         if self.refresh_pending {
-            wait = Duration::ZERO;
-        }
-        // A due poll waits for the floor (a refresh during an outstanding poll is woken by
-        // the poll's result).
-        if wait.is_zero()
-            && let Some(floor) = self.floor_at()
-        {
-            wait = floor.saturating_duration_since(now);
+            let floor = self
+                .floor_at()
+                .map_or(Duration::ZERO, |f| f.saturating_duration_since(now));
+            wait = wait.min(floor);
         }
         if let Some(publish) = self.pacer.wait(now) {
             wait = wait.min(publish);
