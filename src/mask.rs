@@ -62,12 +62,17 @@ where
 {
     for (k, v) in vars {
         if let (Some(k), Some(v)) = (k.as_ref().to_str(), v.as_ref().to_str())
-            && is_secret_name(k)
-            && !is_flag_word(v)
+            && is_secret_entry(k, v)
         {
             register_secret(v);
         }
     }
+}
+
+/// Whether a `NAME=value` entry (environment, `.env`) holds a secret: a secret-looking name
+/// ([`is_secret_name`]) with a value that is not a switch word.
+pub fn is_secret_entry(name: &str, value: &str) -> bool {
+    is_secret_name(name) && !is_flag_word(value)
 }
 
 /// A switch value (`SKIP_KEYCHAIN=true`) is no secret, and masking it would shred ordinary
