@@ -332,7 +332,9 @@ fn write_legacy_database(path: &Path, secret: &str) {
         .expect("delete");
     // Killed, not closed: the WAL stays with its frames.
     std::mem::forget(conn);
-    for suffix in ["", "-wal", "-shm"] {
+    // The lock file the old daemon left.
+    std::fs::write(with_suffix(path, ".lock"), "4242\n").expect("lock file");
+    for suffix in ["", "-wal", "-shm", ".lock"] {
         let f = with_suffix(path, suffix);
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     }
@@ -357,7 +359,7 @@ fn a_database_an_older_build_wrote_in_clear_is_scrubbed_at_start_and_stays_clean
     });
     let log = p.log();
     assert!(log.contains("database file permissions tightened"), "{log}");
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", ".lock"] {
         assert_eq!(mode(&with_suffix(&db, suffix)), 0o600, "mode of {suffix:?}");
     }
     for suffix in ["", "-wal", "-shm"] {

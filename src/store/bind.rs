@@ -208,7 +208,8 @@ mod tests {
             named_params! {":a": json, ":b": 1},
         )
         .expect("insert named");
-        let rows: Vec<(Option<String>, Option<Vec<u8>>, Option<String>)> = c
+        type Row = (Option<String>, Option<Vec<u8>>, Option<String>);
+        let rows: Vec<Row> = c
             .prepare("SELECT a, c, d FROM t ORDER BY rowid")
             .expect("prepare")
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
