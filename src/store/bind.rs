@@ -5,6 +5,10 @@
 //! unchanged; a text value is masked in its plain form and in its JSON-escaped form, so a
 //! secret holding a quote or a backslash is caught inside a JSON column too.
 //!
+//! Keys are masked like any other text, so a stored key and the key a later write names agree;
+//! a read that looks a row up by a clear key holding a secret misses it (issue ids and
+//! identifiers are the tracker's own and hold none in practice).
+//!
 //! `bind_rule_holds` (a test below) fails when a store module writes through anything else.
 
 use std::borrow::Cow;
