@@ -24,10 +24,12 @@ pub fn generation() -> u64 {
     GENERATION.load(Ordering::Acquire)
 }
 
-/// Registers a secret to be masked from now on. Short or blank values are ignored.
+/// Registers a secret to be masked from now on. Short or blank values are ignored, and so is
+/// a value found inside `[redacted]` itself: masking it would grow text each time masked text
+/// is masked again (a stored row rewritten, a database scrubbed twice).
 pub fn register_secret(secret: &str) {
     let secret = secret.trim();
-    if secret.len() < MIN_SECRET_LEN {
+    if secret.len() < MIN_SECRET_LEN || REDACTED.contains(secret) {
         return;
     }
     let mut list = SECRETS.write().unwrap_or_else(|p| p.into_inner());
@@ -60,12 +62,17 @@ where
 {
     for (k, v) in vars {
         if let (Some(k), Some(v)) = (k.as_ref().to_str(), v.as_ref().to_str())
-            && is_secret_name(k)
-            && !is_flag_word(v)
+            && is_secret_entry(k, v)
         {
             register_secret(v);
         }
     }
+}
+
+/// Whether a `NAME=value` entry (environment, `.env`) holds a secret: a secret-looking name
+/// ([`is_secret_name`]) with a value that is not a switch word.
+pub fn is_secret_entry(name: &str, value: &str) -> bool {
+    is_secret_name(name) && !is_flag_word(value)
 }
 
 /// A switch value (`SKIP_KEYCHAIN=true`) is no secret, and masking it would shred ordinary
@@ -166,6 +173,20 @@ mod tests {
         let again = generation();
         register_secret("generation-probe-secret");
         assert_eq!(generation(), again);
+    }
+
+    #[test]
+    fn masking_masked_text_changes_nothing() {
+        let before = generation();
+        register_secret("dacted");
+        assert_eq!(
+            generation(),
+            before,
+            "a piece of the replacement is no secret"
+        );
+        register_secret("idempotence-probe-secret");
+        let once = mask("x idempotence-probe-secret y");
+        assert_eq!(mask(&once), once);
     }
 
     #[test]

@@ -19,7 +19,9 @@
 //!   `{"argv":[…],"cwd":"…","turn":N,"session_id":"…","resume":bool,"prompt":"…","prompt_from_stdin":bool}`.
 //! - `FAKE_AGENT_ENV_LOG=<file>`: appends one JSON object with the whole environment.
 //!
-//! Steps (`${SESSION_ID}` inside any string is replaced by the `--session-id`/`--resume` value):
+//! Steps (`${SESSION_ID}` inside any string is replaced by the `--session-id`/`--resume` value,
+//! and `${ENV}` by the agent's whole environment, one `NAME=value` line per variable, sorted,
+//! as an agent that runs `env` would print it):
 //!
 //! | step | effect |
 //! |---|---|
@@ -284,6 +286,10 @@ fn default_steps() -> Vec<Value> {
 
 fn substitute(v: &Value, sid: &str) -> Value {
     match v {
+        Value::String(s) if s.contains("${ENV}") => Value::String(
+            s.replace("${SESSION_ID}", sid)
+                .replace("${ENV}", &env_text()),
+        ),
         Value::String(s) => Value::String(s.replace("${SESSION_ID}", sid)),
         Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, sid)).collect()),
         Value::Object(m) => Value::Object(
@@ -293,6 +299,13 @@ fn substitute(v: &Value, sid: &str) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// The environment as `env` prints it, sorted.
+fn env_text() -> String {
+    let mut vars: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
+    vars.sort();
+    vars.join("\n")
 }
 
 fn out_line(line: &str) {

@@ -9,7 +9,7 @@ use argh::FromArgs;
 #[argh(
     description = "sortie: turns issue-tracker tickets into coding-agent sessions",
     example = "sortie --port 9090 WORKFLOW.md",
-    note = "Subcommands: `sortie validate [--format text|json] [WORKFLOW.md]`, `sortie demo [--dir DIR]`, `sortie stats [--since X] [--until Y] [--format table|json] [WORKFLOW.md]`, `sortie mcp-server --workflow WORKFLOW.md`, `sortie version`."
+    note = "Subcommands: `sortie validate [--format text|json] [WORKFLOW.md]`, `sortie demo [--dir DIR]`, `sortie stats [--since X] [--until Y] [--format table|json] [WORKFLOW.md]`, `sortie mcp-server --workflow WORKFLOW.md`, `sortie scrub [WORKFLOW.md]`, `sortie version`."
 )]
 pub struct RunArgs {
     /// HTTP port (0 disables the server; default 7678 or server.port)
@@ -77,6 +77,21 @@ pub struct StatsArgs {
     pub workflow: Option<String>,
 }
 
+/// Rewrite the stored text of a workflow's database through the secret masker.
+#[derive(FromArgs, Debug, Default, PartialEq)]
+#[argh(
+    description = "mask every secret this process knows in the text stored in the workflow's database, then rebuild the file and empty its WAL; the daemon must be stopped",
+    note = "Known secrets: the values of environment variables whose names contain TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL, the workflow's credentials and $VAR values, and such entries of the .env file. Run it with the environment the daemon had when the secret was printed."
+)]
+pub struct ScrubArgs {
+    /// load SORTIE_* overrides from this .env file
+    #[argh(option)]
+    pub env_file: Option<String>,
+    /// path of the workflow file (default ./WORKFLOW.md)
+    #[argh(positional)]
+    pub workflow: Option<String>,
+}
+
 /// Run the embedded credential-free demo.
 #[derive(FromArgs, Debug, Default, PartialEq)]
 #[argh(
@@ -124,6 +139,7 @@ pub enum Command {
     Demo(DemoArgs),
     Stats(StatsArgs),
     McpServer(McpServerArgs),
+    Scrub(ScrubArgs),
     Version,
     /// `-dumpversion`: the bare version.
     DumpVersion,
@@ -226,7 +242,7 @@ pub fn parse(args: &[String]) -> Parsed {
         return Parsed::Command(Command::DumpVersion);
     }
     let (sub, rest): (Option<&str>, &[String]) = match args.first().map(String::as_str) {
-        Some(s @ ("validate" | "demo" | "stats" | "version" | "mcp-server")) => {
+        Some(s @ ("validate" | "demo" | "stats" | "scrub" | "version" | "mcp-server")) => {
             (Some(s), &args[1..])
         }
         _ => (None, args),
@@ -256,6 +272,7 @@ pub fn parse(args: &[String]) -> Parsed {
             ValidateArgs::from_args(&["sortie validate"], &strs).map(Command::Validate)
         }
         Some("stats") => StatsArgs::from_args(&["sortie stats"], &strs).map(Command::Stats),
+        Some("scrub") => ScrubArgs::from_args(&["sortie scrub"], &strs).map(Command::Scrub),
         Some("mcp-server") => {
             McpServerArgs::from_args(&["sortie mcp-server"], &strs).map(Command::McpServer)
         }

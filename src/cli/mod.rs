@@ -1,10 +1,11 @@
 //! The command line: `sortie [flags] [WORKFLOW.md]`, `sortie validate`, `sortie demo`,
-//! `sortie stats`, `sortie mcp-server`, `sortie version`.
+//! `sortie stats`, `sortie scrub`, `sortie mcp-server`, `sortie version`.
 
 pub mod args;
 pub mod demo;
 pub mod dry_run;
 pub mod run;
+pub mod scrub;
 pub mod stats;
 pub mod stats_table;
 pub mod validate;
@@ -53,6 +54,7 @@ pub fn main() -> i32 {
         Parsed::Command(Command::Validate(v)) => validate::run(v),
         Parsed::Command(Command::Demo(d)) => demo::run(d),
         Parsed::Command(Command::Stats(a)) => stats::run(a),
+        Parsed::Command(Command::Scrub(a)) => scrub::run(a),
         Parsed::Command(Command::McpServer(a)) => {
             crate::mcp::run(std::path::Path::new(&a.workflow))
         }

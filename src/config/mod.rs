@@ -193,7 +193,7 @@ pub fn parse_workflow(
         "kind",
     );
     let mut advisory = Vec::new();
-    let config = build::build_service_config(raw, &ctx, &mut advisory).map_err(|e| {
+    let mut config = build::build_service_config(raw, &ctx, &mut advisory).map_err(|e| {
         // Without front matter the empty state lists are a symptom, not the cause.
         if split.yaml.is_none() && e == ConfigError::NoStates {
             ConfigError::NoFrontMatter {
@@ -204,6 +204,14 @@ pub fn parse_workflow(
             e
         }
     })?;
+    // A secret-looking `.env` entry is masked like the same variable in the environment,
+    // whether or not the front matter uses it.
+    config.secret_values.extend(
+        dotenv_values
+            .iter()
+            .filter(|(k, v)| crate::mask::is_secret_entry(k, v))
+            .map(|(_, v)| v.clone()),
+    );
     warnings.extend(validate::collect_warnings(
         &config.raw,
         &tracker_kind,

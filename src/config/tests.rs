@@ -659,6 +659,29 @@ fn override_errors_carry_the_variable_name() {
 }
 
 #[test]
+fn secret_looking_dotenv_entries_are_secrets_even_unused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("prod.env"),
+        "SORTIE_WEBHOOK_SECRET_GITHUB=dotenv-hook-secret-1\nSORTIE_AGENT_KIND=mock\nSORTIE_X_TOKEN=true\n",
+    )
+    .unwrap();
+    let mut o = opts(&[]);
+    o.cwd = dir.path().to_path_buf();
+    o.env_file = Some(PathBuf::from("prod.env"));
+    let s = ok(&doc(""), &o).config.secrets();
+    assert!(s.contains(&"dotenv-hook-secret-1".to_string()), "{s:?}");
+    assert!(
+        !s.contains(&"mock".to_string()),
+        "not a secret-looking name"
+    );
+    assert!(
+        !s.contains(&"true".to_string()),
+        "a switch word is no secret"
+    );
+}
+
+#[test]
 fn dotenv_precedence_and_errors() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(

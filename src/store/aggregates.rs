@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{Connection, params};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::runs::{self, RunRecord};
 use super::sessions::{self, SessionMeta};
@@ -35,7 +36,8 @@ pub struct AggregateTotals {
 
 /// Adds `d` to the counter row (creating it on first use); `d.exits` is not read here.
 fn add(conn: &Connection, d: &AggregateTotals) -> rusqlite::Result<usize> {
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT INTO aggregate_metrics (key, input_tokens, output_tokens, total_tokens,
              cache_read_tokens, cache_write_tokens, dispatches, seconds_running,
              unmeasured_sessions, updated_at_ms)
@@ -86,10 +88,11 @@ pub(crate) fn add_run(conn: &Connection, r: &RunRecord, now_ms: i64) -> Result<(
         updated_at_ms: now_ms,
     };
     add(conn, &delta).ctx("add run to aggregate metrics")?;
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT INTO aggregate_exits (exit_type, count) VALUES (?1, 1)
          ON CONFLICT(exit_type) DO UPDATE SET count = count + 1",
-        [r.status],
+        rusqlite::params![r.status],
     )
     .ctx("count worker exit")?;
     Ok(())
@@ -130,10 +133,11 @@ pub(crate) fn absorb_lost_sessions(
         runs::insert(&tx, &run)?;
         add_run(&tx, &run, now_ms)?;
     }
-    tx.execute(
+    bind::execute(
+        &tx,
         "UPDATE session_metadata SET dispatch_id = NULL, exit_type = 'lost', recovery_pending = 1
          WHERE dispatch_id IS NOT NULL",
-        [],
+        params![],
     )
     .ctx("mark lost sessions")?;
     tx.commit().ctx("commit absorbing lost sessions")?;

@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, Row, params};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -15,7 +16,8 @@ pub struct AttentionAck {
 
 /// Stores the acknowledgement unless one exists; returns the stored row (the first one).
 pub(crate) fn acknowledge(conn: &Connection, a: &AttentionAck) -> Result<AttentionAck, StoreError> {
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT OR IGNORE INTO attention_acks (item_id, kind, acknowledged_at_ms)
          VALUES (?1, ?2, ?3)",
         params![a.item_id, a.kind, a.acknowledged_at_ms],
@@ -32,9 +34,12 @@ pub(crate) fn acknowledge(conn: &Connection, a: &AttentionAck) -> Result<Attenti
 pub(crate) fn delete(conn: &Connection, item_ids: &[String]) -> Result<usize, StoreError> {
     let mut n = 0;
     for id in item_ids {
-        n += conn
-            .execute("DELETE FROM attention_acks WHERE item_id = ?1", [id])
-            .ctx("delete acknowledgement")?;
+        n += bind::execute(
+            conn,
+            "DELETE FROM attention_acks WHERE item_id = ?1",
+            params![id],
+        )
+        .ctx("delete acknowledgement")?;
     }
     Ok(n)
 }

@@ -13,19 +13,21 @@ use rusqlite::{Connection, OpenFlags};
 use super::error::{SqlContext, StoreError};
 
 /// Writer waits this long for a lock held by a reader's checkpoint or an external `sqlite3`.
-const WRITER_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const WRITER_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Readers wait this long for the writer before giving up (an HTTP request should not hang).
 const READER_BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Opens the read-write connection: creates the parent directory and file, turns on WAL
-/// (refusing to continue without it), full sync, foreign keys and a busy timeout.
+/// Statements the writer keeps prepared: every write statement of the store fits.
+const WRITER_STATEMENT_CACHE: usize = 64;
+
+/// Opens the read-write connection: creates the parent directory (0700) and the file (0600)
+/// or tightens an existing one (see `files`), turns on WAL (refusing to continue without it),
+/// full sync, foreign keys and a busy timeout.
 pub fn open_read_write(path: &Path) -> Result<Connection, StoreError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
-            path: path.to_path_buf(),
-            source: Box::new(e),
-        })?;
-    }
+    super::files::prepare_database_file(path).map_err(|e| StoreError::Open {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })?;
     let conn = Connection::open(path).map_err(|e| StoreError::Open {
         path: path.to_path_buf(),
         source: Box::new(e),
@@ -42,6 +44,7 @@ pub fn open_read_write(path: &Path) -> Result<Connection, StoreError> {
         .ctx("set synchronous=FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")
         .ctx("enable foreign keys")?;
+    conn.set_prepared_statement_cache_capacity(WRITER_STATEMENT_CACHE);
     Ok(conn)
 }
 

@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::json;
 
@@ -88,12 +89,16 @@ pub(crate) fn write_run_events(
     for e in events {
         let payload = json::encode("encode agent event payload", &e.payload)?;
         bytes += e.size_bytes() as i64;
-        stmt.execute(params![dispatch_id, e.seq, e.at_ms, e.event_type, payload])
-            .ctx("insert agent event")?;
+        bind::execute_stmt(
+            &mut stmt,
+            params![dispatch_id, e.seq, e.at_ms, e.event_type, payload],
+        )
+        .ctx("insert agent event")?;
     }
     let first = events.iter().map(|e| e.seq).min().unwrap_or(0);
     let last = events.iter().map(|e| e.seq).max().unwrap_or(0);
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT INTO agent_event_runs (dispatch_id, run_id, completed_at_ms, first_seq, last_seq,
              event_count, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -187,14 +192,16 @@ fn select_ids(
 }
 
 fn delete_run(conn: &Connection, dispatch_id: &str) -> Result<(), StoreError> {
-    conn.execute(
+    bind::execute(
+        conn,
         "DELETE FROM agent_events WHERE dispatch_id = ?1",
-        [dispatch_id],
+        rusqlite::params![dispatch_id],
     )
     .ctx("prune agent events")?;
-    conn.execute(
+    bind::execute(
+        conn,
         "DELETE FROM agent_event_runs WHERE dispatch_id = ?1",
-        [dispatch_id],
+        rusqlite::params![dispatch_id],
     )
     .ctx("prune agent event run")?;
     Ok(())
@@ -256,7 +263,7 @@ pub(crate) fn has_events(conn: &Connection, dispatch_id: &str) -> Result<bool, S
     Ok(conn
         .query_row(
             "SELECT 1 FROM agent_event_runs WHERE dispatch_id = ?1",
-            [dispatch_id],
+            rusqlite::params![dispatch_id],
             |_| Ok(()),
         )
         .optional()

@@ -2,9 +2,10 @@
 //! with `flock(LOCK_EX|LOCK_NB)` for the life of the daemon and holds its pid, so a second
 //! daemon on the same database stops at once and names the process that holds it. The lock is
 //! released by the kernel when the process ends (even on `kill -9`); the file itself stays and
-//! is reused. `sortie validate` and `--dry-run` never take it.
+//! is reused, created 0600 (tightened if an older build left it readable by others).
+//! `sortie validate` and `--dry-run` never take it.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -41,10 +42,8 @@ pub fn acquire(db_path: &Path) -> Result<DbLock, StoreError> {
         path: path.clone(),
         source: Box::new(e),
     };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(open_err)?;
-    }
-    let mut file = OpenOptions::new()
+    super::files::create_parent_dir(&path).map_err(open_err)?;
+    let mut file = super::files::private_options()
         .read(true)
         .write(true)
         .create(true)
@@ -52,7 +51,9 @@ pub fn acquire(db_path: &Path) -> Result<DbLock, StoreError> {
         .open(&path)
         .map_err(open_err)?;
     match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => {}
+        Ok(()) => {
+            super::files::tighten(&path).map_err(open_err)?;
+        }
         Err(rustix::io::Errno::WOULDBLOCK) => {
             let mut text = String::new();
             let holder_pid = file

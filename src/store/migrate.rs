@@ -4,6 +4,7 @@
 
 use rusqlite::Connection;
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 use crate::clock::{Clock, rfc3339_ms};
 
@@ -62,6 +63,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "009_stage_hops",
         sql: include_str!("../../sql/009_stage_hops.sql"),
     },
+    Migration {
+        version: 10,
+        name: "010_store_tasks",
+        sql: include_str!("../../sql/010_store_tasks.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.
@@ -112,7 +118,8 @@ pub fn apply(
         };
         let tx = conn.transaction().map_err(err)?;
         tx.execute_batch(m.sql).map_err(err)?;
-        tx.execute(
+        bind::execute(
+            &tx,
             "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
             rusqlite::params![m.version, rfc3339_ms(clock.now_ms())],
         )

@@ -5,10 +5,12 @@
 
 mod aggregates;
 mod attention;
+mod bind;
 pub mod connection;
 mod error;
 mod event_retry;
 mod events;
+pub mod files;
 mod json;
 pub mod lock;
 pub mod migrate;
@@ -23,6 +25,7 @@ mod read_pool;
 mod record;
 mod retry;
 mod runs;
+pub mod scrub;
 mod sessions;
 mod spend_window;
 mod stage_hops;

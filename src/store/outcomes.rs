@@ -4,6 +4,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::vocabulary::unknown_word;
 
@@ -73,7 +74,8 @@ pub(crate) fn set(conn: &Connection, o: &IssueOutcome) -> Result<bool, StoreErro
     if !replace {
         return Ok(false);
     }
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT OR REPLACE INTO issue_outcomes (issue_id, kind, observed_at_ms, state,
              merge_path, pr_number, pr_repository)
          VALUES (:issue_id, :kind, :observed_at_ms, :state, :merge_path, :pr_number,
@@ -89,8 +91,12 @@ pub(crate) fn set(conn: &Connection, o: &IssueOutcome) -> Result<bool, StoreErro
 }
 
 pub(crate) fn clear(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
-    conn.execute("DELETE FROM issue_outcomes WHERE issue_id = ?1", [issue_id])
-        .ctx("clear issue outcome")?;
+    bind::execute(
+        conn,
+        "DELETE FROM issue_outcomes WHERE issue_id = ?1",
+        rusqlite::params![issue_id],
+    )
+    .ctx("clear issue outcome")?;
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, Row, named_params};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::json;
 
@@ -57,7 +58,8 @@ impl ParkedIssue {
 
 pub(crate) fn park(conn: &Connection, p: &ParkedIssue) -> Result<(), StoreError> {
     let labels = json::encode("encode parked issue labels", &p.issue_labels)?;
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT OR REPLACE INTO parked_issues (issue_id, identifier, reason, label,
              label_applied, parked_state, parked_at_ms, issue_title, issue_url, issue_type,
              issue_labels, run_id, rule_name, agent_kind, configured_model, dispatched_at_ms)
@@ -80,8 +82,12 @@ pub(crate) fn park(conn: &Connection, p: &ParkedIssue) -> Result<(), StoreError>
 }
 
 pub(crate) fn unpark(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
-    conn.execute("DELETE FROM parked_issues WHERE issue_id = ?1", [issue_id])
-        .ctx("delete parked issue")?;
+    bind::execute(
+        conn,
+        "DELETE FROM parked_issues WHERE issue_id = ?1",
+        rusqlite::params![issue_id],
+    )
+    .ctx("delete parked issue")?;
     Ok(())
 }
 

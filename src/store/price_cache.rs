@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, named_params};
 use sha2::{Digest, Sha256};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::writer::WriterHandle;
 use crate::pricing::Feed;
@@ -17,7 +18,8 @@ fn save(conn: &Connection, k: &KeptTable) -> Result<(), StoreError> {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT INTO price_table_cache (layer, url_digest, version, as_of_ms, body)
          VALUES (:layer, :url_digest, :version, :as_of_ms, :body)
          ON CONFLICT (layer) DO UPDATE SET url_digest = excluded.url_digest,

@@ -5,6 +5,7 @@
 
 use rusqlite::{Connection, Row, named_params};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 use crate::domain::{EscalationTrigger, ReactionKind};
 
@@ -89,28 +90,29 @@ impl ReactionWrite {
 pub(crate) fn apply(conn: &Connection, w: &ReactionWrite) -> Result<(), StoreError> {
     match w {
         ReactionWrite::SaveEscalation(e) => save_escalation(conn, e),
-        ReactionWrite::DeleteEscalation(id, kind) => conn
-            .execute(
-                "DELETE FROM reaction_escalations WHERE issue_id = ?1 AND kind = ?2",
-                rusqlite::params![id, kind],
-            )
-            .map(|_| ())
-            .ctx("delete reaction escalation"),
+        ReactionWrite::DeleteEscalation(id, kind) => bind::execute(
+            conn,
+            "DELETE FROM reaction_escalations WHERE issue_id = ?1 AND kind = ?2",
+            rusqlite::params![id, kind],
+        )
+        .map(|_| ())
+        .ctx("delete reaction escalation"),
         ReactionWrite::SaveFingerprint(f, at) => save_fingerprint(conn, f, *at),
-        ReactionWrite::DeleteFingerprint(id, kind) => conn
-            .execute(
-                "DELETE FROM reaction_fingerprints WHERE issue_id = ?1 AND kind = ?2",
-                rusqlite::params![id, kind],
-            )
-            .map(|_| ())
-            .ctx("delete reaction fingerprint"),
+        ReactionWrite::DeleteFingerprint(id, kind) => bind::execute(
+            conn,
+            "DELETE FROM reaction_fingerprints WHERE issue_id = ?1 AND kind = ?2",
+            rusqlite::params![id, kind],
+        )
+        .map(|_| ())
+        .ctx("delete reaction fingerprint"),
         ReactionWrite::GiveComments(g) => give_comments(conn, g),
         ReactionWrite::ClearIssue(id) => clear_issue(conn, id),
     }
 }
 
 fn save_escalation(conn: &Connection, e: &StoredEscalation) -> Result<(), StoreError> {
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT OR REPLACE INTO reaction_escalations (issue_id, kind, escalated_at_ms,
              escalation_trigger, used_attempts, identifier, display_identifier, issue_title,
              issue_url, pr_owner, pr_repo, pr_number, pr_branch, pr_head_sha)
@@ -129,7 +131,8 @@ fn save_escalation(conn: &Connection, e: &StoredEscalation) -> Result<(), StoreE
 }
 
 fn save_fingerprint(conn: &Connection, f: &Fingerprint, at_ms: i64) -> Result<(), StoreError> {
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT OR REPLACE INTO reaction_fingerprints (issue_id, kind, fingerprint, dispatched,
              updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
         rusqlite::params![f.issue_id, f.kind, f.fingerprint, f.dispatched, at_ms],
@@ -146,7 +149,7 @@ fn give_comments(conn: &Connection, g: &GivenComments) -> Result<(), StoreError>
         )
         .ctx("prepare save given comments")?;
     for id in &g.comment_ids {
-        stmt.execute(rusqlite::params![g.issue_id, g.pr_key, id])
+        bind::execute_stmt(&mut stmt, rusqlite::params![g.issue_id, g.pr_key, id])
             .ctx("save given comment")?;
     }
     Ok(())
@@ -158,9 +161,10 @@ fn clear_issue(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
         "reaction_fingerprints",
         "reaction_given_comments",
     ] {
-        conn.execute(
+        bind::execute(
+            conn,
             &format!("DELETE FROM {table} WHERE issue_id = ?1"),
-            [issue_id],
+            rusqlite::params![issue_id],
         )
         .ctx("clear issue reactions")?;
     }

@@ -4,6 +4,7 @@
 use rusqlite::types::{FromSql, ValueRef};
 use rusqlite::{Connection, Row, named_params};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::json;
 
@@ -55,7 +56,8 @@ impl RetryEntry {
 
 pub(crate) fn upsert(conn: &Connection, e: &RetryEntry) -> Result<(), StoreError> {
     let labels = json::encode("encode retry issue labels", &e.issue_labels)?;
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT INTO retry_entries (issue_id, identifier, display_identifier, attempt, due_at_ms,
              error, session_id, agent_kind, template, rule_name, chain_id, stage_previous,
              stage_previous_outcome, retry_trigger, reaction_kind, reaction_config_key,
@@ -99,8 +101,12 @@ pub(crate) fn upsert(conn: &Connection, e: &RetryEntry) -> Result<(), StoreError
 }
 
 pub(crate) fn delete(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
-    conn.execute("DELETE FROM retry_entries WHERE issue_id = ?1", [issue_id])
-        .ctx("delete retry entry")?;
+    bind::execute(
+        conn,
+        "DELETE FROM retry_entries WHERE issue_id = ?1",
+        rusqlite::params![issue_id],
+    )
+    .ctx("delete retry entry")?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::{json, time};
 
@@ -174,7 +175,8 @@ pub(crate) fn insert(conn: &Connection, r: &RunRecord) -> Result<i64, StoreError
     let model_usage = json::encode_opt("encode model_usage", &r.model_usage)?;
     let skills = json::encode_opt("encode skills", &r.skills)?;
     let pr_record = json::encode_opt("encode pr_record", &r.pr_record)?;
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT INTO run_history (issue_id, identifier, display_identifier, issue_title,
              issue_url, attempt, status, error, declared_outcome, agent_text, started_at,
              completed_at, dispatched_at, workflow_file, agent_adapter, rule_name, template,

@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, Row, named_params};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 
 /// The current session row of one issue.
@@ -46,7 +47,8 @@ pub struct SessionMeta {
 }
 
 pub(crate) fn upsert(conn: &Connection, s: &SessionMeta) -> Result<(), StoreError> {
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT INTO session_metadata (issue_id, session_id, agent_pid, input_tokens,
              output_tokens, total_tokens, cache_read_tokens, cache_write_tokens, model_name,
              api_request_count, api_requests_measured, started_at_ms, updated_at_ms, exit_type,
@@ -162,11 +164,12 @@ pub(crate) fn recovery_pending(conn: &Connection) -> Result<Vec<SessionMeta>, St
 
 /// Marks an interrupted session as handled: its processes are stopped.
 pub(crate) fn recovered(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
-    conn.execute(
+    bind::execute(
+        conn,
         "UPDATE session_metadata SET recovery_pending = 0, agent_pgid = NULL,
              agent_start_ticks = NULL
          WHERE issue_id = ?1 AND recovery_pending = 1",
-        [issue_id],
+        rusqlite::params![issue_id],
     )
     .ctx("mark interrupted session recovered")?;
     Ok(())

@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, Row, named_params};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::json;
 
@@ -37,8 +38,12 @@ pub(crate) fn apply(conn: &Connection, w: &StageHopWrite) -> Result<(), StoreErr
     match w {
         StageHopWrite::Save(h) => save(conn, h),
         StageHopWrite::Delete(id) => {
-            conn.execute("DELETE FROM stage_hops WHERE issue_id = ?1", [id])
-                .ctx("delete stage hop")?;
+            bind::execute(
+                conn,
+                "DELETE FROM stage_hops WHERE issue_id = ?1",
+                rusqlite::params![id],
+            )
+            .ctx("delete stage hop")?;
             Ok(())
         }
         StageHopWrite::RunStage {
@@ -46,9 +51,9 @@ pub(crate) fn apply(conn: &Connection, w: &StageHopWrite) -> Result<(), StoreErr
             target,
             result,
         } => {
-            conn.execute(
+            bind::execute(conn,
                 "UPDATE run_history SET stage_target = ?2, stage_result = ?3 WHERE dispatch_id = ?1",
-                [dispatch_id, target, result],
+                rusqlite::params![dispatch_id, target, result],
             )
             .ctx("record the run's stage hop")?;
             Ok(())
@@ -61,7 +66,8 @@ fn save(conn: &Connection, h: &StageHop) -> Result<(), StoreError> {
         Some(l) => Some(json::encode("encode stage hop labels", l)?),
         None => None,
     };
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT OR REPLACE INTO stage_hops (issue_id, identifier, display_identifier, hop_count,
              source_rule, target_rule, target_label, previous_outcome, source_dispatch_id,
              chain_id, dispatched_at_ms, hopped_at_ms, target_observed, picked_up, issue_title,

@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, Row, named_params};
 
+use super::bind;
 use super::error::{SqlContext, StoreError};
 
 /// One stored hold. `model` is `""` for a hold on every model and for the runtime's default
@@ -18,7 +19,8 @@ pub struct UsageHoldRow {
 
 /// Saves a hold; one already stored for the scope keeps the later reset and its start.
 pub(crate) fn upsert(conn: &Connection, h: &UsageHoldRow) -> Result<(), StoreError> {
-    conn.execute(
+    bind::execute(
+        conn,
         "INSERT INTO agent_usage_holds (agent_kind, model_only, model, resets_at_ms, since_ms)
          VALUES (:agent_kind, :model_only, :model, :resets_at_ms, :since_ms)
          ON CONFLICT (agent_kind, model_only, model) DO UPDATE SET
@@ -34,7 +36,8 @@ pub(crate) fn upsert(conn: &Connection, h: &UsageHoldRow) -> Result<(), StoreErr
 
 /// Deletes the hold of one scope.
 pub(crate) fn delete(conn: &Connection, h: &UsageHoldRow) -> Result<(), StoreError> {
-    conn.execute(
+    bind::execute(
+        conn,
         "DELETE FROM agent_usage_holds
          WHERE agent_kind = ?1 AND model_only = ?2 AND model = ?3",
         rusqlite::params![h.agent_kind, h.model_only, h.model],

@@ -22,6 +22,7 @@ use super::reactions::{self, ReactionWrite};
 use super::record::{self, RecordOutcome, RunWrite};
 use super::retry::{self, RetryEntry};
 use super::runs::RunRecord;
+use super::scrub::{self, Scrub};
 use super::sessions::{self, SessionMeta};
 use super::stage_hops::{self, StageHopWrite};
 use super::usage_holds::{self, UsageHoldRow};
@@ -305,7 +306,8 @@ impl WriterHandle {
     }
 }
 
-/// Starts the writer thread on `conn`.
+/// Starts the writer thread on `conn`; a requested scrub pass (`store::scrub`) runs on it a
+/// batch at a time whenever no command is waiting.
 pub(crate) fn spawn(
     conn: Connection,
     clock: Arc<dyn Clock>,
@@ -313,12 +315,22 @@ pub(crate) fn spawn(
     retry_buffer_bytes: usize,
 ) -> Result<(WriterHandle, JoinHandle<()>), StoreError> {
     let (tx, rx) = unbounded();
+    let scrub = if scrub::requested(&conn)? {
+        log::info!(
+            "database scrub started: every stored text is rewritten through the secret masker, a batch at a time secrets_known={}",
+            crate::mask::secrets().len()
+        );
+        Some(Scrub::start(&conn)?)
+    } else {
+        None
+    };
     let writer = Writer {
         conn,
         clock,
         limits,
         pending: EventRetryBuffer::with_capacity(retry_buffer_bytes),
         backlog: WriteBacklog::default(),
+        scrub,
     };
     let join = std::thread::Builder::new()
         .name("db-writer".into())
@@ -336,6 +348,8 @@ struct Writer {
     limits: EventLimits,
     pending: EventRetryBuffer,
     backlog: WriteBacklog<WriteOp>,
+    /// A scrub pass in progress: it advances only while no command waits.
+    scrub: Option<Scrub>,
 }
 
 impl Writer {
@@ -352,6 +366,10 @@ impl Writer {
                     return;
                 }
                 carried = self.dispatch(cmd, &rx);
+                continue;
+            }
+            if self.scrub.is_some() && self.backlog.is_empty() && rx.is_empty() {
+                self.scrub_step();
                 continue;
             }
             let next_due = match (self.pending.next_due_ms(), self.backlog.next_due_ms()) {
@@ -729,6 +747,58 @@ impl Writer {
                 })
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// One batch of the scrub pass; the last one finishes it (see `store::scrub`).
+    fn scrub_step(&mut self) {
+        let Some(pass) = self.scrub.as_mut() else {
+            return;
+        };
+        match pass.step(&self.conn) {
+            Ok(false) => {}
+            Ok(true) => {
+                if let Some(pass) = self.scrub.take() {
+                    self.finish_scrub(pass);
+                }
+            }
+            Err(e) => {
+                log::warn!(
+                    "database scrub stopped; the next start runs it again error={:?}",
+                    e.to_string()
+                );
+                if let Some(pass) = self.scrub.take() {
+                    pass.abandon(&self.conn);
+                }
+            }
+        }
+    }
+
+    fn finish_scrub(&mut self, pass: Scrub) {
+        let report = pass.report();
+        let elapsed_ms = pass.elapsed_ms();
+        let size = scrub::database_bytes(&self.conn).unwrap_or(u64::MAX);
+        let vacuum = size <= scrub::VACUUM_MAX_BYTES;
+        match pass.finish(&self.conn, vacuum) {
+            Ok(wal_truncated) => {
+                log::info!(
+                    "database scrub finished tables={} rows_read={} rows_rewritten={} rows_removed={} restarts={} duration_ms={elapsed_ms} file_rebuilt={vacuum} wal_truncated={wal_truncated}",
+                    report.tables,
+                    report.rows_read,
+                    report.rows_rewritten,
+                    report.rows_removed,
+                    report.restarts
+                );
+                if !vacuum {
+                    log::warn!(
+                        "database file not rebuilt after the scrub: free pages older builds left may still hold clear text; stop sortie and run `sortie scrub` to rebuild it size_bytes={size}"
+                    );
+                }
+            }
+            Err(e) => log::warn!(
+                "database scrub not finished; the next start runs it again error={:?}",
+                e.to_string()
+            ),
         }
     }
 
