@@ -22,8 +22,22 @@ use sha2::Sha256;
 const WAIT: Duration = Duration::from_secs(60);
 const SECRET: &str = "reliability-webhook-secret";
 
+/// Appends `figure <name> <value>` to the file `RELIABILITY_FIGURES` names (stdout when
+/// unset), one line each, so a test harness's own output never runs into it.
 fn figure(name: &str, value: f64) {
-    println!("figure {name} {value:.1}");
+    let line = format!("figure {name} {value:.1}\n");
+    match std::env::var("RELIABILITY_FIGURES") {
+        Ok(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path);
+            if let Ok(mut f) = file {
+                let _ = f.write_all(line.as_bytes());
+            }
+        }
+        Err(_) => print!("{line}"),
+    }
 }
 
 fn github_workflow(fake: &FakeGithub, stall_ms: u64) -> String {
@@ -46,8 +60,10 @@ fn hung_with(scenario: &str, stall_ms: u64) -> (FakeGithub, Setup, Daemon) {
         ("GITHUB_TOKEN", TOKEN),
         ("FAKE_AGENT_SCENARIO", path.as_str()),
     ]);
-    d.wait_state("a running session", WAIT, |s| {
+    // The agent itself runs: it has sent an event.
+    d.wait_state("a running agent", WAIT, |s| {
         s["running"].as_array().is_some_and(|r| r.len() == 1)
+            && s["running"][0]["last_event_at"].is_string()
     });
     d.wait_until("the in-progress label", WAIT, || {
         fake.with_state(|s| s.labels(1)) == ["in-progress"]

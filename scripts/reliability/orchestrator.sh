@@ -14,11 +14,15 @@ fi
 bin="$(realpath "$bin")"
 cargo build --bins >/dev/null # the fake agent the probes run
 
-out=$(SORTIE_BIN="$bin" cargo test -q --test reliability_probe -- --ignored --nocapture --test-threads=1 2>&1) || {
-  echo "$out" >&2
+figures=$(mktemp)
+trap 'rm -f "$figures"' EXIT
+if ! log=$(SORTIE_BIN="$bin" RELIABILITY_FIGURES="$figures" \
+    cargo test -q --test reliability_probe -- --ignored --test-threads=1 2>&1); then
+  echo "$log" >&2
   echo "reliability probes failed to run" >&2
   exit 1
-}
+fi
+out=$(cat "$figures")
 
 # name  comparison  target  unit  what
 targets='

@@ -641,7 +641,13 @@ impl Orchestrator {
             let ms = (due - self.clock.now_ms()).max(0) as u64;
             wait = wait.min(Duration::from_millis(ms));
         }
-        // Wake at least once a second so stall checks and budgets stay timely.
+        // The first session to pass its stall limit is stopped as it does (a millisecond
+        // later, so the check sees it past).
+        if let Some(due) = self.next_stall_ms() {
+            let ms = (due + 1 - self.clock.now_ms()).max(0) as u64;
+            wait = wait.min(Duration::from_millis(ms));
+        }
+        // Wake at least once a second so budgets stay timely.
         wait.min(Duration::from_secs(1))
     }
 

@@ -57,6 +57,23 @@ impl Orchestrator {
         any
     }
 
+    /// When the first running session not yet being stopped passes its stall limit.
+    pub(super) fn next_stall_ms(&self) -> Option<i64> {
+        let stall = self
+            .workflow
+            .config
+            .agent
+            .stall_timeout_ms
+            .filter(|s| *s > 0)?;
+        self.state
+            .running
+            .values()
+            .filter(|e| e.handles.cancel.reason().is_none())
+            .filter_map(|e| e.facts.stall_reference_ms())
+            .min()
+            .map(|reference| reference.saturating_add(stall as i64))
+    }
+
     /// Applies the poll's read of the running issues' states: an active one keeps running
     /// (with its state updated), a terminal one is stopped and its workspace removed after
     /// the exit, any other is stopped. An issue whose session ended while the read was out
