@@ -75,7 +75,7 @@ fn a_mergeable_passing_pull_request_is_merged_once_and_the_issue_moves_on() {
     let sent = fake.requests("POST", &merge_path)[0].json();
     assert_eq!(
         sent,
-        json!({"Do": "squash", "head_commit_id": "sha1", "delete_branch_after_merge": false})
+        json!({"do": "squash", "head_commit_id": "sha1", "delete_branch_after_merge": false})
     );
     reactions::await_auto_merge_course(
         &d,

@@ -16,6 +16,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::fake_server::{FakeServer, Recorded, Reply};
+use super::vendor_check::Vendor;
 
 mod merge_requests;
 
@@ -161,13 +162,15 @@ pub fn issue_path(iid: u64) -> String {
 }
 
 pub fn start() -> FakeGitlab {
-    FakeServer::start(
+    let server = FakeServer::start(
         GitlabState {
             next_note_id: 300,
             ..GitlabState::default()
         },
         route,
-    )
+    );
+    server.check_against(Vendor::Gitlab);
+    server
 }
 
 fn rate_headers(reply: Reply) -> Reply {

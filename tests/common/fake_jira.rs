@@ -12,6 +12,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::fake_server::{FakeServer, Recorded, Reply};
+use super::vendor_check::Vendor;
 
 pub const PROJECT: &str = "PROJ";
 pub const EMAIL: &str = "bot@example.com";
@@ -181,7 +182,9 @@ pub fn start() -> FakeJira {
         next_comment_id: 30_000,
         ..JiraState::default()
     };
-    FakeServer::start(state, route)
+    let server = FakeServer::start(state, route);
+    server.check_against(Vendor::Jira);
+    server
 }
 
 fn error(status: u16, message: &str) -> Reply {

@@ -12,6 +12,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::fake_server::{FakeServer, Fault, Recorded, Reply};
+use super::vendor_check::Vendor;
 
 pub const TEAM: &str = "ENG";
 pub const TOKEN: &str = "lin_api_fake0123456789abcdef";
@@ -230,7 +231,9 @@ pub fn start() -> FakeLinear {
         next_comment: 1,
         ..LinearState::default()
     };
-    FakeServer::start(state, route)
+    let server = FakeServer::start(state, route);
+    server.check_against(Vendor::Linear);
+    server
 }
 
 /// The variables of every request of operation `op`, in order.
