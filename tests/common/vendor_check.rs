@@ -177,16 +177,44 @@ fn ask(addr: &str, vendor: Vendor, payload: &Value) -> Verdict {
     }
 }
 
-/// One excused violation: the vendor's documentation says otherwise than its description.
+/// One excused contradiction: the vendor's documentation says otherwise than its description.
 #[derive(Debug, serde::Deserialize)]
 pub struct Allowed {
     pub vendor: String,
-    /// The start of the operation as the checker names it (`PUT /api/v4/projects/{id}/…`).
-    pub operation: String,
-    /// Text the violation contains.
-    pub clause: String,
+    /// The requests it covers, as `METHOD /path` with `{name}` standing for one path segment.
+    pub requests: Vec<String>,
+    /// Texts of the violations it excuses (one of them is contained in the violation).
+    pub clauses: Vec<String>,
     /// Where the vendor's documentation says otherwise, and what it says.
     pub docs: String,
+}
+
+impl Allowed {
+    fn covers(&self, vendor: Vendor, req: &Recorded, text: &str) -> bool {
+        self.vendor == vendor.name()
+            && self
+                .requests
+                .iter()
+                .any(|r| template_matches(r, &req.method, &req.path))
+            && self.clauses.iter().any(|c| text.contains(c.as_str()))
+    }
+}
+
+/// Whether `METHOD /a/{x}/b` names this request (`{x}` is one non-empty segment).
+fn template_matches(template: &str, method: &str, path: &str) -> bool {
+    let Some((m, t)) = template.split_once(' ') else {
+        return false;
+    };
+    let (want, got): (Vec<&str>, Vec<&str>) = (t.split('/').collect(), path.split('/').collect());
+    m.eq_ignore_ascii_case(method)
+        && want.len() == got.len()
+        && want.iter().zip(&got).all(|(w, g)| {
+            if w.starts_with('{') && w.ends_with('}') {
+                !g.is_empty()
+            } else {
+                w == g
+            }
+        })
 }
 
 /// The allowlist (`tools/vendor-specs/allowlist.yaml`).
@@ -200,8 +228,8 @@ pub fn allowlist() -> &'static [Allowed] {
             serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         for a in &list {
             assert!(
-                !a.operation.is_empty() && !a.clause.is_empty() && a.docs.contains("http"),
-                "{}: every entry names the operation, the clause and the vendor's documentation: {a:?}",
+                !a.requests.is_empty() && !a.clauses.is_empty() && a.docs.contains("https://"),
+                "{}: every entry names the requests, the clauses and the vendor's documentation: {a:?}",
                 path.display()
             );
         }
@@ -212,12 +240,7 @@ pub fn allowlist() -> &'static [Allowed] {
 /// The violations of a verdict that no allowlist entry excuses, each naming the exchange, with
 /// a key that is the same for the same violation of another exchange of the operation.
 pub fn unexcused(vendor: Vendor, req: &Recorded, v: &Verdict) -> Vec<(String, String)> {
-    let op = v.operation.as_deref().unwrap_or("");
-    let excused = |text: &str| {
-        allowlist().iter().any(|a| {
-            a.vendor == vendor.name() && op.starts_with(&a.operation) && text.contains(&a.clause)
-        })
-    };
+    let excused = |text: &str| allowlist().iter().any(|a| a.covers(vendor, req, text));
     let target = if req.query.is_empty() {
         format!("{} {}", req.method, req.path)
     } else {
