@@ -475,10 +475,11 @@ fn update_state(s: &mut LinearState, vars: &Value) -> Reply {
     if let Some(i) = s.issues.get_mut(&id) {
         i.state_id = sid;
     }
-    let small = s.small(&id);
+    // Exactly what `SortieIssueUpdate` selects.
+    let issue = json!({"id": id, "state": {"name": s.state_name(&s.issues[&id].state_id)}});
     Reply::json(
         200,
-        &json!({"data": {"issueUpdate": {"success": true, "issue": small}}}),
+        &json!({"data": {"issueUpdate": {"success": true, "issue": issue}}}),
     )
 }
 
