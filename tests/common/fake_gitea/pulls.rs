@@ -220,7 +220,7 @@ const MERGE_STYLES: &[&str] = &[
 /// The merge body's `do`, its key matched without regard to case as Gitea's form decoding
 /// (Go's `encoding/json`) matches it: `do` (the 1.21+ description) and `Do` (older ones) both
 /// name it.
-fn merge_style(body: &Value) -> Option<String> {
+pub fn merge_style(body: &Value) -> Option<String> {
     body.as_object()?
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case("do"))
