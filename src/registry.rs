@@ -83,6 +83,12 @@ pub struct DefaultStates {
     pub terminal: &'static [&'static str],
 }
 
+/// Whether tracker kind `kind` reads the optional `tracker.<key>` (`api_version`,
+/// `user_agent`), so configuration can warn about one written for a kind that ignores it.
+pub fn tracker_reads_key(kind: &str, key: &str) -> bool {
+    kind == tracker::jira::KIND && matches!(key, "api_version" | "user_agent")
+}
+
 /// A kind's default states, so the orchestrator's dispatch and cleanup rules see the same
 /// lists as the adapter; `None` for kinds without defaults.
 pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {

@@ -141,17 +141,19 @@ fn review_comments_come_from_counted_reviews_and_the_decision_from_the_latest() 
         ("src/login.rs", 12, "alice")
     );
     assert!(!c.outdated && !c.from_bot && c.created_at_ms > 0);
-    let review_paths: Vec<String> = fake
+    let review_reads: Vec<String> = fake
         .journal()
         .iter()
         .filter(|r| r.path.contains("/reviews/"))
-        .map(|r| r.path.clone())
+        .map(|r| format!("{}?{}", r.path, r.query))
         .collect();
+    // One request each, without paging: `repoGetPullReviewComments` declares no `page` or
+    // `limit` (Gitea answers every comment of the review at once).
     assert_eq!(
-        review_paths,
+        review_reads,
         [
-            format!("{REPO}/pulls/7/reviews/61/comments"),
-            format!("{REPO}/pulls/7/reviews/63/comments")
+            format!("{REPO}/pulls/7/reviews/61/comments?"),
+            format!("{REPO}/pulls/7/reviews/63/comments?")
         ]
     );
     // One reviewer asks for changes, another approves: changes win.
@@ -278,7 +280,7 @@ fn the_merge_is_guarded_by_the_head_and_sent_once() {
     assert_eq!(sent.len(), 1, "a write is sent once");
     assert_eq!(
         sent[0].json(),
-        json!({"Do": "rebase", "head_commit_id": SHA, "delete_branch_after_merge": false})
+        json!({"do": "rebase", "head_commit_id": SHA, "delete_branch_after_merge": false})
     );
     let after = f.pull_request(&pr7()).unwrap_or_else(|e| panic!("{e}"));
     assert!(after.merged && !after.open);
@@ -296,8 +298,9 @@ fn the_head_branch_is_deleted_and_a_missing_one_is_fine() {
     let f = scm(&fake);
     assert_eq!(f.delete_branch(&pr7(), "feat/x"), Ok(()));
     assert!(!fake.with_state(|s| s.branch_exists("feat/x")));
-    // Gitea routes the rest of the path as the name: `/` stays, each segment encoded.
-    let path = format!("{REPO}/branches/feat/x");
+    // One encoded segment, as the description's `{branch}` is (Gitea routes `/branches/*`
+    // and unescapes it, so either form names the branch).
+    let path = format!("{REPO}/branches/feat%2Fx");
     assert_eq!(fake.requests("DELETE", &path).len(), 1);
     assert_eq!(f.delete_branch(&pr7(), "feat/x"), Ok(()));
     fake.push_fault("DELETE", &path, Fault::server_error(500));
@@ -404,4 +407,53 @@ fn an_endpoint_and_a_token_are_required() {
     let rooted = settings(Some(format!("{}/api/v1", fake.url)));
     let f = registry::build_scm(&rooted, Arc::new(SystemClock)).unwrap_or_else(|e| panic!("{e}"));
     assert!(f.pull_request(&pr7()).is_ok());
+}
+
+/// The fake merges on what Gitea accepts: the style under `do` or, as Gitea's form decoding
+/// ignores the key's case, `Do`; a missing or unknown style is 422. The `Do` request is also a
+/// planted violation of the 1.27.1 description, which the vendor check reports in its words.
+#[test]
+fn the_fake_merges_on_do_in_either_case_and_the_check_reports_the_old_spelling() {
+    let fake = with_pull();
+    let agent = ureq::Agent::new_with_config(
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build(),
+    );
+    let merge = |body: &str| {
+        agent
+            .post(format!("{}{REPO}/pulls/7/merge", fake.url))
+            .header("Authorization", format!("token {TOKEN}"))
+            .header("Content-Type", "application/json")
+            .send(body)
+            .map(|r| r.status().as_u16())
+            .ok()
+    };
+    assert_eq!(merge(r#"{"head_commit_id": "x"}"#), Some(422));
+    assert_eq!(merge(r#"{"do": "sideways"}"#), Some(422));
+    assert_eq!(
+        merge(&format!(r#"{{"Do": "merge", "head_commit_id": "{SHA}"}}"#)),
+        Some(200)
+    );
+    fake.with_state(|s| {
+        s.set_pull(7, "merged", json!(false));
+        s.set_open(7, true);
+    });
+    assert_eq!(
+        merge(&format!(r#"{{"do": "merge", "head_commit_id": "{SHA}"}}"#)),
+        Some(200)
+    );
+    if !fake.is_checked() {
+        return;
+    }
+    let found = fake.vendor_violations().join("\n");
+    assert!(
+        found.contains("must have required property 'do'")
+            && found.contains("repoMergePullRequest"),
+        "{found}"
+    );
+    assert!(
+        found.contains("must be equal to one of the allowed values"),
+        "{found}"
+    );
 }

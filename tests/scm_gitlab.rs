@@ -164,12 +164,30 @@ fn review_comments_are_the_unresolved_notes_and_the_decision_is_approvals() {
         f.review_decision(&mr7()).map_err(|e| e.kind),
         Ok(ReviewDecision::None)
     );
+    // GitLab Premium: two approvals required, one given, no `approvals_left` in the answer.
     fake.with_state(|s| s.set_approvals(7, fixture("approvals.json")));
     assert_eq!(
         f.review_decision(&mr7()).map_err(|e| e.kind),
         Ok(ReviewDecision::ReviewRequired)
     );
-    fake.with_state(|s| s.set_approvals(7, json!({"approved": true, "approvals_left": 0})));
+    fake.with_state(|s| {
+        let mut v = fixture("approvals.json");
+        if let Some(a) = v["approved_by"].as_array_mut() {
+            a.push(json!({"user": {"id": 8, "username": "dan"}}));
+        }
+        s.set_approvals(7, v);
+    });
+    assert_eq!(
+        f.review_decision(&mr7()).map_err(|e| e.kind),
+        Ok(ReviewDecision::None)
+    );
+    fake.with_state(|s| {
+        s.set_approvals(
+            7,
+            json!({"approved": true, "approved_by": [{"user": {"id": 7, "username": "carol"}}],
+                "user_has_approved": false, "user_can_approve": false}),
+        )
+    });
     assert_eq!(
         f.review_decision(&mr7()).map_err(|e| e.kind),
         Ok(ReviewDecision::Approved)

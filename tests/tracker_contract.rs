@@ -529,7 +529,7 @@ const GITEA: Instantiation = Instantiation {
                         .or_default()
                         .push(serde_json::json!({
                         "id": 100 * (k + 1) + c,
-                        "user": {"id": 1, "login": author, "username": author},
+                        "user": {"id": 1, "login": author},
                         "body": body, "created_at": at, "updated_at": at}));
                 }
                 s.depends_on.insert(i.number, i.blocked_by.clone());

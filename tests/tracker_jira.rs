@@ -339,3 +339,74 @@ fn every_request_carries_basic_auth_and_json_accept() {
         );
     }
 }
+
+/// A tracker over the fake Jira Server / Data Center with `api_key`.
+fn server_tracker(fake: &FakeJira, api_key: &str) -> Arc<dyn TrackerAdapter> {
+    let mut s = settings(fake, json!({"retry_base_ms": 10, "timeout_ms": 2000}));
+    s.api_key = Some(api_key.into());
+    s.api_version = Some("2".into());
+    s.user_agent = Some("acme-sortie/1.0".into());
+    registry::build_tracker(&s, Arc::new(SystemClock)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn server_rest_v2_pages_search_by_offset_and_reads_wiki_text() {
+    let fake = fake_jira::start_server();
+    fake.with_state(|s| {
+        for i in 1..=51 {
+            s.add_issue(i, &format!("Issue {i}"), "To Do");
+        }
+    });
+    let t = server_tracker(&fake, fake_jira::PAT);
+    let got = t.fetch_candidate_issues().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(got.len(), 51);
+    let starts: Vec<Option<String>> = fake
+        .requests("GET", "/rest/api/2/search")
+        .iter()
+        .map(|r| r.param("startAt"))
+        .collect();
+    assert_eq!(starts, [Some("0".into()), Some("50".into())]);
+    let one = t
+        .fetch_issue_by_id("PROJ-1")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(one.description, "h2. Body\nBody of PROJ-1");
+    t.comment_issue("PROJ-1", "sortie: *working* on it\nline two")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let posted = fake.requests("POST", "/rest/api/2/issue/PROJ-1/comment");
+    assert_eq!(
+        posted[0].json(),
+        json!({"body": "sortie: *working* on it\nline two"})
+    );
+    let back = t
+        .fetch_issue_comments("PROJ-1")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(back[0].body, "sortie: *working* on it\nline two");
+    t.transition_issue("PROJ-1", "In Progress")
+        .unwrap_or_else(|e| panic!("{e}"));
+    t.add_label("PROJ-1", "bug")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let states = t
+        .fetch_issue_states_by_identifiers(&["PROJ-1".into()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        states.get("PROJ-1").map(String::as_str),
+        Some("In Progress")
+    );
+    for r in fake.journal() {
+        assert!(r.path.starts_with("/rest/api/2/"), "{}", r.path);
+        assert_eq!(r.header("user-agent"), Some("acme-sortie/1.0"));
+    }
+    // user:password goes as Basic.
+    let basic = server_tracker(&fake, fake_jira::SERVER_LOGIN);
+    fake.clear_journal();
+    assert_eq!(basic.fetch_candidate_issues().map(|v| v.len()), Ok(51));
+    let want = format!(
+        "Basic {}",
+        data_encoding::BASE64.encode(fake_jira::SERVER_LOGIN.as_bytes())
+    );
+    assert!(
+        fake.journal()
+            .iter()
+            .all(|r| r.header("authorization") == Some(want.as_str()))
+    );
+}

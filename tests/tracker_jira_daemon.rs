@@ -228,3 +228,104 @@ fn a_429_read_is_not_retried_before_its_retry_after() {
     let d = setup.start(&[("JIRA_API_TOKEN", &key())]);
     poll_health::a_429_waits_for_its_retry_after(&d, &fake, SEARCH, WAIT);
 }
+
+/// A Jira Server / Data Center workflow (`api_version: "2"`, a personal access token, a
+/// `user_agent`) over the fake REST v2 site.
+fn server_workflow(fake: &FakeJira) -> String {
+    mock_workflow(fake, "").replacen(
+        "  project: PROJ\n",
+        "  project: PROJ\n  api_version: \"2\"\n  user_agent: acme-sortie/1.0 (ops@acme.example)\n",
+        1,
+    )
+}
+
+#[test]
+fn a_server_site_is_read_by_rest_v2_with_a_bearer_token_and_wiki_comments() {
+    let fake = fake_jira::start_server();
+    let id = fake.with_state(|s| s.add_issue(1, "Add dark mode", "To Do"));
+    let setup = Setup::new(&server_workflow(&fake), "[]");
+    let out = common::sortie_command()
+        .current_dir(setup.path())
+        .args(["validate", "WORKFLOW.md"])
+        .env("JIRA_API_TOKEN", fake_jira::PAT)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        !text.contains("api_version") && !text.contains("user_agent"),
+        "{text}"
+    );
+
+    let d = setup.start(&[("JIRA_API_TOKEN", fake_jira::PAT)]);
+    d.wait_until("PROJ-1 handed off to Human Review", WAIT, || {
+        fake.with_state(|s| s.status(id)) == "Human Review"
+    });
+    let comments = |fake: &FakeJira| -> Vec<serde_json::Value> {
+        fake.requests("POST", &format!("/rest/api/2/issue/{id}/comment"))
+            .iter()
+            .map(|r| r.json()["body"].clone())
+            .collect()
+    };
+    d.wait_until("both lifecycle comments", WAIT, || {
+        comments(&fake).len() >= 2
+    });
+    // Wiki-markup text, not ADF.
+    assert!(
+        comments(&fake).iter().all(|b| b.is_string()),
+        "{:?}",
+        comments(&fake)
+    );
+    let journal = fake.journal();
+    assert!(journal.iter().any(|r| r.path == "/rest/api/2/search"));
+    for r in &journal {
+        assert!(r.path.starts_with("/rest/api/2/"), "{}", r.path);
+        assert_eq!(
+            r.header("authorization"),
+            Some(format!("Bearer {}", fake_jira::PAT).as_str())
+        );
+        assert_eq!(
+            r.header("user-agent"),
+            Some("acme-sortie/1.0 (ops@acme.example)")
+        );
+    }
+    assert!(!d.log_text().contains(fake_jira::PAT));
+}
+
+#[test]
+fn api_version_2_refuses_a_cloud_site_and_other_kinds_warn_about_jira_keys() {
+    let fake = fake_jira::start_server();
+    let cloud = server_workflow(&fake).replace(
+        &format!("endpoint: {}", fake.url),
+        "endpoint: https://acme.atlassian.net",
+    );
+    let setup = Setup::new(&cloud, "[]");
+    let out = common::sortie_command()
+        .current_dir(setup.path())
+        .args(["validate", "WORKFLOW.md"])
+        .env("JIRA_API_TOKEN", fake_jira::PAT)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("tracker.api_version") && l.contains("Jira Cloud")),
+        "{text}"
+    );
+    let github = "---\ntracker:\n  kind: github\n  api_key: x\n  project: o/r\n  api_version: \"2\"\n  user_agent: me\n---\nhi\n";
+    let setup = Setup::new(github, "[]");
+    let out = common::sortie_command()
+        .current_dir(setup.path())
+        .args(["validate", "WORKFLOW.md"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    for key in ["tracker.api_version", "tracker.user_agent"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("warning: unsupported_key") && l.contains(key)),
+            "{text}"
+        );
+    }
+}

@@ -26,6 +26,8 @@ impl ServiceConfig {
             query_filter: t.query_filter.clone(),
             handoff_state: t.handoff_state.clone(),
             in_progress_state: t.in_progress_state.clone(),
+            api_version: t.api_version.clone(),
+            user_agent: t.user_agent.clone(),
             path: self.tracker_path.clone(),
             block: self.adapter_block(&t.kind).cloned().unwrap_or_default(),
         }

@@ -190,7 +190,19 @@ fn build_tracker(
         in_progress_state: optional_state(m, "in_progress_state", ctx)?,
         no_change_state: optional_state(m, "no_change_state", ctx)?,
         comments: build_comments(m)?,
+        api_version: scalar_text(m.get("api_version")),
+        user_agent: non_empty(whole_value(m, "user_agent", ctx).trim().to_string()),
     })
+}
+
+/// A string or a number as text (`2` and `"2"` alike), trimmed; `None` when absent or blank.
+fn scalar_text(v: Option<&Value>) -> Option<String> {
+    let text = match v? {
+        Value::String(s) => s.trim().to_string(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    non_empty(text)
 }
 
 /// `handoff_state`, `in_progress_state`, `no_change_state`: absent = off; must be a string;

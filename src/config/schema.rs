@@ -87,6 +87,11 @@ pub struct TrackerConfig {
     /// State written after a successful run whose agent declared `no-change-needed`; `None` = off.
     pub no_change_state: Option<String>,
     pub comments: TrackerComments,
+    /// `tracker.api_version` as written (a number is read as its digits); the kinds with API
+    /// versions check it.
+    pub api_version: Option<String>,
+    /// `tracker.user_agent`: the `User-Agent` the kinds that read it send.
+    pub user_agent: Option<String>,
 }
 
 impl fmt::Debug for TrackerConfig {
@@ -106,6 +111,8 @@ impl fmt::Debug for TrackerConfig {
             .field("in_progress_state", &self.in_progress_state)
             .field("no_change_state", &self.no_change_state)
             .field("comments", &self.comments)
+            .field("api_version", &self.api_version)
+            .field("user_agent", &self.user_agent)
             .finish()
     }
 }

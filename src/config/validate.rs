@@ -157,16 +157,13 @@ const UNSUPPORTED_KEYS: &[(&str, &str, &str)] = &[
     ),
     (
         "tracker",
-        "api_version",
-        "no tracker of this build reads it",
-    ),
-    (
-        "tracker",
         "handoff_evidence",
         "no tracker of this build reads it",
     ),
-    ("tracker", "user_agent", "no tracker of this build reads it"),
 ];
+
+/// `tracker.*` keys only some kinds read (`registry::tracker_reads_key`).
+const KIND_KEYS: &[&str] = &["api_version", "user_agent"];
 
 fn unsupported(field: impl Into<String>, why: &str) -> ConfigWarning {
     ConfigWarning::new(
@@ -190,6 +187,22 @@ fn unsupported_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) 
             .is_some_and(|v| !v.is_null())
         {
             out.push(unsupported(format!("{section}.{key}"), why));
+        }
+    }
+    let tracker = raw.get("tracker");
+    let kind = tracker
+        .and_then(|t| t.get("kind"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    for key in KIND_KEYS {
+        let set = tracker
+            .and_then(|t| t.get(*key))
+            .is_some_and(|v| !v.is_null());
+        if set && !registry::tracker_reads_key(kind, key) {
+            out.push(unsupported(
+                format!("tracker.{key}"),
+                &format!("tracker kind {kind:?} does not read it"),
+            ));
         }
     }
     for kind in super::reactions_build::TRIAGE_KEYS {

@@ -190,6 +190,10 @@ pub struct TrackerSettings {
     pub handoff_state: Option<String>,
     /// `tracker.in_progress_state`.
     pub in_progress_state: Option<String>,
+    /// `tracker.api_version` as written; read by the kinds with API versions (Jira).
+    pub api_version: Option<String>,
+    /// `tracker.user_agent`; read by the kinds that send it (Jira).
+    pub user_agent: Option<String>,
     /// The kind's local data file, absolute; set only for kinds with a
     /// [`TrackerDescriptor::path_key`].
     pub path: Option<PathBuf>,
@@ -212,6 +216,8 @@ impl fmt::Debug for TrackerSettings {
             .field("query_filter", &self.query_filter)
             .field("handoff_state", &self.handoff_state)
             .field("in_progress_state", &self.in_progress_state)
+            .field("api_version", &self.api_version)
+            .field("user_agent", &self.user_agent)
             .field("path", &self.path)
             .field("block_keys", &self.block.keys().collect::<Vec<_>>())
             .finish()

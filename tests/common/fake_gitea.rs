@@ -16,6 +16,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::fake_server::{FakeServer, Recorded, Reply};
+use super::vendor_check::Vendor;
 
 use pulls::PullState;
 
@@ -133,7 +134,7 @@ pub fn issue_json(base: &str, number: u64, title: &str, closed: bool) -> Value {
         "id": 1000 + number, "number": number,
         "url": format!("{base}/api/v1/repos/{OWNER}/{REPO}/issues/{number}"),
         "html_url": format!("{base}/{OWNER}/{REPO}/issues/{number}"),
-        "user": {"id": 1, "login": "alice", "username": "alice"},
+        "user": {"id": 1, "login": "alice"},
         "original_author": "", "original_author_id": 0,
         "title": title, "body": format!("Body of {number}"), "ref": "", "assets": [],
         "labels": [], "milestone": null, "assignee": null, "assignees": null,
@@ -171,6 +172,7 @@ pub fn start_repo(full_name: &str, labels: &[&str]) -> FakeGitea {
         ..GiteaState::default()
     };
     let server = FakeServer::start(state, route);
+    server.check_against(Vendor::Gitea);
     let url = server.url.clone();
     server.with_state(|s| {
         s.base = url;
@@ -273,7 +275,7 @@ fn post_comment(s: &mut GiteaState, n: u64, req: &Recorded) -> Reply {
     let id = s.next_comment_id;
     let c = json!({"id": id, "html_url": format!("{}/{}/issues/{n}#issuecomment-{id}", s.base, s.full_name),
         "pull_request_url": "", "issue_url": format!("{}/{}/issues/{n}", s.base, s.full_name),
-        "user": {"id": 9, "login": "sortie-bot", "username": "sortie-bot"},
+        "user": {"id": 9, "login": "sortie-bot"},
         "original_author": "", "original_author_id": 0, "body": body, "assets": [],
         "created_at": "2026-01-05T00:00:00Z", "updated_at": "2026-01-05T00:00:00Z"});
     s.comments.entry(n).or_default().push(c.clone());

@@ -8,7 +8,9 @@
 //! GitLab does); issue links with `link_type`; `page`/`per_page` paging with `X-Page`,
 //! `X-Per-Page`, `X-Total` and `X-Next-Page` (empty on the last page); `PRIVATE-TOKEN` or
 //! `Authorization: Bearer` checked (401 otherwise); `RateLimit-*` headers on every answer; any
-//! path can be made to answer 500 through `failing`.
+//! path can be made to answer 500 through `failing`. Every exchange is checked against GitLab's
+//! generated description (`tests/common/vendor_check.rs`); issue relations and reviewers are not
+//! paged there, so the fake answers them whole.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -16,6 +18,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::fake_server::{FakeServer, Recorded, Reply};
+use super::vendor_check::Vendor;
 
 mod merge_requests;
 
@@ -129,13 +132,11 @@ pub fn issue_json(iid: u64, title: &str, labels: &[&str], closed: bool) -> Value
         "updated_at": "2026-01-01T00:00:00.000Z", "closed_at": null, "closed_by": null,
         "labels": labels, "milestone": null, "assignees": [], "assignee": null,
         "author": {"id": 1, "username": "root", "name": "Administrator", "state": "active"},
-        "type": "ISSUE", "issue_type": "issue", "user_notes_count": 0,
-        "merge_requests_count": 0, "upvotes": 0, "downvotes": 0, "due_date": null,
+        "type": "ISSUE", "issue_type": "issue", "due_date": null,
         "confidential": false, "discussion_locked": null,
         "web_url": format!("https://gitlab.example.com/{PROJECT}/-/issues/{iid}"),
         "references": {"short": format!("#{iid}"), "relative": format!("#{iid}"),
-            "full": format!("{PROJECT}#{iid}")},
-        "blocking_issues_count": 0, "has_tasks": false
+            "full": format!("{PROJECT}#{iid}")}
     })
 }
 
@@ -161,13 +162,15 @@ pub fn issue_path(iid: u64) -> String {
 }
 
 pub fn start() -> FakeGitlab {
-    FakeServer::start(
+    let server = FakeServer::start(
         GitlabState {
             next_note_id: 300,
             ..GitlabState::default()
         },
         route,
-    )
+    );
+    server.check_against(Vendor::Gitlab);
+    server
 }
 
 fn rate_headers(reply: Reply) -> Reply {
@@ -278,6 +281,8 @@ fn issue_route(s: &mut GitlabState, req: &Recorded, tail: &str) -> Reply {
     match (req.method.as_str(), parts.next().unwrap_or("")) {
         ("GET", "") => Reply::json(200, &s.issues[&iid]),
         ("PUT", "") => edit_issue(s, iid, req),
+        // Notes are not in GitLab's generated description (it is partial): their shape follows
+        // https://docs.gitlab.com/api/notes/, and `tools/vendor-specs/allowlist.yaml` says so.
         ("GET", "notes") => {
             let mut notes = s.notes.get(&iid).cloned().unwrap_or_default();
             // GitLab lists notes newest first unless asked otherwise.
@@ -303,17 +308,16 @@ fn issue_route(s: &mut GitlabState, req: &Recorded, tail: &str) -> Reply {
                 .get(&iid)
                 .into_iter()
                 .flatten()
-                .enumerate()
-                .filter_map(|(n, (other, kind))| {
+                .filter_map(|(other, kind)| {
                     let mut v = s.issues.get(other)?.clone();
-                    v["issue_link_id"] = json!(n + 1);
                     v["link_type"] = json!(kind);
                     v["link_created_at"] = json!("2026-01-02T00:00:00.000Z");
                     v["link_updated_at"] = json!("2026-01-02T00:00:00.000Z");
                     Some(v)
                 })
                 .collect();
-            paged(req, list)
+            // Not paged: GitLab answers every relation at once.
+            Reply::json(200, &Value::Array(list))
         }
         _ => not_found(),
     }

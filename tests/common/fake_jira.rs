@@ -4,7 +4,15 @@
 //! offer depend on the current status and POSTing one that is not on offer answers 400;
 //! `search/jql` over the subset of JQL sortie sends (`project =`, `status IN`, `key IN`,
 //! `id IN`, a parenthesised filter that is recorded, `ORDER BY`) paged by `nextPageToken`;
-//! comments paged by `startAt`/`maxResults`; Basic auth checked (401 otherwise).
+//! comments paged by `startAt`/`maxResults`; Basic auth checked (401 otherwise). Every exchange
+//! is checked against Jira Cloud's own v3 description (`tests/common/vendor_check.rs`).
+//!
+//! [`start_server`] serves Jira Server / Data Center's REST v2 instead, shaped by Atlassian's
+//! Jira Server REST API reference (`/rest/api/2`): `GET search` paged by `startAt` with
+//! `total`, descriptions and comment bodies as wiki-markup strings (an ADF object is refused
+//! with 400, as the v2 resources refuse a non-string body), a personal access token as
+//! `Authorization: Bearer` or `user:password` as Basic, and no v3 resources. No description of
+//! v2 is at hand, so that mode is not checked by the tool.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,10 +20,15 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::fake_server::{FakeServer, Recorded, Reply};
+use super::vendor_check::Vendor;
 
 pub const PROJECT: &str = "PROJ";
 pub const EMAIL: &str = "bot@example.com";
 pub const TOKEN: &str = "jira-fake-token-0123456789";
+/// The personal access token the Server / Data Center mode accepts as `Bearer`.
+pub const PAT: &str = "jira-server-pat-0123456789";
+/// The `user:password` the Server / Data Center mode accepts as Basic.
+pub const SERVER_LOGIN: &str = "jdoe:s3cret";
 
 /// `email:token`, as `$JIRA_API_TOKEN` holds it.
 pub fn api_key() -> String {
@@ -55,6 +68,8 @@ pub struct JiraState {
     pub drop_cursor: bool,
     /// The filters of every `search/jql` query, as sent.
     pub filters: Vec<String>,
+    /// Serving Jira Server / Data Center's REST v2 instead of Cloud's v3.
+    pub server: bool,
     next_comment_id: u64,
 }
 
@@ -119,8 +134,12 @@ impl JiraState {
                 "priority": i.priority.map(|p| json!({"id": p.to_string()})),
                 "labels": i.labels, "assignee": null, "issuetype": {"name": "Task"},
                 "parent": null, "issuelinks": links,
-                "description": {"type": "doc", "version": 1, "content": [
-                    {"type": "paragraph", "content": [{"type": "text", "text": format!("Body of {}", i.key)}]}]},
+                "description": if self.server {
+                    json!(format!("h2. Body\nBody of {}", i.key))
+                } else {
+                    json!({"type": "doc", "version": 1, "content": [
+                        {"type": "paragraph", "content": [{"type": "text", "text": format!("Body of {}", i.key)}]}]})
+                },
                 "created": format!("2026-01-01T00:00:{:02}.000+0000", id % 60),
                 "updated": "2026-01-02T00:00:00.000+0000",
             }
@@ -181,6 +200,20 @@ pub fn start() -> FakeJira {
         next_comment_id: 30_000,
         ..JiraState::default()
     };
+    let server = FakeServer::start(state, route);
+    server.check_against(Vendor::Jira);
+    server
+}
+
+/// Starts a fake Jira Server / Data Center (REST v2) serving project `PROJ`.
+pub fn start_server() -> FakeJira {
+    let state = JiraState {
+        project: PROJECT.to_string(),
+        workflow: default_workflow(),
+        next_comment_id: 30_000,
+        server: true,
+        ..JiraState::default()
+    };
     FakeServer::start(state, route)
 }
 
@@ -188,15 +221,32 @@ fn error(status: u16, message: &str) -> Reply {
     Reply::json(status, &json!({"errorMessages": [message], "errors": {}}))
 }
 
+/// Whether the request carries the mode's credentials.
+fn authorized(s: &JiraState, req: &Recorded) -> bool {
+    let basic = |pair: &str| format!("Basic {}", data_encoding::BASE64.encode(pair.as_bytes()));
+    let got = req.header("authorization").unwrap_or_default();
+    if s.server {
+        got == format!("Bearer {PAT}") || got == basic(SERVER_LOGIN)
+    } else {
+        got == basic(&api_key())
+    }
+}
+
 fn route(s: &mut JiraState, req: &Recorded) -> Reply {
-    let basic = data_encoding::BASE64.encode(api_key().as_bytes());
-    if req.header("authorization") != Some(format!("Basic {basic}").as_str()) {
+    if !authorized(s, req) {
         return error(401, "Client must be authenticated to access this resource.");
     }
-    if req.path == "/rest/api/3/search/jql" && req.method == "GET" {
-        return search(s, req);
+    let base = if s.server {
+        "/rest/api/2"
+    } else {
+        "/rest/api/3"
+    };
+    match (req.method.as_str(), req.path.strip_prefix(base)) {
+        ("GET", Some("/search/jql")) if !s.server => return search(s, req),
+        ("GET", Some("/search")) if s.server => return search(s, req),
+        _ => {}
     }
-    let Some(rest) = req.path.strip_prefix("/rest/api/3/issue/") else {
+    let Some(rest) = req.path.strip_prefix(&format!("{base}/issue/")) else {
         return error(404, "Not found");
     };
     let (id_or_key, tail) = rest.split_once('/').unwrap_or((rest, ""));
@@ -280,7 +330,13 @@ pub fn is_adf(v: &Value) -> bool {
 
 fn add_comment(s: &mut JiraState, id: u64, req: &Recorded) -> Reply {
     let body = req.json()["body"].clone();
-    if !is_adf(&body) {
+    if s.server && !body.is_string() {
+        return error(
+            400,
+            "Can not deserialize instance of java.lang.String out of START_OBJECT token",
+        );
+    }
+    if !s.server && !is_adf(&body) {
         return error(400, "Comment body is not valid Atlassian Document Format.");
     }
     s.next_comment_id += 1;
@@ -351,10 +407,13 @@ fn search(s: &mut JiraState, req: &Recorded) -> Reply {
     if jql.contains("ORDER BY priority") {
         ids.sort_by_key(|id| (s.issues[id].priority.unwrap_or(u32::MAX), *id));
     }
-    let start: usize = req
-        .param("nextPageToken")
-        .and_then(|t| t.strip_prefix("tok-").and_then(|n| n.parse().ok()))
-        .unwrap_or(0);
+    let start: usize = if s.server {
+        number(req, "startAt", 0)
+    } else {
+        req.param("nextPageToken")
+            .and_then(|t| t.strip_prefix("tok-").and_then(|n| n.parse().ok()))
+            .unwrap_or(0)
+    };
     let max = number(req, "maxResults", 50).clamp(1, 100);
     let page: Vec<Value> = ids
         .iter()
@@ -362,6 +421,13 @@ fn search(s: &mut JiraState, req: &Recorded) -> Reply {
         .take(max)
         .map(|id| s.json(*id))
         .collect();
+    if s.server {
+        return Reply::json(
+            200,
+            &json!({"expand": "names,schema", "startAt": start, "maxResults": max,
+                "total": ids.len(), "issues": page}),
+        );
+    }
     let last = start + max >= ids.len();
     let mut body = json!({"issues": page, "isLast": last});
     if !last && !s.drop_cursor {

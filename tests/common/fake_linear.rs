@@ -12,6 +12,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::fake_server::{FakeServer, Fault, Recorded, Reply};
+use super::vendor_check::Vendor;
 
 pub const TEAM: &str = "ENG";
 pub const TOKEN: &str = "lin_api_fake0123456789abcdef";
@@ -230,7 +231,9 @@ pub fn start() -> FakeLinear {
         next_comment: 1,
         ..LinearState::default()
     };
-    FakeServer::start(state, route)
+    let server = FakeServer::start(state, route);
+    server.check_against(Vendor::Linear);
+    server
 }
 
 /// The variables of every request of operation `op`, in order.
@@ -472,10 +475,11 @@ fn update_state(s: &mut LinearState, vars: &Value) -> Reply {
     if let Some(i) = s.issues.get_mut(&id) {
         i.state_id = sid;
     }
-    let small = s.small(&id);
+    // Exactly what `SortieIssueUpdate` selects.
+    let issue = json!({"id": id, "state": {"name": s.state_name(&s.issues[&id].state_id)}});
     Reply::json(
         200,
-        &json!({"data": {"issueUpdate": {"success": true, "issue": small}}}),
+        &json!({"data": {"issueUpdate": {"success": true, "issue": issue}}}),
     )
 }
 

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::vendor_check::{self, Vendor};
+
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
 pub struct Recorded {
@@ -163,6 +165,18 @@ struct Shared<S> {
     faults: Mutex<HashMap<(String, String), VecDeque<Fault>>>,
     journal: Mutex<Vec<Recorded>>,
     handler: Box<Handler<S>>,
+    conformance: Mutex<Conformance>,
+}
+
+/// The check of every exchange against a vendor's API description (`vendor_check`).
+#[derive(Default)]
+struct Conformance {
+    /// The vendor and the checker's address, once enabled.
+    vendor: Option<(Vendor, String)>,
+    /// Exchanges whose check has not finished.
+    in_flight: usize,
+    /// One message per distinct violation (the first exchange that showed it), by key.
+    violations: Vec<(String, String)>,
 }
 
 /// A running fake; stopped on drop.
@@ -194,6 +208,7 @@ impl<S: Send + 'static> FakeServer<S> {
             faults: Mutex::new(HashMap::new()),
             journal: Mutex::new(Vec::new()),
             handler: Box::new(handler),
+            conformance: Mutex::new(Conformance::default()),
         });
         let (srv, sh) = (Arc::clone(&server), Arc::clone(&shared));
         let thread = std::thread::spawn(move || {
@@ -273,6 +288,38 @@ impl<S: Send + 'static> FakeServer<S> {
             .collect()
     }
 
+    /// Checks every exchange from now on against `vendor`'s API description; the violations
+    /// no allowlist entry excuses fail the test when the server is dropped (see
+    /// [`FakeServer::vendor_violations`]). Without the checker installed this does nothing
+    /// (outside CI).
+    pub fn check_against(&self, vendor: Vendor) {
+        if let Some(addr) = vendor_check::checker() {
+            lock(&self.shared.conformance).vendor = Some((vendor, addr));
+        }
+    }
+
+    /// Whether exchanges are being checked against a vendor description.
+    pub fn is_checked(&self) -> bool {
+        lock(&self.shared.conformance).vendor.is_some()
+    }
+
+    /// The violations found so far, once every check under way has finished; they are taken,
+    /// so they no longer fail the test on drop.
+    pub fn vendor_violations(&self) -> Vec<String> {
+        let deadline = Instant::now() + vendor_check::CHECK;
+        loop {
+            let mut c = lock(&self.shared.conformance);
+            if c.in_flight == 0 || Instant::now() >= deadline {
+                return std::mem::take(&mut c.violations)
+                    .into_iter()
+                    .map(|(_, m)| m)
+                    .collect();
+            }
+            drop(c);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Forgets the journal (e.g. after setup).
     pub fn clear_journal(&self) {
         lock(&self.shared.journal).clear();
@@ -285,6 +332,17 @@ impl<S: Send + 'static> Drop for FakeServer<S> {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        if std::thread::panicking() || !self.is_checked() {
+            return;
+        }
+        let found = self.vendor_violations();
+        assert!(
+            found.is_empty(),
+            "{} exchange(s) with the fake violate the vendor's API description \
+             (tools/vendor-specs; excuse one only with an allowlist entry citing the vendor's docs):\n{}",
+            found.len(),
+            found.join("\n")
+        );
     }
 }
 
@@ -316,33 +374,67 @@ fn serve<S>(shared: &Shared<S>, mut req: tiny_http::Request) {
     while shared.hang.load(std::sync::atomic::Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(20));
     }
+    let checked = {
+        let mut c = lock(&shared.conformance);
+        c.in_flight += usize::from(c.vendor.is_some());
+        c.vendor.clone()
+    };
     let fault = lock(&shared.faults)
         .get_mut(&(recorded.method.clone(), recorded.path.clone()))
         .and_then(VecDeque::pop_front);
-    match fault {
-        Some(Fault::Status(reply)) => respond(req, reply),
-        Some(Fault::BadJson) => respond(
-            req,
-            Reply::json(200, &serde_json::json!(null)).with_body(b"{\"not json"),
-        ),
+    let answered = answer(shared, req, &recorded, fault);
+    if let Some((vendor, addr)) = checked {
+        let verdict = vendor_check::check(&addr, vendor, &recorded, answered.as_ref());
+        let found = vendor_check::unexcused(vendor, &recorded, &verdict);
+        let mut c = lock(&shared.conformance);
+        for (key, message) in found {
+            if !c.violations.iter().any(|(k, _)| *k == key) {
+                c.violations.push((key, message));
+            }
+        }
+        c.in_flight -= 1;
+    }
+}
+
+/// Serves the fault or the handler's answer; the handler's answer is returned for the check.
+fn answer<S>(
+    shared: &Shared<S>,
+    req: tiny_http::Request,
+    recorded: &Recorded,
+    fault: Option<Fault>,
+) -> Option<Reply> {
+    let reply = match fault {
+        Some(Fault::Status(reply)) => {
+            respond(req, reply);
+            return None;
+        }
+        Some(Fault::BadJson) => {
+            respond(
+                req,
+                Reply::json(200, &serde_json::json!(null)).with_body(b"{\"not json"),
+            );
+            return None;
+        }
         Some(Fault::Truncated) => {
             let mut w = req.into_writer();
             let _ = w.write_all(
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\nConnection: close\r\n\r\n[{\"number\": 1, \"ti",
             );
             let _ = w.flush();
+            return None;
         }
-        Some(Fault::Dropped) => drop(req.into_writer()),
+        Some(Fault::Dropped) => {
+            drop(req.into_writer());
+            return None;
+        }
         Some(Fault::Delay(d)) => {
             std::thread::sleep(d);
-            let reply = (shared.handler)(&mut lock(&shared.state), &recorded);
-            respond(req, reply);
+            (shared.handler)(&mut lock(&shared.state), recorded)
         }
-        None => {
-            let reply = (shared.handler)(&mut lock(&shared.state), &recorded);
-            respond(req, reply);
-        }
-    }
+        None => (shared.handler)(&mut lock(&shared.state), recorded),
+    };
+    respond(req, reply.clone());
+    Some(reply)
 }
 
 impl Reply {

@@ -19,6 +19,7 @@
 //! - [`real_cli`]: the real agent CLIs installed from the npm registry;
 //! - [`schema_check`]: the strict OpenAPI validator;
 //! - [`stages`]: a constructed state with stage chains and an issue between stages;
+//! - [`vendor_check`]: every exchange of a vendor fake checked against the vendor's API description;
 //! - [`sshd`]: a real OpenSSH server on 127.0.0.1 with throwaway keys.
 #![allow(dead_code)]
 
@@ -42,6 +43,7 @@ pub mod schema_check;
 pub mod sshd;
 pub mod stages;
 pub mod store;
+pub mod vendor_check;
 pub mod wait;
 pub mod workflow;
 

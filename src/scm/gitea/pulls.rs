@@ -127,6 +127,15 @@ pub fn merge_outcome(result: Result<(), HttpError>) -> ScmResult<MergeOutcome> {
     }
 }
 
+/// The body of `repoMergePullRequest`: the style as `do`, the key Gitea's description requires
+/// since 1.21 (earlier descriptions spelled it `Do`; every version decodes the form's keys
+/// without regard to case, so `do` is accepted by old and new servers alike), and
+/// `head_commit_id` as the guard.
+pub fn merge_body(strategy: MergeStrategy, head_sha: &str) -> Value {
+    json!({"do": merge_style(strategy), "head_commit_id": head_sha,
+        "delete_branch_after_merge": false})
+}
+
 /// Merges with `head_commit_id` as the guard; a merged answer is followed by a read for the
 /// merge commit (Gitea's merge answer is empty), which may fail without undoing the merge.
 pub fn merge(
@@ -135,8 +144,7 @@ pub fn merge(
     strategy: MergeStrategy,
     head_sha: &str,
 ) -> ScmResult<MergeOutcome> {
-    let body = json!({"Do": merge_style(strategy), "head_commit_id": head_sha,
-        "delete_branch_after_merge": false});
+    let body = merge_body(strategy, head_sha);
     let req = Request::new(Method::Post, format!("{}/merge", Api::pull_path(pr))).json(&body);
     let outcome = merge_outcome(api.send(req).map(drop))?;
     if !matches!(outcome, MergeOutcome::Merged { .. }) {
@@ -156,14 +164,15 @@ pub fn merge(
     Ok(MergeOutcome::Merged { sha })
 }
 
-/// `DELETE /repos/R/branches/{branch}` (each path segment encoded, `/` kept: Gitea routes the
-/// rest of the path as the name); a branch already gone is `Ok`.
+/// `DELETE /repos/R/branches/{branch}` with the whole name as one encoded segment (`sortie/1`
+/// as `sortie%2F1`): the description's `{branch}` is a single path segment, and Gitea, which
+/// routes `/branches/*` and unescapes the parameter, reads the same branch from either form. A
+/// branch already gone is `Ok`.
 pub fn delete_branch(api: &Api, pr: &PullRequestRef, branch: &str) -> ScmResult<()> {
     if branch.trim().is_empty() {
         return Err(own(ScmErrorKind::Payload, "no branch to delete"));
     }
-    let name: Vec<String> = branch.split('/').map(encode).collect();
-    let path = format!("{}/branches/{}", Api::repo_path(pr), name.join("/"));
+    let path = format!("{}/branches/{}", Api::repo_path(pr), encode(branch));
     absent_is_ok(api.send(Request::new(Method::Delete, path))).map_err(|e| scm_error(&e))
 }
 
@@ -219,6 +228,14 @@ mod tests {
         );
         e.status = Some(status);
         e
+    }
+
+    #[test]
+    fn the_merge_body_says_do_in_lower_case() {
+        let body = merge_body(MergeStrategy::Squash, "s1");
+        assert_eq!(body["do"], "squash");
+        assert!(body.get("Do").is_none());
+        assert_eq!(body["head_commit_id"], "s1");
     }
 
     #[test]

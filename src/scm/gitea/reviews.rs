@@ -19,7 +19,7 @@ use super::api::{Api, epoch_ms, scm_error};
 use crate::http_client::Request;
 use crate::scm::{PullRequestRef, ReviewComment, ReviewDecision, ScmResult};
 
-/// Pages of reviews, and of each review's comments, read (50 each).
+/// Pages of reviews read (50 each).
 const REVIEW_PAGE_CAP: usize = 20;
 
 fn login(v: &Value) -> String {
@@ -102,10 +102,7 @@ pub fn comments(api: &Api, pr: &PullRequestRef) -> ScmResult<Vec<ReviewComment>>
         let Some(id) = review["id"].as_u64() else {
             continue;
         };
-        let req = Request::get(format!("{}/reviews/{id}/comments", Api::pull_path(pr)));
-        let code = api
-            .list(req, REVIEW_PAGE_CAP, "review comments")
-            .map_err(|e| scm_error(&e))?;
+        let code = review_comments(api, pr, id)?;
         let stale = review["stale"].as_bool() == Some(true);
         for c in code.iter().filter_map(|c| code_comment(c, stale)) {
             if seen.insert(c.id.clone()) {
@@ -114,6 +111,15 @@ pub fn comments(api: &Api, pr: &PullRequestRef) -> ScmResult<Vec<ReviewComment>>
         }
     }
     Ok(out)
+}
+
+/// A review's code comments. `repoGetPullReviewComments` is not paged (it declares no `page` or
+/// `limit`, and Gitea answers every comment of the review at once), so it is one request.
+fn review_comments(api: &Api, pr: &PullRequestRef, id: u64) -> ScmResult<Vec<Value>> {
+    let req = Request::get(format!("{}/reviews/{id}/comments", Api::pull_path(pr)));
+    api.send(req)
+        .and_then(|r| r.json_array())
+        .map_err(|e| scm_error(&e))
 }
 
 /// The decision over reviews listed oldest first.

@@ -11,8 +11,9 @@
 //! - Review comments: unresolved, resolvable, non-system notes of the discussions (diff notes
 //!   carry `position.new_path` / `new_line`); GitLab reports no "outdated" flag here, so none is
 //!   set. <https://docs.gitlab.com/ee/api/discussions.html>
-//! - Review decision: `approved` → approved, `approvals_left > 0` → review required, else none;
-//!   GitLab has no "changes requested" in this API.
+//! - Review decision: a reviewer in state `requested_changes` → changes requested; else
+//!   `approved` → approved; approvals still owed (`approvals_left`, else `approvals_required`
+//!   less `approved_by`, where the instance sends them) → review required; else none.
 //!   <https://docs.gitlab.com/ee/api/merge_request_approvals.html>
 //! - Read, merge (`sha` guard, `squash` for the squash strategy; the rebase strategy merges as
 //!   the project's merge method is configured), label removal (`remove_labels`):

@@ -94,11 +94,21 @@ pub fn comments(api: &Api, pr: &PullRequestRef) -> ScmResult<Vec<ReviewComment>>
     Ok(out)
 }
 
-/// The decision from an approvals answer.
+/// The decision from an approvals answer, read from the fields GitLab's description gives it:
+/// `approved` decides; otherwise approvals still owed are review required. What is owed is
+/// `approvals_left` where the answer has it, else `approvals_required` (GitLab Premium) less
+/// the approvals in `approved_by`; an answer with neither (GitLab Free) owes none.
 pub fn decision_of(v: &Value) -> ReviewDecision {
     if v["approved"].as_bool() == Some(true) {
-        ReviewDecision::Approved
-    } else if v["approvals_left"].as_u64().is_some_and(|n| n > 0) {
+        return ReviewDecision::Approved;
+    }
+    let given = v["approved_by"].as_array().map_or(0, Vec::len) as u64;
+    let left = v["approvals_left"].as_u64().or_else(|| {
+        v["approvals_required"]
+            .as_u64()
+            .map(|n| n.saturating_sub(given))
+    });
+    if left.is_some_and(|n| n > 0) {
         ReviewDecision::ReviewRequired
     } else {
         ReviewDecision::None
@@ -113,8 +123,9 @@ pub fn changes_requested(reviewers: &[Value]) -> bool {
 }
 
 pub fn decision(api: &Api, pr: &PullRequestRef) -> ScmResult<ReviewDecision> {
+    // "Get single merge request reviewers" is not paged: one request for every reviewer.
     let req = Request::get(format!("{}/reviewers", Api::mr_path(pr)));
-    match api.list(req, 1, "reviewers") {
+    match api.send(req).and_then(|r| r.json_array()) {
         Ok(reviewers) if changes_requested(&reviewers) => {
             return Ok(ReviewDecision::ChangesRequested);
         }
@@ -165,6 +176,20 @@ mod tests {
             ReviewDecision::ReviewRequired
         );
         assert_eq!(decision_of(&json!({})), ReviewDecision::None);
+        // Without `approvals_left`: what is required, less who approved.
+        let owed = |required: u64, by: usize| {
+            let approvers: Vec<Value> = (0..by).map(|i| json!({"user": {"id": i}})).collect();
+            decision_of(&json!({"approved": false, "approvals_required": required,
+                "approved_by": approvers}))
+        };
+        assert_eq!(owed(2, 1), ReviewDecision::ReviewRequired);
+        assert_eq!(owed(1, 1), ReviewDecision::None);
+        // GitLab Free: `approved` and `approved_by` only.
+        assert_eq!(
+            decision_of(&json!({"approved": false, "approved_by": [],
+                "user_has_approved": false, "user_can_approve": true})),
+            ReviewDecision::None
+        );
     }
 
     #[test]

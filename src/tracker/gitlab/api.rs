@@ -116,9 +116,13 @@ impl GitlabApi {
         self.list(req, "notes")
     }
 
-    /// The issues linked to one issue, each with its `link_type`.
+    /// The issues linked to one issue, each with its `link_type`: one request, since "List issue
+    /// relations" is not paged (GitLab's description declares no `page` or `per_page` for it,
+    /// and the server answers every relation at once).
     pub fn links(&self, iid: &str) -> Result<Vec<Value>, HttpError> {
-        self.list(Request::get(self.issue_path(iid, "/links")), "links")
+        self.client
+            .send(Request::get(self.issue_path(iid, "/links")))?
+            .json_array()
     }
 
     pub fn post_note(&self, iid: &str, body: &str) -> Result<(), HttpError> {

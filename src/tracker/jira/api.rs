@@ -1,12 +1,15 @@
-//! Requests shaped as Jira Cloud's REST API v3 documents them (Basic `email:token`,
-//! `Accept: application/json`) over the shared HTTP client: JQL search by `nextPageToken`,
-//! comments by `startAt` offset, transitions, comments and label edits.
+//! Requests shaped as Jira's REST API documents them over the shared HTTP client: Jira Cloud's
+//! v3 (Basic `email:token`, JQL search by `nextPageToken` at `search/jql`, ADF bodies) or Jira
+//! Server / Data Center's v2 (Bearer personal access token or Basic `user:password`, JQL search
+//! by `startAt` offset at `search`, wiki-markup bodies); both page comments by `startAt`, and
+//! take transitions and label edits alike. `Accept: application/json` and, when configured,
+//! `tracker.user_agent` go with every request.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::settings::JiraConfig;
+use super::settings::{ApiVersion, JiraAuth, JiraConfig};
 use crate::clock::Clock;
 use crate::http_client::{
     ClientOptions, CursorPage, ErrorClass, HttpClient, HttpError, Method, RateLimitStatus, Request,
@@ -21,6 +24,9 @@ const PAGE: usize = 50;
 pub struct JiraApi {
     client: HttpClient,
     page_cap: usize,
+    version: ApiVersion,
+    /// `/rest/api/3` or `/rest/api/2`.
+    base: &'static str,
 }
 
 fn payload(r: &crate::http_client::Response, detail: String) -> HttpError {
@@ -30,27 +36,83 @@ fn payload(r: &crate::http_client::Response, detail: String) -> HttpError {
 impl JiraApi {
     pub fn new(c: &JiraConfig, clock: Arc<dyn Clock>) -> Self {
         let mut opts = ClientOptions::tuned(&c.endpoint, &c.tuning);
-        let basic = data_encoding::BASE64.encode(format!("{}:{}", c.email, c.token).as_bytes());
-        // The encoded pair is as secret as the token it carries.
-        crate::mask::register_secret(&basic);
-        opts.auth = Some(("Authorization".into(), format!("Basic {basic}")));
+        let auth = match &c.auth {
+            JiraAuth::Basic { user, secret } => {
+                let basic = data_encoding::BASE64.encode(format!("{user}:{secret}").as_bytes());
+                // The encoded pair is as secret as the token it carries.
+                crate::mask::register_secret(&basic);
+                format!("Basic {basic}")
+            }
+            JiraAuth::Bearer(token) => format!("Bearer {token}"),
+        };
+        opts.auth = Some(("Authorization".into(), auth));
         opts.headers = vec![("Accept".into(), "application/json".into())];
+        if let Some(ua) = &c.user_agent {
+            opts.headers.push(("User-Agent".into(), ua.clone()));
+        }
         JiraApi {
             client: HttpClient::new(opts, clock, Arc::new(ThreadSleeper)),
             page_cap: c.tuning.page_cap,
+            version: c.api_version,
+            base: match c.api_version {
+                ApiVersion::V2 => "/rest/api/2",
+                ApiVersion::V3 => "/rest/api/3",
+            },
         }
+    }
+
+    pub fn version(&self) -> ApiVersion {
+        self.version
     }
 
     pub fn rate_limit(&self) -> Option<RateLimitStatus> {
         self.client.rate_limit()
     }
 
-    fn issue_path(id: &str, rest: &str) -> String {
-        format!("/rest/api/3/issue/{}{rest}", encode(id.trim()))
+    fn issue_path(&self, id: &str, rest: &str) -> String {
+        format!("{}/issue/{}{rest}", self.base, encode(id.trim()))
     }
 
     /// Every issue matching `jql`, page by page up to the page cap.
     pub fn search(&self, jql: &str, fields: &str) -> Result<Vec<Value>, HttpError> {
+        match self.version {
+            ApiVersion::V3 => self.search_jql(jql, fields),
+            ApiVersion::V2 => self.search_offset(jql, fields),
+        }
+    }
+
+    /// Jira Server / Data Center's `GET /rest/api/2/search`, paged by `startAt` until a page
+    /// reaches `total` or comes back empty.
+    fn search_offset(&self, jql: &str, fields: &str) -> Result<Vec<Value>, HttpError> {
+        let mut out = Vec::new();
+        for _ in 0..self.page_cap {
+            let req = Request::get("/rest/api/2/search")
+                .query("jql", jql)
+                .query("fields", fields)
+                .query("maxResults", PAGE.to_string())
+                .query("startAt", out.len().to_string());
+            let resp = self.client.send(req)?;
+            let body: Value = resp.json()?;
+            let Some(page) = body.get("issues").and_then(Value::as_array) else {
+                return Err(payload(&resp, "answer has no issues array".into()));
+            };
+            let start = body.get("startAt").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let total = body.get("total").and_then(Value::as_u64).unwrap_or(0) as usize;
+            out.extend(page.iter().cloned());
+            if page.is_empty() || start + page.len() >= total {
+                return Ok(out);
+            }
+        }
+        log::warn!(
+            "page cap reached, result is partial list=search page_cap={} items_read={}",
+            self.page_cap,
+            out.len()
+        );
+        Ok(out)
+    }
+
+    /// Jira Cloud's `GET /rest/api/3/search/jql`, paged by `nextPageToken`.
+    fn search_jql(&self, jql: &str, fields: &str) -> Result<Vec<Value>, HttpError> {
         collect_cursor_pages(self.page_cap, "/rest/api/3/search/jql", |cursor| {
             let mut req = Request::get("/rest/api/3/search/jql")
                 .query("jql", jql)
@@ -83,7 +145,7 @@ impl JiraApi {
 
     /// One issue with the standard fields.
     pub fn issue(&self, id: &str) -> Result<Value, HttpError> {
-        let req = Request::get(Self::issue_path(id, "")).query("fields", FIELDS);
+        let req = Request::get(self.issue_path(id, "")).query("fields", FIELDS);
         self.client.send(req)?.json()
     }
 
@@ -91,7 +153,7 @@ impl JiraApi {
     pub fn comments(&self, id: &str) -> Result<Vec<Value>, HttpError> {
         let mut out = Vec::new();
         for _ in 0..self.page_cap {
-            let req = Request::get(Self::issue_path(id, "/comment"))
+            let req = Request::get(self.issue_path(id, "/comment"))
                 .query("orderBy", "created")
                 .query("maxResults", PAGE.to_string())
                 .query("startAt", out.len().to_string());
@@ -118,26 +180,26 @@ impl JiraApi {
     /// The transitions available from the issue's current status.
     pub fn transitions(&self, id: &str) -> Result<Value, HttpError> {
         self.client
-            .send(Request::get(Self::issue_path(id, "/transitions")))?
+            .send(Request::get(self.issue_path(id, "/transitions")))?
             .json()
     }
 
     pub fn do_transition(&self, id: &str, transition_id: &str) -> Result<(), HttpError> {
-        let req = Request::new(Method::Post, Self::issue_path(id, "/transitions"))
+        let req = Request::new(Method::Post, self.issue_path(id, "/transitions"))
             .json(&json!({"transition": {"id": transition_id}}));
         self.client.send(req).map(drop)
     }
 
-    /// Posts `adf` (a document) as a new comment.
-    pub fn post_comment(&self, id: &str, adf: Value) -> Result<(), HttpError> {
-        let req = Request::new(Method::Post, Self::issue_path(id, "/comment"))
-            .json(&json!({"body": adf}));
+    /// Posts `body` as a new comment: an ADF document on v3, wiki-markup text on v2.
+    pub fn post_comment(&self, id: &str, body: Value) -> Result<(), HttpError> {
+        let req = Request::new(Method::Post, self.issue_path(id, "/comment"))
+            .json(&json!({ "body": body }));
         self.client.send(req).map(drop)
     }
 
     /// `op` is `add` or `remove`; Jira treats either as a no-op when already so.
     pub fn edit_label(&self, id: &str, op: &str, label: &str) -> Result<(), HttpError> {
-        let req = Request::new(Method::Put, Self::issue_path(id, ""))
+        let req = Request::new(Method::Put, self.issue_path(id, ""))
             .json(&json!({"update": {"labels": [{ op: label }]}}));
         self.client.send(req).map(drop)
     }

@@ -1,6 +1,8 @@
-//! The `jira` tracker: issues of one Jira Cloud project (`tracker.project: KEY`) read by JQL,
-//! with status names as states. Transitions follow the project's workflow (the first
-//! transition into the wanted status), comments are posted as ADF, and blockers come from the
+//! The `jira` tracker: issues of one Jira project (`tracker.project: KEY`) read by JQL, with
+//! status names as states, on Jira Cloud (REST v3, the default) or Jira Server / Data Center
+//! (`tracker.api_version: "2"`, REST v2). Transitions follow the project's workflow (the first
+//! transition into the wanted status), comments are posted as ADF on v3 and as wiki-markup text
+//! on v2 (descriptions and comments read back as text either way), and blockers come from the
 //! inward side of an issue-link type in the issue payload itself.
 
 mod adf;
@@ -33,6 +35,22 @@ use crate::tracker::{
 };
 
 use api::JiraApi;
+use settings::ApiVersion;
+
+/// Whether an endpoint is a Jira Cloud site, or a loopback address (tests, local proxies).
+fn is_cloud_or_local(endpoint: &str) -> bool {
+    let rest = endpoint.split_once("://").map_or(endpoint, |(_, r)| r);
+    let host = rest
+        .split(['/', ':'])
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    host.ends_with(".atlassian.net")
+        || host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
 
 /// The configuration name of this kind (`tracker.kind`, and the `jira:` block).
 pub const KIND: &str = "jira";
@@ -52,7 +70,13 @@ fn validate(s: &TrackerSettings) -> Vec<SettingProblem> {
 
 fn build(s: &TrackerSettings, clock: Arc<dyn Clock>) -> TrackerResult<Arc<dyn TrackerAdapter>> {
     let c = settings::parse(s)?;
-    crate::mask::register_secret(&c.token);
+    crate::mask::register_secret(c.auth.secret());
+    if c.api_version == ApiVersion::V3 && !is_cloud_or_local(&c.endpoint) {
+        log::warn!(
+            "jira endpoint is not a Jira Cloud site; Jira Server and Data Center answer REST v3 with 404 (set tracker.api_version: \"2\") tracker={KIND} endpoint={}",
+            c.endpoint
+        );
+    }
     Ok(Arc::new(JiraTracker {
         api: JiraApi::new(&c, clock),
         project: c.project.clone(),
@@ -198,7 +222,12 @@ impl TrackerAdapter for JiraTracker {
     }
 
     fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
-        self.api.post_comment(id, adf::from_text(text)).map_err(err)
+        let body = match self.api.version() {
+            ApiVersion::V3 => adf::from_text(text),
+            // Server / Data Center's comment body is wiki markup; the text goes as written.
+            ApiVersion::V2 => Value::String(text.to_string()),
+        };
+        self.api.post_comment(id, body).map_err(err)
     }
 
     fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {

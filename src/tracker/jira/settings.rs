@@ -1,6 +1,8 @@
-//! The kind's settings: `tracker.*` plus the `jira:` block (`email`, `blocker_link_type`,
-//! `page_cap`, `timeout_ms`, `retry_base_ms`), checked without I/O. Jira Cloud authenticates
-//! with Basic `email:api-token`, so a missing email is as fatal as a missing token.
+//! The kind's settings: `tracker.*` (with `api_version` and `user_agent`) plus the `jira:` block
+//! (`email`, `blocker_link_type`, `page_cap`, `timeout_ms`, `retry_base_ms`), checked without
+//! I/O. Jira Cloud (REST v3, the default) authenticates with Basic `email:api-token`, so a
+//! missing email is as fatal as a missing token. Jira Server / Data Center (`api_version: "2"`,
+//! REST v2) takes a personal access token as `Bearer`, or `user:password` as Basic.
 
 use serde_json::Value;
 
@@ -14,13 +16,52 @@ pub const DEFAULT_ACTIVE: &[&str] = &["Backlog", "Selected for Development", "In
 /// The issue-link type whose inward side names an issue's blockers.
 const DEFAULT_LINK_TYPE: &str = "Blocks";
 
+/// Which REST API the site speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiVersion {
+    /// Jira Server / Data Center: `/rest/api/2`, offset-paged search, wiki-markup text.
+    V2,
+    /// Jira Cloud: `/rest/api/3`, `search/jql` by cursor, Atlassian Document Format.
+    V3,
+}
+
+/// How requests authenticate.
+#[derive(Clone, PartialEq, Eq)]
+pub enum JiraAuth {
+    /// `Authorization: Basic base64(user:secret)` (Cloud: email and API token).
+    Basic { user: String, secret: String },
+    /// `Authorization: Bearer <token>`: a Server / Data Center personal access token.
+    Bearer(String),
+}
+
+impl std::fmt::Debug for JiraAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JiraAuth::Basic { user, .. } => write!(f, "Basic({user}:{})", crate::mask::REDACTED),
+            JiraAuth::Bearer(_) => write!(f, "Bearer({})", crate::mask::REDACTED),
+        }
+    }
+}
+
+impl JiraAuth {
+    /// The secret part, registered for masking.
+    pub fn secret(&self) -> &str {
+        match self {
+            JiraAuth::Basic { secret, .. } => secret,
+            JiraAuth::Bearer(t) => t,
+        }
+    }
+}
+
 /// Everything the adapter needs, resolved.
 #[derive(Debug, Clone)]
 pub struct JiraConfig {
     /// The site root, no trailing `/`.
     pub endpoint: String,
-    pub email: String,
-    pub token: String,
+    pub api_version: ApiVersion,
+    pub auth: JiraAuth,
+    /// `tracker.user_agent`; `None` keeps the client's `sortie/<version>`.
+    pub user_agent: Option<String>,
     pub project: String,
     /// Config order and casing (Jira compares status names case-insensitively).
     pub active: Vec<String>,
@@ -43,16 +84,10 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
         )),
         Some(_) => {}
     }
-    match credentials(s) {
-        Credentials::NoToken => out.push(SettingProblem::new(
-            "tracker.api_key",
-            "tracker.api_key is required for tracker kind \"jira\": set it to $JIRA_API_TOKEN holding email:api-token (a token with Browse projects, Edit issues, Transition issues and Add comments)",
-        )),
-        Credentials::NoEmail => out.push(SettingProblem::new(
-            "tracker.api_key",
-            "tracker.api_key for tracker kind \"jira\" has no account email: write it as email:api-token, or set jira.email",
-        )),
-        Credentials::Ok(..) => {}
+    match api_version(s) {
+        Err(e) => out.push(SettingProblem::new("tracker.api_version", &e)),
+        Ok(ApiVersion::V2) => server_problems(s, &mut out),
+        Ok(ApiVersion::V3) => cloud_credential_problems(s, &mut out),
     }
     if s.project.as_deref().is_none_or(|p| p.trim().is_empty()) {
         out.push(SettingProblem::new(
@@ -75,6 +110,72 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
         ));
     }
     out
+}
+
+/// `tracker.api_version`: absent or `"3"` is Jira Cloud's v3, `"2"` Server / Data Center's.
+fn api_version(s: &TrackerSettings) -> Result<ApiVersion, String> {
+    match s.api_version.as_deref().map(str::trim) {
+        None | Some("") | Some("3") => Ok(ApiVersion::V3),
+        Some("2") => Ok(ApiVersion::V2),
+        Some(other) => Err(format!(
+            "tracker.api_version must be \"2\" (Jira Server / Data Center) or \"3\" (Jira Cloud), not {other:?}"
+        )),
+    }
+}
+
+/// The endpoint's host when it is a Jira Cloud site (`*.atlassian.net`).
+fn cloud_host(s: &TrackerSettings) -> Option<String> {
+    let e = s.endpoint.as_deref()?.trim();
+    let rest = e.split_once("://").map_or(e, |(_, r)| r);
+    let host = rest.split(['/', ':']).next()?.to_ascii_lowercase();
+    host.ends_with(".atlassian.net").then_some(host)
+}
+
+/// Server / Data Center: a site that is not Jira Cloud, and a token or `user:password`.
+fn server_problems(s: &TrackerSettings, out: &mut Vec<SettingProblem>) {
+    if let Some(host) = cloud_host(s) {
+        out.push(SettingProblem::new(
+            "tracker.api_version",
+            format!("tracker.api_version \"2\" is Jira Server / Data Center's REST API; {host} is Jira Cloud, which needs \"3\""),
+        ));
+    }
+    if credentials_v2(s).is_none() {
+        out.push(SettingProblem::new(
+            "tracker.api_key",
+            "tracker.api_key is required for tracker kind \"jira\" with api_version \"2\": set it to $JIRA_API_TOKEN holding a personal access token, or user:password",
+        ));
+    }
+}
+
+/// Server / Data Center credentials: `user:password` (split on the first `:`) as Basic, a
+/// colon-free key as a personal access token.
+fn credentials_v2(s: &TrackerSettings) -> Option<JiraAuth> {
+    let key = s.api_key.as_deref().map(str::trim).unwrap_or_default();
+    if key.is_empty() {
+        return None;
+    }
+    match key.split_once(':') {
+        Some((u, p)) if !u.trim().is_empty() && !p.trim().is_empty() => Some(JiraAuth::Basic {
+            user: u.trim().to_string(),
+            secret: p.trim().to_string(),
+        }),
+        Some(_) => None,
+        None => Some(JiraAuth::Bearer(key.to_string())),
+    }
+}
+
+fn cloud_credential_problems(s: &TrackerSettings, out: &mut Vec<SettingProblem>) {
+    match credentials(s) {
+        Credentials::NoToken => out.push(SettingProblem::new(
+            "tracker.api_key",
+            "tracker.api_key is required for tracker kind \"jira\": set it to $JIRA_API_TOKEN holding email:api-token (a token with Browse projects, Edit issues, Transition issues and Add comments)",
+        )),
+        Credentials::NoEmail => out.push(SettingProblem::new(
+            "tracker.api_key",
+            "tracker.api_key for tracker kind \"jira\" has no account email: write it as email:api-token, or set jira.email",
+        )),
+        Credentials::Ok(..) => {}
+    }
 }
 
 enum Credentials {
@@ -110,12 +211,21 @@ fn credentials(s: &TrackerSettings) -> Credentials {
 /// The resolved settings; the first problem is an error.
 pub fn parse(s: &TrackerSettings) -> Result<JiraConfig, TrackerError> {
     settings_check::first_problem(KIND, problems(s))?;
-    let Credentials::Ok(email, token) = credentials(s) else {
-        return Err(TrackerError::new(
+    let missing = |why: &str| {
+        TrackerError::new(
             TrackerErrorKind::MissingTrackerApiKey,
             KIND,
-            "tracker.api_key is not email:api-token",
-        ));
+            why.to_string(),
+        )
+    };
+    let api_version = api_version(s).map_err(|e| missing(&e))?;
+    let auth = match api_version {
+        ApiVersion::V2 => credentials_v2(s)
+            .ok_or_else(|| missing("tracker.api_key is not a token or user:password"))?,
+        ApiVersion::V3 => match credentials(s) {
+            Credentials::Ok(user, secret) => JiraAuth::Basic { user, secret },
+            _ => return Err(missing("tracker.api_key is not email:api-token")),
+        },
     };
     let active: Vec<String> = s
         .active_states
@@ -131,8 +241,14 @@ pub fn parse(s: &TrackerSettings) -> Result<JiraConfig, TrackerError> {
             .trim()
             .trim_end_matches('/')
             .to_string(),
-        email,
-        token,
+        api_version,
+        auth,
+        user_agent: s
+            .user_agent
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(String::from),
         project: s.project.as_deref().unwrap_or_default().trim().to_string(),
         active: if active.is_empty() {
             DEFAULT_ACTIVE.iter().map(|a| a.to_string()).collect()
@@ -187,13 +303,51 @@ mod tests {
     fn the_token_splits_on_the_first_colon_and_defaults_apply() {
         let c =
             parse(&settings(Some("me@x.io:a:b"), Some(" P "))).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((c.email.as_str(), c.token.as_str()), ("me@x.io", "a:b"));
+        assert_eq!(
+            c.auth,
+            JiraAuth::Basic {
+                user: "me@x.io".into(),
+                secret: "a:b".into()
+            }
+        );
+        assert_eq!(c.api_version, ApiVersion::V3);
         assert_eq!(c.endpoint, "https://x.atlassian.net");
         assert_eq!(c.project, "P");
         assert_eq!(c.active, DEFAULT_ACTIVE);
         assert_eq!((c.link_type.as_str(), c.tuning.page_cap), ("Blocks", 200));
         let mut s = settings(Some("a:b"), Some("P"));
         s.endpoint = Some("https://x.atlassian.net/rest/api/3".into());
+        assert_eq!(problems(&s).len(), 1);
+    }
+
+    #[test]
+    fn api_version_2_takes_a_token_or_user_password_and_no_cloud_site() {
+        let mut s = settings(Some("pat-0123"), Some("P"));
+        s.endpoint = Some("https://jira.example.com".into());
+        s.api_version = Some("2".into());
+        assert!(problems(&s).is_empty(), "{:?}", problems(&s));
+        let c = parse(&s).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.api_version, ApiVersion::V2);
+        assert_eq!(c.auth, JiraAuth::Bearer("pat-0123".into()));
+        s.api_key = Some("jdoe:secret".into());
+        assert_eq!(
+            parse(&s).map(|c| c.auth).ok(),
+            Some(JiraAuth::Basic {
+                user: "jdoe".into(),
+                secret: "secret".into()
+            })
+        );
+        s.api_key = Some(":secret".into());
+        assert_eq!(problems(&s).len(), 1);
+        s.api_key = Some("pat".into());
+        s.endpoint = Some("https://x.atlassian.net".into());
+        let p = problems(&s);
+        assert!(p.len() == 1 && p[0].message.contains("Jira Cloud"), "{p:?}");
+        s.api_version = Some("4".into());
+        let p = problems(&s);
+        assert!(p.len() == 1 && p[0].field == "tracker.api_version", "{p:?}");
+        // Version 3 still wants email:token.
+        s.api_version = Some("3".into());
         assert_eq!(problems(&s).len(), 1);
     }
 }

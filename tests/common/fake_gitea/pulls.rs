@@ -38,7 +38,7 @@ pub struct PullState {
 /// A commit status in Gitea's shape.
 pub fn status_json(id: u64, context: &str, status: &str, target_url: &str) -> Value {
     json!({"id": id, "status": status, "target_url": target_url, "description": "",
-        "context": context, "creator": {"id": -2, "login": "gitea-actions", "username": "gitea-actions"},
+        "context": context, "creator": {"id": -2, "login": "gitea-actions"},
         "created_at": "2026-04-01T09:01:00Z", "updated_at": "2026-04-01T09:02:00Z"})
 }
 
@@ -115,7 +115,7 @@ impl GiteaState {
             .label(label)
             .unwrap_or_else(|| json!({"id": 0, "name": label}));
         self.pr.timeline.entry(index).or_default().push(json!({
-            "id": id, "type": "label", "user": {"id": 4, "login": user, "username": user},
+            "id": id, "type": "label", "user": {"id": 4, "login": user},
             "body": if added { "1" } else { "" }, "label": label,
             "created_at": format!("2026-04-01T11:{:02}:00Z", id % 60),
             "updated_at": format!("2026-04-01T11:{:02}:00Z", id % 60),
@@ -173,8 +173,8 @@ pub(super) fn route(s: &mut GiteaState, req: &Recorded, rest: &str) -> Option<Re
     if let Some(branch) = rest.strip_prefix("/branches/")
         && m == "DELETE"
     {
-        let name: Vec<String> = branch.split('/').map(decode).collect();
-        return Some(if s.pr.branches.remove(&name.join("/")) {
+        // Gitea routes `/branches/*` and unescapes it: `a/b` and `a%2Fb` name one branch.
+        return Some(if s.pr.branches.remove(&decode(branch)) {
             Reply::empty(204)
         } else {
             message(404, "The branch does not exist.")
@@ -207,6 +207,27 @@ fn pull_route(s: &mut GiteaState, req: &Recorded, index: u64, pull: Value, tail:
     }
 }
 
+/// The merge styles `MergePullRequestOption.do` takes.
+const MERGE_STYLES: &[&str] = &[
+    "merge",
+    "rebase",
+    "rebase-merge",
+    "squash",
+    "fast-forward-only",
+    "manually-merged",
+];
+
+/// The merge body's `do`, its key matched without regard to case as Gitea's form decoding
+/// (Go's `encoding/json`) matches it: `do` (the 1.21+ description) and `Do` (older ones) both
+/// name it.
+pub fn merge_style(body: &Value) -> Option<String> {
+    body.as_object()?
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("do"))
+        .and_then(|(_, v)| v.as_str())
+        .map(String::from)
+}
+
 fn merge(s: &mut GiteaState, index: u64, pull: &Value, req: &Recorded) -> Reply {
     let body = req.json();
     if pull["merged"].as_bool() == Some(true) {
@@ -215,8 +236,12 @@ fn merge(s: &mut GiteaState, index: u64, pull: &Value, req: &Recorded) -> Reply 
     if pull["state"] != "open" {
         return not_found();
     }
-    if body["Do"].as_str().is_none() {
-        return message(422, "[Do]: Required");
+    match merge_style(&body) {
+        None => return message(422, "[Do]: Required"),
+        Some(style) if !MERGE_STYLES.contains(&style.as_str()) => {
+            return message(422, "[Do]: In");
+        }
+        Some(_) => {}
     }
     if let Some(head) = body["head_commit_id"].as_str()
         && !head.is_empty()

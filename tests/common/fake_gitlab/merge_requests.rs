@@ -150,17 +150,23 @@ pub(super) fn route(s: &mut GitlabState, req: &Recorded, rest: &str) -> Option<R
             ("GET", "") => Reply::json(200, &mr),
             ("PUT", "") => edit(s, iid, req),
             ("PUT", "merge") => merge(s, iid, mr, req),
+            // Discussions and label events are not in GitLab's generated description (it is
+            // partial): their shapes follow https://docs.gitlab.com/api/discussions/ and
+            // https://docs.gitlab.com/api/resource_label_events/ (see the allowlist).
             ("GET", "discussions") => {
                 paged(req, s.mr.discussions.get(&iid).cloned().unwrap_or_default())
             }
+            // GitLab Free's answer unless a test sets one: the fields the description has.
             ("GET", "approvals") => Reply::json(
                 200,
                 s.mr.approvals
                     .get(&iid)
-                    .unwrap_or(&json!({"iid": iid, "approved": false, "approvals_left": 0})),
+                    .unwrap_or(&json!({"approved": false,
+                    "approved_by": [], "user_has_approved": false, "user_can_approve": true})),
             ),
+            // Not paged: GitLab answers every reviewer at once.
             ("GET", "reviewers") => match s.mr.reviewers.get(&iid) {
-                Some(list) => paged(req, list.clone()),
+                Some(list) => Reply::json(200, &Value::Array(list.clone())),
                 None => not_found(),
             },
             ("GET", "resource_label_events") => paged(
