@@ -1,3 +1,4 @@
+use std::any::Any;
 use std::io::Error as IoError;
 use std::io::{self, Cursor, ErrorKind, Read, Write};
 
@@ -78,6 +79,14 @@ pub struct Request {
 
     // sortie patch: told when `into_writer` takes the connection over
     detach_notice: Option<Sender<Handoff>>,
+
+    // sortie patch: the body read by the connection (servers with limits), until
+    // `as_reader` turns it into `data_reader`
+    body: Option<Vec<u8>>,
+
+    // sortie patch: the reservation `Limits::admit` made for the body; declared last, so it
+    // is released after the body's memory
+    _hold: Option<Box<dyn Any + Send>>,
 }
 
 struct NotifyOnDrop<R> {
@@ -143,6 +152,7 @@ pub fn new_request<R, W>(
     mut source_data: R,
     writer: W,
     max_body: Option<usize>,
+    hold: Option<Box<dyn Any + Send>>,
 ) -> Result<Request, RequestCreationError>
 where
     R: Read + Send + 'static,
@@ -203,18 +213,7 @@ where
                 writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
                 writer.flush()?;
             }
-            let mut buffer = vec![0; len];
-            source_data.read_exact(&mut buffer).map_err(|e| {
-                if e.kind() == ErrorKind::UnexpectedEof {
-                    IoError::new(
-                        ErrorKind::ConnectionAborted,
-                        "Connection has been closed before we received enough data",
-                    )
-                } else {
-                    e
-                }
-            })?;
-            buffer
+            read_body(&mut source_data, len)?
         } else if transfer_encoding.is_some() {
             if expects_continue {
                 writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
@@ -232,7 +231,7 @@ where
             Vec::new()
         };
         return Ok(Request {
-            data_reader: Some(Box::new(Cursor::new(body))),
+            data_reader: None,
             response_writer: Some(Box::new(writer) as Box<dyn Write + Send + 'static>),
             remote_addr,
             secure,
@@ -244,6 +243,8 @@ where
             must_send_continue: false,
             notify_when_responded: None,
             detach_notice: None,
+            body: Some(body),
+            _hold: hold,
         });
     }
 
@@ -303,7 +304,34 @@ where
         must_send_continue: expects_continue,
         notify_when_responded: None,
         detach_notice: None,
+        body: None,
+        _hold: hold,
     })
+}
+
+/// sortie patch: reads a body of `len` bytes as it arrives: the buffer is reserved once but
+/// filled (and so made resident) only as bytes come in, so a client that announces a large
+/// body and sends little holds little memory.
+fn read_body<R: Read>(source: &mut R, len: usize) -> io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    body.try_reserve_exact(len)
+        .map_err(|_| IoError::new(ErrorKind::OutOfMemory, "cannot reserve the request body"))?;
+    let mut chunk = [0u8; 16 * 1024];
+    while body.len() < len {
+        let want = (len - body.len()).min(chunk.len());
+        match source.read(&mut chunk[..want]) {
+            Ok(0) => {
+                return Err(IoError::new(
+                    ErrorKind::ConnectionAborted,
+                    "Connection has been closed before we received enough data",
+                ))
+            }
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(body)
 }
 
 impl Request {
@@ -438,7 +466,16 @@ impl Request {
             self.must_send_continue = false;
         }
 
+        if let Some(body) = self.body.take() {
+            self.data_reader = Some(Box::new(Cursor::new(body)));
+        }
         self.data_reader.as_mut().unwrap()
+    }
+
+    /// sortie patch: the body the connection read (servers with limits), without a copy;
+    /// `None` once `as_reader` took it, or when the body is read from the socket.
+    pub fn body(&self) -> Option<&[u8]> {
+        self.body.as_deref()
     }
 
     /// Turns the `Request` into a writer.
@@ -488,6 +525,9 @@ impl Request {
     fn extract_reader_impl(&mut self) -> Box<dyn Read + Send + 'static> {
         use std::mem;
 
+        if let Some(body) = self.body.take() {
+            self.data_reader = Some(Box::new(Cursor::new(body)));
+        }
         assert!(self.data_reader.is_some());
 
         let mut reader = None;
