@@ -118,6 +118,7 @@ pub use request::{ReadWrite, Request};
 pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
 
+mod body;
 mod client;
 mod common;
 mod conn_thread;

@@ -8,6 +8,7 @@ use std::str::FromStr;
 
 use std::sync::mpsc::Sender;
 
+use crate::body::{self, BodyBuf};
 use crate::client::Handoff;
 use crate::util::{EqualReader, FusedReader};
 use crate::{HTTPVersion, Header, Method, Response, StatusCode};
@@ -82,7 +83,7 @@ pub struct Request {
 
     // sortie patch: the body read by the connection (servers with limits), until
     // `as_reader` turns it into `data_reader`
-    body: Option<Vec<u8>>,
+    body: Option<BodyBuf>,
 
     // sortie patch: the reservation `Limits::admit` made for the body; declared last, so it
     // is released after the body's memory
@@ -213,22 +214,16 @@ where
                 writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
                 writer.flush()?;
             }
-            read_body(&mut source_data, len)?
+            body::read_exact(&mut source_data, len)?
         } else if transfer_encoding.is_some() {
             if expects_continue {
                 writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
                 writer.flush()?;
             }
-            let mut buffer = Vec::new();
-            Decoder::new(&mut source_data)
-                .take(max as u64 + 1)
-                .read_to_end(&mut buffer)?;
-            if buffer.len() > max {
-                return Err(RequestCreationError::BodyTooLarge);
-            }
-            buffer
+            body::read_capped(&mut Decoder::new(&mut source_data), max)?
+                .ok_or(RequestCreationError::BodyTooLarge)?
         } else {
-            Vec::new()
+            BodyBuf::Heap(Vec::new())
         };
         return Ok(Request {
             data_reader: None,
@@ -307,31 +302,6 @@ where
         body: None,
         _hold: hold,
     })
-}
-
-/// sortie patch: reads a body of `len` bytes as it arrives: the buffer is reserved once but
-/// filled (and so made resident) only as bytes come in, so a client that announces a large
-/// body and sends little holds little memory.
-fn read_body<R: Read>(source: &mut R, len: usize) -> io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    body.try_reserve_exact(len)
-        .map_err(|_| IoError::new(ErrorKind::OutOfMemory, "cannot reserve the request body"))?;
-    let mut chunk = [0u8; 16 * 1024];
-    while body.len() < len {
-        let want = (len - body.len()).min(chunk.len());
-        match source.read(&mut chunk[..want]) {
-            Ok(0) => {
-                return Err(IoError::new(
-                    ErrorKind::ConnectionAborted,
-                    "Connection has been closed before we received enough data",
-                ))
-            }
-            Ok(n) => body.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(body)
 }
 
 impl Request {
@@ -475,7 +445,7 @@ impl Request {
     /// sortie patch: the body the connection read (servers with limits), without a copy;
     /// `None` once `as_reader` took it, or when the body is read from the socket.
     pub fn body(&self) -> Option<&[u8]> {
-        self.body.as_deref()
+        self.body.as_ref().map(AsRef::as_ref)
     }
 
     /// Turns the `Request` into a writer.
