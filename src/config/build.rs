@@ -566,7 +566,7 @@ fn build_server(m: &Map<String, Value>) -> Result<ServerConfig, ConfigError> {
 fn connection_count(m: &Map<String, Value>, key: &str) -> Result<Option<usize>, ConfigError> {
     let bad = |v: &Value| {
         ConfigError::field(
-            &format!("server.{key}"),
+            format!("server.{key}"),
             format!(
                 "invalid value: {} (must be an integer from 1 to 100000)",
                 display_value(v)
