@@ -275,6 +275,7 @@ mod built {
             max_streams: 4,
             state_cache: Default::default(),
             webhooks: Default::default(),
+            refusals: Default::default(),
         };
         (dir, state, inbox.then_some(rx))
     }

@@ -110,3 +110,31 @@ fn missing_file_is_a_workflow_load_error() {
         "{stderr}"
     );
 }
+
+/// The connection caps are checked with errors naming the key.
+#[test]
+fn connection_caps_are_checked() {
+    for (server, want) in [
+        (
+            "  max_connections_per_client: 0\n",
+            "server.max_connections_per_client: invalid value: 0 (must be an integer from 1 to 100000)",
+        ),
+        (
+            "  max_connections: 64\n  max_connections_per_client: 65\n",
+            "server.max_connections_per_client: 65 is more than server.max_connections (64)",
+        ),
+    ] {
+        let p = Project::new();
+        p.issues(serde_json::json!([]));
+        p.fake_agent_workflow("", server);
+        let (code, _, stderr) = validate(&p, &[]);
+        assert_eq!(code, 1, "{server}: {stderr}");
+        assert!(stderr.contains(want), "{server}: {stderr}");
+    }
+    let p = Project::new();
+    p.issues(serde_json::json!([]));
+    p.fake_agent_workflow("", "  max_connections_per_client: 32\n");
+    let (code, _, stderr) = validate(&p, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("unknown_key"), "{stderr}");
+}

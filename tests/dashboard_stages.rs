@@ -60,6 +60,7 @@ fn the_dashboard_shows_rules_stages_and_issues_between_stages() {
         explicit: true,
         allowed_hosts: Vec::new(),
         max_connections: None,
+        max_connections_per_client: None,
     };
     let server = sortie::http::start(&bind, orch, Arc::new(store), Arc::new(SystemClock))
         .unwrap_or_else(|e| panic!("{e}"))

@@ -151,12 +151,16 @@ fn a_burst_of_event_streams_all_get_the_next_change() {
 }
 
 /// Event streams count as connections and take at most half of `server.max_connections`:
-/// with 16, the ninth stream is refused while ordinary requests are still served.
+/// with 16, the ninth stream is refused while ordinary requests are still served. (One
+/// client may hold all of them here, so the cap met is the streams', not the client's.)
 #[test]
 fn streams_leave_half_of_the_connections_to_ordinary_requests() {
     let p = Project::new();
     p.issues(serde_json::json!([]));
-    p.fake_agent_workflow("", "  max_connections: 16\n");
+    p.fake_agent_workflow(
+        "",
+        "  max_connections: 16\n  max_connections_per_client: 16\n",
+    );
     let _d = p.start();
     let port = p.port();
     let _streams = open_streams_at_once(port, 8);

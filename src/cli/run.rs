@@ -432,6 +432,7 @@ mod tests {
             explicit: false,
             allowed_hosts: Vec::new(),
             max_connections: None,
+            max_connections_per_client: None,
         };
         assert_eq!(super::api_url(&bind("127.0.0.1")), "http://127.0.0.1:7678");
         assert_eq!(super::api_url(&bind("0.0.0.0")), "http://127.0.0.1:7678");

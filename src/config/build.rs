@@ -583,22 +583,45 @@ fn build_server(m: &Map<String, Value>) -> Result<ServerConfig, ConfigError> {
             ));
         }
     };
-    let max_connections = match m.get("max_connections") {
-        None | Some(Value::Null) => None,
-        Some(v @ Value::Number(_)) => Some(
-            coerce_int(v)
-                .and_then(|n| usize::try_from(n).ok())
-                .filter(|n| (1..=100_000).contains(n))
-                .ok_or_else(|| bad_max_connections(v))?,
-        ),
-        Some(v) => return Err(bad_max_connections(v)),
-    };
+    let max_connections = connection_count(m, "max_connections")?;
+    let max_connections_per_client = connection_count(m, "max_connections_per_client")?;
+    if let (Some(all), Some(one)) = (max_connections, max_connections_per_client)
+        && one > all
+    {
+        return Err(ConfigError::field(
+            "server.max_connections_per_client",
+            format!("{one} is more than server.max_connections ({all})"),
+        ));
+    }
     Ok(ServerConfig {
         port,
         host,
         allowed_hosts,
         max_connections,
+        max_connections_per_client,
     })
+}
+
+/// `server.<key>`: a count of connections from 1 to 100000, or absent.
+fn connection_count(m: &Map<String, Value>, key: &str) -> Result<Option<usize>, ConfigError> {
+    let bad = |v: &Value| {
+        ConfigError::field(
+            format!("server.{key}"),
+            format!(
+                "invalid value: {} (must be an integer from 1 to 100000)",
+                display_value(v)
+            ),
+        )
+    };
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ Value::Number(_)) => coerce_int(v)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| (1..=100_000).contains(n))
+            .map(Some)
+            .ok_or_else(|| bad(v)),
+        Some(v) => Err(bad(v)),
+    }
 }
 
 /// A host name as the `Host` header carries it, without port: letters, digits, `-`, `.`, or a
@@ -611,16 +634,6 @@ fn valid_host_name(h: &str) -> bool {
         && h.len() <= 253
         && h.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
-}
-
-fn bad_max_connections(v: &Value) -> ConfigError {
-    ConfigError::field(
-        "server.max_connections",
-        format!(
-            "invalid value: {} (must be an integer from 1 to 100000)",
-            display_value(v)
-        ),
-    )
 }
 
 fn bad_port(v: &Value) -> ConfigError {

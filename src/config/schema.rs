@@ -212,9 +212,12 @@ pub struct ServerConfig {
     /// `server.allowed_hosts`: host names (without port) the `Host` header may name. Empty:
     /// loopback names only when bound to a loopback address, anything otherwise.
     pub allowed_hosts: Vec<String>,
-    /// `server.max_connections`: client connections open at once (event streams excluded);
-    /// `None` is the server's default.
+    /// `server.max_connections`: client connections open at once (event streams and the
+    /// connections kept for probes included); `None` is the server's default.
     pub max_connections: Option<usize>,
+    /// `server.max_connections_per_client`: connections one client address may hold at once;
+    /// `None` is the server's default (half of `max_connections`).
+    pub max_connections_per_client: Option<usize>,
 }
 
 /// `logging.*` as written; the CLI flags win.

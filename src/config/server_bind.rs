@@ -20,6 +20,8 @@ pub struct ServerBind {
     pub allowed_hosts: Vec<String>,
     /// `server.max_connections`; `None` is the server's default.
     pub max_connections: Option<usize>,
+    /// `server.max_connections_per_client`; `None` is the server's default.
+    pub max_connections_per_client: Option<usize>,
 }
 
 impl ServerBind {
@@ -52,6 +54,7 @@ impl ServerBind {
             explicit: flag_port.is_some() || server.port.is_some(),
             allowed_hosts: server.allowed_hosts.clone(),
             max_connections: server.max_connections,
+            max_connections_per_client: server.max_connections_per_client,
         })
     }
 }
@@ -133,6 +136,18 @@ mod tests {
             (
                 "{max_connections: '9'}",
                 "server.max_connections: invalid value",
+            ),
+            (
+                "{max_connections_per_client: 0}",
+                "server.max_connections_per_client: invalid value: 0 (must be an integer from 1 to 100000)",
+            ),
+            (
+                "{max_connections_per_client: [3]}",
+                "server.max_connections_per_client: invalid value",
+            ),
+            (
+                "{max_connections: 64, max_connections_per_client: 65}",
+                "server.max_connections_per_client: 65 is more than server.max_connections (64)",
             ),
         ] {
             let e = server_block(yaml).err().unwrap_or_default();

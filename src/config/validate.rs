@@ -111,7 +111,13 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
     ),
     (
         "server",
-        &["port", "host", "allowed_hosts", "max_connections"],
+        &[
+            "port",
+            "host",
+            "allowed_hosts",
+            "max_connections",
+            "max_connections_per_client",
+        ],
     ),
     ("logging", &["level", "format"]),
     ("price_table", super::price_table::KEYS),

@@ -5,18 +5,30 @@
 //! - the request head must arrive within [`HEAD_TIMEOUT`] of its first byte being awaited;
 //!   this is also the keep-alive idle timeout (a connection that sends no next request within
 //!   it is closed quietly; a request cut short is answered 408);
-//! - the body is read whole, within [`BODY_TIMEOUT`], and at most [`MAX_BODY`] bytes (larger
-//!   is answered 413 unread and the connection closed): the API's POST bodies are empty or
-//!   tiny, and no handler ever reads from a socket. Webhook deliveries
-//!   ([`WEBHOOK_PATH_PREFIX`]) may carry up to [`MAX_WEBHOOK_BODY`]: a forge's push or
-//!   issue payload is often larger than 64 KiB (GitHub caps its deliveries at 25 MB; the
-//!   cap here bounds what unauthenticated senders can make the daemon hold, since the
-//!   signature can only be checked once the body is read);
+//! - what becomes of a body is decided from the head alone ([`super::admission::admit`]),
+//!   before any byte of it is read: most requests may carry [`MAX_BODY`] (larger is answered
+//!   413 unread and the connection closed): the API's POST bodies are empty or tiny, and no
+//!   handler ever reads from a socket. A webhook delivery ([`WEBHOOK_PATH_PREFIX`]) may carry
+//!   up to [`MAX_WEBHOOK_BODY`] (a forge's push or issue payload is often larger than 64 KiB;
+//!   GitHub caps its deliveries at 25 MB), but only for a configured kind, with its
+//!   signature header, and within the webhook body budget
+//!   ([`super::webhooks::budget`]); any other delivery is answered from its head and the
+//!   connection closed with the body unread. The body is read whole within [`BODY_TIMEOUT`],
+//!   into a buffer filled as bytes arrive and freed with the request;
 //! - at most `server.max_connections` ([`DEFAULT_MAX_CONNECTIONS`]) connections are open at
 //!   once, event streams included for their whole life; one beyond is answered 503 with
 //!   `Connection: close` without a thread of its own; the cap is lowered to what the
 //!   open-file limit leaves room for ([`connections_within_open_files`]), so `accept()` never
-//!   fails with EMFILE;
+//!   fails with EMFILE (the open-file limit itself is raised to its hard limit at start);
+//! - [`probe_reserve`] of those connections are kept for `GET /livez`, `/readyz` and
+//!   `/metrics` ([`super::admission::is_probe`]): once all the others are taken, a new
+//!   connection still gets one of these (at most `PROBE_SLOTS_PER_CLIENT` per client), its
+//!   head within [`PROBE_HEAD_TIMEOUT`], serves that one probe and is closed; any other request
+//!   on it is answered 503;
+//! - one client (an IPv4 address, or an IPv6 /64) may hold at most
+//!   `server.max_connections_per_client` of the other connections (default
+//!   [`default_per_client`]: half of them), so idle sockets and slow heads from one address
+//!   cannot take the server from others; one beyond is answered 503;
 //! - event streams may take at most half of the connections ([`max_streams`], and at most
 //!   `MAX_STREAMS`), so ordinary requests always find room; the default admits 256 streams;
 //! - a request line or header with bytes outside ASCII (a raw UTF-8 path), or a request line
@@ -32,7 +44,9 @@
 //! it takes the socket's write half, its connection thread reads no further request and ends,
 //! shutting down the read half only, which leaves the stream's writes untouched.
 //!
-//! Every answer the server writes itself carries the API's error envelope.
+//! Every answer the server writes itself carries the API's error envelope; the connections it
+//! refuses are counted (`sortie_http_connections_refused_total`) and logged within the bounds
+//! of [`super::refusals`].
 
 use std::time::Duration;
 
@@ -49,8 +63,26 @@ pub const WEBHOOK_PATH_PREFIX: &str = "/api/v1/webhooks/";
 pub const MAX_REQUEST_LINE: usize = 8 * 1024;
 pub const MAX_HEAD_LINE: usize = 16 * 1024;
 pub const MAX_HEAD: usize = 64 * 1024;
-/// Client connections open at once, event streams included.
+/// Client connections open at once, event streams and probe connections included.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// A probe connection must send its request head within this.
+pub const PROBE_HEAD_TIMEOUT: Duration = Duration::from_secs(2);
+/// The most connections kept for probes.
+const MAX_PROBE_RESERVE: usize = 16;
+
+/// Connections of `max_connections` kept for probes: a sixteenth, at least 2 and at most 16
+/// (16 of the default 512), and never more than half.
+pub fn probe_reserve(max_connections: usize) -> usize {
+    (max_connections / 16)
+        .clamp(2, MAX_PROBE_RESERVE)
+        .min(max_connections / 2)
+}
+
+/// The default of `server.max_connections_per_client`: half of `max_connections` (at least
+/// one), so it takes at least two clients to fill the server.
+pub fn default_per_client(max_connections: usize) -> usize {
+    (max_connections / 2).max(1)
+}
 
 /// Open files kept free of client connections: the database, agent pipes, log files, the
 /// refuser's lingering sockets, with headroom of one file per possible event stream.
@@ -81,26 +113,52 @@ fn envelope(_status: u16, code: &str, message: &str) -> String {
     })
 }
 
-/// The body cap for a request target: [`MAX_WEBHOOK_BODY`] on the webhook route, else
-/// [`MAX_BODY`].
-pub fn max_body_for(target: &str) -> usize {
-    if target.starts_with(WEBHOOK_PATH_PREFIX) {
-        MAX_WEBHOOK_BODY
+/// The connection caps: `server.max_connections` (or the default) lowered to what the
+/// open-file limit `nofile` leaves room for, and `server.max_connections_per_client` (or the
+/// default) at most that. Warns when the open-file limit lowers the cap.
+pub fn connection_caps(
+    max_connections: Option<usize>,
+    per_client: Option<usize>,
+    nofile: Option<u64>,
+) -> (usize, usize) {
+    let wanted = max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS).max(1);
+    let fits = connections_within_open_files(nofile);
+    let max = if wanted > fits {
+        log::warn!(
+            "open file limit too low for the connection cap; lowering it max_connections={wanted} lowered_to={fits}"
+        );
+        fits
     } else {
-        MAX_BODY
-    }
+        wanted
+    };
+    let per_client = per_client
+        .unwrap_or_else(|| default_per_client(max))
+        .clamp(1, max);
+    (max, per_client)
 }
 
-/// The limits for tiny_http; `max_connections` is `server.max_connections`.
-pub fn limits(max_connections: Option<usize>) -> tiny_http::Limits {
+/// The limits for tiny_http, with the hooks of [`super::admission`] over `state`.
+pub fn limits(
+    max_connections: usize,
+    per_client: usize,
+    state: std::sync::Arc<super::AppState>,
+) -> tiny_http::Limits {
+    let refused_state = state.clone();
     tiny_http::Limits {
         head_timeout: HEAD_TIMEOUT,
         body_timeout: BODY_TIMEOUT,
-        max_body: max_body_for,
+        admit: std::sync::Arc::new(move |head| super::admission::admit(&state, head)),
         max_request_line: MAX_REQUEST_LINE,
         max_head_line: MAX_HEAD_LINE,
         max_head: MAX_HEAD,
-        max_connections: max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS).max(1),
+        max_connections,
+        max_connections_per_client: per_client,
+        probe_reserve: probe_reserve(max_connections),
+        probe_head_timeout: PROBE_HEAD_TIMEOUT,
+        is_probe: super::admission::is_probe,
+        on_refused: std::sync::Arc::new(move |why, peer| {
+            super::admission::refused(&refused_state, why, peer)
+        }),
         error_body: envelope,
         error_content_type: "application/json; charset=utf-8",
     }
@@ -116,20 +174,26 @@ mod tests {
             envelope(413, "payload_too_large", "too big"),
             r#"{"error":{"code":"payload_too_large","message":"too big"}}"#
         );
-        assert_eq!(limits(None).max_connections, DEFAULT_MAX_CONNECTIONS);
-        assert_eq!(limits(Some(3)).max_connections, 3);
     }
 
     #[test]
-    fn only_the_webhook_route_takes_large_bodies() {
-        assert_eq!(max_body_for("/api/v1/webhooks/github"), MAX_WEBHOOK_BODY);
-        assert_eq!(
-            max_body_for("/api/v1/webhooks/gitlab?x=1"),
-            MAX_WEBHOOK_BODY
-        );
-        assert_eq!(max_body_for("/api/v1/refresh"), MAX_BODY);
-        assert_eq!(max_body_for("/api/v1/webhooks"), MAX_BODY);
-        assert_eq!(max_body_for("/"), MAX_BODY);
+    fn caps_default_fit_the_open_files_and_keep_a_client_to_its_share() {
+        assert_eq!(connection_caps(None, None, None), (512, 256));
+        assert_eq!(connection_caps(Some(3), None, None), (3, 1));
+        assert_eq!(connection_caps(Some(64), Some(64), None), (64, 64));
+        assert_eq!(connection_caps(Some(64), Some(1000), None), (64, 64));
+        assert_eq!(connection_caps(None, None, Some(1024)), (256, 128));
+        assert_eq!(connection_caps(None, Some(300), Some(1024)), (256, 256));
+    }
+
+    #[test]
+    fn probes_keep_a_sixteenth_at_least_two_at_most_sixteen() {
+        assert_eq!(probe_reserve(DEFAULT_MAX_CONNECTIONS), 16);
+        assert_eq!(probe_reserve(16), 2);
+        assert_eq!(probe_reserve(64), 4);
+        assert_eq!(probe_reserve(100_000), 16);
+        assert_eq!(probe_reserve(3), 1);
+        assert_eq!(probe_reserve(1), 0);
     }
 
     #[test]

@@ -10,14 +10,18 @@
 //! Hostile clients (see [`limits`]): the vendored tiny_http, patched, reads every request head
 //! and body whole on the connection's own thread under deadlines before a request thread sees
 //! it, so a slow or stalled client holds only its own connection thread, never one of the
-//! eight request threads; bodies are capped, idle keep-alive connections are closed, and
-//! connections beyond a cap are answered 503. The `Host` rule ([`host`]) stops DNS rebinding.
+//! eight request threads; a body is read only once its head is admitted ([`admission`]) and
+//! within its cap, idle keep-alive connections are closed, one client holds at most its
+//! share of the connections, some are kept for probes, and connections beyond the caps are
+//! answered 503. Refusals are logged at most once a second per reason ([`refusals`]). The
+//! `Host` rule ([`host`]) stops DNS rebinding.
 //!
 //! Bursts: every accepted connection gets its own thread straight from the accept loop (no
 //! pool queue to wait in), the listen backlog holds a burst of a thousand, and an event stream
 //! keeps one thread of its own: its connection thread ends once the stream takes the socket.
 
 pub mod actions;
+pub mod admission;
 pub mod attention;
 pub mod dashboard;
 pub mod event_json;
@@ -30,6 +34,7 @@ pub mod prices;
 pub mod probes;
 pub mod query;
 pub mod reaction_words;
+pub mod refusals;
 pub mod respond;
 pub mod router;
 pub mod runs;
@@ -54,6 +59,9 @@ use crate::store::Store;
 
 /// Request-handling threads.
 const POOL_SIZE: usize = 8;
+/// How long a request thread waits for a request before it logs the refusal counts
+/// nobody carried on ([`refusals::Refusals::flush`]).
+const IDLE_FLUSH: Duration = refusals::LOG_EVERY;
 /// Event streams open at once at most; each holds a thread and a socket, and counts as a
 /// connection ([`limits::max_streams`] lowers it for a small `server.max_connections`).
 pub const MAX_STREAMS: usize = 256;
@@ -119,8 +127,10 @@ pub struct AppState {
     pub max_streams: usize,
     /// `GET /api/v1/state`'s document, built once per published snapshot.
     pub state_cache: state_doc::StateCache,
-    /// Webhook secrets, rate buckets and delivery memory.
-    pub webhooks: webhooks::Ingress,
+    /// Webhook secrets, rate buckets, delivery memory and body budget.
+    pub webhooks: Arc<webhooks::Ingress>,
+    /// The bounded log of refused requests and connections.
+    pub refusals: Arc<refusals::Refusals>,
 }
 
 /// Raises the soft open-file limit to the hard one, so a burst of clients does not make
@@ -203,27 +213,10 @@ pub fn start(
         Err(e) => return Err(format!("cannot listen on {addr}: {e}")),
     };
     raise_nofile_limit();
-    let mut limits = limits::limits(bind.max_connections);
-    let fits = limits::connections_within_open_files(current_nofile_limit());
-    if limits.max_connections > fits {
-        log::warn!(
-            "open file limit too low for the connection cap; lowering it max_connections={} lowered_to={fits}",
-            limits.max_connections
-        );
-        limits.max_connections = fits;
-    }
-    let max_connections = limits.max_connections;
-    let server = tiny_http::Server::from_listener_with_limits(listener, limits)
-        .map(Arc::new)
-        .map_err(|e| format!("cannot start the http server on {addr}: {e}"))?;
-    let host_policy = host::HostPolicy::for_bind(bind.host, &bind.allowed_hosts);
-    log::info!(
-        "http server listening addr={addr} max_connections={max_connections} max_streams={} host_check={}",
-        limits::max_streams(max_connections),
-        match &host_policy {
-            host::HostPolicy::Any => "any".to_string(),
-            host::HostPolicy::Only(names) => names.join(","),
-        }
+    let (max_connections, per_client) = limits::connection_caps(
+        bind.max_connections,
+        bind.max_connections_per_client,
+        current_nofile_limit(),
     );
     let state = Arc::new(AppState {
         orch,
@@ -235,8 +228,23 @@ pub fn start(
         sse_serial: AtomicUsize::new(0),
         max_streams: limits::max_streams(max_connections),
         state_cache: state_doc::StateCache::default(),
-        webhooks: webhooks::Ingress::from_env(),
+        webhooks: Arc::new(webhooks::Ingress::from_env()),
+        refusals: Arc::default(),
     });
+    let limits = limits::limits(max_connections, per_client, state.clone());
+    let probe_reserve = limits.probe_reserve;
+    let server = tiny_http::Server::from_listener_with_limits(listener, limits)
+        .map(Arc::new)
+        .map_err(|e| format!("cannot start the http server on {addr}: {e}"))?;
+    let host_policy = host::HostPolicy::for_bind(bind.host, &bind.allowed_hosts);
+    log::info!(
+        "http server listening addr={addr} max_connections={max_connections} max_connections_per_client={per_client} probe_reserve={probe_reserve} max_streams={} host_check={}",
+        limits::max_streams(max_connections),
+        match &host_policy {
+            host::HostPolicy::Any => "any".to_string(),
+            host::HostPolicy::Only(names) => names.join(","),
+        }
+    );
     let host_policy = Arc::new(host_policy);
     let (fatal_tx, fatal_rx) = crossbeam_channel::bounded(POOL_SIZE + 1);
     watch_accept_thread_panics(fatal_tx.clone());
@@ -250,8 +258,10 @@ pub fn start(
             .name(format!("http-{n}"))
             .spawn(move || {
                 loop {
-                    match server.recv() {
-                        Ok(req) => router::handle(&state, &host_policy, req),
+                    match server.recv_timeout(IDLE_FLUSH) {
+                        Ok(Some(req)) => router::handle(&state, &host_policy, req),
+                        Ok(None) if state.stopping.load(Ordering::SeqCst) => break,
+                        Ok(None) => state.refusals.flush(Instant::now()),
                         Err(_) if state.stopping.load(Ordering::SeqCst) => break,
                         Err(e) => {
                             let _ = fatal_tx.try_send(format!("accept loop ended: {e}"));

@@ -3,6 +3,7 @@
 //! then the handler.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use tiny_http::{Method, Request, Response};
 
@@ -10,7 +11,7 @@ use super::AppState;
 use super::host::{HostDecision, HostPolicy};
 use super::origin;
 use super::query::percent_decode;
-use super::respond::{self, ApiError, JsonReply, send_error, send_json};
+use super::respond::{self, ApiError, JsonReply, echo, send_error, send_json};
 use super::{
     actions, dashboard, issue_detail, openapi, prices, probes, runs, scrape, sse, state_doc, stats,
     webhooks,
@@ -163,12 +164,17 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
             );
         }
         HostDecision::NotAllowed => {
-            log::warn!(
-                "request for a host name not allowed rejected method={} path={} host={}",
-                method,
-                path,
-                header_value(&req, "Host").unwrap_or("")
-            );
+            if let Some(suppressed) = state
+                .refusals
+                .note(("http", "host_not_allowed"), Instant::now())
+            {
+                log::warn!(
+                    "request for a host name not allowed rejected method={} path={} host={} suppressed={suppressed}",
+                    method,
+                    echo(&path),
+                    echo(header_value(&req, "Host").unwrap_or(""))
+                );
+            }
             return send_error(
                 req,
                 ApiError::new(
@@ -186,14 +192,19 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         header_value(&req, "Host"),
     );
     if decision.refused() {
-        log::warn!(
-            "cross-origin request rejected method={} path={} origin={} sec_fetch_site={} host={}",
-            method,
-            path,
-            header_value(&req, "Origin").unwrap_or(""),
-            header_value(&req, "Sec-Fetch-Site").unwrap_or(""),
-            header_value(&req, "Host").unwrap_or("")
-        );
+        if let Some(suppressed) = state
+            .refusals
+            .note(("http", "cross_origin"), Instant::now())
+        {
+            log::warn!(
+                "cross-origin request rejected method={} path={} origin={} sec_fetch_site={} host={} suppressed={suppressed}",
+                method,
+                echo(&path),
+                echo(header_value(&req, "Origin").unwrap_or("")),
+                echo(header_value(&req, "Sec-Fetch-Site").unwrap_or("")),
+                echo(header_value(&req, "Host").unwrap_or(""))
+            );
+        }
         return send_error(
             req,
             ApiError::new(

@@ -1,6 +1,6 @@
 //! `GET /metrics`: the Prometheus text exposition. Counters come from [`crate::metrics`]; the
-//! gauges are taken from the orchestrator's published snapshot at scrape time, so a scrape
-//! never waits on the orchestrator.
+//! gauges are taken from the orchestrator's published snapshot (and the webhook body budget)
+//! at scrape time, so a scrape never waits on the orchestrator.
 
 use tiny_http::{Request, Response};
 
@@ -11,6 +11,10 @@ pub fn serve(state: &AppState, req: Request) {
     let snap = state.orch.snapshot();
     let gauges = snap.gauge_values(state.clock.now_ms());
     state.orch.metrics.set_spend(&snap.spend_gauges());
+    state
+        .orch
+        .metrics
+        .set_webhook_body_bytes(state.webhooks.body_bytes());
     let body = state.orch.metrics.render(&gauges);
     let mut resp = Response::from_data(body.into_bytes());
     for h in [

@@ -67,6 +67,15 @@ pub const WEBHOOK_OUTCOMES: &[&str] = &[
     "rate_limited",
     "too_large",
     "bad_payload",
+    "not_configured",
+    "busy",
+];
+/// The `reason` label of `sortie_http_connections_refused_total` (tiny_http's `ConnRefusal`).
+pub const CONNECTION_REFUSALS: &[&str] = &[
+    "too_many_connections",
+    "too_many_client_connections",
+    "not_a_probe",
+    "no_thread",
 ];
 /// The `window` label of the spend ceiling gauges.
 pub const SPEND_WINDOWS: &[&str] = &[

@@ -10,7 +10,7 @@ mod free_label;
 mod registry;
 mod spend;
 
-use prometheus::{Counter, Histogram, HistogramVec, IntCounter, IntCounterVec};
+use prometheus::{Counter, Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge};
 
 use crate::agent::TokenUsage;
 use crate::domain::RunStatus;
@@ -57,6 +57,8 @@ pub struct Metrics {
     self_review_cap: IntCounter,
     events_shed: IntCounter,
     webhook_deliveries: IntCounterVec,
+    webhook_body_bytes: IntGauge,
+    connections_refused: IntCounterVec,
     poll_duration: Histogram,
     worker_duration: HistogramVec,
     verification_duration: HistogramVec,
@@ -206,6 +208,16 @@ impl Metrics {
                 ("kind", WEBHOOK_KINDS),
                 ("outcome", WEBHOOK_OUTCOMES),
             ),
+            webhook_body_bytes: reg.int_gauge(
+                "sortie_webhook_body_bytes",
+                "Bytes reserved for webhook delivery bodies being read or answered now (their memory budget in use).",
+            ),
+            connections_refused: reg.counter_vec(
+                "sortie_http_connections_refused_total",
+                "Connections the HTTP server refused by itself (503), by reason.",
+                "reason",
+                CONNECTION_REFUSALS,
+            ),
             poll_duration: reg.histogram(
                 "sortie_poll_duration_seconds",
                 "Poll tick duration in seconds.",
@@ -303,6 +315,19 @@ impl Metrics {
                 bounded(kind, WEBHOOK_KINDS),
                 bounded(outcome, WEBHOOK_OUTCOMES),
             ])
+            .inc();
+    }
+
+    /// The bytes webhook bodies hold now (set at scrape time).
+    pub fn set_webhook_body_bytes(&self, bytes: usize) {
+        self.webhook_body_bytes
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+
+    /// The HTTP server refused a connection for `reason` (see `CONNECTION_REFUSALS`).
+    pub fn connection_refused(&self, reason: &str) {
+        self.connections_refused
+            .with_label_values(&[bounded(reason, CONNECTION_REFUSALS)])
             .inc();
     }
 

@@ -64,6 +64,10 @@ impl Reg {
         v
     }
 
+    pub fn int_gauge(&self, name: &str, help: &str) -> IntGauge {
+        self.add(built(IntGauge::new(name, help)))
+    }
+
     /// A gauge family with one label whose series the caller sets and removes.
     pub fn gauge_vec(&self, name: &str, help: &str, label: &str) -> GaugeVec {
         self.add(built(GaugeVec::new(Opts::new(name, help), &[label])))

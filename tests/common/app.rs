@@ -33,6 +33,7 @@ pub fn app_state(snap: Snapshot) -> (tempfile::TempDir, AppState) {
         max_streams: 4,
         state_cache: Default::default(),
         webhooks: Default::default(),
+        refusals: Default::default(),
     };
     (dir, state)
 }

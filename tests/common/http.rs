@@ -264,3 +264,23 @@ pub fn raw_exchange(port: u16, raw: &[u8], timeout: Duration) -> Option<Resp> {
     s.write_all(raw).ok()?;
     read_response(&mut s, timeout)
 }
+
+/// A connection to 127.0.0.1:`port` from the loopback address `from` (`[127, 0, 0, 2]`…), so
+/// one test can be several clients (Linux routes all of 127.0.0.0/8 to loopback).
+pub fn connect_from(from: [u8; 4], port: u16) -> std::io::Result<TcpStream> {
+    use rustix::net::{AddressFamily, SocketType, bind, connect, socket};
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, None)?;
+    bind(&fd, &std::net::SocketAddrV4::new(from.into(), 0))?;
+    connect(
+        &fd,
+        &std::net::SocketAddrV4::new([127, 0, 0, 1].into(), port),
+    )?;
+    Ok(TcpStream::from(fd))
+}
+
+/// [`raw_exchange`] from the loopback address `from`.
+pub fn raw_exchange_from(from: [u8; 4], port: u16, raw: &[u8], timeout: Duration) -> Option<Resp> {
+    let mut s = connect_from(from, port).ok()?;
+    s.write_all(raw).ok()?;
+    read_response(&mut s, timeout)
+}

@@ -4,34 +4,46 @@
 //! and the poll reads the tracker as always. The payload is read only to name the issue in
 //! the log.
 //!
-//! Order of checks (each answer says nothing changed unless it is 202):
+//! Checks made from the head alone, on the connection's thread, before any body byte is read
+//! ([`admit`]; a refusal closes the connection with the body unread):
 //! 1. the kind must be known and have a secret in `SORTIE_WEBHOOK_SECRET_<KIND>` (else 404:
 //!    an unconfigured kind is indistinguishable from an unknown one, and never accepts
 //!    unsigned deliveries);
-//! 2. a token bucket per kind ([`guard::RATE_PER_SEC`], burst [`guard::BURST`]; else 429 with
-//!    `Retry-After`), before any hashing, so a flood costs little;
-//! 3. the body at most [`MAX_BODY`] (else 413; the connection layer already refuses larger
-//!    bodies unread);
-//! 4. the signature ([`verify`]; else 401, logged at WARN with kind, reason and remote
-//!    address, and no orchestrator message at all);
+//! 2. the kind's signature header must be there ([`verify::Kind::signature_header`]; else
+//!    401 `missing_signature`);
+//! 3. the announced body at most [`MAX_BODY`] (else 413), and room for it in the body budget
+//!    ([`budget`]; else 503 `webhook_busy` with `Retry-After`).
+//!
+//! Then, on a request thread, with the body in memory ([`serve`]):
+//! 4. the signature ([`verify`]; else 401, and no orchestrator message at all);
 //! 5. the body must be a JSON object (else 400), with a fresh signed timestamp where the
 //!    scheme has one (else 401);
-//! 6. the delivery id (or, without one, the signature) must not have been seen within
-//!    [`guard::REPLAY_WINDOW_MS`] (else 409).
+//! 6. neither the delivery id nor the body's digest (which the signature covers) may have
+//!    been seen within [`guard::REPLAY_WINDOW_MS`] (else 409);
+//! 7. the kind's bucket of verified deliveries ([`guard::RATE_PER_SEC`], burst
+//!    [`guard::BURST`]; else 429 with `Retry-After`).
+//!
+//! Every refusal but 3's budget and 7's bucket is charged to the sender's own bucket
+//! ([`guard::SENDER_BURST`], [`guard::SENDER_RATE_PER_SEC`]): past it, that sender's
+//! refusals are answered 429 with `Retry-After`; nothing it sends without the secret touches
+//! a kind's bucket. Refusals are logged at WARN with kind, reason and remote address, at most
+//! once a second per reason with the count of those not logged ([`super::refusals`]).
 //!
 //! Secrets are read once, when the server starts ([`Ingress::from_env`]), and registered with
 //! [`crate::mask`].
 
+pub mod budget;
 pub mod guard;
+mod refused;
 pub mod verify;
 
 use std::collections::HashMap;
-use std::io::Read;
-use std::sync::Mutex;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tiny_http::{Request, Response};
+use tiny_http::{Admission, Head, Request, Response};
 
 use crate::clock::rfc3339_ms;
 use crate::orchestrator::{RefreshOutcome, Unanswered};
@@ -40,6 +52,8 @@ use super::AppState;
 use super::respond::{ApiError, JsonReply, echo, header, send_error, send_json};
 use super::views::reply::{ErrorBody, RefreshReply};
 use super::views::to_value;
+use budget::BodyBudget;
+use refused::{Origin, Refused, settle};
 use verify::Kind;
 
 /// The largest delivery read: the connection layer's body cap for this route.
@@ -47,13 +61,20 @@ pub const MAX_BODY: usize = super::limits::MAX_WEBHOOK_BODY;
 /// How long a delivery waits for the orchestrator to take its poll request.
 const TAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The secrets, buckets and delivery memory of one server: part of its [`AppState`], so two
-/// servers in one process (tests) never share replay memory or rate buckets.
+/// The secrets, buckets, delivery memory and body budget of one server: part of its
+/// [`AppState`], so two servers in one process (tests) share none of them.
 #[derive(Default)]
 pub struct Ingress {
     secrets: HashMap<Kind, String>,
-    buckets: Mutex<HashMap<Kind, guard::Bucket>>,
-    seen: Mutex<guard::Seen>,
+    memory: Mutex<Memory>,
+    budget: Arc<BodyBudget>,
+}
+
+#[derive(Default)]
+struct Memory {
+    kinds: HashMap<Kind, guard::Bucket>,
+    senders: guard::Senders,
+    seen: guard::Seen,
 }
 
 impl Ingress {
@@ -80,6 +101,25 @@ impl Ingress {
             ..Ingress::default()
         }
     }
+
+    /// The kind named by a path segment, with its secret, when it is configured.
+    fn configured(&self, segment: &str) -> Option<(Kind, &str)> {
+        Kind::parse(segment).and_then(|k| self.secrets.get(&k).map(|s| (k, s.as_str())))
+    }
+
+    /// Bytes webhook bodies hold now (their budget in use).
+    pub fn body_bytes(&self) -> usize {
+        self.budget.in_use()
+    }
+
+    fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
+        self.memory.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Charges one refusal to `sender`'s bucket: `Err(seconds)` when it is empty.
+    fn charge_sender(&self, sender: Option<IpAddr>, now_ms: i64) -> Result<(), u64> {
+        self.memory().senders.charge(sender, now_ms)
+    }
 }
 
 fn header_of(req: &Request, name: &str) -> Option<String> {
@@ -89,164 +129,141 @@ fn header_of(req: &Request, name: &str) -> Option<String> {
         .map(|h| h.value.as_str().to_string())
 }
 
-fn count(state: &AppState, kind: Kind, outcome: &str) {
-    state.orch.metrics.webhook_delivery(kind.as_str(), outcome);
+/// Decides, from a delivery's head alone and before any byte of its body is read, whether
+/// the body is read (checks 1 to 3 of the module's list). Runs on the connection's thread.
+pub fn admit(state: &AppState, head: &Head<'_>, segment: &str) -> Admission {
+    let remote = head.remote.map(|a| a.to_string()).unwrap_or_default();
+    let from = Origin {
+        kind: segment,
+        sender: head.remote.map(|a| tiny_http::client_key(a.ip())),
+        remote: &remote,
+        delivery: None,
+    };
+    let refuse = |r: Refused| Admission::Refuse(settle(state, &from, r).tiny());
+    let Some((kind, _)) = state.webhooks.configured(segment) else {
+        return refuse(Refused::not_configured(segment));
+    };
+    if head.header(kind.signature_header()).is_none() {
+        return refuse(Refused::unverified(verify::Refusal::MissingSignature));
+    }
+    let bytes = match (head.content_length, head.chunked) {
+        (_, true) => MAX_BODY,
+        (Some(n), false) => n,
+        (None, false) => 0,
+    };
+    let read = |hold: Option<Box<dyn std::any::Any + Send>>| Admission::Read {
+        max_body: MAX_BODY,
+        hold,
+    };
+    if bytes > MAX_BODY {
+        // The connection layer answers 413 without reading it.
+        settle(state, &from, Refused::too_large(MAX_BODY));
+        return read(None);
+    }
+    if bytes == 0 {
+        return read(None);
+    }
+    match state.webhooks.budget.reserve(from.sender, bytes) {
+        Some(hold) => read(Some(Box::new(hold))),
+        None => refuse(Refused::busy()),
+    }
 }
 
-/// Serves one delivery.
-pub fn serve(state: &AppState, mut req: Request, kind_segment: &str) {
-    let ing = &state.webhooks;
-    let Some((kind, secret)) =
-        Kind::parse(kind_segment).and_then(|k| ing.secrets.get(&k).map(|s| (k, s.as_str())))
-    else {
-        return send_error(
-            req,
-            ApiError::new(
-                404,
-                "webhook_not_configured",
-                format!(
-                    "no webhook kind \"{}\" is configured (github, gitlab, gitea, jira or linear, each with its SORTIE_WEBHOOK_SECRET_<KIND>)",
-                    echo(kind_segment)
-                ),
-            ),
-        );
-    };
-    let remote = req.remote_addr().map(|a| a.to_string()).unwrap_or_default();
-    let now = state.clock.now_ms();
+/// What the log line of an accepted delivery names.
+struct Accepted {
+    kind: Kind,
+    delivery: Option<String>,
+    event: String,
+    issue: String,
+}
 
-    let limited = {
-        let mut b = ing.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        b.entry(kind)
+/// Checks 4 to 7 of the module's list, over the body the connection read.
+fn check(state: &AppState, req: &Request, segment: &str, now: i64) -> Result<Accepted, Refused> {
+    let ing = &state.webhooks;
+    let (kind, secret) = ing
+        .configured(segment)
+        .ok_or_else(|| Refused::not_configured(segment))?;
+    let body = req.body().unwrap_or_default();
+    if body.len() > MAX_BODY {
+        return Err(Refused::too_large(MAX_BODY));
+    }
+    let lookup = |name: &str| header_of(req, name);
+    verify::verify(kind, secret, &lookup, body).map_err(Refused::unverified)?;
+    let payload: Value = match serde_json::from_slice(body) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) | Err(_) => return Err(Refused::bad_payload()),
+    };
+    verify::check_timestamp(kind, &payload, now).map_err(Refused::unverified)?;
+    let delivery = lookup(kind.delivery_header()).filter(|d| !d.trim().is_empty());
+    let k = kind.as_str().as_bytes();
+    let mut keys = vec![guard::key(&[k, b"body", body])];
+    if let Some(d) = &delivery {
+        keys.push(guard::key(&[k, b"delivery", d.trim().as_bytes()]));
+    }
+    {
+        let mut m = ing.memory();
+        if m.seen.any_seen(&keys, now) {
+            return Err(Refused::replayed());
+        }
+        m.kinds
+            .entry(kind)
             .or_insert_with(|| guard::Bucket::full(now))
             .take(now)
-    };
-    if let Err(retry_after) = limited {
-        count(state, kind, "rate_limited");
-        log::warn!(
-            "webhook delivery refused kind={} reason=rate_limited remote={remote}",
-            kind.as_str()
-        );
-        return send_with_retry_after(req, retry_after);
+            .map_err(Refused::kind_rate_limited)?;
+        m.seen.remember(&keys, now);
     }
+    Ok(Accepted {
+        kind,
+        delivery,
+        event: lookup(kind.event_header()).unwrap_or_default(),
+        issue: issue_named(kind, &payload).unwrap_or_default(),
+    })
+}
 
-    let mut body = Vec::new();
-    let read = req
-        .as_reader()
-        .take(MAX_BODY as u64 + 1)
-        .read_to_end(&mut body);
-    if let Err(e) = read {
-        count(state, kind, "bad_payload");
-        return send_error(
-            req,
-            ApiError::new(
-                400,
-                "invalid_request",
-                format!("the request body could not be read: {e}"),
-            ),
-        );
-    }
-    if body.len() > MAX_BODY {
-        count(state, kind, "too_large");
-        return send_error(
-            req,
-            ApiError::new(
-                413,
-                "payload_too_large",
-                format!("the request body is larger than {MAX_BODY} bytes"),
-            ),
-        );
-    }
-
-    let lookup = |name: &str| header_of(&req, name);
-    let unverified = |req: Request, reason: verify::Refusal| {
-        count(state, kind, "unverified");
-        log::warn!(
-            "webhook delivery unverified kind={} reason={} remote={remote}",
-            kind.as_str(),
-            reason.as_str()
-        );
-        send_error(
-            req,
-            ApiError::new(
-                401,
-                "webhook_unverified",
-                format!(
-                    "the delivery is not verified ({}); nothing changed",
-                    reason.as_str()
-                ),
-            ),
-        );
-    };
-    if let Err(reason) = verify::verify(kind, secret, &lookup, &body) {
-        return unverified(req, reason);
-    }
-    let payload: Value = match serde_json::from_slice(&body) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) | Err(_) => {
-            count(state, kind, "bad_payload");
-            log::warn!(
-                "webhook delivery refused kind={} reason=bad_payload remote={remote}",
-                kind.as_str()
-            );
-            return send_error(
-                req,
-                ApiError::new(
-                    400,
-                    "invalid_payload",
-                    "the delivery's body is not a JSON object; nothing changed",
-                ),
-            );
+/// Serves one delivery whose head [`admit`] let through.
+pub fn serve(state: &AppState, req: Request, kind_segment: &str) {
+    let now = state.clock.now_ms();
+    let remote = req.remote_addr().map(|a| a.to_string()).unwrap_or_default();
+    match check(state, &req, kind_segment, now) {
+        Ok(accepted) => accept(state, req, accepted, &remote, now),
+        Err(r) => {
+            let delivery =
+                Kind::parse(kind_segment).and_then(|k| header_of(&req, k.delivery_header()));
+            let from = Origin {
+                kind: kind_segment,
+                sender: req.remote_addr().map(|a| tiny_http::client_key(a.ip())),
+                remote: &remote,
+                delivery: delivery.as_deref(),
+            };
+            let r = settle(state, &from, r);
+            match r.retry_after {
+                Some(seconds) => send_with_retry_after(req, &r, seconds),
+                None => send_error(req, r.api_error()),
+            }
         }
-    };
-    if let Err(reason) = verify::check_timestamp(kind, &payload, now) {
-        return unverified(req, reason);
     }
-    let delivery = lookup(kind.delivery_header()).filter(|d| !d.trim().is_empty());
-    let replay_key = match &delivery {
-        Some(d) => format!("{}:{}", kind.as_str(), d.trim()),
-        // Without a delivery id, the same signed body is the same delivery.
-        None => format!(
-            "{}:body:{}",
-            kind.as_str(),
-            data_encoding::HEXLOWER.encode(&sha2_digest(&body))
-        ),
-    };
-    let fresh = {
-        let mut seen = ing.seen.lock().unwrap_or_else(|p| p.into_inner());
-        seen.first_time(&replay_key, now)
-    };
-    let delivery_log = delivery
+}
+
+/// Asks the orchestrator for the poll and answers 202 (or 503 when it cannot take it).
+fn accept(state: &AppState, req: Request, a: Accepted, remote: &str, now: i64) {
+    let delivery_log = a
+        .delivery
         .as_deref()
         .map(|d| echo(d).into_owned())
         .unwrap_or_default();
-    if !fresh {
-        count(state, kind, "replayed");
-        log::warn!(
-            "webhook delivery refused kind={} reason=replayed delivery={delivery_log} remote={remote}",
-            kind.as_str()
-        );
-        return send_error(
-            req,
-            ApiError::new(
-                409,
-                "webhook_replayed",
-                "this delivery was already received; nothing changed",
-            ),
-        );
-    }
-
-    let event = lookup(kind.event_header()).unwrap_or_default();
-    let issue = issue_named(kind, &payload).unwrap_or_default();
-    count(state, kind, "accepted");
+    state
+        .orch
+        .metrics
+        .webhook_delivery(a.kind.as_str(), "accepted");
     let requested_at = rfc3339_ms(now);
     match state.orch.refresh(TAKE_TIMEOUT) {
         Ok(o @ (RefreshOutcome::Queued | RefreshOutcome::Coalesced)) => {
             let coalesced = o == RefreshOutcome::Coalesced;
             log::info!(
                 "webhook delivery accepted kind={} delivery={delivery_log} event={} issue={} poll={} remote={remote}",
-                kind.as_str(),
-                echo(&event),
-                echo(&issue),
+                a.kind.as_str(),
+                echo(&a.event),
+                echo(&a.issue),
                 if coalesced { "coalesced" } else { "queued" }
             );
             send_json(
@@ -275,11 +292,6 @@ pub fn serve(state: &AppState, mut req: Request, kind_segment: &str) {
             ),
         ),
     }
-}
-
-fn sha2_digest(body: &[u8]) -> Vec<u8> {
-    use sha2::Digest;
-    sha2::Sha256::digest(body).to_vec()
 }
 
 /// The issue a payload is about, for the log only (never acted on).
@@ -311,13 +323,9 @@ fn issue_named(kind: Kind, p: &Value) -> Option<String> {
     }
 }
 
-fn send_with_retry_after(req: Request, seconds: u64) {
-    let body = serde_json::to_string(&ErrorBody::new(
-        "rate_limited",
-        "too many deliveries for this kind; nothing changed",
-    ))
-    .unwrap_or_default();
-    let mut resp = Response::from_string(body).with_status_code(429);
+fn send_with_retry_after(req: Request, r: &Refused, seconds: u64) {
+    let body = serde_json::to_string(&ErrorBody::new(r.code, &r.message)).unwrap_or_default();
+    let mut resp = Response::from_string(body).with_status_code(r.status);
     for h in [
         header("Content-Type", "application/json; charset=utf-8"),
         header("Cache-Control", "no-store"),

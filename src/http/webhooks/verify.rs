@@ -64,6 +64,18 @@ impl Kind {
         )
     }
 
+    /// The header carrying the signature (or GitLab's token); a delivery without it is
+    /// refused before its body is read.
+    pub fn signature_header(self) -> &'static str {
+        match self {
+            Kind::Github => "X-Hub-Signature-256",
+            Kind::Jira => "X-Hub-Signature",
+            Kind::Gitea => "X-Gitea-Signature",
+            Kind::Linear => "Linear-Signature",
+            Kind::Gitlab => "X-Gitlab-Token",
+        }
+    }
+
     /// The header naming the delivery, for replay protection.
     pub fn delivery_header(self) -> &'static str {
         match self {
@@ -123,13 +135,12 @@ pub fn verify(
     header: &dyn Fn(&str) -> Option<String>,
     body: &[u8],
 ) -> Result<(), Refusal> {
+    let value = header(kind.signature_header());
     match kind {
-        Kind::Github => hmac_header(secret, header("X-Hub-Signature-256"), Some("sha256="), body),
-        Kind::Jira => hmac_header(secret, header("X-Hub-Signature"), Some("sha256="), body),
-        Kind::Gitea => hmac_header(secret, header("X-Gitea-Signature"), None, body),
-        Kind::Linear => hmac_header(secret, header("Linear-Signature"), None, body),
+        Kind::Github | Kind::Jira => hmac_header(secret, value, Some("sha256="), body),
+        Kind::Gitea | Kind::Linear => hmac_header(secret, value, None, body),
         Kind::Gitlab => {
-            let token = header("X-Gitlab-Token").ok_or(Refusal::MissingSignature)?;
+            let token = value.ok_or(Refusal::MissingSignature)?;
             if tokens_equal(secret, token.trim()) {
                 Ok(())
             } else {

@@ -10,8 +10,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::limits::{error_response, Limits};
-use crate::refuser::ActiveGuard;
+use crate::limits::{error_response, Admission, ConnRefusal, Head, Limits, Refusal};
+use crate::slots::SlotGuard;
 use crate::util::refined_tcp_stream::{DeadlineState, ReadDeadline};
 
 use crate::common::{HTTPVersion, Method};
@@ -22,6 +22,11 @@ use crate::Request;
 /// A ClientConnection is an object that will store a socket to a client
 /// and return Request objects.
 pub struct ClientConnection {
+    // sortie patch: the slot this connection holds while it or a writer it handed out lives;
+    // declared first, so it is released before the socket closes (a client that saw the
+    // close and connects again finds the slot free)
+    active: Option<Arc<SlotGuard>>,
+
     // address of the client
     remote_addr: IoResult<Option<SocketAddr>>,
 
@@ -49,8 +54,8 @@ pub struct ClientConnection {
     // sortie patch: signalled when the previous request's response writer is dropped or
     // taken over (`Handoff`)
     prev_done: Option<std::sync::mpsc::Receiver<Handoff>>,
-    // sortie patch: counts this connection as open while it or a writer it handed out lives
-    active: Option<Arc<ActiveGuard>>,
+    // sortie patch: a connection on a probe slot: one probe request, then closed
+    probe_only: bool,
 }
 
 /// sortie patch: what became of a request's response writer.
@@ -66,9 +71,10 @@ pub(crate) enum Handoff {
 /// sortie patch: a response writer that signals when it is dropped, so the connection reads
 /// its next request only then; it keeps the connection counted as open while it lives.
 struct DoneOnDrop<W: Write> {
+    // first: released before `inner` closes the write half
+    _active: Option<Arc<SlotGuard>>,
     inner: W,
     done: std::sync::mpsc::Sender<Handoff>,
-    _active: Option<Arc<ActiveGuard>>,
 }
 
 impl<W: Write> Write for DoneOnDrop<W> {
@@ -107,6 +113,8 @@ enum ReadError {
     BodyTooLarge(usize),
     /// sortie patch: the previous request's handler took the connection over
     Detached,
+    /// sortie patch: refused from its head (`Limits::admit`, or not a probe on a probe slot)
+    Refused(Refusal),
 }
 
 impl ClientConnection {
@@ -115,7 +123,8 @@ impl ClientConnection {
         write_socket: RefinedTcpStream,
         mut read_socket: RefinedTcpStream,
         limits: Option<Arc<Limits>>,
-        active: Option<Arc<ActiveGuard>>,
+        active: Option<Arc<SlotGuard>>,
+        probe_only: bool,
     ) -> ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
@@ -140,6 +149,7 @@ impl ClientConnection {
             head_bytes: 0,
             prev_done: None,
             active,
+            probe_only,
         }
     }
 
@@ -151,22 +161,31 @@ impl ClientConnection {
 
     /// sortie patch: writes a `Connection: close` error response of the server's own.
     fn send_error(&mut self, status: u16, code: &str, message: &str) {
+        self.send_answer(status, code, message, None);
+    }
+
+    /// sortie patch: writes `r` as a `Connection: close` response.
+    fn send_refusal(&mut self, r: &Refusal) {
+        self.send_answer(r.status, r.code, &r.message, r.retry_after);
+    }
+
+    fn send_answer(&mut self, status: u16, code: &str, message: &str, retry_after: Option<u64>) {
         let Some(limits) = self.limits.clone() else {
             return;
         };
         if let Some(mut writer) = self.sink.next() {
-            let _ = writer.write_all(&error_response(&limits, status, code, message));
+            let answer = error_response(&limits, status, code, message, retry_after);
+            let _ = writer.write_all(&answer);
             let _ = writer.flush();
         }
     }
 
     /// sortie patch: the answer when no thread could be started for this connection.
     pub(crate) fn refuse_busy(&mut self) {
-        self.send_error(
-            503,
-            "too_many_connections",
-            "the server cannot serve another connection now; retry later",
-        );
+        if let Some(l) = &self.limits {
+            (l.on_refused)(ConnRefusal::NoThread, self.remote_addr.as_ref().ok().copied().flatten());
+        }
+        self.send_refusal(&ConnRefusal::NoThread.refusal());
     }
 
     /// sortie patch: before closing a connection whose client may still be sending, reads
@@ -262,7 +281,11 @@ impl ClientConnection {
                         return Err(ReadError::Detached);
                     }
                 }
-                let t = l.head_timeout;
+                let t = if self.probe_only {
+                    l.probe_head_timeout.min(l.head_timeout)
+                } else {
+                    l.head_timeout
+                };
                 self.set_deadline(DeadlineState::Arm(t));
             }
             let (method, path, version) = {
@@ -318,6 +341,32 @@ impl ClientConnection {
             (method, path, version, headers)
         };
 
+        // sortie patch: what becomes of the body is decided from the head alone, before any
+        // byte of it is read
+        let (body_cap, hold) = match self.limits.clone() {
+            None => (None, None),
+            Some(l) => {
+                let remote = self.remote_addr.as_ref().ok().copied().flatten();
+                if self.probe_only && !(l.is_probe)(&method, &path) {
+                    (l.on_refused)(ConnRefusal::NotAProbe, remote);
+                    return Err(ReadError::Refused(ConnRefusal::NotAProbe.refusal()));
+                }
+                let (content_length, chunked) = body_framing(&headers);
+                let head = Head {
+                    method: &method,
+                    target: &path,
+                    headers: &headers,
+                    remote,
+                    content_length,
+                    chunked,
+                };
+                match (l.admit)(&head) {
+                    Admission::Read { max_body, hold } => (Some(max_body), hold),
+                    Admission::Refuse(r) => return Err(ReadError::Refused(r)),
+                }
+            }
+        };
+
         // building the writer for the request
         let writer = self.sink.next().unwrap();
         let mut detach_notice = None;
@@ -341,7 +390,6 @@ impl ClientConnection {
         std::mem::swap(&mut self.next_header_source, &mut data_source);
 
         // building the next reader
-        let body_cap = self.limits.as_ref().map(|l| (l.max_body)(&path));
         let request = crate::request::new_request(
             self.secure,
             method,
@@ -352,6 +400,7 @@ impl ClientConnection {
             data_source,
             writer,
             body_cap,
+            hold,
         )
         .map_err(|e| {
             use crate::request;
@@ -418,6 +467,11 @@ impl Iterator for ClientConnection {
                         "http_version_not_supported",
                         "this server speaks HTTP/1.1 only",
                     );
+                    self.linger();
+                    return None;
+                }
+                Err(ReadError::Refused(r)) => {
+                    self.send_refusal(&r);
                     self.linger();
                     return None;
                 }
@@ -526,10 +580,28 @@ impl Iterator for ClientConnection {
                 _ => (),
             };
 
+            // sortie patch: a probe slot serves one request
+            if self.probe_only {
+                self.no_more_requests = true;
+            }
+
             // returning the request
             return Some(rq);
         }
     }
+}
+
+/// sortie patch: the body's framing as `new_request` reads it: the announced length (none
+/// when chunked: `Transfer-Encoding` wins over `Content-Length`), and whether it is chunked.
+fn body_framing(headers: &[crate::Header]) -> (Option<usize>, bool) {
+    if headers.iter().any(|h| h.field.equiv("Transfer-Encoding")) {
+        return (None, true);
+    }
+    let len = headers
+        .iter()
+        .find(|h| h.field.equiv("Content-Length"))
+        .and_then(|h| FromStr::from_str(h.value.as_str()).ok());
+    (len, false)
 }
 
 /// Parses a "HTTP/1.1" string.

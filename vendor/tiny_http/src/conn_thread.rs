@@ -1,11 +1,10 @@
 //! sortie patch: every accepted connection gets a thread of its own, started by the accept
 //! loop itself (upstream handed connections to a task pool whose queue could leave a new
-//! connection waiting behind busy threads). Connections are bounded by
-//! `Limits::max_connections`, counted from accept until the connection thread has ended and
-//! every response writer it handed out is dropped, so an event stream that keeps its writer
-//! counts for its whole life.
+//! connection waiting behind busy threads). Connections are bounded by the slots of
+//! `slots.rs`, held from accept until the connection thread has ended and every response
+//! writer it handed out is dropped, so an event stream that keeps its writer counts for its
+//! whole life.
 
-use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -27,8 +26,7 @@ pub(crate) fn spawn(client: ClientConnection, messages: Arc<MessagesQueue<Messag
                 serve(client, &messages);
             }
         });
-    if let Err(e) = spawned {
-        log::error!("cannot start a connection thread: {}", e);
+    if spawned.is_err() {
         let client = slot.lock().ok().and_then(|mut c| c.take());
         if let Some(mut client) = client {
             client.refuse_busy();
@@ -52,9 +50,4 @@ fn serve(client: ClientConnection, messages: &MessagesQueue<Message>) {
             messages.push(rq.into());
         }
     }
-}
-
-/// Whether one more connection may be served: fewer than `max` are counted in `active`.
-pub(crate) fn has_room(active: &AtomicUsize, max: usize) -> bool {
-    active.load(std::sync::atomic::Ordering::SeqCst) < max
 }

@@ -113,11 +113,12 @@ use util::MessagesQueue;
 
 pub use common::{HTTPVersion, Header, HeaderField, Method, StatusCode};
 pub use connection::{ConfigListenAddr, ListenAddr, Listener};
-pub use limits::Limits;
+pub use limits::{client_key, Admission, ConnRefusal, Head, Limits, Refusal, PROBE_SLOTS_PER_CLIENT};
 pub use request::{ReadWrite, Request};
 pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
 
+mod body;
 mod client;
 mod common;
 mod conn_thread;
@@ -127,6 +128,7 @@ mod request;
 mod response;
 mod ssl;
 mod refuser;
+mod slots;
 mod test;
 mod util;
 
@@ -307,24 +309,27 @@ impl Server {
         let inside_close_trigger = close_trigger.clone();
         let inside_messages = messages.clone();
         thread::spawn(move || {
-            // sortie patch: connections counted while open, the thread that closes refused
-            // ones; every accepted connection gets a thread of its own (conn_thread.rs)
-            let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            // sortie patch: the slots connections hold while open (slots.rs), the thread that
+            // closes refused ones; every accepted connection gets a thread of its own
+            // (conn_thread.rs)
+            let slots = Arc::new(slots::Slots::default());
             let refused = limits.as_ref().and_then(|_| refuser::start());
 
             log::debug!("Running accept thread");
             while !inside_close_trigger.load(Relaxed) {
                 let new_client = match server.accept() {
-                    Ok((sock, _)) if limits.as_ref().is_some_and(|l| {
-                        !conn_thread::has_room(&active, l.max_connections)
-                    }) =>
-                    {
-                        if let Some(l) = &limits {
-                            refuser::refuse(sock, l, refused.as_ref());
-                        }
-                        continue;
-                    }
-                    Ok((sock, _)) => {
+                    Ok((sock, peer)) => {
+                        let (guard, probe_only) = match &limits {
+                            None => (None, false),
+                            Some(l) => match slots.take(l, peer.map(|a| a.ip())) {
+                                slots::Slot::Ordinary(g) => (Some(g), false),
+                                slots::Slot::Probe(g) => (Some(g), true),
+                                slots::Slot::Refused(why) => {
+                                    refuser::refuse(sock, peer, why, l, refused.as_ref());
+                                    continue;
+                                }
+                            },
+                        };
                         use util::RefinedTcpStream;
                         let (read_closable, write_closable) = match ssl {
                             None => RefinedTcpStream::new(sock),
@@ -342,15 +347,12 @@ impl Server {
                             #[cfg(not(any(feature = "ssl-openssl", feature = "ssl-rustls")))]
                             Some(ref _ssl) => unreachable!(),
                         };
-                        let guard = limits
-                            .as_ref()
-                            .map(|_| Arc::new(refuser::ActiveGuard::new(active.clone())));
-
                         Ok(ClientConnection::new(
                             write_closable,
                             read_closable,
                             limits.clone(),
                             guard,
+                            probe_only,
                         ))
                     }
                     Err(e) => Err(e),

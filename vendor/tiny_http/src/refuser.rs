@@ -1,38 +1,20 @@
-//! sortie patch: connections beyond `Limits::max_connections` are answered 503 and closed
-//! without a thread of their own. The answer is written at once (it fits an empty send
-//! buffer); then one `refuser` thread reads and discards whatever the client still sends for
-//! up to a second before closing, so the close does not reset the connection and destroy the
-//! answer before the client reads it.
+//! sortie patch: connections refused by the accept loop (no slot: `slots.rs`) are answered
+//! 503 and closed without a thread of their own. The answer is written at once (it fits an
+//! empty send buffer); then one `refuser` thread reads and discards whatever the client still
+//! sends for up to a second before closing, so the close does not reset the connection and
+//! destroy the answer before the client reads it.
 
 use std::io::{Read, Write};
-use std::net::Shutdown;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::{Shutdown, SocketAddr};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::connection::Connection;
-use crate::limits::{error_response, Limits};
+use crate::limits::{error_response, ConnRefusal, Limits};
 
 /// Refused connections lingering at once; beyond, a refused connection is closed at once.
 const MAX_LINGERING: usize = 64;
 const LINGER: Duration = Duration::from_secs(1);
-
-/// Counts a served connection until dropped.
-pub(crate) struct ActiveGuard(Arc<AtomicUsize>);
-
-impl ActiveGuard {
-    pub(crate) fn new(active: Arc<AtomicUsize>) -> ActiveGuard {
-        active.fetch_add(1, Ordering::SeqCst);
-        ActiveGuard(active)
-    }
-}
-
-impl Drop for ActiveGuard {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
 
 pub(crate) fn start() -> Option<SyncSender<Connection>> {
     let (tx, rx) = sync_channel(MAX_LINGERING);
@@ -43,15 +25,17 @@ pub(crate) fn start() -> Option<SyncSender<Connection>> {
     Some(tx)
 }
 
-pub(crate) fn refuse(mut sock: Connection, limits: &Limits, lingering: Option<&SyncSender<Connection>>) {
-    log::warn!("connection refused: too many connections");
+pub(crate) fn refuse(
+    mut sock: Connection,
+    peer: Option<SocketAddr>,
+    why: ConnRefusal,
+    limits: &Limits,
+    lingering: Option<&SyncSender<Connection>>,
+) {
+    (limits.on_refused)(why, peer);
     let _ = sock.set_nonblocking(true);
-    let answer = error_response(
-        limits,
-        503,
-        "too_many_connections",
-        "the server has too many open connections; retry later",
-    );
+    let r = why.refusal();
+    let answer = error_response(limits, r.status, r.code, &r.message, r.retry_after);
     let _ = sock.write_all(&answer);
     let _ = sock.shutdown(Shutdown::Write);
     if let Some(tx) = lingering {

@@ -1,3 +1,4 @@
+use std::any::Any;
 use std::io::Error as IoError;
 use std::io::{self, Cursor, ErrorKind, Read, Write};
 
@@ -7,6 +8,7 @@ use std::str::FromStr;
 
 use std::sync::mpsc::Sender;
 
+use crate::body::{self, BodyBuf};
 use crate::client::Handoff;
 use crate::util::{EqualReader, FusedReader};
 use crate::{HTTPVersion, Header, Method, Response, StatusCode};
@@ -78,6 +80,14 @@ pub struct Request {
 
     // sortie patch: told when `into_writer` takes the connection over
     detach_notice: Option<Sender<Handoff>>,
+
+    // sortie patch: the body read by the connection (servers with limits), until
+    // `as_reader` turns it into `data_reader`
+    body: Option<BodyBuf>,
+
+    // sortie patch: the reservation `Limits::admit` made for the body; declared last, so it
+    // is released after the body's memory
+    _hold: Option<Box<dyn Any + Send>>,
 }
 
 struct NotifyOnDrop<R> {
@@ -143,6 +153,7 @@ pub fn new_request<R, W>(
     mut source_data: R,
     writer: W,
     max_body: Option<usize>,
+    hold: Option<Box<dyn Any + Send>>,
 ) -> Result<Request, RequestCreationError>
 where
     R: Read + Send + 'static,
@@ -203,36 +214,19 @@ where
                 writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
                 writer.flush()?;
             }
-            let mut buffer = vec![0; len];
-            source_data.read_exact(&mut buffer).map_err(|e| {
-                if e.kind() == ErrorKind::UnexpectedEof {
-                    IoError::new(
-                        ErrorKind::ConnectionAborted,
-                        "Connection has been closed before we received enough data",
-                    )
-                } else {
-                    e
-                }
-            })?;
-            buffer
+            body::read_exact(&mut source_data, len)?
         } else if transfer_encoding.is_some() {
             if expects_continue {
                 writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
                 writer.flush()?;
             }
-            let mut buffer = Vec::new();
-            Decoder::new(&mut source_data)
-                .take(max as u64 + 1)
-                .read_to_end(&mut buffer)?;
-            if buffer.len() > max {
-                return Err(RequestCreationError::BodyTooLarge);
-            }
-            buffer
+            body::read_capped(&mut Decoder::new(&mut source_data), max)?
+                .ok_or(RequestCreationError::BodyTooLarge)?
         } else {
-            Vec::new()
+            BodyBuf::Heap(Vec::new())
         };
         return Ok(Request {
-            data_reader: Some(Box::new(Cursor::new(body))),
+            data_reader: None,
             response_writer: Some(Box::new(writer) as Box<dyn Write + Send + 'static>),
             remote_addr,
             secure,
@@ -244,6 +238,8 @@ where
             must_send_continue: false,
             notify_when_responded: None,
             detach_notice: None,
+            body: Some(body),
+            _hold: hold,
         });
     }
 
@@ -303,6 +299,8 @@ where
         must_send_continue: expects_continue,
         notify_when_responded: None,
         detach_notice: None,
+        body: None,
+        _hold: hold,
     })
 }
 
@@ -438,7 +436,16 @@ impl Request {
             self.must_send_continue = false;
         }
 
+        if let Some(body) = self.body.take() {
+            self.data_reader = Some(Box::new(Cursor::new(body)));
+        }
         self.data_reader.as_mut().unwrap()
+    }
+
+    /// sortie patch: the body the connection read (servers with limits), without a copy;
+    /// `None` once `as_reader` took it, or when the body is read from the socket.
+    pub fn body(&self) -> Option<&[u8]> {
+        self.body.as_ref().map(AsRef::as_ref)
     }
 
     /// Turns the `Request` into a writer.
@@ -488,6 +495,9 @@ impl Request {
     fn extract_reader_impl(&mut self) -> Box<dyn Read + Send + 'static> {
         use std::mem;
 
+        if let Some(body) = self.body.take() {
+            self.data_reader = Some(Box::new(Cursor::new(body)));
+        }
         assert!(self.data_reader.is_some());
 
         let mut reader = None;

@@ -74,6 +74,7 @@ impl From<TestRequest> for Request {
             mock.body.as_bytes(),
             std::io::sink(),
             None,
+            None,
         )
         .unwrap()
     }

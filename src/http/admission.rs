@@ -1,0 +1,66 @@
+//! What the connection threads decide before a request reaches the request threads: which
+//! bodies are read (and with which cap), which requests a probe connection may carry, and
+//! what becomes of the connections the server refuses by itself. The hooks of
+//! [`super::limits::limits`].
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use tiny_http::{Admission, ConnRefusal, Head, Method};
+
+use super::AppState;
+use super::router::{Route, route};
+
+/// Every request but a webhook delivery: a body of at most [`super::limits::MAX_BODY`].
+/// A delivery is decided by [`super::webhooks::admit`] from its head.
+pub fn admit(state: &AppState, head: &Head<'_>) -> Admission {
+    if *head.method == Method::Post {
+        let path = head.target.split('?').next().unwrap_or("/");
+        if let Route::Webhook(kind) = route(path) {
+            return super::webhooks::admit(state, head, &kind);
+        }
+    }
+    Admission::Read {
+        max_body: super::limits::MAX_BODY,
+        hold: None,
+    }
+}
+
+/// The requests a connection kept for probes may carry: `GET /livez`, `/readyz`, `/metrics`.
+pub fn is_probe(method: &Method, target: &str) -> bool {
+    *method == Method::Get
+        && matches!(
+            target.split('?').next(),
+            Some("/livez" | "/readyz" | "/metrics")
+        )
+}
+
+/// Counts a refused connection and logs it within the refusal log's bounds.
+pub fn refused(state: &AppState, why: ConnRefusal, peer: Option<SocketAddr>) {
+    state.orch.metrics.connection_refused(why.as_str());
+    if let Some(suppressed) = state.refusals.note(("http", why.as_str()), Instant::now()) {
+        let remote = peer.map(|a| a.to_string()).unwrap_or_default();
+        log::warn!(
+            reason = why.as_str(),
+            remote = remote.as_str(),
+            suppressed = suppressed;
+            "connection refused"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_are_the_three_health_routes_read_with_get() {
+        for p in ["/livez", "/readyz", "/metrics", "/livez?x=1"] {
+            assert!(is_probe(&Method::Get, p), "{p}");
+        }
+        assert!(!is_probe(&Method::Post, "/livez"));
+        for p in ["/", "/api/v1/state", "/livez/x", "/metricsx"] {
+            assert!(!is_probe(&Method::Get, p), "{p}");
+        }
+    }
+}
