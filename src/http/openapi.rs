@@ -726,7 +726,7 @@ fn prices_example() -> Value {
     let source = |status: &str, version: Value, as_of: Value, models: Value| {
         json!({"status": status, "in_force": true, "off_by": null, "file": null, "address": null,
             "version": version, "as_of": as_of, "models": models, "next_try_at": null,
-            "failures": 0, "failed_at": null, "error": null})
+            "failures": 0, "failed_at": null, "error": null, "deferred": false})
     };
     let mut fetched = source(
         "loaded",
