@@ -82,13 +82,18 @@ export function create(ctx) {
 
 /**
  * What the state document says about the issue beyond its detail: its held[] row, and the
- * attention items about it or about every dispatch (critical items: while one stands no issue
- * is dispatched).
+ * attention items that stop it: those about the issue, and the critical ones about the
+ * process (no issue is dispatched while one stands), of which an item about one agent kind
+ * (a failed login, a usage limit) only when the issue's hold names that kind.
  */
 function fromState(s, identifier) {
   const held = (s.held || []).find((r) => r.issue_identifier === identifier) || null;
-  const attention = (s.attention || []).filter((a) =>
-    a.issue_identifier ? a.issue_identifier === identifier : a.severity === "critical");
+  const heldKind = held && held.hold && held.hold.agent_kind;
+  const attention = (s.attention || []).filter((a) => {
+    if (a.issue_identifier) return a.issue_identifier === identifier;
+    const kind = a.evidence && a.evidence.agent_kind;
+    return kind ? kind === heldKind : a.severity === "critical";
+  });
   return { held, attention, showCost: s.cost_unpriced_running !== undefined };
 }
 
