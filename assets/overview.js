@@ -14,17 +14,28 @@ export const title = "Overview";
 
 /** The longest the costs and charts wait for a re-read while no run starts or ends. */
 const EXTRAS_MAX_AGE_MS = 60000;
+/**
+ * The shortest gap between two reads: a stats report aggregates every run on record, so a
+ * burst of sessions starting and ending costs one read, made once the gap has passed.
+ */
+const EXTRAS_MIN_GAP_MS = 10000;
 
 export function create(ctx) {
   let last = null;
   let extras = { window: "hours" };
   let extrasKey = null;
   let extrasAt = 0;
+  let trailing = null;
 
   /** Reads the stats and issue costs when the running set changed or they are a minute old. */
   async function readExtras(s, force) {
     const key = `${(s.running || []).map((r) => r.dispatch_id).join(",")}|${s.counts && s.counts.retrying}|${extras.window}`;
-    if (!force && key === extrasKey && Date.now() - extrasAt < EXTRAS_MAX_AGE_MS) return;
+    const age = Date.now() - extrasAt;
+    if (!force && key === extrasKey && age < EXTRAS_MAX_AGE_MS) return;
+    if (!force && extrasAt && age < EXTRAS_MIN_GAP_MS) {
+      if (!trailing) trailing = setTimeout(() => { trailing = null; ctx.changed(); }, EXTRAS_MIN_GAP_MS - age);
+      return;
+    }
     extrasKey = key;
     extrasAt = Date.now();
     const nowMs = parseTime(s.generated_at) ?? Date.now();
@@ -54,6 +65,9 @@ export function create(ctx) {
     },
     tick() {
       if (last) render();
+    },
+    unmount() {
+      clearTimeout(trailing);
     },
   };
 }

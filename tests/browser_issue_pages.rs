@@ -3,7 +3,7 @@
 //!
 //! - every issue the Overview links opens a page without an error, for an issue in each list
 //!   of the state document: running (in the state sortie moved it to, with its live cost),
-//!   waiting for a retry (its sentence and due time agree, "retry 1, next attempt 2"),
+//!   waiting for a retry (its sentence and due time agree; "retry N", "next attempt N+1"),
 //!   budget-held, parked, held by a blocker (the hold and what releases it), finished (its
 //!   runs' costs with their cost_status words);
 //! - issues held because the agent's CLI is not logged in, one that ran and one that never

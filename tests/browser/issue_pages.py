@@ -94,19 +94,26 @@ def check_retry_row(b, base):
     deadline = time.time() + WAIT_S
     while time.time() < deadline:
         row = "#retrying li[data-retry='L-2']"
-        if b.eval(f"!!document.querySelector({json.dumps(row)})"):
-            sentence = b.eval(f"document.querySelector({json.dumps(row + ' > div[title]')})?.textContent || ''")
-            due = b.eval(f"[...document.querySelectorAll({json.dumps(row + ' .facts span')})]"
-                         ".find(s => s.textContent.startsWith('due '))?.querySelector('b')?.textContent || ''")
-            attempt = b.eval(f"[...document.querySelectorAll({json.dumps(row + ' .facts span')})]"
-                             ".map(s => s.textContent).join(' | ')")
+        # One read of the row, so its sentence and its facts come from the same render.
+        got = b.eval(f"""(() => {{
+            const li = document.querySelector({json.dumps(row)});
+            if (!li) return null;
+            const spans = [...li.querySelectorAll('.facts span')];
+            return [li.querySelector(':scope > div[title]')?.textContent || '',
+                    spans.find(s => s.textContent.startsWith('due '))?.querySelector('b')?.textContent || '',
+                    spans.map(s => s.textContent).join(' | ')];
+        }})()""")
+        if got:
+            sentence, due, attempt = got
             m = re.search(r"Retry \d+ (due now|in ([0-9dhms ]+?))(?: after|:|\.|$)", sentence)
             if due and m:
                 want = "now" if m.group(1) == "due now" else f"in {m.group(2)}"
                 if due != want:
                     raise Failure(f"the retry row says {sentence!r} beside due {due!r}")
-                if "retry 1" not in attempt or "next attempt 2" not in attempt:
-                    raise Failure(f"the retry row's numbers: {attempt!r}")
+                n = re.search(r"retry (\d+) \| next attempt (\d+)", attempt)
+                said = re.search(r"Retry (\d+)", sentence)
+                if not n or int(n.group(2)) != int(n.group(1)) + 1 or not said or said.group(1) != n.group(1):
+                    raise Failure(f"the retry row's numbers: {attempt!r} beside {sentence!r}")
                 print(f"retry row agrees: {sentence!r} / due {due!r} / {attempt!r}")
                 return
         if "L-2" in ids(api(base, "/api/v1/state").get("budget_exhausted")):
