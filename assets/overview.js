@@ -157,18 +157,21 @@ function allTime(all, s) {
   ]);
 }
 
-/** The newest issues with runs: how each stands and what its runs cost. */
+/**
+ * The newest issues with runs and what their runs cost. How each issue stands is on its page
+ * and in the rows above: this read is not the state document's, so its sentences would lag.
+ */
 function issueCosts(page) {
   const groups = (page && page.groups) || [];
   if (!groups.length) return null;
   return h("div", { class: "table-wrap" }, h("table", { id: "issue-costs-table" },
-    h("thead", {}, h("tr", {}, h("th", {}, "Issue"), h("th", {}, "Status"), h("th", { class: "num opt" }, "Runs"),
+    h("thead", {}, h("tr", {}, h("th", {}, "Issue"), h("th", {}, "Title"), h("th", { class: "num opt" }, "Runs"),
       h("th", { class: "num opt" }, "Tokens"), h("th", { class: "num" }, "Cost"))),
     h("tbody", {}, groups.map((g) => {
       const t = g.totals || {};
       return h("tr", { dataset: { issue: g.issue_identifier } },
         h("td", {}, issueLink(g.issue_identifier)),
-        h("td", {}, g.status_text || ""),
+        h("td", {}, g.issue_title || ""),
         h("td", { class: "num opt" }, num(t.run_count)),
         h("td", { class: "num opt" }, t.tokens ? tokens(t.tokens) : "not reported"),
         h("td", { class: "num" }, cost(t.estimated_cost_usd, t.cost_status)));

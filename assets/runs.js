@@ -88,16 +88,16 @@ function runsView(page) {
   const runs = (page && page.runs) || [];
   if (!runs.length) return h("p", { class: "empty" }, "No run matches.");
   return h("div", { class: "table-wrap" }, h("table", { id: "runs-table" },
-    h("thead", {}, h("tr", {}, h("th", {}, "Issue"), h("th", {}, "Status"), h("th", {}, "Rule"), h("th", {}, "Stage"), h("th", { class: "opt" }, "Attempt"), h("th", {}, "Completed"),
-      h("th", { class: "num" }, "Duration"), h("th", { class: "num opt" }, "Tokens"), h("th", { class: "num" }, "Cost"), h("th", { class: "opt" }, "Error"))),
+    h("thead", {}, h("tr", {}, h("th", {}, "Issue"), h("th", {}, "Status"), h("th", { class: "opt" }, "Rule"), h("th", { class: "opt" }, "Stage"), h("th", { class: "opt" }, "Attempt"), h("th", {}, "Completed"),
+      h("th", { class: "num opt" }, "Duration"), h("th", { class: "num opt" }, "Tokens"), h("th", { class: "num" }, "Cost"), h("th", { class: "opt" }, "Error"))),
     h("tbody", {}, runs.map((r) => h("tr", { dataset: { run: r.run_id ?? "" } },
       h("td", {}, r.issue_identifier ? issueLink(r.issue_identifier) : ""),
       h("td", { class: `status ${r.status || ""}` }, r.status || ""),
-      h("td", { class: "rule" }, r.rule_name || ""),
-      h("td", { class: "stage" }, runStage(r) || ""),
+      h("td", { class: "rule opt" }, r.rule_name || ""),
+      h("td", { class: "stage opt" }, runStage(r) || ""),
       h("td", { class: "num opt" }, r.attempt ?? ""),
       h("td", {}, when(r.completed_at)),
-      h("td", { class: "num" }, runDuration(r)),
+      h("td", { class: "num opt" }, runDuration(r)),
       h("td", { class: "num opt" }, r.tokens ? tokens(r.tokens) : "not reported"),
       h("td", { class: "num cost" }, cost(r.estimated_cost_usd, r.cost_status)),
       h("td", { class: "opt" }, r.error || ""))))));
