@@ -109,13 +109,22 @@ export function nowMs() {
   return reference ?? Date.now();
 }
 
-/** "in 3m 2s", "4m ago", "now": a future instant reads as the server words a due time. */
+/**
+ * "in 3m 2s", "4m ago", "now". Measured from a document's generated_at, whole seconds are cut
+ * down and a future instant reads "in 0s" as the server's sentences word a due time, so the two
+ * agree to the second; measured from the clock, seconds are rounded.
+ */
 export function relative(iso, now = nowMs()) {
   const t = parseTime(iso);
   if (t === null) return null;
-  const d = (t - now) / 1000;
-  if (d > 0) return `in ${duration(d)}`;
-  return d > -1 ? "now" : `${duration(-d)} ago`;
+  const ms = t - now;
+  if (reference !== null) {
+    if (ms > 0) return `in ${duration(Math.floor(ms / 1000))}`;
+    return ms > -1000 ? "now" : `${duration(Math.floor(-ms / 1000))} ago`;
+  }
+  const d = ms / 1000;
+  if (Math.abs(d) < 1) return "now";
+  return d > 0 ? `in ${duration(Math.round(d))}` : `${duration(Math.round(-d))} ago`;
 }
 
 /** An ISO timestamp as a <time> with local text and a relative hint. */
