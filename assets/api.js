@@ -40,6 +40,7 @@ export const state = () => get("/api/v1/state");
 export const issue = (identifier) => get(`/api/v1/${encodeURIComponent(identifier)}`);
 export const runs = (params) => get("/api/v1/runs", params);
 export const runsByIssue = (params) => get("/api/v1/runs/issues", params);
+export const stats = (params) => get("/api/v1/stats", params);
 export const runNow = (identifier) => post(`/api/v1/retries/${encodeURIComponent(identifier)}/run`);
 export const checkReaction = (identifier, kind) =>
   post(`/api/v1/reactions/${encodeURIComponent(identifier)}/${encodeURIComponent(kind)}/check`);

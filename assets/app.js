@@ -2,7 +2,7 @@
 // screen, coalesced refetches on `change`, and a slow re-render so relative times stay true.
 
 import { ChangeStream } from "./stream.js";
-import { h, clear } from "./dom.js";
+import { h, clear, measureFrom } from "./dom.js";
 import * as overview from "./overview.js";
 import * as issue from "./issue.js";
 import * as runs from "./runs.js";
@@ -80,6 +80,8 @@ function route() {
     else a.removeAttribute("aria-current");
   }
   document.body.dataset.loaded = "false";
+  // Each screen says which instant its relative times are measured from.
+  measureFrom(null);
   if (!found) {
     screen = null;
     document.title = "Not found · sortie";
@@ -114,6 +116,12 @@ window.addEventListener("popstate", route);
 
 // Relative times ("in 3m") age without data changes; re-render from the cached data.
 setInterval(() => { if (screen && screen.tick && !loading) screen.tick(); }, 10000);
+
+// A page left for another keeps its stream open while the browser holds it for "back"; a
+// browser allows six connections to a host, so streams of left pages would starve the next
+// page's requests. Close the stream when the page is hidden, open it again when it returns.
+window.addEventListener("pagehide", () => stream.close());
+window.addEventListener("pageshow", (e) => { if (e.persisted) { stream.open(); refetch(); } });
 
 stream.open();
 route();

@@ -72,17 +72,20 @@ export function tokens(t) {
   return `${compact(total)}${cached}`;
 }
 
-/** Seconds → "1h 2m", "3m 4s", "5s". */
+/**
+ * Seconds → "5s", "3m", "3m 4s", "1h", "1h 2m", "2d": whole seconds cut down, as the server's
+ * sentences write a duration, so "due in 9s" stands beside "Retry 1 in 9s", never "in 10s".
+ */
 export function duration(secs) {
   if (secs === null || secs === undefined || !isFinite(secs)) return "—";
-  let s = Math.max(0, Math.round(secs));
-  const d = Math.floor(s / 86400); s -= d * 86400;
-  const hh = Math.floor(s / 3600); s -= hh * 3600;
-  const m = Math.floor(s / 60); s -= m * 60;
-  if (d) return `${d}d ${hh}h`;
-  if (hh) return `${hh}h ${m}m`;
-  if (m) return `${m}m ${s}s`;
-  return `${s}s`;
+  const s = Math.max(0, Math.floor(secs));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return s % 60 ? `${Math.floor(s / 60)}m ${s % 60}s` : `${s / 60}m`;
+  if (s < 86400) {
+    const m = Math.floor((s % 3600) / 60);
+    return m ? `${Math.floor(s / 3600)}h ${m}m` : `${Math.floor(s / 3600)}h`;
+  }
+  return `${Math.floor(s / 86400)}d`;
 }
 
 export function parseTime(iso) {
@@ -91,13 +94,37 @@ export function parseTime(iso) {
   return isNaN(t) ? null : t;
 }
 
-/** "in 3m 2s", "4m ago", "now". */
-export function relative(iso, now = Date.now()) {
+// The instant relative times are measured from. A screen built from one state document sets
+// it to the document's generated_at, so "due in 4s" beside the server's "Retry 1 in 4s" is
+// measured from the same instant and the two never disagree; other screens use the clock.
+let reference = null;
+
+/** Measures relative times from `iso` (a document's generated_at), or the clock with null. */
+export function measureFrom(iso) {
+  reference = parseTime(iso);
+}
+
+/** The instant relative times are measured from now (see measureFrom). */
+export function nowMs() {
+  return reference ?? Date.now();
+}
+
+/**
+ * "in 3m 2s", "4m ago", "now". Measured from a document's generated_at, whole seconds are cut
+ * down and a future instant reads "in 0s" as the server's sentences word a due time, so the two
+ * agree to the second; measured from the clock, seconds are rounded.
+ */
+export function relative(iso, now = nowMs()) {
   const t = parseTime(iso);
   if (t === null) return null;
-  const d = (t - now) / 1000;
+  const ms = t - now;
+  if (reference !== null) {
+    if (ms > 0) return `in ${duration(Math.floor(ms / 1000))}`;
+    return ms > -1000 ? "now" : `${duration(Math.floor(-ms / 1000))} ago`;
+  }
+  const d = ms / 1000;
   if (Math.abs(d) < 1) return "now";
-  return d > 0 ? `in ${duration(d)}` : `${duration(-d)} ago`;
+  return d > 0 ? `in ${duration(Math.round(d))}` : `${duration(Math.round(-d))} ago`;
 }
 
 /** An ISO timestamp as a <time> with local text and a relative hint. */
@@ -105,6 +132,24 @@ export function when(iso) {
   const t = parseTime(iso);
   if (t === null) return null;
   return h("time", { datetime: iso, title: new Date(t).toLocaleString() }, relative(iso));
+}
+
+/** A US-dollar figure as the server's sentences write it: 4 decimals below a cent. */
+export function usd(n) {
+  if (n === null || n === undefined || !isFinite(n)) return null;
+  return n > 0 && n < 0.01 ? `$${n.toFixed(4)}` : `$${n.toFixed(2)}`;
+}
+
+/**
+ * A cost with the seed's cost_status word beside it: "$0.02 estimated", "≥ $0.02 partial"
+ * (a lower bound), "— unpriced" (no rate priced it), "— unmeasured" (no token figure).
+ */
+export function cost(amount, status) {
+  const figure = usd(amount);
+  const lower = status === "partial";
+  return h("span", { class: "cost", dataset: { costStatus: status || "" }, title: lower ? "at least" : null },
+    figure ? `${lower ? "≥ " : ""}${figure}` : "—",
+    status ? h("span", { class: "cost-status" }, ` ${status}`) : null);
 }
 
 export function clear(el) {

@@ -21,24 +21,31 @@ const LAYER = {
   model_entry: "token_rates (model)",
   operator_table: "your table",
   fetched: "downloaded table",
-  embedded: "built-in table",
+  embedded: "embedded table",
 };
 
-function view(p) {
+/** The headline: which table prices, in words a person reads first. */
+function inForce(p) {
   const t = p.table_in_force;
+  if (!t) return "No price table is in force; only token_rates entries price runs.";
+  const when = `prices as of ${t.as_of} (${t.age_days} d old)`;
+  if (t.layer === "embedded") return `Embedded table in use: the price table built into sortie, ${when}.`;
+  return `Table in force: ${LAYER[t.layer] || t.layer}, ${when}.`;
+}
+
+function view(p) {
   const tr = p.token_rates || {};
-  const sources = [["Your table", p.operator], ["Downloaded table", p.fetched], ["Built-in table", p.embedded]]
-    .filter(([, s]) => s);
+  const sources = [["Your table", p.operator, "source-your"], ["Downloaded table", p.fetched, "source-downloaded"],
+    ["Embedded table", p.embedded, "source-built-in"]].filter(([, s]) => s);
   return [
     h("h1", {}, "Prices"),
+    h("p", { id: "in-force" }, inForce(p)),
     h("p", { class: "muted" },
-      t ? `Table in force: ${LAYER[t.layer] || t.layer}, prices as of ${t.as_of} (${t.age_days} d old).`
-        : "No price table is in force; only token_rates entries price runs.",
-      ` token_rates: ${tr.kind_entries || 0} kind, ${tr.model_entries || 0} model entries.`,
+      `token_rates: ${tr.kind_entries || 0} kind, ${tr.model_entries || 0} model entries.`,
       " Costs are estimates from these rates, not provider billing data."),
     panel("Models", models(p.models || []), { id: "prices-models", count: (p.models || []).length,
       empty: "No run has spent tokens yet and the workflow names no model." }),
-    h("div", { class: "grid2" }, sources.map(([name, s]) => source(name, s))),
+    h("div", { class: "grid2" }, sources.map(([name, s, id]) => source(name, s, id, p))),
   ];
 }
 
@@ -68,13 +75,23 @@ function models(rows) {
       h("td", { class: "opt" }, r.last_used_at ? relative(r.last_used_at) : "—"))))));
 }
 
-function source(name, s) {
+/** Why a source that prices nothing is not a problem, or what prices meanwhile. */
+function note(s, p) {
+  const embedded = p.embedded && p.embedded.in_force;
+  if (s.deferred) return "Not downloaded: token_rates and the tables in force price every model the workflow names.";
+  if (s.status === "failing" && embedded && !s.in_force) return "The embedded table prices meanwhile.";
+  return null;
+}
+
+function source(name, s, id, p) {
+  const why = note(s, p);
   return panel(name, h("div", {},
-    h("div", { class: "row-head" }, h("span", { class: `status ${s.status}` }, s.status),
+    h("div", { class: "row-head" }, h("span", { class: `status ${s.status}` }, s.deferred ? "not needed" : s.status),
       s.in_force ? h("b", {}, "in force") : h("span", { class: "muted" }, "not in force")),
+    why ? h("p", { class: "muted", dataset: { note: "" } }, why) : null,
     s.error ? h("div", { class: "msg" }, s.error) : null,
     facts([["off by", s.off_by], ["file", s.file], ["address", s.address], ["version", s.version],
       ["as of", s.as_of], ["models", s.models], ["next try", relative(s.next_try_at)],
       ["failures", s.failures || null], ["failed", relative(s.failed_at)]])),
-  { id: `source-${name.split(" ")[0].toLowerCase()}` });
+  { id });
 }

@@ -3,7 +3,7 @@
 // bookmarked; "Older" follows next_cursor, "Newest" drops it.
 
 import * as api from "./api.js";
-import { h, rows, issueLink, tokens, when, clear } from "./dom.js";
+import { h, rows, issueLink, tokens, when, clear, cost } from "./dom.js";
 import { runDuration } from "./issue.js";
 import { runStage } from "./stages.js";
 
@@ -88,17 +88,18 @@ function runsView(page) {
   const runs = (page && page.runs) || [];
   if (!runs.length) return h("p", { class: "empty" }, "No run matches.");
   return h("div", { class: "table-wrap" }, h("table", { id: "runs-table" },
-    h("thead", {}, h("tr", {}, h("th", {}, "Issue"), h("th", {}, "Status"), h("th", {}, "Rule"), h("th", {}, "Stage"), h("th", { class: "opt" }, "Attempt"), h("th", {}, "Completed"),
-      h("th", { class: "num" }, "Duration"), h("th", { class: "num" }, "Tokens"), h("th", { class: "opt" }, "Error"))),
+    h("thead", {}, h("tr", {}, h("th", {}, "Issue"), h("th", {}, "Status"), h("th", { class: "opt" }, "Rule"), h("th", { class: "opt" }, "Stage"), h("th", { class: "opt" }, "Attempt"), h("th", {}, "Completed"),
+      h("th", { class: "num opt" }, "Duration"), h("th", { class: "num opt" }, "Tokens"), h("th", { class: "num" }, "Cost"), h("th", { class: "opt" }, "Error"))),
     h("tbody", {}, runs.map((r) => h("tr", { dataset: { run: r.run_id ?? "" } },
       h("td", {}, r.issue_identifier ? issueLink(r.issue_identifier) : ""),
       h("td", { class: `status ${r.status || ""}` }, r.status || ""),
-      h("td", { class: "rule" }, r.rule_name || ""),
-      h("td", { class: "stage" }, runStage(r) || ""),
+      h("td", { class: "rule opt" }, r.rule_name || ""),
+      h("td", { class: "stage opt" }, runStage(r) || ""),
       h("td", { class: "num opt" }, r.attempt ?? ""),
       h("td", {}, when(r.completed_at)),
-      h("td", { class: "num" }, runDuration(r)),
-      h("td", { class: "num" }, r.tokens ? tokens(r.tokens) : "not reported"),
+      h("td", { class: "num opt" }, runDuration(r)),
+      h("td", { class: "num opt" }, r.tokens ? tokens(r.tokens) : "not reported"),
+      h("td", { class: "num cost" }, cost(r.estimated_cost_usd, r.cost_status)),
       h("td", { class: "opt" }, r.error || ""))))));
 }
 
@@ -106,7 +107,8 @@ function groupsView(page) {
   const groups = (page && page.groups) || [];
   if (!groups.length) return h("p", { class: "empty" }, "No issue matches.");
   return rows(groups, (g) => h("li", {},
-    h("div", { class: "row-head" }, issueLink(g.issue_identifier), h("span", { class: "title" }, g.issue_title || "")),
+    h("div", { class: "row-head" }, issueLink(g.issue_identifier), h("span", { class: "title" }, g.issue_title || ""),
+      g.totals ? cost(g.totals.estimated_cost_usd, g.totals.cost_status) : null),
     h("div", {}, g.status_text_full || g.status_text || ""),
     h("div", { class: "facts" }, (g.runs || []).map((r) =>
       h("span", {}, `#${r.attempt ?? "?"} `, h("b", { class: `status ${r.status || ""}` }, r.status || ""), " ", when(r.completed_at))))));

@@ -193,3 +193,65 @@ fn the_environment_and_the_setting_turn_the_download_off() {
     assert_eq!(doc["table_in_force"], Value::Null);
     assert_eq!(fake.requests("GET", "/prices.json").len(), 0);
 }
+
+/// The shared download is tried only when a configured model needs it: with every model the
+/// workflow names priced by the built-in table, the start logs one line and sends nothing (an
+/// offline machine logs no failure a minute); a reload that names a model no table lists
+/// makes the download due at once.
+#[test]
+fn no_download_is_tried_while_the_built_in_table_prices_every_configured_model() {
+    let fake = server(TABLE);
+    let url = format!("{}/prices.json", fake.url);
+    let p = Project::new();
+    p.issues(json!([]));
+    let workflow = |model: &str| {
+        p.fake_agent_workflow(
+            "",
+            &format!("claude-code:\n  model: {model}\nprice_table:\n  fetch_url: '{url}'\n"),
+        )
+    };
+    workflow("claude-sonnet-4-5");
+    let d = start(&p, None);
+    d.wait_until("the one line about the download", WAIT, || {
+        d.log_text().contains("price table download not needed")
+    });
+    // Several poll ticks later, still nothing was tried.
+    let mut polls = std::collections::BTreeSet::new();
+    d.wait_until("five poll ticks", WAIT, || {
+        if let Some(s) = d.try_state() {
+            polls.insert(s["health"]["poll"]["checked_at"].to_string());
+        }
+        polls.len() > 5
+    });
+    let doc = prices(&d);
+    let f = &doc["fetched"];
+    assert_eq!(
+        (f["status"].as_str(), f["deferred"].as_bool()),
+        (Some("not_loaded"), Some(true)),
+        "{f}"
+    );
+    assert_eq!(
+        (f["failures"].as_u64(), &f["next_try_at"]),
+        (Some(0), &Value::Null)
+    );
+    assert_eq!(doc["table_in_force"]["layer"], "embedded");
+    assert_eq!(doc["embedded"]["in_force"], true);
+    assert_eq!(fake.requests("GET", "/prices.json").len(), 0);
+    let log = d.log_text();
+    assert_eq!(
+        log.matches("price table download not needed").count(),
+        1,
+        "{log}"
+    );
+    assert!(!log.contains("price table download failed"), "{log}");
+
+    // A model the built-in table does not list: the download is needed and tried.
+    workflow("acme-1");
+    let doc = wait_prices(&d, "the download after the reload", |doc| {
+        doc["fetched"]["status"] == "loaded"
+    });
+    assert_eq!(doc["fetched"]["deferred"], false);
+    assert_eq!(acme(&doc)["layer"], "fetched");
+    assert_eq!(fake.requests("GET", "/prices.json").len(), 1);
+    assert!(d.log_text().contains("price table download needed"));
+}

@@ -79,6 +79,31 @@ impl ServiceConfig {
         }
     }
 
+    /// Every agent kind a dispatch can run (the workflow-wide kind, the default selection's,
+    /// each rule's) with the model its settings name there (`None`: the runtime's default).
+    /// The price sources download the shared table only when one of them is priced by
+    /// nothing else.
+    pub fn model_needs(&self) -> Vec<crate::pricing::ModelNeed> {
+        let d = &self.dispatch;
+        let mut pairs = vec![(self.agent.kind.as_str(), "")];
+        if let Some(k) = d.default.agent.as_deref() {
+            pairs.push((k, ""));
+        }
+        for r in &d.rules {
+            pairs.push((d.rule_kind(r, &self.agent.kind), r.name.as_str()));
+        }
+        let mut out: Vec<crate::pricing::ModelNeed> = pairs
+            .into_iter()
+            .map(|(kind, rule)| crate::pricing::ModelNeed {
+                agent_kind: kind.to_string(),
+                model: self.configured_model_for(kind, rule),
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The `model` of the block a session of `kind` on `rule_name` runs with, trimmed;
     /// `None` when unset or blank (the runtime's default).
     pub fn configured_model_for(&self, kind: &str, rule_name: &str) -> Option<String> {

@@ -115,7 +115,7 @@ fn build_inner(
         warnings,
     )?;
 
-    Ok(ServiceConfig {
+    let mut cfg = ServiceConfig {
         worker,
         dispatch,
         reactions,
@@ -135,7 +135,9 @@ fn build_inner(
         tracker_path,
         raw,
         secret_values,
-    })
+    };
+    cfg.price_table.needs = Some(cfg.model_needs());
+    Ok(cfg)
 }
 
 fn non_empty(s: String) -> Option<String> {

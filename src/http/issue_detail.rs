@@ -12,6 +12,7 @@ use super::runs;
 use super::views::between_stages::BetweenStagesView;
 use super::views::budget::BudgetView;
 use super::views::event::EventView;
+use super::views::held::SlotUse;
 use super::views::issue_detail::{
     AttemptsView, HistoryView, HopView, IssueDetailView, IssueMember, LastStageView, NextOutcome,
     WorkspaceView,
@@ -67,7 +68,9 @@ impl LiveRows {
                 .iter()
                 .map(|r| PendingReactionView::build(r, now, &st))
                 .collect(),
-            between: found.between.map(|b| BetweenStagesView::build(b, cfg, &st)),
+            between: found
+                .between
+                .map(|b| BetweenStagesView::build(b, cfg, &st, &SlotUse::of(snap))),
             deciding_pending: pending_reaction::deciding(&found.pending)
                 .and_then(|d| found.pending.iter().position(|r| std::ptr::eq(*r, d)))
                 .unwrap_or(0),
@@ -225,15 +228,18 @@ fn next_outcomes(snap: &Snapshot, found: &IssueRows<'_>) -> Vec<NextOutcome> {
     let mut add = |condition: String, text: String| next.push(NextOutcome { condition, text });
     if let Some(r) = found.retry {
         let when = r.due_at_ms - snap.generated_at_ms;
+        // Retry N starts the run the history records as attempt N + 1: both words, so the
+        // retry queue and the run history never seem to disagree by one.
+        let which = format!(
+            "retry {} (attempt {})",
+            r.attempt,
+            r.attempt.saturating_add(1)
+        );
         let text = if when <= 0 {
-            format!(
-                "Sortie dispatches attempt {} on the next check of the retry queue.",
-                r.attempt
-            )
+            format!("Sortie starts {which} on the next check of the retry queue.")
         } else {
             format!(
-                "Sortie dispatches attempt {} in {}, if an agent slot is free.",
-                r.attempt,
+                "Sortie starts {which} in {}, if an agent slot is free.",
                 wording::duration(when)
             )
         };

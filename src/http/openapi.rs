@@ -711,9 +711,12 @@ fn stats_path(s: &Refs) -> Value {
     json!({"get": {"summary": "Run statistics over a completion-time range", "parameters": [
             stats_bound("since", "Runs completed at or after it."),
             stats_bound("until", "Runs completed before it; since must be before until."),
+            {"name": "period", "in": "query", "required": false,
+             "description": "The spend buckets: hour, day or month. Absent or empty: days over a range of at most 92 days, months beyond. hour needs a since at most 31 days before until (or the request). An addition of this route; sortie stats takes no such flag.",
+             "schema": {"type": "string", "enum": ["", "hour", "day", "month"]}},
         ], "responses": {
         "200": json_response("Report returned, also over a range that holds no runs.", s.stats.clone(), example),
-        "400": error_response("A parameter other than since and until, a repeated parameter, a value that is not a range bound, or since not before until. No run is read.", "invalid_parameter", "parameter \"since\" must be an RFC 3339 timestamp, a date such as 2026-07-01, or a positive duration such as 24h"),
+        "400": error_response("A parameter other than since, until and period, a repeated parameter, a value that is not a range bound, since not before until, a period that is not hour, day or month, or hour over a range wider than 31 days. No run is read.", "invalid_parameter", "parameter \"since\" must be an RFC 3339 timestamp, a date such as 2026-07-01, or a positive duration such as 24h"),
         "405": method_not_allowed(),
         "503": error_response("The database could not be opened or read.", "history_unavailable", "run history could not be read: cannot open database /srv/sortie/.sortie.db: unable to open database file"),
     }}})
@@ -723,7 +726,7 @@ fn prices_example() -> Value {
     let source = |status: &str, version: Value, as_of: Value, models: Value| {
         json!({"status": status, "in_force": true, "off_by": null, "file": null, "address": null,
             "version": version, "as_of": as_of, "models": models, "next_try_at": null,
-            "failures": 0, "failed_at": null, "error": null})
+            "failures": 0, "failed_at": null, "error": null, "deferred": false})
     };
     let mut fetched = source(
         "loaded",

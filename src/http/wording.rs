@@ -417,13 +417,24 @@ pub fn blocked_by(blockers: &[BlockerWords<'_>]) -> (String, String, String) {
     (reason, release.to_string(), full)
 }
 
-/// A full agent slot limit: `state` is `Some` for a per-state limit.
+/// A full agent slot limit: `state` is `Some` for a per-state limit. `used` is the sessions
+/// running against the limit in the snapshot served: below `limit`, a session ended after the
+/// pass and the next poll finds the slot free, so the sentences say so instead of calling the
+/// slots taken beside a running list that shows them free.
 pub fn slots_full(state: Option<&str>, used: usize, limit: usize) -> (String, String, String) {
-    let reason = match state {
-        None => format!("All {limit} agent slots are in use"),
-        Some(s) => format!("All {limit} agent slots for {s} are in use"),
+    let slots = match state {
+        None => format!("All {limit} agent slots"),
+        Some(s) => format!("All {limit} agent slots for {s}"),
     };
-    let _ = used;
+    if used < limit {
+        let reason = format!("{slots} were in use at the last poll");
+        let release = "Released at the next poll: a slot is free now.".to_string();
+        let full = format!(
+            "{reason}. A slot is free now, so Sortie dispatches the issue at the next poll."
+        );
+        return (reason, release, full);
+    }
+    let reason = format!("{slots} are in use");
     let release = "Released when a running session ends and frees a slot.".to_string();
     let full = format!("{reason}. Sortie dispatches the issue when a slot frees up.");
     (reason, release, full)
@@ -1088,6 +1099,14 @@ mod tests {
         assert_eq!(r, "All 2 agent slots are in use");
         let (r, _, _) = slots_full(Some("To Do"), 1, 1);
         assert_eq!(r, "All 1 agent slots for To Do are in use");
+        // A session ended after the pass: the served running list shows a free slot.
+        let (r, rel, full) = slots_full(None, 1, 2);
+        assert_eq!(r, "All 2 agent slots were in use at the last poll");
+        assert_eq!(rel, "Released at the next poll: a slot is free now.");
+        assert!(
+            full.ends_with("Sortie dispatches the issue at the next poll."),
+            "{full}"
+        );
     }
 
     #[test]

@@ -255,6 +255,9 @@ pub enum OrchMsg {
     },
     /// A supervisor started turn `turn` of its session.
     TurnStarted { dispatch_id: String, turn: u32 },
+    /// A supervisor moved the session's issue to `state` (`tracker.in_progress_state`): the
+    /// running row serves the state the tracker now holds, not the one the dispatch read.
+    IssueMoved { dispatch_id: String, state: String },
     /// A supervisor's self-review phase moved on.
     SelfReview {
         dispatch_id: String,

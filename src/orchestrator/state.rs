@@ -141,6 +141,12 @@ impl RunFacts {
         }
     }
 
+    /// The supervisor's transition to the in-progress state succeeded: the issue is in
+    /// `state` now (the dispatch read's labels stay, a transition changes none).
+    pub fn moved_to(&mut self, state: String) {
+        self.issue.state = state;
+    }
+
     /// A turn started (turn numbers count every turn of the session, self-review's included);
     /// checks that ran before it are over, and the stall clock starts again at `now_ms`.
     pub fn turn_started(&mut self, turn: u32, now_ms: i64) {

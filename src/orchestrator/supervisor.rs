@@ -229,7 +229,13 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
     match cfg.tracker.in_progress_state.as_deref() {
         Some(state) if !state_eq(state, &issue.state) => {
             match job.tracker.transition_issue(&issue.id, state) {
-                Ok(()) => job.metrics.dispatch_transition("success"),
+                Ok(()) => {
+                    job.metrics.dispatch_transition("success");
+                    let _ = job.tx.send(OrchMsg::IssueMoved {
+                        dispatch_id: job.dispatch_id.clone(),
+                        state: state.to_string(),
+                    });
+                }
                 Err(e) => {
                     job.metrics.dispatch_transition("error");
                     log::warn!(

@@ -47,9 +47,16 @@ impl PriceBoard {
         }
     }
 
-    /// Replaces the `token_rates` entries, keeping the tables.
+    /// Replaces the `token_rates` entries, keeping the tables; the sources learn them too,
+    /// since they decide whether the shared download is needed.
     pub fn set_token_rates(&self, token_rates: TokenRates) {
+        self.with_sources(|s| s.set_token_rates(token_rates.clone()));
         self.update(|b| RateBook::new(token_rates, b.tables.clone()));
+    }
+
+    /// Whether the shared table's download is needed (see [`Sources::download_needed`]).
+    pub fn download_needed(&self) -> bool {
+        self.lock_sources().download_needed()
     }
 
     /// Replaces the tables in force, keeping the entries.

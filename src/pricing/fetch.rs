@@ -73,7 +73,9 @@ fn run(board: &PriceBoard, clock: Arc<dyn Clock>, cache: &dyn TableCache, stop: 
         clock.clone(),
         Arc::new(ThreadSleeper),
     );
+    let mut deferred = None;
     while !stop.stopped() {
+        log_need(board, &mut deferred);
         let now = clock.now_ms();
         if let Some(job) = board.next_job(now) {
             try_download(board, &client, clock.as_ref(), cache, &job);
@@ -85,6 +87,26 @@ fn run(board: &PriceBoard, clock: Arc<dyn Clock>, cache: &dyn TableCache, stop: 
         };
         board.wait_for_change(wait.min(MAX_WAIT));
     }
+}
+
+/// Logs, once per change, whether the shared download waits because nothing needs it: a
+/// start whose models the other layers price says so in one line and tries nothing.
+fn log_need(board: &PriceBoard, last: &mut Option<bool>) {
+    let fetched = board.sources_state().fetched;
+    let now = (fetched.status != super::sources::SourceStatus::Off).then_some(fetched.deferred);
+    if now == *last {
+        return;
+    }
+    match (now, *last) {
+        (Some(true), _) => log::info!(
+            "price table download not needed: token_rates and the tables in force price every configured model"
+        ),
+        (Some(false), Some(true)) => log::info!(
+            "price table download needed: a configured model is priced by no table in force"
+        ),
+        _ => {}
+    }
+    *last = now;
 }
 
 /// Puts the kept copies back on the board.
@@ -144,16 +166,34 @@ fn try_download(
             }
             Ok(Arc::clone(table))
         }
-        Err(e) => {
-            log::warn!(
-                "price table download failed source={} error={:?}",
-                job.feed.as_str(),
-                crate::mask::mask(e)
-            );
-            Err(e.clone())
-        }
+        Err(e) => Err(e.clone()),
     };
+    let failed = accepted.as_ref().err().map(|e| crate::mask::mask(e));
     board.finish(job, accepted, now);
+    if let Some(error) = failed {
+        log_failure(board, job.feed, &error);
+    }
+}
+
+/// A failed try is logged once per streak of failures (an offline machine does not log a
+/// line a minute): at INFO while other rates keep pricing, WARN when nothing else prices; the
+/// tries after it at DEBUG. The Prices screen and `GET /api/v1/prices` show every failure.
+fn log_failure(board: &PriceBoard, feed: Feed, error: &str) {
+    let st = board.sources_state();
+    let failures = match feed {
+        Feed::Fetched => st.fetched.failures,
+        Feed::Operator => st.operator.map_or(0, |o| o.failures),
+    };
+    let level = match (failures, board.current().has_rate_source()) {
+        (1, true) => log::Level::Info,
+        (1, false) => log::Level::Warn,
+        _ => log::Level::Debug,
+    };
+    log::log!(
+        level,
+        "price table download failed source={} failures={failures} error={error:?} retry=\"with backoff up to 6 h; the previous rates keep pricing\"",
+        feed.as_str()
+    );
 }
 
 /// Downloads and validates one table; the error says why it was refused.

@@ -33,6 +33,6 @@ pub use cost::{AgentAmount, CostStatus, PartPrice, PriceSource, RunPrice, UsageC
 pub use embedded::{EmbeddedMeta, embedded};
 pub use entries::{RateEntry, TokenRates};
 pub use issue::IssueCostParts;
-pub use settings::{FetchOffBy, PriceTableSettings, ReplaceFile};
+pub use settings::{FetchOffBy, ModelNeed, PriceTableSettings, ReplaceFile};
 pub use sources::{Feed, SourceState, SourceStatus, SourcesState};
 pub use table::{PriceTable, TableError, TableLayer};

@@ -37,6 +37,14 @@ pub struct ReplaceFile {
     pub table: Arc<PriceTable>,
 }
 
+/// A model a workflow can run: an agent kind and the model its settings name (`None`: the
+/// runtime's default, which no table can be asked about before a run names it).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ModelNeed {
+    pub agent_kind: String,
+    pub model: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PriceTableSettings {
     /// `None` while the shared download is on.
@@ -45,6 +53,9 @@ pub struct PriceTableSettings {
     pub embedded: bool,
     pub replace_file: Option<ReplaceFile>,
     pub replace_url: Option<String>,
+    /// What the workflow can run, filled in by the configuration; `None` (not known): the
+    /// shared table is downloaded whatever the other layers price.
+    pub needs: Option<Vec<ModelNeed>>,
 }
 
 impl Default for PriceTableSettings {
@@ -55,6 +66,7 @@ impl Default for PriceTableSettings {
             embedded: true,
             replace_file: None,
             replace_url: None,
+            needs: None,
         }
     }
 }

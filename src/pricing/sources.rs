@@ -10,8 +10,11 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::address::served_address;
+use super::book::RateBook;
+use super::class::TokenClass;
 use super::embedded::embedded;
-use super::settings::{FetchOffBy, PriceTableSettings};
+use super::entries::TokenRates;
+use super::settings::{FetchOffBy, ModelNeed, PriceTableSettings};
 use super::table::{PriceTable, TableLayer};
 
 /// An accepted download is tried again after a day.
@@ -90,6 +93,9 @@ pub struct SourceState {
     pub failures: u32,
     pub failed_at_ms: Option<i64>,
     pub error: Option<String>,
+    /// The shared download is on but not tried: `token_rates` and the other tables in force
+    /// price every model the workflow names.
+    pub deferred: bool,
 }
 
 impl SourceState {
@@ -107,6 +113,7 @@ impl SourceState {
             failures: 0,
             failed_at_ms: None,
             error: None,
+            deferred: false,
         }
     }
 
@@ -193,6 +200,9 @@ pub struct Sources {
     file_seen: BTreeMap<String, String>,
     /// The latest workflow load failed on `replace_file`: (when, error).
     file_failure: Option<(i64, String)>,
+    /// The `token_rates` entries in force, which decide with the tables whether the shared
+    /// download is needed.
+    token_rates: TokenRates,
 }
 
 impl Sources {
@@ -231,6 +241,27 @@ impl Sources {
         self.settings = settings;
     }
 
+    /// The `token_rates` entries in force changed.
+    pub fn set_token_rates(&mut self, rates: TokenRates) {
+        self.token_rates = rates;
+    }
+
+    /// Whether the shared table is needed: some model the workflow names (or a kind's default
+    /// model) is priced neither by `token_rates` nor by the other tables in force. Sortie does
+    /// not try the download while it is not needed, so an offline start with the built-in
+    /// table covering its models tries nothing and logs no failure.
+    pub fn download_needed(&self) -> bool {
+        let Some(needs) = &self.settings.needs else {
+            return true;
+        };
+        let others: Vec<Arc<PriceTable>> = match self.operator_table() {
+            Some(t) => vec![Arc::clone(t)],
+            None => self.embedded_table().into_iter().collect(),
+        };
+        let book = RateBook::new(self.token_rates.clone(), others);
+        needs.iter().any(|n| !priced(&book, n))
+    }
+
     /// A workflow load failed on `price_table.replace_file`; the settings in effect stay.
     pub fn file_load_failed(&mut self, now_ms: i64, error: String) {
         self.file_failure = Some((now_ms, error));
@@ -265,7 +296,7 @@ impl Sources {
         if self.operator.is_some() {
             out.push(Feed::Operator);
         }
-        if self.settings.fetch() {
+        if self.settings.fetch() && self.download_needed() {
             out.push(Feed::Fetched);
         }
         out
@@ -391,9 +422,12 @@ impl Sources {
                 address: served_address(&self.fetched.url),
                 ..SourceState::empty(SourceStatus::Off)
             },
-            None => self
-                .fetched
-                .state(!operator_in_force && self.fetched.table.is_some()),
+            None => SourceState {
+                deferred: !self.download_needed(),
+                ..self
+                    .fetched
+                    .state(!operator_in_force && self.fetched.table.is_some())
+            },
         }
     }
 
@@ -419,6 +453,15 @@ impl Sources {
             ..SourceState::empty(status)
         }
     }
+}
+
+/// Whether `book` prices the input and the output of `need` (a kind's default model only
+/// through a kind entry: no table can be asked about a model before a run names it).
+fn priced(book: &RateBook, need: &ModelNeed) -> bool {
+    let r = book.resolve(&need.agent_kind, need.model.as_deref().unwrap_or(""));
+    let has = |c: TokenClass| r.class(c).per_mtok.is_some();
+    let named_or_kind = need.model.is_some() || r.layer == Some(super::book::RateLayer::KindEntry);
+    named_or_kind && has(TokenClass::Input) && has(TokenClass::Output)
 }
 
 /// The wait before the next try after `failures` consecutive failed ones.

@@ -54,6 +54,11 @@ const SOURCES: &[Source] = &[
         content_type: JS,
     },
     Source {
+        name: "charts.js",
+        body: include_bytes!("../../assets/charts.js"),
+        content_type: JS,
+    },
+    Source {
         name: "overview.js",
         body: include_bytes!("../../assets/overview.js"),
         content_type: JS,

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::orchestrator::snapshot::{BetweenStagesRow, ConfigView};
 
 use super::super::wording;
-use super::held::HoldView;
+use super::held::{HoldView, SlotUse};
 use super::pending_reaction::ReactionIssueView;
 use super::stage::{RouteNames, StagePosition, Stages};
 use super::{IssueFields, Sentences, nonempty, opt_ts, ts};
@@ -53,6 +53,7 @@ impl BetweenStagesView {
         row: &BetweenStagesRow,
         cfg: &ConfigView,
         stages: &Stages<'_>,
+        slots: &SlotUse,
     ) -> BetweenStagesView {
         let hop = &row.hop;
         let issue = ReactionIssueView {
@@ -91,7 +92,7 @@ impl BetweenStagesView {
             hold: row
                 .hold
                 .as_ref()
-                .map(|h| HoldView::build(&h.reason, h.since_ms).0),
+                .map(|h| HoldView::build(&h.reason, h.since_ms, slots).0),
             sentences: wording::between_stages(
                 &hop.source_rule,
                 &hop.target_rule,
@@ -108,10 +109,11 @@ pub fn build_all(
     rows: &[BetweenStagesRow],
     cfg: &ConfigView,
     stages: &Stages<'_>,
+    slots: &SlotUse,
 ) -> Vec<BetweenStagesView> {
     let mut out: Vec<BetweenStagesView> = rows
         .iter()
-        .map(|r| BetweenStagesView::build(r, cfg, stages))
+        .map(|r| BetweenStagesView::build(r, cfg, stages, slots))
         .collect();
     out.sort_by(|a, b| {
         (&a.issue.issue_identifier, &a.issue.issue_id)

@@ -2,14 +2,47 @@
 //! workspace whose lock another process holds, a hold on its whole agent kind, or a spend
 //! window that holds every dispatch).
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::domain::state_key;
 use crate::orchestrator::dispatch_pass::{HoldReason, SlotScope};
-use crate::orchestrator::snapshot::HeldRow;
+use crate::orchestrator::snapshot::{HeldRow, Snapshot};
 
 use super::super::wording::{self, BlockerWords};
 use super::{IssueFields, nonempty, ts};
+
+/// The sessions running against each agent slot limit in the snapshot a document is built
+/// from. A hold is the latest pass's decision, while the running rows are the snapshot's: a
+/// slot hold is counted and worded against the running rows served beside it, so a document
+/// never calls every slot taken next to a running list with a free one.
+#[derive(Debug, Default)]
+pub struct SlotUse {
+    total: usize,
+    by_state: BTreeMap<String, usize>,
+}
+
+impl SlotUse {
+    pub fn of(snap: &Snapshot) -> SlotUse {
+        let mut by_state = BTreeMap::new();
+        for r in &snap.running {
+            *by_state.entry(state_key(&r.issue.state)).or_insert(0) += 1;
+        }
+        SlotUse {
+            total: snap.running.len(),
+            by_state,
+        }
+    }
+
+    fn used(&self, scope: &SlotScope) -> usize {
+        match scope {
+            SlotScope::Global => self.total,
+            SlotScope::State(s) => self.by_state.get(&state_key(s)).copied().unwrap_or(0),
+        }
+    }
+}
 
 /// An issue that blocks the held one.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -74,8 +107,8 @@ pub struct HeldView {
 }
 
 impl HoldView {
-    /// The hold and the row's long sentence.
-    pub fn build(reason: &HoldReason, since_ms: i64) -> (HoldView, String) {
+    /// The hold and the row's long sentence; a slot hold counts its `used` in `slots`.
+    pub fn build(reason: &HoldReason, since_ms: i64, slots: &SlotUse) -> (HoldView, String) {
         let mut agent = AgentHoldFields::default();
         let (blockers, slot, words) = match reason {
             HoldReason::BlockedBy(bs) => {
@@ -96,16 +129,17 @@ impl HoldView {
                     .collect();
                 (Some(list), None, wording::blocked_by(&names))
             }
-            HoldReason::AgentSlotsFull { scope, used, limit } => {
+            HoldReason::AgentSlotsFull { scope, limit, .. } => {
+                let used = slots.used(scope);
                 let (scope, state) = match scope {
                     SlotScope::Global => (SlotScopeName::Global, None),
                     SlotScope::State(s) => (SlotScopeName::State, Some(s.clone())),
                 };
-                let words = wording::slots_full(state.as_deref(), *used, *limit);
+                let words = wording::slots_full(state.as_deref(), used, *limit);
                 let slot = SlotView {
                     scope,
                     state,
-                    used: *used,
+                    used,
                     limit: *limit,
                 };
                 (None, Some(slot), words)
@@ -178,8 +212,8 @@ struct AgentHoldFields {
 }
 
 impl HeldView {
-    pub fn build(h: &HeldRow) -> HeldView {
-        let (hold, full) = HoldView::build(&h.reason, h.since_ms);
+    pub fn build(h: &HeldRow, slots: &SlotUse) -> HeldView {
+        let (hold, full) = HoldView::build(&h.reason, h.since_ms, slots);
         HeldView {
             issue: IssueFields::of(&h.issue),
             status_text: hold.reason_text.clone(),

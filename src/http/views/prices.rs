@@ -97,6 +97,10 @@ pub struct PriceSourceView {
     pub failures: u32,
     pub failed_at: Option<String>,
     pub error: Option<String>,
+    /// True on `fetched` while the download is on but not tried because `token_rates` and
+    /// the tables in force price every model the workflow names; false otherwise. An addition
+    /// of this build.
+    pub deferred: bool,
 }
 
 impl PriceSourceView {
@@ -123,6 +127,7 @@ impl PriceSourceView {
             failures: s.failures,
             failed_at: opt_ts(s.failed_at_ms),
             error: s.error.as_deref().map(mask_error).filter(|e| !e.is_empty()),
+            deferred: s.deferred,
         }
     }
 }

@@ -14,7 +14,7 @@ use super::between_stages::{self, BetweenStagesView};
 use super::budget::BudgetView;
 use super::config::ConfigDoc;
 use super::health::HealthView;
-use super::held::HeldView;
+use super::held::{HeldView, SlotUse};
 use super::parked::ParkedView;
 use super::pending_reaction::{self, PendingReactionView};
 use super::retry::RetryView;
@@ -175,10 +175,15 @@ impl StateDoc {
             .map(|p| ParkedView::build(p, cfg, &stages))
             .collect();
         sort_by_issue(&mut parked, |r| &r.issue);
-        let mut held: Vec<HeldView> = snap.held.iter().map(HeldView::build).collect();
+        let slots = SlotUse::of(snap);
+        let mut held: Vec<HeldView> = snap
+            .held
+            .iter()
+            .map(|h| HeldView::build(h, &slots))
+            .collect();
         sort_by_issue(&mut held, |r| &r.issue);
         let pending = pending_reaction::build_all(&snap.pending_reactions, now, &stages);
-        let between = between_stages::build_all(&snap.between_stages, cfg, &stages);
+        let between = between_stages::build_all(&snap.between_stages, cfg, &stages, &slots);
         let pending_sources: Vec<ActiveSource<'_>> =
             pending_reaction::by_issue(&pending, &snap.pending_reactions)
                 .into_iter()

@@ -668,6 +668,11 @@ impl Orchestrator {
                     e.facts.live_row_dirty = true;
                 }
             }
+            OrchMsg::IssueMoved { dispatch_id, state } => {
+                if let Some(e) = self.running_by_dispatch(&dispatch_id) {
+                    e.facts.moved_to(state);
+                }
+            }
             OrchMsg::TurnStarted { dispatch_id, turn } => {
                 let now = self.clock.now_ms();
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {

@@ -175,3 +175,82 @@ fn a_kept_copy_returns_only_for_its_address_and_a_result_for_an_old_address_is_d
     assert!(!s.finish(&job, Ok(fetched_table()), T0));
     assert_eq!(s.state().fetched.status, SourceStatus::NotLoaded);
 }
+
+fn needs(pairs: &[(&str, Option<&str>)]) -> Option<Vec<ModelNeed>> {
+    Some(
+        pairs
+            .iter()
+            .map(|(k, m)| ModelNeed {
+                agent_kind: k.to_string(),
+                model: m.map(str::to_string),
+            })
+            .collect(),
+    )
+}
+
+fn kind_entry(input: f64, output: Option<f64>) -> crate::pricing::RateEntry {
+    crate::pricing::RateEntry {
+        rates: crate::pricing::ClassRates {
+            input_per_mtok: Some(input),
+            output_per_mtok: output,
+            ..Default::default()
+        },
+        per_kind: true,
+    }
+}
+
+#[test]
+fn the_shared_download_waits_while_the_other_layers_price_every_configured_model() {
+    // A model the built-in table lists: nothing to download, nothing tried.
+    let covered = PriceTableSettings {
+        needs: needs(&[("claude-code", Some("claude-sonnet-4-5"))]),
+        ..PriceTableSettings::default()
+    };
+    let mut s = Sources::new(covered, T0);
+    assert!(!s.download_needed());
+    assert_eq!(s.next_job(T0), None);
+    assert_eq!(s.next_due_ms(), None);
+    let st = s.state().fetched;
+    assert_eq!((st.status, st.deferred), (SourceStatus::NotLoaded, true));
+    assert!(s.state().embedded.in_force);
+
+    // A runtime default model: no table can be asked about it, so the table is downloaded…
+    let default_model = PriceTableSettings {
+        needs: needs(&[("mock", None)]),
+        ..PriceTableSettings::default()
+    };
+    s.apply(default_model.clone(), T0);
+    assert!(s.download_needed() && !s.state().fetched.deferred);
+    // …unless a kind entry prices every model of the kind (input and output set).
+    let mut rates = TokenRates::default();
+    rates.entries.insert("mock".into(), kind_entry(3.0, None));
+    s.set_token_rates(rates.clone());
+    assert!(
+        s.download_needed(),
+        "a kind entry without an output rate prices nothing"
+    );
+    rates
+        .entries
+        .insert("mock".into(), kind_entry(3.0, Some(15.0)));
+    s.set_token_rates(rates);
+    assert!(!s.download_needed());
+    assert_eq!(s.next_job(T0), None);
+
+    // A model no layer lists makes the download due at once.
+    let unknown = PriceTableSettings {
+        needs: needs(&[("mock", None), ("codex", Some("acme-9"))]),
+        ..PriceTableSettings::default()
+    };
+    s.apply(unknown, T0);
+    assert_eq!(s.next_job(T0).map(|j| j.feed), Some(Feed::Fetched));
+
+    // Settings that do not know the workflow's models download as before, and so does a
+    // listed model once the built-in table is off.
+    assert!(Sources::new(PriceTableSettings::default(), T0).download_needed());
+    let off = PriceTableSettings {
+        needs: needs(&[("claude-code", Some("claude-sonnet-4-5"))]),
+        embedded: false,
+        ..PriceTableSettings::default()
+    };
+    assert!(Sources::new(off, T0).download_needed());
+}

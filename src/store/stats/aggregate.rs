@@ -8,7 +8,7 @@ use super::extras::{ReviewTally, SkillTally};
 use super::range::Range;
 use super::report::{NoEntries, StatsReport, Summary, ratio};
 use super::rows::StatRun;
-use super::spend::SpendTally;
+use super::spend::{Period, SpendTally};
 use super::tally::{Breakdown, Share, Tally};
 
 /// The name of a group for an empty value.
@@ -62,9 +62,18 @@ pub struct Aggregate {
     spend: SpendTally,
     skills: SkillTally,
     review: ReviewTally,
+    /// The spend period asked for; `None`: by the range's span.
+    period: Option<Period>,
 }
 
 impl Aggregate {
+    pub fn with_period(period: Option<Period>) -> Aggregate {
+        Aggregate {
+            period,
+            ..Aggregate::default()
+        }
+    }
+
     pub fn add(&mut self, r: &StatRun) {
         let whole = Share::whole(r);
         self.summary.add(&whole);
@@ -131,7 +140,7 @@ impl Aggregate {
             schema_tier: header.schema_tier,
             warnings: header.warnings,
             summary: self.summary(),
-            spend: self.spend.finish(range),
+            spend: self.spend.finish(range, self.period),
             by_status: self.by_status.groups(all),
             by_adapter: self.by_adapter.groups(all),
             by_rule: self.by_rule.groups(all),

@@ -33,6 +33,7 @@ use super::migrate;
 pub use aggregate::Header;
 pub use range::{Range, RangeError};
 pub use report::StatsReport;
+pub use spend::{HOUR_BUCKETS_UP_TO_DAYS, Period};
 
 /// The first schema version with every column the report reads.
 const FULL_TIER_VERSION: i64 = 6;
@@ -79,9 +80,15 @@ pub struct StatsRequest<'a> {
 
 /// Builds the report over a connection of its own, closed when it returns.
 pub fn build(req: &StatsRequest<'_>) -> Result<StatsReport, StatsError> {
+    build_by(req, None)
+}
+
+/// [`build`] with the spend buckets of `period` (`None`: by the range's span). The caller
+/// checks [`Period::fits`] first.
+pub fn build_by(req: &StatsRequest<'_>, period: Option<Period>) -> Result<StatsReport, StatsError> {
     let conn = connection::open_read_only(req.db_path)?;
     let warnings = schema_warnings(&conn)?;
-    let mut agg = aggregate::Aggregate::default();
+    let mut agg = aggregate::Aggregate::with_period(period);
     rows::for_each_run(&conn, &req.range, |r| agg.add(&r))?;
     let header = Header {
         generated_at: instant_text(req.now_ms).unwrap_or_default(),

@@ -117,7 +117,8 @@ pub struct Group {
     pub unmeasured_units: Vec<String>,
 }
 
-/// Recorded cost per UTC day (`period` `day`) or month (`month`).
+/// Recorded cost, tokens and outcomes per UTC hour (`period` `hour`, asked for), day (`day`)
+/// or month (`month`).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[schemars(rename = "StatsSpend")]
 pub struct Spend {
@@ -131,6 +132,13 @@ pub struct Spend {
 pub struct Bucket {
     pub start: String,
     pub runs: u64,
+    /// The period's runs by outcome, as the summary counts them.
+    pub succeeded: u64,
+    pub failed: u64,
+    pub stopped: u64,
+    pub cancelled: u64,
+    /// Token sums of the period's measured runs; `null` when none was measured.
+    pub tokens: Option<Tokens>,
     pub cost_usd: Option<f64>,
     pub tokens_unmeasured_runs: u64,
     pub cost_unpriced_runs: u64,

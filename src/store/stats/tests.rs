@@ -167,3 +167,52 @@ fn a_long_range_buckets_by_month() {
     let r = build(&short).unwrap();
     assert_eq!((r.spend.period.as_str(), r.spend.buckets.len()), ("day", 2));
 }
+
+#[test]
+fn hour_buckets_carry_tokens_outcomes_and_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(".sortie.db");
+    let store = Store::open(&db, Arc::new(ManualClock::new(T0))).unwrap();
+    const HOUR: i64 = 3_600_000;
+    let mut priced = run("a", RunStatus::Succeeded, T0 + 60_000, 10);
+    priced.estimated_cost_usd = Some(0.25);
+    priced.cost_status = "estimated".into();
+    for r in [
+        priced,
+        run("b", RunStatus::Failed, T0 + 120_000, 10),
+        run("c", RunStatus::Cancelled, T0 + 2 * HOUR + 5, 10),
+    ] {
+        store.writer().record_run(r, Vec::new()).unwrap();
+    }
+    store.close().unwrap();
+    let mut req = request(&db);
+    req.range.since_ms = Some(T0 - HOUR);
+    let r = build_by(&req, Some(Period::Hour)).unwrap();
+    assert_eq!(r.spend.period, "hour");
+    let b = &r.spend.buckets;
+    let starts: Vec<&str> = b.iter().map(|b| b.start.as_str()).collect();
+    assert_eq!(starts, ["2026-03-26T14:00:00Z", "2026-03-26T16:00:00Z"]);
+    assert_eq!(
+        (b[0].runs, b[0].succeeded, b[0].failed, b[0].cancelled),
+        (2, 1, 1, 0)
+    );
+    assert_eq!(
+        b[0].tokens.map(|t| (t.input, t.output, t.total)),
+        Some((200, 20, 220))
+    );
+    assert_eq!(b[0].cost_usd, Some(0.25));
+    assert_eq!((b[1].runs, b[1].cancelled, b[1].cost_usd), (1, 1, None));
+    // Without a period, the same runs fall into one day, with the same figures summed.
+    let day = build(&req).unwrap();
+    assert_eq!(day.spend.period, "day");
+    assert_eq!(day.spend.buckets[0].runs, 3);
+    assert_eq!(day.spend.buckets[0].tokens.map(|t| t.total), Some(330));
+    // Hours over a range wider than 31 days, or without a since, do not fit.
+    assert!(!Period::Hour.fits(&Range::default(), T0));
+    let wide = Range {
+        since_ms: Some(T0 - 32 * 86_400_000),
+        until_ms: None,
+    };
+    assert!(!Period::Hour.fits(&wide, T0));
+    assert!(Period::Day.fits(&Range::default(), T0));
+}
