@@ -199,3 +199,31 @@ fn typos_come_first_and_each_message_has_one_prefix() {
     );
     assert!(!stderr.contains("config: ci_feedback.kind"), "{stderr}");
 }
+
+/// The Claude Code example (the file tracker, every key of the kind's block) validates where it
+/// lies with a `claude` on PATH: no error, no unknown key, and the ok line.
+#[test]
+fn the_claude_code_example_validates_in_place() {
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(common::FAKE_AGENT, bin.path().join("claude")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/claude-code/WORKFLOW.md");
+    let out = common::sortie_command()
+        .args(["validate"])
+        .arg(&example)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("warning:"), "{stderr}");
+    assert!(
+        stderr.contains("— tracker file (") && stderr.contains("agent claude-code (claude), 0 warnings"),
+        "{stderr}"
+    );
+}
