@@ -223,7 +223,8 @@ fn the_claude_code_example_validates_in_place() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("warning:"), "{stderr}");
     assert!(
-        stderr.contains("— tracker file (") && stderr.contains("agent claude-code (claude), 0 warnings"),
+        stderr.contains("— tracker file (")
+            && stderr.contains("agent claude-code (claude), 0 warnings"),
         "{stderr}"
     );
 }
