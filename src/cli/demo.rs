@@ -125,6 +125,33 @@ pub fn reset(dir: &Path, workflow: bool, lock: &DbLock) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Takes the demo's database lock, then starts afresh when asked (`reset`) or when nothing is
+/// left to dispatch, and writes the missing demo files. Returns the workflow and the held lock.
+/// A demo running in `here` holds the lock, so nothing is read for a reset, written or removed
+/// beside it. `dir` names the directory in messages.
+fn prepare(here: &Path, reset_asked: bool, dir: &Path) -> Result<(PathBuf, DbLock), String> {
+    let lock = crate::store::lock::acquire(&database(here)).map_err(|e| {
+        format!(
+            "{e}\nsortie demo: a demo is running in {}; nothing was changed (stop it first, or use another --dir)",
+            dir.display()
+        )
+    })?;
+    let settled = here.join("WORKFLOW.md").is_file() && backlog_settled(&here.join("WORKFLOW.md"));
+    if settled {
+        eprintln!(
+            "sortie demo: nothing in {} is left to dispatch; starting the demo afresh",
+            dir.join("issues.json").display()
+        );
+    }
+    if reset_asked || settled {
+        reset(here, reset_asked, &lock)
+            .map_err(|e| format!("cannot reset the demo in {}: {e}", dir.display()))?;
+    }
+    let wf = materialize(here)
+        .map_err(|e| format!("cannot write the demo into {}: {e}", dir.display()))?;
+    Ok((wf, lock))
+}
+
 pub fn run(args: DemoArgs) -> i32 {
     let speed = match parse_speed(args.speed.as_deref()) {
         Ok(n) => n,
@@ -145,40 +172,10 @@ pub fn run(args: DemoArgs) -> i32 {
         return 1;
     }
     let here = Path::new(".");
-    // A demo running here holds this lock: refuse before anything is read for a reset.
-    let lock = match crate::store::lock::acquire(&database(here)) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!(
-                "sortie demo: {e}\nsortie demo: a demo is running in {}; nothing was changed (stop it first, or use another --dir)",
-                dir.display()
-            );
-            return 1;
-        }
-    };
-    let settled = here.join("WORKFLOW.md").is_file() && backlog_settled(&here.join("WORKFLOW.md"));
-    if settled {
-        eprintln!(
-            "sortie demo: nothing in {} is left to dispatch; starting the demo afresh",
-            shown.display()
-        );
-    }
-    if (args.reset || settled)
-        && let Err(e) = reset(here, args.reset, &lock)
-    {
-        eprintln!(
-            "sortie demo: cannot reset the demo in {}: {e}",
-            dir.display()
-        );
-        return 1;
-    }
-    let wf = match materialize(here) {
+    let (wf, lock) = match prepare(here, args.reset, &dir) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!(
-                "sortie demo: cannot write the demo into {}: {e}",
-                dir.display()
-            );
+        Err(msg) => {
+            eprintln!("sortie demo: {msg}");
             return 1;
         }
     };
