@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures the daemon's resident memory (VmRSS of the sortie process alone; agents are separate
 # processes and not counted):
-#   1. idle: `sortie demo` (file tracker + in-process mock agent) after its backlog settles
+#   1. idle: `sortie demo --speed 10` (file tracker + in-process mock agent) after its backlog settles
 #      (nothing running or retrying);
 #   2. busy: 50 issues, each with a running fake agent (claude-code kind, scripted to hang).
 # Usage: scripts/bench-rss.sh [path/to/sortie]   (default: builds and uses target/release/sortie)
@@ -74,7 +74,7 @@ running() { echo "len(s.get('running', [])) == $1 and len(s.get('retrying', []))
 PORT=$(free_port)
 # Run from inside the demo directory: relative paths in the demo workflow stay in $WORK.
 mkdir -p "$WORK/demo"
-( cd "$WORK/demo" && exec "$SORTIE" demo --dir "$WORK/demo" --port "$PORT" >"$WORK/demo.log" 2>&1 ) &
+( cd "$WORK/demo" && exec "$SORTIE" demo --speed 10 --dir "$WORK/demo" --port "$PORT" >"$WORK/demo.log" 2>&1 ) &
 PID=$!
 wait_state "$PORT" "$(running 0) and s.get('generated_at') is not None" 120
 sleep 2

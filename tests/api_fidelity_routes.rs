@@ -485,9 +485,18 @@ fn the_openapi_document_shadows_no_identifier_and_matches_the_server() {
     }
     let sse = &doc["paths"]["/api/v1/events"]["get"]["responses"]["200"]["content"]["text/event-stream"]
         ["schema"];
-    assert_eq!(sse["type"], "array", "{sse}");
-    let frames = sse["items"]["oneOf"].to_string();
+    // One event per item, as OpenAPI 3.1 tools read an event stream's schema: each kind of
+    // event, its data a line of JSON.
+    let frames = sse["oneOf"].as_array().unwrap_or_else(|| panic!("{sse}"));
     for e in ["change", "heartbeat", "agent_event", "run_ended", "reset"] {
-        assert!(frames.contains(&format!("\"const\":\"{e}\"")), "{e}");
+        let f = frames
+            .iter()
+            .find(|f| f["properties"]["event"]["const"] == e)
+            .unwrap_or_else(|| panic!("{e}: {sse}"));
+        assert_eq!(f["properties"]["data"]["type"], "string", "{f}");
+        assert_eq!(
+            f["properties"]["data"]["contentMediaType"], "application/json",
+            "{f}"
+        );
     }
 }

@@ -138,3 +138,121 @@ fn connection_caps_are_checked() {
     assert_eq!(code, 0, "{stderr}");
     assert!(!stderr.contains("unknown_key"), "{stderr}");
 }
+
+#[test]
+fn success_says_what_the_workflow_runs() {
+    let p = valid_project();
+    let (code, stdout, stderr) = validate(&p, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.is_empty());
+    let last = stderr.lines().last().unwrap_or_default();
+    let want = format!(
+        "ok: {} — tracker file ({}), agent claude-code ({}), ",
+        p.workflow().display(),
+        p.path("issues.json").display(),
+        common::FAKE_AGENT
+    );
+    assert!(last.starts_with(&want), "{last}\nwanted: {want}");
+    let n = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .count();
+    let plural = if n == 1 { "" } else { "s" };
+    assert!(
+        last.ends_with(&format!(", {n} warning{plural}")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_missing_issues_file_is_an_error() {
+    let p = Project::new();
+    p.fake_agent_workflow("", "");
+    let (code, _, stderr) = validate(&p, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let want = format!(
+        "error: tracker_data_file: file.path: {} does not exist",
+        p.path("issues.json").display()
+    );
+    assert!(stderr.contains(&want), "{stderr}");
+    assert!(!stderr.contains("ok: "), "{stderr}");
+}
+
+/// `agnet` leaves `agent` unset, so the default kind needs a command: the typo is listed
+/// before the error it causes, also when the load itself fails; each error has one prefix.
+#[test]
+fn typos_come_first_and_each_message_has_one_prefix() {
+    let p = Project::new();
+    p.issues(serde_json::json!([]));
+    let front = format!(
+        "tracker: {{kind: file, active_states: [To Do]}}\nfile: {{path: issues.json}}\nworkspace: {{root: {}}}\nagnet: {{kind: mock}}\nclaude-code: {{permission_mode: acceptEdits}}\n",
+        p.path("ws").display()
+    );
+    p.write(
+        "WORKFLOW.md",
+        &format!("---\n{front}---\nDo {{{{ .issue.title }}}}\n"),
+    );
+    let (code, _, stderr) = validate(&p, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    let typo = lines
+        .iter()
+        .position(|l| {
+            l.starts_with("warning: unknown_key: agnet:") && l.contains("did you mean `agent`")
+        })
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let error = lines
+        .iter()
+        .position(|l| l.starts_with("error: config.agent.command:"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(typo < error, "{stderr}");
+
+    // A load error: still one prefix, and the typo above it.
+    p.write(
+        "WORKFLOW.md",
+        &format!("---\n{front}ci_feedback: {{kind: bogus}}\n---\nDo {{{{ .issue.title }}}}\n"),
+    );
+    let (code, _, stderr) = validate(&p, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(
+        lines[0].starts_with("warning: unknown_key: agnet:"),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].starts_with(
+            "error: config.ci_feedback.kind: source control provider \"bogus\" is not supported"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("config: ci_feedback.kind"), "{stderr}");
+}
+
+/// The Claude Code example (the file tracker, every key of the kind's block) validates where it
+/// lies with a `claude` on PATH: no error, no unknown key, and the ok line.
+#[test]
+fn the_claude_code_example_validates_in_place() {
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(common::FAKE_AGENT, bin.path().join("claude")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/claude-code/WORKFLOW.md");
+    let out = common::sortie_command()
+        .args(["validate"])
+        .arg(&example)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("warning:"), "{stderr}");
+    assert!(
+        stderr.contains("— tracker file (")
+            && stderr.contains("agent claude-code (claude), 0 warnings"),
+        "{stderr}"
+    );
+}

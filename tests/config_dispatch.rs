@@ -672,7 +672,7 @@ fn validate_reports_a_cycle_and_the_max_sessions_advisory() {
     ));
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains("config: dispatch.rules[0].next: next links form a cycle: a -> b -> a"),
+        out.contains("error: config.dispatch.rules[0].next: next links form a cycle: a -> b -> a"),
         "{out}"
     );
     let (code, out) = validate(&format!(

@@ -20,6 +20,10 @@
 //! | `model_name` | none | model on `token_usage` |
 //! | `api_duration_ms` | none | on `token_usage` |
 //! | `turn_delay_ms` | 0 | wait before the terminal event; a cancel during it ends the turn |
+//! | `event_interval_ms` | 0 | wait before each notification and tool result, so a turn unfolds over time |
+//! | `time_scale` | 1 | factor on every wait above (> 0); `0.1` runs the script ten times faster |
+//! | `messages` | `[]` | notification texts, taken in order across the session's turns (cycling); default `mock turn N event M` |
+//! | `failure_message` | `mock turn failed` | the message of a `failed` turn |
 //! | `tool_calls` | `[]` | `[{tool_name, duration_ms, error}]` reported every turn (no `duration_ms`: the event reports none) |
 //! | `issues` | `{}` | per-issue overrides: `{<identifier>: {<any key above>…, failing_sessions: N}}` |
 //!
@@ -78,6 +82,10 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
         "usage_limit_model",
         "failing_outcome",
         "model",
+        "event_interval_ms",
+        "time_scale",
+        "messages",
+        "failure_message",
         "issues",
     ],
     validate: crate::agent::no_setting_problems,
@@ -109,6 +117,11 @@ pub struct MockConfig {
     pub model_name: Option<String>,
     pub api_duration_ms: Option<u64>,
     pub turn_delay_ms: u64,
+    pub event_interval_ms: u64,
+    /// Factor on every wait (> 0).
+    pub time_scale: f64,
+    pub messages: Vec<String>,
+    pub failure_message: String,
     pub tool_calls: Vec<MockToolCall>,
     pub usage_limit_resets_at_ms: Option<i64>,
     pub usage_limit_model: Option<String>,
@@ -185,6 +198,25 @@ impl MockConfig {
                 Some(_) => int(block, k, 0).map(Some),
             }
         };
+        let time_scale = match block.get("time_scale") {
+            None | Some(Value::Null) => 1.0,
+            Some(v) => v
+                .as_f64()
+                .filter(|f| f.is_finite() && *f > 0.0)
+                .ok_or_else(|| bad("time_scale must be a number above 0".into()))?,
+        };
+        let mut messages = Vec::new();
+        for v in block
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let m = v
+                .as_str()
+                .ok_or_else(|| bad(format!("messages: {v} is not a string")))?;
+            messages.push(m.to_string());
+        }
         Ok(MockConfig {
             session_id: s("session_id").unwrap_or_else(|| "mock-session-001".into()),
             agent_pid: opt("agent_pid")?.and_then(|p| u32::try_from(p).ok()),
@@ -203,6 +235,10 @@ impl MockConfig {
             model_name: s("model_name"),
             api_duration_ms: opt("api_duration_ms")?,
             turn_delay_ms: int(block, "turn_delay_ms", 0)?,
+            event_interval_ms: int(block, "event_interval_ms", 0)?,
+            time_scale,
+            messages,
+            failure_message: s("failure_message").unwrap_or_else(|| "mock turn failed".into()),
             tool_calls,
             usage_limit_resets_at_ms: opt("usage_limit_resets_at_ms")?
                 .and_then(|v| i64::try_from(v).ok()),
@@ -214,6 +250,68 @@ impl MockConfig {
             },
         })
     }
+}
+
+impl MockConfig {
+    /// `ms` under `time_scale`.
+    fn scaled(&self, ms: u64) -> u64 {
+        (ms as f64 * self.time_scale).round() as u64
+    }
+
+    /// The text of notification `i` of turn `turn` (both from 0).
+    fn message(&self, turn: usize, i: u64) -> String {
+        if self.messages.is_empty() {
+            return format!("mock turn {} event {}", turn + 1, i + 1);
+        }
+        let n = (turn as u64)
+            .saturating_mul(self.events_per_turn)
+            .saturating_add(i);
+        let at = usize::try_from(n % self.messages.len() as u64).unwrap_or(0);
+        self.messages[at].clone()
+    }
+
+    /// How turn `turn` (from 0) ends when nothing cancels it.
+    fn outcome(&self, turn: usize) -> TurnOutcome {
+        match self.turn_outcomes.get(turn).map(String::as_str) {
+            Some("failed") => TurnOutcome::Failed {
+                message: self.failure_message.clone(),
+                kind: AgentErrorKind::TurnFailed,
+            },
+            Some("cancelled") => TurnOutcome::Cancelled {
+                reason: CancelReason::User,
+            },
+            Some("error") => TurnOutcome::EndedWithError {
+                message: "mock turn ended with error".into(),
+                kind: AgentErrorKind::PortExit,
+            },
+            Some("input_required") => TurnOutcome::InputRequired {
+                message: "mock agent needs input".into(),
+            },
+            Some("usage_limited") => TurnOutcome::UsageLimited {
+                message: "mock usage limit reached".into(),
+                resets_at_ms: self.usage_limit_resets_at_ms,
+                model: self.usage_limit_model.clone(),
+            },
+            Some("auth_failed") => TurnOutcome::Failed {
+                message: "mock agent not logged in".into(),
+                kind: AgentErrorKind::AgentAuthFailed,
+            },
+            _ => TurnOutcome::Completed {
+                message: format!("mock turn {} completed", turn + 1),
+            },
+        }
+    }
+}
+
+/// Waits `ms`, or until the token fires (its receiver disconnects); `false` when it fired.
+fn pause(cancel: &CancelToken, ms: u64) -> bool {
+    if ms == 0 {
+        return true;
+    }
+    !matches!(
+        cancel.receiver().recv_timeout(Duration::from_millis(ms)),
+        Err(crossbeam_channel::RecvTimeoutError::Disconnected)
+    )
 }
 
 /// Per-issue overrides: the merged config and how many first sessions fail.
@@ -351,13 +449,27 @@ impl AgentSession for MockSession {
         };
         let index = self.turn_index;
         self.turn_index += 1;
+        // A cancel during any wait ends the turn at once.
+        let mut cancelled = cancel.reason();
+        let mut wait = |ms: u64| {
+            if cancelled.is_none() {
+                cancelled = cancel.reason();
+            }
+            if cancelled.is_none() && !pause(cancel, c.scaled(ms)) {
+                cancelled = Some(cancel.reason().unwrap_or(CancelReason::User));
+            }
+            cancelled.is_none()
+        };
         emit(AgentEventKind::SessionStarted {
             session_id: self.session_id.clone(),
             agent_pid: c.agent_pid,
         });
         for i in 0..c.events_per_turn {
+            if !wait(c.event_interval_ms) {
+                break;
+            }
             emit(AgentEventKind::Notification {
-                message: format!("mock turn {} event {}", index + 1, i + 1),
+                message: c.message(index, i),
             });
         }
         let usage = TokenUsage::new(
@@ -372,6 +484,9 @@ impl AgentSession for MockSession {
             api_duration_ms: c.api_duration_ms,
         });
         for t in &c.tool_calls {
+            if !wait(c.event_interval_ms) {
+                break;
+            }
             emit(AgentEventKind::ToolResult {
                 tool_name: Some(t.tool_name.clone()),
                 tool_kind: None,
@@ -385,50 +500,11 @@ impl AgentSession for MockSession {
                 },
             });
         }
-        let mut outcome = match c.turn_outcomes.get(index).map(String::as_str) {
-            Some("failed") => TurnOutcome::Failed {
-                message: "mock turn failed".into(),
-                kind: AgentErrorKind::TurnFailed,
-            },
-            Some("cancelled") => TurnOutcome::Cancelled {
-                reason: CancelReason::User,
-            },
-            Some("error") => TurnOutcome::EndedWithError {
-                message: "mock turn ended with error".into(),
-                kind: AgentErrorKind::PortExit,
-            },
-            Some("input_required") => TurnOutcome::InputRequired {
-                message: "mock agent needs input".into(),
-            },
-            Some("usage_limited") => TurnOutcome::UsageLimited {
-                message: "mock usage limit reached".into(),
-                resets_at_ms: c.usage_limit_resets_at_ms,
-                model: c.usage_limit_model.clone(),
-            },
-            Some("auth_failed") => TurnOutcome::Failed {
-                message: "mock agent not logged in".into(),
-                kind: AgentErrorKind::AgentAuthFailed,
-            },
-            _ => TurnOutcome::Completed {
-                message: format!("mock turn {} completed", index + 1),
-            },
+        wait(c.turn_delay_ms);
+        let outcome = match cancelled {
+            Some(reason) => TurnOutcome::Cancelled { reason },
+            None => c.outcome(index),
         };
-        if let Some(reason) = cancel.reason() {
-            outcome = TurnOutcome::Cancelled { reason };
-        } else if c.turn_delay_ms > 0 {
-            // Wakes early when the token fires (its receiver disconnects).
-            let waited = cancel
-                .receiver()
-                .recv_timeout(Duration::from_millis(c.turn_delay_ms));
-            if matches!(
-                waited,
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected)
-            ) {
-                outcome = TurnOutcome::Cancelled {
-                    reason: cancel.reason().unwrap_or(CancelReason::User),
-                };
-            }
-        }
         emit(outcome.terminal_event(None));
         TurnResult {
             outcome,
@@ -471,6 +547,33 @@ mod tests {
         let second = a.session_config("X-1");
         assert!(second.turn_outcomes.is_empty());
         assert_eq!(a.session_config("Y-2").events_per_turn, 1);
+    }
+
+    #[test]
+    fn messages_cycle_across_turns_and_time_scale_scales_every_wait() {
+        let block: Map<String, Value> = serde_json::from_str(
+            r#"{"events_per_turn": 2, "messages": ["a", "b", "c"], "time_scale": 0.5, "failure_message": "boom"}"#,
+        )
+        .unwrap();
+        let c = MockConfig::from_block(&block).unwrap();
+        let said: Vec<String> = (0..2)
+            .flat_map(|t| (0..2).map(move |i| (t, i)))
+            .map(|(t, i)| c.message(t, i))
+            .collect();
+        assert_eq!(said, ["a", "b", "c", "a"]);
+        assert_eq!(c.scaled(2500), 1250);
+        let failed = MockConfig {
+            turn_outcomes: vec!["failed".into()],
+            ..c
+        };
+        assert!(
+            matches!(failed.outcome(0), TurnOutcome::Failed { message, .. } if message == "boom")
+        );
+        for bad_scale in ["0", "-1", "\"fast\""] {
+            let block: Map<String, Value> =
+                serde_json::from_str(&format!(r#"{{"time_scale": {bad_scale}}}"#)).unwrap();
+            assert!(MockConfig::from_block(&block).is_err(), "{bad_scale}");
+        }
     }
 
     #[test]

@@ -117,6 +117,9 @@ pub struct DemoArgs {
     /// start afresh: restore the embedded WORKFLOW.md and backlog, remove the demo's database and workspaces
     #[argh(switch)]
     pub reset: bool,
+    /// run N times faster (1 to 100; default 1, about two minutes): divides the polling interval, the retry backoff cap and the mock agent's pauses
+    #[argh(option)]
+    pub speed: Option<String>,
 }
 
 /// Serve the session tools over MCP on stdin/stdout.
@@ -167,6 +170,7 @@ const LONG_FLAGS: &[&str] = &[
     "format",
     "dir",
     "reset",
+    "speed",
     "since",
     "until",
     "workflow",

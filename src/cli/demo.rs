@@ -6,6 +6,16 @@
 //! off), so when a dispatch pass over the backlog would dispatch nothing the demo starts afresh: the
 //! backlog is rewritten and the demo's database and workspaces are removed. `--reset` does the
 //! same unconditionally and also restores the embedded WORKFLOW.md.
+//!
+//! Nothing is read for a reset, written or removed before the demo holds its database's lock
+//! (`store::lock`): a second `sortie demo` in a directory whose demo is running stops at once,
+//! naming the running one's pid, and leaves its database, workspaces and files as they are.
+//! The lock it holds is the one the daemon then runs under, so no other process can slip in
+//! between the reset and the start.
+//!
+//! `--speed N` divides the demo's waits by N (the polling interval and the retry backoff cap
+//! through their `SORTIE_*` overrides, the mock agent's pauses through `SORTIE_MOCK_TIME_SCALE`),
+//! for tests and for a quick look; the default shows the demo unfolding over about two minutes.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +25,7 @@ use crate::clock::SystemClock;
 use crate::config::{LoadOptions, load_workflow};
 use crate::orchestrator::adapters;
 use crate::orchestrator::dispatch_pass::{Decision, LiveClaims, PassInput, plan, sort_candidates};
+use crate::store::lock::DbLock;
 
 use super::args::DemoArgs;
 use super::run::RunOptions;
@@ -60,14 +71,35 @@ fn backlog_settled(wf: &Path) -> bool {
         .any(|d| matches!(d, Decision::Dispatch))
 }
 
+/// The database the demo in `dir` runs on: its workflow's `db_path`, or the default file
+/// beside WORKFLOW.md while there is no loadable workflow.
+pub fn database(dir: &Path) -> PathBuf {
+    match load_workflow(&dir.join("WORKFLOW.md"), &LoadOptions::from_process(None)) {
+        Ok(wf) => wf.config.db_path,
+        Err(_) => std::path::absolute(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .join(crate::config::DEFAULT_DB_FILE),
+    }
+}
+
 /// Starts the demo in `dir` afresh: the embedded backlog (and, with `workflow`, the embedded
 /// WORKFLOW.md) is written, and the demo's database and workspaces are removed when they lie
-/// inside `dir`, so nothing outside the demo's own directory is ever touched.
-pub fn reset(dir: &Path, workflow: bool) -> std::io::Result<()> {
+/// inside `dir`, so nothing outside the demo's own directory is ever touched. `lock` must be
+/// the lock of the demo's database (see [`database`]): without it nothing is changed.
+pub fn reset(dir: &Path, workflow: bool, lock: &DbLock) -> std::io::Result<()> {
+    let loaded = load_workflow(&dir.join("WORKFLOW.md"), &LoadOptions::from_process(None)).ok();
+    let db = loaded
+        .as_ref()
+        .map_or_else(|| database(dir), |wf| wf.config.db_path.clone());
+    if !lock.guards(&db) {
+        return Err(std::io::Error::other(format!(
+            "the lock held is not the lock of {}; nothing was changed",
+            db.display()
+        )));
+    }
     if workflow {
         std::fs::write(dir.join("WORKFLOW.md"), DEMO_WORKFLOW)?;
     }
-    let loaded = load_workflow(&dir.join("WORKFLOW.md"), &LoadOptions::from_process(None)).ok();
     std::fs::write(dir.join("issues.json"), DEMO_ISSUES)?;
     let Some(wf) = loaded else {
         return Ok(());
@@ -93,36 +125,57 @@ pub fn reset(dir: &Path, workflow: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Takes the demo's database lock, then starts afresh when asked (`reset`) or when nothing is
+/// left to dispatch, and writes the missing demo files. Returns the workflow and the held lock.
+/// A demo running in `here` holds the lock, so nothing is read for a reset, written or removed
+/// beside it. `dir` names the directory in messages.
+fn prepare(here: &Path, reset_asked: bool, dir: &Path) -> Result<(PathBuf, DbLock), String> {
+    let lock = crate::store::lock::acquire(&database(here)).map_err(|e| {
+        format!(
+            "{e}\nsortie demo: a demo is running in {}; nothing was changed (stop it first, or use another --dir)",
+            dir.display()
+        )
+    })?;
+    let settled = here.join("WORKFLOW.md").is_file() && backlog_settled(&here.join("WORKFLOW.md"));
+    if settled {
+        eprintln!(
+            "sortie demo: nothing in {} is left to dispatch; starting the demo afresh",
+            dir.join("issues.json").display()
+        );
+    }
+    if reset_asked || settled {
+        reset(here, reset_asked, &lock)
+            .map_err(|e| format!("cannot reset the demo in {}: {e}", dir.display()))?;
+    }
+    let wf = materialize(here)
+        .map_err(|e| format!("cannot write the demo into {}: {e}", dir.display()))?;
+    Ok((wf, lock))
+}
+
 pub fn run(args: DemoArgs) -> i32 {
+    let speed = match parse_speed(args.speed.as_deref()) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("sortie demo: {e}");
+            return 1;
+        }
+    };
     let dir = PathBuf::from(&args.dir);
     let shown = dir.join("issues.json");
     // The demo's relative paths (database, workspaces) belong inside its directory, so
     // everything from here on, resets included, happens from there.
     if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::env::set_current_dir(&dir)) {
         eprintln!(
-            "sortie: cannot enter the demo directory {}: {e}",
+            "sortie demo: cannot enter the demo directory {}: {e}",
             dir.display()
         );
         return 1;
     }
     let here = Path::new(".");
-    let settled = here.join("WORKFLOW.md").is_file() && backlog_settled(&here.join("WORKFLOW.md"));
-    if settled {
-        eprintln!(
-            "sortie demo: nothing in {} is left to dispatch; starting the demo afresh",
-            shown.display()
-        );
-    }
-    if (args.reset || settled)
-        && let Err(e) = reset(here, args.reset)
-    {
-        eprintln!("sortie: cannot reset the demo in {}: {e}", dir.display());
-        return 1;
-    }
-    let wf = match materialize(here) {
+    let (wf, lock) = match prepare(here, args.reset, &dir) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("sortie: cannot write the demo into {}: {e}", dir.display());
+        Err(msg) => {
+            eprintln!("sortie demo: {msg}");
             return 1;
         }
     };
@@ -131,15 +184,62 @@ pub fn run(args: DemoArgs) -> i32 {
         dir.join("WORKFLOW.md").display(),
         shown.display()
     );
+    eprintln!(
+        "sortie demo: DEMO-4 waits for DEMO-7, which no agent works on; release it by setting DEMO-7's \"state\" to \"Done\" in {}",
+        shown.display()
+    );
     super::run::run(RunOptions {
-        workflow: wf,
+        workflow: wf.clone(),
         port: args.port,
         host: args.host,
         log_level: args.log_level,
         log_format: args.log_format,
         env_file: None,
         dry_run: false,
+        env_overlay: speed_overlay(&wf, speed),
+        db_lock: Some(lock),
     })
+}
+
+/// The most `--speed` accepts: beyond it the demo's waits round to nothing.
+const MAX_SPEED: u32 = 100;
+
+/// `--speed`: a whole number from 1 to [`MAX_SPEED`]; absent reads 1.
+fn parse_speed(value: Option<&str>) -> Result<u32, String> {
+    let Some(v) = value else { return Ok(1) };
+    match v.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_SPEED).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "invalid --speed value {v:?}: a whole number from 1 to {MAX_SPEED}"
+        )),
+    }
+}
+
+/// The `SORTIE_*` values that run the demo `speed` times faster: its polling interval and
+/// retry backoff cap divided (read from its workflow as it is at start), and the mock agent's
+/// pauses scaled. Nothing at speed 1.
+fn speed_overlay(workflow: &Path, speed: u32) -> Vec<(String, String)> {
+    if speed <= 1 {
+        return Vec::new();
+    }
+    let Ok(wf) = load_workflow(workflow, &LoadOptions::from_process(None)) else {
+        return Vec::new();
+    };
+    let div = |ms: u64| (ms / u64::from(speed)).max(1).to_string();
+    vec![
+        (
+            "SORTIE_POLLING_INTERVAL_MS".into(),
+            div(wf.config.polling.interval_ms),
+        ),
+        (
+            "SORTIE_AGENT_MAX_RETRY_BACKOFF_MS".into(),
+            div(wf.config.agent.max_retry_backoff_ms),
+        ),
+        (
+            "SORTIE_MOCK_TIME_SCALE".into(),
+            (1.0 / f64::from(speed)).to_string(),
+        ),
+    ]
 }
 
 #[cfg(test)]

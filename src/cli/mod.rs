@@ -69,6 +69,8 @@ pub fn main() -> i32 {
             log_format: r.log_format,
             env_file: r.env_file.map(std::path::PathBuf::from),
             dry_run: r.dry_run,
+            env_overlay: Vec::new(),
+            db_lock: None,
         }),
     }
 }

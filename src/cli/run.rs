@@ -21,6 +21,13 @@ pub struct RunOptions {
     pub log_format: Option<String>,
     pub env_file: Option<PathBuf>,
     pub dry_run: bool,
+    /// `SORTIE_*` values laid over the process environment (they win over it), for every
+    /// load of the workflow, reloads included: how `sortie demo --speed` scales its timings.
+    pub env_overlay: Vec<(String, String)>,
+    /// The database lock the caller already holds (`sortie demo` takes it before it resets
+    /// anything); used when it guards the workflow's `db_path`, otherwise dropped and the lock
+    /// taken afresh.
+    pub db_lock: Option<crate::store::lock::DbLock>,
 }
 
 fn fail(msg: impl std::fmt::Display) -> i32 {
@@ -50,7 +57,8 @@ pub fn run(opts: RunOptions) -> i32 {
         None => None,
     };
 
-    let load_options = LoadOptions::from_process(opts.env_file.clone());
+    let mut load_options = LoadOptions::from_process(opts.env_file.clone());
+    load_options.env.extend(opts.env_overlay.iter().cloned());
     let wf = match load_workflow(&opts.workflow, &load_options) {
         Ok(wf) => wf,
         Err(e) => return fail(e),
@@ -92,18 +100,21 @@ pub fn run(opts: RunOptions) -> i32 {
     // Startup preflight: every problem at once.
     // A missing agent program is reported but does not stop the daemon: it may be installed
     // without a config change, and meanwhile the per-tick preflight fails (no dispatch,
-    // `/readyz` 503, an attention item).
+    // `/readyz` 503, an attention item). A missing tracker data file likewise: it may be
+    // created later, and meanwhile each poll fails and says so.
     let mut report = super::validate::validate(&wf.path, &load_options);
     report.errors.retain(|d| {
-        let environmental = d.check == crate::config::AGENT_COMMAND_CHECK;
-        if environmental {
-            log::error!(
-                "dispatch preflight failed; nothing is dispatched until it passes check={} error={:?}",
-                d.check,
-                d.message
-            );
-        }
-        !environmental
+        let consequence = match d.check.as_str() {
+            crate::config::AGENT_COMMAND_CHECK => {
+                "dispatch preflight failed; nothing is dispatched until it passes"
+            }
+            crate::config::TRACKER_DATA_FILE_CHECK => {
+                "tracker data file missing; every poll fails until it exists"
+            }
+            _ => return true,
+        };
+        log::error!("{consequence} check={} error={:?}", d.check, d.message);
+        false
     });
     if !report.errors.is_empty() {
         let joined: Vec<String> = report.errors.iter().map(|d| d.message.clone()).collect();
@@ -124,7 +135,7 @@ pub fn run(opts: RunOptions) -> i32 {
         bind.host,
         bind.port
     );
-    run_daemon(wf, template, load_options, bind, clock)
+    run_daemon(wf, template, load_options, bind, clock, opts.db_lock)
 }
 
 fn run_daemon(
@@ -133,6 +144,7 @@ fn run_daemon(
     load_options: LoadOptions,
     bind: ServerBind,
     clock: Arc<dyn Clock>,
+    held_lock: Option<crate::store::lock::DbLock>,
 ) -> i32 {
     // Orphans of agents (a grandchild that escaped its group with `setsid`) are re-parented
     // to sortie rather than init, so they are reaped here and killed by their turn's token.
@@ -153,18 +165,21 @@ fn run_daemon(
         "database path resolved db_path={}",
         wf.config.db_path.display()
     );
-    // One daemon per database: held until this function returns (process exit).
-    let _db_lock = match crate::store::lock::acquire(&wf.config.db_path) {
-        Ok(l) => l,
-        Err(e) => {
-            log::error!(
-                "database lock not acquired db_path={:?} error={:?}",
-                wf.config.db_path.display().to_string(),
-                e.to_string()
-            );
-            return fail(e);
-        }
-    };
+    // One daemon per database: held until this function returns (process exit). A lock the
+    // caller holds on another database is released first.
+    let held_lock = held_lock.filter(|l| l.guards(&wf.config.db_path));
+    let _db_lock =
+        match held_lock.map_or_else(|| crate::store::lock::acquire(&wf.config.db_path), Ok) {
+            Ok(l) => l,
+            Err(e) => {
+                log::error!(
+                    "database lock not acquired db_path={:?} error={:?}",
+                    wf.config.db_path.display().to_string(),
+                    e.to_string()
+                );
+                return fail(e);
+            }
+        };
     let store = match crate::store::Store::open(&wf.config.db_path, clock.clone()) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(e),

@@ -1,9 +1,15 @@
 //! `sortie validate [--format text|json] [WORKFLOW.md]`: load, typed config, template parse
 //! and lint, config preflight (including whether this build has the named adapter kinds),
-//! tracker construction, workspace root writable. Never opens the database or starts anything,
-//! so it is safe to run beside a live daemon.
+//! the tracker's data file, tracker and forge construction, workspace root writable. Never
+//! opens the database or starts anything, so it is safe to run beside a live daemon.
+//!
+//! Text output, on stderr: misspelt and unknown keys first (a typo such as `agnet` is often
+//! the cause of the errors below it), then the errors, then the other warnings, each once as
+//! `<severity>: <check>: <message>`; on success a last line
+//! `ok: <workflow> — tracker …, agent …, N warnings`.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
@@ -24,7 +30,12 @@ pub struct Diagnostic {
 pub struct Report {
     pub errors: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
+    /// What the workflow runs, when it loaded: `tracker …, agent …`.
+    pub summary: Option<String>,
 }
+
+/// The warning check of a key this build does not know (often a typo).
+const UNKNOWN_KEY_CHECK: &str = "unknown_key";
 
 fn diag(check: impl Into<String>, message: impl Into<String>) -> Diagnostic {
     Diagnostic {
@@ -39,10 +50,16 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
     let wf = match load_workflow(path, opts) {
         Ok(wf) => wf,
         Err(e) => {
-            report.errors.push(diag(e.check(), e.to_string()));
+            report.errors.push(diag(e.check(), e.detail()));
+            for w in crate::config::key_warnings(path, opts) {
+                report
+                    .warnings
+                    .push(diag(w.check.clone(), format!("{}: {}", w.field, w.message)));
+            }
             return report;
         }
     };
+    report.summary = Some(crate::mask::mask(&summary(&wf)));
     for w in &wf.warnings {
         report
             .warnings
@@ -72,6 +89,9 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
     if let Some(p) = wf.config.agent_command_problem() {
         report.errors.push(diag(p.check, p.message));
     }
+    if let Some(p) = wf.config.tracker_data_file_problem() {
+        report.errors.push(diag(p.check, p.message));
+    }
     // An unsupported kind is already reported by preflight; building is tried only for a kind
     // this build has, to catch what its constructor refuses.
     if crate::registry::tracker(&wf.config.tracker.kind).is_some()
@@ -81,6 +101,13 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
         )
     {
         report.errors.push(diag("tracker_adapter", e.to_string()));
+    }
+    if let Some(settings) = wf.config.scm_settings()
+        && crate::registry::scm(&settings.kind).is_some()
+        && let Err(e) =
+            crate::registry::build_scm(&settings, std::sync::Arc::new(crate::clock::SystemClock))
+    {
+        report.errors.push(diag("scm_adapter", e));
     }
     let ws = crate::orchestrator::adapters::workspace_manager(&wf);
     if let Err(e) = ws.preflight_root_writable() {
@@ -113,14 +140,64 @@ pub fn run(args: ValidateArgs) -> i32 {
         });
         println!("{out}");
     } else {
-        for d in &report.errors {
-            eprintln!("error: {}: {}", d.check, d.message);
-        }
-        for d in &report.warnings {
-            eprintln!("warning: {}: {}", d.check, d.message);
-        }
+        let mut stderr = std::io::stderr().lock();
+        // A failed write to stderr leaves nothing to report it to.
+        let _ = write_text(&report, &path, &mut stderr);
     }
     if report.errors.is_empty() { 0 } else { 1 }
+}
+
+/// The text report: unknown keys first, then errors, then the other warnings, then the `ok:`
+/// line when nothing failed.
+fn write_text(report: &Report, path: &Path, out: &mut impl Write) -> std::io::Result<()> {
+    let (keys, other): (Vec<&Diagnostic>, Vec<&Diagnostic>) = report
+        .warnings
+        .iter()
+        .partition(|d| d.check == UNKNOWN_KEY_CHECK);
+    for d in &keys {
+        writeln!(out, "warning: {}: {}", d.check, d.message)?;
+    }
+    for d in &report.errors {
+        writeln!(out, "error: {}: {}", d.check, d.message)?;
+    }
+    for d in &other {
+        writeln!(out, "warning: {}: {}", d.check, d.message)?;
+    }
+    if report.errors.is_empty() {
+        let n = report.warnings.len();
+        writeln!(
+            out,
+            "ok: {} — {}, {n} warning{}",
+            path.display(),
+            report.summary.as_deref().unwrap_or("loaded"),
+            if n == 1 { "" } else { "s" }
+        )?;
+    }
+    Ok(())
+}
+
+/// `tracker <kind> (<project or data file>), agent <kind> (<command>)`, and the reactions'
+/// provider when one applies.
+fn summary(wf: &crate::config::Workflow) -> String {
+    let c = &wf.config;
+    let t = &c.tracker;
+    let mut out = match (&c.tracker_path, &t.project) {
+        (Some(p), _) => format!(
+            "tracker {} ({})",
+            t.kind,
+            p.components().collect::<PathBuf>().display()
+        ),
+        (None, Some(project)) => format!("tracker {} ({project})", t.kind),
+        (None, None) => format!("tracker {}", t.kind),
+    };
+    out.push_str(&format!(", agent {}", c.agent.kind));
+    if let Some(cmd) = &c.agent.command {
+        out.push_str(&format!(" ({cmd})"));
+    }
+    if let Some(p) = &c.reactions.provider {
+        out.push_str(&format!(", pull-request reactions on {p}"));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -34,12 +34,21 @@ impl ServiceConfig {
     }
 
     /// What the source-control adapter is built from, when a reaction provider applies: the
-    /// tracker block of the same kind (endpoint and API key) and the kind's pass-through block.
+    /// endpoint and API key of the tracker block of the same kind, or of the provider's own
+    /// block when the tracker is another kind ([`ServiceConfig::scm_access`]), and the kind's
+    /// pass-through block (client tuning).
     pub fn scm_settings(&self) -> Option<ScmSettings> {
         let kind = self.reactions.provider.clone()?;
+        let (endpoint, token) = match &self.scm_access {
+            Some(a) => (a.endpoint.clone(), a.api_key.clone()),
+            None => (
+                self.tracker.endpoint.clone(),
+                self.tracker.api_key.clone().unwrap_or_default(),
+            ),
+        };
         Some(ScmSettings {
-            endpoint: self.tracker.endpoint.clone(),
-            token: self.tracker.api_key.clone().unwrap_or_default(),
+            endpoint,
+            token,
             block: self.adapter_block(&kind).cloned().unwrap_or_default(),
             kind,
         })

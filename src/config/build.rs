@@ -16,8 +16,8 @@ use super::env::{expand_env, expand_path, resolve_env_ref};
 use super::error::{ConfigError, ConfigWarning};
 use super::overrides::Overridden;
 use super::schema::{
-    AgentConfig, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig, ServerConfig,
-    ServiceConfig, ShutdownConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
+    AgentConfig, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig, ScmAccess,
+    ServerConfig, ServiceConfig, ShutdownConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
 };
 use super::validate::{validate_state_rules, validate_states_not_both_empty};
 use crate::registry;
@@ -94,7 +94,17 @@ fn build_inner(
     let price_table =
         super::price_table::build_price_table(&raw, ctx, warnings, &mut secret_values)?;
 
-    let reactions = super::reactions_build::build_reactions(&raw, &tracker.kind, warnings)?;
+    let (reactions, provider_field) = super::reactions_build::build_reactions(&raw, warnings)?;
+    let scm_access = match (&reactions.provider, provider_field) {
+        (Some(p), Some(field)) if *p != tracker.kind => Some(scm_access(
+            &raw,
+            (p, &field),
+            &tracker.kind,
+            ctx,
+            &mut secret_values,
+        )?),
+        _ => None,
+    };
     let self_review = super::self_review_build::build_self_review(&raw, warnings)?;
     if self_review.enabled && worker.remote() {
         warnings.push(ConfigWarning::new(
@@ -119,6 +129,7 @@ fn build_inner(
         worker,
         dispatch,
         reactions,
+        scm_access,
         self_review,
         token_rates,
         token_rates_rejected,
@@ -138,6 +149,42 @@ fn build_inner(
     };
     cfg.price_table.needs = Some(cfg.model_needs());
     Ok(cfg)
+}
+
+/// A reaction provider that is not the tracker's kind is reached through its own top-level
+/// block, as the original builds its CI provider from the block `ci_feedback.kind` names:
+/// `api_key` (required; `$VAR` expanded anywhere, like `tracker.api_key`) and `endpoint`
+/// (whole-value `$VAR`; absent means the provider's public API). `provider` is the kind and the
+/// field that named it.
+fn scm_access(
+    raw: &Map<String, Value>,
+    (provider, field): (&str, &str),
+    tracker_kind: &str,
+    ctx: &BuildContext<'_>,
+    secrets: &mut Vec<String>,
+) -> Result<ScmAccess, ConfigError> {
+    let empty = Map::new();
+    let block = sub_map(raw, provider).unwrap_or(&empty);
+    let key = expand_env(&string_field(block, "api_key"), ctx.env);
+    let api_key = key.text.trim().to_string();
+    if api_key.is_empty() {
+        return Err(ConfigError::field(
+            field,
+            format!(
+                "provider {provider:?} must equal tracker.kind ({tracker_kind:?}) unless its own \
+                 top-level `{provider}:` block supplies `api_key` (and `endpoint` when not the \
+                 provider's public API); otherwise the tracker block supplies the provider's \
+                 endpoint and token"
+            ),
+        ));
+    }
+    secrets.extend(key.substituted);
+    secrets.push(api_key.clone());
+    let endpoint = resolve_env_ref(&string_field(block, "endpoint"), ctx.env).text;
+    Ok(ScmAccess {
+        endpoint: non_empty(endpoint.trim().to_string()),
+        api_key,
+    })
 }
 
 fn non_empty(s: String) -> Option<String> {

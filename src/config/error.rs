@@ -67,6 +67,19 @@ impl ConfigError {
     }
 }
 
+impl ConfigError {
+    /// The message without what [`Self::check`] already names: a field error's message alone
+    /// (its check is `config.<field>`), a checked error's field and message, any other error
+    /// in full. `sortie validate` prints it after the check, so each fact appears once.
+    pub fn detail(&self) -> String {
+        match self {
+            ConfigError::Field { message, .. } => message.clone(),
+            ConfigError::Checked { field, message, .. } => format!("{field}: {message}"),
+            other => other.to_string(),
+        }
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

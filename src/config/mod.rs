@@ -61,7 +61,7 @@ pub use schema::{
     ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
 };
 pub use server_bind::{DEFAULT_PORT, ServerBind};
-pub use validate::AGENT_COMMAND_CHECK;
+pub use validate::{AGENT_COMMAND_CHECK, TRACKER_DATA_FILE_CHECK};
 pub use workflow_file::{
     FileReadError, MAX_WORKFLOW_BYTES, SplitWorkflow, decode_text, read_regular_file,
     split_front_matter,
@@ -216,6 +216,7 @@ pub fn parse_workflow(
         &config.raw,
         &tracker_kind,
         &config.agent.kind,
+        config.reactions.provider.as_deref(),
     ));
     warnings.extend(advisory);
     Ok(Workflow {
@@ -225,6 +226,40 @@ pub fn parse_workflow(
         prompt_line_offset: split.front_matter_lines,
         warnings,
     })
+}
+
+/// The advisory key warnings of a workflow, read from its front matter alone: unknown keys
+/// with the known key they look like, sections of the wrong type. For a workflow that does not
+/// load, so `sortie validate` can list a misspelt key beside the error it causes (`agnet`
+/// leaves `agent.command` unset). Empty when the front matter cannot be read or decoded.
+pub fn key_warnings(path: &Path, opts: &LoadOptions) -> Vec<ConfigWarning> {
+    let abs = opts.absolute(path);
+    let Some(mut raw) = workflow_file::read_regular_file(&abs, workflow_file::MAX_WORKFLOW_BYTES)
+        .ok()
+        .and_then(|b| workflow_file::decode_text(&b).ok())
+        .and_then(|text| split_front_matter(&text).yaml)
+        .and_then(|yaml| workflow_file::decode_front_matter(&yaml, &abs, 1).ok())
+    else {
+        return Vec::new();
+    };
+    if overrides::apply_overrides(&mut raw, &opts.env, &BTreeMap::new()).is_err() {
+        return Vec::new();
+    }
+    let text = |section: &str, key: &str| {
+        raw.get(section)
+            .and_then(|m| m.get(key))
+            .and_then(serde_json::Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    };
+    let tracker_kind = text("tracker", "kind").unwrap_or_default();
+    let agent_kind = text("agent", "kind").unwrap_or(DEFAULT_AGENT_KIND);
+    let provider = text("ci_feedback", "kind").or_else(|| {
+        reactions_build::REACTION_KEYS
+            .iter()
+            .find_map(|k| raw.get("reactions")?.get(*k)?.get("provider")?.as_str())
+    });
+    validate::collect_warnings(&raw, tracker_kind, agent_kind, provider)
 }
 
 /// Reads the opt-in `.env`; a missing file is a warning, any other read failure an error.

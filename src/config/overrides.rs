@@ -3,7 +3,9 @@
 //! switches `$VAR` expansion off for that field.
 //!
 //! Beyond Sortie's 24 overrides, `SORTIE_TRACKER_NO_CHANGE_STATE` and `SORTIE_AGENT_MAX_TOKENS`
-//! exist for the two newer keys, following their neighbours.
+//! exist for the two newer keys, following their neighbours, and `SORTIE_MOCK_TIME_SCALE` sets
+//! the mock agent's `mock.time_scale` (how `sortie demo --speed` and tests run the demo's
+//! script faster).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,6 +19,7 @@ enum Kind {
     Csv,
     Bool,
     Int,
+    Num,
 }
 
 /// (environment variable, dotted field, value kind).
@@ -107,6 +110,7 @@ const OVERRIDES: &[(&str, &str, Kind)] = &[
     ("SORTIE_AGENT_MAX_SESSIONS", "agent.max_sessions", Kind::Int),
     ("SORTIE_AGENT_MAX_TOKENS", "agent.max_tokens", Kind::Int),
     ("SORTIE_DB_PATH", "db_path", Kind::Str),
+    ("SORTIE_MOCK_TIME_SCALE", "mock.time_scale", Kind::Num),
 ];
 
 /// Which dotted fields an override set, and the env var that set each (for error suffixes).
@@ -179,6 +183,13 @@ fn parse(value: &str, kind: Kind) -> Result<Value, String> {
             .parse::<i64>()
             .map(|n| Value::Number(n.into()))
             .map_err(|_| format!("invalid integer value: {value}")),
+        Kind::Num => value
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number)
+            .ok_or_else(|| format!("invalid number value: {value}")),
     }
 }
 
@@ -298,6 +309,6 @@ mod tests {
 
     #[test]
     fn table_has_the_spec_overrides_plus_two() {
-        assert_eq!(override_vars().len(), 26);
+        assert_eq!(override_vars().len(), 27);
     }
 }

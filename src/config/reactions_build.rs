@@ -2,10 +2,13 @@
 //!
 //! A reaction block applies only when a source-control provider is named: `provider` on any
 //! block (every block that names one must agree; the others use the agreed one). The provider
-//! must be a kind this build has an adapter for and must equal `tracker.kind`, whose block
-//! supplies its endpoint and token. With no provider anywhere the blocks are still checked but
-//! none applies, and a warning says so. `ci_feedback` is read as `reactions.ci_failure` (its
-//! `kind` is the provider) unless `reactions.ci_failure` exists, which wins.
+//! must be a kind this build has an adapter for. When it equals `tracker.kind` the tracker
+//! block supplies its endpoint and token; otherwise (a Jira tracker with CI on GitHub) the
+//! provider's own top-level block does (`config::build::scm_access`), as the original builds
+//! its CI provider from the block `ci_feedback.kind` names. With no provider anywhere the
+//! blocks are still checked but none applies, and a warning says so. `ci_feedback` is read as
+//! `reactions.ci_failure` (its `kind` is the provider) unless `reactions.ci_failure` exists,
+//! which wins.
 //!
 //! `triage` is accepted but never applied (this build has no triage runs): the typed value is
 //! `false` and `validate` reports a `true` as unsupported (see `validate::unsupported_warnings`).
@@ -272,25 +275,29 @@ impl Block {
     }
 }
 
-/// The typed `reactions` (with `ci_feedback` folded in). Warnings for ignored or deprecated
-/// settings are appended to `warnings`.
+/// The typed `reactions` (with `ci_feedback` folded in), and the field that names the applied
+/// provider (for errors about reaching it). Warnings for ignored or deprecated settings are
+/// appended to `warnings`.
 pub(super) fn build_reactions(
     raw: &Map<String, Value>,
-    tracker_kind: &str,
     warnings: &mut Vec<ConfigWarning>,
-) -> Result<ReactionsConfig, ConfigError> {
+) -> Result<(ReactionsConfig, Option<String>), ConfigError> {
     let blocks = collect_blocks(raw, warnings);
     let provider = agreed_provider(&blocks)?;
     if let Some((p, field)) = &provider {
-        check_provider(p, field, tracker_kind)?;
+        check_provider(p, field)?;
     }
     let mut cfg = ReactionsConfig::default();
     for b in &blocks {
         b.unknown_keys(warnings);
         read_block(b, &mut cfg)?;
     }
+    let mut provider_field = None;
     match provider {
-        Some((p, _)) => cfg.provider = Some(p),
+        Some((p, field)) => {
+            cfg.provider = Some(p);
+            provider_field = Some(field);
+        }
         None if !blocks.is_empty() => {
             warnings.push(ConfigWarning::new(
                 "reactions_ignored",
@@ -302,7 +309,7 @@ pub(super) fn build_reactions(
         }
         None => {}
     }
-    Ok(cfg)
+    Ok((cfg, provider_field))
 }
 
 /// The blocks present, in [`REACTION_KEYS`] order, `ci_feedback` standing in for a missing
@@ -402,20 +409,11 @@ fn agreed_provider(blocks: &[Block]) -> Result<Option<(String, String)>, ConfigE
     Ok(agreed)
 }
 
-fn check_provider(p: &str, field: &str, tracker_kind: &str) -> Result<(), ConfigError> {
-    if registry::scm(p).is_none() {
-        return Err(ConfigError::field(field, registry::unsupported_scm(p)));
+fn check_provider(p: &str, field: &str) -> Result<(), ConfigError> {
+    match registry::scm(p) {
+        Some(_) => Ok(()),
+        None => Err(ConfigError::field(field, registry::unsupported_scm(p))),
     }
-    if p != tracker_kind {
-        return Err(ConfigError::field(
-            field,
-            format!(
-                "provider {p:?} must equal tracker.kind ({tracker_kind:?}): the tracker block \
-                 supplies the provider's endpoint and token"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 fn read_block(b: &Block, cfg: &mut ReactionsConfig) -> Result<(), ConfigError> {

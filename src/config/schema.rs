@@ -35,6 +35,9 @@ pub struct ServiceConfig {
     pub price_table: crate::pricing::PriceTableSettings,
     /// `reactions`: the pull-request reactions applied.
     pub reactions: super::reactions::ReactionsConfig,
+    /// Where the reactions' provider is reached when it is not the tracker's kind: its own
+    /// top-level block's `endpoint` and `api_key` (`None`: the tracker block's).
+    pub scm_access: Option<ScmAccess>,
     /// `dispatch`: rules, stage chains and the hop ceiling.
     pub dispatch: super::dispatch::DispatchConfig,
     /// `self_review`.
@@ -63,6 +66,24 @@ impl fmt::Debug for ServiceConfig {
             .field("tracker_path", &self.tracker_path)
             .field("raw_keys", &self.raw.keys().collect::<Vec<_>>())
             .field("secret_values", &self.secret_values.len())
+            .finish()
+    }
+}
+
+/// The address and token of a source-control provider that is not the tracker's kind, read
+/// from the provider's own block. `Debug` masks the token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ScmAccess {
+    /// API base URL; the provider's default when `None`.
+    pub endpoint: Option<String>,
+    pub api_key: String,
+}
+
+impl fmt::Debug for ScmAccess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScmAccess")
+            .field("endpoint", &self.endpoint)
+            .field("api_key", &"[redacted]")
             .finish()
     }
 }

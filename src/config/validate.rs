@@ -348,12 +348,14 @@ fn dispatch_kinds(raw: &Map<String, Value>) -> Vec<&str> {
 }
 
 /// Advisory warnings over the raw map: unknown top-level keys (adapter blocks named by
-/// `tracker.kind` / `agent.kind` are known), unknown keys inside typed sections, sections that
-/// are not maps, and wrongly-typed string/list fields that read as empty.
+/// `tracker.kind` / `agent.kind`, by dispatch rules and by the reactions' provider are known),
+/// unknown keys inside typed sections, sections that are not maps, and wrongly-typed
+/// string/list fields that read as empty.
 pub fn collect_warnings(
     raw: &Map<String, Value>,
     tracker_kind: &str,
     agent_kind: &str,
+    scm_kind: Option<&str>,
 ) -> Vec<ConfigWarning> {
     let mut out = Vec::new();
     let routed = dispatch_kinds(raw);
@@ -362,6 +364,7 @@ pub fn collect_warnings(
             || EXTENSION_KEYS.contains(&key.as_str())
             || (!tracker_kind.is_empty() && key == tracker_kind)
             || key == agent_kind
+            || scm_kind == Some(key.as_str())
             || routed.contains(&key.as_str());
         if !known {
             let adapter_kind = registry::TRACKERS
@@ -478,6 +481,9 @@ pub const MISSING_BLOCK_CHECK: &str = "dispatch.agent.missing_block";
 
 /// The check id of [`ServiceConfig::agent_command_problem`].
 pub const AGENT_COMMAND_CHECK: &str = "agent_command";
+
+/// The check id of [`ServiceConfig::tracker_data_file_problem`].
+pub const TRACKER_DATA_FILE_CHECK: &str = "tracker_data_file";
 
 impl ServiceConfig {
     /// The pure config checks of dispatch preflight, in order; empty when all pass. The
@@ -600,6 +606,28 @@ impl ServiceConfig {
         crate::agent::command::resolve_command(command)
             .err()
             .map(|e| PreflightProblem::new(AGENT_COMMAND_CHECK, e.to_string()))
+    }
+
+    /// A tracker data file (the file tracker's issues file) that does not exist. Not part of
+    /// the pure [`Self::preflight`]: it reads the filesystem, and the file may be created
+    /// without a config change, so the daemon logs it and keeps running (each poll then fails
+    /// and says so), while `sortie validate` reports it as an error.
+    pub fn tracker_data_file_problem(&self) -> Option<PreflightProblem> {
+        let path = self.tracker_path.as_ref()?;
+        if path.exists() {
+            return None;
+        }
+        let key = registry::tracker(&self.tracker.kind)
+            .and_then(|d| d.path_key)
+            .unwrap_or("path");
+        Some(PreflightProblem::new(
+            TRACKER_DATA_FILE_CHECK,
+            format!(
+                "{}.{key}: {} does not exist (a relative path resolves against the workflow file's directory)",
+                self.tracker.kind,
+                path.components().collect::<std::path::PathBuf>().display()
+            ),
+        ))
     }
 
     /// The messages of [`Self::preflight`], for callers that join them into one line.

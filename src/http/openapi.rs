@@ -89,25 +89,27 @@ fn query_schema(name: &str) -> Value {
 }
 
 /// The event stream's frames: each an `id`, an `event` name and its `data`.
-fn stream_frames() -> Value {
+/// One event of the stream as a client parses it (`event`, `data`, `id`), since OpenAPI 3.1
+/// tools read a `text/event-stream` schema as the schema of each event: `data` is a line of
+/// JSON text, described by `contentMediaType` and `contentSchema`.
+fn stream_event() -> Value {
     let frame = |event: &str, data: Value| {
         json!({"type": "object", "required": ["id", "event", "data"], "additionalProperties": false, "properties": {
-            "id": {"type": "string", "description": "revision;<dispatch_id>:<seq>…"},
+            "id": {"type": "string", "minLength": 1, "description": "revision;<dispatch_id>:<seq>…"},
             "event": {"const": event},
-            "data": data,
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data},
         }})
     };
     let empty = json!({"type": "object", "maxProperties": 0});
     json!({
-        "type": "array",
-        "description": "The stream read as its sequence of server-sent event frames.",
-        "items": {"oneOf": [
+        "description": "One server-sent event; the stream is a sequence of them and does not end.",
+        "oneOf": [
             frame("change", empty.clone()),
             frame("heartbeat", empty),
             frame("agent_event", json!({"$ref": "#/components/schemas/StreamAgentEvent"})),
             frame("run_ended", json!({"$ref": "#/components/schemas/StreamRunEnded"})),
             frame("reset", json!({"$ref": "#/components/schemas/StreamReset"})),
-        ]},
+        ],
     })
 }
 
@@ -594,7 +596,7 @@ fn paths(s: &Refs) -> Value {
             "405": method_not_allowed(), "503": history_unavailable.clone(),
         }}},
         "/api/v1/events": {"get": {"summary": "Server-sent change signals, heartbeats and agent events", "parameters": [query_param("run", "<dispatch_id> or <dispatch_id>:<seq>, up to 16 times.")], "responses": {
-            "200": {"description": "The stream: frames `change` and `heartbeat` (data `{}`), `agent_event` (data: components StreamAgentEvent), `run_ended` (StreamRunEnded) and `reset` (StreamReset), each with an id `revision;<dispatch_id>:<seq>…`.", "content": {"text/event-stream": {"schema": stream_frames(), "example": "id: 1792000000000000000\nevent: change\ndata: {}\n\n"}}},
+            "200": {"description": "The stream: frames `change` and `heartbeat` (data `{}`), `agent_event` (data: components StreamAgentEvent), `run_ended` (StreamRunEnded) and `reset` (StreamReset), each with an id `revision;<dispatch_id>:<seq>…`.", "content": {"text/event-stream": {"schema": stream_event(), "example": "id: 1792000000000000000\nevent: change\ndata: {}\n\n"}}},
             "400": error_response("A run parameter broke its rules.", "invalid_parameter", "parameter \"run\" must not be empty"),
             "405": method_not_allowed(),
             "503": error_response("As many streams are open as the server admits (half of server.max_connections); no stream opens.", "too_many_streams", "at most 256 event streams may be open at once"),

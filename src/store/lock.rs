@@ -3,7 +3,9 @@
 //! daemon on the same database stops at once and names the process that holds it. The lock is
 //! released by the kernel when the process ends (even on `kill -9`); the file itself stays and
 //! is reused, created 0600 (tightened if an older build left it readable by others).
-//! `sortie validate` and `--dry-run` never take it.
+//! `sortie validate` and `--dry-run` never take it; a command that deletes or resets a
+//! database's data (`sortie demo`'s reset) takes it first, so it refuses, touching nothing,
+//! while a daemon uses that database.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -24,6 +26,16 @@ impl DbLock {
     /// The lock file's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether this is the lock of `db_path`: the lock file at [`lock_path`] is the very file
+    /// held (same device and inode), however either path is spelled.
+    pub fn guards(&self, db_path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (self._file.metadata(), std::fs::metadata(lock_path(db_path))) {
+            (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
+            _ => false,
+        }
     }
 }
 
@@ -94,5 +106,14 @@ mod tests {
         }
         drop(held);
         acquire(&db).expect("free again after drop");
+    }
+
+    #[test]
+    fn guards_recognises_its_database_however_spelled() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("sortie.db");
+        let held = acquire(&db).expect("lock");
+        assert!(held.guards(&dir.path().join(".").join("sortie.db")));
+        assert!(!held.guards(&dir.path().join("other.db")));
     }
 }

@@ -50,19 +50,33 @@ impl ReactionProject {
 
     /// A project on `forge`; the token travels in `$<KIND>_TOKEN`.
     pub fn on(forge: &Forge, reactions_yaml: &str) -> ReactionProject {
-        let setup = Setup::new(&workflow(forge, reactions_yaml), "[]");
+        ReactionProject::with_workflow(
+            &workflow(forge, reactions_yaml),
+            forge,
+            vec![(token_env(forge), forge.token.to_string())],
+        )
+    }
+
+    /// A project running `workflow` (whose agent is [`FAKE_AGENT`] with the
+    /// [`PROMPT`] template), the runs recording PR #7 of `forge`'s repository; `env` is added
+    /// to the daemon's environment (the tokens the workflow names).
+    pub fn with_workflow(
+        workflow: &str,
+        forge: &Forge,
+        mut env: Vec<(String, String)>,
+    ) -> ReactionProject {
+        let setup = Setup::new(workflow, "[]");
         let dir = setup.path().to_path_buf();
         let scenario = write_scenario(&dir, forge);
         let argv_log = dir.join("argv.jsonl");
         let state_dir = dir.join("agent-state");
         std::fs::create_dir_all(&state_dir).unwrap_or_else(|e| panic!("{e}"));
         let path = |p: &Path| p.display().to_string();
-        let env = vec![
-            (token_env(forge), forge.token.to_string()),
+        env.extend([
             ("FAKE_AGENT_SCENARIO".to_string(), path(&scenario)),
             ("FAKE_AGENT_ARGV_LOG".to_string(), path(&argv_log)),
             ("FAKE_AGENT_STATE_DIR".to_string(), path(&state_dir)),
-        ];
+        ]);
         ReactionProject {
             setup,
             argv_log,
@@ -94,9 +108,12 @@ fn token_env(forge: &Forge) -> String {
     format!("{}_TOKEN", forge.kind.to_uppercase())
 }
 
+/// The prompt every reaction project renders: the issue, the CI failure and review comments.
+pub const PROMPT: &str = "Work on {{ .issue.identifier }}.\n{{ if .ci_failure }}CI FAILING on {{ .ci_failure.ref }}: {{ .ci_failure.failing_count }} failing.{{ range .ci_failure.check_runs }} check={{ .name }}/{{ .conclusion }}{{ end }}\nLOG:\n{{ .ci_failure.log_excerpt }}\n{{ end }}{{ range .review_comments }}REVIEW {{ .id }} by {{ .reviewer }} on {{ .file }}:{{ .start_line }}: {{ .body }}\n{{ end }}";
+
 fn workflow(forge: &Forge, reactions_yaml: &str) -> String {
     format!(
-        "---\ntracker:\n  kind: {kind}\n  endpoint: {url}\n  api_key: ${env}\n  project: {project}\n  active_states: [backlog, in-progress]\n  terminal_states: [done]\n  in_progress_state: in-progress\n  handoff_state: review\n{kind}:\n  retry_base_ms: 10\n  timeout_ms: 2000\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {agent}\n  max_turns: 1\nreactions:\n{reactions_yaml}---\nWork on {{{{ .issue.identifier }}}}.\n{{{{ if .ci_failure }}}}CI FAILING on {{{{ .ci_failure.ref }}}}: {{{{ .ci_failure.failing_count }}}} failing.{{{{ range .ci_failure.check_runs }}}} check={{{{ .name }}}}/{{{{ .conclusion }}}}{{{{ end }}}}\nLOG:\n{{{{ .ci_failure.log_excerpt }}}}\n{{{{ end }}}}{{{{ range .review_comments }}}}REVIEW {{{{ .id }}}} by {{{{ .reviewer }}}} on {{{{ .file }}}}:{{{{ .start_line }}}}: {{{{ .body }}}}\n{{{{ end }}}}",
+        "---\ntracker:\n  kind: {kind}\n  endpoint: {url}\n  api_key: ${env}\n  project: {project}\n  active_states: [backlog, in-progress]\n  terminal_states: [done]\n  in_progress_state: in-progress\n  handoff_state: review\n{kind}:\n  retry_base_ms: 10\n  timeout_ms: 2000\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {agent}\n  max_turns: 1\nreactions:\n{reactions_yaml}---\n{PROMPT}",
         kind = forge.kind,
         url = forge.url,
         env = token_env(forge),

@@ -39,7 +39,7 @@ pub const DESCRIPTOR: ScmDescriptor = ScmDescriptor { kind: KIND, build };
 fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, String> {
     if s.token.trim().is_empty() {
         return Err(format!(
-            "source control provider {KIND:?} needs the tracker's api_key (a token with repository read and write scope)"
+            "source control provider {KIND:?} needs an api_key, the tracker's or its own block's (a token with repository read and write scope)"
         ));
     }
     let Some(endpoint) = s

@@ -34,7 +34,7 @@ pub const DESCRIPTOR: ScmDescriptor = ScmDescriptor { kind: KIND, build };
 fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, String> {
     if s.token.trim().is_empty() {
         return Err(format!(
-            "source control provider {KIND:?} needs the tracker's api_key (a token with Pull requests, Checks and Actions read, Contents write for merges)"
+            "source control provider {KIND:?} needs an api_key, the tracker's or its own block's (a token with Pull requests, Checks and Actions read, Contents write for merges)"
         ));
     }
     let endpoint = s

@@ -56,7 +56,7 @@ pub fn api_base(endpoint: &str) -> String {
 fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, String> {
     if s.token.trim().is_empty() {
         return Err(format!(
-            "source control provider {KIND:?} needs the tracker's api_key (a token with the api scope)"
+            "source control provider {KIND:?} needs an api_key, the tracker's or its own block's (a token with the api scope)"
         ));
     }
     let endpoint = s
