@@ -195,7 +195,8 @@ impl Orchestrator {
         // Copies the ring only when a published snapshot still holds it.
         Arc::make_mut(&mut e.facts.events).push_owned(event);
         if turn_completed {
-            self.lift_auth_hold_after_success();
+            let kind = persist::route_kind(&e.facts.route, &self.workflow).to_string();
+            self.lift_auth_hold_after_success(&kind);
         }
     }
 

@@ -264,7 +264,8 @@ impl Orchestrator {
                 limit,
             } => self.usage_limit_retry(entry, attempt, due_at_ms, &limit),
             ExitStep::AuthFailed { message } => {
-                self.note_auth_failed(issue, &message);
+                let kind = persist::route_kind(&entry.facts.route, &self.workflow).to_string();
+                self.note_auth_failed(issue, &message, &kind);
                 self.release(&issue.id);
             }
             // Steps with tracker calls are applied with their answers (`apply_answers`).

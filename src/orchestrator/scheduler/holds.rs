@@ -71,10 +71,10 @@ impl Orchestrator {
         self.state.agent_holds.note_usage_limit(hold);
     }
 
-    /// Installs the login hold of the workflow's agent kind after a session failed to
-    /// authenticate.
-    pub(super) fn note_auth_failed(&mut self, issue: &Issue, message: &str) {
-        let kind = self.workflow.config.agent.kind.clone();
+    /// Installs the login hold of `kind` (the kind the failed session was routed to, which a
+    /// dispatch rule may have chosen) after a session failed to authenticate.
+    pub(super) fn note_auth_failed(&mut self, issue: &Issue, message: &str, kind: &str) {
+        let kind = kind.to_string();
         log::error!(
             "agent not logged in; holding every dispatch of the kind until the workflow reloads or a session of it succeeds issue_id={} issue_identifier={} agent_kind={kind} error={:?}",
             issue.id,
@@ -88,10 +88,9 @@ impl Orchestrator {
         });
     }
 
-    /// A session of the workflow's agent kind completed a turn: its login works again.
-    pub(super) fn lift_auth_hold_after_success(&mut self) {
-        let kind = self.workflow.config.agent.kind.clone();
-        if self.state.agent_holds.lift_auth(&kind) {
+    /// A session of `kind` completed a turn: its login works again.
+    pub(super) fn lift_auth_hold_after_success(&mut self, kind: &str) {
+        if self.state.agent_holds.lift_auth(kind) {
             log::info!(
                 "agent login hold lifted after a successful turn agent_kind={kind} cause=session_succeeded"
             );
