@@ -271,7 +271,17 @@ fn a_pass_keeps_one_dispatched_at_across_a_kill_between_stages() {
 #[test]
 fn an_unconfirmed_hop_holds_and_the_ceiling_stops_a_loop() {
     // One hop in a row at most: a second hop without leaving the active states is refused.
-    let p = project("  max_consecutive_hops: 2\n", 200);
+    // Polls come only from the test's refreshes, so no poll can read the hop's label before
+    // the test has taken it off.
+    let p = project("  max_consecutive_hops: 2\n", 600_000);
+    let wf = std::fs::read_to_string(p.workflow()).expect("workflow");
+    p.write(
+        "WORKFLOW.md",
+        &wf.replace(
+            "interval_ms: 600000",
+            "interval_ms: 600000\n  min_interval_ms: 1",
+        ),
+    );
     // The implement stage waits until the test lets it finish.
     let gate = p.path("markers/go");
     p.scenario(
@@ -284,20 +294,33 @@ fn an_unconfirmed_hop_holds_and_the_ceiling_stops_a_loop() {
         ],
     );
     let d = p.start();
+    let refreshed = |pred: &dyn Fn(&Value) -> bool, s: &Value| {
+        let held = pred(s);
+        if !held {
+            d.post("/api/v1/refresh");
+        }
+        held
+    };
     d.wait_state("implement running", LONG, |s| {
-        s["running"][0]["rule_name"] == "implement"
+        refreshed(&|s| s["running"][0]["rule_name"] == "implement", s)
     });
-    // While implement runs, a person takes every stage label off; implement then hops to
-    // review (hop 2), and the hop's label is removed before a poll reads it.
+    // Implement hops to review (hop 2); a person then takes every stage label off before
+    // the next poll reads the hop's label.
     std::fs::write(&gate, "").expect("gate");
     wait_for("hopped to review", LONG, || {
         labels(&p).iter().any(|l| l == "stage-review").then_some(())
+    });
+    d.wait_state("the hop on record", LONG, |s| {
+        s["running"] == json!([]) && s["between_stages"][0]["target_rule"] == "review"
     });
     let mut issues = p.read_issues();
     issues[0]["labels"] = json!([]);
     p.issues(issues);
     let s = d.wait_state("the unconfirmed hop hold", LONG, |s| {
-        s["between_stages"][0]["hold"]["reason"] == "stage_hop_unconfirmed"
+        refreshed(
+            &|s| s["between_stages"][0]["hold"]["reason"] == "stage_hop_unconfirmed",
+            s,
+        )
     });
     let hold = &s["between_stages"][0]["hold"];
     assert!(hold["held_since"].is_string(), "{hold}");
@@ -319,7 +342,11 @@ fn an_unconfirmed_hop_holds_and_the_ceiling_stops_a_loop() {
     issues[0]["labels"] = json!(["stage-plan"]);
     p.issues(issues);
     wait_for("the ceiling falls back to the handoff", LONG, || {
-        (p.issue_state("1") == "Review").then_some(())
+        let done = p.issue_state("1") == "Review";
+        if !done {
+            d.post("/api/v1/refresh");
+        }
+        done.then_some(())
     });
     let rows = runs(&p);
     let last = rows.last().expect("runs");
