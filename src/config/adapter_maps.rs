@@ -26,6 +26,7 @@ impl ServiceConfig {
             query_filter: t.query_filter.clone(),
             handoff_state: t.handoff_state.clone(),
             in_progress_state: t.in_progress_state.clone(),
+            max_poll_bytes: t.max_poll_bytes,
             path: self.tracker_path.clone(),
             block: self.adapter_block(&t.kind).cloned().unwrap_or_default(),
         }

@@ -183,7 +183,25 @@ fn build_tracker(
         in_progress_state: optional_state(m, "in_progress_state", ctx)?,
         no_change_state: optional_state(m, "no_change_state", ctx)?,
         comments: build_comments(m)?,
+        max_poll_bytes: build_max_poll_bytes(m)?,
     })
+}
+
+/// `tracker.max_poll_bytes`: absent = the default; an integer of at least
+/// [`crate::tracker::MIN_POLL_BYTES`] otherwise.
+fn build_max_poll_bytes(m: &Map<String, Value>) -> Result<Option<u64>, ConfigError> {
+    let field = "tracker.max_poll_bytes";
+    let Some(n) = int_field(m, "max_poll_bytes", field)? else {
+        return Ok(None);
+    };
+    let min = crate::tracker::MIN_POLL_BYTES;
+    match u64::try_from(n) {
+        Ok(n) if n >= min => Ok(Some(n)),
+        _ => Err(ConfigError::field(
+            field,
+            format!("must be at least {min} (1 MiB), got {n}"),
+        )),
+    }
 }
 
 /// `handoff_state`, `in_progress_state`, `no_change_state`: absent = off; must be a string;

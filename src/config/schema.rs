@@ -85,6 +85,9 @@ pub struct TrackerConfig {
     /// State written after a successful run whose agent declared `no-change-needed`; `None` = off.
     pub no_change_state: Option<String>,
     pub comments: TrackerComments,
+    /// `tracker.max_poll_bytes`: what the answers of one tracker read may total; `None` =
+    /// the tracker layer's default.
+    pub max_poll_bytes: Option<u64>,
 }
 
 impl fmt::Debug for TrackerConfig {
@@ -104,6 +107,7 @@ impl fmt::Debug for TrackerConfig {
             .field("in_progress_state", &self.in_progress_state)
             .field("no_change_state", &self.no_change_state)
             .field("comments", &self.comments)
+            .field("max_poll_bytes", &self.max_poll_bytes)
             .finish()
     }
 }

@@ -176,6 +176,7 @@ impl LinearState {
             "createdAt": format!("2026-01-01T00:00:{:02}.000Z", i.number % 60),
             "updatedAt": "2026-01-02T00:00:00.000Z",
             "state": {"name": self.state_name(&i.state_id), "type": ty},
+            "team": {"key": i.team},
             "assignee": null, "parent": null,
             "labels": {"nodes": labels},
             "inverseRelations": {"nodes": relations, "pageInfo": {"hasNextPage": false}},
@@ -290,6 +291,17 @@ fn route(s: &mut LinearState, req: &Recorded) -> Reply {
             Some(id) => Reply::json(200, &json!({"data": {"issue": s.node(&id)}})),
             None => not_found("issue"),
         },
+        "SortieIssueInFilter" => {
+            let id = vars["id"].as_str().unwrap_or_default();
+            let found: Vec<String> = s
+                .issues
+                .iter()
+                .filter(|(k, i)| *k == id && i.team == vars["team"].as_str().unwrap_or_default())
+                .filter(|(_, i)| extra_matches(s, i, &vars["extra"]))
+                .map(|(k, _)| k.clone())
+                .collect();
+            page(s, &found, &vars, "issues", |_, id| json!({"id": id}))
+        }
         "SortieIssueStatesByIds" => {
             let ids: Vec<String> = strings(&vars["ids"]);
             let found: Vec<String> = s

@@ -9,22 +9,35 @@ use serde_json::{Value, json};
 use super::settings::JiraConfig;
 use crate::clock::Clock;
 use crate::http_client::{
-    ClientOptions, CursorPage, ErrorClass, HttpClient, HttpError, Method, RateLimitStatus, Request,
+    ClientOptions, CursorPage, HttpClient, HttpError, Method, RateLimitStatus, Request,
     ThreadSleeper, collect_cursor_pages, encode,
 };
 
 /// The fields every issue read asks for.
 pub const FIELDS: &str = "summary,status,priority,labels,assignee,issuetype,parent,issuelinks,created,updated,description";
+/// The fields of a single issue read: [`FIELDS`] and the project it belongs to.
+const ONE_ISSUE_FIELDS: &str = "summary,status,priority,labels,assignee,issuetype,parent,issuelinks,created,updated,description,project";
+
+/// What an issue answer must carry to be read: its id, its key and its status.
+fn issue_gap(v: &Value) -> Option<&'static str> {
+    if !v.is_object() {
+        Some("an object")
+    } else if super::normalize::id_of(v.get("id")).is_none() {
+        Some("an id")
+    } else if super::normalize::key(v).is_empty() {
+        Some("a key")
+    } else if super::normalize::state(v).is_empty() {
+        Some("fields.status.name")
+    } else {
+        None
+    }
+}
 const PAGE: usize = 50;
 
 /// One Jira site's API.
 pub struct JiraApi {
     client: HttpClient,
     page_cap: usize,
-}
-
-fn payload(r: &crate::http_client::Response, detail: String) -> HttpError {
-    HttpError::new(ErrorClass::Payload, r.method, &r.path, detail)
 }
 
 impl JiraApi {
@@ -62,8 +75,16 @@ impl JiraApi {
             let resp = self.client.send(req)?;
             let body: Value = resp.json()?;
             let Some(items) = body.get("issues").and_then(Value::as_array) else {
-                return Err(payload(&resp, "answer has no issues array".into()));
+                return Err(resp.unreadable("answer has no issues array"));
             };
+            let wanted_status = fields.split(',').any(|f| f == "status");
+            if let Some((i, gap)) = items.iter().enumerate().find_map(|(i, v)| {
+                issue_gap(v)
+                    .filter(|g| wanted_status || *g != "fields.status.name")
+                    .map(|g| (i, g))
+            }) {
+                return Err(resp.unreadable(format!("issue {i} of the answer has no {gap}")));
+            }
             let next = body
                 .get("nextPageToken")
                 .and_then(Value::as_str)
@@ -81,10 +102,20 @@ impl JiraApi {
         })
     }
 
-    /// One issue with the standard fields.
+    /// One issue with the standard fields and its project: an issue with an id, a key and a
+    /// status (the one asked for, when asked by id), or a payload error quoting the answer.
     pub fn issue(&self, id: &str) -> Result<Value, HttpError> {
-        let req = Request::get(Self::issue_path(id, "")).query("fields", FIELDS);
-        self.client.send(req)?.json()
+        let req = Request::get(Self::issue_path(id, "")).query("fields", ONE_ISSUE_FIELDS);
+        let resp = self.client.send(req)?;
+        let v = resp.json()?;
+        if let Some(gap) = issue_gap(&v) {
+            return Err(resp.unreadable(format!("the issue answer has no {gap}")));
+        }
+        let by_number = id.trim().bytes().all(|b| b.is_ascii_digit());
+        if by_number && super::normalize::id_of(v.get("id")).as_deref() != Some(id.trim()) {
+            return Err(resp.unreadable(format!("an answer that is not issue {id}")));
+        }
+        Ok(v)
     }
 
     /// Every comment of an issue, oldest first, by `startAt` offsets.
@@ -98,8 +129,14 @@ impl JiraApi {
             let resp = self.client.send(req)?;
             let body: Value = resp.json()?;
             let Some(page) = body.get("comments").and_then(Value::as_array) else {
-                return Err(payload(&resp, "answer has no comments array".into()));
+                return Err(resp.unreadable("answer has no comments array"));
             };
+            if let Some(i) = page
+                .iter()
+                .position(|c| super::normalize::id_of(c.get("id")).is_none())
+            {
+                return Err(resp.unreadable(format!("comment {i} of the answer has no id")));
+            }
             let start = body.get("startAt").and_then(Value::as_u64).unwrap_or(0) as usize;
             let total = body.get("total").and_then(Value::as_u64).unwrap_or(0) as usize;
             out.extend(page.iter().cloned());
@@ -117,9 +154,14 @@ impl JiraApi {
 
     /// The transitions available from the issue's current status.
     pub fn transitions(&self, id: &str) -> Result<Value, HttpError> {
-        self.client
-            .send(Request::get(Self::issue_path(id, "/transitions")))?
-            .json()
+        let resp = self
+            .client
+            .send(Request::get(Self::issue_path(id, "/transitions")))?;
+        let v = resp.json()?;
+        if !v.get("transitions").is_some_and(Value::is_array) {
+            return Err(resp.unreadable("answer has no transitions array"));
+        }
+        Ok(v)
     }
 
     pub fn do_transition(&self, id: &str, transition_id: &str) -> Result<(), HttpError> {

@@ -25,11 +25,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::clock::Clock;
-use crate::domain::{Comment, Issue};
+use crate::domain::{Comment, Issue, IssueRef};
 use crate::http_client::{HttpError, RateLimitStatus};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
-    TrackerResult, TrackerSettings,
+    TrackerResult, TrackerSettings, scope,
 };
 
 use api::JiraApi;
@@ -75,6 +75,20 @@ pub struct JiraTracker {
 
 fn err(e: HttpError) -> TrackerError {
     errors::from_http(&e)
+}
+
+/// An id as Jira names an issue, its number (`10001`) or its key (`PROJ-12`), trimmed;
+/// anything else is refused before any request.
+fn checked(id: &str) -> TrackerResult<String> {
+    let t = id.trim();
+    if scope::is_number(t) || scope::key_number(t).is_some() {
+        return Ok(t.to_string());
+    }
+    Err(scope::refusal(
+        KIND,
+        id,
+        "a jira issue id is its number (10001) or its key (PROJ-12)",
+    ))
 }
 
 impl JiraTracker {
@@ -127,7 +141,7 @@ impl TrackerAdapter for JiraTracker {
     }
 
     fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
-        let v = self.api.issue(id).map_err(err)?;
+        let v = self.api.issue(&checked(id)?).map_err(err)?;
         let mut issue = normalize::issue(&v, &self.endpoint, &self.link_type).ok_or_else(|| {
             TrackerError::new(
                 TrackerErrorKind::Payload,
@@ -164,17 +178,19 @@ impl TrackerAdapter for JiraTracker {
         let wanted: Vec<String> = identifiers
             .iter()
             .map(|k| k.trim().to_string())
-            .filter(|k| !k.is_empty())
+            .filter(|k| scope::key_number(k).is_some())
             .collect();
         self.states_of(jql::by_keys(&wanted), key_key)
     }
 
     fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
-        let items = self.api.comments(id).map_err(err)?;
+        let items = self.api.comments(&checked(id)?).map_err(err)?;
         Ok(items.iter().map(normalize::comment).collect())
     }
 
     fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
+        let id = checked(id)?;
+        let id = id.as_str();
         let available = self.api.transitions(id).map_err(err)?;
         let Some(tid) = transition::choose(&available, state) else {
             // Jira offers no transition into the current status, yet being there is success.
@@ -198,19 +214,24 @@ impl TrackerAdapter for JiraTracker {
     }
 
     fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
-        self.api.post_comment(id, adf::from_text(text)).map_err(err)
+        self.api
+            .post_comment(&checked(id)?, adf::from_text(text))
+            .map_err(err)
     }
 
     fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        self.api.edit_label(id, "add", label).map_err(err)
+        self.api
+            .edit_label(&checked(id)?, "add", label)
+            .map_err(err)
     }
 
     fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        crate::http_client::absent_is_ok(self.api.edit_label(id, "remove", label)).map_err(err)
+        let id = checked(id)?;
+        crate::http_client::absent_is_ok(self.api.edit_label(&id, "remove", label)).map_err(err)
     }
 
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
-        let v = self.api.issue(id).map_err(err)?;
+        let v = self.api.issue(&checked(id)?).map_err(err)?;
         let fields = v.get("fields").cloned().unwrap_or(Value::Null);
         Ok(Blockers {
             refs: normalize::blockers(&fields, &self.link_type),
@@ -220,5 +241,31 @@ impl TrackerAdapter for JiraTracker {
 
     fn rate_limit(&self) -> Option<RateLimitStatus> {
         self.api.rate_limit()
+    }
+
+    /// Jira's issue path is site-wide, so the answer decides: the issue's project (its
+    /// `project` field, else its key's prefix) must be `tracker.project`, and with
+    /// `tracker.query_filter` set, a JQL search for the issue in the project and the filter
+    /// must find it.
+    fn resolve_in_scope(&self, id: &str) -> TrackerResult<IssueRef> {
+        let v = self.api.issue(&checked(id)?).map_err(err)?;
+        let key = normalize::key(&v);
+        let owner = v
+            .pointer("/fields/project/key")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .unwrap_or_else(|| key.rsplit_once('-').map_or("", |(p, _)| p).to_string());
+        scope::same_owner(KIND, id, "project", &owner, &self.project)?;
+        let issue_id = normalize::id_of(v.get("id")).unwrap_or_default();
+        if let Some(filter) = &self.query_filter {
+            let q = jql::in_scope(&self.project, &issue_id, filter);
+            if self.api.search(&q, "status").map_err(err)?.is_empty() {
+                return Err(scope::filtered_out(KIND, id, filter));
+            }
+        }
+        Ok(IssueRef {
+            id: issue_id,
+            identifier: key,
+        })
     }
 }
