@@ -106,14 +106,18 @@ pub(crate) fn charge(bytes: u64) {
     });
 }
 
-/// `n` bytes for messages: whole MiB or KiB when exact, bytes otherwise.
+/// `n` bytes for messages: whole MiB or KiB when exact, one decimal otherwise.
 pub fn size_text(n: u64) -> String {
     const KIB: u64 = 1024;
     const MIB: u64 = 1024 * 1024;
     if n >= MIB && n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)
+    } else if n >= MIB {
+        format!("{:.1} MiB", n as f64 / MIB as f64)
     } else if n >= KIB && n.is_multiple_of(KIB) {
         format!("{} KiB", n / KIB)
+    } else if n >= KIB {
+        format!("{:.1} KiB", n as f64 / KIB as f64)
     } else {
         format!("{n} bytes")
     }
@@ -151,5 +155,7 @@ mod tests {
         assert_eq!(size_text(64 * 1024 * 1024), "64 MiB");
         assert_eq!(size_text(512 * 1024), "512 KiB");
         assert_eq!(size_text(1000), "1000 bytes");
+        assert_eq!(size_text(15_743_941), "15.0 MiB");
+        assert_eq!(size_text(1536), "1.5 KiB");
     }
 }

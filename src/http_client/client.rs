@@ -315,7 +315,7 @@ impl AnswerCap {
         };
         match &self.room {
             Some(r) if self.limit < r.budget.per_answer => format!(
-                "the answers of this read passed their cap of {} ({}): {} read before an answer of {size}",
+                "the answers of this read would pass their cap of {} ({}): {} read before an answer of {size}",
                 size_text(r.budget.total),
                 r.budget.name,
                 size_text(r.used)

@@ -77,24 +77,26 @@ impl GiteaApi {
             Request::get(self.issue_path(number, "/comments")),
             "comments",
             "id",
+            Some,
         )
     }
 
     /// The issues this one depends on, every page.
     pub fn dependencies(&self, number: &str) -> Result<Vec<Value>, HttpError> {
         let req = Request::get(self.issue_path(number, "/dependencies")).query("limit", PAGE_LIMIT);
-        self.list(req, "dependencies", "number")
+        self.list(req, "dependencies", "number", Some)
     }
 
     /// Issues (never pull requests: `type=issues`) in `state` (`open`/`closed`), optionally
     /// only those carrying `label`, with extra list parameters (the configured filter), in
-    /// Gitea's order (newest first).
-    pub fn issues(
+    /// Gitea's order (newest first), as `keep` makes them.
+    pub fn issues<T>(
         &self,
         state: &str,
         label: Option<&str>,
         extra: &[(String, String)],
-    ) -> Result<Vec<Value>, HttpError> {
+        keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let mut req = Request::get(format!("{}/issues", self.repo_path))
             .query("state", state)
             .query("type", "issues");
@@ -105,17 +107,27 @@ impl GiteaApi {
             req = req.query(k, v.clone());
         }
         let req = req.query("page", "1").query("limit", PAGE_LIMIT);
-        self.list(req, "issues", "number")
+        self.list(req, "issues", "number", keep)
     }
 
-    /// Every page of a list whose items each carry `need`.
-    fn list(&self, req: Request, what: &str, need: &str) -> Result<Vec<Value>, HttpError> {
+    /// Every page of a list whose items each carry `need`, each page's JSON turned into what
+    /// `keep` makes of it before the next page is read.
+    fn list<T>(
+        &self,
+        req: Request,
+        what: &str,
+        need: &str,
+        mut keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let mut total: Option<String> = None;
         let items = collect_link_pages(&self.client, req, self.page_cap, what, |r| {
             if total.is_none() {
                 total = r.header("x-total-count").map(String::from);
             }
-            r.json_items(what, need)
+            Ok(r.json_items(what, need)?
+                .into_iter()
+                .filter_map(&mut keep)
+                .collect())
         })?;
         if let Some(t) = total {
             log::debug!(
@@ -142,7 +154,7 @@ impl GiteaApi {
             return Ok(Some(*id));
         }
         let req = Request::get(format!("{}/labels", self.repo_path)).query("limit", PAGE_LIMIT);
-        let labels = self.list(req, "labels", "id")?;
+        let labels = self.list(req, "labels", "id", Some)?;
         let map: HashMap<String, u64> = labels
             .iter()
             .filter_map(|l| {

@@ -82,12 +82,12 @@ impl GiteaTracker {
         scope::repo_number(KIND, id, &self.api.full_name)
     }
 
-    fn issues(&self, items: Vec<Value>) -> Vec<Issue> {
-        items
-            .iter()
-            .filter(|v| !normalize::is_pull_request(v))
-            .filter_map(|v| normalize::issue(v, &self.words, &self.api.full_name))
-            .collect()
+    /// A listed item as an issue; a pull request is none.
+    fn issue_of(&self, v: Value) -> Option<Issue> {
+        if normalize::is_pull_request(&v) {
+            return None;
+        }
+        normalize::issue(&v, &self.words, &self.api.full_name)
     }
 
     /// The issue JSON; a pull request or a 404 is `NotFound`.
@@ -124,8 +124,10 @@ impl TrackerAdapter for GiteaTracker {
     }
 
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
-        let items = self.api.issues("open", None, &self.filter).map_err(err)?;
-        let mut issues = self.issues(items);
+        let mut issues = self
+            .api
+            .issues("open", None, &self.filter, |v| self.issue_of(v))
+            .map_err(err)?;
         issues.retain(|i| self.words.is_active(&i.state));
         Ok(issues)
     }
@@ -151,16 +153,16 @@ impl TrackerAdapter for GiteaTracker {
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
-        let mut items = Vec::new();
+        let mut issues = Vec::new();
+        let keep = |v| self.issue_of(v);
         // Closed issues are read per terminal label (the list's `labels` filter), so a
         // repository's closed history is not read whole.
         for t in wanted.iter().filter(|s| self.words.is_terminal(s)) {
-            items.extend(self.api.issues("closed", Some(t), &[]).map_err(err)?);
+            issues.extend(self.api.issues("closed", Some(t), &[], keep).map_err(err)?);
         }
         // Open issues can carry any state label, a terminal one included.
-        items.extend(self.api.issues("open", None, &[]).map_err(err)?);
+        issues.extend(self.api.issues("open", None, &[], keep).map_err(err)?);
         let mut seen = BTreeSet::new();
-        let mut issues = self.issues(items);
         issues.retain(|i| wanted.contains(&i.state.to_lowercase()) && seen.insert(i.id.clone()));
         Ok(issues)
     }
@@ -249,11 +251,11 @@ impl TrackerAdapter for GiteaTracker {
         let number = self.number(id)?;
         self.issue_json(&number)?;
         if !self.filter.is_empty() {
-            let listed = self.api.issues("all", None, &self.filter).map_err(err)?;
-            if !listed
-                .iter()
-                .any(|v| normalize::number(v).as_deref() == Some(number.as_str()))
-            {
+            let listed = self
+                .api
+                .issues("all", None, &self.filter, |v| normalize::number(&v))
+                .map_err(err)?;
+            if !listed.contains(&number) {
                 let shown: Vec<String> = self
                     .filter
                     .iter()

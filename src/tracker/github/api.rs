@@ -118,35 +118,45 @@ impl GithubApi {
         if let Some(tag) = resp.header("etag")
             && body.is_object()
         {
-            etags.store(&path, tag, &body);
+            etags.store(&path, tag, &body, resp.body.len());
         }
         Ok((body, Some(resp)))
     }
 
-    /// Every page of `R/issues/{n}{rest}` (comments, blockers), each item carrying `need`.
-    pub fn list_issue_part(
+    /// Every page of `R/issues/{n}{rest}` (comments, blockers), each item carrying `need`,
+    /// turned into what `keep` makes of it.
+    pub fn list_issue_part<T>(
         &self,
         number: &str,
         rest: &str,
         what: &str,
         need: &str,
-    ) -> Result<Vec<Value>, HttpError> {
+        keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let req = Request::get(self.issue_path(number, rest)).query("per_page", PER_PAGE);
-        self.list(req, what, need)
+        self.list(req, what, need, keep)
     }
 
-    /// Open issues (and pull requests) of the repository, oldest first.
-    pub fn open_issues(&self) -> Result<Vec<Value>, HttpError> {
+    /// Open issues (and pull requests) of the repository, oldest first, as `keep` makes them.
+    pub fn open_issues<T>(
+        &self,
+        keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let req = Request::get(format!("{}/issues", self.repo_path))
             .query("state", "open")
             .query("sort", "created")
             .query("direction", "asc")
             .query("per_page", PER_PAGE);
-        self.list(req, "issues", "number")
+        self.list(req, "issues", "number", keep)
     }
 
-    /// `GET /search/issues` for this repository's issues matching `terms`, oldest first.
-    pub fn search(&self, terms: &str) -> Result<Vec<Value>, HttpError> {
+    /// `GET /search/issues` for this repository's issues matching `terms`, oldest first, as
+    /// `keep` makes them.
+    pub fn search<T>(
+        &self,
+        terms: &str,
+        mut keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let q = format!("repo:{} type:issue {terms}", self.full_name);
         let req = Request::get("/search/issues")
             .query("q", q.trim())
@@ -162,16 +172,31 @@ impl GithubApi {
                 );
             }
             match body.get_mut("items").map(Value::take) {
-                Some(Value::Array(items)) => r.checked_items(items, "search", "number"),
+                Some(Value::Array(items)) => Ok(r
+                    .checked_items(items, "search", "number")?
+                    .into_iter()
+                    .filter_map(&mut keep)
+                    .collect()),
                 _ => Err(r.unreadable("a search answer without an items array")),
             }
         })
     }
 
-    /// Every page of a list whose items each carry the field `need`.
-    fn list(&self, req: Request, what: &str, need: &str) -> Result<Vec<Value>, HttpError> {
+    /// Every page of a list whose items each carry the field `need`, each page's JSON turned
+    /// into what `keep` makes of it before the next page is read (a page's parsed tree is
+    /// never held beyond its own page).
+    fn list<T>(
+        &self,
+        req: Request,
+        what: &str,
+        need: &str,
+        mut keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         collect_link_pages(&self.client, req, self.page_cap, what, |r| {
-            r.json_items(what, need)
+            Ok(r.json_items(what, need)?
+                .into_iter()
+                .filter_map(&mut keep)
+                .collect())
         })
     }
 

@@ -76,12 +76,12 @@ impl GithubTracker {
         scope::repo_number(KIND, id, &self.api.full_name)
     }
 
-    fn issues(&self, items: Vec<Value>) -> Vec<Issue> {
-        items
-            .iter()
-            .filter(|v| !normalize::is_pull_request(v))
-            .filter_map(|v| normalize::issue(v, &self.words, &self.api.full_name))
-            .collect()
+    /// A listed item as an issue; a pull request is none.
+    fn issue_of(&self, v: Value) -> Option<Issue> {
+        if normalize::is_pull_request(&v) {
+            return None;
+        }
+        normalize::issue(&v, &self.words, &self.api.full_name)
     }
 
     /// The issue JSON; a pull request or a 404 is `NotFound`.
@@ -126,12 +126,12 @@ impl TrackerAdapter for GithubTracker {
     }
 
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
-        let items = match &self.query_filter {
-            Some(f) => self.api.search(&format!("state:open {f}")),
-            None => self.api.open_issues(),
+        let keep = |v| self.issue_of(v);
+        let mut issues = match &self.query_filter {
+            Some(f) => self.api.search(&format!("state:open {f}"), keep),
+            None => self.api.open_issues(keep),
         }
         .map_err(err)?;
-        let mut issues = self.issues(items);
         issues.retain(|i| self.words.is_active(&i.state));
         // GitHub lists an issue's blockers only through their own endpoint: the candidates
         // leave them unread (unless the payload proves there are none), and the dispatch pass
@@ -161,19 +161,20 @@ impl TrackerAdapter for GithubTracker {
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
-        let mut items = Vec::new();
+        let mut issues = Vec::new();
         for t in wanted.iter().filter(|s| self.words.is_terminal(s)) {
             let label = t.replace('"', "");
-            items.extend(
+            issues.extend(
                 self.api
-                    .search(&format!("state:closed label:\"{label}\""))
+                    .search(&format!("state:closed label:\"{label}\""), |v| {
+                        self.issue_of(v)
+                    })
                     .map_err(err)?,
             );
         }
         // Open issues can carry any state label, a terminal one included.
-        items.extend(self.api.open_issues().map_err(err)?);
+        issues.extend(self.api.open_issues(|v| self.issue_of(v)).map_err(err)?);
         let mut seen = BTreeSet::new();
-        let mut issues = self.issues(items);
         issues.retain(|i| wanted.contains(&i.state.to_lowercase()) && seen.insert(i.id.clone()));
         Ok(issues)
     }
@@ -190,11 +191,11 @@ impl TrackerAdapter for GithubTracker {
     }
 
     fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
-        let items = self
-            .api
-            .list_issue_part(&self.number(id)?, "/comments", "comments", "id")
-            .map_err(err)?;
-        Ok(items.iter().map(normalize::comment).collect())
+        self.api
+            .list_issue_part(&self.number(id)?, "/comments", "comments", "id", |v| {
+                Some(normalize::comment(&v))
+            })
+            .map_err(err)
     }
 
     fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
@@ -227,13 +228,14 @@ impl TrackerAdapter for GithubTracker {
         // A 404 is an unknown issue or a repository without the dependencies API; the issue
         // read tells them apart, so an unknown issue stays `NotFound`.
         let number = self.number(id)?;
-        let items = match self.api.list_issue_part(
+        let refs = match self.api.list_issue_part(
             &number,
             "/dependencies/blocked_by",
             "blockers",
             "number",
+            |v| normalize::blocker(&v, &self.words),
         ) {
-            Ok(items) => items,
+            Ok(refs) => refs,
             Err(e) if e.class == ErrorClass::NotFound => {
                 self.issue_json(id)?;
                 Vec::new()
@@ -241,10 +243,7 @@ impl TrackerAdapter for GithubTracker {
             Err(e) => return Err(err(e)),
         };
         Ok(Blockers {
-            refs: items
-                .iter()
-                .filter_map(|v| normalize::blocker(v, &self.words))
-                .collect(),
+            refs,
             complete: true,
         })
     }
@@ -259,11 +258,11 @@ impl TrackerAdapter for GithubTracker {
         let number = self.number(id)?;
         self.issue_json(&number)?;
         if let Some(filter) = &self.query_filter {
-            let listed = self.api.search(filter).map_err(err)?;
-            if !listed
-                .iter()
-                .any(|v| normalize::number(v).as_deref() == Some(number.as_str()))
-            {
+            let listed = self
+                .api
+                .search(filter, |v| normalize::number(&v))
+                .map_err(err)?;
+            if !listed.contains(&number) {
                 return Err(scope::filtered_out(KIND, id, filter));
             }
         }

@@ -76,14 +76,12 @@ fn err(e: HttpError) -> TrackerError {
 }
 
 impl GitlabTracker {
-    fn issues(&self, items: &[Value]) -> Vec<Issue> {
-        items
-            .iter()
-            .filter_map(|v| normalize::issue(v, &self.words, &self.api.project))
-            .collect()
+    fn issue_of(&self, v: Value) -> Option<Issue> {
+        normalize::issue(&v, &self.words, &self.api.project)
     }
 
-    /// The issue JSON; an id that is not a number is `NotFound` without a request.
+    /// The issue JSON; an id that is not this project's issue number is refused without a
+    /// request.
     fn issue_json(&self, id: &str) -> TrackerResult<Value> {
         let iid = self.checked_iid(id)?;
         self.api.get_issue(&iid).map_err(err)
@@ -116,8 +114,10 @@ impl TrackerAdapter for GitlabTracker {
     }
 
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
-        let items = self.api.issues("opened", &self.filter).map_err(err)?;
-        let mut issues = self.issues(&items);
+        let mut issues = self
+            .api
+            .issues("opened", &self.filter, |v| self.issue_of(v))
+            .map_err(err)?;
         issues.retain(|i| self.words.is_active(&i.state));
         Ok(issues)
     }
@@ -142,15 +142,15 @@ impl TrackerAdapter for GitlabTracker {
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
-        let mut items = Vec::new();
+        let mut issues = Vec::new();
+        let keep = |v| self.issue_of(v);
         for t in wanted.iter().filter(|s| self.words.is_terminal(s)) {
             let labels = [("labels".to_string(), t.clone())];
-            items.extend(self.api.issues("closed", &labels).map_err(err)?);
+            issues.extend(self.api.issues("closed", &labels, keep).map_err(err)?);
         }
         // Open issues can carry any state label, a terminal one included.
-        items.extend(self.api.issues("opened", &[]).map_err(err)?);
+        issues.extend(self.api.issues("opened", &[], keep).map_err(err)?);
         let mut seen = BTreeSet::new();
-        let mut issues = self.issues(&items);
         issues.retain(|i| wanted.contains(&i.state.to_lowercase()) && seen.insert(i.id.clone()));
         Ok(issues)
     }
@@ -239,11 +239,11 @@ impl TrackerAdapter for GitlabTracker {
         if !self.filter.is_empty() {
             let mut params = self.filter.clone();
             params.push(("iids[]".into(), iid.clone()));
-            let listed = self.api.issues("all", &params).map_err(err)?;
-            if !listed
-                .iter()
-                .any(|v| normalize::iid(v).as_deref() == Some(iid.as_str()))
-            {
+            let listed = self
+                .api
+                .issues("all", &params, |v| normalize::iid(&v))
+                .map_err(err)?;
+            if !listed.contains(&iid) {
                 let shown: Vec<String> = self
                     .filter
                     .iter()

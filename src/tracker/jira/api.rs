@@ -62,8 +62,14 @@ impl JiraApi {
         format!("/rest/api/3/issue/{}{rest}", encode(id.trim()))
     }
 
-    /// Every issue matching `jql`, page by page up to the page cap.
-    pub fn search(&self, jql: &str, fields: &str) -> Result<Vec<Value>, HttpError> {
+    /// Every issue matching `jql`, page by page up to the page cap, each turned into what
+    /// `keep` makes of it as its page is read.
+    pub fn search<T>(
+        &self,
+        jql: &str,
+        fields: &str,
+        mut keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         collect_cursor_pages(self.page_cap, "/rest/api/3/search/jql", |cursor| {
             let mut req = Request::get("/rest/api/3/search/jql")
                 .query("jql", jql)
@@ -73,9 +79,10 @@ impl JiraApi {
                 req = req.query("nextPageToken", c);
             }
             let resp = self.client.send(req)?;
-            let body: Value = resp.json()?;
-            let Some(items) = body.get("issues").and_then(Value::as_array) else {
-                return Err(resp.unreadable("answer has no issues array"));
+            let mut body: Value = resp.json()?;
+            let items = match body.get_mut("issues").map(Value::take) {
+                Some(Value::Array(items)) => items,
+                _ => return Err(resp.unreadable("answer has no issues array")),
             };
             let wanted_status = fields.split(',').any(|f| f == "status");
             if let Some((i, gap)) = items.iter().enumerate().find_map(|(i, v)| {
@@ -95,7 +102,7 @@ impl JiraApi {
                 None => next.is_some(),
             };
             Ok(CursorPage {
-                items: items.clone(),
+                items: items.into_iter().filter_map(&mut keep).collect(),
                 next,
                 has_more,
             })

@@ -92,11 +92,13 @@ fn checked(id: &str) -> TrackerResult<String> {
 }
 
 impl JiraTracker {
-    fn issues(&self, items: &[Value]) -> Vec<Issue> {
-        items
-            .iter()
-            .filter_map(|v| normalize::issue(v, &self.endpoint, &self.link_type))
-            .collect()
+    /// The issues `jql` selects, each normalized as its page is read.
+    fn issues(&self, jql: &str) -> TrackerResult<Vec<Issue>> {
+        self.api
+            .search(jql, api::FIELDS, |v| {
+                normalize::issue(&v, &self.endpoint, &self.link_type)
+            })
+            .map_err(err)
     }
 
     /// `field → status` over the lookup queries, keyed by the issue's id or key.
@@ -107,11 +109,11 @@ impl JiraTracker {
     ) -> TrackerResult<BTreeMap<String, String>> {
         let mut out = BTreeMap::new();
         for q in queries {
-            for v in self.api.search(&q, "status").map_err(err)? {
-                if let Some(k) = key_of(&v) {
-                    out.insert(k, normalize::state(&v));
-                }
-            }
+            let found = self
+                .api
+                .search(&q, "status", |v| Some((key_of(&v)?, normalize::state(&v))))
+                .map_err(err)?;
+            out.extend(found);
         }
         Ok(out)
     }
@@ -136,8 +138,7 @@ impl TrackerAdapter for JiraTracker {
 
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
         let q = jql::candidates(&self.project, &self.active, self.query_filter.as_deref());
-        let items = self.api.search(&q, api::FIELDS).map_err(err)?;
-        Ok(self.issues(&items))
+        self.issues(&q)
     }
 
     fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
@@ -163,8 +164,7 @@ impl TrackerAdapter for JiraTracker {
             return Ok(Vec::new());
         }
         let q = jql::by_states(&self.project, &states, self.query_filter.as_deref());
-        let items = self.api.search(&q, api::FIELDS).map_err(err)?;
-        Ok(self.issues(&items))
+        self.issues(&q)
     }
 
     fn fetch_issue_states_by_ids(&self, ids: &[String]) -> TrackerResult<BTreeMap<String, String>> {
@@ -259,7 +259,7 @@ impl TrackerAdapter for JiraTracker {
         let issue_id = normalize::id_of(v.get("id")).unwrap_or_default();
         if let Some(filter) = &self.query_filter {
             let q = jql::in_scope(&self.project, &issue_id, filter);
-            if self.api.search(&q, "status").map_err(err)?.is_empty() {
+            if self.api.search(&q, "status", Some).map_err(err)?.is_empty() {
                 return Err(scope::filtered_out(KIND, id, filter));
             }
         }

@@ -284,26 +284,28 @@ impl LinearApi {
 
     /// Every node of the connection at `pointer` in the answers, page by page up to the cap,
     /// each node carrying every field of `need` (JSON pointers); `$first` and `$after` are
-    /// set here. A `null` entity on the way (an unknown issue's comments) is not-found.
-    pub fn nodes(
+    /// set here. A `null` entity on the way (an unknown issue's comments) is not-found. Each
+    /// node is turned into what `keep` makes of it as its page is read.
+    pub fn nodes<T>(
         &self,
         op: &str,
         query: &str,
         variables: Value,
         pointer: &str,
         need: &[&str],
-    ) -> Result<Vec<Value>, HttpError> {
+        mut keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         collect_cursor_pages(self.page_cap, op, |cursor| {
             let mut vars = variables.clone();
             vars["first"] = json!(PAGE);
             vars["after"] = cursor.map_or(Value::Null, |c| json!(c));
             let mut data = self.query(op, query, vars, |d| connection_gap(d, pointer, need))?;
-            let conn = data
+            let mut conn = data
                 .pointer_mut(pointer)
                 .map(Value::take)
                 .unwrap_or_default();
-            let items = match conn.get("nodes") {
-                Some(Value::Array(items)) => items.clone(),
+            let items = match conn.get_mut("nodes").map(Value::take) {
+                Some(Value::Array(items)) => items.into_iter().filter_map(&mut keep).collect(),
                 _ => Vec::new(),
             };
             Ok(CursorPage {

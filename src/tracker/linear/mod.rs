@@ -135,6 +135,7 @@ impl LinearTracker {
                 json!({"team": self.team}),
                 "/workflowStates",
                 &["/id", "/name"],
+                Some,
             )
             .map_err(err)?;
         let states: Vec<WorkflowState> = nodes
@@ -202,13 +203,14 @@ impl LinearTracker {
 
     fn issues_in(&self, states: &[String]) -> TrackerResult<Vec<Issue>> {
         let states = self.spelled(states)?;
-        let nodes = match &self.extra_filter {
+        match &self.extra_filter {
             None => self.api.nodes(
                 "SortieIssues",
                 queries::ISSUES,
                 json!({"team": self.team, "states": states}),
                 "/issues",
                 ISSUE_NEED,
+                |v| normalize::issue(&v),
             ),
             Some(extra) => self.api.nodes(
                 "SortieIssuesFiltered",
@@ -216,10 +218,10 @@ impl LinearTracker {
                 json!({"team": self.team, "states": states, "extra": extra}),
                 "/issues",
                 ISSUE_NEED,
+                |v| normalize::issue(&v),
             ),
         }
-        .map_err(err)?;
-        Ok(nodes.iter().filter_map(normalize::issue).collect())
+        .map_err(err)
     }
 
     /// The issue node `id` names; `null` (no such issue) is not-found.
@@ -246,6 +248,7 @@ impl LinearTracker {
                 json!({"name": name.trim()}),
                 "/issueLabels",
                 &["/id", "/name"],
+                Some,
             )
             .map_err(err)?;
         let named: Vec<&Value> = nodes
@@ -278,7 +281,7 @@ impl LinearTracker {
     ) -> TrackerResult<BTreeMap<String, String>> {
         let nodes = self
             .api
-            .nodes(op, query, vars, "/issues", ISSUE_NEED)
+            .nodes(op, query, vars, "/issues", ISSUE_NEED, Some)
             .map_err(err)?;
         Ok(nodes
             .iter()
@@ -368,7 +371,7 @@ impl TrackerAdapter for LinearTracker {
     }
 
     fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
-        let nodes = self
+        let mut comments: Vec<Comment> = self
             .api
             .nodes(
                 "SortieComments",
@@ -376,9 +379,9 @@ impl TrackerAdapter for LinearTracker {
                 json!({"id": checked(id)?}),
                 "/issue/comments",
                 &["/id"],
+                |v| Some(normalize::comment(&v)),
             )
             .map_err(err)?;
-        let mut comments: Vec<Comment> = nodes.iter().map(normalize::comment).collect();
         // Oldest first, whatever order the connection used.
         comments.sort_by(|a, b| a.created_at.cmp(&b.created_at));
         Ok(comments)
@@ -492,6 +495,7 @@ impl TrackerAdapter for LinearTracker {
                     json!({"id": issue_id, "team": self.team, "extra": extra}),
                     "/issues",
                     &["/id"],
+                    Some,
                 )
                 .map_err(err)?;
             if !found.iter().any(|n| n["id"] == issue_id.as_str()) {
