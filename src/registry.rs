@@ -153,7 +153,8 @@ pub fn build_tracker(
     clock: Arc<dyn Clock>,
 ) -> Result<Arc<dyn TrackerAdapter>, TrackerError> {
     match tracker(&settings.kind) {
-        Some(d) => (d.build)(settings, clock),
+        // Every kind's calls run under one read budget each (`tracker::bounded`).
+        Some(d) => (d.build)(settings, clock).map(|t| crate::tracker::bounded::wrap(t, settings)),
         None => Err(TrackerError::new(
             TrackerErrorKind::UnsupportedTrackerKind,
             &settings.kind,

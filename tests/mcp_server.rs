@@ -112,6 +112,24 @@ impl Client {
             .unwrap_or_else(|| panic!("{tool} {answer}: not an error"))
     }
 
+    /// A `tools/call` refused for naming an issue outside the session's scope: a JSON-RPC
+    /// `-32602` error naming the rule, whose whole answer is returned.
+    fn scope_refusal(&mut self, args: Value) -> Value {
+        let answer = self.request(
+            "tools/call",
+            json!({"name": "tracker_api", "arguments": args}),
+        );
+        assert!(answer.get("result").is_none(), "{args}: {answer}");
+        assert_eq!(answer["error"]["code"], -32602, "{args}: {answer}");
+        assert_eq!(answer["error"]["data"]["kind"], "project_scope_violation");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("project_scope_violation") && message.contains("rule: "),
+            "{message}"
+        );
+        answer
+    }
+
     /// Closes stdin and waits for the exit code.
     fn finish(mut self) -> Option<i32> {
         drop(self.stdin.take());
@@ -358,6 +376,12 @@ fn every_tool_answers_and_bad_requests_get_exact_errors() {
     .unwrap_or(Value::Null);
     assert_eq!(file[0]["state"], "In Progress");
 
+    // An issue of another project is refused with a protocol error naming the rule.
+    c.scope_refusal(json!({"operation": "fetch_issue", "issue_id": "OTHER-1"}));
+    c.scope_refusal(
+        json!({"operation": "transition_issue", "issue_id": "OTHER-1", "target_state": "Done"}),
+    );
+    assert_eq!(file[2]["state"], "To Do");
     // Tool-level failures: the envelope names the kind.
     let kind = |c: &mut Client, args: Value| {
         let (res, body) = c.call("tracker_api", args);
@@ -368,21 +392,6 @@ fn every_tool_answers_and_bad_requests_get_exact_errors() {
             .unwrap_or_default()
             .to_string()
     };
-    assert_eq!(
-        kind(
-            &mut c,
-            json!({"operation": "fetch_issue", "issue_id": "OTHER-1"})
-        ),
-        "project_scope_violation"
-    );
-    assert_eq!(
-        kind(
-            &mut c,
-            json!({"operation": "transition_issue", "issue_id": "OTHER-1", "target_state": "Done"})
-        ),
-        "project_scope_violation"
-    );
-    assert_eq!(file[2]["state"], "To Do");
     assert_eq!(
         kind(&mut c, json!({"operation": "fetch_issue"})),
         "invalid_input"
@@ -696,11 +705,12 @@ fn a_dispatch_writes_the_mcp_file_and_its_server_sees_the_live_session() {
     );
     assert_eq!(issue["success"], true, "{issue}");
     assert_eq!(issue["data"]["title"], "First");
-    let (_, scope) = c.call(
+    // Scope is what the tracker says: an id naming no issue at all is simply not found.
+    let (_, absent) = c.call(
         "tracker_api",
         json!({"operation": "fetch_issue", "issue_id": "ZZ-1"}),
     );
-    assert_eq!(scope["error"]["kind"], "project_scope_violation");
+    assert_eq!(absent["error"]["kind"], "tracker_not_found", "{absent}");
     assert_eq!(c.finish(), Some(0));
 
     // Once the daemon is gone, the same call answers from the database.
@@ -814,4 +824,109 @@ fn a_copilot_session_is_given_the_file_as_an_additional_config() {
     );
     // The credential of the daemon's environment is not a SORTIE_* variable: not copied.
     assert!(!doc.to_string().contains("test-token-not-real"));
+}
+
+/// With a Jira project `PROJ`, the session tool reaches PROJ's issues by number or key and
+/// nothing else: another project's issue, named by its number, its key or a path-shaped
+/// spelling, is refused before anything of it is read or written.
+#[test]
+fn a_jira_session_reaches_only_its_own_projects_issues() {
+    let fake = common::fake_jira::start();
+    let (ours, theirs) = fake.with_state(|s| {
+        let ours = s.add_issue(1, "Our issue", "To Do");
+        let theirs = s.add_issue_in("OTHER", 9, "Other team's secret plan", "To Do");
+        if let Some(i) = s.issues.get_mut(&theirs) {
+            i.comments
+                .push(json!({"id": "31", "author": {"displayName": "eve"},
+                "body": {"type": "doc", "version": 1, "content": [{"type": "paragraph",
+                    "content": [{"type": "text", "text": "private comment text"}]}]},
+                "created": "2026-01-01T00:00:00.000+0000"}));
+        }
+        (ours, theirs)
+    });
+    assert_eq!((ours, theirs), (10_001, 20_009));
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.path().join("WORKFLOW.md"),
+        format!(
+            "---\ntracker:\n  kind: jira\n  endpoint: {}\n  api_key: $JIRA_API_TOKEN\n  project: PROJ\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\njira:\n  retry_base_ms: 10\n  timeout_ms: 2000\nagent:\n  kind: mock\n---\nWork.\n",
+            fake.url
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut cmd = Command::new(SORTIE);
+    cmd.current_dir(dir.path())
+        .args(["mcp-server", "--workflow", "WORKFLOW.md"])
+        .env("JIRA_API_TOKEN", common::fake_jira::api_key());
+    let mut c = Client::spawn(cmd);
+    c.request("initialize", json!({"protocolVersion": "2024-11-05"}));
+
+    // Our issue, by number and by key.
+    for id in ["10001", "PROJ-1", "proj-1"] {
+        let (_, issue) = c.call(
+            "tracker_api",
+            json!({"operation": "fetch_issue", "issue_id": id}),
+        );
+        assert_eq!(issue["success"], true, "{id}: {issue}");
+        assert_eq!(issue["data"]["title"], "Our issue");
+    }
+
+    // The other project's issue: by number (the reported escape), by key, path-shaped.
+    let foreign = [
+        "20009",
+        "OTHER-9",
+        "other-9",
+        "../20009",
+        "10001/../20009",
+        "%2F..%2F20009",
+        "10001%2F..%2F..%2Fissue%2F20009",
+        "http://127.0.0.1:1/rest/api/3/issue/20009",
+    ];
+    for id in foreign {
+        for op in ["fetch_issue", "fetch_comments", "transition_issue"] {
+            let refused =
+                c.scope_refusal(json!({"operation": op, "issue_id": id, "target_state": "Done"}));
+            let text = refused.to_string();
+            assert!(
+                !text.contains("secret plan") && !text.contains("private comment"),
+                "{op} {id}: {text}"
+            );
+        }
+    }
+    assert_eq!(fake.with_state(|s| s.status(theirs)), "To Do");
+    let touched: Vec<String> = fake
+        .journal()
+        .iter()
+        .filter(|r| r.path.contains("20009") || r.path.contains("OTHER"))
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    // Resolving by number or key reads the issue once to learn its project; nothing else.
+    assert!(
+        touched
+            .iter()
+            .all(|t| t.starts_with("GET /rest/api/3/issue/")
+                && !t.ends_with("/comment")
+                && !t.ends_with("/transitions")),
+        "{touched:?}"
+    );
+    assert!(
+        fake.journal()
+            .iter()
+            .all(|r| !r.path.contains("..") && !r.path.contains("%2F") && !r.path.contains("http")),
+        "a spelling reached the server"
+    );
+
+    // Our issue still moves, by the id the tracker answered.
+    let (_, moved) = c.call(
+        "tracker_api",
+        json!({"operation": "transition_issue", "issue_id": "PROJ-1", "target_state": "In Progress"}),
+    );
+    assert_eq!(moved["success"], true, "{moved}");
+    assert_eq!(fake.with_state(|s| s.status(ours)), "In Progress");
+    assert_eq!(
+        fake.requests("POST", "/rest/api/3/issue/10001/transitions")
+            .len(),
+        1
+    );
+    assert_eq!(c.finish(), Some(0));
 }

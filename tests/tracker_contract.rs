@@ -4,6 +4,12 @@
 //! broken backing store), and how it names what the seed names: its id and identifier for a
 //! seed id (`c1`, or `nope` for one that exists nowhere) and identifier (`CON-1`), and its
 //! spelling of a seed state. Every assertion lives in the shared suite.
+//!
+//! Two cases are about what comes from outside: a tracker answer the adapter cannot read
+//! (HTML, text, wrong shape, missing fields) is an error of a kind that is retried, never
+//! "not found"; and an issue id from outside sortie is resolved within the configured scope
+//! by what the tracker answers, while a spelling that could change a request's path is refused
+//! before any request is sent.
 
 mod common;
 
@@ -30,6 +36,8 @@ struct UnderTest {
     names: BTreeMap<String, String>,
     /// The kind's spelling of a seed state.
     state: fn(&str) -> String,
+    /// How many requests the backing server has seen (always 0 without one).
+    requests: Box<dyn Fn() -> usize>,
     _keep: Box<dyn std::any::Any>,
 }
 
@@ -54,13 +62,89 @@ impl UnderTest {
     }
 }
 
-/// How one kind is stood up: over the seed issues, or over backing data it cannot parse.
+/// How one kind is stood up: over the seed issues, over backing data it cannot parse, or over
+/// a server (or file) giving one answer to everything.
 struct Instantiation {
+    /// Seed items marked `"foreign": true` belong to another project, team or repository (a
+    /// kind whose backing server holds one repository leaves them out).
     seeded: fn(&Value, &[String]) -> Made,
     broken: fn() -> Made,
+    answering: fn(&Answer) -> Made,
     /// Label-less trackers answer label calls with `Ok` and show nothing.
     supports_labels: bool,
+    /// Spellings that name an issue outside the configured scope: the seed's foreign issue,
+    /// or another repository's.
+    foreign: &'static [&'static str],
+    /// Whether the backing store is a server (requests counted, answers quoted in errors) or
+    /// a lenient local file, whose records may lack any field.
+    http: bool,
 }
+
+/// One answer served to every request.
+struct Answer {
+    content_type: &'static str,
+    body: &'static str,
+    /// Whether the body is an array of records lacking every field (read leniently from a
+    /// local file, where an issue without an id simply is not there).
+    fieldless_records: bool,
+}
+
+const fn answer(content_type: &'static str, body: &'static str) -> Answer {
+    Answer {
+        content_type,
+        body,
+        fieldless_records: false,
+    }
+}
+
+/// Answers no tracker sends when it works: an error page, text, nothing, and JSON of the
+/// wrong shape or without the fields an adapter reads.
+const UNREADABLE: &[Answer] = &[
+    answer(
+        "text/html",
+        "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>upstream down</body></html>",
+    ),
+    answer("text/plain", "not json at all"),
+    answer("application/json", ""),
+    answer("application/json", "null"),
+    answer("application/json", "{}"),
+    answer("application/json", "{\"data\": {}}"),
+    Answer {
+        content_type: "application/json",
+        body: "[{\"unexpected\": true}]",
+        fieldless_records: true,
+    },
+    answer(
+        "application/json",
+        r#"{"data": {"issue": {"unexpected": true}, "issues": {"nodes": [{"unexpected": true}], "pageInfo": {"hasNextPage": false}}, "workflowStates": {"nodes": [{"unexpected": true}], "pageInfo": {"hasNextPage": false}}}, "issues": [{"unexpected": true}], "comments": [{"unexpected": true}], "items": [{"unexpected": true}], "isLast": true, "startAt": 0, "total": 1}"#,
+    ),
+];
+
+/// Spellings that could change a request's path or name a resource elsewhere.
+const UNSAFE_IDS: &[&str] = &[
+    "",
+    "   ",
+    ".",
+    "..",
+    "../1",
+    "1/..",
+    "1/../2",
+    "/1",
+    "1/",
+    "1/comments",
+    "%2F",
+    "1%2F..%2F2",
+    "..%2F1",
+    "%2e%2e",
+    "http://127.0.0.1:9/rest/api/3/issue/1",
+    "https://evil.example/repos/o/r/issues/1",
+    "//evil.example/1",
+    "1?x=1",
+    "1#x",
+    "1\n2",
+    "1 2",
+    "1\\..\\2",
+];
 
 fn seed() -> Result<Value, Box<dyn std::error::Error>> {
     let path =
@@ -80,6 +164,24 @@ fn sorted_ids(issues: &[sortie::domain::Issue]) -> Vec<String> {
 
 fn stand_up(inst: &Instantiation) -> Made {
     (inst.seeded)(&seed()?, &strings(ACTIVE))
+}
+
+/// The seed with one foreign issue: `f9` / `OTHER-9`, active, with a private comment.
+fn seed_with_foreign() -> Result<Value, Box<dyn std::error::Error>> {
+    let mut seed = seed()?;
+    let foreign = serde_json::json!({
+        "id": "f9", "identifier": "OTHER-9", "title": "Private elsewhere",
+        "state": "To Do", "foreign": true,
+        "comments": [{"id": "k9", "author": "eve", "body": "private comment",
+            "created_at": "2026-03-01T10:00:00Z"}]});
+    seed.as_array_mut()
+        .ok_or("seed is not a list")?
+        .push(foreign);
+    Ok(seed)
+}
+
+fn is_foreign(item: &Value) -> bool {
+    item["foreign"] == true
 }
 
 fn kind_is_registered(inst: &Instantiation) -> TestResult {
@@ -237,6 +339,129 @@ fn an_unreadable_backing_store_is_a_typed_error(inst: &Instantiation) -> TestRes
     Ok(())
 }
 
+/// Every read of `t`, named, each with what it answered (`Ok` dropped).
+fn every_read(u: &UnderTest) -> Vec<(&'static str, Option<sortie::tracker::TrackerError>)> {
+    let t = &u.tracker;
+    let done = [u.st("Done")];
+    vec![
+        ("candidates", t.fetch_candidate_issues().err()),
+        ("issue by id", t.fetch_issue_by_id(&u.n("c1")).err()),
+        ("issues by states", t.fetch_issues_by_states(&done).err()),
+        (
+            "states by ids",
+            t.fetch_issue_states_by_ids(&[u.n("c1")]).err(),
+        ),
+        (
+            "states by identifiers",
+            t.fetch_issue_states_by_identifiers(&[u.n("CON-1")]).err(),
+        ),
+        ("comments", t.fetch_issue_comments(&u.n("c1")).err()),
+        ("blockers", t.fetch_blockers(&u.n("c1")).err()),
+        ("scope", t.resolve_in_scope(&u.n("c1")).err()),
+    ]
+}
+
+fn unreadable_answers_are_retried_errors_never_not_found(inst: &Instantiation) -> TestResult {
+    for a in UNREADABLE {
+        if a.fieldless_records && !inst.http {
+            continue;
+        }
+        let u = (inst.answering)(a)?;
+        for (read, e) in every_read(&u) {
+            let what = format!("{read} over {:?}", a.body);
+            let e = e.ok_or(format!("{what}: answered as if it could read it"))?;
+            assert_ne!(e.kind, TrackerErrorKind::NotFound, "{what}: {e}");
+            assert_ne!(e.kind, TrackerErrorKind::OutOfScope, "{what}: {e}");
+            assert_eq!(e.tracker, u.tracker.kind(), "{what}");
+            let shown = e.to_string();
+            assert!(shown.starts_with("tracker: "), "{what}: {shown}");
+            // The first bytes of what came back are in the message, escaped.
+            let head = a.body.get(..12).unwrap_or(a.body);
+            if inst.http && !head.trim().is_empty() {
+                assert!(shown.contains(head), "{what}: {shown}");
+            }
+            assert!(!shown.contains('\n'), "{what}: {shown}");
+        }
+    }
+    Ok(())
+}
+
+fn ids_resolve_only_within_the_scope(inst: &Instantiation) -> TestResult {
+    let u = (inst.seeded)(&seed_with_foreign()?, &strings(ACTIVE))?;
+    let t = &u.tracker;
+    let want = sortie::domain::IssueRef {
+        id: u.n("c1"),
+        identifier: u.n("CON-1"),
+    };
+    assert_eq!(t.resolve_in_scope(&u.n("c1"))?, want);
+    assert_eq!(t.resolve_in_scope(&u.n("CON-1"))?, want);
+    assert_eq!(
+        t.resolve_in_scope(&format!(" {} ", u.n("c2")))?.id,
+        u.n("c2")
+    );
+    let absent = t.resolve_in_scope(&u.n("nope")).err().map(|e| e.kind);
+    assert_eq!(absent, Some(TrackerErrorKind::NotFound));
+    for f in inst.foreign {
+        let e = t
+            .resolve_in_scope(f)
+            .err()
+            .ok_or(format!("foreign issue {f:?} resolved in scope"))?;
+        assert_eq!(e.kind, TrackerErrorKind::OutOfScope, "{f:?}: {e}");
+        assert!(e.to_string().contains("rule: "), "{f:?}: {e}");
+        assert!(!e.to_string().contains("Private elsewhere"), "{e}");
+    }
+    Ok(())
+}
+
+fn unsafe_ids_are_refused_before_any_request(inst: &Instantiation) -> TestResult {
+    let u = stand_up(inst)?;
+    let t = &u.tracker;
+    let c1 = u.n("c1");
+    let suffixed = [
+        format!("{c1}/.."),
+        format!("{c1}%2F..%2F"),
+        format!("../{c1}"),
+    ];
+    let ids = UNSAFE_IDS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(suffixed.iter().cloned());
+    for id in ids {
+        let before = (u.requests)();
+        let calls = [
+            ("scope", t.resolve_in_scope(&id).err()),
+            ("issue", t.fetch_issue_by_id(&id).err()),
+            ("comments", t.fetch_issue_comments(&id).err()),
+            ("blockers", t.fetch_blockers(&id).err()),
+            ("transition", t.transition_issue(&id, &u.st("Done")).err()),
+            ("comment", t.comment_issue(&id, "hi").err()),
+            ("add label", t.add_label(&id, "needs-review").err()),
+            ("remove label", t.remove_label(&id, "seed").err()),
+        ];
+        for (call, e) in calls {
+            let e = e.ok_or(format!("{call} of {id:?} succeeded"))?;
+            assert!(
+                matches!(
+                    e.kind,
+                    TrackerErrorKind::OutOfScope | TrackerErrorKind::NotFound
+                ),
+                "{call} of {id:?}: {e}"
+            );
+        }
+        let one = std::slice::from_ref(&id);
+        assert!(t.fetch_issue_states_by_ids(one)?.is_empty(), "{id:?}");
+        assert!(
+            t.fetch_issue_states_by_identifiers(one)?.is_empty(),
+            "{id:?}"
+        );
+        assert_eq!((u.requests)(), before, "{id:?} reached the server");
+    }
+    // The issue itself was never touched.
+    let issue = t.fetch_issue_by_id(&c1)?;
+    assert_eq!(issue.state, u.st("To Do"));
+    Ok(())
+}
+
 /// Writes one `#[test]` per contract case for a kind.
 macro_rules! tracker_contract {
     ($module:ident, $inst:expr) => {
@@ -283,6 +508,18 @@ macro_rules! tracker_contract {
             fn an_unreadable_backing_store_is_a_typed_error() -> TestResult {
                 super::an_unreadable_backing_store_is_a_typed_error(&$inst)
             }
+            #[test]
+            fn unreadable_answers_are_retried_errors_never_not_found() -> TestResult {
+                super::unreadable_answers_are_retried_errors_never_not_found(&$inst)
+            }
+            #[test]
+            fn ids_resolve_only_within_the_scope() -> TestResult {
+                super::ids_resolve_only_within_the_scope(&$inst)
+            }
+            #[test]
+            fn unsafe_ids_are_refused_before_any_request() -> TestResult {
+                super::unsafe_ids_are_refused_before_any_request(&$inst)
+            }
         }
     };
 }
@@ -295,6 +532,7 @@ fn file_tracker_over(text: &str, active: &[String]) -> Made {
     std::fs::write(&path, text)?;
     let settings = TrackerSettings {
         kind: sortie::tracker::file::KIND.to_string(),
+        project: Some("CON".into()),
         active_states: active.to_vec(),
         path: Some(path),
         ..TrackerSettings::default()
@@ -305,6 +543,7 @@ fn file_tracker_over(text: &str, active: &[String]) -> Made {
         tracker,
         names: BTreeMap::new(),
         state: str::to_string,
+        requests: Box::new(|| 0),
         _keep: Box::new(dir),
     })
 }
@@ -312,7 +551,10 @@ fn file_tracker_over(text: &str, active: &[String]) -> Made {
 const FILE: Instantiation = Instantiation {
     seeded: |seed, active| file_tracker_over(&serde_json::to_string_pretty(seed)?, active),
     broken: || file_tracker_over("[{\"id\": ", &strings(ACTIVE)),
+    answering: |a| file_tracker_over(a.body, &strings(ACTIVE)),
     supports_labels: true,
+    foreign: &["f9", "OTHER-9", "other-9"],
+    http: false,
 };
 
 tracker_contract!(file, FILE);
@@ -365,6 +607,8 @@ struct Numbered {
     /// `(author, body, created_at)`.
     comments: Vec<(String, String, String)>,
     blocked_by: Vec<u64>,
+    /// In another project, team or repository (see [`seed_with_foreign`]).
+    foreign: bool,
 }
 
 impl Numbered {
@@ -375,7 +619,9 @@ impl Numbered {
 
 /// `c7` → 7.
 fn seed_number(id: &str) -> u64 {
-    id.trim_start_matches('c').parse().unwrap_or(0)
+    id.trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .parse()
+        .unwrap_or(0)
 }
 
 fn numbered(seed: &Value) -> Vec<Numbered> {
@@ -401,6 +647,7 @@ fn numbered(seed: &Value) -> Vec<Numbered> {
                     .iter()
                     .map(|b| seed_number(&text(&b["id"])))
                     .collect(),
+                foreign: is_foreign(i),
             }
         })
         .collect()
@@ -436,24 +683,33 @@ fn label_settings(kind: &str, url: &str, token: &str, project: &str) -> TrackerS
     }
 }
 
-fn over_fake(settings: &TrackerSettings, keep: Box<dyn std::any::Any>) -> Made {
+fn over_fake<S: Send + 'static>(settings: &TrackerSettings, fake: FakeServer<S>) -> Made {
     let tracker = registry::build_tracker(settings, Arc::new(ManualClock::new(1_767_225_600_000)))?;
+    let fake = Arc::new(fake);
+    let seen = Arc::clone(&fake);
     Ok(UnderTest {
         tracker,
         names: numbered_names(),
         state: str::to_lowercase,
-        _keep: keep,
+        requests: Box::new(move || seen.journal().len()),
+        _keep: Box::new(fake),
     })
+}
+
+/// A server that answers every request with `body`.
+fn serving(settings: fn(&str) -> TrackerSettings, content_type: &str, body: &str) -> Made {
+    let (content_type, body) = (content_type.to_string(), body.as_bytes().to_vec());
+    let server = FakeServer::start((), move |_, _| Reply {
+        status: 200,
+        headers: vec![("Content-Type".into(), content_type.clone())],
+        body: body.clone(),
+    });
+    over_fake(&settings(&server.url), server)
 }
 
 /// A server that answers every request with a cut-off JSON body.
 fn broken_server(settings: fn(&str) -> TrackerSettings) -> Made {
-    let server = FakeServer::start((), |_, _| Reply {
-        status: 200,
-        headers: vec![("Content-Type".into(), "application/json".into())],
-        body: b"[{\"id\": ".to_vec(),
-    });
-    over_fake(&settings(&server.url), Box::new(server))
+    serving(settings, "application/json", "[{\"id\": ")
 }
 
 fn github_settings(url: &str) -> TrackerSettings {
@@ -465,7 +721,7 @@ const GITHUB: Instantiation = Instantiation {
     seeded: |seed, _| {
         let fake = fake_github::start(REPO_LABELS);
         fake.with_state(|s| {
-            for (k, i) in numbered(seed).iter().enumerate() {
+            for (k, i) in numbered(seed).iter().filter(|i| !i.foreign).enumerate() {
                 s.add_issue(i.number, &i.title, &i.labels(), i.closed);
                 for (c, (author, body, at)) in i.comments.iter().enumerate() {
                     s.comments
@@ -478,10 +734,13 @@ const GITHUB: Instantiation = Instantiation {
                 s.blocked_by.insert(i.number, i.blocked_by.clone());
             }
         });
-        over_fake(&github_settings(&fake.url), Box::new(fake))
+        over_fake(&github_settings(&fake.url), fake)
     },
     broken: || broken_server(github_settings),
+    answering: |a| serving(github_settings, a.content_type, a.body),
     supports_labels: true,
+    foreign: &["other/repo#1", "Owner/Elsewhere#2", "someone/repo#1"],
+    http: true,
 };
 
 tracker_contract!(github, GITHUB);
@@ -494,7 +753,7 @@ const GITLAB: Instantiation = Instantiation {
     seeded: |seed, _| {
         let fake = fake_gitlab::start();
         fake.with_state(|s| {
-            for i in numbered(seed) {
+            for i in numbered(seed).into_iter().filter(|i| !i.foreign) {
                 s.add_issue(i.number, &i.title, &i.labels(), i.closed);
                 for (author, body, _) in &i.comments {
                     s.add_note(i.number, author, body, false);
@@ -504,10 +763,13 @@ const GITLAB: Instantiation = Instantiation {
                 }
             }
         });
-        over_fake(&gitlab_settings(&fake.url), Box::new(fake))
+        over_fake(&gitlab_settings(&fake.url), fake)
     },
     broken: || broken_server(gitlab_settings),
+    answering: |a| serving(gitlab_settings, a.content_type, a.body),
     supports_labels: true,
+    foreign: &["other/project#1", "group/sub/other#1", "group/project#1"],
+    http: true,
 };
 
 tracker_contract!(gitlab, GITLAB);
@@ -521,7 +783,7 @@ const GITEA: Instantiation = Instantiation {
     seeded: |seed, _| {
         let fake = fake_gitea::start(REPO_LABELS);
         fake.with_state(|s| {
-            for (k, i) in numbered(seed).iter().enumerate() {
+            for (k, i) in numbered(seed).iter().filter(|i| !i.foreign).enumerate() {
                 s.add_issue(i.number, &i.title, &i.labels(), i.closed);
                 for (c, (author, body, at)) in i.comments.iter().enumerate() {
                     s.comments
@@ -535,10 +797,13 @@ const GITEA: Instantiation = Instantiation {
                 s.depends_on.insert(i.number, i.blocked_by.clone());
             }
         });
-        over_fake(&gitea_settings(&fake.url), Box::new(fake))
+        over_fake(&gitea_settings(&fake.url), fake)
     },
     broken: || broken_server(gitea_settings),
+    answering: |a| serving(gitea_settings, a.content_type, a.body),
     supports_labels: true,
+    foreign: &["other/repo#1", "owner/else#2"],
+    http: true,
 };
 
 tracker_contract!(gitea, GITEA);
@@ -590,7 +855,12 @@ const JIRA: Instantiation = Instantiation {
         let fake = fake_jira::start();
         fake.with_state(|s| {
             for i in numbered(seed) {
-                let id = s.add_issue(i.number, &i.title, &jira_state(&i.state));
+                let project = if i.foreign {
+                    "OTHER"
+                } else {
+                    fake_jira::PROJECT
+                };
+                let id = s.add_issue_in(project, i.number, &i.title, &jira_state(&i.state));
                 let Some(issue) = s.issues.get_mut(&id) else {
                     continue;
                 };
@@ -606,13 +876,20 @@ const JIRA: Instantiation = Instantiation {
                 }
             }
         });
-        let mut u = over_fake(&jira_settings(&fake.url), Box::new(fake))?;
+        let mut u = over_fake(&jira_settings(&fake.url), fake)?;
         u.names = keyed_names(|n| (10_000 + n).to_string(), fake_jira::PROJECT);
         u.state = |s| jira_state(s);
         Ok(u)
     },
     broken: || broken_server(jira_settings),
+    answering: |a| {
+        let mut u = serving(jira_settings, a.content_type, a.body)?;
+        u.names = keyed_names(|n| (10_000 + n).to_string(), fake_jira::PROJECT);
+        Ok(u)
+    },
     supports_labels: true,
+    foreign: &["20009", "OTHER-9", "other-9"],
+    http: true,
 };
 
 tracker_contract!(jira, JIRA);
@@ -649,6 +926,9 @@ const LINEAR: Instantiation = Instantiation {
                 let Some(issue) = s.issue_mut(i.number) else {
                     continue;
                 };
+                if i.foreign {
+                    issue.team = "OPS".into();
+                }
                 issue.blocked_by = i.blocked_by.clone();
                 for (c, (author, body, at)) in i.comments.iter().enumerate() {
                     issue.comments.push(serde_json::json!({
@@ -657,14 +937,21 @@ const LINEAR: Instantiation = Instantiation {
                 }
             }
         });
-        let mut u = over_fake(&linear_settings(&fake.url), Box::new(fake))?;
+        let mut u = over_fake(&linear_settings(&fake.url), fake)?;
         u.names = keyed_names(fake_linear::issue_id, fake_linear::TEAM);
         u.state = |s| linear_state(s);
         Ok(u)
     },
     broken: || broken_server(linear_settings),
+    answering: |a| {
+        let mut u = serving(linear_settings, a.content_type, a.body)?;
+        u.names = keyed_names(fake_linear::issue_id, fake_linear::TEAM);
+        Ok(u)
+    },
     // Linear labels exist per team or workspace; the seed's are created with the team.
     supports_labels: true,
+    foreign: &["00000000-0000-4000-8000-000000000009", "OPS-9", "ops-9"],
+    http: true,
 };
 
 tracker_contract!(linear, LINEAR);

@@ -1,14 +1,15 @@
 //! The real binary against the fake GitHub API: the example workflow validates and runs; a
 //! candidate is dispatched, moved to in-progress and handed off by label; a terminal state
 //! stops a running agent and cleans its workspace; blockers hold an issue until terminal;
-//! lifecycle comments are posted once; faults surface in the poll health and recover.
+//! lifecycle comments are posted once; faults surface in the poll health and recover; a poll
+//! past its byte caps (`tracker.max_poll_bytes`) fails naming the cap.
 
 mod common;
 
 use std::time::Duration;
 
 use common::fake_github::{self, FakeGithub, TOKEN};
-use common::fake_server::Fault;
+use common::fake_server::{Fault, Reply};
 use common::poll_health;
 use common::{FAKE_AGENT, Setup};
 
@@ -274,4 +275,57 @@ fn a_workflow_without_states_gets_the_kinds_default_labels() {
         "{text}"
     );
     assert!(!text.contains("dispatch 6"), "{text}");
+}
+
+/// With `tracker.max_poll_bytes: 1048576`, one answer may take 128 KiB and a poll's pages
+/// 1 MiB together: an answer over the first and a list over the second each fail the poll
+/// with an error naming the setting, and the poll passes again once the tracker shrinks.
+#[test]
+fn a_poll_past_its_byte_caps_fails_naming_the_cap() {
+    let fake = fake_github::start(LABELS);
+    let wf = mock_workflow(&fake, "  turn_delay_ms: 10\n")
+        .replace("  comments:", "  max_poll_bytes: 1048576\n  comments:");
+    let setup = Setup::new(&wf, "[]");
+    let d = setup.start(&[("GITHUB_TOKEN", TOKEN)]);
+    d.wait_state("a first good poll", WAIT, |s| {
+        s["health"]["poll"]["outcome"] == "succeeded"
+    });
+    let path = "/repos/owner/repo/issues";
+    let big = fake_github::issue_json(1, &"x".repeat(200 * 1024), &["backlog"], false);
+    fake.push_fault(
+        "GET",
+        path,
+        Fault::Status(Reply::json(200, &serde_json::json!([big]))),
+    );
+    poll_health::fails_then_recovers(&d, "an answer over its cap", WAIT, |error| {
+        assert!(
+            error.contains("is over the 128 KiB one answer may take (an eighth of tracker.max_poll_bytes, 1 MiB)"),
+            "{error}"
+        );
+    });
+    // Pages of about 100 KiB each, 1.2 MiB together, of issues that are never candidates.
+    let title = "t".repeat(1500);
+    fake.with_state(|s| {
+        for n in 100..700 {
+            s.add_issue(n, &title, &["done"], false);
+        }
+    });
+    let s = d.wait_state("the poll failing on its total", WAIT, |s| {
+        s["health"]["poll"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("would pass their cap of 1 MiB (tracker.max_poll_bytes)"))
+    });
+    assert_eq!(
+        s["health"]["poll"]["status"], "fail",
+        "{}",
+        s["health"]["poll"]
+    );
+    fake.with_state(|s| {
+        for n in 100..700 {
+            s.issues.remove(&n);
+        }
+    });
+    d.wait_state("the poll passing again", WAIT, |s| {
+        s["health"]["poll"]["status"] == "pass"
+    });
 }

@@ -79,9 +79,7 @@ fn each_fault_maps_to_its_error_class_and_the_next_call_recovers() {
         assert_eq!(ok, Some(200), "recovery after {label}");
     }
     server.push_fault("GET", "/items", Fault::BadJson);
-    let parsed = c
-        .send(Request::get("/items"))
-        .and_then(|r| r.json::<serde_json::Value>());
+    let parsed = c.send(Request::get("/items")).and_then(|r| r.json());
     assert_eq!(parsed.err().map(|e| e.class), Some(ErrorClass::Payload));
 }
 

@@ -246,8 +246,9 @@ fn an_issue_by_id_carries_notes_without_system_ones_and_its_blockers() {
     assert!(b.refs.is_empty() && b.complete);
     let missing = t.fetch_issue_by_id("404").err().map(|e| e.kind);
     assert_eq!(missing, Some(TrackerErrorKind::NotFound));
+    // Not an issue number: refused before any request, as every kind refuses such ids.
     let bad = t.fetch_issue_comments("not-a-number").err().map(|e| e.kind);
-    assert_eq!(bad, Some(TrackerErrorKind::NotFound));
+    assert_eq!(bad, Some(TrackerErrorKind::OutOfScope));
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! candidate is dispatched, moved to In Progress and handed off by state id, each written
 //! once; a terminal state stops a running agent and cleans its workspace; blockers hold an
 //! issue until terminal; lifecycle comments are posted once; faults surface in the poll health
-//! and recover.
+//! and recover; an answer of a shape the adapter cannot read puts a due retry back instead of
+//! dropping it.
 
 mod common;
 
@@ -197,4 +198,57 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
         fake.with_state(|s| s.state(4)) == "In Review"
     });
     assert_eq!(state_writes(&fake, 4), ["st-progress", "st-review"]);
+}
+
+/// A retry that fires while Linear answers the issue read with a shape the adapter cannot read
+/// is put back with its backoff (the attempt kept, the failure logged with the answer's first
+/// bytes), and runs once the answers are readable again: the answer was never "not found".
+#[test]
+fn an_unreadable_issue_answer_puts_the_due_retry_back() {
+    let fake = fake_linear::start();
+    fake.with_state(|s| {
+        s.add_issue(1, "Flaky at first", "Todo");
+    });
+    let wf = mock_workflow(&fake, "  issues:\n    ENG-1: {failing_sessions: 1}\n").replace(
+        "  max_turns: 1\nmock:",
+        "  max_turns: 1\n  max_retry_backoff_ms: 3000\nmock:",
+    );
+    let setup = Setup::new(&wf, "[]");
+    let d = setup.start(&env());
+    d.wait_state("the first attempt failed and waits to retry", WAIT, |s| {
+        s["retrying"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|e| e["issue_identifier"] == "ENG-1"))
+    });
+    fake.with_state(|s| s.unreadable_ops.push("SortieIssue".into()));
+    let before = calls(&fake, "SortieIssue").len();
+    d.wait_until(
+        "the retry's issue read met the unreadable answer",
+        WAIT,
+        || {
+            calls(&fake, "SortieIssue").len() > before
+                && d.log_text().contains("retry issue fetch failed")
+        },
+    );
+    let log = d.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("retry issue fetch failed"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("tracker_payload_error") && line.contains("SortieIssue"),
+        "{line}"
+    );
+    assert!(line.contains("data"), "the answer's first bytes: {line}");
+    assert!(!line.contains("tracker_not_found"), "{line}");
+    let s = d.wait_state("the retry still queued", WAIT, |_| true);
+    let entry = s["retrying"]
+        .as_array()
+        .and_then(|r| r.iter().find(|e| e["issue_identifier"] == "ENG-1").cloned())
+        .unwrap_or_else(|| panic!("the retry was dropped: {}", s["retrying"]));
+    assert!(entry["attempt"].as_u64() >= Some(1), "{entry}");
+    fake.with_state(|s| s.unreadable_ops.clear());
+    d.wait_until("ENG-1 handed off on its retry", WAIT, || {
+        fake.with_state(|s| s.state(1)) == "In Review"
+    });
 }

@@ -28,6 +28,7 @@ impl ServiceConfig {
             in_progress_state: t.in_progress_state.clone(),
             api_version: t.api_version.clone(),
             user_agent: t.user_agent.clone(),
+            max_poll_bytes: t.max_poll_bytes,
             path: self.tracker_path.clone(),
             block: self.adapter_block(&t.kind).cloned().unwrap_or_default(),
         }

@@ -241,6 +241,7 @@ fn build_tracker(
         comments: build_comments(m)?,
         api_version: scalar_text(m.get("api_version")),
         user_agent: non_empty(whole_value(m, "user_agent", ctx).trim().to_string()),
+        max_poll_bytes: build_max_poll_bytes(m)?,
     })
 }
 
@@ -252,6 +253,23 @@ fn scalar_text(v: Option<&Value>) -> Option<String> {
         _ => return None,
     };
     non_empty(text)
+}
+
+/// `tracker.max_poll_bytes`: absent = the default; an integer of at least
+/// [`crate::tracker::MIN_POLL_BYTES`] otherwise.
+fn build_max_poll_bytes(m: &Map<String, Value>) -> Result<Option<u64>, ConfigError> {
+    let field = "tracker.max_poll_bytes";
+    let Some(n) = int_field(m, "max_poll_bytes", field)? else {
+        return Ok(None);
+    };
+    let min = crate::tracker::MIN_POLL_BYTES;
+    match u64::try_from(n) {
+        Ok(n) if n >= min => Ok(Some(n)),
+        _ => Err(ConfigError::field(
+            field,
+            format!("must be at least {min} (1 MiB), got {n}"),
+        )),
+    }
 }
 
 /// `handoff_state`, `in_progress_state`, `no_change_state`: absent = off; must be a string;

@@ -113,6 +113,9 @@ pub struct TrackerConfig {
     pub api_version: Option<String>,
     /// `tracker.user_agent`: the `User-Agent` the kinds that read it send.
     pub user_agent: Option<String>,
+    /// `tracker.max_poll_bytes`: what the answers of one tracker read may total; `None` =
+    /// the tracker layer's default.
+    pub max_poll_bytes: Option<u64>,
 }
 
 impl fmt::Debug for TrackerConfig {
@@ -134,6 +137,7 @@ impl fmt::Debug for TrackerConfig {
             .field("comments", &self.comments)
             .field("api_version", &self.api_version)
             .field("user_agent", &self.user_agent)
+            .field("max_poll_bytes", &self.max_poll_bytes)
             .finish()
     }
 }

@@ -925,3 +925,25 @@ claude-code: {max_turns: 50, model: opus, command: ignored}
     assert_eq!(a.block["model"], "opus");
     assert_eq!(a.turn_timeout_ms, 3_600_000);
 }
+
+#[test]
+fn the_poll_byte_cap_is_an_integer_of_at_least_one_mebibyte() {
+    let o = opts(&[]);
+    assert_eq!(ok(&doc(""), &o).config.tracker.max_poll_bytes, None);
+    let w = ok(&doc("  max_poll_bytes: 2097152"), &o);
+    assert_eq!(w.config.tracker.max_poll_bytes, Some(2_097_152));
+    assert_eq!(w.config.tracker_settings().max_poll_bytes, Some(2_097_152));
+    assert_eq!(
+        err(&doc("  max_poll_bytes: 1000"), &o),
+        "config: tracker.max_poll_bytes: must be at least 1048576 (1 MiB), got 1000"
+    );
+    assert!(err(&doc("  max_poll_bytes: lots"), &o).contains("tracker.max_poll_bytes"));
+    assert!(err(&doc("  max_poll_bytes: -5"), &o).contains("must be at least"));
+    assert!(
+        !ok(&doc("  max_poll_bytes: 2097152"), &o)
+            .warnings
+            .iter()
+            .any(|w| w.to_string().contains("max_poll_bytes")),
+        "a known key"
+    );
+}

@@ -69,6 +69,7 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
             "in_progress_state",
             "no_change_state",
             "comments",
+            "max_poll_bytes",
             "api_version",
             "handoff_evidence",
             "user_agent",

@@ -11,8 +11,12 @@ use super::request::{Request, Response};
 use super::retry::{RetryPolicy, jitter_unit};
 use crate::clock::Clock;
 
-/// Largest response body read (a page of issues is far smaller).
-const MAX_BODY_BYTES: u64 = 16 * 1024 * 1024;
+/// Largest answer read outside a read budget (a page of issues is far smaller).
+pub const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
+/// Most of a refusal's body read: only its first bytes reach the error.
+const MAX_ERROR_BODY_BYTES: u64 = 64 * 1024;
+/// How many times its size an answer's parsed JSON tree may take.
+const TREE_FACTOR: u64 = 4;
 
 /// Waits between retries; tests inject one that records instead of sleeping.
 pub trait Sleeper: Send + Sync {
@@ -41,6 +45,9 @@ pub struct ClientOptions {
     /// Whole-call timeout: connect, send and read.
     pub timeout: Duration,
     pub retry: RetryPolicy,
+    /// Bytes one answer may take when no read budget is open
+    /// ([`super::budget::with_read_budget`]); default [`MAX_ANSWER_BYTES`].
+    pub max_answer_bytes: u64,
 }
 
 impl ClientOptions {
@@ -52,6 +59,7 @@ impl ClientOptions {
             headers: Vec::new(),
             timeout: Duration::from_secs(30),
             retry: RetryPolicy::default(),
+            max_answer_bytes: MAX_ANSWER_BYTES,
         }
     }
 
@@ -159,19 +167,16 @@ impl HttpClient {
                 )
             })
             .collect();
-        let body = response
-            .into_body()
-            .with_config()
-            .limit(MAX_BODY_BYTES)
-            .read_to_vec()
-            .map_err(|e| {
-                fail(
-                    ErrorClass::Transport,
-                    format!("reading a {status} body failed: {e}"),
-                )
-            })?;
         let redirect = req.accept_redirect && (300..400).contains(&status);
-        self.accept(status, redirect, headers, body, method, path)
+        let wanted = (200..300).contains(&status) || status == 304 || redirect;
+        let cap = AnswerCap::now(self.opts.max_answer_bytes);
+        let body = read_body(response.into_body(), wanted, &cap)
+            .map_err(|(class, detail)| fail(class, format!("a {status} answer: {detail}")))?;
+        crate::http_client::budget::charge(body.len() as u64);
+        let mut resp = self.accept(status, redirect, headers, body, method, path)?;
+        resp.tree_limit =
+            usize::try_from(cap.per_answer.saturating_mul(TREE_FACTOR)).unwrap_or(usize::MAX);
+        Ok(resp)
     }
 
     fn accept(
@@ -198,6 +203,7 @@ impl HttpClient {
                 body,
                 method,
                 path,
+                tree_limit: 0,
             });
         }
         let class = classify(status, &headers, &body);
@@ -272,6 +278,100 @@ impl HttpClient {
         }
         url
     }
+}
+
+/// What the next answer may take: the open read budget's room, or the client's own cap.
+struct AnswerCap {
+    /// Bytes this answer may take.
+    limit: u64,
+    /// Bytes any one answer may take (the budget's per-answer cap, or the client's).
+    per_answer: u64,
+    room: Option<crate::http_client::budget::Room>,
+}
+
+impl AnswerCap {
+    fn now(client_cap: u64) -> AnswerCap {
+        match crate::http_client::budget::room() {
+            Some(room) => AnswerCap {
+                limit: room.limit,
+                per_answer: room.budget.per_answer,
+                room: Some(room),
+            },
+            None => AnswerCap {
+                limit: client_cap,
+                per_answer: client_cap,
+                room: None,
+            },
+        }
+    }
+
+    /// Why an answer of `size` (`None`: more than the limit, length not announced) cannot be
+    /// read, naming the cap it met.
+    fn refusal(&self, size: Option<u64>) -> String {
+        use crate::http_client::budget::size_text;
+        let size = match size {
+            Some(n) => size_text(n),
+            None => format!("more than {}", size_text(self.limit)),
+        };
+        match &self.room {
+            Some(r) if self.limit < r.budget.per_answer => format!(
+                "the answers of this read would pass their cap of {} ({}): {} read before an answer of {size}",
+                size_text(r.budget.total),
+                r.budget.name,
+                size_text(r.used)
+            ),
+            Some(r) => format!(
+                "an answer of {size} is over the {} one answer may take (an eighth of {}, {})",
+                size_text(self.limit),
+                r.budget.name,
+                size_text(r.budget.total)
+            ),
+            None => format!(
+                "an answer of {size} is over the {} one answer may take",
+                size_text(self.limit)
+            ),
+        }
+    }
+}
+
+/// Reads a body within its cap: an announced length over the cap is refused before any byte
+/// is read, and reading stops one byte past the cap. A refusal's body (`wanted` false) is
+/// read only up to its first bytes, cut silently.
+fn read_body(
+    body: ureq::Body,
+    wanted: bool,
+    cap: &AnswerCap,
+) -> Result<Vec<u8>, (ErrorClass, String)> {
+    use std::io::Read;
+    let limit = if wanted {
+        cap.limit
+    } else {
+        MAX_ERROR_BODY_BYTES
+    };
+    let announced = body.content_length();
+    if wanted && announced.is_some_and(|n| n > limit) {
+        return Err((ErrorClass::TooLarge, cap.refusal(announced)));
+    }
+    let reserve = announced.unwrap_or(0).min(limit).min(MAX_ANSWER_BYTES);
+    let mut out = Vec::with_capacity(usize::try_from(reserve).unwrap_or(0));
+    let reader = body.into_with_config().reader();
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| {
+            (
+                ErrorClass::Transport,
+                format!("reading the body failed: {e}"),
+            )
+        })?;
+    if out.len() as u64 > limit {
+        if !wanted {
+            out.truncate(usize::try_from(limit).unwrap_or(out.len()));
+            return Ok(out);
+        }
+        return Err((ErrorClass::TooLarge, cap.refusal(None)));
+    }
+    Ok(out)
 }
 
 fn transport_detail(e: &ureq::Error, timeout: Duration) -> String {

@@ -22,6 +22,9 @@ pub enum ErrorClass {
     Payload,
     /// A paginator was told there is more but given no cursor.
     MissingEndCursor,
+    /// An answer, or the answers of one read together, passed a size cap (the detail names
+    /// it); not retried by the client, since the same read would meet the same cap.
+    TooLarge,
 }
 
 /// One failed call: `<METHOD> <path>: <detail>`, where `detail` holds the status and a masked
@@ -64,12 +67,15 @@ impl fmt::Display for HttpError {
 
 impl std::error::Error for HttpError {}
 
-/// A body excerpt safe for messages: secrets masked, then cut to at most
-/// [`MAX_SNIPPET_BYTES`] on a character boundary, whitespace runs folded to one space.
+/// A body excerpt safe for messages: whitespace runs folded to one space, control and
+/// direction-changing characters escaped (`\u{1b}`), so a body cannot colour or forge a log
+/// line; secrets masked, then cut to at most [`MAX_SNIPPET_BYTES`] on a character boundary.
 pub fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
+    // Only the head can be shown; whitespace folding shrinks it, so a generous head is read.
+    let head = &body[..body.len().min(64 * 1024)];
+    let text = String::from_utf8_lossy(head);
     let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let masked = crate::mask::mask(&folded);
+    let masked = crate::mask::mask(&escape_controls(&folded));
     if masked.len() <= MAX_SNIPPET_BYTES {
         return masked;
     }
@@ -78,6 +84,25 @@ pub fn snippet(body: &[u8]) -> String {
         end -= 1;
     }
     masked[..end].to_string()
+}
+
+fn escape_controls(text: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.contains(hidden) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if hidden(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A removal's answer where a resource already gone (404) is the end state that was wanted:
@@ -111,6 +136,11 @@ mod tests {
         assert!(s.len() <= MAX_SNIPPET_BYTES);
         assert!(s.len() >= MAX_SNIPPET_BYTES - 1);
         assert_eq!(snippet(b"  short \n body "), "short body");
+        assert_eq!(
+            snippet("a\u{1b}[31mred\u{0}\u{202e}\"q\"".as_bytes()),
+            "a\\u{1b}[31mred\\u{0}\\u{202e}\"q\""
+        );
+        assert!(snippet(&vec![b'x'; 10 << 20]).len() == MAX_SNIPPET_BYTES);
     }
 
     #[test]

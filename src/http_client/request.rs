@@ -1,7 +1,7 @@
 //! What a caller sends and gets back: plain values, so adapters and their tests never touch
 //! ureq types.
 
-use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use super::error::{ErrorClass, HttpError, snippet};
 
@@ -105,6 +105,8 @@ pub struct Response {
     pub body: Vec<u8>,
     pub method: &'static str,
     pub path: String,
+    /// The most memory the body's JSON tree may take once parsed (see [`Response::json`]).
+    pub tree_limit: usize,
 }
 
 impl Response {
@@ -113,59 +115,98 @@ impl Response {
         header_value(&self.headers, name)
     }
 
-    /// The body parsed as JSON; a body that does not parse is a payload error.
-    pub fn json<T: DeserializeOwned>(&self) -> Result<T, HttpError> {
-        serde_json::from_slice(&self.body).map_err(|e| {
-            let mut err = HttpError::new(
-                ErrorClass::Payload,
-                self.method,
-                &self.path,
-                format!(
-                    "invalid JSON in a {} response: {e}: {}",
-                    self.status,
-                    snippet(&self.body)
-                ),
-            );
-            err.status = Some(self.status);
-            err
+    /// The body parsed as JSON, its tree within [`Response::tree_limit`]; a body that does not
+    /// parse (HTML, text, cut off) is a payload error carrying the body's first bytes, and a
+    /// tree over the limit an error naming it.
+    pub fn json(&self) -> Result<Value, HttpError> {
+        super::json_tree::parse_bounded(&self.body, self.tree_limit).map_err(|e| {
+            let class = if super::json_tree::is_ceiling(&e) {
+                ErrorClass::TooLarge
+            } else {
+                ErrorClass::Payload
+            };
+            self.error(
+                class,
+                format!("invalid JSON in a {} response: {e}", self.status),
+            )
         })
+    }
+
+    /// An answer the caller cannot read (wrong shape, missing fields): a payload error whose
+    /// detail ends with the body's first bytes, masked and escaped.
+    pub fn unreadable(&self, detail: impl Into<String>) -> HttpError {
+        self.error(ErrorClass::Payload, detail.into())
+    }
+
+    fn error(&self, class: ErrorClass, detail: String) -> HttpError {
+        let snip = snippet(&self.body);
+        let detail = if snip.is_empty() {
+            format!("{detail} (empty body)")
+        } else {
+            format!("{detail}: {snip}")
+        };
+        let mut err = HttpError::new(class, self.method, &self.path, detail);
+        err.status = Some(self.status);
+        err
     }
 }
 
 impl Response {
     /// The body as one JSON object; any other JSON is a payload error naming what came.
-    pub fn json_object(&self) -> Result<serde_json::Value, HttpError> {
+    pub fn json_object(&self) -> Result<Value, HttpError> {
         match self.json()? {
-            v @ serde_json::Value::Object(_) => Ok(v),
+            v @ Value::Object(_) => Ok(v),
             other => Err(self.not_shaped("an object", &other)),
         }
     }
 
     /// The body as a JSON array; any other JSON is a payload error naming what came.
-    pub fn json_array(&self) -> Result<Vec<serde_json::Value>, HttpError> {
+    pub fn json_array(&self) -> Result<Vec<Value>, HttpError> {
         match self.json()? {
-            serde_json::Value::Array(items) => Ok(items),
+            Value::Array(items) => Ok(items),
             other => Err(self.not_shaped("an array", &other)),
         }
     }
 
-    fn not_shaped(&self, want: &str, got: &serde_json::Value) -> HttpError {
-        let got = match got {
-            serde_json::Value::Null => "null",
-            serde_json::Value::Bool(_) => "a boolean",
-            serde_json::Value::Number(_) => "a number",
-            serde_json::Value::String(_) => "a string",
-            serde_json::Value::Array(_) => "an array",
-            serde_json::Value::Object(_) => "an object",
-        };
-        let mut err = HttpError::new(
-            ErrorClass::Payload,
-            self.method,
-            &self.path,
-            format!("expected {want} in the JSON answer, got {got}"),
-        );
-        err.status = Some(self.status);
-        err
+    /// The body as a JSON array whose every item is an object carrying a non-null `need` (an
+    /// issue's number, a comment's id); a payload error naming the first item without it.
+    pub fn json_items(&self, what: &str, need: &str) -> Result<Vec<Value>, HttpError> {
+        self.checked_items(self.json_array()?, what, need)
+    }
+
+    /// `items` (read from this answer) when each carries a non-null `need`.
+    pub fn checked_items(
+        &self,
+        items: Vec<Value>,
+        what: &str,
+        need: &str,
+    ) -> Result<Vec<Value>, HttpError> {
+        match items
+            .iter()
+            .position(|v| v.get(need).is_none_or(Value::is_null))
+        {
+            None => Ok(items),
+            Some(i) => Err(self.unreadable(format!("{what} item {i} has no {need}"))),
+        }
+    }
+
+    fn not_shaped(&self, want: &str, got: &Value) -> HttpError {
+        self.unreadable(format!(
+            "expected {want} in the JSON answer, got {}",
+            kind_of(got)
+        ))
+    }
+}
+
+/// What a JSON value is, for messages: `null`, `a boolean`, `an array`, ….
+pub fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -189,6 +230,7 @@ mod tests {
             body: body.as_bytes().to_vec(),
             method: "GET",
             path: "/x".into(),
+            tree_limit: 1 << 20,
         }
     }
 
@@ -202,15 +244,41 @@ mod tests {
             e,
             Some((
                 ErrorClass::Payload,
-                "expected an object in the JSON answer, got an array".into(),
+                "expected an object in the JSON answer, got an array: [1]".into(),
                 Some(200)
             ))
         );
         let e = answer("null").json_array().err().map(|e| e.detail);
         assert_eq!(
             e.as_deref(),
-            Some("expected an array in the JSON answer, got null")
+            Some("expected an array in the JSON answer, got null: null")
         );
         assert!(answer("{").json_object().is_err());
+    }
+
+    #[test]
+    fn an_unreadable_answer_carries_its_first_bytes() {
+        let e = answer("<html>\n<body>\u{1b}[31mBad Gateway</body></html>")
+            .json()
+            .err()
+            .map(|e| (e.class, e.detail));
+        let (class, detail) = e.unwrap_or((ErrorClass::Api, String::new()));
+        assert_eq!(class, ErrorClass::Payload);
+        assert!(
+            detail.starts_with("invalid JSON in a 200 response: expected value at line 1"),
+            "{detail}"
+        );
+        assert!(
+            detail.ends_with(": <html> <body>\\u{1b}[31mBad Gateway</body></html>"),
+            "{detail}"
+        );
+        let e = answer("").unreadable("no issues").detail;
+        assert_eq!(e, "no issues (empty body)");
+        let mut big = answer(&format!("[{}0]", "0,".repeat(1000)));
+        big.tree_limit = 1000;
+        assert_eq!(
+            big.json().err().map(|e| e.class),
+            Some(ErrorClass::TooLarge)
+        );
     }
 }

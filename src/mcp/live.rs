@@ -46,10 +46,7 @@ impl DaemonApi {
     pub fn issue(&self, identifier: &str) -> Result<LiveIssue, String> {
         let path = format!("/api/v1/{}", crate::http_client::encode(identifier));
         match self.client.send(Request::get(path)) {
-            Ok(resp) => resp
-                .json::<Value>()
-                .map(LiveIssue::Known)
-                .map_err(|e| e.to_string()),
+            Ok(resp) => resp.json().map(LiveIssue::Known).map_err(|e| e.to_string()),
             Err(e) if e.class == ErrorClass::NotFound => Ok(LiveIssue::Unknown),
             Err(e) => Err(e.to_string()),
         }

@@ -54,10 +54,7 @@ pub fn tools(
     match wf.config.tracker.project.as_deref().map(str::trim) {
         Some(project) if !project.is_empty() => {
             match crate::registry::build_tracker(&wf.config.tracker_settings(), clock.clone()) {
-                Ok(tracker) => tools.push(Box::new(tracker_api::TrackerApiTool {
-                    tracker,
-                    project: project.to_string(),
-                })),
+                Ok(tracker) => tools.push(Box::new(tracker_api::TrackerApiTool { tracker })),
                 Err(e) => notes.push(format!("tracker_api: tracker not built: {e}")),
             }
         }

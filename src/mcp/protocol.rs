@@ -96,6 +96,11 @@ pub fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
+/// An error response with `data` (what kind of refusal, which rule).
+pub fn error_with_data(id: Value, code: i64, message: &str, data: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": data}})
+}
+
 /// `params` as an object: absent (`null`) reads as empty; anything else but an object is `None`.
 pub fn params_object(params: &Value) -> Option<Map<String, Value>> {
     match params {

@@ -66,33 +66,43 @@ impl Server {
             }
             "tools/call" => match self.call(params) {
                 Ok(r) => protocol::result(id, r),
-                Err(message) => protocol::error(id, INVALID_PARAMS, &message),
+                Err((message, None)) => protocol::error(id, INVALID_PARAMS, &message),
+                Err((message, Some(data))) => {
+                    protocol::error_with_data(id, INVALID_PARAMS, &message, data)
+                }
             },
             other => protocol::error(id, METHOD_NOT_FOUND, &format!("Method not found: {other}")),
         }
     }
 
-    /// A `tools/call`: the result object, or the message of a `-32602` error.
-    fn call(&self, params: &Value) -> Result<Value, String> {
+    /// A `tools/call`: the result object, or the message (and data) of a `-32602` error.
+    fn call(&self, params: &Value) -> Result<Value, (String, Option<Value>)> {
+        let invalid = |m: String| (m, None);
         let params = protocol::params_object(params)
-            .ok_or_else(|| "Invalid params: params must be an object".to_string())?;
+            .ok_or_else(|| invalid("Invalid params: params must be an object".to_string()))?;
         let name = params
             .get("name")
             .and_then(Value::as_str)
-            .ok_or_else(|| "Invalid params: name must be a string".to_string())?;
+            .ok_or_else(|| invalid("Invalid params: name must be a string".to_string()))?;
         let tool = self
             .tools
             .iter()
             .find(|t| t.name() == name)
-            .ok_or_else(|| format!("Invalid params: unknown tool {name:?}"))?;
+            .ok_or_else(|| invalid(format!("Invalid params: unknown tool {name:?}")))?;
         let args = protocol::params_object(params.get("arguments").unwrap_or(&Value::Null))
-            .ok_or_else(|| "Invalid params: arguments must be an object".to_string())?;
+            .ok_or_else(|| invalid("Invalid params: arguments must be an object".to_string()))?;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.call(&args)))
             .unwrap_or_else(|_| Err(ToolError::message("internal error: the tool panicked")));
         let (body, is_error) = match outcome {
             Ok(v) => (v, false),
             Err(ToolError::Failed(v)) => (v, true),
-            Err(ToolError::InvalidArguments(m)) => return Err(format!("Invalid params: {m}")),
+            Err(ToolError::InvalidArguments(m)) => {
+                return Err(invalid(format!("Invalid params: {m}")));
+            }
+            Err(ToolError::Refused { message, data }) => {
+                let message = crate::mask::mask(&format!("Invalid params: {message}"));
+                return Err((message, Some(data)));
+            }
         };
         let text = crate::mask::mask(&body.to_string());
         let mut result = json!({"content": [{"type": "text", "text": text}]});

@@ -9,6 +9,9 @@ pub enum ToolError {
     InvalidArguments(String),
     /// The tool ran and failed: this body is the result, flagged `isError`.
     Failed(Value),
+    /// The call asks for something outside what the session may touch: a JSON-RPC `-32602`
+    /// error with this message (naming the rule) and `data`.
+    Refused { message: String, data: Value },
 }
 
 impl ToolError {

@@ -1,14 +1,18 @@
 //! `tracker_api`: the scoped subset of tracker operations an agent may run on the workflow's
 //! tracker: read an issue or its comments, list the active candidates, move an issue to a
-//! state. Issue ids outside `tracker.project` are refused: the prefix before the last `-` of
-//! the id must equal the project (case-insensitive); an id without `-` passes.
+//! state. Every operation that names an issue resolves it first through the tracker's scope
+//! check ([`TrackerAdapter::resolve_in_scope`]): the tracker's own answer must place it in the
+//! configured project, team or repository (and query filter), however the id is spelled, and
+//! an id that could change a request's path is refused before any request. The operation then
+//! acts on the id the tracker answered, never on the agent's spelling. A refusal is a JSON-RPC
+//! error (`-32602`) naming the rule, with `data.kind` `project_scope_violation`.
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
 use super::tool::{Tool, ToolError};
-use crate::tracker::{TrackerAdapter, TrackerError, TrackerErrorKind};
+use crate::tracker::{TrackerAdapter, TrackerError, TrackerErrorKind, scope};
 
 /// The operations, as the schema lists them.
 pub const OPERATIONS: &[&str] = &[
@@ -21,9 +25,10 @@ const FIELDS: &[&str] = &["operation", "issue_id", "target_state"];
 
 pub struct TrackerApiTool {
     pub tracker: Arc<dyn TrackerAdapter>,
-    /// `tracker.project`.
-    pub project: String,
 }
+
+/// The error kind a refused id is reported under.
+pub const SCOPE_VIOLATION: &str = "project_scope_violation";
 
 /// A failed operation: `{"success":false,"error":{"kind","message"}}`.
 fn failure(kind: &str, message: impl Into<String>) -> Value {
@@ -38,19 +43,18 @@ fn tracker_kind(e: &TrackerError) -> &'static str {
         TrackerErrorKind::Api | TrackerErrorKind::MissingEndCursor => "tracker_api_error",
         TrackerErrorKind::NotFound => "tracker_not_found",
         TrackerErrorKind::Payload => "tracker_payload_error",
+        TrackerErrorKind::OutOfScope => SCOPE_VIOLATION,
         TrackerErrorKind::UnsupportedTrackerKind | TrackerErrorKind::MissingTrackerProject => {
             "internal_error"
         }
     }
 }
 
-/// Whether `issue_id` lies in `project`.
-pub fn in_scope(issue_id: &str, project: &str) -> bool {
-    let project = project.trim();
-    match issue_id.rsplit_once('-') {
-        None => true,
-        Some(_) if project.is_empty() => true,
-        Some((prefix, _)) => prefix.eq_ignore_ascii_case(project),
+/// The JSON-RPC refusal of an id the tracker's scope check turned down.
+fn refused(e: &TrackerError) -> ToolError {
+    ToolError::Refused {
+        message: format!("{SCOPE_VIOLATION}: {}", e.message),
+        data: json!({"kind": SCOPE_VIOLATION, "tracker": e.tracker, "rule": scope::RULE}),
     }
 }
 
@@ -76,7 +80,9 @@ impl TrackerApiTool {
             return Err(ToolError::InvalidArguments("operation is required".into()));
         };
         let issue_id = string_arg(args, "issue_id")?.map(str::trim);
-        let target_state = string_arg(args, "target_state")?.map(str::trim);
+        let target_state = string_arg(args, "target_state")?
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
         if !OPERATIONS.contains(&operation) {
             return Ok(failure(
                 "unsupported_operation",
@@ -86,24 +92,42 @@ impl TrackerApiTool {
                 ),
             ));
         }
-        let needs_id = operation != "search_issues";
-        let id = match issue_id.filter(|s| !s.is_empty()) {
-            Some(id) => id,
-            None if needs_id => {
-                return Ok(failure(
-                    "invalid_input",
-                    format!("{operation} needs issue_id"),
-                ));
-            }
-            None => "",
-        };
-        if needs_id && !in_scope(id, &self.project) {
-            return Ok(failure(
-                "project_scope_violation",
-                format!("issue {id:?} is outside the project {:?}", self.project),
+        if operation == "search_issues" {
+            return Ok(answer(
+                self.tracker
+                    .fetch_candidate_issues()
+                    .map(|is| serde_json::to_value(is).unwrap_or(Value::Null)),
             ));
         }
-        let data = match operation {
+        let Some(named) = issue_id.filter(|s| !s.is_empty()) else {
+            return Ok(failure(
+                "invalid_input",
+                format!("{operation} needs issue_id"),
+            ));
+        };
+        if operation == "transition_issue" && target_state.is_none() {
+            return Ok(failure(
+                "invalid_input",
+                "transition_issue needs target_state",
+            ));
+        }
+        // The operation acts on the id the tracker answered, never on the agent's spelling.
+        let id = match self.tracker.resolve_in_scope(named) {
+            Ok(issue) => issue.id,
+            Err(e) if e.kind == TrackerErrorKind::OutOfScope => return Err(refused(&e)),
+            Err(e) => return Ok(failure(tracker_kind(&e), e.to_string())),
+        };
+        Ok(answer(self.on_issue(operation, &id, target_state)))
+    }
+
+    /// Runs an issue operation on a resolved id.
+    fn on_issue(
+        &self,
+        operation: &str,
+        id: &str,
+        target_state: Option<&str>,
+    ) -> Result<Value, TrackerError> {
+        match operation {
             "fetch_issue" => self
                 .tracker
                 .fetch_issue_by_id(id)
@@ -122,26 +146,19 @@ impl TrackerApiTool {
                         .collect(),
                 )
             }),
-            "search_issues" => self
+            _ => self
                 .tracker
-                .fetch_candidate_issues()
-                .map(|is| serde_json::to_value(is).unwrap_or(Value::Null)),
-            _ => {
-                let Some(state) = target_state.filter(|s| !s.is_empty()) else {
-                    return Ok(failure(
-                        "invalid_input",
-                        "transition_issue needs target_state",
-                    ));
-                };
-                self.tracker
-                    .transition_issue(id, state)
-                    .map(|()| json!({"transitioned": true}))
-            }
-        };
-        Ok(match data {
-            Ok(data) => json!({"success": true, "data": data}),
-            Err(e) => failure(tracker_kind(&e), e.to_string()),
-        })
+                .transition_issue(id, target_state.unwrap_or_default())
+                .map(|()| json!({"transitioned": true})),
+        }
+    }
+}
+
+/// The tool's envelope around an operation's outcome.
+fn answer(data: Result<Value, TrackerError>) -> Value {
+    match data {
+        Ok(data) => json!({"success": true, "data": data}),
+        Err(e) => failure(tracker_kind(&e), e.to_string()),
     }
 }
 
@@ -151,7 +168,7 @@ impl Tool for TrackerApiTool {
     }
 
     fn description(&self) -> &'static str {
-        "Runs one operation on the issue tracker, limited to the configured project: fetch_issue, fetch_comments (need issue_id), search_issues (the active issues), transition_issue (needs issue_id and target_state). Answers {\"success\":true,\"data\":...} or {\"success\":false,\"error\":{\"kind\",\"message\"}}."
+        "Runs one operation on the issue tracker, limited to the configured project: fetch_issue, fetch_comments (need issue_id), search_issues (the active issues), transition_issue (needs issue_id and target_state). Answers {\"success\":true,\"data\":...} or {\"success\":false,\"error\":{\"kind\",\"message\"}}; an issue outside the project is refused with a JSON-RPC error (data.kind project_scope_violation)."
     }
 
     fn input_schema(&self) -> Value {
@@ -247,12 +264,22 @@ mod tests {
         fn fetch_blockers(&self, _: &str) -> TrackerResult<Blockers> {
             self.answer(Blockers::default())
         }
+        /// `MT-<n>` and the number `<n>` name `MT-<n>`; anything else is out of scope.
+        fn resolve_in_scope(&self, id: &str) -> TrackerResult<crate::domain::IssueRef> {
+            let n = id.strip_prefix("MT-").unwrap_or(id);
+            if !scope::is_number(n) {
+                return Err(scope::refusal("fake", id, "not an MT issue"));
+            }
+            self.answer(crate::domain::IssueRef {
+                id: format!("MT-{n}"),
+                identifier: format!("MT-{n}"),
+            })
+        }
     }
 
     fn tool(fail: Option<TrackerErrorKind>) -> TrackerApiTool {
         TrackerApiTool {
             tracker: Arc::new(Fake { fail }),
-            project: "MT".into(),
         }
     }
 
@@ -315,10 +342,6 @@ mod tests {
             "invalid_input"
         );
         assert_eq!(kind(json!({"operation": "nope"})), "unsupported_operation");
-        assert_eq!(
-            kind(json!({"operation": "fetch_comments", "issue_id": "ABC-1"})),
-            "project_scope_violation"
-        );
         for bad in [
             json!({}),
             json!({"operation": null}),
@@ -336,11 +359,38 @@ mod tests {
     }
 
     #[test]
-    fn scope_is_the_prefix_before_the_last_dash() {
-        assert!(in_scope("MT-12", "mt"));
-        assert!(in_scope("my-proj-3", "MY-PROJ"));
-        assert!(!in_scope("OTHER-1", "MT"));
-        assert!(in_scope("12345", "MT"));
-        assert!(in_scope("X-1", ""));
+    fn operations_act_on_the_resolved_id_and_refusals_are_protocol_errors() {
+        let t = tool(None);
+        let ok = t
+            .call(&args(json!({"operation": "fetch_issue", "issue_id": "7"})))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            ok["data"]["id"], "MT-7",
+            "the tracker's id, not the spelling"
+        );
+        for op in ["fetch_issue", "fetch_comments", "transition_issue"] {
+            let out = t.call(&args(
+                json!({"operation": op, "issue_id": "OTHER-9", "target_state": "Done"}),
+            ));
+            match out {
+                Err(ToolError::Refused { message, data }) => {
+                    assert!(
+                        message.starts_with("project_scope_violation: "),
+                        "{message}"
+                    );
+                    assert!(message.contains("rule: "), "{message}");
+                    assert_eq!(data["kind"], "project_scope_violation");
+                    assert_eq!(data["rule"], scope::RULE);
+                }
+                other => panic!("{op}: {other:?}"),
+            }
+        }
+        // A tracker failure while resolving is the tool's own failure envelope.
+        let out = tool(Some(TrackerErrorKind::NotFound))
+            .call(&args(
+                json!({"operation": "fetch_issue", "issue_id": "MT-1"}),
+            ))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(out["error"]["kind"], "tracker_not_found");
     }
 }

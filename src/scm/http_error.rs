@@ -12,7 +12,7 @@ pub fn kind_of(e: &HttpError) -> ScmErrorKind {
         ErrorClass::NotFound => ScmErrorKind::NotFound,
         ErrorClass::Payload | ErrorClass::MissingEndCursor => ScmErrorKind::Payload,
         ErrorClass::Api if matches!(e.status, Some(429 | 403)) => ScmErrorKind::RateLimited,
-        ErrorClass::Api => ScmErrorKind::Api,
+        ErrorClass::Api | ErrorClass::TooLarge => ScmErrorKind::Api,
     }
 }
 

@@ -13,6 +13,7 @@ use crate::clock::Clock;
 use crate::domain::{Comment, Issue};
 use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
 
+pub mod bounded;
 pub mod file;
 pub mod gitea;
 pub mod github;
@@ -22,7 +23,14 @@ pub mod jira;
 pub mod label_state;
 pub mod linear;
 pub mod query_params;
+pub mod scope;
 pub mod settings_check;
+
+/// What the answers of one tracker read (a poll's candidate list with all its pages, one
+/// issue with its comments, …) may total by default: `tracker.max_poll_bytes`.
+pub const DEFAULT_MAX_POLL_BYTES: u64 = 64 * 1024 * 1024;
+/// The smallest `tracker.max_poll_bytes` accepted (one answer may take an eighth of it).
+pub const MIN_POLL_BYTES: u64 = 1024 * 1024;
 
 /// What went wrong in a tracker call; the kind decides whether a caller retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +44,9 @@ pub enum TrackerErrorKind {
     NotFound,
     Payload,
     MissingEndCursor,
+    /// The id names no issue of the configured project, team or repository (and query
+    /// filter), or is spelled so that it could change a request's path: refused.
+    OutOfScope,
 }
 
 impl TrackerErrorKind {
@@ -51,6 +62,7 @@ impl TrackerErrorKind {
             TrackerErrorKind::NotFound => "tracker_not_found",
             TrackerErrorKind::Payload => "tracker_payload_error",
             TrackerErrorKind::MissingEndCursor => "tracker_missing_end_cursor",
+            TrackerErrorKind::OutOfScope => "tracker_out_of_scope",
         }
     }
 
@@ -74,6 +86,9 @@ impl From<ErrorClass> for TrackerErrorKind {
             ErrorClass::NotFound => TrackerErrorKind::NotFound,
             ErrorClass::Payload => TrackerErrorKind::Payload,
             ErrorClass::MissingEndCursor => TrackerErrorKind::MissingEndCursor,
+            // A size cap: worth another try later (the tracker may have shrunk), never a sign
+            // that the issue is gone.
+            ErrorClass::TooLarge => TrackerErrorKind::Api,
         }
     }
 }
@@ -169,6 +184,21 @@ pub trait TrackerAdapter: Send + Sync {
     fn rate_limit(&self) -> Option<RateLimitStatus> {
         None
     }
+    /// The issue `id` names (its id and identifier as the tracker spells them), when the
+    /// tracker's own answer says it belongs to the configured project, team or repository
+    /// and, where one is configured, matches the query filter: the one check every path by
+    /// which someone outside sortie names an issue (an agent's tool call) goes through before
+    /// acting on it. An id spelled so that it could change a request's path (`/`, `..`, `%`,
+    /// a URL) is refused before any request. Out of scope → [`TrackerErrorKind::OutOfScope`]
+    /// with a message naming the rule; an issue that does not exist → `NotFound`. The default
+    /// refuses every id, so an adapter that cannot tell its scope reaches nothing.
+    fn resolve_in_scope(&self, id: &str) -> TrackerResult<crate::domain::IssueRef> {
+        Err(scope::refusal(
+            self.kind(),
+            id,
+            "this tracker kind cannot tell which issues lie in its scope",
+        ))
+    }
 }
 
 /// What a tracker adapter is built from: the resolved `tracker.*` values and the kind's
@@ -194,6 +224,8 @@ pub struct TrackerSettings {
     pub api_version: Option<String>,
     /// `tracker.user_agent`; read by the kinds that send it (Jira).
     pub user_agent: Option<String>,
+    /// `tracker.max_poll_bytes`; `None` = [`DEFAULT_MAX_POLL_BYTES`].
+    pub max_poll_bytes: Option<u64>,
     /// The kind's local data file, absolute; set only for kinds with a
     /// [`TrackerDescriptor::path_key`].
     pub path: Option<PathBuf>,
@@ -218,6 +250,7 @@ impl fmt::Debug for TrackerSettings {
             .field("in_progress_state", &self.in_progress_state)
             .field("api_version", &self.api_version)
             .field("user_agent", &self.user_agent)
+            .field("max_poll_bytes", &self.max_poll_bytes)
             .field("path", &self.path)
             .field("block_keys", &self.block.keys().collect::<Vec<_>>())
             .finish()

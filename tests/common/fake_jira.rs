@@ -76,11 +76,22 @@ pub struct JiraState {
 impl JiraState {
     /// Adds issue `PROJ-<n>` with id `10000 + n` in `status`; returns the id.
     pub fn add_issue(&mut self, n: u64, summary: &str, status: &str) -> u64 {
-        let id = 10_000 + n;
+        let project = self.project.clone();
+        self.add_issue_in(&project, n, summary, status)
+    }
+
+    /// Adds issue `<project>-<n>`: id `10000 + n` in the served project, `20000 + n` in any
+    /// other (so `OTHER-9` is `20009`); returns the id.
+    pub fn add_issue_in(&mut self, project: &str, n: u64, summary: &str, status: &str) -> u64 {
+        let id = if project == self.project {
+            10_000 + n
+        } else {
+            20_000 + n
+        };
         self.issues.insert(
             id,
             FakeIssue {
-                key: format!("{}-{n}", self.project),
+                key: format!("{project}-{n}"),
                 summary: summary.to_string(),
                 status: status.to_string(),
                 priority: Some(3),
@@ -127,9 +138,11 @@ impl JiraState {
                         "fields": {"status": {"name": bi.status}}}})
             })
             .collect();
+        let project = i.key.rsplit_once('-').map_or("", |(p, _)| p);
         json!({
             "id": id.to_string(), "key": i.key,
             "fields": {
+                "project": {"key": project, "name": format!("Project {project}")},
                 "summary": i.summary, "status": {"name": i.status},
                 "priority": i.priority.map(|p| json!({"id": p.to_string()})),
                 "labels": i.labels, "assignee": null, "issuetype": {"name": "Task"},
@@ -380,8 +393,9 @@ fn in_list(jql: &str, word: &str) -> Option<Vec<String>> {
 
 fn matches(s: &JiraState, id: u64, jql: &str) -> bool {
     let i = &s.issues[&id];
+    let project = i.key.rsplit_once('-').map_or("", |(p, _)| p);
     let project_ok = match jql.strip_prefix("project = \"") {
-        Some(rest) => rest.split('"').next() == Some(s.project.as_str()),
+        Some(rest) => rest.split('"').next() == Some(project),
         None => true,
     };
     let ok = |word: &str, value: &str| {

@@ -84,7 +84,7 @@ impl Api {
         }
         let body: Value = resp.json()?;
         if let Some(tag) = resp.header("etag") {
-            etags.store(&key, tag, &body);
+            etags.store(&key, tag, &body, resp.body.len());
         }
         Ok(body)
     }

@@ -14,6 +14,9 @@
 //!   that references an issue in the same file (by id, else identifier) takes that issue's
 //!   current state, so moving the blocker to a terminal state unblocks its dependents; the
 //!   written `state` is the fallback for issues that are not in the file.
+//! - **Scope.** With `tracker.project` set, an id from outside sortie (an agent's tool call)
+//!   reaches only issues whose identifier, as the file writes it, is `<project>-…`; without it
+//!   the whole file is the scope.
 
 mod cache;
 mod document;
@@ -27,13 +30,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::clock::Clock;
-use crate::domain::{Comment, Issue, state_in};
+use crate::domain::{Comment, Issue, IssueRef, state_in};
 use cache::FileCache;
 use index::ParsedFile;
 
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
-    TrackerResult, TrackerSettings,
+    TrackerResult, TrackerSettings, scope,
 };
 
 pub use edits::COMMENT_AUTHOR;
@@ -74,11 +77,8 @@ fn build(
             format!("missing required config key: {PATH_KEY}"),
         )
     })?;
-    Ok(Arc::new(FileTracker::new(
-        path,
-        settings.active_states.clone(),
-        clock,
-    )))
+    let tracker = FileTracker::new(path, settings.active_states.clone(), clock);
+    Ok(Arc::new(tracker.with_project(settings.project.as_deref())))
 }
 
 /// Tracker adapter over one JSON file.
@@ -89,6 +89,8 @@ pub struct FileTracker {
     active_states: Vec<String>,
     clock: Arc<dyn Clock>,
     cache: FileCache,
+    /// `tracker.project`: the identifier prefix of the issues in scope; `None` = every issue.
+    project: Option<String>,
 }
 
 impl FileTracker {
@@ -98,7 +100,17 @@ impl FileTracker {
             active_states,
             clock,
             cache: FileCache::default(),
+            project: None,
         }
+    }
+
+    /// Limits the scope of ids from outside sortie to identifiers `<project>-…`.
+    pub fn with_project(mut self, project: Option<&str>) -> FileTracker {
+        self.project = project
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(String::from);
+        self
     }
 
     /// The file this adapter reads and writes.
@@ -256,6 +268,31 @@ impl TrackerAdapter for FileTracker {
         Ok(Blockers {
             refs: issue.blocked_by.clone(),
             complete: issue.blockers_read != crate::domain::BlockersRead::Incomplete,
+        })
+    }
+
+    /// By id, else by identifier (exact, then case-insensitive); in scope when its
+    /// identifier's prefix before the last `-` is `tracker.project`.
+    fn resolve_in_scope(&self, id: &str) -> TrackerResult<IssueRef> {
+        let wanted = id.trim();
+        let parsed = self.load()?;
+        let issue = parsed
+            .by_id(wanted)
+            .or_else(|| parsed.by_identifier(wanted))
+            .or_else(|| {
+                parsed
+                    .issues()
+                    .iter()
+                    .find(|i| i.identifier.eq_ignore_ascii_case(wanted))
+            })
+            .ok_or_else(|| document::not_found(id))?;
+        if let Some(project) = &self.project {
+            let owner = issue.identifier.rsplit_once('-').map_or("", |(p, _)| p);
+            scope::same_owner(KIND, id, "project", owner, project)?;
+        }
+        Ok(IssueRef {
+            id: issue.id.clone(),
+            identifier: issue.identifier.clone(),
         })
     }
 }

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::settings::GiteaConfig;
 use crate::clock::Clock;
 use crate::http_client::{
-    ClientOptions, ErrorClass, HttpClient, HttpError, Method, RateLimitStatus, Request, Response,
+    ClientOptions, ErrorClass, HttpClient, HttpError, Method, RateLimitStatus, Request,
     ThreadSleeper, absent_is_ok, collect_link_pages, encode,
 };
 
@@ -58,11 +58,17 @@ impl GiteaApi {
         format!("{}/issues/{}{rest}", self.repo_path, encode(number))
     }
 
-    /// `GET R/issues/{n}`.
+    /// `GET R/issues/{n}`: an object naming issue `number` (a pull request too), or a payload
+    /// error quoting what came instead.
     pub fn get_issue(&self, number: &str) -> Result<Value, HttpError> {
-        self.client
-            .send(Request::get(self.issue_path(number, "")))?
-            .json()
+        let resp = self
+            .client
+            .send(Request::get(self.issue_path(number, "")))?;
+        let v = resp.json_object()?;
+        if super::normalize::number(&v).as_deref() != Some(number) {
+            return Err(resp.unreadable(format!("an answer that is not issue {number}")));
+        }
+        Ok(v)
     }
 
     /// Every comment of an issue (the endpoint is not paged; a `Link` would still be followed).
@@ -70,24 +76,27 @@ impl GiteaApi {
         self.list(
             Request::get(self.issue_path(number, "/comments")),
             "comments",
+            "id",
+            Some,
         )
     }
 
     /// The issues this one depends on, every page.
     pub fn dependencies(&self, number: &str) -> Result<Vec<Value>, HttpError> {
         let req = Request::get(self.issue_path(number, "/dependencies")).query("limit", PAGE_LIMIT);
-        self.list(req, "dependencies")
+        self.list(req, "dependencies", "number", Some)
     }
 
     /// Issues (never pull requests: `type=issues`) in `state` (`open`/`closed`), optionally
     /// only those carrying `label`, with extra list parameters (the configured filter), in
-    /// Gitea's order (newest first).
-    pub fn issues(
+    /// Gitea's order (newest first), as `keep` makes them.
+    pub fn issues<T>(
         &self,
         state: &str,
         label: Option<&str>,
         extra: &[(String, String)],
-    ) -> Result<Vec<Value>, HttpError> {
+        keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let mut req = Request::get(format!("{}/issues", self.repo_path))
             .query("state", state)
             .query("type", "issues");
@@ -98,16 +107,27 @@ impl GiteaApi {
             req = req.query(k, v.clone());
         }
         let req = req.query("page", "1").query("limit", PAGE_LIMIT);
-        self.list(req, "issues")
+        self.list(req, "issues", "number", keep)
     }
 
-    fn list(&self, req: Request, what: &str) -> Result<Vec<Value>, HttpError> {
+    /// Every page of a list whose items each carry `need`, each page's JSON turned into what
+    /// `keep` makes of it before the next page is read.
+    fn list<T>(
+        &self,
+        req: Request,
+        what: &str,
+        need: &str,
+        mut keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let mut total: Option<String> = None;
         let items = collect_link_pages(&self.client, req, self.page_cap, what, |r| {
             if total.is_none() {
                 total = r.header("x-total-count").map(String::from);
             }
-            array(r)
+            Ok(r.json_items(what, need)?
+                .into_iter()
+                .filter_map(&mut keep)
+                .collect())
         })?;
         if let Some(t) = total {
             log::debug!(
@@ -134,7 +154,7 @@ impl GiteaApi {
             return Ok(Some(*id));
         }
         let req = Request::get(format!("{}/labels", self.repo_path)).query("limit", PAGE_LIMIT);
-        let labels = self.list(req, "labels")?;
+        let labels = self.list(req, "labels", "id", Some)?;
         let map: HashMap<String, u64> = labels
             .iter()
             .filter_map(|l| {
@@ -177,29 +197,5 @@ impl GiteaApi {
         let req = Request::new(Method::Patch, self.issue_path(number, ""))
             .json(&json!({ "state": state }));
         self.client.send(req).map(drop)
-    }
-}
-
-/// A page's JSON array; anything else is a payload error.
-fn array(r: &Response) -> Result<Vec<Value>, HttpError> {
-    match r.json()? {
-        Value::Array(items) => Ok(items),
-        other => Err(HttpError::new(
-            ErrorClass::Payload,
-            r.method,
-            &r.path,
-            format!("expected a JSON array, got {}", kind_of(&other)),
-        )),
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

@@ -20,11 +20,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::clock::Clock;
-use crate::domain::{Comment, Issue};
+use crate::domain::{Comment, Issue, IssueRef};
 use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
-    TrackerResult, TrackerSettings,
+    TrackerResult, TrackerSettings, scope,
 };
 
 use crate::tracker::label_state::StateWords;
@@ -75,23 +75,24 @@ fn err(e: HttpError) -> TrackerError {
     TrackerError::from_http(KIND, &e)
 }
 
-/// `o/r#12`, `#12` and `12` all name issue 12.
-fn number_of(id: &str) -> &str {
-    id.rsplit('#').next().unwrap_or(id).trim()
-}
-
 impl GiteaTracker {
-    fn issues(&self, items: Vec<Value>) -> Vec<Issue> {
-        items
-            .iter()
-            .filter(|v| !normalize::is_pull_request(v))
-            .filter_map(|v| normalize::issue(v, &self.words, &self.api.full_name))
-            .collect()
+    /// The issue number an id names: `12`, `#12` or `<owner>/<repo>#12` of this repository;
+    /// anything else is refused before any request.
+    fn number(&self, id: &str) -> TrackerResult<String> {
+        scope::repo_number(KIND, id, &self.api.full_name)
+    }
+
+    /// A listed item as an issue; a pull request is none.
+    fn issue_of(&self, v: Value) -> Option<Issue> {
+        if normalize::is_pull_request(&v) {
+            return None;
+        }
+        normalize::issue(&v, &self.words, &self.api.full_name)
     }
 
     /// The issue JSON; a pull request or a 404 is `NotFound`.
     fn issue_json(&self, id: &str) -> TrackerResult<Value> {
-        let v = self.api.get_issue(number_of(id)).map_err(err)?;
+        let v = self.api.get_issue(&self.number(id)?).map_err(err)?;
         if normalize::is_pull_request(&v) {
             return Err(TrackerError::new(
                 TrackerErrorKind::NotFound,
@@ -109,7 +110,7 @@ impl GiteaTracker {
                 Ok(v) => {
                     out.insert(id.clone(), normalize::state(&v, &self.words));
                 }
-                Err(e) if e.kind == TrackerErrorKind::NotFound => {}
+                Err(e) if scope::omitted(&e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -123,8 +124,10 @@ impl TrackerAdapter for GiteaTracker {
     }
 
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
-        let items = self.api.issues("open", None, &self.filter).map_err(err)?;
-        let mut issues = self.issues(items);
+        let mut issues = self
+            .api
+            .issues("open", None, &self.filter, |v| self.issue_of(v))
+            .map_err(err)?;
         issues.retain(|i| self.words.is_active(&i.state));
         Ok(issues)
     }
@@ -150,16 +153,16 @@ impl TrackerAdapter for GiteaTracker {
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
-        let mut items = Vec::new();
+        let mut issues = Vec::new();
+        let keep = |v| self.issue_of(v);
         // Closed issues are read per terminal label (the list's `labels` filter), so a
         // repository's closed history is not read whole.
         for t in wanted.iter().filter(|s| self.words.is_terminal(s)) {
-            items.extend(self.api.issues("closed", Some(t), &[]).map_err(err)?);
+            issues.extend(self.api.issues("closed", Some(t), &[], keep).map_err(err)?);
         }
         // Open issues can carry any state label, a terminal one included.
-        items.extend(self.api.issues("open", None, &[]).map_err(err)?);
+        issues.extend(self.api.issues("open", None, &[], keep).map_err(err)?);
         let mut seen = BTreeSet::new();
-        let mut issues = self.issues(items);
         issues.retain(|i| wanted.contains(&i.state.to_lowercase()) && seen.insert(i.id.clone()));
         Ok(issues)
     }
@@ -176,7 +179,7 @@ impl TrackerAdapter for GiteaTracker {
     }
 
     fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
-        let items = self.api.comments(number_of(id)).map_err(err)?;
+        let items = self.api.comments(&self.number(id)?).map_err(err)?;
         Ok(items.iter().map(normalize::comment).collect())
     }
 
@@ -191,15 +194,15 @@ impl TrackerAdapter for GiteaTracker {
                 ),
             ));
         }
-        transition::apply(&self.api, number_of(id), &target, &self.words).map_err(err)
+        transition::apply(&self.api, &self.number(id)?, &target, &self.words).map_err(err)
     }
 
     fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
-        self.api.post_comment(number_of(id), text).map_err(err)
+        self.api.post_comment(&self.number(id)?, text).map_err(err)
     }
 
     fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        self.api.add_label(number_of(id), label).map_err(err)
+        self.api.add_label(&self.number(id)?, label).map_err(err)
     }
 
     /// Reads the issue for the label's id: an absent label needs no call.
@@ -212,7 +215,7 @@ impl TrackerAdapter for GiteaTracker {
         match found {
             Some(label_id) => self
                 .api
-                .remove_label_id(number_of(id), label_id)
+                .remove_label_id(&self.number(id)?, label_id)
                 .map_err(err),
             None => Ok(()),
         }
@@ -221,7 +224,7 @@ impl TrackerAdapter for GiteaTracker {
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
         // A 404 is an unknown issue or a repository with dependencies turned off; the issue
         // read tells them apart, so an unknown issue stays `NotFound`.
-        let items = match self.api.dependencies(number_of(id)) {
+        let items = match self.api.dependencies(&self.number(id)?) {
             Ok(items) => items,
             Err(e) if e.class == ErrorClass::NotFound => {
                 self.issue_json(id)?;
@@ -240,5 +243,30 @@ impl TrackerAdapter for GiteaTracker {
 
     fn rate_limit(&self) -> Option<RateLimitStatus> {
         self.api.rate_limit()
+    }
+
+    /// The issues path pins the repository, so an issue the number reads is this repository's;
+    /// with a configured filter, the filtered list (any state) must hold it too.
+    fn resolve_in_scope(&self, id: &str) -> TrackerResult<IssueRef> {
+        let number = self.number(id)?;
+        self.issue_json(&number)?;
+        if !self.filter.is_empty() {
+            let listed = self
+                .api
+                .issues("all", None, &self.filter, |v| normalize::number(&v))
+                .map_err(err)?;
+            if !listed.contains(&number) {
+                let shown: Vec<String> = self
+                    .filter
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                return Err(scope::filtered_out(KIND, id, &shown.join("&")));
+            }
+        }
+        Ok(IssueRef {
+            id: number.clone(),
+            identifier: number,
+        })
     }
 }

@@ -53,8 +53,50 @@ impl GithubApi {
         format!("{}/issues/{}{rest}", self.repo_path, encode(number))
     }
 
-    /// `GET R/issues/{n}{rest}`, conditional on the cached ETag.
-    pub fn get_issue_part(&self, number: &str, rest: &str) -> Result<Value, HttpError> {
+    /// `GET R/issues/{n}`: an object naming issue `number` (a pull request too), or a payload
+    /// error quoting what came instead.
+    pub fn get_issue(&self, number: &str) -> Result<Value, HttpError> {
+        self.get_checked(number, "", |v| {
+            super::normalize::number(v).as_deref() == Some(number)
+        })
+    }
+
+    /// `GET R/issues/{n}/parent`: the parent issue, or a payload error for an answer that is
+    /// not an issue.
+    pub fn get_parent(&self, number: &str) -> Result<Value, HttpError> {
+        self.get_checked(number, "/parent", |v| super::normalize::number(v).is_some())
+    }
+
+    /// [`Self::get_issue_part`] whose answer must pass `ok`.
+    fn get_checked(
+        &self,
+        number: &str,
+        rest: &str,
+        ok: impl Fn(&Value) -> bool,
+    ) -> Result<Value, HttpError> {
+        let (v, resp) = self.get_issue_part(number, rest)?;
+        if ok(&v) {
+            return Ok(v);
+        }
+        let what = format!("an answer that is not issue {number}{rest}");
+        Err(match resp {
+            Some(r) => r.unreadable(what),
+            None => HttpError::new(
+                crate::http_client::ErrorClass::Payload,
+                "GET",
+                &self.issue_path(number, rest),
+                format!("{what} (cached)"),
+            ),
+        })
+    }
+
+    /// `GET R/issues/{n}{rest}`, conditional on the cached ETag; with the response, unless the
+    /// body came from the cache.
+    fn get_issue_part(
+        &self,
+        number: &str,
+        rest: &str,
+    ) -> Result<(Value, Option<crate::http_client::Response>), HttpError> {
         let path = self.issue_path(number, rest);
         let mut req = Request::get(path.clone());
         let cached = self
@@ -70,38 +112,51 @@ impl GithubApi {
         if resp.status == 304
             && let Some(body) = etags.hit(&path)
         {
-            return Ok(body);
+            return Ok((body, None));
         }
         let body: Value = resp.json()?;
-        if let Some(tag) = resp.header("etag") {
-            etags.store(&path, tag, &body);
+        if let Some(tag) = resp.header("etag")
+            && body.is_object()
+        {
+            etags.store(&path, tag, &body, resp.body.len());
         }
-        Ok(body)
+        Ok((body, Some(resp)))
     }
 
-    /// Every page of `R/issues/{n}{rest}` (comments, blockers).
-    pub fn list_issue_part(
+    /// Every page of `R/issues/{n}{rest}` (comments, blockers), each item carrying `need`,
+    /// turned into what `keep` makes of it.
+    pub fn list_issue_part<T>(
         &self,
         number: &str,
         rest: &str,
         what: &str,
-    ) -> Result<Vec<Value>, HttpError> {
+        need: &str,
+        keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let req = Request::get(self.issue_path(number, rest)).query("per_page", PER_PAGE);
-        self.list(req, what)
+        self.list(req, what, need, keep)
     }
 
-    /// Open issues (and pull requests) of the repository, oldest first.
-    pub fn open_issues(&self) -> Result<Vec<Value>, HttpError> {
+    /// Open issues (and pull requests) of the repository, oldest first, as `keep` makes them.
+    pub fn open_issues<T>(
+        &self,
+        keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let req = Request::get(format!("{}/issues", self.repo_path))
             .query("state", "open")
             .query("sort", "created")
             .query("direction", "asc")
             .query("per_page", PER_PAGE);
-        self.list(req, "issues")
+        self.list(req, "issues", "number", keep)
     }
 
-    /// `GET /search/issues` for this repository's issues matching `terms`, oldest first.
-    pub fn search(&self, terms: &str) -> Result<Vec<Value>, HttpError> {
+    /// `GET /search/issues` for this repository's issues matching `terms`, oldest first, as
+    /// `keep` makes them.
+    pub fn search<T>(
+        &self,
+        terms: &str,
+        mut keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let q = format!("repo:{} type:issue {terms}", self.full_name);
         let req = Request::get("/search/issues")
             .query("q", q.trim())
@@ -109,29 +164,39 @@ impl GithubApi {
             .query("order", "asc")
             .query("per_page", PER_PAGE);
         collect_link_pages(&self.client, req, self.page_cap, "search", |r| {
-            let body: Value = r.json()?;
+            let mut body = r.json_object()?;
             if body["incomplete_results"] == Value::Bool(true) {
                 log::warn!(
                     "search results incomplete repo={} query={q:?}",
                     self.full_name
                 );
             }
-            Ok(body["items"].as_array().cloned().unwrap_or_default())
+            match body.get_mut("items").map(Value::take) {
+                Some(Value::Array(items)) => Ok(r
+                    .checked_items(items, "search", "number")?
+                    .into_iter()
+                    .filter_map(&mut keep)
+                    .collect()),
+                _ => Err(r.unreadable("a search answer without an items array")),
+            }
         })
     }
 
-    fn list(&self, req: Request, what: &str) -> Result<Vec<Value>, HttpError> {
+    /// Every page of a list whose items each carry the field `need`, each page's JSON turned
+    /// into what `keep` makes of it before the next page is read (a page's parsed tree is
+    /// never held beyond its own page).
+    fn list<T>(
+        &self,
+        req: Request,
+        what: &str,
+        need: &str,
+        mut keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         collect_link_pages(&self.client, req, self.page_cap, what, |r| {
-            let body: Value = r.json()?;
-            match body {
-                Value::Array(items) => Ok(items),
-                other => Err(HttpError::new(
-                    crate::http_client::ErrorClass::Payload,
-                    r.method,
-                    &r.path,
-                    format!("expected a JSON array, got {}", kind_of(&other)),
-                )),
-            }
+            Ok(r.json_items(what, need)?
+                .into_iter()
+                .filter_map(&mut keep)
+                .collect())
         })
     }
 
@@ -162,16 +227,5 @@ impl GithubApi {
         };
         let req = Request::new(Method::Patch, self.issue_path(number, "")).json(&body);
         self.client.send(req).map(drop)
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

@@ -15,11 +15,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::clock::Clock;
-use crate::domain::{Comment, Issue};
+use crate::domain::{Comment, Issue, IssueRef};
 use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
-    TrackerResult, TrackerSettings,
+    TrackerResult, TrackerSettings, scope,
 };
 
 use crate::tracker::label_state::StateWords;
@@ -69,23 +69,24 @@ fn err(e: HttpError) -> TrackerError {
     TrackerError::from_http(KIND, &e)
 }
 
-/// `o/r#12`, `#12` and `12` all name issue 12.
-fn number_of(id: &str) -> &str {
-    id.rsplit('#').next().unwrap_or(id).trim()
-}
-
 impl GithubTracker {
-    fn issues(&self, items: Vec<Value>) -> Vec<Issue> {
-        items
-            .iter()
-            .filter(|v| !normalize::is_pull_request(v))
-            .filter_map(|v| normalize::issue(v, &self.words, &self.api.full_name))
-            .collect()
+    /// The issue number an id names: `12`, `#12` or `<owner>/<repo>#12` of this repository;
+    /// anything else is refused before any request.
+    fn number(&self, id: &str) -> TrackerResult<String> {
+        scope::repo_number(KIND, id, &self.api.full_name)
+    }
+
+    /// A listed item as an issue; a pull request is none.
+    fn issue_of(&self, v: Value) -> Option<Issue> {
+        if normalize::is_pull_request(&v) {
+            return None;
+        }
+        normalize::issue(&v, &self.words, &self.api.full_name)
     }
 
     /// The issue JSON; a pull request or a 404 is `NotFound`.
     fn issue_json(&self, id: &str) -> TrackerResult<Value> {
-        let v = self.api.get_issue_part(number_of(id), "").map_err(err)?;
+        let v = self.api.get_issue(&self.number(id)?).map_err(err)?;
         if normalize::is_pull_request(&v) {
             return Err(TrackerError::new(
                 TrackerErrorKind::NotFound,
@@ -103,7 +104,7 @@ impl GithubTracker {
                 Ok(v) => {
                     out.insert(id.clone(), normalize::state(&v, &self.words));
                 }
-                Err(e) if e.kind == TrackerErrorKind::NotFound => {}
+                Err(e) if scope::omitted(&e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -111,7 +112,7 @@ impl GithubTracker {
     }
 
     fn parent(&self, number: &str) -> TrackerResult<Option<crate::domain::IssueRef>> {
-        match self.api.get_issue_part(number, "/parent") {
+        match self.api.get_parent(number) {
             Ok(v) => Ok(normalize::parent(&v)),
             Err(e) if e.class == ErrorClass::NotFound => Ok(None),
             Err(e) => Err(err(e)),
@@ -125,12 +126,12 @@ impl TrackerAdapter for GithubTracker {
     }
 
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
-        let items = match &self.query_filter {
-            Some(f) => self.api.search(&format!("state:open {f}")),
-            None => self.api.open_issues(),
+        let keep = |v| self.issue_of(v);
+        let mut issues = match &self.query_filter {
+            Some(f) => self.api.search(&format!("state:open {f}"), keep),
+            None => self.api.open_issues(keep),
         }
         .map_err(err)?;
-        let mut issues = self.issues(items);
         issues.retain(|i| self.words.is_active(&i.state));
         // GitHub lists an issue's blockers only through their own endpoint: the candidates
         // leave them unread (unless the payload proves there are none), and the dispatch pass
@@ -160,19 +161,20 @@ impl TrackerAdapter for GithubTracker {
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
-        let mut items = Vec::new();
+        let mut issues = Vec::new();
         for t in wanted.iter().filter(|s| self.words.is_terminal(s)) {
             let label = t.replace('"', "");
-            items.extend(
+            issues.extend(
                 self.api
-                    .search(&format!("state:closed label:\"{label}\""))
+                    .search(&format!("state:closed label:\"{label}\""), |v| {
+                        self.issue_of(v)
+                    })
                     .map_err(err)?,
             );
         }
         // Open issues can carry any state label, a terminal one included.
-        items.extend(self.api.open_issues().map_err(err)?);
+        issues.extend(self.api.open_issues(|v| self.issue_of(v)).map_err(err)?);
         let mut seen = BTreeSet::new();
-        let mut issues = self.issues(items);
         issues.retain(|i| wanted.contains(&i.state.to_lowercase()) && seen.insert(i.id.clone()));
         Ok(issues)
     }
@@ -189,11 +191,11 @@ impl TrackerAdapter for GithubTracker {
     }
 
     fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
-        let items = self
-            .api
-            .list_issue_part(number_of(id), "/comments", "comments")
-            .map_err(err)?;
-        Ok(items.iter().map(normalize::comment).collect())
+        self.api
+            .list_issue_part(&self.number(id)?, "/comments", "comments", "id", |v| {
+                Some(normalize::comment(&v))
+            })
+            .map_err(err)
     }
 
     fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
@@ -207,46 +209,66 @@ impl TrackerAdapter for GithubTracker {
                 ),
             ));
         }
-        transition::apply(&self.api, number_of(id), &target, &self.words).map_err(err)
+        transition::apply(&self.api, &self.number(id)?, &target, &self.words).map_err(err)
     }
 
     fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
-        self.api.post_comment(number_of(id), text).map_err(err)
+        self.api.post_comment(&self.number(id)?, text).map_err(err)
     }
 
     fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        self.api.add_label(number_of(id), label).map_err(err)
+        self.api.add_label(&self.number(id)?, label).map_err(err)
     }
 
     fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        self.api.remove_label(number_of(id), label).map_err(err)
+        self.api.remove_label(&self.number(id)?, label).map_err(err)
     }
 
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
         // A 404 is an unknown issue or a repository without the dependencies API; the issue
         // read tells them apart, so an unknown issue stays `NotFound`.
-        let items =
-            match self
-                .api
-                .list_issue_part(number_of(id), "/dependencies/blocked_by", "blockers")
-            {
-                Ok(items) => items,
-                Err(e) if e.class == ErrorClass::NotFound => {
-                    self.issue_json(id)?;
-                    Vec::new()
-                }
-                Err(e) => return Err(err(e)),
-            };
+        let number = self.number(id)?;
+        let refs = match self.api.list_issue_part(
+            &number,
+            "/dependencies/blocked_by",
+            "blockers",
+            "number",
+            |v| normalize::blocker(&v, &self.words),
+        ) {
+            Ok(refs) => refs,
+            Err(e) if e.class == ErrorClass::NotFound => {
+                self.issue_json(id)?;
+                Vec::new()
+            }
+            Err(e) => return Err(err(e)),
+        };
         Ok(Blockers {
-            refs: items
-                .iter()
-                .filter_map(|v| normalize::blocker(v, &self.words))
-                .collect(),
+            refs,
             complete: true,
         })
     }
 
     fn rate_limit(&self) -> Option<RateLimitStatus> {
         self.api.rate_limit()
+    }
+
+    /// The issues path pins the repository, so an issue the number reads is this repository's;
+    /// with `tracker.query_filter` set, the filter's search must list it too.
+    fn resolve_in_scope(&self, id: &str) -> TrackerResult<IssueRef> {
+        let number = self.number(id)?;
+        self.issue_json(&number)?;
+        if let Some(filter) = &self.query_filter {
+            let listed = self
+                .api
+                .search(filter, |v| normalize::number(&v))
+                .map_err(err)?;
+            if !listed.contains(&number) {
+                return Err(scope::filtered_out(KIND, id, filter));
+            }
+        }
+        Ok(IssueRef {
+            id: number.clone(),
+            identifier: number,
+        })
     }
 }

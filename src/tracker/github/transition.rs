@@ -63,7 +63,7 @@ pub fn apply(
     target: &str,
     words: &StateWords,
 ) -> Result<(), HttpError> {
-    let issue = api.get_issue_part(number, "")?;
+    let issue = api.get_issue(number)?;
     if normalize::is_pull_request(&issue) {
         return Err(HttpError::new(
             crate::http_client::ErrorClass::NotFound,

@@ -89,15 +89,26 @@ impl GitlabApi {
     }
 
     /// `GET P/issues/{iid}`: one issue object.
+    /// `GET P/issues/{iid}`: an object naming issue `iid`, or a payload error quoting what
+    /// came instead.
     pub fn get_issue(&self, iid: &str) -> Result<Value, HttpError> {
-        self.client
-            .send(Request::get(self.issue_path(iid, "")))?
-            .json_object()
+        let resp = self.client.send(Request::get(self.issue_path(iid, "")))?;
+        let v = resp.json_object()?;
+        if super::normalize::iid(&v).as_deref() != Some(iid) {
+            return Err(resp.unreadable(format!("an answer that is not issue {iid}")));
+        }
+        Ok(v)
     }
 
     /// Issues of the project in `state` (`opened` / `closed`), oldest first, with extra list
     /// parameters (`labels`, the configured filter).
-    pub fn issues(&self, state: &str, extra: &[(String, String)]) -> Result<Vec<Value>, HttpError> {
+    /// Each item is turned into what `keep` makes of it as its page is read.
+    pub fn issues<T>(
+        &self,
+        state: &str,
+        extra: &[(String, String)],
+        keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let mut req = Request::get(format!("{}/issues", self.project_path))
             .query("state", state)
             .query("order_by", "created_at")
@@ -105,7 +116,7 @@ impl GitlabApi {
         for (k, v) in extra {
             req = req.query(k, v.clone());
         }
-        self.list(req, "issues")
+        self.list(req, "issues", "iid", keep)
     }
 
     /// Every note of an issue, oldest first (system notes included; the caller drops them).
@@ -113,7 +124,7 @@ impl GitlabApi {
         let req = Request::get(self.issue_path(iid, "/notes"))
             .query("sort", "asc")
             .query("order_by", "created_at");
-        self.list(req, "notes")
+        self.list(req, "notes", "id", Some)
     }
 
     /// The issues linked to one issue, each with its `link_type`: one request, since "List issue
@@ -138,13 +149,24 @@ impl GitlabApi {
     }
 
     /// Every page of `first` (`per_page=100`, `page=N`), following `X-Next-Page` until it is
-    /// empty or the page cap is reached.
-    fn list(&self, first: Request, what: &str) -> Result<Vec<Value>, HttpError> {
+    /// empty or the page cap is reached; every item must carry `need`, and each page's JSON
+    /// is turned into what `keep` makes of it before the next page is read.
+    fn list<T>(
+        &self,
+        first: Request,
+        what: &str,
+        need: &str,
+        mut keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         let first = first.query("per_page", PER_PAGE);
         collect_cursor_pages(self.page_cap, what, |page| {
             let req = first.clone().query("page", page.unwrap_or("1"));
             let resp = self.client.send(req)?;
-            let items = resp.json_array()?;
+            let items = resp
+                .json_items(what, need)?
+                .into_iter()
+                .filter_map(&mut keep)
+                .collect();
             let next = resp
                 .header("x-next-page")
                 .map(str::trim)

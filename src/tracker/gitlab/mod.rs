@@ -20,11 +20,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::clock::Clock;
-use crate::domain::{Comment, Issue};
+use crate::domain::{Comment, Issue, IssueRef};
 use crate::http_client::{HttpError, RateLimitStatus};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
-    TrackerResult, TrackerSettings,
+    TrackerResult, TrackerSettings, scope,
 };
 
 use crate::tracker::label_state::StateWords;
@@ -75,35 +75,22 @@ fn err(e: HttpError) -> TrackerError {
     TrackerError::from_http(KIND, &e)
 }
 
-/// `group/project#12`, `#12` and `12` all name issue 12.
-fn iid_of(id: &str) -> &str {
-    id.rsplit('#').next().unwrap_or(id).trim()
-}
-
 impl GitlabTracker {
-    fn issues(&self, items: &[Value]) -> Vec<Issue> {
-        items
-            .iter()
-            .filter_map(|v| normalize::issue(v, &self.words, &self.api.project))
-            .collect()
+    fn issue_of(&self, v: Value) -> Option<Issue> {
+        normalize::issue(&v, &self.words, &self.api.project)
     }
 
-    /// The issue JSON; an id that is not a number is `NotFound` without a request.
+    /// The issue JSON; an id that is not this project's issue number is refused without a
+    /// request.
     fn issue_json(&self, id: &str) -> TrackerResult<Value> {
         let iid = self.checked_iid(id)?;
-        self.api.get_issue(iid).map_err(err)
+        self.api.get_issue(&iid).map_err(err)
     }
 
-    fn checked_iid<'a>(&self, id: &'a str) -> TrackerResult<&'a str> {
-        let iid = iid_of(id);
-        if iid.is_empty() || !iid.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(TrackerError::new(
-                TrackerErrorKind::NotFound,
-                KIND,
-                format!("issue {id:?}: not an issue number"),
-            ));
-        }
-        Ok(iid)
+    /// The `iid` an id names: `12`, `#12` or `<project>#12` of this project; anything else is
+    /// refused before any request.
+    fn checked_iid(&self, id: &str) -> TrackerResult<String> {
+        scope::repo_number(KIND, id, &self.api.project)
     }
 
     fn states_of(&self, ids: &[String]) -> TrackerResult<BTreeMap<String, String>> {
@@ -113,7 +100,7 @@ impl GitlabTracker {
                 Ok(v) => {
                     out.insert(id.clone(), normalize::state(&v, &self.words));
                 }
-                Err(e) if e.kind == TrackerErrorKind::NotFound => {}
+                Err(e) if scope::omitted(&e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -127,8 +114,10 @@ impl TrackerAdapter for GitlabTracker {
     }
 
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
-        let items = self.api.issues("opened", &self.filter).map_err(err)?;
-        let mut issues = self.issues(&items);
+        let mut issues = self
+            .api
+            .issues("opened", &self.filter, |v| self.issue_of(v))
+            .map_err(err)?;
         issues.retain(|i| self.words.is_active(&i.state));
         Ok(issues)
     }
@@ -153,15 +142,15 @@ impl TrackerAdapter for GitlabTracker {
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
-        let mut items = Vec::new();
+        let mut issues = Vec::new();
+        let keep = |v| self.issue_of(v);
         for t in wanted.iter().filter(|s| self.words.is_terminal(s)) {
             let labels = [("labels".to_string(), t.clone())];
-            items.extend(self.api.issues("closed", &labels).map_err(err)?);
+            issues.extend(self.api.issues("closed", &labels, keep).map_err(err)?);
         }
         // Open issues can carry any state label, a terminal one included.
-        items.extend(self.api.issues("opened", &[]).map_err(err)?);
+        issues.extend(self.api.issues("opened", &[], keep).map_err(err)?);
         let mut seen = BTreeSet::new();
-        let mut issues = self.issues(&items);
         issues.retain(|i| wanted.contains(&i.state.to_lowercase()) && seen.insert(i.id.clone()));
         Ok(issues)
     }
@@ -179,7 +168,7 @@ impl TrackerAdapter for GitlabTracker {
 
     fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
         let iid = self.checked_iid(id)?;
-        let items = self.api.notes(iid).map_err(err)?;
+        let items = self.api.notes(&iid).map_err(err)?;
         Ok(items
             .iter()
             .filter(|n| !normalize::is_system_note(n))
@@ -199,12 +188,12 @@ impl TrackerAdapter for GitlabTracker {
             ));
         }
         let iid = self.checked_iid(id)?;
-        transition::apply(&self.api, iid, &target, &self.words).map_err(err)
+        transition::apply(&self.api, &iid, &target, &self.words).map_err(err)
     }
 
     fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
         let iid = self.checked_iid(id)?;
-        self.api.post_note(iid, text).map_err(err)
+        self.api.post_note(&iid, text).map_err(err)
     }
 
     fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
@@ -213,7 +202,7 @@ impl TrackerAdapter for GitlabTracker {
             add_labels: vec![label.to_string()],
             ..Edit::default()
         };
-        self.api.edit(iid, &edit).map_err(err)
+        self.api.edit(&iid, &edit).map_err(err)
     }
 
     fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
@@ -223,12 +212,12 @@ impl TrackerAdapter for GitlabTracker {
             remove_labels: vec![label.to_string()],
             ..Edit::default()
         };
-        self.api.edit(iid, &edit).map_err(err)
+        self.api.edit(&iid, &edit).map_err(err)
     }
 
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
         let iid = self.checked_iid(id)?;
-        let items = self.api.links(iid).map_err(err)?;
+        let items = self.api.links(&iid).map_err(err)?;
         Ok(Blockers {
             refs: items
                 .iter()
@@ -241,6 +230,33 @@ impl TrackerAdapter for GitlabTracker {
     fn rate_limit(&self) -> Option<RateLimitStatus> {
         self.api.rate_limit()
     }
+
+    /// The issues path pins the project, so an issue the iid reads is this project's; with a
+    /// configured filter, the filtered list (any state) must hold it too.
+    fn resolve_in_scope(&self, id: &str) -> TrackerResult<IssueRef> {
+        let iid = self.checked_iid(id)?;
+        self.issue_json(&iid)?;
+        if !self.filter.is_empty() {
+            let mut params = self.filter.clone();
+            params.push(("iids[]".into(), iid.clone()));
+            let listed = self
+                .api
+                .issues("all", &params, |v| normalize::iid(&v))
+                .map_err(err)?;
+            if !listed.contains(&iid) {
+                let shown: Vec<String> = self
+                    .filter
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                return Err(scope::filtered_out(KIND, id, &shown.join("&")));
+            }
+        }
+        Ok(IssueRef {
+            id: iid.clone(),
+            identifier: iid,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -248,9 +264,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_name_the_iid() {
-        assert_eq!(iid_of("group/sub/project#12"), "12");
-        assert_eq!(iid_of("#12"), "12");
-        assert_eq!(iid_of("12"), "12");
+    fn ids_name_the_iid_of_this_project_only() {
+        let iid = |id: &str| scope::repo_number(KIND, id, "group/sub/project").ok();
+        assert_eq!(iid("group/sub/project#12").as_deref(), Some("12"));
+        assert_eq!(iid("#12").as_deref(), Some("12"));
+        assert_eq!(iid("12").as_deref(), Some("12"));
+        assert_eq!(iid("group/other#12"), None);
     }
 }

@@ -39,6 +39,17 @@ pub fn by_states(project: &str, states: &[String], filter: Option<&str>) -> Stri
     project_states(project, states, filter) + " ORDER BY created ASC"
 }
 
+/// The issue with numeric id `id`, if it is in `project` and selected by `filter`: the scope
+/// check of an id from outside sortie.
+pub fn in_scope(project: &str, id: &str, filter: &str) -> String {
+    format!(
+        "project = {} AND id = {} AND ({})",
+        quote(project),
+        id.trim(),
+        filter.trim()
+    )
+}
+
 /// One query per batch of keys; no filter (a lookup is not a selection).
 pub fn by_keys(keys: &[String]) -> Vec<String> {
     keys.chunks(BATCH)

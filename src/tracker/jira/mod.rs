@@ -27,11 +27,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::clock::Clock;
-use crate::domain::{Comment, Issue};
+use crate::domain::{Comment, Issue, IssueRef};
 use crate::http_client::{HttpError, RateLimitStatus};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
-    TrackerResult, TrackerSettings,
+    TrackerResult, TrackerSettings, scope,
 };
 
 use api::JiraApi;
@@ -101,12 +101,28 @@ fn err(e: HttpError) -> TrackerError {
     errors::from_http(&e)
 }
 
+/// An id as Jira names an issue, its number (`10001`) or its key (`PROJ-12`), trimmed;
+/// anything else is refused before any request.
+fn checked(id: &str) -> TrackerResult<String> {
+    let t = id.trim();
+    if scope::is_number(t) || scope::key_number(t).is_some() {
+        return Ok(t.to_string());
+    }
+    Err(scope::refusal(
+        KIND,
+        id,
+        "a jira issue id is its number (10001) or its key (PROJ-12)",
+    ))
+}
+
 impl JiraTracker {
-    fn issues(&self, items: &[Value]) -> Vec<Issue> {
-        items
-            .iter()
-            .filter_map(|v| normalize::issue(v, &self.endpoint, &self.link_type))
-            .collect()
+    /// The issues `jql` selects, each normalized as its page is read.
+    fn issues(&self, jql: &str) -> TrackerResult<Vec<Issue>> {
+        self.api
+            .search(jql, api::FIELDS, |v| {
+                normalize::issue(&v, &self.endpoint, &self.link_type)
+            })
+            .map_err(err)
     }
 
     /// `field → status` over the lookup queries, keyed by the issue's id or key.
@@ -117,11 +133,11 @@ impl JiraTracker {
     ) -> TrackerResult<BTreeMap<String, String>> {
         let mut out = BTreeMap::new();
         for q in queries {
-            for v in self.api.search(&q, "status").map_err(err)? {
-                if let Some(k) = key_of(&v) {
-                    out.insert(k, normalize::state(&v));
-                }
-            }
+            let found = self
+                .api
+                .search(&q, "status", |v| Some((key_of(&v)?, normalize::state(&v))))
+                .map_err(err)?;
+            out.extend(found);
         }
         Ok(out)
     }
@@ -146,12 +162,11 @@ impl TrackerAdapter for JiraTracker {
 
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
         let q = jql::candidates(&self.project, &self.active, self.query_filter.as_deref());
-        let items = self.api.search(&q, api::FIELDS).map_err(err)?;
-        Ok(self.issues(&items))
+        self.issues(&q)
     }
 
     fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
-        let v = self.api.issue(id).map_err(err)?;
+        let v = self.api.issue(&checked(id)?).map_err(err)?;
         let mut issue = normalize::issue(&v, &self.endpoint, &self.link_type).ok_or_else(|| {
             TrackerError::new(
                 TrackerErrorKind::Payload,
@@ -173,8 +188,7 @@ impl TrackerAdapter for JiraTracker {
             return Ok(Vec::new());
         }
         let q = jql::by_states(&self.project, &states, self.query_filter.as_deref());
-        let items = self.api.search(&q, api::FIELDS).map_err(err)?;
-        Ok(self.issues(&items))
+        self.issues(&q)
     }
 
     fn fetch_issue_states_by_ids(&self, ids: &[String]) -> TrackerResult<BTreeMap<String, String>> {
@@ -188,17 +202,19 @@ impl TrackerAdapter for JiraTracker {
         let wanted: Vec<String> = identifiers
             .iter()
             .map(|k| k.trim().to_string())
-            .filter(|k| !k.is_empty())
+            .filter(|k| scope::key_number(k).is_some())
             .collect();
         self.states_of(jql::by_keys(&wanted), key_key)
     }
 
     fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
-        let items = self.api.comments(id).map_err(err)?;
+        let items = self.api.comments(&checked(id)?).map_err(err)?;
         Ok(items.iter().map(normalize::comment).collect())
     }
 
     fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
+        let id = checked(id)?;
+        let id = id.as_str();
         let available = self.api.transitions(id).map_err(err)?;
         let Some(tid) = transition::choose(&available, state) else {
             // Jira offers no transition into the current status, yet being there is success.
@@ -227,19 +243,22 @@ impl TrackerAdapter for JiraTracker {
             // Server / Data Center's comment body is wiki markup; the text goes as written.
             ApiVersion::V2 => Value::String(text.to_string()),
         };
-        self.api.post_comment(id, body).map_err(err)
+        self.api.post_comment(&checked(id)?, body).map_err(err)
     }
 
     fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        self.api.edit_label(id, "add", label).map_err(err)
+        self.api
+            .edit_label(&checked(id)?, "add", label)
+            .map_err(err)
     }
 
     fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        crate::http_client::absent_is_ok(self.api.edit_label(id, "remove", label)).map_err(err)
+        let id = checked(id)?;
+        crate::http_client::absent_is_ok(self.api.edit_label(&id, "remove", label)).map_err(err)
     }
 
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
-        let v = self.api.issue(id).map_err(err)?;
+        let v = self.api.issue(&checked(id)?).map_err(err)?;
         let fields = v.get("fields").cloned().unwrap_or(Value::Null);
         Ok(Blockers {
             refs: normalize::blockers(&fields, &self.link_type),
@@ -249,5 +268,31 @@ impl TrackerAdapter for JiraTracker {
 
     fn rate_limit(&self) -> Option<RateLimitStatus> {
         self.api.rate_limit()
+    }
+
+    /// Jira's issue path is site-wide, so the answer decides: the issue's project (its
+    /// `project` field, else its key's prefix) must be `tracker.project`, and with
+    /// `tracker.query_filter` set, a JQL search for the issue in the project and the filter
+    /// must find it.
+    fn resolve_in_scope(&self, id: &str) -> TrackerResult<IssueRef> {
+        let v = self.api.issue(&checked(id)?).map_err(err)?;
+        let key = normalize::key(&v);
+        let owner = v
+            .pointer("/fields/project/key")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .unwrap_or_else(|| key.rsplit_once('-').map_or("", |(p, _)| p).to_string());
+        scope::same_owner(KIND, id, "project", &owner, &self.project)?;
+        let issue_id = normalize::id_of(v.get("id")).unwrap_or_default();
+        if let Some(filter) = &self.query_filter {
+            let q = jql::in_scope(&self.project, &issue_id, filter);
+            if self.api.search(&q, "status", Some).map_err(err)?.is_empty() {
+                return Err(scope::filtered_out(KIND, id, filter));
+            }
+        }
+        Ok(IssueRef {
+            id: issue_id,
+            identifier: key,
+        })
     }
 }

@@ -13,7 +13,7 @@ fn text_at(v: &Value, pointer: &str) -> String {
 }
 
 /// An id Jira may send as a string or a number.
-fn id_of(v: Option<&Value>) -> Option<String> {
+pub fn id_of(v: Option<&Value>) -> Option<String> {
     match v? {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),

@@ -18,7 +18,7 @@ use super::settings::LinearConfig;
 use crate::clock::Clock;
 use crate::http_client::{
     ClientOptions, CursorPage, ErrorClass, HttpClient, HttpError, Method, RateLimitStatus, Request,
-    ThreadSleeper, collect_cursor_pages, snippet,
+    ThreadSleeper, collect_cursor_pages,
 };
 
 /// The page size of every connection read.
@@ -167,13 +167,16 @@ impl LinearApi {
         e
     }
 
-    /// Sends one operation and answers its `data`. `op` names it in errors and logs.
+    /// Sends one operation and answers its `data` once `check` accepts it: an answer the
+    /// check finds unreadable is a payload error quoting the answer's first bytes, one that
+    /// says the named entity is absent (`null`) is not-found. `op` names it in errors and logs.
     fn send(
         &self,
         op: &str,
         query: &str,
         variables: Value,
         read: bool,
+        check: impl Fn(&Value) -> Result<(), Gap>,
     ) -> Result<Value, HttpError> {
         let mut req = Request::new(Method::Post, PATH).json(&json!({
             "operationName": op,
@@ -197,13 +200,21 @@ impl LinearApi {
         {
             return Err(self.graphql_error(op, resp.status, &resp.headers, errors));
         }
-        match body.get("data") {
-            Some(d) if d.is_object() => Ok(d.clone()),
-            _ => Err(HttpError::new(
-                ErrorClass::Payload,
+        let data = match body {
+            Value::Object(mut m) => m.remove("data").unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        if !data.is_object() {
+            return Err(resp.unreadable(format!("{op}: answer has no data")));
+        }
+        match check(&data) {
+            Ok(()) => Ok(data),
+            Err(Gap::Unreadable(d)) => Err(resp.unreadable(format!("{op}: {d}"))),
+            Err(Gap::Absent(d)) => Err(HttpError::new(
+                ErrorClass::NotFound,
                 "POST",
                 PATH,
-                format!("{op}: answer has no data: {}", snippet(&resp.body)),
+                format!("{op}: {d}"),
             )),
         }
     }
@@ -239,9 +250,15 @@ impl LinearApi {
         out
     }
 
-    /// A query's `data`.
-    pub fn query(&self, op: &str, query: &str, variables: Value) -> Result<Value, HttpError> {
-        self.send(op, query, variables, true)
+    /// A query's `data`, once `check` accepts it.
+    pub fn query(
+        &self,
+        op: &str,
+        query: &str,
+        variables: Value,
+        check: impl Fn(&Value) -> Result<(), Gap>,
+    ) -> Result<Value, HttpError> {
+        self.send(op, query, variables, true, check)
     }
 
     /// A mutation whose payload at `field` must say `success: true`.
@@ -252,7 +269,7 @@ impl LinearApi {
         variables: Value,
         field: &str,
     ) -> Result<Value, HttpError> {
-        let data = self.send(op, query, variables, false)?;
+        let data = self.send(op, query, variables, false, |_| Ok(()))?;
         let payload = data.get(field).cloned().unwrap_or(Value::Null);
         if payload.get("success").and_then(Value::as_bool) != Some(true) {
             return Err(HttpError::new(
@@ -265,38 +282,34 @@ impl LinearApi {
         Ok(payload)
     }
 
-    /// Every node of the connection at `pointer` in the answers, page by page up to the cap;
-    /// `$first` and `$after` are set here.
-    pub fn nodes(
+    /// Every node of the connection at `pointer` in the answers, page by page up to the cap,
+    /// each node carrying every field of `need` (JSON pointers); `$first` and `$after` are
+    /// set here. A `null` entity on the way (an unknown issue's comments) is not-found. Each
+    /// node is turned into what `keep` makes of it as its page is read.
+    pub fn nodes<T>(
         &self,
         op: &str,
         query: &str,
         variables: Value,
         pointer: &str,
-    ) -> Result<Vec<Value>, HttpError> {
+        need: &[&str],
+        mut keep: impl FnMut(Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
         collect_cursor_pages(self.page_cap, op, |cursor| {
             let mut vars = variables.clone();
             vars["first"] = json!(PAGE);
             vars["after"] = cursor.map_or(Value::Null, |c| json!(c));
-            let data = self.query(op, query, vars)?;
-            let Some(conn) = data.pointer(pointer).filter(|c| !c.is_null()) else {
-                return Err(HttpError::new(
-                    ErrorClass::NotFound,
-                    "POST",
-                    PATH,
-                    format!("{op}: nothing at {pointer} in the answer"),
-                ));
-            };
-            let Some(items) = conn.get("nodes").and_then(Value::as_array) else {
-                return Err(HttpError::new(
-                    ErrorClass::Payload,
-                    "POST",
-                    PATH,
-                    format!("{op}: answer has no nodes at {pointer}"),
-                ));
+            let mut data = self.query(op, query, vars, |d| connection_gap(d, pointer, need))?;
+            let mut conn = data
+                .pointer_mut(pointer)
+                .map(Value::take)
+                .unwrap_or_default();
+            let items = match conn.get_mut("nodes").map(Value::take) {
+                Some(Value::Array(items)) => items.into_iter().filter_map(&mut keep).collect(),
+                _ => Vec::new(),
             };
             Ok(CursorPage {
-                items: items.clone(),
+                items,
                 next: conn
                     .pointer("/pageInfo/endCursor")
                     .and_then(Value::as_str)
@@ -310,9 +323,114 @@ impl LinearApi {
     }
 }
 
+/// What a check found wrong with an answer's `data`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gap {
+    /// Not the shape asked for: a payload error.
+    Unreadable(String),
+    /// The entity asked for is `null`: it does not exist (not-found).
+    Absent(String),
+}
+
+/// Whether `v` holds a non-empty value at `pointer`.
+pub fn has(v: &Value, pointer: &str) -> bool {
+    match v.pointer(pointer) {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    }
+}
+
+/// The entity at `/<field>` of `data`: absent when `null`, unreadable when missing or when it
+/// lacks a field of `need`.
+pub fn entity_gap(data: &Value, field: &str, need: &[&str]) -> Result<(), Gap> {
+    match data.get(field) {
+        None => Err(Gap::Unreadable(format!("answer has no {field}"))),
+        Some(Value::Null) => Err(Gap::Absent(format!("no such {field}"))),
+        Some(v) => match need.iter().find(|n| !has(v, n)) {
+            Some(n) => Err(Gap::Unreadable(format!("the {field} has no {n}"))),
+            None => Ok(()),
+        },
+    }
+}
+
+/// The connection at `pointer` of `data`: a `null` entity on the way is absent; a missing
+/// step, a `null` connection, no `nodes` list, or a node lacking a field of `need` is
+/// unreadable.
+pub fn connection_gap(data: &Value, pointer: &str, need: &[&str]) -> Result<(), Gap> {
+    let steps: Vec<&str> = pointer.split('/').skip(1).collect();
+    let mut at = data;
+    for (i, step) in steps.iter().enumerate() {
+        match at.get(step) {
+            None => {
+                return Err(Gap::Unreadable(format!(
+                    "nothing at {pointer} in the answer"
+                )));
+            }
+            Some(Value::Null) if i + 1 < steps.len() => {
+                return Err(Gap::Absent(format!("no such {step}")));
+            }
+            Some(Value::Null) => return Err(Gap::Unreadable(format!("{pointer} is null"))),
+            Some(v) => at = v,
+        }
+    }
+    let Some(nodes) = at.get("nodes").and_then(Value::as_array) else {
+        return Err(Gap::Unreadable(format!("answer has no nodes at {pointer}")));
+    };
+    for (i, n) in nodes.iter().enumerate() {
+        if let Some(missing) = need.iter().find(|f| !has(n, f)) {
+            return Err(Gap::Unreadable(format!(
+                "node {i} at {pointer} has no {missing}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_are_read_only_in_the_shape_asked_for() {
+        let need = ["/id", "/state/name"];
+        let ok = json!({"issues": {"nodes": [{"id": "a", "state": {"name": "Todo"}}]}});
+        assert_eq!(connection_gap(&ok, "/issues", &need), Ok(()));
+        let gap = |d: Value, p: &str| connection_gap(&d, p, &need);
+        assert!(matches!(gap(json!({}), "/issues"), Err(Gap::Unreadable(_))));
+        assert!(matches!(
+            gap(json!({"issues": null}), "/issues"),
+            Err(Gap::Unreadable(_))
+        ));
+        assert!(matches!(
+            gap(json!({"issues": {}}), "/issues"),
+            Err(Gap::Unreadable(_))
+        ));
+        let fieldless = json!({"issues": {"nodes": [{"id": "a"}]}});
+        assert_eq!(
+            gap(fieldless, "/issues"),
+            Err(Gap::Unreadable(
+                "node 0 at /issues has no /state/name".into()
+            ))
+        );
+        let absent = json!({"issue": null});
+        assert!(matches!(
+            connection_gap(&absent, "/issue/comments", &[]),
+            Err(Gap::Absent(_))
+        ));
+        assert!(matches!(
+            entity_gap(&json!({"issue": null}), "issue", &["/id"]),
+            Err(Gap::Absent(_))
+        ));
+        assert!(matches!(
+            entity_gap(&json!({"issue": {"x": 1}}), "issue", &["/id"]),
+            Err(Gap::Unreadable(_))
+        ));
+        assert!(matches!(
+            entity_gap(&json!({}), "issue", &["/id"]),
+            Err(Gap::Unreadable(_))
+        ));
+    }
 
     #[test]
     fn graphql_error_codes_map_onto_classes() {

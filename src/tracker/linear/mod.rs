@@ -31,14 +31,14 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
-use crate::domain::{Comment, Issue};
+use crate::domain::{Comment, Issue, IssueRef};
 use crate::http_client::{HttpError, RateLimitStatus, absent_is_ok};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
-    TrackerResult, TrackerSettings,
+    TrackerResult, TrackerSettings, scope,
 };
 
-use api::LinearApi;
+use api::{LinearApi, connection_gap, entity_gap};
 pub use settings::{DEFAULT_ACTIVE, DEFAULT_TERMINAL};
 
 /// The configuration name of this kind (`tracker.kind`, and the `linear:` block).
@@ -91,6 +91,23 @@ fn err(e: HttpError) -> TrackerError {
     TrackerError::from_http(KIND, &e)
 }
 
+/// What an issue node must carry to be read.
+const ISSUE_NEED: &[&str] = &["/id", "/identifier", "/state/name"];
+
+/// An id as Linear names an issue, its UUID or its identifier (`ENG-12`), trimmed; anything
+/// else is refused before any request.
+fn checked(id: &str) -> TrackerResult<String> {
+    let t = id.trim();
+    if scope::is_uuid(t) || scope::key_number(t).is_some() {
+        return Ok(t.to_string());
+    }
+    Err(scope::refusal(
+        KIND,
+        id,
+        "a linear issue id is its UUID or its identifier (ENG-12)",
+    ))
+}
+
 fn payload(message: String) -> TrackerError {
     TrackerError::new(TrackerErrorKind::Payload, KIND, message)
 }
@@ -103,11 +120,9 @@ fn trimmed(items: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// `ENG-12` → (`ENG`, 12).
+/// `ENG-12` → (`ENG`, 12); anything that is not a team key and a number is `None`.
 fn split_identifier(identifier: &str) -> Option<(String, u64)> {
-    let (team, number) = identifier.trim().rsplit_once('-')?;
-    let n = number.parse().ok()?;
-    (!team.is_empty()).then(|| (team.to_ascii_uppercase(), n))
+    scope::key_number(identifier.trim())
 }
 
 impl LinearTracker {
@@ -119,6 +134,8 @@ impl LinearTracker {
                 queries::WORKFLOW_STATES,
                 json!({"team": self.team}),
                 "/workflowStates",
+                &["/id", "/name"],
+                Some,
             )
             .map_err(err)?;
         let states: Vec<WorkflowState> = nodes
@@ -186,37 +203,39 @@ impl LinearTracker {
 
     fn issues_in(&self, states: &[String]) -> TrackerResult<Vec<Issue>> {
         let states = self.spelled(states)?;
-        let nodes = match &self.extra_filter {
+        match &self.extra_filter {
             None => self.api.nodes(
                 "SortieIssues",
                 queries::ISSUES,
                 json!({"team": self.team, "states": states}),
                 "/issues",
+                ISSUE_NEED,
+                |v| normalize::issue(&v),
             ),
             Some(extra) => self.api.nodes(
                 "SortieIssuesFiltered",
                 queries::ISSUES_FILTERED,
                 json!({"team": self.team, "states": states, "extra": extra}),
                 "/issues",
+                ISSUE_NEED,
+                |v| normalize::issue(&v),
             ),
         }
-        .map_err(err)?;
-        Ok(nodes.iter().filter_map(normalize::issue).collect())
+        .map_err(err)
     }
 
+    /// The issue node `id` names; `null` (no such issue) is not-found.
     fn issue_node(&self, id: &str) -> TrackerResult<Value> {
-        let data = self
+        let mut data = self
             .api
-            .query("SortieIssue", queries::ISSUE, json!({"id": id.trim()}))
+            .query(
+                "SortieIssue",
+                queries::ISSUE,
+                json!({"id": checked(id)?}),
+                |d| entity_gap(d, "issue", ISSUE_NEED),
+            )
             .map_err(err)?;
-        match data.get("issue") {
-            Some(v) if v.is_object() => Ok(v.clone()),
-            _ => Err(TrackerError::new(
-                TrackerErrorKind::NotFound,
-                KIND,
-                format!("POST /graphql: SortieIssue: no issue {id}"),
-            )),
-        }
+        Ok(data["issue"].take())
     }
 
     /// The label id for `name`: a label of this team first, else a workspace label.
@@ -228,6 +247,8 @@ impl LinearTracker {
                 queries::LABELS,
                 json!({"name": name.trim()}),
                 "/issueLabels",
+                &["/id", "/name"],
+                Some,
             )
             .map_err(err)?;
         let named: Vec<&Value> = nodes
@@ -258,7 +279,10 @@ impl LinearTracker {
         key: &str,
         wanted: &BTreeSet<String>,
     ) -> TrackerResult<BTreeMap<String, String>> {
-        let nodes = self.api.nodes(op, query, vars, "/issues").map_err(err)?;
+        let nodes = self
+            .api
+            .nodes(op, query, vars, "/issues", ISSUE_NEED, Some)
+            .map_err(err)?;
         Ok(nodes
             .iter()
             .filter_map(|n| {
@@ -300,7 +324,10 @@ impl TrackerAdapter for LinearTracker {
     }
 
     fn fetch_issue_states_by_ids(&self, ids: &[String]) -> TrackerResult<BTreeMap<String, String>> {
-        let ids = trimmed(ids);
+        let ids: Vec<String> = trimmed(ids)
+            .into_iter()
+            .filter(|i| scope::is_uuid(i))
+            .collect();
         let mut out = BTreeMap::new();
         for chunk in ids.chunks(api::PAGE) {
             let wanted: BTreeSet<String> = chunk.iter().map(|i| i.to_ascii_uppercase()).collect();
@@ -344,22 +371,24 @@ impl TrackerAdapter for LinearTracker {
     }
 
     fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
-        let nodes = self
+        let mut comments: Vec<Comment> = self
             .api
             .nodes(
                 "SortieComments",
                 queries::COMMENTS,
-                json!({"id": id.trim()}),
+                json!({"id": checked(id)?}),
                 "/issue/comments",
+                &["/id"],
+                |v| Some(normalize::comment(&v)),
             )
             .map_err(err)?;
-        let mut comments: Vec<Comment> = nodes.iter().map(normalize::comment).collect();
         // Oldest first, whatever order the connection used.
         comments.sort_by(|a, b| a.created_at.cmp(&b.created_at));
         Ok(comments)
     }
 
     fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
+        let id = checked(id)?;
         let target = self.state_named(state)?;
         log::info!(
             "transitioning issue tracker={KIND} issue_id={id} state={state:?} state_id={}",
@@ -369,7 +398,7 @@ impl TrackerAdapter for LinearTracker {
             .mutate(
                 "SortieIssueUpdate",
                 queries::UPDATE_STATE,
-                json!({"id": id.trim(), "stateId": target.id}),
+                json!({"id": id, "stateId": target.id}),
                 "issueUpdate",
             )
             .map(drop)
@@ -381,7 +410,7 @@ impl TrackerAdapter for LinearTracker {
             .mutate(
                 "SortieCommentCreate",
                 queries::COMMENT_CREATE,
-                json!({"issueId": id.trim(), "body": text}),
+                json!({"issueId": checked(id)?, "body": text}),
                 "commentCreate",
             )
             .map(drop)
@@ -389,6 +418,7 @@ impl TrackerAdapter for LinearTracker {
     }
 
     fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
+        let id = checked(id)?;
         let Some(label_id) = self.label_id(label)? else {
             return Err(payload(format!(
                 "label {label:?} does not exist in team {} or the workspace: create it in Linear first",
@@ -399,7 +429,7 @@ impl TrackerAdapter for LinearTracker {
             .mutate(
                 "SortieIssueAddLabel",
                 queries::ADD_LABEL,
-                json!({"id": id.trim(), "labelId": label_id}),
+                json!({"id": id, "labelId": label_id}),
                 "issueAddLabel",
             )
             .map(drop)
@@ -407,13 +437,14 @@ impl TrackerAdapter for LinearTracker {
     }
 
     fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
+        let id = checked(id)?;
         let Some(label_id) = self.label_id(label)? else {
             return Ok(());
         };
         absent_is_ok(self.api.mutate(
             "SortieIssueRemoveLabel",
             queries::REMOVE_LABEL,
-            json!({"id": id.trim(), "labelId": label_id}),
+            json!({"id": id, "labelId": label_id}),
             "issueRemoveLabel",
         ))
         .map_err(err)
@@ -425,16 +456,15 @@ impl TrackerAdapter for LinearTracker {
             .query(
                 "SortieBlockers",
                 queries::BLOCKERS,
-                json!({"id": id.trim()}),
+                json!({"id": checked(id)?}),
+                |d| {
+                    entity_gap(d, "issue", &["/id"])?;
+                    let issue = &d["issue"];
+                    connection_gap(issue, "/inverseRelations", &["/type"])
+                },
             )
             .map_err(err)?;
-        let Some(v) = data.get("issue").filter(|v| v.is_object()) else {
-            return Err(TrackerError::new(
-                TrackerErrorKind::NotFound,
-                KIND,
-                format!("POST /graphql: SortieBlockers: no issue {id}"),
-            ));
-        };
+        let v = &data["issue"];
         Ok(Blockers {
             refs: normalize::blockers(v),
             complete: normalize::blockers_complete(v),
@@ -443,6 +473,39 @@ impl TrackerAdapter for LinearTracker {
 
     fn rate_limit(&self) -> Option<RateLimitStatus> {
         self.api.rate_limit()
+    }
+
+    /// Linear looks issues up workspace-wide, so the answer decides: the issue's team must be
+    /// the configured one, and with `tracker.query_filter` set, the team's issues matching it
+    /// must hold the issue.
+    fn resolve_in_scope(&self, id: &str) -> TrackerResult<IssueRef> {
+        let v = self.issue_node(id)?;
+        let owner = v
+            .pointer("/team/key")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        scope::same_owner(KIND, id, "team", owner, &self.team)?;
+        let issue_id = v["id"].as_str().unwrap_or_default().to_string();
+        if let Some(extra) = &self.extra_filter {
+            let found = self
+                .api
+                .nodes(
+                    "SortieIssueInFilter",
+                    queries::ISSUE_IN_FILTER,
+                    json!({"id": issue_id, "team": self.team, "extra": extra}),
+                    "/issues",
+                    &["/id"],
+                    Some,
+                )
+                .map_err(err)?;
+            if !found.iter().any(|n| n["id"] == issue_id.as_str()) {
+                return Err(scope::filtered_out(KIND, id, &extra.to_string()));
+            }
+        }
+        Ok(IssueRef {
+            id: issue_id,
+            identifier: v["identifier"].as_str().unwrap_or_default().to_string(),
+        })
     }
 }
 
@@ -453,7 +516,8 @@ mod tests {
     #[test]
     fn identifiers_split_into_team_and_number() {
         assert_eq!(split_identifier("eng-12"), Some(("ENG".into(), 12)));
-        assert_eq!(split_identifier("MY-TEAM-3"), Some(("MY-TEAM".into(), 3)));
+        assert_eq!(split_identifier(" MY2-3 "), Some(("MY2".into(), 3)));
+        assert_eq!(split_identifier("../ENG-3"), None);
         assert_eq!(split_identifier("ENG"), None);
         assert_eq!(split_identifier("-3"), None);
         assert_eq!(split_identifier("ENG-x"), None);

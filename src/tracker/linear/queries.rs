@@ -6,7 +6,7 @@
 macro_rules! issue_fields {
     () => {
         "id identifier title description priority url branchName createdAt updatedAt \
-         state { name type } assignee { name } parent { id identifier } \
+         state { name type } team { key } assignee { name } parent { id identifier } \
          labels(first: 20) { nodes { name } } \
          inverseRelations(first: 20) { nodes { type issue { id identifier state { name } } } pageInfo { hasNextPage } }"
     };
@@ -34,6 +34,9 @@ pub const ISSUE: &str = concat!(
     issue_fields!(),
     " } }"
 );
+
+/// The issue with id `$id` if the team's issues matching the operator's filter hold it.
+pub const ISSUE_IN_FILTER: &str = "query SortieIssueInFilter($id: ID!, $team: String!, $extra: IssueFilter!, $first: Int!, $after: String) { issues(filter: { id: { eq: $id }, team: { key: { eq: $team } }, and: [$extra] }, first: $first, after: $after) { nodes { id } pageInfo { hasNextPage endCursor } } }";
 
 pub const STATES_BY_IDS: &str = "query SortieIssueStatesByIds($ids: [ID!], $first: Int!, $after: String) { issues(filter: { id: { in: $ids } }, first: $first, after: $after) { nodes { id identifier state { name } } pageInfo { hasNextPage endCursor } } }";
 
