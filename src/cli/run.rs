@@ -28,6 +28,27 @@ fn fail(msg: impl std::fmt::Display) -> i32 {
     1
 }
 
+/// Starts the keeper process that stops sortie's agents, hooks and helpers if sortie dies
+/// without draining (`process_signal::keeper`), before anything can start one.
+fn start_keeper(wf: &Workflow, log_format: LogFormat) {
+    let grace = crate::agent::AgentSettings {
+        stop_grace_ms: wf.config.agent.stop_grace_ms,
+        ..Default::default()
+    }
+    .stop_grace();
+    let format = match log_format {
+        LogFormat::Text => "text",
+        LogFormat::Json => "json",
+    };
+    match crate::process_signal::keeper::spawn_watched(grace, format) {
+        Ok(pid) => log::info!("keeper started pid={pid} grace_ms={}", grace.as_millis()),
+        Err(e) => log::error!(
+            "keeper not started; agents may outlive a killed sortie until the next start error={:?}",
+            e.to_string()
+        ),
+    }
+}
+
 /// Runs sortie; returns the process exit code.
 pub fn run(opts: RunOptions) -> i32 {
     // Flag values are checked before anything else.
@@ -124,7 +145,7 @@ pub fn run(opts: RunOptions) -> i32 {
         bind.host,
         bind.port
     );
-    run_daemon(wf, template, load_options, bind, clock)
+    run_daemon(wf, template, load_options, bind, clock, format)
 }
 
 fn run_daemon(
@@ -133,7 +154,9 @@ fn run_daemon(
     load_options: LoadOptions,
     bind: ServerBind,
     clock: Arc<dyn Clock>,
+    log_format: LogFormat,
 ) -> i32 {
+    start_keeper(&wf, log_format);
     // Orphans of agents (a grandchild that escaped its group with `setsid`) are re-parented
     // to sortie rather than init, so they are reaped here and killed by their turn's token.
     match crate::process_signal::orphans::become_subreaper() {

@@ -231,6 +231,7 @@ impl SshHost {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        crate::process_signal::orphans::tag_helper(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| self.spawn_error(&e))?;
         drop(cmd);
         let pid = child.id();

@@ -94,7 +94,9 @@ fn run_bounded(
     cwd: &Path,
     timeout: Duration,
 ) -> std::io::Result<(Option<i32>, String)> {
-    let mut child = Command::new(program)
+    let mut cmd = Command::new(program);
+    crate::process_signal::orphans::tag_helper(&mut cmd);
+    let mut child = cmd
         .args(args)
         .current_dir(cwd)
         .process_group(0)

@@ -1,0 +1,144 @@
+//! Agents die with the daemon (issue 33, point 7), through the real binary: when sortie is
+//! SIGKILLed, its keeper process gives the agent's process group SIGTERM, then SIGKILL after the
+//! stop grace, and stops what escaped the group with `setsid` and a hook that was running, with
+//! no restart needed.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Project, wait_for};
+use serde_json::json;
+
+fn one_issue(p: &Project) {
+    p.issues(json!([{"id": "1", "identifier": "K-1", "title": "Keep me", "state": "To Do", "priority": 1}]));
+}
+
+/// `(state, group, start ticks)` of a live process; `None` once it is gone or a zombie.
+fn live(pid: u32) -> Option<(u32, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest: Vec<&str> = text
+        .get(text.rfind(')')? + 1..)?
+        .split_whitespace()
+        .collect();
+    let state = rest.first()?.chars().next()?;
+    if state == 'Z' || state == 'X' {
+        return None;
+    }
+    Some((rest.get(2)?.parse().ok()?, rest.get(19)?.parse().ok()?))
+}
+
+/// Live processes in process group `pgid`.
+fn group_members(pgid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| live(*pid).is_some_and(|(g, _)| g == pgid))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn read_pid(path: &std::path::Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[test]
+fn a_sigkilled_sortie_takes_its_agent_group_and_the_escaped_grandchild_down() {
+    let p = Project::new();
+    one_issue(&p);
+    let pid_file = p.path("grandchild.pid");
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"spawn_setsid_grandchild": {"pid_file": pid_file.display().to_string()}}),
+            // A group member that ignores SIGTERM: only the SIGKILL after the grace ends it.
+            json!({"spawn_grandchild": true}),
+            json!({"assistant": {"text": "working", "input_tokens": 5, "output_tokens": 1}}),
+            json!({"hang": true}),
+        ],
+    );
+    p.fake_agent_workflow("  stop_grace_ms: 500\n", "");
+    let mut d = p.start();
+    let pgid: i64 = wait_for(
+        "the agent's group on the live session row",
+        Duration::from_secs(30),
+        || {
+            p.db_conn()
+                .query_row(
+                    "SELECT agent_pgid FROM session_metadata
+                     WHERE dispatch_id IS NOT NULL AND agent_pgid IS NOT NULL",
+                    [],
+                    |r| r.get(0),
+                )
+                .ok()
+        },
+    );
+    let pgid = pgid as u32;
+    let grandchild = wait_for("the setsid grandchild", Duration::from_secs(10), || {
+        read_pid(&pid_file)
+    });
+    wait_for(
+        "the group's SIGTERM-proof member",
+        Duration::from_secs(10),
+        || (group_members(pgid).len() >= 2).then_some(()),
+    );
+    assert!(live(grandchild).is_some());
+
+    d.kill9();
+    wait_for(
+        "the agent's group and its escaped grandchild gone with no sortie running",
+        Duration::from_secs(15),
+        || (group_members(pgid).is_empty() && live(grandchild).is_none()).then_some(()),
+    );
+    // The keeper says what it did, in sortie's log format.
+    let line = wait_for("the keeper's report", Duration::from_secs(5), || {
+        let log = p.log();
+        let line = log
+            .lines()
+            .find(|l| l.contains("processes of the ended sortie stopped"))?
+            .to_string();
+        Some(line)
+    });
+    assert!(
+        p.log()
+            .contains("sortie ended; stopping the processes it started")
+    );
+    // The SIGTERM-proof member needed the SIGKILL after the grace.
+    assert!(!line.contains("killed_after_grace=0"), "{line}");
+}
+
+#[test]
+fn a_sigkilled_sortie_takes_a_running_hook_down() {
+    let p = Project::new();
+    one_issue(&p);
+    let hook_pid = p.path("hook.pid");
+    p.fake_agent_workflow(
+        "",
+        &format!(
+            "hooks:\n  timeout_ms: 600000\n  before_run: echo $$ > {} && sleep 600\n",
+            hook_pid.display()
+        ),
+    );
+    // The workflow's own `hooks:` block comes first; the one above replaces it.
+    let wf = std::fs::read_to_string(p.workflow()).unwrap();
+    let first = wf.find("hooks:\n").unwrap();
+    let end = wf[first..].find("agent:\n").unwrap() + first;
+    p.write("WORKFLOW.md", &format!("{}{}", &wf[..first], &wf[end..]));
+    let mut d = p.start();
+    let hook = wait_for("the hook's pid", Duration::from_secs(30), || {
+        read_pid(&hook_pid)
+    });
+    // The shell leads its own group; its `sleep` is in it.
+    wait_for("the hook's sleep", Duration::from_secs(10), || {
+        (group_members(hook).len() >= 2).then_some(())
+    });
+    d.kill9();
+    wait_for(
+        "the hook's group gone with no sortie running",
+        Duration::from_secs(15),
+        || group_members(hook).is_empty().then_some(()),
+    );
+}
