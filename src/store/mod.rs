@@ -10,6 +10,7 @@ mod error;
 mod event_retry;
 mod events;
 mod json;
+pub mod live_figures;
 pub mod lock;
 pub mod migrate;
 mod model_use;
