@@ -80,6 +80,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
         "model",
         "issues",
     ],
+    env_vars: &[],
     validate: crate::agent::no_setting_problems,
     build: |settings, clock| Ok(Arc::new(MockAdapter::from_settings(settings, clock)?)),
 };

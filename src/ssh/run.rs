@@ -196,7 +196,11 @@ impl SshHost {
     /// A local `ssh` command that runs `remote_command` on this host (see [`SshHost::argv`]).
     pub fn command(&self, remote_command: &str) -> Command {
         let mut cmd = Command::new("ssh");
-        cmd.args(self.argv(remote_command));
+        // The client needs the basics (its config under `HOME`, `SSH_AUTH_SOCK`, proxies),
+        // never sortie's secrets.
+        cmd.args(self.argv(remote_command))
+            .env_clear()
+            .envs(crate::child_env::basics(std::env::vars_os()));
         cmd
     }
 
