@@ -131,6 +131,7 @@ workspace:
 agent:
   kind: claude-code
   command: $FAKE
+  env: [FAKE_AGENT_*]
   max_turns: 4
   max_sessions: $MAX_SESSIONS
   max_concurrent_agents: $MAX_CONCURRENT
