@@ -142,3 +142,96 @@ fn a_sigkilled_sortie_takes_a_running_hook_down() {
         || group_members(hook).is_empty().then_some(()),
     );
 }
+
+/// Pids of live processes whose working directory is inside `dir`.
+fn processes_in(dir: &std::path::Path) -> Vec<u32> {
+    let Ok(canon) = dir.canonicalize() else {
+        return Vec::new();
+    };
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| live(*pid).is_some())
+                .filter(|pid| {
+                    std::fs::read_link(format!("/proc/{pid}/cwd"))
+                        .is_ok_and(|cwd| cwd.starts_with(&canon))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The remote agent shares nothing with sortie but an `ssh` connection (no token, no group):
+/// the keeper signals its recorded group on the host, as sortie would have.
+#[test]
+fn a_sigkilled_sortie_stops_its_agent_on_an_ssh_host() {
+    let Some(sshd) = common::sshd::Sshd::start_or_skip() else {
+        return;
+    };
+    let p = Project::new();
+    one_issue(&p);
+    p.scenario(
+        "K-1",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"text": "working", "input_tokens": 5, "output_tokens": 1}}),
+            // Writes nothing more: a lost connection alone would never end it.
+            json!({"hang": true}),
+        ],
+    );
+    let wf = format!(
+        r#"---
+tracker:
+  kind: file
+  active_states: [To Do, In Progress]
+  terminal_states: [Done, Cancelled]
+file:
+  path: ./issues.json
+polling:
+  interval_ms: 200
+workspace:
+  root: {root}
+hooks:
+  after_create: cp '{scenarios}/K-1.jsonl' .scenario
+agent:
+  kind: claude-code
+  command: env FAKE_AGENT_SCENARIO=.scenario {agent}
+  max_turns: 1
+  stop_grace_ms: 500
+worker:
+  ssh_hosts: [{host}]
+  ssh_config_file: {config}
+server:
+  port: {port}
+---
+Work on {{{{ .issue.identifier }}}}.
+"#,
+        root = p.path("ws").display(),
+        scenarios = p.path("scenarios").display(),
+        agent = common::FAKE_AGENT,
+        host = common::sshd::HOST_ALIAS,
+        config = sshd.client_config.display(),
+        port = p.port(),
+    );
+    p.write("WORKFLOW.md", &wf);
+    let mut d = p.start();
+    let ws = p.workspace("K-1");
+    d.wait_state("K-1 running on the host", Duration::from_secs(30), |s| {
+        s["running"][0]["tokens"]["input_tokens"] == 5
+    });
+    let remote = processes_in(&ws);
+    assert!(!remote.is_empty(), "no agent in the host's workspace");
+    d.kill9();
+    wait_for(
+        "the agent on the host gone with no sortie running",
+        Duration::from_secs(30),
+        || processes_in(&ws).is_empty().then_some(()),
+    );
+    wait_for("the keeper's report", Duration::from_secs(10), || {
+        p.log()
+            .lines()
+            .any(|l| l.contains("agents on SSH hosts signalled") && l.contains("term_ok=1"))
+            .then_some(())
+    });
+}

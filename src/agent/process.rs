@@ -305,6 +305,9 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         .stderr(Stdio::piped());
     let token = orphans::new_token();
     cmd.env(orphans::TOKEN_ENV, &token);
+    if let Some(host) = &spec.remote {
+        register_remote(host, &spec.cwd, &token);
+    }
     let spawned = cmd.spawn().inspect_err(|_| {
         orphans::end_token(&token);
     });
@@ -399,6 +402,16 @@ pub(crate) fn forwarded_env(
         env.push((k.clone(), v.clone()));
     }
     env
+}
+
+/// Tells the keeper how to stop the remote agent group of `workspace` on `host` should sortie
+/// die while the turn `token` runs (`process_signal::keeper`); ending the token forgets it.
+pub(crate) fn register_remote(host: &SshHost, workspace: &Path, token: &str) {
+    crate::process_signal::keeper::register_remote(
+        token,
+        host.kill_remote_argv(workspace, Signal::TERM),
+        host.kill_remote_argv(workspace, Signal::KILL),
+    );
 }
 
 /// The local `ssh` that runs `program` on `host` in the remote workspace `cwd` (which must be

@@ -40,7 +40,8 @@ fn start_keeper(wf: &Workflow, log_format: LogFormat) {
         LogFormat::Text => "text",
         LogFormat::Json => "json",
     };
-    match crate::process_signal::keeper::spawn_watched(grace, format) {
+    let env = crate::child_env::basics(std::env::vars_os());
+    match crate::process_signal::keeper::spawn_watched(grace, format, env) {
         Ok(pid) => log::info!("keeper started pid={pid} grace_ms={}", grace.as_millis()),
         Err(e) => log::error!(
             "keeper not started; agents may outlive a killed sortie until the next start error={:?}",

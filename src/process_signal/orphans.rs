@@ -81,6 +81,7 @@ pub fn end_token(token: &str) -> usize {
     if let Ok(mut l) = live().lock() {
         l.remove(token);
     }
+    super::keeper::forget_remote(token);
     kill_carriers(|t| t == token)
 }
 

@@ -6,7 +6,7 @@
 use crate::agent::pipes;
 use crate::agent::process::{
     KILL_WAIT, StderrSink, StderrTail, StdoutItem, StdoutSink, TurnGroup, forwarded_env,
-    remote_command, set_base_env, spawn_error, verify_workspace, without_nul,
+    register_remote, remote_command, set_base_env, spawn_error, verify_workspace, without_nul,
 };
 use crate::agent::stream::{ExitInfo, SpawnError};
 use crate::process_signal::{Signal, orphans};
@@ -86,6 +86,9 @@ impl RpcChild {
             .stderr(Stdio::piped());
         let token = orphans::new_token();
         cmd.env(orphans::TOKEN_ENV, &token);
+        if let Some(host) = &spec.remote {
+            register_remote(host, &spec.cwd, &token);
+        }
         let mut child = cmd.spawn().map_err(|e| {
             orphans::end_token(&token);
             spawn_error(spec.remote.as_ref(), &spec.program, &e)
