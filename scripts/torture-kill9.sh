@@ -25,6 +25,8 @@
 #                        issue and attempt, more than 1 s apart
 #   totals decreased     /api/v1/state `agent_totals` tokens after a restart below the ones
 #                        served before the kill
+#   agents orphaned      live fake-agent processes sampled 1 s after each kill, before the
+#                        restart (no sortie runs then): the keeper must have stopped them
 #   integrity_check      PRAGMA integrity_check of the database at the end
 #   agents left          fake-agent processes alive after the final graceful shutdown
 set -euo pipefail
@@ -37,7 +39,7 @@ for arg in "$@"; do
     case "$arg" in
     --debug) PROFILE=debug ;;
     -h | --help)
-        sed -n '2,30p' "$0"
+        sed -n '2,32p' "$0"
         exit 0
         ;;
     *)
@@ -129,6 +131,7 @@ workspace:
 agent:
   kind: claude-code
   command: $FAKE
+  env: [FAKE_AGENT_*]
   max_turns: 4
   max_sessions: $MAX_SESSIONS
   max_concurrent_agents: $MAX_CONCURRENT
@@ -227,6 +230,29 @@ with open(out, "a") as f:
 PY
 }
 
+# orphan_sample WHEN: live (not zombie) fake-agent processes while no sortie runs; each one is
+# a violation.
+orphan_sample() {
+    python3 - "$FAKE" "$1" "$VIOLATIONS" <<'PY'
+import os, sys
+fake, when, out = os.path.realpath(sys.argv[1]), sys.argv[2], sys.argv[3]
+alive = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if os.path.realpath(f"/proc/{pid}/exe") != fake:
+            continue
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        if state not in ("Z", "X"):
+            alive.append(pid)
+    except OSError:
+        continue
+with open(out, "a") as f:
+    f.write(f"orphan_sampled\t{when}\n")
+    for pid in alive:
+        f.write(f"orphaned\t{when}\tpid={pid}\n")
+PY
+}
+
 rand_delay() {
     python3 -c 'import random; print(f"{random.uniform(0.5, 3.0):.2f}")'
 }
@@ -240,6 +266,8 @@ for i in $(seq 1 "$KILLS"); do
     proc_sample "before-kill-$i"
     kill -9 "$DAEMON_PID" 2>/dev/null || true
     wait "$DAEMON_PID" 2>/dev/null || true
+    sleep 1
+    orphan_sample "kill-$i"
     start_daemon
     state_sample "after-$i"
     proc_sample "after-restart-$i"
@@ -350,6 +378,8 @@ rows = [
     ("retries compared across a restart", len(viol["due_at_compared"]), ""),
     ("retry due_at moved > 1 s", len(viol["due_at_moved"]), "FAIL" if viol["due_at_moved"] else "ok"),
     ("served token totals decreased", len(viol["totals_decreased"]), "FAIL" if viol["totals_decreased"] else "ok"),
+    ("kills sampled for orphaned agents", len(viol["orphan_sampled"]), ""),
+    ("agents alive 1 s after a kill, no sortie", len(viol["orphaned"]), "FAIL" if viol["orphaned"] else "ok"),
     ("PRAGMA integrity_check", integrity, "ok" if integrity == "ok" else "FAIL"),
     ("fake agents left at the end", left_n, "FAIL" if left_n else "ok"),
 ]
@@ -369,7 +399,7 @@ except FileNotFoundError:
     pass
 show("runs lost by issue", [f"{i}: {n}" for i, n in sorted(lost.items())])
 show("sessions over the budget", [f"{i}: {n}" for i, n in sorted(over.items())])
-for kind in ("two_agents", "due_at_moved", "totals_decreased"):
+for kind in ("two_agents", "due_at_moved", "totals_decreased", "orphaned"):
     show(kind, viol[kind])
 failed = any(r[2] == "FAIL" for r in rows)
 open(os.path.join(d, "result"), "w").write("fail" if failed else "pass")

@@ -4,7 +4,7 @@
 //! (`tests/layering.rs` checks it). See ARCHITECTURE.md for threads, channels and where each
 //! concept lives.
 //!
-//! 0. `build_info`, `clock`, `domain`, `mask`, `process_signal`
+//! 0. `build_info`, `child_env`, `clock`, `domain`, `mask`, `process_signal`
 //! 1. `http_client`, `ssh`
 //! 2. `agent`, `prompt`, `scm`, `tracker`, `ui`, `workspace`
 //! 3. `pricing`, `registry`
@@ -17,6 +17,7 @@
 
 pub mod agent;
 pub mod build_info;
+pub mod child_env;
 pub mod cli;
 pub mod clock;
 pub mod config;

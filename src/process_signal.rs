@@ -5,8 +5,10 @@
 //! It also reads `/proc/<pid>/stat` (parent, group, session, start time), so a group recorded
 //! by an earlier sortie is stopped only while its leader is the very process that was recorded
 //! (same pid AND same start time: a reused pid never matches), and hosts the orphan handling
-//! of [`orphans`] (child subreaper, reaping and killing processes that escaped their group).
+//! of [`orphans`] (child subreaper, reaping and killing processes that escaped their group) and
+//! the [`keeper`] process that stops everything sortie started when sortie dies.
 
+pub mod keeper;
 pub mod orphans;
 
 use std::io;

@@ -266,6 +266,7 @@ impl Env {
                 issue_identifier: "A-1".into(),
                 mcp_config_path: None,
                 remote: None,
+                attempt: None,
             })
     }
 
@@ -440,7 +441,7 @@ fn runs(d: &Daemon) -> Vec<Value> {
 
 fn acp_workflow(command: &str, block: &str) -> String {
     format!(
-        "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: agent-client-protocol\n  command: {command}\n  max_turns: 2\n  read_timeout_ms: 30000\n{block}---\nWork on {{{{ .issue.identifier }}}}.\n"
+        "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: agent-client-protocol\n  command: {command}\n  env: [FAKE_AGENT_*]\n  max_turns: 2\n  read_timeout_ms: 30000\n{block}---\nWork on {{{{ .issue.identifier }}}}.\n"
     )
 }
 
@@ -554,6 +555,7 @@ fn the_real_gemini_answers_initialize_with_its_auth_methods() {
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let spec = RpcSpec {
+        base_env: None,
         program: gemini.display().to_string(),
         args: vec!["--experimental-acp".into()],
         cwd: ws.clone(),
@@ -659,7 +661,7 @@ fn the_example_and_the_original_acp_front_matter_validate_cleanly() {
         ("kiro-cli", "kiro-cli acp -a"),
     ] {
         let original = format!(
-            "---\ntracker:\n  kind: file\n  active_states: [backlog, in-progress]\n  in_progress_state: in-progress\n  handoff_state: review\n  terminal_states: [done, wontfix]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 120000\nworkspace:\n  root: ./ws\nagent:\n  kind: agent-client-protocol\n  command: {command}\n  max_turns: 15\n  max_concurrent_agents: 4\n  turn_timeout_ms: 1800000\n  stall_timeout_ms: 300000\n  stop_grace_ms: 5000\n  max_retry_backoff_ms: 300000\nserver:\n  port: 8642\n---\nWork on {{{{ .issue.identifier }}}}.\n"
+            "---\ntracker:\n  kind: file\n  active_states: [backlog, in-progress]\n  in_progress_state: in-progress\n  handoff_state: review\n  terminal_states: [done, wontfix]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 120000\nworkspace:\n  root: ./ws\nagent:\n  kind: agent-client-protocol\n  command: {command}\n  env: [FAKE_AGENT_*]\n  max_turns: 15\n  max_concurrent_agents: 4\n  turn_timeout_ms: 1800000\n  stall_timeout_ms: 300000\n  stop_grace_ms: 5000\n  max_retry_backoff_ms: 300000\nserver:\n  port: 8642\n---\nWork on {{{{ .issue.identifier }}}}.\n"
         );
         let v = validate_with(dir.path(), program, &original);
         assert_eq!(v["errors"], json!([]), "{v}");

@@ -22,7 +22,7 @@ impl Codex {
     /// as the fake's scenario. `agent_extra` / `codex_block` are YAML lines for those blocks.
     fn new(script: &[Value], agent_extra: &str, codex_block: &str) -> Codex {
         let wf = format!(
-            "---\ntracker:\n  kind: file\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: codex\n  command: {FAKE_AGENT} app-server\n  read_timeout_ms: 2000\n{agent_extra}codex:\n  model: o3\n{codex_block}---\nWork on {{{{ .issue.identifier }}}}.\n"
+            "---\ntracker:\n  kind: file\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: codex\n  command: {FAKE_AGENT} app-server\n  env: [FAKE_AGENT_*]\n  read_timeout_ms: 2000\n{agent_extra}codex:\n  model: o3\n{codex_block}---\nWork on {{{{ .issue.identifier }}}}.\n"
         );
         let setup = Setup::new(&wf, &common::issues(&[("1", "A-1", "To Do")]));
         std::fs::create_dir_all(setup.path().join("state")).unwrap();

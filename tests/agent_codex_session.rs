@@ -79,6 +79,7 @@ impl Env {
             issue_identifier: "A-1".into(),
             mcp_config_path: None,
             remote: None,
+            attempt: None,
         })
     }
 
@@ -441,6 +442,7 @@ fn a_handshake_crash_is_a_response_error_naming_the_stderr() {
 
 fn peer(env: &Env) -> RpcPeer {
     let spec = RpcSpec {
+        base_env: None,
         program: FAKE_AGENT.into(),
         args: vec!["app-server".into()],
         cwd: env.ws(),
@@ -521,6 +523,7 @@ fn the_read_timeout_bounds_a_request() {
     let env = Env::new(&[]);
     let spec_cmd = Path::new("/bin/sleep");
     let spec = RpcSpec {
+        base_env: None,
         program: spec_cmd.display().to_string(),
         args: vec!["30".into()],
         cwd: env.ws(),

@@ -47,6 +47,7 @@ fn params(workspace: PathBuf) -> StartSessionParams {
         issue_identifier: "CON-1".into(),
         mcp_config_path: None,
         remote: None,
+        attempt: None,
     }
 }
 
@@ -253,6 +254,7 @@ fn build(
         stop_grace_ms: 0,
         block: block.as_object().cloned().unwrap_or_default(),
         workflow_dir: dir.path().to_path_buf(),
+        env: Default::default(),
     };
     let adapter = registry::adapter_for_with_clock(&settings, Arc::new(SystemClock))?;
     Ok(UnderTest {

@@ -30,7 +30,7 @@ impl CopilotProject {
         std::fs::create_dir_all(root.join("gh-config")).unwrap();
         std::os::unix::fs::symlink(FAKE_AGENT, root.join("bin/copilot")).unwrap();
         let wf = format!(
-            "---\ntracker:\n  kind: file\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: copilot-cli\n  command: {cmd}\n{sessions}{agent_extra}copilot-cli:\n  model: gpt-5-mini\n  max_autopilot_continues: 9\n---\nWork on {{{{ .issue.identifier }}}}.\n",
+            "---\ntracker:\n  kind: file\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: copilot-cli\n  command: {cmd}\n  env: [FAKE_AGENT_*]\n{sessions}{agent_extra}copilot-cli:\n  model: gpt-5-mini\n  max_autopilot_continues: 9\n---\nWork on {{{{ .issue.identifier }}}}.\n",
             cmd = root.join("bin/copilot").display(),
             sessions = if agent_extra.contains("max_sessions") {
                 ""
@@ -156,8 +156,13 @@ fn two_turns_resume_the_session_and_their_tokens_are_served() {
     let argv = p.argv_log();
     assert!(argv.len() >= 2, "{argv:?}");
     assert!(!has_flag(&argv[0], "--resume") && !has_flag(&argv[0], "--continue"));
+    // The prompt travels on stdin: no issue text on the command line.
+    assert!(!has_flag(&argv[0], "-p"), "{:?}", argv[0]);
+    assert_eq!(argv[0]["prompt_from_stdin"], true);
     assert!(
-        flag_value(&argv[0], "-p").is_some_and(|p| p.starts_with("Work on C-1.")),
+        argv[0]["prompt"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("Work on C-1.")),
         "{:?}",
         argv[0]
     );
@@ -466,6 +471,7 @@ hooks:
 agent:
   kind: copilot-cli
   command: copilot
+  env: [FAKE_AGENT_*]
   max_turns: 5
   max_concurrent_agents: 4
   turn_timeout_ms: 1800000
@@ -505,7 +511,7 @@ fn copilot_block_types_and_unknown_keys_are_reported() {
     std::fs::write(dir.path().join("issues.json"), "[]").unwrap();
     std::fs::write(
         &wf,
-        "---\ntracker:\n  kind: file\n  active_states: [To Do]\nfile:\n  path: ./issues.json\nworkspace:\n  root: ./ws\nagent:\n  kind: copilot-cli\n  command: copilot\ncopilot-cli:\n  max_autopilot_continues: many\n  allowed_tools: 5\n  experimental: \"yes\"\n  modle: gpt-5\n---\nWork.\n",
+        "---\ntracker:\n  kind: file\n  active_states: [To Do]\nfile:\n  path: ./issues.json\nworkspace:\n  root: ./ws\nagent:\n  kind: copilot-cli\n  command: copilot\n  env: [FAKE_AGENT_*]\ncopilot-cli:\n  max_autopilot_continues: many\n  allowed_tools: 5\n  experimental: \"yes\"\n  modle: gpt-5\n---\nWork.\n",
     )
     .unwrap();
     let (errors, warnings) = validate(&wf, &[]);
@@ -614,7 +620,7 @@ fn set_prompt(p: &CopilotProject, body: &str) {
 }
 
 #[test]
-fn an_oversized_prompt_travels_on_stdin_and_a_dash_prompt_stays_a_value() {
+fn every_prompt_travels_on_stdin_an_oversized_one_and_a_dash_one_too() {
     let big = format!(
         "Work on {{{{ .issue.identifier }}}}.\n{}\n",
         "context ".repeat(16 * 1024)
@@ -640,9 +646,17 @@ fn an_oversized_prompt_travels_on_stdin_and_a_dash_prompt_stays_a_value() {
     let d = p.start(true);
     d.wait_until("the run recorded", WAIT, || !runs(&d).is_empty());
     let argv = p.argv_log();
-    assert_eq!(argv[0]["prompt_from_stdin"], false);
-    let first = argv[0]["argv"][1].as_str().unwrap_or_default();
-    assert!(first.starts_with("--prompt=- fix C-1 first"), "{first}");
+    assert_eq!(argv[0]["prompt_from_stdin"], true);
+    assert!(!has_flag(&argv[0], "-p"));
+    assert!(
+        !argv[0]["argv"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|a| a.as_str().is_some_and(|a| a.contains("fix C-1"))),
+        "{:?}",
+        argv[0]["argv"]
+    );
     assert!(
         argv[0]["prompt"]
             .as_str()

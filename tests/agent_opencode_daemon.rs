@@ -47,6 +47,7 @@ hooks:
 agent:
   kind: opencode
   command: {agent}
+  env: [FAKE_AGENT_*]
 {agent_yaml}
 opencode:
   model: fake/fake-model-1
@@ -174,7 +175,8 @@ fn two_turns_continue_the_session_and_the_run_counts_the_streamed_tokens() {
             "--dangerously-skip-permissions"
         ]
     );
-    assert_eq!(first[8], "--");
+    // The prompt travels on stdin: no `-- <prompt>` on the command line.
+    assert_eq!(first.len(), 8, "{first:?}");
     assert!(!first.contains(&"--session".to_string()));
     let second = argv(&runs[1]);
     assert_eq!(second[4..7], [ws.as_str(), "--session", "ses_abc123"]);
@@ -403,6 +405,7 @@ hooks:
 agent:
   kind: opencode
   command: opencode
+  env: [FAKE_AGENT_*]
   max_turns: 15
   max_concurrent_agents: 4
   turn_timeout_ms: 3600000
@@ -475,7 +478,7 @@ fn the_managed_environment_replaces_inherited_copies() {
     std::fs::create_dir_all(root.join("bin")).unwrap();
     std::os::unix::fs::symlink(FAKE_AGENT, root.join("bin/opencode")).unwrap();
     let wf = format!(
-        "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\n  handoff_state: Review\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: {root}/ws\nagent:\n  kind: opencode\n  command: {root}/bin/opencode\n  max_turns: 1\nopencode:\n  disable_autocompact: false\n---\nGo.\n",
+        "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\n  handoff_state: Review\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: {root}/ws\nagent:\n  kind: opencode\n  command: {root}/bin/opencode\n  env: [FAKE_AGENT_*]\n  max_turns: 1\nopencode:\n  disable_autocompact: false\n---\nGo.\n",
         root = root.display()
     );
     std::fs::write(root.join("WORKFLOW.md"), wf).unwrap();

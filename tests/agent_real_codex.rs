@@ -49,6 +49,7 @@ fn the_real_app_server_answers_the_handshake_and_starts_a_thread_offline() {
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let spec = RpcSpec {
+        base_env: None,
         program: codex.display().to_string(),
         args: vec!["app-server".into()],
         cwd: ws.clone(),

@@ -58,6 +58,7 @@ impl Env {
             stop_grace_ms: 0,
             block: serde_json::Map::new(),
             workflow_dir: self.dir.path().to_path_buf(),
+            env: Default::default(),
         }
     }
     fn spec(&self) -> ProcessSpec {
@@ -68,6 +69,7 @@ impl Env {
             args,
             cwd: self.ws(),
             stdin: None,
+            base_env: None,
             env: Vec::new(),
             env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
@@ -91,6 +93,7 @@ fn params(ws: PathBuf) -> StartSessionParams {
         issue_identifier: "PROJ-1".into(),
         mcp_config_path: None,
         remote: None,
+        attempt: None,
     }
 }
 
@@ -141,11 +144,14 @@ fn a_default_turn_completes_with_usage_and_exact_flags() {
         .flatten()
         .filter_map(|v| v.as_str())
         .collect();
+    // The prompt travels on stdin, never on the command line.
+    assert_eq!(inv[0]["prompt"], "fix the bug");
+    assert_eq!(inv[0]["prompt_from_stdin"], true);
+    assert!(!argv.contains(&"fix the bug"));
     assert_eq!(
-        &argv[1..8],
+        &argv[1..7],
         [
             "-p",
-            "fix the bug",
             "--output-format",
             "stream-json",
             "--verbose",

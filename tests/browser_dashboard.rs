@@ -105,6 +105,7 @@ hooks:
 agent:
   kind: claude-code
   command: {agent}
+  env: [FAKE_AGENT_*]
   max_turns: 1
   max_sessions: 3
   # More slots than dispatchable demo issues, so "Run now" always finds a free slot (with

@@ -1,7 +1,7 @@
 //! The live session row in-process with a manual clock (issue 11): token figures reach it
 //! batched (at most once per interval through the writer, not once per usage event), and a pid
 //! an adapter reports that is not an agent this sortie started never names a process group to
-//! stop after a crash.
+//! stop after a crash. Published totals count the figures the row holds, never more.
 
 mod common;
 
@@ -38,30 +38,38 @@ fn figures_reach_the_live_row_batched_and_a_foreign_pid_is_never_recorded_as_a_g
         &format!("mock:\n  agent_pid: {me}\n  turn_delay_ms: 600000\n"),
     );
 
-    // The session's usage event has been handled in memory...
+    // The session's usage event has been handled in memory (its request is counted)...
     let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    let snap = loop {
         o.step(Duration::from_millis(20));
         let snap = o.snapshot_now();
         if snap
             .running
             .first()
-            .is_some_and(|r| r.tokens.input_tokens == 100 && r.agent_pid == Some(me))
+            .is_some_and(|r| r.api_request_count == 1 && r.agent_pid == Some(me))
         {
-            break;
+            break snap;
         }
         assert!(Instant::now() < deadline, "no usage on the running session");
-    }
-    // ...but within the interval the row still holds the figures of the session's start.
+    };
+    // ...but within the interval the row still holds the figures of the session's start...
     store.writer().flush().unwrap();
     let (tokens, pid, pgid) = live_row(dir).expect("the live row exists from dispatch");
     assert_eq!(tokens, 0, "a write per usage event");
     assert_eq!(pid, Some(me.to_string()));
     assert_eq!(pgid, None, "a foreign pid was recorded as a group to stop");
+    // ...and what is served is what is stored: a daemon killed now restarts with these.
+    assert_eq!(
+        snap.running[0].tokens.input_tokens, 100,
+        "the row's own figures are live"
+    );
+    assert_eq!(snap.totals.input_tokens, 0, "totals served before stored");
 
-    // Once the interval has passed, the timer path writes them.
+    // Once the interval has passed, the timer path writes them; once committed, they are served.
     clock.advance(Duration::from_millis(1_000));
     o.step(Duration::from_millis(1));
     store.writer().flush().unwrap();
     assert_eq!(live_row(dir).map(|r| r.0), Some(100));
+    let snap = o.snapshot_now();
+    assert_eq!(snap.totals.input_tokens, 100);
 }

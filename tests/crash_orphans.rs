@@ -85,10 +85,14 @@ fn a_restart_stops_the_agent_a_killed_sortie_left_running_before_dispatching_aga
         .as_str()
         .unwrap()
         .to_string();
+    // The keeper would stop the agent as soon as sortie dies (tests/crash_keeper.rs); held
+    // stopped, it leaves the agent to the restart's own cleanup, the second line tested here.
+    let keeper = keeper_pid(&p);
+    signal(keeper, rustix::process::Signal::STOP);
     d.kill9();
     assert!(
         alive(pgid, ticks),
-        "the agent should outlive a SIGKILLed sortie"
+        "the agent should outlive a SIGKILLed sortie whose keeper is held"
     );
     assert!(alive(grandchild, grandchild_ticks));
     assert_eq!(argv_lines(&p).len(), 1);
@@ -148,6 +152,30 @@ fn a_restart_stops_the_agent_a_killed_sortie_left_running_before_dispatching_aga
     assert_ne!(new_pgid, i64::from(pgid));
     let mut d = d;
     assert_eq!(d.terminate(), Some(0));
+    signal(keeper, rustix::process::Signal::KILL);
+}
+
+/// The pid of the keeper the last started sortie logged.
+fn keeper_pid(p: &Project) -> u32 {
+    wait_for(
+        "the keeper's pid in the log",
+        Duration::from_secs(10),
+        || {
+            let log = p.log();
+            let line = log.lines().rev().find(|l| l.contains("keeper started"))?;
+            let rest = &line[line.find("pid=")? + 4..];
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        },
+    )
+}
+
+fn signal(pid: u32, sig: rustix::process::Signal) {
+    if let Some(p) = rustix::process::Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process(p, sig);
+    }
 }
 
 #[test]

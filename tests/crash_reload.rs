@@ -91,8 +91,10 @@ fn a_terminal_issue_is_cleaned_up_under_the_root_it_was_created_in() {
 /// A wrapper that logs `name` to `markers/cmd.log`, then runs the fake agent.
 fn wrapper(p: &Project, name: &str) -> String {
     let path = p.path(&format!("{name}.sh"));
+    // The path is written out: an agent does not get the test's `SORTIE_TEST_MARKERS`.
     let script = format!(
-        "#!/bin/sh\necho {name} >> \"$SORTIE_TEST_MARKERS/cmd.log\"\nexec {FAKE_AGENT} \"$@\"\n"
+        "#!/bin/sh\necho {name} >> '{}'\nexec {FAKE_AGENT} \"$@\"\n",
+        p.path("markers/cmd.log").display()
     );
     std::fs::write(&path, script).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))

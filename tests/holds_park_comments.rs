@@ -41,6 +41,7 @@ hooks:
 agent:
   kind: claude-code
   command: {agent}
+  env: [FAKE_AGENT_*]
   max_turns: 3
 ---
 Work on {{{{ .issue.identifier }}}}.{{{{ range .issue.comments }}}} Comment by {{{{ .author }}}}: {{{{ .body }}}}{{{{ end }}}}

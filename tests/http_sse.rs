@@ -128,7 +128,7 @@ fn fake_agent_setup(steps: usize, sleep_ms: u64) -> Setup {
     }
     scenario.push_str("{\"result\": {\"subtype\": \"success\", \"text\": \"done\", \"input_tokens\": 10, \"output_tokens\": 5}}\n");
     let wf = format!(
-        "---\ntracker:\n  kind: file\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\n  handoff_state: Review\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 60000\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {}\n  max_turns: 1\n---\nWork on {{{{ .issue.identifier }}}}.\n",
+        "---\ntracker:\n  kind: file\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\n  handoff_state: Review\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 60000\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {}\n  env: [FAKE_AGENT_*]\n  max_turns: 1\n---\nWork on {{{{ .issue.identifier }}}}.\n",
         FAKE_AGENT
     );
     let s = Setup::new(&wf, &issues(&[("1", "F-1", "To Do")]));

@@ -7,7 +7,14 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first; the same order as the comment at the top of `src/lib.rs`.
 const LAYERS: &[&[&str]] = &[
-    &["build_info", "clock", "domain", "mask", "process_signal"],
+    &[
+        "build_info",
+        "child_env",
+        "clock",
+        "domain",
+        "mask",
+        "process_signal",
+    ],
     &["http_client", "ssh"],
     &["agent", "prompt", "scm", "tracker", "ui", "workspace"],
     &["pricing", "registry"],

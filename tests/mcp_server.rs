@@ -646,8 +646,8 @@ fn a_dispatch_writes_the_mcp_file_and_its_server_sees_the_live_session() {
         env["SORTIE_API_URL"],
         format!("http://127.0.0.1:{}", d.port)
     );
-    // Layer 1: the daemon's own SORTIE_* variables.
-    assert_eq!(env["SORTIE_PRICE_TABLE_FETCH"], "off");
+    // Layer 1: only what the server uses; not the daemon's other SORTIE_* variables.
+    assert!(!env.contains_key("SORTIE_PRICE_TABLE_FETCH"), "{env:?}");
     assert!(env.keys().all(|k| k.starts_with("SORTIE_")), "{env:?}");
 
     // The agent was given the file.
@@ -768,7 +768,7 @@ fn a_copilot_session_is_given_the_file_as_an_additional_config() {
     std::os::unix::fs::symlink(common::FAKE_AGENT, root.join("bin/copilot"))
         .unwrap_or_else(|e| panic!("{e}"));
     let wf = format!(
-        "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: copilot-cli\n  command: {}\n  max_sessions: 1\ncopilot-cli:\n  mcp_config: '{{\"mcpServers\":{{\"docs\":{{\"command\":\"docs-mcp\"}}}}}}'\n---\nWork.\n",
+        "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: copilot-cli\n  command: {}\n  env: [FAKE_AGENT_*]\n  max_sessions: 1\ncopilot-cli:\n  mcp_config: '{{\"mcpServers\":{{\"docs\":{{\"command\":\"docs-mcp\"}}}}}}'\n---\nWork.\n",
         root.join("bin/copilot").display()
     );
     std::fs::write(root.join("WORKFLOW.md"), wf).unwrap_or_else(|e| panic!("{e}"));
@@ -802,7 +802,8 @@ fn a_copilot_session_is_given_the_file_as_an_additional_config() {
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .find_map(|v| {
                 let argv: Vec<String> = serde_json::from_value(v["argv"].clone()).ok()?;
-                argv.iter().any(|a| a == "-p").then_some(argv)
+                // The turn, not the `--version` canary (the prompt travels on stdin).
+                argv.iter().any(|a| a == "--output-format").then_some(argv)
             })
     });
     let mcp_path = root.join("ws").join("C-1").join(".sortie").join("mcp.json");

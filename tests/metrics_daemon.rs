@@ -114,6 +114,7 @@ hooks:
 agent:
   kind: claude-code
   command: {agent}
+  env: [FAKE_AGENT_*]
   max_turns: 1
   max_concurrent_agents: 3
 server:

@@ -202,6 +202,7 @@ impl Agent {
             stop_grace_ms: 500,
             block: serde_json::Map::new(),
             workflow_dir: self.dir.path().to_path_buf(),
+            env: Default::default(),
         }
     }
     fn params(&self, host: &SshHost) -> StartSessionParams {
@@ -212,6 +213,7 @@ impl Agent {
             issue_identifier: "PROJ-1".into(),
             mcp_config_path: Some(self.path("mcp.json")),
             remote: Some(host.clone()),
+            attempt: None,
         }
     }
     fn log_lines(&self, name: &str) -> Vec<serde_json::Value> {

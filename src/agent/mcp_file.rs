@@ -2,11 +2,15 @@
 //! tool server (`sortie mcp-server`) from, with the operator's `<kind>.mcp_config` merged in.
 //!
 //! The file names the absolute sortie binary (symlinks resolved), the workflow, and the
-//! environment the server needs: every `SORTIE_*` variable of the orchestrator process
-//! (credentials, overrides) under the session's own (`SORTIE_ISSUE_ID`, `SORTIE_WORKSPACE`,
-//! `SORTIE_DB_PATH`, …, which win). It carries credentials, so it is written like every other
-//! `.sortie/` file (atomic, mode 0600, never through a symlink) beside a `.gitignore` of `*`
-//! that keeps it out of the agent's commits.
+//! environment the server uses, nothing more ([`SidecarNeeds`]): the session's own variables
+//! (`SORTIE_ISSUE_ID`, `SORTIE_WORKSPACE`, `SORTIE_DB_PATH`, `SORTIE_API_URL`,
+//! `SORTIE_ENV_FILE`, …, which win), the daemon's `SORTIE_*` settings overrides, and only when
+//! its `tracker_api` tool can work (a `tracker.project` is set) the variables the workflow's
+//! tracker settings are read from, the tracker key among them unless the `.env` file the
+//! server loads holds it. Never a webhook secret. It may carry a credential, so it is written
+//! like every other `.sortie/` file (atomic, mode 0600, never through a symlink) beside a
+//! `.gitignore` of `*` that keeps it out of the agent's commits, and [`remove`]d when the
+//! session ends.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +26,23 @@ pub const SERVER_NAME: &str = "sortie-tools";
 /// Largest operator MCP file read.
 const MAX_OPERATOR_BYTES: u64 = 1024 * 1024;
 
+/// Which of the daemon's variables the server needs: names, and values (a variable holding one
+/// of them passes: it is what a `$VAR` of the workflow's tracker settings resolves to).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SidecarNeeds {
+    pub names: Vec<String>,
+    pub values: Vec<String>,
+}
+
+impl std::fmt::Debug for SidecarNeeds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SidecarNeeds")
+            .field("names", &self.names)
+            .field("values", &self.values.len())
+            .finish()
+    }
+}
+
 /// What the session's file says beyond the session parameters.
 #[derive(Debug, Clone, Default)]
 pub struct McpContext {
@@ -32,6 +53,8 @@ pub struct McpContext {
     /// The attempt number, when known (`SORTIE_ATTEMPT`).
     pub attempt: Option<u32>,
     pub daemon: DaemonFacts,
+    /// The daemon's variables the server needs beyond the session's.
+    pub needs: SidecarNeeds,
 }
 
 /// What the daemon process tells every session's server.
@@ -93,16 +116,20 @@ impl OperatorMcp {
     }
 }
 
-/// The server's environment: layer 1 is every `SORTIE_*` variable of `process_env`, layer 2
-/// (which wins) the session's own variables.
+/// The server's environment: layer 1 is what `ctx.needs` picks from `process_env`, layer 2
+/// (which wins) the session's own variables. A webhook secret never passes.
 pub fn server_env(
     process_env: impl IntoIterator<Item = (String, String)>,
     params: &StartSessionParams,
     ctx: &McpContext,
 ) -> BTreeMap<String, String> {
+    let needs = &ctx.needs;
     let mut env: BTreeMap<String, String> = process_env
         .into_iter()
-        .filter(|(k, _)| k.starts_with("SORTIE_"))
+        .filter(|(k, v)| {
+            !k.starts_with("SORTIE_WEBHOOK_SECRET_")
+                && (needs.names.contains(k) || (!v.is_empty() && needs.values.contains(v)))
+        })
         .collect();
     let mut set = |k: &str, v: String| {
         env.insert(k.to_string(), v);
@@ -173,6 +200,15 @@ pub fn write(workspace: &Path, doc: &Value) -> Result<PathBuf, String> {
     Ok(dir.join(FILE_NAME))
 }
 
+/// Removes the session's `.sortie/mcp.json` (it may hold a credential); a missing file is
+/// fine. Called when the session has ended.
+pub fn remove(workspace: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(sortie_file::sortie_dir(workspace).join(FILE_NAME)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// The sortie binary the agent starts: this process's executable, symlinks resolved.
 pub fn sortie_binary() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("sortie binary: {e}"))?;
@@ -232,19 +268,37 @@ mod tests {
                 api_url: Some("http://127.0.0.1:7678".into()),
                 env_file: Some("/srv/.env".into()),
             },
+            needs: SidecarNeeds {
+                names: vec![
+                    "SORTIE_TRACKER_API_KEY".into(),
+                    "SORTIE_AGENT_MAX_TOKENS".into(),
+                ],
+                values: vec!["lin-key".into()],
+            },
         }
     }
 
     #[test]
-    fn the_environment_keeps_sortie_variables_and_the_session_wins() {
+    fn the_environment_keeps_what_the_server_needs_and_the_session_wins() {
         let process = vec![
             ("SORTIE_TRACKER_API_KEY".to_string(), "k-123".to_string()),
+            ("SORTIE_AGENT_MAX_TOKENS".to_string(), "9".to_string()),
             ("SORTIE_ISSUE_ID".to_string(), "stale".to_string()),
             ("SORTIE_ENV_FILE".to_string(), "rel/.env".to_string()),
+            (
+                "SORTIE_WEBHOOK_SECRET_GITHUB".to_string(),
+                "lin-key".to_string(),
+            ),
+            ("LINEAR_API_KEY".to_string(), "lin-key".to_string()),
+            ("DB_PASSWORD".to_string(), "pw".to_string()),
             ("HOME".to_string(), "/root".to_string()),
         ];
         let env = server_env(process, &params(Path::new("/ws/MT-7")), &ctx());
         assert_eq!(env["SORTIE_TRACKER_API_KEY"], "k-123");
+        assert_eq!(env["SORTIE_AGENT_MAX_TOKENS"], "9");
+        assert_eq!(env["LINEAR_API_KEY"], "lin-key");
+        assert!(!env.contains_key("SORTIE_WEBHOOK_SECRET_GITHUB"));
+        assert!(!env.contains_key("DB_PASSWORD"));
         assert_eq!(env["SORTIE_ISSUE_ID"], "10001");
         assert_eq!(env["SORTIE_ISSUE_IDENTIFIER"], "MT-7");
         assert_eq!(env["SORTIE_WORKSPACE"], "/ws/MT-7");

@@ -88,6 +88,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
         "failure_message",
         "issues",
     ],
+    env_vars: &[],
     validate: crate::agent::no_setting_problems,
     build: |settings, clock| Ok(Arc::new(MockAdapter::from_settings(settings, clock)?)),
 };

@@ -11,6 +11,7 @@ pub mod claude;
 pub mod codex;
 pub mod command;
 pub mod copilot;
+pub mod env;
 pub mod error;
 pub mod event;
 pub mod jsonrpc;
@@ -132,6 +133,9 @@ pub struct AgentSettings {
     pub block: serde_json::Map<String, serde_json::Value>,
     /// Directory of WORKFLOW.md, for relative paths in the block (e.g. `mcp_config`).
     pub workflow_dir: PathBuf,
+    /// `agent.env` and `agent.inherit_env`, with the values never passed unasked (see
+    /// [`env`]).
+    pub env: crate::child_env::EnvPolicy,
 }
 
 impl AgentSettings {
@@ -159,6 +163,8 @@ pub struct StartSessionParams {
     pub mcp_config_path: Option<PathBuf>,
     /// The SSH host the session's processes run on; `None` runs them here.
     pub remote: Option<crate::ssh::SshHost>,
+    /// The attempt, when known (`SORTIE_ATTEMPT` in the agent's environment).
+    pub attempt: Option<u32>,
 }
 
 /// What one turn produced.
@@ -220,6 +226,9 @@ pub struct AgentDescriptor {
     pub caps: AdapterCaps,
     /// The keys the kind's pass-through block understands; `validate` warns about others.
     pub block_keys: &'static [&'static str],
+    /// The variables of sortie's environment the kind's agent needs (names, or prefixes
+    /// ending in `*`), on top of the system basics (see [`env`]).
+    pub env_vars: &'static [&'static str],
     /// The kind's checks over its settings, without I/O beyond asking who the process runs
     /// as; empty when it can run. Both `sortie validate` and the dispatch preflight report them.
     pub validate: fn(&AgentSettings) -> Vec<SettingProblem>,

@@ -40,9 +40,13 @@ pub struct ProcessSpec {
     pub cwd: PathBuf,
     /// Written to stdin then closed; `None` gives a null stdin.
     pub stdin: Option<Vec<u8>>,
-    /// Extra environment on top of the inherited one.
+    /// The environment the process starts from (`agent::env::session_env`); `None` inherits
+    /// sortie's whole environment (tests of the supervisor only). On an SSH host it is what is
+    /// forwarded on the remote command line.
+    pub base_env: Option<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
+    /// Extra environment on top of the base.
     pub env: Vec<(String, String)>,
-    /// Inherited variables removed before `env` is applied.
+    /// Base variables removed before `env` is applied.
     pub env_remove: Vec<String>,
     pub max_line_bytes: usize,
     /// The SSH host the process runs on; `None` runs it here. On a host, `cwd` is the remote
@@ -274,6 +278,7 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
             // becomes `_`.
             cmd.args(spec.args.iter().map(|a| without_nul(a)))
                 .current_dir(&cwd);
+            set_base_env(&mut cmd, spec.base_env.as_deref());
             for k in &spec.env_remove {
                 cmd.env_remove(without_nul(k));
             }
@@ -282,7 +287,13 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
             }
             cmd
         }
-        Some(host) => remote_command(host, &spec.cwd, &spec.env, &spec.program, &spec.args)?,
+        Some(host) => remote_command(
+            host,
+            &spec.cwd,
+            &forwarded_env(spec.base_env.as_deref(), &spec.env),
+            &spec.program,
+            &spec.args,
+        )?,
     };
     cmd.process_group(0)
         .stdin(if spec.stdin.is_some() {
@@ -294,6 +305,9 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         .stderr(Stdio::piped());
     let token = orphans::new_token();
     cmd.env(orphans::TOKEN_ENV, &token);
+    if let Some(host) = &spec.remote {
+        register_remote(host, &spec.cwd, &token);
+    }
     let spawned = cmd.spawn().inspect_err(|_| {
         orphans::end_token(&token);
     });
@@ -345,6 +359,59 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         stderr_done,
         stderr,
     })
+}
+
+/// Starts `cmd` from exactly `base` (when given) instead of sortie's environment. A NUL byte
+/// cannot cross into an environment, so it becomes `_`.
+pub(crate) fn set_base_env(
+    cmd: &mut Command,
+    base: Option<&[(std::ffi::OsString, std::ffi::OsString)]>,
+) {
+    if let Some(base) = base {
+        cmd.env_clear();
+        for (k, v) in base {
+            if k.as_encoded_bytes().contains(&0) || v.as_encoded_bytes().contains(&0) {
+                cmd.env(
+                    without_nul(&k.to_string_lossy()),
+                    without_nul(&v.to_string_lossy()),
+                );
+            } else {
+                cmd.env(k, v);
+            }
+        }
+    }
+}
+
+/// What a remote agent gets on its command line: the forwarded base, then `extra`.
+pub(crate) fn forwarded_env(
+    base: Option<&[(std::ffi::OsString, std::ffi::OsString)]>,
+    extra: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = base
+        .unwrap_or_default()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    for (k, v) in extra {
+        env.retain(|(ek, _)| ek != k);
+        env.push((k.clone(), v.clone()));
+    }
+    env
+}
+
+/// Tells the keeper how to stop the remote agent group of `workspace` on `host` should sortie
+/// die while the turn `token` runs (`process_signal::keeper`); ending the token forgets it.
+pub(crate) fn register_remote(host: &SshHost, workspace: &Path, token: &str) {
+    crate::process_signal::keeper::register_remote(
+        token,
+        host.kill_remote_argv(workspace, Signal::TERM),
+        host.kill_remote_argv(workspace, Signal::KILL),
+    );
 }
 
 /// The local `ssh` that runs `program` on `host` in the remote workspace `cwd` (which must be

@@ -23,6 +23,23 @@ pub fn version_banner() -> String {
     )
 }
 
+/// The keeper process (`process_signal::keeper`): `<instance> <grace ms> <log format>`, as the
+/// daemon starts it; not a command for people.
+fn keeper(args: &[String]) -> i32 {
+    let (Some(instance), Some(grace)) = (args.first(), args.get(1).and_then(|g| g.parse().ok()))
+    else {
+        eprintln!("sortie: the keeper is started by sortie itself");
+        return 2;
+    };
+    let format = args
+        .get(2)
+        .and_then(|f| crate::config::LogFormat::parse(f))
+        .unwrap_or(crate::config::LogFormat::Text);
+    crate::logging::init(crate::config::LogLevel::Info, format);
+    crate::process_signal::keeper::run(instance, std::time::Duration::from_millis(grace));
+    0
+}
+
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
     // Non-UTF-8 arguments are replaced rather than panicking.
@@ -30,6 +47,9 @@ pub fn main() -> i32 {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    if argv.first().map(String::as_str) == Some(crate::process_signal::keeper::ARG) {
+        return keeper(&argv[1..]);
+    }
     // Every command (run, validate, demo, --dry-run) masks the values of secret-looking
     // environment variables, referenced by WORKFLOW.md or not, before it can log anything.
     crate::mask::register_env_secrets(std::env::vars_os());

@@ -35,6 +35,75 @@ fn fail(msg: impl std::fmt::Display) -> i32 {
     1
 }
 
+/// Starts the keeper process that stops sortie's agents, hooks and helpers if sortie dies
+/// without draining (`process_signal::keeper`), before anything can start one.
+fn start_keeper(wf: &Workflow, log_format: LogFormat) {
+    let grace = crate::agent::AgentSettings {
+        stop_grace_ms: wf.config.agent.stop_grace_ms,
+        ..Default::default()
+    }
+    .stop_grace();
+    let format = match log_format {
+        LogFormat::Text => "text",
+        LogFormat::Json => "json",
+    };
+    let env = crate::child_env::basics(std::env::vars_os());
+    match crate::process_signal::keeper::spawn_watched(grace, format, env) {
+        Ok(pid) => log::info!("keeper started pid={pid} grace_ms={}", grace.as_millis()),
+        Err(e) => log::error!(
+            "keeper not started; agents may outlive a killed sortie until the next start error={:?}",
+            e.to_string()
+        ),
+    }
+}
+
+/// Says at start what agents get from sortie's environment that an operator should know
+/// (names only, never values): with `agent.inherit_env` the secret-looking variables and
+/// sortie's own secrets it exposes; otherwise the variables the agent kind needs that are
+/// withheld because they hold the tracker token or a webhook secret.
+fn warn_agent_environment(wf: &Workflow) {
+    let policy = &wf.config.agent.env;
+    let kind_vars = crate::registry::agent(&wf.config.agent.kind)
+        .map(|d| d.env_vars)
+        .unwrap_or_default();
+    let vars: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    if policy.inherit_all {
+        let mut exposed: Vec<&str> = vars
+            .iter()
+            .filter(|(k, v)| {
+                crate::mask::is_secret_name(k)
+                    || k.starts_with("SORTIE_WEBHOOK_SECRET_")
+                    || (!v.is_empty() && policy.withheld.contains(v))
+            })
+            .map(|(k, _)| k.as_str())
+            .collect();
+        exposed.sort_unstable();
+        log::warn!(
+            "agent.inherit_env is true: agents get sortie's whole environment, including these secrets variables={:?}",
+            exposed.join(",")
+        );
+        return;
+    }
+    let mut withheld: Vec<&str> = vars
+        .iter()
+        .filter(|(k, v)| {
+            kind_vars.iter().any(|p| crate::child_env::matches(p, k))
+                && policy.verdict(kind_vars, k, v) == crate::child_env::Verdict::HoldsSortieSecret
+        })
+        .map(|(k, _)| k.as_str())
+        .collect();
+    withheld.sort_unstable();
+    if !withheld.is_empty() {
+        log::warn!(
+            "agent variables withheld: they hold sortie's tracker token or a webhook secret; name them in agent.env to pass them anyway agent_kind={} variables={:?}",
+            wf.config.agent.kind,
+            withheld.join(",")
+        );
+    }
+}
+
 /// Runs sortie; returns the process exit code.
 pub fn run(opts: RunOptions) -> i32 {
     // Flag values are checked before anything else.
@@ -135,7 +204,7 @@ pub fn run(opts: RunOptions) -> i32 {
         bind.host,
         bind.port
     );
-    run_daemon(wf, template, load_options, bind, clock, opts.db_lock)
+    run_daemon(wf, template, load_options, bind, clock, opts.db_lock, format)
 }
 
 fn run_daemon(
@@ -145,7 +214,10 @@ fn run_daemon(
     bind: ServerBind,
     clock: Arc<dyn Clock>,
     held_lock: Option<crate::store::lock::DbLock>,
+    log_format: LogFormat,
 ) -> i32 {
+    start_keeper(&wf, log_format);
+    warn_agent_environment(&wf);
     // Orphans of agents (a grandchild that escaped its group with `setsid`) are re-parented
     // to sortie rather than init, so they are reaped here and killed by their turn's token.
     match crate::process_signal::orphans::become_subreaper() {

@@ -86,6 +86,7 @@ impl ServiceConfig {
             stop_grace_ms: a.stop_grace_ms,
             block: self.resolved_block(kind, rule_name),
             workflow_dir: workflow_dir.to_path_buf(),
+            env: a.env.clone(),
         }
     }
 

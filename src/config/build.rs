@@ -74,7 +74,14 @@ fn build_inner(
     let shutdown = build_shutdown(section("shutdown"))?;
     let workspace = build_workspace(section("workspace"), ctx)?;
     let hooks = build_hooks(section("hooks"), warnings);
-    let agent = build_agent(section("agent"), warnings)?;
+    let mut agent = build_agent(section("agent"), warnings)?;
+    agent.env = super::agent_env_build::build_agent_env(
+        section("agent"),
+        ctx.env,
+        tracker.api_key.as_deref(),
+        warnings,
+        &mut secret_values,
+    )?;
     let db_path = build_db_path(&raw, ctx)?;
     let server = build_server(section("server"))?;
     let logging = build_logging(section("logging"))?;
@@ -535,6 +542,7 @@ fn build_agent(
         stop_grace_ms: int_or_default(m, "stop_grace_ms", DEFAULT_STOP_GRACE_MS)?,
         stall_timeout_ms,
         max_retry_backoff_ms,
+        env: Default::default(),
     })
 }
 

@@ -24,6 +24,7 @@
 //!   when it lacks the states it would need, naming a `---` that blank lines pushed down.
 
 mod adapter_maps;
+mod agent_env_build;
 mod build;
 mod coerce;
 pub mod dispatch;

@@ -226,6 +226,8 @@ pub struct AgentConfig {
     pub stall_timeout_ms: Option<u64>,
     /// Absent or 0 = the default; negative is rejected.
     pub max_retry_backoff_ms: u64,
+    /// `agent.env` and `agent.inherit_env` (what an agent gets from sortie's environment).
+    pub env: crate::child_env::EnvPolicy,
 }
 
 /// `server.*` as written; [`super::ServerBind::resolve`] applies the flags and the defaults.

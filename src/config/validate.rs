@@ -108,6 +108,8 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
             "stop_grace_ms",
             "stall_timeout_ms",
             "max_retry_backoff_ms",
+            "env",
+            "inherit_env",
         ],
     ),
     (

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::agent::TokenUsage;
 use crate::config::Workflow;
 use crate::domain::Issue;
 
@@ -134,9 +135,26 @@ pub const PUBLISH_DELAY: Duration = Duration::from_millis(50);
 /// other change (dispatch, exit, retry scheduling, a tick, a refresh, an acknowledgement,
 /// shutdown) is published at once, together with any deferred one. Times come from the
 /// orchestrator's clock.
-#[derive(Debug, Default)]
+///
+/// Stored token figures count as a deferred change too: when the writer has committed new ones
+/// since the last publish ([`crate::store::live_figures::generation`]), the next loop pass
+/// publishes them (the loop wakes at least once a second).
+#[derive(Debug)]
 pub struct PublishPacer {
     pending_since: Option<Instant>,
+    /// The stored-figures generation the last publish saw, and where it is read.
+    stored_seen: u64,
+    stored_generation: fn() -> u64,
+}
+
+impl Default for PublishPacer {
+    fn default() -> Self {
+        PublishPacer {
+            pending_since: None,
+            stored_seen: 0,
+            stored_generation: crate::store::live_figures::generation,
+        }
+    }
 }
 
 impl PublishPacer {
@@ -149,17 +167,27 @@ impl PublishPacer {
     pub fn due(&self, now: Instant) -> bool {
         self.pending_since
             .is_some_and(|since| now.saturating_duration_since(since) >= PUBLISH_DELAY)
+            || self.stored_moved()
+    }
+
+    fn stored_moved(&self) -> bool {
+        (self.stored_generation)() != self.stored_seen
     }
 
     /// How long until the deferred change is due; `None` when nothing waits.
     pub fn wait(&self, now: Instant) -> Option<Duration> {
+        if self.stored_moved() {
+            return Some(Duration::ZERO);
+        }
         self.pending_since
             .map(|since| PUBLISH_DELAY.saturating_sub(now.saturating_duration_since(since)))
     }
 
-    /// A snapshot was just published: nothing waits any more.
+    /// A snapshot was just published: nothing waits any more. (Figures committed while it was
+    /// being built show with the next publish.)
     pub fn published(&mut self) {
         self.pending_since = None;
+        self.stored_seen = (self.stored_generation)();
     }
 }
 
@@ -376,7 +404,7 @@ impl Snapshot {
                     .map(|(id, h)| (id.clone(), h.hop_count))
                     .collect(),
             ),
-            totals: state.totals.clone(),
+            totals: served_totals(state),
             health: state.health.clone(),
             rate_limits: Arc::clone(&state.rate_limits),
             auth_holds: auth_holds(state),
@@ -416,7 +444,7 @@ impl Snapshot {
             pending_reactions: Arc::clone(&prev.pending_reactions),
             between_stages: Arc::clone(&prev.between_stages),
             hop_counts: Arc::clone(&prev.hop_counts),
-            totals: state.totals.clone(),
+            totals: served_totals(state),
             health: prev.health.clone(),
             rate_limits: Arc::clone(&state.rate_limits),
             auth_holds: auth_holds(state),
@@ -446,6 +474,57 @@ fn running_rows(state: &State) -> Vec<RunningRow> {
     let mut running: Vec<RunningRow> = state.running.values().map(|e| e.facts.clone()).collect();
     running.sort_by(|a, b| a.issue.identifier.cmp(&b.issue.identifier));
     running
+}
+
+/// A live session's token figures as its committed session row holds them (never above the
+/// live ones): what a daemon killed now would restart with (`store::live_figures`).
+fn stored_tokens(f: &RunFacts) -> TokenUsage {
+    let stored = crate::store::live_figures::committed(&f.dispatch_id).unwrap_or_default();
+    let live = &f.tokens;
+    TokenUsage {
+        input_tokens: stored.input_tokens.min(live.input_tokens),
+        output_tokens: stored.output_tokens.min(live.output_tokens),
+        total_tokens: stored.total_tokens.min(live.total_tokens),
+        cache_read_tokens: stored.cache_read_tokens.min(live.cache_read_tokens),
+        cache_write_tokens: stored.cache_write_tokens.min(live.cache_write_tokens),
+    }
+}
+
+/// The cumulative totals as stored: the orchestrator's totals include every usage event at
+/// once, so the part of each live session (and of each session whose run record waits for the
+/// database) not yet on its committed row is left out. Served totals are thus stored totals
+/// and never go down across a crash and restart; they trail the live figures by at most the
+/// row's batching interval (about a second) and a commit. A running row itself shows its
+/// session's live figures (its tokens, cost and budget use agree with each other).
+fn served_totals(state: &State) -> AgentTotals {
+    let mut t = state.totals.clone();
+    let live = state
+        .running
+        .values()
+        .chain(state.awaiting_record.values().map(|a| &a.entry))
+        .map(|e| &e.facts);
+    for f in live {
+        let stored = stored_tokens(f);
+        let unstored = |live: u64, stored: u64| live.saturating_sub(stored);
+        t.input_tokens = t
+            .input_tokens
+            .saturating_sub(unstored(f.tokens.input_tokens, stored.input_tokens));
+        t.output_tokens = t
+            .output_tokens
+            .saturating_sub(unstored(f.tokens.output_tokens, stored.output_tokens));
+        t.total_tokens = t
+            .total_tokens
+            .saturating_sub(unstored(f.tokens.total_tokens, stored.total_tokens));
+        t.cache_read_tokens = t.cache_read_tokens.saturating_sub(unstored(
+            f.tokens.cache_read_tokens,
+            stored.cache_read_tokens,
+        ));
+        t.cache_write_tokens = t.cache_write_tokens.saturating_sub(unstored(
+            f.tokens.cache_write_tokens,
+            stored.cache_write_tokens,
+        ));
+    }
+    t
 }
 
 /// The rows of `pending_reactions` in the reference's order.
@@ -487,7 +566,15 @@ mod tests {
     #[test]
     fn a_burst_of_deferrable_changes_is_published_once_after_the_delay() {
         let clock = ManualClock::new(0);
-        let mut pacer = PublishPacer::default();
+        let mut pacer = PublishPacer {
+            stored_generation: || 7,
+            ..PublishPacer::default()
+        };
+        assert!(
+            pacer.due(clock.instant()),
+            "stored figures not yet published"
+        );
+        pacer.published();
         let mut publishes = 0;
         for _ in 0..1_000 {
             pacer.defer(clock.instant());

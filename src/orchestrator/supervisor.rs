@@ -346,7 +346,6 @@ fn run_session(
     hook_env: &HookEnv,
 ) -> SupervisorExit {
     let issue = &job.issue;
-    let max_turns = job.workflow.config.agent.max_turns.max(1);
     let mut params = StartSessionParams {
         workspace: workspace.to_path_buf(),
         resume_session_id: job.resume_session_id.clone(),
@@ -354,12 +353,36 @@ fn run_session(
         issue_identifier: issue.identifier.clone(),
         mcp_config_path: None,
         remote: job.ssh_host.clone(),
+        attempt: Some(job.attempt),
     };
     params.mcp_config_path = match mcp_file::prepare(job.agent.as_ref(), &params, &mcp_context(job))
     {
         Ok(path) => path,
         Err(e) => return error_exit(ErrorCode::Workspace, e, true),
     };
+    let wrote_mcp = params.mcp_config_path.is_some();
+    let exit = run_started_session(job, p, params, workspace, hook_env);
+    if wrote_mcp && let Err(e) = mcp_file::remove(workspace) {
+        log::warn!(
+            "session MCP file not removed issue_id={} issue_identifier={} error={:?}",
+            issue.id,
+            issue.identifier,
+            e.to_string()
+        );
+    }
+    exit
+}
+
+/// [`run_session`] once the session's parameters are ready: starts it, runs its turns, stops it.
+fn run_started_session(
+    job: &SupervisorJob,
+    p: &mut Progress,
+    params: StartSessionParams,
+    workspace: &std::path::Path,
+    hook_env: &HookEnv,
+) -> SupervisorExit {
+    let issue = &job.issue;
+    let max_turns = job.workflow.config.agent.max_turns.max(1);
     let mut session = match job.agent.start_session(params) {
         Ok(s) => s,
         Err(e) => {
@@ -437,7 +460,52 @@ fn mcp_context(job: &SupervisorJob) -> mcp_file::McpContext {
         db_path: job.workflow.config.db_path.clone(),
         attempt: Some(job.attempt),
         daemon: job.mcp_daemon.clone(),
+        needs: sidecar_needs(&job.workflow.config),
     }
+}
+
+/// The daemon's variables the session's MCP server needs: the `SORTIE_*` settings overrides
+/// (its workflow loads like the daemon's), and only when its `tracker_api` tool can work (a
+/// `tracker.project` is set) the tracker key's override and the variables the tracker settings
+/// are read from: those holding the resolved key, endpoint, project or filter, and those the
+/// tracker kind's block names as `$VAR`.
+fn sidecar_needs(cfg: &crate::config::ServiceConfig) -> mcp_file::SidecarNeeds {
+    const KEY_OVERRIDE: &str = "SORTIE_TRACKER_API_KEY";
+    let mut names: Vec<String> = crate::config::override_vars()
+        .into_iter()
+        .filter(|v| *v != KEY_OVERRIDE)
+        .map(str::to_string)
+        .collect();
+    let t = &cfg.tracker;
+    if t.project.as_deref().is_none_or(|p| p.trim().is_empty()) {
+        return mcp_file::SidecarNeeds {
+            names,
+            values: Vec::new(),
+        };
+    }
+    names.push(KEY_OVERRIDE.to_string());
+    let block = cfg.adapter_block(&t.kind);
+    names.extend(
+        block
+            .into_iter()
+            .flat_map(|b| b.values())
+            .filter_map(serde_json::Value::as_str)
+            .filter_map(|v| {
+                let v = v.trim().strip_prefix('$')?;
+                let v = v
+                    .strip_prefix('{')
+                    .and_then(|v| v.strip_suffix('}'))
+                    .unwrap_or(v);
+                Some(v.to_string())
+            }),
+    );
+    let values = [&t.api_key, &t.endpoint, &t.project, &t.query_filter]
+        .into_iter()
+        .flatten()
+        .filter(|v| !v.is_empty())
+        .cloned()
+        .collect();
+    mcp_file::SidecarNeeds { names, values }
 }
 
 /// A session that failed to start reports it as the run's `startup_failed` event, unless

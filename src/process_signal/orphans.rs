@@ -7,7 +7,9 @@
 //!   [`TOKEN_ENV`]`=<instance>-<n>` (`instance` = sortie's pid and start time), which every
 //!   descendant inherits, `setsid` or not. When a turn ends, [`end_token`] kills every process
 //!   still carrying that turn's token, so nothing outlives the turn even outside its group; a
-//!   restart kills what carries a dead instance's tokens ([`kill_instance`]).
+//!   restart kills what carries a dead instance's tokens ([`kill_instance`]), and so does the
+//!   keeper the moment sortie dies (`super::keeper`). Hooks, operator commands and short
+//!   helpers carry a [`helper_token`], which no turn's end kills.
 //! - **Reaping.** A thread ([`spawn_reaper`]) scans `/proc` for zombie children of sortie and
 //!   reaps only those sortie did not start itself: `waitid(P_ALL, WNOWAIT)` would keep returning
 //!   the first zombie, which may be a direct child its own waiter is about to reap, so instead a
@@ -27,6 +29,9 @@ use super::{Signal, proc_stat, signal_group};
 
 /// The environment variable that ties an agent process and its descendants to one turn.
 pub const TOKEN_ENV: &str = "SORTIE_AGENT_TOKEN";
+
+/// Marks a [`helper_token`] (after the instance and its `-`).
+const HELPER_MARK: char = 'h';
 
 static NEXT: AtomicU64 = AtomicU64::new(1);
 static LIVE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
@@ -55,11 +60,28 @@ pub fn new_token() -> String {
     token
 }
 
+/// A token for a process that is not a turn's agent (a hook, an operator command, a short
+/// helper such as a login check or an `ssh` call): the keeper and a restart stop its carriers,
+/// a turn's end does not (a hook may leave a background process on purpose).
+pub fn helper_token() -> String {
+    format!(
+        "{}-{HELPER_MARK}{}",
+        instance_id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Sets a fresh [`helper_token`] on `cmd`.
+pub fn tag_helper(cmd: &mut std::process::Command) {
+    cmd.env(TOKEN_ENV, helper_token());
+}
+
 /// Ends a turn's token: kills every process still carrying it; returns how many were killed.
 pub fn end_token(token: &str) -> usize {
     if let Ok(mut l) = live().lock() {
         l.remove(token);
     }
+    super::keeper::forget_remote(token);
     kill_carriers(|t| t == token)
 }
 
@@ -81,7 +103,7 @@ pub fn is_our_agent(pid: u32) -> bool {
 }
 
 /// The token in `/proc/<pid>/environ`, if any (unreadable for other users' processes).
-fn token_of(pid: u32) -> Option<String> {
+pub(super) fn token_of(pid: u32) -> Option<String> {
     let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     let key = format!("{TOKEN_ENV}=");
     env.split(|b| *b == 0)
@@ -89,7 +111,7 @@ fn token_of(pid: u32) -> Option<String> {
         .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
-fn pids() -> Vec<u32> {
+pub(super) fn pids() -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -138,7 +160,8 @@ pub fn become_subreaper() -> std::io::Result<()> {
 fn ended_token_of_ours(token: &str) -> bool {
     let ours = token
         .strip_prefix(&instance_id())
-        .is_some_and(|rest| rest.starts_with('-'));
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|n| !n.starts_with(HELPER_MARK));
     ours && live().lock().is_ok_and(|l| !l.contains(token))
 }
 

@@ -196,7 +196,11 @@ impl SshHost {
     /// A local `ssh` command that runs `remote_command` on this host (see [`SshHost::argv`]).
     pub fn command(&self, remote_command: &str) -> Command {
         let mut cmd = Command::new("ssh");
-        cmd.args(self.argv(remote_command));
+        // The client needs the basics (its config under `HOME`, `SSH_AUTH_SOCK`, proxies),
+        // never sortie's secrets.
+        cmd.args(self.argv(remote_command))
+            .env_clear()
+            .envs(crate::child_env::basics(std::env::vars_os()));
         cmd
     }
 
@@ -231,6 +235,7 @@ impl SshHost {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        crate::process_signal::orphans::tag_helper(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| self.spawn_error(&e))?;
         drop(cmd);
         let pid = child.id();
@@ -454,32 +459,20 @@ impl SshHost {
         Duration::from_secs(u64::from(self.options.connect_timeout_s) + 30)
     }
 
+    /// The command line (program first) that sends `signal` to the remote agent group of
+    /// `workspace` like [`SshHost::kill_remote_group`], for a process that outlives sortie (the
+    /// keeper) to run; the local client gets the system basics of its environment.
+    pub fn kill_remote_argv(&self, workspace: &Path, signal: Signal) -> Vec<String> {
+        let mut argv = vec!["ssh".to_string()];
+        argv.extend(self.argv(&kill_group_script(workspace, signal)));
+        argv
+    }
+
     /// Sends `signal` to the remote agent group recorded in `<workspace>/.sortie/agent.pgid`
     /// (see [`super::remote_agent_command`]). A missing file or a group that is gone is fine;
     /// with SIGKILL the record is removed, since the group is over.
     pub fn kill_remote_group(&self, workspace: &Path, signal: Signal) -> Result<(), SshError> {
-        let name = if signal == Signal::KILL {
-            "KILL"
-        } else if signal == Signal::INT {
-            "INT"
-        } else if signal == Signal::HUP {
-            "HUP"
-        } else {
-            "TERM"
-        };
-        let file = quote(&workspace.join(AGENT_PGID_FILE).to_string_lossy());
-        let dir = quote(&workspace.join(".sortie").to_string_lossy());
-        let forget = if signal == Signal::KILL {
-            format!("rm -f -- {file}; ")
-        } else {
-            String::new()
-        };
-        // A symlinked record is never followed (the workspace's lstat rule).
-        let script = format!(
-            "if [ -L {dir} ] || [ -L {file} ]; then exit 0; fi; \
-             p=$(cat -- {file} 2>/dev/null); {forget}\
-             case $p in ''|*[!0-9]*) exit 0;; esac; kill -{name} -- -\"$p\" 2>/dev/null; exit 0"
-        );
+        let script = kill_group_script(workspace, signal);
         match self.exec(&script, None, CLEANUP_TIMEOUT, 4096, &never())? {
             Ended::TimedOut | Ended::Cancelled => {
                 Err(SshError::new(self, SshErrorKind::Timeout(CLEANUP_TIMEOUT)))
@@ -498,6 +491,33 @@ impl SshHost {
             )),
         }
     }
+}
+
+/// The remote script that signals the agent group recorded in the workspace (see
+/// [`SshHost::kill_remote_group`]).
+fn kill_group_script(workspace: &Path, signal: Signal) -> String {
+    let name = if signal == Signal::KILL {
+        "KILL"
+    } else if signal == Signal::INT {
+        "INT"
+    } else if signal == Signal::HUP {
+        "HUP"
+    } else {
+        "TERM"
+    };
+    let file = quote(&workspace.join(AGENT_PGID_FILE).to_string_lossy());
+    let dir = quote(&workspace.join(".sortie").to_string_lossy());
+    let forget = if signal == Signal::KILL {
+        format!("rm -f -- {file}; ")
+    } else {
+        String::new()
+    };
+    // A symlinked record is never followed (the workspace's lstat rule).
+    format!(
+        "if [ -L {dir} ] || [ -L {file} ]; then exit 0; fi; \
+         p=$(cat -- {file} 2>/dev/null); {forget}\
+         case $p in ''|*[!0-9]*) exit 0;; esac; kill -{name} -- -\"$p\" 2>/dev/null; exit 0"
+    )
 }
 
 #[cfg(test)]

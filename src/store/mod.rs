@@ -12,6 +12,7 @@ mod event_retry;
 mod events;
 pub mod files;
 mod json;
+pub mod live_figures;
 pub mod lock;
 pub mod migrate;
 mod model_use;

@@ -16,6 +16,7 @@ use super::attention::{self, AttentionAck};
 use super::error::{SqlContext, StoreError};
 use super::event_retry::{EventRetryBuffer, PendingEvents, PendingSummary};
 use super::events::{EventLimits, StoredEvent};
+use super::live_figures;
 use super::outcomes::{self, IssueOutcome};
 use super::parks::{self, ParkedIssue};
 use super::reactions::{self, ReactionWrite};
@@ -518,9 +519,10 @@ impl Writer {
         if self.conn.execute_batch("BEGIN IMMEDIATE").is_err() {
             return false;
         }
+        let mut applied = Vec::with_capacity(ops.len());
         for op in ops {
             match self.run_op(op) {
-                Ok(()) => {}
+                Ok(()) => applied.push(op),
                 Err(e) if e.is_transient() => return self.rollback(),
                 Err(e) => {
                     let (what, issue_id) = op.describe();
@@ -529,7 +531,10 @@ impl Writer {
             }
         }
         match self.conn.execute_batch("COMMIT") {
-            Ok(()) => true,
+            Ok(()) => {
+                applied.into_iter().for_each(committed);
+                true
+            }
             Err(_) => self.rollback(),
         }
     }
@@ -594,7 +599,10 @@ impl Writer {
     /// logged and the write dropped (it would fail the same way again).
     fn apply(&mut self, op: WriteOp) -> Result<(), Box<(WriteOp, StoreError)>> {
         match self.run_op(&op) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                committed(&op);
+                Ok(())
+            }
             Err(e) if e.is_transient() => Err(Box::new((op, e))),
             Err(e) => {
                 let (what, issue_id) = op.describe();
@@ -709,6 +717,7 @@ impl Writer {
             !w.events.is_empty() && w.run.dispatch_id.as_deref().is_some_and(|d| !d.is_empty());
         match record::record(&mut self.conn, w, has_events, &self.limits, now) {
             Ok((run_id, pruned)) => {
+                forget_live(w);
                 if pruned.aged_runs + pruned.size_runs > 0 {
                     log::info!(
                         "pruned stored run events aged_runs={} size_runs={} run_id={run_id}",
@@ -730,6 +739,7 @@ impl Writer {
                     w.run.dispatch_id.as_deref().unwrap_or("")
                 );
                 let (run_id, pruned) = record::record(&mut self.conn, w, false, &self.limits, now)?;
+                forget_live(w);
                 let dispatch_id = w.run.dispatch_id.clone().unwrap_or_default();
                 self.pending.push_failed(
                     PendingEvents::new(
@@ -829,6 +839,26 @@ impl Writer {
                 }
             }
         }
+    }
+}
+
+/// A committed write's effect on the served live figures: a live session row's figures are
+/// on record now (`live_figures`); a run record's come with the aggregate totals.
+fn committed(op: &WriteOp) {
+    match op {
+        WriteOp::UpsertSession(s) if s.exit_type.is_none() => {
+            if let Some(id) = s.dispatch_id.as_deref() {
+                live_figures::note_committed(id, live_figures::of_row(s));
+            }
+        }
+        WriteOp::Record(w, _) => forget_live(w),
+        _ => {}
+    }
+}
+
+fn forget_live(w: &RunWrite) {
+    if let Some(id) = w.run.dispatch_id.as_deref() {
+        live_figures::forget(id);
     }
 }
 

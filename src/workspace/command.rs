@@ -88,6 +88,8 @@ pub fn run_shell(run: ShellRun<'_>) -> io::Result<ShellOutcome> {
         .env_clear()
         .envs(run.env)
         .stdin(Stdio::null());
+    // Tagged, so the keeper stops it (and what it left behind) if sortie dies.
+    crate::process_signal::orphans::tag_helper(&mut cmd);
     let capture = attach_merged_output_keeping(&mut cmd, run.output_cap, run.keep)?;
     let started = Instant::now();
     let mut child = spawn_in_new_group(cmd)?;

@@ -19,25 +19,15 @@ pub const MAX_HOOK_OUTPUT_BYTES: usize = 256 * 1024;
 /// How much of a script is shown in logs.
 pub const MAX_SCRIPT_DISPLAY_BYTES: usize = 200;
 
-/// The parent variables every hook inherits (plus every `LC_*` locale variable). Besides these a
-/// hook inherits only the variables its own script names as `$NAME` or `${NAME}` (an explicit
-/// opt-in by the operator); everything else, including the daemon's own `SORTIE_*` overrides,
-/// tokens and API keys, is stripped so a hook cannot print what it was never meant to see. The per-invocation `SORTIE_ISSUE_ID`,
-/// `SORTIE_ISSUE_IDENTIFIER`, `SORTIE_WORKSPACE`, `SORTIE_ATTEMPT` (and, for `after_run`,
-/// `SORTIE_SELF_REVIEW_STATUS` and `SORTIE_SELF_REVIEW_SUMMARY_PATH`) are injected, not
-/// inherited.
-pub const HOOK_ENV_ALLOWLIST: &[&str] = &[
-    "PATH",
-    "HOME",
-    "SHELL",
-    "TMPDIR",
-    "USER",
-    "LOGNAME",
-    "TERM",
-    "LANG",
-    "LC_ALL",
-    "SSH_AUTH_SOCK",
-];
+/// A hook inherits the system basics every child of sortie gets
+/// ([`crate::child_env::SYSTEM_BASICS`]: `PATH`, `HOME`, locale, proxies, certificates,
+/// `SSH_AUTH_SOCK`, …) and, besides these, only the variables its own script names as `$NAME`
+/// or `${NAME}` (an explicit opt-in by the operator); everything else, including the daemon's
+/// own `SORTIE_*` overrides, tokens and API keys, is stripped so a hook cannot print what it
+/// was never meant to see. The per-invocation `SORTIE_ISSUE_ID`, `SORTIE_ISSUE_IDENTIFIER`,
+/// `SORTIE_WORKSPACE`, `SORTIE_ATTEMPT` (and, for `after_run`, `SORTIE_SELF_REVIEW_STATUS` and
+/// `SORTIE_SELF_REVIEW_SUMMARY_PATH`) are injected, not inherited.
+pub use crate::child_env::SYSTEM_BASICS as HOOK_ENV_ALLOWLIST;
 
 /// The configured hook scripts (`hooks.*` in WORKFLOW.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -123,10 +113,10 @@ pub struct HookOutput {
     pub duration_ms: u64,
 }
 
-/// Whether a parent variable is passed to a hook running `script`: [`HOOK_ENV_ALLOWLIST`], an
-/// `LC_*` locale, or a variable the script names (see [`script_names_var`]).
+/// Whether a parent variable is passed to a hook running `script`: a system basic
+/// ([`HOOK_ENV_ALLOWLIST`]) or a variable the script names (see [`script_names_var`]).
 pub fn hook_inherits(name: &str, script: &str) -> bool {
-    HOOK_ENV_ALLOWLIST.contains(&name) || name.starts_with("LC_") || script_names_var(script, name)
+    crate::child_env::is_basic(name) || script_names_var(script, name)
 }
 
 /// Whether `script` contains `$name` (not followed by another name character) or `${name`.

@@ -113,7 +113,7 @@ pub const PROMPT: &str = "Work on {{ .issue.identifier }}.\n{{ if .ci_failure }}
 
 fn workflow(forge: &Forge, reactions_yaml: &str) -> String {
     format!(
-        "---\ntracker:\n  kind: {kind}\n  endpoint: {url}\n  api_key: ${env}\n  project: {project}\n  active_states: [backlog, in-progress]\n  terminal_states: [done]\n  in_progress_state: in-progress\n  handoff_state: review\n{kind}:\n  retry_base_ms: 10\n  timeout_ms: 2000\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {agent}\n  max_turns: 1\nreactions:\n{reactions_yaml}---\n{PROMPT}",
+        "---\ntracker:\n  kind: {kind}\n  endpoint: {url}\n  api_key: ${env}\n  project: {project}\n  active_states: [backlog, in-progress]\n  terminal_states: [done]\n  in_progress_state: in-progress\n  handoff_state: review\n{kind}:\n  retry_base_ms: 10\n  timeout_ms: 2000\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {agent}\n  max_turns: 1\n  env: [FAKE_AGENT_*]\nreactions:\n{reactions_yaml}---\n{PROMPT}",
         kind = forge.kind,
         url = forge.url,
         env = token_env(forge),

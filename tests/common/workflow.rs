@@ -145,7 +145,7 @@ hooks:
 agent:
   kind: claude-code
   command: {agent}
-{max_turns}{agent_yaml}
+{agent_env}{max_turns}{agent_yaml}
 server:
   port: {port}
 {extra_yaml}
@@ -160,6 +160,13 @@ Work on {{{{ .issue.identifier }}}}: {{{{ .issue.title }}}}
             },
             agent = FAKE_AGENT,
             port = self.port(),
+            // The fake agent reads its script from `FAKE_AGENT_*` variables, which an agent
+            // gets only when `agent.env` names them.
+            agent_env = if agent_yaml.contains("  env:") {
+                ""
+            } else {
+                "  env: [FAKE_AGENT_*]\n"
+            },
         );
         self.write("WORKFLOW.md", &wf);
     }
@@ -169,9 +176,18 @@ Work on {{{{ .issue.identifier }}}}: {{{{ .issue.title }}}}
         self.start_with(&[])
     }
 
+    /// Starts the daemon with these variables added to its environment.
+    pub fn start_with_env(&self, vars: &[(&str, &str)]) -> Daemon {
+        self.start_inner(&[], vars)
+    }
+
     /// Starts the daemon with `extra_args` before the workflow path. When the workflow's port
     /// is taken, the workflow is rewritten with a fresh one (see [`spawn`]).
     pub fn start_with(&self, extra_args: &[&str]) -> Daemon {
+        self.start_inner(extra_args, &[])
+    }
+
+    fn start_inner(&self, extra_args: &[&str], vars: &[(&str, &str)]) -> Daemon {
         std::fs::create_dir_all(self.path("markers")).expect("markers dir");
         spawn(&self.path("sortie.log"), Some(self.port()), |port| {
             if port != self.port() {
@@ -186,6 +202,7 @@ Work on {{{{ .issue.identifier }}}}: {{{{ .issue.title }}}}
                 .env("FAKE_AGENT_ARGV_LOG", self.path("argv.log"))
                 .env("SORTIE_TEST_SCENARIOS", self.path("scenarios"))
                 .env("SORTIE_TEST_MARKERS", self.path("markers"))
+                .envs(vars.iter().copied())
                 .env_remove("RUST_LOG");
             cmd
         })

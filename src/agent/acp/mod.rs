@@ -42,11 +42,24 @@ pub const CAPS: AdapterCaps = AdapterCaps {
     requires_command: true,
 };
 
+/// What the usual ACP agents need from sortie's environment besides the basics: Gemini CLI's
+/// key and Google Cloud settings, Kiro CLI's own variables.
+pub const ENV_VARS: &[&str] = &[
+    "GEMINI_*",
+    "GOOGLE_API_KEY",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "KIRO_*",
+];
+
 /// This kind as the registry lists it.
 pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     kind: KIND,
     caps: CAPS,
     block_keys: config::BLOCK_KEYS,
+    env_vars: ENV_VARS,
     validate: |settings: &AgentSettings| -> Vec<SettingProblem> {
         AcpConfig::parse(&settings.block).1
     },
@@ -93,6 +106,7 @@ impl AgentAdapter for AcpAdapter {
             MAX_LINE_BYTES,
             Dialect::V2,
             params.remote.as_ref(),
+            crate::agent::env::session_env(&self.settings, ENV_VARS, &params),
         )?;
         let read_timeout = jsonrpc::read_timeout(self.settings.read_timeout_ms);
         let started = match handshake::start(

@@ -19,9 +19,6 @@ pub const BLOCK_KEYS: &[&str] = &[
     "session_persistence",
 ];
 
-/// Prompts longer than this go on stdin: Linux caps one argv element at 128 KiB.
-pub const MAX_ARGV_PROMPT_BYTES: usize = 100 * 1024;
-
 /// How the turn names its session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionFlag {
@@ -31,13 +28,9 @@ pub enum SessionFlag {
     Resume(String),
 }
 
-/// Whether the prompt must travel on stdin (too large for argv, or it could read as a flag).
-pub fn prompt_needs_stdin(prompt: &str) -> bool {
-    prompt.len() > MAX_ARGV_PROMPT_BYTES || prompt.starts_with('-')
-}
-
 /// The argv after the program (and after any arguments `agent.command` carries).
-/// `prompt` is `None` when it is sent on stdin.
+/// `prompt` is `None` when it is sent on stdin, as sortie sends every prompt (issue text never
+/// shows in `ps`).
 pub fn build_args(
     prompt: Option<&str>,
     session: &SessionFlag,
@@ -249,12 +242,5 @@ mod tests {
             "/ws/.sortie/mcp.json".to_string()
         ]));
         assert!(!args.contains(&"--max-turns".to_string()));
-    }
-
-    #[test]
-    fn large_or_dash_prompts_use_stdin() {
-        assert!(prompt_needs_stdin(&"x".repeat(MAX_ARGV_PROMPT_BYTES + 1)));
-        assert!(prompt_needs_stdin("--help me"));
-        assert!(!prompt_needs_stdin("fix the bug"));
     }
 }

@@ -14,7 +14,7 @@ use crate::agent::{
     TurnResult, UsageArrival, UsageAttribution, UsageProvenance, UsageSource, UsageStrategy,
 };
 use crate::clock::Clock;
-use argv::{SessionFlag, build_args, prompt_needs_stdin};
+use argv::{SessionFlag, build_args};
 use crossbeam_channel::Sender;
 use parser::ClaudeParser;
 use std::path::PathBuf;
@@ -35,11 +35,29 @@ pub const CAPS: AdapterCaps = AdapterCaps {
 };
 const DEFAULT_COMMAND: &str = "claude";
 
+/// What Claude Code needs from sortie's environment besides the basics: its Anthropic
+/// credentials and endpoint, its own settings, and the switches it documents.
+pub const ENV_VARS: &[&str] = &[
+    "ANTHROPIC_*",
+    "CLAUDE_CODE_*",
+    "CLAUDE_CONFIG_DIR",
+    "IS_SANDBOX",
+    "DISABLE_AUTOUPDATER",
+    "DISABLE_TELEMETRY",
+    "DISABLE_ERROR_REPORTING",
+    "MAX_THINKING_TOKENS",
+    "MCP_TIMEOUT",
+    "MCP_TOOL_TIMEOUT",
+    "BASH_DEFAULT_TIMEOUT_MS",
+    "BASH_MAX_TIMEOUT_MS",
+];
+
 /// This kind as the registry lists it.
 pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     kind: KIND,
     caps: CAPS,
     block_keys: argv::BLOCK_KEYS,
+    env_vars: ENV_VARS,
     validate: settings_problems,
     build: |settings, clock| Ok(Arc::new(ClaudeAdapter::new(settings.clone(), clock))),
 };
@@ -136,6 +154,7 @@ impl AgentAdapter for ClaudeAdapter {
                 params.issue_identifier
             );
         }
+        let env = crate::agent::env::session_env(&self.settings, ENV_VARS, &params);
         let new_session_id = new_uuid()?;
         let (session_id, resuming) = match params.resume_session_id.filter(|s| !s.is_empty()) {
             Some(id) => (id, true),
@@ -155,6 +174,7 @@ impl AgentAdapter for ClaudeAdapter {
             session_id,
             resume_next: resuming,
             stopped: false,
+            env,
         }))
     }
 }
@@ -169,6 +189,8 @@ pub struct ClaudeSession {
     mcp_config: Option<PathBuf>,
     /// The host the session's processes run on.
     remote: Option<crate::ssh::SshHost>,
+    /// Every turn's environment (`agent::env`).
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     issue_id: String,
     issue_identifier: String,
     session_id: String,
@@ -209,10 +231,10 @@ impl AgentSession for ClaudeSession {
         } else {
             SessionFlag::New(self.session_id.clone())
         };
-        let on_stdin = prompt_needs_stdin(prompt);
+        // The prompt (issue text) always travels on stdin, so `ps` never shows it.
         let mut args = self.command_args.clone();
         args.extend(build_args(
-            (!on_stdin).then_some(prompt),
+            None,
             &flag,
             &self.settings.block,
             &self.settings.workflow_dir,
@@ -222,7 +244,8 @@ impl AgentSession for ClaudeSession {
             program: self.program.clone(),
             args,
             cwd: self.workspace.clone(),
-            stdin: on_stdin.then(|| prompt.as_bytes().to_vec()),
+            stdin: Some(prompt.as_bytes().to_vec()),
+            base_env: Some(self.env.clone()),
             env: Vec::new(),
             env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,

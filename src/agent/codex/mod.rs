@@ -48,11 +48,16 @@ pub const CAPS: AdapterCaps = AdapterCaps {
     requires_command: true,
 };
 
+/// What a Codex CLI needs from sortie's environment besides the basics: its OpenAI credentials
+/// and endpoint, and its own settings (`CODEX_HOME`, …).
+pub const ENV_VARS: &[&str] = &["OPENAI_*", "CODEX_*"];
+
 /// This kind as the registry lists it.
 pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     kind: KIND,
     caps: CAPS,
     block_keys: config::BLOCK_KEYS,
+    env_vars: ENV_VARS,
     validate: settings_problems,
     build: |settings, clock| Ok(Arc::new(CodexAdapter::new(settings.clone(), clock))),
 };
@@ -101,6 +106,7 @@ impl AgentAdapter for CodexAdapter {
             MAX_LINE_BYTES,
             Dialect::Bare,
             params.remote.as_ref(),
+            crate::agent::env::session_env(&self.settings, ENV_VARS, &params),
         )?;
         let read_timeout = jsonrpc::read_timeout(self.settings.read_timeout_ms);
         let started = match handshake::start(

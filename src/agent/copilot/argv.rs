@@ -65,7 +65,9 @@ pub enum PromptArg<'a> {
 }
 
 impl<'a> PromptArg<'a> {
-    /// The safest way to pass `prompt`.
+    /// The safest way to pass `prompt` on the command line. Sortie itself sends every prompt
+    /// on stdin ([`PromptArg::Stdin`]), so `ps` never shows issue text; the argv forms stay
+    /// for checking the CLI's parser.
     pub fn for_prompt(prompt: &'a str) -> PromptArg<'a> {
         if prompt.len() > MAX_ARGV_PROMPT_BYTES {
             PromptArg::Stdin

@@ -40,11 +40,25 @@ pub const CAPS: AdapterCaps = AdapterCaps {
 };
 const DEFAULT_COMMAND: &str = "copilot";
 
+/// What GitHub Copilot CLI needs from sortie's environment besides the basics: its GitHub
+/// credentials (`COPILOT_GITHUB_TOKEN`, `GH_TOKEN`, `GITHUB_TOKEN`), `gh`'s host and config,
+/// and its own settings.
+pub const ENV_VARS: &[&str] = &[
+    "COPILOT_*",
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_HOST",
+    "GH_CONFIG_DIR",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
+];
+
 /// This kind as the registry lists it.
 pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     kind: KIND,
     caps: CAPS,
     block_keys: argv::BLOCK_KEYS,
+    env_vars: ENV_VARS,
     validate: settings_problems,
     build: |settings, clock| Ok(Arc::new(CopilotAdapter::new(settings.clone(), clock))),
 };
@@ -89,9 +103,10 @@ impl AgentAdapter for CopilotAdapter {
             DEFAULT_COMMAND,
             remote.as_ref(),
         )?;
+        let env = crate::agent::env::session_env(&self.settings, ENV_VARS, &params);
         // The preflight runs the CLI here; on a host it is skipped.
         if remote.is_none() {
-            preflight::check(&program, &command_args, &workspace).inspect_err(|e| {
+            preflight::check(&program, &command_args, &workspace, &env).inspect_err(|e| {
             log::warn!(
                 "copilot preflight failed issue_id={} issue_identifier={} error_kind={} error={:?}",
                 params.issue_id,
@@ -116,6 +131,7 @@ impl AgentAdapter for CopilotAdapter {
             ran_before: false,
             premium_requests: 0,
             stopped: false,
+            env,
         }))
     }
 }
@@ -130,6 +146,8 @@ pub struct CopilotSession {
     mcp_config: Option<PathBuf>,
     /// The host the session's processes run on.
     remote: Option<crate::ssh::SshHost>,
+    /// Every turn's environment (`agent::env`).
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     issue_id: String,
     issue_identifier: String,
     /// The id to resume: from an earlier attempt, then from each turn's `result` line.
@@ -183,7 +201,8 @@ impl AgentSession for CopilotSession {
             };
         }
         let continuity = self.continuity();
-        let prompt_arg = PromptArg::for_prompt(prompt);
+        // The prompt (issue text) always travels on stdin, so `ps` never shows it.
+        let prompt_arg = PromptArg::Stdin;
         let mut args = self.command_args.clone();
         args.extend(build_args(
             prompt_arg,
@@ -196,7 +215,8 @@ impl AgentSession for CopilotSession {
             program: self.program.clone(),
             args,
             cwd: self.workspace.clone(),
-            stdin: (prompt_arg == PromptArg::Stdin).then(|| prompt.as_bytes().to_vec()),
+            stdin: Some(prompt.as_bytes().to_vec()),
+            base_env: Some(self.env.clone()),
             max_line_bytes: MAX_LINE_BYTES,
             remote: self.remote.clone(),
             ..ProcessSpec::default()

@@ -36,13 +36,21 @@ pub fn auth_failed_message(detail: &str) -> String {
     format!("copilot is not authenticated ({detail}): {LOGIN_HINT}")
 }
 
-/// Runs the canary, then the credential check.
-pub fn check(program: &str, command_args: &[String], cwd: &Path) -> Result<(), AgentError> {
-    canary(program, command_args, cwd)?;
-    credentials(cwd)
+/// The environment the session's processes get (`agent::env`).
+type Env = [(std::ffi::OsString, std::ffi::OsString)];
+
+/// Runs the canary, then the credential check, both in the session's environment `env`.
+pub fn check(
+    program: &str,
+    command_args: &[String],
+    cwd: &Path,
+    env: &Env,
+) -> Result<(), AgentError> {
+    canary(program, command_args, cwd, env)?;
+    credentials(cwd, env)
 }
 
-fn canary(program: &str, command_args: &[String], cwd: &Path) -> Result<(), AgentError> {
+fn canary(program: &str, command_args: &[String], cwd: &Path, env: &Env) -> Result<(), AgentError> {
     let mut args = command_args.to_vec();
     args.push("--version".into());
     let not_found = |why: String| {
@@ -51,7 +59,7 @@ fn canary(program: &str, command_args: &[String], cwd: &Path) -> Result<(), Agen
             format!("`{program} --version` {why}"),
         )
     };
-    match run_bounded(program, &args, cwd, CANARY_TIMEOUT) {
+    match run_bounded(program, &args, cwd, CANARY_TIMEOUT, env) {
         Ok((Some(0), _)) => Ok(()),
         Ok((Some(code), out)) => Err(not_found(format!("exited {code}: {}", excerpt(&out)))),
         Ok((None, _)) => Err(not_found(format!(
@@ -62,14 +70,21 @@ fn canary(program: &str, command_args: &[String], cwd: &Path) -> Result<(), Agen
     }
 }
 
-fn credentials(cwd: &Path) -> Result<(), AgentError> {
-    let has_token = TOKEN_VARS
+fn credentials(cwd: &Path, env: &Env) -> Result<(), AgentError> {
+    // What the agent will see, not what sortie has: a token withheld from it does not count.
+    let has_token = env
         .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|t| !t.is_empty()));
+        .any(|(k, v)| TOKEN_VARS.iter().any(|t| k == *t) && !v.is_empty());
     if has_token {
         return Ok(());
     }
-    let detail = match run_bounded("gh", &["auth".into(), "status".into()], cwd, GH_TIMEOUT) {
+    let detail = match run_bounded(
+        "gh",
+        &["auth".into(), "status".into()],
+        cwd,
+        GH_TIMEOUT,
+        env,
+    ) {
         Ok((Some(0), _)) => return Ok(()),
         Ok((Some(_), _)) => {
             "no token in COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN, and `gh auth status` reports no login"
@@ -93,8 +108,12 @@ fn run_bounded(
     args: &[String],
     cwd: &Path,
     timeout: Duration,
+    env: &Env,
 ) -> std::io::Result<(Option<i32>, String)> {
-    let mut child = Command::new(program)
+    let mut cmd = Command::new(program);
+    crate::agent::process::set_base_env(&mut cmd, Some(env));
+    crate::process_signal::orphans::tag_helper(&mut cmd);
+    let mut child = cmd
         .args(args)
         .current_dir(cwd)
         .process_group(0)
@@ -172,6 +191,8 @@ mod tests {
 
     #[test]
     fn a_missing_or_failing_canary_is_agent_not_found() {
+        let env = crate::child_env::basics(std::env::vars_os());
+        let canary = |program: &str, args: &[String], cwd: &Path| canary(program, args, cwd, &env);
         let e = canary("/definitely/not/copilot", &[], Path::new("/")).err();
         assert_eq!(e.map(|e| e.kind), Some(AgentErrorKind::AgentNotFound));
         let e = canary("false", &[], Path::new("/")).err();

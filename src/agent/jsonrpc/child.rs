@@ -5,8 +5,8 @@
 
 use crate::agent::pipes;
 use crate::agent::process::{
-    KILL_WAIT, StderrSink, StderrTail, StdoutItem, StdoutSink, TurnGroup, remote_command,
-    spawn_error, verify_workspace, without_nul,
+    KILL_WAIT, StderrSink, StderrTail, StdoutItem, StdoutSink, TurnGroup, forwarded_env,
+    register_remote, remote_command, set_base_env, spawn_error, verify_workspace, without_nul,
 };
 use crate::agent::stream::{ExitInfo, SpawnError};
 use crate::process_signal::{Signal, orphans};
@@ -28,7 +28,10 @@ pub struct RpcSpec {
     pub args: Vec<String>,
     /// The workspace; verified before spawning.
     pub cwd: PathBuf,
-    /// Extra environment on top of the inherited one.
+    /// The environment the server starts from (`agent::env::session_env`); `None` inherits
+    /// sortie's whole environment (tests only). On an SSH host it is what is forwarded.
+    pub base_env: Option<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
+    /// Extra environment on top of the base.
     pub env: Vec<(String, String)>,
     /// The longest stdout line accepted; a longer one ends the stream with a read error.
     pub max_line_bytes: usize,
@@ -63,12 +66,19 @@ impl RpcChild {
                 let mut cmd = Command::new(&spec.program);
                 cmd.args(spec.args.iter().map(|a| without_nul(a)))
                     .current_dir(&cwd);
+                set_base_env(&mut cmd, spec.base_env.as_deref());
                 for (k, v) in &spec.env {
                     cmd.env(without_nul(k), without_nul(v));
                 }
                 cmd
             }
-            Some(host) => remote_command(host, &spec.cwd, &spec.env, &spec.program, &spec.args)?,
+            Some(host) => remote_command(
+                host,
+                &spec.cwd,
+                &forwarded_env(spec.base_env.as_deref(), &spec.env),
+                &spec.program,
+                &spec.args,
+            )?,
         };
         cmd.process_group(0)
             .stdin(Stdio::piped())
@@ -76,6 +86,9 @@ impl RpcChild {
             .stderr(Stdio::piped());
         let token = orphans::new_token();
         cmd.env(orphans::TOKEN_ENV, &token);
+        if let Some(host) = &spec.remote {
+            register_remote(host, &spec.cwd, &token);
+        }
         let mut child = cmd.spawn().map_err(|e| {
             orphans::end_token(&token);
             spawn_error(spec.remote.as_ref(), &spec.program, &e)

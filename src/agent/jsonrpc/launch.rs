@@ -9,8 +9,8 @@ use crate::agent::stream::SpawnError;
 use crate::agent::{AgentError, AgentErrorKind};
 use std::path::PathBuf;
 
-/// Spawns `command` (or `default` when unset or blank), split on whitespace, in `workspace`;
-/// on `remote` when one is given.
+/// Spawns `command` (or `default` when unset or blank), split on whitespace, in `workspace`
+/// with the session's environment `env` (`agent::env`); on `remote` when one is given.
 pub fn launch(
     command: Option<&str>,
     default: &str,
@@ -18,12 +18,14 @@ pub fn launch(
     max_line_bytes: usize,
     dialect: Dialect,
     remote: Option<&crate::ssh::SshHost>,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 ) -> Result<RpcPeer, AgentError> {
     let (program, args) = agent_program_on(command, default, remote)?;
     let spec = RpcSpec {
         program,
         args,
         cwd: workspace,
+        base_env: Some(env),
         env: Vec::new(),
         max_line_bytes,
         remote: remote.cloned(),

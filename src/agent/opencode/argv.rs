@@ -60,13 +60,10 @@ pub const MANAGED_ENV: &[&str] = &[
     "OPENCODE_PERMISSION",
 ];
 
-/// Prompts longer than this go on stdin (OpenCode appends stdin to the message): Linux caps
-/// one argv element at 128 KiB.
-pub const MAX_ARGV_PROMPT_BYTES: usize = 100 * 1024;
-
 /// The argv of one turn after the program (and after any arguments `agent.command` carries).
 /// `session` is the id to continue, `None` on a new conversation's first turn; `prompt` is
-/// `None` when it travels on stdin.
+/// `None` when it travels on stdin (OpenCode reads a piped stdin as the message), as sortie
+/// sends every prompt.
 pub fn run_args(
     workspace: &Path,
     session: Option<&str>,

@@ -56,11 +56,23 @@ const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The export never waits longer than this.
 const MAX_EXPORT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What OpenCode needs from sortie's environment besides the basics: its own settings and the
+/// keys of the providers it is most often configured with (another provider's key goes in
+/// `agent.env`).
+pub const ENV_VARS: &[&str] = &[
+    "OPENCODE_*",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GOOGLE_GENERATIVE_AI_API_KEY",
+];
+
 /// This kind as the registry lists it.
 pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     kind: KIND,
     caps: CAPS,
     block_keys: argv::BLOCK_KEYS,
+    env_vars: ENV_VARS,
     validate: settings::problems,
     build: |settings, clock| {
         let adapter = OpencodeAdapter::new(settings.clone(), clock)?;
@@ -108,10 +120,12 @@ impl AgentAdapter for OpencodeAdapter {
             DEFAULT_COMMAND,
             remote.as_ref(),
         )?;
+        let base_env = crate::agent::env::session_env(&self.settings, ENV_VARS, &params);
         Ok(Box::new(OpencodeSession {
             settings: self.settings.clone(),
             clock: Arc::clone(&self.clock),
             env: self.env.clone(),
+            base_env,
             workspace,
             program,
             command_args,
@@ -129,7 +143,10 @@ impl AgentAdapter for OpencodeAdapter {
 pub struct OpencodeSession {
     settings: AgentSettings,
     clock: Arc<dyn Clock>,
+    /// The managed variables, replacing any copies in `base_env`.
     env: Vec<(String, String)>,
+    /// Every process's environment (`agent::env`).
+    base_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     workspace: PathBuf,
     program: String,
     command_args: Vec<String>,
@@ -160,6 +177,7 @@ impl OpencodeSession {
             args: all,
             cwd: self.workspace.clone(),
             stdin: None,
+            base_env: Some(self.base_env.clone()),
             env: self.env.clone(),
             env_remove: argv::MANAGED_ENV.iter().map(|s| s.to_string()).collect(),
             max_line_bytes: MAX_LINE_BYTES,
@@ -222,15 +240,15 @@ impl AgentSession for OpencodeSession {
         if self.stopped {
             return self.refuse("session already stopped", events);
         }
-        let on_stdin = prompt.len() > argv::MAX_ARGV_PROMPT_BYTES;
+        // The prompt (issue text) always travels on stdin, so `ps` never shows it.
         let args = argv::run_args(
             &self.workspace,
             self.session_id.as_deref(),
             &self.settings.block,
-            (!on_stdin).then_some(prompt),
+            None,
         );
         let mut spec = self.spec(args);
-        spec.stdin = on_stdin.then(|| prompt.as_bytes().to_vec());
+        spec.stdin = Some(prompt.as_bytes().to_vec());
         let limits = TurnLimits {
             turn_timeout: (self.settings.turn_timeout_ms > 0)
                 .then(|| Duration::from_millis(self.settings.turn_timeout_ms)),
