@@ -128,7 +128,7 @@ def bwrap(rootfs, data, cm_dir, mounts, argv):
     cmd = ["setpriv", f"--reuid={IMAGE_UID}", f"--regid={IMAGE_UID}", "--clear-groups",
            "bwrap", "--unshare-all", "--share-net", "--as-pid-1", "--die-with-parent",
            "--new-session", "--ro-bind", rootfs, "/", "--proc", "/proc", "--dev", "/dev",
-           "--tmpfs", "/tmp", "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
+           "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
            "--setenv", "HOME", "/data", "--setenv", "SORTIE_PRICE_TABLE_FETCH", "off",
            "--chdir", "/data"]
     for path, kind in mounts.items():
@@ -136,6 +136,8 @@ def bwrap(rootfs, data, cm_dir, mounts, argv):
             cmd += ["--bind", data, path]
         elif kind == "configmap":
             cmd += ["--ro-bind", cm_dir, path]
+        else:
+            cmd += ["--tmpfs", path]
     return cmd + ["--"] + argv
 
 
@@ -184,9 +186,13 @@ def run_pod(dir_, rootfs, port):
                              f"{r.returncode}: {r.stderr.strip()}")
         seeded = os.path.join(data, "issues.json")
         if "issues.json" in cm["data"]:
-            with open(seeded) as f:
-                if json.load(f) != json.loads(cm["data"]["issues.json"]):
-                    sys.exit("k8s check: the init container did not seed /data/issues.json")
+            try:
+                with open(seeded) as f:
+                    ok = json.load(f) == json.loads(cm["data"]["issues.json"])
+            except (OSError, ValueError):
+                ok = False
+            if not ok:
+                sys.exit("k8s check: the init container did not seed /data/issues.json")
         args = list(c["args"])
         args[args.index("--port") + 1] = str(port)
         log = open(os.path.join(tmp, "sortie.log"), "wb")
