@@ -14,7 +14,10 @@ cd "$(dirname "$0")/.."
 DIST=$(realpath "${1:-dist}")
 VERSION=$(cargo_field version)
 ASSET="sortie-$RELEASE_TARGET.tar.gz"
-[ -f "$DIST/$ASSET" ] && [ -f "$DIST/SHA256SUMS" ] || { echo "error: no release in $DIST (scripts/release.sh)" >&2; exit 1; }
+if [ ! -f "$DIST/$ASSET" ] || [ ! -f "$DIST/SHA256SUMS" ]; then
+  echo "error: no release in $DIST (scripts/release.sh)" >&2
+  exit 1
+fi
 command -v dash >/dev/null 2>&1 || apt_install dash
 command -v curl >/dev/null 2>&1 || apt_install curl
 

@@ -92,6 +92,7 @@ if grep -n '@[A-Z0-9_]*@' "$OUT/sortie.rb"; then
 fi
 
 find "$OUT" -exec touch -h -d "@$EPOCH" {} +
-(cd "$OUT" && sha256sum -- $(ls | grep -vx SHA256SUMS) > SHA256SUMS)
+(cd "$OUT" && files=() && for f in *; do [ "$f" = SHA256SUMS ] || files+=("$f"); done \
+  && sha256sum -- "${files[@]}" > SHA256SUMS.new && mv SHA256SUMS.new SHA256SUMS)
 echo "== $OUT/"
 (cd "$OUT" && ls -l --time-style=+ | tail -n +2 && cat SHA256SUMS)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # Shared by the packaging scripts (sourced, run from the repository root): what a release is
 # called and where it lives, read from Cargo.toml and the built binary so there is one source
 # for each fact.
