@@ -7,11 +7,13 @@
 #   OUT/sortie-image-VERSION.oci.tar  the same as an OCI archive (`docker load`/`podman load`)
 # and prints the image's size against the binary's; fails when the image is more than 1 MiB
 # larger than the binary.
-# Usage: scripts/image-build.sh [--binary PATH] [--out DIR] [--name NAME]
+# Usage: scripts/image-build.sh [--binary PATH] [--out DIR] [--name NAME] [--stage-only]
 #   --binary  the static sortie (default target/x86_64-unknown-linux-musl/release/sortie,
 #             built with scripts/build-static.sh when missing)
 #   --out     output directory (default target/image)
 #   --name    image name without tag (default ghcr.io/OWNER/sortie from Cargo.toml's repository)
+#   --stage-only  stage the build context (OUT/context) and print the `docker build` command
+#                 that builds the same image, instead of building it
 # Installs Debian's buildah, mksh and ca-certificates when missing (as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,19 +22,21 @@ cd "$(dirname "$0")/.."
 BIN=target/x86_64-unknown-linux-musl/release/sortie
 OUT=target/image
 NAME=
+STAGE_ONLY=
 while [ $# -gt 0 ]; do
   case "$1" in
     --binary) BIN=${2:?--binary needs a path}; shift 2 ;;
     --out) OUT=${2:?--out needs a directory}; shift 2 ;;
     --name) NAME=${2:?--name needs a name}; shift 2 ;;
-    *) echo "usage: scripts/image-build.sh [--binary PATH] [--out DIR] [--name NAME]" >&2; exit 2 ;;
+    --stage-only) STAGE_ONLY=1; shift ;;
+    *) echo "usage: scripts/image-build.sh [--binary PATH] [--out DIR] [--name NAME] [--stage-only]" >&2; exit 2 ;;
   esac
 done
 
 MKSH=/usr/lib/x86_64-linux-musl/bin/mksh
 CA=/etc/ssl/certs/ca-certificates.crt
 need=()
-command -v buildah >/dev/null 2>&1 || need+=(buildah)
+[ -n "$STAGE_ONLY" ] || command -v buildah >/dev/null 2>&1 || need+=(buildah)
 [ -x "$MKSH" ] || need+=(mksh)
 [ -f "$CA" ] || need+=(ca-certificates)
 command -v file >/dev/null 2>&1 || need+=(file)
@@ -77,6 +81,12 @@ install -m 0644 /usr/share/doc/ca-certificates/copyright \
 chmod 1777 "$CTX/rootfs/tmp"
 chmod 0755 "$CTX/data"
 find "$CTX" -exec touch -h -d "@$EPOCH" {} +
+if [ -n "$STAGE_ONLY" ]; then
+  echo "context staged in $CTX; build it with:"
+  echo "  docker build -f Containerfile -t $NAME:$VERSION --build-arg VERSION=$VERSION" \
+    "--build-arg REVISION=$REVISION --build-arg SOURCE=$SOURCE --build-arg CREATED=$CREATED $CTX"
+  exit 0
+fi
 
 STORE="$OUT/storage"
 buildah_() {
