@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Creates target/packaging-venv (Python venv) with the PyPI tools the packaging checks use,
+# pinned, and prints its python. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+venv=target/packaging-venv
+pins=("kubernetes-validate==1.37.0")
+stamp="$venv/pins.txt"
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "${pins[*]}" ]; then
+  rm -rf "$venv"
+  python3 -m venv "$venv" >&2
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "${pins[@]}" >&2
+  echo "${pins[*]}" > "$stamp"
+fi
+echo "$PWD/$venv/bin/python"
