@@ -204,7 +204,15 @@ pub fn run(opts: RunOptions) -> i32 {
         bind.host,
         bind.port
     );
-    run_daemon(wf, template, load_options, bind, clock, opts.db_lock, format)
+    run_daemon(
+        wf,
+        template,
+        load_options,
+        bind,
+        clock,
+        opts.db_lock,
+        format,
+    )
 }
 
 fn run_daemon(
