@@ -30,7 +30,7 @@ fn failing(fake: &FakeGithub, sha: &str) {
 
 fn workflow(jira_url: &str, github_url: &str) -> String {
     format!(
-        "---\ntracker:\n  kind: jira\n  endpoint: {jira_url}\n  api_key: $JIRA_API_TOKEN\n  project: PROJ\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\n  in_progress_state: In Progress\n  handoff_state: Human Review\njira:\n  retry_base_ms: 10\n  timeout_ms: 2000\nci_feedback:\n  kind: github\n  max_retries: 1\n  max_log_lines: 5\n  escalation: label\n  escalation_label: needs-human\ngithub:\n  api_key: $GITHUB_TOKEN\n  endpoint: {github_url}\n  project: owner/repo\n  timeout_ms: 2000\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {agent}\n  max_turns: 1\n---\n{PROMPT}",
+        "---\ntracker:\n  kind: jira\n  endpoint: {jira_url}\n  api_key: $JIRA_API_TOKEN\n  project: PROJ\n  active_states: [To Do, In Progress]\n  terminal_states: [Done]\n  in_progress_state: In Progress\n  handoff_state: Human Review\njira:\n  retry_base_ms: 10\n  timeout_ms: 2000\nci_feedback:\n  kind: github\n  max_retries: 1\n  max_log_lines: 5\n  escalation: label\n  escalation_label: needs-human\ngithub:\n  api_key: $GITHUB_TOKEN\n  endpoint: {github_url}\n  project: owner/repo\n  timeout_ms: 2000\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {agent}\n  max_turns: 1\n  env: [FAKE_AGENT_*]\n---\n{PROMPT}",
         agent = common::FAKE_AGENT,
     )
 }

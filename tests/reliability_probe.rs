@@ -42,7 +42,7 @@ fn figure(name: &str, value: f64) {
 
 fn github_workflow(fake: &FakeGithub, stall_ms: u64) -> String {
     format!(
-        "---\ntracker:\n  kind: github\n  endpoint: {url}\n  api_key: $GITHUB_TOKEN\n  project: owner/repo\n  active_states: [backlog, in-progress]\n  terminal_states: [done]\n  in_progress_state: in-progress\npolling:\n  interval_ms: 1000\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {FAKE_AGENT}\n  max_turns: 1\n  stall_timeout_ms: {stall_ms}\n---\nWork on {{{{ .issue.identifier }}}}.\n",
+        "---\ntracker:\n  kind: github\n  endpoint: {url}\n  api_key: $GITHUB_TOKEN\n  project: owner/repo\n  active_states: [backlog, in-progress]\n  terminal_states: [done]\n  in_progress_state: in-progress\npolling:\n  interval_ms: 1000\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {FAKE_AGENT}\n  max_turns: 1\n  stall_timeout_ms: {stall_ms}\n  env: [FAKE_AGENT_*]\n---\nWork on {{{{ .issue.identifier }}}}.\n",
         url = fake.url
     )
 }

@@ -17,7 +17,7 @@ const PROMPTLY: Duration = Duration::from_secs(10);
 
 fn workflow(fake: &FakeGithub) -> String {
     format!(
-        "---\ntracker:\n  kind: github\n  endpoint: {url}\n  api_key: $GITHUB_TOKEN\n  project: owner/repo\n  active_states: [backlog, in-progress]\n  terminal_states: [done]\n  in_progress_state: in-progress\n  comments: {{on_completion: true, on_failure: true}}\npolling:\n  interval_ms: 300\n  min_interval_ms: 100\nshutdown:\n  drain_timeout_ms: 4000\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {FAKE_AGENT}\n  max_turns: 1\n  stall_timeout_ms: 2000\n---\nWork on {{{{ .issue.identifier }}}}.\n",
+        "---\ntracker:\n  kind: github\n  endpoint: {url}\n  api_key: $GITHUB_TOKEN\n  project: owner/repo\n  active_states: [backlog, in-progress]\n  terminal_states: [done]\n  in_progress_state: in-progress\n  comments: {{on_completion: true, on_failure: true}}\npolling:\n  interval_ms: 300\n  min_interval_ms: 100\nshutdown:\n  drain_timeout_ms: 4000\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {FAKE_AGENT}\n  max_turns: 1\n  stall_timeout_ms: 2000\n  env: [FAKE_AGENT_*]\n---\nWork on {{{{ .issue.identifier }}}}.\n",
         url = fake.url
     )
 }

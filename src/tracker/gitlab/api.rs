@@ -133,7 +133,7 @@ impl GitlabApi {
     pub fn links(&self, iid: &str) -> Result<Vec<Value>, HttpError> {
         self.client
             .send(Request::get(self.issue_path(iid, "/links")))?
-            .json_array()
+            .json_items("links", "iid")
     }
 
     pub fn post_note(&self, iid: &str, body: &str) -> Result<(), HttpError> {
