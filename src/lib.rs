@@ -4,7 +4,7 @@
 //! (`tests/layering.rs` checks it). See ARCHITECTURE.md for threads, channels and where each
 //! concept lives.
 //!
-//! 0. `build_info`, `child_env`, `clock`, `domain`, `mask`, `process_signal`
+//! 0. `build_info`, `child_env`, `clock`, `domain`, `log_field`, `mask`, `process_signal`
 //! 1. `http_client`, `ssh`
 //! 2. `agent`, `prompt`, `scm`, `tracker`, `ui`, `workspace`
 //! 3. `pricing`, `registry`
@@ -24,6 +24,7 @@ pub mod config;
 pub mod domain;
 pub mod http;
 pub mod http_client;
+pub mod log_field;
 pub mod logging;
 pub mod mask;
 pub mod mcp;

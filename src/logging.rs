@@ -1,17 +1,15 @@
 //! Log output: `log` + `env_logger` with a formatter that renders either slog-style text
 //! (`time=… level=INFO msg="tick completed" candidates=2`) or one JSON object per line.
 //!
-//! Fields come from two places, both supported: structured `log` key-values
-//! (`info!(issue_id = id; "worker exiting")`) and the project's inline convention
-//! (`info!("worker exiting issue_id={id}")`), where the message text is everything before the
-//! first `key=` token. A quoted value may be written `{:?}`-style (`output={out:?}`): its `\"`,
-//! `\\`, `\n`, `\t`, `\r`, `\0` and `\u{…}` escapes are decoded, so quotes and newlines in
-//! untrusted text (hook output, error texts) arrive intact; a quote that is not escaped ends
-//! the value only at the end of the line or before the next `key=` field. The text format
-//! re-escapes values JSON-style inside quotes, so every record stays one line; the JSON format
-//! carries them as JSON strings. The message and every value, and then every rendered line,
-//! pass through [`crate::mask::mask`], so a secret never reaches the log even when a caller
-//! forgets.
+//! Fields are the `log` crate's structured key-values (`info!(issue_id:% = id; "worker
+//! exiting")`); the message is never parsed for fields, so text from outside (an issue
+//! identifier, an error, an agent's stderr) can only ever be the value it was passed as. The
+//! text format quotes a value holding a space, `"`, `=` or a control character as a JSON string,
+//! so every record is one line and `level=ERROR` inside a value stays inside its quotes; the
+//! JSON format carries values as JSON strings. A field named `time`, `level` or `msg` is
+//! written as `field.time` (and so on), so it cannot stand in for the record's own. The
+//! message and every value, and then every rendered line, pass through
+//! [`crate::mask::mask`], so a secret never reaches the log even when a caller forgets.
 
 use std::io::Write;
 
@@ -50,26 +48,31 @@ pub fn init(level: LogLevel, format: LogFormat) {
     let _ = builder.try_init();
 }
 
+/// The keys every record carries itself.
+const RESERVED: [&str; 3] = ["time", "level", "msg"];
+
 /// Renders one record (pure; unit-tested).
 pub fn render(record: &log::Record<'_>, format: LogFormat, time: String) -> String {
-    let text = record.args().to_string();
-    let (msg, mut fields) = split_inline_fields(&text);
+    let msg = crate::mask::mask(&record.args().to_string());
     let mut kv = KvCollector(Vec::new());
     let _ = record.key_values().visit(&mut kv);
-    fields.extend(kv.0);
-    // Masked once decoded, too: rendering escapes `"` and `\`, so a secret holding one would
-    // no longer match in the finished line.
-    let msg = crate::mask::mask(&msg);
-    for (_, v) in fields.iter_mut() {
-        *v = crate::mask::mask(v);
-    }
+    // Masked before rendering, too: escaping `"` and `\` would keep a secret holding one from
+    // matching in the finished line.
+    let fields = kv.0.into_iter().map(|(k, v)| {
+        let k = if RESERVED.contains(&k.as_str()) {
+            format!("field.{k}")
+        } else {
+            k
+        };
+        (k, crate::mask::mask(&v))
+    });
     let level = record.level().as_str().to_ascii_uppercase();
     match format {
         LogFormat::Text => {
             let mut out = format!("time={time} level={level} msg={}", quote(&msg));
             for (k, v) in fields {
                 out.push(' ');
-                out.push_str(&k);
+                out.push_str(&quote(&k));
                 out.push('=');
                 out.push_str(&quote(&v));
             }
@@ -109,159 +112,61 @@ fn quote(v: &str) -> String {
     }
 }
 
-/// Whether a quote followed by `after` ends a quoted value: only at the end of the line or
-/// before the next `key=` field. Callers write `error="{e}"` without escaping, and an error
-/// text may itself quote a name (`tracker kind "x" is not supported`); such a quote is content.
-fn closes_value(after: &str) -> bool {
-    let rest = after.trim_start_matches(' ');
-    rest.is_empty()
-        || (rest.len() < after.len() && rest.split(' ').next().is_some_and(is_key_token))
+/// The fields of one text-format line, `time`, `level` and `msg` included, in order; `None`
+/// when the line is not one [`render`] wrote. Reads exactly what the renderer writes: bare
+/// tokens up to a space, or JSON strings.
+pub fn parse_text_line(line: &str) -> Option<Vec<(String, String)>> {
+    let mut rest = line.trim_end_matches(['\n', '\r']);
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let (key, after) = token(rest)?;
+        let after = after.strip_prefix('=')?;
+        let (value, after) = token(after)?;
+        out.push((key, value));
+        rest = match after.strip_prefix(' ') {
+            Some(r) => r,
+            None if after.is_empty() => after,
+            None => return None,
+        };
+    }
+    Some(out)
 }
 
-fn is_key_token(tok: &str) -> bool {
-    match tok.split_once('=') {
-        Some((k, _)) => {
-            !k.is_empty()
-                && k.chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-                && k.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.')
-        }
-        None => false,
+/// One bare or JSON-quoted token at the start of `s`, and what follows it.
+fn token(s: &str) -> Option<(String, &str)> {
+    if s.starts_with('"') {
+        let mut de = serde_json::Deserializer::from_str(s).into_iter::<String>();
+        let v = de.next()?.ok()?;
+        let used = de.byte_offset();
+        return Some((v, &s[used..]));
     }
-}
-
-/// Decodes the body of a `\u` escape at the start of `s`: Rust's `{XXXX}` or JSON's four hex
-/// digits (a surrogate half is not decoded). Returns the char and the bytes consumed.
-fn unicode_escape(s: &str) -> Option<(char, usize)> {
-    if let Some(body) = s.strip_prefix('{') {
-        let end = body.find('}')?;
-        let hex = &body[..end];
-        if hex.is_empty() || hex.len() > 6 {
-            return None;
-        }
-        let ch = char::from_u32(u32::from_str_radix(hex, 16).ok()?)?;
-        return Some((ch, end + 2));
-    }
-    let hex = s.get(..4)?;
-    let ch = char::from_u32(u32::from_str_radix(hex, 16).ok()?)?;
-    Some((ch, 4))
-}
-
-/// Splits `"worker exiting issue_id=1 error=\"boom now\""` into the message and its fields.
-pub fn split_inline_fields(text: &str) -> (String, Vec<(String, String)>) {
-    // Find the first whitespace-delimited token that looks like `key=`.
-    let mut start = None;
-    let mut pos = 0;
-    for tok in text.split(' ') {
-        if is_key_token(tok) {
-            start = Some(pos);
-            break;
-        }
-        pos += tok.len() + 1;
-    }
-    let Some(start) = start else {
-        return (text.to_string(), Vec::new());
-    };
-    let msg = text[..start].trim_end().to_string();
-    let mut fields = Vec::new();
-    let rest = &text[start..];
-    let mut chars = rest.char_indices().peekable();
-    let mut key = String::new();
-    while let Some((_, c)) = chars.next() {
-        if c == '=' {
-            let mut val = String::new();
-            if chars.peek().map(|&(_, c)| c) == Some('"') {
-                chars.next();
-                while let Some((i, c)) = chars.next() {
-                    if c == '\\' {
-                        // `{:?}` / JSON escapes: decoded, so newlines and quotes survive.
-                        match chars.next() {
-                            Some((_, 'n')) => val.push('\n'),
-                            Some((_, 'r')) => val.push('\r'),
-                            Some((_, 't')) => val.push('\t'),
-                            Some((_, '0')) => val.push('\0'),
-                            Some((j, 'u')) => match unicode_escape(&rest[j + 1..]) {
-                                Some((ch, len)) => {
-                                    val.push(ch);
-                                    for _ in 0..len {
-                                        chars.next();
-                                    }
-                                }
-                                None => {
-                                    val.push('\\');
-                                    val.push('u');
-                                }
-                            },
-                            Some((_, e @ ('"' | '\\' | '\'' | '/'))) => val.push(e),
-                            Some((_, other)) => {
-                                val.push('\\');
-                                val.push(other);
-                            }
-                            None => val.push('\\'),
-                        }
-                    } else if c == '"' && closes_value(&rest[i + 1..]) {
-                        break;
-                    } else {
-                        val.push(c);
-                    }
-                }
-            } else {
-                while let Some(&(_, c)) = chars.peek() {
-                    if c == ' ' {
-                        break;
-                    }
-                    val.push(c);
-                    chars.next();
-                }
-            }
-            fields.push((std::mem::take(&mut key), val));
-            // Skip the separating spaces.
-            while chars.peek().map(|&(_, c)| c) == Some(' ') {
-                chars.next();
-            }
-        } else {
-            key.push(c);
-        }
-    }
-    if !key.trim().is_empty() {
-        // Trailing text without `=`: keep it visible rather than dropping it.
-        fields.push(("extra".into(), key.trim().to_string()));
-    }
-    (msg, fields)
+    let end = s.find([' ', '=']).unwrap_or(s.len());
+    Some((s[..end].to_string(), &s[end..]))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn rec(args: std::fmt::Arguments<'_>, f: LogFormat) -> String {
+    /// Renders a record built the way `log::info!` builds it, with `kvs` as its fields.
+    fn rec(msg: std::fmt::Arguments<'_>, kvs: &[(&str, &str)], f: LogFormat) -> String {
+        let pairs: Vec<(&str, log::kv::Value<'_>)> = kvs
+            .iter()
+            .map(|(k, v)| (*k, log::kv::Value::from_display(v)))
+            .collect();
         let record = log::Record::builder()
-            .args(args)
+            .args(msg)
             .level(log::Level::Info)
+            .key_values(&pairs)
             .build();
         render(&record, f, "T".into())
     }
 
     #[test]
-    fn inline_fields_split_from_message() {
-        let (m, f) = split_inline_fields("worker exiting issue_id=1 error=\"boom now\" n=3");
-        assert_eq!(m, "worker exiting");
-        assert_eq!(
-            f,
-            vec![
-                ("issue_id".into(), "1".into()),
-                ("error".into(), "boom now".into()),
-                ("n".into(), "3".into())
-            ]
-        );
-    }
-
-    #[test]
     fn text_format_quotes_message_and_values() {
         let line = rec(
-            format_args!("tick completed candidates=2 note=\"a b\""),
+            format_args!("tick completed"),
+            &[("candidates", "2"), ("note", "a b")],
             LogFormat::Text,
         );
         assert_eq!(
@@ -272,7 +177,11 @@ mod tests {
 
     #[test]
     fn json_format_is_one_object_with_flat_fields() {
-        let line = rec(format_args!("tick completed candidates=2"), LogFormat::Json);
+        let line = rec(
+            format_args!("tick completed"),
+            &[("candidates", "2")],
+            LogFormat::Json,
+        );
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["msg"], "tick completed");
         assert_eq!(v["level"], "INFO");
@@ -280,10 +189,16 @@ mod tests {
     }
 
     #[test]
-    fn message_without_fields_is_kept_whole() {
-        let (m, f) = split_inline_fields("sortie started");
-        assert_eq!(m, "sortie started");
-        assert!(f.is_empty());
+    fn field_text_in_the_message_is_not_a_field() {
+        let line = rec(
+            format_args!("sortie started level=ERROR issue_id=9"),
+            &[],
+            LogFormat::Text,
+        );
+        let f = parse_text_line(&line).unwrap();
+        assert_eq!(f.len(), 3, "{line}");
+        assert_eq!(f[1], ("level".into(), "INFO".into()));
+        assert_eq!(f[2].1, "sortie started level=ERROR issue_id=9");
     }
 
     #[test]
@@ -297,51 +212,43 @@ mod tests {
     }
 
     #[test]
-    fn quotes_inside_an_unescaped_quoted_value_are_content() {
-        let (m, f) = split_inline_fields(
-            r#"dispatch preflight failed error="tracker kind "github" is not supported" tick=3"#,
-        );
-        assert_eq!(m, "dispatch preflight failed");
+    fn hostile_values_stay_inside_their_field_in_both_formats() {
+        let hostile = "X\nlevel=ERROR msg=FORGED time=1999 \"q\" \\ \u{1b}[31mred";
+        let kvs = [
+            ("issue_identifier", hostile),
+            ("level", "ERROR"),
+            ("n", "1"),
+        ];
+        let line = rec(format_args!("hook failed"), &kvs, LogFormat::Text);
+        assert!(!line.contains('\n') && !line.contains('\u{1b}'), "{line}");
+        let f = parse_text_line(&line).unwrap();
+        let keys: Vec<&str> = f.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
-            f,
-            vec![
-                (
-                    "error".to_string(),
-                    r#"tracker kind "github" is not supported"#.to_string()
-                ),
-                ("tick".to_string(), "3".to_string()),
+            keys,
+            [
+                "time",
+                "level",
+                "msg",
+                "issue_identifier",
+                "field.level",
+                "n"
             ]
         );
+        assert_eq!(f[1].1, "INFO");
+        assert_eq!(f[3].1, hostile);
+        let line = rec(format_args!("hook failed"), &kvs, LogFormat::Json);
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["level"], "INFO");
+        assert_eq!(v["time"], "T");
+        assert_eq!(v["msg"], "hook failed");
+        assert_eq!(v["issue_identifier"], hostile);
+        assert_eq!(v["field.level"], "ERROR");
     }
 
     #[test]
-    fn debug_quoted_values_keep_quotes_backslashes_and_newlines() {
-        let output = "a \"quoted\" line\nsecond line key=v \\ end \u{1b}";
-        let text = format!("hook failed hook=before_run output={output:?} n=1");
-        let (m, f) = split_inline_fields(&text);
-        assert_eq!(m, "hook failed");
-        assert_eq!(
-            f,
-            vec![
-                ("hook".to_string(), "before_run".to_string()),
-                ("output".to_string(), output.to_string()),
-                ("n".to_string(), "1".to_string()),
-            ]
-        );
-        // Text: one line, escaped, and parsing it back yields the same value.
-        let line = rec(format_args!("{text}"), LogFormat::Text);
-        assert!(!line.contains('\n'), "{line}");
-        let (_, back) = split_inline_fields(&line);
-        assert!(
-            back.contains(&("output".to_string(), output.to_string())),
-            "{line}"
-        );
-        assert!(!back.iter().any(|(k, _)| k == "extra"), "{line}");
-        // JSON: carried exactly.
-        let line = rec(format_args!("{text}"), LogFormat::Json);
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["output"], output);
-        assert!(v.get("extra").is_none(), "{line}");
+    fn lines_the_renderer_did_not_write_do_not_parse() {
+        assert!(parse_text_line("time=T level=INFO msg=\"open").is_none());
+        assert!(parse_text_line("time=T level").is_none());
     }
 
     #[test]
@@ -349,7 +256,11 @@ mod tests {
         let secret = "q\"uo\\ted-secret-314";
         crate::mask::register_secret(secret);
         for f in [LogFormat::Text, LogFormat::Json] {
-            let line = crate::mask::mask(&rec(format_args!("hook failed output={secret:?}"), f));
+            let line = crate::mask::mask(&rec(
+                format_args!("hook failed {secret}"),
+                &[("output", secret)],
+                f,
+            ));
             assert!(line.contains(crate::mask::REDACTED), "{line}");
             assert!(!line.contains("ted-secret-314"), "{line}");
         }

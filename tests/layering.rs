@@ -12,6 +12,7 @@ const LAYERS: &[&[&str]] = &[
         "child_env",
         "clock",
         "domain",
+        "log_field",
         "mask",
         "process_signal",
     ],

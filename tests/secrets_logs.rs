@@ -1,6 +1,6 @@
 //! Issue 12, secrets and logs, through the real binary: what a hook inherits, masking of
 //! secret-looking variables WORKFLOW.md does not reference, log values that hold quotes and
-//! newlines, and `issue_id` on every per-issue line.
+//! newlines, `issue_id` on every per-issue line, and identifiers written to forge log records.
 
 mod common;
 
@@ -68,7 +68,7 @@ fn fields(line: &str, format: &str) -> Vec<(String, String)> {
             .collect()
     } else {
         assert!(line.starts_with("time="), "{line}");
-        sortie::logging::split_inline_fields(line).1
+        sortie::logging::parse_text_line(line).unwrap_or_else(|| panic!("not a log line: {line}"))
     }
 }
 
@@ -131,17 +131,18 @@ fn hooks_inherit_only_what_they_need_and_unreferenced_secrets_are_masked() {
     }
 
     // Per-issue lines carry a real issue_id; the sweep (which knows only the directory name)
-    // leaves the field out rather than printing it empty.
+    // writes it empty.
     let mut sweep_seen = false;
     for line in text.lines() {
         let f = fields(line, "json");
         if let Some(identifier) = field(&f, "issue_identifier") {
             match field(&f, "issue_id") {
-                Some(id) => assert!(!id.is_empty(), "{line}"),
-                None => {
-                    assert_eq!(identifier, "L-9", "issue_id missing: {line}");
+                Some("") => {
+                    assert_eq!(identifier, "L-9", "issue_id empty: {line}");
                     sweep_seen = true;
                 }
+                Some(_) => {}
+                None => panic!("issue_id missing: {line}"),
             }
         }
         if field(&f, "msg") == Some("agent turn starting") {
@@ -185,5 +186,49 @@ fn hook_output_with_quotes_and_newlines_is_one_line_with_the_exact_text() {
         assert_eq!(field(&f, "output"), Some(QUOTED), "{format}: {text}");
         assert_eq!(field(&f, "exit_code"), Some("3"), "{format}");
         assert_eq!(field(&f, "issue_id"), Some("1"), "{format}");
+    }
+}
+
+/// An identifier (and title) written to forge records: a newline, `level=ERROR`, the reserved
+/// keys, quotes, `=` and an ANSI colour sequence.
+const HOSTILE: &str = "X\nlevel=ERROR msg=FORGED time=1999-01-01 \"q\" a=b \u{1b}[31mred";
+
+#[test]
+fn a_hostile_identifier_cannot_forge_a_record_in_either_format() {
+    for format in ["text", "json"] {
+        let p = project(
+            "true",
+            json!([{"id": "1", "identifier": HOSTILE, "title": HOSTILE, "state": "To Do"}]),
+        );
+        let text = run_until(&p, format, "the worker's exit logged", |t| {
+            t.contains("worker exiting")
+        });
+        let mut carried = 0;
+        for line in text.lines() {
+            assert!(!line.contains('\u{1b}'), "{format}: raw escape in {line:?}");
+            let f = fields(line, format);
+            let keys: Vec<&str> = f.iter().map(|(k, _)| k.as_str()).collect();
+            if format == "text" {
+                assert_eq!(keys[..3], ["time", "level", "msg"], "{line}");
+            }
+            for reserved in ["time", "level", "msg"] {
+                let n = keys.iter().filter(|k| **k == reserved).count();
+                assert_eq!(n, 1, "{format}: {reserved} {n} times in {line}");
+            }
+            assert_ne!(field(&f, "msg"), Some("FORGED"), "{format}: {line}");
+            assert!(
+                field(&f, "time").is_some_and(|t| t.starts_with("20")),
+                "{format}: {line}"
+            );
+            assert!(
+                ["DEBUG", "INFO", "WARN", "ERROR"].contains(&field(&f, "level").unwrap_or("")),
+                "{format}: {line}"
+            );
+            if let Some(identifier) = field(&f, "issue_identifier") {
+                assert_eq!(identifier, HOSTILE, "{format}: {line}");
+                carried += 1;
+            }
+        }
+        assert!(carried >= 3, "{format}: the identifier on issue lines:\n{text}");
     }
 }

@@ -240,11 +240,11 @@ pub fn run_turn(
     let stderr_text = output.stderr;
     if !outcome.is_completed() {
         log::warn!(
-            "agent turn failed program={} pid={:?} outcome={:?} stderr={}",
-            spec.program,
-            pid,
-            outcome.error_kind(),
-            crate::mask::mask(&stderr_text)
+            program:% = spec.program,
+            pid:% = crate::log_field::opt(&pid),
+            outcome:% = crate::log_field::opt(&outcome.error_kind().map(|k| k.code())),
+            stderr:% = crate::mask::mask(&stderr_text);
+            "agent turn failed"
         );
     }
     SupervisedTurn {
@@ -487,9 +487,10 @@ impl<'a> TurnGroup<'a> {
                     Err(e) => {
                         self.remote_done.set(true);
                         log::warn!(
-                            "remote agent group not signalled ssh_host={} pid={} error={e}",
-                            host.name(),
-                            self.pid
+                            ssh_host:% = host.name(),
+                            pid:% = self.pid,
+                            error:% = e;
+                            "remote agent group not signalled"
                         );
                     }
                 }
@@ -653,9 +654,10 @@ fn supervise(
                     && Instant::now() >= d
                 {
                     log::warn!(
-                        "agent printed nothing usable before the startup deadline, killing its group program={} pid={pid} timeout_ms={}",
-                        spec.program,
-                        t.as_millis()
+                        program:% = spec.program,
+                        pid:% = pid,
+                        timeout_ms:% = t.as_millis();
+                        "agent printed nothing usable before the startup deadline, killing its group"
                     );
                     end.first_line_timeout = Some(t);
                     end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
@@ -677,8 +679,10 @@ fn supervise(
     let escaped = orphans::end_token(&running.token);
     if escaped > 0 {
         log::warn!(
-            "agent turn left processes outside its group, killed program={} pid={pid} count={escaped}",
-            spec.program
+            program:% = spec.program,
+            pid:% = pid,
+            count:% = escaped;
+            "agent turn left processes outside its group, killed"
         );
     }
 
@@ -704,11 +708,7 @@ fn supervise(
         output.stderr = s.render();
         output.last_stderr = s.last_line();
     }
-    log::debug!(
-        "agent process ended program={} pid={pid} exit={:?}",
-        spec.program,
-        end.exit
-    );
+    log::debug!(program:% = spec.program, pid:% = pid, exit:% = crate::log_field::opt(&end.exit); "agent process ended");
     output
 }
 
@@ -731,7 +731,7 @@ fn terminate(
                 }
             },
             recv(cancel.urgent_receiver()) -> _ => {
-                log::info!("grace cut short, killing agent process group pid={pid}");
+                log::info!(pid:% = pid; "grace cut short, killing agent process group");
             },
             default(grace) => {},
         }
@@ -747,7 +747,7 @@ fn terminate(
 /// and a failure here has nothing left to act on.
 pub(crate) fn kill_group(pid: u32, signal: Signal) {
     if let Err(e) = signal_group(pid, signal) {
-        log::debug!("process group signal failed pid={pid} error={e}");
+        log::debug!(pid:% = pid, error:% = e; "process group signal failed");
     }
 }
 
@@ -842,7 +842,7 @@ impl StderrSink {
     fn flush(&mut self) {
         let text = String::from_utf8_lossy(&self.line);
         let text = text.trim_end_matches(['\n', '\r']);
-        log::debug!("agent stderr: {}", crate::mask::mask(text));
+        log::debug!(stderr:% = crate::mask::mask(text); "agent stderr");
         if let Ok(mut s) = self.tail.lock() {
             s.push(text);
         }

@@ -182,9 +182,9 @@ impl ThrottledStateFile {
         if let Err(e) = write(&self.workspace, &self.state) {
             // A failure only costs agent-side tools their view.
             log::debug!(
-                "state file not written workspace={} error={:?}",
-                self.workspace.display(),
-                e.to_string()
+                workspace:% = self.workspace.display(),
+                error:% = e.to_string();
+                "state file not written"
             );
         }
     }

@@ -14,6 +14,17 @@ pub struct ExitInfo {
     pub signal: Option<i32>,
 }
 
+/// `exit 3`, `signal 9`, or `unknown` (a log field's text).
+impl std::fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.code, self.signal) {
+            (Some(c), _) => write!(f, "exit {c}"),
+            (None, Some(s)) => write!(f, "signal {s}"),
+            (None, None) => f.write_str("unknown"),
+        }
+    }
+}
+
 /// Why the process could not be started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpawnError {

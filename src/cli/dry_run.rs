@@ -26,7 +26,7 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
     let mut candidates = match tracker.fetch_candidate_issues() {
         Ok(c) => c,
         Err(e) => {
-            log::error!("failed to fetch candidate issues error=\"{e}\"");
+            log::error!(error:% = e; "failed to fetch candidate issues");
             eprintln!("sortie: {e}");
             return 1;
         }
@@ -52,11 +52,11 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
     );
     for (issue, decision) in candidates.iter().zip(&decisions) {
         log::info!(
-            "dry-run: candidate issue_id={} issue_identifier={} state=\"{}\" would_dispatch={}",
-            issue.id,
-            issue.identifier,
-            issue.state,
-            matches!(decision, Decision::Dispatch)
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            state:% = issue.state,
+            would_dispatch:% = matches!(decision, Decision::Dispatch);
+            "dry-run: candidate"
         );
         match decision {
             Decision::Dispatch => {
@@ -101,11 +101,11 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
     }
     let _ = writeln!(out, "\ndry run complete: would_dispatch={would}");
     log::info!(
-        "dry-run: complete candidates_fetched={} would_dispatch={} ineligible={} max_concurrent_agents={}",
-        candidates.len(),
-        would,
-        candidates.len() - would,
-        cfg.agent.max_concurrent_agents
+        candidates_fetched:% = candidates.len(),
+        would_dispatch:% = would,
+        ineligible:% = candidates.len() - would,
+        max_concurrent_agents:% = cfg.agent.max_concurrent_agents;
+        "dry-run: complete"
     );
     if render_failures > 0 {
         let _ = writeln!(

@@ -49,10 +49,10 @@ fn start_keeper(wf: &Workflow, log_format: LogFormat) {
     };
     let env = crate::child_env::basics(std::env::vars_os());
     match crate::process_signal::keeper::spawn_watched(grace, format, env) {
-        Ok(pid) => log::info!("keeper started pid={pid} grace_ms={}", grace.as_millis()),
+        Ok(pid) => log::info!(pid:% = pid, grace_ms:% = grace.as_millis(); "keeper started"),
         Err(e) => log::error!(
-            "keeper not started; agents may outlive a killed sortie until the next start error={:?}",
-            e.to_string()
+            error:% = e.to_string();
+            "keeper not started; agents may outlive a killed sortie until the next start"
         ),
     }
 }
@@ -81,8 +81,8 @@ fn warn_agent_environment(wf: &Workflow) {
             .collect();
         exposed.sort_unstable();
         log::warn!(
-            "agent.inherit_env is true: agents get sortie's whole environment, including these secrets variables={:?}",
-            exposed.join(",")
+            variables:% = exposed.join(",");
+            "agent.inherit_env is true: agents get sortie's whole environment, including these secrets"
         );
         return;
     }
@@ -97,9 +97,9 @@ fn warn_agent_environment(wf: &Workflow) {
     withheld.sort_unstable();
     if !withheld.is_empty() {
         log::warn!(
-            "agent variables withheld: they hold sortie's tracker token or a webhook secret; name them in agent.env to pass them anyway agent_kind={} variables={:?}",
-            wf.config.agent.kind,
-            withheld.join(",")
+            agent_kind:% = wf.config.agent.kind,
+            variables:% = withheld.join(",");
+            "agent variables withheld: they hold sortie's tracker token or a webhook secret; name them in agent.env to pass them anyway"
         );
     }
 }
@@ -140,12 +140,7 @@ pub fn run(opts: RunOptions) -> i32 {
         .unwrap_or(LogFormat::Text);
     logging::init(level, format);
     for w in &wf.warnings {
-        log::warn!(
-            "workflow warning check={} field={} message={:?}",
-            w.check,
-            w.field,
-            w.message
-        );
+        log::warn!(check:% = w.check, field:% = w.field, message:% = w.message; "workflow warning");
     }
 
     let template = match PromptTemplate::parse(
@@ -182,12 +177,12 @@ pub fn run(opts: RunOptions) -> i32 {
             }
             _ => return true,
         };
-        log::error!("{consequence} check={} error={:?}", d.check, d.message);
+        log::error!(check:% = d.check, error:% = d.message; "{consequence}");
         false
     });
     if !report.errors.is_empty() {
         let joined: Vec<String> = report.errors.iter().map(|d| d.message.clone()).collect();
-        log::error!("dispatch preflight failed error={:?}", joined.join("; "));
+        log::error!(error:% = joined.join("; "); "dispatch preflight failed");
         return fail(format!("dispatch preflight failed: {}", joined.join("; ")));
     }
 
@@ -198,11 +193,10 @@ pub fn run(opts: RunOptions) -> i32 {
     }
 
     log::info!(
-        "sortie starting version={} workflow_path={} server_addr={}:{}",
-        crate::build_info::VERSION,
-        wf.path.display(),
-        bind.host,
-        bind.port
+        version:% = crate::build_info::VERSION,
+        workflow_path:% = wf.path.display(),
+        server_addr:% = format!("{}:{}", bind.host, bind.port);
+        "sortie starting"
     );
     run_daemon(
         wf,
@@ -233,18 +227,12 @@ fn run_daemon(
             if let Err(e) =
                 crate::process_signal::orphans::spawn_reaper(std::time::Duration::from_secs(1))
             {
-                log::warn!("reaper thread not started error={:?}", e.to_string());
+                log::warn!(error:% = e.to_string(); "reaper thread not started");
             }
         }
-        Err(e) => log::warn!(
-            "not a child subreaper; orphans go to init error={:?}",
-            e.to_string()
-        ),
+        Err(e) => log::warn!(error:% = e.to_string(); "not a child subreaper; orphans go to init"),
     }
-    log::info!(
-        "database path resolved db_path={}",
-        wf.config.db_path.display()
-    );
+    log::info!(db_path:% = wf.config.db_path.display(); "database path resolved");
     // One daemon per database: held until this function returns (process exit). A lock the
     // caller holds on another database is released first.
     let held_lock = held_lock.filter(|l| l.guards(&wf.config.db_path));
@@ -253,9 +241,9 @@ fn run_daemon(
             Ok(l) => l,
             Err(e) => {
                 log::error!(
-                    "database lock not acquired db_path={:?} error={:?}",
-                    wf.config.db_path.display().to_string(),
-                    e.to_string()
+                    db_path:% = wf.config.db_path.display().to_string(),
+                    error:% = e.to_string();
+                    "database lock not acquired"
                 );
                 return fail(e);
             }
@@ -284,10 +272,7 @@ fn run_daemon(
         crate::store::PriceCache::new(store.writer()),
         price_fetch.clone(),
     ) {
-        log::warn!(
-            "price table downloads not started error={:?}",
-            e.to_string()
-        );
+        log::warn!(error:% = e.to_string(); "price table downloads not started");
     }
     // Sessions a killed process left running count toward the totals before anything reads them.
     match store
@@ -296,9 +281,12 @@ fn run_daemon(
     {
         Ok(0) => {}
         Ok(n) => {
-            log::warn!("sessions lost with the previous process recorded in the totals count={n}")
+            log::warn!(
+                count:% = n;
+                "sessions lost with the previous process recorded in the totals"
+            )
         }
-        Err(e) => log::warn!("lost sessions not recorded error={:?}", e.to_string()),
+        Err(e) => log::warn!(error:% = e.to_string(); "lost sessions not recorded"),
     }
     // Restart-surviving counters resume from the persisted aggregates (no cliff on restart).
     let seed = store
@@ -306,8 +294,8 @@ fn run_daemon(
         .and_then(|r| r.aggregate_totals())
         .unwrap_or_else(|e| {
             log::warn!(
-                "aggregate counters not read; metrics start at zero error={:?}",
-                e.to_string()
+                error:% = e.to_string();
+                "aggregate counters not read; metrics start at zero"
             );
             Default::default()
         });
@@ -339,8 +327,8 @@ fn run_daemon(
 
     if let Err(e) = orchestrator::watch::spawn(&workflow_path, handle.tx.clone()) {
         log::warn!(
-            "workflow watcher not started; relying on per-tick reload error={:?}",
-            e.to_string()
+            error:% = e.to_string();
+            "workflow watcher not started; relying on per-tick reload"
         );
     }
     let essential_panicked = install_essential_panic_hook(handle.tx.clone());
@@ -357,7 +345,7 @@ fn run_daemon(
     if let Some(rx) = server.as_ref().map(|s| s.fatal_receiver()) {
         while !orch_thread.is_finished() {
             if let Ok(msg) = rx.recv_timeout(std::time::Duration::from_millis(200)) {
-                log::error!("http server stopped error={:?}", msg.to_string());
+                log::error!(error:% = msg.to_string(); "http server stopped");
                 let _ = handle.tx.send(orchestrator::OrchMsg::Shutdown);
                 let _ = orch_thread.join();
                 return 1;
@@ -419,8 +407,9 @@ fn install_essential_panic_hook(
         if is_essential(name) {
             seen.store(true, std::sync::atomic::Ordering::SeqCst);
             log::error!(
-                "essential thread panicked; shutting down thread={name} panic={:?}",
-                info.to_string()
+                thread:% = name,
+                panic:% = info.to_string();
+                "essential thread panicked; shutting down"
             );
             let _ = tx.send(orchestrator::OrchMsg::Shutdown);
         }
@@ -453,9 +442,9 @@ fn install_signal_handlers(
                 match seen {
                     1 => {
                         log::info!(
-                            "signal received, initiating shutdown signal={} pid={}",
-                            sig,
-                            std::process::id()
+                            signal:% = sig,
+                            pid:% = std::process::id();
+                            "signal received, initiating shutdown"
                         );
                         let _ = tx.send(orchestrator::OrchMsg::Shutdown);
                         orchestrator::spawn_shutdown_watchdog(
@@ -464,12 +453,13 @@ fn install_signal_handlers(
                     }
                     2 => {
                         log::warn!(
-                            "second signal received, killing agents and shutting down signal={sig}"
+                            signal:% = sig;
+                            "second signal received, killing agents and shutting down"
                         );
                         let _ = tx.send(orchestrator::OrchMsg::ShutdownNow);
                     }
                     _ => {
-                        log::warn!("third signal received, exiting now signal={sig}");
+                        log::warn!(signal:% = sig; "third signal received, exiting now");
                         std::process::exit(1);
                     }
                 }

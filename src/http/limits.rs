@@ -125,7 +125,9 @@ pub fn connection_caps(
     let fits = connections_within_open_files(nofile);
     let max = if wanted > fits {
         log::warn!(
-            "open file limit too low for the connection cap; lowering it max_connections={wanted} lowered_to={fits}"
+            max_connections:% = wanted,
+            lowered_to:% = fits;
+            "open file limit too low for the connection cap; lowering it"
         );
         fits
     } else {

@@ -144,8 +144,10 @@ fn raise_nofile_limit() {
             maximum: lim.maximum,
         };
         match setrlimit(Resource::Nofile, new) {
-            Ok(()) => log::debug!("raised open file limit to={:?}", lim.maximum),
-            Err(e) => log::warn!("cannot raise open file limit error=\"{e}\""),
+            Ok(()) => {
+                log::debug!(to:% = crate::log_field::opt(&lim.maximum); "raised open file limit")
+            }
+            Err(e) => log::warn!(error:% = e; "cannot raise open file limit"),
         }
     }
 }
@@ -206,7 +208,9 @@ pub fn start(
         Ok(l) => l,
         Err(e) if !bind.explicit => {
             log::warn!(
-                "http server listen failed; running without HTTP server addr={addr} error=\"{e}\""
+                addr:% = addr,
+                error:% = e;
+                "http server listen failed; running without HTTP server"
             );
             return Ok(None);
         }
@@ -238,12 +242,16 @@ pub fn start(
         .map_err(|e| format!("cannot start the http server on {addr}: {e}"))?;
     let host_policy = host::HostPolicy::for_bind(bind.host, &bind.allowed_hosts);
     log::info!(
-        "http server listening addr={addr} max_connections={max_connections} max_connections_per_client={per_client} probe_reserve={probe_reserve} max_streams={} host_check={}",
-        limits::max_streams(max_connections),
-        match &host_policy {
+        addr:% = addr,
+        max_connections:% = max_connections,
+        max_connections_per_client:% = per_client,
+        probe_reserve:% = probe_reserve,
+        max_streams:% = limits::max_streams(max_connections),
+        host_check:% = match &host_policy {
             host::HostPolicy::Any => "any".to_string(),
             host::HostPolicy::Only(names) => names.join(","),
-        }
+        };
+        "http server listening"
     );
     let host_policy = Arc::new(host_policy);
     let (fatal_tx, fatal_rx) = crossbeam_channel::bounded(POOL_SIZE + 1);

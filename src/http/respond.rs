@@ -197,7 +197,7 @@ pub fn send_text(req: Request, status: u16, text: String, allow: Option<&str>) {
         resp.add_header(a);
     }
     if let Err(e) = req.respond(resp) {
-        log::debug!("http response not delivered error=\"{e}\"");
+        log::debug!(error:% = e; "http response not delivered");
     }
 }
 
@@ -236,7 +236,7 @@ pub fn send_tagged(req: Request, doc: Tagged<'_>, fresh: bool) {
     let resp = Response::new(status, headers, body, Some(body.len()), None)
         .with_chunked_threshold(usize::MAX);
     if let Err(e) = req.respond(resp) {
-        log::debug!("http response not delivered error=\"{e}\"");
+        log::debug!(error:% = e; "http response not delivered");
     }
 }
 

@@ -169,10 +169,11 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
                 .note(("http", "host_not_allowed"), Instant::now())
             {
                 log::warn!(
-                    "request for a host name not allowed rejected method={} path={} host={} suppressed={suppressed}",
-                    method,
-                    echo(&path),
-                    echo(header_value(&req, "Host").unwrap_or(""))
+                    method:% = method,
+                    path:% = echo(&path),
+                    host:% = echo(header_value(&req, "Host").unwrap_or("")),
+                    suppressed:% = suppressed;
+                    "request for a host name not allowed rejected"
                 );
             }
             return send_error(
@@ -197,12 +198,13 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
             .note(("http", "cross_origin"), Instant::now())
         {
             log::warn!(
-                "cross-origin request rejected method={} path={} origin={} sec_fetch_site={} host={} suppressed={suppressed}",
-                method,
-                echo(&path),
-                echo(header_value(&req, "Origin").unwrap_or("")),
-                echo(header_value(&req, "Sec-Fetch-Site").unwrap_or("")),
-                echo(header_value(&req, "Host").unwrap_or(""))
+                method:% = method,
+                path:% = echo(&path),
+                origin:% = echo(header_value(&req, "Origin").unwrap_or("")),
+                sec_fetch_site:% = echo(header_value(&req, "Sec-Fetch-Site").unwrap_or("")),
+                host:% = echo(header_value(&req, "Host").unwrap_or("")),
+                suppressed:% = suppressed;
+                "cross-origin request rejected"
             );
         }
         return send_error(

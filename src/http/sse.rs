@@ -230,13 +230,13 @@ pub fn open(app: &Arc<AppState>, req: Request) {
                 Err(StreamEnd::Shutdown) => "shutdown".to_string(),
                 Err(StreamEnd::Client(e)) => format!("client: {e}"),
             };
-            log::debug!("event stream closed reason=\"{reason}\"");
+            log::debug!(reason:% = reason; "event stream closed");
             app2.sse_open.fetch_sub(1, Ordering::SeqCst);
             snapshot::notify_published();
         });
     if let Err(e) = spawned {
         app.sse_open.fetch_sub(1, Ordering::SeqCst);
-        log::warn!("cannot start event stream thread error=\"{e}\"");
+        log::warn!(error:% = e; "cannot start event stream thread");
     }
 }
 
@@ -386,7 +386,7 @@ fn pump_runs(
         };
         match read {
             Err(e) => {
-                log::warn!("run events read failed dispatch_id={d} error=\"{e}\"");
+                log::warn!(dispatch_id:% = d, error:% = e; "run events read failed");
                 subs[i].retry_read_at = Some(Instant::now() + heartbeat_interval());
             }
             Ok(stored) => {

@@ -41,7 +41,7 @@ pub fn running_spend(
     let all = match state.store.read_pool().with(|c| c.issue_spend_many(&ids)) {
         Ok(m) => Some(m),
         Err(e) => {
-            log::warn!("issue spend read failed error=\"{e}\"");
+            log::warn!(error:% = e; "issue spend read failed");
             None
         }
     };
@@ -113,7 +113,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     match enc.write_all(bytes).and_then(|()| enc.finish()) {
         Ok(out) => out,
         Err(e) => {
-            log::warn!("state document compression failed error=\"{e}\"");
+            log::warn!(error:% = e; "state document compression failed");
             Vec::new()
         }
     }
@@ -177,10 +177,11 @@ impl StateCache {
         let (doc, complete) = view(state, &snap);
         let body = Arc::new(StateBody::new(masked_json(&doc)));
         log::debug!(
-            "state document built revision={} bytes={} took_us={} complete={complete}",
-            snap.revision,
-            body.json.len(),
-            started.elapsed().as_micros()
+            revision:% = snap.revision,
+            bytes:% = body.json.len(),
+            took_us:% = started.elapsed().as_micros(),
+            complete:% = complete;
+            "state document built"
         );
         *slot = complete.then(|| Cached {
             snap,

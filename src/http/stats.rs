@@ -81,7 +81,7 @@ fn report_text(state: &AppState, url: &str) -> Result<String, ApiError> {
         period,
     )
     .map_err(|e| {
-        log::warn!("run statistics not read error={:?}", e.to_string());
+        log::warn!(error:% = e.to_string(); "run statistics not read");
         ApiError::history_unavailable(e)
     })?;
     serde_json::to_string(&report)

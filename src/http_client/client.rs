@@ -124,12 +124,12 @@ impl HttpClient {
                 return Err(err);
             };
             log::info!(
-                "retrying a failed read method={} path={} attempt={} wait_ms={} error={}",
-                err.method,
-                err.path,
-                attempt + 1,
-                wait.as_millis(),
-                err.detail
+                method:% = err.method,
+                path:% = err.path,
+                attempt:% = attempt + 1,
+                wait_ms:% = wait.as_millis(),
+                error:% = err.detail;
+                "retrying a failed read"
             );
             self.sleeper.sleep(wait);
             attempt += 1;

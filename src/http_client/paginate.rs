@@ -40,7 +40,9 @@ fn at_origin_of(base: &str, link: &str) -> String {
         Some(o) if o.eq_ignore_ascii_case(home) => link.to_string(),
         Some(o) => {
             log::debug!(
-                "next page link names another origin; following it at the configured one link_origin={o} origin={home}"
+                link_origin:% = o,
+                origin:% = home;
+                "next page link names another origin; following it at the configured one"
             );
             format!("{home}{}", &link[o.len()..])
         }
@@ -122,7 +124,12 @@ pub fn collect_cursor_pages<T>(
 }
 
 fn warn_cap(what: &str, cap: usize, items: usize) {
-    log::warn!("page cap reached, result is partial list={what} page_cap={cap} items_read={items}");
+    log::warn!(
+        list:% = what,
+        page_cap:% = cap,
+        items_read:% = items;
+        "page cap reached, result is partial"
+    );
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ pub struct Reg(Registry);
 impl Reg {
     fn add<M: prometheus::core::Collector + Clone + 'static>(&self, m: M) -> M {
         if let Err(e) = self.0.register(Box::new(m.clone())) {
-            log::error!("metric registration failed error=\"{e}\"");
+            log::error!(error:% = e; "metric registration failed");
         }
         m
     }
@@ -97,7 +97,7 @@ impl Reg {
         match TextEncoder::new().encode_to_string(&self.0.gather()) {
             Ok(s) => s,
             Err(e) => {
-                log::error!("metrics encoding failed error=\"{e}\"");
+                log::error!(error:% = e; "metrics encoding failed");
                 String::new()
             }
         }

@@ -62,7 +62,7 @@ pub fn build_scm(
     match registry::build_scm(&settings, clock) {
         Ok(scm) => Some(Arc::from(scm)),
         Err(e) => {
-            log::error!("pull request reactions are off: {e}");
+            log::error!(error:% = e; "pull request reactions are off");
             None
         }
     }

@@ -41,10 +41,10 @@ pub fn tracker_reader(
     move |issue| {
         tracker.fetch_blockers(&issue.id).map_err(|e| {
             log::warn!(
-                "blocker read failed issue_id={} issue_identifier={} error={:?}",
-                issue.id,
-                issue.identifier,
-                e.to_string()
+                issue_id:% = issue.id,
+                issue_identifier:% = issue.identifier,
+                error:% = e.to_string();
+                "blocker read failed"
             );
             BlockerMiss::Failed
         })

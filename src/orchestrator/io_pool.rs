@@ -73,8 +73,9 @@ impl<T: Send + 'static> IoPool<T> {
                 .spawn(move || work(&rx, &results, &outstanding));
             if let Err(e) = spawned {
                 log::error!(
-                    "cannot start an I/O thread thread={thread_name} error={:?}",
-                    e.to_string()
+                    thread:% = thread_name,
+                    error:% = e.to_string();
+                    "cannot start an I/O thread"
                 );
             }
         }
@@ -89,9 +90,9 @@ impl<T: Send + 'static> IoPool<T> {
     pub fn submit(&self, label: JobLabel, job: impl FnOnce() -> T + Send + 'static) {
         let Some(tx) = &self.tx else {
             log::warn!(
-                "I/O job refused after shutdown what={:?} subject={:?}",
-                label.what,
-                label.subject
+                what:% = label.what,
+                subject:% = label.subject;
+                "I/O job refused after shutdown"
             );
             return;
         };
@@ -165,10 +166,10 @@ fn work<T>(
             Err(p) => {
                 let label = lock(outstanding).remove(&id).map(|o| o.label);
                 log::error!(
-                    "I/O job panicked what={:?} subject={:?} panic={:?}",
-                    label.as_ref().map_or("", |l| l.what),
-                    label.as_ref().map_or("", |l| l.subject.as_str()),
-                    panic_text(&*p)
+                    what:% = label.as_ref().map_or("", |l| l.what),
+                    subject:% = label.as_ref().map_or("", |l| l.subject.as_str()),
+                    panic:% = panic_text(&*p);
+                    "I/O job panicked"
                 )
             }
         }

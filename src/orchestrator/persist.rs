@@ -196,10 +196,10 @@ fn stored_reaction(r: &RetryEntry) -> Option<StoredRetryReaction> {
         Ok(x) => Some(x),
         Err(e) => {
             log::warn!(
-                "stored reaction of a retry unreadable issue_id={} issue_identifier={} error={:?}",
-                r.issue_id,
-                r.identifier,
-                e.to_string()
+                issue_id:% = r.issue_id,
+                issue_identifier:% = r.identifier,
+                error:% = e.to_string();
+                "stored reaction of a retry unreadable"
             );
             None
         }
@@ -251,7 +251,7 @@ fn route_of_retry(r: &RetryEntry) -> Route {
 
 fn warn_on_err<T>(what: &str, r: Result<T, crate::store::StoreError>) {
     if let Err(e) = r {
-        log::error!("database write failed op={what} error={:?}", e.to_string());
+        log::error!(op:% = what, error:% = e.to_string(); "database write failed");
     }
 }
 

@@ -67,9 +67,9 @@ pub fn spawn(job: SupervisorJob) -> std::io::Result<std::thread::JoinHandle<()>>
             .unwrap_or_else(|payload| panicked(&job, payload.as_ref()));
         if tx.send(OrchMsg::Exit(Box::new(result))).is_err() {
             log::warn!(
-                "worker result dropped: orchestrator gone issue_id={} issue_identifier={}",
-                job.issue.id,
-                job.issue.identifier
+                issue_id:% = job.issue.id,
+                issue_identifier:% = job.issue.identifier;
+                "worker result dropped: orchestrator gone"
             );
         }
     })
@@ -83,11 +83,11 @@ fn panicked(job: &SupervisorJob, payload: &(dyn std::any::Any + Send)) -> Superv
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
     log::error!(
-        "supervisor panicked issue_id={} issue_identifier={} dispatch_id={} panic={:?}",
-        job.issue.id,
-        job.issue.identifier,
-        job.dispatch_id,
-        what.to_string()
+        issue_id:% = job.issue.id,
+        issue_identifier:% = job.issue.identifier,
+        dispatch_id:% = job.dispatch_id,
+        panic:% = what.to_string();
+        "supervisor panicked"
     );
     SupervisorResult {
         dispatch_id: job.dispatch_id.clone(),
@@ -146,10 +146,10 @@ fn read_pr_record(
     let read = crate::agent::pr_record::read_on(workspace, job.ssh_host.as_ref());
     if let Some(warning) = &read.warning {
         log::warn!(
-            "pull request record ignored issue_id={} issue_identifier={} reason={:?}",
-            job.issue.id,
-            job.issue.identifier,
-            warning.to_string()
+            issue_id:% = job.issue.id,
+            issue_identifier:% = job.issue.identifier,
+            reason:% = warning.to_string();
+            "pull request record ignored"
         );
     }
     read.record
@@ -165,12 +165,12 @@ fn run(job: &SupervisorJob) -> SupervisorResult {
     };
     let exit = run_phases(job, &mut p);
     log::info!(
-        "worker exiting issue_id={} issue_identifier={} dispatch_id={} exit_kind={} turns_completed={}",
-        job.issue.id,
-        job.issue.identifier,
-        job.dispatch_id,
-        exit_kind_name(&exit),
-        p.turns_completed
+        issue_id:% = job.issue.id,
+        issue_identifier:% = job.issue.identifier,
+        dispatch_id:% = job.dispatch_id,
+        exit_kind:% = exit_kind_name(&exit),
+        turns_completed:% = p.turns_completed;
+        "worker exiting"
     );
     SupervisorResult {
         dispatch_id: job.dispatch_id.clone(),
@@ -239,10 +239,10 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
                 Err(e) => {
                     job.metrics.dispatch_transition("error");
                     log::warn!(
-                        "in-progress transition failed issue_id={} issue_identifier={} error={:?}",
-                        issue.id,
-                        issue.identifier,
-                        e.to_string()
+                        issue_id:% = issue.id,
+                        issue_identifier:% = issue.identifier,
+                        error:% = e.to_string();
+                        "in-progress transition failed"
                     );
                 }
             }
@@ -270,11 +270,11 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         path: ws.path.clone(),
     });
     log::info!(
-        "workspace prepared issue_id={} issue_identifier={} workspace={} created_now={}",
-        issue.id,
-        issue.identifier,
-        ws.path.display(),
-        ws.created_now
+        issue_id:% = issue.id,
+        issue_identifier:% = issue.identifier,
+        workspace:% = ws.path.display(),
+        created_now:% = ws.created_now;
+        "workspace prepared"
     );
     let hook_env = HookEnv {
         issue_id: issue.id.clone(),
@@ -301,10 +301,10 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
         job.ssh_host.as_ref(),
     ) {
         log::warn!(
-            "after_run hook failed issue_id={} issue_identifier={} error={:?}",
-            issue.id,
-            issue.identifier,
-            e.to_string()
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            error:% = e.to_string();
+            "after_run hook failed"
         );
     }
     exit
@@ -364,10 +364,10 @@ fn run_session(
     let exit = run_started_session(job, p, params, workspace, hook_env);
     if wrote_mcp && let Err(e) = mcp_file::remove(workspace) {
         log::warn!(
-            "session MCP file not removed issue_id={} issue_identifier={} error={:?}",
-            issue.id,
-            issue.identifier,
-            e.to_string()
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            error:% = e.to_string();
+            "session MCP file not removed"
         );
     }
     exit
@@ -437,10 +437,10 @@ fn run_started_session(
 
     if let Err(e) = session.stop() {
         log::warn!(
-            "agent session stop failed issue_id={} issue_identifier={} error={:?}",
-            issue.id,
-            issue.identifier,
-            e.to_string()
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            error:% = e.to_string();
+            "agent session stop failed"
         );
     }
     if let Some(id) = session.session_id() {
@@ -568,8 +568,10 @@ fn spawn_forwarder(
             if gate.shed() > 0 {
                 metrics.events_shed(gate.shed());
                 log::info!(
-                    "agent events shed under backpressure issue_identifier={identifier} dispatch_id={dispatch_id} shed={}",
-                    gate.shed()
+                    issue_identifier:% = identifier,
+                    dispatch_id:% = dispatch_id,
+                    shed:% = gate.shed();
+                    "agent events shed under backpressure"
                 );
             }
         });
@@ -633,11 +635,11 @@ fn run_turn(
     };
     start_turn(job, p, state);
     log::info!(
-        "turn started issue_id={} issue_identifier={} turn_number={} max_turns={}",
-        issue.id,
-        issue.identifier,
-        turn,
-        max_turns
+        issue_id:% = issue.id,
+        issue_identifier:% = issue.identifier,
+        turn_number:% = turn,
+        max_turns:% = max_turns;
+        "turn started"
     );
     let result = session.run_turn(&prompt, ev_tx, &job.cancel);
     if result.session_id.is_some() {
@@ -658,11 +660,11 @@ fn run_turn(
     }
     p.turns_completed += 1;
     log::info!(
-        "turn completed issue_id={} issue_identifier={} turn_number={} max_turns={}",
-        issue.id,
-        issue.identifier,
-        turn,
-        max_turns
+        issue_id:% = issue.id,
+        issue_identifier:% = issue.identifier,
+        turn_number:% = turn,
+        max_turns:% = max_turns;
+        "turn completed"
     );
     after_turn(job, workspace)
 }
@@ -742,11 +744,11 @@ impl super::self_review::ReviewHost for ReviewTurns<'_> {
         let job = self.job;
         start_turn(job, self.p, self.state);
         log::info!(
-            "self-review turn started issue_id={} issue_identifier={} turn_number={} turn_kind={}",
-            job.issue.id,
-            job.issue.identifier,
-            self.p.turns_started,
-            kind.as_str()
+            issue_id:% = job.issue.id,
+            issue_identifier:% = job.issue.identifier,
+            turn_number:% = self.p.turns_started,
+            turn_kind:% = kind.as_str();
+            "self-review turn started"
         );
         let result = self.session.run_turn(prompt, self.ev_tx, &job.cancel);
         if result.session_id.is_some() {
@@ -795,10 +797,10 @@ fn after_turn(
     let status = status_file::read_on(workspace, job.ssh_host.as_ref());
     if let Some(warning) = &status.warning {
         log::warn!(
-            "status file refused issue_id={} issue_identifier={} reason={:?}",
-            issue.id,
-            issue.identifier,
-            warning.to_string()
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            reason:% = warning.to_string();
+            "status file refused"
         );
     }
     if let Some(declared) = status.outcome {
@@ -817,10 +819,10 @@ fn after_turn(
         },
         Err(e) => {
             log::warn!(
-                "issue state refresh failed, ending the session issue_id={} issue_identifier={} error={:?}",
-                issue.id,
-                issue.identifier,
-                e.to_string()
+                issue_id:% = issue.id,
+                issue_identifier:% = issue.identifier,
+                error:% = e.to_string();
+                "issue state refresh failed, ending the session"
             );
             ControlFlow::Break(Some(error_exit(
                 ErrorCode::TrackerRefresh,

@@ -103,10 +103,10 @@ impl TrackerOps {
         }
         for o in self.pool.outstanding() {
             log::warn!(
-                "tracker write lost at shutdown operation={:?} issue_identifier={:?} started={}",
-                o.label.what,
-                o.label.subject,
-                o.started
+                operation:% = o.label.what,
+                issue_identifier:% = o.label.subject,
+                started:% = o.started;
+                "tracker write lost at shutdown"
             );
         }
     }
@@ -144,14 +144,20 @@ fn run(tracker: &dyn TrackerAdapter, metrics: &crate::metrics::Metrics, op: Trac
             Ok(()) => {
                 metrics.tracker_comment(lifecycle.as_str(), "success");
                 log::info!(
-                    "tracker comment posted issue_id={issue_id} issue_identifier={issue_identifier} lifecycle={lifecycle}"
+                    issue_id:% = issue_id,
+                    issue_identifier:% = issue_identifier,
+                    lifecycle:% = lifecycle;
+                    "tracker comment posted"
                 )
             }
             Err(e) => {
                 metrics.tracker_comment(lifecycle.as_str(), "error");
                 log::warn!(
-                    "tracker comment failed issue_id={issue_id} issue_identifier={issue_identifier} lifecycle={lifecycle} error={:?}",
-                    e.to_string()
+                    issue_id:% = issue_id,
+                    issue_identifier:% = issue_identifier,
+                    lifecycle:% = lifecycle,
+                    error:% = e.to_string();
+                    "tracker comment failed"
                 )
             }
         },
@@ -194,14 +200,22 @@ fn escalate(
     match result {
         Ok(()) => {
             log::info!(
-                "reaction escalated issue_id={issue_id} issue_identifier={issue_identifier} reaction_kind={kind} action={action}"
+                issue_id:% = issue_id,
+                issue_identifier:% = issue_identifier,
+                reaction_kind:% = kind,
+                action:% = action;
+                "reaction escalated"
             );
             Some(action)
         }
         Err(e) => {
             log::warn!(
-                "reaction escalation write failed; the escalation stands issue_id={issue_id} issue_identifier={issue_identifier} reaction_kind={kind} action={action} error={:?}",
-                e.to_string()
+                issue_id:% = issue_id,
+                issue_identifier:% = issue_identifier,
+                reaction_kind:% = kind,
+                action:% = action,
+                error:% = e.to_string();
+                "reaction escalation write failed; the escalation stands"
             );
             Some("error")
         }

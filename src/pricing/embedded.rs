@@ -28,7 +28,7 @@ pub fn embedded() -> Option<&'static (EmbeddedMeta, Arc<PriceTable>)> {
         .get_or_init(|| match parse() {
             Ok(t) => Some(t),
             Err(e) => {
-                log::error!("built-in price table not loaded error={e:?}");
+                log::error!(error:% = e; "built-in price table not loaded");
                 None
             }
         })

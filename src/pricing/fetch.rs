@@ -114,7 +114,7 @@ fn restore(board: &PriceBoard, cache: &dyn TableCache) {
     let kept = match cache.load() {
         Ok(k) => k,
         Err(e) => {
-            log::warn!("kept price tables not read error={e:?}");
+            log::warn!(error:% = e; "kept price tables not read");
             return;
         }
     };
@@ -122,13 +122,13 @@ fn restore(board: &PriceBoard, cache: &dyn TableCache) {
         match PriceTable::parse(k.feed.layer(), &rfc3339_ms(k.as_of_ms), &k.body) {
             Ok(t) => {
                 if board.restore(k.feed, &k.url_digest, Arc::new(t)) {
-                    log::info!("kept price table restored source={}", k.feed.as_str());
+                    log::info!(source:% = k.feed.as_str(); "kept price table restored");
                 }
             }
             Err(e) => log::warn!(
-                "kept price table refused source={} error={:?}",
-                k.feed.as_str(),
-                e.to_string()
+                source:% = k.feed.as_str(),
+                error:% = e.to_string();
+                "kept price table refused"
             ),
         }
     }
@@ -147,10 +147,10 @@ fn try_download(
     let accepted = match &result {
         Ok((table, body)) => {
             log::info!(
-                "price table downloaded source={} models={} version={}",
-                job.feed.as_str(),
-                table.models.len(),
-                table.version
+                source:% = job.feed.as_str(),
+                models:% = table.models.len(),
+                version:% = table.version;
+                "price table downloaded"
             );
             let kept = KeptTable {
                 feed: job.feed,
@@ -159,10 +159,7 @@ fn try_download(
                 body: body.clone(),
             };
             if let Err(e) = cache.save(kept) {
-                log::warn!(
-                    "price table not kept source={} error={e:?}",
-                    job.feed.as_str()
-                );
+                log::warn!(source:% = job.feed.as_str(), error:% = e; "price table not kept");
             }
             Ok(Arc::clone(table))
         }
@@ -191,8 +188,11 @@ fn log_failure(board: &PriceBoard, feed: Feed, error: &str) {
     };
     log::log!(
         level,
-        "price table download failed source={} failures={failures} error={error:?} retry=\"with backoff up to 6 h; the previous rates keep pricing\"",
-        feed.as_str()
+        source:% = feed.as_str(),
+        failures:% = failures,
+        error:% = error,
+        retry:% = "with backoff up to 6 h; the previous rates keep pricing";
+        "price table download failed"
     );
 }
 

@@ -87,7 +87,7 @@ fn send(link: &mut Link, line: &str) {
 pub fn register_remote(token: &str, term: Vec<String>, kill: Vec<String>) {
     let mut l = link();
     if l.remotes.len() >= MAX_REMOTES {
-        log::warn!("keeper tracks too many remote agents; not adding token={token}");
+        log::warn!(token:% = token; "keeper tracks too many remote agents; not adding");
         return;
     }
     let stop = RemoteStop { term, kill };
@@ -178,16 +178,17 @@ pub fn spawn_watched(
                 let pid = keeper.pid();
                 let status = keeper.wait();
                 log::warn!(
-                    "keeper process ended while sortie runs; starting another pid={pid} status={:?}",
-                    status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string())
+                    pid:% = pid,
+                    status:% = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                    "keeper process ended while sortie runs; starting another"
                 );
                 std::thread::sleep(Duration::from_secs(1));
                 keeper = match Keeper::spawn(grace, log_format, &env) {
                     Ok(k) => k,
                     Err(e) => {
                         log::error!(
-                            "keeper not restarted; agents may outlive a killed sortie error={:?}",
-                            e.to_string()
+                            error:% = e.to_string();
+                            "keeper not restarted; agents may outlive a killed sortie"
                         );
                         return;
                     }
@@ -252,10 +253,7 @@ fn stop_remotes(remotes: BTreeMap<String, RemoteStop>, grace: Duration) {
     if remotes.is_empty() {
         return;
     }
-    log::warn!(
-        "sortie ended; stopping its agents on SSH hosts count={}",
-        remotes.len()
-    );
+    log::warn!(count:% = remotes.len(); "sortie ended; stopping its agents on SSH hosts");
     let run_all = |pick: fn(&RemoteStop) -> &Vec<String>| {
         let handles: Vec<_> = remotes
             .values()
@@ -274,8 +272,10 @@ fn stop_remotes(remotes: BTreeMap<String, RemoteStop>, grace: Duration) {
     std::thread::sleep(grace);
     let killed = run_all(|r| &r.kill);
     log::warn!(
-        "agents on SSH hosts signalled count={} term_ok={termed} kill_ok={killed}",
-        remotes.len()
+        count:% = remotes.len(),
+        term_ok:% = termed,
+        kill_ok:% = killed;
+        "agents on SSH hosts signalled"
     );
 }
 
@@ -321,10 +321,11 @@ pub fn stop_instance(instance: &str, sortie_pid: u32, grace: Duration) -> usize 
     }
     let groups: BTreeSet<u32> = first.iter().map(|c| c.1).collect();
     log::warn!(
-        "sortie ended; stopping the processes it started instance={instance} processes={} groups={} grace_ms={}",
-        first.len(),
-        groups.len(),
-        grace.as_millis()
+        instance:% = instance,
+        processes:% = first.len(),
+        groups:% = groups.len(),
+        grace_ms:% = grace.as_millis();
+        "sortie ended; stopping the processes it started"
     );
     signal_all(&first, Signal::TERM, sortie_pid);
     let deadline = Instant::now() + grace;
@@ -342,13 +343,16 @@ pub fn stop_instance(instance: &str, sortie_pid: u32, grace: Duration) -> usize 
     }
     if left.is_empty() {
         log::warn!(
-            "processes of the ended sortie stopped instance={instance} processes={} killed_after_grace={after_term}",
-            first.len()
+            instance:% = instance,
+            processes:% = first.len(),
+            killed_after_grace:% = after_term;
+            "processes of the ended sortie stopped"
         );
     } else {
         log::error!(
-            "processes of the ended sortie still alive instance={instance} pids={:?}",
-            left.iter().map(|c| c.0).collect::<Vec<_>>()
+            instance:% = instance,
+            pids:% = crate::log_field::list(&left.iter().map(|c| c.0).collect::<Vec<_>>());
+            "processes of the ended sortie still alive"
         );
     }
     first.len()

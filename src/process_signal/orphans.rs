@@ -145,7 +145,7 @@ fn kill_carriers(matches: impl Fn(&str) -> bool) -> usize {
         {
             let _ = rustix::process::kill_process(p, Signal::KILL);
         }
-        log::warn!("escaped agent process killed pid={pid} token={token}");
+        log::warn!(pid:% = pid, token:% = token; "escaped agent process killed");
         killed += 1;
     }
     killed
@@ -197,7 +197,7 @@ pub fn reap_adopted() -> usize {
         };
         if let Ok(Some(_)) = rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG)
         {
-            log::debug!("adopted zombie reaped pid={pid}");
+            log::debug!(pid:% = pid; "adopted zombie reaped");
             reaped += 1;
         }
     }

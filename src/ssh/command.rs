@@ -39,7 +39,7 @@ pub fn env_assignments(env: &[(String, String)]) -> String {
     let mut out = String::new();
     for (k, v) in env {
         if !env_name_ok(k) {
-            log::warn!("remote environment variable skipped, not a variable name name={k:?}");
+            log::warn!(name:% = k; "remote environment variable skipped, not a variable name");
             continue;
         }
         out.push(' ');

@@ -370,19 +370,20 @@ impl SshHost {
         );
         if let Err(e) = self.exec(&kill, None, CLEANUP_TIMEOUT, 4096, &never()) {
             log::warn!(
-                "remote command group not killed after its stop ssh_host={} error={e}",
-                self.name()
+                ssh_host:% = self.name(),
+                error:% = e;
+                "remote command group not killed after its stop"
             );
         }
         log::warn!(
-            "remote command stopped ssh_host={} reason={} elapsed_ms={}",
-            self.name(),
-            if stopped == SshErrorKind::Cancelled {
+            ssh_host:% = self.name(),
+            reason:% = if stopped == SshErrorKind::Cancelled {
                 "cancelled"
             } else {
                 "timeout"
             },
-            started.elapsed().as_millis()
+            elapsed_ms:% = started.elapsed().as_millis();
+            "remote command stopped"
         );
         Err(SshError::new(self, stopped))
     }

@@ -170,12 +170,12 @@ impl EventRetryBuffer {
 
 fn warn_dropped(p: &PendingEvents, why: &str) {
     log::warn!(
-        "dropped run events dispatch_id={} run_id={} events={} retries={} reason={:?}",
-        p.dispatch_id,
-        p.run_id.unwrap_or(0),
-        p.events.len(),
-        p.retries,
-        why
+        dispatch_id:% = p.dispatch_id,
+        run_id:% = p.run_id.unwrap_or(0),
+        events:% = p.events.len(),
+        retries:% = p.retries,
+        reason:% = why;
+        "dropped run events"
     );
 }
 

@@ -71,10 +71,10 @@ pub fn tighten(path: &Path) -> io::Result<bool> {
     let tight = mode & 0o700;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(tight))?;
     log::info!(
-        "database file permissions tightened path={:?} from={:04o} to={:04o}",
-        path.display().to_string(),
-        mode,
-        tight
+        path:% = path.display().to_string(),
+        from:% = format!("{:04o}", mode),
+        to:% = format!("{:04o}", tight);
+        "database file permissions tightened"
     );
     Ok(true)
 }

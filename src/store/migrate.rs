@@ -125,11 +125,7 @@ pub fn apply(
         )
         .map_err(err)?;
         tx.commit().map_err(err)?;
-        log::info!(
-            "database migration applied version={} name={}",
-            m.version,
-            m.name
-        );
+        log::info!(version:% = m.version, name:% = m.name; "database migration applied");
         applied.push(m.version);
     }
     Ok(applied)

@@ -168,7 +168,7 @@ impl Store {
 impl Drop for Store {
     fn drop(&mut self) {
         if let Err(e) = self.stop() {
-            log::warn!("database close failed error={e}");
+            log::warn!(error:% = e; "database close failed");
         }
     }
 }

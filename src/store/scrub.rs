@@ -177,7 +177,7 @@ impl Scrub {
     /// start.
     pub fn abandon(self, conn: &Connection) {
         if let Err(e) = conn.pragma_update(None, "secure_delete", self.secure_delete_was) {
-            log::debug!("secure_delete not restored error={:?}", e.to_string());
+            log::debug!(error:% = e.to_string(); "secure_delete not restored");
         }
     }
 }
@@ -355,8 +355,8 @@ fn rewrite_row(
             let sql = format!("DELETE FROM {} WHERE {}", quote(&t.name), key_match(t, 0));
             bind::execute_keyed(conn, &sql, &[], &keys).ctx("remove a row keyed by a secret")?;
             log::warn!(
-                "stored row removed: its key held a secret and its masked key is taken table={}",
-                t.name
+                table:% = t.name;
+                "stored row removed: its key held a secret and its masked key is taken"
             );
             Ok(Rewrite::Removed)
         }

@@ -318,8 +318,8 @@ pub(crate) fn spawn(
     let (tx, rx) = unbounded();
     let scrub = if scrub::requested(&conn)? {
         log::info!(
-            "database scrub started: every stored text is rewritten through the secret masker, a batch at a time secrets_known={}",
-            crate::mask::secrets().len()
+            secrets_known:% = crate::mask::secrets().len();
+            "database scrub started: every stored text is rewritten through the secret masker, a batch at a time"
         );
         Some(Scrub::start(&conn)?)
     } else {
@@ -541,7 +541,7 @@ impl Writer {
 
     fn rollback(&mut self) -> bool {
         if let Err(e) = self.conn.execute_batch("ROLLBACK") {
-            log::debug!("rollback of a write group error={:?}", e.to_string());
+            log::debug!(error:% = e.to_string(); "rollback of a write group");
         }
         false
     }
@@ -589,8 +589,11 @@ impl Writer {
     fn keep(&mut self, op: WriteOp, error: String) {
         let (what, issue_id) = op.describe();
         log::error!(
-            "database write failed, kept for retry op={what:?} issue_id={issue_id} pending={} error=\"{error}\"",
-            self.backlog.len() + 1
+            op:% = what,
+            issue_id:% = issue_id,
+            pending:% = self.backlog.len() + 1,
+            error:% = error;
+            "database write failed, kept for retry"
         );
         self.backlog.push_failed(op, error, self.clock.now_ms());
     }
@@ -642,10 +645,10 @@ impl Writer {
                 WriteOp::Record(w, on_commit) => match self.record_run(&w) {
                     Ok(outcome) => {
                         log::info!(
-                            "run recorded on retry issue_id={} issue_identifier={} run_id={}",
-                            w.run.issue_id,
-                            w.run.identifier,
-                            outcome.run_id
+                            issue_id:% = w.run.issue_id,
+                            issue_identifier:% = w.run.identifier,
+                            run_id:% = outcome.run_id;
+                            "run recorded on retry"
                         );
                         if let Some(f) = on_commit {
                             f(outcome);
@@ -655,9 +658,10 @@ impl Writer {
                     Err(e) if e.is_transient() => Err(Box::new((WriteOp::Record(w, on_commit), e))),
                     Err(e) => {
                         log::error!(
-                            "run record dropped: its retry failed for good issue_id={} issue_identifier={} error=\"{e}\"",
-                            w.run.issue_id,
-                            w.run.identifier
+                            issue_id:% = w.run.issue_id,
+                            issue_identifier:% = w.run.identifier,
+                            error:% = e;
+                            "run record dropped: its retry failed for good"
                         );
                         Ok(())
                     }
@@ -675,8 +679,11 @@ impl Writer {
                     let (op, e) = *failed;
                     let (what, issue_id) = op.describe();
                     log::warn!(
-                        "kept database write failed again op={what:?} issue_id={issue_id} pending={} error=\"{e}\"",
-                        self.backlog.len() + 1
+                        op:% = what,
+                        issue_id:% = issue_id,
+                        pending:% = self.backlog.len() + 1,
+                        error:% = e;
+                        "kept database write failed again"
                     );
                     self.backlog.failed_again(op, e.to_string(), now);
                     return;
@@ -703,7 +710,11 @@ impl Writer {
             };
             if let Err(e) = r {
                 log::error!(
-                    "kept database write lost op={what:?} issue_id={issue_id} reason={why:?} error=\"{e}\""
+                    op:% = what,
+                    issue_id:% = issue_id,
+                    reason:% = why,
+                    error:% = e;
+                    "kept database write lost"
                 );
             }
         }
@@ -720,9 +731,10 @@ impl Writer {
                 forget_live(w);
                 if pruned.aged_runs + pruned.size_runs > 0 {
                     log::info!(
-                        "pruned stored run events aged_runs={} size_runs={} run_id={run_id}",
-                        pruned.aged_runs,
-                        pruned.size_runs
+                        aged_runs:% = pruned.aged_runs,
+                        size_runs:% = pruned.size_runs,
+                        run_id:% = run_id;
+                        "pruned stored run events"
                     );
                 }
                 Ok(RecordOutcome {
@@ -733,10 +745,11 @@ impl Writer {
             }
             Err(first) if has_events => {
                 log::warn!(
-                    "run events not written, storing run without them issue_id={} issue_identifier={} dispatch_id={} error={first}",
-                    w.run.issue_id,
-                    w.run.identifier,
-                    w.run.dispatch_id.as_deref().unwrap_or("")
+                    issue_id:% = w.run.issue_id,
+                    issue_identifier:% = w.run.identifier,
+                    dispatch_id:% = w.run.dispatch_id.as_deref().unwrap_or(""),
+                    error:% = first;
+                    "run events not written, storing run without them"
                 );
                 let (run_id, pruned) = record::record(&mut self.conn, w, false, &self.limits, now)?;
                 forget_live(w);
@@ -774,8 +787,8 @@ impl Writer {
             }
             Err(e) => {
                 log::warn!(
-                    "database scrub stopped; the next start runs it again error={:?}",
-                    e.to_string()
+                    error:% = e.to_string();
+                    "database scrub stopped; the next start runs it again"
                 );
                 if let Some(pass) = self.scrub.take() {
                     pass.abandon(&self.conn);
@@ -792,22 +805,26 @@ impl Writer {
         match pass.finish(&self.conn, vacuum) {
             Ok(wal_truncated) => {
                 log::info!(
-                    "database scrub finished tables={} rows_read={} rows_rewritten={} rows_removed={} restarts={} duration_ms={elapsed_ms} file_rebuilt={vacuum} wal_truncated={wal_truncated}",
-                    report.tables,
-                    report.rows_read,
-                    report.rows_rewritten,
-                    report.rows_removed,
-                    report.restarts
+                    tables:% = report.tables,
+                    rows_read:% = report.rows_read,
+                    rows_rewritten:% = report.rows_rewritten,
+                    rows_removed:% = report.rows_removed,
+                    restarts:% = report.restarts,
+                    duration_ms:% = elapsed_ms,
+                    file_rebuilt:% = vacuum,
+                    wal_truncated:% = wal_truncated;
+                    "database scrub finished"
                 );
                 if !vacuum {
                     log::warn!(
-                        "database file not rebuilt after the scrub: free pages older builds left may still hold clear text; stop sortie and run `sortie scrub` to rebuild it size_bytes={size}"
+                        size_bytes:% = size;
+                        "database file not rebuilt after the scrub: free pages older builds left may still hold clear text; stop sortie and run `sortie scrub` to rebuild it"
                     );
                 }
             }
             Err(e) => log::warn!(
-                "database scrub not finished; the next start runs it again error={:?}",
-                e.to_string()
+                error:% = e.to_string();
+                "database scrub not finished; the next start runs it again"
             ),
         }
     }
@@ -825,15 +842,16 @@ impl Writer {
             );
             match r {
                 Ok(_) => log::info!(
-                    "run events written on retry dispatch_id={} retries={}",
-                    p.dispatch_id,
-                    p.retries + 1
+                    dispatch_id:% = p.dispatch_id,
+                    retries:% = p.retries + 1;
+                    "run events written on retry"
                 ),
                 Err(e) => {
                     log::warn!(
-                        "run events retry failed dispatch_id={} retries={} error={e}",
-                        p.dispatch_id,
-                        p.retries + 1
+                        dispatch_id:% = p.dispatch_id,
+                        retries:% = p.retries + 1,
+                        error:% = e;
+                        "run events retry failed"
                     );
                     self.pending.retry_failed(p, now);
                 }
@@ -865,8 +883,10 @@ fn forget_live(w: &RunWrite) {
 fn warn_failed(what: &str, issue_id: &str, r: Result<(), StoreError>) {
     if let Err(e) = r {
         log::warn!(
-            "database write failed op={what:?} issue_id={issue_id} error={:?}",
-            e.to_string()
+            op:% = what,
+            issue_id:% = issue_id,
+            error:% = e.to_string();
+            "database write failed"
         );
     }
 }

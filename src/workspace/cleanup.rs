@@ -11,7 +11,7 @@ impl WorkspaceManager {
         let root = match resolve_root(self.root()) {
             Ok(r) => r,
             Err(e) => {
-                log::warn!("workspace listing failed error={:?}", e.to_string());
+                log::warn!(error:% = e.to_string(); "workspace listing failed");
                 return Vec::new();
             }
         };
@@ -20,9 +20,9 @@ impl WorkspaceManager {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
             Err(e) => {
                 log::warn!(
-                    "workspace listing failed path={:?} error={:?}",
-                    root.display().to_string(),
-                    e.to_string()
+                    path:% = root.display().to_string(),
+                    error:% = e.to_string();
+                    "workspace listing failed"
                 );
                 return Vec::new();
             }
@@ -58,13 +58,14 @@ impl WorkspaceManager {
                 Ok(true) => removed += 1,
                 Ok(false) => {}
                 Err(e) => log::warn!(
-                    "terminal workspace cleanup failed issue_identifier={identifier} error={:?}",
-                    e.to_string()
+                    issue_identifier:% = identifier,
+                    error:% = e.to_string();
+                    "terminal workspace cleanup failed"
                 ),
             }
         }
         if removed > 0 {
-            log::info!("terminal workspaces removed count={removed}");
+            log::info!(count:% = removed; "terminal workspaces removed");
         }
         removed
     }

@@ -174,17 +174,6 @@ pub(crate) fn injected_vars(env: &HookEnv, workspace: &Path) -> Vec<(String, Str
     vars
 }
 
-/// The `issue_id=… issue_identifier=…` fields of a per-issue log line. The startup sweep of
-/// terminal workspaces knows only the identifier (the directory name); there the id field is
-/// left out rather than printed empty.
-pub(crate) fn issue_fields(issue_id: &str, issue_identifier: &str) -> String {
-    if issue_id.is_empty() {
-        format!("issue_identifier={issue_identifier}")
-    } else {
-        format!("issue_id={issue_id} issue_identifier={issue_identifier}")
-    }
-}
-
 /// `s` cut to at most `max` bytes on a char boundary, with `…` when cut.
 pub(crate) fn truncate_for_display(s: &str, max: usize) -> String {
     if s.len() <= max {
@@ -204,7 +193,7 @@ pub(crate) struct HookInvocation<'a> {
     pub workspace: &'a Path,
     pub env: Vec<(OsString, OsString)>,
     pub timeout_ms: u64,
-    /// For log lines only (an empty id is left out, see [`issue_fields`]).
+    /// For log lines only (empty when unknown: the startup sweep knows only the directory name).
     pub issue_id: &'a str,
     pub issue_identifier: &'a str,
     /// A message (or a dropped sender) kills the hook early.
@@ -229,12 +218,15 @@ fn check_workspace_dir(inv: &HookInvocation<'_>) -> Result<(), WorkspaceError> {
 pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, WorkspaceError> {
     let kind = inv.kind;
     check_workspace_dir(&inv)?;
-    let issue = issue_fields(inv.issue_id, inv.issue_identifier);
     let script_shown = mask(&truncate_for_display(inv.script, MAX_SCRIPT_DISPLAY_BYTES));
     log::debug!(
-        "hook starting hook={kind} {issue} workspace={} script={script_shown:?}",
-        inv.workspace.display()
-    );
+           hook:% = kind,
+    issue_id:% = inv.issue_id,
+    issue_identifier:% = inv.issue_identifier,
+           workspace:% = inv.workspace.display(),
+           script:% = script_shown;
+           "hook starting"
+       );
 
     let ran = run_shell(ShellRun {
         script: inv.script,
@@ -264,15 +256,26 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
 
     if stopped == Some(WaitOutcome::Cancelled) {
         log::warn!(
-            "hook cancelled hook={kind} {issue} duration_ms={duration_ms} script={script_shown:?}",
-        );
+                   hook:% = kind,
+        issue_id:% = inv.issue_id,
+        issue_identifier:% = inv.issue_identifier,
+                   duration_ms:% = duration_ms,
+                   script:% = script_shown;
+                   "hook cancelled"
+               );
         return Err(WorkspaceError::HookCancelled { hook: kind });
     }
     if stopped == Some(WaitOutcome::TimedOut) {
         log::warn!(
-            "hook timed out hook={kind} {issue} duration_ms={duration_ms} timeout_ms={} script={script_shown:?} output={log_output:?}",
-            inv.timeout_ms
-        );
+                   hook:% = kind,
+        issue_id:% = inv.issue_id,
+        issue_identifier:% = inv.issue_identifier,
+                   duration_ms:% = duration_ms,
+                   timeout_ms:% = inv.timeout_ms,
+                   script:% = script_shown,
+                   output:% = log_output;
+                   "hook timed out"
+               );
         return Err(WorkspaceError::HookTimeout {
             hook: kind,
             timeout_ms: inv.timeout_ms,
@@ -285,9 +288,15 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
         let exit_code = status.and_then(|s| s.code());
         let signal = status.and_then(|s| s.signal());
         log::warn!(
-            "hook failed hook={kind} {issue} duration_ms={duration_ms} exit_code={} script={script_shown:?} output={log_output:?}",
-            exit_code.map_or_else(|| "none".to_string(), |c| c.to_string())
-        );
+                   hook:% = kind,
+        issue_id:% = inv.issue_id,
+        issue_identifier:% = inv.issue_identifier,
+                   duration_ms:% = duration_ms,
+                   exit_code:% = exit_code.map_or_else(|| "none".to_string(), |c| c.to_string()),
+                   script:% = script_shown,
+                   output:% = log_output;
+                   "hook failed"
+               );
         return Err(WorkspaceError::HookFailed {
             hook: kind,
             exit_code,
@@ -297,9 +306,13 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
         });
     }
     log::info!(
-        "hook completed hook={kind} {issue} duration_ms={duration_ms} output_bytes={}",
-        captured.total_bytes
-    );
+           hook:% = kind,
+    issue_id:% = inv.issue_id,
+    issue_identifier:% = inv.issue_identifier,
+           duration_ms:% = duration_ms,
+           output_bytes:% = captured.total_bytes;
+           "hook completed"
+       );
     Ok(HookOutput {
         ran: true,
         output,

@@ -155,10 +155,11 @@ impl WorkspaceManager {
             Err(source) => return Err(WorkspaceError::Create { path, source }),
         };
         log::debug!(
-            "workspace ready issue_id={} issue_identifier={} path={} created_now={created_now}",
-            issue.id,
-            issue.identifier,
-            path.display()
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            path:% = path.display(),
+            created_now:% = created_now;
+            "workspace ready"
         );
         if created_now && self.hooks.script(HookKind::AfterCreate).is_some() {
             let env = HookEnv {
@@ -170,11 +171,11 @@ impl WorkspaceManager {
             if let Err(err) = self.run_hook(HookKind::AfterCreate, &path, &env) {
                 if let Err(rm) = std::fs::remove_dir_all(&path) {
                     log::warn!(
-                        "workspace rollback failed issue_id={} issue_identifier={} path={} error={:?}",
-                        issue.id,
-                        issue.identifier,
-                        path.display(),
-                        rm.to_string()
+                        issue_id:% = issue.id,
+                        issue_identifier:% = issue.identifier,
+                        path:% = path.display(),
+                        error:% = rm.to_string();
+                        "workspace rollback failed"
                     );
                 }
                 return Err(err);
@@ -343,9 +344,10 @@ impl WorkspaceManager {
         };
         if let Err(err) = self.run_hook(HookKind::BeforeRemove, path, &env) {
             log::warn!(
-                "before_remove hook failed, removing anyway {} error={:?}",
-                hooks::issue_fields(issue_id, identifier),
-                crate::mask::mask(&err.to_string())
+                            error:% = crate::mask::mask(&err.to_string()),
+             issue_id:% = issue_id,
+             issue_identifier:% = identifier;
+                            "before_remove hook failed, removing anyway"
             );
         }
         std::fs::remove_dir_all(path).map_err(|source| WorkspaceError::Remove {
@@ -353,9 +355,10 @@ impl WorkspaceManager {
             source,
         })?;
         log::info!(
-            "workspace removed {} path={}",
-            hooks::issue_fields(issue_id, identifier),
-            path.display()
+                    path:% = path.display(),
+         issue_id:% = issue_id,
+         issue_identifier:% = identifier;
+                    "workspace removed"
         );
         Ok(true)
     }

@@ -13,7 +13,7 @@ use crossbeam_channel::Receiver;
 use super::error::{WorkspaceError, output_tail};
 use super::hooks::{
     HookEnv, HookKind, HookOutput, MAX_HOOK_OUTPUT_BYTES, MAX_SCRIPT_DISPLAY_BYTES, injected_vars,
-    issue_fields, truncate_for_display,
+    truncate_for_display,
 };
 use super::{DIR_MODE, Workspace, WorkspaceLock, WorkspaceManager, lock, sanitize_key};
 use crate::domain::Issue;
@@ -76,11 +76,12 @@ impl WorkspaceManager {
         };
         let created_now = self.create_remote(host, &path, &issue.identifier)?;
         log::debug!(
-            "remote workspace ready issue_id={} issue_identifier={} ssh_host={} path={} created_now={created_now}",
-            issue.id,
-            issue.identifier,
-            host.name(),
-            path.display()
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            ssh_host:% = host.name(),
+            path:% = path.display(),
+            created_now:% = created_now;
+            "remote workspace ready"
         );
         if created_now && self.hooks.script(HookKind::AfterCreate).is_some() {
             let env = HookEnv {
@@ -92,12 +93,12 @@ impl WorkspaceManager {
             if let Err(err) = self.run_hook_on(HookKind::AfterCreate, &path, &env, Some(host)) {
                 if let Err(rm) = remove_remote_dir(host, &path) {
                     log::warn!(
-                        "remote workspace rollback failed issue_id={} issue_identifier={} ssh_host={} path={} error={:?}",
-                        issue.id,
-                        issue.identifier,
-                        host.name(),
-                        path.display(),
-                        rm.to_string()
+                        issue_id:% = issue.id,
+                        issue_identifier:% = issue.identifier,
+                        ssh_host:% = host.name(),
+                        path:% = path.display(),
+                        error:% = rm.to_string();
+                        "remote workspace rollback failed"
                     );
                 }
                 return Err(err);
@@ -123,15 +124,16 @@ impl WorkspaceManager {
         match host.run(&script, None, op_timeout(host)) {
             Ok(out) if out.success() => {}
             Ok(out) => log::warn!(
-                "stale remote status file not removed ssh_host={} path={} exit_code={:?}",
-                host.name(),
-                path.display(),
-                out.code
+                ssh_host:% = host.name(),
+                path:% = path.display(),
+                exit_code:% = crate::log_field::opt(&out.code);
+                "stale remote status file not removed"
             ),
             Err(e) => log::warn!(
-                "stale remote status file not removed ssh_host={} path={} error={e}",
-                host.name(),
-                path.display()
+                ssh_host:% = host.name(),
+                path:% = path.display(),
+                error:% = e;
+                "stale remote status file not removed"
             ),
         }
         Ok((
@@ -229,13 +231,16 @@ impl WorkspaceManager {
             quote(script)
         );
         let timeout_ms = self.hooks.effective_timeout_ms();
-        let issue = issue_fields(&env.issue_id, &env.issue_identifier);
         let script_shown = mask(&truncate_for_display(script, MAX_SCRIPT_DISPLAY_BYTES));
         log::debug!(
-            "hook starting hook={kind} {issue} ssh_host={} workspace={} script={script_shown:?}",
-            host.name(),
-            workspace.display()
-        );
+                   hook:% = kind,
+        issue_id:% = env.issue_id,
+        issue_identifier:% = env.issue_identifier,
+                   ssh_host:% = host.name(),
+                   workspace:% = workspace.display(),
+                   script:% = script_shown;
+                   "hook starting"
+               );
         let started = std::time::Instant::now();
         let ran = host.run_cancellable(&remote, None, Duration::from_millis(timeout_ms), cancel);
         let duration_ms = started.elapsed().as_millis() as u64;
@@ -245,9 +250,15 @@ impl WorkspaceManager {
                 return Err(match e.kind {
                     SshErrorKind::Timeout(_) => {
                         log::warn!(
-                            "hook timed out hook={kind} {issue} ssh_host={} duration_ms={duration_ms} timeout_ms={timeout_ms} script={script_shown:?}",
-                            host.name()
-                        );
+                                                   hook:% = kind,
+                        issue_id:% = env.issue_id,
+                        issue_identifier:% = env.issue_identifier,
+                                                   ssh_host:% = host.name(),
+                                                   duration_ms:% = duration_ms,
+                                                   timeout_ms:% = timeout_ms,
+                                                   script:% = script_shown;
+                                                   "hook timed out"
+                                               );
                         WorkspaceError::HookTimeout {
                             hook: kind,
                             timeout_ms,
@@ -256,17 +267,29 @@ impl WorkspaceManager {
                     }
                     SshErrorKind::Cancelled => {
                         log::warn!(
-                            "hook cancelled hook={kind} {issue} ssh_host={} duration_ms={duration_ms} script={script_shown:?}",
-                            host.name()
-                        );
+                                                   hook:% = kind,
+                        issue_id:% = env.issue_id,
+                        issue_identifier:% = env.issue_identifier,
+                                                   ssh_host:% = host.name(),
+                                                   duration_ms:% = duration_ms,
+                                                   script:% = script_shown;
+                                                   "hook cancelled"
+                                               );
                         WorkspaceError::HookCancelled { hook: kind }
                     }
                     SshErrorKind::Connection(_) => {
                         let output = mask(&e.to_string());
                         log::warn!(
-                            "hook failed hook={kind} {issue} ssh_host={} duration_ms={duration_ms} exit_code=255 script={script_shown:?} output={output:?}",
-                            host.name()
-                        );
+                                                   hook:% = kind,
+                        issue_id:% = env.issue_id,
+                        issue_identifier:% = env.issue_identifier,
+                                                   ssh_host:% = host.name(),
+                                                   duration_ms:% = duration_ms,
+                                                   exit_code:% = "255",
+                                                   script:% = script_shown,
+                                                   output:% = output;
+                                                   "hook failed"
+                                               );
                         WorkspaceError::HookFailed {
                             hook: kind,
                             exit_code: Some(crate::ssh::SSH_CONNECTION_FAILED),
@@ -294,11 +317,17 @@ impl WorkspaceManager {
         if !out.success() {
             let log_output = output_tail(output.trim_end()).0;
             log::warn!(
-                "hook failed hook={kind} {issue} ssh_host={} duration_ms={duration_ms} exit_code={} script={script_shown:?} output={log_output:?}",
-                host.name(),
-                out.code
-                    .map_or_else(|| "none".to_string(), |c| c.to_string())
-            );
+                           hook:% = kind,
+            issue_id:% = env.issue_id,
+            issue_identifier:% = env.issue_identifier,
+                           ssh_host:% = host.name(),
+                           duration_ms:% = duration_ms,
+                           exit_code:% = out.code
+                               .map_or_else(|| "none".to_string(), |c| c.to_string()),
+                           script:% = script_shown,
+                           output:% = log_output;
+                           "hook failed"
+                       );
             return Err(WorkspaceError::HookFailed {
                 hook: kind,
                 exit_code: out.code,
@@ -308,10 +337,14 @@ impl WorkspaceManager {
             });
         }
         log::info!(
-            "hook completed hook={kind} {issue} ssh_host={} duration_ms={duration_ms} output_bytes={}",
-            host.name(),
-            out.stderr.len()
-        );
+                   hook:% = kind,
+        issue_id:% = env.issue_id,
+        issue_identifier:% = env.issue_identifier,
+                   ssh_host:% = host.name(),
+                   duration_ms:% = duration_ms,
+                   output_bytes:% = out.stderr.len();
+                   "hook completed"
+               );
         Ok(HookOutput {
             ran: true,
             output,
@@ -373,10 +406,11 @@ impl WorkspaceManager {
             };
             if let Err(err) = self.run_hook_on(HookKind::BeforeRemove, &path, &env, Some(host)) {
                 log::warn!(
-                    "before_remove hook failed, removing anyway {} ssh_host={} error={:?}",
-                    issue_fields(issue_id, identifier),
-                    host.name(),
-                    mask(&err.to_string())
+                                    ssh_host:% = host.name(),
+                                    error:% = mask(&err.to_string()),
+                 issue_id:% = issue_id,
+                 issue_identifier:% = identifier;
+                                    "before_remove hook failed, removing anyway"
                 );
             }
             remove_remote_dir(host, &path)?;
@@ -395,10 +429,11 @@ impl WorkspaceManager {
         };
         if remote_present || local_present {
             log::info!(
-                "workspace removed {} ssh_host={} path={}",
-                issue_fields(issue_id, identifier),
-                host.name(),
-                path.display()
+                            ssh_host:% = host.name(),
+                            path:% = path.display(),
+             issue_id:% = issue_id,
+             issue_identifier:% = identifier;
+                            "workspace removed"
             );
         }
         Ok(remote_present || local_present)

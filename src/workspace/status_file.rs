@@ -17,10 +17,7 @@ pub(crate) fn remove_stale_status(workspace: &Path) {
     match std::fs::symlink_metadata(&status) {
         Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
             if let Err(e) = std::fs::remove_file(&status) {
-                log::warn!(
-                    "stale status file not removed path={} error={e}",
-                    status.display()
-                );
+                log::warn!(path:% = status.display(), error:% = e; "stale status file not removed");
             }
         }
         _ => {}

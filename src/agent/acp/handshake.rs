@@ -138,13 +138,16 @@ pub fn start(
                     return Err(session_error("session/load", &e, &methods));
                 }
                 Err(RpcFailure::Error(e)) => log::warn!(
-                    "agent session/load failed, starting a new session (earlier context lost) session_id={id} error={e}"
+                    session_id:% = id,
+                    error:% = e;
+                    "agent session/load failed, starting a new session (earlier context lost)"
                 ),
                 Err(f) => return Err(failure(peer, "session/load", &f)),
             }
         } else {
             log::warn!(
-                "agent cannot load sessions, starting a new one (earlier context lost) session_id={id}"
+                session_id:% = id;
+                "agent cannot load sessions, starting a new one (earlier context lost)"
             );
         }
     }

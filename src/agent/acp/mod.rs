@@ -120,22 +120,24 @@ impl AgentAdapter for AcpAdapter {
             Err(e) => {
                 peer.stop(Duration::ZERO, None);
                 log::warn!(
-                    "agent session start failed agent_kind={KIND} issue_id={} issue_identifier={} error_kind={} error={:?}",
-                    params.issue_id,
-                    params.issue_identifier,
-                    e.kind,
-                    e.message
+                    agent_kind:% = KIND,
+                    issue_id:% = params.issue_id,
+                    issue_identifier:% = params.issue_identifier,
+                    error_kind:% = e.kind,
+                    error:% = e.message;
+                    "agent session start failed"
                 );
                 return Err(e);
             }
         };
         log::info!(
-            "agent session started agent_kind={KIND} issue_id={} issue_identifier={} session_id={} resumed={} pid={}",
-            params.issue_id,
-            params.issue_identifier,
-            started.session_id,
-            started.resumed,
-            peer.pid()
+            agent_kind:% = KIND,
+            issue_id:% = params.issue_id,
+            issue_identifier:% = params.issue_identifier,
+            session_id:% = started.session_id,
+            resumed:% = started.resumed,
+            pid:% = peer.pid();
+            "agent session started"
         );
         Ok(Box::new(AcpSession {
             pid: peer.pid(),

@@ -112,10 +112,12 @@ impl AcpSession {
         if let Some(mut peer) = self.peer.take() {
             let exit = peer.stop(self.stop_grace, cancel.map(|c| c.urgent_receiver()));
             log::debug!(
-                "agent server stopped agent_kind=agent-client-protocol issue_id={} issue_identifier={} session_id={} exit={exit:?}",
-                self.issue_id,
-                self.issue_identifier,
-                self.session_id
+                agent_kind:% = "agent-client-protocol",
+                issue_id:% = self.issue_id,
+                issue_identifier:% = self.issue_identifier,
+                session_id:% = self.session_id,
+                exit:% = crate::log_field::opt(&exit);
+                "agent server stopped"
             );
         }
     }
@@ -151,11 +153,12 @@ impl AgentSession for AcpSession {
         let first_turn = self.turns_run == 0;
         self.turns_run += 1;
         log::info!(
-            "agent turn starting agent_kind=agent-client-protocol issue_id={} issue_identifier={} session_id={} turn={}",
-            self.issue_id,
-            self.issue_identifier,
-            self.session_id,
-            self.turns_run
+            agent_kind:% = "agent-client-protocol",
+            issue_id:% = self.issue_id,
+            issue_identifier:% = self.issue_identifier,
+            session_id:% = self.session_id,
+            turn:% = self.turns_run;
+            "agent turn starting"
         );
         let params =
             json!({"sessionId": self.session_id, "prompt": [{"type": "text", "text": prompt}]});
@@ -188,12 +191,13 @@ impl AgentSession for AcpSession {
         send_all(events, evs);
         if !outcome.is_completed() {
             log::warn!(
-                "agent turn failed agent_kind=agent-client-protocol issue_id={} issue_identifier={} session_id={} outcome={:?} stderr={}",
-                self.issue_id,
-                self.issue_identifier,
-                self.session_id,
-                outcome.error_kind(),
-                crate::mask::mask(&peer.child().stderr_text())
+                agent_kind:% = "agent-client-protocol",
+                issue_id:% = self.issue_id,
+                issue_identifier:% = self.issue_identifier,
+                session_id:% = self.session_id,
+                outcome:% = crate::log_field::opt(&outcome.error_kind().map(|k| k.code())),
+                stderr:% = crate::mask::mask(&peer.child().stderr_text());
+                "agent turn failed"
             );
         }
         self.peer = Some(peer);

@@ -149,9 +149,9 @@ impl AgentAdapter for ClaudeAdapter {
             == Some(false)
         {
             log::warn!(
-                "claude-code session_persistence is false: --resume will not work issue_id={} issue_identifier={}",
-                params.issue_id,
-                params.issue_identifier
+                issue_id:% = params.issue_id,
+                issue_identifier:% = params.issue_identifier;
+                "claude-code session_persistence is false: --resume will not work"
             );
         }
         let env = crate::agent::env::session_env(&self.settings, ENV_VARS, &params);
@@ -253,11 +253,12 @@ impl AgentSession for ClaudeSession {
         };
         let limits = TurnLimits::from_settings(&self.settings);
         log::info!(
-            "agent turn starting agent_kind={KIND} issue_id={} issue_identifier={} session_id={} resume={}",
-            self.issue_id,
-            self.issue_identifier,
-            self.session_id,
-            self.resume_next
+            agent_kind:% = KIND,
+            issue_id:% = self.issue_id,
+            issue_identifier:% = self.issue_identifier,
+            session_id:% = self.session_id,
+            resume:% = self.resume_next;
+            "agent turn starting"
         );
         let mut parser = ClaudeParser::new(
             Arc::clone(&self.clock),

@@ -76,7 +76,9 @@ pub fn start(
             }
             Err(f @ RpcFailure::Error(_)) => {
                 log::warn!(
-                    "codex thread/resume failed, starting a new thread (earlier context lost) thread_id={id} error={f}"
+                    thread_id:% = id,
+                    error:% = f;
+                    "codex thread/resume failed, starting a new thread (earlier context lost)"
                 );
             }
             Err(f) => return Err(failure(peer, "thread/resume", &f)),
@@ -207,7 +209,7 @@ fn await_login(peer: &mut RpcPeer, timeout: Duration) -> Result<(), AgentError> 
                 peer.respond(&id, reply)
                     .map_err(|f| failure(peer, "login", &f))?;
             }
-            Recv::Message(other) => log::debug!("codex message during login message={other:?}"),
+            Recv::Message(other) => log::debug!(message:? = other; "codex message during login"),
             Recv::TimedOut | Recv::Cancelled => {
                 return Err(failure(
                     peer,
@@ -233,13 +235,13 @@ fn skip_buffered(peer: &mut RpcPeer) {
         match m {
             Message::Notification { method, params } if method == "configWarning" => {
                 let summary = params.get("summary").and_then(Value::as_str).unwrap_or("");
-                log::info!("codex config warning summary={summary:?}");
+                log::info!(summary:% = summary; "codex config warning");
             }
             Message::Request { id, method, params } => {
                 let reply = refuse(&method, &params);
                 let _ = peer.respond(&id, reply);
             }
-            other => log::debug!("codex handshake message={other:?}"),
+            other => log::debug!(message:? = other; "codex handshake"),
         }
     }
 }

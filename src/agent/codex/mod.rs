@@ -120,22 +120,22 @@ impl AgentAdapter for CodexAdapter {
             Err(e) => {
                 peer.stop(Duration::ZERO, None);
                 log::warn!(
-                    "codex session start failed issue_id={} issue_identifier={} error_kind={} error={:?}",
-                    params.issue_id,
-                    params.issue_identifier,
-                    e.kind,
-                    e.message
+                    issue_id:% = params.issue_id,
+                    issue_identifier:% = params.issue_identifier,
+                    error_kind:% = e.kind,
+                    error:% = e.message;
+                    "codex session start failed"
                 );
                 return Err(e);
             }
         };
         log::info!(
-            "codex session started issue_id={} issue_identifier={} session_id={} resumed={} pid={}",
-            params.issue_id,
-            params.issue_identifier,
-            started.thread_id,
-            started.resumed,
-            peer.pid()
+            issue_id:% = params.issue_id,
+            issue_identifier:% = params.issue_identifier,
+            session_id:% = started.thread_id,
+            resumed:% = started.resumed,
+            pid:% = peer.pid();
+            "codex session started"
         );
         Ok(Box::new(CodexSession {
             pid: peer.pid(),

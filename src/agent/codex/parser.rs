@@ -184,7 +184,7 @@ impl CodexParser {
             Err(e) if self.turn_id.is_none() && self.completed.is_none() => {
                 self.start_error = Some(e.to_string());
             }
-            Err(e) => log::debug!("codex error response during a turn error={e}"),
+            Err(e) => log::debug!(error:% = e; "codex error response during a turn"),
         }
         Vec::new()
     }
@@ -224,7 +224,7 @@ impl CodexParser {
             // The handshake's own announcement, when it arrives after the thread was started.
             "thread/started" => Vec::new(),
             "turn/diff/updated" => {
-                log::debug!("codex turn diff updated thread_id={}", self.ctx.thread_id);
+                log::debug!(thread_id:% = self.ctx.thread_id; "codex turn diff updated");
                 Vec::new()
             }
             "error" => {

@@ -136,10 +136,11 @@ impl CodexSession {
         if let Some(mut peer) = self.peer.take() {
             let exit = peer.stop(self.stop_grace, cancel.map(|c| c.urgent_receiver()));
             log::debug!(
-                "codex app-server stopped issue_id={} issue_identifier={} session_id={} exit={exit:?}",
-                self.issue_id,
-                self.issue_identifier,
-                self.thread_id
+                issue_id:% = self.issue_id,
+                issue_identifier:% = self.issue_identifier,
+                session_id:% = self.thread_id,
+                exit:% = crate::log_field::opt(&exit);
+                "codex app-server stopped"
             );
         }
     }
@@ -184,11 +185,12 @@ impl AgentSession for CodexSession {
             self.carry.clone(),
         );
         log::info!(
-            "agent turn starting agent_kind=codex issue_id={} issue_identifier={} session_id={} turn={}",
-            self.issue_id,
-            self.issue_identifier,
-            self.thread_id,
-            self.turns_run
+            agent_kind:% = "codex",
+            issue_id:% = self.issue_id,
+            issue_identifier:% = self.issue_identifier,
+            session_id:% = self.thread_id,
+            turn:% = self.turns_run;
+            "agent turn starting"
         );
         let mut end = TurnEnd::default();
         let params =
@@ -219,12 +221,13 @@ impl AgentSession for CodexSession {
         self.carry = parser.carry().clone();
         if !outcome.is_completed() {
             log::warn!(
-                "agent turn failed agent_kind=codex issue_id={} issue_identifier={} session_id={} outcome={:?} stderr={}",
-                self.issue_id,
-                self.issue_identifier,
-                self.thread_id,
-                outcome.error_kind(),
-                crate::mask::mask(&peer.child().stderr_text())
+                agent_kind:% = "codex",
+                issue_id:% = self.issue_id,
+                issue_identifier:% = self.issue_identifier,
+                session_id:% = self.thread_id,
+                outcome:% = crate::log_field::opt(&outcome.error_kind().map(|k| k.code())),
+                stderr:% = crate::mask::mask(&peer.child().stderr_text());
+                "agent turn failed"
             );
         }
         self.peer = Some(peer);

@@ -107,13 +107,13 @@ impl AgentAdapter for CopilotAdapter {
         // The preflight runs the CLI here; on a host it is skipped.
         if remote.is_none() {
             preflight::check(&program, &command_args, &workspace, &env).inspect_err(|e| {
-            log::warn!(
-                "copilot preflight failed issue_id={} issue_identifier={} error_kind={} error={:?}",
-                params.issue_id,
-                params.issue_identifier,
-                e.kind,
-                e.message
-            );
+                log::warn!(
+                    issue_id:% = params.issue_id,
+                    issue_identifier:% = params.issue_identifier,
+                    error_kind:% = e.kind,
+                    error:% = e.message;
+                    "copilot preflight failed"
+                );
             })?;
         }
         Ok(Box::new(CopilotSession {
@@ -222,11 +222,12 @@ impl AgentSession for CopilotSession {
             ..ProcessSpec::default()
         };
         log::info!(
-            "agent turn starting agent_kind={KIND} issue_id={} issue_identifier={} session_id={} continuity={:?}",
-            self.issue_id,
-            self.issue_identifier,
-            self.session_id.as_deref().unwrap_or(""),
-            continuity
+            agent_kind:% = KIND,
+            issue_id:% = self.issue_id,
+            issue_identifier:% = self.issue_identifier,
+            session_id:% = self.session_id.as_deref().unwrap_or(""),
+            continuity:? = continuity;
+            "agent turn starting"
         );
         let mut parser = CopilotParser::new(
             Arc::clone(&self.clock),
@@ -243,11 +244,12 @@ impl AgentSession for CopilotSession {
         if let Some(p) = parser.premium_requests() {
             self.premium_requests = self.premium_requests.saturating_add(p);
             log::info!(
-                "copilot turn premium requests issue_id={} issue_identifier={} session_id={} premium_requests={p} session_premium_requests={}",
-                self.issue_id,
-                self.issue_identifier,
-                self.session_id.as_deref().unwrap_or(""),
-                self.premium_requests
+                issue_id:% = self.issue_id,
+                issue_identifier:% = self.issue_identifier,
+                session_id:% = self.session_id.as_deref().unwrap_or(""),
+                premium_requests:% = p,
+                session_premium_requests:% = self.premium_requests;
+                "copilot turn premium requests"
             );
         }
         TurnResult {

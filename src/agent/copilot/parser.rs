@@ -141,7 +141,7 @@ impl CopilotParser {
             | "session.mcp_servers_loaded"
             | "session.shutdown"
             | "user.message" => {
-                log::debug!("copilot stream line type={ty}");
+                log::debug!("type":% = ty; "copilot stream line");
                 Vec::new()
             }
             t if t.ends_with("_delta") => vec![self.notification(String::new())],

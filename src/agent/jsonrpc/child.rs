@@ -210,8 +210,9 @@ impl RpcChild {
         let escaped = orphans::end_token(&self.token);
         if escaped > 0 {
             log::warn!(
-                "agent session left processes outside its group, killed pid={} count={escaped}",
-                self.pid
+                pid:% = self.pid,
+                count:% = escaped;
+                "agent session left processes outside its group, killed"
             );
         }
         let _ = self.reader_done.recv_timeout(READER_JOIN);

@@ -97,7 +97,7 @@ impl RpcPeer {
     pub fn send_request(&mut self, method: &str, params: Value) -> Result<u64, RpcFailure> {
         let id = self.next_id;
         self.next_id += 1;
-        log::debug!("jsonrpc request id={id} method={method}");
+        log::debug!(id:% = id, method:% = method; "jsonrpc request");
         if self
             .child
             .write(message::request(self.dialect, id, method, params))

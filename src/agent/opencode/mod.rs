@@ -257,10 +257,11 @@ impl AgentSession for OpencodeSession {
             grace: self.settings.stop_grace(),
         };
         log::info!(
-            "agent turn starting agent_kind={KIND} issue_id={} issue_identifier={} session_id={}",
-            self.issue_id,
-            self.issue_identifier,
-            self.session_id.as_deref().unwrap_or("")
+            agent_kind:% = KIND,
+            issue_id:% = self.issue_id,
+            issue_identifier:% = self.issue_identifier,
+            session_id:% = self.session_id.as_deref().unwrap_or("");
+            "agent turn starting"
         );
         let ctx = SessionContext {
             expected: self.session_id.clone(),
@@ -271,10 +272,11 @@ impl AgentSession for OpencodeSession {
         let turn = process::run_turn(&spec, &mut parser, events, cancel, limits);
         if let Some(got) = parser.mismatched_session() {
             log::warn!(
-                "opencode continued another session issue_id={} issue_identifier={} session_id={} reported={got}",
-                self.issue_id,
-                self.issue_identifier,
-                self.session_id.as_deref().unwrap_or("")
+                issue_id:% = self.issue_id,
+                issue_identifier:% = self.issue_identifier,
+                session_id:% = self.session_id.as_deref().unwrap_or(""),
+                reported:% = got;
+                "opencode continued another session"
             );
         } else if let Some(sid) = parser.session_id().filter(|s| !s.is_empty()) {
             self.session_id = Some(sid);
@@ -282,12 +284,12 @@ impl AgentSession for OpencodeSession {
         }
         if parser.usage_from_export() {
             log::info!(
-                "opencode usage read from the session export issue_id={} issue_identifier={} session_id={} source={:?} strategy={:?}",
-                self.issue_id,
-                self.issue_identifier,
-                self.session_id.as_deref().unwrap_or(""),
-                EXPORT_PROVENANCE.source,
-                EXPORT_PROVENANCE.strategy
+                issue_id:% = self.issue_id,
+                issue_identifier:% = self.issue_identifier,
+                session_id:% = self.session_id.as_deref().unwrap_or(""),
+                source:? = EXPORT_PROVENANCE.source,
+                strategy:? = EXPORT_PROVENANCE.strategy;
+                "opencode usage read from the session export"
             );
         }
         TurnResult {

@@ -305,20 +305,23 @@ impl OpencodeParser {
         let parsed = match hook(&sid) {
             Ok(text) => parse_export(&text),
             Err(e) => {
-                log::warn!("opencode export failed session_id={sid} error={e}");
+                log::warn!(session_id:% = sid, error:% = e; "opencode export failed");
                 return None;
             }
         };
         let Some(ExportUsage { usage, model, cost }) = parsed else {
-            log::warn!("opencode export has no assistant message session_id={sid}");
+            log::warn!(session_id:% = sid; "opencode export has no assistant message");
             return None;
         };
         if self.model.is_none() {
             self.model = model;
         }
         log::debug!(
-            "opencode export read session_id={sid} usage={usage:?} cost_usd={cost:?} model={:?}",
-            self.model
+            session_id:% = sid,
+            usage:? = usage,
+            cost_usd:% = crate::log_field::opt(&cost),
+            model:% = crate::log_field::opt(&self.model);
+            "opencode export read"
         );
         let usage = usage?;
         self.export_usage = Some(usage);
@@ -327,8 +330,10 @@ impl OpencodeParser {
             // matches the live sum on a one-step turn and the last step on a longer one.
             if usage != self.live && Some(usage) != self.last_step {
                 log::warn!(
-                    "opencode export disagrees with the streamed usage, keeping the streamed sum session_id={sid} live={:?} export={usage:?}",
-                    self.live
+                    session_id:% = sid,
+                    live:? = self.live,
+                    export:? = usage;
+                    "opencode export disagrees with the streamed usage, keeping the streamed sum"
                 );
             }
             return None;

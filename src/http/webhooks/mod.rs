@@ -94,7 +94,7 @@ impl Ingress {
         let mut kinds: Vec<&str> = secrets.keys().map(|k| k.as_str()).collect();
         kinds.sort_unstable();
         if !kinds.is_empty() {
-            log::info!("webhook ingress enabled kinds={}", kinds.join(","));
+            log::info!(kinds:% = kinds.join(","); "webhook ingress enabled");
         }
         Ingress {
             secrets,
@@ -260,11 +260,13 @@ fn accept(state: &AppState, req: Request, a: Accepted, remote: &str, now: i64) {
         Ok(o @ (RefreshOutcome::Queued | RefreshOutcome::Coalesced)) => {
             let coalesced = o == RefreshOutcome::Coalesced;
             log::info!(
-                "webhook delivery accepted kind={} delivery={delivery_log} event={} issue={} poll={} remote={remote}",
-                a.kind.as_str(),
-                echo(&a.event),
-                echo(&a.issue),
-                if coalesced { "coalesced" } else { "queued" }
+                kind:% = a.kind.as_str(),
+                delivery:% = delivery_log,
+                event:% = echo(&a.event),
+                issue:% = echo(&a.issue),
+                poll:% = if coalesced { "coalesced" } else { "queued" },
+                remote:% = remote;
+                "webhook delivery accepted"
             );
             send_json(
                 req,
@@ -338,7 +340,7 @@ fn send_with_retry_after(req: Request, r: &Refused, seconds: u64) {
         resp.add_header(h);
     }
     if let Err(e) = req.respond(resp) {
-        log::debug!("http response not delivered error=\"{e}\"");
+        log::debug!(error:% = e; "http response not delivered");
     }
 }
 

@@ -53,11 +53,11 @@ pub fn check(row: &mut ReactionRow, mem: &mut RowMemory, cx: &mut CheckCx<'_>) -
     }
     if let Err(e) = cx.scm.remove_label(&pr, &added.label) {
         log::warn!(
-            "label command not consumed issue_id={} issue_identifier={} label={:?} error={:?}",
-            row.issue.id,
-            row.issue.identifier,
-            added.label,
-            e.to_string()
+            issue_id:% = row.issue.id,
+            issue_identifier:% = row.issue.identifier,
+            label:% = added.label,
+            error:% = e.to_string();
+            "label command not consumed"
         );
         return cx.backoff(interval, row.backoff_count + 1);
     }

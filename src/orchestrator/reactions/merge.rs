@@ -78,10 +78,11 @@ pub fn check(row: &mut ReactionRow, _mem: &mut RowMemory, cx: &mut CheckCx<'_>) 
 fn delete_branch(cx: &CheckCx<'_>, row: &ReactionRow, branch: &str) {
     if let Err(e) = cx.scm.delete_branch(&row.pr.pr, branch) {
         log::warn!(
-            "branch delete after merge failed issue_id={} issue_identifier={} branch={branch:?} error={:?}",
-            row.issue.id,
-            row.issue.identifier,
-            e.to_string()
+            issue_id:% = row.issue.id,
+            issue_identifier:% = row.issue.identifier,
+            branch:% = branch,
+            error:% = e.to_string();
+            "branch delete after merge failed"
         );
     }
 }

@@ -39,11 +39,13 @@ impl Orchestrator {
             .unwrap_or_default();
         let refused = |what: &str, error: String| {
             log::warn!(
-                "attempt refused issue_id={} issue_identifier={} rule_name={:?} agent_kind={} reason={what} error={error:?}",
-                issue.id,
-                issue.identifier,
-                route.rule_name,
-                route.agent_kind
+                issue_id:% = issue.id,
+                issue_identifier:% = issue.identifier,
+                rule_name:% = route.rule_name,
+                agent_kind:% = route.agent_kind,
+                reason:% = what,
+                error:% = error;
+                "attempt refused"
             );
         };
         let template = match self.route_template(&route) {

@@ -16,8 +16,8 @@ impl Orchestrator {
         let db = &self.state.health.database;
         if db.failing_streak > 0 {
             log::warn!(
-                "dispatch paused: database check failing error={:?}",
-                db.error.as_deref().unwrap_or("")
+                error:% = db.error.as_deref().unwrap_or("");
+                "dispatch paused: database check failing"
             );
             return true;
         }
@@ -90,15 +90,15 @@ impl Orchestrator {
             ssh_host: ssh_host.clone(),
         };
         log::info!(
-            "dispatching issue_id={} issue_identifier={} dispatch_id={} attempt={} rule_name={:?} agent_kind={} chain_id={} ssh_host={}",
-            issue.id,
-            issue.identifier,
-            dispatch_id,
-            attempt,
-            attempt_route.rule_name,
-            attempt_route.agent_kind,
-            attempt_route.chain_id,
-            ssh_host.as_ref().map_or("", |h| h.name())
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            dispatch_id:% = dispatch_id,
+            attempt:% = attempt,
+            rule_name:% = attempt_route.rule_name,
+            agent_kind:% = attempt_route.agent_kind,
+            chain_id:% = attempt_route.chain_id,
+            ssh_host:% = ssh_host.as_ref().map_or("", |h| h.name());
+            "dispatching"
         );
         self.state
             .dispatch_index
@@ -155,11 +155,11 @@ impl Orchestrator {
             && let Err(err) = persist::write_started_session(&self.store, e, &self.workflow, now)
         {
             log::error!(
-                "session not recorded, agent not started issue_id={} issue_identifier={} dispatch_id={} error={:?}",
-                issue.id,
-                issue.identifier,
-                dispatch_id,
-                err.to_string()
+                issue_id:% = issue.id,
+                issue_identifier:% = issue.identifier,
+                dispatch_id:% = dispatch_id,
+                error:% = err.to_string();
+                "session not recorded, agent not started"
             );
             self.metrics.dispatch("error");
             self.unspawned(
@@ -179,10 +179,10 @@ impl Orchestrator {
             .dispatch(if spawned.is_ok() { "success" } else { "error" });
         if let Err(e) = spawned {
             log::error!(
-                "failed to spawn agent issue_id={} issue_identifier={} error={:?}",
-                issue.id,
-                issue.identifier,
-                e.to_string()
+                issue_id:% = issue.id,
+                issue_identifier:% = issue.identifier,
+                error:% = e.to_string();
+                "failed to spawn agent"
             );
             self.unspawned(
                 &issue,
@@ -241,9 +241,9 @@ impl Orchestrator {
     /// like a retry that found every host full.
     fn no_host_room(&mut self, issue: &Issue, attempt: u32, pass: Pass) {
         log::warn!(
-            "no ssh host has room issue_id={} issue_identifier={}",
-            issue.id,
-            issue.identifier
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier;
+            "no ssh host has room"
         );
         self.schedule_retry(
             issue,

@@ -51,9 +51,9 @@ fn stop_at_budget(e: &mut RunningEntry, stop: BudgetStop) {
         ),
     };
     log::warn!(
-        "budget reached, stopping session issue_id={} issue_identifier={} {used} {limit}",
-        e.facts.issue.id,
-        e.facts.issue.identifier,
+        issue_id:% = e.facts.issue.id,
+        issue_identifier:% = format!("{} {used} {limit}", e.facts.issue.identifier);
+        "budget reached, stopping session"
     );
     e.facts.budget_stop = Some(stop);
     e.handles.cancel.cancel(CancelReason::Budget);

@@ -60,9 +60,10 @@ impl Orchestrator {
             self.state.awaiting_record.remove(dispatch_id)
         {
             log::info!(
-                "run record committed after the database recovered issue_id={} issue_identifier={} dispatch_id={dispatch_id}",
-                entry.facts.issue.id,
-                entry.facts.issue.identifier
+                issue_id:% = entry.facts.issue.id,
+                issue_identifier:% = entry.facts.issue.identifier,
+                dispatch_id:% = dispatch_id;
+                "run record committed after the database recovered"
             );
             self.finish_exit(entry, result);
         }
@@ -108,10 +109,16 @@ impl Orchestrator {
         };
         let answers = answers.unwrap_or_else(|panic| {
             log::error!(
-                "exit tracker calls panicked issue_id={issue_id} issue_identifier={} panic={panic:?}",
-                s.entry.facts.issue.identifier
+                issue_id:% = issue_id,
+                issue_identifier:% = s.entry.facts.issue.identifier,
+                panic:% = panic;
+                "exit tracker calls panicked"
             );
-            failed_answers(&s.step, tracker_kind, &format!("tracker calls panicked: {panic}"))
+            failed_answers(
+                &s.step,
+                tracker_kind,
+                &format!("tracker calls panicked: {panic}"),
+            )
         });
         self.apply_answers(&s.entry, s.step, answers, s.result.session_id.clone());
         self.exit_done(&s.entry, &s.result);
@@ -177,11 +184,11 @@ impl Orchestrator {
             Ok(persist::RunRecorded::Committed(_)) => RecordState::Committed,
             Ok(persist::RunRecorded::Kept(error)) => {
                 log::error!(
-                    "run record kept until the database takes writes; issue waits issue_id={} issue_identifier={} dispatch_id={} error={:?}",
-                    entry.facts.issue.id,
-                    entry.facts.issue.identifier,
-                    result.dispatch_id,
-                    error.to_string()
+                    issue_id:% = entry.facts.issue.id,
+                    issue_identifier:% = entry.facts.issue.identifier,
+                    dispatch_id:% = result.dispatch_id,
+                    error:% = error.to_string();
+                    "run record kept until the database takes writes; issue waits"
                 );
                 self.state.health.database.record(
                     now,
@@ -194,10 +201,10 @@ impl Orchestrator {
             }
             Err(e) => {
                 log::error!(
-                    "failed to record run; issue not handed off issue_id={} issue_identifier={} error={:?}",
-                    entry.facts.issue.id,
-                    entry.facts.issue.identifier,
-                    e.to_string()
+                    issue_id:% = entry.facts.issue.id,
+                    issue_identifier:% = entry.facts.issue.identifier,
+                    error:% = e.to_string();
+                    "failed to record run; issue not handed off"
                 );
                 RecordState::Failed
             }
@@ -229,14 +236,16 @@ impl Orchestrator {
                 };
                 if let Err(e) = removed {
                     log::warn!(
-                        "workspace cleanup failed issue_id={id} issue_identifier={identifier} error={:?}",
-                        e.to_string()
+                        issue_id:% = id,
+                        issue_identifier:% = identifier,
+                        error:% = e.to_string();
+                        "workspace cleanup failed"
                     );
                 }
             },
             |_, done| {
                 if let Err(panic) = done {
-                    log::error!("workspace removal panicked panic={panic:?}");
+                    log::error!(panic:% = panic; "workspace removal panicked");
                 }
             },
         );
@@ -310,9 +319,11 @@ impl Orchestrator {
             ) => self.hand_off_or_continue(entry, attempt, session_id, (step, hop, transition)),
             (step, answers) => {
                 log::error!(
-                    "exit answers do not match the step; releasing the claim issue_id={} issue_identifier={} step={step:?} answers={answers:?}",
-                    issue.id,
-                    issue.identifier
+                    issue_id:% = issue.id,
+                    issue_identifier:% = issue.identifier,
+                    step:? = step,
+                    answers:? = answers;
+                    "exit answers do not match the step; releasing the claim"
                 );
                 self.release(&issue.id);
             }
@@ -348,12 +359,12 @@ impl Orchestrator {
         };
         log::log!(
             level,
-            "{what} issue_id={} issue_identifier={} next_attempt={} delay_ms={} error={:?}",
-            issue.id,
-            issue.identifier,
-            attempt,
-            delay_ms,
-            error.stored()
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            next_attempt:% = attempt,
+            delay_ms:% = delay_ms,
+            error:% = error.stored();
+            "{what}"
         );
         self.schedule_retry(
             issue,
@@ -421,10 +432,10 @@ impl Orchestrator {
                     && self.record_handoff(issue, &state, result)
                 {
                     log::info!(
-                        "handoff transition succeeded, releasing claim issue_id={} issue_identifier={} state={:?}",
-                        issue.id,
-                        issue.identifier,
-                        state.to_string()
+                        issue_id:% = issue.id,
+                        issue_identifier:% = issue.identifier,
+                        state:% = state.to_string();
+                        "handoff transition succeeded, releasing claim"
                     );
                     self.release(&issue.id);
                     return;
@@ -460,20 +471,20 @@ impl Orchestrator {
             Ok(()) => true,
             Err(e) => {
                 log::warn!(
-                    "parking label failed issue_id={} issue_identifier={} error={:?}",
-                    issue.id,
-                    issue.identifier,
-                    e.to_string()
+                    issue_id:% = issue.id,
+                    issue_identifier:% = issue.identifier,
+                    error:% = e.to_string();
+                    "parking label failed"
                 );
                 false
             }
         };
         let parked_state = state.unwrap_or_else(|why| {
             log::warn!(
-                "parked issue state not read issue_id={} issue_identifier={} error={:?}",
-                issue.id,
-                issue.identifier,
-                why
+                issue_id:% = issue.id,
+                issue_identifier:% = issue.identifier,
+                error:% = why;
+                "parked issue state not read"
             );
             parked_state_fallback(issue, &self.workflow.config.tracker)
         });
@@ -489,10 +500,10 @@ impl Orchestrator {
         };
         self.reset_hops(&issue.id, "parked");
         log::info!(
-            "issue parked issue_id={} issue_identifier={} reason={}",
-            issue.id,
-            issue.identifier,
-            park.reason
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            reason:% = park.reason;
+            "issue parked"
         );
         persist::park(&self.store, &park);
         self.state.parked.insert(issue.id.clone(), park);
@@ -559,11 +570,11 @@ impl Orchestrator {
             Err(e) => {
                 self.metrics.handoff("error");
                 log::warn!(
-                    "handoff transition failed issue_id={} issue_identifier={} state=\"{}\" error={:?}",
-                    issue.id,
-                    issue.identifier,
-                    state,
-                    e.to_string()
+                    issue_id:% = issue.id,
+                    issue_identifier:% = issue.identifier,
+                    state:% = state,
+                    error:% = e.to_string();
+                    "handoff transition failed"
                 );
                 false
             }

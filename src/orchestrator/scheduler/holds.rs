@@ -58,14 +58,14 @@ impl Orchestrator {
             since_ms: self.clock.now_ms(),
         };
         log::warn!(
-            "agent usage limit reached, holding new sessions of the kind until the reset issue_id={} issue_identifier={} agent_kind={} model_only={} model={:?} resets_at={} error={:?}",
-            issue.id,
-            issue.identifier,
-            hold.agent_kind,
-            hold.model_only,
-            hold.model.as_deref().unwrap_or(""),
-            crate::clock::rfc3339_ms(resets_at_ms),
-            limit.message
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            agent_kind:% = hold.agent_kind,
+            model_only:% = hold.model_only,
+            model:% = hold.model.as_deref().unwrap_or(""),
+            resets_at:% = crate::clock::rfc3339_ms(resets_at_ms),
+            error:% = limit.message;
+            "agent usage limit reached, holding new sessions of the kind until the reset"
         );
         persist::save_usage_hold(&self.store, &hold);
         self.state.agent_holds.note_usage_limit(hold);
@@ -76,10 +76,11 @@ impl Orchestrator {
     pub(super) fn note_auth_failed(&mut self, issue: &Issue, message: &str, kind: &str) {
         let kind = kind.to_string();
         log::error!(
-            "agent not logged in; holding every dispatch of the kind until the workflow reloads or a session of it succeeds issue_id={} issue_identifier={} agent_kind={kind} error={:?}",
-            issue.id,
-            issue.identifier,
-            message
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            agent_kind:% = kind,
+            error:% = message;
+            "agent not logged in; holding every dispatch of the kind until the workflow reloads or a session of it succeeds"
         );
         self.state.agent_holds.note_auth_failed(AuthHold {
             agent_kind: kind,
@@ -92,7 +93,9 @@ impl Orchestrator {
     pub(super) fn lift_auth_hold_after_success(&mut self, kind: &str) {
         if self.state.agent_holds.lift_auth(kind) {
             log::info!(
-                "agent login hold lifted after a successful turn agent_kind={kind} cause=session_succeeded"
+                agent_kind:% = kind,
+                cause:% = "session_succeeded";
+                "agent login hold lifted after a successful turn"
             );
         }
     }
@@ -101,7 +104,11 @@ impl Orchestrator {
     /// agent in, so every login hold lifts and the next poll tick tries again.
     pub(super) fn lift_auth_holds_after_reload(&mut self) {
         for kind in self.state.agent_holds.lift_all_auth() {
-            log::info!("agent login hold lifted agent_kind={kind} cause=workflow_reloaded");
+            log::info!(
+                agent_kind:% = kind,
+                cause:% = "workflow_reloaded";
+                "agent login hold lifted"
+            );
         }
     }
 
@@ -112,10 +119,10 @@ impl Orchestrator {
         for h in self.state.agent_holds.prune(now, grace) {
             persist::delete_usage_hold(&self.store, &h);
             log::info!(
-                "agent usage limit hold ended agent_kind={} model={:?} resets_at={}",
-                h.agent_kind,
-                h.model.as_deref().unwrap_or(""),
-                crate::clock::rfc3339_ms(h.resets_at_ms)
+                agent_kind:% = h.agent_kind,
+                model:% = h.model.as_deref().unwrap_or(""),
+                resets_at:% = crate::clock::rfc3339_ms(h.resets_at_ms);
+                "agent usage limit hold ended"
             );
         }
     }

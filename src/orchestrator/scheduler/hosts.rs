@@ -39,10 +39,10 @@ impl Orchestrator {
                 Ok(h) => h,
                 Err(e) => {
                     log::warn!(
-                        "last ssh host unknown issue_id={} issue_identifier={} error={:?}",
-                        issue.id,
-                        issue.identifier,
-                        e.to_string()
+                        issue_id:% = issue.id,
+                        issue_identifier:% = issue.identifier,
+                        error:% = e.to_string();
+                        "last ssh host unknown"
                     );
                     None
                 }
@@ -76,13 +76,13 @@ impl Orchestrator {
         let now = self.clock.now_ms();
         if let Some(until) = self.state.hosts.record_unreachable(host, now) {
             log::warn!(
-                "ssh host out of service ssh_host={} until={} failures_in_a_row={}",
-                host,
-                crate::clock::rfc3339_ms(until),
-                crate::orchestrator::host_pool::FAILURES_BEFORE_OUT
+                ssh_host:% = host,
+                until:% = crate::clock::rfc3339_ms(until),
+                failures_in_a_row:% = crate::orchestrator::host_pool::FAILURES_BEFORE_OUT;
+                "ssh host out of service"
             );
         } else {
-            log::warn!("ssh host unreachable ssh_host={host}");
+            log::warn!(ssh_host:% = host; "ssh host unreachable");
         }
     }
 }
@@ -103,10 +103,7 @@ pub(super) fn host_named_in(
             options: worker.options.clone(),
         }),
         Err(e) => {
-            log::warn!(
-                "ssh host unusable ssh_host={name:?} error={:?}",
-                e.to_string()
-            );
+            log::warn!(ssh_host:% = name, error:% = e.to_string(); "ssh host unusable");
             None
         }
     }
@@ -124,8 +121,9 @@ pub(super) fn workspace_host_in(
         Ok(name) => host_named_in(worker, name.as_deref()),
         Err(e) => {
             log::warn!(
-                "last ssh host unknown issue_identifier={identifier} error={:?}",
-                e.to_string()
+                issue_identifier:% = identifier,
+                error:% = e.to_string();
+                "last ssh host unknown"
             );
             None
         }

@@ -124,11 +124,11 @@ impl Orchestrator {
         self.lanes.close();
         for o in self.lanes.outstanding() {
             log::warn!(
-                "tracker call abandoned at shutdown operation={:?} issue_identifier={:?} started={} waited_ms={}",
-                o.label.what,
-                o.label.subject,
-                o.started,
-                o.submitted.elapsed().as_millis()
+                operation:% = o.label.what,
+                issue_identifier:% = o.label.subject,
+                started:% = o.started,
+                waited_ms:% = o.submitted.elapsed().as_millis();
+                "tracker call abandoned at shutdown"
             );
         }
     }

@@ -286,18 +286,15 @@ impl Orchestrator {
                 }
                 self.rebuild_reactions(ws.reactions);
                 log::info!(
-                    "warm start restored retries={} parked={} stage_hops={} usage_holds={} dispatches_total={}",
-                    self.state.retries.len(),
-                    self.state.parked.len(),
-                    self.state.stage_hops.len(),
-                    self.state.agent_holds.usage.len(),
-                    self.state.totals.dispatches
+                    retries:% = self.state.retries.len(),
+                    parked:% = self.state.parked.len(),
+                    stage_hops:% = self.state.stage_hops.len(),
+                    usage_holds:% = self.state.agent_holds.usage.len(),
+                    dispatches_total:% = self.state.totals.dispatches;
+                    "warm start restored"
                 );
             }
-            Err(e) => log::warn!(
-                "warm start failed; starting empty error={:?}",
-                e.to_string()
-            ),
+            Err(e) => log::warn!(error:% = e.to_string(); "warm start failed; starting empty"),
         }
         self.recover_interrupted_sessions();
         self.sweep_terminal_workspaces();
@@ -315,7 +312,7 @@ impl Orchestrator {
         let sessions = match persist::interrupted_sessions(&self.store) {
             Ok(s) => s,
             Err(e) => {
-                log::error!("interrupted sessions not read error={:?}", e.to_string());
+                log::error!(error:% = e.to_string(); "interrupted sessions not read");
                 return;
             }
         };
@@ -333,10 +330,11 @@ impl Orchestrator {
                         Ok(GroupStop::Killed) => "killed",
                         Err(e) => {
                             log::error!(
-                                "agent group of an interrupted session not stopped issue_id={} issue_identifier={} pgid={pgid} error={:?}",
-                                s.issue_id,
-                                s.identifier,
-                                e.to_string()
+                                issue_id:% = s.issue_id,
+                                issue_identifier:% = s.identifier,
+                                pgid:% = pgid,
+                                error:% = e.to_string();
+                                "agent group of an interrupted session not stopped"
                             );
                             "error"
                         }
@@ -348,18 +346,20 @@ impl Orchestrator {
                 let n = orphans::kill_instance(&s.sortie_instance);
                 if n > 0 {
                     log::warn!(
-                        "escaped agent processes of the previous sortie killed instance={} count={n}",
-                        s.sortie_instance
+                        instance:% = s.sortie_instance,
+                        count:% = n;
+                        "escaped agent processes of the previous sortie killed"
                     );
                 }
             }
             log::warn!(
-                "session interrupted by a restart issue_id={} issue_identifier={} attempt={} session_id={} agent_pgid={} agent_group={stopped}",
-                s.issue_id,
-                s.identifier,
-                s.attempt + 1,
-                s.session_id,
-                s.agent_pgid.map(|p| p.to_string()).unwrap_or_default()
+                issue_id:% = s.issue_id,
+                issue_identifier:% = s.identifier,
+                attempt:% = s.attempt + 1,
+                session_id:% = s.session_id,
+                agent_pgid:% = s.agent_pgid.map(|p| p.to_string()).unwrap_or_default(),
+                agent_group:% = stopped;
+                "session interrupted by a restart"
             );
             if !s.session_id.is_empty()
                 && !self.state.retries.contains_key(&s.issue_id)
@@ -415,8 +415,8 @@ impl Orchestrator {
     /// supervisors' exits, whose agents are stopped like on shutdown. Nothing is scheduled.
     fn stop_agents_after_panic(&mut self) {
         log::error!(
-            "orchestrator panicked; stopping running sessions running={}",
-            self.state.running.len()
+            running:% = self.state.running.len();
+            "orchestrator panicked; stopping running sessions"
         );
         for e in self.state.running.values() {
             e.handles.cancel.cancel(CancelReason::Shutdown);
@@ -431,8 +431,8 @@ impl Orchestrator {
                 Ok(_) => {}
                 Err(_) => {
                     log::warn!(
-                        "sessions not stopped after orchestrator panic remaining={}",
-                        self.state.running.len()
+                        remaining:% = self.state.running.len();
+                        "sessions not stopped after orchestrator panic"
                     );
                     break;
                 }
@@ -476,9 +476,9 @@ impl Orchestrator {
                 }
                 if self.clock.instant() >= deadline {
                     log::warn!(
-                        "drain timeout exceeded, abandoning workers remaining={} settling={}",
-                        self.state.running.len(),
-                        self.state.settling.len()
+                        remaining:% = self.state.running.len(),
+                        settling:% = self.state.settling.len();
+                        "drain timeout exceeded, abandoning workers"
                     );
                     self.record_abandoned();
                     break;
@@ -513,10 +513,10 @@ impl Orchestrator {
         self.abandon_io();
         for s in self.state.settling.values() {
             log::warn!(
-                "exit not applied at shutdown; the issue is read again at the next start issue_id={} issue_identifier={} step={:?}",
-                s.entry.facts.issue.id,
-                s.entry.facts.issue.identifier,
-                s.step
+                issue_id:% = s.entry.facts.issue.id,
+                issue_identifier:% = s.entry.facts.issue.identifier,
+                step:? = s.step;
+                "exit not applied at shutdown; the issue is read again at the next start"
             );
         }
         persist::shutdown(&self.store);
@@ -715,9 +715,9 @@ impl Orchestrator {
                 };
                 if let Ok(stored) = &result {
                     log::info!(
-                        "attention item acknowledged item_id={} kind={}",
-                        stored.item_id,
-                        stored.kind
+                        item_id:% = stored.item_id,
+                        kind:% = stored.kind;
+                        "attention item acknowledged"
                     );
                     self.state
                         .acks
@@ -738,8 +738,8 @@ impl Orchestrator {
     fn shutdown_now(&mut self) {
         self.begin_shutdown();
         log::warn!(
-            "shutdown escalated: killing agent process groups running={}",
-            self.state.running.len()
+            running:% = self.state.running.len();
+            "shutdown escalated: killing agent process groups"
         );
         for e in self.state.running.values() {
             e.handles.cancel.escalate(CancelReason::Shutdown);
@@ -758,9 +758,9 @@ impl Orchestrator {
         let reserve = DRAIN_RESERVE.min(budget / 4);
         let now = self.clock.instant();
         log::info!(
-            "draining: cancelling running sessions running={} drain_timeout_ms={}",
-            self.state.running.len(),
-            budget.as_millis()
+            running:% = self.state.running.len(),
+            drain_timeout_ms:% = budget.as_millis();
+            "draining: cancelling running sessions"
         );
         self.shutdown_deadline = Some(now + budget);
         self.draining = Some(now + budget.saturating_sub(reserve));
@@ -794,10 +794,10 @@ impl Orchestrator {
                 pr_record: None,
             };
             log::warn!(
-                "recording abandoned run issue_id={} issue_identifier={} dispatch_id={}",
-                entry.facts.issue.id,
-                entry.facts.issue.identifier,
-                entry.facts.dispatch_id
+                issue_id:% = entry.facts.issue.id,
+                issue_identifier:% = entry.facts.issue.identifier,
+                dispatch_id:% = entry.facts.dispatch_id;
+                "recording abandoned run"
             );
             // Shutting down: a record the writer keeps is retried once more at its flush.
             let _ = self.record_exit(&entry, &result);
@@ -863,13 +863,13 @@ pub fn spawn_shutdown_watchdog(after: Duration) {
         .spawn(move || {
             std::thread::sleep(after);
             log::error!(
-                "shutdown did not finish within its budget; exiting now budget_ms={}",
-                after.as_millis()
+                budget_ms:% = after.as_millis();
+                "shutdown did not finish within its budget; exiting now"
             );
             std::process::exit(1);
         });
     if let Err(e) = spawned {
-        log::error!("shutdown watchdog not started error={:?}", e.to_string());
+        log::error!(error:% = e.to_string(); "shutdown watchdog not started");
     }
 }
 

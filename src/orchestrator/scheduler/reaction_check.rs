@@ -66,11 +66,11 @@ impl Orchestrator {
         };
         if let Some(replaced) = made.replaced_next_poll_at_ms {
             log::info!(
-                "reaction check made due on request issue_id={} issue_identifier={} reaction_kind={} replaced_next_poll_at={}",
-                made.due.issue_id,
-                made.due.issue_identifier,
-                kind,
-                crate::clock::rfc3339_ms(replaced)
+                issue_id:% = made.due.issue_id,
+                issue_identifier:% = made.due.issue_identifier,
+                reaction_kind:% = kind,
+                replaced_next_poll_at:% = crate::clock::rfc3339_ms(replaced);
+                "reaction check made due on request"
             );
         }
         CheckNowOutcome::Due(made.due)

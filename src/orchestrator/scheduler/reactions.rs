@@ -58,9 +58,9 @@ impl Orchestrator {
         };
         let Some(pr) = run.pull_request() else {
             log::debug!(
-                "reactions not seeded: the pull request record names no pull request issue_id={} issue_identifier={}",
-                issue.id,
-                issue.identifier
+                issue_id:% = issue.id,
+                issue_identifier:% = issue.identifier;
+                "reactions not seeded: the pull request record names no pull request"
             );
             return;
         };
@@ -69,11 +69,10 @@ impl Orchestrator {
             self.seed_one((issue.id.clone(), kind), &run, &pr, now, &cfg);
         }
         log::info!(
-            "pull request reactions watching issue_id={} issue_identifier={} pull_request={}#{}",
-            issue.id,
-            issue.identifier,
-            pr.repository(),
-            pr.number
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            pull_request:% = format!("{}#{}", pr.repository(), pr.number);
+            "pull request reactions watching"
         );
     }
 
@@ -170,7 +169,7 @@ impl Orchestrator {
         let done = match done {
             Ok(d) => d,
             Err(panic) => {
-                log::error!("reaction checks panicked panic={panic:?}");
+                log::error!(panic:% = panic; "reaction checks panicked");
                 return;
             }
         };
@@ -178,7 +177,7 @@ impl Orchestrator {
             h.check = done.health;
         }
         if let Err(e) = &done.states {
-            log::warn!("reaction issue states not read; reactions wait error={e:?}");
+            log::warn!(error:% = e; "reaction issue states not read; reactions wait");
             self.back_off_rows(&done.due);
             return;
         }
@@ -196,10 +195,10 @@ impl Orchestrator {
             if let Some(row) = self.state.reactions.remove(&key) {
                 self.state.reaction_memory.remove(&key);
                 log::warn!(
-                    "reaction watch window ended issue_id={} issue_identifier={} reaction_kind={}",
-                    row.issue.id,
-                    row.issue.identifier,
-                    row.kind
+                    issue_id:% = row.issue.id,
+                    issue_identifier:% = row.issue.identifier,
+                    reaction_kind:% = row.kind;
+                    "reaction watch window ended"
                 );
                 self.forget_row(&row);
             }
@@ -341,7 +340,7 @@ impl Orchestrator {
             self.state.reactions.remove(key);
             self.state.reaction_memory.remove(key);
         }
-        log::info!("pull request reactions ended issue_id={issue_id} why={why:?}");
+        log::info!(issue_id:% = issue_id, why:% = why; "pull request reactions ended");
         persist::reaction_write(&self.store, ReactionWrite::ClearIssue(issue_id.to_string()));
     }
 
@@ -365,10 +364,10 @@ impl Orchestrator {
 
     fn escalation_ended(&mut self, row: &ReactionRow) {
         log::info!(
-            "reaction escalation ended issue_id={} issue_identifier={} reaction_kind={}",
-            row.issue.id,
-            row.issue.identifier,
-            row.kind
+            issue_id:% = row.issue.id,
+            issue_identifier:% = row.issue.identifier,
+            reaction_kind:% = row.kind;
+            "reaction escalation ended"
         );
         persist::reaction_write(
             &self.store,
@@ -408,10 +407,11 @@ impl Orchestrator {
             }
             Step::End { why } => {
                 log::info!(
-                    "reaction ended issue_id={} issue_identifier={} reaction_kind={} why={why:?}",
-                    row.issue.id,
-                    row.issue.identifier,
-                    row.kind
+                    issue_id:% = row.issue.id,
+                    issue_identifier:% = row.issue.identifier,
+                    reaction_kind:% = row.kind,
+                    why:% = why;
+                    "reaction ended"
                 );
                 self.forget_row(&row);
             }
@@ -507,11 +507,11 @@ impl Orchestrator {
         mem.run_attempt = attempt + 1;
         self.note_dispatched(row, mem, fingerprint, given, now);
         log::info!(
-            "reaction dispatched a continuation issue_id={} issue_identifier={} reaction_kind={} attempt={}",
-            row.issue.id,
-            row.issue.identifier,
-            row.kind,
-            used
+            issue_id:% = row.issue.id,
+            issue_identifier:% = row.issue.identifier,
+            reaction_kind:% = row.kind,
+            attempt:% = used;
+            "reaction dispatched a continuation"
         );
     }
 
@@ -580,10 +580,10 @@ impl Orchestrator {
         )));
         if let Err(e) = self.store.writer().record_run(run, Vec::new()) {
             log::warn!(
-                "CI result not recorded issue_id={} issue_identifier={} error={:?}",
-                row.issue.id,
-                row.issue.identifier,
-                e.to_string()
+                issue_id:% = row.issue.id,
+                issue_identifier:% = row.issue.identifier,
+                error:% = e.to_string();
+                "CI result not recorded"
             );
         }
     }
@@ -608,10 +608,11 @@ impl Orchestrator {
         row.escalation_trigger = Some(trigger);
         persist::reaction_write(&self.store, ReactionWrite::SaveEscalation(stored(row)));
         log::warn!(
-            "reaction escalated to a person issue_id={} issue_identifier={} reaction_kind={} trigger={trigger}",
-            row.issue.id,
-            row.issue.identifier,
-            row.kind
+            issue_id:% = row.issue.id,
+            issue_identifier:% = row.issue.identifier,
+            reaction_kind:% = row.kind,
+            trigger:% = trigger;
+            "reaction escalated to a person"
         );
         self.tracker_ops
             .submit(crate::orchestrator::tracker_ops::TrackerOp::Escalate {
@@ -640,9 +641,10 @@ impl Orchestrator {
         }
         self.record_merged(&row.issue.id, merge_path, &row.pr.pr);
         log::info!(
-            "pull request merged issue_id={} issue_identifier={} merge_path={merge_path}",
-            row.issue.id,
-            row.issue.identifier
+            issue_id:% = row.issue.id,
+            issue_identifier:% = row.issue.identifier,
+            merge_path:% = merge_path;
+            "pull request merged"
         );
         let completion = (row.issue.id.clone(), ReactionKind::MergeCompletion);
         if row.kind == ReactionKind::Merge && self.state.reactions.contains_key(&completion) {
@@ -676,10 +678,10 @@ impl Orchestrator {
         cfg: &ReactionsConfig,
     ) {
         log::warn!(
-            "merge completion transition failed issue_id={} issue_identifier={} error={:?}",
-            row.issue.id,
-            row.issue.identifier,
-            e.to_string()
+            issue_id:% = row.issue.id,
+            issue_identifier:% = row.issue.identifier,
+            error:% = e.to_string();
+            "merge completion transition failed"
         );
         let used = row.used_attempts.unwrap_or(0) + 1;
         row.used_attempts = Some(used);

@@ -26,11 +26,11 @@ impl Orchestrator {
             let elapsed = now - reference;
             if elapsed > stall as i64 && e.handles.cancel.reason().is_none() {
                 log::warn!(
-                    "stall detected, cancelling worker issue_id={} issue_identifier={} elapsed_ms={} stall_timeout_ms={}",
-                    e.facts.issue.id,
-                    e.facts.issue.identifier,
-                    elapsed,
-                    stall
+                    issue_id:% = e.facts.issue.id,
+                    issue_identifier:% = e.facts.issue.identifier,
+                    elapsed_ms:% = elapsed,
+                    stall_timeout_ms:% = stall;
+                    "stall detected, cancelling worker"
                 );
                 stalled.push(e.facts.issue.id.clone());
             }
@@ -87,8 +87,8 @@ impl Orchestrator {
             Ok(s) => s,
             Err(e) => {
                 log::warn!(
-                    "reconcile state refresh failed; keeping workers error={:?}",
-                    e.to_string()
+                    error:% = e.to_string();
+                    "reconcile state refresh failed; keeping workers"
                 );
                 return;
             }
@@ -121,18 +121,18 @@ impl Orchestrator {
             };
             if terminal {
                 log::info!(
-                    "stopping worker for terminal issue issue_id={} issue_identifier={} state={:?}",
-                    e.facts.issue.id,
-                    e.facts.issue.identifier,
-                    state.to_string()
+                    issue_id:% = e.facts.issue.id,
+                    issue_identifier:% = e.facts.issue.identifier,
+                    state:% = state.to_string();
+                    "stopping worker for terminal issue"
                 );
                 e.facts.pending_cleanup = true;
             } else {
                 log::info!(
-                    "stopping worker for inactive issue issue_id={} issue_identifier={} state={:?}",
-                    e.facts.issue.id,
-                    e.facts.issue.identifier,
-                    state.to_string()
+                    issue_id:% = e.facts.issue.id,
+                    issue_identifier:% = e.facts.issue.identifier,
+                    state:% = state.to_string();
+                    "stopping worker for inactive issue"
                 );
             }
             e.handles.cancel.cancel(CancelReason::Reconcile);
@@ -192,7 +192,7 @@ impl Orchestrator {
                             o.metrics.reconciliation("sweep_cleanup");
                         }
                     }
-                    Err(panic) => log::error!("terminal workspace sweep panicked panic={panic:?}"),
+                    Err(panic) => log::error!(panic:% = panic; "terminal workspace sweep panicked"),
                 }
             },
         );
@@ -233,12 +233,12 @@ impl Sweep {
                     super::hosts::workspace_host_in(&self.store, &self.worker, i)
                 });
                 if removed > 0 {
-                    log::info!("removed workspaces of terminal issues count={removed}");
+                    log::info!(count:% = removed; "removed workspaces of terminal issues");
                 }
                 removed
             }
             Err(e) => {
-                log::warn!("terminal workspace sweep failed error={:?}", e.to_string());
+                log::warn!(error:% = e.to_string(); "terminal workspace sweep failed");
                 0
             }
         }

@@ -79,12 +79,12 @@ impl Orchestrator {
         // (A failed budget read queues the retry; it is checked again when it fires.)
         if let Ok(Some(hold)) = self.budget_hold_for(issue, None, Some(dispatched_at_ms)) {
             log::warn!(
-                "effort budget exhausted, blocking re-dispatch issue_id={} issue_identifier={} reason={} used={} limit={}",
-                issue.id,
-                issue.identifier,
-                hold.reason,
-                hold.used_text(),
-                hold.limit_text()
+                issue_id:% = issue.id,
+                issue_identifier:% = issue.identifier,
+                reason:% = hold.reason,
+                used:% = hold.used_text(),
+                limit:% = hold.limit_text();
+                "effort budget exhausted, blocking re-dispatch"
             );
             self.state.budget_held.insert(issue.id.clone(), hold);
             return;
@@ -103,12 +103,12 @@ impl Orchestrator {
             reaction_context: None,
         };
         log::info!(
-            "retry scheduled issue_id={} issue_identifier={} attempt={} delay_ms={} trigger={}",
-            issue.id,
-            issue.identifier,
-            attempt,
-            delay_ms,
-            trigger
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            attempt:% = attempt,
+            delay_ms:% = delay_ms,
+            trigger:% = trigger;
+            "retry scheduled"
         );
         persist::save_retry(&self.store, &info, &self.workflow);
         self.metrics.retry(trigger.as_str());
@@ -176,12 +176,12 @@ impl Orchestrator {
             Some(due_before) => {
                 info.due_at_ms = due_before.max(now);
                 log::info!(
-                    "retry put back after a request to run it now issue_id={} issue_identifier={} attempt={} due_at_ms={} reason={:?}",
-                    info.issue.id,
-                    info.issue.identifier,
-                    attempt,
-                    info.due_at_ms,
-                    reason.to_string()
+                    issue_id:% = info.issue.id,
+                    issue_identifier:% = info.issue.identifier,
+                    attempt:% = attempt,
+                    due_at_ms:% = info.due_at_ms,
+                    reason:% = reason.to_string();
+                    "retry put back after a request to run it now"
                 );
             }
             None => {
@@ -191,12 +191,12 @@ impl Orchestrator {
                 };
                 info.due_at_ms = now + delay as i64;
                 log::info!(
-                    "retry rescheduled issue_id={} issue_identifier={} attempt={} delay_ms={} reason={:?}",
-                    info.issue.id,
-                    info.issue.identifier,
-                    attempt,
-                    delay,
-                    reason.to_string()
+                    issue_id:% = info.issue.id,
+                    issue_identifier:% = info.issue.identifier,
+                    attempt:% = attempt,
+                    delay_ms:% = delay,
+                    reason:% = reason.to_string();
+                    "retry rescheduled"
                 );
             }
         }
@@ -249,7 +249,7 @@ impl Orchestrator {
     /// it meanwhile) starts, goes back in the queue or is released.
     fn start_retries(&mut self, ready: Vec<RetryInfo>, read: Result<RetryReads, String>) {
         let mut read = read.unwrap_or_else(|panic| {
-            log::error!("retry issue read panicked panic={panic:?}");
+            log::error!(panic:% = panic; "retry issue read panicked");
             RetryReads {
                 issues: Default::default(),
                 blockers: Default::default(),
@@ -352,19 +352,21 @@ impl Orchestrator {
             Ok(i) => i,
             Err(e) if e.kind == crate::tracker::TrackerErrorKind::NotFound => {
                 log::info!(
-                    "retry released, issue not found in the tracker issue_id={id} issue_identifier={} attempt={} error={:?}",
-                    info.issue.identifier,
-                    info.attempt,
-                    e.to_string()
+                    issue_id:% = id,
+                    issue_identifier:% = info.issue.identifier,
+                    attempt:% = info.attempt,
+                    error:% = e.to_string();
+                    "retry released, issue not found in the tracker"
                 );
                 persist::delete_retry(&self.store, &id);
                 return;
             }
             Err(e) => {
                 log::warn!(
-                    "retry issue fetch failed issue_id={id} issue_identifier={} error={:?}",
-                    info.issue.identifier,
-                    e.to_string()
+                    issue_id:% = id,
+                    issue_identifier:% = info.issue.identifier,
+                    error:% = e.to_string();
+                    "retry issue fetch failed"
                 );
                 input.note_queued(&id, &info.issue.identifier);
                 let a = info.attempt;
@@ -472,10 +474,10 @@ impl Orchestrator {
                 // otherwise ineligible: release the claim (the next tick lists a hold and
                 // dispatches once it ends).
                 log::info!(
-                    "retry released, issue not eligible issue_id={} issue_identifier={} decision={:?}",
-                    id,
-                    issue.identifier,
-                    decision
+                    issue_id:% = id,
+                    issue_identifier:% = issue.identifier,
+                    decision:? = decision;
+                    "retry released, issue not eligible"
                 );
                 persist::delete_retry(&self.store, &id);
             }
@@ -530,11 +532,11 @@ impl Orchestrator {
             self.reschedule(before, attempt, RescheduleReason::NoSlots);
         } else {
             log::info!(
-                "retry made due on request issue_id={} issue_identifier={} attempt={} replaced_due_at_ms={}",
-                before.issue.id,
-                before.issue.identifier,
-                before.attempt,
-                before.due_at_ms
+                issue_id:% = before.issue.id,
+                issue_identifier:% = before.issue.identifier,
+                attempt:% = before.attempt,
+                replaced_due_at_ms:% = before.due_at_ms;
+                "retry made due on request"
             );
             self.fire_retries(vec![before]);
         }

@@ -31,7 +31,8 @@ impl Orchestrator {
             }
             Err(e) => {
                 log::error!(
-                    "spend window read failed; keeping the previous evaluation, dispatching nothing error=\"{e}\""
+                    error:% = e;
+                    "spend window read failed; keeping the previous evaluation, dispatching nothing"
                 );
                 self.state.health.budget_read_failure = Some(e.clone());
                 self.state.health.database.record(now, Err(e));
@@ -94,13 +95,14 @@ fn log_spend_changes(before: Option<&SpendCeilings>, after: Option<&SpendCeiling
             .filter(|w| w.holds_dispatch)
         {
             Some(w) => log::warn!(
-                "spend ceiling reached, holding every dispatch window={window} used_usd={:.4} used_usd_complete={} budget_usd={} resets_at={}",
-                w.used_usd,
-                w.used_usd_complete,
-                w.budget_usd,
-                crate::clock::rfc3339_ms(w.resets_at_ms)
+                window:% = window,
+                used_usd:% = format!("{:.4}", w.used_usd),
+                used_usd_complete:% = w.used_usd_complete,
+                budget_usd:% = w.budget_usd,
+                resets_at:% = crate::clock::rfc3339_ms(w.resets_at_ms);
+                "spend ceiling reached, holding every dispatch"
             ),
-            None => log::info!("spend ceiling hold lifted window={window}"),
+            None => log::info!(window:% = window; "spend ceiling hold lifted"),
         }
     }
 }

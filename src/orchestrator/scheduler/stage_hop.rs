@@ -59,10 +59,11 @@ impl HopPlan {
             }
             if let Err(e) = tracker.remove_label(&issue.id, l) {
                 log::warn!(
-                    "stage label not removed issue_id={} issue_identifier={} label={l:?} error={:?}",
-                    issue.id,
-                    issue.identifier,
-                    e.to_string()
+                    issue_id:% = issue.id,
+                    issue_identifier:% = issue.identifier,
+                    label:% = l,
+                    error:% = e.to_string();
+                    "stage label not removed"
                 );
                 left.push(l.clone());
                 labels.push(l.clone());
@@ -128,13 +129,15 @@ impl Orchestrator {
         let label = &plan.target_label;
         let not_made = |result: HopResult, why: &str| {
             log::warn!(
-                "stage hop not made issue_id={} issue_identifier={} reason={why} source_rule={} target_rule={} target_label={label:?} hop_count={} hop_ceiling={}",
-                issue.id,
-                issue.identifier,
-                plan.source_rule,
-                plan.target_rule,
-                plan.count,
-                plan.ceiling
+                issue_id:% = issue.id,
+                issue_identifier:% = issue.identifier,
+                reason:% = why,
+                source_rule:% = plan.source_rule,
+                target_rule:% = plan.target_rule,
+                target_label:% = label,
+                hop_count:% = plan.count,
+                hop_ceiling:% = plan.ceiling;
+                "stage hop not made"
             );
             result
         };
@@ -178,13 +181,15 @@ impl Orchestrator {
             issue_labels: Some(labels),
         };
         log::info!(
-            "stage hop made issue_id={} issue_identifier={} source_rule={} target_rule={} target_label={label:?} hop_count={} result={} stage_labels_left={left:?}",
-            issue.id,
-            issue.identifier,
-            hop.source_rule,
-            hop.target_rule,
-            hop.hop_count,
-            result.as_str()
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            source_rule:% = hop.source_rule,
+            target_rule:% = hop.target_rule,
+            target_label:% = label,
+            hop_count:% = hop.hop_count,
+            result:% = result.as_str(),
+            stage_labels_left:% = crate::log_field::list(&left);
+            "stage hop made"
         );
         persist::save_stage_hop(&self.store, &hop);
         persist::set_run_stage(&self.store, &facts.dispatch_id, &plan.target_rule, result);
@@ -216,9 +221,11 @@ impl Orchestrator {
             self.state.between_holds.remove(issue_id);
             persist::delete_stage_hop(&self.store, issue_id);
             log::info!(
-                "stage hop count reset issue_id={issue_id} issue_identifier={} trigger={trigger} hop_count={}",
-                h.identifier,
-                h.hop_count
+                issue_id:% = issue_id,
+                issue_identifier:% = h.identifier,
+                trigger:% = trigger,
+                hop_count:% = h.hop_count;
+                "stage hop count reset"
             );
         }
     }
@@ -285,9 +292,10 @@ impl Orchestrator {
                 {
                     if !carries(&r.labels) {
                         log::info!(
-                            "stage hop target label absent, another stage label found, hold released issue_id={} issue_identifier={} target_label={label:?}",
-                            issue.id,
-                            issue.identifier
+                            issue_id:% = issue.id,
+                            issue_identifier:% = issue.identifier,
+                            target_label:% = label;
+                            "stage hop target label absent, another stage label found, hold released"
                         );
                     }
                     issue.labels = r.labels;
@@ -296,10 +304,11 @@ impl Orchestrator {
                 outcome => {
                     if let Err(e) = outcome {
                         log::warn!(
-                            "stage hop target read failed, holding issue issue_id={} issue_identifier={} target_label={label:?} error={:?}",
-                            issue.id,
-                            issue.identifier,
-                            e.to_string()
+                            issue_id:% = issue.id,
+                            issue_identifier:% = issue.identifier,
+                            target_label:% = label,
+                            error:% = e.to_string();
+                            "stage hop target read failed, holding issue"
                         );
                     }
                     held.insert(
@@ -330,11 +339,11 @@ impl Orchestrator {
         let sel = crate::orchestrator::routing::select(issue, &self.workflow.config, hop);
         if !sel.several_stage_labels.is_empty() {
             log::warn!(
-                "several stage labels found issue_id={} issue_identifier={} stage_labels={:?} rule_name={:?}",
-                issue.id,
-                issue.identifier,
-                sel.several_stage_labels,
-                sel.route.rule_name
+                issue_id:% = issue.id,
+                issue_identifier:% = issue.identifier,
+                stage_labels:% = crate::log_field::list(&sel.several_stage_labels),
+                rule_name:% = sel.route.rule_name;
+                "several stage labels found"
             );
         }
         let mut route = sel.route;
@@ -386,11 +395,11 @@ impl Orchestrator {
         let hop = self.state.stage_hops.get(&issue.id);
         let sel = crate::orchestrator::routing::select(issue, cfg, hop);
         log::info!(
-            "retry dispatching on the selection the configuration in force gives it issue_id={} issue_identifier={} rule_name={:?} agent_kind={}",
-            issue.id,
-            issue.identifier,
-            sel.route.rule_name,
-            sel.route.agent_kind
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            rule_name:% = sel.route.rule_name,
+            agent_kind:% = sel.route.agent_kind;
+            "retry dispatching on the selection the configuration in force gives it"
         );
         let chain_id = std::mem::take(&mut pass.route.chain_id);
         pass.route = sel.route;

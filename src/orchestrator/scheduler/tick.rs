@@ -28,21 +28,21 @@ impl Orchestrator {
                 let changed = wf.config != self.workflow.config
                     || wf.prompt_template != self.workflow.prompt_template;
                 if changed {
-                    log::info!("workflow reloaded path={}", wf.path.display());
+                    log::info!(path:% = wf.path.display(); "workflow reloaded");
                 }
                 if let Some(t) = rebuilt.tracker {
                     log::info!(
-                        "tracker settings changed, tracker adapter rebuilt kind={}",
-                        wf.config.tracker.kind
+                        kind:% = wf.config.tracker.kind;
+                        "tracker settings changed, tracker adapter rebuilt"
                     );
                     self.tracker_ops.use_tracker(t.clone());
                     self.tracker = t;
                 }
                 if let Some(a) = rebuilt.agent {
                     log::info!(
-                        "agent settings changed, agent adapter rebuilt for new dispatches kind={} command=\"{}\"",
-                        wf.config.agent.kind,
-                        crate::mask::mask(wf.config.agent.command.as_deref().unwrap_or(""))
+                        kind:% = wf.config.agent.kind,
+                        command:% = crate::mask::mask(wf.config.agent.command.as_deref().unwrap_or(""));
+                        "agent settings changed, agent adapter rebuilt for new dispatches"
                     );
                     self.agent = a;
                 }
@@ -59,9 +59,9 @@ impl Orchestrator {
             }
             Err(e) => {
                 log::warn!(
-                    "workflow reload failed path={} error=\"{}\"",
-                    self.workflow.path.display(),
-                    e
+                    path:% = self.workflow.path.display(),
+                    error:% = e;
+                    "workflow reload failed"
                 );
                 if crate::config::is_replace_file_error(&e.to_string()) {
                     self.prices.file_load_failed(now, e.to_string());
@@ -117,8 +117,8 @@ impl Orchestrator {
             // Once per outstanding poll; its end says how many ticks it cost.
             if self.skipped_while_out == 1 {
                 log::warn!(
-                    "poll tick skipped: the previous poll's tracker reads are still out in_flight_ms={}",
-                    now - self.state.health.poll.in_flight_since_ms.unwrap_or(now)
+                    in_flight_ms:% = now - self.state.health.poll.in_flight_since_ms.unwrap_or(now);
+                    "poll tick skipped: the previous poll's tracker reads are still out"
                 );
             }
             return;
@@ -134,7 +134,7 @@ impl Orchestrator {
                 Some(self.candidate_ask())
             }
             Err(e) => {
-                log::warn!("{e}");
+                log::warn!(error:% = e; "dispatch preflight failed; nothing is dispatched this tick");
                 self.state.health.poll.record(
                     now,
                     PollOutcome::PreflightFailed,
@@ -197,19 +197,19 @@ impl Orchestrator {
         let now = self.clock.now_ms();
         if self.skipped_while_out > 0 {
             log::warn!(
-                "slow poll answered took_ms={} ticks_skipped={}",
-                self.clock
+                took_ms:% = self.clock
                     .instant()
                     .saturating_duration_since(started)
                     .as_millis(),
-                self.skipped_while_out
+                ticks_skipped:% = self.skipped_while_out;
+                "slow poll answered"
             );
             self.skipped_while_out = 0;
         }
         let read = match read {
             Ok(r) => r,
             Err(panic) => {
-                log::error!("poll reads panicked panic={panic:?}");
+                log::error!(panic:% = panic; "poll reads panicked");
                 self.state.health.poll.record(
                     now,
                     PollOutcome::TrackerFailed,
@@ -255,7 +255,7 @@ impl Orchestrator {
         let mut candidates = match c.issues {
             Ok(c) => c,
             Err(e) => {
-                log::warn!("failed to fetch candidate issues error=\"{e}\"");
+                log::warn!(error:% = e; "failed to fetch candidate issues");
                 self.state.health.poll.record(
                     now,
                     PollOutcome::TrackerFailed,
@@ -282,11 +282,11 @@ impl Orchestrator {
             .poll
             .record(now, PollOutcome::Ok, None, candidates.len(), dispatched);
         log::info!(
-            "tick completed candidates={} dispatched={} running={} retrying={}",
-            candidates.len(),
-            dispatched,
-            self.state.running.len(),
-            self.state.retries.len()
+            candidates:% = candidates.len(),
+            dispatched:% = dispatched,
+            running:% = self.state.running.len(),
+            retrying:% = self.state.retries.len();
+            "tick completed"
         );
     }
 
@@ -401,10 +401,10 @@ impl Orchestrator {
                     _ => "not read with this poll".to_string(),
                 };
                 log::warn!(
-                    "comments of a released park could not be read issue_id={} issue_identifier={} error={:?}",
-                    issue.id,
-                    issue.identifier,
-                    error
+                    issue_id:% = issue.id,
+                    issue_identifier:% = issue.identifier,
+                    error:% = error;
+                    "comments of a released park could not be read"
                 );
                 Decision::Held(HoldReason::ParkCommentsUnread)
             }
@@ -462,9 +462,10 @@ impl Orchestrator {
                 Ok(u) => u,
                 Err(e) => {
                     log::error!(
-                        "budget read failed issue_id={} issue_identifier={} error=\"{e}\"",
-                        issue.id,
-                        issue.identifier
+                        issue_id:% = issue.id,
+                        issue_identifier:% = issue.identifier,
+                        error:% = e;
+                        "budget read failed"
                     );
                     return Err(e);
                 }
@@ -530,7 +531,8 @@ impl Orchestrator {
                 // Budgets fail closed: the database check fails and this tick dispatches
                 // nothing (`store_blocks_dispatch`).
                 log::error!(
-                    "budget read failed; keeping the previous holds, dispatching nothing error=\"{e}\""
+                    error:% = e;
+                    "budget read failed; keeping the previous holds, dispatching nothing"
                 );
                 let now = self.clock.now_ms();
                 self.state.health.budget_read_failure = Some(e.clone());
@@ -557,12 +559,12 @@ impl Orchestrator {
                 // Logged when the hold begins or changes reason, not on every tick.
                 if prev.map(|p| p.reason) != Some(h.reason) {
                     log::warn!(
-                        "effort budget exhausted, blocking re-dispatch issue_id={} issue_identifier={} reason={} used={} limit={}",
-                        issue.id,
-                        issue.identifier,
-                        h.reason,
-                        h.used_text(),
-                        h.limit_text()
+                        issue_id:% = issue.id,
+                        issue_identifier:% = issue.identifier,
+                        reason:% = h.reason,
+                        used:% = h.used_text(),
+                        limit:% = h.limit_text();
+                        "effort budget exhausted, blocking re-dispatch"
                     );
                 }
                 holds.insert(issue.id.clone(), h);
@@ -576,10 +578,10 @@ impl Orchestrator {
         for (id, h) in &self.state.budget_held {
             if !holds.contains_key(id) {
                 log::info!(
-                    "budget hold lifted issue_id={} issue_identifier={} reason={}",
-                    id,
-                    h.issue.identifier,
-                    h.reason
+                    issue_id:% = id,
+                    issue_identifier:% = h.issue.identifier,
+                    reason:% = h.reason;
+                    "budget hold lifted"
                 );
             }
         }
@@ -600,9 +602,9 @@ impl Orchestrator {
         for id in lifted {
             if let Some(p) = self.state.parked.remove(&id) {
                 log::info!(
-                    "park lifted issue_id={} issue_identifier={}",
-                    p.issue.id,
-                    p.issue.identifier
+                    issue_id:% = p.issue.id,
+                    issue_identifier:% = p.issue.identifier;
+                    "park lifted"
                 );
                 persist::unpark(&self.store, &id);
                 self.reset_hops(&id, "unparked");
@@ -631,10 +633,10 @@ fn next_hold(
             let prev = prev.map(|(_, p)| p);
             if prev.as_ref().map(|p| p.reason.code()) != Some(reason.code()) {
                 log::info!(
-                    "issue held issue_id={} issue_identifier={} reason={}",
-                    issue.id,
-                    issue.identifier,
-                    reason.code()
+                    issue_id:% = issue.id,
+                    issue_identifier:% = issue.identifier,
+                    reason:% = reason.code();
+                    "issue held"
                 );
             }
             let row = Held {
@@ -651,10 +653,10 @@ fn next_hold(
 fn log_holds_ended(ended: &std::collections::BTreeMap<String, Held>) {
     for (id, h) in ended {
         log::info!(
-            "hold ended issue_id={} issue_identifier={} reason={}",
-            id,
-            h.issue.identifier,
-            h.reason.code()
+            issue_id:% = id,
+            issue_identifier:% = h.issue.identifier,
+            reason:% = h.reason.code();
+            "hold ended"
         );
     }
 }

@@ -110,9 +110,10 @@ pub struct PhaseEnd {
 pub fn run_phase(input: &PhaseInput<'_>, host: &mut dyn ReviewHost) -> PhaseEnd {
     let max = input.config.max_iterations.clamp(1, 10);
     log::info!(
-        "self-review started issue_id={} issue_identifier={} max_iterations={max}",
-        input.issue.id,
-        input.issue.identifier
+        issue_id:% = input.issue.id,
+        issue_identifier:% = input.issue.identifier,
+        max_iterations:% = max;
+        "self-review started"
     );
     host.report(SelfReviewPhase::Started);
     let mut records = Vec::new();
@@ -131,12 +132,12 @@ pub fn run_phase(input: &PhaseInput<'_>, host: &mut dyn ReviewHost) -> PhaseEnd 
     }
     let summary_path = write_summary(input, &meta);
     log::info!(
-        "self-review finished issue_id={} issue_identifier={} status={} final_verdict={} iterations={}",
-        input.issue.id,
-        input.issue.identifier,
-        meta.status.as_str(),
-        meta.final_verdict,
-        meta.total_iterations
+        issue_id:% = input.issue.id,
+        issue_identifier:% = input.issue.identifier,
+        status:% = meta.status.as_str(),
+        final_verdict:% = meta.final_verdict,
+        iterations:% = meta.total_iterations;
+        "self-review finished"
     );
     host.report(SelfReviewPhase::Done(meta.to_json().map(Box::new)));
     PhaseEnd {
@@ -187,9 +188,9 @@ fn iteration(
     }
     if let Err(e) = sortie_file::remove(input.workspace, verdict::VERDICT_FILE) {
         log::warn!(
-            "stale verdict file not removed issue_identifier={} error={:?}",
-            input.issue.identifier,
-            e.to_string()
+            issue_identifier:% = input.issue.identifier,
+            error:% = e.to_string();
+            "stale verdict file not removed"
         );
     }
     let mut rec = IterationRecord {
@@ -217,10 +218,11 @@ fn iteration(
     input.metrics.self_review_iteration(rec.verdict);
     host.report(SelfReviewPhase::Iteration(i));
     log::info!(
-        "self-review iteration finished issue_identifier={} iteration={i} verdict={} agent_verdict={}",
-        input.issue.identifier,
-        rec.verdict,
-        rec.agent_verdict.unwrap_or("none")
+        issue_identifier:% = input.issue.identifier,
+        iteration:% = i,
+        verdict:% = rec.verdict,
+        agent_verdict:% = rec.agent_verdict.unwrap_or("none");
+        "self-review iteration finished"
     );
     match record::decide(rec.verdict, i, max) {
         Next::Pass => return end_with(records, rec, PhaseStatus::Passed),
@@ -288,11 +290,11 @@ fn turn(
 ) -> Stop {
     if let TurnEnd::Failed { message, exit } = host.run_turn(prompt, kind) {
         log::warn!(
-            "self-review turn did not complete issue_identifier={} iteration={} turn_kind={} error={:?}",
-            input.issue.identifier,
-            rec.iteration,
-            kind.as_str(),
-            message
+            issue_identifier:% = input.issue.identifier,
+            iteration:% = rec.iteration,
+            turn_kind:% = kind.as_str(),
+            error:% = message;
+            "self-review turn did not complete"
         );
         rec.ended_by = Some(crate::mask::mask(&format!(
             "the {} turn did not complete: {message}",
@@ -311,8 +313,9 @@ fn declared_blocked(input: &PhaseInput<'_>) -> Option<SupervisorExit> {
     let status = status_file::read(input.workspace);
     if let Some(warning) = &status.warning {
         log::warn!(
-            "status file refused issue_identifier={} reason={warning:?}",
-            input.issue.identifier
+            issue_identifier:% = input.issue.identifier,
+            reason:% = warning;
+            "status file refused"
         );
     }
     match status.outcome? {
@@ -322,9 +325,9 @@ fn declared_blocked(input: &PhaseInput<'_>) -> Option<SupervisorExit> {
         }),
         other => {
             log::info!(
-                "status ignored during self-review issue_identifier={} status={}",
-                input.issue.identifier,
-                other.token()
+                issue_identifier:% = input.issue.identifier,
+                status:% = other.token();
+                "status ignored during self-review"
             );
             let _ = status_file::clear(input.workspace);
             None
@@ -336,9 +339,9 @@ fn write_summary(input: &PhaseInput<'_>, meta: &ReviewMetadata) -> Option<PathBu
     let body = record::summary_markdown(meta);
     if let Err(e) = sortie_file::write(input.workspace, SUMMARY_FILE, body.as_bytes()) {
         log::warn!(
-            "review summary not written issue_identifier={} error={:?}",
-            input.issue.identifier,
-            e.to_string()
+            issue_identifier:% = input.issue.identifier,
+            error:% = e.to_string();
+            "review summary not written"
         );
     }
     sortie_file::is_plain_file(input.workspace, SUMMARY_FILE)

@@ -97,9 +97,10 @@ impl Verifier<'_> {
             Ok(ran) => ran,
             Err(e) => {
                 log::warn!(
-                    "verification command could not start issue_identifier={} command={shown:?} error={:?}",
-                    self.env.issue_identifier,
-                    e.to_string()
+                    issue_identifier:% = self.env.issue_identifier,
+                    command:% = shown,
+                    error:% = e.to_string();
+                    "verification command could not start"
                 );
                 return CommandResult {
                     command: shown,
@@ -126,11 +127,11 @@ impl Verifier<'_> {
             output_truncated: ran.truncated,
         };
         log::info!(
-            "verification command finished issue_identifier={} command={:?} outcome={:?} duration_ms={}",
-            self.env.issue_identifier,
-            result.command,
-            result.outcome_words(),
-            result.duration_ms
+            issue_identifier:% = self.env.issue_identifier,
+            command:% = result.command,
+            outcome:% = result.outcome_words(),
+            duration_ms:% = result.duration_ms;
+            "verification command finished"
         );
         result
     }

@@ -154,9 +154,10 @@ pub fn merge(
         Ok(v) => info(&v).merge_commit_sha,
         Err(e) => {
             log::warn!(
-                "merge commit not read repository={} number={} error={e}",
-                pr.repository(),
-                pr.number
+                repository:% = pr.repository(),
+                number:% = pr.number,
+                error:% = e;
+                "merge commit not read"
             );
             None
         }

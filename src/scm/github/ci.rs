@@ -99,8 +99,10 @@ fn log_excerpt(api: &Api, pr: &PullRequestRef, id: u64, max_lines: usize) -> Str
         Ok(bytes) => log_tail::tail(&bytes, max_lines),
         Err(e) => {
             log::warn!(
-                "job log not read repository={} job_id={id} error={e}",
-                pr.repository()
+                repository:% = pr.repository(),
+                job_id:% = id,
+                error:% = e;
+                "job log not read"
             );
             String::new()
         }

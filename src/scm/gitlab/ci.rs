@@ -131,8 +131,10 @@ fn log_excerpt(api: &Api, pr: &PullRequestRef, id: u64, max_lines: usize) -> Str
         Ok(resp) => log_tail::tail(&resp.body, max_lines),
         Err(e) => {
             log::warn!(
-                "job trace not read repository={} job_id={id} error={e}",
-                pr.repository()
+                repository:% = pr.repository(),
+                job_id:% = id,
+                error:% = e;
+                "job trace not read"
             );
             String::new()
         }

@@ -182,10 +182,7 @@ fn write_atomic(path: &Path, doc: &Value) -> TrackerResult<()> {
         // Makes the rename itself durable; some filesystems refuse to open a directory, and
         // the data is already in place, so a failure here is only logged.
         if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
-            log::debug!(
-                "tracker file directory fsync failed path={} error={e}",
-                dir.display()
-            );
+            log::debug!(path:% = dir.display(), error:% = e; "tracker file directory fsync failed");
         }
     }
     Ok(())

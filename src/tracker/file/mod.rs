@@ -140,8 +140,11 @@ impl FileTracker {
         self.cache.invalidate();
         let changed = result?;
         log::debug!(
-            "tracker file write op={op} issue_id={id} changed={changed} path={}",
-            self.path.display()
+            op:% = op,
+            issue_id:% = id,
+            changed:% = changed,
+            path:% = self.path.display();
+            "tracker file write"
         );
         Ok(())
     }

@@ -131,9 +131,11 @@ impl GiteaApi {
         })?;
         if let Some(t) = total {
             log::debug!(
-                "list read list={what} repo={} items={} total_count={t}",
-                self.full_name,
-                items.len()
+                list:% = what,
+                repo:% = self.full_name,
+                items:% = items.len(),
+                total_count:% = t;
+                "list read"
             );
         }
         Ok(items)

@@ -48,7 +48,7 @@ fn validate(s: &TrackerSettings) -> Vec<SettingProblem> {
 
 fn build(s: &TrackerSettings, clock: Arc<dyn Clock>) -> TrackerResult<Arc<dyn TrackerAdapter>> {
     for w in settings::warnings(s) {
-        log::warn!("tracker settings look wrong tracker={KIND} warning={w:?}");
+        log::warn!(tracker:% = KIND, warning:% = w; "tracker settings look wrong");
     }
     let c = settings::parse(s)?;
     crate::mask::register_secret(&c.token);

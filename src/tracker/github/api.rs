@@ -166,10 +166,7 @@ impl GithubApi {
         collect_link_pages(&self.client, req, self.page_cap, "search", |r| {
             let mut body = r.json_object()?;
             if body["incomplete_results"] == Value::Bool(true) {
-                log::warn!(
-                    "search results incomplete repo={} query={q:?}",
-                    self.full_name
-                );
+                log::warn!(repo:% = self.full_name, query:% = q; "search results incomplete");
             }
             match body.get_mut("items").map(Value::take) {
                 Some(Value::Array(items)) => Ok(r

@@ -62,8 +62,10 @@ pub fn apply(
     let edit = plan(&issue, target, words);
     if edit.is_empty() {
         log::debug!(
-            "transition already done iid={iid} state={target} labels={:?}",
-            normalize::labels(&issue)
+            iid:% = iid,
+            state:% = target,
+            labels:% = crate::log_field::list(&normalize::labels(&issue));
+            "transition already done"
         );
         return Ok(());
     }

@@ -132,9 +132,10 @@ impl JiraApi {
             }
         }
         log::warn!(
-            "page cap reached, result is partial list=search page_cap={} items_read={}",
-            self.page_cap,
-            read
+            list:% = "search",
+            page_cap:% = self.page_cap,
+            items_read:% = read;
+            "page cap reached, result is partial"
         );
         Ok(out)
     }
@@ -228,9 +229,11 @@ impl JiraApi {
             }
         }
         log::warn!(
-            "page cap reached, result is partial list=comments issue={id} page_cap={} items_read={}",
-            self.page_cap,
-            out.len()
+            list:% = "comments",
+            issue:% = id,
+            page_cap:% = self.page_cap,
+            items_read:% = out.len();
+            "page cap reached, result is partial"
         );
         Ok(out)
     }

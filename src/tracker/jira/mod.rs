@@ -73,8 +73,9 @@ fn build(s: &TrackerSettings, clock: Arc<dyn Clock>) -> TrackerResult<Arc<dyn Tr
     crate::mask::register_secret(c.auth.secret());
     if c.api_version == ApiVersion::V3 && !is_cloud_or_local(&c.endpoint) {
         log::warn!(
-            "jira endpoint is not a Jira Cloud site; Jira Server and Data Center answer REST v3 with 404 (set tracker.api_version: \"2\") tracker={KIND} endpoint={}",
-            c.endpoint
+            tracker:% = KIND,
+            endpoint:% = c.endpoint;
+            "jira endpoint is not a Jira Cloud site; Jira Server and Data Center answer REST v3 with 404 (set tracker.api_version: \"2\")"
         );
     }
     Ok(Arc::new(JiraTracker {
@@ -232,7 +233,11 @@ impl TrackerAdapter for JiraTracker {
             ));
         };
         log::info!(
-            "transitioning issue tracker={KIND} issue_id={id} state={state:?} transition_id={tid}"
+            tracker:% = KIND,
+            issue_id:% = id,
+            state:% = state,
+            transition_id:% = tid;
+            "transitioning issue"
         );
         self.api.do_transition(id, &tid).map_err(err)
     }

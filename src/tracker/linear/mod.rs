@@ -391,8 +391,11 @@ impl TrackerAdapter for LinearTracker {
         let id = checked(id)?;
         let target = self.state_named(state)?;
         log::info!(
-            "transitioning issue tracker={KIND} issue_id={id} state={state:?} state_id={}",
-            target.id
+            tracker:% = KIND,
+            issue_id:% = id,
+            state:% = state,
+            state_id:% = target.id;
+            "transitioning issue"
         );
         self.api
             .mutate(
