@@ -348,7 +348,12 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         .and_then(|_| match conn.issue_spend(&issue_id) {
             Ok(s) => Some(s),
             Err(e) => {
-                log::warn!(issue_id:% = issue_id, error:% = e; "issue spend read failed");
+                log::warn!(
+                    issue_id:% = issue_id,
+                    issue_identifier:% = identifier,
+                    error:% = e;
+                    "issue spend read failed"
+                );
                 None
             }
         });

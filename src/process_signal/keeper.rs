@@ -351,7 +351,7 @@ pub fn stop_instance(instance: &str, sortie_pid: u32, grace: Duration) -> usize 
     } else {
         log::error!(
             instance:% = instance,
-            pids:% = crate::log_field::list(&left.iter().map(|c| c.0).collect::<Vec<_>>());
+            pids:% = left.iter().map(|c| c.0.to_string()).collect::<Vec<_>>().join(",");
             "processes of the ended sortie still alive"
         );
     }

@@ -336,11 +336,21 @@ impl Orchestrator {
         if keys.is_empty() {
             return;
         }
+        let identifier = keys
+            .first()
+            .and_then(|k| self.state.reactions.get(k))
+            .map(|r| r.issue.identifier.clone())
+            .unwrap_or_default();
         for key in &keys {
             self.state.reactions.remove(key);
             self.state.reaction_memory.remove(key);
         }
-        log::info!(issue_id:% = issue_id, why:% = why; "pull request reactions ended");
+        log::info!(
+            issue_id:% = issue_id,
+            issue_identifier:% = identifier,
+            why:% = why;
+            "pull request reactions ended"
+        );
         persist::reaction_write(&self.store, ReactionWrite::ClearIssue(issue_id.to_string()));
     }
 
