@@ -27,6 +27,8 @@
 #                        served before the kill
 #   agents orphaned      live fake-agent processes sampled 1 s after each kill, before the
 #                        restart (no sortie runs then): the keeper must have stopped them
+#   log lines            every line of sortie's log reads back as its text format (key=value,
+#                        values bare or JSON strings, time/level/msg first and once each)
 #   integrity_check      PRAGMA integrity_check of the database at the end
 #   agents left          fake-agent processes alive after the final graceful shutdown
 set -euo pipefail
@@ -365,6 +367,30 @@ for l in open(os.path.join(d, "violations.log")):
     kind, rest = l.rstrip("\n").split("\t", 1)
     viol[kind].append(rest)
 left_n = len(left.split())
+# Every line sortie logged must read back as its text format: `key=value` pairs, a value bare or
+# a JSON string, `time`, `level` and `msg` first, each once.
+import re
+TOKEN = r'(?:[^ ="]+|"(?:[^"\\]|\\.)*")'
+PAIR = re.compile(TOKEN + '=' + TOKEN)
+bad_lines = []
+for n, line in enumerate(open(os.path.join(d, "sortie.log"), errors="replace"), 1):
+    line = line.rstrip("\n")
+    pairs, pos = [], 0
+    while pos < len(line):
+        m = PAIR.match(line, pos)
+        if not m:
+            break
+        key = m.group(0).split("=", 1)[0]
+        pairs.append(json.loads(key) if key.startswith('"') else key)
+        pos = m.end()
+        if pos < len(line):
+            if line[pos] != " ":
+                break
+            pos += 1
+    keys_ok = pairs[:3] == ["time", "level", "msg"] and all(pairs.count(k) == 1 for k in pairs[:3])
+    if pos != len(line) or not keys_ok:
+        bad_lines.append(f"{n}: {line[:160]}")
+viol["log_unparsed"] = bad_lines
 rows = [
     ("kills", kills, ""),
     ("agent launches (argv log)", launches, ""),
@@ -380,6 +406,7 @@ rows = [
     ("served token totals decreased", len(viol["totals_decreased"]), "FAIL" if viol["totals_decreased"] else "ok"),
     ("kills sampled for orphaned agents", len(viol["orphan_sampled"]), ""),
     ("agents alive 1 s after a kill, no sortie", len(viol["orphaned"]), "FAIL" if viol["orphaned"] else "ok"),
+    ("log lines not read back as key=value", len(bad_lines), "FAIL" if bad_lines else "ok"),
     ("PRAGMA integrity_check", integrity, "ok" if integrity == "ok" else "FAIL"),
     ("fake agents left at the end", left_n, "FAIL" if left_n else "ok"),
 ]
@@ -399,7 +426,7 @@ except FileNotFoundError:
     pass
 show("runs lost by issue", [f"{i}: {n}" for i, n in sorted(lost.items())])
 show("sessions over the budget", [f"{i}: {n}" for i, n in sorted(over.items())])
-for kind in ("two_agents", "due_at_moved", "totals_decreased", "orphaned"):
+for kind in ("two_agents", "due_at_moved", "totals_decreased", "orphaned", "log_unparsed"):
     show(kind, viol[kind])
 failed = any(r[2] == "FAIL" for r in rows)
 open(os.path.join(d, "result"), "w").write("fail" if failed else "pass")

@@ -251,4 +251,11 @@ fn an_unreadable_issue_answer_puts_the_due_retry_back() {
     d.wait_until("ENG-1 handed off on its retry", WAIT, || {
         fake.with_state(|s| s.state(1)) == "In Review"
     });
+    // The unreadable answers break Linear's schema on purpose; nothing else may.
+    for v in fake.vendor_violations() {
+        assert!(
+            v.contains("SortieIssue") && v.contains("Cannot return null"),
+            "{v}"
+        );
+    }
 }
