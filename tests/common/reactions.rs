@@ -191,9 +191,13 @@ pub fn await_auto_merge_course(
             .is_some_and(|r| r.is_empty())
     });
     assert_eq!(merges(), 1, "the merge is sent once: {s}");
-    let issue = d.get("/api/v1/1").json();
+    // The outcome is history: served once the writer has committed it.
+    let mut issue = Value::Null;
+    d.wait_until("the merged outcome on record", wait, || {
+        issue = d.get("/api/v1/1").json();
+        issue["history"]["issue_outcome"]["kind"] == "merged"
+    });
     let outcome = &issue["history"]["issue_outcome"];
-    assert_eq!(outcome["kind"], "merged", "{issue}");
     assert_eq!(outcome["merge_path"], "auto_merge", "{issue}");
     assert_eq!(outcome["pull_request"]["number"], PR, "{issue}");
     assert_eq!(outcome["pull_request"]["repository"], repository, "{issue}");
