@@ -179,12 +179,16 @@ pub fn acknowledge(state: &AppState, id: &str) -> Result<JsonReply, ApiError> {
     let (stored, already) = match snap.acks.get(id) {
         Some(a) => (a.clone(), true),
         None => {
+            let release_issue = (item.view.kind == super::views::attention::AttentionKind::FailureHeld)
+                .then(|| item.view.issue.issue_id.clone())
+                .flatten();
             let asked = state.orch.ask(TAKE_TIMEOUT, |reply| OrchMsg::Acknowledge {
                 ack: crate::store::AttentionAck {
                     item_id: id.to_string(),
                     kind: item.view.kind.as_str().to_string(),
                     acknowledged_at_ms: now,
                 },
+                release_issue,
                 reply,
             });
             match asked {

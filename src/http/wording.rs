@@ -574,6 +574,56 @@ pub fn agent_auth_failed(agent_kind: &str) -> (String, String, String) {
     (reason, release, full)
 }
 
+/// What a failure hold says its cause is: the class's description, else the repeated code.
+fn failure_cause_words(cause: &str, runs: u32) -> String {
+    match crate::agent::failure_class::FailureClass::from_code(cause) {
+        Some(class) => class.describe().to_string(),
+        None => format!("{runs} runs in a row failed with {cause}"),
+    }
+}
+
+/// What a person does about a failure hold's cause.
+fn failure_cause_action(cause: &str) -> &'static str {
+    match crate::agent::failure_class::FailureClass::from_code(cause) {
+        Some(class) => class.what_to_do(),
+        None => "read the agent's words and the run history, fix what makes the runs fail",
+    }
+}
+
+const FAILURE_RELEASE: &str = "Released when a person acknowledges its attention item or asks to retry it now, or when the workflow file is saved or reloaded with a change.";
+
+/// A `failure_held` hold's sentences (reason, release, full).
+pub fn failure_held(cause: &str, runs: u32) -> (String, String, String) {
+    let reason = format!("Held: {}", failure_cause_words(cause, runs));
+    let full = format!(
+        "{reason}. Sortie does not retry it until a person acts: {}.",
+        failure_cause_action(cause)
+    );
+    (reason, FAILURE_RELEASE.to_string(), full)
+}
+
+/// The attention sentences of a failure hold; `said` is the agent's own words (masked).
+pub fn attention_failure_held(cause: &str, runs: u32, said: &str) -> AttentionWords {
+    let runs_text = if runs == 1 {
+        "Its run".to_string()
+    } else {
+        format!("Its last {runs} runs")
+    };
+    let said = if said.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" The agent said: \u{201c}{}\u{201d}", said.trim())
+    };
+    AttentionWords {
+        reason: format!("Held: {}", failure_cause_words(cause, runs)),
+        why: format!(
+            "{runs_text} failed with {cause}, which a retry will not fix, so Sortie holds the issue.{said} To do: {}, then acknowledge this item or retry the issue now.",
+            failure_cause_action(cause)
+        ),
+        clears: "Clears when a person acknowledges this item or asks to retry the issue now, or when the workflow file is saved or reloaded with a change.".to_string(),
+    }
+}
+
 /// The three attention sentences of an item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttentionWords {

@@ -221,6 +221,8 @@ pub struct Snapshot {
     /// Agent kinds held because their login failed (a turn that completes lifts one, so agent
     /// events change it).
     pub auth_holds: Arc<Vec<super::agent_holds::AuthHold>>,
+    /// Issues the failure breaker holds.
+    pub failure_held: Arc<Vec<super::failure_holds::FailureHold>>,
     /// Attention acknowledgements by item id.
     pub acks: Arc<BTreeMap<String, crate::store::AttentionAck>>,
     /// The spend windows as of the latest poll tick or retry check (`None`: no ceiling set).
@@ -394,6 +396,7 @@ impl Snapshot {
             retrying: Arc::new(retrying),
             held: Arc::new(state.held.values().cloned().collect()),
             budget_exhausted: Arc::new(state.budget_held.values().cloned().collect()),
+            failure_held: Arc::new(state.failure_held.values().cloned().collect()),
             parked: Arc::new(state.parked.values().cloned().collect()),
             pending_reactions: Arc::new(pending_reactions(state)),
             between_stages: Arc::new(between_stages(state)),
@@ -440,6 +443,7 @@ impl Snapshot {
             retrying: Arc::clone(&prev.retrying),
             held: Arc::clone(&prev.held),
             budget_exhausted: Arc::clone(&prev.budget_exhausted),
+            failure_held: Arc::clone(&prev.failure_held),
             parked: Arc::clone(&prev.parked),
             pending_reactions: Arc::clone(&prev.pending_reactions),
             between_stages: Arc::clone(&prev.between_stages),

@@ -620,6 +620,10 @@ pub struct State {
     pub rate_limits: std::sync::Arc<super::rate_limits::RateLimits>,
     /// Holds on a whole agent kind (usage limit, failed login).
     pub agent_holds: super::agent_holds::AgentHolds,
+    /// Issues the failure breaker holds, by issue id.
+    pub failure_held: BTreeMap<String, super::failure_holds::FailureHold>,
+    /// Each issue's streak of failed runs with one cause.
+    pub failure_streaks: super::failure_holds::Streaks,
     /// The spend windows as of the latest poll tick or retry check; `None` while no spend
     /// ceiling is set (or before the first evaluation).
     pub spend: Option<super::spend_ceiling::SpendCeilings>,

@@ -32,6 +32,7 @@ mod spend_window;
 mod stage_hops;
 pub mod stats;
 mod time;
+mod failure_holds;
 mod usage_holds;
 mod vocabulary;
 mod write_backlog;
@@ -63,6 +64,7 @@ pub use runs::{IssueGroupPage, IssueKey, IssueUsage, RuleFilter, RunFilter, RunP
 pub use sessions::SessionMeta;
 pub use spend_window::RecordedSpend;
 pub use stage_hops::StageHopWrite;
+pub use failure_holds::FailureHoldRow;
 pub use usage_holds::UsageHoldRow;
 pub use vocabulary::unknown_word;
 pub use write_backlog::{BACKLOG_DELAYS_MS, WriteFailure};

@@ -54,6 +54,7 @@ impl Orchestrator {
                 self.state.health.workflow.record(now, Ok(()));
                 if changed || written {
                     self.lift_auth_holds_after_reload();
+                    self.release_failure_holds_after_reload();
                 }
                 true
             }
@@ -422,7 +423,7 @@ impl Orchestrator {
     }
 
     fn pass_input_without_hosts(&self) -> PassInput {
-        PassInput::new(
+        let mut input = PassInput::new(
             &self.workflow.config,
             LiveClaims {
                 running_states: self
@@ -436,7 +437,14 @@ impl Orchestrator {
                 parked: self.state.parked.keys().cloned().collect(),
                 claimed_identifiers: self.state.claimed_identifiers(),
             },
-        )
+        );
+        input.failure_held = self
+            .state
+            .failure_held
+            .iter()
+            .map(|(id, h)| (id.clone(), h.hold_reason()))
+            .collect();
+        input
     }
 
     /// The budget hold of one issue, if a per-issue ceiling is reached. `usage` is what the
