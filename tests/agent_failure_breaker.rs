@@ -116,7 +116,10 @@ fn three_runs_with_the_same_cause_hold_the_issue_until_a_person_asks_to_retry_it
     assert_eq!(p.run_statuses("1"), vec!["failed"; 3]);
     assert_eq!(s["retrying"], json!([]), "a held issue is not retried");
     let hold = &held_of(&s, "A-1").unwrap()["hold"];
-    assert_eq!(hold["reason_text"], "Held: 3 runs in a row failed with port_exit");
+    assert_eq!(
+        hold["reason_text"],
+        "Held: 3 runs in a row failed with port_exit"
+    );
     assert!(
         text(&hold["release_text"]).contains("retry it now"),
         "{hold}"
@@ -128,8 +131,14 @@ fn three_runs_with_the_same_cause_hold_the_issue_until_a_person_asks_to_retry_it
     assert_eq!(item["evidence"]["agent_kind"], "claude-code");
     let why = text(&item["why_text"]);
     assert!(why.contains("frobnicator is not ready"), "{why}");
-    assert!(why.contains("Its last 3 runs failed with port_exit"), "{why}");
-    assert!(!why.contains("abcdefghijklmnop"), "secrets are masked: {why}");
+    assert!(
+        why.contains("Its last 3 runs failed with port_exit"),
+        "{why}"
+    );
+    assert!(
+        !why.contains("abcdefghijklmnop"),
+        "secrets are masked: {why}"
+    );
     assert_eq!(item["action"]["kind"], "acknowledge");
 
     // Held, never looping.
@@ -170,7 +179,14 @@ fn a_run_that_does_not_fail_ends_the_streak() {
     let statuses = p.run_statuses("1");
     assert_eq!(
         statuses[..6],
-        ["failed", "failed", "succeeded", "failed", "failed", "succeeded"]
+        [
+            "failed",
+            "failed",
+            "succeeded",
+            "failed",
+            "failed",
+            "succeeded"
+        ]
     );
     let s = d.state();
     assert!(
@@ -274,7 +290,9 @@ fn a_workflow_reload_releases_every_failure_hold() {
     p.issues(json!([{"id": "1", "identifier": "A-1", "title": "Work", "state": "To Do"}]));
     p.scenario(
         "default",
-        &failing(&["Error: You exceeded your current quota, please check your plan and billing details."]),
+        &failing(&[
+            "Error: You exceeded your current quota, please check your plan and billing details.",
+        ]),
     );
     p.fake_agent_workflow(FAST_RETRIES, "");
     let d = p.start();
@@ -290,6 +308,40 @@ fn a_workflow_reload_releases_every_failure_hold() {
     assert_eq!(p.run_statuses("1"), vec!["failed", "succeeded"]);
     let s = d.wait_state("no hold left", T, |s| item_of(s, "A-1").is_none());
     assert!(held_of(&s, "A-1").is_none());
+}
+
+#[test]
+fn runs_that_stall_the_same_way_hold_the_issue_and_leaving_the_active_states_ends_the_hold() {
+    let p = Project::new();
+    p.issues(json!([{"id": "1", "identifier": "S-1", "title": "Silent", "state": "To Do"}]));
+    p.scenario("default", &[json!({"init": {}}), json!({"hang": true})]);
+    p.fake_agent_workflow(
+        &format!("{FAST_RETRIES}  stall_timeout_ms: 300\n  max_same_failures: 2\n"),
+        "",
+    );
+    let d = p.start();
+    let s = d.wait_state("the stall hold", T, |s| failure_held(s, "S-1"));
+    assert_eq!(p.run_statuses("1").len(), 2);
+    let item = item_of(&s, "S-1").unwrap();
+    assert_eq!(item["evidence"]["cause"], "stall", "{item}");
+    assert_eq!(
+        held_of(&s, "S-1").unwrap()["hold"]["reason_text"],
+        "Held: 2 runs in a row stalled (no agent event within agent.stall_timeout_ms)"
+    );
+    assert_eq!(
+        s["retrying"],
+        json!([]),
+        "the stall's queued retry is cancelled"
+    );
+    wait_polls(&d, 4);
+    assert_eq!(spawns(&p), 2);
+
+    // The issue is closed in the tracker: nobody needs to act on it any more.
+    p.issues(json!([{"id": "1", "identifier": "S-1", "title": "Silent", "state": "Done"}]));
+    d.wait_state("the hold gone", T, |s| item_of(s, "S-1").is_none());
+    d.wait_until("the stored hold deleted", T, || {
+        p.db_i64("SELECT COUNT(*) FROM failure_holds") == 0
+    });
 }
 
 /// A project whose agent is the fake Copilot CLI (a symlink named `copilot`), with a token in
@@ -329,7 +381,10 @@ fn the_copilot_cli_s_recorded_refusals_hold_with_their_own_words() {
     );
     let c2 = item_of(&s, "C-2").unwrap();
     assert_eq!(c2["evidence"]["cause"], "provider_unreachable", "{c2}");
-    assert!(text(&c2["why_text"]).contains("network fetch failed"), "{c2}");
+    assert!(
+        text(&c2["why_text"]).contains("network fetch failed"),
+        "{c2}"
+    );
     assert_eq!(p.run_statuses("1"), vec!["failed"]);
     assert_eq!(p.run_statuses("2"), vec!["failed"]);
 }

@@ -229,6 +229,9 @@ fn a_hostile_identifier_cannot_forge_a_record_in_either_format() {
                 carried += 1;
             }
         }
-        assert!(carried >= 3, "{format}: the identifier on issue lines:\n{text}");
+        assert!(
+            carried >= 3,
+            "{format}: the identifier on issue lines:\n{text}"
+        );
     }
 }

@@ -49,10 +49,14 @@ impl FailureClass {
     pub fn describe(self) -> &'static str {
         match self {
             FailureClass::NotLoggedIn => "the agent's CLI is not logged in",
-            FailureClass::UnsupportedToken => "the agent's CLI refuses the type of token it was given",
+            FailureClass::UnsupportedToken => {
+                "the agent's CLI refuses the type of token it was given"
+            }
             FailureClass::NoProvider => "the agent's CLI has no model provider configured",
             FailureClass::Unreachable => "the agent's CLI cannot reach its model API",
-            FailureClass::QuotaOrBilling => "the agent's account is out of quota or has a billing problem",
+            FailureClass::QuotaOrBilling => {
+                "the agent's account is out of quota or has a billing problem"
+            }
         }
     }
 

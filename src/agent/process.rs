@@ -546,8 +546,11 @@ impl ProcessOutput {
     /// ([`informative_lines`](crate::agent::failure_class::informative_lines)), else its last
     /// plain stdout line; masked and cut.
     fn reason(&self) -> Option<String> {
-        let lines =
-            crate::agent::failure_class::informative_lines(&self.stderr, REASON_LINES, REASON_CHARS);
+        let lines = crate::agent::failure_class::informative_lines(
+            &self.stderr,
+            REASON_LINES,
+            REASON_CHARS,
+        );
         let said = if lines.is_empty() {
             let line = crate::agent::text::strip_ansi(self.last_plain_stdout.as_ref()?);
             line.trim().to_string()

@@ -179,7 +179,8 @@ pub fn acknowledge(state: &AppState, id: &str) -> Result<JsonReply, ApiError> {
     let (stored, already) = match snap.acks.get(id) {
         Some(a) => (a.clone(), true),
         None => {
-            let release_issue = (item.view.kind == super::views::attention::AttentionKind::FailureHeld)
+            let release_issue = (item.view.kind
+                == super::views::attention::AttentionKind::FailureHeld)
                 .then(|| item.view.issue.issue_id.clone())
                 .flatten();
             let asked = state.orch.ask(TAKE_TIMEOUT, |reply| OrchMsg::Acknowledge {

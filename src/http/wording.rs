@@ -578,6 +578,9 @@ pub fn agent_auth_failed(agent_kind: &str) -> (String, String, String) {
 fn failure_cause_words(cause: &str, runs: u32) -> String {
     match crate::agent::failure_class::FailureClass::from_code(cause) {
         Some(class) => class.describe().to_string(),
+        None if cause == "stall" => {
+            format!("{runs} runs in a row stalled (no agent event within agent.stall_timeout_ms)")
+        }
         None => format!("{runs} runs in a row failed with {cause}"),
     }
 }
@@ -590,7 +593,7 @@ fn failure_cause_action(cause: &str) -> &'static str {
     }
 }
 
-const FAILURE_RELEASE: &str = "Released when a person acknowledges its attention item or asks to retry it now, or when the workflow file is saved or reloaded with a change.";
+const FAILURE_RELEASE: &str = "Released when a person acknowledges its attention item or asks to retry it now, when the workflow file is saved or reloaded with a change, or when the issue leaves the active tracker states.";
 
 /// A `failure_held` hold's sentences (reason, release, full).
 pub fn failure_held(cause: &str, runs: u32) -> (String, String, String) {
@@ -620,7 +623,7 @@ pub fn attention_failure_held(cause: &str, runs: u32, said: &str) -> AttentionWo
             "{runs_text} failed with {cause}, which a retry will not fix, so Sortie holds the issue.{said} To do: {}, then acknowledge this item or retry the issue now.",
             failure_cause_action(cause)
         ),
-        clears: "Clears when a person acknowledges this item or asks to retry the issue now, or when the workflow file is saved or reloaded with a change.".to_string(),
+        clears: "Clears when a person acknowledges this item or asks to retry the issue now, when the workflow file is saved or reloaded with a change, or when the issue leaves the active tracker states.".to_string(),
     }
 }
 

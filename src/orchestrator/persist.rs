@@ -177,7 +177,11 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
             since_ms: h.since_ms,
         })
         .collect();
-    let failure_holds = snap.failure_holds.into_iter().map(failure_hold_of).collect();
+    let failure_holds = snap
+        .failure_holds
+        .into_iter()
+        .map(failure_hold_of)
+        .collect();
     Ok(WarmStart {
         failure_holds,
         reactions: snap.reactions,
@@ -414,10 +418,7 @@ pub fn save_failure_hold(store: &Store, h: &super::failure_holds::FailureHold) {
         message: crate::mask::mask(&h.message),
         since_ms: h.since_ms,
     };
-    warn_on_err(
-        "save_failure_hold",
-        store.writer().upsert_failure_hold(row),
-    );
+    warn_on_err("save_failure_hold", store.writer().upsert_failure_hold(row));
 }
 
 pub fn delete_failure_hold(store: &Store, issue_id: &str) {

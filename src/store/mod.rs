@@ -10,6 +10,7 @@ pub mod connection;
 mod error;
 mod event_retry;
 mod events;
+mod failure_holds;
 pub mod files;
 mod json;
 pub mod live_figures;
@@ -32,7 +33,6 @@ mod spend_window;
 mod stage_hops;
 pub mod stats;
 mod time;
-mod failure_holds;
 mod usage_holds;
 mod vocabulary;
 mod write_backlog;
@@ -49,6 +49,7 @@ pub use event_retry::{
     EventRetryBuffer, MAX_BUFFER_BYTES, PendingEvents, PendingSummary, RETRY_DELAYS_MS,
 };
 pub use events::{EventLimits, PruneReport, RunEvents, StoredEvent};
+pub use failure_holds::FailureHoldRow;
 pub use lock::DbLock;
 pub use model_use::ModelUse;
 pub use outcomes::{IssueOutcome, replaces as outcome_replaces};
@@ -64,7 +65,6 @@ pub use runs::{IssueGroupPage, IssueKey, IssueUsage, RuleFilter, RunFilter, RunP
 pub use sessions::SessionMeta;
 pub use spend_window::RecordedSpend;
 pub use stage_hops::StageHopWrite;
-pub use failure_holds::FailureHoldRow;
 pub use usage_holds::UsageHoldRow;
 pub use vocabulary::unknown_word;
 pub use write_backlog::{BACKLOG_DELAYS_MS, WriteFailure};

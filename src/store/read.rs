@@ -10,6 +10,7 @@ use super::attention::{self, AttentionAck};
 use super::connection;
 use super::error::StoreError;
 use super::events::{self, RunEvents};
+use super::failure_holds::{self, FailureHoldRow};
 use super::outcomes::{self, IssueOutcome};
 use super::parks::{self, ParkedIssue};
 use super::queries::{self, IssueSpend, IssueTotalsRow, OutcomeRow};
@@ -17,7 +18,6 @@ use super::reactions::{self, Fingerprint, GivenComments, PrRun, StoredEscalation
 use super::retry::{self, RetryEntry};
 use super::runs::{self, IssueGroupPage, RunFilter, RunPage, RunRecord};
 use super::sessions::{self, SessionMeta};
-use super::failure_holds::{self, FailureHoldRow};
 use super::usage_holds::{self, UsageHoldRow};
 
 /// Everything the orchestrator restores at start, read in one transaction so it is consistent.

@@ -74,13 +74,14 @@ pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::Failu
     const WORDS: &[(FailureClass, &[&str])] = &[
         (
             FailureClass::NotLoggedIn,
-            &["api key not valid",
-                "api key is missing", "please set an auth method", "gemini_api_key environment variable not found"],
+            &[
+                "api key not valid",
+                "api key is missing",
+                "please set an auth method",
+                "gemini_api_key environment variable not found",
+            ],
         ),
-        (
-            FailureClass::Unreachable,
-            &["fetch failed"],
-        ),
+        (FailureClass::Unreachable, &["fetch failed"]),
     ];
     let t = text.to_ascii_lowercase();
     WORDS

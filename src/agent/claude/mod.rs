@@ -72,10 +72,7 @@ pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::Failu
             FailureClass::NotLoggedIn,
             &["not logged in", "invalid api key", "please run /login"],
         ),
-        (
-            FailureClass::QuotaOrBilling,
-            &["credit balance is too low"],
-        ),
+        (FailureClass::QuotaOrBilling, &["credit balance is too low"]),
     ];
     let t = text.to_ascii_lowercase();
     WORDS

@@ -74,7 +74,10 @@ pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::Failu
         ),
         (
             FailureClass::Unreachable,
-            &["error sending request for url", "stream disconnected before completion: error sending request"],
+            &[
+                "error sending request for url",
+                "stream disconnected before completion: error sending request",
+            ],
         ),
     ];
     let t = text.to_ascii_lowercase();

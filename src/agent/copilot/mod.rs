@@ -71,11 +71,17 @@ pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::Failu
     const WORDS: &[(FailureClass, &[&str])] = &[
         (
             FailureClass::UnsupportedToken,
-            &["are not supported by copilot", "classic personal access tokens"],
+            &[
+                "are not supported by copilot",
+                "classic personal access tokens",
+            ],
         ),
         (
             FailureClass::NotLoggedIn,
-            &["no authentication information found", "error: not authenticated"],
+            &[
+                "no authentication information found",
+                "error: not authenticated",
+            ],
         ),
         (
             FailureClass::Unreachable,

@@ -88,7 +88,13 @@ pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::Failu
     const WORDS: &[(FailureClass, &[&str])] = &[
         (
             FailureClass::NoProvider,
-            &["providermodelnotfounderror", "provideriniterror", "no provider", "provider not found", "no providers configured"],
+            &[
+                "providermodelnotfounderror",
+                "provideriniterror",
+                "no provider",
+                "provider not found",
+                "no providers configured",
+            ],
         ),
         (
             FailureClass::NotLoggedIn,

@@ -88,8 +88,15 @@ impl Orchestrator {
         if step == ExitStep::Nothing {
             return;
         }
-        if matches!(result.exit, SupervisorExit::Normal { .. }) {
-            self.breaker_run_ok(&entry.facts.issue.id);
+        match result.exit {
+            SupervisorExit::Normal { .. } => self.breaker_run_ok(&entry.facts.issue.id),
+            // The stall rule queued the retry; the breaker may hold the issue instead.
+            SupervisorExit::Cancelled {
+                reason: crate::agent::CancelReason::Stall,
+            } if step == ExitStep::KeepQueuedRetry => {
+                self.breaker_holds_stall(&entry);
+            }
+            _ => {}
         }
         match ExitCalls::for_step(&step, || self.plan_stage_hop(&entry)) {
             Some(calls) => self.settle_off_thread(entry, result, step, calls),

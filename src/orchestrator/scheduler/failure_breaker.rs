@@ -7,6 +7,9 @@ use crate::orchestrator::failure_holds::{FailureHold, Verdict};
 use crate::orchestrator::msg::ErrorCode;
 use crate::orchestrator::run_error::RunError;
 
+/// The cause of runs the stall rule stopped.
+const STALL_CAUSE: &str = "stall";
+
 impl Orchestrator {
     /// Counts a failed run that would be retried; `true` when the breaker held the issue
     /// instead (its claim is released, no retry is queued).
@@ -23,12 +26,31 @@ impl Orchestrator {
             }
             _ => None,
         };
+        self.count_failure(entry, code.as_str(), class, message)
+    }
+
+    /// Counts a run the stall rule stopped (its retry is already queued); `true` when the
+    /// breaker held the issue and cancelled that retry.
+    pub(super) fn breaker_holds_stall(&mut self, entry: &RunningEntry) -> bool {
+        let stall = self.workflow.config.agent.stall_timeout_ms.unwrap_or(0);
+        let message = format!("the agent sent no event within {stall} ms (agent.stall_timeout_ms)");
+        self.count_failure(entry, STALL_CAUSE, None, &message)
+    }
+
+    fn count_failure(
+        &mut self,
+        entry: &RunningEntry,
+        code: &str,
+        class: Option<crate::agent::failure_class::FailureClass>,
+        message: &str,
+    ) -> bool {
+        let kind = persist::route_kind(&entry.facts.route, &self.workflow).to_string();
         let issue = &entry.facts.issue;
         let max_same = self.workflow.config.agent.max_same_failures;
         let verdict = self
             .state
             .failure_streaks
-            .failed(&issue.id, code.as_str(), class, max_same);
+            .failed(&issue.id, code, class, max_same);
         let Verdict::Hold {
             cause,
             classified,
@@ -90,6 +112,23 @@ impl Orchestrator {
             self.release_failure_hold(&id, "workflow_reloaded");
         }
         self.state.failure_streaks.clear();
+    }
+
+    /// A held issue the tracker no longer lists among the active candidates (done, cancelled,
+    /// moved out of the active states) needs no person any more: its hold ends.
+    pub(super) fn release_failure_holds_of_inactive(&mut self, candidates: &[Issue]) {
+        let active: std::collections::HashSet<&str> =
+            candidates.iter().map(|i| i.id.as_str()).collect();
+        let gone: Vec<String> = self
+            .state
+            .failure_held
+            .keys()
+            .filter(|id| !active.contains(id.as_str()))
+            .cloned()
+            .collect();
+        for id in gone {
+            self.release_failure_hold(&id, "issue_not_active");
+        }
     }
 
     /// The issue id of the failure hold on `identifier`, if any.

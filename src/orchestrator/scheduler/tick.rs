@@ -271,6 +271,7 @@ impl Orchestrator {
         self.rebuild_budget_holds(&candidates);
         self.evaluate_spend_ceilings();
         self.release_parks(&candidates);
+        self.release_failure_holds_of_inactive(&candidates);
         // The dispatch pass, unless the database cannot take writes or a budget read failed.
         let dispatched = if self.store_blocks_dispatch() {
             0
