@@ -344,6 +344,32 @@ fn runs_that_stall_the_same_way_hold_the_issue_and_leaving_the_active_states_end
     });
 }
 
+#[test]
+fn a_turn_silent_for_the_read_timeout_reads_as_waiting_for_the_agent_s_first_output() {
+    let p = Project::new();
+    p.issues(json!([{"id": "1", "identifier": "W-1", "title": "Slow", "state": "To Do"}]));
+    let go = p.path("markers/go");
+    let mut steps = vec![json!({"wait_file": go})];
+    steps.extend(succeeding());
+    p.scenario("default", &steps);
+    p.fake_agent_workflow("  read_timeout_ms: 300\n", "");
+    let d = p.start();
+    let s = d.wait_state("the waiting row", T, |s| {
+        s["running"][0]["waiting_for_first_output"] == true
+    });
+    let row = &s["running"][0];
+    assert_eq!(
+        row["status_text"], "Turn 1, waiting for the agent's first output",
+        "{row}"
+    );
+    assert!(
+        text(&row["status_text_full"]).contains("agent.read_timeout_ms"),
+        "{row}"
+    );
+    std::fs::write(&go, "").unwrap();
+    d.wait_until("the run", T, || p.run_statuses("1") == vec!["succeeded"]);
+}
+
 /// A project whose agent is the fake Copilot CLI (a symlink named `copilot`), with a token in
 /// its environment so the session preflight passes.
 fn copilot_project() -> Project {

@@ -107,9 +107,17 @@ pub fn token_figure(n: Option<u64>, complete: bool) -> String {
 }
 
 /// A running session.
-pub fn running(turn: u32, stage: Option<&str>) -> Pair {
+pub fn running(turn: u32, stage: Option<&str>, waiting_for_output: bool) -> Pair {
     let stage_short = stage.map(|s| format!(" of {s}")).unwrap_or_default();
     let stage_full = stage.map(|s| format!(" on stage {s}")).unwrap_or_default();
+    if waiting_for_output && turn > 0 {
+        return Pair::new(
+            format!("Turn {turn}{stage_short}, waiting for the agent's first output"),
+            format!(
+                "Running{stage_full}, turn {turn}: the agent has printed nothing for longer than agent.read_timeout_ms; waiting for the agent's first output."
+            ),
+        );
+    }
     if turn == 0 {
         return Pair::new(
             format!("Starting{stage_short}"),

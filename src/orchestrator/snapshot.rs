@@ -76,6 +76,9 @@ pub struct ConfigView {
     pub agent_command: Option<String>,
     pub max_turns: u32,
     pub stall_timeout_ms: Option<u64>,
+    /// `agent.read_timeout_ms`: how long a turn may print nothing before its running row
+    /// reads as waiting for the agent's first output.
+    pub read_timeout_ms: u64,
     pub max_retry_backoff_ms: u64,
     pub max_sessions: Option<u64>,
     pub max_tokens: Option<u64>,
@@ -266,6 +269,7 @@ impl ConfigView {
                 .map(crate::mask::mask),
             max_turns: cfg.agent.max_turns.max(1),
             stall_timeout_ms: positive(cfg.agent.stall_timeout_ms),
+            read_timeout_ms: cfg.agent.read_timeout_ms,
             max_retry_backoff_ms: cfg.agent.max_retry_backoff_ms,
             max_sessions: positive(cfg.agent.max_sessions),
             max_tokens: positive(cfg.agent.max_tokens),
