@@ -107,11 +107,6 @@ const OVERRIDES: &[(&str, &str, Kind)] = &[
         "agent.max_retry_backoff_ms",
         Kind::Int,
     ),
-    (
-        "SORTIE_AGENT_MAX_SAME_FAILURES",
-        "agent.max_same_failures",
-        Kind::Int,
-    ),
     ("SORTIE_AGENT_MAX_SESSIONS", "agent.max_sessions", Kind::Int),
     ("SORTIE_AGENT_MAX_TOKENS", "agent.max_tokens", Kind::Int),
     ("SORTIE_DB_PATH", "db_path", Kind::Str),

@@ -992,12 +992,27 @@ mod tests {
 
     #[test]
     fn running_row() {
-        assert_eq!(running(7, None), Pair::new("Turn 7", "Running, turn 7."));
         assert_eq!(
-            running(0, None).full,
+            running(7, None, false),
+            Pair::new("Turn 7", "Running, turn 7.")
+        );
+        assert_eq!(
+            running(0, None, false).full,
             "Running, the first turn is starting."
         );
-        assert_eq!(running(2, Some("implement")).short, "Turn 2 of implement");
+        assert_eq!(
+            running(2, Some("implement"), false).short,
+            "Turn 2 of implement"
+        );
+        assert_eq!(
+            running(1, None, true).short,
+            "Turn 1, waiting for the agent's first output"
+        );
+        assert_eq!(
+            running(0, None, true).short,
+            "Starting",
+            "before the first turn starts"
+        );
     }
 
     #[test]

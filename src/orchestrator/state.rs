@@ -166,7 +166,8 @@ impl RunFacts {
             .last_event_at_ms
             .is_none_or(|t| t < self.turn_started_at_ms);
         let waited = now_ms.saturating_sub(self.turn_started_at_ms);
-        self.turn > 0
+        read_timeout_ms > 0
+            && self.turn > 0
             && !self.checks_running
             && silent
             && waited >= i64::try_from(read_timeout_ms).unwrap_or(i64::MAX)

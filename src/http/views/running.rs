@@ -443,6 +443,7 @@ mod tests {
             dispatch_id: "ABC".into(),
             attempt: 0,
             started_at_ms: 0,
+            turn_started_at_ms: 0,
             dispatched_at_ms: 0,
             last_event_at_ms: None,
             last_event_type: None,
