@@ -97,6 +97,69 @@ fn text(v: &Value) -> &str {
 }
 
 #[test]
+fn each_kind_recognises_its_own_cli_s_words() {
+    use sortie::agent::failure_class::FailureClass;
+    let class = |kind: &str, text: &str| {
+        let d = sortie::registry::agent(kind).unwrap();
+        (d.classify_failure)(text)
+    };
+    let classic = std::fs::read_to_string(fixture("copilot", "real_classic_pat_refused.txt"));
+    assert_eq!(
+        class("copilot-cli", &classic.unwrap()),
+        Some(FailureClass::UnsupportedToken)
+    );
+    let offline = std::fs::read_to_string(fixture("copilot", "real_token_offline.txt"));
+    assert_eq!(
+        class("copilot-cli", &offline.unwrap()),
+        Some(FailureClass::Unreachable)
+    );
+    assert_eq!(
+        class("opencode", "Error: No providers found"),
+        Some(FailureClass::NoProvider)
+    );
+    assert_eq!(
+        class(
+            "opencode",
+            "opencode printed no JSON within 10000 ms (agent.read_timeout_ms): it likely cannot reach its model provider (no network, or no provider configured)"
+        ),
+        None,
+        "sortie's own guess is not the agent's word"
+    );
+    assert_eq!(
+        class("claude-code", "Credit balance is too low"),
+        Some(FailureClass::QuotaOrBilling)
+    );
+    assert_eq!(
+        class(
+            "codex",
+            "stream error: error sending request for url (https://api.openai.com/v1/responses)"
+        ),
+        Some(FailureClass::Unreachable)
+    );
+    assert_eq!(
+        class(
+            "agent-client-protocol",
+            "Gemini API key is missing or not configured."
+        ),
+        Some(FailureClass::NotLoggedIn)
+    );
+    for kind in [
+        "claude-code",
+        "copilot-cli",
+        "opencode",
+        "codex",
+        "agent-client-protocol",
+    ] {
+        assert_eq!(
+            class(kind, "Error: getaddrinfo EAI_AGAIN api.example.com"),
+            Some(FailureClass::Unreachable),
+            "{kind}"
+        );
+        assert_eq!(class(kind, "error: 3 tests failed"), None, "{kind}");
+    }
+}
+
+#[test]
 fn three_runs_with_the_same_cause_hold_the_issue_until_a_person_asks_to_retry_it() {
     let p = Project::new();
     p.issues(json!([{"id": "1", "identifier": "A-1", "title": "Work", "state": "To Do"}]));

@@ -167,10 +167,15 @@ pub fn informative_lines(stderr: &str, max_lines: usize, max_chars: usize) -> Ve
         .lines()
         .map(|l| {
             let l = crate::agent::text::strip_ansi(l);
-            l.trim()
-                .trim_start_matches(['•', '*', '-', '>'])
-                .trim()
-                .to_string()
+            let l = l.trim();
+            // A list bullet ("• ", "- ", "* ", "> ") is not part of the words.
+            let mut chars = l.chars();
+            match (chars.next(), chars.next()) {
+                (Some('•' | '-' | '*' | '>'), Some(c)) if c.is_whitespace() => {
+                    chars.as_str().trim().to_string()
+                }
+                _ => l.to_string(),
+            }
         })
         .filter(|l| !l.is_empty() && !l.starts_with("... ("))
         .collect();
@@ -243,6 +248,10 @@ mod tests {
             ]
         );
         assert_eq!(informative_lines("a\nb\n  \n", 3, 400), vec!["b"]);
+        assert_eq!(
+            informative_lines("--flag cannot be used here", 3, 400),
+            vec!["--flag cannot be used here"]
+        );
         assert!(informative_lines("", 3, 400).is_empty());
         let long = format!("error {}\nerror two", "x".repeat(500));
         let got = informative_lines(&long, 3, 100);

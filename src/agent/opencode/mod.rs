@@ -81,8 +81,9 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     },
 };
 
-/// Recognises OpenCode's own words for a failure that will not heal by itself, then the common
-/// ones (`failure_class::classify_common`).
+/// Recognises OpenCode's own words for a failure that will not heal by itself (its provider
+/// errors by name, never sortie's startup deadline message, which only guesses at the cause),
+/// then the common ones (`failure_class::classify_common`).
 pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::FailureClass> {
     use crate::agent::failure_class::FailureClass;
     const WORDS: &[(FailureClass, &[&str])] = &[
@@ -91,9 +92,9 @@ pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::Failu
             &[
                 "providermodelnotfounderror",
                 "provideriniterror",
-                "no provider",
-                "provider not found",
-                "no providers configured",
+                "no providers found",
+                "no providers are available",
+                "no provider selected",
             ],
         ),
         (
