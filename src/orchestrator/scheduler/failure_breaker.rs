@@ -78,6 +78,15 @@ impl Orchestrator {
             "failure will not heal by retrying; issue held until a person releases it"
         );
         persist::save_failure_hold(&self.store, &hold);
+        // Listed in `held[]` from this snapshot on, not only from the next poll tick's pass.
+        self.state.held.insert(
+            issue.id.clone(),
+            crate::orchestrator::state::Held {
+                issue: issue.clone(),
+                reason: hold.hold_reason(),
+                since_ms: hold.since_ms,
+            },
+        );
         self.state.failure_held.insert(issue.id.clone(), hold);
         self.release(&issue.id);
         true
@@ -94,6 +103,14 @@ impl Orchestrator {
             return false;
         };
         self.state.failure_streaks.reset(issue_id);
+        if self
+            .state
+            .held
+            .get(issue_id)
+            .is_some_and(|h| matches!(h.reason, HoldReason::FailureHeld { .. }))
+        {
+            self.state.held.remove(issue_id);
+        }
         persist::delete_failure_hold(&self.store, issue_id);
         log::info!(
             issue_id:% = h.issue.id,
