@@ -620,6 +620,11 @@ pub fn attention_failure_held(cause: &str, runs: u32, said: &str) -> AttentionWo
     } else {
         format!("Its last {runs} runs")
     };
+    let failed = if cause == "stall" {
+        "stalled (no agent event within agent.stall_timeout_ms)".to_string()
+    } else {
+        format!("failed with {cause}")
+    };
     let said = if said.trim().is_empty() {
         String::new()
     } else {
@@ -628,7 +633,7 @@ pub fn attention_failure_held(cause: &str, runs: u32, said: &str) -> AttentionWo
     AttentionWords {
         reason: format!("Held: {}", failure_cause_words(cause, runs)),
         why: format!(
-            "{runs_text} failed with {cause}, which a retry will not fix, so Sortie holds the issue.{said} To do: {}, then acknowledge this item or retry the issue now.",
+            "{runs_text} {failed}, which a retry will not fix, so Sortie holds the issue.{said} To do: {}, then acknowledge this item or retry the issue now.",
             failure_cause_action(cause)
         ),
         clears: "Clears when a person acknowledges this item or asks to retry the issue now, when the workflow file is saved or reloaded with a change, or when the issue leaves the active tracker states.".to_string(),

@@ -32,9 +32,9 @@ impl Orchestrator {
     /// Counts a run the stall rule stopped (its retry is already queued); `true` when the
     /// breaker held the issue and cancelled that retry.
     pub(super) fn breaker_holds_stall(&mut self, entry: &RunningEntry) -> bool {
-        let stall = self.workflow.config.agent.stall_timeout_ms.unwrap_or(0);
-        let message = format!("the agent sent no event within {stall} ms (agent.stall_timeout_ms)");
-        self.count_failure(entry, STALL_CAUSE, None, &message)
+        // The agent's own last words, if it said anything before it went silent.
+        let said = entry.facts.last_message.clone().unwrap_or_default();
+        self.count_failure(entry, STALL_CAUSE, None, &said)
     }
 
     fn count_failure(
