@@ -212,6 +212,14 @@ fn three_runs_with_the_same_cause_hold_the_issue_until_a_person_asks_to_retry_it
     rescript(&p, "A-1", &succeeding());
     let r = d.post("/api/v1/retries/A-1/run");
     assert_eq!(r.status, 202, "{}", r.body);
+    let reply = r.json();
+    assert_eq!(reply["issue_id"], "1", "{}", r.body);
+    assert_eq!(
+        reply["outcome_text"],
+        "A-1 is released from its failure hold; the next poll tick dispatches it.",
+        "{}",
+        r.body
+    );
     d.wait_until("the fourth run", T, || p.run_statuses("1").len() == 4);
     assert_eq!(p.run_statuses("1")[3], "succeeded");
     let s = d.wait_state("the hold gone", T, |s| item_of(s, "A-1").is_none());
@@ -221,6 +229,22 @@ fn three_runs_with_the_same_cause_hold_the_issue_until_a_person_asks_to_retry_it
         0,
         "the stored hold is deleted"
     );
+}
+
+#[test]
+fn a_spent_session_budget_holds_the_issue_instead_of_the_breaker() {
+    let p = Project::new();
+    p.issues(json!([{"id": "1", "identifier": "B-1", "title": "Work", "state": "To Do"}]));
+    p.scenario("default", &failing(&["Error: flaky"]));
+    p.fake_agent_workflow(&format!("{FAST_RETRIES}  max_sessions: 3\n"), "");
+    let d = p.start();
+    let s = d.wait_state("the budget hold", T, |s| {
+        s["budget_exhausted"]
+            .as_array()
+            .is_some_and(|b| b.iter().any(|r| r["issue_identifier"] == "B-1"))
+    });
+    assert!(item_of(&s, "B-1").is_none(), "{s}");
+    assert_eq!(p.run_statuses("1"), vec!["failed"; 3]);
 }
 
 #[test]

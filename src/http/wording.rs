@@ -910,6 +910,11 @@ pub const REFRESH_COALESCED: &str =
 pub const NOTHING_QUEUED_DRAINING: &str = "Nothing queued: Sortie is shutting down.";
 pub const NOTHING_ACKNOWLEDGED_DRAINING: &str = "Nothing acknowledged: Sortie is shutting down.";
 
+/// A retry-now request released an issue from its failure hold.
+pub fn failure_hold_released(key: &str) -> String {
+    format!("{key} is released from its failure hold; the next poll tick dispatches it.")
+}
+
 pub fn retry_due_now(attempt: u32, key: &str) -> String {
     format!("Retry {attempt} of {key} is due now.")
 }

@@ -17,6 +17,22 @@ impl Orchestrator {
         let RunError::Failed { code, message } = error else {
             return false;
         };
+        // An SSH host that cannot be reached is the host pool's to take out of service; the
+        // issue's retry waits for a host, and its own count is left alone.
+        let host_failed = matches!(
+            code,
+            ErrorCode::Agent(crate::agent::AgentErrorKind::PortExit) | ErrorCode::Workspace
+        );
+        if entry.facts.ssh_host.is_some() && host_failed {
+            return false;
+        }
+        // A spent budget holds the issue itself (the failure retry installs that hold): the
+        // person then sees the budget, the more specific reason.
+        if let Ok(Some(_)) =
+            self.budget_hold_for(&entry.facts.issue, None, Some(entry.facts.dispatched_at_ms))
+        {
+            return false;
+        }
         let kind = persist::route_kind(&entry.facts.route, &self.workflow).to_string();
         // Only an agent failure before the model produced anything is classified: words the
         // agent wrote while working (a test's "connection refused") are not its own failure.
