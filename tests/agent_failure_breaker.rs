@@ -207,6 +207,8 @@ fn three_runs_with_the_same_cause_hold_the_issue_until_a_person_asks_to_retry_it
     // Held, never looping.
     wait_polls(&d, 5);
     assert_eq!(spawns(&p), 3);
+    // The issue's own page answers while it is held.
+    assert_eq!(d.get("/api/v1/A-1").status, 200);
 
     // A person fixed the cause and asks to retry it now: the hold is released and it runs.
     rescript(&p, "A-1", &succeeding());
