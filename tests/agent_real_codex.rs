@@ -216,3 +216,56 @@ fn the_example_workflow_and_the_original_codex_front_matter_validate_cleanly() {
         "{text}"
     );
 }
+
+#[test]
+fn with_a_key_but_no_network_the_failure_breaker_holds_the_issue() {
+    let Some(codex) = real_cli("codex") else {
+        return;
+    };
+    if !no_api_key() {
+        return;
+    }
+    let wf = format!(
+        "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 300\nworkspace:\n  root: ./ws\nagent:\n  kind: codex\n  command: {} app-server\n  max_turns: 1\n  read_timeout_ms: 30000\n  stall_timeout_ms: 5000\n  max_retry_backoff_ms: 100\n  max_same_failures: 2\ncodex:\n  approval_policy: never\n  thread_sandbox: workspaceWrite\n---\nSay hello.\n",
+        codex.display()
+    );
+    let setup = Setup::new(&wf, &common::issues(&[("1", "A-1", "To Do")]));
+    let mut env = home_env(setup.path());
+    // A made-up key: the CLI gets past its login check and then cannot reach the API.
+    env.push((
+        "CODEX_API_KEY".into(),
+        "sk-not-a-real-key-0123456789".into(),
+    ));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let d = setup.start(&env);
+    let item = |s: &Value| {
+        s["attention"].as_array().and_then(|a| {
+            a.iter()
+                .find(|i| i["kind"] == "failure_held" && i["issue_identifier"] == "A-1")
+                .cloned()
+        })
+    };
+    let s = d.wait_state("the failure hold", Duration::from_secs(150), |s| {
+        item(s).is_some()
+    });
+    let item = item(&s).unwrap_or_default();
+    // Offline the app-server sends nothing once the turn starts: two stalls in a row.
+    assert_eq!(item["evidence"]["cause"], "stall", "{item}");
+    assert_eq!(item["evidence"]["runs"], 2, "{item}");
+    assert!(
+        s["held"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|h| h["hold"]["reason"] == "failure_held")),
+        "{s}"
+    );
+    let mut polls = std::collections::BTreeSet::new();
+    d.wait_until("three more polls", WAIT, || {
+        if let Some(s) = d.try_state()
+            && let Some(at) = s["health"]["poll"]["checked_at"].as_str()
+        {
+            polls.insert(at.to_string());
+        }
+        polls.len() >= 4
+    });
+    assert_eq!(runs(&d).len(), 2, "held, not retried");
+}

@@ -251,3 +251,100 @@ fn without_a_login_the_daemon_records_agent_auth_failed_once() {
     });
     assert_eq!(runs().len(), 1, "a retry loop started sessions again");
 }
+
+/// Runs the daemon over one issue with `token` in `COPILOT_GITHUB_TOKEN` and waits for the
+/// failure breaker's item on it; returns the item, after checking that several polls start no
+/// second session.
+fn held_with_token(token: &str) -> Option<Value> {
+    let cli = real_cli("copilot")?;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("home")).unwrap();
+    let wf = format!(
+        "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: copilot-cli\n  command: {}\n  max_turns: 1\n  max_retry_backoff_ms: 100\ncopilot-cli:\n  model: gpt-5-mini\n---\nSay hi for {{{{ .issue.identifier }}}}.\n",
+        cli.display()
+    );
+    std::fs::write(root.join("WORKFLOW.md"), wf).unwrap();
+    let issues =
+        json!([{"id": "1", "identifier": "R-1", "title": "Real copilot", "state": "To Do"}]);
+    std::fs::write(root.join("issues.json"), issues.to_string()).unwrap();
+    let mut warm = Command::new(&cli);
+    warm.arg("--version")
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    isolate(&mut warm, &root.join("home"));
+    assert!(warm.status().unwrap().success());
+    let d: Daemon = spawn(&root.join("sortie.log"), None, |port| {
+        let mut cmd = sortie_command();
+        cmd.current_dir(root)
+            .arg("--port")
+            .arg(port.to_string())
+            .arg(root.join("WORKFLOW.md"))
+            .env_remove("RUST_LOG");
+        isolate(&mut cmd, &root.join("home"));
+        cmd.env("COPILOT_GITHUB_TOKEN", token);
+        cmd
+    });
+    let item = |s: &Value| {
+        s["attention"].as_array().and_then(|a| {
+            a.iter()
+                .find(|i| i["kind"] == "failure_held" && i["issue_identifier"] == "R-1")
+                .cloned()
+        })
+    };
+    let s = d.wait_state("the failure hold", WAIT, |s| item(s).is_some());
+    let held = s["held"].as_array().cloned().unwrap_or_default();
+    assert!(
+        held.iter()
+            .any(|h| h["issue_identifier"] == "R-1" && h["hold"]["reason"] == "failure_held"),
+        "{s}"
+    );
+    let mut seen: Vec<String> = Vec::new();
+    d.wait_until("several more polls", WAIT, || {
+        if let Some(at) = d.try_state().and_then(|s| {
+            s["health"]["poll"]["checked_at"]
+                .as_str()
+                .map(str::to_string)
+        }) && seen.last() != Some(&at)
+        {
+            seen.push(at);
+        }
+        seen.len() > 5
+    });
+    let runs = d.get("/api/v1/runs?issue=R-1").json()["runs"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(runs, 1, "held at the first run, never retried");
+    item(&s)
+}
+
+#[test]
+fn a_classic_token_is_held_at_once_with_the_cli_s_own_words() {
+    // A made-up classic token: the CLI refuses its type before any network call.
+    let Some(item) = held_with_token("ghp_abcdefghijklmnopqrstuvwxyz0123456789") else {
+        return;
+    };
+    assert_eq!(item["evidence"]["cause"], "unsupported_token", "{item}");
+    let why = item["why_text"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("Classic Personal Access Tokens (ghp_) are not supported by Copilot"),
+        "{why}"
+    );
+    assert!(
+        !why.contains("abcdefghijklmnop"),
+        "the token is masked: {why}"
+    );
+}
+
+#[test]
+fn a_token_without_network_is_held_at_once_as_an_unreachable_provider() {
+    // A made-up fine-grained token: the CLI tries to validate it and cannot reach GitHub.
+    let Some(item) = held_with_token("github_pat_abcdefghijklmnopqrstuvwxyz0123456789") else {
+        return;
+    };
+    assert_eq!(item["evidence"]["cause"], "provider_unreachable", "{item}");
+    let why = item["why_text"].as_str().unwrap_or_default();
+    assert!(why.contains("network fetch failed"), "{why}");
+}

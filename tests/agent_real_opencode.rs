@@ -225,3 +225,79 @@ Say hello.
         run_rows(&db)
     );
 }
+
+#[test]
+fn offline_the_failure_breaker_holds_the_issue_instead_of_retrying_forever() {
+    let Some(cli) = real_cli("opencode") else {
+        return;
+    };
+    let issues = json!([{"id": "1", "identifier": "R-1", "title": "Real CLI", "state": "To Do", "priority": 1}]);
+    let setup = Setup::new("", &issues.to_string());
+    let root: PathBuf = setup.path().to_path_buf();
+    let env = isolated_env(&root);
+    let wf = format!(
+        r#"---
+tracker:
+  kind: file
+  active_states: [To Do]
+  terminal_states: [Done]
+file:
+  path: ./issues.json
+polling:
+  interval_ms: 200
+workspace:
+  root: {root}/ws
+agent:
+  kind: opencode
+  command: {cli}
+  max_turns: 1
+  read_timeout_ms: 3000
+  stall_timeout_ms: 0
+  max_retry_backoff_ms: 100
+  max_same_failures: 2
+opencode:
+  model: anthropic/claude-sonnet-4-6
+---
+Say hello.
+"#,
+        root = root.display(),
+        cli = cli.display(),
+    );
+    std::fs::write(root.join("WORKFLOW.md"), wf).unwrap();
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let d = setup.start(&env_refs);
+    let item = |s: &Value| {
+        s["attention"].as_array().and_then(|a| {
+            a.iter()
+                .find(|i| i["kind"] == "failure_held" && i["issue_identifier"] == "R-1")
+                .cloned()
+        })
+    };
+    let s = d.wait_state("the failure hold", Duration::from_secs(120), |s| {
+        item(s).is_some()
+    });
+    let item = item(&s).unwrap_or_default();
+    // Offline the CLI prints nothing (two startup deadlines in a row), or reports a failed
+    // call whose words are recognised (held at the first run).
+    let runs = item["evidence"]["runs"].as_u64().unwrap_or_default() as usize;
+    assert!(runs == 1 || runs == 2, "{item}");
+    if runs == 2 {
+        assert!(
+            ["response_timeout", "turn_failed"]
+                .contains(&item["evidence"]["cause"].as_str().unwrap_or_default()),
+            "{item}"
+        );
+    }
+    assert!(
+        s["held"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|h| h["hold"]["reason"] == "failure_held")),
+        "{s}"
+    );
+    let db = root.join(".sortie.db");
+    assert!(
+        !holds_within(Duration::from_secs(3), || run_rows(&db).len() > runs),
+        "held, not retried: {:?}",
+        run_rows(&db)
+    );
+}

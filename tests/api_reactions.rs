@@ -388,7 +388,7 @@ mod built {
         let orch = std::thread::spawn(move || {
             let mut kinds = Vec::new();
             while let Ok(m) = rx.recv() {
-                if let OrchMsg::Acknowledge { ack, reply } = m {
+                if let OrchMsg::Acknowledge { ack, reply, .. } = m {
                     kinds.push(ack.kind.clone());
                     let _ = reply.send(Ok(ack));
                 }

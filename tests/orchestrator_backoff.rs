@@ -15,7 +15,8 @@ fn setup(dir: &std::path::Path) -> Setup {
     setup_with(
         dir,
         r#"[{"id": "1", "identifier": "F-1", "title": "Always fails", "state": "To Do"}]"#,
-        "  max_retry_backoff_ms: 45000\nmock:\n  turn_outcomes: [failed]\n",
+        // The failure breaker is off: the curve is followed past three failures.
+        "  max_retry_backoff_ms: 45000\n  max_same_failures: 0\nmock:\n  turn_outcomes: [failed]\n",
     )
 }
 

@@ -542,6 +542,7 @@ fn a_restart_keeps_the_item_id_and_its_acknowledgement_and_takes_a_new_since() {
                 kind: "spend_ceiling_reached".into(),
                 acknowledged_at_ms: START_MS,
             },
+            release_issue: None,
             reply: tx,
         })
         .unwrap();

@@ -90,6 +90,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     ],
     env_vars: &[],
     validate: crate::agent::no_setting_problems,
+    classify_failure: crate::agent::failure_class::no_kind_words,
     build: |settings, clock| Ok(Arc::new(MockAdapter::from_settings(settings, clock)?)),
 };
 

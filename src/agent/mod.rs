@@ -14,6 +14,7 @@ pub mod copilot;
 pub mod env;
 pub mod error;
 pub mod event;
+pub mod failure_class;
 pub mod jsonrpc;
 pub mod mcp_file;
 pub mod mock;
@@ -232,6 +233,10 @@ pub struct AgentDescriptor {
     /// The kind's checks over its settings, without I/O beyond asking who the process runs
     /// as; empty when it can run. Both `sortie validate` and the dispatch preflight report them.
     pub validate: fn(&AgentSettings) -> Vec<SettingProblem>,
+    /// Recognises, in a failed run's message (which quotes the CLI's own words), a cause that
+    /// will not heal by itself: the kind's own phrases, then the common ones
+    /// ([`failure_class::classify_common`]).
+    pub classify_failure: fn(&str) -> Option<failure_class::FailureClass>,
     pub build: BuildAgent,
 }
 

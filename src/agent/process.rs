@@ -231,7 +231,8 @@ pub fn run_turn(
     let (mut outcome, mut evs) = parser.finish(&end);
     ssh_connection_outcome(spec, &end, &mut outcome, &mut evs);
     if end.cancelled.is_none()
-        && end.exit.is_some_and(|e| e.code.is_some_and(|c| c != 0))
+        && (end.exit.is_some_and(|e| e.code.is_some_and(|c| c != 0))
+            || end.first_line_timeout.is_some())
         && let Some(said) = output.reason()
     {
         add_reason(&mut outcome, &mut evs, &said);
@@ -527,31 +528,37 @@ fn ssh_connection_outcome(
 }
 
 /// Longest part of the agent's own words carried into a failure's message.
-const REASON_CHARS: usize = 300;
+const REASON_CHARS: usize = 400;
+/// Most stderr lines quoted in a failure's message.
+const REASON_LINES: usize = 3;
 
 /// What a turn's process said besides its stream.
 #[derive(Debug, Default)]
 struct ProcessOutput {
     /// Bounded stderr (head and tail).
     stderr: String,
-    /// The last non-empty stderr line.
-    last_stderr: Option<String>,
     /// The last non-empty stdout line that is not a JSON object (a CLI's plain complaint).
     last_plain_stdout: Option<String>,
 }
 
 impl ProcessOutput {
-    /// The CLI's own reason for failing: its last stderr line, else its last plain stdout
-    /// line; masked and cut.
+    /// The CLI's own reason for failing: its most informative stderr lines
+    /// ([`informative_lines`](crate::agent::failure_class::informative_lines)), else its last
+    /// plain stdout line; masked and cut.
     fn reason(&self) -> Option<String> {
-        let line = self
-            .last_stderr
-            .as_ref()
-            .or(self.last_plain_stdout.as_ref())?;
-        let line = crate::agent::text::strip_ansi(line);
-        let line = line.trim();
-        (!line.is_empty())
-            .then(|| crate::agent::text::cut_chars(&crate::mask::mask(line), REASON_CHARS))
+        let lines = crate::agent::failure_class::informative_lines(
+            &self.stderr,
+            REASON_LINES,
+            REASON_CHARS,
+        );
+        let said = if lines.is_empty() {
+            let line = crate::agent::text::strip_ansi(self.last_plain_stdout.as_ref()?);
+            line.trim().to_string()
+        } else {
+            lines.join(" | ")
+        };
+        (!said.is_empty())
+            .then(|| crate::agent::text::cut_chars(&crate::mask::mask(&said), REASON_CHARS))
     }
 
     /// Keeps a plain stdout line (cut, so a flood of long lines costs little).
@@ -706,7 +713,6 @@ fn supervise(
     let _ = running.stderr_done.recv_timeout(limits.drain_timeout);
     if let Ok(s) = running.stderr.lock() {
         output.stderr = s.render();
-        output.last_stderr = s.last_line();
     }
     log::debug!(program:% = spec.program, pid:% = pid, exit:% = crate::log_field::opt(&end.exit); "agent process ended");
     output
@@ -950,7 +956,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failure_carries_the_last_stderr_line_else_the_last_plain_stdout_line() {
+    fn a_failure_carries_the_informative_stderr_lines_else_the_last_plain_stdout_line() {
         let mut out = ProcessOutput::default();
         out.note_stdout(br#"{"type":"system"}"#);
         assert_eq!(out.reason(), None);
@@ -960,8 +966,15 @@ mod tests {
         tail.push("first");
         tail.push("\u{1b}[31mlast words\u{1b}[0m");
         tail.push("   ");
-        out.last_stderr = tail.last_line();
+        out.stderr = tail.render();
         assert_eq!(out.reason().as_deref(), Some("last words"));
+        tail.push("Error: Classic tokens are not supported");
+        tail.push("  • Unset the token and log in");
+        out.stderr = tail.render();
+        assert_eq!(
+            out.reason().as_deref(),
+            Some("Error: Classic tokens are not supported | Unset the token and log in")
+        );
 
         let mut outcome = TurnOutcome::Failed {
             message: "non-zero exit (code 1)".into(),

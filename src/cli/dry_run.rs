@@ -157,5 +157,8 @@ fn hold_text(reason: &HoldReason) -> String {
         }
         HoldReason::ParkCommentsUnread => "comments of the released park unread".to_string(),
         HoldReason::SshHostsFull => "every SSH host at its session limit".to_string(),
+        HoldReason::FailureHeld { cause, runs } => {
+            format!("held after {runs} failed run(s) with {cause}")
+        }
     }
 }

@@ -38,6 +38,8 @@ pub const DEFAULT_READ_TIMEOUT_MS: u64 = 5_000;
 pub const DEFAULT_STOP_GRACE_MS: u64 = 5_000;
 pub const DEFAULT_STALL_TIMEOUT_MS: u64 = 300_000;
 pub const DEFAULT_MAX_RETRY_BACKOFF_MS: u64 = 300_000;
+/// `agent.max_same_failures` when absent.
+pub const DEFAULT_MAX_SAME_FAILURES: u32 = 3;
 pub const DEFAULT_DB_FILE: &str = ".sortie.db";
 
 /// What building needs besides the raw map: the injected environment and the two bases that
@@ -525,6 +527,17 @@ fn build_agent(
     // Absent or 0 → the default cap; negative is an error.
     let max_retry_backoff_ms =
         int_or_default(m, "max_retry_backoff_ms", DEFAULT_MAX_RETRY_BACKOFF_MS)?;
+    // Absent → default; explicit 0 → the same-cause count is off; negative is an error.
+    let max_same_failures = match int_field(m, "max_same_failures", "agent.max_same_failures")? {
+        None => DEFAULT_MAX_SAME_FAILURES,
+        Some(n) if n < 0 => {
+            return Err(ConfigError::field(
+                "agent.max_same_failures",
+                "must be a whole number of runs, 1 or more (0 turns the same-cause hold off)",
+            ));
+        }
+        Some(n) => to_u32(n, "agent.max_same_failures")?,
+    };
     Ok(AgentConfig {
         command: non_empty(string_field(m, "command").trim().to_string()),
         kind,
@@ -542,6 +555,7 @@ fn build_agent(
         stop_grace_ms: int_or_default(m, "stop_grace_ms", DEFAULT_STOP_GRACE_MS)?,
         stall_timeout_ms,
         max_retry_backoff_ms,
+        max_same_failures,
         env: Default::default(),
     })
 }

@@ -226,6 +226,10 @@ pub struct AgentConfig {
     pub stall_timeout_ms: Option<u64>,
     /// Absent or 0 = the default; negative is rejected.
     pub max_retry_backoff_ms: u64,
+    /// How many consecutive runs of one issue may end with the same cause before the issue is
+    /// held for a person (`orchestrator::failure_holds`); 0 turns the count off (a cause that
+    /// cannot heal still holds at once).
+    pub max_same_failures: u32,
     /// `agent.env` and `agent.inherit_env` (what an agent gets from sortie's environment).
     pub env: crate::child_env::EnvPolicy,
 }

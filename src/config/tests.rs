@@ -417,6 +417,22 @@ fn poll_interval_zero_and_negative_backoff_are_errors() {
 }
 
 #[test]
+fn max_same_failures_defaults_to_three_and_refuses_what_is_not_a_count() {
+    let w = ok(&doc("agent: {}"), &opts(&[]));
+    assert_eq!(w.config.agent.max_same_failures, 3);
+    let w = ok(&doc("agent: {max_same_failures: 0}"), &opts(&[]));
+    assert_eq!(w.config.agent.max_same_failures, 0, "0 turns the count off");
+    let w = ok(&doc("agent: {max_same_failures: 5}"), &opts(&[]));
+    assert_eq!(w.config.agent.max_same_failures, 5);
+    assert_eq!(
+        err(&doc("agent: {max_same_failures: -1}"), &opts(&[])),
+        "config: agent.max_same_failures: must be a whole number of runs, 1 or more (0 turns the same-cause hold off)"
+    );
+    let bad = err(&doc("agent: {max_same_failures: many}"), &opts(&[]));
+    assert!(bad.contains("agent.max_same_failures"), "{bad}");
+}
+
+#[test]
 fn state_names_are_trimmed_and_case_folded() {
     let w = ok(
         &doc("agent:\n  max_concurrent_agents_by_state: {' To Do ': 2, 'to do': 1, ' ': 3}"),

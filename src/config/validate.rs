@@ -108,6 +108,7 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
             "stop_grace_ms",
             "stall_timeout_ms",
             "max_retry_backoff_ms",
+            "max_same_failures",
             "env",
             "inherit_env",
         ],

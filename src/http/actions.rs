@@ -74,20 +74,35 @@ pub fn retry_now(state: &AppState, identifier: &str) -> Result<JsonReply, ApiErr
             format!("no retry is scheduled for issue \"{}\"", echo(identifier)),
         )),
         Ok(RetryNowOutcome::Started { .. } | RetryNowOutcome::StillWaiting { .. }) => {
-            // A row gone from the snapshot meanwhile leaves its id and attempt unknown.
-            let (issue_id, display_identifier, attempt) = row
-                .map(|r| (r.issue.id, r.issue.display_identifier, r.attempt))
-                .unwrap_or_default();
+            // A row gone from the snapshot meanwhile leaves its id and attempt unknown; a
+            // failure-held issue has no retry row, only its hold (its next run is a poll
+            // tick's dispatch, attempt 0).
+            let held = row.is_none().then(|| {
+                snap.failure_held
+                    .iter()
+                    .find(|h| h.issue.identifier == identifier)
+            });
+            let (issue_id, display_identifier, attempt) = match (row, held.flatten()) {
+                (Some(r), _) => (r.issue.id, r.issue.display_identifier, r.attempt),
+                (None, Some(h)) => (h.issue.id.clone(), h.issue.display_identifier.clone(), 0),
+                (None, None) => Default::default(),
+            };
+            let released = held.flatten().is_some();
             let due = DueRetry {
                 issue_id,
                 issue_identifier: identifier.to_string(),
                 display_identifier,
                 attempt,
             };
-            Ok(JsonReply::with_status(
-                202,
-                to_value(&QueueReply::retry_due(requested_at, due)),
-            ))
+            let mut reply = QueueReply::retry_due(requested_at, due);
+            if released {
+                let key = reply
+                    .display_identifier
+                    .clone()
+                    .unwrap_or_else(|| identifier.to_string());
+                reply.outcome_text = super::wording::failure_hold_released(&key);
+            }
+            Ok(JsonReply::with_status(202, to_value(&reply)))
         }
     }
 }
@@ -179,12 +194,17 @@ pub fn acknowledge(state: &AppState, id: &str) -> Result<JsonReply, ApiError> {
     let (stored, already) = match snap.acks.get(id) {
         Some(a) => (a.clone(), true),
         None => {
+            let release_issue = (item.view.kind
+                == super::views::attention::AttentionKind::FailureHeld)
+                .then(|| item.view.issue.issue_id.clone())
+                .flatten();
             let asked = state.orch.ask(TAKE_TIMEOUT, |reply| OrchMsg::Acknowledge {
                 ack: crate::store::AttentionAck {
                     item_id: id.to_string(),
                     kind: item.view.kind.as_str().to_string(),
                     acknowledged_at_ms: now,
                 },
+                release_issue,
                 reply,
             });
             match asked {

@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 
 use crate::domain::{BudgetReason, ReactionKind};
 use crate::orchestrator::agent_holds::AuthHold;
+use crate::orchestrator::failure_holds::FailureHold;
 use crate::orchestrator::reactions::ReactionRow;
 use crate::orchestrator::snapshot::{BudgetRow, ParkedRow, Snapshot};
 use crate::orchestrator::spend_ceiling::WindowState;
@@ -99,6 +100,7 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
     out.extend(snap.auth_holds.iter().map(|h| auth_item(h, snap)));
     out.extend(snap.parked.iter().map(|p| parked_item(p, snap)));
     out.extend(snap.budget_exhausted.iter().map(|b| budget_item(b, snap)));
+    out.extend(snap.failure_held.iter().map(|h| failure_item(h, snap)));
     out.extend(spend_items(snap));
     out.extend(
         snap.pending_reactions
@@ -208,6 +210,29 @@ fn auth_item(h: &AuthHold, snap: &Snapshot) -> Item {
             evidence: AttentionEvidence {
                 agent_kind: Some(h.agent_kind.clone()),
                 error: Some(h.message.clone()),
+                ..Default::default()
+            },
+        },
+        snap,
+    )
+}
+
+/// An issue the failure breaker holds: its words quote the agent, and acknowledging the item
+/// releases the hold.
+fn failure_item(h: &FailureHold, snap: &Snapshot) -> Item {
+    base_item(
+        Cause {
+            kind: AttentionKind::FailureHeld,
+            id_parts: vec![h.issue.id.clone(), h.cause.clone(), id_time(h.since_ms)],
+            since_ms: Some(h.since_ms),
+            issue: Some(&h.issue),
+            words: wording::attention_failure_held(&h.cause, h.runs, &h.message),
+            action: AttentionAction::acknowledge(),
+            evidence: AttentionEvidence {
+                agent_kind: Some(h.agent_kind.clone()),
+                error: Some(h.message.clone()),
+                cause: Some(h.cause.clone()),
+                runs: Some(h.runs),
                 ..Default::default()
             },
         },

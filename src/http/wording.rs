@@ -107,9 +107,17 @@ pub fn token_figure(n: Option<u64>, complete: bool) -> String {
 }
 
 /// A running session.
-pub fn running(turn: u32, stage: Option<&str>) -> Pair {
+pub fn running(turn: u32, stage: Option<&str>, waiting_for_output: bool) -> Pair {
     let stage_short = stage.map(|s| format!(" of {s}")).unwrap_or_default();
     let stage_full = stage.map(|s| format!(" on stage {s}")).unwrap_or_default();
+    if waiting_for_output && turn > 0 {
+        return Pair::new(
+            format!("Turn {turn}{stage_short}, waiting for the agent's first output"),
+            format!(
+                "Running{stage_full}, turn {turn}: the agent has printed nothing for longer than agent.read_timeout_ms; waiting for the agent's first output."
+            ),
+        );
+    }
     if turn == 0 {
         return Pair::new(
             format!("Starting{stage_short}"),
@@ -574,6 +582,64 @@ pub fn agent_auth_failed(agent_kind: &str) -> (String, String, String) {
     (reason, release, full)
 }
 
+/// What a failure hold says its cause is: the class's description, else the repeated code.
+fn failure_cause_words(cause: &str, runs: u32) -> String {
+    match crate::agent::failure_class::FailureClass::from_code(cause) {
+        Some(class) => class.describe().to_string(),
+        None if cause == "stall" => {
+            format!("{runs} runs in a row stalled (no agent event within agent.stall_timeout_ms)")
+        }
+        None => format!("{runs} runs in a row failed with {cause}"),
+    }
+}
+
+/// What a person does about a failure hold's cause.
+fn failure_cause_action(cause: &str) -> &'static str {
+    match crate::agent::failure_class::FailureClass::from_code(cause) {
+        Some(class) => class.what_to_do(),
+        None => "read the agent's words and the run history, fix what makes the runs fail",
+    }
+}
+
+const FAILURE_RELEASE: &str = "Released when a person acknowledges its attention item or asks to retry it now, when the workflow file is saved or reloaded with a change, or when the issue leaves the active tracker states.";
+
+/// A `failure_held` hold's sentences (reason, release, full).
+pub fn failure_held(cause: &str, runs: u32) -> (String, String, String) {
+    let reason = format!("Held: {}", failure_cause_words(cause, runs));
+    let full = format!(
+        "{reason}. Sortie does not retry it until a person acts: {}.",
+        failure_cause_action(cause)
+    );
+    (reason, FAILURE_RELEASE.to_string(), full)
+}
+
+/// The attention sentences of a failure hold; `said` is the agent's own words (masked).
+pub fn attention_failure_held(cause: &str, runs: u32, said: &str) -> AttentionWords {
+    let runs_text = if runs == 1 {
+        "Its run".to_string()
+    } else {
+        format!("Its last {runs} runs")
+    };
+    let failed = if cause == "stall" {
+        "stalled (no agent event within agent.stall_timeout_ms)".to_string()
+    } else {
+        format!("failed with {cause}")
+    };
+    let said = if said.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" The agent said: \u{201c}{}\u{201d}", said.trim())
+    };
+    AttentionWords {
+        reason: format!("Held: {}", failure_cause_words(cause, runs)),
+        why: format!(
+            "{runs_text} {failed}, which a retry will not fix, so Sortie holds the issue.{said} To do: {}, then acknowledge this item or retry the issue now.",
+            failure_cause_action(cause)
+        ),
+        clears: "Clears when a person acknowledges this item or asks to retry the issue now, when the workflow file is saved or reloaded with a change, or when the issue leaves the active tracker states.".to_string(),
+    }
+}
+
 /// The three attention sentences of an item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttentionWords {
@@ -844,6 +910,11 @@ pub const REFRESH_COALESCED: &str =
 pub const NOTHING_QUEUED_DRAINING: &str = "Nothing queued: Sortie is shutting down.";
 pub const NOTHING_ACKNOWLEDGED_DRAINING: &str = "Nothing acknowledged: Sortie is shutting down.";
 
+/// A retry-now request released an issue from its failure hold.
+pub fn failure_hold_released(key: &str) -> String {
+    format!("{key} is released from its failure hold; the next poll tick dispatches it.")
+}
+
 pub fn retry_due_now(attempt: u32, key: &str) -> String {
     format!("Retry {attempt} of {key} is due now.")
 }
@@ -931,12 +1002,27 @@ mod tests {
 
     #[test]
     fn running_row() {
-        assert_eq!(running(7, None), Pair::new("Turn 7", "Running, turn 7."));
         assert_eq!(
-            running(0, None).full,
+            running(7, None, false),
+            Pair::new("Turn 7", "Running, turn 7.")
+        );
+        assert_eq!(
+            running(0, None, false).full,
             "Running, the first turn is starting."
         );
-        assert_eq!(running(2, Some("implement")).short, "Turn 2 of implement");
+        assert_eq!(
+            running(2, Some("implement"), false).short,
+            "Turn 2 of implement"
+        );
+        assert_eq!(
+            running(1, None, true).short,
+            "Turn 1, waiting for the agent's first output"
+        );
+        assert_eq!(
+            running(0, None, true).short,
+            "Starting",
+            "before the first turn starts"
+        );
     }
 
     #[test]

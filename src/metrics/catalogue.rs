@@ -49,6 +49,7 @@ pub const HOLD_REASONS: &[&str] = &[
     "monthly_spend_ceiling",
     "stage_hop_unconfirmed",
     "park_comments_unread",
+    "failure_held",
 ];
 pub const SUCCESS_ERROR: &[&str] = &["success", "error"];
 pub const SUCCESS_ERROR_SKIPPED: &[&str] = &["success", "error", "skipped"];

@@ -224,6 +224,10 @@ pub enum HoldReason {
     /// Every SSH host runs as many sessions as `worker.max_concurrent_agents_per_host` allows
     /// (a host out of service has no room).
     SshHostsFull,
+    /// The failure breaker holds the issue until a person releases it
+    /// (`failure_holds::FailureHold`): `cause` is a failure class or a repeated error code,
+    /// `runs` the consecutive runs that ended with it.
+    FailureHeld { cause: String, runs: u32 },
 }
 
 impl HoldReason {
@@ -243,6 +247,7 @@ impl HoldReason {
             HoldReason::StageHopUnconfirmed { .. } => "stage_hop_unconfirmed",
             HoldReason::ParkCommentsUnread => "park_comments_unread",
             HoldReason::SshHostsFull => "ssh_hosts_full",
+            HoldReason::FailureHeld { .. } => "failure_held",
         }
     }
 }
@@ -316,6 +321,8 @@ pub struct PassInput {
     pub spend_hold: Option<HoldReason>,
     /// Issues whose stage hop no read has confirmed yet (`stage_hop_unconfirmed`).
     pub hop_unconfirmed: BTreeMap<String, HoldReason>,
+    /// Issues the failure breaker holds (`failure_held`).
+    pub failure_held: BTreeMap<String, HoldReason>,
     /// How many more sessions the SSH hosts take (`host_pool::HostPool::room`); `None` when
     /// sessions run here.
     pub ssh_room: Option<usize>,
@@ -356,6 +363,7 @@ impl PassInput {
             agent_hold: None,
             spend_hold: None,
             hop_unconfirmed: BTreeMap::new(),
+            failure_held: BTreeMap::new(),
             ssh_room: None,
             active_states: cfg.tracker.active_states.clone(),
             terminal_states: cfg.tracker.terminal_states.clone(),
@@ -453,6 +461,11 @@ pub fn plan(
         }
         if input.budget_held.contains(&issue.id) {
             out.push(Decision::Skip(SkipReason::BudgetExhausted));
+            continue;
+        }
+        // Only a person (or a reload) releases it: no other gate's reason matters.
+        if let Some(hold) = input.failure_held.get(&issue.id) {
+            out.push(Decision::Held(hold.clone()));
             continue;
         }
         // A spend window holds every dispatch: a freed slot or host would not dispatch the

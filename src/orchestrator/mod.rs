@@ -6,6 +6,7 @@ pub mod agent_holds;
 pub mod backoff;
 pub mod dispatch_pass;
 pub mod exit_step;
+pub mod failure_holds;
 pub mod host_pool;
 pub mod io_pool;
 pub mod money_budget;

@@ -286,6 +286,9 @@ pub enum OrchMsg {
     /// Store an attention acknowledgement; answers once it is committed.
     Acknowledge {
         ack: crate::store::AttentionAck,
+        /// The issue whose failure hold the acknowledged item reports: acknowledging it
+        /// releases the hold.
+        release_issue: Option<String>,
         reply: Sender<Result<crate::store::AttentionAck, AckError>>,
     },
     /// The workflow file changed on disk.

@@ -59,6 +59,7 @@ pub struct WarmStart {
     pub outcomes: HashMap<String, (OutcomeKind, String)>,
     pub acks: Vec<crate::store::AttentionAck>,
     pub usage_holds: Vec<UsageHold>,
+    pub failure_holds: Vec<super::failure_holds::FailureHold>,
     pub stage_hops: Vec<crate::domain::stage::StageHop>,
 }
 
@@ -176,7 +177,13 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
             since_ms: h.since_ms,
         })
         .collect();
+    let failure_holds = snap
+        .failure_holds
+        .into_iter()
+        .map(failure_hold_of)
+        .collect();
     Ok(WarmStart {
+        failure_holds,
         reactions: snap.reactions,
         stage_hops: snap.stage_hops,
         retries,
@@ -373,6 +380,51 @@ pub fn delete_usage_hold(store: &Store, h: &UsageHold) {
     warn_on_err(
         "delete_usage_hold",
         store.writer().delete_usage_hold(usage_hold_row(h)),
+    );
+}
+
+fn failure_hold_of(r: crate::store::FailureHoldRow) -> super::failure_holds::FailureHold {
+    super::failure_holds::FailureHold {
+        issue: issue_from_parts(
+            &r.issue_id,
+            &r.identifier,
+            &r.issue_title,
+            &r.issue_url,
+            "",
+            &[],
+            &r.issue_state,
+        ),
+        agent_kind: r.agent_kind,
+        cause: r.cause,
+        classified: r.classified,
+        runs: r.runs,
+        message: r.message,
+        since_ms: r.since_ms,
+    }
+}
+
+/// Stores a failure hold, so a restart keeps holding the issue.
+pub fn save_failure_hold(store: &Store, h: &super::failure_holds::FailureHold) {
+    let row = crate::store::FailureHoldRow {
+        issue_id: h.issue.id.clone(),
+        identifier: h.issue.identifier.clone(),
+        issue_title: h.issue.title.clone(),
+        issue_url: h.issue.url.clone(),
+        issue_state: h.issue.state.clone(),
+        agent_kind: h.agent_kind.clone(),
+        cause: h.cause.clone(),
+        classified: h.classified,
+        runs: h.runs,
+        message: crate::mask::mask(&h.message),
+        since_ms: h.since_ms,
+    };
+    warn_on_err("save_failure_hold", store.writer().upsert_failure_hold(row));
+}
+
+pub fn delete_failure_hold(store: &Store, issue_id: &str) {
+    warn_on_err(
+        "delete_failure_hold",
+        store.writer().delete_failure_hold(issue_id.to_string()),
     );
 }
 

@@ -76,6 +76,9 @@ pub struct ConfigView {
     pub agent_command: Option<String>,
     pub max_turns: u32,
     pub stall_timeout_ms: Option<u64>,
+    /// `agent.read_timeout_ms`: how long a turn may print nothing before its running row
+    /// reads as waiting for the agent's first output.
+    pub read_timeout_ms: u64,
     pub max_retry_backoff_ms: u64,
     pub max_sessions: Option<u64>,
     pub max_tokens: Option<u64>,
@@ -221,6 +224,8 @@ pub struct Snapshot {
     /// Agent kinds held because their login failed (a turn that completes lifts one, so agent
     /// events change it).
     pub auth_holds: Arc<Vec<super::agent_holds::AuthHold>>,
+    /// Issues the failure breaker holds.
+    pub failure_held: Arc<Vec<super::failure_holds::FailureHold>>,
     /// Attention acknowledgements by item id.
     pub acks: Arc<BTreeMap<String, crate::store::AttentionAck>>,
     /// The spend windows as of the latest poll tick or retry check (`None`: no ceiling set).
@@ -264,6 +269,7 @@ impl ConfigView {
                 .map(crate::mask::mask),
             max_turns: cfg.agent.max_turns.max(1),
             stall_timeout_ms: positive(cfg.agent.stall_timeout_ms),
+            read_timeout_ms: cfg.agent.read_timeout_ms,
             max_retry_backoff_ms: cfg.agent.max_retry_backoff_ms,
             max_sessions: positive(cfg.agent.max_sessions),
             max_tokens: positive(cfg.agent.max_tokens),
@@ -394,6 +400,7 @@ impl Snapshot {
             retrying: Arc::new(retrying),
             held: Arc::new(state.held.values().cloned().collect()),
             budget_exhausted: Arc::new(state.budget_held.values().cloned().collect()),
+            failure_held: Arc::new(state.failure_held.values().cloned().collect()),
             parked: Arc::new(state.parked.values().cloned().collect()),
             pending_reactions: Arc::new(pending_reactions(state)),
             between_stages: Arc::new(between_stages(state)),
@@ -440,6 +447,7 @@ impl Snapshot {
             retrying: Arc::clone(&prev.retrying),
             held: Arc::clone(&prev.held),
             budget_exhausted: Arc::clone(&prev.budget_exhausted),
+            failure_held: Arc::clone(&prev.failure_held),
             parked: Arc::clone(&prev.parked),
             pending_reactions: Arc::clone(&prev.pending_reactions),
             between_stages: Arc::clone(&prev.between_stages),

@@ -53,6 +53,8 @@ pub struct RunFacts {
     pub session_id: Option<String>,
     pub agent_pid: Option<u32>,
     pub turn: u32,
+    /// When the current turn started (the dispatch until the first turn starts).
+    pub turn_started_at_ms: i64,
     pub tokens: TokenUsage,
     pub tokens_measured: bool,
     pub api_request_count: u64,
@@ -151,10 +153,24 @@ impl RunFacts {
     /// checks that ran before it are over, and the stall clock starts again at `now_ms`.
     pub fn turn_started(&mut self, turn: u32, now_ms: i64) {
         self.turn = turn;
+        self.turn_started_at_ms = now_ms;
         if self.checks_running {
             self.checks_running = false;
             self.stall_floor_ms = now_ms;
         }
+    }
+
+    /// The current turn has run `read_timeout_ms` or longer without any event from the agent.
+    pub fn waiting_for_first_output(&self, read_timeout_ms: u64, now_ms: i64) -> bool {
+        let silent = self
+            .last_event_at_ms
+            .is_none_or(|t| t < self.turn_started_at_ms);
+        let waited = now_ms.saturating_sub(self.turn_started_at_ms);
+        read_timeout_ms > 0
+            && self.turn > 0
+            && !self.checks_running
+            && silent
+            && waited >= i64::try_from(read_timeout_ms).unwrap_or(i64::MAX)
     }
 
     /// Where the stall timeout counts from, `None` while sortie's own checks run.
@@ -620,6 +636,10 @@ pub struct State {
     pub rate_limits: std::sync::Arc<super::rate_limits::RateLimits>,
     /// Holds on a whole agent kind (usage limit, failed login).
     pub agent_holds: super::agent_holds::AgentHolds,
+    /// Issues the failure breaker holds, by issue id.
+    pub failure_held: BTreeMap<String, super::failure_holds::FailureHold>,
+    /// Each issue's streak of failed runs with one cause.
+    pub failure_streaks: super::failure_holds::Streaks,
     /// The spend windows as of the latest poll tick or retry check; `None` while no spend
     /// ceiling is set (or before the first evaluation).
     pub spend: Option<super::spend_ceiling::SpendCeilings>,

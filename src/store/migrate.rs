@@ -68,6 +68,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "010_store_tasks",
         sql: include_str!("../../sql/010_store_tasks.sql"),
     },
+    Migration {
+        version: 11,
+        name: "011_failure_holds",
+        sql: include_str!("../../sql/011_failure_holds.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.

@@ -10,6 +10,7 @@ pub mod connection;
 mod error;
 mod event_retry;
 mod events;
+mod failure_holds;
 pub mod files;
 mod json;
 pub mod live_figures;
@@ -48,6 +49,7 @@ pub use event_retry::{
     EventRetryBuffer, MAX_BUFFER_BYTES, PendingEvents, PendingSummary, RETRY_DELAYS_MS,
 };
 pub use events::{EventLimits, PruneReport, RunEvents, StoredEvent};
+pub use failure_holds::FailureHoldRow;
 pub use lock::DbLock;
 pub use model_use::ModelUse;
 pub use outcomes::{IssueOutcome, replaces as outcome_replaces};

@@ -10,6 +10,7 @@ use super::attention::{self, AttentionAck};
 use super::connection;
 use super::error::StoreError;
 use super::events::{self, RunEvents};
+use super::failure_holds::{self, FailureHoldRow};
 use super::outcomes::{self, IssueOutcome};
 use super::parks::{self, ParkedIssue};
 use super::queries::{self, IssueSpend, IssueTotalsRow, OutcomeRow};
@@ -32,6 +33,7 @@ pub struct WarmStartSnapshot {
     pub sessions: Vec<SessionMeta>,
     /// Usage-limit holds on agent kinds.
     pub usage_holds: Vec<UsageHoldRow>,
+    pub failure_holds: Vec<FailureHoldRow>,
     pub reactions: ReactionsSnapshot,
     /// Every stored stage hop.
     pub stage_hops: Vec<crate::domain::stage::StageHop>,
@@ -175,6 +177,7 @@ pub(crate) fn warm_start_snapshot(conn: &Connection) -> Result<WarmStartSnapshot
             acknowledgements: attention::load_all(conn)?,
             sessions: sessions::load_all(conn)?,
             usage_holds: usage_holds::load_all(conn)?,
+            failure_holds: failure_holds::load_all(conn)?,
             stage_hops: super::stage_hops::load_all(conn)?,
             reactions: ReactionsSnapshot {
                 escalations: reactions::load_escalations(conn)?,

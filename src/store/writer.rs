@@ -16,6 +16,7 @@ use super::attention::{self, AttentionAck};
 use super::error::{SqlContext, StoreError};
 use super::event_retry::{EventRetryBuffer, PendingEvents, PendingSummary};
 use super::events::{EventLimits, StoredEvent};
+use super::failure_holds::{self, FailureHoldRow};
 use super::live_figures;
 use super::outcomes::{self, IssueOutcome};
 use super::parks::{self, ParkedIssue};
@@ -53,6 +54,8 @@ enum WriteOp {
     DeleteAcks(Vec<String>),
     UpsertUsageHold(UsageHoldRow),
     DeleteUsageHold(UsageHoldRow),
+    UpsertFailureHold(FailureHoldRow),
+    DeleteFailureHold(String),
     Reaction(ReactionWrite),
     StageHop(StageHopWrite),
 }
@@ -72,6 +75,8 @@ impl WriteOp {
             DbCmd::DeleteAcks(ids) => WriteOp::DeleteAcks(ids),
             DbCmd::UpsertUsageHold(h) => WriteOp::UpsertUsageHold(h),
             DbCmd::DeleteUsageHold(h) => WriteOp::DeleteUsageHold(h),
+            DbCmd::UpsertFailureHold(h) => WriteOp::UpsertFailureHold(h),
+            DbCmd::DeleteFailureHold(id) => WriteOp::DeleteFailureHold(id),
             DbCmd::Reaction(w) => WriteOp::Reaction(w),
             DbCmd::StageHop(w) => WriteOp::StageHop(w),
             other => return Err(Box::new(other)),
@@ -91,6 +96,8 @@ impl WriteOp {
             WriteOp::DeleteAcks(_) => ("delete acknowledgements", ""),
             WriteOp::UpsertUsageHold(h) => ("save usage hold", &h.agent_kind),
             WriteOp::DeleteUsageHold(h) => ("delete usage hold", &h.agent_kind),
+            WriteOp::UpsertFailureHold(h) => ("save failure hold", &h.issue_id),
+            WriteOp::DeleteFailureHold(id) => ("delete failure hold", id),
             WriteOp::Reaction(w) => ("save reaction state", w.issue_id()),
             WriteOp::StageHop(w) => ("save stage hop", w.key()),
         }
@@ -113,6 +120,8 @@ pub enum DbCmd {
     DeleteAcks(Vec<String>),
     UpsertUsageHold(UsageHoldRow),
     DeleteUsageHold(UsageHoldRow),
+    UpsertFailureHold(FailureHoldRow),
+    DeleteFailureHold(String),
     /// Standing escalations, fingerprints, given comments.
     Reaction(ReactionWrite),
     /// Stage hops and a run's hop result.
@@ -207,6 +216,13 @@ impl WriterHandle {
     }
     pub fn delete_usage_hold(&self, hold: UsageHoldRow) -> Result<(), StoreError> {
         self.send(DbCmd::DeleteUsageHold(hold))
+    }
+    /// Queues a failure hold's save (one row per issue; a new hold replaces the old).
+    pub fn upsert_failure_hold(&self, hold: FailureHoldRow) -> Result<(), StoreError> {
+        self.send(DbCmd::UpsertFailureHold(hold))
+    }
+    pub fn delete_failure_hold(&self, issue_id: String) -> Result<(), StoreError> {
+        self.send(DbCmd::DeleteFailureHold(issue_id))
     }
     pub fn stage_hop(&self, w: StageHopWrite) -> Result<(), StoreError> {
         self.send(DbCmd::StageHop(w))
@@ -443,6 +459,8 @@ impl Writer {
             DbCmd::DeleteAcks(ids) => self.write(WriteOp::DeleteAcks(ids)),
             DbCmd::UpsertUsageHold(h) => self.write(WriteOp::UpsertUsageHold(h)),
             DbCmd::DeleteUsageHold(h) => self.write(WriteOp::DeleteUsageHold(h)),
+            DbCmd::UpsertFailureHold(h) => self.write(WriteOp::UpsertFailureHold(h)),
+            DbCmd::DeleteFailureHold(id) => self.write(WriteOp::DeleteFailureHold(id)),
             DbCmd::Reaction(w) => self.write(WriteOp::Reaction(w)),
             DbCmd::StageHop(w) => self.write(WriteOp::StageHop(w)),
             DbCmd::Query(f) => f(&self.conn),
@@ -628,6 +646,8 @@ impl Writer {
             WriteOp::DeleteAcks(ids) => attention::delete(&self.conn, ids).map(|_| ()),
             WriteOp::UpsertUsageHold(h) => usage_holds::upsert(&self.conn, h),
             WriteOp::DeleteUsageHold(h) => usage_holds::delete(&self.conn, h),
+            WriteOp::UpsertFailureHold(h) => failure_holds::upsert(&self.conn, h),
+            WriteOp::DeleteFailureHold(id) => failure_holds::delete(&self.conn, id),
             WriteOp::Reaction(w) => reactions::apply(&self.conn, w),
             WriteOp::StageHop(w) => stage_hops::apply(&self.conn, w),
         }

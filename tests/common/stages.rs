@@ -95,6 +95,7 @@ pub fn running(now: i64) -> RunFacts {
         session_id: None,
         agent_pid: None,
         turn: 7,
+        turn_started_at_ms: now - 60_000,
         tokens: Default::default(),
         tokens_measured: false,
         api_request_count: 0,

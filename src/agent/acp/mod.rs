@@ -63,8 +63,33 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     validate: |settings: &AgentSettings| -> Vec<SettingProblem> {
         AcpConfig::parse(&settings.block).1
     },
+    classify_failure,
     build: |settings, clock| Ok(Arc::new(AcpAdapter::new(settings.clone(), clock))),
 };
+
+/// Recognises the ACP agent's own words for a failure that will not heal by itself, then the common
+/// ones (`failure_class::classify_common`).
+pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::FailureClass> {
+    use crate::agent::failure_class::FailureClass;
+    const WORDS: &[(FailureClass, &[&str])] = &[
+        (
+            FailureClass::NotLoggedIn,
+            &[
+                "api key not valid",
+                "api key is missing",
+                "please set an auth method",
+                "gemini_api_key environment variable not found",
+            ],
+        ),
+        (FailureClass::Unreachable, &["fetch failed"]),
+    ];
+    let t = text.to_ascii_lowercase();
+    WORDS
+        .iter()
+        .find(|(_, words)| words.iter().any(|w| t.contains(w)))
+        .map(|(class, _)| *class)
+        .or_else(|| crate::agent::failure_class::classify_common(text))
+}
 
 /// Builds ACP sessions.
 pub struct AcpAdapter {

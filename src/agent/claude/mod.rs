@@ -59,8 +59,28 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     block_keys: argv::BLOCK_KEYS,
     env_vars: ENV_VARS,
     validate: settings_problems,
+    classify_failure,
     build: |settings, clock| Ok(Arc::new(ClaudeAdapter::new(settings.clone(), clock))),
 };
+
+/// Recognises Claude Code's own words for a failure that will not heal by itself, then the common
+/// ones (`failure_class::classify_common`).
+pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::FailureClass> {
+    use crate::agent::failure_class::FailureClass;
+    const WORDS: &[(FailureClass, &[&str])] = &[
+        (
+            FailureClass::NotLoggedIn,
+            &["not logged in", "invalid api key", "please run /login"],
+        ),
+        (FailureClass::QuotaOrBilling, &["credit balance is too low"]),
+    ];
+    let t = text.to_ascii_lowercase();
+    WORDS
+        .iter()
+        .find(|(_, words)| words.iter().any(|w| t.contains(w)))
+        .map(|(class, _)| *class)
+        .or_else(|| crate::agent::failure_class::classify_common(text))
+}
 
 /// Claude Code refuses to bypass permissions as root (`--dangerously-skip-permissions`, which
 /// sortie passes when `permission_mode` is unset, or `bypassPermissions`) unless the operator

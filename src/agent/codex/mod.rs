@@ -59,8 +59,34 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     block_keys: config::BLOCK_KEYS,
     env_vars: ENV_VARS,
     validate: settings_problems,
+    classify_failure,
     build: |settings, clock| Ok(Arc::new(CodexAdapter::new(settings.clone(), clock))),
 };
+
+/// Recognises Codex's own words for a failure that will not heal by itself, then the common
+/// ones (`failure_class::classify_common`).
+pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::FailureClass> {
+    use crate::agent::failure_class::FailureClass;
+    const WORDS: &[(FailureClass, &[&str])] = &[
+        (
+            FailureClass::NotLoggedIn,
+            &["not logged in", "please log in", "codex login"],
+        ),
+        (
+            FailureClass::Unreachable,
+            &[
+                "error sending request for url",
+                "stream disconnected before completion: error sending request",
+            ],
+        ),
+    ];
+    let t = text.to_ascii_lowercase();
+    WORDS
+        .iter()
+        .find(|(_, words)| words.iter().any(|w| t.contains(w)))
+        .map(|(class, _)| *class)
+        .or_else(|| crate::agent::failure_class::classify_common(text))
+}
 
 fn settings_problems(settings: &AgentSettings) -> Vec<SettingProblem> {
     CodexConfig::parse(&settings.block).1

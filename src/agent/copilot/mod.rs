@@ -60,8 +60,41 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     block_keys: argv::BLOCK_KEYS,
     env_vars: ENV_VARS,
     validate: settings_problems,
+    classify_failure,
     build: |settings, clock| Ok(Arc::new(CopilotAdapter::new(settings.clone(), clock))),
 };
+
+/// Recognises the Copilot CLI's own words for a failure that will not heal by itself, then the common
+/// ones (`failure_class::classify_common`).
+pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::FailureClass> {
+    use crate::agent::failure_class::FailureClass;
+    const WORDS: &[(FailureClass, &[&str])] = &[
+        (
+            FailureClass::UnsupportedToken,
+            &[
+                "are not supported by copilot",
+                "classic personal access tokens",
+            ],
+        ),
+        (
+            FailureClass::NotLoggedIn,
+            &[
+                "no authentication information found",
+                "error: not authenticated",
+            ],
+        ),
+        (
+            FailureClass::Unreachable,
+            &["network fetch failed", "error sending request for url"],
+        ),
+    ];
+    let t = text.to_ascii_lowercase();
+    WORDS
+        .iter()
+        .find(|(_, words)| words.iter().any(|w| t.contains(w)))
+        .map(|(class, _)| *class)
+        .or_else(|| crate::agent::failure_class::classify_common(text))
+}
 
 fn settings_problems(settings: &AgentSettings) -> Vec<SettingProblem> {
     argv::block_problems(&settings.block)

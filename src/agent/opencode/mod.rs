@@ -74,11 +74,41 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     block_keys: argv::BLOCK_KEYS,
     env_vars: ENV_VARS,
     validate: settings::problems,
+    classify_failure,
     build: |settings, clock| {
         let adapter = OpencodeAdapter::new(settings.clone(), clock)?;
         Ok(Arc::new(adapter))
     },
 };
+
+/// Recognises OpenCode's own words for a failure that will not heal by itself (its provider
+/// errors by name, never sortie's startup deadline message, which only guesses at the cause),
+/// then the common ones (`failure_class::classify_common`).
+pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::FailureClass> {
+    use crate::agent::failure_class::FailureClass;
+    const WORDS: &[(FailureClass, &[&str])] = &[
+        (
+            FailureClass::NoProvider,
+            &[
+                "providermodelnotfounderror",
+                "provideriniterror",
+                "no providers found",
+                "no providers are available",
+                "no provider selected",
+            ],
+        ),
+        (
+            FailureClass::NotLoggedIn,
+            &["api key is missing", "no api key"],
+        ),
+    ];
+    let t = text.to_ascii_lowercase();
+    WORDS
+        .iter()
+        .find(|(_, words)| words.iter().any(|w| t.contains(w)))
+        .map(|(class, _)| *class)
+        .or_else(|| crate::agent::failure_class::classify_common(text))
+}
 
 /// Builds opencode sessions.
 pub struct OpencodeAdapter {

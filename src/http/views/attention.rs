@@ -25,6 +25,8 @@ pub enum AttentionKind {
     SpendCeilingReached,
     /// A pending pull-request reaction escalated to a person.
     ReactionEscalated,
+    /// The failure breaker holds an issue whose runs fail in a way a retry will not fix.
+    FailureHeld,
 }
 
 impl AttentionKind {
@@ -37,6 +39,7 @@ impl AttentionKind {
         AttentionKind::BudgetHeld,
         AttentionKind::SpendCeilingReached,
         AttentionKind::ReactionEscalated,
+        AttentionKind::FailureHeld,
     ];
 
     /// The served text (the same as serde's, checked by a test).
@@ -50,6 +53,7 @@ impl AttentionKind {
             AttentionKind::BudgetHeld => "budget_held",
             AttentionKind::SpendCeilingReached => "spend_ceiling_reached",
             AttentionKind::ReactionEscalated => "reaction_escalated",
+            AttentionKind::FailureHeld => "failure_held",
         }
     }
 
@@ -64,7 +68,8 @@ impl AttentionKind {
             | AttentionKind::SpendCeilingReached => Severity::Critical,
             AttentionKind::Parked
             | AttentionKind::BudgetHeld
-            | AttentionKind::ReactionEscalated => Severity::Warning,
+            | AttentionKind::ReactionEscalated
+            | AttentionKind::FailureHeld => Severity::Warning,
         }
     }
 }
@@ -193,9 +198,16 @@ pub struct AttentionEvidence {
     /// The escalated row's latest check, omitted when null.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_check: Option<super::pending_reaction::LastCheckView>,
-    /// The agent kind an agent_auth_failed item is about.
+    /// The agent kind an agent_auth_failed or failure_held item is about.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
+    /// A failure_held item's cause: a failure class (`not_logged_in`, `unsupported_token`,
+    /// `no_provider`, `provider_unreachable`, `quota_or_billing`) or the repeated error code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// A failure_held item's consecutive runs that ended with the cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u32>,
 }
 
 /// The issue an item names: id and identifier always, the others only when not empty. Every

@@ -184,6 +184,9 @@ impl HoldView {
             }
             HoldReason::ParkCommentsUnread => (None, None, wording::park_comments_unread()),
             HoldReason::SshHostsFull => (None, None, wording::ssh_hosts_full()),
+            HoldReason::FailureHeld { cause, runs } => {
+                (None, None, wording::failure_held(cause, *runs))
+            }
         };
         let (reason_text, release_text, full) = words;
         let hold = HoldView {

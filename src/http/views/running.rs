@@ -105,6 +105,9 @@ pub struct RunningView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     pub turn_count: u32,
+    /// True while the current turn has printed nothing for `agent.read_timeout_ms` or longer
+    /// (the agent may be starting slowly, or unable to reach its provider).
+    pub waiting_for_first_output: bool,
     /// True while the session is in its self-review phase.
     pub self_review_active: bool,
     /// Iterations completed in the current phase; 0 outside it.
@@ -251,11 +254,17 @@ impl RunningView {
                     .map(|(model, part)| (model.clone(), part.requests))
                     .collect()
             });
+        let waiting = r.waiting_for_first_output(cfg.read_timeout_ms, now_ms);
         RunningView {
             issue: IssueFields::of(&r.issue),
             // A running row names its stage only while it has a position.
-            sentences: wording::running(r.turn, position.as_ref().map(|p| p.current.as_str()))
-                .into(),
+            sentences: wording::running(
+                r.turn,
+                position.as_ref().map(|p| p.current.as_str()),
+                waiting,
+            )
+            .into(),
+            waiting_for_first_output: waiting,
             dispatch_id: r.dispatch_id.clone(),
             session_id: r.session_id.clone(),
             ssh_host: r.ssh_host.clone(),
@@ -434,6 +443,7 @@ mod tests {
             dispatch_id: "ABC".into(),
             attempt: 0,
             started_at_ms: 0,
+            turn_started_at_ms: 0,
             dispatched_at_ms: 0,
             last_event_at_ms: None,
             last_event_type: None,

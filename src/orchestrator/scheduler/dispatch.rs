@@ -118,6 +118,7 @@ impl Orchestrator {
                     session_id: resume_session_id,
                     agent_pid: None,
                     turn: 0,
+                    turn_started_at_ms: now,
                     tokens: Default::default(),
                     tokens_measured: false,
                     api_request_count: 0,

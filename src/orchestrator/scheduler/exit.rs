@@ -88,6 +88,16 @@ impl Orchestrator {
         if step == ExitStep::Nothing {
             return;
         }
+        match result.exit {
+            SupervisorExit::Normal { .. } => self.breaker_run_ok(&entry.facts.issue.id),
+            // The stall rule queued the retry; the breaker may hold the issue instead.
+            SupervisorExit::Cancelled {
+                reason: crate::agent::CancelReason::Stall,
+            } if step == ExitStep::KeepQueuedRetry => {
+                self.breaker_holds_stall(&entry);
+            }
+            _ => {}
+        }
         match ExitCalls::for_step(&step, || self.plan_stage_hop(&entry)) {
             Some(calls) => self.settle_off_thread(entry, result, step, calls),
             None => {
@@ -261,12 +271,20 @@ impl Orchestrator {
                 attempt,
                 delay_ms,
                 error,
-            } => self.failure_retry(entry, attempt, delay_ms, &error, false),
+            } => {
+                if !self.breaker_holds(entry, &error) {
+                    self.failure_retry(entry, attempt, delay_ms, &error, false);
+                }
+            }
             ExitStep::RetryUnfixable {
                 attempt,
                 delay_ms,
                 error,
-            } => self.failure_retry(entry, attempt, delay_ms, &error, true),
+            } => {
+                if !self.breaker_holds(entry, &error) {
+                    self.failure_retry(entry, attempt, delay_ms, &error, true);
+                }
+            }
             ExitStep::UsageLimited {
                 attempt,
                 due_at_ms,

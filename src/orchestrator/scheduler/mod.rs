@@ -6,6 +6,7 @@ mod dispatch;
 mod events;
 mod exit;
 mod exit_calls;
+mod failure_breaker;
 mod holds;
 mod hosts;
 mod io;
@@ -281,6 +282,9 @@ impl Orchestrator {
                 for h in ws.usage_holds {
                     self.state.agent_holds.note_usage_limit(h);
                 }
+                for h in ws.failure_holds {
+                    self.state.failure_held.insert(h.issue.id.clone(), h);
+                }
                 for h in ws.stage_hops {
                     self.state.stage_hops.insert(h.issue_id.clone(), h);
                 }
@@ -290,6 +294,7 @@ impl Orchestrator {
                     parked:% = self.state.parked.len(),
                     stage_hops:% = self.state.stage_hops.len(),
                     usage_holds:% = self.state.agent_holds.usage.len(),
+                    failure_holds:% = self.state.failure_held.len(),
                     dispatches_total:% = self.state.totals.dispatches;
                     "warm start restored"
                 );
@@ -707,7 +712,11 @@ impl Orchestrator {
             } => {
                 let _ = reply.try_send(self.reaction_check(&identifier, kind));
             }
-            OrchMsg::Acknowledge { ack, reply } => {
+            OrchMsg::Acknowledge {
+                ack,
+                release_issue,
+                reply,
+            } => {
                 let result = if self.draining.is_some() {
                     Err(AckError::Draining)
                 } else {
@@ -722,6 +731,9 @@ impl Orchestrator {
                     self.state
                         .acks
                         .insert(stored.item_id.clone(), stored.clone());
+                    if let Some(id) = &release_issue {
+                        self.release_failure_hold(id, "acknowledged");
+                    }
                 }
                 let _ = reply.try_send(result);
             }

@@ -468,6 +468,7 @@ impl Orchestrator {
             | Some(Decision::Held(HoldReason::ParkCommentsUnread))
             | Some(Decision::Held(HoldReason::WorkspaceLocked { .. }))
             | Some(Decision::Held(HoldReason::AgentAuthFailed { .. }))
+            | Some(Decision::Held(HoldReason::FailureHeld { .. }))
             | Some(Decision::Skip(_))
             | None => {
                 // Blocked, parked, its workspace locked elsewhere, its agent not logged in or
@@ -504,6 +505,18 @@ impl Orchestrator {
             .find(|r| r.issue.identifier == identifier)
             .map(|r| r.issue.id.clone())
         else {
+            // A failure-held issue has no retry: the request releases it, and a poll tick
+            // dispatches it at once.
+            if let Some(id) = self.failure_held_id(identifier) {
+                self.release_failure_hold(&id, "retry_now");
+                self.refresh_pending = true;
+                let _ = reply.try_send(RetryNowOutcome::StillWaiting {
+                    reason: "released from its failure hold; the next poll tick dispatches it"
+                        .into(),
+                    due_at_ms: self.clock.now_ms(),
+                });
+                return;
+            }
             let _ = reply.try_send(RetryNowOutcome::NotFound);
             return;
         };

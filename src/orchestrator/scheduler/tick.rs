@@ -54,6 +54,7 @@ impl Orchestrator {
                 self.state.health.workflow.record(now, Ok(()));
                 if changed || written {
                     self.lift_auth_holds_after_reload();
+                    self.release_failure_holds_after_reload();
                 }
                 true
             }
@@ -270,6 +271,7 @@ impl Orchestrator {
         self.rebuild_budget_holds(&candidates);
         self.evaluate_spend_ceilings();
         self.release_parks(&candidates);
+        self.release_failure_holds_of_inactive(&candidates);
         // The dispatch pass, unless the database cannot take writes or a budget read failed.
         let dispatched = if self.store_blocks_dispatch() {
             0
@@ -422,7 +424,7 @@ impl Orchestrator {
     }
 
     fn pass_input_without_hosts(&self) -> PassInput {
-        PassInput::new(
+        let mut input = PassInput::new(
             &self.workflow.config,
             LiveClaims {
                 running_states: self
@@ -436,7 +438,14 @@ impl Orchestrator {
                 parked: self.state.parked.keys().cloned().collect(),
                 claimed_identifiers: self.state.claimed_identifiers(),
             },
-        )
+        );
+        input.failure_held = self
+            .state
+            .failure_held
+            .iter()
+            .map(|(id, h)| (id.clone(), h.hold_reason()))
+            .collect();
+        input
     }
 
     /// The budget hold of one issue, if a per-issue ceiling is reached. `usage` is what the
