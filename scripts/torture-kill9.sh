@@ -14,6 +14,8 @@
 #   FAIL_PERCENT [15]    chance that one agent turn fails
 #   FINISH_TIMEOUT [600] seconds to wait for the backlog to settle after the last kill
 #   KEEP [0]             1: keep the temp directory even when every check passed
+#   SORTIE_BIN []        run this sortie binary instead of building one (the fake agent is
+#                        then the debug build)
 #
 # Checks, from the agents' own logs (not the database) where it matters:
 #   runs lost            agent sessions per issue (fake-agent `log_turn` records, one session
@@ -68,15 +70,23 @@ command -v curl >/dev/null || {
     exit 2
 }
 
-echo "building $PROFILE binaries..."
-if [ "$PROFILE" = release ]; then
-    cargo build --quiet --release --bin sortie --bin fake-agent
+if [ -n "${SORTIE_BIN:-}" ]; then
+    # A given sortie (e.g. the static release build); the fake agent from a debug build.
+    echo "using $SORTIE_BIN; building the debug fake agent..."
+    cargo build --quiet --bin fake-agent
+    SORTIE=$(realpath "$SORTIE_BIN")
+    FAKE="$REPO/target/debug/fake-agent"
 else
-    cargo build --quiet --bin sortie --bin fake-agent
+    echo "building $PROFILE binaries..."
+    if [ "$PROFILE" = release ]; then
+        cargo build --quiet --release --bin sortie --bin fake-agent
+    else
+        cargo build --quiet --bin sortie --bin fake-agent
+    fi
+    BIN="$REPO/target/$PROFILE"
+    SORTIE="$BIN/sortie"
+    FAKE="$BIN/fake-agent"
 fi
-BIN="$REPO/target/$PROFILE"
-SORTIE="$BIN/sortie"
-FAKE="$BIN/fake-agent"
 
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/sortie-torture.XXXXXX")
 SAMPLES="$DIR/samples"
@@ -146,7 +156,7 @@ EOF
 start_daemon() {
     (
         cd "$DIR"
-        exec env FAKE_AGENT_SCENARIO="$DIR/scenario.jsonl" FAKE_AGENT_ARGV_LOG="$DIR/argv.log" \
+        exec env IS_SANDBOX=1 FAKE_AGENT_SCENARIO="$DIR/scenario.jsonl" FAKE_AGENT_ARGV_LOG="$DIR/argv.log" \
             "$SORTIE" --port "$PORT" "$DIR/WORKFLOW.md" >>"$DIR/sortie.log" 2>&1
     ) &
     DAEMON_PID=$!
