@@ -84,12 +84,9 @@ fn a_session_killed_with_sortie_counts_toward_the_session_budget_and_keeps_its_t
     let served = d.state()["agent_totals"]["input_tokens"].as_u64().unwrap();
     let scraped = metric(&d, "sortie_tokens_total{type=\"input\"}");
     assert_eq!((served, scraped), (700, 700.0));
+    // The keeper stops the agent once sortie is gone; whether it has yet is a race this test
+    // does not depend on: the restart must count the session either way.
     d.kill9();
-    assert_eq!(
-        agent_pids(&p).len(),
-        1,
-        "the agent outlives a SIGKILLed sortie"
-    );
 
     let mut d = p.start();
     let s = d.wait_state("the session budget hold", Duration::from_secs(30), |s| {
