@@ -175,6 +175,9 @@ macro_rules! vocabulary {
             /// Every word, in declaration order.
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
+            /// Every word's text, in declaration order (metric label sets, schema enums).
+            pub const WORDS: &'static [&'static str] = &[$($text),+];
+
             /// The text stored and served for this word.
             pub const fn as_str(self) -> &'static str {
                 match self {
@@ -342,6 +345,40 @@ vocabulary! {
         Daily = "daily_spend_ceiling",
         Weekly = "weekly_spend_ceiling",
         Monthly = "monthly_spend_ceiling",
+    }
+}
+
+vocabulary! {
+    /// Why a dispatch pass held an issue back: the API's `hold.reason`, the `reason` label of
+    /// `sortie_candidate_holds_total`. A new hold is one line here plus its variant of the
+    /// orchestrator's `HoldReason`; the metric label set and the OpenAPI enum follow from it.
+    HoldCode {
+        BlockedBy = "blocked_by",
+        BlockersUnresolved = "blockers_unresolved",
+        BlockersNotRead = "blockers_not_read",
+        BlockersIncomplete = "blockers_incomplete",
+        AgentSlotsFull = "agent_slots_full",
+        SshHostsFull = "ssh_hosts_full",
+        WorkspaceLocked = "workspace_locked",
+        IdentifierInUse = "identifier_in_use",
+        UsageLimit = "usage_limit",
+        AgentAuthFailed = "agent_auth_failed",
+        DailySpendCeiling = "daily_spend_ceiling",
+        WeeklySpendCeiling = "weekly_spend_ceiling",
+        MonthlySpendCeiling = "monthly_spend_ceiling",
+        StageHopUnconfirmed = "stage_hop_unconfirmed",
+        ParkCommentsUnread = "park_comments_unread",
+        FailureHeld = "failure_held",
+    }
+}
+
+impl From<SpendCeilingReason> for HoldCode {
+    fn from(r: SpendCeilingReason) -> Self {
+        match r {
+            SpendCeilingReason::Daily => HoldCode::DailySpendCeiling,
+            SpendCeilingReason::Weekly => HoldCode::WeeklySpendCeiling,
+            SpendCeilingReason::Monthly => HoldCode::MonthlySpendCeiling,
+        }
     }
 }
 

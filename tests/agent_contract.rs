@@ -407,3 +407,30 @@ const ACP: Instantiation = Instantiation {
 };
 
 agent_contract!(agent_client_protocol, ACP);
+
+/// Kinds whose contract runs through the real binary instead, with the test file that runs it.
+const RUN_THROUGH_THE_BINARY: &[(&str, &str)] = &[("copilot-cli", "agent_copilot_daemon.rs")];
+
+/// A registered kind without an instantiation above (or a named daemon test) would run none of
+/// the contract: the instantiations are read from this file (module name = kind, `_` for `-`)
+/// and compared with the registry.
+#[test]
+fn every_registered_kind_has_a_contract_instantiation() {
+    let mut covered: std::collections::BTreeSet<String> = include_str!("agent_contract.rs")
+        .lines()
+        .filter_map(|l| l.strip_prefix("agent_contract!(")?.split(',').next())
+        .map(|m| m.replace('_', "-"))
+        .collect();
+    for (kind, file) in RUN_THROUGH_THE_BINARY {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests")
+            .join(file);
+        assert!(path.is_file(), "{kind}: {} is missing", path.display());
+        covered.insert(kind.to_string());
+    }
+    let registered: std::collections::BTreeSet<String> = registry::AGENTS
+        .iter()
+        .map(|d| d.kind.to_string())
+        .collect();
+    assert_eq!(covered, registered);
+}

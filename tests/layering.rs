@@ -134,3 +134,51 @@ fn the_scanner_sees_inline_paths_and_skips_comments() {
     let found = crate_paths("let x = crate::http::start(); // crate::cli\n/// [`crate::ui`]\n");
     assert_eq!(found, vec![(1, "http".to_string())]);
 }
+
+/// The layers as a document lists them: `(layer, [modules])` from its lines that start with
+/// `prefix` followed by a layer number (`//! 3. \`a\`, \`b\`` in `src/lib.rs`, `| 3 | \`a\`,
+/// \`b\` | …` in ARCHITECTURE.md), rows of one number joined.
+fn documented_layers(text: &str, prefix: &str, sep: char) -> Vec<Vec<String>> {
+    let mut by_layer: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix(prefix) else {
+            continue;
+        };
+        let Some((number, tail)) = rest.split_once(sep) else {
+            continue;
+        };
+        let Ok(layer) = number.trim().parse::<usize>() else {
+            continue;
+        };
+        let modules = tail.split('|').next().unwrap_or("");
+        let names = modules
+            .split(',')
+            .filter_map(|m| m.trim().strip_prefix('`')?.strip_suffix('`'))
+            .map(str::to_string);
+        by_layer.entry(layer).or_default().extend(names);
+    }
+    by_layer
+        .into_values()
+        .map(|mut v| {
+            v.sort();
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn lib_rs_and_the_architecture_document_list_the_same_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let want: Vec<Vec<String>> = LAYERS
+        .iter()
+        .map(|l| {
+            let mut v: Vec<String> = l.iter().map(|m| m.to_string()).collect();
+            v.sort();
+            v
+        })
+        .collect();
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    assert_eq!(documented_layers(&lib, "//! ", '.'), want, "src/lib.rs");
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    assert_eq!(documented_layers(&doc, "| ", '|'), want, "ARCHITECTURE.md");
+}

@@ -955,3 +955,19 @@ const LINEAR: Instantiation = Instantiation {
 };
 
 tracker_contract!(linear, LINEAR);
+
+/// A registered kind without an instantiation above would run none of the contract: the
+/// instantiations are read from this file (module name = kind) and compared with the registry.
+#[test]
+fn every_registered_kind_has_a_contract_instantiation() {
+    let instantiated: std::collections::BTreeSet<String> = include_str!("tracker_contract.rs")
+        .lines()
+        .filter_map(|l| l.strip_prefix("tracker_contract!(")?.split(',').next())
+        .map(|m| m.replace('_', "-"))
+        .collect();
+    let registered: std::collections::BTreeSet<String> = registry::TRACKERS
+        .iter()
+        .map(|d| d.kind.to_string())
+        .collect();
+    assert_eq!(instantiated, registered);
+}

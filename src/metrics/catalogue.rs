@@ -2,7 +2,7 @@
 //! each label may take, and histogram buckets. One place so the dashboard JSON and the tests
 //! can be checked against it.
 
-use crate::domain::{RetryTrigger, RunStatus, SpendWindow};
+use crate::domain::{HoldCode, RetryTrigger, RunStatus, SpendWindow};
 
 /// Label values pre-created at zero so every series exists from the first scrape (a `rate()`
 /// over a series that appears late misses its first increments).
@@ -33,24 +33,7 @@ pub const TRACKER_OPERATIONS: &[&str] = &[
 ];
 /// The `reason` label of `sortie_candidate_holds_total`: every hold reason a dispatch pass
 /// gives (the API's `hold.reason` values).
-pub const HOLD_REASONS: &[&str] = &[
-    "blocked_by",
-    "blockers_unresolved",
-    "blockers_not_read",
-    "blockers_incomplete",
-    "agent_slots_full",
-    "ssh_hosts_full",
-    "workspace_locked",
-    "identifier_in_use",
-    "usage_limit",
-    "agent_auth_failed",
-    "daily_spend_ceiling",
-    "weekly_spend_ceiling",
-    "monthly_spend_ceiling",
-    "stage_hop_unconfirmed",
-    "park_comments_unread",
-    "failure_held",
-];
+pub const HOLD_REASONS: &[&str] = HoldCode::WORDS;
 pub const SUCCESS_ERROR: &[&str] = &["success", "error"];
 pub const SUCCESS_ERROR_SKIPPED: &[&str] = &["success", "error", "skipped"];
 pub const COMMENT_LIFECYCLES: &[&str] = &["dispatch", "completion", "failure"];

@@ -181,12 +181,12 @@ mod tests {
             since_ms: 5,
         });
         assert_eq!(
-            h.hold_for("k", None, 0, 0).map(|r| r.code()),
+            h.hold_for("k", None, 0, 0).map(|r| r.code().as_str()),
             Some("agent_auth_failed")
         );
         assert!(h.lift_auth("k"));
         assert_eq!(
-            h.hold_for("k", None, 0, 0).map(|r| r.code()),
+            h.hold_for("k", None, 0, 0).map(|r| r.code().as_str()),
             Some("usage_limit")
         );
     }

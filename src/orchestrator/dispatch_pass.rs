@@ -13,7 +13,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
 
-use crate::domain::{BlockerRef, BlockersRead, Issue, state_in};
+use crate::domain::{BlockerRef, BlockersRead, HoldCode, Issue, state_in};
 use crate::tracker::Blockers;
 
 /// Blocker reads one pass may make; later issues whose list is unread wait for the next pass
@@ -232,22 +232,22 @@ pub enum HoldReason {
 
 impl HoldReason {
     /// The API's `reason` code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> HoldCode {
         match self {
-            HoldReason::BlockedBy(_) => "blocked_by",
-            HoldReason::AgentSlotsFull { .. } => "agent_slots_full",
-            HoldReason::WorkspaceLocked { .. } => "workspace_locked",
-            HoldReason::IdentifierInUse { .. } => "identifier_in_use",
-            HoldReason::UsageLimit { .. } => "usage_limit",
-            HoldReason::AgentAuthFailed { .. } => "agent_auth_failed",
-            HoldReason::SpendCeiling { window, .. } => window.hold_reason().as_str(),
-            HoldReason::BlockersUnresolved => "blockers_unresolved",
-            HoldReason::BlockersNotRead => "blockers_not_read",
-            HoldReason::BlockersIncomplete => "blockers_incomplete",
-            HoldReason::StageHopUnconfirmed { .. } => "stage_hop_unconfirmed",
-            HoldReason::ParkCommentsUnread => "park_comments_unread",
-            HoldReason::SshHostsFull => "ssh_hosts_full",
-            HoldReason::FailureHeld { .. } => "failure_held",
+            HoldReason::BlockedBy(_) => HoldCode::BlockedBy,
+            HoldReason::AgentSlotsFull { .. } => HoldCode::AgentSlotsFull,
+            HoldReason::WorkspaceLocked { .. } => HoldCode::WorkspaceLocked,
+            HoldReason::IdentifierInUse { .. } => HoldCode::IdentifierInUse,
+            HoldReason::UsageLimit { .. } => HoldCode::UsageLimit,
+            HoldReason::AgentAuthFailed { .. } => HoldCode::AgentAuthFailed,
+            HoldReason::SpendCeiling { window, .. } => window.hold_reason().into(),
+            HoldReason::BlockersUnresolved => HoldCode::BlockersUnresolved,
+            HoldReason::BlockersNotRead => HoldCode::BlockersNotRead,
+            HoldReason::BlockersIncomplete => HoldCode::BlockersIncomplete,
+            HoldReason::StageHopUnconfirmed { .. } => HoldCode::StageHopUnconfirmed,
+            HoldReason::ParkCommentsUnread => HoldCode::ParkCommentsUnread,
+            HoldReason::SshHostsFull => HoldCode::SshHostsFull,
+            HoldReason::FailureHeld { .. } => HoldCode::FailureHeld,
         }
     }
 }
@@ -620,7 +620,7 @@ mod tests {
         inp.ssh_room = Some(1);
         inp.note_dispatched(&issue("7", None, ""));
         assert_eq!(inp.ssh_room, Some(0));
-        assert_eq!(HoldReason::SshHostsFull.code(), "ssh_hosts_full");
+        assert_eq!(HoldReason::SshHostsFull.code().as_str(), "ssh_hosts_full");
     }
 
     #[test]
@@ -755,7 +755,7 @@ mod tests {
         assert_eq!(d[0], Decision::Held(hold.clone()));
         assert_eq!(d[1], Decision::Held(hold.clone()));
         assert_eq!(d[2], Decision::Skip(SkipReason::BudgetExhausted));
-        assert_eq!(hold.code(), "daily_spend_ceiling");
+        assert_eq!(hold.code().as_str(), "daily_spend_ceiling");
     }
 
     #[test]

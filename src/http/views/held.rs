@@ -75,7 +75,7 @@ pub struct SlotView {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "Hold")]
 pub struct HoldView {
-    pub reason: String,
+    pub reason: crate::domain::HoldCode,
     pub held_since: String,
     pub blockers: Option<Vec<BlockerView>>,
     pub slot: Option<SlotView>,
@@ -190,7 +190,7 @@ impl HoldView {
         };
         let (reason_text, release_text, full) = words;
         let hold = HoldView {
-            reason: reason.code().to_string(),
+            reason: reason.code(),
             held_since: ts(since_ms),
             blockers,
             slot,

@@ -362,7 +362,7 @@ impl Orchestrator {
                     dispatched += 1;
                 }
                 Decision::Held(reason) => {
-                    self.metrics.candidate_hold(reason.code());
+                    self.metrics.candidate_hold(reason.code().as_str());
                     let (id, row) = next_hold(&mut previous, &issue, reason, now);
                     held.insert(id, row);
                 }
