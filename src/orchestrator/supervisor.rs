@@ -102,6 +102,7 @@ fn panicked(job: &SupervisorJob, payload: &(dyn std::any::Any + Send)) -> Superv
         workspace_path: None,
         ended_at_ms: job.clock.now_ms(),
         pr_record: None,
+        evidence: None,
     }
 }
 
@@ -136,6 +137,8 @@ struct Progress {
     workspace_path: Option<PathBuf>,
     /// How the self-review phase ended, when it ran.
     review: Option<super::self_review::PhaseEnd>,
+    /// What the workspace showed after a normal exit (`tracker.handoff_evidence`).
+    evidence: Option<super::handoff_evidence::WorkspaceEvidence>,
 }
 
 /// The pull-request record the agent or `after_run` left, read once the worker is done.
@@ -162,6 +165,7 @@ fn run(job: &SupervisorJob) -> SupervisorResult {
         session_id: job.resume_session_id.clone(),
         workspace_path: None,
         review: None,
+        evidence: None,
     };
     let exit = run_phases(job, &mut p);
     log::info!(
@@ -184,6 +188,7 @@ fn run(job: &SupervisorJob) -> SupervisorResult {
         session_id: p.session_id,
         workspace_path: p.workspace_path,
         ended_at_ms: job.clock.now_ms(),
+        evidence: p.evidence,
     }
 }
 
@@ -193,6 +198,7 @@ fn exit_kind_name(e: &SupervisorExit) -> &'static str {
         SupervisorExit::Error { .. } => "error",
         SupervisorExit::Cancelled { .. } => "cancelled",
         SupervisorExit::UsageLimited(_) => "usage_limited",
+        SupervisorExit::HandoffWithheld { .. } => "handoff_withheld",
     }
 }
 
@@ -292,6 +298,7 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
     }
 
     // 3. The session and its turns; after_run runs whatever happened past this point.
+    let baseline = evidence_baseline(job, &ws.path, &hook_env);
     let exit = run_session(job, p, &ws.path, &hook_env);
     let after_env = after_run_env(hook_env, p.review.as_ref());
     if let Err(e) = job.workspaces.run_hook_on(
@@ -307,7 +314,77 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
             "after_run hook failed"
         );
     }
+    if let (Some(start), SupervisorExit::Normal { .. }) = (baseline, &exit) {
+        p.evidence = Some(evidence_after(job, &ws.path, &after_env, start));
+    }
     exit
+}
+
+/// The workspace as the session starts, when `tracker.handoff_evidence` asks for evidence of
+/// work (`None` otherwise); a read that failed is kept as the reason.
+fn evidence_baseline(
+    job: &SupervisorJob,
+    workspace: &std::path::Path,
+    env: &HookEnv,
+) -> Option<Result<crate::workspace::evidence::Baseline, String>> {
+    if job.workflow.config.tracker.handoff_evidence == crate::config::HandoffEvidence::Off {
+        return None;
+    }
+    let read = crate::workspace::evidence::baseline(
+        &job.workspaces,
+        workspace,
+        env,
+        job.ssh_host.as_ref(),
+    );
+    if let Err(why) = &read {
+        log::warn!(
+            issue_id:% = job.issue.id,
+            issue_identifier:% = job.issue.identifier,
+            error:% = why;
+            "workspace evidence baseline not read"
+        );
+    }
+    Some(read)
+}
+
+/// What the workspace shows after `after_run` against the session's start.
+fn evidence_after(
+    job: &SupervisorJob,
+    workspace: &std::path::Path,
+    env: &HookEnv,
+    start: Result<crate::workspace::evidence::Baseline, String>,
+) -> super::handoff_evidence::WorkspaceEvidence {
+    use super::handoff_evidence::WorkspaceEvidence;
+    let observed = start.and_then(|start| {
+        crate::workspace::evidence::observe(
+            &job.workspaces,
+            workspace,
+            env,
+            job.ssh_host.as_ref(),
+            &start,
+        )
+    });
+    match observed {
+        Ok(o) => {
+            log::info!(
+                issue_id:% = job.issue.id,
+                issue_identifier:% = job.issue.identifier,
+                new_commits:% = o.new_commits,
+                files_changed:% = o.files_changed;
+                "workspace evidence read"
+            );
+            WorkspaceEvidence::Observed(o)
+        }
+        Err(why) => {
+            log::warn!(
+                issue_id:% = job.issue.id,
+                issue_identifier:% = job.issue.identifier,
+                error:% = why;
+                "workspace evidence not read"
+            );
+            WorkspaceEvidence::Unreadable(why)
+        }
+    }
 }
 
 /// The `after_run` environment: the run's hook variables plus how self-review ended
@@ -765,7 +842,7 @@ impl super::self_review::ReviewHost for ReviewTurns<'_> {
             SupervisorExit::Error { code, .. } => {
                 *code == ErrorCode::Agent(AgentErrorKind::TurnTimeout)
             }
-            SupervisorExit::Normal { .. } => false,
+            SupervisorExit::Normal { .. } | SupervisorExit::HandoffWithheld { .. } => false,
             SupervisorExit::Cancelled { .. } | SupervisorExit::UsageLimited(_) => true,
         };
         super::self_review::TurnEnd::Failed {
