@@ -148,12 +148,26 @@ fn wait_runs(d: &Daemon, identifier: &str, n: usize) -> Vec<Value> {
 fn strict_hands_off_a_commit_withholds_the_rest_and_parks_at_the_ceiling() {
     let p = project(
         Some("strict"),
-        &[("1", "S-1"), ("2", "S-2"), ("3", "S-3"), ("4", "S-4")],
+        &[
+            ("1", "S-1"),
+            ("2", "S-2"),
+            ("3", "S-3"),
+            ("4", "S-4"),
+            ("5", "S-5"),
+        ],
     );
     scenario(&p, "S-1", &[commit()], None);
     scenario(&p, "S-2", &[edit()], None);
     scenario(&p, "S-3", &[], Some("needs-human-review"));
     scenario(&p, "S-4", &[], Some("no-change-needed"));
+    // A pull-request record the run wrote (an agent that pushed and opened one) is evidence.
+    let record = json!({"branch": "fix", "sha": "abc", "pr_number": 7, "owner": "o", "repo": "r"});
+    scenario(
+        &p,
+        "S-5",
+        &[json!({"write_file": {"path": ".sortie/scm.json", "content": record.to_string()}})],
+        Some("needs-human-review"),
+    );
     let d = p.start();
 
     // A commit is evidence: the issue goes to the handoff state.
@@ -161,6 +175,9 @@ fn strict_hands_off_a_commit_withholds_the_rest_and_parks_at_the_ceiling() {
     let r = wait_runs(&d, "S-1", 1);
     assert_eq!(r[0]["status"], "succeeded", "{r:?}");
     assert_eq!(r[0]["error"], Value::Null);
+
+    d.wait_until("S-5 handed off", WAIT, || state_of(&p, "5") == "Review");
+    assert_eq!(wait_runs(&d, "S-5", 1)[0]["status"], "succeeded");
 
     // A no-change-needed declaration needs no evidence.
     d.wait_until("S-4 moved to No Change", WAIT, || {
@@ -308,4 +325,56 @@ fn without_the_key_a_run_that_did_nothing_hands_off_as_before() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("handoff_evidence"), "{stderr}");
+}
+
+/// On an SSH worker the workspace is read on the host: a commit there hands off, a run that did
+/// nothing is withheld.
+#[test]
+fn on_an_ssh_worker_the_workspace_is_read_on_the_host() {
+    let Some(sshd) = common::sshd::Sshd::start_or_skip() else {
+        return;
+    };
+    let p = project(Some("strict"), &[("1", "H-1"), ("2", "H-2")]);
+    scenario(&p, "H-1", &[commit()], Some("needs-human-review"));
+    scenario(&p, "H-2", &[], Some("needs-human-review"));
+    // The hooks and the agent run on the host, where sortie's environment is not forwarded.
+    let wf = std::fs::read_to_string(p.workflow()).unwrap_or_else(|e| panic!("workflow: {e}"));
+    let scenarios = p.path("scenarios");
+    let wf = wf
+        .replace(
+            "\"$SORTIE_TEST_SCENARIOS/",
+            &format!("\"{}/", scenarios.display()),
+        )
+        .replace(
+            &format!("  command: {FAKE_AGENT}\n"),
+            &format!("  command: env FAKE_AGENT_SCENARIO=.scenario {FAKE_AGENT}\n"),
+        )
+        .replace(
+            "server:\n",
+            &format!(
+                "worker:\n  ssh_hosts: [{}]\n  ssh_config_file: {}\nserver:\n",
+                common::sshd::HOST_ALIAS,
+                sshd.client_config.display()
+            ),
+        );
+    p.write("WORKFLOW.md", &wf);
+    let d = p.start();
+    d.wait_until("H-1 handed off", WAIT, || state_of(&p, "1") == "Review");
+    let r = wait_runs(&d, "H-1", 1);
+    assert_eq!(r[0]["status"], "succeeded", "{r:?}");
+    assert_eq!(r[0]["ssh_host"], common::sshd::HOST_ALIAS, "{r:?}");
+    let r = wait_runs(&d, "H-2", 1);
+    let first = r.last().cloned().unwrap_or(Value::Null);
+    assert_eq!(first["status"], "failed", "{first}");
+    assert_eq!(first["error"], WITHHELD_STRICT, "{first}");
+    assert_eq!(first["declared_outcome"], "needs-human-review");
+    assert_eq!(state_of(&p, "2"), "To Do");
+    d.stop();
+    assert!(
+        p.log().contains(
+            "msg=\"workspace evidence read\" issue_id=1 issue_identifier=H-1 new_commits=1"
+        ),
+        "{}",
+        p.log()
+    );
 }

@@ -7,7 +7,8 @@
 //! (`workspace::evidence`); the decision here is pure.
 //!
 //! `strict` accepts a new commit on the workspace's branch since the session started or a
-//! pull-request record (`.sortie/scm.json`); `observed` also accepts files the run changed. A
+//! pull-request record (`.sortie/scm.json`) other than the one the workspace held when the
+//! session started; `observed` also accepts files the run changed. A
 //! `blocked` or `no-change-needed` declaration needs no evidence, nor does a run whose rule
 //! hops to a next stage (that hop hands the issue to another stage, not to a person). A
 //! workspace that could not be read shows no evidence: the retries and, at the ceiling, the
@@ -26,10 +27,12 @@ pub const HANDOFF_ABSENCE_CEILING: u32 = 3;
 
 /// What the supervisor read of the workspace after a normal exit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WorkspaceEvidence {
-    Observed(Observed),
-    /// The workspace could not be read (git missing or failing, a timeout, the SSH host); why.
-    Unreadable(String),
+pub struct WorkspaceEvidence {
+    /// What git showed, or why the workspace could not be read (git missing or failing, a
+    /// timeout, the SSH host).
+    pub git: Result<Observed, String>,
+    /// The run left a pull-request record other than the one the session started with.
+    pub new_pr_record: bool,
 }
 
 /// What [`withheld_because`] reads besides the exit.
@@ -38,9 +41,8 @@ pub struct HandoffFacts<'a> {
     pub handoff_state: Option<&'a str>,
     /// The run's rule hops to a next stage after a plain success.
     pub hops: bool,
-    /// The run left a pull-request record.
-    pub pr_record: bool,
-    /// `None` when the workspace was not read (no workspace, or no policy at dispatch).
+    /// `None` when the workspace was not read: the run was dispatched while the policy was
+    /// `off` (a reload turned it on since), and is not checked.
     pub evidence: Option<&'a WorkspaceEvidence>,
 }
 
@@ -59,7 +61,8 @@ fn hands_off(exit: &SupervisorExit, f: &HandoffFacts<'_>) -> bool {
 /// Why the handoff of `exit` is withheld (what the run did not show), or `None` when it goes
 /// ahead.
 pub fn withheld_because(exit: &SupervisorExit, f: &HandoffFacts<'_>) -> Option<String> {
-    if f.policy == HandoffEvidence::Off || !hands_off(exit, f) || f.pr_record {
+    let evidence = f.evidence?;
+    if f.policy == HandoffEvidence::Off || !hands_off(exit, f) || evidence.new_pr_record {
         return None;
     }
     let missing = match f.policy {
@@ -68,16 +71,15 @@ pub fn withheld_because(exit: &SupervisorExit, f: &HandoffFacts<'_>) -> Option<S
             "no new commit on the workspace's branch and no pull request record"
         }
     };
-    match f.evidence {
-        Some(WorkspaceEvidence::Observed(o)) => {
+    match &evidence.git {
+        Ok(o) => {
             let shown =
                 o.new_commits > 0 || (f.policy == HandoffEvidence::Observed && o.files_changed);
             (!shown).then(|| missing.to_string())
         }
-        Some(WorkspaceEvidence::Unreadable(why)) => Some(format!(
+        Err(why) => Some(format!(
             "{missing} (the workspace could not be read: {why})"
         )),
-        None => Some(format!("{missing} (the workspace was not read)")),
     }
 }
 
@@ -149,16 +151,18 @@ mod tests {
             policy,
             handoff_state: Some("Review"),
             hops: false,
-            pr_record: false,
             evidence,
         }
     }
 
     fn seen(new_commits: u64, files_changed: bool) -> WorkspaceEvidence {
-        WorkspaceEvidence::Observed(Observed {
-            new_commits,
-            files_changed,
-        })
+        WorkspaceEvidence {
+            git: Ok(Observed {
+                new_commits,
+                files_changed,
+            }),
+            new_pr_record: false,
+        }
     }
 
     #[test]
@@ -175,12 +179,22 @@ mod tests {
         assert!(w(HandoffEvidence::Observed, &nothing).is_some());
         assert_eq!(w(HandoffEvidence::Observed, &edited), None);
         assert_eq!(w(HandoffEvidence::Observed, &committed), None);
-        // A pull-request record is evidence under both.
-        let mut f = facts(HandoffEvidence::Strict, Some(&nothing));
-        f.pr_record = true;
-        assert_eq!(withheld_because(&exit, &f), None);
+        // A new pull-request record is evidence under both.
+        let recorded = WorkspaceEvidence {
+            new_pr_record: true,
+            ..nothing.clone()
+        };
+        assert_eq!(w(HandoffEvidence::Strict, &recorded), None);
+        // A run dispatched while the policy was off is not checked.
+        assert_eq!(
+            withheld_because(&exit, &facts(HandoffEvidence::Strict, None)),
+            None
+        );
         // A workspace that could not be read shows nothing, and says why.
-        let unreadable = WorkspaceEvidence::Unreadable("git timed out".into());
+        let unreadable = WorkspaceEvidence {
+            git: Err("git timed out".into()),
+            new_pr_record: false,
+        };
         assert_eq!(
             w(HandoffEvidence::Observed, &unreadable).as_deref(),
             Some(

@@ -321,22 +321,22 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
 }
 
 /// The workspace as the session starts, when `tracker.handoff_evidence` asks for evidence of
-/// work (`None` otherwise); a read that failed is kept as the reason.
+/// work (`None` otherwise): git's reading (or why there is none) and the pull-request record.
 fn evidence_baseline(
     job: &SupervisorJob,
     workspace: &std::path::Path,
     env: &HookEnv,
-) -> Option<Result<crate::workspace::evidence::Baseline, String>> {
+) -> Option<EvidenceStart> {
     if job.workflow.config.tracker.handoff_evidence == crate::config::HandoffEvidence::Off {
         return None;
     }
-    let read = crate::workspace::evidence::baseline(
+    let git = crate::workspace::evidence::baseline(
         &job.workspaces,
         workspace,
         env,
         job.ssh_host.as_ref(),
     );
-    if let Err(why) = &read {
+    if let Err(why) = &git {
         log::warn!(
             issue_id:% = job.issue.id,
             issue_identifier:% = job.issue.identifier,
@@ -344,7 +344,14 @@ fn evidence_baseline(
             "workspace evidence baseline not read"
         );
     }
-    Some(read)
+    let pr_record = crate::agent::pr_record::read_on(workspace, job.ssh_host.as_ref()).record;
+    Some(EvidenceStart { git, pr_record })
+}
+
+/// What [`evidence_baseline`] read.
+struct EvidenceStart {
+    git: Result<crate::workspace::evidence::Baseline, String>,
+    pr_record: Option<crate::agent::pr_record::PrRecord>,
 }
 
 /// What the workspace shows after `after_run` against the session's start.
@@ -352,39 +359,37 @@ fn evidence_after(
     job: &SupervisorJob,
     workspace: &std::path::Path,
     env: &HookEnv,
-    start: Result<crate::workspace::evidence::Baseline, String>,
+    start: EvidenceStart,
 ) -> super::handoff_evidence::WorkspaceEvidence {
-    use super::handoff_evidence::WorkspaceEvidence;
-    let observed = start.and_then(|start| {
+    let git = start.git.and_then(|base| {
         crate::workspace::evidence::observe(
             &job.workspaces,
             workspace,
             env,
             job.ssh_host.as_ref(),
-            &start,
+            &base,
         )
     });
-    match observed {
-        Ok(o) => {
-            log::info!(
-                issue_id:% = job.issue.id,
-                issue_identifier:% = job.issue.identifier,
-                new_commits:% = o.new_commits,
-                files_changed:% = o.files_changed;
-                "workspace evidence read"
-            );
-            WorkspaceEvidence::Observed(o)
-        }
-        Err(why) => {
-            log::warn!(
-                issue_id:% = job.issue.id,
-                issue_identifier:% = job.issue.identifier,
-                error:% = why;
-                "workspace evidence not read"
-            );
-            WorkspaceEvidence::Unreadable(why)
-        }
+    let pr_record = crate::agent::pr_record::read_on(workspace, job.ssh_host.as_ref()).record;
+    let new_pr_record = pr_record.is_some() && pr_record != start.pr_record;
+    match &git {
+        Ok(o) => log::info!(
+            issue_id:% = job.issue.id,
+            issue_identifier:% = job.issue.identifier,
+            new_commits:% = o.new_commits,
+            files_changed:% = o.files_changed,
+            new_pr_record:% = new_pr_record;
+            "workspace evidence read"
+        ),
+        Err(why) => log::warn!(
+            issue_id:% = job.issue.id,
+            issue_identifier:% = job.issue.identifier,
+            error:% = why,
+            new_pr_record:% = new_pr_record;
+            "workspace evidence not read"
+        ),
     }
+    super::handoff_evidence::WorkspaceEvidence { git, new_pr_record }
 }
 
 /// The `after_run` environment: the run's hook variables plus how self-review ended

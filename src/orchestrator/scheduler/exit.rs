@@ -374,7 +374,6 @@ impl Orchestrator {
             policy: cfg.handoff_evidence,
             handoff_state: cfg.handoff_state.as_deref(),
             hops: self.plan_stage_hop(entry).is_some(),
-            pr_record: result.pr_record.is_some(),
             evidence: result.evidence.as_ref(),
         };
         let Some(missing) = withheld_because(&result.exit, &facts) else {
