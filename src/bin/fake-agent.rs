@@ -36,6 +36,7 @@
 //! | `{"big_line_bytes": N}` | one stdout line of N bytes |
 //! | `{"cat_file": "/abs/path"}` | copy that file to stdout as it is (a recorded or generated stream; exit 3 if unreadable) |
 //! | `{"write_file": {"path": ".sortie/status", "content": "…"}}` | write a file relative to the cwd |
+//! | `{"sh": "script"}` | run `sh -c script` in the cwd and wait for it (e.g. `git commit`, as an agent's tool call would); a failure is reported on stderr |
 //! | `{"spawn_grandchild": true}` | start a process in the same group that ignores SIGTERM and sleeps forever, holding stdout open |
 //! | `{"ignore_sigterm": true}` | ignore SIGTERM from now on |
 //! | `{"hang": true}` | sleep forever |
@@ -402,6 +403,16 @@ fn run_step(step: &Value, sid: &str) {
         }
         if let Err(e) = std::fs::write(&path, text(w, "content", "")) {
             eprintln!("fake-agent: write {}: {e}", path.display());
+        }
+    } else if let Some(script) = step.get("sh").and_then(Value::as_str) {
+        match std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdout(std::process::Stdio::null())
+            .status()
+        {
+            Ok(st) if st.success() => {}
+            other => eprintln!("fake-agent: sh {script:?}: {other:?}"),
         }
     } else if step.get("spawn_grandchild").is_some() {
         spawn_grandchild();

@@ -16,8 +16,9 @@ use super::env::{expand_env, expand_path, resolve_env_ref};
 use super::error::{ConfigError, ConfigWarning};
 use super::overrides::Overridden;
 use super::schema::{
-    AgentConfig, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig, ScmAccess,
-    ServerConfig, ServiceConfig, ShutdownConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
+    AgentConfig, HandoffEvidence, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig,
+    ScmAccess, ServerConfig, ServiceConfig, ShutdownConfig, TrackerComments, TrackerConfig,
+    WorkspaceConfig,
 };
 use super::validate::{validate_state_rules, validate_states_not_both_empty};
 use crate::registry;
@@ -251,7 +252,26 @@ fn build_tracker(
         api_version: scalar_text(m.get("api_version")),
         user_agent: non_empty(whole_value(m, "user_agent", ctx).trim().to_string()),
         max_poll_bytes: build_max_poll_bytes(m)?,
+        handoff_evidence: build_handoff_evidence(m)?,
     })
+}
+
+/// `tracker.handoff_evidence`: absent = `off`; else one of `observed`, `strict`, `off`.
+fn build_handoff_evidence(m: &Map<String, Value>) -> Result<HandoffEvidence, ConfigError> {
+    let field = "tracker.handoff_evidence";
+    match m.get("handoff_evidence") {
+        None | Some(Value::Null) => Ok(HandoffEvidence::Off),
+        Some(Value::String(s)) => HandoffEvidence::parse(s).ok_or_else(|| {
+            ConfigError::field(
+                field,
+                format!("must be one of observed, strict, off; got {s:?}"),
+            )
+        }),
+        Some(other) => Err(ConfigError::field(
+            field,
+            format!("expected string, got {}", type_name(other)),
+        )),
+    }
 }
 
 /// A string or a number as text (`2` and `"2"` alike), trimmed; `None` when absent or blank.

@@ -59,8 +59,8 @@ pub use error::{ConfigError, ConfigWarning, PreflightProblem};
 pub use overrides::override_vars;
 pub use price_table::is_replace_file_error;
 pub use schema::{
-    AgentConfig, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig, ServerConfig,
-    ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
+    AgentConfig, HandoffEvidence, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig,
+    ServerConfig, ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
 };
 pub use server_bind::{DEFAULT_PORT, ServerBind};
 pub use validate::{AGENT_COMMAND_CHECK, TRACKER_DATA_FILE_CHECK};

@@ -116,6 +116,44 @@ pub struct TrackerConfig {
     /// `tracker.max_poll_bytes`: what the answers of one tracker read may total; `None` =
     /// the tracker layer's default.
     pub max_poll_bytes: Option<u64>,
+    /// `tracker.handoff_evidence`: what a run must show before Sortie hands its issue off.
+    pub handoff_evidence: HandoffEvidence,
+}
+
+/// `tracker.handoff_evidence`: the evidence of work a run that would hand its issue off must
+/// show, else the handoff is withheld. `off` (the default) keeps every workflow written before
+/// the key existed behaving as it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HandoffEvidence {
+    /// No check: every handoff goes ahead.
+    #[default]
+    Off,
+    /// A new commit on the workspace's branch since the run started, or a pull-request record.
+    Strict,
+    /// What `strict` accepts, or files the run changed in the workspace (committed or not).
+    Observed,
+}
+
+impl HandoffEvidence {
+    /// The value as written in WORKFLOW.md.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandoffEvidence::Off => "off",
+            HandoffEvidence::Strict => "strict",
+            HandoffEvidence::Observed => "observed",
+        }
+    }
+
+    /// The policy `text` names (trimmed, case-insensitive).
+    pub fn parse(text: &str) -> Option<HandoffEvidence> {
+        [
+            HandoffEvidence::Off,
+            HandoffEvidence::Strict,
+            HandoffEvidence::Observed,
+        ]
+        .into_iter()
+        .find(|p| p.as_str().eq_ignore_ascii_case(text.trim()))
+    }
 }
 
 impl fmt::Debug for TrackerConfig {
@@ -138,6 +176,7 @@ impl fmt::Debug for TrackerConfig {
             .field("api_version", &self.api_version)
             .field("user_agent", &self.user_agent)
             .field("max_poll_bytes", &self.max_poll_bytes)
+            .field("handoff_evidence", &self.handoff_evidence)
             .finish()
     }
 }

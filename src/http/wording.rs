@@ -166,6 +166,9 @@ fn failure_words(code: ErrorCode) -> &'static str {
         ErrorCode::UsageLimited => {
             "The agent provider refused the session because the account's usage limit is reached"
         }
+        ErrorCode::HandoffWithheld => {
+            "Sortie withheld the handoff because the run showed no evidence of work"
+        }
     }
 }
 

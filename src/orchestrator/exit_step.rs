@@ -6,7 +6,7 @@
 use crate::agent::AgentErrorKind;
 use crate::agent::status_file::DeclaredOutcome;
 use crate::config::TrackerConfig;
-use crate::domain::state_in;
+use crate::domain::{ParkReason, state_in};
 
 use super::backoff::failure_delay_ms;
 use super::msg::{ErrorCode, SupervisorExit, UsageLimit};
@@ -49,8 +49,16 @@ pub enum ExitStep {
     /// The agent could not log in: no retry (none could succeed); the agent kind is held and
     /// the claim released, so the issue dispatches again once the hold lifts.
     AuthFailed { message: String },
-    /// The agent declared itself blocked: park the issue under `label`, release the claim.
-    Park { label: String },
+    /// The agent declared itself blocked, or handoffs were withheld up to the ceiling: park
+    /// the issue under `label`, release the claim.
+    Park { label: String, reason: ParkReason },
+    /// The handoff was withheld for want of evidence of work: retry after the failure backoff
+    /// (the failure breaker does not count it; the handoff-absence ceiling does).
+    Withheld {
+        attempt: u32,
+        delay_ms: u64,
+        error: RunError,
+    },
     /// The agent declared an outcome: move the issue to `state` if one is configured, then
     /// release the claim. `no_change`: the declaration was `no-change-needed`, a success that
     /// makes the stage hop of a rule with `next` instead of the write.
@@ -74,6 +82,8 @@ pub struct ExitFacts<'a> {
     pub backoff_cap_ms: u64,
     pub tracker: &'a TrackerConfig,
     pub now_ms: i64,
+    /// Withheld handoffs in a row, this exit's included (`handoff_evidence::AbsenceStreaks`).
+    pub withheld_in_a_row: u32,
 }
 
 /// Decides the step after a supervisor exit, without effects.
@@ -123,9 +133,27 @@ pub fn decide_exit(f: &ExitFacts<'_>) -> ExitStep {
             delay_ms: failure_delay_ms(next_attempt, f.backoff_cap_ms),
             error: failed(code, message),
         },
+        SupervisorExit::HandoffWithheld { missing, .. } => {
+            if f.withheld_in_a_row >= super::handoff_evidence::HANDOFF_ABSENCE_CEILING {
+                ExitStep::Park {
+                    label: DEFAULT_PARKING_LABEL.to_string(),
+                    reason: ParkReason::HandoffAbsence,
+                }
+            } else {
+                ExitStep::Withheld {
+                    attempt: next_attempt,
+                    delay_ms: failure_delay_ms(next_attempt, f.backoff_cap_ms),
+                    error: RunError::Failed {
+                        code: ErrorCode::HandoffWithheld,
+                        message: missing.clone(),
+                    },
+                }
+            }
+        }
         SupervisorExit::Normal { declared, .. } => match declared {
             Some(DeclaredOutcome::Blocked) => ExitStep::Park {
                 label: DEFAULT_PARKING_LABEL.to_string(),
+                reason: ParkReason::AgentBlocked,
             },
             Some(DeclaredOutcome::NoChangeNeeded) => ExitStep::Declared {
                 state: f.tracker.no_change_state.clone(),
@@ -202,6 +230,7 @@ mod tests {
             backoff_cap_ms: 300_000,
             tracker: &tracker(),
             now_ms: 1_000_000,
+            withheld_in_a_row: 1,
         })
     }
 
@@ -292,7 +321,8 @@ mod tests {
         assert_eq!(
             decide(normal(Some(DeclaredOutcome::Blocked)), false, false),
             ExitStep::Park {
-                label: DEFAULT_PARKING_LABEL.into()
+                label: DEFAULT_PARKING_LABEL.into(),
+                reason: ParkReason::AgentBlocked,
             }
         );
         assert_eq!(
@@ -316,6 +346,45 @@ mod tests {
         assert_eq!(
             decide(normal(None), false, false),
             ExitStep::Continue { attempt: 3 }
+        );
+    }
+
+    #[test]
+    fn a_withheld_handoff_retries_after_the_backoff_and_parks_at_the_ceiling() {
+        let exit = SupervisorExit::HandoffWithheld {
+            declared: Some(DeclaredOutcome::NeedsHumanReview),
+            statement: None,
+            missing: "no new commit".into(),
+        };
+        let at = |withheld_in_a_row| {
+            decide_exit(&ExitFacts {
+                exit: &exit,
+                attempt: 2,
+                draining: false,
+                retry_queued: false,
+                backoff_cap_ms: 300_000,
+                tracker: &tracker(),
+                now_ms: 1_000_000,
+                withheld_in_a_row,
+            })
+        };
+        assert_eq!(
+            at(2),
+            ExitStep::Withheld {
+                attempt: 3,
+                delay_ms: failure_delay_ms(3, 300_000),
+                error: RunError::Failed {
+                    code: ErrorCode::HandoffWithheld,
+                    message: "no new commit".into()
+                },
+            }
+        );
+        assert_eq!(
+            at(super::super::handoff_evidence::HANDOFF_ABSENCE_CEILING),
+            ExitStep::Park {
+                label: DEFAULT_PARKING_LABEL.into(),
+                reason: ParkReason::HandoffAbsence,
+            }
         );
     }
 

@@ -7,6 +7,7 @@ pub mod backoff;
 pub mod dispatch_pass;
 pub mod exit_step;
 pub mod failure_holds;
+pub mod handoff_evidence;
 pub mod host_pool;
 pub mod io_pool;
 pub mod money_budget;

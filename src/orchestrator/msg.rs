@@ -23,6 +23,9 @@ pub enum ErrorCode {
     /// The provider refused the session for a usage limit (the run's status is
     /// `usage_limited`).
     UsageLimited,
+    /// The run would have handed its issue off but showed no evidence of work
+    /// (`tracker.handoff_evidence`).
+    HandoffWithheld,
 }
 
 impl ErrorCode {
@@ -36,6 +39,7 @@ impl ErrorCode {
             ErrorCode::TrackerRefresh => "tracker_refresh_failed",
             ErrorCode::SupervisorPanic => "supervisor_panic",
             ErrorCode::UsageLimited => "usage_limited",
+            ErrorCode::HandoffWithheld => "handoff_withheld",
         }
     }
 
@@ -51,6 +55,7 @@ impl ErrorCode {
             ErrorCode::TrackerRefresh,
             ErrorCode::SupervisorPanic,
             ErrorCode::UsageLimited,
+            ErrorCode::HandoffWithheld,
         ]
         .into_iter()
         .find(|c| c.as_str() == text)
@@ -82,6 +87,13 @@ pub enum SupervisorExit {
     Cancelled { reason: CancelReason },
     /// The provider refused the session for a usage limit before the agent did any work.
     UsageLimited(UsageLimit),
+    /// A normal exit whose handoff Sortie withheld for want of evidence of work
+    /// (`orchestrator::handoff_evidence`); `missing` says what the run did not show.
+    HandoffWithheld {
+        declared: Option<DeclaredOutcome>,
+        statement: Option<String>,
+        missing: String,
+    },
 }
 
 /// A usage limit as the agent reported it.
@@ -106,6 +118,9 @@ pub struct SupervisorResult {
     pub ended_at_ms: i64,
     /// The pull-request record (`.sortie/scm.json`) the worker left, read at its exit.
     pub pr_record: Option<crate::agent::pr_record::PrRecord>,
+    /// What the workspace showed after a normal exit, read when `tracker.handoff_evidence`
+    /// was set at dispatch.
+    pub evidence: Option<super::handoff_evidence::WorkspaceEvidence>,
 }
 
 /// Answer to a refresh request.

@@ -623,6 +623,11 @@ fn exit_fields(
         SupervisorExit::Normal {
             declared,
             statement,
+        }
+        | SupervisorExit::HandoffWithheld {
+            declared,
+            statement,
+            ..
         } => (error, *declared, statement.clone()),
         SupervisorExit::Error { .. }
         | SupervisorExit::Cancelled { .. }

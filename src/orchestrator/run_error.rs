@@ -70,6 +70,10 @@ impl RunError {
                 code: ErrorCode::UsageLimited,
                 message: limit.message.clone(),
             }),
+            SupervisorExit::HandoffWithheld { missing, .. } => Some(RunError::Failed {
+                code: ErrorCode::HandoffWithheld,
+                message: missing.clone(),
+            }),
         }
     }
 

@@ -640,6 +640,8 @@ pub struct State {
     pub failure_held: BTreeMap<String, super::failure_holds::FailureHold>,
     /// Each issue's streak of failed runs with one cause.
     pub failure_streaks: super::failure_holds::Streaks,
+    /// Each issue's count of withheld handoffs in a row.
+    pub handoff_absence: super::handoff_evidence::AbsenceStreaks,
     /// The spend windows as of the latest poll tick or retry check; `None` while no spend
     /// ceiling is set (or before the first evaluation).
     pub spend: Option<super::spend_ceiling::SpendCeilings>,

@@ -102,6 +102,7 @@ fn panicked(job: &SupervisorJob, payload: &(dyn std::any::Any + Send)) -> Superv
         workspace_path: None,
         ended_at_ms: job.clock.now_ms(),
         pr_record: None,
+        evidence: None,
     }
 }
 
@@ -136,6 +137,8 @@ struct Progress {
     workspace_path: Option<PathBuf>,
     /// How the self-review phase ended, when it ran.
     review: Option<super::self_review::PhaseEnd>,
+    /// What the workspace showed after a normal exit (`tracker.handoff_evidence`).
+    evidence: Option<super::handoff_evidence::WorkspaceEvidence>,
 }
 
 /// The pull-request record the agent or `after_run` left, read once the worker is done.
@@ -162,6 +165,7 @@ fn run(job: &SupervisorJob) -> SupervisorResult {
         session_id: job.resume_session_id.clone(),
         workspace_path: None,
         review: None,
+        evidence: None,
     };
     let exit = run_phases(job, &mut p);
     log::info!(
@@ -184,6 +188,7 @@ fn run(job: &SupervisorJob) -> SupervisorResult {
         session_id: p.session_id,
         workspace_path: p.workspace_path,
         ended_at_ms: job.clock.now_ms(),
+        evidence: p.evidence,
     }
 }
 
@@ -193,6 +198,7 @@ fn exit_kind_name(e: &SupervisorExit) -> &'static str {
         SupervisorExit::Error { .. } => "error",
         SupervisorExit::Cancelled { .. } => "cancelled",
         SupervisorExit::UsageLimited(_) => "usage_limited",
+        SupervisorExit::HandoffWithheld { .. } => "handoff_withheld",
     }
 }
 
@@ -292,6 +298,7 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
     }
 
     // 3. The session and its turns; after_run runs whatever happened past this point.
+    let baseline = evidence_baseline(job, &ws.path, &hook_env);
     let exit = run_session(job, p, &ws.path, &hook_env);
     let after_env = after_run_env(hook_env, p.review.as_ref());
     if let Err(e) = job.workspaces.run_hook_on(
@@ -307,7 +314,82 @@ fn run_phases(job: &SupervisorJob, p: &mut Progress) -> SupervisorExit {
             "after_run hook failed"
         );
     }
+    if let (Some(start), SupervisorExit::Normal { .. }) = (baseline, &exit) {
+        p.evidence = Some(evidence_after(job, &ws.path, &after_env, start));
+    }
     exit
+}
+
+/// The workspace as the session starts, when `tracker.handoff_evidence` asks for evidence of
+/// work (`None` otherwise): git's reading (or why there is none) and the pull-request record.
+fn evidence_baseline(
+    job: &SupervisorJob,
+    workspace: &std::path::Path,
+    env: &HookEnv,
+) -> Option<EvidenceStart> {
+    if job.workflow.config.tracker.handoff_evidence == crate::config::HandoffEvidence::Off {
+        return None;
+    }
+    let git = crate::workspace::evidence::baseline(
+        &job.workspaces,
+        workspace,
+        env,
+        job.ssh_host.as_ref(),
+    );
+    if let Err(why) = &git {
+        log::warn!(
+            issue_id:% = job.issue.id,
+            issue_identifier:% = job.issue.identifier,
+            error:% = why;
+            "workspace evidence baseline not read"
+        );
+    }
+    let pr_record = crate::agent::pr_record::read_on(workspace, job.ssh_host.as_ref()).record;
+    Some(EvidenceStart { git, pr_record })
+}
+
+/// What [`evidence_baseline`] read.
+struct EvidenceStart {
+    git: Result<crate::workspace::evidence::Baseline, String>,
+    pr_record: Option<crate::agent::pr_record::PrRecord>,
+}
+
+/// What the workspace shows after `after_run` against the session's start.
+fn evidence_after(
+    job: &SupervisorJob,
+    workspace: &std::path::Path,
+    env: &HookEnv,
+    start: EvidenceStart,
+) -> super::handoff_evidence::WorkspaceEvidence {
+    let git = start.git.and_then(|base| {
+        crate::workspace::evidence::observe(
+            &job.workspaces,
+            workspace,
+            env,
+            job.ssh_host.as_ref(),
+            &base,
+        )
+    });
+    let pr_record = crate::agent::pr_record::read_on(workspace, job.ssh_host.as_ref()).record;
+    let new_pr_record = pr_record.is_some() && pr_record != start.pr_record;
+    match &git {
+        Ok(o) => log::info!(
+            issue_id:% = job.issue.id,
+            issue_identifier:% = job.issue.identifier,
+            new_commits:% = o.new_commits,
+            files_changed:% = o.files_changed,
+            new_pr_record:% = new_pr_record;
+            "workspace evidence read"
+        ),
+        Err(why) => log::warn!(
+            issue_id:% = job.issue.id,
+            issue_identifier:% = job.issue.identifier,
+            error:% = why,
+            new_pr_record:% = new_pr_record;
+            "workspace evidence not read"
+        ),
+    }
+    super::handoff_evidence::WorkspaceEvidence { git, new_pr_record }
 }
 
 /// The `after_run` environment: the run's hook variables plus how self-review ended
@@ -765,7 +847,7 @@ impl super::self_review::ReviewHost for ReviewTurns<'_> {
             SupervisorExit::Error { code, .. } => {
                 *code == ErrorCode::Agent(AgentErrorKind::TurnTimeout)
             }
-            SupervisorExit::Normal { .. } => false,
+            SupervisorExit::Normal { .. } | SupervisorExit::HandoffWithheld { .. } => false,
             SupervisorExit::Cancelled { .. } | SupervisorExit::UsageLimited(_) => true,
         };
         super::self_review::TurnEnd::Failed {

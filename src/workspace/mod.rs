@@ -7,6 +7,7 @@
 mod cleanup;
 mod command;
 mod error;
+pub mod evidence;
 mod hooks;
 mod lock;
 mod output_capture;

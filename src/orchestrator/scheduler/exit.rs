@@ -23,7 +23,7 @@ pub(super) enum RecordState {
 }
 
 impl Orchestrator {
-    pub(super) fn on_exit(&mut self, result: SupervisorResult) {
+    pub(super) fn on_exit(&mut self, mut result: SupervisorResult) {
         let Some(issue_id) = self.state.dispatch_index.remove(&result.dispatch_id) else {
             return;
         };
@@ -39,6 +39,7 @@ impl Orchestrator {
         if result.session_id.is_some() {
             entry.facts.session_id = result.session_id.clone();
         }
+        self.withhold_unevidenced_handoff(&entry, &mut result);
         match self.record_exit(&entry, &result) {
             RecordState::Committed => self.finish_exit(entry, result),
             // Nothing happens to the issue (no hand-off, retry or park) until the record
@@ -76,6 +77,10 @@ impl Orchestrator {
         if entry.facts.pending_cleanup {
             self.remove_workspace(&entry);
         }
+        let withheld_in_a_row = self
+            .state
+            .handoff_absence
+            .after_exit(&entry.facts.issue.id, &result.exit);
         let step = decide_exit(&ExitFacts {
             exit: &result.exit,
             attempt: entry.facts.attempt,
@@ -84,6 +89,7 @@ impl Orchestrator {
             backoff_cap_ms: self.backoff_cap(),
             tracker: &self.workflow.config.tracker,
             now_ms: self.clock.now_ms(),
+            withheld_in_a_row,
         });
         if step == ExitStep::Nothing {
             return;
@@ -285,6 +291,12 @@ impl Orchestrator {
                     self.failure_retry(entry, attempt, delay_ms, &error, true);
                 }
             }
+            // Not the failure breaker's: the handoff-absence ceiling parks the issue instead.
+            ExitStep::Withheld {
+                attempt,
+                delay_ms,
+                error,
+            } => self.failure_retry(entry, attempt, delay_ms, &error, false),
             ExitStep::UsageLimited {
                 attempt,
                 due_at_ms,
@@ -311,13 +323,13 @@ impl Orchestrator {
         let issue = &entry.facts.issue;
         match (step, answers) {
             (
-                ExitStep::Park { label },
+                ExitStep::Park { label, reason },
                 ExitAnswers::Park {
                     label: added,
                     state,
                 },
             ) => {
-                self.park(issue, label, entry.facts.pass(), added, state);
+                self.park(issue, (label, reason), entry.facts.pass(), added, state);
                 self.release(&issue.id);
             }
             (ExitStep::Declared { state, .. }, ExitAnswers::Declared { hop, transition }) => {
@@ -346,6 +358,41 @@ impl Orchestrator {
                 self.release(&issue.id);
             }
         }
+    }
+
+    /// Turns a normal exit that would hand its issue off without evidence of work into a
+    /// withheld handoff, before its run is recorded (`tracker.handoff_evidence`).
+    fn withhold_unevidenced_handoff(&self, entry: &RunningEntry, result: &mut SupervisorResult) {
+        use crate::orchestrator::handoff_evidence::{
+            HandoffFacts, withheld_because, withheld_exit,
+        };
+        if !matches!(result.exit, SupervisorExit::Normal { .. }) {
+            return;
+        }
+        let cfg = &self.workflow.config.tracker;
+        let facts = HandoffFacts {
+            policy: cfg.handoff_evidence,
+            handoff_state: cfg.handoff_state.as_deref(),
+            hops: self.plan_stage_hop(entry).is_some(),
+            evidence: result.evidence.as_ref(),
+        };
+        let Some(missing) = withheld_because(&result.exit, &facts) else {
+            return;
+        };
+        log::warn!(
+            issue_id:% = entry.facts.issue.id,
+            issue_identifier:% = entry.facts.issue.identifier,
+            policy:% = cfg.handoff_evidence.as_str(),
+            missing:% = missing;
+            "handoff withheld: the run shows no evidence of work"
+        );
+        let exit = std::mem::replace(
+            &mut result.exit,
+            SupervisorExit::Cancelled {
+                reason: crate::agent::CancelReason::User,
+            },
+        );
+        result.exit = withheld_exit(exit, missing);
     }
 
     /// Applies a hop's writes with the plan in force now; `true` when the hop was made.
@@ -472,7 +519,8 @@ impl Orchestrator {
         );
     }
 
-    /// Parks an issue whose agent needs a person; the label is best effort. The park holds
+    /// Parks an issue for `reason` (its agent needs a person, or its runs kept ending without
+    /// evidence of work); the label is best effort. The park holds
     /// against the issue's state in the tracker after the run (`state`): the issue the
     /// supervisor started from may be stale (it moved the issue to `in_progress_state`), and a
     /// park recorded against a stale state would lift on the next poll. When the tracker could
@@ -480,7 +528,7 @@ impl Orchestrator {
     fn park(
         &mut self,
         issue: &Issue,
-        label: String,
+        (label, reason): (String, ParkReason),
         pass: Pass,
         added: TrackerResult<()>,
         state: Result<String, String>,
@@ -508,7 +556,7 @@ impl Orchestrator {
         });
         let park = Park {
             issue: issue.clone(),
-            reason: ParkReason::AgentBlocked,
+            reason,
             parked_at_ms: self.clock.now_ms() / 1000 * 1000,
             parked_state,
             label,
@@ -549,6 +597,10 @@ impl Orchestrator {
             SupervisorExit::Error { code, message, .. } if c.on_failure => {
                 (Lifecycle::Failure, Some(format!("{code}: {message}")))
             }
+            SupervisorExit::HandoffWithheld { missing, .. } if c.on_failure => (
+                Lifecycle::Failure,
+                Some(format!("{}: {missing}", ErrorCode::HandoffWithheld)),
+            ),
             _ => return,
         };
         self.tracker_ops

@@ -58,7 +58,7 @@ impl ExitCalls {
     /// The calls `step` needs; `None` for a step that needs none.
     pub(super) fn for_step(step: &ExitStep, hop: impl FnOnce() -> Option<HopPlan>) -> Option<Self> {
         match step {
-            ExitStep::Park { label } => Some(ExitCalls::Park {
+            ExitStep::Park { label, .. } => Some(ExitCalls::Park {
                 label: label.clone(),
             }),
             ExitStep::Declared { state, no_change } => Some(ExitCalls::Declared {

@@ -804,6 +804,7 @@ impl Orchestrator {
                 workspace_path: entry.facts.workspace_path.clone(),
                 ended_at_ms: now,
                 pr_record: None,
+                evidence: None,
             };
             log::warn!(
                 issue_id:% = entry.facts.issue.id,
@@ -913,7 +914,7 @@ impl Changed {
 fn run_status(exit: &SupervisorExit, budget_stopped: bool) -> RunStatus {
     match exit {
         SupervisorExit::Normal { .. } => RunStatus::Succeeded,
-        SupervisorExit::Error { .. } => RunStatus::Failed,
+        SupervisorExit::Error { .. } | SupervisorExit::HandoffWithheld { .. } => RunStatus::Failed,
         SupervisorExit::Cancelled { .. } if budget_stopped => RunStatus::BudgetStopped,
         SupervisorExit::Cancelled { .. } => RunStatus::Cancelled,
         SupervisorExit::UsageLimited(_) => RunStatus::UsageLimited,
