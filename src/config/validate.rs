@@ -159,18 +159,11 @@ const UNSUPPORTED_SECTIONS: &[(&str, &str)] =
     &[("notifications", "notifications are not built yet")];
 
 /// Keys inside typed sections that this build parses (or accepts) but never acts on.
-const UNSUPPORTED_KEYS: &[(&str, &str, &str)] = &[
-    (
-        "workspace",
-        "retention_days",
-        "workspace retention is not built yet",
-    ),
-    (
-        "tracker",
-        "handoff_evidence",
-        "no tracker of this build reads it",
-    ),
-];
+const UNSUPPORTED_KEYS: &[(&str, &str, &str)] = &[(
+    "tracker",
+    "handoff_evidence",
+    "no tracker of this build reads it",
+)];
 
 /// `tracker.*` keys only some kinds read (`registry::tracker_reads_key`).
 const KIND_KEYS: &[&str] = &["api_version", "user_agent"];
