@@ -507,6 +507,7 @@ impl ServiceConfig {
                         .map(|p| PreflightProblem::new(format!("config.{}", p.field), p.message)),
                 ),
             }
+            out.extend(super::label_capability::problems(self));
         }
         let agent = self.agent.kind.as_str();
         match registry::agent(agent) {
