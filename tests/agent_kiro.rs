@@ -77,9 +77,7 @@ fn the_kiro_turn_fixture_maps_messages_and_tools_and_passes_kiro_extensions_on()
         .filter(|m| !m.is_empty())
         .collect();
     assert!(
-        messages
-            .iter()
-            .any(|m| *m == "Reading the failing test first."),
+        messages.contains(&"Reading the failing test first."),
         "{messages:?}"
     );
     let extensions: Vec<_> = events
