@@ -33,6 +33,7 @@ pub const AGENTS: &[AgentDescriptor] = &[
     agent::claude::DESCRIPTOR,
     agent::codex::DESCRIPTOR,
     agent::copilot::DESCRIPTOR,
+    agent::acp::kiro::DESCRIPTOR,
     agent::mock::DESCRIPTOR,
     agent::opencode::DESCRIPTOR,
 ];
@@ -230,7 +231,7 @@ mod tests {
         );
         assert_eq!(
             unsupported_agent("aider"),
-            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)"
+            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, kiro, mock, opencode)"
         );
         let e = build_tracker(
             &TrackerSettings {

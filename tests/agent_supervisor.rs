@@ -522,7 +522,7 @@ fn unknown_kinds_are_clear_errors_naming_the_supported_ones() {
     assert_eq!(
         e.map(|e| e.message).as_deref(),
         Some(
-            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)"
+            "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, kiro, mock, opencode)"
         )
     );
 }

@@ -144,7 +144,7 @@ fn every_error_has_its_message() {
         ),
         (
             "dispatch: {default: {agent: aider}}".into(),
-            "config: dispatch.default.agent: agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)",
+            "config: dispatch.default.agent: agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, kiro, mock, opencode)",
         ),
         (
             rules("    - 5"),
@@ -172,7 +172,7 @@ fn every_error_has_its_message() {
         ),
         (
             rules("    - {name: a, agent: aider}"),
-            "config: dispatch.rules[0].agent: agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)",
+            "config: dispatch.rules[0].agent: agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, kiro, mock, opencode)",
         ),
         (
             rules("    - {name: a, stage: 5}"),

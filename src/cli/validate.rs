@@ -237,7 +237,7 @@ mod tests {
                 ),
                 (
                     "agent_adapter",
-                    "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, mock, opencode)"
+                    "agent kind \"aider\" is not supported by this build (supported: agent-client-protocol, claude-code, codex, copilot-cli, kiro, mock, opencode)"
                 ),
             ]
         );

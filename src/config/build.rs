@@ -424,7 +424,18 @@ fn build_workspace(
     } else {
         absolute(ctx.cwd, &root)
     };
-    Ok(WorkspaceConfig { root })
+    let retention_days =
+        match super::coerce::int_field(m, "retention_days", "workspace.retention_days")? {
+            None => 0,
+            Some(days) => match crate::workspace::retention::check_days(days) {
+                None => u32::try_from(days).unwrap_or(0),
+                Some(why) => return Err(ConfigError::field("workspace.retention_days", why)),
+            },
+        };
+    Ok(WorkspaceConfig {
+        root,
+        retention_days,
+    })
 }
 
 fn build_hooks(m: &Map<String, Value>, warnings: &mut Vec<ConfigWarning>) -> HooksConfig {

@@ -32,6 +32,7 @@ mod dispatch_build;
 mod dotenv;
 mod env;
 mod error;
+pub mod label_capability;
 mod overrides;
 mod price_table;
 pub mod reactions;
@@ -221,6 +222,7 @@ pub fn parse_workflow(
         config.reactions.provider.as_deref(),
     ));
     warnings.extend(advisory);
+    warnings.extend(label_capability::warnings(&config));
     Ok(Workflow {
         path: path.to_path_buf(),
         config,

@@ -221,6 +221,9 @@ impl Default for ShutdownConfig {
 pub struct WorkspaceConfig {
     /// Absolute; relative values are resolved against the process CWD.
     pub root: PathBuf,
+    /// `workspace.retention_days`: the periodic sweep removes a workspace whose newest run
+    /// ended longer ago than this (`workspace::retention`); 0 keeps every workspace.
+    pub retention_days: u32,
 }
 
 /// Hook scripts are literal shell text (no `$VAR` expansion by Sortie).

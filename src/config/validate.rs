@@ -159,11 +159,7 @@ const UNSUPPORTED_SECTIONS: &[(&str, &str)] =
     &[("notifications", "notifications are not built yet")];
 
 /// Keys inside typed sections that this build parses (or accepts) but never acts on.
-const UNSUPPORTED_KEYS: &[(&str, &str, &str)] = &[(
-    "workspace",
-    "retention_days",
-    "workspace retention is not built yet",
-)];
+const UNSUPPORTED_KEYS: &[(&str, &str, &str)] = &[];
 
 /// `tracker.*` keys only some kinds read (`registry::tracker_reads_key`).
 const KIND_KEYS: &[&str] = &["api_version", "user_agent"];
@@ -507,6 +503,7 @@ impl ServiceConfig {
                         .map(|p| PreflightProblem::new(format!("config.{}", p.field), p.message)),
                 ),
             }
+            out.extend(super::label_capability::problems(self));
         }
         let agent = self.agent.kind.as_str();
         match registry::agent(agent) {

@@ -17,7 +17,13 @@ pub const RETRY_TRIGGERS: &[&str] = &[
     RetryTrigger::CiFix.as_str(),
     RetryTrigger::UsageLimit.as_str(),
 ];
-pub const RECONCILE_ACTIONS: &[&str] = &["stop", "cleanup", "keep", "sweep_cleanup"];
+pub const RECONCILE_ACTIONS: &[&str] = &[
+    "stop",
+    "cleanup",
+    "keep",
+    "sweep_cleanup",
+    "retention_cleanup",
+];
 pub const POLL_RESULTS: &[&str] = &["success", "error", "skipped"];
 pub const TRACKER_OPERATIONS: &[&str] = &[
     "fetch_candidates",

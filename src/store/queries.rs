@@ -369,3 +369,33 @@ pub fn issue_id_by_identifier(
     .optional()
     .ctx("read issue id by identifier")
 }
+
+/// The newest `completed_at` (epoch ms) of the runs recorded in each workspace directory,
+/// keyed by the directory's name (the last component of the recorded path): what workspace
+/// retention reads as a workspace's latest activity. A row whose time does not parse is skipped.
+pub fn workspace_last_activity(
+    conn: &Connection,
+) -> Result<std::collections::HashMap<String, i64>, StoreError> {
+    let mut stmt = conn
+        .prepare("SELECT workspace, MAX(completed_at) FROM run_history GROUP BY workspace")
+        .ctx("read workspace activity")?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .ctx("read workspace activity")?;
+    let mut out = std::collections::HashMap::new();
+    for row in rows {
+        let (workspace, at) = row.ctx("read workspace activity")?;
+        let Some(name) = std::path::Path::new(&workspace)
+            .file_name()
+            .and_then(|n| n.to_str())
+        else {
+            continue;
+        };
+        let Ok(ms) = super::time::from_text("workspace activity", &at) else {
+            continue;
+        };
+        let newest = out.entry(name.to_string()).or_insert(ms);
+        *newest = (*newest).max(ms);
+    }
+    Ok(out)
+}

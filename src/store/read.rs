@@ -155,6 +155,12 @@ impl ReadConn {
     pub fn issue_id_by_identifier(&self, identifier: &str) -> Result<Option<String>, StoreError> {
         queries::issue_id_by_identifier(&self.conn, identifier)
     }
+    /// The newest run end per workspace directory name (workspace retention).
+    pub fn workspace_last_activity(
+        &self,
+    ) -> Result<std::collections::HashMap<String, i64>, StoreError> {
+        queries::workspace_last_activity(&self.conn)
+    }
     pub fn integrity_check(&self) -> Result<String, StoreError> {
         connection::integrity_check(&self.conn)
     }

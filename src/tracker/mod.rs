@@ -275,5 +275,32 @@ pub struct TrackerDescriptor {
     pub path_key: Option<&'static str>,
     /// The kind's checks over its settings, without I/O; empty when it can be built.
     pub validate: fn(&TrackerSettings) -> Vec<SettingProblem>,
+    /// What the kind can do with issue labels; config checks the labels a workflow reads and
+    /// writes against it (`config::label_capability`).
+    pub labels: LabelSupport,
     pub build: BuildTracker,
+}
+
+/// What a tracker kind can do with issue labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LabelSupport {
+    /// Issues come with their labels (dispatch rules and stage labels can read them).
+    pub read: bool,
+    /// [`TrackerAdapter::add_label`] and [`TrackerAdapter::remove_label`] change them.
+    pub write: bool,
+    /// Adding a label the tracker does not know yet creates it; otherwise a person creates it
+    /// in the tracker first.
+    pub creates_missing: bool,
+    /// A label may contain white space.
+    pub spaces: bool,
+}
+
+impl LabelSupport {
+    /// Reads and writes labels, creating new ones, with any characters.
+    pub const FULL: LabelSupport = LabelSupport {
+        read: true,
+        write: true,
+        creates_missing: true,
+        spaces: true,
+    };
 }

@@ -15,6 +15,7 @@ mod path;
 mod preflight;
 mod process_group;
 mod remote;
+pub mod retention;
 mod status_file;
 
 use std::ffi::OsString;

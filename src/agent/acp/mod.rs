@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod handshake;
+pub mod kiro;
 pub mod parser;
 mod session;
 
@@ -93,19 +94,39 @@ pub fn classify_failure(text: &str) -> Option<crate::agent::failure_class::Failu
 
 /// Builds ACP sessions.
 pub struct AcpAdapter {
+    /// The configured kind the sessions are recorded under (this kind, or one converted onto it).
+    kind: &'static str,
+    /// The variables of sortie's environment that kind's agent gets (its descriptor's list).
+    env_vars: &'static [&'static str],
     settings: AgentSettings,
     clock: Arc<dyn Clock>,
 }
 
 impl AcpAdapter {
     pub fn new(settings: AgentSettings, clock: Arc<dyn Clock>) -> Self {
-        AcpAdapter { settings, clock }
+        Self::for_kind(KIND, ENV_VARS, settings, clock)
+    }
+
+    /// An adapter for a kind that runs over this protocol under a name of its own (`kiro`):
+    /// `settings` already carry the converted command and the environment that kind needs.
+    pub fn for_kind(
+        kind: &'static str,
+        env_vars: &'static [&'static str],
+        settings: AgentSettings,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        AcpAdapter {
+            kind,
+            env_vars,
+            settings,
+            clock,
+        }
     }
 }
 
 impl AgentAdapter for AcpAdapter {
     fn kind(&self) -> &'static str {
-        KIND
+        self.kind
     }
 
     fn caps(&self) -> AdapterCaps {
@@ -131,7 +152,7 @@ impl AgentAdapter for AcpAdapter {
             MAX_LINE_BYTES,
             Dialect::V2,
             params.remote.as_ref(),
-            crate::agent::env::session_env(&self.settings, ENV_VARS, &params),
+            crate::agent::env::session_env(&self.settings, self.env_vars, &params),
         )?;
         let read_timeout = jsonrpc::read_timeout(self.settings.read_timeout_ms);
         let started = match handshake::start(
@@ -145,7 +166,7 @@ impl AgentAdapter for AcpAdapter {
             Err(e) => {
                 peer.stop(Duration::ZERO, None);
                 log::warn!(
-                    agent_kind:% = KIND,
+                    agent_kind:% = self.kind,
                     issue_id:% = params.issue_id,
                     issue_identifier:% = params.issue_identifier,
                     error_kind:% = e.kind,
@@ -156,7 +177,7 @@ impl AgentAdapter for AcpAdapter {
             }
         };
         log::info!(
-            agent_kind:% = KIND,
+            agent_kind:% = self.kind,
             issue_id:% = params.issue_id,
             issue_identifier:% = params.issue_identifier,
             session_id:% = started.session_id,

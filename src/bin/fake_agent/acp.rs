@@ -7,7 +7,8 @@
 //! Environment as in the codex mode: `FAKE_AGENT_SCENARIO` (lines with optional
 //! `"session": N`, the N-th process counted in `$FAKE_AGENT_STATE_DIR/acp_sessions`, and
 //! `"turn": N`, the N-th prompt), `FAKE_AGENT_ARGV_LOG` (`{"argv","cwd","session"}` per
-//! process) and `FAKE_AGENT_RPC_LOG` (`{"session","received"}` per message, and
+//! process), `FAKE_AGENT_ENV_LOG` (the whole environment, one object per process) and
+//! `FAKE_AGENT_RPC_LOG` (`{"session","received"}` per message, and
 //! `{"session","reply_to","reply"}` for each answer to a request this mode sent).
 //!
 //! Configuration lines `{"config": {…}}`:
@@ -57,6 +58,12 @@ pub fn run() {
         let argv: Vec<String> = std::env::args().collect();
         let rec = json!({"argv": argv, "cwd": crate::cwd(), "session": session});
         crate::append_line(Path::new(&p), &rec.to_string());
+    }
+    if let Some(p) = std::env::var_os("FAKE_AGENT_ENV_LOG") {
+        let env: Map<String, Value> = std::env::vars()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        crate::append_line(Path::new(&p), &Value::Object(env).to_string());
     }
     let (config, steps) = load(session).unwrap_or_else(|e| {
         eprintln!("fake-agent: scenario: {e}");

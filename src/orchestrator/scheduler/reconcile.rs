@@ -2,6 +2,7 @@
 //! sweep of workspaces of terminal issues.
 
 use super::*;
+use crate::workspace::retention::RetentionCounts;
 
 impl Orchestrator {
     /// Cancels sessions whose agent sent no event within the stall timeout and queues their
@@ -177,6 +178,8 @@ impl Orchestrator {
             store: self.store.clone(),
             worker: self.workflow.config.worker.clone(),
             terminal_states: self.workflow.config.tracker.terminal_states.clone(),
+            retention_days: self.workflow.config.workspace.retention_days,
+            clock: self.clock.clone(),
             owned,
         };
         self.sweep_out = true;
@@ -184,12 +187,15 @@ impl Orchestrator {
             super::io::Lane::Work,
             crate::orchestrator::io_pool::JobLabel::new("terminal workspace sweep", ""),
             move || sweep.run(),
-            |o: &mut Orchestrator, removed| {
+            |o: &mut Orchestrator, counts| {
                 o.sweep_out = false;
-                match removed {
-                    Ok(n) => {
-                        for _ in 0..n {
+                match counts {
+                    Ok(c) => {
+                        for _ in 0..c.removed_terminal {
                             o.metrics.reconciliation("sweep_cleanup");
+                        }
+                        for _ in 0..c.removed_by_age {
+                            o.metrics.reconciliation("retention_cleanup");
                         }
                     }
                     Err(panic) => log::error!(panic:% = panic; "terminal workspace sweep panicked"),
@@ -206,41 +212,86 @@ struct Sweep {
     store: Arc<Store>,
     worker: crate::config::worker::WorkerConfig,
     terminal_states: Vec<String>,
+    /// `workspace.retention_days` (0: off).
+    retention_days: u32,
+    clock: Arc<dyn crate::clock::Clock>,
     /// Identifiers of the issues running or queued when the sweep started.
     owned: std::collections::HashSet<String>,
 }
 
 impl Sweep {
-    /// Returns how many workspaces it removed.
-    fn run(self) -> usize {
-        let dirs: Vec<String> = self
+    /// Removes the workspaces of terminal issues, then (with retention on) the aged-out ones
+    /// among the rest; returns what it did.
+    fn run(self) -> RetentionCounts {
+        let mut counts = RetentionCounts::default();
+        let (dirs, owned): (Vec<String>, Vec<String>) = self
             .workspaces
             .list_workspace_dirs()
             .into_iter()
-            .filter(|d| !self.owned.contains(d))
-            .collect();
+            .partition(|d| !self.owned.contains(d));
+        counts.in_flight = owned.len();
         if dirs.is_empty() {
-            return 0;
+            return counts;
         }
+        let host_of = |i: &str| super::hosts::workspace_host_in(&self.store, &self.worker, i);
+        let mut terminal = Vec::new();
         match self.tracker.fetch_issue_states_by_identifiers(&dirs) {
             Ok(states) => {
-                let terminal: Vec<String> = states
+                terminal = states
                     .into_iter()
                     .filter(|(_, s)| state_in(s, &self.terminal_states))
                     .map(|(k, _)| k)
                     .collect();
-                let removed = self.workspaces.cleanup_terminal_on(&terminal, |i| {
-                    super::hosts::workspace_host_in(&self.store, &self.worker, i)
-                });
-                if removed > 0 {
-                    log::info!(count:% = removed; "removed workspaces of terminal issues");
+                counts.removed_terminal = self.workspaces.cleanup_terminal_on(&terminal, host_of);
+                if counts.removed_terminal > 0 {
+                    log::info!(count:% = counts.removed_terminal; "removed workspaces of terminal issues");
                 }
-                removed
             }
-            Err(e) => {
-                log::warn!(error:% = e.to_string(); "terminal workspace sweep failed");
-                0
-            }
+            Err(e) => log::warn!(error:% = e.to_string(); "terminal workspace sweep failed"),
         }
+        if self.retention_days > 0 {
+            self.retain(&dirs, &terminal, &mut counts);
+        }
+        counts
+    }
+
+    /// The age bound over the workspaces the terminal pass left, logged as one summary line.
+    fn retain(&self, dirs: &[String], terminal: &[String], counts: &mut RetentionCounts) {
+        let rest: Vec<String> = dirs
+            .iter()
+            .filter(|d| !terminal.contains(d))
+            .cloned()
+            .collect();
+        let activity = match self
+            .store
+            .read_conn()
+            .and_then(|c| c.workspace_last_activity())
+        {
+            Ok(a) => a,
+            Err(e) => {
+                counts.not_evaluated += rest.len();
+                log::warn!(error:% = e.to_string(); "workspace retention skipped: run records unreadable");
+                return;
+            }
+        };
+        self.workspaces.remove_aged(
+            &rest,
+            &activity,
+            self.clock.now_ms(),
+            self.retention_days,
+            |i| super::hosts::workspace_host_in(&self.store, &self.worker, i),
+            counts,
+        );
+        log::info!(
+            retention_days:% = self.retention_days,
+            in_flight:% = counts.in_flight,
+            removed_terminal:% = counts.removed_terminal,
+            removed_by_age:% = counts.removed_by_age,
+            retained_in_window:% = counts.retained_in_window,
+            retained_no_record:% = counts.retained_no_record,
+            retained_locked:% = counts.retained_locked,
+            not_evaluated:% = counts.not_evaluated;
+            "workspace sweep"
+        );
     }
 }

@@ -51,6 +51,7 @@ pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
     kind: KIND,
     path_key: Some(PATH_KEY),
     validate,
+    labels: crate::tracker::LabelSupport::FULL,
     build,
 };
 

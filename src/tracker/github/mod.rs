@@ -34,6 +34,7 @@ pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
     kind: KIND,
     path_key: None,
     validate,
+    labels: crate::tracker::LabelSupport::FULL,
     build,
 };
 

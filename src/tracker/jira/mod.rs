@@ -61,6 +61,10 @@ pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
     kind: KIND,
     path_key: None,
     validate,
+    labels: crate::tracker::LabelSupport {
+        spaces: false,
+        ..crate::tracker::LabelSupport::FULL
+    },
     build,
 };
 

@@ -49,6 +49,10 @@ pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
     kind: KIND,
     path_key: None,
     validate,
+    labels: crate::tracker::LabelSupport {
+        creates_missing: false,
+        ..crate::tracker::LabelSupport::FULL
+    },
     build,
 };
 
