@@ -204,7 +204,7 @@ impl Orchestrator {
             }
         }
         let cfg = self.reaction_config();
-        for c in done.checked {
+        for mut c in done.checked {
             let pending = self
                 .state
                 .reactions
@@ -213,6 +213,8 @@ impl Orchestrator {
             if !pending {
                 continue;
             }
+            let answered = self.keep_live_triage(&mut c);
+            let key = c.key.clone();
             self.state.reactions.remove(&c.key);
             self.state.reaction_memory.remove(&c.key);
             self.count_check(&c.row, &c.step);
@@ -220,6 +222,9 @@ impl Orchestrator {
                 self.escalation_ended(&c.row);
             }
             self.apply_reaction_step(c, done.started_ms, &cfg);
+            if let (true, Some(row)) = (answered, self.state.reactions.get_mut(&key)) {
+                row.next_poll_at_ms = row.next_poll_at_ms.min(done.started_ms);
+            }
         }
     }
 
@@ -262,6 +267,7 @@ impl Orchestrator {
                 .awaiting_record
                 .values()
                 .any(|a| a.entry.facts.issue.id == issue_id)
+            || self.triage_running(issue_id)
     }
 
     /// A tracker read failed: the due rows wait a backoff.
@@ -367,6 +373,10 @@ impl Orchestrator {
             &self.store,
             ReactionWrite::DeleteFingerprint(id.clone(), row.kind),
         );
+        persist::reaction_write(
+            &self.store,
+            ReactionWrite::DeleteTriageAnswer(id.clone(), row.kind),
+        );
         if !self.state.reactions.keys().any(|k| k.0 == id) {
             persist::reaction_write(&self.store, ReactionWrite::ClearIssue(id));
         }
@@ -414,6 +424,16 @@ impl Orchestrator {
             Step::Escalate { trigger } => {
                 self.escalate(&mut row, trigger, cfg);
                 self.keep_polling(key, row, mem, started_ms, cfg);
+            }
+            Step::Triage {
+                fingerprint,
+                context,
+            } => {
+                self.start_triage(&key, &row, &mut mem, fingerprint, context);
+                let interval =
+                    poll_interval(row.kind, cfg, self.workflow.config.polling.interval_ms);
+                set_wait(&mut row, ReactionWait::Triage, started_ms + interval as i64);
+                self.keep_row(key, row, mem, started_ms);
             }
             Step::End { why } => {
                 log::info!(
@@ -750,6 +770,7 @@ impl Orchestrator {
             }
         }
         self.restore_reaction_memory(&snap);
+        self.restore_triage_answers(&snap.triage_answers);
     }
 
     fn restore_reaction_memory(&mut self, snap: &crate::store::ReactionsSnapshot) {
