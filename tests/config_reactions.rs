@@ -442,7 +442,10 @@ fn validate_accepts_triage_and_reports_ci_feedback_and_bad_values() {
     for want in ["deprecated_key", "reactions.merge_conflicts.max_retires"] {
         assert!(out.contains(want), "missing {want}: {out}");
     }
-    assert!(!out.contains("merge_conflicts.triage"), "triage is built: {out}");
+    assert!(
+        !out.contains("merge_conflicts.triage"),
+        "triage is built: {out}"
+    );
     let (code, out) = validate(&doc(
         GITHUB_TRACKER,
         "self_review: {enabled: true, verification_commands: [make], reviewer: other}",

@@ -412,6 +412,11 @@ impl Orchestrator {
                 set_wait(&mut row, wait, next_poll_at_ms);
                 self.keep_row(key, row, mem, started_ms);
             }
+            // Checks of one pass see the slot as it was when the pass began: a triage run
+            // of another kind of the issue started since holds the workspace.
+            Step::Dispatch { .. } if self.triage_running(&key.0) => {
+                self.wait_for_slot(key, row, mem, started_ms, cfg);
+            }
             Step::Dispatch {
                 context,
                 fingerprint,
@@ -424,6 +429,10 @@ impl Orchestrator {
             Step::Escalate { trigger } => {
                 self.escalate(&mut row, trigger, cfg);
                 self.keep_polling(key, row, mem, started_ms, cfg);
+            }
+            // Likewise a run or retry of the issue the pass did not see yet.
+            Step::Triage { .. } if self.slot_busy(&key.0) => {
+                self.wait_for_slot(key, row, mem, started_ms, cfg);
             }
             Step::Triage {
                 fingerprint,
@@ -464,6 +473,24 @@ impl Orchestrator {
         set_wait(
             &mut row,
             ReactionWait::PollInterval,
+            started_ms + interval as i64,
+        );
+        self.keep_row(key, row, mem, started_ms);
+    }
+
+    /// The row waits for the issue's retry slot at the kind's cadence.
+    fn wait_for_slot(
+        &mut self,
+        key: Key,
+        mut row: ReactionRow,
+        mem: RowMemory,
+        started_ms: i64,
+        cfg: &ReactionsConfig,
+    ) {
+        let interval = poll_interval(row.kind, cfg, self.workflow.config.polling.interval_ms);
+        set_wait(
+            &mut row,
+            ReactionWait::RetrySlot,
             started_ms + interval as i64,
         );
         self.keep_row(key, row, mem, started_ms);

@@ -84,16 +84,21 @@ impl Orchestrator {
     }
 
     /// A triage run came back: its verdict (or `escalate` for a failed run) is recorded and the
-    /// row is checked at once. A row that left the pending set meanwhile, or whose subject is no
-    /// longer the one triaged, takes nothing.
+    /// row is checked at once. A row that left the pending set meanwhile takes nothing, and
+    /// neither does anything while the process drains.
     fn finish_triage(&mut self, key: Key, fingerprint: String, r: Result<TriageResult, String>) {
         self.triage_runs.remove(&key);
         let result = r.unwrap_or_else(|panic| Err(format!("the triage run panicked: {panic}")));
         let Some(mut mem) = self.state.reaction_memory.remove(&key) else {
             return;
         };
-        if mem.triage.in_flight.as_deref() == Some(fingerprint.as_str()) {
+        let current = mem.triage.in_flight.as_deref() == Some(fingerprint.as_str());
+        if current {
             mem.triage.in_flight = None;
+        }
+        // A run the shutdown stopped answered nothing: the subject is triaged after the
+        // restart.
+        if current && self.draining.is_none() {
             self.record_verdict(&key, &mut mem, fingerprint, result);
             let now = self.clock.now_ms();
             if let Some(row) = self.state.reactions.get_mut(&key) {
