@@ -296,22 +296,17 @@ fn reactions_ci_failure_wins_over_ci_feedback() {
 }
 
 #[test]
-fn triage_true_is_reported_unsupported_and_not_applied() {
+fn triage_is_applied_and_not_reported_unsupported() {
     let w = ok(
-        "reactions:\n  ci_failure: {provider: github, triage: true}\n  review_comments: {triage: false}",
+        "reactions:\n  ci_failure: {provider: github, triage: true}\n  review_comments: {triage: false}\n  bot_review: {triage: true}\n  merge_conflicts: {triage: true}",
     );
-    assert!(!w.config.reactions.ci_failure.as_ref().unwrap().triage);
+    let r = &w.config.reactions;
+    assert!(r.ci_failure.as_ref().unwrap().triage);
+    assert!(!r.review_comments.as_ref().unwrap().triage);
+    assert!(r.bot_review.as_ref().unwrap().triage);
+    assert!(r.merge_conflicts.as_ref().unwrap().triage);
     let got = warnings(&w);
-    assert!(
-        got.iter().any(|w| w.starts_with(
-            "warning: unsupported_key: reactions.ci_failure.triage: not supported by this build"
-        )),
-        "{got:?}"
-    );
-    assert!(
-        !got.iter().any(|w| w.contains("review_comments.triage")),
-        "{got:?}"
-    );
+    assert!(!got.iter().any(|w| w.contains("triage")), "{got:?}");
 }
 
 #[test]
@@ -438,20 +433,19 @@ fn validate_reports_provider_errors_and_ignored_blocks() {
 }
 
 #[test]
-fn validate_reports_triage_ci_feedback_and_bad_values() {
+fn validate_accepts_triage_and_reports_ci_feedback_and_bad_values() {
     let (code, out) = validate(&doc(
         GITHUB_TRACKER,
         "ci_feedback: {kind: github}\nreactions:\n  merge_conflicts: {triage: true, max_retires: 1}",
     ));
     assert_eq!(code, 0, "{out}");
-    for want in [
-        "reactions.merge_conflicts.triage",
-        "not supported by this build",
-        "deprecated_key",
-        "reactions.merge_conflicts.max_retires",
-    ] {
+    for want in ["deprecated_key", "reactions.merge_conflicts.max_retires"] {
         assert!(out.contains(want), "missing {want}: {out}");
     }
+    assert!(
+        !out.contains("merge_conflicts.triage"),
+        "triage is built: {out}"
+    );
     let (code, out) = validate(&doc(
         GITHUB_TRACKER,
         "self_review: {enabled: true, verification_commands: [make], reviewer: other}",

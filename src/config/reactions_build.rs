@@ -10,8 +10,8 @@
 //! `reactions.ci_failure` (its `kind` is the provider) unless `reactions.ci_failure` exists,
 //! which wins.
 //!
-//! `triage` is accepted but never applied (this build has no triage runs): the typed value is
-//! `false` and `validate` reports a `true` as unsupported (see `validate::unsupported_warnings`).
+//! `triage: true` on `ci_failure`, `review_comments`, `bot_review` and `merge_conflicts` puts a
+//! triage run before each fix the kind would dispatch (`orchestrator::reactions::triage`).
 
 use std::str::FromStr;
 
@@ -38,14 +38,6 @@ pub const REACTION_KEYS: &[&str] = &[
     "auto_merge",
     "merge_completion",
     "label_commands",
-];
-
-/// The keys of `reactions` blocks that take `triage`.
-pub const TRIAGE_KEYS: &[&str] = &[
-    "ci_failure",
-    "review_comments",
-    "bot_review",
-    "merge_conflicts",
 ];
 
 const ESCALATION_KEYS: &[&str] = &["escalation", "escalation_label", "watch_window_ms"];
@@ -228,9 +220,8 @@ impl Block {
         self.text(self.provider_key)
     }
 
-    /// Checked like any bool; never applied (see the module docs).
     fn triage(&self) -> Result<bool, ConfigError> {
-        self.flag("triage", false).map(|_| false)
+        self.flag("triage", false)
     }
 
     fn escalation(&self) -> Result<Escalation, ConfigError> {

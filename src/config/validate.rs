@@ -204,18 +204,6 @@ fn unsupported_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) 
             ));
         }
     }
-    for kind in super::reactions_build::TRIAGE_KEYS {
-        let triage = raw
-            .get("reactions")
-            .and_then(|r| r.get(*kind))
-            .and_then(|b| b.get("triage"));
-        if triage == Some(&Value::Bool(true)) {
-            out.push(unsupported(
-                format!("reactions.{kind}.triage"),
-                "triage runs are not built yet; fixes are dispatched without one",
-            ));
-        }
-    }
 }
 
 /// Optimal-string-alignment edit distance (a transposition counts as one edit), on chars.

@@ -56,7 +56,9 @@ pub use outcomes::{IssueOutcome, replaces as outcome_replaces};
 pub use parks::ParkedIssue;
 pub use price_cache::PriceCache;
 pub use queries::{IssueSpend, IssueTotalsRow, OutcomeRow, StoredCost};
-pub use reactions::{Fingerprint, GivenComments, PrRun, ReactionWrite, StoredEscalation};
+pub use reactions::{
+    Fingerprint, GivenComments, PrRun, ReactionWrite, StoredEscalation, TriageAnswer,
+};
 pub use read::{ReactionsSnapshot, ReadConn, WarmStartSnapshot};
 pub use read_pool::ReadPool;
 pub use record::{RecordOutcome, RunWrite};

@@ -45,6 +45,17 @@ pub struct GivenComments {
     pub comment_ids: Vec<String>,
 }
 
+/// The newest triage verdict of a kind for one issue, and the subject it answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriageAnswer {
+    pub issue_id: String,
+    pub kind: ReactionKind,
+    pub fingerprint: String,
+    /// `act`, `ignore` or `escalate`.
+    pub answer: String,
+    pub answered_at_ms: i64,
+}
+
 /// The newest run of an issue that left a pull-request record, for rebuilding its reactions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrRun {
@@ -71,6 +82,8 @@ pub enum ReactionWrite {
     SaveFingerprint(Fingerprint, i64),
     DeleteFingerprint(String, ReactionKind),
     GiveComments(GivenComments),
+    SaveTriageAnswer(TriageAnswer),
+    DeleteTriageAnswer(String, ReactionKind),
     /// Forget everything stored for an issue's reactions.
     ClearIssue(String),
 }
@@ -79,7 +92,10 @@ impl ReactionWrite {
     pub fn issue_id(&self) -> &str {
         match self {
             ReactionWrite::SaveEscalation(e) => &e.issue_id,
-            ReactionWrite::DeleteEscalation(id, _) | ReactionWrite::DeleteFingerprint(id, _) => id,
+            ReactionWrite::DeleteEscalation(id, _)
+            | ReactionWrite::DeleteFingerprint(id, _)
+            | ReactionWrite::DeleteTriageAnswer(id, _) => id,
+            ReactionWrite::SaveTriageAnswer(a) => &a.issue_id,
             ReactionWrite::SaveFingerprint(f, _) => &f.issue_id,
             ReactionWrite::GiveComments(g) => &g.issue_id,
             ReactionWrite::ClearIssue(id) => id,
@@ -106,6 +122,14 @@ pub(crate) fn apply(conn: &Connection, w: &ReactionWrite) -> Result<(), StoreErr
         .map(|_| ())
         .ctx("delete reaction fingerprint"),
         ReactionWrite::GiveComments(g) => give_comments(conn, g),
+        ReactionWrite::SaveTriageAnswer(a) => save_triage_answer(conn, a),
+        ReactionWrite::DeleteTriageAnswer(id, kind) => bind::execute(
+            conn,
+            "DELETE FROM triage_answers WHERE issue_id = ?1 AND kind = ?2",
+            rusqlite::params![id, kind],
+        )
+        .map(|_| ())
+        .ctx("delete triage answer"),
         ReactionWrite::ClearIssue(id) => clear_issue(conn, id),
     }
 }
@@ -141,6 +165,23 @@ fn save_fingerprint(conn: &Connection, f: &Fingerprint, at_ms: i64) -> Result<()
     Ok(())
 }
 
+fn save_triage_answer(conn: &Connection, a: &TriageAnswer) -> Result<(), StoreError> {
+    bind::execute(
+        conn,
+        "INSERT OR REPLACE INTO triage_answers (issue_id, kind, fingerprint, answer,
+             answered_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+        rusqlite::params![
+            a.issue_id,
+            a.kind,
+            a.fingerprint,
+            a.answer,
+            a.answered_at_ms
+        ],
+    )
+    .ctx("save triage answer")?;
+    Ok(())
+}
+
 fn give_comments(conn: &Connection, g: &GivenComments) -> Result<(), StoreError> {
     let mut stmt = conn
         .prepare_cached(
@@ -160,6 +201,7 @@ fn clear_issue(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
         "reaction_escalations",
         "reaction_fingerprints",
         "reaction_given_comments",
+        "triage_answers",
     ] {
         bind::execute(
             conn,
@@ -217,6 +259,28 @@ pub(crate) fn load_fingerprints(conn: &Connection) -> Result<Vec<Fingerprint>, S
         .ctx("load reaction fingerprints")?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .ctx("read reaction fingerprint")
+}
+
+pub(crate) fn load_triage_answers(conn: &Connection) -> Result<Vec<TriageAnswer>, StoreError> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT issue_id, kind, fingerprint, answer, answered_at_ms FROM triage_answers
+             ORDER BY issue_id, kind",
+        )
+        .ctx("prepare load triage answers")?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(TriageAnswer {
+                issue_id: r.get(0)?,
+                kind: r.get(1)?,
+                fingerprint: r.get(2)?,
+                answer: r.get(3)?,
+                answered_at_ms: r.get(4)?,
+            })
+        })
+        .ctx("load triage answers")?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .ctx("read triage answer")
 }
 
 pub(crate) fn load_given(conn: &Connection) -> Result<Vec<GivenComments>, StoreError> {

@@ -45,6 +45,7 @@ pub struct ReactionsSnapshot {
     pub escalations: Vec<StoredEscalation>,
     pub fingerprints: Vec<Fingerprint>,
     pub given: Vec<GivenComments>,
+    pub triage_answers: Vec<super::reactions::TriageAnswer>,
     pub pr_runs: Vec<PrRun>,
 }
 
@@ -189,6 +190,7 @@ pub(crate) fn warm_start_snapshot(conn: &Connection) -> Result<WarmStartSnapshot
                 escalations: reactions::load_escalations(conn)?,
                 fingerprints: reactions::load_fingerprints(conn)?,
                 given: reactions::load_given(conn)?,
+                triage_answers: reactions::load_triage_answers(conn)?,
                 pr_runs: reactions::latest_pr_runs(conn)?,
             },
         })

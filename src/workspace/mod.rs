@@ -125,6 +125,24 @@ impl WorkspaceManager {
         lock::held_by_other(&path)
     }
 
+    /// Takes the lock of `identifier`'s workspace when the directory already exists (a short
+    /// job in a workspace a session left, such as a reaction's triage turn): creates nothing
+    /// and runs no hook. [`WorkspaceError::Locked`] when someone else holds it.
+    pub fn lock_existing(
+        &self,
+        identifier: &str,
+    ) -> Result<(PathBuf, WorkspaceLock), WorkspaceError> {
+        let path = self.path_for(identifier)?;
+        if !path.is_dir() {
+            return Err(WorkspaceError::Stat {
+                source: io::Error::new(io::ErrorKind::NotFound, "no workspace directory"),
+                path,
+            });
+        }
+        let held = lock::acquire(&path)?;
+        Ok((path, held))
+    }
+
     /// Creates (or reuses) the workspace and takes its lock (`.sortie/lock`), which the
     /// caller holds for the whole session. A reused workspace is locked first, so nothing
     /// touches a workspace another session holds ([`WorkspaceError::Locked`]); a newly created

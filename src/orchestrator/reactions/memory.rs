@@ -20,6 +20,8 @@ pub struct RowMemory {
     pub given: BTreeSet<String>,
     /// When a check first saw the pull request merged without a merge commit.
     pub merged_seen_at_ms: Option<i64>,
+    /// The kind's triage run and verdict (`orch`'s; see [`super::triage`]).
+    pub triage: super::triage::TriageMemory,
 }
 
 impl RowMemory {

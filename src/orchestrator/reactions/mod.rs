@@ -22,6 +22,8 @@ pub mod seed;
 pub mod step;
 #[cfg(test)]
 mod tests;
+pub mod triage;
+pub mod triage_run;
 
 pub use memory::RowMemory;
 pub use row::{CheckNow, LastCheck, ReactionIssue, ReactionPr, ReactionRow, RunReaction};
@@ -29,8 +31,14 @@ pub use step::{FixContext, Step};
 
 use crate::domain::ReactionKind;
 
-/// Checks one due row.
+/// Checks one due row; a fix goes through triage when the kind asks for it.
 pub fn check_row(row: &mut ReactionRow, mem: &mut RowMemory, cx: &mut cx::CheckCx<'_>) -> Step {
+    let before = triage::EscalationBefore::of(row);
+    let step = check_kind(row, mem, cx);
+    triage::before_fix(step, row, mem, cx, before)
+}
+
+fn check_kind(row: &mut ReactionRow, mem: &mut RowMemory, cx: &mut cx::CheckCx<'_>) -> Step {
     match row.kind {
         ReactionKind::Ci => ci::check(row, mem, cx),
         ReactionKind::Review | ReactionKind::BotReview => review::check(row, mem, cx),

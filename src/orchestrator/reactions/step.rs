@@ -21,6 +21,12 @@ pub enum Step {
         /// The kind counts the run (`used_attempts` rises).
         counts: bool,
     },
+    /// Triage first (the kind's `triage` is on and `fingerprint` has no verdict yet): a
+    /// triage run decides whether the fix `context` describes is dispatched.
+    Triage {
+        fingerprint: String,
+        context: Option<FixContext>,
+    },
     /// Begin a standing escalation.
     Escalate { trigger: EscalationTrigger },
     /// Stop watching: the row leaves the pending set.

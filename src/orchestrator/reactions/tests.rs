@@ -417,3 +417,109 @@ fn a_merge_without_its_commit_escalates_after_the_grace() {
         }
     );
 }
+
+fn check_with(
+    forge: &Forge,
+    cfg: &ReactionsConfig,
+    row: &mut ReactionRow,
+    mem: &mut RowMemory,
+) -> Step {
+    let mut health = CheckHealth::default();
+    let mut cx = CheckCx {
+        now_ms: NOW,
+        scm: forge,
+        health: &mut health,
+        cfg,
+        poll_interval_ms: 10_000,
+        slot_busy: false,
+    };
+    check_row(row, mem, &mut cx)
+}
+
+fn triage_cfg() -> ReactionsConfig {
+    let mut c = cfg();
+    if let Some(ci) = c.ci_failure.as_mut() {
+        ci.triage = true;
+        ci.max_retries = 2;
+    }
+    c
+}
+
+#[test]
+fn triage_gates_a_fix_by_the_verdict_for_its_subject() {
+    use super::triage::Verdict;
+    let forge = Forge::default();
+    let on = triage_cfg();
+    let (mut row, mut mem) = seeded(ReactionKind::Ci, "sha1");
+    set(
+        &forge,
+        open_pr("sha1"),
+        Some(report(CiStatus::Failing, "sha1")),
+    );
+    // No verdict: triage first, with the fix's context.
+    let step = check_with(&forge, &on, &mut row, &mut mem);
+    assert!(
+        matches!(&step, Step::Triage { fingerprint, context: Some(FixContext::CiFailure(_)) } if fingerprint == "sha1"),
+        "{step:?}"
+    );
+    // In flight: wait on it.
+    mem.triage.in_flight = Some("sha1".into());
+    let step = check_with(&forge, &on, &mut row, &mut mem);
+    assert!(
+        matches!(
+            step,
+            Step::Wait {
+                wait: ReactionWait::Triage,
+                ..
+            }
+        ),
+        "{step:?}"
+    );
+    // act: the fix.
+    mem.triage.in_flight = None;
+    mem.triage.answer = Some(("sha1".into(), Verdict::Act));
+    let step = check_with(&forge, &on, &mut row, &mut mem);
+    assert!(matches!(step, Step::Dispatch { .. }), "{step:?}");
+    // ignore: nothing.
+    mem.triage.answer = Some(("sha1".into(), Verdict::Ignore));
+    let step = check_with(&forge, &on, &mut row, &mut mem);
+    assert!(
+        matches!(
+            step,
+            Step::Wait {
+                wait: ReactionWait::PollInterval,
+                ..
+            }
+        ),
+        "{step:?}"
+    );
+    // escalate: a triage escalation, which later checks of the same head keep.
+    mem.triage.answer = Some(("sha1".into(), Verdict::Escalate));
+    let step = check_with(&forge, &on, &mut row, &mut mem);
+    assert_eq!(
+        step,
+        Step::Escalate {
+            trigger: EscalationTrigger::Triage
+        }
+    );
+    row.escalated_at_ms = Some(NOW - 5);
+    row.escalation_trigger = Some(EscalationTrigger::Triage);
+    let step = check_with(&forge, &on, &mut row, &mut mem);
+    assert!(matches!(step, Step::Wait { .. }), "{step:?}");
+    assert_eq!(row.escalated_at_ms, Some(NOW - 5));
+    assert_eq!(row.escalation_trigger, Some(EscalationTrigger::Triage));
+    // A new failing head is a new subject: triaged again.
+    set(
+        &forge,
+        open_pr("sha9"),
+        Some(report(CiStatus::Failing, "sha9")),
+    );
+    let step = check_with(&forge, &on, &mut row, &mut mem);
+    assert!(
+        matches!(&step, Step::Triage { fingerprint, .. } if fingerprint == "sha9"),
+        "{step:?}"
+    );
+    // Without triage the same check dispatches.
+    let step = check_with(&forge, &cfg(), &mut row, &mut mem);
+    assert!(matches!(step, Step::Dispatch { .. }), "{step:?}");
+}

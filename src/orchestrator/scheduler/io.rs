@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 
 use super::Orchestrator;
 use crate::orchestrator::io_pool::{IoPool, JobLabel, Outstanding, panic_text};
@@ -37,6 +37,8 @@ pub(super) struct Lanes {
     poll: IoPool<Apply>,
     work: IoPool<Apply>,
     pub(super) rx: Receiver<Apply>,
+    /// For calls on threads of their own ([`Orchestrator::spawn_thread`]).
+    tx: Sender<Apply>,
 }
 
 impl Lanes {
@@ -44,8 +46,9 @@ impl Lanes {
         let (tx, rx) = crossbeam_channel::unbounded();
         Lanes {
             poll: IoPool::spawn("tracker-poll", 1, tx.clone()),
-            work: IoPool::spawn("tracker-io", WORK_THREADS, tx),
+            work: IoPool::spawn("tracker-io", WORK_THREADS, tx.clone()),
             rx,
+            tx,
         }
     }
 
@@ -90,6 +93,24 @@ impl Orchestrator {
                 .map_err(|p| panic_text(&*p));
             Box::new(move |o: &mut Orchestrator| apply(o, r)) as Apply
         });
+    }
+
+    /// Runs `io` on a thread of its own named `name` and hands its result to `apply` on `orch`,
+    /// like [`Orchestrator::spawn_io`]: for a call that may take minutes (an agent turn), which
+    /// would hold a pool thread that short calls wait for. The caller bounds how many run.
+    pub(super) fn spawn_thread<R: Send + 'static>(
+        &mut self,
+        name: String,
+        io: impl FnOnce() -> R + Send + 'static,
+        apply: impl FnOnce(&mut Orchestrator, Result<R, String>) + Send + 'static,
+    ) -> std::io::Result<()> {
+        let tx = self.lanes.tx.clone();
+        std::thread::Builder::new().name(name).spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(io))
+                .map_err(|p| panic_text(&*p));
+            let _ = tx.send(Box::new(move |o: &mut Orchestrator| apply(o, r)) as Apply);
+        })?;
+        Ok(())
     }
 
     /// Test driver: applies results until no call is out (or `wait` has passed), so a step

@@ -18,6 +18,7 @@ mod retry;
 mod spend;
 mod stage_hop;
 mod tick;
+mod triage;
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -153,6 +154,8 @@ pub struct Orchestrator {
     sweep_out: bool,
     /// A reaction pass is out.
     reactions_out: bool,
+    /// The reactions' triage runs that are out, by row: cancelled at shutdown.
+    triage_runs: std::collections::BTreeMap<(String, crate::domain::ReactionKind), CancelToken>,
     /// The threads that make the tracker and forge calls.
     lanes: io::Lanes,
     /// The sessions' drain deadline (`None` until shutdown begins).
@@ -217,6 +220,7 @@ impl Orchestrator {
             skipped_while_out: 0,
             sweep_out: false,
             reactions_out: false,
+            triage_runs: std::collections::BTreeMap::new(),
             lanes: io::Lanes::spawn(),
             draining: None,
             shutdown_deadline: None,
@@ -779,6 +783,9 @@ impl Orchestrator {
         spawn_shutdown_watchdog(budget + WATCHDOG_MARGIN);
         for e in self.state.running.values() {
             e.handles.cancel.cancel(CancelReason::Shutdown);
+        }
+        for cancel in self.triage_runs.values() {
+            cancel.cancel(CancelReason::Shutdown);
         }
         self.publish();
     }

@@ -204,7 +204,7 @@ impl Orchestrator {
             }
         }
         let cfg = self.reaction_config();
-        for c in done.checked {
+        for mut c in done.checked {
             let pending = self
                 .state
                 .reactions
@@ -213,6 +213,8 @@ impl Orchestrator {
             if !pending {
                 continue;
             }
+            let answered = self.keep_live_triage(&mut c);
+            let key = c.key.clone();
             self.state.reactions.remove(&c.key);
             self.state.reaction_memory.remove(&c.key);
             self.count_check(&c.row, &c.step);
@@ -220,6 +222,9 @@ impl Orchestrator {
                 self.escalation_ended(&c.row);
             }
             self.apply_reaction_step(c, done.started_ms, &cfg);
+            if let (true, Some(row)) = (answered, self.state.reactions.get_mut(&key)) {
+                row.next_poll_at_ms = row.next_poll_at_ms.min(done.started_ms);
+            }
         }
     }
 
@@ -262,6 +267,7 @@ impl Orchestrator {
                 .awaiting_record
                 .values()
                 .any(|a| a.entry.facts.issue.id == issue_id)
+            || self.triage_running(issue_id)
     }
 
     /// A tracker read failed: the due rows wait a backoff.
@@ -367,6 +373,10 @@ impl Orchestrator {
             &self.store,
             ReactionWrite::DeleteFingerprint(id.clone(), row.kind),
         );
+        persist::reaction_write(
+            &self.store,
+            ReactionWrite::DeleteTriageAnswer(id.clone(), row.kind),
+        );
         if !self.state.reactions.keys().any(|k| k.0 == id) {
             persist::reaction_write(&self.store, ReactionWrite::ClearIssue(id));
         }
@@ -402,6 +412,11 @@ impl Orchestrator {
                 set_wait(&mut row, wait, next_poll_at_ms);
                 self.keep_row(key, row, mem, started_ms);
             }
+            // Checks of one pass see the slot as it was when the pass began: a triage run
+            // of another kind of the issue started since holds the workspace.
+            Step::Dispatch { .. } if self.triage_running(&key.0) => {
+                self.wait_for_slot(key, row, mem, started_ms, cfg);
+            }
             Step::Dispatch {
                 context,
                 fingerprint,
@@ -414,6 +429,20 @@ impl Orchestrator {
             Step::Escalate { trigger } => {
                 self.escalate(&mut row, trigger, cfg);
                 self.keep_polling(key, row, mem, started_ms, cfg);
+            }
+            // Likewise a run or retry of the issue the pass did not see yet.
+            Step::Triage { .. } if self.slot_busy(&key.0) => {
+                self.wait_for_slot(key, row, mem, started_ms, cfg);
+            }
+            Step::Triage {
+                fingerprint,
+                context,
+            } => {
+                self.start_triage(&key, &row, &mut mem, fingerprint, context);
+                let interval =
+                    poll_interval(row.kind, cfg, self.workflow.config.polling.interval_ms);
+                set_wait(&mut row, ReactionWait::Triage, started_ms + interval as i64);
+                self.keep_row(key, row, mem, started_ms);
             }
             Step::End { why } => {
                 log::info!(
@@ -444,6 +473,24 @@ impl Orchestrator {
         set_wait(
             &mut row,
             ReactionWait::PollInterval,
+            started_ms + interval as i64,
+        );
+        self.keep_row(key, row, mem, started_ms);
+    }
+
+    /// The row waits for the issue's retry slot at the kind's cadence.
+    fn wait_for_slot(
+        &mut self,
+        key: Key,
+        mut row: ReactionRow,
+        mem: RowMemory,
+        started_ms: i64,
+        cfg: &ReactionsConfig,
+    ) {
+        let interval = poll_interval(row.kind, cfg, self.workflow.config.polling.interval_ms);
+        set_wait(
+            &mut row,
+            ReactionWait::RetrySlot,
             started_ms + interval as i64,
         );
         self.keep_row(key, row, mem, started_ms);
@@ -750,6 +797,7 @@ impl Orchestrator {
             }
         }
         self.restore_reaction_memory(&snap);
+        self.restore_triage_answers(&snap.triage_answers);
     }
 
     fn restore_reaction_memory(&mut self, snap: &crate::store::ReactionsSnapshot) {
