@@ -408,6 +408,34 @@ const ACP: Instantiation = Instantiation {
 
 agent_contract!(agent_client_protocol, ACP);
 
+/// Kiro is an ACP session under its own kind (the command gains `acp -a`, which the scripted
+/// agent ignores).
+const KIRO: Instantiation = Instantiation {
+    completing: || {
+        faked(
+            sortie::agent::acp::kiro::KIND,
+            "acp",
+            "{\"message\": \"Done.\"}\n{\"usage\": {\"inputTokens\": 100, \"outputTokens\": 20}}\n",
+        )
+    },
+    hanging: || {
+        faked(
+            sortie::agent::acp::kiro::KIND,
+            "acp",
+            "{\"message\": \"working\"}\n{\"wait_cancel\": true}\n",
+        )
+    },
+    failing: || {
+        faked(
+            sortie::agent::acp::kiro::KIND,
+            "acp",
+            "{\"prompt_error\": {\"code\": -32603, \"message\": \"boom\"}}\n",
+        )
+    },
+};
+
+agent_contract!(kiro, KIRO);
+
 /// Kinds whose contract runs through the real binary instead, with the test file that runs it.
 const RUN_THROUGH_THE_BINARY: &[(&str, &str)] = &[("copilot-cli", "agent_copilot_daemon.rs")];
 
