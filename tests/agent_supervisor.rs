@@ -74,6 +74,7 @@ impl Env {
             env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
             remote: None,
+            sandbox: None,
         }
     }
     fn invocations(&self) -> Vec<serde_json::Value> {
