@@ -59,6 +59,7 @@ impl Env {
             block: serde_json::Map::new(),
             workflow_dir: self.dir.path().to_path_buf(),
             env: Default::default(),
+            sandbox: None,
         }
     }
     fn spec(&self) -> ProcessSpec {
