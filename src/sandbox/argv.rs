@@ -198,13 +198,48 @@ fn install_dirs(program: &str, args: &[String]) -> Vec<PathBuf> {
             continue;
         }
         let real = std::fs::canonicalize(p).ok();
-        for file in std::iter::once(p.to_path_buf()).chain(real) {
+        for file in symlink_hops(p).into_iter().chain(real) {
             if let Some(dir) = file.parent()
                 && dir != Path::new("/")
                 && !out.iter().any(|d: &PathBuf| d == dir)
             {
                 out.push(dir.to_path_buf());
             }
+        }
+    }
+    out
+}
+
+/// `p` and each path its symlinks name on the way to the file, as written (not resolved
+/// further): a relative link such as `node_modules/.bin/x -> ../pkg/bin/x` must find its
+/// target at that path inside the sandbox too.
+fn symlink_hops(p: &Path) -> Vec<PathBuf> {
+    let mut hops = vec![p.to_path_buf()];
+    let mut cur = p.to_path_buf();
+    for _ in 0..16 {
+        let Ok(target) = std::fs::read_link(&cur) else {
+            break;
+        };
+        cur = lexical(&match cur.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        });
+        hops.push(cur.clone());
+    }
+    hops
+}
+
+/// `p` with `.` and `..` components folded away without resolving symlinks.
+fn lexical(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
         }
     }
     out
