@@ -5,7 +5,7 @@
 //! concept lives.
 //!
 //! 0. `build_info`, `child_env`, `clock`, `domain`, `log_field`, `mask`, `process_signal`
-//! 1. `http_client`, `ssh`
+//! 1. `http_client`, `sandbox`, `ssh`
 //! 2. `agent`, `prompt`, `scm`, `tracker`, `ui`, `workspace`
 //! 3. `pricing`, `registry`
 //! 4. `config`
@@ -34,6 +34,7 @@ pub mod pricing;
 pub mod process_signal;
 pub mod prompt;
 pub mod registry;
+pub mod sandbox;
 pub mod scm;
 pub mod ssh;
 pub mod store;

@@ -562,6 +562,7 @@ fn the_real_gemini_answers_initialize_with_its_auth_methods() {
         env: gemini_env(dir.path()),
         max_line_bytes: 10 << 20,
         remote: None,
+        sandbox: None,
     };
     let mut peer = RpcPeer::spawn(&spec, Dialect::V2).unwrap();
     let t = Duration::from_secs(60);

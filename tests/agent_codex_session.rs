@@ -459,6 +459,7 @@ fn peer(env: &Env) -> RpcPeer {
         ],
         max_line_bytes: 1 << 20,
         remote: None,
+        sandbox: None,
     };
     RpcPeer::spawn(&spec, Dialect::V2).unwrap()
 }
@@ -530,6 +531,7 @@ fn the_read_timeout_bounds_a_request() {
         env: Vec::new(),
         max_line_bytes: 1024,
         remote: None,
+        sandbox: None,
     };
     let mut p = RpcPeer::spawn(&spec, Dialect::Bare).unwrap();
     let started = Instant::now();

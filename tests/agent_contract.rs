@@ -255,6 +255,7 @@ fn build(
         block: block.as_object().cloned().unwrap_or_default(),
         workflow_dir: dir.path().to_path_buf(),
         env: Default::default(),
+        sandbox: None,
     };
     let adapter = registry::adapter_for_with_clock(&settings, Arc::new(SystemClock))?;
     Ok(UnderTest {

@@ -56,6 +56,7 @@ fn the_real_app_server_answers_the_handshake_and_starts_a_thread_offline() {
         env: home_env(dir.path()),
         max_line_bytes: 1 << 20,
         remote: None,
+        sandbox: None,
     };
     let mut peer = RpcPeer::spawn(&spec, Dialect::Bare).unwrap();
     let refuse = &mut |_: &str, _: &Value| Ok(json!({}));

@@ -59,6 +59,7 @@ impl Env {
             block: serde_json::Map::new(),
             workflow_dir: self.dir.path().to_path_buf(),
             env: Default::default(),
+            sandbox: None,
         }
     }
     fn spec(&self) -> ProcessSpec {
@@ -74,6 +75,7 @@ impl Env {
             env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
             remote: None,
+            sandbox: None,
         }
     }
     fn invocations(&self) -> Vec<serde_json::Value> {

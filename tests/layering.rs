@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
         "mask",
         "process_signal",
     ],
-    &["http_client", "ssh"],
+    &["http_client", "sandbox", "ssh"],
     &["agent", "prompt", "scm", "tracker", "ui", "workspace"],
     &["pricing", "registry"],
     &["config"],

@@ -203,6 +203,7 @@ impl Agent {
             block: serde_json::Map::new(),
             workflow_dir: self.dir.path().to_path_buf(),
             env: Default::default(),
+            sandbox: None,
         }
     }
     fn params(&self, host: &SshHost) -> StartSessionParams {

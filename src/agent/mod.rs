@@ -137,6 +137,8 @@ pub struct AgentSettings {
     /// `agent.env` and `agent.inherit_env`, with the values never passed unasked (see
     /// [`env`]).
     pub env: crate::child_env::EnvPolicy,
+    /// `worker.sandbox` when it runs this machine's sessions under `bwrap`.
+    pub sandbox: Option<std::sync::Arc<crate::sandbox::Sandbox>>,
 }
 
 impl AgentSettings {

@@ -52,6 +52,8 @@ pub struct ProcessSpec {
     /// The SSH host the process runs on; `None` runs it here. On a host, `cwd` is the remote
     /// workspace, `env` is put on the remote command line and `env_remove` does not apply.
     pub remote: Option<crate::ssh::SshHost>,
+    /// Runs the process under `bwrap` (`crate::sandbox`); only for a process run here.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 /// Timing knobs for one turn.
@@ -273,12 +275,10 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
     let mut cmd = match &spec.remote {
         None => {
             let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
-            let mut cmd = Command::new(&spec.program);
             // An argument or environment value cannot hold a NUL byte (the spawn would fail
             // every time); tracker text reaches both (the prompt, the identifier), so NUL
             // becomes `_`.
-            cmd.args(spec.args.iter().map(|a| without_nul(a)))
-                .current_dir(&cwd);
+            let mut cmd = local_command(spec.sandbox.as_deref(), &spec.program, &spec.args, &cwd)?;
             set_base_env(&mut cmd, spec.base_env.as_deref());
             for k in &spec.env_remove {
                 cmd.env_remove(without_nul(k));
@@ -360,6 +360,29 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         stderr_done,
         stderr,
     })
+}
+
+/// The command that runs `program args` in `cwd` here: directly, or under `bwrap` when a
+/// sandbox is given (a sandbox that cannot be set up fails the spawn, never runs the agent
+/// unsandboxed).
+pub(crate) fn local_command(
+    sandbox: Option<&crate::sandbox::Sandbox>,
+    program: &str,
+    args: &[String],
+    cwd: &Path,
+) -> Result<Command, SpawnError> {
+    let args: Vec<String> = args.iter().map(|a| without_nul(a)).collect();
+    let mut cmd = match sandbox {
+        Some(sb) => crate::sandbox::wrap_command(sb, program, &args, cwd)
+            .map_err(|e| SpawnError::Other(format!("sandbox: {e}")))?,
+        None => {
+            let mut cmd = Command::new(program);
+            cmd.args(args);
+            cmd
+        }
+    };
+    cmd.current_dir(cwd);
+    Ok(cmd)
 }
 
 /// Starts `cmd` from exactly `base` (when given) instead of sortie's environment. A NUL byte

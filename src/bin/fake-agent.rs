@@ -45,6 +45,7 @@
 //! | `{"fail_percent": N}` | with probability N% (seeded from pid and time), print a failed `result` line and exit 1 |
 //! | `{"sleep_random_ms": [MIN, MAX]}` | pause a random time in MIN..=MAX ms |
 //! | `{"log_turn": {"path": "…", "phase": "…"}}` | append one JSON line to `path`: `{"phase","pid","cwd","session_id","turn","attempt","started_at"}` (the last three from the supervisor's `.sortie/state.json`; `started_at` tells its sessions apart) |
+//! | `{"probe_access": {"read": ["/abs", …], "write": ["/abs", …], "connect": ["127.0.0.1:80", …], "report": "access.json"}}` | try to read each `read` path (a directory is listed), to create each `write` file and to open a TCP connection to each `connect` address (3 s); write `{"read": {path: "ok" \| "error: …"}, "write": {…}, "connect": {…}}` to `report` (relative to the cwd) |
 //! | `{"spawn_setsid_grandchild": {"pid_file": "…"}}` | start a process in a new session (so outside the agent's group) that ignores SIGTERM and sleeps forever, with null stdio; its pid is written to `pid_file` (absolute, or relative to the cwd) |
 //!
 //! After the last step the process exits 0.
@@ -339,6 +340,55 @@ fn num(v: &Value, k: &str, default: u64) -> u64 {
     v.get(k).and_then(Value::as_u64).unwrap_or(default)
 }
 
+/// Tries each access the step names and writes what happened to its report file.
+fn probe_access(a: &Value) {
+    let paths = |k: &str| -> Vec<String> {
+        a.get(k)
+            .and_then(Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let said = |r: std::io::Result<()>| match r {
+        Ok(()) => "ok".to_string(),
+        Err(e) => format!("error: {e}"),
+    };
+    let mut read = serde_json::Map::new();
+    for p in paths("read") {
+        let path = Path::new(&p);
+        let r = if path.is_dir() {
+            std::fs::read_dir(path).map(|_| ())
+        } else {
+            std::fs::read(path).map(|_| ())
+        };
+        read.insert(p, Value::String(said(r)));
+    }
+    let mut write = serde_json::Map::new();
+    for p in paths("write") {
+        write.insert(
+            p.clone(),
+            Value::String(said(std::fs::write(&p, "escaped"))),
+        );
+    }
+    let mut connect = serde_json::Map::new();
+    for addr in paths("connect") {
+        let r = addr
+            .parse::<std::net::SocketAddr>()
+            .map_err(std::io::Error::other)
+            .and_then(|sa| std::net::TcpStream::connect_timeout(&sa, Duration::from_secs(3)))
+            .map(|_| ());
+        connect.insert(addr, Value::String(said(r)));
+    }
+    let report = json!({"read": read, "write": write, "connect": connect}).to_string();
+    if let Err(e) = std::fs::write(text(a, "report", "access.json"), report) {
+        eprintln!("fake-agent: access report: {e}");
+    }
+}
+
 fn text<'a>(v: &'a Value, k: &str, default: &'a str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or(default)
 }
@@ -444,6 +494,8 @@ fn run_step(step: &Value, sid: &str) {
         log_turn(text(l, "path", "turns.log"), text(l, "phase", ""), sid);
     } else if let Some(a) = step.get("spawn_setsid_grandchild") {
         spawn_setsid_grandchild(text(a, "pid_file", "grandchild.pid"));
+    } else if let Some(a) = step.get("probe_access") {
+        probe_access(a);
     } else {
         eprintln!("fake-agent: unknown step {step}");
         std::process::exit(3);

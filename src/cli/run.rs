@@ -164,13 +164,17 @@ pub fn run(opts: RunOptions) -> i32 {
     // Startup preflight: every problem at once.
     // A missing agent program is reported but does not stop the daemon: it may be installed
     // without a config change, and meanwhile the per-tick preflight fails (no dispatch,
-    // `/readyz` 503, an attention item). A missing tracker data file likewise: it may be
+    // `/readyz` 503, an attention item). A sandbox that cannot start likewise (bubblewrap may
+    // be installed, user namespaces allowed). A missing tracker data file likewise: it may be
     // created later, and meanwhile each poll fails and says so.
     let mut report = super::validate::validate(&wf.path, &load_options);
     report.errors.retain(|d| {
         let consequence = match d.check.as_str() {
             crate::config::AGENT_COMMAND_CHECK => {
                 "dispatch preflight failed; nothing is dispatched until it passes"
+            }
+            crate::config::SANDBOX_CHECK => {
+                "the sandbox cannot start; nothing is dispatched until it can"
             }
             crate::config::TRACKER_DATA_FILE_CHECK => {
                 "tracker data file missing; every poll fails until it exists"

@@ -89,6 +89,9 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
     if let Some(p) = wf.config.agent_command_problem() {
         report.errors.push(diag(p.check, p.message));
     }
+    if let Some(p) = wf.config.sandbox_problem(true) {
+        report.errors.push(diag(p.check, p.message));
+    }
     if let Some(p) = wf.config.tracker_data_file_problem() {
         report.errors.push(diag(p.check, p.message));
     }

@@ -87,6 +87,11 @@ impl ServiceConfig {
             block: self.resolved_block(kind, rule_name),
             workflow_dir: workflow_dir.to_path_buf(),
             env: a.env.clone(),
+            sandbox: self
+                .worker
+                .sandbox
+                .enabled()
+                .then(|| std::sync::Arc::new(self.worker.sandbox.clone())),
         }
     }
 

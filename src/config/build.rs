@@ -88,13 +88,15 @@ fn build_inner(
     let db_path = build_db_path(&raw, ctx)?;
     let server = build_server(section("server"))?;
     let logging = build_logging(section("logging"))?;
-    let worker = super::worker::build_worker(
+    let mut worker = super::worker::build_worker(
         section("worker"),
         ctx.home,
         ctx.env,
         ctx.workflow_dir,
         warnings,
     )?;
+    worker.sandbox.hide =
+        super::sandbox::hidden_paths(&db_path, ctx.workflow_dir, &workspace.root, ctx.home);
     let tracker_path = match registry::tracker(&tracker.kind).and_then(|d| d.path_key) {
         Some(key) => data_path(&raw, &tracker.kind, key, ctx, warnings)?,
         None => None,

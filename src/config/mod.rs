@@ -37,6 +37,7 @@ mod overrides;
 mod price_table;
 pub mod reactions;
 mod reactions_build;
+mod sandbox;
 mod schema;
 mod self_review_build;
 mod server_bind;
@@ -64,7 +65,7 @@ pub use schema::{
     ServerConfig, ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
 };
 pub use server_bind::{DEFAULT_PORT, ServerBind};
-pub use validate::{AGENT_COMMAND_CHECK, TRACKER_DATA_FILE_CHECK};
+pub use validate::{AGENT_COMMAND_CHECK, SANDBOX_CHECK, TRACKER_DATA_FILE_CHECK};
 pub use workflow_file::{
     FileReadError, MAX_WORKFLOW_BYTES, SplitWorkflow, decode_text, read_regular_file,
     split_front_matter,

@@ -463,6 +463,9 @@ pub const MISSING_BLOCK_CHECK: &str = "dispatch.agent.missing_block";
 /// The check id of [`ServiceConfig::agent_command_problem`].
 pub const AGENT_COMMAND_CHECK: &str = "agent_command";
 
+/// The check id of [`ServiceConfig::sandbox_problem`].
+pub const SANDBOX_CHECK: &str = "sandbox";
+
 /// The check id of [`ServiceConfig::tracker_data_file_problem`].
 pub const TRACKER_DATA_FILE_CHECK: &str = "tracker_data_file";
 
@@ -610,6 +613,23 @@ impl ServiceConfig {
                 path.components().collect::<std::path::PathBuf>().display()
             ),
         ))
+    }
+
+    /// Whether `worker.sandbox` can start a sandbox here (`None` when no sandbox is set).
+    /// `now` runs the check and waits for it (`sortie validate`, startup); otherwise the last
+    /// result is read and a stale one refreshed in the background (`crate::sandbox::probe`),
+    /// so the per-tick dispatch preflight never waits on a process.
+    pub fn sandbox_problem(&self, now: bool) -> Option<PreflightProblem> {
+        let sb = &self.worker.sandbox;
+        if !sb.enabled() {
+            return None;
+        }
+        let problem = if now {
+            crate::sandbox::probe_now(sb).err()
+        } else {
+            crate::sandbox::cached_problem(sb)
+        };
+        problem.map(|m| PreflightProblem::new(SANDBOX_CHECK, format!("worker.sandbox: {m}")))
     }
 
     /// The messages of [`Self::preflight`], for callers that join them into one line.

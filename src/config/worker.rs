@@ -22,6 +22,7 @@ pub const WORKER_KEYS: &[&str] = &[
     "max_concurrent_agents_per_host",
     "ssh_strict_host_key_checking",
     "ssh_config_file",
+    "sandbox",
 ];
 
 /// `worker.*` as built.
@@ -32,6 +33,9 @@ pub struct WorkerConfig {
     /// `max_concurrent_agents_per_host` when positive.
     pub max_per_host: Option<u32>,
     pub options: Arc<SshOptions>,
+    /// `worker.sandbox` (`config::sandbox`); the paths it hides are filled in once the
+    /// database and workspace paths are known.
+    pub sandbox: crate::sandbox::Sandbox,
 }
 
 impl WorkerConfig {
@@ -68,10 +72,26 @@ pub(crate) fn build_worker(
             });
         }
     }
+    let sandbox = super::sandbox::build_sandbox(
+        m.get("sandbox"),
+        &super::sandbox::SandboxInputs {
+            home,
+            env,
+            workflow_dir,
+        },
+        warnings,
+    )?;
+    if sandbox.enabled() && !hosts.is_empty() {
+        return Err(ConfigError::field(
+            "worker.sandbox",
+            "the sandbox runs sessions on this machine only; remove worker.ssh_hosts or set worker.sandbox to none",
+        ));
+    }
     Ok(WorkerConfig {
         hosts,
         max_per_host: max_per_host(m, warnings),
         options,
+        sandbox,
     })
 }
 

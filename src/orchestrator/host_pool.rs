@@ -161,6 +161,7 @@ mod tests {
                 .collect(),
             max_per_host: cap,
             options,
+            ..WorkerConfig::default()
         }
     }
 

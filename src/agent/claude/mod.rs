@@ -270,6 +270,7 @@ impl AgentSession for ClaudeSession {
             env_remove: Vec::new(),
             max_line_bytes: MAX_LINE_BYTES,
             remote: self.remote.clone(),
+            sandbox: self.settings.sandbox.clone(),
         };
         let limits = TurnLimits::from_settings(&self.settings);
         log::info!(

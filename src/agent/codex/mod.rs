@@ -126,7 +126,7 @@ impl AgentAdapter for CodexAdapter {
             ));
         }
         let mut peer = jsonrpc::launch(
-            self.settings.command.as_deref(),
+            &self.settings,
             DEFAULT_COMMAND,
             workspace.clone(),
             MAX_LINE_BYTES,

@@ -252,6 +252,7 @@ impl AgentSession for CopilotSession {
             base_env: Some(self.env.clone()),
             max_line_bytes: MAX_LINE_BYTES,
             remote: self.remote.clone(),
+            sandbox: self.settings.sandbox.clone(),
             ..ProcessSpec::default()
         };
         log::info!(

@@ -6,7 +6,8 @@
 use crate::agent::pipes;
 use crate::agent::process::{
     KILL_WAIT, StderrSink, StderrTail, StdoutItem, StdoutSink, TurnGroup, forwarded_env,
-    register_remote, remote_command, set_base_env, spawn_error, verify_workspace, without_nul,
+    local_command, register_remote, remote_command, set_base_env, spawn_error, verify_workspace,
+    without_nul,
 };
 use crate::agent::stream::{ExitInfo, SpawnError};
 use crate::process_signal::{Signal, orphans};
@@ -14,7 +15,7 @@ use crossbeam_channel::{Receiver, Sender, select};
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -38,6 +39,8 @@ pub struct RpcSpec {
     /// The SSH host the server runs on; `None` runs it here. On a host, `cwd` is the remote
     /// workspace and `env` is put on the remote command line.
     pub remote: Option<crate::ssh::SshHost>,
+    /// Runs the server under `bwrap` (`crate::sandbox`); only for a server run here.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 /// A running server process.
@@ -63,9 +66,8 @@ impl RpcChild {
         let mut cmd = match &spec.remote {
             None => {
                 let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
-                let mut cmd = Command::new(&spec.program);
-                cmd.args(spec.args.iter().map(|a| without_nul(a)))
-                    .current_dir(&cwd);
+                let mut cmd =
+                    local_command(spec.sandbox.as_deref(), &spec.program, &spec.args, &cwd)?;
                 set_base_env(&mut cmd, spec.base_env.as_deref());
                 for (k, v) in &spec.env {
                     cmd.env(without_nul(k), without_nul(v));

@@ -9,10 +9,11 @@ use crate::agent::stream::SpawnError;
 use crate::agent::{AgentError, AgentErrorKind};
 use std::path::PathBuf;
 
-/// Spawns `command` (or `default` when unset or blank), split on whitespace, in `workspace`
-/// with the session's environment `env` (`agent::env`); on `remote` when one is given.
+/// Spawns `agent.command` of `settings` (or `default` when unset or blank), split on
+/// whitespace, in `workspace` with the session's environment `env` (`agent::env`); on `remote`
+/// when one is given, else in the settings' sandbox if any.
 pub fn launch(
-    command: Option<&str>,
+    settings: &crate::agent::AgentSettings,
     default: &str,
     workspace: PathBuf,
     max_line_bytes: usize,
@@ -20,7 +21,7 @@ pub fn launch(
     remote: Option<&crate::ssh::SshHost>,
     env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 ) -> Result<RpcPeer, AgentError> {
-    let (program, args) = agent_program_on(command, default, remote)?;
+    let (program, args) = agent_program_on(settings.command.as_deref(), default, remote)?;
     let spec = RpcSpec {
         program,
         args,
@@ -29,6 +30,7 @@ pub fn launch(
         env: Vec::new(),
         max_line_bytes,
         remote: remote.cloned(),
+        sandbox: settings.sandbox.clone(),
     };
     RpcPeer::spawn(&spec, dialect).map_err(|e| match e {
         SpawnError::NotFound(m) => AgentError::new(AgentErrorKind::AgentNotFound, m),

@@ -212,6 +212,7 @@ impl OpencodeSession {
             env_remove: argv::MANAGED_ENV.iter().map(|s| s.to_string()).collect(),
             max_line_bytes: MAX_LINE_BYTES,
             remote: self.remote.clone(),
+            sandbox: self.settings.sandbox.clone(),
         }
     }
 

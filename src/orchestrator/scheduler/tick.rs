@@ -81,6 +81,12 @@ impl Orchestrator {
                 .agent_command_problem()
                 .map(|p| p.message),
         );
+        problems.extend(
+            self.workflow
+                .config
+                .sandbox_problem(false)
+                .map(|p| p.message),
+        );
         if let Err(e) = self.workspaces().preflight_root_writable() {
             problems.push(format!("workspace.root_writable: {e}"));
         }

@@ -1,0 +1,219 @@
+//! `worker.sandbox`: `none` (the default), `bubblewrap`, or a map with `kind`, `network`,
+//! `home_seed`, `read_only` and `hooks`. A value this build cannot honour is a load error: a
+//! daemon that silently ran agents unsandboxed, or with a wider network than written, would be
+//! worse than one that refuses to start.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::coerce::type_name;
+use super::env::expand_path;
+use super::error::{ConfigError, ConfigWarning};
+use crate::sandbox::{Network, Sandbox, SandboxMode};
+
+/// The keys `worker.sandbox` understands.
+const KEYS: &[&str] = &[
+    "kind",
+    "network",
+    "allow_hosts",
+    "home_seed",
+    "read_only",
+    "hooks",
+];
+
+/// What `worker.sandbox` builds from, besides its value.
+pub(crate) struct SandboxInputs<'a> {
+    pub home: Option<&'a Path>,
+    pub env: &'a BTreeMap<String, String>,
+    pub workflow_dir: &'a Path,
+}
+
+pub(crate) fn build_sandbox(
+    v: Option<&Value>,
+    ctx: &SandboxInputs<'_>,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<Sandbox, ConfigError> {
+    let m = match v {
+        None | Some(Value::Null) => return Ok(Sandbox::default()),
+        Some(Value::String(s)) => {
+            return Ok(Sandbox {
+                mode: mode(s)?,
+                daemon_home: ctx.home.map(Path::to_path_buf),
+                ..Sandbox::default()
+            });
+        }
+        Some(Value::Object(m)) => m,
+        Some(v) => {
+            return Err(ConfigError::field(
+                "worker.sandbox",
+                format!("expected none, bubblewrap or a map, got {}", type_name(v)),
+            ));
+        }
+    };
+    for k in m.keys().filter(|k| !KEYS.contains(&k.as_str())) {
+        warnings.push(ConfigWarning::new(
+            "unknown_key",
+            format!("worker.sandbox.{k}"),
+            format!("unknown key; worker.sandbox reads {}", KEYS.join(", ")),
+        ));
+    }
+    let kind = match m.get("kind") {
+        None | Some(Value::Null) => SandboxMode::Bubblewrap,
+        Some(Value::String(s)) => mode(s)?,
+        Some(v) => return Err(expected("worker.sandbox.kind", "a string", v)),
+    };
+    if m.get("allow_hosts").is_some_and(|v| !v.is_null()) {
+        warnings.push(ConfigWarning::new(
+            super::validate::UNSUPPORTED_KEY_CHECK,
+            "worker.sandbox.allow_hosts",
+            "not supported by this build (the allowlist proxy is not built yet); ignored",
+        ));
+    }
+    if m.get("hooks") == Some(&Value::Bool(true)) {
+        warnings.push(ConfigWarning::new(
+            super::validate::UNSUPPORTED_KEY_CHECK,
+            "worker.sandbox.hooks",
+            "not supported by this build (hooks in the sandbox are not built yet; hooks run outside it)",
+        ));
+    }
+    Ok(Sandbox {
+        mode: kind,
+        network: network(m.get("network"))?,
+        home_seed: paths(m.get("home_seed"), "worker.sandbox.home_seed", ctx)?,
+        read_only: paths(m.get("read_only"), "worker.sandbox.read_only", ctx)?,
+        hooks: match m.get("hooks") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => return Err(expected("worker.sandbox.hooks", "true or false", v)),
+        },
+        daemon_home: ctx.home.map(Path::to_path_buf),
+        hide: Vec::new(),
+    })
+}
+
+fn expected(field: &str, what: &str, v: &Value) -> ConfigError {
+    ConfigError::field(field, format!("expected {what}, got {}", type_name(v)))
+}
+
+fn mode(s: &str) -> Result<SandboxMode, ConfigError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "" | "none" => Ok(SandboxMode::None),
+        "bubblewrap" | "bwrap" => Ok(SandboxMode::Bubblewrap),
+        other => Err(ConfigError::field(
+            "worker.sandbox",
+            format!("invalid sandbox {other:?} (expected none or bubblewrap)"),
+        )),
+    }
+}
+
+fn network(v: Option<&Value>) -> Result<Network, ConfigError> {
+    const FIELD: &str = "worker.sandbox.network";
+    let s = match v {
+        None | Some(Value::Null) => return Ok(Network::Host),
+        Some(Value::String(s)) => s.trim().to_ascii_lowercase(),
+        Some(v) => return Err(expected(FIELD, "none, allowlist or host", v)),
+    };
+    match s.as_str() {
+        "" | "host" => Ok(Network::Host),
+        "none" => Ok(Network::None),
+        "allowlist" => Err(ConfigError::field(
+            FIELD,
+            "allowlist is not built yet (the filtering proxy is missing); use none or host",
+        )),
+        other => Err(ConfigError::field(
+            FIELD,
+            format!("invalid network {other:?} (expected none, allowlist or host)"),
+        )),
+    }
+}
+
+/// A list of paths: `~` and `$VAR` expanded, relative ones against the workflow's directory.
+fn paths(
+    v: Option<&Value>,
+    field: &str,
+    ctx: &SandboxInputs<'_>,
+) -> Result<Vec<PathBuf>, ConfigError> {
+    let items = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(v) => return Err(expected(field, "a list of paths", v)),
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let f = format!("{field}[{i}]");
+            let s = v
+                .as_str()
+                .filter(|s| !s.trim().is_empty())
+                .ok_or_else(|| expected(&f, "a non-empty string", v))?;
+            let p = expand_path(s.trim(), ctx.home, true, ctx.env)
+                .map_err(|e| ConfigError::field(&f, e))?;
+            Ok(ctx.workflow_dir.join(p))
+        })
+        .collect()
+}
+
+/// The paths the daemon keeps from agents: the database and its companion files, the
+/// workflow's `.env`, the workspace root and the daemon's home.
+pub(crate) fn hidden_paths(
+    db_path: &Path,
+    workflow_dir: &Path,
+    workspace_root: &Path,
+    home: Option<&Path>,
+) -> Vec<PathBuf> {
+    let mut out = vec![db_path.to_path_buf()];
+    for suffix in ["-wal", "-shm", "-journal", ".lock"] {
+        let mut s = db_path.as_os_str().to_os_string();
+        s.push(suffix);
+        out.push(PathBuf::from(s));
+    }
+    out.push(workflow_dir.join(".env"));
+    out.push(workspace_root.to_path_buf());
+    out.extend(home.map(Path::to_path_buf));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn build(v: Value) -> Result<Sandbox, ConfigError> {
+        let env = BTreeMap::new();
+        let ctx = SandboxInputs {
+            home: Some(Path::new("/home/op")),
+            env: &env,
+            workflow_dir: Path::new("/srv/wf"),
+        };
+        build_sandbox(Some(&v), &ctx, &mut Vec::new())
+    }
+
+    #[test]
+    fn forms_and_defaults() {
+        assert_eq!(build(json!("none")).map(|s| s.enabled()), Ok(false));
+        let sb = build(json!("bubblewrap")).unwrap_or_default();
+        assert!(sb.enabled());
+        assert_eq!(sb.network, Network::Host);
+        let sb = build(json!({"network": "none", "home_seed": ["~/.cfg", "rel"], "hooks": true}))
+            .unwrap_or_default();
+        assert!(sb.enabled() && sb.hooks);
+        assert_eq!(sb.network, Network::None);
+        assert_eq!(
+            sb.home_seed,
+            vec![PathBuf::from("/home/op/.cfg"), PathBuf::from("/srv/wf/rel")]
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_honoured_is_refused() {
+        assert!(build(json!("docker")).is_err());
+        assert!(build(json!({"network": "allowlist"})).is_err());
+        assert!(build(json!({"network": "wide"})).is_err());
+        assert!(build(json!({"hooks": "yes"})).is_err());
+        assert!(build(json!({"home_seed": "~/.cfg"})).is_err());
+        assert!(build(json!(3)).is_err());
+    }
+}
