@@ -32,6 +32,7 @@ mod dispatch_build;
 mod dotenv;
 mod env;
 mod error;
+pub mod notifications;
 mod overrides;
 mod price_table;
 pub mod reactions;

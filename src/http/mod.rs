@@ -28,6 +28,8 @@ pub mod event_json;
 pub mod host;
 pub mod issue_detail;
 pub mod limits;
+pub mod notify_feed;
+pub mod operator_message;
 pub mod openapi;
 pub mod origin;
 pub mod prices;
