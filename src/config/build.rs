@@ -116,7 +116,7 @@ fn build_inner(
     };
     let self_review = super::self_review_build::build_self_review(&raw, warnings)?;
     let notifications =
-        super::notifications::build_notifications(&raw, ctx.env, &mut secret_values)?;
+        super::notifications::build_notifications(&raw, ctx.env, &mut secret_values, warnings)?;
     if self_review.enabled && worker.remote() {
         warnings.push(ConfigWarning::new(
             "self_review_local_only",

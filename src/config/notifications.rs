@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::coerce::{sub_map, type_name};
 use super::env::expand_env;
-use super::error::ConfigError;
+use super::error::{ConfigError, ConfigWarning};
 
 /// Notices a destination's queue holds before the oldest is dropped (and counted).
 pub const DEFAULT_QUEUE_CAPACITY: usize = 256;
@@ -110,6 +110,10 @@ pub struct Destination {
     pub failures_threshold: u32,
     /// Deliveries per minute (≥ 1); later notices wait in the queue for their turn.
     pub rate_limit_per_minute: u32,
+    /// Why the destination takes no notices: its `url` or `secret` names a variable that is
+    /// unset here. Not a load error, so `sortie mcp-server` (started with the session's
+    /// environment only) still loads the workflow; the daemon warns and skips it.
+    pub disabled: Option<String>,
 }
 
 impl fmt::Debug for Destination {
@@ -118,10 +122,14 @@ impl fmt::Debug for Destination {
             .field("name", &self.name)
             .field("kind", &self.kind)
             .field("url", &crate::mask::REDACTED)
-            .field("secret", &self.secret.as_ref().map(|_| crate::mask::REDACTED))
+            .field(
+                "secret",
+                &self.secret.as_ref().map(|_| crate::mask::REDACTED),
+            )
             .field("events", &self.events)
             .field("failures_threshold", &self.failures_threshold)
             .field("rate_limit_per_minute", &self.rate_limit_per_minute)
+            .field("disabled", &self.disabled)
             .finish()
     }
 }
@@ -137,6 +145,7 @@ pub(super) fn build_notifications(
     raw: &Map<String, Value>,
     env: &BTreeMap<String, String>,
     secrets: &mut Vec<String>,
+    warnings: &mut Vec<ConfigWarning>,
 ) -> Result<NotificationsConfig, ConfigError> {
     let Some(m) = sub_map(raw, "notifications") else {
         return Ok(NotificationsConfig::default());
@@ -161,6 +170,13 @@ pub(super) fn build_notifications(
             ));
         };
         let dest = destination(d, &field, i, env, secrets)?;
+        if let Some(why) = &dest.disabled {
+            warnings.push(ConfigWarning::new(
+                "notification_destination_disabled",
+                field.clone(),
+                format!("{why}; destination {:?} takes no notices", dest.name),
+            ));
+        }
         if out.destinations.iter().any(|o| o.name == dest.name) {
             return Err(ConfigError::field(
                 format!("{field}.name"),
@@ -195,17 +211,25 @@ fn destination(
             ));
         }
     };
-    let url = secret_text(d, field, "url", env, secrets)?.ok_or_else(|| {
-        ConfigError::field(format!("{field}.url"), "is required (after $VAR expansion)")
-    })?;
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
+    if text(d, field, "url")?.is_none() {
+        return Err(ConfigError::field(format!("{field}.url"), "is required"));
+    }
+    let url = secret_text(d, field, "url", env, secrets)?.unwrap_or_default();
+    let secret = secret_text(d, field, "secret", env, secrets)?;
+    let disabled = if url.is_empty() {
+        Some(format!("{field}.url is empty after $VAR expansion"))
+    } else if secret.is_none() && text(d, field, "secret")?.is_some() {
+        Some(format!("{field}.secret is empty after $VAR expansion"))
+    } else {
+        None
+    };
+    if disabled.is_none() && !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(ConfigError::field(
             format!("{field}.url"),
             "must be an http:// or https:// URL",
         ));
     }
-    let secret = secret_text(d, field, "secret", env, secrets)?;
-    if secret.is_some() && kind == DestinationKind::Slack {
+    if text(d, field, "secret")?.is_some() && kind == DestinationKind::Slack {
         return Err(ConfigError::field(
             format!("{field}.secret"),
             "applies to kind webhook only (a Slack incoming webhook URL is its own secret)",
@@ -228,7 +252,13 @@ fn destination(
         secret,
         events: events(d, field)?,
         failures_threshold: positive(d, field, "failures_threshold", DEFAULT_FAILURES_THRESHOLD)?,
-        rate_limit_per_minute: positive(d, field, "rate_limit_per_minute", DEFAULT_RATE_PER_MINUTE)?,
+        rate_limit_per_minute: positive(
+            d,
+            field,
+            "rate_limit_per_minute",
+            DEFAULT_RATE_PER_MINUTE,
+        )?,
+        disabled,
     })
 }
 
@@ -316,12 +346,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn build(v: Value, env: &[(&str, &str)]) -> (Result<NotificationsConfig, ConfigError>, Vec<String>) {
+    fn build(
+        v: Value,
+        env: &[(&str, &str)],
+    ) -> (Result<NotificationsConfig, ConfigError>, Vec<String>) {
         let raw = json!({ "notifications": v });
-        let env: BTreeMap<String, String> =
-            env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let env: BTreeMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let mut secrets = Vec::new();
-        let r = build_notifications(raw.as_object().unwrap_or(&Map::new()), &env, &mut secrets);
+        let r = build_notifications(
+            raw.as_object().unwrap_or(&Map::new()),
+            &env,
+            &mut secrets,
+            &mut Vec::new(),
+        );
         (r, secrets)
     }
 
@@ -334,7 +374,10 @@ mod tests {
                  "events": ["handoff", "run_failed"], "failures_threshold": 2,
                  "rate_limit_per_minute": 5}
             ]}),
-            &[("SLACK_URL", "https://hooks.example/T/B/xyz"), ("SIGN", "s3cr3t-key")],
+            &[
+                ("SLACK_URL", "https://hooks.example/T/B/xyz"),
+                ("SIGN", "s3cr3t-key"),
+            ],
         );
         let cfg = r.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(cfg.destinations[0].name, "slack-0");
@@ -344,18 +387,50 @@ mod tests {
         assert!(secrets.contains(&"https://hooks.example/T/B/xyz".to_string()));
         assert!(secrets.contains(&"s3cr3t-key".to_string()));
         assert!(!format!("{cfg:?}").contains("xyz"));
+        let (r, _) = build(
+            json!({"destinations": [{"kind": "webhook", "url": "$UNSET_URL"},
+                {"kind": "webhook", "url": "http://h/x", "secret": "$UNSET_SECRET"}]}),
+            &[],
+        );
+        let cfg = r.unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            cfg.destinations.iter().all(|d| d.disabled.is_some()),
+            "{cfg:?}"
+        );
     }
 
     #[test]
     fn bad_destinations_are_refused_with_their_field() {
         for (v, field) in [
-            (json!({"destinations": [{"kind": "email", "url": "http://x"}]}), "kind"),
+            (
+                json!({"destinations": [{"kind": "email", "url": "http://x"}]}),
+                "kind",
+            ),
             (json!({"destinations": [{"kind": "slack"}]}), "url"),
-            (json!({"destinations": [{"kind": "slack", "url": "ftp://x"}]}), "url"),
-            (json!({"destinations": [{"kind": "slack", "url": "http://x", "secret": "abcd"}]}), "secret"),
-            (json!({"destinations": [{"kind": "webhook", "url": "http://x", "events": ["nope"]}]}), "events"),
-            (json!({"destinations": [{"kind": "webhook", "url": "http://x", "rate_limit_per_minute": 0}]}), "rate_limit_per_minute"),
-            (json!({"destinations": [{"kind": "webhook", "url": "http://x"}, {"kind": "webhook", "url": "http://y", "name": "webhook-0"}]}), "name"),
+            (
+                json!({"destinations": [{"kind": "slack", "url": ""}]}),
+                "url",
+            ),
+            (
+                json!({"destinations": [{"kind": "slack", "url": "ftp://x"}]}),
+                "url",
+            ),
+            (
+                json!({"destinations": [{"kind": "slack", "url": "http://x", "secret": "abcd"}]}),
+                "secret",
+            ),
+            (
+                json!({"destinations": [{"kind": "webhook", "url": "http://x", "events": ["nope"]}]}),
+                "events",
+            ),
+            (
+                json!({"destinations": [{"kind": "webhook", "url": "http://x", "rate_limit_per_minute": 0}]}),
+                "rate_limit_per_minute",
+            ),
+            (
+                json!({"destinations": [{"kind": "webhook", "url": "http://x"}, {"kind": "webhook", "url": "http://y", "name": "webhook-0"}]}),
+                "name",
+            ),
         ] {
             let (r, _) = build(v, &[]);
             let e = r.err().map(|e| e.to_string()).unwrap_or_default();

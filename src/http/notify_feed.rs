@@ -38,7 +38,10 @@ fn run(orch: &OrchestratorHandle, notifier: &Notifier) {
     let mut published = snapshot::published_count();
     loop {
         let snap = orch.snapshot();
-        if config.as_ref().is_none_or(|c| **c != *snap.config.notifications) {
+        if config
+            .as_ref()
+            .is_none_or(|c| **c != *snap.config.notifications)
+        {
             notifier.configure(&snap.config.notifications);
             config = Some(Arc::clone(&snap.config.notifications));
         }

@@ -688,14 +688,14 @@ fn webhook_path(s: &Refs) -> Value {
 /// `POST /api/v1/notifications` ([`super::operator_message`]).
 fn operator_message_path() -> Value {
     let reply = json!({"type": "object", "additionalProperties": false,
-        "required": ["queued", "destinations", "issue_identifier", "requested_at", "outcome_text"],
-        "properties": {
-            "queued": {"type": "boolean"},
-            "destinations": {"type": "integer", "minimum": 0, "description": "How many destinations took the message."},
-            "issue_identifier": {"type": "string"},
-            "requested_at": {"type": "string", "format": "date-time"},
-            "outcome_text": {"type": "string"},
-        }});
+    "required": ["queued", "destinations", "issue_identifier", "requested_at", "outcome_text"],
+    "properties": {
+        "queued": {"type": "boolean"},
+        "destinations": {"type": "integer", "minimum": 0, "description": "How many destinations took the message."},
+        "issue_identifier": {"type": "string"},
+        "requested_at": {"type": "string", "format": "date-time"},
+        "outcome_text": {"type": "string"},
+    }});
     json!({"post": {
         "summary": "Send a running session's message to the operator",
         "description": "What the notify_operator tool of sortie mcp-server posts: the message goes to every notification destination subscribed to operator_message. Only an issue with a running session may send; each issue may send 5 messages within 10 minutes.",

@@ -170,7 +170,10 @@ impl StateCache {
     pub fn current(&self, state: &AppState) -> Arc<StateBody> {
         let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
         let snap = state.orch.snapshot();
-        let generation = (crate::mask::generation(), crate::notify::status::generation());
+        let generation = (
+            crate::mask::generation(),
+            crate::notify::status::generation(),
+        );
         if let Some(c) = slot.as_ref().filter(|c| c.serves(&snap, generation)) {
             return Arc::clone(&c.body);
         }

@@ -128,16 +128,19 @@ fn notify_tool<'a>(
         .destinations
         .iter()
         .any(|d| d.events.contains(&NotifyEvent::OperatorMessage));
-    match (wanted, var("SORTIE_API_URL"), var("SORTIE_ISSUE_IDENTIFIER")) {
-        (false, ..) => notes.push(
-            "notify_operator: no notification destination takes operator_message".into(),
-        ),
+    match (
+        wanted,
+        var("SORTIE_API_URL"),
+        var("SORTIE_ISSUE_IDENTIFIER"),
+    ) {
+        (false, ..) => {
+            notes.push("notify_operator: no notification destination takes operator_message".into())
+        }
         (true, Some(url), Some(identifier)) => tools.push(Box::new(
             notify_operator::NotifyOperatorTool::new(url, identifier, clock),
         )),
-        _ => notes.push(
-            "notify_operator: SORTIE_API_URL or SORTIE_ISSUE_IDENTIFIER is not set".into(),
-        ),
+        _ => notes
+            .push("notify_operator: SORTIE_API_URL or SORTIE_ISSUE_IDENTIFIER is not set".into()),
     }
 }
 

@@ -97,9 +97,7 @@ impl Tool for NotifyOperatorTool {
                     "rate limited: this issue has sent its share of operator messages; the next is taken in {wait} s"
                 )))
             }
-            Err(e) => Err(ToolError::message(format!(
-                "the message was not sent: {e}"
-            ))),
+            Err(e) => Err(ToolError::message(format!("the message was not sent: {e}"))),
         }
     }
 }

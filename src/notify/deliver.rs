@@ -112,7 +112,11 @@ fn post_with_retries(
             if stop.load(Ordering::SeqCst) {
                 return Err(f.error);
             }
-            std::thread::sleep(until.saturating_duration_since(Instant::now()).min(STOP_CHECK));
+            std::thread::sleep(
+                until
+                    .saturating_duration_since(Instant::now())
+                    .min(STOP_CHECK),
+            );
         }
         attempt += 1;
     }

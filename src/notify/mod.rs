@@ -113,6 +113,14 @@ impl Notifier {
             }
         }
         for dest in cfg.destinations.iter().filter(|d| !keep.contains(&d.name)) {
+            if let Some(why) = &dest.disabled {
+                log::error!(
+                    destination:% = dest.name,
+                    reason:% = why;
+                    "notification destination skipped"
+                );
+                continue;
+            }
             match start_worker(dest.clone()) {
                 Ok(w) => {
                     workers.insert(dest.name.clone(), w);

@@ -66,7 +66,11 @@ impl Observer {
     pub fn observe(&mut self, obs: &Observation, now_ms: i64) -> Vec<Notice> {
         let mut out = Vec::new();
         if self.primed {
-            for a in obs.attention.iter().filter(|a| !self.attention.contains(&a.id)) {
+            for a in obs
+                .attention
+                .iter()
+                .filter(|a| !self.attention.contains(&a.id))
+            {
                 out.extend(attention_notices(a, now_ms));
             }
             for o in &obs.outcomes {
@@ -170,7 +174,10 @@ mod tests {
         };
         assert!(o.observe(&first, 1).is_empty());
         let next = Observation {
-            attention: vec![item("old", None), item("new", Some(NotifyEvent::Escalation))],
+            attention: vec![
+                item("old", None),
+                item("new", Some(NotifyEvent::Escalation)),
+            ],
             outcomes: vec![
                 OutcomeFact {
                     issue_id: "1".into(),
@@ -195,10 +202,19 @@ mod tests {
         let ns = o.observe(&next, 2);
         assert_eq!(
             events(&ns),
-            ["attention_raised", "escalation", "handoff", "merge", "run_failed"]
+            [
+                "attention_raised",
+                "escalation",
+                "handoff",
+                "merge",
+                "run_failed"
+            ]
         );
         assert_eq!(ns[1].attention_id.as_deref(), Some("new"));
-        assert_eq!(ns[2].text, "A successful run handed the issue off to Review.");
+        assert_eq!(
+            ns[2].text,
+            "A successful run handed the issue off to Review."
+        );
         assert_eq!(ns[4].failures, Some(2));
         assert!(o.observe(&next, 3).is_empty(), "announced once");
     }

@@ -138,16 +138,24 @@ mod tests {
             events: NotifyEvent::ALL.into_iter().collect(),
             failures_threshold: 1,
             rate_limit_per_minute: 1,
+            disabled: None,
         };
-        let n = Notice::new(NotifyEvent::Handoff, "handed off <to> Review", 1_774_533_600_000)
-            .issue("7", "A-7");
+        let n = Notice::new(
+            NotifyEvent::Handoff,
+            "handed off <to> Review",
+            1_774_533_600_000,
+        )
+        .issue("7", "A-7");
         let p = build(&dest, &n, "d-1");
         let v: Value = serde_json::from_slice(&p.body).unwrap_or_default();
         assert_eq!(v["event"], "handoff");
         assert_eq!(v["issue_identifier"], "A-7");
         assert_eq!(v["time"], "2026-03-26T14:00:00Z");
         let sig = p.headers.iter().find(|(k, _)| *k == SIGNATURE_HEADER);
-        assert_eq!(sig.map(|(_, v)| v.clone()), Some(signature("k3y-value", &p.body)));
+        assert_eq!(
+            sig.map(|(_, v)| v.clone()),
+            Some(signature("k3y-value", &p.body))
+        );
         let slack = build(
             &Destination {
                 kind: DestinationKind::Slack,
@@ -159,6 +167,9 @@ mod tests {
         );
         let v: Value = serde_json::from_slice(&slack.body).unwrap_or_default();
         assert_eq!(v["text"], "sortie handoff: [A-7] handed off <to> Review");
-        assert_eq!(v["blocks"][0]["text"]["text"], "sortie handoff: [A-7] handed off &lt;to&gt; Review");
+        assert_eq!(
+            v["blocks"][0]["text"]["text"],
+            "sortie handoff: [A-7] handed off &lt;to&gt; Review"
+        );
     }
 }
