@@ -46,7 +46,10 @@ fn run(orch: &OrchestratorHandle, notifier: &Notifier) {
             config = Some(Arc::clone(&snap.config.notifications));
         }
         let now = (snap.revision, crate::notify::status::generation());
-        if now != seen {
+        if snap.config.notifications.destinations.is_empty() {
+            // Nothing to tell anyone: the next destination starts from a fresh baseline.
+            observer = Observer::default();
+        } else if now != seen {
             seen = now;
             remember(&snap, &mut identifiers);
             let obs = observation(&snap, &identifiers);
