@@ -87,7 +87,10 @@ mod tests {
 
     #[test]
     fn a_full_queue_drops_its_oldest_and_counts_it() {
-        status::register("queue-test", crate::config::notifications::DestinationKind::Webhook);
+        status::register(
+            "queue-test",
+            crate::config::notifications::DestinationKind::Webhook,
+        );
         let q = Queue::new("queue-test".into(), 2);
         for t in ["a", "b", "c"] {
             q.push(Notice::new(NotifyEvent::Handoff, t, 0));
