@@ -1,4 +1,5 @@
-// Health & Workflow: the health block (database, preflight, workflow file, poll, SCM, SSH hosts) and the
+// Health & Workflow: the health block (database, preflight, workflow file, poll, SCM, SSH hosts,
+// notification destinations) and the
 // configuration in effect, both from GET /api/v1/state.
 
 import * as api from "./api.js";
@@ -19,9 +20,10 @@ export function create(ctx) {
 function view(s, ctx) {
   const health = s.health || {};
   // A null member is a check that does not apply (scm while no reaction uses a provider);
-  // ssh_hosts is a list of hosts, not a check.
+  // ssh_hosts and notifications are lists, not checks.
   const checks = Object.entries(health).filter(([, c]) => c && !Array.isArray(c)).map(([name, c]) => check(name, c));
   const hosts = Array.isArray(health.ssh_hosts) ? health.ssh_hosts : [];
+  const destinations = Array.isArray(health.notifications) ? health.notifications : [];
   const cfg = s.config || null;
   return [
     h("h1", {}, "Health & Workflow"),
@@ -37,6 +39,7 @@ function view(s, ctx) {
         ),
     ),
     hosts.length ? panel("SSH hosts", h("ul", { class: "rows", id: "ssh-hosts" }, hosts.map(host)), { id: "hosts" }) : null,
+    destinations.length ? panel("Notifications", h("ul", { class: "rows", id: "notification-destinations" }, destinations.map(destination)), { id: "notifications" }) : null,
     h("div", {}, h("button", { type: "button", class: "secondary", "data-action": "refresh",
       onclick: async (e) => { e.target.disabled = true; try { await api.refresh(); } finally { e.target.disabled = false; ctx.changed(); } } },
       "Poll now")),
@@ -55,6 +58,17 @@ function check(name, c) {
     facts([["checked", relative(c.checked_at)], ["last success", relative(c.last_success_at)],
       ["failing since", relative(c.failing_since)], ["failures in a row", c.consecutive_failures || null],
       ["next poll", relative(c.next_poll_at)], ["outcome", c.outcome]]));
+}
+
+function destination(d) {
+  const st = d.status || "unknown";
+  return h("li", { dataset: { destination: d.name } },
+    h("div", { class: "row-head" }, h("b", {}, d.name), h("span", { class: `status ${st}` }, st),
+      h("span", { class: "muted" }, d.kind)),
+    d.last_error && st === "fail" ? h("div", { class: "msg" }, d.last_error) : null,
+    facts([["last delivered", relative(d.last_success_at)], ["last error", relative(d.last_error_at)],
+      ["failing since", relative(d.failing_since)], ["failures in a row", d.consecutive_failures || null],
+      ["queued", String(d.queued ?? 0)]]));
 }
 
 function host(x) {

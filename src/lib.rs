@@ -9,7 +9,7 @@
 //! 2. `agent`, `prompt`, `scm`, `tracker`, `ui`, `workspace`
 //! 3. `pricing`, `registry`
 //! 4. `config`
-//! 5. `logging`, `store`
+//! 5. `logging`, `notify`, `store`
 //! 6. `metrics`
 //! 7. `orchestrator`
 //! 8. `http`, `mcp`
@@ -29,6 +29,7 @@ pub mod logging;
 pub mod mask;
 pub mod mcp;
 pub mod metrics;
+pub mod notify;
 pub mod orchestrator;
 pub mod pricing;
 pub mod process_signal;

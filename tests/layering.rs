@@ -20,7 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["agent", "prompt", "scm", "tracker", "ui", "workspace"],
     &["pricing", "registry"],
     &["config"],
-    &["logging", "store"],
+    &["logging", "notify", "store"],
     &["metrics"],
     &["orchestrator"],
     &["http", "mcp"],

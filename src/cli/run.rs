@@ -329,6 +329,11 @@ fn run_daemon(
     };
     orch.set_api_url(server.as_ref().map(|_| api_url(&bind)));
 
+    if let Err(e) =
+        crate::http::notify_feed::spawn(handle.clone(), crate::notify::Notifier::global().clone())
+    {
+        log::warn!(error:% = e.to_string(); "notification feed not started; no notifications");
+    }
     if let Err(e) = orchestrator::watch::spawn(&workflow_path, handle.tx.clone()) {
         log::warn!(
             error:% = e.to_string();

@@ -118,6 +118,8 @@ fn build_inner(
         _ => None,
     };
     let self_review = super::self_review_build::build_self_review(&raw, warnings)?;
+    let notifications =
+        super::notifications::build_notifications(&raw, ctx.env, &mut secret_values, warnings)?;
     if self_review.enabled && worker.remote() {
         warnings.push(ConfigWarning::new(
             "self_review_local_only",
@@ -139,6 +141,7 @@ fn build_inner(
 
     let mut cfg = ServiceConfig {
         worker,
+        notifications,
         dispatch,
         reactions,
         scm_access,

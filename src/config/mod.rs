@@ -33,6 +33,7 @@ mod dotenv;
 mod env;
 mod error;
 pub mod label_capability;
+pub mod notifications;
 mod overrides;
 mod price_table;
 pub mod reactions;

@@ -44,6 +44,8 @@ pub struct ServiceConfig {
     pub self_review: super::reactions::SelfReviewConfig,
     /// `worker`: SSH hosts and the per-host cap.
     pub worker: super::worker::WorkerConfig,
+    /// `notifications`: operator notification destinations.
+    pub notifications: super::notifications::NotificationsConfig,
     /// Every top-level key as decoded (after `SORTIE_*` overrides): adapter pass-through blocks,
     /// extensions and post-MVP sections are read from here.
     pub raw: Map<String, Value>,

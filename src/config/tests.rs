@@ -537,7 +537,7 @@ fn bad_worker_values_are_errors_except_the_cap() {
     let got: Vec<String> = w.warnings.iter().map(ToString::to_string).collect();
     for want in [
         "warning: invalid_value: worker.max_concurrent_agents_per_host: invalid integer value: lots; no per-host cap applies",
-        "warning: unsupported_key: notifications: not supported by this build (notifications are not built yet); ignored",
+        "warning: unknown_key: notifications.x: not a recognised key; ignored",
         "warning: unknown_key: agnet: not a recognised top-level key; ignored (did you mean `agent`?)",
     ] {
         assert!(got.contains(&want.to_string()), "{got:?}");

@@ -127,6 +127,7 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
     ("price_table", super::price_table::KEYS),
     ("self_review", super::self_review_build::SELF_REVIEW_KEYS),
     ("worker", super::worker::WORKER_KEYS),
+    ("notifications", &["destinations"]),
 ];
 
 /// String fields whose non-string values read silently as `""`; worth a warning.
@@ -155,11 +156,30 @@ fn eq_ci(a: &str, b: &str) -> bool {
 pub const UNSUPPORTED_KEY_CHECK: &str = "unsupported_key";
 
 /// Top-level sections of features this build does not have: accepted, never acted on.
-const UNSUPPORTED_SECTIONS: &[(&str, &str)] =
-    &[("notifications", "notifications are not built yet")];
+const UNSUPPORTED_SECTIONS: &[(&str, &str)] = &[];
 
 /// Keys inside typed sections that this build parses (or accepts) but never acts on.
 const UNSUPPORTED_KEYS: &[(&str, &str, &str)] = &[];
+
+/// Unknown keys inside each `notifications.destinations[i]`.
+fn notification_key_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) {
+    let keys = super::notifications::DESTINATION_KEYS;
+    let list = raw
+        .get("notifications")
+        .and_then(|n| n.get("destinations"))
+        .and_then(Value::as_array);
+    for (i, d) in list.into_iter().flatten().enumerate() {
+        for key in d.as_object().into_iter().flat_map(|m| m.keys()) {
+            if !keys.contains(&key.as_str()) {
+                out.push(ConfigWarning::new(
+                    "unknown_key",
+                    format!("notifications.destinations[{i}].{key}"),
+                    unknown_message("not a recognised key", closest(key, keys.iter().copied())),
+                ));
+            }
+        }
+    }
+}
 
 /// `tracker.*` keys only some kinds read (`registry::tracker_reads_key`).
 const KIND_KEYS: &[&str] = &["api_version", "user_agent"];
@@ -392,6 +412,7 @@ pub fn collect_warnings(
             }
         }
     }
+    notification_key_warnings(raw, &mut out);
     if let (Some(d), Some(block)) = (
         registry::agent(agent_kind),
         raw.get(agent_kind).and_then(Value::as_object),

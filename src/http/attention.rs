@@ -102,6 +102,7 @@ pub fn items(snap: &Snapshot) -> Vec<Item> {
     out.extend(snap.budget_exhausted.iter().map(|b| budget_item(b, snap)));
     out.extend(snap.failure_held.iter().map(|h| failure_item(h, snap)));
     out.extend(spend_items(snap));
+    out.extend(notification_items(snap));
     out.extend(
         snap.pending_reactions
             .iter()
@@ -376,6 +377,33 @@ fn reaction_item(r: &ReactionRow, snap: &Snapshot) -> Option<Item> {
 }
 
 /// One item per spend window that holds dispatch (critical: nothing is dispatched).
+/// A notification destination failing after its retries.
+fn notification_items(snap: &Snapshot) -> Vec<Item> {
+    crate::notify::status::all()
+        .into_iter()
+        .filter_map(|d| {
+            let since = d.failing_since_ms?;
+            let error = d.last_error.clone().unwrap_or_default();
+            Some(base_item(
+                Cause {
+                    kind: AttentionKind::NotificationFailing,
+                    id_parts: vec![d.name.clone(), id_time(since)],
+                    since_ms: Some(since),
+                    issue: None,
+                    words: wording::attention_notification(&d.name, d.kind.as_str(), &error),
+                    action: AttentionAction::acknowledge(),
+                    evidence: AttentionEvidence {
+                        destination: Some(d.name),
+                        error: Some(error),
+                        ..Default::default()
+                    },
+                },
+                snap,
+            ))
+        })
+        .collect()
+}
+
 fn spend_items(snap: &Snapshot) -> Vec<Item> {
     let Some(spend) = snap.spend_ceiling.as_ref() else {
         return Vec::new();

@@ -37,6 +37,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/v1/reactions/{identifier}/{kind}/check"),
     ("post", "/api/v1/attention/{id}/acknowledge"),
     ("post", "/api/v1/webhooks/{kind}"),
+    ("post", "/api/v1/notifications"),
 ];
 
 fn error_response(desc: &str, code: &str, message: &str) -> Value {
@@ -405,6 +406,7 @@ pub fn document() -> Value {
     let mut paths = paths(&refs);
     if let Some(m) = paths.as_object_mut() {
         m.insert("/api/v1/webhooks/{kind}".to_string(), webhook_path(&refs));
+        m.insert("/api/v1/notifications".to_string(), operator_message_path());
     }
     add_connection_errors(&mut paths);
     json!({
@@ -683,6 +685,45 @@ fn webhook_path(s: &Refs) -> Value {
     }})
 }
 
+/// `POST /api/v1/notifications` ([`super::operator_message`]).
+fn operator_message_path() -> Value {
+    let reply = json!({"type": "object", "additionalProperties": false,
+    "required": ["queued", "destinations", "issue_identifier", "requested_at", "outcome_text"],
+    "properties": {
+        "queued": {"type": "boolean"},
+        "destinations": {"type": "integer", "minimum": 0, "description": "How many destinations took the message."},
+        "issue_identifier": {"type": "string"},
+        "requested_at": {"type": "string", "format": "date-time"},
+        "outcome_text": {"type": "string"},
+    }});
+    json!({"post": {
+        "summary": "Send a running session's message to the operator",
+        "description": "What the notify_operator tool of sortie mcp-server posts: the message goes to every notification destination subscribed to operator_message. Only an issue with a running session may send; each issue may send 5 messages within 10 minutes.",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {
+            "type": "object", "required": ["issue_identifier", "message"],
+            "properties": {
+                "issue_identifier": {"type": "string", "minLength": 1},
+                "message": {"type": "string", "minLength": 1, "maxLength": 2000},
+            }}}}},
+        "responses": {
+            "202": json_response("Taken; queued for the destinations that take operator messages (none when destinations is 0).", reply,
+                json!({"queued": true, "destinations": 1, "issue_identifier": "MT-649", "requested_at": "2026-03-26T14:31:10.000Z", "outcome_text": "Queued for 1 notification destination(s)."})),
+            "400": error_response("The body is not a JSON object with issue_identifier and message.", "invalid_payload", "message is required (a non-empty string)"),
+            "403": cross_origin(),
+            "404": error_response("No session of the issue is running.", "issue_not_running", "no session of issue \"MT-999\" is running; only a running session's agent may message the operator"),
+            "405": method_not_allowed(),
+            "429": {
+                "description": "The issue sent its share of messages for now; nothing was sent.",
+                "headers": {"Retry-After": {"description": "Seconds until a message is taken again.", "schema": {"type": "integer", "minimum": 1}}},
+                "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/Error"},
+                    "example": {"error": {"code": "rate_limited", "message": "issue \"MT-649\" sent 5 operator messages within 10 minutes; nothing was sent"}},
+                }},
+            },
+        },
+    }})
+}
+
 /// A stats range bound: empty (open), an RFC 3339 timestamp with an offset, a calendar date,
 /// or a positive Go duration (a zero one, or one reaching before year -9999, answers 400).
 fn stats_bound(name: &str, selects: &str) -> Value {
@@ -844,6 +885,7 @@ mod tests {
             "/api/v1/reactions/X-1/ci/check",
             "/api/v1/attention/00ff/acknowledge",
             "/api/v1/webhooks/github",
+            "/api/v1/notifications",
             "/openapi.json",
             "/api/v1/X-1",
         ];

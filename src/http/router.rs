@@ -13,8 +13,8 @@ use super::origin;
 use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, echo, send_error, send_json};
 use super::{
-    actions, dashboard, issue_detail, openapi, prices, probes, runs, scrape, sse, state_doc, stats,
-    webhooks,
+    actions, dashboard, issue_detail, openapi, operator_message, prices, probes, runs, scrape, sse,
+    state_doc, stats, webhooks,
 };
 
 /// What a path names.
@@ -36,6 +36,8 @@ pub enum Route {
     Acknowledge(String),
     /// `/api/v1/webhooks/{kind}`: a forge's signed delivery ([`webhooks::serve`]).
     Webhook(String),
+    /// `/api/v1/notifications`: an agent's message to the operator ([`operator_message`]).
+    OperatorMessage,
     OpenApi,
     /// `/metrics`: the Prometheus scrape ([`scrape::serve`]).
     Metrics,
@@ -58,6 +60,7 @@ impl Route {
             | Route::RetryNow(_)
             | Route::ReactionCheck(..)
             | Route::Acknowledge(_)
+            | Route::OperatorMessage
             | Route::Webhook(_) => "POST",
             Route::Dashboard => "GET, HEAD",
             _ => "GET",
@@ -83,6 +86,7 @@ impl Route {
             Route::ReactionCheck(..) => ("post", "/api/v1/reactions/{identifier}/{kind}/check"),
             Route::Acknowledge(_) => ("post", "/api/v1/attention/{id}/acknowledge"),
             Route::Webhook(_) => ("post", "/api/v1/webhooks/{kind}"),
+            Route::OperatorMessage => ("post", "/api/v1/notifications"),
             Route::OpenApi => ("get", "/openapi.json"),
             Route::Issue(_) => ("get", "/api/v1/{identifier}"),
             Route::Metrics | Route::Dashboard | Route::Favicon | Route::NotFound => return None,
@@ -96,7 +100,15 @@ impl Route {
 
 /// Fixed paths under `/api/v1/` that take precedence over `/api/v1/{identifier}`. The OpenAPI document is
 /// served at `/openapi.json`, outside `/api/v1/`, so no identifier is shadowed by it.
-const FIXED: &[&str] = &["state", "runs", "stats", "prices", "events", "refresh"];
+const FIXED: &[&str] = &[
+    "state",
+    "runs",
+    "stats",
+    "prices",
+    "events",
+    "refresh",
+    "notifications",
+];
 
 /// Maps a path (without query) to its route.
 pub fn route(path: &str) -> Route {
@@ -127,6 +139,7 @@ pub fn route(path: &str) -> Route {
         ["events"] => Route::Events,
         ["prices"] => Route::Prices,
         ["refresh"] => Route::Refresh,
+        ["notifications"] => Route::OperatorMessage,
         ["retries", id, "run"] if !id.is_empty() => Route::RetryNow(id.to_string()),
         ["reactions", id, kind, "check"] if !id.is_empty() && !kind.is_empty() => {
             Route::ReactionCheck(id.to_string(), kind.to_string())
@@ -251,6 +264,7 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         Route::ReactionCheck(id, kind) => actions::reaction_check(state, id, kind),
         Route::Acknowledge(id) => actions::acknowledge(state, id),
         Route::Webhook(kind) => return webhooks::serve(state, req, kind),
+        Route::OperatorMessage => return operator_message::serve(state, req),
         Route::OpenApi => Ok(JsonReply::ok(openapi::document())),
         Route::Issue(id) => issue_detail::detail(state, id),
         Route::NotFound => Err(ApiError::no_route(&path)),

@@ -15,7 +15,8 @@ pub fn serve(state: &AppState, req: Request) {
         .orch
         .metrics
         .set_webhook_body_bytes(state.webhooks.body_bytes());
-    let body = state.orch.metrics.render(&gauges);
+    let mut body = state.orch.metrics.render(&gauges);
+    body.push_str(&crate::notify::status::render_metrics());
     let mut resp = Response::from_data(body.into_bytes());
     for h in [
         header("Content-Type", crate::metrics::CONTENT_TYPE),

@@ -141,16 +141,17 @@ pub fn serve(state: &AppState, req: Request) {
     send_tagged(req, doc, fresh);
 }
 
-/// What the cached body was built from: the published snapshot (by identity) and the set of
-/// registered secrets it was masked against.
+/// What the cached body was built from: the published snapshot (by identity), the set of
+/// registered secrets it was masked against and the notification destinations' state (health
+/// rows and attention items read it).
 struct Cached {
     snap: Arc<Snapshot>,
-    mask_generation: u64,
+    mask_generation: (u64, u64),
     body: Arc<StateBody>,
 }
 
 impl Cached {
-    fn serves(&self, snap: &Arc<Snapshot>, mask_generation: u64) -> bool {
+    fn serves(&self, snap: &Arc<Snapshot>, mask_generation: (u64, u64)) -> bool {
         Arc::ptr_eq(&self.snap, snap) && self.mask_generation == mask_generation
     }
 }
@@ -169,7 +170,10 @@ impl StateCache {
     pub fn current(&self, state: &AppState) -> Arc<StateBody> {
         let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
         let snap = state.orch.snapshot();
-        let generation = crate::mask::generation();
+        let generation = (
+            crate::mask::generation(),
+            crate::notify::status::generation(),
+        );
         if let Some(c) = slot.as_ref().filter(|c| c.serves(&snap, generation)) {
             return Arc::clone(&c.body);
         }

@@ -718,6 +718,18 @@ pub fn attention_workflow(file: &str, error: &str) -> AttentionWords {
     }
 }
 
+pub fn attention_notification(name: &str, kind: &str, error: &str) -> AttentionWords {
+    AttentionWords {
+        reason: format!("Notifications to {name} are not delivered"),
+        why: format!(
+            "The {kind} destination {name} did not take a notice after its retries ({error}). Later notices are still tried, each with its retries; runs and their records go on unaffected, but the people watching {name} do not hear about them."
+        ),
+        clears: format!(
+            "Clears when a notice to {name} is delivered. Check its url under notifications.destinations (a Slack incoming webhook can be revoked), that the endpoint accepts POSTs from this host, and, for a webhook that rejects the X-Sortie-Signature, that its secret matches."
+        ),
+    }
+}
+
 pub fn attention_preflight(error: &str) -> AttentionWords {
     AttentionWords {
         reason: "Dispatch preflight failed".into(),

@@ -11,6 +11,7 @@
 //! | `sortie_status` | `SORTIE_WORKSPACE` | `.sortie/state.json` ([`status`]) |
 //! | `workspace_history` | `SORTIE_DB_PATH` + `SORTIE_ISSUE_ID` and the database opens read-only | run rows ([`history`]) |
 //! | `cost_budget` | `SORTIE_ISSUE_ID`, and the database opens or `SORTIE_API_URL` is set | run rows and the daemon's API ([`cost_budget`], [`live`]) |
+//! | `notify_operator` | `SORTIE_API_URL` + `SORTIE_ISSUE_IDENTIFIER`, and a notification destination takes `operator_message` | posts to the daemon's API ([`notify_operator`]) |
 //!
 //! It never writes the database; what only the running daemon knows (the session now running)
 //! it asks the daemon's HTTP API at `SORTIE_API_URL`.
@@ -18,6 +19,7 @@
 pub mod cost_budget;
 pub mod history;
 pub mod live;
+pub mod notify_operator;
 pub mod protocol;
 pub mod server;
 pub mod status;
@@ -107,7 +109,39 @@ pub fn tools(
         }
         None => notes.push("cost_budget: SORTIE_ISSUE_ID is not set".into()),
     }
+    notify_tool(wf, &var, clock, &mut tools, &mut notes);
     (tools, notes)
+}
+
+/// `notify_operator`, when a destination takes operator messages and the daemon is reachable.
+fn notify_tool<'a>(
+    wf: &Workflow,
+    var: &impl Fn(&str) -> Option<&'a str>,
+    clock: Arc<dyn Clock>,
+    tools: &mut Vec<Box<dyn Tool>>,
+    notes: &mut Vec<String>,
+) {
+    use crate::config::notifications::NotifyEvent;
+    let wanted = wf
+        .config
+        .notifications
+        .destinations
+        .iter()
+        .any(|d| d.events.contains(&NotifyEvent::OperatorMessage));
+    match (
+        wanted,
+        var("SORTIE_API_URL"),
+        var("SORTIE_ISSUE_IDENTIFIER"),
+    ) {
+        (false, ..) => {
+            notes.push("notify_operator: no notification destination takes operator_message".into())
+        }
+        (true, Some(url), Some(identifier)) => tools.push(Box::new(
+            notify_operator::NotifyOperatorTool::new(url, identifier, clock),
+        )),
+        _ => notes
+            .push("notify_operator: SORTIE_API_URL or SORTIE_ISSUE_IDENTIFIER is not set".into()),
+    }
 }
 
 /// `sortie mcp-server --workflow <path>`: loads the workflow, serves stdin/stdout until stdin

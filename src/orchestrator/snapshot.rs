@@ -100,6 +100,8 @@ pub struct ConfigView {
     pub ssh_hosts: Vec<String>,
     /// `worker.max_concurrent_agents_per_host` when hosts are configured and it is positive.
     pub max_concurrent_agents_per_host: Option<u32>,
+    /// `notifications` as of the latest load (the notification feed applies it).
+    pub notifications: Arc<crate::config::notifications::NotificationsConfig>,
 }
 
 /// Wakes threads that follow published snapshots (the SSE streams) without polling: the
@@ -297,6 +299,7 @@ impl ConfigView {
             token_rates: cfg.token_rates.clone(),
             reactions: cfg.reactions.clone(),
             dispatch: Arc::new(cfg.dispatch.clone()),
+            notifications: Arc::new(cfg.notifications.clone()),
             ssh_hosts: cfg
                 .worker
                 .hosts

@@ -15,6 +15,7 @@
 //! - [`fake_jira`]: a fake Jira Cloud REST API on the fake-server framework;
 //! - [`fake_linear`]: a fake Linear GraphQL API on the fake-server framework;
 //! - [`fake_server`]: a fake HTTP API with a fault queue and a request journal;
+//! - [`receiver`]: notification receivers (a Slack incoming webhook, a signed generic webhook);
 //! - [`promtool`]: `promtool check metrics` on an exposition text;
 //! - [`real_cli`]: the real agent CLIs installed from the npm registry;
 //! - [`schema_check`]: the strict OpenAPI validator;
@@ -39,6 +40,7 @@ pub mod procs;
 pub mod promtool;
 pub mod reactions;
 pub mod real_cli;
+pub mod receiver;
 pub mod schema_check;
 pub mod sshd;
 pub mod stages;

@@ -27,6 +27,8 @@ pub enum AttentionKind {
     ReactionEscalated,
     /// The failure breaker holds an issue whose runs fail in a way a retry will not fix.
     FailureHeld,
+    /// A notification destination did not take a notice after its retries.
+    NotificationFailing,
 }
 
 impl AttentionKind {
@@ -40,6 +42,7 @@ impl AttentionKind {
         AttentionKind::SpendCeilingReached,
         AttentionKind::ReactionEscalated,
         AttentionKind::FailureHeld,
+        AttentionKind::NotificationFailing,
     ];
 
     /// The served text (the same as serde's, checked by a test).
@@ -54,6 +57,7 @@ impl AttentionKind {
             AttentionKind::SpendCeilingReached => "spend_ceiling_reached",
             AttentionKind::ReactionEscalated => "reaction_escalated",
             AttentionKind::FailureHeld => "failure_held",
+            AttentionKind::NotificationFailing => "notification_failing",
         }
     }
 
@@ -69,7 +73,8 @@ impl AttentionKind {
             AttentionKind::Parked
             | AttentionKind::BudgetHeld
             | AttentionKind::ReactionEscalated
-            | AttentionKind::FailureHeld => Severity::Warning,
+            | AttentionKind::FailureHeld
+            | AttentionKind::NotificationFailing => Severity::Warning,
         }
     }
 }
@@ -152,6 +157,9 @@ pub enum EvidenceReason {
 pub struct AttentionEvidence {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// The failing notification destination's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

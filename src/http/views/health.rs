@@ -93,6 +93,46 @@ pub struct HealthView {
     pub scm: Option<ScmCheckView>,
     /// The SSH worker hosts (`worker.ssh_hosts`) in order; empty when agents run locally.
     pub ssh_hosts: Vec<SshHostView>,
+    /// The notification destinations (`notifications.destinations`) by name; empty when none
+    /// is configured.
+    pub notifications: Vec<NotificationDestinationView>,
+}
+
+/// One notification destination: when it last took a notice, its latest failure, and what
+/// waits in its queue.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct NotificationDestinationView {
+    pub name: String,
+    /// `slack` or `webhook`.
+    pub kind: String,
+    pub status: CheckStatus,
+    pub last_success_at: Option<String>,
+    pub last_error_at: Option<String>,
+    /// The latest failure after retries (masked).
+    pub last_error: Option<String>,
+    pub failing_since: Option<String>,
+    /// Notices in a row that failed after their retries.
+    pub consecutive_failures: u32,
+    pub queued: usize,
+}
+
+impl NotificationDestinationView {
+    fn list() -> Vec<NotificationDestinationView> {
+        crate::notify::status::all()
+            .into_iter()
+            .map(|d| NotificationDestinationView {
+                name: d.name,
+                kind: d.kind.as_str().to_string(),
+                status: CheckStatus::of(d.failing_since_ms.is_some()),
+                last_success_at: opt_ts(d.last_success_ms),
+                last_error_at: opt_ts(d.last_error_ms),
+                last_error: d.last_error,
+                failing_since: opt_ts(d.failing_since_ms),
+                consecutive_failures: d.consecutive_failures,
+                queued: d.queued,
+            })
+            .collect()
+    }
 }
 
 /// One SSH worker host: its sessions and whether placement skips it after repeated
@@ -251,6 +291,7 @@ impl HealthView {
             tracker: TrackerHealthView::build(snap),
             scm: h.scm.as_ref().map(ScmCheckView::build),
             ssh_hosts: SshHostView::list(snap),
+            notifications: NotificationDestinationView::list(),
         }
     }
 }
