@@ -51,6 +51,8 @@ pub const HOLD_REASONS: &[&str] = &[
     "park_comments_unread",
     "failure_held",
 ];
+/// The `layer` label of `sortie_dispatch_rule_match_total`.
+pub const RULE_MATCH_LAYERS: &[&str] = &["rule", "default", "fallback"];
 pub const SUCCESS_ERROR: &[&str] = &["success", "error"];
 pub const SUCCESS_ERROR_SKIPPED: &[&str] = &["success", "error", "skipped"];
 pub const COMMENT_LIFECYCLES: &[&str] = &["dispatch", "completion", "failure"];

@@ -281,6 +281,7 @@ fn every_catalogue_family_has_help_and_type() {
         ("sortie_poll_cycles_total", "counter"),
         ("sortie_tracker_requests_total", "counter"),
         ("sortie_candidate_holds_total", "counter"),
+        ("sortie_dispatch_rule_match_total", "counter"),
         ("sortie_handoff_transitions_total", "counter"),
         ("sortie_dispatch_transitions_total", "counter"),
         ("sortie_tracker_comments_total", "counter"),

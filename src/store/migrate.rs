@@ -73,6 +73,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "011_failure_holds",
         sql: include_str!("../../sql/011_failure_holds.sql"),
     },
+    Migration {
+        version: 12,
+        name: "012_stage_passes",
+        sql: include_str!("../../sql/012_stage_passes.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.
