@@ -17,7 +17,10 @@ const LONG: Duration = Duration::from_secs(60);
 fn project(gate: &std::path::Path) -> Project {
     let p = Project::new();
     p.write("prompts/specify.md", "SPECIFY {{ .issue.identifier }}\n");
-    p.write("prompts/implement.md", "IMPLEMENT {{ .issue.identifier }}\n");
+    p.write(
+        "prompts/implement.md",
+        "IMPLEMENT {{ .issue.identifier }}\n",
+    );
     p.fake_agent_workflow(
         "",
         r#"dispatch:
@@ -64,7 +67,15 @@ fn cli_stats(p: &Project) -> Value {
 }
 
 fn stage(rule: &str, figures: [u64; 7]) -> Value {
-    let [passes, succeeded, advanced, not_advanced, running, queued, budget_held] = figures;
+    let [
+        passes,
+        succeeded,
+        advanced,
+        not_advanced,
+        running,
+        queued,
+        budget_held,
+    ] = figures;
     json!({"rule": rule, "passes": passes, "succeeded": succeeded, "advanced": advanced,
            "not_advanced": not_advanced, "running": running, "queued": queued,
            "budget_held": budget_held})
@@ -107,8 +118,14 @@ fn a_two_stage_chain_serves_its_funnel_its_stage_event_and_the_rule_counter() {
     assert_eq!(entry["name"], chain_id.as_str());
     assert_eq!(entry["issue_identifier"], "ST-1");
     assert_eq!(entry["rules"], json!(["specify"]));
-    assert_eq!((entry["hops_made"].clone(), entry["hops_not_made"].clone()), (json!(1), json!(0)));
-    assert_eq!((entry["runs"].clone(), entry["succeeded"].clone()), (json!(1), json!(1)));
+    assert_eq!(
+        (entry["hops_made"].clone(), entry["hops_not_made"].clone()),
+        (json!(1), json!(0))
+    );
+    assert_eq!(
+        (entry["runs"].clone(), entry["succeeded"].clone()),
+        (json!(1), json!(1))
+    );
 
     // The hop is an event of the run that made it: on the run events route and the stream.
     let runs = d.get("/api/v1/runs").json();
@@ -186,9 +203,99 @@ fn a_workflow_without_chains_serves_empty_chain_lists() {
         (p.issue_state("1") == "Review").then_some(())
     });
     let v = d.get("/api/v1/stats").json();
-    assert_eq!((v["by_chain"].clone(), v["chain_funnels"].clone()), (json!([]), json!([])));
+    assert_eq!(
+        (v["by_chain"].clone(), v["chain_funnels"].clone()),
+        (json!([]), json!([]))
+    );
     let metrics = d.get("/metrics").body;
     let line = "sortie_dispatch_rule_match_total{layer=\"fallback\",rule=\"<none>\"} 1";
     assert!(metrics.lines().any(|l| l == line), "{metrics}");
+    d.stop();
+}
+
+/// A chain whose second stage's settings block reads its model from the environment.
+fn var_project() -> Project {
+    let p = Project::new();
+    p.fake_agent_workflow(
+        "",
+        r#"dispatch:
+  rules:
+    - name: specify
+      stage: stage-specify
+      next: implement
+    - name: implement
+      stage: stage-implement
+      claude-code:
+        model: "${SORTIE_TEST_STAGE_MODEL}"
+        system_prompt: "reviewed by $SORTIE_TEST_NEVER_SET_VAR"
+"#,
+    );
+    p.issues(json!([{
+        "id": "1", "identifier": "ST-1", "title": "Chained work", "state": "To Do",
+        "labels": ["stage-specify"]
+    }]));
+    p.scenario("default", &[]);
+    p
+}
+
+#[test]
+fn a_rule_settings_block_reads_the_environment_and_names_an_unset_variable() {
+    let p = var_project();
+    let out = common::sortie_command()
+        .current_dir(p.path(""))
+        .args(["validate", "--format", "json"])
+        .arg(p.workflow())
+        .env("SORTIE_TEST_STAGE_MODEL", "stage-model")
+        .env_remove("SORTIE_TEST_NEVER_SET_VAR")
+        .output()
+        .unwrap_or_else(|e| panic!("sortie validate: {e}"));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "validate json ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert_eq!(v["valid"], true, "{v}");
+    let unresolved: Vec<&Value> = v["warnings"]
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .filter(|w| w["check"] == "unresolved_extension_var")
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(unresolved.len(), 1, "{v}");
+    assert_eq!(
+        unresolved[0]["message"],
+        "dispatch.rules[1].claude-code.system_prompt: references $SORTIE_TEST_NEVER_SET_VAR, which is not set in the environment; it resolves to an empty string"
+    );
+
+    // The daemon runs the implement stage on the model the variable names.
+    let d = p.start_with_env(&[("SORTIE_TEST_STAGE_MODEL", "stage-model")]);
+    wait_for("the chain ends on the handoff state", LONG, || {
+        (p.issue_state("1") == "Review").then_some(())
+    });
+    let models: Vec<String> = std::fs::read_to_string(p.path("argv.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|c| {
+            let argv: Vec<String> = c["argv"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            argv.iter()
+                .position(|a| a == "--model")
+                .and_then(|i| argv.get(i + 1).cloned())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(models, vec![String::new(), "stage-model".to_string()]);
+    let v = d.get("/api/v1/runs?rule=implement").json();
+    assert_eq!(v["runs"][0]["configured_model"], "stage-model", "{v}");
     d.stop();
 }

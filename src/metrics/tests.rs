@@ -262,6 +262,7 @@ fn every_catalogue_family_has_help_and_type() {
     let m = Metrics::new(&AggregateTotals::default());
     m.worker_exit(RunStatus::Succeeded, 1.0);
     m.tool_call("Read", "success");
+    m.dispatch_rule_match("specify");
     m.self_review_session("pass");
     m.self_review_verification("make", 1.0);
     let t = m.render(&GaugeValues::default());

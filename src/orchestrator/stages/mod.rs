@@ -47,14 +47,27 @@ fn pass(
 /// The stage a budget hold keeps an issue on: the hold's own selection when it has one, else
 /// the target of a hop no run has picked up yet, else the selection the rules give the issue
 /// now. The pass is the hold's or the hop's; `""` when neither names one.
-fn held_route(issue: &Issue, route: Option<&Route>, hop: Option<&StageHop>, cfg: &ServiceConfig) -> (Route, String) {
+fn held_route(
+    issue: &Issue,
+    route: Option<&Route>,
+    hop: Option<&StageHop>,
+    cfg: &ServiceConfig,
+) -> (Route, String) {
     let pending = hop.filter(|h| !h.picked_up);
     if let Some(r) = route {
-        let via = r.lineage.as_ref().map(|l| l.previous.clone()).unwrap_or_default();
+        let via = r
+            .lineage
+            .as_ref()
+            .map(|l| l.previous.clone())
+            .unwrap_or_default();
         return (r.clone(), via);
     }
     let mut r = super::routing::select(issue, cfg, pending).route;
-    let via = r.lineage.as_ref().map(|l| l.previous.clone()).unwrap_or_default();
+    let via = r
+        .lineage
+        .as_ref()
+        .map(|l| l.previous.clone())
+        .unwrap_or_default();
     if let Some(h) = pending.filter(|h| h.target_rule == r.rule_name) {
         r.chain_id = h.chain_id.clone();
     }
@@ -63,11 +76,7 @@ fn held_route(issue: &Issue, route: Option<&Route>, hop: Option<&StageHop>, cfg:
 
 /// The live stage passes the state holds now: every running session whose rule is on a
 /// chain, and every budget hold whose stage is. A pass already written keeps its `since_ms`.
-pub fn live_passes(
-    state: &State,
-    cfg: &ServiceConfig,
-    now_ms: i64,
-) -> BTreeMap<String, LivePass> {
+pub fn live_passes(state: &State, cfg: &ServiceConfig, now_ms: i64) -> BTreeMap<String, LivePass> {
     let since = |id: &str, kind: LivePassKind, default: i64| {
         state
             .live_passes
@@ -81,8 +90,16 @@ pub fn live_passes(
         if !on_chain(cfg, &r.rule_name) {
             continue;
         }
-        let via = r.lineage.as_ref().map(|l| l.previous.as_str()).unwrap_or("");
-        let at = since(&e.facts.issue.id, LivePassKind::Session, e.facts.started_at_ms);
+        let via = r
+            .lineage
+            .as_ref()
+            .map(|l| l.previous.as_str())
+            .unwrap_or("");
+        let at = since(
+            &e.facts.issue.id,
+            LivePassKind::Session,
+            e.facts.started_at_ms,
+        );
         let (id, p) = pass(&e.facts.issue, LivePassKind::Session, r, via, at);
         out.insert(id, p);
     }

@@ -34,7 +34,12 @@ fn advanced_names_both_stages_and_the_label() {
     );
     let (_, v) = advanced(&facts(&i), &["stage-review".to_string()]);
     assert_eq!(v["result"], "partial");
-    assert!(v["message"].as_str().unwrap_or("").contains("removing stage-review failed"));
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("removing stage-review failed")
+    );
 }
 
 #[test]

@@ -269,7 +269,14 @@ fn chains_group_passes_with_a_hop_and_funnel_each_stage() {
     assert_eq!(
         by,
         vec![
-            ("pa", 2, "a", vec!["specify".into(), "implement".into()], 1, 0),
+            (
+                "pa",
+                2,
+                "a",
+                vec!["specify".into(), "implement".into()],
+                1,
+                0
+            ),
             ("pb", 2, "b", vec!["specify".into()], 0, 1),
         ]
     );
