@@ -112,6 +112,12 @@ fn a_two_stage_chain_serves_its_funnel_its_stage_event_and_the_rule_counter() {
     wait_for("the command's funnel shows the running pass", LONG, || {
         (cli_stats(&p)["chain_funnels"] == running).then_some(())
     });
+    // The body the OpenAPI document describes, strictly.
+    let doc = sortie::http::openapi::document();
+    let schema = sortie::http::openapi::response_schema(&doc, "/api/v1/stats", "get", "200")
+        .unwrap_or_else(|| panic!("no stats schema"));
+    common::schema_check::validate(schema, &from_route, &doc)
+        .unwrap_or_else(|e| panic!("stats body: {e}\n{from_route:#}"));
     let by_chain = &from_route["by_chain"];
     assert_eq!(by_chain.as_array().map(Vec::len), Some(1), "{by_chain}");
     let entry = &by_chain[0];
