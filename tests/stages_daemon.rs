@@ -360,4 +360,34 @@ fn an_unconfirmed_hop_holds_and_the_ceiling_stops_a_loop() {
         p.log().contains("stage hop not made"),
         "the ceiling is logged"
     );
+    // The refused hop is a `stage.not_advanced` event of the plan run that was due it.
+    let plan = d.get("/api/v1/runs?rule=plan").json();
+    let dispatch = plan["runs"][0]["dispatch_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let mut last = Value::Null;
+    d.wait_until("the stage.not_advanced event", LONG, || {
+        let ev = d.get(&format!("/api/v1/runs/{dispatch}/events")).json();
+        last = ev["events"]
+            .as_array()
+            .and_then(|e| e.last())
+            .cloned()
+            .unwrap_or_default();
+        last["event"] == "stage.not_advanced"
+    });
+    assert_eq!(
+        (
+            &last["reason"],
+            &last["result"],
+            &last["hop_count"],
+            &last["hop_ceiling"]
+        ),
+        (&json!("ceiling"), &json!("ceiling"), &json!(2), &json!(2)),
+        "{last}"
+    );
+    assert_eq!(
+        last["text"],
+        "Stayed on stage plan: a hop to implement would pass the hop ceiling of 2, so the issue was handed off."
+    );
 }

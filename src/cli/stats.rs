@@ -73,11 +73,13 @@ pub fn run(args: StatsArgs) -> i32 {
         ));
     }
     let workflow_path = wf.path.display().to_string();
+    let chains = wf.config.dispatch.chains();
     let report = match stats::build(&StatsRequest {
         db_path,
         workflow_path: &workflow_path,
         now_ms,
         range,
+        chains: &chains,
     }) {
         Ok(r) => r,
         Err(e) => {

@@ -135,8 +135,10 @@ fn build_inner(
             agent: &agent,
             reactions: &reactions,
             workflow_dir: ctx.workflow_dir,
+            env: ctx.env,
         },
         warnings,
+        &mut secret_values,
     )?;
 
     let mut cfg = ServiceConfig {

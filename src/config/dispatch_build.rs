@@ -19,6 +19,7 @@ use super::schema::{AgentConfig, TrackerConfig};
 mod chains;
 mod matcher;
 mod rules;
+pub mod settings_vars;
 mod templates;
 
 /// The label a parked issue gets (the orchestrator's `DEFAULT_PARKING_LABEL`; config sits
@@ -34,6 +35,8 @@ pub(super) struct DispatchInputs<'a> {
     pub agent: &'a AgentConfig,
     pub reactions: &'a ReactionsConfig,
     pub workflow_dir: &'a Path,
+    /// The environment `$VAR` in a rule's settings block reads.
+    pub env: &'a std::collections::BTreeMap<String, String>,
 }
 
 /// Builds `dispatch`; the default value when the block is absent or null.
@@ -41,6 +44,7 @@ pub(super) fn build_dispatch(
     raw: &Map<String, Value>,
     inputs: &DispatchInputs<'_>,
     warnings: &mut Vec<ConfigWarning>,
+    secrets: &mut Vec<String>,
 ) -> Result<DispatchConfig, ConfigError> {
     let block = match raw.get("dispatch") {
         None | Some(Value::Null) => return Ok(DispatchConfig::default()),
@@ -71,6 +75,7 @@ pub(super) fn build_dispatch(
     cfg.templates = templates::read_templates(&cfg, inputs.workflow_dir)?;
     max_sessions_advisory(&cfg, inputs.agent, warnings);
     settings_key_warnings(&cfg, &inputs.agent.kind, warnings);
+    settings_vars::resolve(&mut cfg, &inputs.agent.kind, inputs.env, warnings, secrets);
     Ok(cfg)
 }
 

@@ -149,6 +149,46 @@ impl StageHop {
     }
 }
 
+/// What holds a live stage pass: a running session of a stage rule, or a budget hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LivePassKind {
+    Session,
+    BudgetHold,
+}
+
+impl LivePassKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LivePassKind::Session => "session",
+            LivePassKind::BudgetHold => "budget_hold",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<LivePassKind> {
+        match s {
+            "session" => Some(LivePassKind::Session),
+            "budget_hold" => Some(LivePassKind::BudgetHold),
+            _ => None,
+        }
+    }
+}
+
+/// A stage pass that holds no retry entry (a queued retry carries its own chain and stage):
+/// kept in the `live_stage_passes` table so `sortie stats`, another process, can count the
+/// work on each stage that has not finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LivePass {
+    pub issue_id: String,
+    pub identifier: String,
+    pub kind: LivePassKind,
+    pub chain_id: String,
+    /// The stage rule the pass is on.
+    pub rule_name: String,
+    /// The rule whose hop reached the pass; `""` when no hop did.
+    pub via_rule: String,
+    pub since_ms: i64,
+}
+
 /// A new stage chain identifier: 26 lowercase base-32 characters (130 random bits).
 pub fn new_chain_id() -> String {
     let mut bytes = [0u8; 17];

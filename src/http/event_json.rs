@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::views::event::{EventView, ToolFields};
+use super::views::event::{EventView, StageFields, ToolFields};
 
 /// Longest message or tool argument served, in characters, before `…`.
 const MAX_CHARS: usize = crate::agent::text::MESSAGE_CHARS;
@@ -115,6 +115,23 @@ fn tool_result(
     (fields, line, format!("{t}."))
 }
 
+/// The hop decision a stage event records.
+fn stage_fields(get: &dyn Fn(&str) -> Option<String>, payload: &Value) -> StageFields {
+    let count = |k: &str| payload.get(k).and_then(Value::as_u64).unwrap_or(0);
+    StageFields {
+        issue_id: get("issue_id").unwrap_or_default(),
+        issue_identifier: get("issue_identifier").unwrap_or_default(),
+        source_rule: get("source_rule").unwrap_or_default(),
+        target_rule: get("target_rule").unwrap_or_default(),
+        target_label: get("target_label").unwrap_or_default(),
+        chain_id: get("chain_id").unwrap_or_default(),
+        hop_count: count("hop_count"),
+        hop_ceiling: count("hop_ceiling"),
+        result: get("result").unwrap_or_default(),
+        reason: get("reason"),
+    }
+}
+
 /// Builds the served event from its stored members (`payload` as the store keeps it or as the
 /// live event serializes).
 pub fn view(seq: i64, payload: &Value) -> EventView {
@@ -128,6 +145,7 @@ pub fn view(seq: i64, payload: &Value) -> EventView {
         message: message.clone(),
         session_id: None,
         tool: None,
+        stage: None,
         usage: None,
         text: String::new(),
         tool_line: None,
@@ -145,6 +163,10 @@ pub fn view(seq: i64, payload: &Value) -> EventView {
             v.tool = Some(fields);
             v.tool_line = Some(line);
             text
+        }
+        "stage.advanced" | "stage.not_advanced" => {
+            v.stage = Some(stage_fields(&get, payload));
+            message.clone()
         }
         "turn_completed" => with_message("Turn completed", &message),
         "turn_failed" => with_message("Turn failed", &message),

@@ -226,7 +226,11 @@ fn next_outcomes(snap: &Snapshot, found: &IssueRows<'_>) -> Vec<NextOutcome> {
     let cfg = &snap.config;
     let mut next = Vec::new();
     let mut add = |condition: String, text: String| next.push(NextOutcome { condition, text });
-    if let Some(r) = found.retry {
+    // A paused retry waits on the issue's state or a blocker, not on its due time: no pair.
+    let paused = found
+        .retry
+        .is_some_and(|r| r.error.as_deref().is_some_and(super::views::retry::paused));
+    if let Some(r) = found.retry.filter(|_| !paused) {
         let when = r.due_at_ms - snap.generated_at_ms;
         // Retry N starts the run the history records as attempt N + 1: both words, so the
         // retry queue and the run history never seem to disagree by one.

@@ -70,13 +70,16 @@ fn parse(url: &str, now_ms: i64) -> Result<(Range, Option<Period>), ApiError> {
 fn report_text(state: &AppState, url: &str) -> Result<String, ApiError> {
     let now_ms = state.clock.now_ms();
     let (range, period) = parse(url, now_ms)?;
-    let workflow_path = state.orch.snapshot().workflow_path.clone();
+    let snap = state.orch.snapshot();
+    // The funnels follow the dispatch rules in force now, so they follow a reload.
+    let chains = snap.config.dispatch.chains();
     let report = stats::build_by(
         &StatsRequest {
             db_path: state.store.path(),
-            workflow_path: &workflow_path,
+            workflow_path: &snap.workflow_path,
             now_ms,
             range,
+            chains: &chains,
         },
         period,
     )

@@ -40,6 +40,8 @@ pub const TRACKER_OPERATIONS: &[&str] = &[
 /// The `reason` label of `sortie_candidate_holds_total`: every hold reason a dispatch pass
 /// gives (the API's `hold.reason` values).
 pub const HOLD_REASONS: &[&str] = HoldCode::WORDS;
+/// The `layer` label of `sortie_dispatch_rule_match_total`.
+pub const RULE_MATCH_LAYERS: &[&str] = &["rule", "default", "fallback"];
 pub const SUCCESS_ERROR: &[&str] = &["success", "error"];
 pub const SUCCESS_ERROR_SKIPPED: &[&str] = &["success", "error", "skipped"];
 pub const COMMENT_LIFECYCLES: &[&str] = &["dispatch", "completion", "failure"];

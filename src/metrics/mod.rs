@@ -44,6 +44,7 @@ pub struct Metrics {
     poll_cycles: IntCounterVec,
     tracker_requests: IntCounterVec,
     candidate_holds: IntCounterVec,
+    rule_matches: IntCounterVec,
     handoffs: IntCounterVec,
     dispatch_transitions: IntCounterVec,
     tracker_comments: IntCounterVec,
@@ -63,6 +64,7 @@ pub struct Metrics {
     worker_duration: HistogramVec,
     verification_duration: HistogramVec,
     tool_names: FreeLabel,
+    rule_names: FreeLabel,
     commands: FreeLabel,
     verdicts: FreeLabel,
 }
@@ -133,6 +135,12 @@ impl Metrics {
                 "Candidates a dispatch pass held back, by hold reason (one per candidate per pass).",
                 "reason",
                 HOLD_REASONS,
+            ),
+            rule_matches: reg.counter_vec2(
+                "sortie_dispatch_rule_match_total",
+                "Dispatch routing resolutions, one per dispatched issue, by resolution layer (rule, default, fallback) and rule.",
+                ("layer", RULE_MATCH_LAYERS),
+                ("rule", &[]),
             ),
             handoffs: reg.counter_vec(
                 "sortie_handoff_transitions_total",
@@ -236,6 +244,7 @@ impl Metrics {
                 worker_buckets(),
             ),
             tool_names: FreeLabel::default(),
+            rule_names: FreeLabel::default(),
             commands: FreeLabel::default(),
             verdicts: FreeLabel::default(),
             reg,
@@ -402,6 +411,21 @@ impl Metrics {
     pub fn candidate_hold(&self, reason: &str) {
         self.candidate_holds
             .with_label_values(&[bounded(reason, HOLD_REASONS)])
+            .inc();
+    }
+
+    /// A dispatch's routing resolution: `rule_name` is the selection's rule, `"default"` for
+    /// the `dispatch.default` block, `""` for the workflow-wide agent (layer `fallback`, rule
+    /// `<none>`). Rule names come from the workflow; a capped set keeps reloads from growing
+    /// the series without bound.
+    pub fn dispatch_rule_match(&self, rule_name: &str) {
+        let (layer, rule) = match rule_name {
+            "" => ("fallback", "<none>".to_string()),
+            crate::config::dispatch::DEFAULT_RULE_NAME => ("default", rule_name.to_string()),
+            name => ("rule", self.rule_names.admit(name)),
+        };
+        self.rule_matches
+            .with_label_values(&[layer, rule.as_str()])
             .inc();
     }
 

@@ -262,6 +262,7 @@ fn every_catalogue_family_has_help_and_type() {
     let m = Metrics::new(&AggregateTotals::default());
     m.worker_exit(RunStatus::Succeeded, 1.0);
     m.tool_call("Read", "success");
+    m.dispatch_rule_match("specify");
     m.self_review_session("pass");
     m.self_review_verification("make", 1.0);
     let t = m.render(&GaugeValues::default());
@@ -281,6 +282,7 @@ fn every_catalogue_family_has_help_and_type() {
         ("sortie_poll_cycles_total", "counter"),
         ("sortie_tracker_requests_total", "counter"),
         ("sortie_candidate_holds_total", "counter"),
+        ("sortie_dispatch_rule_match_total", "counter"),
         ("sortie_handoff_transitions_total", "counter"),
         ("sortie_dispatch_transitions_total", "counter"),
         ("sortie_tracker_comments_total", "counter"),

@@ -24,6 +24,7 @@ pub mod self_review;
 pub mod session_cost;
 pub mod snapshot;
 pub mod spend_ceiling;
+pub mod stages;
 pub mod state;
 pub mod supervisor;
 pub mod tracker_ops;

@@ -638,6 +638,8 @@ pub struct State {
     pub agent_holds: super::agent_holds::AgentHolds,
     /// Issues the failure breaker holds, by issue id.
     pub failure_held: BTreeMap<String, super::failure_holds::FailureHold>,
+    /// The live stage passes last written to the database, by issue id.
+    pub live_passes: BTreeMap<String, crate::domain::stage::LivePass>,
     /// Each issue's streak of failed runs with one cause.
     pub failure_streaks: super::failure_holds::Streaks,
     /// Each issue's count of withheld handoffs in a row.

@@ -78,6 +78,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "012_triage_answers",
         sql: include_str!("../../sql/012_triage_answers.sql"),
     },
+    Migration {
+        version: 13,
+        name: "013_stage_passes",
+        sql: include_str!("../../sql/013_stage_passes.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.

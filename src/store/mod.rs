@@ -31,6 +31,7 @@ pub mod scrub;
 mod sessions;
 mod spend_window;
 mod stage_hops;
+mod stage_passes;
 pub mod stats;
 mod time;
 mod usage_holds;

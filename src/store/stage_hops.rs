@@ -6,6 +6,7 @@ use rusqlite::{Connection, Row, named_params};
 use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::json;
+use super::stage_passes;
 
 use crate::domain::stage::{StageHop, StageOutcome};
 
@@ -22,6 +23,20 @@ pub enum StageHopWrite {
         target: String,
         result: String,
     },
+    /// Saves the issue's live stage pass (a running stage session or a budget hold).
+    LivePass(Box<crate::domain::stage::LivePass>),
+    /// Drops the issue's live stage pass.
+    EndLivePass(String),
+    /// Empties the live stage passes (daemon start).
+    ClearLivePasses,
+    /// Adds a stage event (`stage.advanced`, `stage.not_advanced`) to the run that reached
+    /// the hop decision.
+    RunEvent {
+        dispatch_id: String,
+        at_ms: i64,
+        event_type: String,
+        payload: serde_json::Value,
+    },
 }
 
 impl StageHopWrite {
@@ -30,6 +45,10 @@ impl StageHopWrite {
             StageHopWrite::Save(h) => &h.issue_id,
             StageHopWrite::Delete(id) => id,
             StageHopWrite::RunStage { dispatch_id, .. } => dispatch_id,
+            StageHopWrite::LivePass(p) => &p.issue_id,
+            StageHopWrite::EndLivePass(id) => id,
+            StageHopWrite::ClearLivePasses => "",
+            StageHopWrite::RunEvent { dispatch_id, .. } => dispatch_id,
         }
     }
 }
@@ -56,6 +75,24 @@ pub(crate) fn apply(conn: &Connection, w: &StageHopWrite) -> Result<(), StoreErr
                 rusqlite::params![dispatch_id, target, result],
             )
             .ctx("record the run's stage hop")?;
+            Ok(())
+        }
+        StageHopWrite::LivePass(p) => stage_passes::save(conn, p),
+        StageHopWrite::EndLivePass(id) => stage_passes::end(conn, id),
+        StageHopWrite::ClearLivePasses => stage_passes::clear(conn),
+        StageHopWrite::RunEvent {
+            dispatch_id,
+            at_ms,
+            event_type,
+            payload,
+        } => {
+            if !stage_passes::append_run_event(conn, dispatch_id, *at_ms, event_type, payload)? {
+                log::info!(
+                    dispatch_id:% = dispatch_id,
+                    event:% = event_type;
+                    "stage event not added: the run has no stored events"
+                );
+            }
             Ok(())
         }
     }

@@ -29,6 +29,26 @@ pub struct ToolFields {
     pub tool_error: bool,
 }
 
+/// The members of a `stage.advanced` / `stage.not_advanced` event: the hop decision the run's
+/// exit reached.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct StageFields {
+    pub issue_id: String,
+    pub issue_identifier: String,
+    pub source_rule: String,
+    pub target_rule: String,
+    pub target_label: String,
+    pub chain_id: String,
+    /// The issue's consecutive hops: with this one when it was made, before it otherwise.
+    pub hop_count: u64,
+    pub hop_ceiling: u64,
+    /// `advanced`, `partial`, `failed` or `ceiling` (the run's `stage_result`).
+    pub result: String,
+    /// `stage.not_advanced` only: `ceiling` or `add_failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// One agent event as served.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 #[schemars(rename = "RunEvent")]
@@ -45,6 +65,9 @@ pub struct EventView {
     /// `tool_result` only.
     #[serde(flatten)]
     pub tool: Option<ToolFields>,
+    /// `stage.advanced` and `stage.not_advanced` only.
+    #[serde(flatten)]
+    pub stage: Option<StageFields>,
     /// Turn-ending events only: the run's totals so far, `null` while unmeasured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Option<UsageTotals>>,

@@ -73,9 +73,18 @@ impl RetryView {
             configured_model: names.configured_model,
             stage_lineage: lineage(&r.route),
             stage_position: stages.of_route(&r.route, &r.issue.id),
-            paused: false,
+            paused: error.is_some_and(paused),
         }
     }
+}
+
+/// Whether the retry was last put back because its issue's state or an open blocker does not
+/// permit dispatching it (its error is one of the two pause reasons).
+pub(crate) fn paused(error: &str) -> bool {
+    use crate::domain::RescheduleReason as R;
+    [R::ReactionPausedByBlocker, R::ReactionPausedByState]
+        .iter()
+        .any(|r| r.as_str() == error)
 }
 
 /// A continuation of a reaction other than CI serves no `trigger`: its `reaction_kind` says
@@ -151,5 +160,18 @@ mod tests {
         let v = retry(RetryTrigger::Continuation, Some(ReactionKind::LabelReview));
         assert_eq!(v["reaction_config_key"], "label_commands");
         assert!(v.get("trigger").is_none());
+    }
+}
+
+#[cfg(test)]
+mod paused_tests {
+    use super::paused;
+
+    #[test]
+    fn only_the_two_pause_reasons_read_as_paused() {
+        assert!(paused("reaction retry paused by an open blocking issue"));
+        assert!(paused("reaction retry paused by issue state"));
+        assert!(!paused("no available orchestrator slots"));
+        assert!(!paused("worker exited: agent_turn_failed: boom"));
     }
 }

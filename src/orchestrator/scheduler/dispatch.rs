@@ -150,6 +150,11 @@ impl Orchestrator {
             },
         );
         self.state.totals.dispatches += 1;
+        // A poll-tick dispatch is where a claim's selection is resolved; retries and
+        // continuations reuse the frozen one.
+        if cause == super::super::state::DispatchCause::PollTick {
+            self.metrics.dispatch_rule_match(&attempt_route.rule_name);
+        }
         // The session counts from here on, whatever happens to sortie: its row (with the
         // dispatch id) is committed before the agent can be spawned.
         if let Some(e) = self.state.running.get(&issue.id)

@@ -17,6 +17,7 @@ mod reconcile;
 mod retry;
 mod spend;
 mod stage_hop;
+mod stage_passes;
 mod tick;
 mod triage;
 
@@ -269,6 +270,7 @@ impl Orchestrator {
     /// Restores retries, totals, parks, outcomes and usage holds from the database, then removes
     /// workspaces of issues that became terminal while sortie was down.
     fn warm_start(&mut self) {
+        self.clear_live_passes();
         match persist::load_warm_start(&self.store) {
             Ok(ws) => {
                 for r in ws.retries {
@@ -833,6 +835,7 @@ impl Orchestrator {
 
     /// Publishes a snapshot rebuilt from the whole state.
     fn publish(&mut self) {
+        self.sync_live_passes();
         self.state.revision += 1;
         let mut snap = Snapshot::build(
             &self.state,

@@ -23,6 +23,9 @@ struct RetryReads {
 
 /// The retries' issues, and the blocker lists the tracker left unread (at most the pass's
 /// read budget).
+/// The attempt at which a reaction retry that is still paused is dropped.
+const MAX_PAUSED_ATTEMPT: u32 = 10;
+
 fn read_retry_issues(tracker: &dyn TrackerAdapter, ids: &[String]) -> RetryReads {
     let issues = tracker.fetch_issues_by_ids(ids);
     let mut read = crate::orchestrator::dispatch_pass::tracker_reader(tracker);
@@ -380,10 +383,17 @@ impl Orchestrator {
             .handoff_state
             .clone()
             .filter(|h| info.reaction.is_some() && state_eq(h, &issue.state));
-        if !issue.is_dispatchable_shape()
-            || !(state_in(&issue.state, &cfg.active_states) || handoff.is_some())
-            || state_in(&issue.state, &cfg.terminal_states)
+        let terminal = state_in(&issue.state, &cfg.terminal_states);
+        let eligible_state = state_in(&issue.state, &cfg.active_states) || handoff.is_some();
+        if info.reaction.is_some() && issue.is_dispatchable_shape() && !terminal && !eligible_state
         {
+            // A person moved the issue to a state that is neither active nor the handoff
+            // state: the reaction's retry waits rather than losing the reaction's work.
+            input.note_queued(&id, &info.issue.identifier);
+            self.pause_reaction_retry(info, RescheduleReason::ReactionPausedByState);
+            return;
+        }
+        if !issue.is_dispatchable_shape() || !eligible_state || terminal {
             persist::delete_retry(&self.store, &id);
             return;
         }
@@ -460,6 +470,11 @@ impl Orchestrator {
                 let due = self.spend_retry_due_ms(a, resets_at_ms);
                 self.reschedule_at(info, a, RescheduleReason::SpendCeiling, Some(due));
             }
+            Some(Decision::Held(HoldReason::BlockedBy(_))) if info.reaction.is_some() => {
+                // An open blocking issue pauses a reaction's retry instead of dropping it.
+                input.note_queued(&id, &info.issue.identifier);
+                self.pause_reaction_retry(info, RescheduleReason::ReactionPausedByBlocker);
+            }
             Some(Decision::Held(HoldReason::BlockedBy(_)))
             | Some(Decision::Held(HoldReason::BlockersUnresolved))
             | Some(Decision::Held(HoldReason::BlockersNotRead))
@@ -483,6 +498,26 @@ impl Orchestrator {
                 persist::delete_retry(&self.store, &id);
             }
         }
+    }
+
+    /// Puts a reaction's retry back paused (its `error` is the reason, which serves
+    /// `paused: true`), advancing its attempt as the reference's table says. One that is still
+    /// paused at attempt [`MAX_PAUSED_ATTEMPT`] is dropped: its backoff has long reached the
+    /// cap, and the issue's next poll tick (or a person) decides what happens to it.
+    fn pause_reaction_retry(&mut self, info: RetryInfo, reason: RescheduleReason) {
+        if info.attempt >= MAX_PAUSED_ATTEMPT {
+            log::info!(
+                issue_id:% = info.issue.id,
+                issue_identifier:% = info.issue.identifier,
+                attempt:% = info.attempt,
+                reason:% = reason.to_string();
+                "reaction retry dropped, still paused"
+            );
+            persist::delete_retry(&self.store, &info.issue.id);
+            return;
+        }
+        let a = info.attempt;
+        self.reschedule(info, a, reason);
     }
 
     /// Makes a queued retry due now through the timer path; `reply` is answered once the

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::domain::stage::{HopResult, StageHop, StageOutcome, new_chain_id};
+use crate::orchestrator::stages;
 
 /// A stage hop a successful exit would make, decided on `orch` from the configuration in
 /// force: the labels it writes are written off it ([`HopPlan::write`]) and the outcome
@@ -141,19 +142,34 @@ impl Orchestrator {
             );
             result
         };
+        let event_facts = |hop_count| stages::HopFacts {
+            issue,
+            source_rule: &plan.source_rule,
+            target_rule: &plan.target_rule,
+            target_label: label,
+            chain_id: &facts.route.chain_id,
+            hop_count,
+            ceiling: plan.ceiling,
+        };
         let (labels, left) = match write {
             HopWrite::Ceiling => {
                 let r = not_made(HopResult::Ceiling, "ceiling");
                 persist::set_run_stage(&self.store, &facts.dispatch_id, &plan.target_rule, r);
+                let ev = stages::not_advanced(&event_facts(plan.count), &stages::NotMade::Ceiling);
+                self.add_stage_event(&facts.dispatch_id, ev);
                 return false;
             }
             HopWrite::AddFailed(e) => {
                 let r = not_made(HopResult::Failed, &format!("add_failed: {e}"));
                 persist::set_run_stage(&self.store, &facts.dispatch_id, &plan.target_rule, r);
+                let why = stages::NotMade::AddFailed(e);
+                let ev = stages::not_advanced(&event_facts(plan.count), &why);
+                self.add_stage_event(&facts.dispatch_id, ev);
                 return false;
             }
             HopWrite::Made { labels, left } => (labels, left),
         };
+        let ev = stages::advanced(&event_facts(plan.count + 1), &left);
         let result = if left.is_empty() {
             HopResult::Advanced
         } else {
@@ -193,9 +209,29 @@ impl Orchestrator {
         );
         persist::save_stage_hop(&self.store, &hop);
         persist::set_run_stage(&self.store, &facts.dispatch_id, &plan.target_rule, result);
+        self.add_stage_event(&facts.dispatch_id, ev);
         self.state.stage_hops.insert(issue.id.clone(), hop);
         self.drop_issue_reactions(&issue.id);
         true
+    }
+
+    /// Adds a stage event to the stored events of the run that reached the hop decision (the
+    /// run events route, the issue page and the event stream serve it from there).
+    fn add_stage_event(&self, dispatch_id: &str, (event_type, payload): (&str, serde_json::Value)) {
+        let w = crate::store::StageHopWrite::RunEvent {
+            dispatch_id: dispatch_id.to_string(),
+            at_ms: self.clock.now_ms(),
+            event_type: event_type.to_string(),
+            payload,
+        };
+        if let Err(e) = self.store.writer().stage_hop(w) {
+            log::warn!(
+                dispatch_id:% = dispatch_id,
+                event:% = event_type,
+                error:% = e.to_string();
+                "stage event not saved"
+            );
+        }
     }
 
     /// The hop belongs to the claim being released: its pending reactions go with it.

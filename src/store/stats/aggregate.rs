@@ -4,9 +4,10 @@
 
 use std::collections::HashSet;
 
+use super::chains::{ChainTally, LiveStages};
 use super::extras::{ReviewTally, SkillTally};
 use super::range::Range;
-use super::report::{NoEntries, StatsReport, Summary, ratio};
+use super::report::{StatsReport, Summary, ratio};
 use super::rows::StatRun;
 use super::spend::{Period, SpendTally};
 use super::tally::{Breakdown, Share, Tally};
@@ -62,14 +63,18 @@ pub struct Aggregate {
     spend: SpendTally,
     skills: SkillTally,
     review: ReviewTally,
+    chains: ChainTally,
     /// The spend period asked for; `None`: by the range's span.
     period: Option<Period>,
 }
 
 impl Aggregate {
-    pub fn with_period(period: Option<Period>) -> Aggregate {
+    /// An aggregate whose spend buckets are by `period` and whose funnels follow `chains`
+    /// (the dispatch rules' chains in force).
+    pub fn new(period: Option<Period>, chains: &[Vec<String>]) -> Aggregate {
         Aggregate {
             period,
+            chains: ChainTally::new(chains),
             ..Aggregate::default()
         }
     }
@@ -97,6 +102,7 @@ impl Aggregate {
         self.spend.add(r);
         self.skills.add(r);
         self.review.add(r);
+        self.chains.add(r);
     }
 
     fn summary(&self) -> Summary {
@@ -128,7 +134,15 @@ impl Aggregate {
         }
     }
 
-    pub fn finish(&self, header: Header, range: &Range) -> StatsReport {
+    /// The report; `chains` and `live` are the chains in force and the passes on their
+    /// stages now.
+    pub fn finish(
+        &self,
+        header: Header,
+        range: &Range,
+        chains: &[Vec<String>],
+        live: &LiveStages,
+    ) -> StatsReport {
         let all = self.summary.runs;
         let at = |ms: Option<i64>| ms.and_then(super::instant_text);
         StatsReport {
@@ -146,8 +160,8 @@ impl Aggregate {
             by_rule: self.by_rule.groups(all),
             by_template: self.by_template.groups(all),
             by_model: self.by_model.groups(all),
-            by_chain: NoEntries,
-            chain_funnels: NoEntries,
+            by_chain: self.chains.groups(all),
+            chain_funnels: self.chains.funnels(chains, live),
             by_trigger: self.by_trigger.groups(all),
             by_origin: self.by_origin.groups(all),
             by_provenance: self.by_provenance.groups(all),

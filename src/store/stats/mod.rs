@@ -3,7 +3,8 @@
 //! connection), scans the runs completed in a range once, and builds the report: counts,
 //! success rate, duration percentiles, token sums and the cost recorded with each run, spend
 //! per UTC day or month, and breakdowns by status, agent kind, dispatch rule, prompt template,
-//! model, retry trigger, run origin and usage provenance.
+//! model, retry trigger, run origin, usage provenance and stage chain, and a funnel per
+//! stage chain.
 //!
 //! Nothing is priced here: a run's cost is the `estimated_cost_usd` frozen when it was
 //! recorded. Recorded CI results (`ci_failed` rows) are not agent runs and are left out.
@@ -15,6 +16,7 @@
 //! run was recorded without as `<unknown>`.
 
 mod aggregate;
+pub mod chains;
 mod extras;
 pub mod range;
 pub mod report;
@@ -76,6 +78,8 @@ pub struct StatsRequest<'a> {
     pub workflow_path: &'a str,
     pub now_ms: i64,
     pub range: Range,
+    /// The stage chains of the dispatch rules in force (the funnels follow them).
+    pub chains: &'a [Vec<String>],
 }
 
 /// Builds the report over a connection of its own, closed when it returns.
@@ -88,8 +92,9 @@ pub fn build(req: &StatsRequest<'_>) -> Result<StatsReport, StatsError> {
 pub fn build_by(req: &StatsRequest<'_>, period: Option<Period>) -> Result<StatsReport, StatsError> {
     let conn = connection::open_read_only(req.db_path)?;
     let warnings = schema_warnings(&conn)?;
-    let mut agg = aggregate::Aggregate::with_period(period);
+    let mut agg = aggregate::Aggregate::new(period, req.chains);
     rows::for_each_run(&conn, &req.range, |r| agg.add(&r))?;
+    let live = chains::read_live(&conn)?;
     let header = Header {
         generated_at: instant_text(req.now_ms).unwrap_or_default(),
         workflow_path: req.workflow_path.to_string(),
@@ -97,12 +102,12 @@ pub fn build_by(req: &StatsRequest<'_>, period: Option<Period>) -> Result<StatsR
         schema_tier: "full".into(),
         warnings,
     };
-    Ok(agg.finish(header, &req.range))
+    Ok(agg.finish(header, &req.range, req.chains, &live))
 }
 
 /// The report over no runs (the OpenAPI document's example).
 pub fn empty(header: Header, range: &Range) -> StatsReport {
-    aggregate::Aggregate::default().finish(header, range)
+    aggregate::Aggregate::default().finish(header, range, &[], &chains::LiveStages::new())
 }
 
 /// Refuses a schema without the report's columns; warns about one newer than this build.

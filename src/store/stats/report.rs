@@ -3,10 +3,8 @@
 //! Member order is the served order. Figures are rounded once, here: money to 9 decimals,
 //! rates and shares to 4, means to 2, durations in seconds to 3.
 
-use std::borrow::Cow;
-
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::{Serialize, Serializer};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -29,9 +27,10 @@ pub struct StatsReport {
     pub by_rule: Vec<Group>,
     pub by_template: Vec<Group>,
     pub by_model: Vec<Group>,
-    /// Stage chains: this build defines none.
-    pub by_chain: NoEntries,
-    pub chain_funnels: NoEntries,
+    /// The passes in which a stage hop was due or made.
+    pub by_chain: Vec<super::chains::ChainGroup>,
+    /// One funnel per stage chain of the dispatch rules in force.
+    pub chain_funnels: Vec<super::chains::ChainFunnel>,
     pub by_trigger: Vec<Group>,
     pub by_origin: Vec<Group>,
     pub by_provenance: Vec<Group>,
@@ -185,29 +184,6 @@ pub struct SelfReview {
 pub struct VerdictEntry {
     pub name: String,
     pub runs: u64,
-}
-
-/// A list this build always serves empty (stage chains).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NoEntries;
-
-impl Serialize for NoEntries {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        s.serialize_seq(Some(0))?.end()
-    }
-}
-
-impl JsonSchema for NoEntries {
-    fn schema_name() -> Cow<'static, str> {
-        "StatsNoEntries".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({"type": "array", "maxItems": 0})
-    }
 }
 
 /// Rounds to `places` decimals.

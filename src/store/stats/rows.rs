@@ -108,6 +108,13 @@ pub struct StatRun {
     pub provenance: Option<Vec<String>>,
     pub skills: Option<Vec<SkillCall>>,
     pub review: Review,
+    /// The pass's stage chain identifier (`""` when recorded without one).
+    pub chain_id: String,
+    /// The rule a hop decision of the run's exit targeted; `""` when it reached none.
+    pub stage_target: String,
+    /// What became of that hop (`advanced`, `partial`, `failed`, `ceiling`).
+    pub stage_result: String,
+    pub identifier: String,
 }
 
 impl StatRun {
@@ -126,7 +133,8 @@ const COLUMNS: &str = "issue_id, status, started_at, completed_at, turns_complet
     tokens_measured, unaccounted_turns, usage_completeness, unmeasured_cause,
     usage_provenance, vendor_amounts, model_usage, skills, review_metadata,
     estimated_cost_usd, cost_status, agent_adapter, rule_name, template, configured_model,
-    reported_model, retry_trigger, dispatch_id";
+    reported_model, retry_trigger, dispatch_id, chain_id, stage_target, stage_result,
+    identifier";
 
 /// Calls `each` with every run completed in `range`, in the order SQLite scans them.
 pub fn for_each_run(
@@ -218,6 +226,10 @@ fn read_columns(r: &Row<'_>) -> rusqlite::Result<Result<StatRun, StoreError>> {
         provenance: provenance(r.get(14)?),
         skills: skills(r.get(17)?),
         review: review(r.get(18)?),
+        chain_id: r.get(28)?,
+        stage_target: r.get(29)?,
+        stage_result: r.get(30)?,
+        identifier: r.get(31)?,
     }))
 }
 

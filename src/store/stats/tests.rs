@@ -17,6 +17,7 @@ fn request(db: &Path) -> StatsRequest<'_> {
         workflow_path: "/srv/WORKFLOW.md",
         now_ms: T0,
         range: Range::default(),
+        chains: &[],
     }
 }
 
@@ -215,4 +216,81 @@ fn hour_buckets_carry_tokens_outcomes_and_cost() {
     };
     assert!(!Period::Hour.fits(&wide, T0));
     assert!(Period::Day.fits(&Range::default(), T0));
+}
+
+fn staged(issue: &str, chain: &str, rule: &str, target: &str, result: &str, at: i64) -> RunRecord {
+    RunRecord {
+        chain_id: chain.into(),
+        rule_name: rule.into(),
+        stage_target: target.into(),
+        stage_result: result.into(),
+        ..run(issue, RunStatus::Succeeded, at, 10)
+    }
+}
+
+#[test]
+fn chains_group_passes_with_a_hop_and_funnel_each_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(".sortie.db");
+    let store = Store::open(&db, Arc::new(ManualClock::new(T0))).unwrap();
+    let mut failed = staged("b", "pb", "specify", "", "", T0 + 4_000);
+    failed.status = RunStatus::Failed;
+    for r in [
+        staged("a", "pa", "specify", "implement", "advanced", T0),
+        staged("a", "pa", "implement", "", "", T0 + 1_000),
+        staged("b", "pb", "specify", "implement", "ceiling", T0 + 2_000),
+        failed,
+        // A pass on no chain: neither listed nor funnelled.
+        staged("c", "pc", "", "", "", T0 + 3_000),
+    ] {
+        store.writer().record_run(r, Vec::new()).unwrap();
+    }
+    store.close().unwrap();
+    let chains = vec![vec!["specify".to_string(), "implement".to_string()]];
+    let r = build(&StatsRequest {
+        chains: &chains,
+        ..request(&db)
+    })
+    .unwrap();
+    let by: Vec<_> = r
+        .by_chain
+        .iter()
+        .map(|c| {
+            (
+                c.group.name.as_str(),
+                c.group.runs,
+                c.issue_identifier.as_str(),
+                c.rules.clone(),
+                c.hops_made,
+                c.hops_not_made,
+            )
+        })
+        .collect();
+    assert_eq!(
+        by,
+        vec![
+            (
+                "pa",
+                2,
+                "a",
+                vec!["specify".into(), "implement".into()],
+                1,
+                0
+            ),
+            ("pb", 2, "b", vec!["specify".into()], 0, 1),
+        ]
+    );
+    let v = serde_json::to_value(&r.chain_funnels).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!([{"chain": ["specify", "implement"], "stages": [
+            {"rule": "specify", "passes": 2, "succeeded": 2, "advanced": 1, "not_advanced": 1,
+             "running": 0, "queued": 0, "budget_held": 0},
+            {"rule": "implement", "passes": 1, "succeeded": 1, "advanced": 0, "not_advanced": 0,
+             "running": 0, "queued": 0, "budget_held": 0}]}])
+    );
+    // A by_chain entry carries every member of a breakdown group, then its own.
+    let first = serde_json::to_value(&r.by_chain[0]).unwrap();
+    assert_eq!(first["name"], "pa");
+    assert_eq!(first["share"], 0.4);
 }
