@@ -98,6 +98,10 @@ pub fn bwrap_argv(
     if sb.network == Network::None {
         a.push(&["--unshare-net"]);
     }
+    // bwrap applies mounts in order: the private /tmp and /var/tmp come first, so an agent
+    // program or a workspace that lives under them is bound on top, not hidden.
+    a.push(&["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]);
+    a.push(&["--tmpfs", "/var/tmp", "--setenv", "TMPDIR", "/tmp"]);
     system(&mut a);
     for dir in install_dirs(program, args) {
         a.ro_bind(&dir);
@@ -112,8 +116,6 @@ pub fn bwrap_argv(
             a.mask(p);
         }
     }
-    a.push(&["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]);
-    a.push(&["--tmpfs", "/var/tmp", "--setenv", "TMPDIR", "/tmp"]);
     for v in UNSET {
         a.push(&["--unsetenv", v]);
     }
@@ -292,6 +294,27 @@ mod tests {
         assert!(w.contains(&"/tmp/ws/A-1/.sortie/home".to_string()));
         assert!(!w.contains(&"--unshare-net".to_string()));
         assert_eq!(w[w.len() - 1], "/bin/true");
+    }
+
+    #[test]
+    fn a_program_under_tmp_is_bound_after_the_private_tmp() {
+        let dir = Path::new("/tmp").join(format!("sortie-argv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let program = dir.join("agent");
+        std::fs::write(&program, "").unwrap();
+        let w = words(&bwrap_argv(
+            &Sandbox::default(),
+            None,
+            &program.to_string_lossy(),
+            &[],
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = w.iter().position(|s| s == "/tmp").unwrap_or(usize::MAX);
+        let bound = w
+            .iter()
+            .position(|s| *s == dir.to_string_lossy())
+            .unwrap_or(0);
+        assert!(tmp < bound, "{w:?}");
     }
 
     #[test]
