@@ -233,13 +233,18 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
     ];
     for group in faults {
         let label = format!("{:?}", group[0]);
-        for f in group {
-            fake.push_fault("GET", ISSUES, f);
-        }
-        poll_health::fails_then_recovers(&d, &label, WAIT, |error| {
-            assert!(error.contains("tracker: gitea:"), "{label}: {error}");
-            assert!(!error.contains(TOKEN));
-        });
+        poll_health::fails_then_recovers(
+            &d,
+            &fake,
+            ("GET", ISSUES),
+            &group,
+            &label,
+            WAIT,
+            |error| {
+                assert!(error.contains("tracker: gitea:"), "{label}: {error}");
+                assert!(!error.contains(TOKEN));
+            },
+        );
         assert_eq!(fake.pending_faults("GET", ISSUES), 0, "{label}");
     }
     // The 429s are remembered in the tracker's health.

@@ -218,10 +218,7 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
     ];
     for group in faults {
         let label = format!("{:?}", group[0]);
-        for f in group {
-            fake.push_fault("GET", path, f);
-        }
-        poll_health::fails_then_recovers(&d, &label, WAIT, |error| {
+        poll_health::fails_then_recovers(&d, &fake, ("GET", path), &group, &label, WAIT, |error| {
             assert!(error.contains("tracker: github:"), "{label}: {error}");
             assert!(!error.contains(TOKEN));
         });
@@ -292,17 +289,21 @@ fn a_poll_past_its_byte_caps_fails_naming_the_cap() {
     });
     let path = "/repos/owner/repo/issues";
     let big = fake_github::issue_json(1, &"x".repeat(200 * 1024), &["backlog"], false);
-    fake.push_fault(
-        "GET",
-        path,
-        Fault::Status(Reply::json(200, &serde_json::json!([big]))),
-    );
-    poll_health::fails_then_recovers(&d, "an answer over its cap", WAIT, |error| {
-        assert!(
+    let oversized = [Fault::Status(Reply::json(200, &serde_json::json!([big])))];
+    poll_health::fails_then_recovers(
+        &d,
+        &fake,
+        ("GET", path),
+        &oversized,
+        "an answer over its cap",
+        WAIT,
+        |error| {
+            assert!(
             error.contains("is over the 128 KiB one answer may take (an eighth of tracker.max_poll_bytes, 1 MiB)"),
             "{error}"
         );
-    });
+        },
+    );
     // Pages of about 100 KiB each, 1.2 MiB together, of issues that are never candidates.
     let title = "t".repeat(1500);
     fake.with_state(|s| {

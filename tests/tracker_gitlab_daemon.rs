@@ -206,13 +206,18 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
     ];
     for group in faults {
         let label = format!("{:?}", group[0]);
-        for f in group {
-            fake.push_fault("GET", &path, f);
-        }
-        poll_health::fails_then_recovers(&d, &label, WAIT, |error| {
-            assert!(error.contains("tracker: gitlab:"), "{label}: {error}");
-            assert!(!error.contains(TOKEN));
-        });
+        poll_health::fails_then_recovers(
+            &d,
+            &fake,
+            ("GET", &path),
+            &group,
+            &label,
+            WAIT,
+            |error| {
+                assert!(error.contains("tracker: gitlab:"), "{label}: {error}");
+                assert!(!error.contains(TOKEN));
+            },
+        );
         assert_eq!(fake.pending_faults("GET", &path), 0, "{label}");
     }
     let s = d.wait_state("the latest state", WAIT, |_| true);

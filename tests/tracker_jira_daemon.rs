@@ -200,14 +200,19 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
     ];
     for (group, wanted) in faults {
         let label = format!("{:?}", group[0]);
-        for f in group {
-            fake.push_fault("GET", SEARCH, f);
-        }
-        poll_health::fails_then_recovers(&d, &label, WAIT, |error| {
-            assert!(error.contains("tracker: jira:"), "{label}: {error}");
-            assert!(error.contains(wanted), "{label}: {error}");
-            assert!(!error.contains(fake_jira::TOKEN));
-        });
+        poll_health::fails_then_recovers(
+            &d,
+            &fake,
+            ("GET", SEARCH),
+            &group,
+            &label,
+            WAIT,
+            |error| {
+                assert!(error.contains("tracker: jira:"), "{label}: {error}");
+                assert!(error.contains(wanted), "{label}: {error}");
+                assert!(!error.contains(fake_jira::TOKEN));
+            },
+        );
         assert_eq!(fake.pending_faults("GET", SEARCH), 0, "{label}");
     }
     // Recovery dispatches as usual, and every write was sent once.

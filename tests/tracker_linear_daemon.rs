@@ -181,14 +181,19 @@ fn faults_show_in_the_poll_health_and_the_next_poll_recovers() {
     ];
     for (group, wanted) in faults {
         let label = format!("{:?}", group[0]);
-        for f in group {
-            fake.push_fault("POST", fake_linear::PATH, f);
-        }
-        poll_health::fails_then_recovers(&d, &label, WAIT, |error| {
-            assert!(error.contains("tracker: linear:"), "{label}: {error}");
-            assert!(error.contains(wanted), "{label}: {error}");
-            assert!(!error.contains(fake_linear::TOKEN));
-        });
+        poll_health::fails_then_recovers(
+            &d,
+            &fake,
+            ("POST", fake_linear::PATH),
+            &group,
+            &label,
+            WAIT,
+            |error| {
+                assert!(error.contains("tracker: linear:"), "{label}: {error}");
+                assert!(error.contains(wanted), "{label}: {error}");
+                assert!(!error.contains(fake_linear::TOKEN));
+            },
+        );
         assert_eq!(fake.pending_faults("POST", fake_linear::PATH), 0, "{label}");
     }
     fake.with_state(|s| {

@@ -7,11 +7,31 @@ use std::time::Duration;
 use super::daemon::Daemon;
 use super::fake_server::{FakeServer, Fault};
 
-/// Waits for the poll to fail, checks the failure's members and hands its error text to
-/// `check_error`, then waits for the poll to pass again.
-pub fn fails_then_recovers(d: &Daemon, label: &str, wait: Duration, check_error: impl Fn(&str)) {
+/// Queues `group` on `method path`, waits for the poll to fail, checks the failure's members
+/// and hands its error text to `check_error`, then waits for the poll to pass again. A failing
+/// poll lasts only until the next one passes, which a loaded machine can miss between two
+/// looks; so while no failure has been seen and the queue ran dry, the group is queued again.
+pub fn fails_then_recovers<S: Send + 'static>(
+    d: &Daemon,
+    fake: &FakeServer<S>,
+    (method, path): (&str, &str),
+    group: &[Fault],
+    label: &str,
+    wait: Duration,
+    check_error: impl Fn(&str),
+) {
+    let queue = || {
+        for f in group {
+            fake.push_fault(method, path, f.clone());
+        }
+    };
+    queue();
     let s = d.wait_state(&format!("the poll failing on {label}"), wait, |s| {
-        s["health"]["poll"]["status"] == "fail"
+        let failing = s["health"]["poll"]["status"] == "fail";
+        if !failing && fake.pending_faults(method, path) == 0 {
+            queue();
+        }
+        failing
     });
     let poll = &s["health"]["poll"];
     assert!(
