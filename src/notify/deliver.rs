@@ -34,6 +34,27 @@ struct Failure {
     retry_after: Option<Duration>,
 }
 
+/// Waits until the rate limit lets one delivery through, the notice counted as queued
+/// meanwhile; `false` when the destination stops first.
+fn wait_for_token(bucket: &mut Bucket, queue: &Queue, stop: &AtomicBool) -> bool {
+    let mut held = false;
+    while let Err(wait) = bucket.take(Instant::now()) {
+        if stop.load(Ordering::SeqCst) {
+            queue.hold(false);
+            return false;
+        }
+        if !held {
+            queue.hold(true);
+            held = true;
+        }
+        std::thread::sleep(wait.min(STOP_CHECK));
+    }
+    if held {
+        queue.hold(false);
+    }
+    true
+}
+
 pub fn run(dest: Destination, queue: Arc<Queue>, stop: Arc<AtomicBool>) {
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -50,12 +71,9 @@ pub fn run(dest: Destination, queue: Arc<Queue>, stop: Arc<AtomicBool>) {
         let Some(notice) = queue.pop(STOP_CHECK) else {
             continue;
         };
-        while let Err(wait) = bucket.take(Instant::now()) {
-            if stop.load(Ordering::SeqCst) {
-                status::count(&dest.name, notice.event, status::DROPPED);
-                return;
-            }
-            std::thread::sleep(wait.min(STOP_CHECK));
+        if !wait_for_token(&mut bucket, &queue, &stop) {
+            status::count(&dest.name, notice.event, status::DROPPED);
+            return;
         }
         serial += 1;
         let id = format!("{}-{started}-{serial}", dest.name);

@@ -2,6 +2,7 @@
 //! (counted as `dropped`), because the newest news is the one an operator needs.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -12,6 +13,9 @@ pub struct Queue {
     cap: usize,
     inner: Mutex<(VecDeque<Notice>, bool)>,
     ready: Condvar,
+    /// A popped notice the destination's thread holds back for the rate limit: still waiting,
+    /// so the health row counts it as queued.
+    held: AtomicBool,
 }
 
 impl Queue {
@@ -21,6 +25,7 @@ impl Queue {
             cap: cap.max(1),
             inner: Mutex::new((VecDeque::new(), false)),
             ready: Condvar::new(),
+            held: AtomicBool::new(false),
         }
     }
 
@@ -42,7 +47,7 @@ impl Queue {
             }
         }
         g.0.push_back(notice);
-        status::set_queued(&self.destination, g.0.len());
+        self.publish(g.0.len());
         self.ready.notify_one();
     }
 
@@ -57,7 +62,7 @@ impl Queue {
             return None;
         }
         let n = g.0.pop_front();
-        status::set_queued(&self.destination, g.0.len());
+        self.publish(g.0.len());
         n
     }
 
@@ -69,6 +74,19 @@ impl Queue {
             status::count(&self.destination, n.event, status::DROPPED);
         }
         self.ready.notify_all();
+    }
+
+    /// Marks the last popped notice as held back (or no longer), and republishes the count.
+    pub fn hold(&self, held: bool) {
+        let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        self.held.store(held, Ordering::SeqCst);
+        self.publish(g.0.len());
+    }
+
+    /// The waiting notices as the health row shows them: the queue's and a held one.
+    fn publish(&self, len: usize) {
+        let held = usize::from(self.held.load(Ordering::SeqCst));
+        status::set_queued(&self.destination, len + held);
     }
 
     pub fn len(&self) -> usize {

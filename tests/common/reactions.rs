@@ -104,14 +104,14 @@ impl ReactionProject {
     }
 }
 
-fn token_env(forge: &Forge) -> String {
+pub fn token_env(forge: &Forge) -> String {
     format!("{}_TOKEN", forge.kind.to_uppercase())
 }
 
 /// The prompt every reaction project renders: the issue, the CI failure and review comments.
 pub const PROMPT: &str = "Work on {{ .issue.identifier }}.\n{{ if .ci_failure }}CI FAILING on {{ .ci_failure.ref }}: {{ .ci_failure.failing_count }} failing.{{ range .ci_failure.check_runs }} check={{ .name }}/{{ .conclusion }}{{ end }}\nLOG:\n{{ .ci_failure.log_excerpt }}\n{{ end }}{{ range .review_comments }}REVIEW {{ .id }} by {{ .reviewer }} on {{ .file }}:{{ .start_line }}: {{ .body }}\n{{ end }}";
 
-fn workflow(forge: &Forge, reactions_yaml: &str) -> String {
+pub fn workflow(forge: &Forge, reactions_yaml: &str) -> String {
     format!(
         "---\ntracker:\n  kind: {kind}\n  endpoint: {url}\n  api_key: ${env}\n  project: {project}\n  active_states: [backlog, in-progress]\n  terminal_states: [done]\n  in_progress_state: in-progress\n  handoff_state: review\n{kind}:\n  retry_base_ms: 10\n  timeout_ms: 2000\npolling:\n  interval_ms: 200\nworkspace:\n  root: ./ws\nagent:\n  kind: claude-code\n  command: {agent}\n  max_turns: 1\n  env: [FAKE_AGENT_*]\nreactions:\n{reactions_yaml}---\n{PROMPT}",
         kind = forge.kind,
