@@ -174,3 +174,60 @@ fn a_rate_limited_destination_holds_what_is_over_its_limit_in_its_queue() {
     assert_eq!(sent.len(), 2, "{sent:?}");
     assert!(sent.iter().all(|b| b["event"] == "handoff"), "{sent:?}");
 }
+
+#[test]
+fn a_destination_whose_url_variable_is_unset_is_shown_failing_until_the_workflow_drops_it() {
+    let hook = receiver::webhook(SECRET);
+    let p = Project::new();
+    p.issues(json!([]));
+    let ops = format!(
+        "    - name: ops\n      kind: webhook\n      url: {}{PATH}\n      secret: {SECRET}\n",
+        hook.url
+    );
+    let pager = "    - name: pager\n      kind: slack\n      url: $SORTIE_TEST_NEVER_SET_URL\n";
+    p.fake_agent_workflow(
+        "",
+        &format!("notifications:\n  destinations:\n{ops}{pager}"),
+    );
+    let d = p.start();
+    let item_of = |s: &Value| -> Option<Value> {
+        s["attention"]
+            .as_array()?
+            .iter()
+            .find(|i| i["kind"] == "notification_destination_disabled")
+            .cloned()
+    };
+    let s = d.wait_state("the disabled destination's item", WAIT, |s| {
+        item_of(s).is_some()
+    });
+    let item = item_of(&s).unwrap_or_default();
+    assert_eq!(item["evidence"]["destination"], "pager", "{item}");
+    assert_eq!(item["severity"], "warning", "{item}");
+    let why = item["why_text"].as_str().unwrap_or_default();
+    assert!(why.contains("empty after $VAR expansion"), "{why}");
+    let rows = s["health"]["notifications"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let row = |name: &str| rows.iter().find(|r| r["name"] == name).cloned();
+    let pager_row = row("pager").unwrap_or_default();
+    assert_eq!(pager_row["status"], "fail", "{pager_row}");
+    assert!(
+        pager_row["disabled"]
+            .as_str()
+            .is_some_and(|w| w.contains(".url")),
+        "{pager_row}"
+    );
+    let ops_row = row("ops").unwrap_or_default();
+    assert_eq!(ops_row["status"], "pass", "{ops_row}");
+    assert!(ops_row.get("disabled").is_none(), "{ops_row}");
+
+    // The workflow drops it: the row and the item go.
+    p.fake_agent_workflow("", &format!("notifications:\n  destinations:\n{ops}"));
+    d.wait_state("the disabled destination gone", WAIT, |s| {
+        item_of(s).is_none()
+            && s["health"]["notifications"]
+                .as_array()
+                .is_some_and(|r| r.len() == 1 && r[0]["name"] == "ops")
+    });
+}

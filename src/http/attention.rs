@@ -377,11 +377,20 @@ fn reaction_item(r: &ReactionRow, snap: &Snapshot) -> Option<Item> {
 }
 
 /// One item per spend window that holds dispatch (critical: nothing is dispatched).
-/// A notification destination failing after its retries.
+/// A notification destination failing after its retries, or disabled by its configuration.
 fn notification_items(snap: &Snapshot) -> Vec<Item> {
     crate::notify::status::all()
         .into_iter()
         .filter_map(|d| {
+            if let Some((why, since)) = d.disabled {
+                return Some(disabled_destination_item(
+                    &d.name,
+                    d.kind.as_str(),
+                    &why,
+                    since,
+                    snap,
+                ));
+            }
             let since = d.failing_since_ms?;
             let error = d.last_error.clone().unwrap_or_default();
             Some(base_item(
@@ -402,6 +411,31 @@ fn notification_items(snap: &Snapshot) -> Vec<Item> {
             ))
         })
         .collect()
+}
+
+fn disabled_destination_item(
+    name: &str,
+    kind: &str,
+    why: &str,
+    since: i64,
+    snap: &Snapshot,
+) -> Item {
+    base_item(
+        Cause {
+            kind: AttentionKind::NotificationDestinationDisabled,
+            id_parts: vec![name.to_string(), id_time(since)],
+            since_ms: Some(since),
+            issue: None,
+            words: wording::attention_notification_disabled(name, kind, why),
+            action: AttentionAction::acknowledge(),
+            evidence: AttentionEvidence {
+                destination: Some(name.to_string()),
+                error: Some(why.to_string()),
+                ..Default::default()
+            },
+        },
+        snap,
+    )
 }
 
 fn spend_items(snap: &Snapshot) -> Vec<Item> {

@@ -730,6 +730,18 @@ pub fn attention_notification(name: &str, kind: &str, error: &str) -> AttentionW
     }
 }
 
+pub fn attention_notification_disabled(name: &str, kind: &str, why: &str) -> AttentionWords {
+    AttentionWords {
+        reason: format!("Notifications to {name} are switched off"),
+        why: format!(
+            "The {kind} destination {name} sends nothing: {why}. Runs go on unaffected, but the people watching {name} do not hear about them."
+        ),
+        clears: format!(
+            "Clears when the workflow is reloaded with {name}'s url and secret resolved: set the variable they name in sortie's environment (or the workflow's .env file) and save the workflow, or remove {name} from notifications.destinations."
+        ),
+    }
+}
+
 pub fn attention_preflight(error: &str) -> AttentionWords {
     AttentionWords {
         reason: "Dispatch preflight failed".into(),

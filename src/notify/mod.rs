@@ -105,6 +105,14 @@ impl Notifier {
             .filter(|n| !keep.contains(n))
             .cloned()
             .collect();
+        // A disabled destination has a status row but no worker: drop the rows of those that
+        // are no longer configured.
+        for d in status::all() {
+            if !workers.contains_key(&d.name) && !cfg.destinations.iter().any(|c| c.name == d.name)
+            {
+                status::remove(&d.name);
+            }
+        }
         for name in gone {
             if let Some(w) = workers.remove(&name) {
                 w.stop.store(true, Ordering::SeqCst);
@@ -119,6 +127,7 @@ impl Notifier {
                     reason:% = why;
                     "notification destination skipped"
                 );
+                status::register_disabled(&dest.name, dest.kind, why, now_ms());
                 continue;
             }
             match start_worker(dest.clone()) {
@@ -150,6 +159,11 @@ impl Notifier {
     pub fn destinations(&self) -> usize {
         self.workers.lock().map(|w| w.len()).unwrap_or(0)
     }
+}
+
+fn now_ms() -> i64 {
+    use crate::clock::Clock as _;
+    crate::clock::SystemClock.now_ms()
 }
 
 fn start_worker(dest: Destination) -> std::io::Result<Worker> {

@@ -28,6 +28,9 @@ pub struct DestinationStatus {
     /// Notices in a row that failed after their retries.
     pub consecutive_failures: u32,
     pub queued: usize,
+    /// Why the destination sends nothing (its `url` or `secret` names an unset variable), and
+    /// since when; such a destination has no thread and takes no notice.
+    pub disabled: Option<(String, i64)>,
     /// (event, result) → count.
     pub counts: BTreeMap<(NotifyEvent, &'static str), u64>,
 }
@@ -59,15 +62,42 @@ pub fn register(name: &str, kind: DestinationKind) {
         failing_since_ms: None,
         consecutive_failures: 0,
         queued: 0,
+        disabled: None,
         counts: BTreeMap::new(),
     };
     all.entry(name.to_string())
         .and_modify(|s| {
-            if s.kind != kind {
+            if s.kind != kind || s.disabled.is_some() {
                 *s = fresh.clone();
             }
         })
         .or_insert(fresh);
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Adds (or keeps) a destination the configuration disabled, with the reason and since when.
+pub fn register_disabled(name: &str, kind: DestinationKind, why: &str, now_ms: i64) {
+    let mut all = STATUS.lock().unwrap_or_else(|p| p.into_inner());
+    let entry = all
+        .entry(name.to_string())
+        .or_insert_with(|| DestinationStatus {
+            name: name.to_string(),
+            kind,
+            last_success_ms: None,
+            last_error: None,
+            last_error_ms: None,
+            failing_since_ms: None,
+            consecutive_failures: 0,
+            queued: 0,
+            disabled: None,
+            counts: BTreeMap::new(),
+        });
+    entry.kind = kind;
+    let since = match &entry.disabled {
+        Some((old, since)) if old == why => *since,
+        _ => now_ms,
+    };
+    entry.disabled = Some((why.to_string(), since));
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 

@@ -29,6 +29,8 @@ pub enum AttentionKind {
     FailureHeld,
     /// A notification destination did not take a notice after its retries.
     NotificationFailing,
+    /// A notification destination sends nothing: its `url` or `secret` names an unset variable.
+    NotificationDestinationDisabled,
 }
 
 impl AttentionKind {
@@ -43,6 +45,7 @@ impl AttentionKind {
         AttentionKind::ReactionEscalated,
         AttentionKind::FailureHeld,
         AttentionKind::NotificationFailing,
+        AttentionKind::NotificationDestinationDisabled,
     ];
 
     /// The served text (the same as serde's, checked by a test).
@@ -58,6 +61,7 @@ impl AttentionKind {
             AttentionKind::ReactionEscalated => "reaction_escalated",
             AttentionKind::FailureHeld => "failure_held",
             AttentionKind::NotificationFailing => "notification_failing",
+            AttentionKind::NotificationDestinationDisabled => "notification_destination_disabled",
         }
     }
 
@@ -74,7 +78,8 @@ impl AttentionKind {
             | AttentionKind::BudgetHeld
             | AttentionKind::ReactionEscalated
             | AttentionKind::FailureHeld
-            | AttentionKind::NotificationFailing => Severity::Warning,
+            | AttentionKind::NotificationFailing
+            | AttentionKind::NotificationDestinationDisabled => Severity::Warning,
         }
     }
 }

@@ -114,6 +114,10 @@ pub struct NotificationDestinationView {
     /// Notices in a row that failed after their retries.
     pub consecutive_failures: u32,
     pub queued: usize,
+    /// Why the destination sends nothing (its `url` or `secret` names an unset variable);
+    /// absent while it is enabled. A disabled destination's status is `fail`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<String>,
 }
 
 impl NotificationDestinationView {
@@ -123,13 +127,14 @@ impl NotificationDestinationView {
             .map(|d| NotificationDestinationView {
                 name: d.name,
                 kind: d.kind.as_str().to_string(),
-                status: CheckStatus::of(d.failing_since_ms.is_some()),
+                status: CheckStatus::of(d.failing_since_ms.is_some() || d.disabled.is_some()),
                 last_success_at: opt_ts(d.last_success_ms),
                 last_error_at: opt_ts(d.last_error_ms),
                 last_error: d.last_error,
                 failing_since: opt_ts(d.failing_since_ms),
                 consecutive_failures: d.consecutive_failures,
                 queued: d.queued,
+                disabled: d.disabled.map(|(why, _)| why),
             })
             .collect()
     }
