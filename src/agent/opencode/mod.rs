@@ -79,6 +79,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
         let adapter = OpencodeAdapter::new(settings.clone(), clock)?;
         Ok(Arc::new(adapter))
     },
+    contract: crate::domain::contract::Contract::Suite("opencode"),
 };
 
 /// Recognises OpenCode's own words for a failure that will not heal by itself (its provider
