@@ -19,6 +19,7 @@ pub mod jsonrpc;
 pub mod mcp_file;
 pub mod mock;
 pub mod opencode;
+pub mod path_error;
 mod pipes;
 pub mod pr_record;
 pub mod process;
