@@ -1,5 +1,6 @@
 //! Tracker-neutral domain types shared by every layer (no I/O here).
 
+pub mod contract;
 pub mod stage;
 
 use serde::{Deserialize, Serialize};

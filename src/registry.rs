@@ -1,7 +1,10 @@
-//! The adapter kinds this build runs: one list of tracker descriptors and one of agent
-//! descriptors, each exported by its adapter module. Config (defaults, pass-through blocks,
-//! preflight), the orchestrator, `validate` and the CLI ask this module about kinds, so adding
-//! an adapter means writing its module and one line here.
+//! The adapter kinds this build runs: one list of descriptors per family (trackers, forges,
+//! agents), each descriptor exported by its adapter module and carrying what the rest of the
+//! daemon knows about the kind: its name, its contract test, and the family's facts (a
+//! tracker's default states, the optional keys it reads, how it signs webhook deliveries).
+//! Config (defaults, pass-through blocks, preflight), the orchestrator, the HTTP route and
+//! metric labels for webhooks, `validate` and the CLI ask this module about kinds, so adding
+//! an adapter means writing its module, one line here and one contract instantiation.
 //!
 //! It sits above `tracker`, `scm` and `agent` (it names their adapter modules) and below `config`
 //! (which consults it while loading a workflow).
@@ -12,7 +15,10 @@ use crate::agent::{
     self, AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentSettings,
 };
 use crate::clock::{Clock, SystemClock};
-use crate::scm::{self, ScmAdapter, ScmDescriptor, ScmSettings};
+use crate::domain::contract::Contract;
+use crate::scm::{self, ScmAdapter, ScmDescriptor, ScmError, ScmErrorKind, ScmSettings};
+pub use crate::tracker::DefaultStates;
+use crate::tracker::webhook::{Signature, WebhookScheme};
 use crate::tracker::{
     self, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind, TrackerSettings,
 };
@@ -48,104 +54,122 @@ pub const SCMS: &[ScmDescriptor] = &[
 /// `agent.kind` when the workflow names none.
 pub const DEFAULT_AGENT_KIND: &str = agent::claude::KIND;
 
+/// What every family's descriptor tells the registry, so lookups, "not supported" messages
+/// and the contract checks are written once.
+pub trait Descriptor: 'static {
+    /// How messages name a member of the family (`tracker kind`).
+    const FAMILY: &'static str;
+    /// The name the workflow writes.
+    fn kind(&self) -> &'static str;
+    /// Where the kind's contract tests run.
+    fn contract(&self) -> Contract;
+}
+
+impl Descriptor for TrackerDescriptor {
+    const FAMILY: &'static str = "tracker kind";
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+    fn contract(&self) -> Contract {
+        self.contract
+    }
+}
+
+impl Descriptor for AgentDescriptor {
+    const FAMILY: &'static str = "agent kind";
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+    fn contract(&self) -> Contract {
+        self.contract
+    }
+}
+
+impl Descriptor for ScmDescriptor {
+    const FAMILY: &'static str = "source control provider";
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+    fn contract(&self) -> Contract {
+        self.contract
+    }
+}
+
+/// The descriptor named `kind` in a family's list.
+pub fn find<D: Descriptor>(list: &'static [D], kind: &str) -> Option<&'static D> {
+    list.iter().find(|d| d.kind() == kind)
+}
+
+/// Why `kind` cannot be used, naming the family's kinds that can.
+pub fn unsupported<D: Descriptor>(list: &[D], kind: &str) -> String {
+    let supported: Vec<&str> = list.iter().map(Descriptor::kind).collect();
+    format!(
+        "{} {kind:?} is not supported by this build (supported: {})",
+        D::FAMILY,
+        supported.join(", ")
+    )
+}
+
 /// The descriptor of a tracker kind; `None` when this build has no such adapter.
 pub fn tracker(kind: &str) -> Option<&'static TrackerDescriptor> {
-    TRACKERS.iter().find(|d| d.kind == kind)
+    find(TRACKERS, kind)
 }
 
 /// The descriptor of a source control provider; `None` when this build has no such adapter.
 pub fn scm(kind: &str) -> Option<&'static ScmDescriptor> {
-    SCMS.iter().find(|d| d.kind == kind)
+    find(SCMS, kind)
+}
+
+/// The descriptor of an agent kind; `None` when this build has no such adapter.
+pub fn agent(kind: &str) -> Option<&'static AgentDescriptor> {
+    find(AGENTS, kind)
 }
 
 /// Why a source control provider cannot be used, naming the ones that can.
 pub fn unsupported_scm(kind: &str) -> String {
-    format!(
-        "source control provider {kind:?} is not supported by this build (supported: {})",
-        supported(SCMS.iter().map(|d| d.kind))
-    )
+    unsupported(SCMS, kind)
 }
 
-/// Builds the forge adapter named by `settings.kind`.
+/// Why a tracker kind cannot be used, naming the kinds that can.
+pub fn unsupported_tracker(kind: &str) -> String {
+    unsupported(TRACKERS, kind)
+}
+
+/// Why an agent kind cannot be used, naming the kinds that can.
+pub fn unsupported_agent(kind: &str) -> String {
+    unsupported(AGENTS, kind)
+}
+
+/// Builds the forge adapter named by `settings.kind`: [`ScmErrorKind::Unsupported`] for a
+/// provider this build lacks, [`ScmErrorKind::Settings`] for settings it cannot be built from.
 pub fn build_scm(
     settings: &ScmSettings,
     clock: Arc<dyn Clock>,
-) -> Result<Box<dyn ScmAdapter>, String> {
+) -> Result<Box<dyn ScmAdapter>, ScmError> {
     match scm(&settings.kind) {
         Some(d) => (d.build)(settings, clock),
-        None => Err(unsupported_scm(&settings.kind)),
+        None => Err(ScmError {
+            kind: ScmErrorKind::Unsupported,
+            message: unsupported_scm(&settings.kind),
+        }),
     }
-}
-
-/// The states a tracker kind assumes when the workflow sets none.
-#[derive(Debug, Clone, Copy)]
-pub struct DefaultStates {
-    pub active: &'static [&'static str],
-    pub terminal: &'static [&'static str],
 }
 
 /// Whether tracker kind `kind` reads the optional `tracker.<key>` (`api_version`,
 /// `user_agent`), so configuration can warn about one written for a kind that ignores it.
 pub fn tracker_reads_key(kind: &str, key: &str) -> bool {
-    kind == tracker::jira::KIND && matches!(key, "api_version" | "user_agent")
+    tracker(kind).is_some_and(|d| d.reads_keys.contains(&key))
 }
 
 /// A kind's default states, so the orchestrator's dispatch and cleanup rules see the same
 /// lists as the adapter; `None` for kinds without defaults.
 pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {
-    match kind {
-        tracker::github::KIND => Some(DefaultStates {
-            active: tracker::github::DEFAULT_ACTIVE,
-            terminal: tracker::github::DEFAULT_TERMINAL,
-        }),
-        tracker::gitlab::KIND => Some(DefaultStates {
-            active: tracker::gitlab::DEFAULT_ACTIVE,
-            terminal: tracker::gitlab::DEFAULT_TERMINAL,
-        }),
-        tracker::gitea::KIND => Some(DefaultStates {
-            active: tracker::gitea::DEFAULT_ACTIVE,
-            terminal: tracker::gitea::DEFAULT_TERMINAL,
-        }),
-        tracker::jira::KIND => Some(DefaultStates {
-            active: tracker::jira::DEFAULT_ACTIVE,
-            terminal: &[],
-        }),
-        tracker::linear::KIND => Some(DefaultStates {
-            active: tracker::linear::DEFAULT_ACTIVE,
-            terminal: tracker::linear::DEFAULT_TERMINAL,
-        }),
-        _ => None,
-    }
-}
-
-/// The descriptor of an agent kind; `None` when this build has no such adapter.
-pub fn agent(kind: &str) -> Option<&'static AgentDescriptor> {
-    AGENTS.iter().find(|d| d.kind == kind)
+    tracker(kind).and_then(|d| d.default_states)
 }
 
 /// Caps of an agent kind by name, without building an adapter; `None` for an unregistered kind.
 pub fn caps_for_kind(kind: &str) -> Option<AdapterCaps> {
     agent(kind).map(|d| d.caps)
-}
-
-fn supported<'a>(kinds: impl Iterator<Item = &'a str>) -> String {
-    kinds.collect::<Vec<_>>().join(", ")
-}
-
-/// Why a tracker kind cannot be used, naming the kinds that can.
-pub fn unsupported_tracker(kind: &str) -> String {
-    format!(
-        "tracker kind {kind:?} is not supported by this build (supported: {})",
-        supported(TRACKERS.iter().map(|d| d.kind))
-    )
-}
-
-/// Why an agent kind cannot be used, naming the kinds that can.
-pub fn unsupported_agent(kind: &str) -> String {
-    format!(
-        "agent kind {kind:?} is not supported by this build (supported: {})",
-        supported(AGENTS.iter().map(|d| d.kind))
-    )
 }
 
 /// Builds the tracker adapter named by `settings.kind`.
@@ -184,6 +208,83 @@ pub fn adapter_for_with_clock(
     ))
 }
 
+/// A tracker kind that accepts webhook deliveries, with its signing scheme.
+#[derive(Debug, Clone, Copy)]
+pub struct Webhook {
+    /// The tracker kind; the path segment of `POST /api/v1/webhooks/<kind>`.
+    pub kind: &'static str,
+    pub scheme: WebhookScheme,
+}
+
+/// Every kind whose webhook deliveries the HTTP route accepts, in [`TRACKERS`] order.
+pub const WEBHOOKS: &[Webhook] = &WEBHOOK_TABLE;
+
+/// [`WEBHOOKS`]' kinds: the `kind` label values of the webhook metrics.
+pub const WEBHOOK_KINDS: &[&str] = &WEBHOOK_KIND_TABLE;
+
+const WEBHOOK_COUNT: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < TRACKERS.len() {
+        if TRACKERS[i].webhook.is_some() {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+const WEBHOOK_TABLE: [Webhook; WEBHOOK_COUNT] = {
+    const NONE: Webhook = Webhook {
+        kind: "",
+        scheme: WebhookScheme {
+            signature_header: "",
+            signature: Signature::Token,
+            delivery_header: "",
+            event_header: "",
+            timestamp: None,
+            issue: |_| None,
+        },
+    };
+    let mut out = [NONE; WEBHOOK_COUNT];
+    let (mut i, mut n) = (0, 0);
+    while i < TRACKERS.len() {
+        if let Some(scheme) = TRACKERS[i].webhook {
+            out[n] = Webhook {
+                kind: TRACKERS[i].kind,
+                scheme,
+            };
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+const WEBHOOK_KIND_TABLE: [&str; WEBHOOK_COUNT] = {
+    let mut out = [""; WEBHOOK_COUNT];
+    let mut i = 0;
+    while i < WEBHOOK_COUNT {
+        out[i] = WEBHOOK_TABLE[i].kind;
+        i += 1;
+    }
+    out
+};
+
+/// The webhook kind named by a path segment; `None` for a kind without webhooks.
+pub fn webhook(kind: &str) -> Option<&'static Webhook> {
+    WEBHOOKS.iter().find(|w| w.kind == kind)
+}
+
+/// The webhook kinds as prose: `a, b or c`.
+pub fn webhook_kinds_text() -> String {
+    match WEBHOOK_KINDS.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,9 +317,14 @@ mod tests {
             ..ScmSettings::default()
         };
         let e = build_scm(&settings("bitbucket", "t"), Arc::new(SystemClock)).err();
-        assert_eq!(e, Some(unsupported_scm("bitbucket")));
+        assert_eq!(e.as_ref().map(|e| e.kind), Some(ScmErrorKind::Unsupported));
+        assert_eq!(e.map(|e| e.message), Some(unsupported_scm("bitbucket")));
         let no_token = build_scm(&settings("github", " "), Arc::new(SystemClock)).err();
-        assert!(no_token.is_some_and(|e| e.contains("api_key")));
+        assert_eq!(
+            no_token.as_ref().map(|e| e.kind),
+            Some(ScmErrorKind::Settings)
+        );
+        assert!(no_token.is_some_and(|e| e.message.contains("api_key")));
         let built = build_scm(&settings("github", "reg-test-token"), Arc::new(SystemClock));
         assert_eq!(built.map(|a| a.kind()).ok(), Some("github"));
     }

@@ -14,6 +14,7 @@ use sortie::agent::{
     StartSessionParams, TokenUsage, TurnOutcome, TurnResult, UsageArrival, UsageAttribution,
 };
 use sortie::clock::SystemClock;
+use sortie::domain::contract::Contract;
 use sortie::registry;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -437,29 +438,40 @@ const KIRO: Instantiation = Instantiation {
 
 agent_contract!(kiro, KIRO);
 
-/// Kinds whose contract runs through the real binary instead, with the test file that runs it.
-const RUN_THROUGH_THE_BINARY: &[(&str, &str)] = &[("copilot-cli", "agent_copilot_daemon.rs")];
-
 /// A registered kind without an instantiation above (or a named daemon test) would run none of
-/// the contract: the instantiations are read from this file (module name = kind, `_` for `-`)
-/// and compared with the registry.
+/// the contract: the instantiations are read from this file and compared with the suites the
+/// registry's descriptors name; a kind whose contract runs through the real binary names its
+/// test file instead ([`Contract::File`]), which must exist.
 #[test]
 fn every_registered_kind_has_a_contract_instantiation() {
-    let mut covered: std::collections::BTreeSet<String> = include_str!("agent_contract.rs")
+    let instantiated: std::collections::BTreeSet<String> = include_str!("agent_contract.rs")
         .lines()
         .filter_map(|l| l.strip_prefix("agent_contract!(")?.split(',').next())
-        .map(|m| m.replace('_', "-"))
+        .map(str::to_string)
         .collect();
-    for (kind, file) in RUN_THROUGH_THE_BINARY {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests")
-            .join(file);
-        assert!(path.is_file(), "{kind}: {} is missing", path.display());
-        covered.insert(kind.to_string());
+    let mut suites = std::collections::BTreeSet::new();
+    let mut covered = std::collections::BTreeSet::new();
+    for d in registry::AGENTS {
+        match d.contract {
+            Contract::Suite(name) => {
+                suites.insert(name.to_string());
+                if instantiated.contains(name) {
+                    covered.insert(d.kind.to_string());
+                }
+            }
+            Contract::File(file) => {
+                let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests")
+                    .join(file);
+                assert!(path.is_file(), "{}: {} is missing", d.kind, path.display());
+                covered.insert(d.kind.to_string());
+            }
+        }
     }
     let registered: std::collections::BTreeSet<String> = registry::AGENTS
         .iter()
         .map(|d| d.kind.to_string())
         .collect();
     assert_eq!(covered, registered);
+    assert_eq!(instantiated, suites);
 }

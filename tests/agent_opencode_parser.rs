@@ -377,6 +377,7 @@ fn with_export(ctx: SessionContext, doc: Result<String, String>) -> (OpencodePar
     let p = parser(ctx).with_export(Box::new(move |sid: &str| {
         seen.lock().unwrap().push(sid.to_string());
         doc.clone()
+            .map_err(|m| sortie::agent::AgentError::new(AgentErrorKind::ResponseError, m))
     }));
     (p, calls)
 }
@@ -729,7 +730,7 @@ fn permission_scoping_json() {
         json!({"allowed_tools": ["read", "bash"], "denied_tools": ["bash"]}),
     ));
     assert_eq!(
-        overlap,
+        overlap.map_err(|p| p.message),
         Err("opencode.allowed_tools and opencode.denied_tools both name bash".into())
     );
 }

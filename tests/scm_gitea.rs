@@ -394,7 +394,11 @@ fn faults_map_to_error_kinds_and_the_next_call_recovers() {
 #[test]
 fn an_endpoint_and_a_token_are_required() {
     let fake = with_pull();
-    let build = |s: ScmSettings| registry::build_scm(&s, Arc::new(SystemClock)).err();
+    let build = |s: ScmSettings| {
+        registry::build_scm(&s, Arc::new(SystemClock))
+            .err()
+            .map(|e| e.to_string())
+    };
     let e = build(settings(None)).unwrap_or_default();
     assert!(e.contains("endpoint"), "{e}");
     let e = build(settings(Some("ftp://gitea.example.com".into()))).unwrap_or_default();

@@ -411,6 +411,8 @@ fn bearer_auth_and_a_bad_auth_word() {
             .cloned()
             .unwrap_or_default(),
     };
-    let e = registry::build_scm(&settings, Arc::new(SystemClock)).err();
+    let e = registry::build_scm(&settings, Arc::new(SystemClock))
+        .err()
+        .map(|e| e.to_string());
     assert!(e.is_some_and(|e| e.contains("gitlab.auth")));
 }

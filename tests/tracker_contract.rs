@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use sortie::clock::ManualClock;
+use sortie::domain::contract::Contract;
 use sortie::registry;
 use sortie::tracker::{TrackerAdapter, TrackerErrorKind, TrackerSettings};
 
@@ -957,17 +958,22 @@ const LINEAR: Instantiation = Instantiation {
 tracker_contract!(linear, LINEAR);
 
 /// A registered kind without an instantiation above would run none of the contract: the
-/// instantiations are read from this file (module name = kind) and compared with the registry.
+/// instantiations are read from this file and compared with the suites the registry's
+/// descriptors name (each kind names its own, [`Contract::Suite`]).
 #[test]
 fn every_registered_kind_has_a_contract_instantiation() {
     let instantiated: std::collections::BTreeSet<String> = include_str!("tracker_contract.rs")
         .lines()
         .filter_map(|l| l.strip_prefix("tracker_contract!(")?.split(',').next())
-        .map(|m| m.replace('_', "-"))
+        .map(str::to_string)
         .collect();
     let registered: std::collections::BTreeSet<String> = registry::TRACKERS
         .iter()
-        .map(|d| d.kind.to_string())
+        .map(|d| match d.contract {
+            Contract::Suite(name) => name.to_string(),
+            Contract::File(file) => panic!("{}: no suite instantiation, {file}", d.kind),
+        })
         .collect();
     assert_eq!(instantiated, registered);
+    assert_eq!(instantiated.len(), registry::TRACKERS.len());
 }

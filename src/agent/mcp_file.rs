@@ -19,6 +19,45 @@ use serde_json::{Map, Value, json};
 
 use super::{AgentAdapter, AgentSettings, StartSessionParams, sortie_file};
 
+/// Why a session's MCP file could not be prepared; each fails the attempt (a retryable
+/// workspace error), so a person sees it in the run's error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpFileError {
+    pub kind: McpFileErrorKind,
+    /// One line naming the file or setting and the cause.
+    pub message: String,
+}
+
+/// What went wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpFileErrorKind {
+    /// The operator's `mcp_config` cannot be read, is too large, or is not a JSON object.
+    OperatorConfig,
+    /// The operator's `mcp_config` defines the server sortie writes itself.
+    Conflict,
+    /// This process's executable cannot be named.
+    Binary,
+    /// The file (or its `.gitignore`) could not be written.
+    Write,
+}
+
+impl McpFileError {
+    pub fn new(kind: McpFileErrorKind, message: impl Into<String>) -> McpFileError {
+        McpFileError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for McpFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for McpFileError {}
+
 /// The file's name inside `.sortie/`.
 pub const FILE_NAME: &str = "mcp.json";
 /// The server entry sortie owns; an operator config must not define it.
@@ -90,28 +129,41 @@ impl OperatorMcp {
         Some(OperatorMcp::File(settings.workflow_dir.join(path)))
     }
 
-    fn load(&self) -> Result<Map<String, Value>, String> {
+    fn load(&self) -> Result<Map<String, Value>, McpFileError> {
         let (text, what) = match self {
             OperatorMcp::Inline(s) => (s.clone(), "inline mcp_config".to_string()),
             OperatorMcp::File(p) => {
                 let what = format!("mcp_config {}", p.display());
-                let meta = std::fs::metadata(p).map_err(|e| format!("{what}: {e}"))?;
+                let meta = std::fs::metadata(p).map_err(|e| {
+                    McpFileError::new(McpFileErrorKind::OperatorConfig, format!("{what}: {e}"))
+                })?;
                 if meta.len() > MAX_OPERATOR_BYTES {
-                    return Err(format!(
-                        "{what}: {} bytes, over the {MAX_OPERATOR_BYTES}-byte limit",
-                        meta.len()
+                    return Err(McpFileError::new(
+                        McpFileErrorKind::OperatorConfig,
+                        format!(
+                            "{what}: {} bytes, over the {MAX_OPERATOR_BYTES}-byte limit",
+                            meta.len()
+                        ),
                     ));
                 }
                 (
-                    std::fs::read_to_string(p).map_err(|e| format!("{what}: {e}"))?,
+                    std::fs::read_to_string(p).map_err(|e| {
+                        McpFileError::new(McpFileErrorKind::OperatorConfig, format!("{what}: {e}"))
+                    })?,
                     what,
                 )
             }
         };
         match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(m)) => Ok(m),
-            Ok(_) => Err(format!("{what}: not a JSON object")),
-            Err(e) => Err(format!("{what}: invalid JSON: {e}")),
+            Ok(_) => Err(McpFileError::new(
+                McpFileErrorKind::OperatorConfig,
+                format!("{what}: not a JSON object"),
+            )),
+            Err(e) => Err(McpFileError::new(
+                McpFileErrorKind::OperatorConfig,
+                format!("{what}: invalid JSON: {e}"),
+            )),
         }
     }
 }
@@ -161,7 +213,7 @@ pub fn document(
     workflow: &Path,
     env: &BTreeMap<String, String>,
     operator: Option<&OperatorMcp>,
-) -> Result<Value, String> {
+) -> Result<Value, McpFileError> {
     let mut doc = match operator {
         Some(op) => op.load()?,
         None => Map::new(),
@@ -170,11 +222,17 @@ pub fn document(
         .entry("mcpServers")
         .or_insert_with(|| Value::Object(Map::new()));
     let Value::Object(servers) = servers else {
-        return Err("mcp_config: mcpServers is not a JSON object".into());
+        return Err(McpFileError::new(
+            McpFileErrorKind::OperatorConfig,
+            "mcp_config: mcpServers is not a JSON object",
+        ));
     };
     if servers.contains_key(SERVER_NAME) {
-        return Err(format!(
-            "mcp_config defines the server {SERVER_NAME:?}, which sortie writes itself; rename or remove that entry"
+        return Err(McpFileError::new(
+            McpFileErrorKind::Conflict,
+            format!(
+                "mcp_config defines the server {SERVER_NAME:?}, which sortie writes itself; rename or remove that entry"
+            ),
         ));
     }
     servers.insert(
@@ -190,13 +248,18 @@ pub fn document(
 }
 
 /// Writes `.sortie/mcp.json` and `.sortie/.gitignore` into the workspace; the file's path.
-pub fn write(workspace: &Path, doc: &Value) -> Result<PathBuf, String> {
-    let body = serde_json::to_vec_pretty(doc).map_err(|e| format!("mcp config: {e}"))?;
+pub fn write(workspace: &Path, doc: &Value) -> Result<PathBuf, McpFileError> {
+    let body = serde_json::to_vec_pretty(doc)
+        .map_err(|e| McpFileError::new(McpFileErrorKind::Write, format!("mcp config: {e}")))?;
     let dir = sortie_file::sortie_dir(workspace);
-    sortie_file::write(workspace, ".gitignore", b"*\n")
-        .map_err(|e| format!("{}: {e}", dir.join(".gitignore").display()))?;
-    sortie_file::write(workspace, FILE_NAME, &body)
-        .map_err(|e| format!("{}: {e}", dir.join(FILE_NAME).display()))?;
+    sortie_file::write(workspace, ".gitignore", b"*\n").map_err(|e| {
+        let m = format!("{}: {e}", dir.join(".gitignore").display());
+        McpFileError::new(McpFileErrorKind::Write, m)
+    })?;
+    sortie_file::write(workspace, FILE_NAME, &body).map_err(|e| {
+        let m = format!("{}: {e}", dir.join(FILE_NAME).display());
+        McpFileError::new(McpFileErrorKind::Write, m)
+    })?;
     Ok(dir.join(FILE_NAME))
 }
 
@@ -210,9 +273,13 @@ pub fn remove(workspace: &Path) -> std::io::Result<()> {
 }
 
 /// The sortie binary the agent starts: this process's executable, symlinks resolved.
-pub fn sortie_binary() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("sortie binary: {e}"))?;
-    std::fs::canonicalize(&exe).map_err(|e| format!("sortie binary {}: {e}", exe.display()))
+pub fn sortie_binary() -> Result<PathBuf, McpFileError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| McpFileError::new(McpFileErrorKind::Binary, format!("sortie binary: {e}")))?;
+    std::fs::canonicalize(&exe).map_err(|e| {
+        let m = format!("sortie binary {}: {e}", exe.display());
+        McpFileError::new(McpFileErrorKind::Binary, m)
+    })
 }
 
 /// Prepares a session's MCP file: for a kind that takes one (and a local run), writes it and
@@ -224,7 +291,7 @@ pub fn prepare(
     adapter: &dyn AgentAdapter,
     params: &StartSessionParams,
     ctx: &McpContext,
-) -> Result<Option<PathBuf>, String> {
+) -> Result<Option<PathBuf>, McpFileError> {
     let Some(settings) = adapter.worker_mcp_settings() else {
         return Ok(None);
     };
@@ -341,6 +408,7 @@ mod tests {
         let claims = OperatorMcp::Inline(r#"{"mcpServers":{"sortie-tools":{}}}"#.into());
         let err = document(Path::new("/b"), Path::new("/w"), &env, Some(&claims))
             .err()
+            .map(|e| e.message)
             .unwrap_or_default();
         assert!(err.contains("sortie-tools"), "{err}");
         let broken = OperatorMcp::Inline("{nope".into());

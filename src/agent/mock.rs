@@ -92,6 +92,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     validate: crate::agent::no_setting_problems,
     classify_failure: crate::agent::failure_class::no_kind_words,
     build: |settings, clock| Ok(Arc::new(MockAdapter::from_settings(settings, clock)?)),
+    contract: crate::domain::contract::Contract::Suite("mock"),
 };
 
 /// One scripted tool call.

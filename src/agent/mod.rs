@@ -19,6 +19,7 @@ pub mod jsonrpc;
 pub mod mcp_file;
 pub mod mock;
 pub mod opencode;
+pub mod path_error;
 mod pipes;
 pub mod pr_record;
 pub mod process;
@@ -183,6 +184,26 @@ pub struct TurnResult {
 }
 
 /// One agent kind.
+///
+/// # Errors
+///
+/// Errors are [`AgentError`]s whose [`AgentErrorKind`] the orchestrator reads
+/// (`orchestrator::exit_step`): a kind that is [`AgentErrorKind::retryable`] is retried after
+/// the failure backoff; any other is retried after the same backoff but logged as unfixable
+/// (releasing the claim would dispatch the issue again at the next tick). Either counts
+/// towards the failure breaker, which may hold the issue for a person instead.
+///
+/// - Building ([`crate::registry::adapter_for`]): `AgentNotFound` for an unregistered kind or
+///   settings it cannot run with; the daemon refuses to start, a reload is refused whole.
+/// - [`AgentAdapter::start_session`] and a first turn: `AgentNotFound` (the CLI is missing)
+///   and `InvalidWorkspaceCwd` (the workspace is not a directory under the root) are a session
+///   that did not start: reported to the operator, not retryable.
+/// - [`AgentSession::run_turn`] reports failures in its [`TurnResult`]: `ResponseTimeout`,
+///   `TurnTimeout`, `PortExit`, `ResponseError` and `TurnFailed` are retryable;
+///   `TurnCancelled` ends the run as cancelled; `TurnInputRequired` is not retryable;
+///   `AgentAuthFailed` is never retried: the agent kind is held for a person and the claim
+///   released.
+/// - [`AgentSession::stop`] failing is logged; the run's outcome stands.
 pub trait AgentAdapter: Send + Sync {
     fn kind(&self) -> &'static str;
     fn caps(&self) -> AdapterCaps;
@@ -239,6 +260,8 @@ pub struct AgentDescriptor {
     /// will not heal by itself: the kind's own phrases, then the common ones
     /// ([`failure_class::classify_common`]).
     pub classify_failure: fn(&str) -> Option<failure_class::FailureClass>,
+    /// The kind's instantiation of the shared contract suite, or the daemon test that runs it.
+    pub contract: crate::domain::contract::Contract,
     pub build: BuildAgent,
 }
 

@@ -70,7 +70,7 @@ pub fn read_on(workspace: &Path, host: Option<&crate::ssh::SshHost>) -> RecordRe
         Ok(Some(bytes)) => parse(&bytes),
         Err(reason) => RecordRead {
             record: None,
-            warning: Some(reason),
+            warning: Some(reason.to_string()),
         },
     }
 }

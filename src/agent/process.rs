@@ -6,6 +6,7 @@
 use super::cancel::{CancelReason, CancelToken};
 use super::error::{AgentError, AgentErrorKind};
 use super::event::{AgentEvent, AgentEventKind, TurnOutcome};
+use super::path_error::{PathError, PathProblem};
 use super::pipes::{self, LineSplitter, PipeSink};
 use super::stream::{ExitInfo, SpawnError, StreamParser, TurnEnd};
 use crate::process_signal::{Signal, orphans, signal_group};
@@ -111,21 +112,21 @@ pub struct SupervisedTurn {
 
 /// Checks that `workspace` is an absolute, existing directory (not a symlink) and returns
 /// its canonical form, which becomes the agent's cwd.
-pub fn verify_workspace(workspace: &Path) -> Result<PathBuf, String> {
+pub fn verify_workspace(workspace: &Path) -> Result<PathBuf, PathError> {
+    let refused = |problem| Err(PathError::new(workspace, problem));
     if !workspace.is_absolute() {
-        return Err(format!("{} is not absolute", workspace.display()));
+        return refused(PathProblem::NotAbsolute);
     }
-    let meta = std::fs::symlink_metadata(workspace)
-        .map_err(|e| format!("{}: {e}", workspace.display()))?;
+    let meta = std::fs::symlink_metadata(workspace).map_err(|e| PathError::io(workspace, &e))?;
     if meta.file_type().is_symlink() {
-        return Err(format!("{} is a symlink", workspace.display()));
+        return refused(PathProblem::Symlink);
     }
     if !meta.is_dir() {
-        return Err(format!("{} is not a directory", workspace.display()));
+        return refused(PathProblem::NotDirectory);
     }
     workspace
         .canonicalize()
-        .map_err(|e| format!("{}: {e}", workspace.display()))
+        .map_err(|e| PathError::io(workspace, &e))
 }
 
 /// Splits `agent.command` on whitespace into program and leading arguments.
@@ -137,7 +138,8 @@ pub fn split_command(command: &str) -> Option<(String, Vec<String>)> {
 
 /// The workspace as a session's cwd ([`verify_workspace`]), or `invalid_workspace_cwd`.
 pub fn session_workspace(workspace: &Path) -> Result<PathBuf, AgentError> {
-    verify_workspace(workspace).map_err(|m| AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, m))
+    verify_workspace(workspace)
+        .map_err(|e| AgentError::new(AgentErrorKind::InvalidWorkspaceCwd, e.to_string()))
 }
 
 /// [`session_workspace`] for a session placed on `remote`: there the path names the remote
@@ -274,7 +276,8 @@ pub(crate) fn without_nul(s: &str) -> String {
 fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
     let mut cmd = match &spec.remote {
         None => {
-            let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
+            let cwd =
+                verify_workspace(&spec.cwd).map_err(|e| SpawnError::InvalidCwd(e.to_string()))?;
             // An argument or environment value cannot hold a NUL byte (the spawn would fail
             // every time); tracker text reaches both (the prompt, the identifier), so NUL
             // becomes `_`.
@@ -702,6 +705,44 @@ fn supervise(
             },
         }
     }
+    let turn = Turn {
+        running: &running,
+        group: &group,
+        spec,
+        limits,
+    };
+    finish(&turn, parser, emit, end, stdout_open, &mut output);
+    log::debug!(program:% = spec.program, pid:% = pid, exit:% = crate::log_field::opt(&end.exit); "agent process ended");
+    output
+}
+
+/// One supervised turn's process, its group, spec and limits.
+struct Turn<'a, 'g> {
+    running: &'a Running,
+    group: &'a TurnGroup<'g>,
+    spec: &'a ProcessSpec,
+    limits: TurnLimits,
+}
+
+/// After the turn's process ended or was stopped: kills what is left of its group and the
+/// processes that escaped it, drains stdout (when still open) within the drain deadline, and
+/// keeps the stderr tail.
+fn finish(
+    turn: &Turn<'_, '_>,
+    parser: &mut dyn StreamParser,
+    emit: &dyn Fn(Vec<AgentEvent>),
+    end: &mut TurnEnd,
+    stdout_open: bool,
+    output: &mut ProcessOutput,
+) {
+    let Turn {
+        running,
+        group,
+        spec,
+        limits,
+    } = *turn;
+    let pid = running.pid;
+    let stdout_rx = &running.stdout_rx;
     // Every exit: kill whatever is left of the group (grandchildren, MCP sidecars; on a host
     // the remote group too), so the pipes close and nothing outlives the turn.
     group.signal(Signal::KILL);
@@ -737,8 +778,6 @@ fn supervise(
     if let Ok(s) = running.stderr.lock() {
         output.stderr = s.render();
     }
-    log::debug!(program:% = spec.program, pid:% = pid, exit:% = crate::log_field::opt(&end.exit); "agent process ended");
-    output
 }
 
 /// SIGTERM the group, wait `grace` for the child (cut short when `cancel` is escalated), then

@@ -6,6 +6,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use super::path_error::{PathError, PathProblem};
+
 /// `<workspace>/.sortie`.
 pub fn sortie_dir(workspace: &Path) -> PathBuf {
     workspace.join(".sortie")
@@ -14,39 +16,39 @@ pub fn sortie_dir(workspace: &Path) -> PathBuf {
 /// Reads `<workspace>/.sortie/<name>`: `Ok(None)` when it (or `.sortie`) is absent, `Err` with
 /// the reason when it is present but refused (symlink, not a regular file, over `max_bytes`,
 /// unreadable).
-pub fn read(workspace: &Path, name: &str, max_bytes: u64) -> Result<Option<Vec<u8>>, String> {
+pub fn read(workspace: &Path, name: &str, max_bytes: u64) -> Result<Option<Vec<u8>>, PathError> {
     let dir = sortie_dir(workspace);
     match std::fs::symlink_metadata(&dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", dir.display())),
+        Err(e) => return Err(PathError::io(&dir, &e)),
         Ok(m) if m.file_type().is_symlink() => {
-            return Err(format!("{} is a symlink", dir.display()));
+            return Err(PathError::new(dir, PathProblem::Symlink));
         }
-        Ok(m) if !m.is_dir() => return Err(format!("{} is not a directory", dir.display())),
+        Ok(m) if !m.is_dir() => return Err(PathError::new(dir, PathProblem::NotDirectory)),
         Ok(_) => {}
     }
     let path = dir.join(name);
     let meta = match std::fs::symlink_metadata(&path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => return Err(PathError::io(&path, &e)),
         Ok(m) => m,
     };
     if meta.file_type().is_symlink() {
-        return Err(format!("{} is a symlink", path.display()));
+        return Err(PathError::new(path, PathProblem::Symlink));
     }
     if !meta.is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
+        return Err(PathError::new(path, PathProblem::NotRegularFile));
     }
     if meta.len() > max_bytes {
-        return Err(format!(
-            "{} is {} bytes, over the {max_bytes}-byte limit",
-            path.display(),
-            meta.len()
-        ));
+        let problem = PathProblem::TooLarge {
+            len: meta.len(),
+            max: max_bytes,
+        };
+        return Err(PathError::new(path, problem));
     }
     read_capped(&path, max_bytes)
         .map(Some)
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| PathError::io(&path, &e))
 }
 
 /// [`read`] of a workspace on `host` (`None` reads here): the bytes come through
@@ -57,12 +59,14 @@ pub fn read_on(
     name: &str,
     max_bytes: u64,
     host: Option<&crate::ssh::SshHost>,
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Vec<u8>>, PathError> {
     match host {
         None => read(workspace, name, max_bytes),
-        Some(host) => host
-            .read_file(&sortie_dir(workspace).join(name), max_bytes)
-            .map_err(|e| e.to_string()),
+        Some(host) => {
+            let path = sortie_dir(workspace).join(name);
+            host.read_file(&path, max_bytes)
+                .map_err(|e| PathError::new(path, PathProblem::Host(e.to_string())))
+        }
     }
 }
 

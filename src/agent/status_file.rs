@@ -101,7 +101,7 @@ pub fn read_on(workspace: &Path, host: Option<&crate::ssh::SshHost>) -> StatusRe
     match super::sortie_file::read_on(workspace, "status", MAX_STATUS_BYTES, host) {
         Ok(None) => StatusRead::default(),
         Ok(Some(bytes)) => parse(&bytes),
-        Err(reason) => StatusRead::refused(reason),
+        Err(reason) => StatusRead::refused(reason.to_string()),
     }
 }
 

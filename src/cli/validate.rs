@@ -110,7 +110,7 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
         && let Err(e) =
             crate::registry::build_scm(&settings, std::sync::Arc::new(crate::clock::SystemClock))
     {
-        report.errors.push(diag("scm_adapter", e));
+        report.errors.push(diag("scm_adapter", e.to_string()));
     }
     let ws = crate::orchestrator::adapters::workspace_manager(&wf);
     if let Err(e) = ws.preflight_root_writable() {

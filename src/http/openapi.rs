@@ -61,6 +61,13 @@ fn path_param(name: &str, desc: &str) -> Value {
     json!({"name": name, "in": "path", "required": true, "description": desc, "schema": {"type": "string"}})
 }
 
+/// The `kind` segment of the webhook route: the registry's webhook kinds.
+fn webhook_kind_param() -> Value {
+    json!({"name": "kind", "in": "path", "required": true,
+        "description": format!("The tracker or forge kind: {}.", crate::registry::webhook_kinds_text()),
+        "schema": {"type": "string", "enum": crate::registry::WEBHOOK_KINDS}})
+}
+
 fn query_param(name: &str, desc: &str) -> Value {
     json!({"name": name, "in": "query", "required": false, "description": desc, "schema": query_schema(name)})
 }
@@ -660,8 +667,8 @@ fn paths(s: &Refs) -> Value {
 fn webhook_path(s: &Refs) -> Value {
     json!({"post": {
         "summary": "Receive a signed forge delivery",
-        "description": "A delivery from GitHub, GitLab, Gitea, Jira or Linear, verified with the kind's scheme and the secret in SORTIE_WEBHOOK_SECRET_<KIND>. Its content is never trusted: a verified delivery only queues an immediate coalesced poll, like POST /api/v1/refresh. Rate-limited per kind; a delivery id seen within the last hour is refused.",
-        "parameters": [path_param("kind", "The forge: github, gitlab, gitea, jira or linear.")],
+        "description": "A delivery from a tracker or forge of one of the listed kinds, verified with the kind's scheme and the secret in SORTIE_WEBHOOK_SECRET_<KIND>. Its content is never trusted: a verified delivery only queues an immediate coalesced poll, like POST /api/v1/refresh. Rate-limited per kind; a delivery id seen within the last hour is refused.",
+        "parameters": [webhook_kind_param()],
         "requestBody": {"required": false, "description": "The forge's delivery, as it sent it; read only after its signature is verified.", "content": {"application/json": {"schema": {"type": "object"}}}},
         "responses": {
             "202": json_response("Verified; a poll is queued, or joined a queued one.", s.refresh.clone(),
@@ -669,7 +676,7 @@ fn webhook_path(s: &Refs) -> Value {
             "400": error_response("Verified, but the body is not a JSON object; nothing changed.", "invalid_payload", "the delivery's body is not a JSON object; nothing changed"),
             "401": error_response("Not verified (signature or token missing, malformed or wrong, or a stale signed timestamp); logged, nothing changed.", "webhook_unverified", "the delivery is not verified (bad_signature); nothing changed"),
             "403": cross_origin(),
-            "404": error_response("The kind is unknown, or has no secret configured.", "webhook_not_configured", "no webhook kind \"bitbucket\" is configured (github, gitlab, gitea, jira or linear, each with its SORTIE_WEBHOOK_SECRET_<KIND>)"),
+            "404": error_response("The kind is unknown, or has no secret configured.", "webhook_not_configured", &super::webhooks::not_configured_message("bitbucket")),
             "405": method_not_allowed(),
             "409": error_response("The delivery was already received; nothing changed.", "webhook_replayed", "this delivery was already received; nothing changed"),
             "429": {

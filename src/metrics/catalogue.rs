@@ -49,9 +49,9 @@ pub const CI_RESULTS: &[&str] = &["passing", "pending", "failing", "error"];
 pub const ESCALATION_ACTIONS: &[&str] = &["label", "comment", "error"];
 pub const REVIEW_RESULTS: &[&str] = &["dispatched", "error", "skipped"];
 pub const SELF_REVIEW_VERDICTS: &[&str] = &["pass", "iterate", "none"];
-/// The labels of `sortie_webhook_deliveries_total`: the route's kinds, and what became of a
-/// delivery.
-pub const WEBHOOK_KINDS: &[&str] = &["github", "gitlab", "gitea", "jira", "linear"];
+/// The labels of `sortie_webhook_deliveries_total`: the route's kinds (the registry's), and
+/// what became of a delivery.
+pub const WEBHOOK_KINDS: &[&str] = crate::registry::WEBHOOK_KINDS;
 pub const WEBHOOK_OUTCOMES: &[&str] = &[
     "accepted",
     "unverified",

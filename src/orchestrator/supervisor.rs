@@ -440,7 +440,7 @@ fn run_session(
     params.mcp_config_path = match mcp_file::prepare(job.agent.as_ref(), &params, &mcp_context(job))
     {
         Ok(path) => path,
-        Err(e) => return error_exit(ErrorCode::Workspace, e, true),
+        Err(e) => return error_exit(ErrorCode::Workspace, e.to_string(), true),
     };
     let wrote_mcp = params.mcp_config_path.is_some();
     let exit = run_started_session(job, p, params, workspace, hook_env);

@@ -205,6 +205,11 @@ pub enum ScmErrorKind {
     Api,
     /// A success answer without what the call needs, or a 400/422 refusal of the request.
     Payload,
+    /// No adapter of this build serves the provider (building only).
+    Unsupported,
+    /// The settings cannot make an adapter: no token, an endpoint that is not an http(s) URL,
+    /// an unknown auth scheme (building only).
+    Settings,
 }
 
 /// A failed forge call; the message never carries a credential.
@@ -248,6 +253,22 @@ impl std::fmt::Debug for ScmSettings {
 
 /// The forge operations reactions use. Reads feed `health.scm` (the caller records each
 /// result); writes are never retried by the adapter.
+///
+/// # Errors
+///
+/// Every method answers a [`ScmError`]; how a reaction check treats it:
+///
+/// - `Transport`, `RateLimited`, `Api`, `Payload`, `NotFound` on a read (CI report, review
+///   comments, pull request): recorded in `health.scm`, and the check backs off (its base
+///   interval doubled per failed check, capped at five minutes) before reading again.
+/// - A failed `merge` counts as one of the reaction's attempts like a refusal to merge: it
+///   backs off, and escalates to a person once the attempts are used up.
+/// - `delete_branch` and `remove_label` failures are logged; the merge or label step they
+///   follow stands.
+/// - `Auth` is treated as the other failures above; `Unsupported` and `Settings` come from
+///   building only
+///   ([`crate::registry::build_scm`]): `sortie validate` reports them, and the daemon runs
+///   with reactions off, logging why.
 pub trait ScmAdapter: Send + Sync {
     /// The provider kind (`github`).
     fn kind(&self) -> &'static str;
@@ -280,13 +301,26 @@ pub trait ScmAdapter: Send + Sync {
     fn remove_label(&self, pr: &PullRequestRef, label: &str) -> ScmResult<()>;
 }
 
-/// What builds a forge adapter; the error is one line naming what is missing or wrong.
-pub type ScmBuild = fn(&ScmSettings, Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, String>;
+impl ScmError {
+    /// A [`ScmErrorKind::Settings`] error: the one line naming what is missing or wrong.
+    pub fn settings(message: impl Into<String>) -> ScmError {
+        ScmError {
+            kind: ScmErrorKind::Settings,
+            message: message.into(),
+        }
+    }
+}
+
+/// What builds a forge adapter; a [`ScmErrorKind::Settings`] error names what is missing or
+/// wrong.
+pub type ScmBuild = fn(&ScmSettings, Arc<dyn Clock>) -> ScmResult<Box<dyn ScmAdapter>>;
 
 /// A forge kind as the registry lists it: its name (`provider:` in the reaction blocks, the
 /// tracker kind whose block it reads) and its constructor.
 #[derive(Clone, Copy)]
 pub struct ScmDescriptor {
     pub kind: &'static str,
+    /// The test file that holds the kind to the forge operations' contract against its fake.
+    pub contract: crate::domain::contract::Contract,
     pub build: ScmBuild,
 }

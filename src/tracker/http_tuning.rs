@@ -2,7 +2,7 @@
 //! `retry_base_ms`), read through the shared `http_client` rules (a forge of the same kind reads
 //! the same keys of the same block).
 
-use super::TrackerSettings;
+use super::{SettingProblem, TrackerSettings};
 pub use crate::http_client::HttpTuning;
 
 /// The block keys read here.
@@ -13,8 +13,9 @@ pub fn from_settings(s: &TrackerSettings) -> HttpTuning {
     HttpTuning::from_block(&s.kind, &s.block)
 }
 
-/// A non-negative integer of the kind's block; `Ok(None)` when absent, the one-line problem
-/// (`<kind>.<key> must be …`) otherwise.
-pub fn block_number(s: &TrackerSettings, key: &str) -> Result<Option<u64>, String> {
+/// A non-negative integer of the kind's block; `Ok(None)` when absent, the problem with
+/// `<kind>.<key>` (`<kind>.<key> must be …`) otherwise.
+pub fn block_number(s: &TrackerSettings, key: &str) -> Result<Option<u64>, SettingProblem> {
     crate::http_client::block_number(&s.kind, &s.block, key)
+        .map_err(|message| SettingProblem::new(format!("{}.{key}", s.kind), message))
 }

@@ -25,6 +25,7 @@ pub mod linear;
 pub mod query_params;
 pub mod scope;
 pub mod settings_check;
+pub mod webhook;
 
 /// What the answers of one tracker read (a poll's candidate list with all its pages, one
 /// issue with its comments, …) may total by default: `tracker.max_poll_bytes`.
@@ -144,6 +145,27 @@ pub struct Blockers {
 
 /// One tracker. Implementations are shared between threads (the orchestrator and the
 /// best-effort tracker-ops thread), so every method takes `&self`.
+///
+/// # Errors
+///
+/// Every method answers a [`TrackerError`] whose kind says what failed; building
+/// ([`crate::registry::build_tracker`]) adds the settings kinds.
+///
+/// - `UnsupportedTrackerKind`, `MissingTrackerApiKey`, `MissingTrackerProject`: building only.
+///   At start the daemon refuses to run; on a live reload the whole reload is refused and the
+///   old adapter keeps serving.
+/// - `Transport` (connection, deadline, 5xx, an unreadable or over-budget answer), `Auth`,
+///   `Api`, `Payload`, `MissingEndCursor`: a read that failed. A failed candidate read skips
+///   the poll's dispatch pass and records `TrackerFailed` in `health.poll`; a failed blocker
+///   read holds the issue for that pass; a failed state read for a running or retrying issue
+///   leaves it as it is until the next poll; a failed write (transition, comment, label) is
+///   logged and counted, and the run's outcome stands. Nothing here is retried inside the
+///   adapter beyond `http_client`'s own retries of idempotent reads.
+/// - `NotFound`: the id names no issue. A retry whose issue is not found is released; reads
+///   of several ids omit it instead of failing.
+/// - `OutOfScope`: the id names an issue outside the configured project, team, repository or
+///   query filter, or is spelled to change a request's path: the caller (an agent's tool
+///   call) is refused and nothing is acted on.
 pub trait TrackerAdapter: Send + Sync {
     /// Adapter kind, as written in `tracker.kind`.
     fn kind(&self) -> &'static str;
@@ -278,7 +300,25 @@ pub struct TrackerDescriptor {
     /// What the kind can do with issue labels; config checks the labels a workflow reads and
     /// writes against it (`config::label_capability`).
     pub labels: LabelSupport,
+    /// The states assumed when the workflow sets none, so the orchestrator's dispatch and
+    /// cleanup rules see the same lists as the adapter; `None` for kinds without defaults.
+    pub default_states: Option<DefaultStates>,
+    /// The optional kind-specific `tracker.<key>`s the kind reads (`api_version`,
+    /// `user_agent`); configuration warns about one written for a kind that ignores it.
+    pub reads_keys: &'static [&'static str],
+    /// How the kind signs webhook deliveries; `None` when sortie accepts none from it. The
+    /// route `POST /api/v1/webhooks/<kind>` serves every kind that has one.
+    pub webhook: Option<webhook::WebhookScheme>,
+    /// The kind's instantiation of the shared contract suite.
+    pub contract: crate::domain::contract::Contract,
     pub build: BuildTracker,
+}
+
+/// The states a tracker kind assumes when the workflow sets none.
+#[derive(Debug, Clone, Copy)]
+pub struct DefaultStates {
+    pub active: &'static [&'static str],
+    pub terminal: &'static [&'static str],
 }
 
 /// What a tracker kind can do with issue labels.

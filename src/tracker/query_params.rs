@@ -3,27 +3,33 @@
 //! Keys the adapter sets itself (state, paging, order) are refused, so a filter can narrow the
 //! candidates but never change what "open" or "every page" means.
 
+use crate::domain::SettingProblem;
+
+/// The setting this module reads.
+const FIELD: &str = "tracker.query_filter";
+
 /// The pairs of `filter` in order (blank pieces skipped, keys and values trimmed), or why
 /// it cannot be used.
-pub fn parse(filter: &str, reserved: &[&str]) -> Result<Vec<(String, String)>, String> {
+pub fn parse(filter: &str, reserved: &[&str]) -> Result<Vec<(String, String)>, SettingProblem> {
+    let problem = |message: String| SettingProblem::new(FIELD, message);
     let mut pairs = Vec::new();
     for piece in filter.trim().split('&').filter(|p| !p.trim().is_empty()) {
         let Some((k, v)) = piece.split_once('=') else {
-            return Err(format!(
+            return Err(problem(format!(
                 "tracker.query_filter {filter:?} must be issue-list parameters like labels=bug&milestone=v1"
-            ));
+            )));
         };
         let k = k.trim();
         if k.is_empty() {
-            return Err(format!(
+            return Err(problem(format!(
                 "tracker.query_filter {filter:?} must be issue-list parameters like labels=bug&milestone=v1"
-            ));
+            )));
         }
         if reserved.iter().any(|r| r.eq_ignore_ascii_case(k)) {
-            return Err(format!(
+            return Err(problem(format!(
                 "tracker.query_filter may not set {k:?}: the adapter sets {} itself",
                 reserved.join(", ")
-            ));
+            )));
         }
         pairs.push((k.to_string(), v.trim().to_string()));
     }
@@ -50,11 +56,12 @@ mod tests {
     #[test]
     fn malformed_pieces_and_reserved_keys_are_refused() {
         for bad in ["nonsense", "=x", "labels=bug&oops"] {
-            let e = parse(bad, &[]).err().unwrap_or_default();
+            let e = parse(bad, &[]).err().map(|e| e.message).unwrap_or_default();
             assert!(e.contains("labels=bug&milestone=v1"), "{bad}: {e}");
         }
         let e = parse("labels=a&State=closed", &["state", "page"])
             .err()
+            .map(|e| e.message)
             .unwrap_or_default();
         assert_eq!(
             e,

@@ -43,6 +43,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
             clock,
         )))
     },
+    contract: crate::domain::contract::Contract::Suite("kiro"),
 };
 
 /// The `kiro:` block, checked.

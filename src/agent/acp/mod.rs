@@ -66,6 +66,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     },
     classify_failure,
     build: |settings, clock| Ok(Arc::new(AcpAdapter::new(settings.clone(), clock))),
+    contract: crate::domain::contract::Contract::Suite("agent_client_protocol"),
 };
 
 /// Recognises the ACP agent's own words for a failure that will not heal by itself, then the common

@@ -61,6 +61,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     validate: settings_problems,
     classify_failure,
     build: |settings, clock| Ok(Arc::new(ClaudeAdapter::new(settings.clone(), clock))),
+    contract: crate::domain::contract::Contract::Suite("claude_code"),
 };
 
 /// Recognises Claude Code's own words for a failure that will not heal by itself, then the common

@@ -62,6 +62,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     validate: settings_problems,
     classify_failure,
     build: |settings, clock| Ok(Arc::new(CopilotAdapter::new(settings.clone(), clock))),
+    contract: crate::domain::contract::Contract::File("agent_copilot_daemon.rs"),
 };
 
 /// Recognises the Copilot CLI's own words for a failure that will not heal by itself, then the common

@@ -65,7 +65,8 @@ impl RpcChild {
     pub fn spawn(spec: &RpcSpec) -> Result<RpcChild, SpawnError> {
         let mut cmd = match &spec.remote {
             None => {
-                let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
+                let cwd = verify_workspace(&spec.cwd)
+                    .map_err(|e| SpawnError::InvalidCwd(e.to_string()))?;
                 let mut cmd =
                     local_command(spec.sandbox.as_deref(), &spec.program, &spec.args, &cwd)?;
                 set_base_env(&mut cmd, spec.base_env.as_deref());

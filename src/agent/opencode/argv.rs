@@ -2,6 +2,7 @@
 //! the `opencode export` call that reads a session's records, and the `OPENCODE_*` variables
 //! sortie owns, all from the session state and the `opencode:` pass-through block.
 
+use crate::domain::SettingProblem;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -107,7 +108,7 @@ pub fn export_args(session_id: &str) -> Vec<String> {
 }
 
 /// The managed variables in a fixed order; `OPENCODE_PERMISSION` only when tools are scoped.
-pub fn managed_env(block: &Map<String, Value>) -> Result<Vec<(String, String)>, String> {
+pub fn managed_env(block: &Map<String, Value>) -> Result<Vec<(String, String)>, SettingProblem> {
     let autocompact_off = bool_key(block, "disable_autocompact").unwrap_or(true);
     let mut env = vec![
         ("OPENCODE_AUTO_SHARE".to_string(), "false".to_string()),
@@ -133,7 +134,7 @@ pub fn managed_env(block: &Map<String, Value>) -> Result<Vec<(String, String)>, 
 /// `OPENCODE_PERMISSION` from `allowed_tools` / `denied_tools`: an allow-list allows its
 /// tools and denies every other known key; a deny-list denies its tools. `None` when neither
 /// is set; an error when a tool is in both.
-pub fn permission_json(block: &Map<String, Value>) -> Result<Option<String>, String> {
+pub fn permission_json(block: &Map<String, Value>) -> Result<Option<String>, SettingProblem> {
     let allowed = list_key(block, "allowed_tools");
     let denied = list_key(block, "denied_tools");
     if allowed.is_none() && denied.is_none() {
@@ -145,9 +146,12 @@ pub fn permission_json(block: &Map<String, Value>) -> Result<Option<String>, Str
     };
     if !overlap.is_empty() {
         let names: Vec<&str> = overlap.iter().map(|s| s.as_str()).collect();
-        return Err(format!(
-            "opencode.allowed_tools and opencode.denied_tools both name {}",
-            names.join(", ")
+        return Err(SettingProblem::new(
+            "opencode.denied_tools",
+            format!(
+                "opencode.allowed_tools and opencode.denied_tools both name {}",
+                names.join(", ")
+            ),
         ));
     }
     let mut rules: BTreeMap<String, &str> = BTreeMap::new();

@@ -79,6 +79,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
         let adapter = OpencodeAdapter::new(settings.clone(), clock)?;
         Ok(Arc::new(adapter))
     },
+    contract: crate::domain::contract::Contract::Suite("opencode"),
 };
 
 /// Recognises OpenCode's own words for a failure that will not heal by itself (its provider
@@ -121,7 +122,7 @@ impl OpencodeAdapter {
     /// Fails when the block's tool scoping is contradictory.
     pub fn new(settings: AgentSettings, clock: Arc<dyn Clock>) -> Result<Self, AgentError> {
         let env = argv::managed_env(&settings.block)
-            .map_err(|m| AgentError::new(AgentErrorKind::AgentNotFound, m))?;
+            .map_err(|p| AgentError::new(AgentErrorKind::AgentNotFound, p.message))?;
         Ok(OpencodeAdapter {
             settings,
             clock,
@@ -233,7 +234,10 @@ impl OpencodeSession {
             let turn = process::run_turn(&spec, &mut collect, &tx, &CancelToken::new(), limits);
             match turn.outcome {
                 TurnOutcome::Completed { .. } => Ok(collect.text().to_string()),
-                other => Err(format!("{} (stderr: {})", other.message(), turn.stderr)),
+                other => Err(AgentError::new(
+                    AgentErrorKind::ResponseError,
+                    format!("{} (stderr: {})", other.message(), turn.stderr),
+                )),
             }
         })
     }

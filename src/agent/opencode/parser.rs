@@ -24,7 +24,7 @@ pub const TEXT_CHARS: usize = 500;
 const AUTH_ERROR: &str = "ProviderAuthError";
 
 /// Reads a session's export: `Ok(document)` or why it could not.
-pub type ExportHook = Box<dyn FnMut(&str) -> Result<String, String> + Send>;
+pub type ExportHook = Box<dyn FnMut(&str) -> Result<String, crate::agent::AgentError> + Send>;
 
 /// How this turn's session is known before the stream starts.
 #[derive(Debug, Clone, Default)]

@@ -49,8 +49,8 @@ pub fn problems(settings: &AgentSettings) -> Vec<SettingProblem> {
             )),
         }
     }
-    if let Err(message) = permission_json(block) {
-        out.push(SettingProblem::new(field("denied_tools"), message));
+    if let Err(problem) = permission_json(block) {
+        out.push(problem);
     }
     out
 }

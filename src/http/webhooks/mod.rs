@@ -82,7 +82,7 @@ impl Ingress {
     /// [`crate::mask`]) and logs which kinds are served.
     pub fn from_env() -> Ingress {
         let mut secrets = HashMap::new();
-        for k in Kind::ALL {
+        for k in Kind::all() {
             if let Ok(v) = std::env::var(k.secret_var()) {
                 let v = v.trim().to_string();
                 if !v.is_empty() {
@@ -296,33 +296,14 @@ fn accept(state: &AppState, req: Request, a: Accepted, remote: &str, now: i64) {
     }
 }
 
+/// The answer's message for a kind that is unknown or has no secret (the OpenAPI example).
+pub fn not_configured_message(segment: &str) -> String {
+    Refused::not_configured(segment).message
+}
+
 /// The issue a payload is about, for the log only (never acted on).
 fn issue_named(kind: Kind, p: &Value) -> Option<String> {
-    let s = |v: &Value| match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    };
-    match kind {
-        Kind::Github | Kind::Gitea => {
-            let n = s(p.pointer("/issue/number")?)?;
-            let repo = p
-                .pointer("/repository/full_name")
-                .and_then(s)
-                .unwrap_or_default();
-            Some(format!("{repo}#{n}"))
-        }
-        Kind::Gitlab => {
-            let n = s(p.pointer("/object_attributes/iid")?)?;
-            let repo = p
-                .pointer("/project/path_with_namespace")
-                .and_then(s)
-                .unwrap_or_default();
-            Some(format!("{repo}#{n}"))
-        }
-        Kind::Jira => s(p.pointer("/issue/key")?),
-        Kind::Linear => s(p.pointer("/data/identifier")?),
-    }
+    kind.issue_named(p)
 }
 
 fn send_with_retry_after(req: Request, r: &Refused, seconds: u64) {
@@ -348,16 +329,20 @@ fn send_with_retry_after(req: Request, r: &Refused, seconds: u64) {
 mod tests {
     use super::*;
 
+    fn kind(name: &str) -> Kind {
+        Kind::parse(name).unwrap_or_else(|| panic!("{name} is not a webhook kind"))
+    }
+
     #[test]
     fn the_issue_named_in_each_payload() {
         let gh = serde_json::json!({"issue": {"number": 7}, "repository": {"full_name": "o/r"}});
-        assert_eq!(issue_named(Kind::Github, &gh).as_deref(), Some("o/r#7"));
+        assert_eq!(issue_named(kind("github"), &gh).as_deref(), Some("o/r#7"));
         let gl = serde_json::json!({"object_attributes": {"iid": 3}, "project": {"path_with_namespace": "g/p"}});
-        assert_eq!(issue_named(Kind::Gitlab, &gl).as_deref(), Some("g/p#3"));
+        assert_eq!(issue_named(kind("gitlab"), &gl).as_deref(), Some("g/p#3"));
         let jira = serde_json::json!({"issue": {"key": "PROJ-9"}});
-        assert_eq!(issue_named(Kind::Jira, &jira).as_deref(), Some("PROJ-9"));
+        assert_eq!(issue_named(kind("jira"), &jira).as_deref(), Some("PROJ-9"));
         let lin = serde_json::json!({"data": {"identifier": "ENG-1"}});
-        assert_eq!(issue_named(Kind::Linear, &lin).as_deref(), Some("ENG-1"));
-        assert_eq!(issue_named(Kind::Github, &serde_json::json!({})), None);
+        assert_eq!(issue_named(kind("linear"), &lin).as_deref(), Some("ENG-1"));
+        assert_eq!(issue_named(kind("github"), &serde_json::json!({})), None);
     }
 }

@@ -38,8 +38,9 @@ impl Refused {
             status: 404,
             code: "webhook_not_configured",
             message: format!(
-                "no webhook kind \"{}\" is configured (github, gitlab, gitea, jira or linear, each with its SORTIE_WEBHOOK_SECRET_<KIND>)",
-                echo(segment)
+                "no webhook kind \"{}\" is configured ({}, each with its SORTIE_WEBHOOK_SECRET_<KIND>)",
+                echo(segment),
+                crate::registry::webhook_kinds_text()
             ),
             outcome: "not_configured",
             reason: "not_configured",

@@ -1,59 +1,48 @@
-//! The forges' delivery signature schemes, pure: headers, body and secret in, a verdict out.
-//! Every comparison is constant-time (HMAC tags through `hmac`'s `verify_slice`, tokens
-//! through digests compared by `hmac` as well).
-//!
-//! Sources:
-//! - GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(body)>`, delivery id in
-//!   `X-GitHub-Delivery` (<https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries>,
-//!   whose example is the unit test `github_documented_vector`).
-//! - Gitea: `X-Gitea-Signature: <hex HMAC-SHA256(body)>`, delivery id in `X-Gitea-Delivery`
-//!   (<https://docs.gitea.com/usage/webhooks>).
-//! - GitLab: `X-Gitlab-Token: <secret>` as configured, delivery id in `X-Gitlab-Event-UUID`
-//!   (<https://docs.gitlab.com/user/project/integrations/webhooks/>).
-//! - Jira Cloud: webhooks registered with a secret carry `X-Hub-Signature: sha256=<hex
-//!   HMAC-SHA256(body)>` (the WebSub `method=signature` form), delivery id in
-//!   `X-Atlassian-Webhook-Identifier`
-//!   (<https://developer.atlassian.com/cloud/jira/platform/webhooks/#secure-admin-webhooks>).
-//! - Linear: `Linear-Signature: <hex HMAC-SHA256(body)>`, delivery id in `Linear-Delivery`,
-//!   and `webhookTimestamp` (Unix milliseconds) in the body, to be within a minute of now
-//!   (<https://linear.app/developers/webhooks>).
+//! The delivery signature schemes, pure: headers, body and secret in, a verdict out. Which
+//! kinds accept deliveries and how each signs them is the adapters' declaration
+//! ([`crate::tracker::webhook::WebhookScheme`], listed by [`crate::registry::WEBHOOKS`]); this
+//! module applies it. Every comparison is constant-time (HMAC tags through `hmac`'s
+//! `verify_slice`, tokens through digests compared by `hmac` as well).
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use crate::registry::{self, Webhook};
+use crate::tracker::webhook::Signature;
+
 type HmacSha256 = Hmac<Sha256>;
 
-/// The forges whose deliveries are accepted; the path segment of the route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    Github,
-    Gitlab,
-    Gitea,
-    Jira,
-    Linear,
+/// A kind whose deliveries are accepted; the path segment of the route. Equal when the names
+/// are.
+#[derive(Debug, Clone, Copy)]
+pub struct Kind(&'static Webhook);
+
+impl PartialEq for Kind {
+    fn eq(&self, other: &Kind) -> bool {
+        self.0.kind == other.0.kind
+    }
+}
+
+impl Eq for Kind {}
+
+impl std::hash::Hash for Kind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.kind.hash(state);
+    }
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
-        Kind::Github,
-        Kind::Gitlab,
-        Kind::Gitea,
-        Kind::Jira,
-        Kind::Linear,
-    ];
+    /// Every kind, in the registry's order.
+    pub fn all() -> impl Iterator<Item = Kind> {
+        registry::WEBHOOKS.iter().map(Kind)
+    }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Github => "github",
-            Kind::Gitlab => "gitlab",
-            Kind::Gitea => "gitea",
-            Kind::Jira => "jira",
-            Kind::Linear => "linear",
-        }
+        self.0.kind
     }
 
     pub fn parse(s: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.as_str() == s)
+        registry::webhook(s).map(Kind)
     }
 
     /// The environment variable holding this kind's secret.
@@ -64,38 +53,25 @@ impl Kind {
         )
     }
 
-    /// The header carrying the signature (or GitLab's token); a delivery without it is
-    /// refused before its body is read.
+    /// The header carrying the signature (or token); a delivery without it is refused before
+    /// its body is read.
     pub fn signature_header(self) -> &'static str {
-        match self {
-            Kind::Github => "X-Hub-Signature-256",
-            Kind::Jira => "X-Hub-Signature",
-            Kind::Gitea => "X-Gitea-Signature",
-            Kind::Linear => "Linear-Signature",
-            Kind::Gitlab => "X-Gitlab-Token",
-        }
+        self.0.scheme.signature_header
     }
 
     /// The header naming the delivery, for replay protection.
     pub fn delivery_header(self) -> &'static str {
-        match self {
-            Kind::Github => "X-GitHub-Delivery",
-            Kind::Gitlab => "X-Gitlab-Event-UUID",
-            Kind::Gitea => "X-Gitea-Delivery",
-            Kind::Jira => "X-Atlassian-Webhook-Identifier",
-            Kind::Linear => "Linear-Delivery",
-        }
+        self.0.scheme.delivery_header
     }
 
     /// The header naming the event, for the log only.
     pub fn event_header(self) -> &'static str {
-        match self {
-            Kind::Github => "X-GitHub-Event",
-            Kind::Gitlab => "X-Gitlab-Event",
-            Kind::Gitea => "X-Gitea-Event",
-            Kind::Jira => "X-Atlassian-Webhook-Flow",
-            Kind::Linear => "Linear-Event",
-        }
+        self.0.scheme.event_header
+    }
+
+    /// The issue a payload is about, for the log only (never acted on).
+    pub fn issue_named(self, payload: &serde_json::Value) -> Option<String> {
+        (self.0.scheme.issue)(payload)
     }
 }
 
@@ -123,9 +99,6 @@ impl Refusal {
     }
 }
 
-/// How far a signed timestamp may be from now (Linear's documented bound).
-pub const TIMESTAMP_TOLERANCE_MS: i64 = 60_000;
-
 /// Verifies a delivery's signature over the raw `body`; `header` looks a request header up
 /// case-insensitively. The timestamp rule ([`check_timestamp`]) needs the parsed body and is
 /// applied after this.
@@ -136,10 +109,9 @@ pub fn verify(
     body: &[u8],
 ) -> Result<(), Refusal> {
     let value = header(kind.signature_header());
-    match kind {
-        Kind::Github | Kind::Jira => hmac_header(secret, value, Some("sha256="), body),
-        Kind::Gitea | Kind::Linear => hmac_header(secret, value, None, body),
-        Kind::Gitlab => {
+    match kind.0.scheme.signature {
+        Signature::HmacSha256Hex { prefix } => hmac_header(secret, value, prefix, body),
+        Signature::Token => {
             let token = value.ok_or(Refusal::MissingSignature)?;
             if tokens_equal(secret, token.trim()) {
                 Ok(())
@@ -150,17 +122,17 @@ pub fn verify(
     }
 }
 
-/// A signed `webhookTimestamp` (Unix milliseconds) must be within
-/// [`TIMESTAMP_TOLERANCE_MS`] of `now_ms`; kinds without one pass.
+/// A signed timestamp (Unix milliseconds) must be within the scheme's tolerance of `now_ms`;
+/// kinds without one pass.
 pub fn check_timestamp(kind: Kind, body: &serde_json::Value, now_ms: i64) -> Result<(), Refusal> {
-    if kind != Kind::Linear {
+    let Some(rule) = kind.0.scheme.timestamp else {
         return Ok(());
-    }
+    };
     let ts = body
-        .get("webhookTimestamp")
+        .get(rule.field)
         .and_then(serde_json::Value::as_i64)
         .ok_or(Refusal::StaleTimestamp)?;
-    if (now_ms.saturating_sub(ts)).abs() <= TIMESTAMP_TOLERANCE_MS {
+    if (now_ms.saturating_sub(ts)).abs() <= rule.tolerance_ms {
         Ok(())
     } else {
         Err(Refusal::StaleTimestamp)
@@ -217,6 +189,10 @@ pub fn sign_hex(secret: &str, body: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    fn kind(name: &str) -> Kind {
+        Kind::parse(name).unwrap_or_else(|| panic!("{name} is not a webhook kind"))
+    }
+
     fn headers(list: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
         let owned: Vec<(String, String)> = list
             .iter()
@@ -238,22 +214,22 @@ mod tests {
         let sig = "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
         assert_eq!(sign_hex(secret, body), sig);
         let h = headers(&[("x-hub-signature-256", &format!("sha256={sig}"))]);
-        assert_eq!(verify(Kind::Github, secret, &h, body), Ok(()));
+        assert_eq!(verify(kind("github"), secret, &h, body), Ok(()));
         assert_eq!(
-            verify(Kind::Github, secret, &h, b"Hello, World?"),
+            verify(kind("github"), secret, &h, b"Hello, World?"),
             Err(Refusal::BadSignature)
         );
         assert_eq!(
-            verify(Kind::Github, "other", &h, body),
+            verify(kind("github"), "other", &h, body),
             Err(Refusal::BadSignature)
         );
         let bare = headers(&[("X-Hub-Signature-256", sig)]);
         assert_eq!(
-            verify(Kind::Github, secret, &bare, body),
+            verify(kind("github"), secret, &bare, body),
             Err(Refusal::MalformedSignature)
         );
         assert_eq!(
-            verify(Kind::Github, secret, &headers(&[]), body),
+            verify(kind("github"), secret, &headers(&[]), body),
             Err(Refusal::MissingSignature)
         );
     }
@@ -265,8 +241,8 @@ mod tests {
         let sig = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
         assert_eq!(sign_hex("Jefe", body), sig);
         for (kind, name) in [
-            (Kind::Gitea, "X-Gitea-Signature"),
-            (Kind::Linear, "Linear-Signature"),
+            (kind("gitea"), "X-Gitea-Signature"),
+            (kind("linear"), "Linear-Signature"),
         ] {
             assert_eq!(verify(kind, "Jefe", &headers(&[(name, sig)]), body), Ok(()));
             let upper = sig.to_ascii_uppercase();
@@ -284,10 +260,10 @@ mod tests {
             );
         }
         let jira = headers(&[("X-Hub-Signature", &format!("sha256={sig}"))]);
-        assert_eq!(verify(Kind::Jira, "Jefe", &jira, body), Ok(()));
+        assert_eq!(verify(kind("jira"), "Jefe", &jira, body), Ok(()));
         let wrong_header = headers(&[("X-Hub-Signature-256", &format!("sha256={sig}"))]);
         assert_eq!(
-            verify(Kind::Jira, "Jefe", &wrong_header, body),
+            verify(kind("jira"), "Jefe", &wrong_header, body),
             Err(Refusal::MissingSignature)
         );
     }
@@ -295,17 +271,17 @@ mod tests {
     #[test]
     fn gitlab_token_compares_whole() {
         let ok = headers(&[("X-Gitlab-Token", "s3cret-token")]);
-        assert_eq!(verify(Kind::Gitlab, "s3cret-token", &ok, b"{}"), Ok(()));
+        assert_eq!(verify(kind("gitlab"), "s3cret-token", &ok, b"{}"), Ok(()));
         for bad in ["s3cret-toke", "s3cret-token2", "", "S3CRET-TOKEN"] {
             let h = headers(&[("X-Gitlab-Token", bad)]);
             assert_eq!(
-                verify(Kind::Gitlab, "s3cret-token", &h, b"{}"),
+                verify(kind("gitlab"), "s3cret-token", &h, b"{}"),
                 Err(Refusal::BadSignature),
                 "{bad}"
             );
         }
         assert_eq!(
-            verify(Kind::Gitlab, "s3cret-token", &headers(&[]), b"{}"),
+            verify(kind("gitlab"), "s3cret-token", &headers(&[]), b"{}"),
             Err(Refusal::MissingSignature)
         );
     }
@@ -315,33 +291,33 @@ mod tests {
         let now = 1_700_000_000_000;
         let at = |ts: i64| serde_json::json!({"webhookTimestamp": ts});
         assert_eq!(
-            check_timestamp(Kind::Linear, &at(now - 59_000), now),
+            check_timestamp(kind("linear"), &at(now - 59_000), now),
             Ok(())
         );
         assert_eq!(
-            check_timestamp(Kind::Linear, &at(now + 30_000), now),
+            check_timestamp(kind("linear"), &at(now + 30_000), now),
             Ok(())
         );
         assert_eq!(
-            check_timestamp(Kind::Linear, &at(now - 61_000), now),
+            check_timestamp(kind("linear"), &at(now - 61_000), now),
             Err(Refusal::StaleTimestamp)
         );
         assert_eq!(
-            check_timestamp(Kind::Linear, &serde_json::json!({}), now),
+            check_timestamp(kind("linear"), &serde_json::json!({}), now),
             Err(Refusal::StaleTimestamp)
         );
         assert_eq!(
-            check_timestamp(Kind::Github, &serde_json::json!({}), now),
+            check_timestamp(kind("github"), &serde_json::json!({}), now),
             Ok(())
         );
     }
 
     #[test]
     fn kinds_round_trip() {
-        for k in Kind::ALL {
+        for k in Kind::all() {
             assert_eq!(Kind::parse(k.as_str()), Some(k));
         }
         assert_eq!(Kind::parse("bitbucket"), None);
-        assert_eq!(Kind::Github.secret_var(), "SORTIE_WEBHOOK_SECRET_GITHUB");
+        assert_eq!(kind("github").secret_var(), "SORTIE_WEBHOOK_SECRET_GITHUB");
     }
 }

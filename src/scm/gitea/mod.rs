@@ -23,7 +23,7 @@ use crate::clock::Clock;
 use crate::http_client::{HttpTuning, with_api_root};
 use crate::scm::{
     CiReport, LabelEvent, MergeOutcome, MergeStrategy, PullRequestInfo, PullRequestRef,
-    ReviewComment, ReviewDecision, ScmAdapter, ScmDescriptor, ScmResult, ScmSettings,
+    ReviewComment, ReviewDecision, ScmAdapter, ScmDescriptor, ScmError, ScmResult, ScmSettings,
 };
 
 use api::Api;
@@ -34,13 +34,17 @@ pub const KIND: &str = "gitea";
 const API_ROOT: &str = "/api/v1";
 
 /// This kind as the registry lists it.
-pub const DESCRIPTOR: ScmDescriptor = ScmDescriptor { kind: KIND, build };
+pub const DESCRIPTOR: ScmDescriptor = ScmDescriptor {
+    kind: KIND,
+    contract: crate::domain::contract::Contract::File("scm_gitea.rs"),
+    build,
+};
 
-fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, String> {
+fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> ScmResult<Box<dyn ScmAdapter>> {
     if s.token.trim().is_empty() {
-        return Err(format!(
+        return Err(ScmError::settings(format!(
             "source control provider {KIND:?} needs an api_key, the tracker's or its own block's (a token with repository read and write scope)"
-        ));
+        )));
     }
     let Some(endpoint) = s
         .endpoint
@@ -48,14 +52,14 @@ fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, 
         .map(str::trim)
         .filter(|e| !e.is_empty())
     else {
-        return Err(format!(
+        return Err(ScmError::settings(format!(
             "source control provider {KIND:?} needs the tracker's endpoint (the instance URL, e.g. https://gitea.example.com)"
-        ));
+        )));
     };
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-        return Err(format!(
+        return Err(ScmError::settings(format!(
             "source control endpoint {endpoint:?} must be an http(s) URL"
-        ));
+        )));
     }
     let tuning = HttpTuning::from_block(KIND, &s.block);
     crate::mask::register_secret(&s.token);

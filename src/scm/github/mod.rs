@@ -16,7 +16,7 @@ use crate::clock::Clock;
 use crate::http_client::{HttpTuning, block_number};
 use crate::scm::{
     CiReport, LabelEvent, MergeOutcome, MergeStrategy, PullRequestInfo, PullRequestRef,
-    ReviewComment, ReviewDecision, ScmAdapter, ScmDescriptor, ScmResult, ScmSettings,
+    ReviewComment, ReviewDecision, ScmAdapter, ScmDescriptor, ScmError, ScmResult, ScmSettings,
 };
 
 use api::Api;
@@ -29,13 +29,17 @@ pub const DEFAULT_ENDPOINT: &str = "https://api.github.com";
 const DEFAULT_ETAG_CACHE_SIZE: usize = 1000;
 
 /// This kind as the registry lists it.
-pub const DESCRIPTOR: ScmDescriptor = ScmDescriptor { kind: KIND, build };
+pub const DESCRIPTOR: ScmDescriptor = ScmDescriptor {
+    kind: KIND,
+    contract: crate::domain::contract::Contract::File("scm_github.rs"),
+    build,
+};
 
-fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, String> {
+fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> ScmResult<Box<dyn ScmAdapter>> {
     if s.token.trim().is_empty() {
-        return Err(format!(
+        return Err(ScmError::settings(format!(
             "source control provider {KIND:?} needs an api_key, the tracker's or its own block's (a token with Pull requests, Checks and Actions read, Contents write for merges)"
-        ));
+        )));
     }
     let endpoint = s
         .endpoint
@@ -44,9 +48,9 @@ fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, 
         .filter(|e| !e.is_empty())
         .unwrap_or(DEFAULT_ENDPOINT);
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-        return Err(format!(
+        return Err(ScmError::settings(format!(
             "source control endpoint {endpoint:?} must be an http(s) URL"
-        ));
+        )));
     }
     let tuning = HttpTuning::from_block(KIND, &s.block);
     let etags = block_number(KIND, &s.block, "etag_cache_size")

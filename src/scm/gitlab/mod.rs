@@ -33,7 +33,7 @@ use crate::clock::Clock;
 use crate::http_client::HttpTuning;
 use crate::scm::{
     CiReport, LabelEvent, MergeOutcome, MergeStrategy, PullRequestInfo, PullRequestRef,
-    ReviewComment, ReviewDecision, ScmAdapter, ScmDescriptor, ScmResult, ScmSettings,
+    ReviewComment, ReviewDecision, ScmAdapter, ScmDescriptor, ScmError, ScmResult, ScmSettings,
 };
 
 use api::Api;
@@ -46,18 +46,22 @@ pub const DEFAULT_ENDPOINT: &str = "https://gitlab.com";
 const API_PATH: &str = "/api/v4";
 
 /// This kind as the registry lists it.
-pub const DESCRIPTOR: ScmDescriptor = ScmDescriptor { kind: KIND, build };
+pub const DESCRIPTOR: ScmDescriptor = ScmDescriptor {
+    kind: KIND,
+    contract: crate::domain::contract::Contract::File("scm_gitlab.rs"),
+    build,
+};
 
 /// The API base for an endpoint: `/api/v4` appended unless it is there already.
 pub fn api_base(endpoint: &str) -> String {
     crate::http_client::with_api_root(endpoint, API_PATH)
 }
 
-fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, String> {
+fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> ScmResult<Box<dyn ScmAdapter>> {
     if s.token.trim().is_empty() {
-        return Err(format!(
+        return Err(ScmError::settings(format!(
             "source control provider {KIND:?} needs an api_key, the tracker's or its own block's (a token with the api scope)"
-        ));
+        )));
     }
     let endpoint = s
         .endpoint
@@ -66,18 +70,18 @@ fn build(s: &ScmSettings, clock: Arc<dyn Clock>) -> Result<Box<dyn ScmAdapter>, 
         .filter(|e| !e.is_empty())
         .unwrap_or(DEFAULT_ENDPOINT);
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-        return Err(format!(
+        return Err(ScmError::settings(format!(
             "source control endpoint {endpoint:?} must be an http(s) URL"
-        ));
+        )));
     }
     let bearer = match s.block.get("auth").and_then(|v| v.as_str()) {
         None => false,
         Some(a) if a.eq_ignore_ascii_case("private_token") => false,
         Some(a) if a.eq_ignore_ascii_case("bearer") => true,
         Some(a) => {
-            return Err(format!(
+            return Err(ScmError::settings(format!(
                 "gitlab.auth must be \"private_token\" or \"bearer\", got {a:?}"
-            ));
+            )));
         }
     };
     let tuning = HttpTuning::from_block(KIND, &s.block);

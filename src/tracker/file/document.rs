@@ -44,15 +44,15 @@ const MAX_ISSUES_FILE_BYTES: u64 = 256 * 1024 * 1024;
 /// FIFO without writer cannot hang the open; the opened descriptor must be a regular file.
 /// Answers the bytes with the metadata of the descriptor they were read from, so a cache keys
 /// them on the file actually read, not on whatever the path names a moment later.
-fn read_regular(path: &Path) -> Result<(Vec<u8>, fs::Metadata), String> {
+fn read_regular(path: &Path) -> Result<(Vec<u8>, fs::Metadata), ReadProblem> {
     use std::io::Read;
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
         .open(path)
-        .map_err(|e| e.to_string())?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
+        .map_err(ReadProblem::Io)?;
+    let meta = file.metadata().map_err(ReadProblem::Io)?;
     let t = meta.file_type();
     if !t.is_file() {
         let kind = if t.is_dir() {
@@ -66,21 +66,42 @@ fn read_regular(path: &Path) -> Result<(Vec<u8>, fs::Metadata), String> {
         } else {
             "a special file"
         };
-        return Err(format!("not a regular file (it is {kind})"));
+        return Err(ReadProblem::NotRegular(kind));
     }
     let mut bytes = Vec::new();
     file.take(MAX_ISSUES_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
+        .map_err(ReadProblem::Io)?;
     if bytes.len() as u64 > MAX_ISSUES_FILE_BYTES {
-        return Err(format!(
-            "file is too large: more than {MAX_ISSUES_FILE_BYTES} bytes"
-        ));
+        return Err(ReadProblem::TooLarge);
     }
     Ok((bytes, meta))
 }
 
-fn read_error(path: &Path, cause: String) -> TrackerError {
+/// Why the issues file could not be read.
+#[derive(Debug)]
+enum ReadProblem {
+    Io(std::io::Error),
+    /// Something other than a regular file (`a directory`, `a FIFO`, …).
+    NotRegular(&'static str),
+    /// Over [`MAX_ISSUES_FILE_BYTES`].
+    TooLarge,
+}
+
+impl std::fmt::Display for ReadProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadProblem::Io(e) => write!(f, "{e}"),
+            ReadProblem::NotRegular(kind) => write!(f, "not a regular file (it is {kind})"),
+            ReadProblem::TooLarge => write!(
+                f,
+                "file is too large: more than {MAX_ISSUES_FILE_BYTES} bytes"
+            ),
+        }
+    }
+}
+
+fn read_error(path: &Path, cause: impl std::fmt::Display) -> TrackerError {
     payload(format!("failed to read file: {}: {cause}", path.display()))
 }
 

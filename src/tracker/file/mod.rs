@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::clock::Clock;
+use crate::domain::contract::Contract;
 use crate::domain::{Comment, Issue, IssueRef, state_in};
 use cache::FileCache;
 use index::ParsedFile;
@@ -52,6 +53,10 @@ pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
     path_key: Some(PATH_KEY),
     validate,
     labels: crate::tracker::LabelSupport::FULL,
+    default_states: None,
+    reads_keys: &[],
+    webhook: None,
+    contract: Contract::Suite("file"),
     build,
 };
 

@@ -83,19 +83,43 @@ impl<'de> Deserialize<'de> for ObjectRecord {
     }
 }
 
-/// Normalizes one element of the top-level array. The error text names the element so a
-/// person can find the bad record in a long file.
-pub fn normalize_record(index: usize, raw: &Value) -> Result<Issue, String> {
-    if !raw.is_object() {
-        return Err(format!("issue [{index}]: expected a JSON object"));
+/// A record of the file that is not an issue; its text names the element (`issue [3] (id
+/// x): …`) so a person can find it in a long file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordError {
+    /// The element's position in the top-level array.
+    pub index: usize,
+    /// The element's `id`, when it has a string one.
+    pub id: Option<String>,
+    /// What is wrong: not an object, or the first member of the wrong type.
+    pub cause: String,
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "issue [{}]", self.index)?;
+        if let Some(id) = &self.id {
+            write!(f, " (id {id})")?;
+        }
+        write!(f, ": {}", self.cause)
     }
-    let rec = FileRecord::deserialize(raw).map_err(|e| {
-        let who = raw
-            .get("id")
-            .and_then(Value::as_str)
-            .map(|id| format!(" (id {id})"))
-            .unwrap_or_default();
-        format!("issue [{index}]{who}: {e}")
+}
+
+impl std::error::Error for RecordError {}
+
+/// Normalizes one element of the top-level array.
+pub fn normalize_record(index: usize, raw: &Value) -> Result<Issue, RecordError> {
+    if !raw.is_object() {
+        return Err(RecordError {
+            index,
+            id: None,
+            cause: "expected a JSON object".into(),
+        });
+    }
+    let rec = FileRecord::deserialize(raw).map_err(|e| RecordError {
+        index,
+        id: raw.get("id").and_then(Value::as_str).map(str::to_string),
+        cause: e.to_string(),
     })?;
     Ok(into_issue(rec))
 }
@@ -205,12 +229,12 @@ mod tests {
 
     #[test]
     fn wrong_types_and_non_objects_are_errors() {
-        let e = normalize_record(4, &json!({"id": "x", "title": 5}));
+        let e = normalize_record(4, &json!({"id": "x", "title": 5})).map_err(|e| e.to_string());
         assert!(
             matches!(&e, Err(m) if m.starts_with("issue [4] (id x): ")),
             "{e:?}"
         );
-        let e = normalize_record(2, &json!("just a string"));
+        let e = normalize_record(2, &json!("just a string")).map_err(|e| e.to_string());
         assert_eq!(e, Err("issue [2]: expected a JSON object".to_string()));
         assert!(normalize_record(0, &json!({"labels": ["a", 1]})).is_err());
     }

@@ -20,8 +20,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::clock::Clock;
+use crate::domain::contract::Contract;
 use crate::domain::{Comment, Issue, IssueRef};
 use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
+use crate::tracker::DefaultStates;
+use crate::tracker::webhook::{self, Signature, WebhookScheme};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
     TrackerResult, TrackerSettings, scope,
@@ -43,7 +46,25 @@ pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
         creates_missing: false,
         ..crate::tracker::LabelSupport::FULL
     },
+    default_states: Some(DefaultStates {
+        active: DEFAULT_ACTIVE,
+        terminal: DEFAULT_TERMINAL,
+    }),
+    reads_keys: &[],
+    webhook: Some(WEBHOOK),
+    contract: Contract::Suite("gitea"),
     build,
+};
+
+/// Gitea signs with `X-Gitea-Signature: <hex HMAC-SHA256(body)>` and names the delivery in
+/// `X-Gitea-Delivery` (<https://docs.gitea.com/usage/webhooks>).
+const WEBHOOK: WebhookScheme = WebhookScheme {
+    signature_header: "X-Gitea-Signature",
+    signature: Signature::HmacSha256Hex { prefix: None },
+    delivery_header: "X-Gitea-Delivery",
+    event_header: "X-Gitea-Event",
+    timestamp: None,
+    issue: |p| webhook::repo_number(p, "/issue/number", "/repository/full_name"),
 };
 
 fn validate(s: &TrackerSettings) -> Vec<SettingProblem> {

@@ -67,11 +67,11 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
     }
     for key in http_tuning::KEYS {
         if let Err(e) = block_number(s, key) {
-            out.push(SettingProblem::new(format!("{KIND}.{key}"), &e));
+            out.push(e);
         }
     }
     if let Some(Err(e)) = s.query_filter.as_deref().map(parse_filter) {
-        out.push(SettingProblem::new("tracker.query_filter", &e));
+        out.push(e);
     }
     out
 }
@@ -81,7 +81,7 @@ const RESERVED_LIST_KEYS: &[&str] = &["state", "type", "page", "limit"];
 
 /// `key=value&key=value` (`q`, `labels`, `milestones`, `since`, `before`, `created_by`,
 /// `assigned_by`, `mentioned_by`); blank means none.
-fn parse_filter(f: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_filter(f: &str) -> Result<Vec<(String, String)>, SettingProblem> {
     query_params::parse(f, RESERVED_LIST_KEYS)
 }
 

@@ -15,8 +15,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::clock::Clock;
+use crate::domain::contract::Contract;
 use crate::domain::{Comment, Issue, IssueRef};
 use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
+use crate::tracker::DefaultStates;
+use crate::tracker::webhook::{self, Signature, WebhookScheme};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
     TrackerResult, TrackerSettings, scope,
@@ -35,7 +38,28 @@ pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
     path_key: None,
     validate,
     labels: crate::tracker::LabelSupport::FULL,
+    default_states: Some(DefaultStates {
+        active: DEFAULT_ACTIVE,
+        terminal: DEFAULT_TERMINAL,
+    }),
+    reads_keys: &[],
+    webhook: Some(WEBHOOK),
+    contract: Contract::Suite("github"),
     build,
+};
+
+/// GitHub signs with `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(body)>` and names the
+/// delivery in `X-GitHub-Delivery`
+/// (<https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries>).
+const WEBHOOK: WebhookScheme = WebhookScheme {
+    signature_header: "X-Hub-Signature-256",
+    signature: Signature::HmacSha256Hex {
+        prefix: Some("sha256="),
+    },
+    delivery_header: "X-GitHub-Delivery",
+    event_header: "X-GitHub-Event",
+    timestamp: None,
+    issue: |p| webhook::repo_number(p, "/issue/number", "/repository/full_name"),
 };
 
 fn validate(s: &TrackerSettings) -> Vec<SettingProblem> {

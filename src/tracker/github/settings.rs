@@ -54,7 +54,7 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
     }
     for key in std::iter::once("etag_cache_size").chain(http_tuning::KEYS) {
         if let Err(e) = block_number(s, key) {
-            out.push(SettingProblem::new(format!("github.{key}"), &e));
+            out.push(e);
         }
     }
     out

@@ -20,8 +20,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::clock::Clock;
+use crate::domain::contract::Contract;
 use crate::domain::{Comment, Issue, IssueRef};
 use crate::http_client::{HttpError, RateLimitStatus};
+use crate::tracker::DefaultStates;
+use crate::tracker::webhook::{self, Signature, WebhookScheme};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
     TrackerResult, TrackerSettings, scope,
@@ -40,7 +43,25 @@ pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
     path_key: None,
     validate,
     labels: crate::tracker::LabelSupport::FULL,
+    default_states: Some(DefaultStates {
+        active: DEFAULT_ACTIVE,
+        terminal: DEFAULT_TERMINAL,
+    }),
+    reads_keys: &[],
+    webhook: Some(WEBHOOK),
+    contract: Contract::Suite("gitlab"),
     build,
+};
+
+/// GitLab sends the configured secret as `X-Gitlab-Token` and names the delivery in
+/// `X-Gitlab-Event-UUID` (<https://docs.gitlab.com/user/project/integrations/webhooks/>).
+const WEBHOOK: WebhookScheme = WebhookScheme {
+    signature_header: "X-Gitlab-Token",
+    signature: Signature::Token,
+    delivery_header: "X-Gitlab-Event-UUID",
+    event_header: "X-Gitlab-Event",
+    timestamp: None,
+    issue: |p| webhook::repo_number(p, "/object_attributes/iid", "/project/path_with_namespace"),
 };
 
 fn validate(s: &TrackerSettings) -> Vec<SettingProblem> {

@@ -75,27 +75,28 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
         Some(_) => {}
     }
     if let Err(e) = auth(s) {
-        out.push(SettingProblem::new("gitlab.auth", &e));
+        out.push(e);
     }
     for key in http_tuning::KEYS {
         if let Err(e) = block_number(s, key) {
-            out.push(SettingProblem::new(format!("gitlab.{key}"), &e));
+            out.push(e);
         }
     }
     if let Some(Err(e)) = s.query_filter.as_deref().map(parse_filter) {
-        out.push(SettingProblem::new("tracker.query_filter", &e));
+        out.push(e);
     }
     out
 }
 
-fn auth(s: &TrackerSettings) -> Result<Auth, String> {
+fn auth(s: &TrackerSettings) -> Result<Auth, SettingProblem> {
     match s.block.get("auth") {
         None | Some(serde_json::Value::Null) => Ok(Auth::PrivateToken),
         Some(v) => match v.as_str().map(|a| a.trim().to_ascii_lowercase()).as_deref() {
             Some("private_token") | Some("private-token") => Ok(Auth::PrivateToken),
             Some("bearer") => Ok(Auth::Bearer),
-            _ => Err(format!(
-                "gitlab.auth must be \"private_token\" or \"bearer\", got {v}"
+            _ => Err(SettingProblem::new(
+                "gitlab.auth",
+                format!("gitlab.auth must be \"private_token\" or \"bearer\", got {v}"),
             )),
         },
     }
@@ -111,7 +112,7 @@ fn valid_project(p: &str) -> bool {
 const RESERVED_LIST_KEYS: &[&str] = &["state", "order_by", "sort", "page", "per_page"];
 
 /// `key=value&key=value`; blank means none.
-fn parse_filter(f: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_filter(f: &str) -> Result<Vec<(String, String)>, SettingProblem> {
     query_params::parse(f, RESERVED_LIST_KEYS)
 }
 

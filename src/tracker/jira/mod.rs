@@ -27,8 +27,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::clock::Clock;
+use crate::domain::contract::Contract;
 use crate::domain::{Comment, Issue, IssueRef};
 use crate::http_client::{HttpError, RateLimitStatus};
+use crate::tracker::DefaultStates;
+use crate::tracker::webhook::{self, Signature, WebhookScheme};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
     TrackerResult, TrackerSettings, scope,
@@ -65,7 +68,29 @@ pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
         spaces: false,
         ..crate::tracker::LabelSupport::FULL
     },
+    default_states: Some(DefaultStates {
+        active: DEFAULT_ACTIVE,
+        terminal: &[],
+    }),
+    reads_keys: &["api_version", "user_agent"],
+    webhook: Some(WEBHOOK),
+    contract: Contract::Suite("jira"),
     build,
+};
+
+/// Jira Cloud webhooks registered with a secret carry `X-Hub-Signature: sha256=<hex
+/// HMAC-SHA256(body)>` (the WebSub `method=signature` form) and name the delivery in
+/// `X-Atlassian-Webhook-Identifier`
+/// (<https://developer.atlassian.com/cloud/jira/platform/webhooks/#secure-admin-webhooks>).
+const WEBHOOK: WebhookScheme = WebhookScheme {
+    signature_header: "X-Hub-Signature",
+    signature: Signature::HmacSha256Hex {
+        prefix: Some("sha256="),
+    },
+    delivery_header: "X-Atlassian-Webhook-Identifier",
+    event_header: "X-Atlassian-Webhook-Flow",
+    timestamp: None,
+    issue: |p| webhook::text_at(p, "/issue/key"),
 };
 
 fn validate(s: &TrackerSettings) -> Vec<SettingProblem> {

@@ -85,7 +85,7 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
         Some(_) => {}
     }
     match api_version(s) {
-        Err(e) => out.push(SettingProblem::new("tracker.api_version", &e)),
+        Err(e) => out.push(e),
         Ok(ApiVersion::V2) => server_problems(s, &mut out),
         Ok(ApiVersion::V3) => cloud_credential_problems(s, &mut out),
     }
@@ -97,7 +97,7 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
     }
     for key in http_tuning::KEYS {
         if let Err(e) = block_number(s, key) {
-            out.push(SettingProblem::new(format!("jira.{key}"), &e));
+            out.push(e);
         }
     }
     if s.block
@@ -113,12 +113,15 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
 }
 
 /// `tracker.api_version`: absent or `"3"` is Jira Cloud's v3, `"2"` Server / Data Center's.
-fn api_version(s: &TrackerSettings) -> Result<ApiVersion, String> {
+fn api_version(s: &TrackerSettings) -> Result<ApiVersion, SettingProblem> {
     match s.api_version.as_deref().map(str::trim) {
         None | Some("") | Some("3") => Ok(ApiVersion::V3),
         Some("2") => Ok(ApiVersion::V2),
-        Some(other) => Err(format!(
-            "tracker.api_version must be \"2\" (Jira Server / Data Center) or \"3\" (Jira Cloud), not {other:?}"
+        Some(other) => Err(SettingProblem::new(
+            "tracker.api_version",
+            format!(
+                "tracker.api_version must be \"2\" (Jira Server / Data Center) or \"3\" (Jira Cloud), not {other:?}"
+            ),
         )),
     }
 }
@@ -218,7 +221,7 @@ pub fn parse(s: &TrackerSettings) -> Result<JiraConfig, TrackerError> {
             why.to_string(),
         )
     };
-    let api_version = api_version(s).map_err(|e| missing(&e))?;
+    let api_version = api_version(s).map_err(|e| missing(&e.message))?;
     let auth = match api_version {
         ApiVersion::V2 => credentials_v2(s)
             .ok_or_else(|| missing("tracker.api_key is not a token or user:password"))?,

@@ -31,8 +31,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
+use crate::domain::contract::Contract;
 use crate::domain::{Comment, Issue, IssueRef};
 use crate::http_client::{HttpError, RateLimitStatus, absent_is_ok};
+use crate::tracker::DefaultStates;
+use crate::tracker::webhook::{self, Signature, SignedTimestamp, WebhookScheme};
 use crate::tracker::{
     Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
     TrackerResult, TrackerSettings, scope,
@@ -53,7 +56,29 @@ pub const DESCRIPTOR: TrackerDescriptor = TrackerDescriptor {
         creates_missing: false,
         ..crate::tracker::LabelSupport::FULL
     },
+    default_states: Some(DefaultStates {
+        active: DEFAULT_ACTIVE,
+        terminal: DEFAULT_TERMINAL,
+    }),
+    reads_keys: &[],
+    webhook: Some(WEBHOOK),
+    contract: Contract::Suite("linear"),
     build,
+};
+
+/// Linear signs with `Linear-Signature: <hex HMAC-SHA256(body)>`, names the delivery in
+/// `Linear-Delivery`, and puts `webhookTimestamp` (Unix milliseconds) in the body, to be
+/// within a minute of now (<https://linear.app/developers/webhooks>).
+const WEBHOOK: WebhookScheme = WebhookScheme {
+    signature_header: "Linear-Signature",
+    signature: Signature::HmacSha256Hex { prefix: None },
+    delivery_header: "Linear-Delivery",
+    event_header: "Linear-Event",
+    timestamp: Some(SignedTimestamp {
+        field: "webhookTimestamp",
+        tolerance_ms: 60_000,
+    }),
+    issue: |p| webhook::text_at(p, "/data/identifier"),
 };
 
 fn validate(s: &TrackerSettings) -> Vec<SettingProblem> {

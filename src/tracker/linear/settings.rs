@@ -32,8 +32,12 @@ pub struct LinearConfig {
     pub tuning: HttpTuning,
 }
 
+fn query_filter_problem(message: String) -> SettingProblem {
+    SettingProblem::new("tracker.query_filter", message)
+}
+
 /// `tracker.query_filter` as an `IssueFilter` object; `None` when unset or blank.
-fn extra_filter(s: &TrackerSettings) -> Result<Option<serde_json::Value>, String> {
+fn extra_filter(s: &TrackerSettings) -> Result<Option<serde_json::Value>, SettingProblem> {
     let Some(text) = s
         .query_filter
         .as_deref()
@@ -44,12 +48,12 @@ fn extra_filter(s: &TrackerSettings) -> Result<Option<serde_json::Value>, String
     };
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(v) if v.as_object().is_some_and(|o| !o.is_empty()) => Ok(Some(v)),
-        Ok(_) => Err(format!(
+        Ok(_) => Err(query_filter_problem(format!(
             "tracker.query_filter {text:?} must be a non-empty JSON object in Linear's IssueFilter shape, e.g. {{\"labels\": {{\"name\": {{\"eq\": \"bug\"}}}}}}"
-        )),
-        Err(e) => Err(format!(
+        ))),
+        Err(e) => Err(query_filter_problem(format!(
             "tracker.query_filter is not JSON ({e}); for tracker kind \"linear\" it is an IssueFilter object, e.g. {{\"labels\": {{\"name\": {{\"eq\": \"bug\"}}}}}}"
-        )),
+        ))),
     }
 }
 
@@ -84,11 +88,11 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
         ));
     }
     if let Err(e) = extra_filter(s) {
-        out.push(SettingProblem::new("tracker.query_filter", &e));
+        out.push(e);
     }
     for key in http_tuning::KEYS {
         if let Err(e) = block_number(s, key) {
-            out.push(SettingProblem::new(format!("linear.{key}"), &e));
+            out.push(e);
         }
     }
     out
