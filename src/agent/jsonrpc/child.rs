@@ -66,8 +66,13 @@ impl RpcChild {
         let mut cmd = match &spec.remote {
             None => {
                 let cwd = verify_workspace(&spec.cwd).map_err(SpawnError::InvalidCwd)?;
-                let mut cmd =
-                    local_command(spec.sandbox.as_deref(), &spec.program, &spec.args, &cwd)?;
+                let mut cmd = local_command(
+                    spec.sandbox.as_deref(),
+                    &spec.program,
+                    &spec.args,
+                    &cwd,
+                    spec.base_env.as_deref(),
+                )?;
                 set_base_env(&mut cmd, spec.base_env.as_deref());
                 for (k, v) in &spec.env {
                     cmd.env(without_nul(k), without_nul(v));
