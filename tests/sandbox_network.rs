@@ -174,6 +174,24 @@ fn allowlist_lets_through_only_the_allowed_server() {
         state["running"][0]["sandbox_denied_connections"], 2,
         "{state}"
     );
+    // The session's proxy ends with its sandbox and removes its socket.
+    let prefix = format!("sortie-proxy-{}-", run.d.child.id());
+    let proxies = || -> usize {
+        std::fs::read_dir(std::env::temp_dir())
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert_eq!(proxies(), 1);
+    run.p.write("ws/N-1/release", "");
+    wait_for(
+        "the proxy gone with its sandbox",
+        Duration::from_secs(30),
+        || (proxies() == 0).then_some(()),
+    );
     run.finish();
 }
 

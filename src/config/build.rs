@@ -117,13 +117,6 @@ fn build_inner(
         )?),
         _ => None,
     };
-    super::sandbox::add_default_hosts(
-        &mut worker.sandbox,
-        &[
-            tracker.endpoint.as_deref(),
-            scm_access.as_ref().and_then(|s| s.endpoint.as_deref()),
-        ],
-    );
     let self_review = super::self_review_build::build_self_review(&raw, warnings)?;
     let notifications =
         super::notifications::build_notifications(&raw, ctx.env, &mut secret_values, warnings)?;
@@ -147,6 +140,14 @@ fn build_inner(
         warnings,
         &mut secret_values,
     )?;
+    super::sandbox::add_default_hosts(
+        &mut worker.sandbox,
+        &[
+            tracker.endpoint.as_deref(),
+            scm_access.as_ref().and_then(|s| s.endpoint.as_deref()),
+        ],
+        &super::sandbox::agent_kinds(&agent.kind, &dispatch),
+    );
 
     let mut cfg = ServiceConfig {
         worker,

@@ -154,19 +154,44 @@ fn allow_hosts(v: Option<&Value>) -> Result<Vec<HostPattern>, ConfigError> {
 /// Adds the hosts every allowlisted session needs besides the workflow's own entries: the
 /// tracker's endpoint and a separate source-control provider's endpoint, when the workflow
 /// writes them (an adapter's built-in default endpoint is not known here; list it in
-/// `allow_hosts` when the agent itself must reach it).
-pub(crate) fn add_default_hosts(sb: &mut Sandbox, endpoints: &[Option<&str>]) {
+/// `allow_hosts` when the agent itself must reach it), and the model API hosts of each agent
+/// kind sessions may run (`AgentDescriptor::egress_hosts`).
+pub(crate) fn add_default_hosts(sb: &mut Sandbox, endpoints: &[Option<&str>], kinds: &[&str]) {
     if sb.network != Network::Allowlist {
         return;
     }
-    for url in endpoints.iter().flatten() {
-        let Some(host) = url_host(url) else { continue };
+    let from_urls = endpoints.iter().flatten().filter_map(|u| url_host(u));
+    let from_kinds = kinds
+        .iter()
+        .filter_map(|k| crate::registry::agent(k))
+        .flat_map(|d| d.egress_hosts.iter().map(|h| h.to_string()));
+    for host in from_urls.chain(from_kinds) {
         if let Ok(p) = HostPattern::parse(&host)
             && !sb.allow_hosts.contains(&p)
         {
             sb.allow_hosts.push(p);
         }
     }
+}
+
+/// The agent kinds a session may run: `agent.kind` and those `dispatch` selects.
+pub(crate) fn agent_kinds<'a>(
+    agent_kind: &'a str,
+    dispatch: &'a super::dispatch::DispatchConfig,
+) -> Vec<&'a str> {
+    let mut out = vec![agent_kind];
+    let selected = dispatch
+        .rules
+        .iter()
+        .map(|r| &r.selection)
+        .chain(std::iter::once(&dispatch.default))
+        .filter_map(|s| s.agent.as_deref());
+    for k in selected {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
 }
 
 /// `host[:port]` of an `http(s)://` URL.
@@ -270,6 +295,7 @@ mod tests {
                 None,
                 Some("https://u@git.example.net:8443"),
             ],
+            &["mock"],
         );
         let names: Vec<String> = sb.allow_hosts.iter().map(|p| p.to_string()).collect();
         assert_eq!(
@@ -282,8 +308,25 @@ mod tests {
             ]
         );
         let mut host = build(json!({"network": "host"})).unwrap_or_default();
-        add_default_hosts(&mut host, &[Some("https://tracker.example.org")]);
+        add_default_hosts(&mut host, &[Some("https://tracker.example.org")], &["mock"]);
         assert!(host.allow_hosts.is_empty());
+    }
+
+    #[test]
+    fn every_agent_kinds_default_hosts_are_patterns_and_are_added() {
+        for d in crate::registry::AGENTS {
+            let mut sb = build(json!({"network": "allowlist"})).unwrap_or_default();
+            add_default_hosts(&mut sb, &[], &[d.kind]);
+            let names: Vec<String> = sb.allow_hosts.iter().map(|p| p.to_string()).collect();
+            assert_eq!(names.len(), d.egress_hosts.len(), "{}: {names:?}", d.kind);
+            for h in d.egress_hosts {
+                assert!(HostPattern::parse(h).is_ok(), "{}: {h}", d.kind);
+            }
+        }
+        let mut sb = build(json!({"network": "allowlist"})).unwrap_or_default();
+        let all: Vec<&str> = crate::registry::AGENTS.iter().map(|d| d.kind).collect();
+        add_default_hosts(&mut sb, &[], &all);
+        assert!(!sb.allow_hosts.is_empty());
     }
 
     #[test]
