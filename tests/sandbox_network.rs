@@ -192,6 +192,13 @@ fn allowlist_lets_through_only_the_allowed_server() {
         Duration::from_secs(30),
         || (proxies() == 0).then_some(()),
     );
+    // The turn's end finds the sandbox's own processes on their way out: not escapees.
+    run.d
+        .wait_until("the turn completed", Duration::from_secs(30), || {
+            run.p.log().contains("turn completed")
+        });
+    let log = run.p.log();
+    assert!(!log.contains("escaped agent process killed"), "{log}");
     run.finish();
 }
 
