@@ -8,7 +8,8 @@
 //!   the forwarder, so stopping works as without the proxy.
 //! - [`RELAY`] `<socket>`: holds the proxy open ([`super::proxy::HOLD`]), listens on
 //!   `127.0.0.1`, and copies each connection to the proxy's socket. It dies with the agent
-//!   (parent-death signal), and with the sandbox's PID namespace in any case.
+//!   (parent-death signal), and with the sandbox's PID namespace in any case, so it does not
+//!   carry the turn's token.
 //!
 //! A relay that cannot reach the proxy fails the start: the agent never runs with a network
 //! sortie does not filter (it has none at all in its own namespace).
@@ -80,9 +81,12 @@ fn forward(args: &[OsString]) -> i32 {
 /// Starts the relay as a child and returns the port it announced.
 fn start_relay(socket: &OsStr) -> Result<u16, String> {
     let exe = std::env::current_exe().map_err(|e| format!("own binary: {e}"))?;
+    // The relay is sortie's, not the agent's: without the turn's token, the turn's end does
+    // not take it for an agent process that escaped (it dies with the sandbox regardless).
     let mut child = Command::new(exe)
         .arg(RELAY)
         .arg(socket)
+        .env_remove(crate::process_signal::orphans::TOKEN_ENV)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
