@@ -262,6 +262,8 @@ function runningRow(r, showCost) {
       ["model", r.model_name],
       ["started", relative(r.started_at)],
       ["last event", r.last_event],
+      // Connections the sandbox's allowlist refused; absent while there are none.
+      ["denied connections", r.sandbox_denied_connections],
     ]),
     r.last_message ? h("div", { class: "msg" }, r.last_message) : null,
     r.stall_text_full || r.stall_text ? h("div", { class: "stall" }, r.stall_text_full || r.stall_text) : null,

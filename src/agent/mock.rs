@@ -89,6 +89,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
         "issues",
     ],
     env_vars: &[],
+    egress_hosts: &[],
     validate: crate::agent::no_setting_problems,
     classify_failure: crate::agent::failure_class::no_kind_words,
     build: |settings, clock| Ok(Arc::new(MockAdapter::from_settings(settings, clock)?)),

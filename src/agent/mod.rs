@@ -253,6 +253,10 @@ pub struct AgentDescriptor {
     /// The variables of sortie's environment the kind's agent needs (names, or prefixes
     /// ending in `*`), on top of the system basics (see [`env`]).
     pub env_vars: &'static [&'static str],
+    /// The hosts the kind's CLI reaches on its own (its model API), in `allow_hosts` pattern
+    /// form: allowed by default under `worker.sandbox.network: allowlist`. Empty for a kind
+    /// whose provider the operator chooses.
+    pub egress_hosts: &'static [&'static str],
     /// The kind's checks over its settings, without I/O beyond asking who the process runs
     /// as; empty when it can run. Both `sortie validate` and the dispatch preflight report them.
     pub validate: fn(&AgentSettings) -> Vec<SettingProblem>,

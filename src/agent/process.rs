@@ -281,7 +281,13 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
             // An argument or environment value cannot hold a NUL byte (the spawn would fail
             // every time); tracker text reaches both (the prompt, the identifier), so NUL
             // becomes `_`.
-            let mut cmd = local_command(spec.sandbox.as_deref(), &spec.program, &spec.args, &cwd)?;
+            let mut cmd = local_command(
+                spec.sandbox.as_deref(),
+                &spec.program,
+                &spec.args,
+                &cwd,
+                spec.base_env.as_deref(),
+            )?;
             set_base_env(&mut cmd, spec.base_env.as_deref());
             for k in &spec.env_remove {
                 cmd.env_remove(without_nul(k));
@@ -373,10 +379,11 @@ pub(crate) fn local_command(
     program: &str,
     args: &[String],
     cwd: &Path,
+    env: Option<&[(std::ffi::OsString, std::ffi::OsString)]>,
 ) -> Result<Command, SpawnError> {
     let args: Vec<String> = args.iter().map(|a| without_nul(a)).collect();
     let mut cmd = match sandbox {
-        Some(sb) => crate::sandbox::wrap_command(sb, program, &args, cwd)
+        Some(sb) => crate::sandbox::wrap_command(sb, program, &args, cwd, env)
             .map_err(|e| SpawnError::Other(format!("sandbox: {e}")))?,
         None => {
             let mut cmd = Command::new(program);

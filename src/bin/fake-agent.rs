@@ -36,6 +36,7 @@
 //! | `{"big_line_bytes": N}` | one stdout line of N bytes |
 //! | `{"cat_file": "/abs/path"}` | copy that file to stdout as it is (a recorded or generated stream; exit 3 if unreadable) |
 //! | `{"write_file": {"path": ".sortie/status", "content": "…"}}` | write a file relative to the cwd |
+//! | `{"http_get": {"urls": ["http://127.0.0.1:8080/x", …], "tunnel": false, "report": "net.json"}}` | fetch each URL, through the proxy `http_proxy`/`HTTP_PROXY` names when set (an absolute-URI request, or with `tunnel` a `CONNECT` and then the request inside the tunnel, as HTTPS clients do), directly otherwise (5 s deadlines); write `{url: "<status> <body>" \| "error: …"}` to `report` |
 //! | `{"sh": "script"}` | run `sh -c script` in the cwd and wait for it (e.g. `git commit`, as an agent's tool call would); a failure is reported on stderr |
 //! | `{"spawn_grandchild": true}` | start a process in the same group that ignores SIGTERM and sleeps forever, holding stdout open |
 //! | `{"ignore_sigterm": true}` | ignore SIGTERM from now on |
@@ -389,6 +390,99 @@ fn probe_access(a: &Value) {
     }
 }
 
+/// Fetches each URL of the step and writes what came back to its report file.
+fn http_get(a: &Value) {
+    let proxy = ["http_proxy", "HTTP_PROXY"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok())
+        .find(|v| !v.is_empty());
+    let tunnel = a.get("tunnel").and_then(Value::as_bool).unwrap_or(false);
+    let mut out = serde_json::Map::new();
+    for url in a
+        .get("urls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(url) = url.as_str() else { continue };
+        let said = match fetch(url, proxy.as_deref(), tunnel) {
+            Ok(s) => s,
+            Err(e) => format!("error: {e}"),
+        };
+        out.insert(url.to_string(), Value::String(said));
+    }
+    if let Err(e) = std::fs::write(
+        text(a, "report", "net.json"),
+        Value::Object(out).to_string(),
+    ) {
+        eprintln!("fake-agent: http_get report: {e}");
+    }
+}
+
+/// `"<status> <body>"` of one GET.
+fn fetch(url: &str, proxy: Option<&str>, tunnel: bool) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::net::ToSocketAddrs;
+    let bad = |m: &str| std::io::Error::other(m.to_string());
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| bad("not http://"))?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let dial = |addr: &str| -> std::io::Result<std::net::TcpStream> {
+        let sa = addr
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| bad("no address"))?;
+        let s = std::net::TcpStream::connect_timeout(&sa, Duration::from_secs(5))?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        Ok(s)
+    };
+    let mut conn = match proxy {
+        Some(p) => dial(p.trim_start_matches("http://").trim_end_matches('/'))?,
+        None => dial(authority)?,
+    };
+    let target = match proxy {
+        Some(_) if tunnel => {
+            write!(
+                conn,
+                "CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n"
+            )?;
+            let head = read_head(&mut conn)?;
+            if !head.starts_with("HTTP/1.1 200") {
+                return Ok(head.lines().next().unwrap_or("").to_string());
+            }
+            path.to_string()
+        }
+        Some(_) => url.to_string(),
+        None => path.to_string(),
+    };
+    write!(
+        conn,
+        "GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut body = Vec::new();
+    conn.take(64 << 10).read_to_end(&mut body)?;
+    let text = String::from_utf8_lossy(&body);
+    let status = text.split(' ').nth(1).unwrap_or("?");
+    let content = text.split_once("\r\n\r\n").map_or("", |(_, b)| b.trim());
+    Ok(format!("{status} {content}"))
+}
+
+/// A response head read byte by byte (at most 8 KiB), so nothing after it is consumed.
+fn read_head(conn: &mut std::net::TcpStream) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {
+        if conn.read(&mut b)? == 0 {
+            break;
+        }
+        head.push(b[0]);
+    }
+    Ok(String::from_utf8_lossy(&head).into_owned())
+}
+
 fn text<'a>(v: &'a Value, k: &str, default: &'a str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or(default)
 }
@@ -496,6 +590,8 @@ fn run_step(step: &Value, sid: &str) {
         spawn_setsid_grandchild(text(a, "pid_file", "grandchild.pid"));
     } else if let Some(a) = step.get("probe_access") {
         probe_access(a);
+    } else if let Some(a) = step.get("http_get") {
+        http_get(a);
     } else {
         eprintln!("fake-agent: unknown step {step}");
         std::process::exit(3);

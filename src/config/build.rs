@@ -140,6 +140,14 @@ fn build_inner(
         warnings,
         &mut secret_values,
     )?;
+    super::sandbox::add_default_hosts(
+        &mut worker.sandbox,
+        &[
+            tracker.endpoint.as_deref(),
+            scm_access.as_ref().and_then(|s| s.endpoint.as_deref()),
+        ],
+        &super::sandbox::agent_kinds(&agent.kind, &dispatch),
+    );
 
     let mut cfg = ServiceConfig {
         worker,

@@ -1,5 +1,5 @@
 //! `worker.sandbox`: `none` (the default), `bubblewrap`, or a map with `kind`, `network`,
-//! `home_seed`, `read_only` and `hooks`. A value this build cannot honour is a load error: a
+//! `allow_hosts`, `home_seed`, `read_only` and `hooks`. A value this build cannot honour is a load error: a
 //! daemon that silently ran agents unsandboxed, or with a wider network than written, would be
 //! worse than one that refuses to start.
 
@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::coerce::type_name;
 use super::env::expand_path;
 use super::error::{ConfigError, ConfigWarning};
-use crate::sandbox::{Network, Sandbox, SandboxMode};
+use crate::sandbox::{HostPattern, Network, Sandbox, SandboxMode};
 
 /// The keys `worker.sandbox` understands.
 const KEYS: &[&str] = &[
@@ -64,11 +64,16 @@ pub(crate) fn build_sandbox(
         Some(Value::String(s)) => mode(s)?,
         Some(v) => return Err(expected("worker.sandbox.kind", "a string", v)),
     };
-    if m.get("allow_hosts").is_some_and(|v| !v.is_null()) {
+    let network = network(m.get("network"))?;
+    let allow_hosts = allow_hosts(m.get("allow_hosts"))?;
+    if !allow_hosts.is_empty() && network != Network::Allowlist {
         warnings.push(ConfigWarning::new(
-            super::validate::UNSUPPORTED_KEY_CHECK,
+            "sandbox_allow_hosts_unused",
             "worker.sandbox.allow_hosts",
-            "not supported by this build (the allowlist proxy is not built yet); ignored",
+            format!(
+                "read only with network: allowlist (network is {}); ignored",
+                network.as_str()
+            ),
         ));
     }
     if m.get("hooks") == Some(&Value::Bool(true)) {
@@ -80,7 +85,8 @@ pub(crate) fn build_sandbox(
     }
     Ok(Sandbox {
         mode: kind,
-        network: network(m.get("network"))?,
+        network,
+        allow_hosts,
         home_seed: paths(m.get("home_seed"), "worker.sandbox.home_seed", ctx)?,
         read_only: paths(m.get("read_only"), "worker.sandbox.read_only", ctx)?,
         hooks: match m.get("hooks") {
@@ -118,15 +124,82 @@ fn network(v: Option<&Value>) -> Result<Network, ConfigError> {
     match s.as_str() {
         "" | "host" => Ok(Network::Host),
         "none" => Ok(Network::None),
-        "allowlist" => Err(ConfigError::field(
-            FIELD,
-            "allowlist is not built yet (the filtering proxy is missing); use none or host",
-        )),
+        "allowlist" => Ok(Network::Allowlist),
         other => Err(ConfigError::field(
             FIELD,
             format!("invalid network {other:?} (expected none, allowlist or host)"),
         )),
     }
+}
+
+/// `allow_hosts`: host patterns (`crate::sandbox::HostPattern` states the matching rule).
+fn allow_hosts(v: Option<&Value>) -> Result<Vec<HostPattern>, ConfigError> {
+    const FIELD: &str = "worker.sandbox.allow_hosts";
+    let items = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(v) => return Err(expected(FIELD, "a list of host patterns", v)),
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let f = format!("{FIELD}[{i}]");
+            let s = v.as_str().ok_or_else(|| expected(&f, "a string", v))?;
+            HostPattern::parse(s).map_err(|e| ConfigError::field(&f, e))
+        })
+        .collect()
+}
+
+/// Adds the hosts every allowlisted session needs besides the workflow's own entries: the
+/// tracker's endpoint and a separate source-control provider's endpoint, when the workflow
+/// writes them (an adapter's built-in default endpoint is not known here; list it in
+/// `allow_hosts` when the agent itself must reach it), and the model API hosts of each agent
+/// kind sessions may run (`AgentDescriptor::egress_hosts`).
+pub(crate) fn add_default_hosts(sb: &mut Sandbox, endpoints: &[Option<&str>], kinds: &[&str]) {
+    if sb.network != Network::Allowlist {
+        return;
+    }
+    let from_urls = endpoints.iter().flatten().filter_map(|u| url_host(u));
+    let from_kinds = kinds
+        .iter()
+        .filter_map(|k| crate::registry::agent(k))
+        .flat_map(|d| d.egress_hosts.iter().map(|h| h.to_string()));
+    for host in from_urls.chain(from_kinds) {
+        if let Ok(p) = HostPattern::parse(&host)
+            && !sb.allow_hosts.contains(&p)
+        {
+            sb.allow_hosts.push(p);
+        }
+    }
+}
+
+/// The agent kinds a session may run: `agent.kind` and those `dispatch` selects.
+pub(crate) fn agent_kinds<'a>(
+    agent_kind: &'a str,
+    dispatch: &'a super::dispatch::DispatchConfig,
+) -> Vec<&'a str> {
+    let mut out = vec![agent_kind];
+    let selected = dispatch
+        .rules
+        .iter()
+        .map(|r| &r.selection)
+        .chain(std::iter::once(&dispatch.default))
+        .filter_map(|s| s.agent.as_deref());
+    for k in selected {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// `host[:port]` of an `http(s)://` URL.
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.trim().split_once("://")?.1;
+    let auth = rest.split(['/', '?', '#']).next()?;
+    let auth = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
+    (!auth.is_empty()).then(|| auth.to_string())
 }
 
 /// A list of paths: `~` and `$VAR` expanded, relative ones against the workflow's directory.
@@ -208,9 +281,59 @@ mod tests {
     }
 
     #[test]
+    fn allowlist_reads_its_hosts_and_adds_the_endpoints() {
+        let mut sb = build(
+            json!({"network": "allowlist", "allow_hosts": ["*.example.com", "127.0.0.1:8080"]}),
+        )
+        .unwrap_or_default();
+        assert_eq!(sb.network, Network::Allowlist);
+        assert_eq!(sb.allow_hosts.len(), 2);
+        add_default_hosts(
+            &mut sb,
+            &[
+                Some("https://tracker.example.org/api"),
+                None,
+                Some("https://u@git.example.net:8443"),
+            ],
+            &["mock"],
+        );
+        let names: Vec<String> = sb.allow_hosts.iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "*.example.com",
+                "127.0.0.1:8080",
+                "tracker.example.org",
+                "git.example.net:8443"
+            ]
+        );
+        let mut host = build(json!({"network": "host"})).unwrap_or_default();
+        add_default_hosts(&mut host, &[Some("https://tracker.example.org")], &["mock"]);
+        assert!(host.allow_hosts.is_empty());
+    }
+
+    #[test]
+    fn every_agent_kinds_default_hosts_are_patterns_and_are_added() {
+        for d in crate::registry::AGENTS {
+            let mut sb = build(json!({"network": "allowlist"})).unwrap_or_default();
+            add_default_hosts(&mut sb, &[], &[d.kind]);
+            let names: Vec<String> = sb.allow_hosts.iter().map(|p| p.to_string()).collect();
+            assert_eq!(names.len(), d.egress_hosts.len(), "{}: {names:?}", d.kind);
+            for h in d.egress_hosts {
+                assert!(HostPattern::parse(h).is_ok(), "{}: {h}", d.kind);
+            }
+        }
+        let mut sb = build(json!({"network": "allowlist"})).unwrap_or_default();
+        let all: Vec<&str> = crate::registry::AGENTS.iter().map(|d| d.kind).collect();
+        add_default_hosts(&mut sb, &[], &all);
+        assert!(!sb.allow_hosts.is_empty());
+    }
+
+    #[test]
     fn what_cannot_be_honoured_is_refused() {
         assert!(build(json!("docker")).is_err());
-        assert!(build(json!({"network": "allowlist"})).is_err());
+        assert!(build(json!({"network": "allowlist", "allow_hosts": ["http://x.org"]})).is_err());
+        assert!(build(json!({"network": "allowlist", "allow_hosts": "x.org"})).is_err());
         assert!(build(json!({"network": "wide"})).is_err());
         assert!(build(json!({"hooks": "yes"})).is_err());
         assert!(build(json!({"home_seed": "~/.cfg"})).is_err());

@@ -60,6 +60,9 @@ pub struct Metrics {
     webhook_deliveries: IntCounterVec,
     webhook_body_bytes: IntGauge,
     connections_refused: IntCounterVec,
+    /// Mirrors `crate::sandbox::denied_total`, caught up at each scrape under `sandbox_sync`.
+    sandbox_denied: IntCounter,
+    sandbox_sync: std::sync::Mutex<()>,
     poll_duration: Histogram,
     worker_duration: HistogramVec,
     verification_duration: HistogramVec,
@@ -226,6 +229,11 @@ impl Metrics {
                 "reason",
                 CONNECTION_REFUSALS,
             ),
+            sandbox_denied: reg.counter(
+                "sortie_sandbox_denied_connections_total",
+                "Connections the sandbox's allowlist proxy refused (network: allowlist).",
+            ),
+            sandbox_sync: std::sync::Mutex::new(()),
             poll_duration: reg.histogram(
                 "sortie_poll_duration_seconds",
                 "Poll tick duration in seconds.",
@@ -530,6 +538,11 @@ impl Metrics {
 
     pub fn render(&self, gauges: &GaugeValues) -> String {
         self.gauges.set(gauges);
+        if let Ok(_one) = self.sandbox_sync.lock() {
+            let total = crate::sandbox::denied_total();
+            self.sandbox_denied
+                .inc_by(total.saturating_sub(self.sandbox_denied.get()));
+        }
         self.reg.encode()
     }
 }

@@ -297,6 +297,7 @@ fn every_catalogue_family_has_help_and_type() {
         ("sortie_webhook_deliveries_total", "counter"),
         ("sortie_webhook_body_bytes", "gauge"),
         ("sortie_http_connections_refused_total", "counter"),
+        ("sortie_sandbox_denied_connections_total", "counter"),
         ("sortie_poll_duration_seconds", "histogram"),
         ("sortie_worker_duration_seconds", "histogram"),
         (

@@ -145,10 +145,22 @@ fn kill_carriers(matches: impl Fn(&str) -> bool) -> usize {
         {
             let _ = rustix::process::kill_process(p, Signal::KILL);
         }
+        if sandbox_monitor(pid) {
+            // bwrap's own process in the sandbox's PID namespace, still ending after the
+            // bwrap it belongs to exited: part of the sandbox, not an escapee.
+            log::debug!(pid:% = pid, token:% = token; "sandbox process stopped with its turn");
+            continue;
+        }
         log::warn!(pid:% = pid, token:% = token; "escaped agent process killed");
         killed += 1;
     }
     killed
+}
+
+/// Whether `pid` is `bwrap` itself (the sandbox's monitor, `crate::sandbox`): its forked
+/// processes keep its command name, an agent's never do.
+fn sandbox_monitor(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "bwrap")
 }
 
 /// Makes sortie the child subreaper of its descendants (Linux `PR_SET_CHILD_SUBREAPER`).

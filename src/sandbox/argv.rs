@@ -83,6 +83,26 @@ pub fn bwrap_argv(
     program: &str,
     args: &[String],
 ) -> Vec<OsString> {
+    argv_with(sb, workspace, None, program, args)
+}
+
+/// What runs in front of the agent with `network: allowlist`: sortie's own binary and the
+/// proxy's socket, both outside paths bound at fixed places inside.
+struct Forwarder<'a> {
+    exe: &'a Path,
+    socket: &'a Path,
+}
+
+/// Where sortie's binary is mounted inside the sandbox.
+const INSIDE_EXE: &str = "/run/sortie/forward";
+
+fn argv_with(
+    sb: &Sandbox,
+    workspace: Option<&Path>,
+    forwarder: Option<Forwarder<'_>>,
+    program: &str,
+    args: &[String],
+) -> Vec<OsString> {
     let mut a = Args {
         out: Vec::new(),
         mounted: Vec::new(),
@@ -95,7 +115,7 @@ pub fn bwrap_argv(
         "--cap-drop",
         "ALL",
     ]);
-    if sb.network == Network::None {
+    if sb.network != Network::Host {
         a.push(&["--unshare-net"]);
     }
     // bwrap applies mounts in order: the private /tmp and /var/tmp come first, so an agent
@@ -128,7 +148,19 @@ pub fn bwrap_argv(
         a.push(&["--chdir"]);
         a.path(ws);
     }
-    a.push(&["--", program]);
+    if let Some(f) = forwarder {
+        a.push(&["--ro-bind"]);
+        a.path(f.exe);
+        a.push(&[INSIDE_EXE, "--bind"]);
+        a.path(f.socket);
+        a.path(super::proxy::inside_socket());
+        a.push(&["--", INSIDE_EXE, super::forward::FORWARD]);
+        a.path(super::proxy::inside_socket());
+        a.push(&["--"]);
+        a.push(&[program]);
+    } else {
+        a.push(&["--", program]);
+    }
     a.out.extend(args.iter().map(OsString::from));
     a.out
 }
@@ -255,19 +287,51 @@ fn executable_file(p: &Path) -> bool {
 /// A `bwrap` command that runs `program args` in `workspace` under `sb`, its private home
 /// created and seeded. The caller sets the environment, stdio and process group as for an
 /// unsandboxed process; `bwrap` passes the environment on.
+///
+/// With `network: allowlist` a proxy for this process starts here (labelled from `env`'s
+/// session variables) and ends with the sandbox (`proxy`).
 pub fn wrap_command(
     sb: &Sandbox,
     program: &str,
     args: &[String],
     workspace: &Path,
+    env: Option<&[(OsString, OsString)]>,
 ) -> Result<Command, String> {
     let bwrap = super::find_bwrap()
         .ok_or_else(|| format!("bwrap was not found in PATH; {}", super::PACKAGE_HINT))?;
     super::home::prepare(sb, workspace)?;
     let mut cmd = Command::new(bwrap);
-    cmd.args(bwrap_argv(sb, Some(workspace), program, args))
-        .current_dir(workspace);
+    let argv = if sb.network == Network::Allowlist {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("sortie's own binary (the network forwarder): {e}"))?;
+        let socket = super::proxy::start(sb.allow_hosts.clone(), labels(env))?;
+        let f = Forwarder {
+            exe: &exe,
+            socket: &socket,
+        };
+        argv_with(sb, Some(workspace), Some(f), program, args)
+    } else {
+        bwrap_argv(sb, Some(workspace), program, args)
+    };
+    cmd.args(argv).current_dir(workspace);
     Ok(cmd)
+}
+
+/// The session's labels from its environment (`agent::env`'s session variables).
+fn labels(env: Option<&[(OsString, OsString)]>) -> super::proxy::Labels {
+    let get = |name: &str| {
+        env.unwrap_or_default()
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+    };
+    super::proxy::Labels {
+        issue_id: get("SORTIE_ISSUE_ID").unwrap_or_default(),
+        issue_identifier: get("SORTIE_ISSUE_IDENTIFIER").unwrap_or_default(),
+        session_id: get("SORTIE_SESSION_ID").unwrap_or_default(),
+        attempt: get("SORTIE_ATTEMPT").and_then(|a| a.parse().ok()),
+    }
 }
 
 #[cfg(test)]

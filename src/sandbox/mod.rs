@@ -8,19 +8,27 @@
 //! Paths sortie must hide that happen to lie under a mounted directory are masked
 //! ([`Sandbox::hide`]).
 //!
-//! New PID, IPC and UTS namespaces (and a network namespace with `network: none`); the
+//! New PID, IPC and UTS namespaces (and a network namespace with `network: none` or
+//! `allowlist`; with `allowlist` the only way out of it is sortie's filtering proxy, see
+//! [`proxy`] and [`forward`]); the
 //! process stays in sortie's process group (no `--new-session`), so the group signals sortie
 //! sends on stall, cancel and shutdown reach the agent itself, gracefully, and the keeper's
 //! token scan still finds every sandboxed process; `--die-with-parent` ends the sandbox when
 //! its `bwrap` parent dies.
 
+mod allow;
 mod argv;
+mod denials;
+pub mod forward;
 mod home;
 mod probe;
+pub mod proxy;
 
 use std::path::{Path, PathBuf};
 
+pub use allow::HostPattern;
 pub use argv::{bwrap_argv, wrap_command};
+pub use denials::{denied_for, denied_total};
 pub use probe::{PROBE_TIMEOUT, cached_problem, find_bwrap, probe_now};
 
 /// What runs sessions' processes.
@@ -41,6 +49,9 @@ pub enum Network {
     Host,
     /// A network namespace of its own with only a loopback device.
     None,
+    /// A network namespace of its own whose only way out is sortie's proxy, which lets
+    /// through connections to the hosts `allow_hosts` matches.
+    Allowlist,
 }
 
 impl Network {
@@ -48,6 +59,7 @@ impl Network {
         match self {
             Network::Host => "host",
             Network::None => "none",
+            Network::Allowlist => "allowlist",
         }
     }
 }
@@ -57,6 +69,8 @@ impl Network {
 pub struct Sandbox {
     pub mode: SandboxMode,
     pub network: Network,
+    /// What `network: allowlist` lets through (the workflow's entries, then the defaults).
+    pub allow_hosts: Vec<HostPattern>,
     /// Files and directories copied into the private home, at the same place relative to it
     /// as they have relative to the daemon's home (elsewhere: under their file name).
     pub home_seed: Vec<PathBuf>,

@@ -30,6 +30,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     caps: CAPS,
     block_keys: BLOCK_KEYS,
     env_vars: ENV_VARS,
+    egress_hosts: &[],
     validate: |settings: &AgentSettings| -> Vec<SettingProblem> {
         KiroConfig::parse(&settings.block).1
     },

@@ -61,6 +61,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     caps: CAPS,
     block_keys: config::BLOCK_KEYS,
     env_vars: ENV_VARS,
+    egress_hosts: &[],
     validate: |settings: &AgentSettings| -> Vec<SettingProblem> {
         AcpConfig::parse(&settings.block).1
     },

@@ -58,6 +58,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     caps: CAPS,
     block_keys: argv::BLOCK_KEYS,
     env_vars: ENV_VARS,
+    egress_hosts: &["api.anthropic.com"],
     validate: settings_problems,
     classify_failure,
     build: |settings, clock| Ok(Arc::new(ClaudeAdapter::new(settings.clone(), clock))),

@@ -58,6 +58,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     caps: CAPS,
     block_keys: config::BLOCK_KEYS,
     env_vars: ENV_VARS,
+    egress_hosts: &["api.openai.com", "auth.openai.com", "chatgpt.com"],
     validate: settings_problems,
     classify_failure,
     build: |settings, clock| Ok(Arc::new(CodexAdapter::new(settings.clone(), clock))),

@@ -59,6 +59,11 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     caps: CAPS,
     block_keys: argv::BLOCK_KEYS,
     env_vars: ENV_VARS,
+    egress_hosts: &[
+        "api.githubcopilot.com",
+        "*.githubcopilot.com",
+        "api.github.com",
+    ],
     validate: settings_problems,
     classify_failure,
     build: |settings, clock| Ok(Arc::new(CopilotAdapter::new(settings.clone(), clock))),

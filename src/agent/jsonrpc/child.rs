@@ -67,8 +67,13 @@ impl RpcChild {
             None => {
                 let cwd = verify_workspace(&spec.cwd)
                     .map_err(|e| SpawnError::InvalidCwd(e.to_string()))?;
-                let mut cmd =
-                    local_command(spec.sandbox.as_deref(), &spec.program, &spec.args, &cwd)?;
+                let mut cmd = local_command(
+                    spec.sandbox.as_deref(),
+                    &spec.program,
+                    &spec.args,
+                    &cwd,
+                    spec.base_env.as_deref(),
+                )?;
                 set_base_env(&mut cmd, spec.base_env.as_deref());
                 for (k, v) in &spec.env {
                     cmd.env(without_nul(k), without_nul(v));

@@ -73,6 +73,7 @@ pub const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
     caps: CAPS,
     block_keys: argv::BLOCK_KEYS,
     env_vars: ENV_VARS,
+    egress_hosts: &[],
     validate: settings::problems,
     classify_failure,
     build: |settings, clock| {

@@ -138,6 +138,10 @@ pub struct RunningView {
     pub workflow_file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
+    /// Connections the session's sandbox refused (`worker.sandbox.network: allowlist`) in
+    /// this daemon's life; absent while there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_denied_connections: Option<u64>,
     #[serde(flatten)]
     pub reaction: RunReactionView,
     #[serde(flatten)]
@@ -299,6 +303,8 @@ impl RunningView {
             configured_model: names.configured_model,
             workflow_file: nonempty(&cfg.workflow_file),
             agent_kind: names.agent_kind,
+            sandbox_denied_connections: Some(crate::sandbox::denied_for(&r.issue.id, r.attempt))
+                .filter(|n| *n > 0),
             reaction: RunReactionView::of(r.reaction.as_ref()),
             usage: UsageView {
                 api_request_count: requests_measured.then_some(r.api_request_count),
