@@ -9,7 +9,7 @@ use crate::config::TrackerConfig;
 use crate::domain::{ParkReason, state_in};
 
 use super::backoff::failure_delay_ms;
-use super::msg::{ErrorCode, SupervisorExit, UsageLimit};
+use super::core::run_record::{ErrorCode, SupervisorExit, UsageLimit};
 use super::run_error::RunError;
 
 /// The label a parked issue gets when the configuration names none.

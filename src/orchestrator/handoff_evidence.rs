@@ -18,22 +18,12 @@ use std::collections::HashMap;
 
 use crate::agent::status_file::DeclaredOutcome;
 use crate::config::HandoffEvidence;
-use crate::workspace::evidence::Observed;
 
-use super::msg::SupervisorExit;
+use super::core::run_record::SupervisorExit;
+pub use super::core::run_record::WorkspaceEvidence;
 
 /// Withheld handoffs in a row after which the issue is parked instead of retried.
 pub const HANDOFF_ABSENCE_CEILING: u32 = 3;
-
-/// What the supervisor read of the workspace after a normal exit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkspaceEvidence {
-    /// What git showed, or why the workspace could not be read (git missing or failing, a
-    /// timeout, the SSH host).
-    pub git: Result<Observed, String>,
-    /// The run left a pull-request record other than the one the session started with.
-    pub new_pr_record: bool,
-}
 
 /// What [`withheld_because`] reads besides the exit.
 pub struct HandoffFacts<'a> {
@@ -135,6 +125,7 @@ impl AbsenceStreaks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workspace::evidence::Observed;
 
     fn normal(declared: Option<DeclaredOutcome>) -> SupervisorExit {
         SupervisorExit::Normal {

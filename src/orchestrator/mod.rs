@@ -4,6 +4,7 @@
 pub mod adapters;
 pub mod agent_holds;
 pub mod backoff;
+pub mod core;
 pub mod dispatch_pass;
 pub mod exit_step;
 pub mod failure_holds;

@@ -2,126 +2,10 @@
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::agent::status_file::DeclaredOutcome;
-use crate::agent::{AgentErrorKind, AgentEvent, CancelReason};
+use crate::agent::AgentEvent;
 
-/// Why an attempt failed: the agent's own error kind, or a step the supervisor runs
-/// around the agent. Its text starts the run's stored error (`code: message`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorCode {
-    Agent(AgentErrorKind),
-    /// The workspace could not be prepared.
-    Workspace,
-    /// The `before_run` hook failed.
-    Hook,
-    /// The prompt template could not be rendered for a turn.
-    PromptRender,
-    /// The issue's tracker state could not be read between turns.
-    TrackerRefresh,
-    /// The supervisor thread panicked (a bug); the run failed and is retried with backoff.
-    SupervisorPanic,
-    /// The provider refused the session for a usage limit (the run's status is
-    /// `usage_limited`).
-    UsageLimited,
-    /// The run would have handed its issue off but showed no evidence of work
-    /// (`tracker.handoff_evidence`).
-    HandoffWithheld,
-}
-
-impl ErrorCode {
-    /// The stable snake_case text stored and served for this code.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::Agent(kind) => kind.code(),
-            ErrorCode::Workspace => "workspace_error",
-            ErrorCode::Hook => "hook_failed",
-            ErrorCode::PromptRender => "prompt_render",
-            ErrorCode::TrackerRefresh => "tracker_refresh_failed",
-            ErrorCode::SupervisorPanic => "supervisor_panic",
-            ErrorCode::UsageLimited => "usage_limited",
-            ErrorCode::HandoffWithheld => "handoff_withheld",
-        }
-    }
-
-    /// The code whose [`as_str`](Self::as_str) is `text`.
-    pub fn from_code(text: &str) -> Option<ErrorCode> {
-        if let Some(kind) = AgentErrorKind::from_code(text) {
-            return Some(ErrorCode::Agent(kind));
-        }
-        [
-            ErrorCode::Workspace,
-            ErrorCode::Hook,
-            ErrorCode::PromptRender,
-            ErrorCode::TrackerRefresh,
-            ErrorCode::SupervisorPanic,
-            ErrorCode::UsageLimited,
-            ErrorCode::HandoffWithheld,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == text)
-    }
-}
-
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How an attempt ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SupervisorExit {
-    /// The turn loop ended without an error: max turns reached, the issue left the active
-    /// states, or the agent declared an outcome in `.sortie/status`.
-    Normal {
-        declared: Option<DeclaredOutcome>,
-        statement: Option<String>,
-    },
-    /// The attempt failed.
-    Error {
-        code: ErrorCode,
-        message: String,
-        retryable: bool,
-    },
-    /// Cancelled on request (stall, reconciliation, budget, shutdown).
-    Cancelled { reason: CancelReason },
-    /// The provider refused the session for a usage limit before the agent did any work.
-    UsageLimited(UsageLimit),
-    /// A normal exit whose handoff Sortie withheld for want of evidence of work
-    /// (`orchestrator::handoff_evidence`); `missing` says what the run did not show.
-    HandoffWithheld {
-        declared: Option<DeclaredOutcome>,
-        statement: Option<String>,
-        missing: String,
-    },
-}
-
-/// A usage limit as the agent reported it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageLimit {
-    pub message: String,
-    /// When the limit resets, epoch ms; `None` when the agent did not say.
-    pub resets_at_ms: Option<i64>,
-    /// The model the limit names; `None` for a limit on every model of the kind.
-    pub model: Option<String>,
-}
-
-/// What a supervisor thread reports when its attempt is over.
-#[derive(Debug, Clone)]
-pub struct SupervisorResult {
-    pub dispatch_id: String,
-    pub issue_id: String,
-    pub exit: SupervisorExit,
-    pub turns_completed: u32,
-    pub session_id: Option<String>,
-    pub workspace_path: Option<std::path::PathBuf>,
-    pub ended_at_ms: i64,
-    /// The pull-request record (`.sortie/scm.json`) the worker left, read at its exit.
-    pub pr_record: Option<crate::agent::pr_record::PrRecord>,
-    /// What the workspace showed after a normal exit, read when `tracker.handoff_evidence`
-    /// was set at dispatch.
-    pub evidence: Option<super::handoff_evidence::WorkspaceEvidence>,
-}
+pub use super::core::run_record::{ErrorCode, SupervisorExit, SupervisorResult, UsageLimit};
+use super::core::run_record::{PersistError, SelfReviewPhase};
 
 /// Answer to a refresh request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,7 +67,7 @@ pub enum AckError {
     /// The orchestrator is shutting down and takes no new acknowledgements.
     Draining,
     /// The database write failed.
-    NotSaved(super::persist::PersistError),
+    NotSaved(PersistError),
 }
 
 impl std::fmt::Display for AckError {
@@ -276,7 +160,7 @@ pub enum OrchMsg {
     /// A supervisor's self-review phase moved on.
     SelfReview {
         dispatch_id: String,
-        phase: super::self_review::SelfReviewPhase,
+        phase: SelfReviewPhase,
     },
     /// A supervisor finished.
     Exit(Box<SupervisorResult>),
@@ -318,21 +202,6 @@ pub enum OrchMsg {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn error_codes_keep_their_stored_text() {
-        assert_eq!(
-            ErrorCode::Agent(AgentErrorKind::AgentNotFound).as_str(),
-            "agent_not_found"
-        );
-        assert_eq!(
-            ErrorCode::Agent(AgentErrorKind::TurnFailed).to_string(),
-            "turn_failed"
-        );
-        assert_eq!(ErrorCode::Workspace.as_str(), "workspace_error");
-        assert_eq!(ErrorCode::Hook.as_str(), "hook_failed");
-        assert_eq!(ErrorCode::PromptRender.as_str(), "prompt_render");
-    }
 
     #[test]
     fn a_full_gate_sheds_chatter_but_never_usage_or_turn_ends() {

@@ -18,36 +18,11 @@ use crate::store::{
 use crate::pricing::RunPrice;
 
 use super::agent_holds::UsageHold;
-use super::msg::{SupervisorExit, SupervisorResult};
+pub use super::core::run_record::PersistError;
+use super::core::run_record::{SupervisorExit, SupervisorResult};
 use super::reactions::step::StoredRetryReaction;
 use super::run_error::{BudgetStop, RunError};
 use super::state::{AgentTotals, Park, RetryInfo, RunningEntry};
-
-/// A database call of the orchestrator that failed. The text is the store's own (the API
-/// serves it as the database check's error, and a stored word outside its vocabulary is named
-/// in it); `op` names the call for logs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PersistError {
-    pub op: &'static str,
-    pub message: String,
-}
-
-impl PersistError {
-    fn store(op: &'static str) -> impl FnOnce(StoreError) -> PersistError {
-        move |e| PersistError {
-            op,
-            message: e.to_string(),
-        }
-    }
-}
-
-impl std::fmt::Display for PersistError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for PersistError {}
 
 /// What the warm start restores.
 pub struct WarmStart {

@@ -6,7 +6,7 @@
 use crate::agent::CancelReason;
 use crate::domain::RescheduleReason;
 
-use super::msg::{ErrorCode, SupervisorExit};
+use super::core::run_record::{ErrorCode, SupervisorExit};
 
 /// What starts the error of a retry queued after a failed run; the run's own error follows.
 const WORKER_EXITED: &str = "worker exited: ";

@@ -17,14 +17,14 @@ pub const RUN_EVENTS_MAX_BYTES: usize = 256 * 1024;
 /// A finished session whose run record the database has not committed yet.
 pub struct AwaitingRecord {
     pub entry: RunningEntry,
-    pub result: super::msg::SupervisorResult,
+    pub result: super::core::run_record::SupervisorResult,
 }
 
 /// A finished, recorded session whose exit waits for tracker calls (a hand-off, a park's
 /// label, a stage hop) made off `orch`; its issue stays claimed until they come back.
 pub struct Settling {
     pub entry: RunningEntry,
-    pub result: super::msg::SupervisorResult,
+    pub result: super::core::run_record::SupervisorResult,
     /// The exit's step, applied with what the calls answered.
     pub step: super::exit_step::ExitStep,
     pub since_ms: i64,
@@ -127,10 +127,10 @@ impl DispatchCause {
 impl RunFacts {
     /// Takes a self-review phase report: the running row's facts, and at the end the audit
     /// trail (the row then reads as outside the phase again).
-    pub fn apply_self_review(&mut self, phase: super::self_review::SelfReviewPhase) {
+    pub fn apply_self_review(&mut self, phase: super::core::run_record::SelfReviewPhase) {
         // Any report other than `Checking` comes after the checks.
         self.checks_running = false;
-        use super::self_review::SelfReviewPhase;
+        use super::core::run_record::SelfReviewPhase;
         match phase {
             SelfReviewPhase::Started => self.self_review = Some(0),
             SelfReviewPhase::Checking => self.checks_running = true,
@@ -548,10 +548,10 @@ impl PollHealth {
 #[derive(Debug, Clone, Default)]
 pub struct Health {
     /// The database answers and takes writes, and budget reads succeed.
-    pub database: CheckHealth<super::persist::PersistError>,
+    pub database: CheckHealth<super::core::run_record::PersistError>,
     /// The last budget read's failure, until a budget read succeeds; the next tick's database
     /// check fails with it, so the check does not pass between two failed budget reads.
-    pub budget_read_failure: Option<super::persist::PersistError>,
+    pub budget_read_failure: Option<super::core::run_record::PersistError>,
     pub preflight: CheckHealth<PreflightError>,
     pub workflow: CheckHealth<super::reload::ReloadError>,
     pub poll: PollHealth,

@@ -20,13 +20,65 @@ pub struct RowMemory {
     pub given: BTreeSet<String>,
     /// When a check first saw the pull request merged without a merge commit.
     pub merged_seen_at_ms: Option<i64>,
-    /// The kind's triage run and verdict (`orch`'s; see [`super::triage`]).
-    pub triage: super::triage::TriageMemory,
+    /// The kind's triage run and verdict (`orch`'s; see `reactions::triage`).
+    pub triage: TriageMemory,
 }
 
 impl RowMemory {
     /// Whether `fingerprint` is the one already dispatched.
     pub fn dispatched(&self, fingerprint: &str) -> bool {
         matches!(&self.fingerprint, Some((f, true)) if f == fingerprint)
+    }
+}
+
+/// What a triage run decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Act,
+    Ignore,
+    Escalate,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Act => "act",
+            Verdict::Ignore => "ignore",
+            Verdict::Escalate => "escalate",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Verdict> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "act" => Some(Verdict::Act),
+            "ignore" => Some(Verdict::Ignore),
+            "escalate" => Some(Verdict::Escalate),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A kind's triage state, kept by `orch` (a pass's copy of the row memory never replaces it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TriageMemory {
+    /// The subject a triage run is out for.
+    pub in_flight: Option<String>,
+    /// The newest verdict and the subject it answered.
+    pub answer: Option<(String, Verdict)>,
+}
+
+impl TriageMemory {
+    /// The verdict for `fingerprint`, when the newest answer is for it.
+    pub fn verdict_for(&self, fingerprint: &str) -> Option<Verdict> {
+        match &self.answer {
+            Some((f, v)) if f == fingerprint => Some(*v),
+            _ => None,
+        }
     }
 }

@@ -142,6 +142,11 @@ impl ReactionRow {
         )
     }
 
+    /// Whether the watch window has ended at `now_ms`.
+    pub fn watch_expired(&self, now_ms: i64) -> bool {
+        self.watch_ends_at_ms().is_some_and(|end| now_ms >= end)
+    }
+
     /// Whether the row reports nothing outstanding (the `active[]` deciding-row rule): a
     /// passing CI row, a bot-review row with no actionable comment or handled, a mergeable
     /// merge-conflict row, and every merge, merge-completion and label row.

@@ -22,6 +22,7 @@ use crate::domain::{EscalationTrigger, ReactionKind, ReactionWait};
 
 use super::cx::CheckCx;
 use super::memory::RowMemory;
+pub use super::memory::{TriageMemory, Verdict};
 use super::row::{LastCheck, ReactionRow};
 use super::step::{FixContext, Step};
 
@@ -33,58 +34,6 @@ pub const MAX_VERDICT_BYTES: u64 = 64 * 1024;
 
 /// The first line of every triage prompt.
 pub const PROMPT_MARKER: &str = "SORTIE TRIAGE";
-
-/// What a triage run decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    Act,
-    Ignore,
-    Escalate,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Act => "act",
-            Verdict::Ignore => "ignore",
-            Verdict::Escalate => "escalate",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Verdict> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "act" => Some(Verdict::Act),
-            "ignore" => Some(Verdict::Ignore),
-            "escalate" => Some(Verdict::Escalate),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A kind's triage state, kept by `orch` (a pass's copy of the row memory never replaces it).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TriageMemory {
-    /// The subject a triage run is out for.
-    pub in_flight: Option<String>,
-    /// The newest verdict and the subject it answered.
-    pub answer: Option<(String, Verdict)>,
-}
-
-impl TriageMemory {
-    /// The verdict for `fingerprint`, when the newest answer is for it.
-    pub fn verdict_for(&self, fingerprint: &str) -> Option<Verdict> {
-        match &self.answer {
-            Some((f, v)) if f == fingerprint => Some(*v),
-            _ => None,
-        }
-    }
-}
 
 /// Whether the kind's block asks for triage.
 pub fn enabled(kind: ReactionKind, cfg: &ReactionsConfig) -> bool {

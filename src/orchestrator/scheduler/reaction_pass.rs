@@ -121,7 +121,7 @@ impl ReactionPass {
             if ended.contains(&key.0) {
                 continue;
             }
-            if super::reactions::watch_expired(&row, self.now_ms) {
+            if row.watch_expired(self.now_ms) {
                 done.expired.push(key);
                 continue;
             }

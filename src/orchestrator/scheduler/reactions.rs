@@ -881,10 +881,6 @@ fn poll_interval(kind: ReactionKind, cfg: &ReactionsConfig, base_ms: u64) -> u64
     v.unwrap_or(base_ms)
 }
 
-pub(super) fn watch_expired(row: &ReactionRow, now: i64) -> bool {
-    row.watch_ends_at_ms().is_some_and(|end| now >= end)
-}
-
 fn pr_key(pr: &crate::scm::PullRequestRef) -> String {
     format!("{}#{}", pr.repository(), pr.number)
 }

@@ -25,25 +25,12 @@ use crate::config::reactions::SelfReviewConfig;
 use crate::domain::Issue;
 use crate::workspace::{HookEnv, WorkspaceManager};
 
-use super::msg::SupervisorExit;
+pub use super::core::run_record::SelfReviewPhase;
+use super::core::run_record::SupervisorExit;
 use record::{IterationRecord, Next, PhaseStatus, ReviewMetadata};
 
 /// The summary's name inside `.sortie`.
 pub const SUMMARY_FILE: &str = "review_summary.md";
-
-/// What the orchestrator hears about a running phase (the running row's self-review facts and,
-/// at its end, the run's audit trail).
-#[derive(Debug, Clone, PartialEq)]
-pub enum SelfReviewPhase {
-    /// The phase began.
-    Started,
-    /// Sortie takes the diff and runs the verification commands (no agent turn runs).
-    Checking,
-    /// This many iterations have completed.
-    Iteration(u32),
-    /// The phase ended; its audit trail, stored as the run's `review_metadata`.
-    Done(Option<Box<serde_json::Value>>),
-}
 
 /// Which turn of an iteration runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
