@@ -1,6 +1,8 @@
 //! Starting a supervisor for one issue.
 
 use crate::orchestrator::core::orchestrator::*;
+use crate::orchestrator::core::state::{DispatchCause, RunFacts, RunHandles};
+use crate::orchestrator::features::hosts::hooks::Placement;
 
 /// A dispatch that continues a pull-request reaction.
 pub(crate) struct ReactionDispatch {
@@ -30,7 +32,7 @@ impl Orchestrator {
         attempt: u32,
         resume_session_id: Option<String>,
         pass: Pass,
-        cause: crate::orchestrator::core::state::DispatchCause,
+        cause: DispatchCause,
         reaction: Option<ReactionDispatch>,
     ) {
         let now = self.clock.now_ms();
@@ -40,31 +42,19 @@ impl Orchestrator {
             return;
         };
         let ssh_host = match self.place(&issue) {
-            crate::orchestrator::features::hosts::hooks::Placement::Here => None,
-            crate::orchestrator::features::hosts::hooks::Placement::Host(h) => Some(h),
-            crate::orchestrator::features::hosts::hooks::Placement::NoRoom => {
+            Placement::Here => None,
+            Placement::Host(h) => Some(h),
+            Placement::NoRoom => {
                 self.no_host_room(&issue, attempt, pass);
                 return;
             }
         };
         let dispatched_at_ms = pass.dispatched_at_ms;
-        let hop_first = cause == crate::orchestrator::core::state::DispatchCause::PollTick
-            && attempt_route.lineage.is_some();
+        let hop_first = cause == DispatchCause::PollTick && attempt_route.lineage.is_some();
         self.note_picked_up(&issue.id);
         let dispatch_id = new_dispatch_id();
         let cancel = CancelToken::new();
-        // What earlier runs spent counts against `agent.max_tokens`; read once per dispatch.
-        let tokens_used_before = if self.workflow.config.agent.max_tokens.unwrap_or(0) > 0 {
-            persist::uncached_tokens_for_issue(&self.store, &issue.id).unwrap_or(0)
-        } else {
-            0
-        };
-        // What earlier runs cost counts against `agent.max_cost_usd`; read once per dispatch.
-        // A failed read stops no session: the pre-dispatch check read the same spend.
-        let usage_before = crate::orchestrator::features::spend::money_budget::ceiling(
-            self.workflow.config.agent.max_cost_usd,
-        )
-        .and_then(|_| persist::usage_for_issue(&self.store, &issue.id).ok());
+        let (tokens_used_before, usage_before) = self.spent_before(&issue.id);
         self.state.held.remove(&issue.id);
         self.state.outcomes.remove(&issue.id);
         persist::clear_outcome(&self.store, &issue.id);
@@ -104,56 +94,65 @@ impl Orchestrator {
         self.state
             .dispatch_index
             .insert(dispatch_id.clone(), issue.id.clone());
+        let mut facts = RunFacts::started(
+            issue.clone(),
+            dispatch_id.clone(),
+            attempt,
+            now,
+            cause,
+            attempt_route.clone(),
+        );
+        facts.dispatched_at_ms = dispatched_at_ms;
+        facts.session_id = resume_session_id;
+        facts.tokens_used_before = tokens_used_before;
+        facts.usage_before = usage_before;
+        facts.ssh_host = ssh_host.as_ref().map(|h| h.name().to_string());
+        facts.hop_first = hop_first;
+        facts.reaction = reaction.map(|r| r.reaction);
         self.state.running.insert(
             issue.id.clone(),
             RunningEntry {
-                facts: crate::orchestrator::core::state::RunFacts {
-                    issue: issue.clone(),
-                    dispatch_id: dispatch_id.clone(),
-                    attempt,
-                    started_at_ms: now,
-                    dispatched_at_ms,
-                    last_event_at_ms: None,
-                    last_event_type: None,
-                    last_message: None,
-                    session_id: resume_session_id,
-                    agent_pid: None,
-                    turn: 0,
-                    turn_started_at_ms: now,
-                    tokens: Default::default(),
-                    tokens_measured: false,
-                    api_request_count: 0,
-                    turn_had_usage: false,
-                    turns_without_figure: 0,
-                    reported_model: None,
-                    by_model: Default::default(),
-                    vendor_amounts: Default::default(),
-                    pending_cleanup: false,
-                    budget_stop: None,
-                    tokens_used_before,
-                    usage_before,
-                    events: Default::default(),
-                    workspace_path: None,
-                    agent_group: None,
-                    live_row_written_at_ms: now,
-                    live_row_dirty: false,
-                    cause,
-                    route: attempt_route.clone(),
-                    ssh_host: ssh_host.as_ref().map(|h| h.name().to_string()),
-                    hop_first,
-                    reaction: reaction.map(|r| r.reaction),
-                    self_review: None,
-                    review_metadata: None,
-                    checks_running: false,
-                    stall_floor_ms: 0,
-                },
-                handles: crate::orchestrator::core::state::RunHandles { cancel, workspaces },
+                facts,
+                handles: RunHandles { cancel, workspaces },
             },
         );
+        self.start_session(job, attempt_route, dispatched_at_ms, cause, now);
+    }
+
+    /// What earlier runs of the issue spent: the tokens counted against `agent.max_tokens` and
+    /// the cost counted against `agent.max_cost_usd`, each read once per dispatch and only when
+    /// its budget is set. A failed cost read stops no session: the pre-dispatch check read the
+    /// same spend.
+    fn spent_before(&self, issue_id: &str) -> (u64, Option<crate::store::IssueUsage>) {
+        let tokens_used_before = if self.workflow.config.agent.max_tokens.unwrap_or(0) > 0 {
+            persist::uncached_tokens_for_issue(&self.store, issue_id).unwrap_or(0)
+        } else {
+            0
+        };
+        let usage_before = crate::orchestrator::features::spend::money_budget::ceiling(
+            self.workflow.config.agent.max_cost_usd,
+        )
+        .and_then(|_| persist::usage_for_issue(&self.store, issue_id).ok());
+        (tokens_used_before, usage_before)
+    }
+
+    /// Counts the dispatch, commits the session's row and spawns its supervisor; a session
+    /// that cannot be recorded or spawned is undone ([`Self::unspawned`]).
+    fn start_session(
+        &mut self,
+        job: SupervisorJob,
+        attempt_route: crate::domain::stage::Route,
+        dispatched_at_ms: i64,
+        cause: DispatchCause,
+        now: i64,
+    ) {
+        let issue = job.issue.clone();
+        let dispatch_id = job.dispatch_id.clone();
+        let attempt = job.attempt;
         self.state.totals.dispatches += 1;
         // A poll-tick dispatch is where a claim's selection is resolved; retries and
         // continuations reuse the frozen one.
-        if cause == crate::orchestrator::core::state::DispatchCause::PollTick {
+        if cause == DispatchCause::PollTick {
             self.metrics.dispatch_rule_match(&attempt_route.rule_name);
         }
         // The session counts from here on, whatever happens to sortie: its row (with the

@@ -425,6 +425,54 @@ pub fn probe_workspace_locks(
         .collect();
 }
 
+/// The gates that depend on the issue and the pass's input alone, not on what the pass
+/// already dispatched: shape, state, claims, parks, budgets and the standing holds, in the
+/// order their reasons win.
+fn standing_gate(issue: &Issue, input: &PassInput) -> Option<Decision> {
+    if !issue.is_dispatchable_shape() {
+        return Some(Decision::Skip(SkipReason::MissingFields));
+    }
+    if !state_in(&issue.state, &input.active_states)
+        || state_in(&issue.state, &input.terminal_states)
+    {
+        return Some(Decision::Skip(SkipReason::StateNotActive));
+    }
+    if input.claimed.contains(&issue.id) {
+        return Some(Decision::Skip(SkipReason::AlreadyClaimed));
+    }
+    if input.parked.contains(&issue.id) {
+        return Some(Decision::Skip(SkipReason::Parked));
+    }
+    if input.budget_held.contains(&issue.id) {
+        return Some(Decision::Skip(SkipReason::BudgetExhausted));
+    }
+    // Only a person (or a reload) releases it: no other gate's reason matters.
+    if let Some(hold) = input.failure_held.get(&issue.id) {
+        return Some(Decision::Held(hold.clone()));
+    }
+    // A spend window holds every dispatch: a freed slot or host would not dispatch the
+    // issue, so its reason wins over every later one.
+    if let Some(hold) = &input.spend_hold {
+        return Some(Decision::Held(hold.clone()));
+    }
+    // The agent kind itself is held: a freed slot or a closed blocker would not dispatch
+    // the issue, so this reason wins over theirs.
+    if let Some(hold) = &input.agent_hold {
+        return Some(Decision::Held(hold.clone()));
+    }
+    // A stage hop not yet seen on the issue: its next stage waits for a confirming read.
+    if let Some(hold) = input.hop_unconfirmed.get(&issue.id) {
+        return Some(Decision::Held(hold.clone()));
+    }
+    // A session elsewhere holds the workspace: never a second one in it (takes no slot).
+    if let Some(pid) = input.workspace_locked.get(&issue.id) {
+        return Some(Decision::Held(HoldReason::WorkspaceLocked {
+            holder_pid: *pid,
+        }));
+    }
+    None
+}
+
 /// Runs the gates over already-sorted candidates. Slots are consumed as issues are dispatched,
 /// so the result is exactly what a tick would do with this input. `read` resolves unread
 /// blocker lists (see the module docs).
@@ -441,55 +489,8 @@ pub fn plan(
     let mut identifiers = input.claimed_identifiers.clone();
     let mut out = Vec::with_capacity(candidates.len());
     for issue in candidates {
-        if !issue.is_dispatchable_shape() {
-            out.push(Decision::Skip(SkipReason::MissingFields));
-            continue;
-        }
-        if !state_in(&issue.state, &input.active_states)
-            || state_in(&issue.state, &input.terminal_states)
-        {
-            out.push(Decision::Skip(SkipReason::StateNotActive));
-            continue;
-        }
-        if input.claimed.contains(&issue.id) {
-            out.push(Decision::Skip(SkipReason::AlreadyClaimed));
-            continue;
-        }
-        if input.parked.contains(&issue.id) {
-            out.push(Decision::Skip(SkipReason::Parked));
-            continue;
-        }
-        if input.budget_held.contains(&issue.id) {
-            out.push(Decision::Skip(SkipReason::BudgetExhausted));
-            continue;
-        }
-        // Only a person (or a reload) releases it: no other gate's reason matters.
-        if let Some(hold) = input.failure_held.get(&issue.id) {
-            out.push(Decision::Held(hold.clone()));
-            continue;
-        }
-        // A spend window holds every dispatch: a freed slot or host would not dispatch the
-        // issue, so its reason wins over every later one.
-        if let Some(hold) = &input.spend_hold {
-            out.push(Decision::Held(hold.clone()));
-            continue;
-        }
-        // The agent kind itself is held: a freed slot or a closed blocker would not dispatch
-        // the issue, so this reason wins over theirs.
-        if let Some(hold) = &input.agent_hold {
-            out.push(Decision::Held(hold.clone()));
-            continue;
-        }
-        // A stage hop not yet seen on the issue: its next stage waits for a confirming read.
-        if let Some(hold) = input.hop_unconfirmed.get(&issue.id) {
-            out.push(Decision::Held(hold.clone()));
-            continue;
-        }
-        // A session elsewhere holds the workspace: never a second one in it (takes no slot).
-        if let Some(pid) = input.workspace_locked.get(&issue.id) {
-            out.push(Decision::Held(HoldReason::WorkspaceLocked {
-                holder_pid: *pid,
-            }));
+        if let Some(d) = standing_gate(issue, input) {
+            out.push(d);
             continue;
         }
         // One workspace per identifier: a second issue with a claimed identifier waits.

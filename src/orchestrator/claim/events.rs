@@ -61,6 +61,91 @@ fn stop_at_budget(e: &mut RunningEntry, stop: BudgetStop) {
     e.handles.cancel.cancel(CancelReason::Budget);
 }
 
+/// Takes a session start: the session id, the agent's process and its group.
+fn take_session_start(e: &mut RunningEntry, session_id: &str, agent_pid: Option<u32>) {
+    e.facts.session_id = Some(session_id.to_string());
+    e.facts.agent_pid = agent_pid;
+    // A new process (one per turn for claude-code): a new group to record.
+    // Only a process carrying this sortie's token is recorded, so a pid an adapter
+    // made up (the mock) never names someone else's group.
+    e.facts.agent_group = agent_pid
+        .filter(|pid| crate::process_signal::orphans::is_our_agent(*pid))
+        .and_then(|pid| crate::process_signal::proc_stat(pid).map(|s| (s.pgrp, s.start_ticks)));
+    e.facts.live_row_dirty = true;
+    e.facts.live_row_written_at_ms = i64::MIN;
+}
+
+/// Takes one token-usage report: the session's, the model's and the agent totals' figures, and
+/// the stop at `agent.max_tokens` (0: none) once the runs reach it.
+fn take_token_usage(
+    e: &mut RunningEntry,
+    totals: &mut crate::orchestrator::core::state::AgentTotals,
+    metrics: &crate::metrics::Metrics,
+    usage: &crate::agent::TokenUsage,
+    model: &Option<String>,
+    max_tokens: u64,
+) {
+    metrics.token_usage(usage);
+    e.facts.tokens = e.facts.tokens.plus(usage);
+    e.facts.tokens_measured = true;
+    e.facts.turn_had_usage = true;
+    e.facts.api_request_count += 1;
+    e.facts.live_row_dirty = true;
+    if model.is_some() {
+        e.facts.reported_model = model.clone();
+    }
+    let part = e
+        .facts
+        .by_model
+        .entry(model.clone().unwrap_or_default())
+        .or_default();
+    part.tokens = part.tokens.plus(usage);
+    part.requests += 1;
+    let t = totals;
+    t.input_tokens += usage.input_tokens;
+    t.output_tokens += usage.output_tokens;
+    t.total_tokens += usage.total_tokens;
+    t.cache_read_tokens += usage.cache_read_tokens;
+    t.cache_write_tokens += usage.cache_write_tokens;
+    let used = e.facts.tokens_used_before + e.facts.tokens.uncached_tokens();
+    if max_tokens > 0 && e.facts.budget_stop.is_none() && used >= max_tokens {
+        let stop = crate::orchestrator::claim::run_error::TokenStop {
+            used,
+            limit: max_tokens,
+        };
+        stop_at_budget(e, BudgetStop::Tokens(stop));
+    }
+}
+
+/// Queues the session's live row when its figures changed and a turn ended or
+/// [`LIVE_ROW_INTERVAL_MS`] passed since the last write.
+fn write_live_row_if_due(
+    store: &Store,
+    workflow: &Workflow,
+    e: &mut RunningEntry,
+    now: i64,
+    turn_ended: bool,
+) {
+    if e.facts.live_row_dirty
+        && (turn_ended
+            || now.saturating_sub(e.facts.live_row_written_at_ms) >= LIVE_ROW_INTERVAL_MS)
+    {
+        e.facts.live_row_dirty = false;
+        e.facts.live_row_written_at_ms = now;
+        persist::write_live_session(store, e, workflow, now);
+    }
+}
+
+/// Adds the event to the session's ring; a turn-ending event carries the run's totals so far
+/// (null while unmeasured).
+fn keep_event(e: &mut RunningEntry, mut event: crate::agent::AgentEvent) {
+    if event.kind.is_terminal() {
+        event.run_usage = e.facts.tokens_measured.then_some(e.facts.tokens);
+    }
+    // Copies the ring only when a published snapshot still holds it.
+    Arc::make_mut(&mut e.facts.events).push_owned(event);
+}
+
 impl Orchestrator {
     pub(crate) fn on_agent_event(&mut self, dispatch_id: &str, event: crate::agent::AgentEvent) {
         let max_tokens = self.workflow.config.agent.max_tokens.unwrap_or(0);
@@ -84,20 +169,7 @@ impl Orchestrator {
             AgentEventKind::SessionStarted {
                 session_id,
                 agent_pid,
-            } => {
-                e.facts.session_id = Some(session_id.clone());
-                e.facts.agent_pid = *agent_pid;
-                // A new process (one per turn for claude-code): a new group to record.
-                // Only a process carrying this sortie's token is recorded, so a pid an adapter
-                // made up (the mock) never names someone else's group.
-                e.facts.agent_group = agent_pid
-                    .filter(|pid| crate::process_signal::orphans::is_our_agent(*pid))
-                    .and_then(|pid| {
-                        crate::process_signal::proc_stat(pid).map(|s| (s.pgrp, s.start_ticks))
-                    });
-                e.facts.live_row_dirty = true;
-                e.facts.live_row_written_at_ms = i64::MIN;
-            }
+            } => take_session_start(e, session_id, *agent_pid),
             AgentEventKind::ToolResult {
                 tool_name,
                 tool_error,
@@ -108,38 +180,14 @@ impl Orchestrator {
                     if *tool_error { "error" } else { "success" },
                 );
             }
-            AgentEventKind::TokenUsage { usage, model, .. } => {
-                self.metrics.token_usage(usage);
-                e.facts.tokens = e.facts.tokens.plus(usage);
-                e.facts.tokens_measured = true;
-                e.facts.turn_had_usage = true;
-                e.facts.api_request_count += 1;
-                e.facts.live_row_dirty = true;
-                if model.is_some() {
-                    e.facts.reported_model = model.clone();
-                }
-                let part = e
-                    .facts
-                    .by_model
-                    .entry(model.clone().unwrap_or_default())
-                    .or_default();
-                part.tokens = part.tokens.plus(usage);
-                part.requests += 1;
-                let t = &mut self.state.totals;
-                t.input_tokens += usage.input_tokens;
-                t.output_tokens += usage.output_tokens;
-                t.total_tokens += usage.total_tokens;
-                t.cache_read_tokens += usage.cache_read_tokens;
-                t.cache_write_tokens += usage.cache_write_tokens;
-                let used = e.facts.tokens_used_before + e.facts.tokens.uncached_tokens();
-                if max_tokens > 0 && e.facts.budget_stop.is_none() && used >= max_tokens {
-                    let stop = crate::orchestrator::claim::run_error::TokenStop {
-                        used,
-                        limit: max_tokens,
-                    };
-                    stop_at_budget(e, BudgetStop::Tokens(stop));
-                }
-            }
+            AgentEventKind::TokenUsage { usage, model, .. } => take_token_usage(
+                e,
+                &mut self.state.totals,
+                &self.metrics,
+                usage,
+                model,
+                max_tokens,
+            ),
             AgentEventKind::VendorAmount {
                 unit,
                 model,
@@ -181,21 +229,14 @@ impl Orchestrator {
             );
         }
         let now = self.clock.now_ms();
-        if e.facts.live_row_dirty
-            && (event.kind.is_terminal()
-                || now.saturating_sub(e.facts.live_row_written_at_ms) >= LIVE_ROW_INTERVAL_MS)
-        {
-            e.facts.live_row_dirty = false;
-            e.facts.live_row_written_at_ms = now;
-            persist::write_live_session(&self.store, e, &self.workflow, now);
-        }
-        let mut event = event;
-        if event.kind.is_terminal() {
-            // Turn-ending events carry the run's totals so far (null while unmeasured).
-            event.run_usage = e.facts.tokens_measured.then_some(e.facts.tokens);
-        }
-        // Copies the ring only when a published snapshot still holds it.
-        Arc::make_mut(&mut e.facts.events).push_owned(event);
+        write_live_row_if_due(
+            &self.store,
+            &self.workflow,
+            e,
+            now,
+            event.kind.is_terminal(),
+        );
+        keep_event(e, event);
         if turn_completed {
             let kind = persist::route_kind(&e.facts.route, &self.workflow).to_string();
             self.lift_auth_hold_after_success(&kind);

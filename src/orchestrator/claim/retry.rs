@@ -347,33 +347,10 @@ impl Orchestrator {
         >,
         input: &mut PassInput,
     ) {
-        let id = info.issue.id.clone();
-        let issue = match fetched {
-            Ok(i) => i,
-            Err(e) if e.kind == crate::tracker::TrackerErrorKind::NotFound => {
-                log::info!(
-                    issue_id:% = id,
-                    issue_identifier:% = info.issue.identifier,
-                    attempt:% = info.attempt,
-                    error:% = e.to_string();
-                    "retry released, issue not found in the tracker"
-                );
-                persist::delete_retry(&self.store, &id);
-                return;
-            }
-            Err(e) => {
-                log::warn!(
-                    issue_id:% = id,
-                    issue_identifier:% = info.issue.identifier,
-                    error:% = e.to_string();
-                    "retry issue fetch failed"
-                );
-                input.note_queued(&id, &info.issue.identifier);
-                let a = info.attempt;
-                self.reschedule(info, a, RescheduleReason::IssueFetchFailed);
-                return;
-            }
+        let Some((info, issue)) = self.fetched_issue(info, fetched, input) else {
+            return;
         };
+        let id = info.issue.id.clone();
         let cfg = &self.workflow.config.tracker;
         // A reaction's continuation also runs while the issue waits in the handoff state.
         let handoff = cfg
@@ -394,13 +371,75 @@ impl Orchestrator {
             persist::delete_retry(&self.store, &id);
             return;
         }
+        let decision = Self::plan_retry(
+            &issue,
+            handoff.as_deref(),
+            blockers,
+            input,
+            &self.workspaces(),
+        );
+        self.apply_retry_decision(info, issue, decision, input);
+    }
+
+    /// The issue a retry's tracker read returned, or `None` once the retry is settled: released
+    /// when the issue is gone, rescheduled when the read failed.
+    fn fetched_issue(
+        &mut self,
+        info: RetryInfo,
+        fetched: crate::tracker::TrackerResult<Issue>,
+        input: &mut PassInput,
+    ) -> Option<(RetryInfo, Issue)> {
+        let id = info.issue.id.clone();
+        match fetched {
+            Ok(issue) => Some((info, issue)),
+            Err(e) if e.kind == crate::tracker::TrackerErrorKind::NotFound => {
+                log::info!(
+                    issue_id:% = id,
+                    issue_identifier:% = info.issue.identifier,
+                    attempt:% = info.attempt,
+                    error:% = e.to_string();
+                    "retry released, issue not found in the tracker"
+                );
+                persist::delete_retry(&self.store, &id);
+                None
+            }
+            Err(e) => {
+                log::warn!(
+                    issue_id:% = id,
+                    issue_identifier:% = info.issue.identifier,
+                    error:% = e.to_string();
+                    "retry issue fetch failed"
+                );
+                input.note_queued(&id, &info.issue.identifier);
+                let a = info.attempt;
+                self.reschedule(info, a, RescheduleReason::IssueFetchFailed);
+                None
+            }
+        }
+    }
+
+    /// The dispatch pass's decision for one retried issue, planned against the batch's `input`
+    /// as if the issue were not claimed (with the handoff state active for a reaction's
+    /// continuation).
+    fn plan_retry(
+        issue: &Issue,
+        handoff: Option<&str>,
+        blockers: Option<
+            Result<
+                crate::tracker::Blockers,
+                crate::orchestrator::claim::dispatch_pass::BlockerMiss,
+            >,
+        >,
+        input: &mut PassInput,
+        workspaces: &WorkspaceManager,
+    ) -> Option<Decision> {
+        let id = issue.id.clone();
         let was_claimed = input.claimed.remove(&id);
-        let workspaces = self.workspaces();
-        probe_workspace_locks(std::slice::from_ref(&issue), input, |i| {
+        probe_workspace_locks(std::slice::from_ref(issue), input, |i| {
             workspaces.lock_holder(i)
         });
-        if let Some(h) = &handoff {
-            input.active_states.push(h.clone());
+        if let Some(h) = handoff {
+            input.active_states.push(h.to_string());
         }
         // The issue was read by id, its blockers with it; a tracker that still leaves the list
         // unread got one read for it with the batch.
@@ -409,7 +448,7 @@ impl Orchestrator {
                 crate::orchestrator::claim::dispatch_pass::BlockerMiss::NotRead,
             ))
         };
-        let decision = plan(std::slice::from_ref(&issue), input, &mut read)
+        let decision = plan(std::slice::from_ref(issue), input, &mut read)
             .into_iter()
             .next();
         if handoff.is_some() {
@@ -418,6 +457,18 @@ impl Orchestrator {
         if was_claimed {
             input.claimed.insert(id.clone());
         }
+        decision
+    }
+
+    /// Starts, reschedules, pauses or releases a retry by the pass's `decision`.
+    fn apply_retry_decision(
+        &mut self,
+        info: RetryInfo,
+        issue: Issue,
+        decision: Option<Decision>,
+        input: &mut PassInput,
+    ) {
+        let id = info.issue.id.clone();
         match decision {
             Some(Decision::Dispatch) => {
                 persist::delete_retry(&self.store, &id);

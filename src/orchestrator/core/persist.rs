@@ -59,6 +59,36 @@ pub(crate) fn issue_from_parts(
     }
 }
 
+/// A stored retry as the queue holds it.
+fn retry_info_of(r: RetryEntry) -> RetryInfo {
+    let stored = stored_reaction(&r);
+    let route = route_of_retry(&r);
+    RetryInfo {
+        issue: issue_from_parts(
+            &r.issue_id,
+            &r.identifier,
+            &r.issue_title,
+            &r.issue_url,
+            &r.issue_type,
+            &r.issue_labels,
+            &r.issue_state,
+        ),
+        attempt: r.attempt.max(0) as u32,
+        due_at_ms: r.due_at_ms,
+        error: r.error,
+        session_id: r.session_id,
+        // Rows written before triggers were recorded came from failed runs.
+        trigger: r.trigger.unwrap_or(RetryTrigger::Error),
+        // A put-back row reads `timer`; what first queued it is not stored.
+        started_by: Some(r.trigger.unwrap_or(RetryTrigger::Error))
+            .filter(|t| *t != RetryTrigger::Timer),
+        dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
+        route,
+        reaction: stored.as_ref().map(|x| x.reaction()),
+        reaction_context: stored.and_then(|x| x.context),
+    }
+}
+
 pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
     let read = store
         .read_conn()
@@ -66,38 +96,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
     let snap = read
         .warm_start_snapshot()
         .map_err(PersistError::store("read warm start"))?;
-    let retries = snap
-        .retries
-        .into_iter()
-        .map(|r| {
-            let stored = stored_reaction(&r);
-            let route = route_of_retry(&r);
-            RetryInfo {
-                issue: issue_from_parts(
-                    &r.issue_id,
-                    &r.identifier,
-                    &r.issue_title,
-                    &r.issue_url,
-                    &r.issue_type,
-                    &r.issue_labels,
-                    &r.issue_state,
-                ),
-                attempt: r.attempt.max(0) as u32,
-                due_at_ms: r.due_at_ms,
-                error: r.error,
-                session_id: r.session_id,
-                // Rows written before triggers were recorded came from failed runs.
-                trigger: r.trigger.unwrap_or(RetryTrigger::Error),
-                // A put-back row reads `timer`; what first queued it is not stored.
-                started_by: Some(r.trigger.unwrap_or(RetryTrigger::Error))
-                    .filter(|t| *t != RetryTrigger::Timer),
-                dispatched_at_ms: r.dispatched_at_ms.unwrap_or(r.due_at_ms),
-                route,
-                reaction: stored.as_ref().map(|x| x.reaction()),
-                reaction_context: stored.and_then(|x| x.context),
-            }
-        })
-        .collect();
+    let retries = snap.retries.into_iter().map(retry_info_of).collect();
     let t = snap.totals;
     let totals = AgentTotals {
         input_tokens: t.input_tokens.max(0) as u64,

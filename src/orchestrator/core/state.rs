@@ -106,6 +106,60 @@ pub struct RunFacts {
     pub stall_floor_ms: i64,
 }
 
+impl RunFacts {
+    /// The facts of a session dispatched at `now_ms`, before any event: the dispatch sets
+    /// what else it knows (its pass, resumed session, budgets read, host, hop, reaction).
+    pub fn started(
+        issue: Issue,
+        dispatch_id: String,
+        attempt: u32,
+        now_ms: i64,
+        cause: DispatchCause,
+        route: crate::domain::stage::Route,
+    ) -> RunFacts {
+        RunFacts {
+            issue,
+            dispatch_id,
+            attempt,
+            started_at_ms: now_ms,
+            dispatched_at_ms: now_ms,
+            last_event_at_ms: None,
+            last_event_type: None,
+            last_message: None,
+            session_id: None,
+            agent_pid: None,
+            turn: 0,
+            turn_started_at_ms: now_ms,
+            tokens: Default::default(),
+            tokens_measured: false,
+            api_request_count: 0,
+            turn_had_usage: false,
+            turns_without_figure: 0,
+            reported_model: None,
+            by_model: Default::default(),
+            vendor_amounts: Default::default(),
+            pending_cleanup: false,
+            budget_stop: None,
+            tokens_used_before: 0,
+            usage_before: None,
+            events: Default::default(),
+            workspace_path: None,
+            agent_group: None,
+            live_row_written_at_ms: now_ms,
+            live_row_dirty: false,
+            cause,
+            route,
+            ssh_host: None,
+            hop_first: false,
+            reaction: None,
+            self_review: None,
+            review_metadata: None,
+            checks_running: false,
+            stall_floor_ms: 0,
+        }
+    }
+}
+
 /// What dispatched a run: the poll tick, or the fire of a retry with what first queued it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DispatchCause {
