@@ -9,6 +9,37 @@ use crate::domain::stage::Route;
 use crate::orchestrator::core::orchestrator::*;
 use crate::prompt::StageValues;
 
+/// Why the configuration in force cannot run an attempt on its route (logged as the
+/// attempt's `error`; the attempt starts no session).
+#[derive(Debug)]
+pub(crate) enum AttemptRefused {
+    /// The route names a template the dispatch block no longer has.
+    TemplateNotConfigured { name: String },
+    /// The route's template does not parse.
+    Template(crate::prompt::PromptError),
+    /// The route's agent kind is not registered in this build.
+    AgentKindUnavailable { kind: String },
+    /// The route's resolved settings do not build an adapter.
+    Adapter(crate::agent::AgentError),
+}
+
+impl std::fmt::Display for AttemptRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttemptRefused::TemplateNotConfigured { name } => {
+                write!(f, "template {name:?} is not configured")
+            }
+            AttemptRefused::Template(e) => write!(f, "{e}"),
+            AttemptRefused::AgentKindUnavailable { kind } => {
+                write!(f, "agent kind {kind:?} is not available")
+            }
+            AttemptRefused::Adapter(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for AttemptRefused {}
+
 impl Orchestrator {
     /// The route filled for this attempt and the template and adapter it runs with; `None`
     /// (logged) when the configuration in force cannot run it: its kind is not registered,
@@ -37,7 +68,7 @@ impl Orchestrator {
         route.configured_model = cfg
             .configured_model_for(&route.agent_kind, &route.rule_name)
             .unwrap_or_default();
-        let refused = |what: &str, error: String| {
+        let refused = |what: &str, error: AttemptRefused| {
             log::warn!(
                 issue_id:% = issue.id,
                 issue_identifier:% = issue.identifier,
@@ -64,7 +95,7 @@ impl Orchestrator {
         }
     }
 
-    fn route_template(&self, route: &Route) -> Result<Arc<PromptTemplate>, String> {
+    fn route_template(&self, route: &Route) -> Result<Arc<PromptTemplate>, AttemptRefused> {
         if route.template.is_empty() {
             return Ok(self.template.clone());
         }
@@ -74,15 +105,17 @@ impl Orchestrator {
             .dispatch
             .templates
             .get(&route.template)
-            .ok_or_else(|| format!("template {:?} is not configured", route.template))?;
+            .ok_or_else(|| AttemptRefused::TemplateNotConfigured {
+                name: route.template.clone(),
+            })?;
         PromptTemplate::parse(&held.text, &held.path.display().to_string(), 0)
             .map(Arc::new)
-            .map_err(|e| e.to_string())
+            .map_err(AttemptRefused::Template)
     }
 
     /// The workflow's own adapter when the route runs the workflow kind with its top-level
     /// settings; otherwise one built for the route's kind and resolved settings block.
-    fn route_agent(&self, route: &Route) -> Result<Arc<dyn AgentAdapter>, String> {
+    fn route_agent(&self, route: &Route) -> Result<Arc<dyn AgentAdapter>, AttemptRefused> {
         let cfg = &self.workflow.config;
         let rule_block = cfg
             .dispatch
@@ -92,10 +125,9 @@ impl Orchestrator {
             return Ok(self.agent.clone());
         }
         if crate::registry::agent(&route.agent_kind).is_none() {
-            return Err(format!(
-                "agent kind {:?} is not available",
-                route.agent_kind
-            ));
+            return Err(AttemptRefused::AgentKindUnavailable {
+                kind: route.agent_kind.clone(),
+            });
         }
         let dir = self
             .workflow
@@ -105,7 +137,7 @@ impl Orchestrator {
             .unwrap_or_default();
         let settings = cfg.agent_settings_for(&route.agent_kind, &route.rule_name, &dir);
         crate::registry::adapter_for_with_clock(&settings, self.clock.clone())
-            .map_err(|e| e.to_string())
+            .map_err(AttemptRefused::Adapter)
     }
 
     /// An attempt the configuration cannot run starts no session: a poll tick's leaves the

@@ -120,7 +120,7 @@ impl Orchestrator {
     pub(crate) fn settle_exit(
         &mut self,
         issue_id: &str,
-        answers: Result<ExitAnswers, String>,
+        answers: Result<ExitAnswers, crate::orchestrator::core::io_pool::CallPanicked>,
         tracker_kind: &str,
     ) {
         let Some(s) = self.state.settling.remove(issue_id) else {
@@ -536,7 +536,7 @@ impl Orchestrator {
         (label, reason): (String, ParkReason),
         pass: Pass,
         added: TrackerResult<()>,
-        state: Result<String, String>,
+        state: Result<String, crate::orchestrator::claim::exit_calls::StateUnread>,
     ) {
         let label_applied = match added {
             Ok(()) => true,

@@ -30,7 +30,7 @@ pub(crate) enum ExitAnswers {
     Park {
         label: TrackerResult<()>,
         /// The issue's state; `Err` with why when it could not be read.
-        state: Result<String, String>,
+        state: Result<String, StateUnread>,
     },
     Declared {
         hop: Option<HopWrite>,
@@ -43,14 +43,34 @@ pub(crate) enum ExitAnswers {
     },
 }
 
+/// Why the issue's state after an exit is not known.
+#[derive(Debug)]
+pub(crate) enum StateUnread {
+    /// The tracker does not list the issue.
+    NotFound,
+    /// The read failed.
+    Read(crate::tracker::TrackerError),
+    /// The exit's calls could not be made; says why.
+    NotMade(String),
+}
+
+impl std::fmt::Display for StateUnread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateUnread::NotFound => f.write_str("not found in the tracker"),
+            StateUnread::Read(e) => write!(f, "{e}"),
+            StateUnread::NotMade(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for StateUnread {}
+
 /// The issue's state now; `Err` says why it is not known.
-fn state_now(tracker: &dyn TrackerAdapter, issue: &Issue) -> Result<String, String> {
+fn state_now(tracker: &dyn TrackerAdapter, issue: &Issue) -> Result<String, StateUnread> {
     match tracker.fetch_issue_states_by_ids(std::slice::from_ref(&issue.id)) {
-        Ok(states) => states
-            .get(&issue.id)
-            .cloned()
-            .ok_or_else(|| "not found in the tracker".to_string()),
-        Err(e) => Err(e.to_string()),
+        Ok(states) => states.get(&issue.id).cloned().ok_or(StateUnread::NotFound),
+        Err(e) => Err(StateUnread::Read(e)),
     }
 }
 
@@ -84,7 +104,7 @@ impl ExitCalls {
             },
             ExitCalls::Declared { state, hop } => {
                 // A failed read counts as active, as the supervisor last saw it.
-                let active = |s: Result<String, String>| match s {
+                let active = |s: Result<String, StateUnread>| match s {
                     Ok(s) => {
                         state_in(&s, &cfg.active_states) && !state_in(&s, &cfg.terminal_states)
                     }
@@ -170,7 +190,7 @@ pub(crate) fn failed_answers(step: &ExitStep, tracker_kind: &str, why: &str) -> 
     match step {
         ExitStep::Park { .. } => ExitAnswers::Park {
             label: Err(error()),
-            state: Err(why.to_string()),
+            state: Err(StateUnread::NotMade(why.to_string())),
         },
         ExitStep::Declared { state, .. } => ExitAnswers::Declared {
             hop: None,

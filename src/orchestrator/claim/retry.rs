@@ -243,7 +243,11 @@ impl Orchestrator {
 
     /// Applies a batch's read: each retry still firing (a reconciliation may have cancelled
     /// it meanwhile) starts, goes back in the queue or is released.
-    fn start_retries(&mut self, ready: Vec<RetryInfo>, read: Result<RetryReads, String>) {
+    fn start_retries(
+        &mut self,
+        ready: Vec<RetryInfo>,
+        read: Result<RetryReads, crate::orchestrator::core::io_pool::CallPanicked>,
+    ) {
         let mut read = read.unwrap_or_else(|panic| {
             log::error!(panic:% = panic; "retry issue read panicked");
             RetryReads {

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::orchestrator::core::io::{Apply, Lane};
-use crate::orchestrator::core::io_pool::{JobLabel, panic_text};
+use crate::orchestrator::core::io_pool::{CallPanicked, JobLabel, panic_text};
 use crate::orchestrator::core::orchestrator::Orchestrator;
 
 impl Orchestrator {
@@ -16,11 +16,14 @@ impl Orchestrator {
         lane: Lane,
         label: JobLabel,
         io: impl FnOnce() -> R + Send + 'static,
-        apply: impl FnOnce(&mut Orchestrator, Result<R, String>) + Send + 'static,
+        apply: impl FnOnce(&mut Orchestrator, Result<R, CallPanicked>) + Send + 'static,
     ) {
         self.lanes.pool(lane).submit(label, move || {
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(io))
-                .map_err(|p| panic_text(&*p));
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(io)).map_err(|p| {
+                CallPanicked {
+                    message: panic_text(&*p),
+                }
+            });
             Box::new(move |o: &mut Orchestrator| apply(o, r)) as Apply<Orchestrator>
         });
     }
@@ -32,12 +35,15 @@ impl Orchestrator {
         &mut self,
         name: String,
         io: impl FnOnce() -> R + Send + 'static,
-        apply: impl FnOnce(&mut Orchestrator, Result<R, String>) + Send + 'static,
+        apply: impl FnOnce(&mut Orchestrator, Result<R, CallPanicked>) + Send + 'static,
     ) -> std::io::Result<()> {
         let tx = self.lanes.tx.clone();
         std::thread::Builder::new().name(name).spawn(move || {
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(io))
-                .map_err(|p| panic_text(&*p));
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(io)).map_err(|p| {
+                CallPanicked {
+                    message: panic_text(&*p),
+                }
+            });
             let _ =
                 tx.send(Box::new(move |o: &mut Orchestrator| apply(o, r)) as Apply<Orchestrator>);
         })?;

@@ -176,6 +176,22 @@ fn work<T>(
     }
 }
 
+/// A call on an I/O lane or a thread of its own that panicked (a bug): what its `apply`
+/// gets instead of the call's result, so whatever it must release is released.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallPanicked {
+    /// The panic's message.
+    pub message: String,
+}
+
+impl std::fmt::Display for CallPanicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CallPanicked {}
+
 /// The message of a caught panic.
 pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<&str>()

@@ -199,7 +199,11 @@ impl Orchestrator {
     /// Applies a poll's reads: the running issues' states, then (when the candidates were
     /// read) budget holds, spend windows, park releases, hop confirmations and the dispatch
     /// pass. Timed for `sortie_poll_duration_seconds` from the tick's start.
-    fn finish_poll(&mut self, read: Result<PollRead, String>, started: Instant) {
+    fn finish_poll(
+        &mut self,
+        read: Result<PollRead, crate::orchestrator::core::io_pool::CallPanicked>,
+        started: Instant,
+    ) {
         self.poll_out = None;
         self.state.health.poll.in_flight_since_ms = None;
         let now = self.clock.now_ms();

@@ -168,7 +168,10 @@ impl Orchestrator {
     /// Applies a reaction pass to the rows still pending: ended issues, expired watches, and
     /// each checked row's step. A row that left the pending set while the pass was out (its
     /// issue hopped, or a new run re-seeded it for another pull request) is not touched.
-    fn finish_reaction_pass(&mut self, done: Result<PassDone, String>) {
+    fn finish_reaction_pass(
+        &mut self,
+        done: Result<PassDone, crate::orchestrator::core::io_pool::CallPanicked>,
+    ) {
         self.reactions_out = false;
         let done = match done {
             Ok(d) => d,

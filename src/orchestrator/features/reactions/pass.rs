@@ -69,7 +69,7 @@ pub(crate) struct Checked {
 pub(crate) struct PassDone {
     pub due: Vec<Key>,
     /// `Err`: the issues' states could not be read; every due row waits a backoff.
-    pub states: Result<(), String>,
+    pub states: crate::tracker::TrackerResult<()>,
     pub ended: Vec<(String, Ending)>,
     pub expired: Vec<Key>,
     pub checked: Vec<Checked>,
@@ -99,7 +99,7 @@ impl ReactionPass {
         let states = match self.tracker.fetch_issue_states_by_ids(&ids) {
             Ok(s) => s,
             Err(e) => {
-                done.states = Err(e.to_string());
+                done.states = Err(e);
                 done.health = self.health;
                 return done;
             }

@@ -121,17 +121,94 @@ fn poll_interval(kind: ReactionKind, cx: &CheckCx<'_>) -> u64 {
     v.unwrap_or(cx.poll_interval_ms)
 }
 
+/// Why a triage run gave no verdict. Every one asks a person (the verdict is `escalate`); the
+/// text is logged, masked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TriageError {
+    /// The reaction's agent could not be prepared (its route is refused).
+    AgentUnavailable,
+    /// The run's thread did not start.
+    NoThread(String),
+    /// The workspace could not be locked.
+    Workspace(String),
+    /// An earlier verdict file could not be removed before the turn.
+    VerdictNotRemoved(String),
+    /// The agent's session did not start.
+    AgentNotStarted(String),
+    /// The thread that drains the turn's events did not start.
+    EventDrain(String),
+    /// The turn ran past its deadline and was stopped.
+    TimedOut { after_ms: u128 },
+    /// The turn was cancelled (shutdown, reload).
+    Cancelled(String),
+    /// The turn did not complete.
+    TurnFailed(String),
+    /// The agent wrote no verdict file.
+    NoVerdictFile,
+    /// The verdict path is not a regular file (a symlink is not followed).
+    NotRegularFile,
+    /// The verdict file is over [`MAX_VERDICT_BYTES`].
+    TooLarge,
+    /// The verdict file could not be read.
+    NotRead(String),
+    /// The verdict file is not JSON.
+    NotJson(String),
+    /// The verdict file has no `verdict` string.
+    NoVerdictWord,
+    /// The `verdict` is none of `act`, `ignore`, `escalate`.
+    UnknownVerdict(String),
+    /// The triage run panicked (a bug).
+    Panicked(String),
+}
+
+impl std::fmt::Display for TriageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TriageError::AgentUnavailable => {
+                f.write_str("the reaction's agent could not be prepared")
+            }
+            TriageError::NoThread(e) => write!(f, "no thread: {e}"),
+            TriageError::Workspace(e) => write!(f, "workspace: {e}"),
+            TriageError::VerdictNotRemoved(e) => write!(f, "{VERDICT_FILE} not removed: {e}"),
+            TriageError::AgentNotStarted(e) => write!(f, "agent not started: {e}"),
+            TriageError::EventDrain(e) => write!(f, "event drain thread: {e}"),
+            TriageError::TimedOut { after_ms } => {
+                write!(f, "no verdict within {after_ms} ms; the turn was stopped")
+            }
+            TriageError::Cancelled(reason) => write!(f, "the turn was cancelled ({reason})"),
+            TriageError::TurnFailed(e) => write!(f, "the turn failed: {e}"),
+            TriageError::NoVerdictFile => write!(f, "the agent wrote no {VERDICT_FILE}"),
+            TriageError::NotRegularFile => write!(f, "{VERDICT_FILE} is not a regular file"),
+            TriageError::TooLarge => {
+                write!(f, "{VERDICT_FILE} is larger than {MAX_VERDICT_BYTES} bytes")
+            }
+            TriageError::NotRead(e) => write!(f, "{VERDICT_FILE} not read: {e}"),
+            TriageError::NotJson(e) => write!(f, "the verdict file is not JSON: {e}"),
+            TriageError::NoVerdictWord => f.write_str("the verdict file has no verdict string"),
+            TriageError::UnknownVerdict(word) => {
+                write!(
+                    f,
+                    "unknown verdict {word:?}; expected act, ignore or escalate"
+                )
+            }
+            TriageError::Panicked(panic) => write!(f, "the triage run panicked: {panic}"),
+        }
+    }
+}
+
+impl std::error::Error for TriageError {}
+
 /// Reads a verdict file's text: `{"verdict": "act" | "ignore" | "escalate", "reason": "…"}`.
 /// Returns the verdict and its reason (empty when none was given).
-pub fn parse_verdict(text: &str) -> Result<(Verdict, String), String> {
+pub fn parse_verdict(text: &str) -> Result<(Verdict, String), TriageError> {
     let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("the verdict file is not JSON: {e}"))?;
+        serde_json::from_str(text).map_err(|e| TriageError::NotJson(e.to_string()))?;
     let word = v
         .get("verdict")
         .and_then(serde_json::Value::as_str)
-        .ok_or("the verdict file has no verdict string")?;
-    let verdict = Verdict::parse(word)
-        .ok_or_else(|| format!("unknown verdict {word:?}; expected act, ignore or escalate"))?;
+        .ok_or(TriageError::NoVerdictWord)?;
+    let verdict =
+        Verdict::parse(word).ok_or_else(|| TriageError::UnknownVerdict(word.to_string()))?;
     let reason = v
         .get("reason")
         .and_then(serde_json::Value::as_str)

@@ -43,7 +43,8 @@ impl Orchestrator {
             &row.issue.state,
         );
         let Some((_, _, agent)) = self.attempt_resources(&issue, &row.route()) else {
-            let why = "the reaction's agent could not be prepared".to_string();
+            let why =
+                crate::orchestrator::features::reactions::triage::TriageError::AgentUnavailable;
             self.record_verdict(key, mem, fingerprint, Err(why));
             return;
         };
@@ -70,7 +71,16 @@ impl Orchestrator {
             move |o: &mut Orchestrator, r| o.finish_triage(k, fp, r),
         );
         if let Err(e) = started {
-            self.record_verdict(key, mem, fingerprint, Err(format!("no thread: {e}")));
+            self.record_verdict(
+                key,
+                mem,
+                fingerprint,
+                Err(
+                    crate::orchestrator::features::reactions::triage::TriageError::NoThread(
+                        e.to_string(),
+                    ),
+                ),
+            );
             return;
         }
         mem.triage.in_flight = Some(fingerprint);
@@ -86,9 +96,20 @@ impl Orchestrator {
     /// A triage run came back: its verdict (or `escalate` for a failed run) is recorded and the
     /// row is checked at once. A row that left the pending set meanwhile takes nothing, and
     /// neither does anything while the process drains.
-    fn finish_triage(&mut self, key: Key, fingerprint: String, r: Result<TriageResult, String>) {
+    fn finish_triage(
+        &mut self,
+        key: Key,
+        fingerprint: String,
+        r: Result<TriageResult, crate::orchestrator::core::io_pool::CallPanicked>,
+    ) {
         self.triage_runs.remove(&key);
-        let result = r.unwrap_or_else(|panic| Err(format!("the triage run panicked: {panic}")));
+        let result = r.unwrap_or_else(|panic| {
+            Err(
+                crate::orchestrator::features::reactions::triage::TriageError::Panicked(
+                    panic.to_string(),
+                ),
+            )
+        });
         let Some(mut mem) = self.state.reaction_memory.remove(&key) else {
             return;
         };
@@ -140,7 +161,7 @@ impl Orchestrator {
                     issue_id:% = key.0,
                     issue_identifier:% = identifier,
                     reaction_kind:% = key.1,
-                    error:% = crate::mask::mask(&why);
+                    error:% = crate::mask::mask(&why.to_string());
                     "reaction triage failed; asking a person"
                 );
                 Verdict::Escalate

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::agent::{AgentAdapter, AgentEvent, CancelReason, CancelToken, StartSessionParams};
 use crate::workspace::WorkspaceManager;
 
-use super::triage::{MAX_VERDICT_BYTES, VERDICT_FILE, Verdict, parse_verdict};
+use super::triage::{MAX_VERDICT_BYTES, TriageError, VERDICT_FILE, Verdict, parse_verdict};
 
 /// Events of the triage turn wait here for the drain thread.
 const EVENT_CHANNEL: usize = 256;
@@ -31,14 +31,14 @@ pub struct TriageJob {
 }
 
 /// The verdict and its reason, or why there is none.
-pub type TriageResult = Result<(Verdict, String), String>;
+pub type TriageResult = Result<(Verdict, String), TriageError>;
 
 /// Runs the triage turn and reads its verdict.
 pub fn run(job: &TriageJob) -> TriageResult {
     let (workspace, _lock) = job
         .workspaces
         .lock_existing(&job.issue_identifier)
-        .map_err(|e| format!("workspace: {e}"))?;
+        .map_err(|e| TriageError::Workspace(e.to_string()))?;
     let verdict_path = workspace.join(VERDICT_FILE);
     remove_verdict(&verdict_path)?;
     let params = StartSessionParams {
@@ -53,12 +53,12 @@ pub fn run(job: &TriageJob) -> TriageResult {
     let mut session = job
         .agent
         .start_session(params)
-        .map_err(|e| format!("agent not started: {}", crate::mask::mask(&e.message)))?;
+        .map_err(|e| TriageError::AgentNotStarted(crate::mask::mask(&e.message)))?;
     let (ev_tx, ev_rx) = crossbeam_channel::bounded::<AgentEvent>(EVENT_CHANNEL);
     let drain = std::thread::Builder::new()
         .name("triage-events".into())
         .spawn(move || for _ in ev_rx {})
-        .map_err(|e| format!("event drain thread: {e}"))?;
+        .map_err(|e| TriageError::EventDrain(e.to_string()))?;
     let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
     let cancel = job.cancel.clone();
     let deadline = job.deadline;
@@ -82,44 +82,39 @@ pub fn run(job: &TriageJob) -> TriageResult {
     match job.cancel.reason() {
         Some(CancelReason::TurnTimeout) => {
             let _ = remove_verdict(&verdict_path);
-            return Err(format!(
-                "no verdict within {} ms; the turn was stopped",
-                deadline.as_millis()
-            ));
+            return Err(TriageError::TimedOut {
+                after_ms: deadline.as_millis(),
+            });
         }
-        Some(r) => return Err(format!("the turn was cancelled ({})", r.as_str())),
+        Some(r) => return Err(TriageError::Cancelled(r.as_str().to_string())),
         None => {}
     }
     if !result.outcome.is_completed() {
-        return Err(format!(
-            "the turn failed: {}",
-            crate::mask::mask(&result.outcome.message())
-        ));
+        return Err(TriageError::TurnFailed(crate::mask::mask(
+            &result.outcome.message(),
+        )));
     }
     let verdict = read_verdict(&verdict_path);
     let _ = remove_verdict(&verdict_path);
     verdict
 }
 
-fn remove_verdict(path: &Path) -> Result<(), String> {
+fn remove_verdict(path: &Path) -> Result<(), TriageError> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("{VERDICT_FILE} not removed: {e}")),
+        Err(e) => Err(TriageError::VerdictNotRemoved(e.to_string())),
     }
 }
 
 /// The verdict file, size-checked before it is read; a symlink is not followed.
 fn read_verdict(path: &Path) -> TriageResult {
-    let meta = std::fs::symlink_metadata(path)
-        .map_err(|_| format!("the agent wrote no {VERDICT_FILE}"))?;
+    let meta = std::fs::symlink_metadata(path).map_err(|_| TriageError::NoVerdictFile)?;
     if !meta.is_file() {
-        return Err(format!("{VERDICT_FILE} is not a regular file"));
+        return Err(TriageError::NotRegularFile);
     }
     if meta.len() > MAX_VERDICT_BYTES {
-        return Err(format!(
-            "{VERDICT_FILE} is larger than {MAX_VERDICT_BYTES} bytes"
-        ));
+        return Err(TriageError::TooLarge);
     }
     let mut text = String::new();
     std::fs::File::open(path)
@@ -128,7 +123,7 @@ fn read_verdict(path: &Path) -> TriageResult {
                 .read_to_string(&mut text)
                 .map(|_| ())
         })
-        .map_err(|e| format!("{VERDICT_FILE} not read: {e}"))?;
+        .map_err(|e| TriageError::NotRead(e.to_string()))?;
     parse_verdict(&text)
 }
 
