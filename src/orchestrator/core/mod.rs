@@ -1,0 +1,19 @@
+//! The orchestrator's core: the loop (select, timers, publishing) and its state, the message
+//! enum, the run records every part speaks, persistence, and the threads the loop hands its
+//! slow calls to.
+
+pub mod adapters;
+pub(crate) mod io;
+mod io_calls;
+pub mod io_pool;
+pub mod msg;
+pub(crate) mod orchestrator;
+pub mod persist;
+pub mod reload;
+pub mod run_record;
+pub mod snapshot;
+pub mod state;
+pub mod supervisor;
+pub(crate) mod tick;
+pub mod tracker_ops;
+pub mod watch;

@@ -1,0 +1,215 @@
+//! Triage runs on `orch`'s side. A check's `Step::Triage` starts one on a thread of its own
+//! ([`crate::orchestrator::features::reactions::triage_run`]); at most one runs per row, and while it is
+//! out the issue's retry slot counts as busy, so nothing else runs in its workspace. The verdict
+//! comes back here: it is kept in the row's memory, stored (`triage_answers`), and the row is
+//! due at once, so the next check applies it to the subject as the forge shows it then
+//! (`orchestrator::reactions::triage::before_fix`). A run that fails or times out answers
+//! `escalate`.
+
+use crate::domain::ReactionKind;
+use crate::orchestrator::core::orchestrator::*;
+use crate::orchestrator::features::reactions::pass::Checked;
+use crate::orchestrator::features::reactions::triage::{self, Verdict};
+use crate::orchestrator::features::reactions::triage_run::{self, TriageJob, TriageResult};
+use crate::orchestrator::features::reactions::{FixContext, ReactionRow, RowMemory};
+use crate::store::{ReactionWrite, TriageAnswer};
+
+type Key = (String, ReactionKind);
+
+/// A triage run's deadline when `agent.turn_timeout_ms` is 0 (no turn limit): an hour, the
+/// default turn limit.
+const FALLBACK_DEADLINE_MS: u64 = 3_600_000;
+
+impl Orchestrator {
+    /// Starts the triage run of `row`'s subject `fingerprint`, unless one is out.
+    pub(crate) fn start_triage(
+        &mut self,
+        key: &Key,
+        row: &ReactionRow,
+        mem: &mut RowMemory,
+        fingerprint: String,
+        context: Option<FixContext>,
+    ) {
+        if mem.triage.in_flight.is_some() || self.triage_runs.contains_key(key) {
+            return;
+        }
+        let issue = persist::issue_from_parts(
+            &row.issue.id,
+            &row.issue.identifier,
+            &row.issue.title,
+            &row.issue.url,
+            row.issue.issue_type.as_deref().unwrap_or(""),
+            row.issue.labels.as_deref().unwrap_or(&[]),
+            &row.issue.state,
+        );
+        let Some((_, _, agent)) = self.attempt_resources(&issue, &row.route()) else {
+            let why =
+                crate::orchestrator::features::reactions::triage::TriageError::AgentUnavailable;
+            self.record_verdict(key, mem, fingerprint, Err(why));
+            return;
+        };
+        let turn_ms = self.workflow.config.agent.turn_timeout_ms;
+        let cancel = CancelToken::new();
+        let job = TriageJob {
+            agent,
+            workspaces: self.workspaces(),
+            issue_id: row.issue.id.clone(),
+            issue_identifier: row.issue.identifier.clone(),
+            prompt: triage::prompt(row, context.as_ref()),
+            deadline: Duration::from_millis(if turn_ms == 0 {
+                FALLBACK_DEADLINE_MS
+            } else {
+                turn_ms
+            }),
+            cancel: cancel.clone(),
+        };
+        let name = supervisor::thread_name("triage-", &row.issue.identifier);
+        let (k, fp) = (key.clone(), fingerprint.clone());
+        let started = self.spawn_thread(
+            name,
+            move || triage_run::run(&job),
+            move |o: &mut Orchestrator, r| o.finish_triage(k, fp, r),
+        );
+        if let Err(e) = started {
+            self.record_verdict(
+                key,
+                mem,
+                fingerprint,
+                Err(
+                    crate::orchestrator::features::reactions::triage::TriageError::NoThread(
+                        e.to_string(),
+                    ),
+                ),
+            );
+            return;
+        }
+        mem.triage.in_flight = Some(fingerprint);
+        self.triage_runs.insert(key.clone(), cancel);
+        log::info!(
+            issue_id:% = row.issue.id,
+            issue_identifier:% = row.issue.identifier,
+            reaction_kind:% = row.kind;
+            "reaction triage run started"
+        );
+    }
+
+    /// A triage run came back: its verdict (or `escalate` for a failed run) is recorded and the
+    /// row is checked at once. A row that left the pending set meanwhile takes nothing, and
+    /// neither does anything while the process drains.
+    fn finish_triage(
+        &mut self,
+        key: Key,
+        fingerprint: String,
+        r: Result<TriageResult, crate::orchestrator::core::io_pool::CallPanicked>,
+    ) {
+        self.triage_runs.remove(&key);
+        let result = r.unwrap_or_else(|panic| {
+            Err(
+                crate::orchestrator::features::reactions::triage::TriageError::Panicked(
+                    panic.to_string(),
+                ),
+            )
+        });
+        let Some(mut mem) = self.state.reaction_memory.remove(&key) else {
+            return;
+        };
+        let current = mem.triage.in_flight.as_deref() == Some(fingerprint.as_str());
+        if current {
+            mem.triage.in_flight = None;
+        }
+        // A run the shutdown stopped answered nothing: the subject is triaged after the
+        // restart.
+        if current && self.draining.is_none() {
+            self.record_verdict(&key, &mut mem, fingerprint, result);
+            let now = self.clock.now_ms();
+            if let Some(row) = self.state.reactions.get_mut(&key) {
+                row.next_poll_at_ms = row.next_poll_at_ms.min(now);
+            }
+        }
+        self.state.reaction_memory.insert(key, mem);
+    }
+
+    /// Keeps and stores the verdict of `fingerprint`; a failure is logged and answers
+    /// `escalate`.
+    fn record_verdict(
+        &mut self,
+        key: &Key,
+        mem: &mut RowMemory,
+        fingerprint: String,
+        result: TriageResult,
+    ) {
+        let identifier = self
+            .state
+            .reactions
+            .get(key)
+            .map(|r| r.issue.identifier.clone())
+            .unwrap_or_default();
+        let verdict = match result {
+            Ok((verdict, reason)) => {
+                log::info!(
+                    issue_id:% = key.0,
+                    issue_identifier:% = identifier,
+                    reaction_kind:% = key.1,
+                    verdict:% = verdict,
+                    reason:% = crate::mask::mask(&reason);
+                    "reaction triage verdict"
+                );
+                verdict
+            }
+            Err(why) => {
+                log::warn!(
+                    issue_id:% = key.0,
+                    issue_identifier:% = identifier,
+                    reaction_kind:% = key.1,
+                    error:% = crate::mask::mask(&why.to_string());
+                    "reaction triage failed; asking a person"
+                );
+                Verdict::Escalate
+            }
+        };
+        let answer = TriageAnswer {
+            issue_id: key.0.clone(),
+            kind: key.1,
+            fingerprint: fingerprint.clone(),
+            answer: verdict.as_str().to_string(),
+            answered_at_ms: self.clock.now_ms(),
+        };
+        persist::reaction_write(&self.store, ReactionWrite::SaveTriageAnswer(answer));
+        mem.triage.answer = Some((fingerprint, verdict));
+    }
+
+    /// A checked row's triage state is `orch`'s, not the pass's copy; returns whether a verdict
+    /// arrived while the pass was out (the row is then checked again at once).
+    pub(crate) fn keep_live_triage(&self, c: &mut Checked) -> bool {
+        let live = self
+            .state
+            .reaction_memory
+            .get(&c.key)
+            .map(|m| m.triage.clone())
+            .unwrap_or_default();
+        let answered_meanwhile = c.mem.triage.in_flight.is_some() && live.in_flight.is_none();
+        c.mem.triage = live;
+        answered_meanwhile
+    }
+
+    /// Restores the stored verdicts into the rebuilt rows' memory.
+    pub(crate) fn restore_triage_answers(&mut self, answers: &[TriageAnswer]) {
+        for a in answers {
+            let Some(verdict) = Verdict::parse(&a.answer) else {
+                continue;
+            };
+            if let Some(mem) = self
+                .state
+                .reaction_memory
+                .get_mut(&(a.issue_id.clone(), a.kind))
+            {
+                mem.triage.answer = Some((a.fingerprint.clone(), verdict));
+            }
+        }
+    }
+
+    /// Whether a triage run of the issue is out.
+    pub(crate) fn triage_running(&self, issue_id: &str) -> bool {
+        self.triage_runs.keys().any(|k| k.0 == issue_id)
+    }
+}

@@ -1,0 +1,152 @@
+//! One triage run, on a thread of its own (never on `orch`): a single turn of the reaction's
+//! agent in the issue's existing workspace, under the workspace lock and a deadline, then the
+//! verdict file it wrote ([`super::triage::VERDICT_FILE`]). Every failure (no workspace, the
+//! lock held, the agent not started, the turn failed or timed out, no readable verdict) is an
+//! `Err` with its reason, which the caller turns into the documented outcome.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::agent::{AgentAdapter, AgentEvent, CancelReason, CancelToken, StartSessionParams};
+use crate::workspace::WorkspaceManager;
+
+use super::triage::{MAX_VERDICT_BYTES, TriageError, VERDICT_FILE, Verdict, parse_verdict};
+
+/// Events of the triage turn wait here for the drain thread.
+const EVENT_CHANNEL: usize = 256;
+
+/// Everything a triage run needs, gathered on `orch`.
+pub struct TriageJob {
+    pub agent: Arc<dyn AgentAdapter>,
+    pub workspaces: Arc<WorkspaceManager>,
+    pub issue_id: String,
+    pub issue_identifier: String,
+    pub prompt: String,
+    /// The turn is cancelled (its process group killed) when this has passed.
+    pub deadline: Duration,
+    /// Cancelled from outside too (shutdown).
+    pub cancel: CancelToken,
+}
+
+/// The verdict and its reason, or why there is none.
+pub type TriageResult = Result<(Verdict, String), TriageError>;
+
+/// Runs the triage turn and reads its verdict.
+pub fn run(job: &TriageJob) -> TriageResult {
+    let (workspace, _lock) = job
+        .workspaces
+        .lock_existing(&job.issue_identifier)
+        .map_err(|e| TriageError::Workspace(e.to_string()))?;
+    let verdict_path = workspace.join(VERDICT_FILE);
+    remove_verdict(&verdict_path)?;
+    let params = StartSessionParams {
+        workspace: workspace.clone(),
+        resume_session_id: None,
+        issue_id: job.issue_id.clone(),
+        issue_identifier: job.issue_identifier.clone(),
+        mcp_config_path: None,
+        remote: None,
+        attempt: None,
+    };
+    let mut session = job
+        .agent
+        .start_session(params)
+        .map_err(|e| TriageError::AgentNotStarted(crate::mask::mask(&e.message)))?;
+    let (ev_tx, ev_rx) = crossbeam_channel::bounded::<AgentEvent>(EVENT_CHANNEL);
+    let drain = std::thread::Builder::new()
+        .name("triage-events".into())
+        .spawn(move || for _ in ev_rx {})
+        .map_err(|e| TriageError::EventDrain(e.to_string()))?;
+    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
+    let cancel = job.cancel.clone();
+    let deadline = job.deadline;
+    let watchdog = std::thread::Builder::new()
+        .name("triage-deadline".into())
+        .spawn(move || {
+            if let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+                done_rx.recv_timeout(deadline)
+            {
+                cancel.cancel(CancelReason::TurnTimeout);
+            }
+        });
+    let result = session.run_turn(&job.prompt, &ev_tx, &job.cancel);
+    drop(done_tx);
+    if let Ok(w) = watchdog {
+        let _ = w.join();
+    }
+    let _ = session.stop();
+    drop(ev_tx);
+    let _ = drain.join();
+    match job.cancel.reason() {
+        Some(CancelReason::TurnTimeout) => {
+            let _ = remove_verdict(&verdict_path);
+            return Err(TriageError::TimedOut {
+                after_ms: deadline.as_millis(),
+            });
+        }
+        Some(r) => return Err(TriageError::Cancelled(r.as_str().to_string())),
+        None => {}
+    }
+    if !result.outcome.is_completed() {
+        return Err(TriageError::TurnFailed(crate::mask::mask(
+            &result.outcome.message(),
+        )));
+    }
+    let verdict = read_verdict(&verdict_path);
+    let _ = remove_verdict(&verdict_path);
+    verdict
+}
+
+fn remove_verdict(path: &Path) -> Result<(), TriageError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(TriageError::VerdictNotRemoved(e.to_string())),
+    }
+}
+
+/// The verdict file, size-checked before it is read; a symlink is not followed.
+fn read_verdict(path: &Path) -> TriageResult {
+    let meta = std::fs::symlink_metadata(path).map_err(|_| TriageError::NoVerdictFile)?;
+    if !meta.is_file() {
+        return Err(TriageError::NotRegularFile);
+    }
+    if meta.len() > MAX_VERDICT_BYTES {
+        return Err(TriageError::TooLarge);
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| {
+            f.take(MAX_VERDICT_BYTES)
+                .read_to_string(&mut text)
+                .map(|_| ())
+        })
+        .map_err(|e| TriageError::NotRead(e.to_string()))?;
+    parse_verdict(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verdict_file_is_read_within_its_cap() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("triage.json");
+        assert!(read_verdict(&path).is_err(), "missing");
+        std::fs::write(&path, r#"{"verdict":"escalate","reason":"unclear"}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            read_verdict(&path),
+            Ok((Verdict::Escalate, "unclear".to_string()))
+        );
+        let big = format!(
+            r#"{{"verdict":"act","reason":"{}"}}"#,
+            "x".repeat(MAX_VERDICT_BYTES as usize)
+        );
+        std::fs::write(&path, big).unwrap_or_else(|e| panic!("{e}"));
+        assert!(read_verdict(&path).is_err(), "over the cap");
+    }
+}
