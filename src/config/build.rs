@@ -14,7 +14,6 @@ use super::coerce::{
 };
 use super::env::{expand_env, expand_path, resolve_env_ref};
 use super::error::{ConfigError, ConfigWarning};
-use super::overrides::Overridden;
 use super::schema::{
     AgentConfig, HandoffEvidence, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig,
     ScmAccess, ServerConfig, ServiceConfig, ShutdownConfig, TrackerComments, TrackerConfig,
@@ -26,9 +25,7 @@ use crate::registry;
 pub const DEFAULT_POLL_INTERVAL_MS: u64 = 30_000;
 /// `polling.min_interval_ms`: at most one poll a second, however many refreshes ask.
 pub const DEFAULT_MIN_POLL_INTERVAL_MS: u64 = 1_000;
-/// `shutdown.drain_timeout_ms`: below the 30 s a service manager commonly waits before
-/// SIGKILL (systemd's `TimeoutStopSec` default is 90 s, Kubernetes' grace period 30 s).
-pub const DEFAULT_DRAIN_TIMEOUT_MS: u64 = 15_000;
+pub use super::schema::DEFAULT_DRAIN_TIMEOUT_MS;
 pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 60_000;
 pub const DEFAULT_AGENT_KIND: &str = registry::DEFAULT_AGENT_KIND;
 pub const DEFAULT_MAX_TURNS: u32 = 20;
@@ -43,15 +40,7 @@ pub const DEFAULT_MAX_RETRY_BACKOFF_MS: u64 = 300_000;
 pub const DEFAULT_MAX_SAME_FAILURES: u32 = 3;
 pub const DEFAULT_DB_FILE: &str = ".sortie.db";
 
-/// What building needs besides the raw map: the injected environment and the two bases that
-/// relative paths resolve against.
-pub struct BuildContext<'a> {
-    pub env: &'a BTreeMap<String, String>,
-    pub home: Option<&'a Path>,
-    pub cwd: &'a Path,
-    pub workflow_dir: &'a Path,
-    pub overridden: &'a Overridden,
-}
+pub use super::context::BuildContext;
 
 /// Builds the typed config. Warnings for silently-ignored values are appended to `warnings`.
 pub fn build_service_config(

@@ -27,6 +27,7 @@ mod adapter_maps;
 mod agent_env_build;
 mod build;
 mod coerce;
+mod context;
 pub mod dispatch;
 mod dispatch_build;
 mod dotenv;
