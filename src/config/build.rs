@@ -96,26 +96,18 @@ fn build_inner(
         super::price_table::build_price_table(&raw, ctx, warnings, &mut secret_values)?;
 
     let (reactions, provider_field) = super::reactions_build::build_reactions(&raw, warnings)?;
-    let scm_access = match (&reactions.provider, provider_field) {
-        (Some(p), Some(field)) if *p != tracker.kind => Some(scm_access(
-            &raw,
-            (p, &field),
-            &tracker.kind,
-            ctx,
-            &mut secret_values,
-        )?),
-        _ => None,
-    };
+    let scm_access = reactions_scm_access(
+        &raw,
+        (reactions.provider.as_deref(), provider_field),
+        &tracker.kind,
+        ctx,
+        &mut secret_values,
+    )?;
     let self_review = super::self_review_build::build_self_review(&raw, warnings)?;
     let notifications =
         super::notifications::build_notifications(&raw, ctx.env, &mut secret_values, warnings)?;
     if self_review.enabled && worker.remote() {
-        warnings.push(ConfigWarning::new(
-            "self_review_local_only",
-            "self_review",
-            "self-review runs only for sessions on this machine; sessions on worker.ssh_hosts \
-             end after their coding turns without it",
-        ));
+        warnings.push(self_review_local_only());
     }
     let dispatch = super::dispatch_build::build_dispatch(
         &raw,
@@ -155,6 +147,33 @@ fn build_inner(
     };
     cfg.price_table.needs = Some(cfg.model_needs());
     Ok(cfg)
+}
+
+/// Where the reactions' provider is reached: its own block ([`scm_access`]) when it is not
+/// the tracker's kind, else the tracker block (`None`).
+fn reactions_scm_access(
+    raw: &Map<String, Value>,
+    (provider, field): (Option<&str>, Option<String>),
+    tracker_kind: &str,
+    ctx: &BuildContext<'_>,
+    secrets: &mut Vec<String>,
+) -> Result<Option<ScmAccess>, ConfigError> {
+    match (provider, field) {
+        (Some(p), Some(field)) if p != tracker_kind => {
+            scm_access(raw, (p, &field), tracker_kind, ctx, secrets).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Self-review never runs for a session on a worker host.
+fn self_review_local_only() -> ConfigWarning {
+    ConfigWarning::new(
+        "self_review_local_only",
+        "self_review",
+        "self-review runs only for sessions on this machine; sessions on worker.ssh_hosts \
+         end after their coding turns without it",
+    )
 }
 
 /// A reaction provider that is not the tracker's kind is reached through its own top-level

@@ -225,6 +225,47 @@ fn history_only(
     })
 }
 
+/// The issue figures of a running row; unreadable history leaves them `null`.
+fn running_spend(
+    conn: &ReadConn,
+    found: &IssueRows<'_>,
+    issue_id: &str,
+    identifier: &str,
+) -> Option<crate::store::IssueSpend> {
+    found
+        .running
+        .and_then(|_| match conn.issue_spend(issue_id) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                log::warn!(
+                    issue_id:% = issue_id,
+                    issue_identifier:% = identifier,
+                    error:% = e;
+                    "issue spend read failed"
+                );
+                None
+            }
+        })
+}
+
+/// The newest events: the running session's live ring, or those recorded for the issue.
+fn recent_events(
+    conn: &ReadConn,
+    found: &IssueRows<'_>,
+    issue_id: &str,
+) -> Result<Vec<EventView>, ApiError> {
+    Ok(match found.running {
+        Some(r) => {
+            let skip = r.recent_events().len().saturating_sub(RECENT_EVENTS);
+            r.recent_events()
+                .skip(skip)
+                .map(|(seq, ev)| event_json::view_live(seq, ev))
+                .collect()
+        }
+        None => recorded_events(conn, issue_id)?,
+    })
+}
+
 pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError> {
     let snap = state.orch.snapshot();
     let conn = state
@@ -253,21 +294,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
     };
     let (history, outcome) = history(&conn, &issue_id, &snap.config.dispatch)?;
     let found = IssueRows::find(&snap, &issue_id);
-    // Unreadable history leaves the running row's issue figures `null`.
-    let spend = found
-        .running
-        .and_then(|_| match conn.issue_spend(&issue_id) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                log::warn!(
-                    issue_id:% = issue_id,
-                    issue_identifier:% = identifier,
-                    error:% = e;
-                    "issue spend read failed"
-                );
-                None
-            }
-        });
+    let spend = running_spend(&conn, &found, &issue_id, identifier);
     let rows = LiveRows::build(&snap, &found, spend);
     let Some((status, fields, sentences)) = rows.deciding() else {
         let history = history.ok_or_else(not_found)?;
@@ -279,16 +306,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         rows.issue_member().unwrap_or_default(),
         sentences.clone(),
     );
-    let recent_events = match found.running {
-        Some(r) => {
-            let skip = r.recent_events().len().saturating_sub(RECENT_EVENTS);
-            r.recent_events()
-                .skip(skip)
-                .map(|(seq, ev)| event_json::view_live(seq, ev))
-                .collect()
-        }
-        None => recorded_events(&conn, &issue_id)?,
-    };
+    let recent_events = recent_events(&conn, &found, &issue_id)?;
     let attempt = found
         .running
         .map(|r| r.attempt + 1)
