@@ -71,7 +71,7 @@ pub fn limits(
         max_connections_per_client: per_client,
         probe_reserve: probe_reserve(max_connections),
         probe_head_timeout: PROBE_HEAD_TIMEOUT,
-        is_probe: is_probe,
+        is_probe,
         on_refused: std::sync::Arc::new(move |why, peer| refused(&refused_state, why, peer)),
         error_body: envelope,
         error_content_type: "application/json; charset=utf-8",
