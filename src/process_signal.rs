@@ -10,6 +10,7 @@
 
 pub mod keeper;
 pub mod orphans;
+mod token;
 
 use std::io;
 use std::time::{Duration, Instant};

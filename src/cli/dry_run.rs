@@ -7,12 +7,14 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::config::Workflow;
+use crate::domain::Issue;
 use crate::orchestrator::adapters;
 use crate::orchestrator::dispatch_pass::{
     Decision, HoldReason, LiveClaims, PassInput, SlotScope, plan, probe_workspace_locks,
     sort_candidates,
 };
 use crate::prompt::PromptTemplate;
+use crate::workspace::WorkspaceManager;
 
 /// Runs the dry run and writes the report to `out`; returns the exit code.
 pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32 {
@@ -61,35 +63,10 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
         match decision {
             Decision::Dispatch => {
                 would += 1;
-                let ws = workspaces
-                    .path_for(&issue.identifier)
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|e| format!("(invalid: {e})"));
-                let prompt =
-                    crate::prompt::build_turn_prompt(template, issue, Some(0), 1, max_turns)
-                        .unwrap_or_else(|e| {
-                            render_failures += 1;
-                            eprintln!(
-                                "sortie: prompt for {} does not render: {}",
-                                issue.identifier,
-                                crate::mask::mask(&e.to_string())
-                            );
-                            format!("(prompt render failed: {e})")
-                        });
-                let _ = writeln!(
-                    out,
-                    "\n== {}. dispatch {} \"{}\" (state {:?}, priority {})",
-                    would,
-                    issue.identifier,
-                    crate::mask::mask(&issue.title),
-                    issue.state,
-                    issue
-                        .priority
-                        .map(|p| p.to_string())
-                        .unwrap_or_else(|| "none".into())
-                );
-                let _ = writeln!(out, "workspace: {ws}");
-                let _ = writeln!(out, "prompt:\n{}", crate::mask::mask(&prompt));
+                let rendered = print_dispatch(out, &workspaces, template, issue, would, max_turns);
+                if !rendered {
+                    render_failures += 1;
+                }
             }
             Decision::Held(reason) => {
                 let _ = writeln!(out, "\n-- held {}: {}", issue.identifier, hold_text(reason));
@@ -115,6 +92,48 @@ pub fn run(wf: &Workflow, template: &PromptTemplate, out: &mut dyn Write) -> i32
         return 1;
     }
     0
+}
+
+/// Writes the `n`th dispatch of the report: the issue, its workspace path and its rendered
+/// first-turn prompt; returns whether the prompt rendered.
+fn print_dispatch(
+    out: &mut dyn Write,
+    workspaces: &WorkspaceManager,
+    template: &PromptTemplate,
+    issue: &Issue,
+    n: usize,
+    max_turns: u32,
+) -> bool {
+    let mut rendered = true;
+    let ws = workspaces
+        .path_for(&issue.identifier)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|e| format!("(invalid: {e})"));
+    let prompt = crate::prompt::build_turn_prompt(template, issue, Some(0), 1, max_turns)
+        .unwrap_or_else(|e| {
+            rendered = false;
+            eprintln!(
+                "sortie: prompt for {} does not render: {}",
+                issue.identifier,
+                crate::mask::mask(&e.to_string())
+            );
+            format!("(prompt render failed: {e})")
+        });
+    let _ = writeln!(
+        out,
+        "\n== {}. dispatch {} \"{}\" (state {:?}, priority {})",
+        n,
+        issue.identifier,
+        crate::mask::mask(&issue.title),
+        issue.state,
+        issue
+            .priority
+            .map(|p| p.to_string())
+            .unwrap_or_else(|| "none".into())
+    );
+    let _ = writeln!(out, "workspace: {ws}");
+    let _ = writeln!(out, "prompt:\n{}", crate::mask::mask(&prompt));
+    rendered
 }
 
 fn hold_text(reason: &HoldReason) -> String {

@@ -104,6 +104,31 @@ fn warn_agent_environment(wf: &Workflow) {
     }
 }
 
+/// Startup preflight reports every problem at once; this logs and drops the ones that do not
+/// stop the daemon. A missing agent program is reported but does not stop the daemon: it may be installed
+/// without a config change, and meanwhile the per-tick preflight fails (no dispatch,
+/// `/readyz` 503, an attention item). A sandbox that cannot start likewise (bubblewrap may
+/// be installed, user namespaces allowed). A missing tracker data file likewise: it may be
+/// created later, and meanwhile each poll fails and says so.
+fn log_held_back_problems(report: &mut super::validate::Report) {
+    report.errors.retain(|d| {
+        let consequence = match d.check.as_str() {
+            crate::config::AGENT_COMMAND_CHECK => {
+                "dispatch preflight failed; nothing is dispatched until it passes"
+            }
+            crate::config::SANDBOX_CHECK => {
+                "the sandbox cannot start; nothing is dispatched until it can"
+            }
+            crate::config::TRACKER_DATA_FILE_CHECK => {
+                "tracker data file missing; every poll fails until it exists"
+            }
+            _ => return true,
+        };
+        log::error!(check:% = d.check, error:% = d.message; "{consequence}");
+        false
+    });
+}
+
 /// Runs sortie; returns the process exit code.
 pub fn run(opts: RunOptions) -> i32 {
     // Flag values are checked before anything else.
@@ -161,29 +186,8 @@ pub fn run(opts: RunOptions) -> i32 {
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
 
-    // Startup preflight: every problem at once.
-    // A missing agent program is reported but does not stop the daemon: it may be installed
-    // without a config change, and meanwhile the per-tick preflight fails (no dispatch,
-    // `/readyz` 503, an attention item). A sandbox that cannot start likewise (bubblewrap may
-    // be installed, user namespaces allowed). A missing tracker data file likewise: it may be
-    // created later, and meanwhile each poll fails and says so.
     let mut report = super::validate::validate(&wf.path, &load_options);
-    report.errors.retain(|d| {
-        let consequence = match d.check.as_str() {
-            crate::config::AGENT_COMMAND_CHECK => {
-                "dispatch preflight failed; nothing is dispatched until it passes"
-            }
-            crate::config::SANDBOX_CHECK => {
-                "the sandbox cannot start; nothing is dispatched until it can"
-            }
-            crate::config::TRACKER_DATA_FILE_CHECK => {
-                "tracker data file missing; every poll fails until it exists"
-            }
-            _ => return true,
-        };
-        log::error!(check:% = d.check, error:% = d.message; "{consequence}");
-        false
-    });
+    log_held_back_problems(&mut report);
     if !report.errors.is_empty() {
         let joined: Vec<String> = report.errors.iter().map(|d| d.message.clone()).collect();
         log::error!(error:% = joined.join("; "); "dispatch preflight failed");

@@ -14,7 +14,6 @@ use super::coerce::{
 };
 use super::env::{expand_env, expand_path, resolve_env_ref};
 use super::error::{ConfigError, ConfigWarning};
-use super::overrides::Overridden;
 use super::schema::{
     AgentConfig, HandoffEvidence, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig,
     ScmAccess, ServerConfig, ServiceConfig, ShutdownConfig, TrackerComments, TrackerConfig,
@@ -26,9 +25,7 @@ use crate::registry;
 pub const DEFAULT_POLL_INTERVAL_MS: u64 = 30_000;
 /// `polling.min_interval_ms`: at most one poll a second, however many refreshes ask.
 pub const DEFAULT_MIN_POLL_INTERVAL_MS: u64 = 1_000;
-/// `shutdown.drain_timeout_ms`: below the 30 s a service manager commonly waits before
-/// SIGKILL (systemd's `TimeoutStopSec` default is 90 s, Kubernetes' grace period 30 s).
-pub const DEFAULT_DRAIN_TIMEOUT_MS: u64 = 15_000;
+pub use super::schema::DEFAULT_DRAIN_TIMEOUT_MS;
 pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 60_000;
 pub const DEFAULT_AGENT_KIND: &str = registry::DEFAULT_AGENT_KIND;
 pub const DEFAULT_MAX_TURNS: u32 = 20;
@@ -43,15 +40,7 @@ pub const DEFAULT_MAX_RETRY_BACKOFF_MS: u64 = 300_000;
 pub const DEFAULT_MAX_SAME_FAILURES: u32 = 3;
 pub const DEFAULT_DB_FILE: &str = ".sortie.db";
 
-/// What building needs besides the raw map: the injected environment and the two bases that
-/// relative paths resolve against.
-pub struct BuildContext<'a> {
-    pub env: &'a BTreeMap<String, String>,
-    pub home: Option<&'a Path>,
-    pub cwd: &'a Path,
-    pub workflow_dir: &'a Path,
-    pub overridden: &'a Overridden,
-}
+pub use super::context::BuildContext;
 
 /// Builds the typed config. Warnings for silently-ignored values are appended to `warnings`.
 pub fn build_service_config(
@@ -107,26 +96,18 @@ fn build_inner(
         super::price_table::build_price_table(&raw, ctx, warnings, &mut secret_values)?;
 
     let (reactions, provider_field) = super::reactions_build::build_reactions(&raw, warnings)?;
-    let scm_access = match (&reactions.provider, provider_field) {
-        (Some(p), Some(field)) if *p != tracker.kind => Some(scm_access(
-            &raw,
-            (p, &field),
-            &tracker.kind,
-            ctx,
-            &mut secret_values,
-        )?),
-        _ => None,
-    };
+    let scm_access = reactions_scm_access(
+        &raw,
+        (reactions.provider.as_deref(), provider_field),
+        &tracker.kind,
+        ctx,
+        &mut secret_values,
+    )?;
     let self_review = super::self_review_build::build_self_review(&raw, warnings)?;
     let notifications =
         super::notifications::build_notifications(&raw, ctx.env, &mut secret_values, warnings)?;
     if self_review.enabled && worker.remote() {
-        warnings.push(ConfigWarning::new(
-            "self_review_local_only",
-            "self_review",
-            "self-review runs only for sessions on this machine; sessions on worker.ssh_hosts \
-             end after their coding turns without it",
-        ));
+        warnings.push(self_review_local_only());
     }
     let dispatch = super::dispatch_build::build_dispatch(
         &raw,
@@ -174,6 +155,33 @@ fn build_inner(
     };
     cfg.price_table.needs = Some(cfg.model_needs());
     Ok(cfg)
+}
+
+/// Where the reactions' provider is reached: its own block ([`scm_access`]) when it is not
+/// the tracker's kind, else the tracker block (`None`).
+fn reactions_scm_access(
+    raw: &Map<String, Value>,
+    (provider, field): (Option<&str>, Option<String>),
+    tracker_kind: &str,
+    ctx: &BuildContext<'_>,
+    secrets: &mut Vec<String>,
+) -> Result<Option<ScmAccess>, ConfigError> {
+    match (provider, field) {
+        (Some(p), Some(field)) if p != tracker_kind => {
+            scm_access(raw, (p, &field), tracker_kind, ctx, secrets).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Self-review never runs for a session on a worker host.
+fn self_review_local_only() -> ConfigWarning {
+    ConfigWarning::new(
+        "self_review_local_only",
+        "self_review",
+        "self-review runs only for sessions on this machine; sessions on worker.ssh_hosts \
+         end after their coding turns without it",
+    )
 }
 
 /// A reaction provider that is not the tracker's kind is reached through its own top-level

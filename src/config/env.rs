@@ -103,6 +103,25 @@ pub fn resolve_env_ref(s: &str, env: &BTreeMap<String, String>) -> Expanded {
     }
 }
 
+/// A path starts with `~` while the home directory is unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HomeUnknown;
+
+impl std::fmt::Display for HomeUnknown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cannot expand ~: home directory is unknown")
+    }
+}
+
+impl std::error::Error for HomeUnknown {}
+
+/// Config errors carry their message as text ([`super::error::ConfigError::field`]).
+impl From<HomeUnknown> for String {
+    fn from(e: HomeUnknown) -> String {
+        e.to_string()
+    }
+}
+
 /// Path mode (`expandPath`): a leading `~` or `~/` becomes the home directory, then (unless the
 /// value came from a `SORTIE_*` override) `$VAR` is expanded anywhere.
 pub fn expand_path(
@@ -110,13 +129,13 @@ pub fn expand_path(
     home: Option<&Path>,
     expand_vars: bool,
     env: &BTreeMap<String, String>,
-) -> Result<String, String> {
+) -> Result<String, HomeUnknown> {
     if p.is_empty() {
         return Ok(String::new());
     }
     let mut p = p.to_string();
     if p == "~" || p.starts_with("~/") {
-        let home = home.ok_or_else(|| "cannot expand ~: home directory is unknown".to_string())?;
+        let home = home.ok_or(HomeUnknown)?;
         let rest = p[1..].trim_start_matches('/');
         p = if rest.is_empty() {
             home.display().to_string()

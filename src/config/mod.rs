@@ -27,6 +27,7 @@ mod adapter_maps;
 mod agent_env_build;
 mod build;
 mod coerce;
+mod context;
 pub mod dispatch;
 mod dispatch_build;
 mod dotenv;
@@ -65,7 +66,7 @@ pub use schema::{
     AgentConfig, HandoffEvidence, HooksConfig, LogFormat, LogLevel, LoggingConfig, PollingConfig,
     ServerConfig, ServiceConfig, TrackerComments, TrackerConfig, WorkspaceConfig,
 };
-pub use server_bind::{DEFAULT_PORT, ServerBind};
+pub use server_bind::{BindFlagError, DEFAULT_PORT, ServerBind};
 pub use validate::{AGENT_COMMAND_CHECK, SANDBOX_CHECK, TRACKER_DATA_FILE_CHECK};
 pub use workflow_file::{
     FileReadError, MAX_WORKFLOW_BYTES, SplitWorkflow, decode_text, read_regular_file,
@@ -147,9 +148,9 @@ pub fn load_workflow(path: &Path, opts: &LoadOptions) -> Result<Workflow, Config
                 },
             }
         })?;
-    let content = workflow_file::decode_text(&bytes).map_err(|reason| ConfigError::Unreadable {
+    let content = workflow_file::decode_text(&bytes).map_err(|e| ConfigError::Unreadable {
         path: abs.clone(),
-        reason,
+        reason: e.to_string(),
     })?;
     let wf = parse_workflow(&content, &abs, opts)?;
     // Every caller that loads a workflow from disk (run, validate, live reload) must mask its

@@ -160,7 +160,27 @@ pub fn apply_overrides(
     Ok(done)
 }
 
-fn parse(value: &str, kind: Kind) -> Result<Value, String> {
+/// An override variable's value that does not parse as its field's kind, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum OverrideValueError {
+    Bool(String),
+    Int(String),
+    Num(String),
+}
+
+impl std::fmt::Display for OverrideValueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OverrideValueError::Bool(v) => {
+                write!(f, "invalid boolean value: {v} (expected true/false/1/0)")
+            }
+            OverrideValueError::Int(v) => write!(f, "invalid integer value: {v}"),
+            OverrideValueError::Num(v) => write!(f, "invalid number value: {v}"),
+        }
+    }
+}
+
+fn parse(value: &str, kind: Kind) -> Result<Value, OverrideValueError> {
     match kind {
         Kind::Str => Ok(Value::String(value.to_string())),
         Kind::Csv => Ok(Value::Array(
@@ -174,22 +194,20 @@ fn parse(value: &str, kind: Kind) -> Result<Value, String> {
         Kind::Bool => match value.trim().to_ascii_lowercase().as_str() {
             "true" | "1" => Ok(Value::Bool(true)),
             "false" | "0" => Ok(Value::Bool(false)),
-            _ => Err(format!(
-                "invalid boolean value: {value} (expected true/false/1/0)"
-            )),
+            _ => Err(OverrideValueError::Bool(value.to_string())),
         },
         Kind::Int => value
             .trim()
             .parse::<i64>()
             .map(|n| Value::Number(n.into()))
-            .map_err(|_| format!("invalid integer value: {value}")),
+            .map_err(|_| OverrideValueError::Int(value.to_string())),
         Kind::Num => value
             .trim()
             .parse::<f64>()
             .ok()
             .and_then(serde_json::Number::from_f64)
             .map(Value::Number)
-            .ok_or_else(|| format!("invalid number value: {value}")),
+            .ok_or_else(|| OverrideValueError::Num(value.to_string())),
     }
 }
 

@@ -12,21 +12,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::build::BuildContext;
 use super::coerce::{display_value, type_name};
+use super::context::BuildContext;
 use super::env::{expand_env, expand_path};
 use super::error::{ConfigError, ConfigWarning};
 use crate::pricing::settings::FETCH_ENV;
 use crate::pricing::{FetchOffBy, PriceTable, PriceTableSettings, ReplaceFile, TableLayer};
-
-/// The keys of the block.
-pub const KEYS: &[&str] = &[
-    "fetch",
-    "fetch_url",
-    "embedded",
-    "replace_file",
-    "replace_url",
-];
 
 /// Largest operator table read.
 const MAX_TABLE_BYTES: u64 = 64 * 1024 * 1024;

@@ -1,12 +1,48 @@
 //! The typed, immutable configuration. Every value here is fully resolved: defaults applied,
 //! `$VAR`/`~` expanded, paths absolute.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
+
+use crate::pricing::TokenClass;
+use crate::ssh::{SshHost, SshOptions};
+
+/// `shutdown.drain_timeout_ms`: below the 30 s a service manager commonly waits before
+/// SIGKILL (systemd's `TimeoutStopSec` default is 90 s, Kubernetes' grace period 30 s).
+pub const DEFAULT_DRAIN_TIMEOUT_MS: u64 = 15_000;
+
+/// The rates a load rejected as invalid, by entry key and class: a reload keeps the previous
+/// rate of each (see [`ServiceConfig::keep_previous_rates`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RejectedRates(pub BTreeSet<(String, TokenClass)>);
+
+/// `worker.*` as built.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WorkerConfig {
+    /// Each host once, in the order written; empty runs every session on this machine.
+    pub hosts: Vec<SshHost>,
+    /// `max_concurrent_agents_per_host` when positive.
+    pub max_per_host: Option<u32>,
+    pub options: Arc<SshOptions>,
+    /// `worker.sandbox` (`config::sandbox`); the paths it hides are filled in once the
+    /// database and workspace paths are known.
+    pub sandbox: crate::sandbox::Sandbox,
+}
+
+impl WorkerConfig {
+    pub fn remote(&self) -> bool {
+        !self.hosts.is_empty()
+    }
+
+    pub fn host(&self, name: &str) -> Option<&SshHost> {
+        self.hosts.iter().find(|h| h.name() == name)
+    }
+}
 
 /// The whole typed configuration of one workflow file. `Debug` shows only the raw block
 /// names and no secret values, so a logged config never leaks a credential.
@@ -30,7 +66,7 @@ pub struct ServiceConfig {
     pub token_rates: crate::pricing::TokenRates,
     /// The `token_rates` rates this load rejected as invalid (a reload keeps their previous
     /// rates).
-    pub token_rates_rejected: super::token_rates::RejectedRates,
+    pub token_rates_rejected: RejectedRates,
     /// `price_table`: the table layers and their sources.
     pub price_table: crate::pricing::PriceTableSettings,
     /// `reactions`: the pull-request reactions applied.
@@ -43,7 +79,7 @@ pub struct ServiceConfig {
     /// `self_review`.
     pub self_review: super::reactions::SelfReviewConfig,
     /// `worker`: SSH hosts and the per-host cap.
-    pub worker: super::worker::WorkerConfig,
+    pub worker: WorkerConfig,
     /// `notifications`: operator notification destinations.
     pub notifications: super::notifications::NotificationsConfig,
     /// Every top-level key as decoded (after `SORTIE_*` overrides): adapter pass-through blocks,
@@ -214,7 +250,7 @@ pub struct ShutdownConfig {
 impl Default for ShutdownConfig {
     fn default() -> Self {
         ShutdownConfig {
-            drain_timeout_ms: super::build::DEFAULT_DRAIN_TIMEOUT_MS,
+            drain_timeout_ms: DEFAULT_DRAIN_TIMEOUT_MS,
         }
     }
 }

@@ -68,13 +68,3 @@ pub(super) fn build_self_review(
         reviewer,
     })
 }
-
-/// The keys `self_review` reads (for `unknown_key` warnings).
-pub const SELF_REVIEW_KEYS: &[&str] = &[
-    "enabled",
-    "max_iterations",
-    "verification_commands",
-    "verification_timeout_ms",
-    "max_diff_bytes",
-    "reviewer",
-];

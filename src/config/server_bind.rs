@@ -24,6 +24,26 @@ pub struct ServerBind {
     pub max_connections_per_client: Option<usize>,
 }
 
+/// A `--port` or `--host` flag that does not parse, as typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BindFlagError {
+    Port(String),
+    Host(String),
+}
+
+impl std::fmt::Display for BindFlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BindFlagError::Port(p) => {
+                write!(f, "invalid port {p:?}: must be an integer from 0 to 65535")
+            }
+            BindFlagError::Host(h) => write!(f, "invalid host {h:?}: must be an IP address"),
+        }
+    }
+}
+
+impl std::error::Error for BindFlagError {}
+
 impl ServerBind {
     /// Flags (raw text, as typed) win over the workflow's `server` block, which wins over the
     /// defaults (127.0.0.1:7678). A flag that does not parse is an error naming it.
@@ -31,19 +51,19 @@ impl ServerBind {
         flag_port: Option<&str>,
         flag_host: Option<&str>,
         server: &ServerConfig,
-    ) -> Result<ServerBind, String> {
+    ) -> Result<ServerBind, BindFlagError> {
         let flag_port = flag_port
             .map(|p| {
                 p.trim()
                     .parse::<u16>()
-                    .map_err(|_| format!("invalid port {p:?}: must be an integer from 0 to 65535"))
+                    .map_err(|_| BindFlagError::Port(p.to_string()))
             })
             .transpose()?;
         let flag_host = flag_host
             .map(|h| {
                 h.trim()
                     .parse::<IpAddr>()
-                    .map_err(|_| format!("invalid host {h:?}: must be an IP address"))
+                    .map_err(|_| BindFlagError::Host(h.to_string()))
             })
             .transpose()?;
         Ok(ServerBind {
@@ -85,9 +105,9 @@ mod tests {
     fn bad_flags_name_the_value() {
         let none = ServerConfig::default();
         let e = ServerBind::resolve(Some("70000"), None, &none).err();
-        assert!(e.is_some_and(|e| e.contains("\"70000\"")));
+        assert!(e.is_some_and(|e| e.to_string().contains("\"70000\"")));
         let e = ServerBind::resolve(None, Some("localhost"), &none).err();
-        assert!(e.is_some_and(|e| e.contains("must be an IP address")));
+        assert!(e.is_some_and(|e| e.to_string().contains("must be an IP address")));
     }
 
     fn server_block(yaml: &str) -> Result<ServerConfig, String> {

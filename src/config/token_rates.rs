@@ -2,8 +2,6 @@
 //! or by model name. A rate that is not a non-negative number is a warning and stays unset,
 //! never fatal, so a typo in a rate cannot stop the service.
 
-use std::collections::BTreeSet;
-
 use serde_json::{Map, Value};
 
 use super::error::ConfigWarning;
@@ -19,10 +17,7 @@ const RATE_KEYS: [(TokenClass, &str); 4] = [
     (TokenClass::CacheWrite, "cache_write_per_mtok"),
 ];
 
-/// The rates a load rejected as invalid, by entry key and class: a reload keeps the previous
-/// rate of each (see [`ServiceConfig::keep_previous_rates`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RejectedRates(pub BTreeSet<(String, TokenClass)>);
+pub use super::schema::RejectedRates;
 
 impl ServiceConfig {
     /// Applies the reload rule of `token_rates`: an entry this load gives an invalid rate

@@ -53,6 +53,34 @@ const MAP_SECTIONS: &[&str] = &[
     "shutdown",
 ];
 
+/// The keys of `price_table`.
+const PRICE_TABLE_KEYS: &[&str] = &[
+    "fetch",
+    "fetch_url",
+    "embedded",
+    "replace_file",
+    "replace_url",
+];
+
+/// The keys `self_review` reads (for `unknown_key` warnings).
+const SELF_REVIEW_KEYS: &[&str] = &[
+    "enabled",
+    "max_iterations",
+    "verification_commands",
+    "verification_timeout_ms",
+    "max_diff_bytes",
+    "reviewer",
+];
+
+/// The keys `worker` understands.
+const WORKER_KEYS: &[&str] = &[
+    "ssh_hosts",
+    "max_concurrent_agents_per_host",
+    "ssh_strict_host_key_checking",
+    "ssh_config_file",
+    "sandbox",
+];
+
 /// Known keys inside each typed section; anything else is reported as `unknown_key`.
 const SECTION_KEYS: &[(&str, &[&str])] = &[
     (
@@ -124,9 +152,9 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
         ],
     ),
     ("logging", &["level", "format"]),
-    ("price_table", super::price_table::KEYS),
-    ("self_review", super::self_review_build::SELF_REVIEW_KEYS),
-    ("worker", super::worker::WORKER_KEYS),
+    ("price_table", PRICE_TABLE_KEYS),
+    ("self_review", SELF_REVIEW_KEYS),
+    ("worker", WORKER_KEYS),
     ("notifications", &["destinations"]),
 ];
 

@@ -14,39 +14,8 @@ use serde_json::{Map, Value};
 use super::coerce::{coerce_int, display_value, strict_string_field, type_name};
 use super::env::expand_path;
 use super::error::{ConfigError, ConfigWarning};
+pub use super::schema::WorkerConfig;
 use crate::ssh::{SshHost, SshOptions, SshTarget, StrictHostKeyChecking};
-
-/// The keys `worker` understands.
-pub const WORKER_KEYS: &[&str] = &[
-    "ssh_hosts",
-    "max_concurrent_agents_per_host",
-    "ssh_strict_host_key_checking",
-    "ssh_config_file",
-    "sandbox",
-];
-
-/// `worker.*` as built.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct WorkerConfig {
-    /// Each host once, in the order written; empty runs every session on this machine.
-    pub hosts: Vec<SshHost>,
-    /// `max_concurrent_agents_per_host` when positive.
-    pub max_per_host: Option<u32>,
-    pub options: Arc<SshOptions>,
-    /// `worker.sandbox` (`config::sandbox`); the paths it hides are filled in once the
-    /// database and workspace paths are known.
-    pub sandbox: crate::sandbox::Sandbox,
-}
-
-impl WorkerConfig {
-    pub fn remote(&self) -> bool {
-        !self.hosts.is_empty()
-    }
-
-    pub fn host(&self, name: &str) -> Option<&SshHost> {
-        self.hosts.iter().find(|h| h.name() == name)
-    }
-}
 
 pub(crate) fn build_worker(
     m: &Map<String, Value>,

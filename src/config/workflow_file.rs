@@ -81,10 +81,43 @@ fn file_kind(t: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// Why file bytes are not text sortie reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// UTF-16 (by its byte-order mark) with an odd number of bytes.
+    OddUtf16 {
+        little_endian: bool,
+    },
+    InvalidUtf16(std::char::DecodeUtf16Error),
+    /// A NUL byte on `line` (1-based) of what is read as UTF-8.
+    NulByte {
+        line: usize,
+    },
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::OddUtf16 { little_endian } => write!(
+                f,
+                "UTF-16 {} text has an odd number of bytes (truncated?)",
+                if *little_endian { "LE" } else { "BE" }
+            ),
+            DecodeError::InvalidUtf16(e) => write!(f, "invalid UTF-16 text: {e}"),
+            DecodeError::NulByte { line } => write!(
+                f,
+                "line {line}: contains a NUL byte (UTF-16 without a byte-order mark, or binary data?); save the file as UTF-8"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
 /// Decodes file bytes as text: a UTF-8 BOM is dropped, UTF-16 with a BOM (LE or BE) is
 /// decoded; NUL bytes otherwise (UTF-16 without a BOM, binary data) are refused with their
 /// line. Other invalid UTF-8 is replaced, as before.
-pub fn decode_text(bytes: &[u8]) -> Result<String, String> {
+pub fn decode_text(bytes: &[u8]) -> Result<String, DecodeError> {
     if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
         return decode_utf8(rest);
     }
@@ -92,10 +125,7 @@ pub fn decode_text(bytes: &[u8]) -> Result<String, String> {
     if le || bytes.starts_with(&[0xFE, 0xFF]) {
         let body = &bytes[2..];
         if !body.len().is_multiple_of(2) {
-            return Err(format!(
-                "UTF-16 {} text has an odd number of bytes (truncated?)",
-                if le { "LE" } else { "BE" }
-            ));
+            return Err(DecodeError::OddUtf16 { little_endian: le });
         }
         let units = body.chunks_exact(2).map(|c| {
             if le {
@@ -106,18 +136,16 @@ pub fn decode_text(bytes: &[u8]) -> Result<String, String> {
         });
         let text: Result<String, _> = char::decode_utf16(units).collect();
         return text
-            .map_err(|e| format!("invalid UTF-16 text: {e}"))
+            .map_err(DecodeError::InvalidUtf16)
             .and_then(|t| decode_utf8(t.as_bytes()));
     }
     decode_utf8(bytes)
 }
 
-fn decode_utf8(bytes: &[u8]) -> Result<String, String> {
+fn decode_utf8(bytes: &[u8]) -> Result<String, DecodeError> {
     if let Some(pos) = bytes.iter().position(|b| *b == 0) {
         let line = 1 + bytes[..pos].iter().filter(|b| **b == b'\n').count();
-        return Err(format!(
-            "line {line}: contains a NUL byte (UTF-16 without a byte-order mark, or binary data?); save the file as UTF-8"
-        ));
+        return Err(DecodeError::NulByte { line });
     }
     Ok(String::from_utf8_lossy(bytes).into_owned())
 }
@@ -323,9 +351,12 @@ mod tests {
         assert_eq!(decode_text(b"\xFF\xFEa\0b\0").as_deref(), Ok("ab"));
         assert_eq!(decode_text(b"\xFE\xFF\0a\0b").as_deref(), Ok("ab"));
         let e = decode_text(b"\xFF\xFEa\0b").unwrap_err();
-        assert!(e.contains("odd number of bytes"), "{e}");
+        assert!(e.to_string().contains("odd number of bytes"), "{e}");
         let e = decode_text(b"x\ny\0").unwrap_err();
-        assert!(e.starts_with("line 2: contains a NUL byte"), "{e}");
+        assert!(
+            e.to_string().starts_with("line 2: contains a NUL byte"),
+            "{e}"
+        );
     }
 
     #[test]

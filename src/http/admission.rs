@@ -1,7 +1,7 @@
 //! What the connection threads decide before a request reaches the request threads: which
 //! bodies are read (and with which cap), which requests a probe connection may carry, and
 //! what becomes of the connections the server refuses by itself. The hooks of
-//! [`super::limits::limits`].
+//! [`limits`].
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -9,6 +9,10 @@ use std::time::Instant;
 use tiny_http::{Admission, ConnRefusal, Head, Method};
 
 use super::AppState;
+use super::limits::{
+    BODY_TIMEOUT, HEAD_TIMEOUT, MAX_HEAD, MAX_HEAD_LINE, MAX_REQUEST_LINE, PROBE_HEAD_TIMEOUT,
+    envelope, probe_reserve,
+};
 use super::router::{Route, route};
 
 /// Every request but a webhook delivery: a body of at most [`super::limits::MAX_BODY`].
@@ -46,6 +50,31 @@ pub fn refused(state: &AppState, why: ConnRefusal, peer: Option<SocketAddr>) {
             suppressed = suppressed;
             "connection refused"
         );
+    }
+}
+
+/// The limits for tiny_http ([`super::limits`]), with this module's hooks over `state`.
+pub fn limits(
+    max_connections: usize,
+    per_client: usize,
+    state: std::sync::Arc<AppState>,
+) -> tiny_http::Limits {
+    let refused_state = state.clone();
+    tiny_http::Limits {
+        head_timeout: HEAD_TIMEOUT,
+        body_timeout: BODY_TIMEOUT,
+        admit: std::sync::Arc::new(move |head| admit(&state, head)),
+        max_request_line: MAX_REQUEST_LINE,
+        max_head_line: MAX_HEAD_LINE,
+        max_head: MAX_HEAD,
+        max_connections,
+        max_connections_per_client: per_client,
+        probe_reserve: probe_reserve(max_connections),
+        probe_head_timeout: PROBE_HEAD_TIMEOUT,
+        is_probe,
+        on_refused: std::sync::Arc::new(move |why, peer| refused(&refused_state, why, peer)),
+        error_body: envelope,
+        error_content_type: "application/json; charset=utf-8",
     }
 }
 

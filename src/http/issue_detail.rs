@@ -7,25 +7,16 @@ use crate::store::{ReadConn, RunFilter};
 
 use super::AppState;
 use super::event_json;
+use super::live_rows::LiveRows;
 use super::respond::{ApiError, JsonReply, echo};
 use super::runs;
-use super::views::between_stages::BetweenStagesView;
-use super::views::budget::BudgetView;
 use super::views::event::EventView;
-use super::views::held::SlotUse;
 use super::views::issue_detail::{
     AttemptsView, HistoryView, HopView, IssueDetailView, IssueMember, LastStageView, NextOutcome,
     WorkspaceView,
 };
-use super::views::parked::ParkedView;
-use super::views::pending_reaction::{self, PendingReactionView};
-use super::views::retry::RetryView;
 use super::views::run::{IssueTotalsView, OutcomeView, RunView};
-use super::views::running::RunningView;
-use super::views::stage::Stages;
-use super::views::{
-    EmptyObject, IssueFields, IssueRows, IssueStatus, Sentences, nonempty, to_value, ts,
-};
+use super::views::{EmptyObject, IssueRows, IssueStatus, nonempty, to_value, ts};
 use super::wording;
 use crate::config::dispatch::DispatchConfig;
 use crate::store::RunRecord;
@@ -34,90 +25,6 @@ use crate::store::RunRecord;
 const RECENT_EVENTS: usize = 50;
 /// Runs the history member serves.
 const HISTORY_RUNS: usize = 50;
-
-/// The live rows of one issue, as served.
-struct LiveRows {
-    running: Option<RunningView>,
-    retry: Option<RetryView>,
-    budget: Option<BudgetView>,
-    parked: Option<ParkedView>,
-    pending: Vec<PendingReactionView>,
-    /// The index in `pending` of the row that decides a pending-reactions status.
-    deciding_pending: usize,
-    between: Option<BetweenStagesView>,
-}
-
-impl LiveRows {
-    fn build(
-        snap: &Snapshot,
-        found: &IssueRows<'_>,
-        spend: Option<crate::store::IssueSpend>,
-    ) -> LiveRows {
-        let now = snap.generated_at_ms;
-        let cfg = &snap.config;
-        let st = Stages::of(snap);
-        LiveRows {
-            running: found.running.map(|r| {
-                RunningView::build(r, cfg, spend, snap.running_cost(&r.dispatch_id), now, &st)
-            }),
-            retry: found.retry.map(|r| RetryView::build(r, cfg, now, &st)),
-            budget: found.budget.map(|b| BudgetView::build(b, cfg, &st)),
-            parked: found.parked.map(|p| ParkedView::build(p, cfg, &st)),
-            pending: found
-                .pending
-                .iter()
-                .map(|r| PendingReactionView::build(r, now, &st))
-                .collect(),
-            between: found
-                .between
-                .map(|b| BetweenStagesView::build(b, cfg, &st, &SlotUse::of(snap))),
-            deciding_pending: pending_reaction::deciding(&found.pending)
-                .and_then(|d| found.pending.iter().position(|r| std::ptr::eq(*r, d)))
-                .unwrap_or(0),
-        }
-    }
-
-    /// The tracker's view of the issue from the deciding row; a pending-reactions status
-    /// takes it from the issue's first row.
-    fn issue_member(&self) -> Option<IssueMember> {
-        match self.deciding() {
-            Some((IssueStatus::PendingReactions, _, _)) => {
-                self.pending.first().map(IssueMember::of_reaction)
-            }
-            Some((IssueStatus::BetweenStages, _, _)) => {
-                self.between.as_ref().map(IssueMember::of_hop)
-            }
-            Some((_, fields, _)) => Some(IssueMember::of(fields)),
-            None => None,
-        }
-    }
-
-    /// The row that decides the status (by precedence), with its status.
-    fn deciding(&self) -> Option<(IssueStatus, &IssueFields, &Sentences)> {
-        if let Some(r) = &self.running {
-            Some((IssueStatus::Running, &r.issue, &r.sentences))
-        } else if let Some(r) = &self.retry {
-            Some((IssueStatus::Retrying, &r.issue, &r.sentences))
-        } else if let Some(r) = &self.budget {
-            Some((IssueStatus::BudgetExhausted, &r.issue, &r.sentences))
-        } else if let Some(r) = &self.parked {
-            Some((IssueStatus::Parked, &r.issue, &r.sentences))
-        } else if let Some(r) = self.pending.get(self.deciding_pending) {
-            Some((IssueStatus::PendingReactions, &r.fields, &r.sentences))
-        } else {
-            self.between
-                .as_ref()
-                .map(|r| (IssueStatus::BetweenStages, &r.fields, &r.sentences))
-        }
-    }
-}
-
-/// The live status and sentences of an issue, `None` when no live list holds it.
-pub fn live_status(snap: &Snapshot, issue_id: &str) -> Option<(IssueStatus, Sentences)> {
-    let found = IssueRows::find(snap, issue_id);
-    let rows = LiveRows::build(snap, &found, None);
-    rows.deciding().map(|(s, _, words)| (s, words.clone()))
-}
 
 fn live_issue_id(snap: &Snapshot, identifier: &str) -> Option<String> {
     snap.running
@@ -318,6 +225,47 @@ fn history_only(
     })
 }
 
+/// The issue figures of a running row; unreadable history leaves them `null`.
+fn running_spend(
+    conn: &ReadConn,
+    found: &IssueRows<'_>,
+    issue_id: &str,
+    identifier: &str,
+) -> Option<crate::store::IssueSpend> {
+    found
+        .running
+        .and_then(|_| match conn.issue_spend(issue_id) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                log::warn!(
+                    issue_id:% = issue_id,
+                    issue_identifier:% = identifier,
+                    error:% = e;
+                    "issue spend read failed"
+                );
+                None
+            }
+        })
+}
+
+/// The newest events: the running session's live ring, or those recorded for the issue.
+fn recent_events(
+    conn: &ReadConn,
+    found: &IssueRows<'_>,
+    issue_id: &str,
+) -> Result<Vec<EventView>, ApiError> {
+    Ok(match found.running {
+        Some(r) => {
+            let skip = r.recent_events().len().saturating_sub(RECENT_EVENTS);
+            r.recent_events()
+                .skip(skip)
+                .map(|(seq, ev)| event_json::view_live(seq, ev))
+                .collect()
+        }
+        None => recorded_events(conn, issue_id)?,
+    })
+}
+
 pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError> {
     let snap = state.orch.snapshot();
     let conn = state
@@ -346,21 +294,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
     };
     let (history, outcome) = history(&conn, &issue_id, &snap.config.dispatch)?;
     let found = IssueRows::find(&snap, &issue_id);
-    // Unreadable history leaves the running row's issue figures `null`.
-    let spend = found
-        .running
-        .and_then(|_| match conn.issue_spend(&issue_id) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                log::warn!(
-                    issue_id:% = issue_id,
-                    issue_identifier:% = identifier,
-                    error:% = e;
-                    "issue spend read failed"
-                );
-                None
-            }
-        });
+    let spend = running_spend(&conn, &found, &issue_id, identifier);
     let rows = LiveRows::build(&snap, &found, spend);
     let Some((status, fields, sentences)) = rows.deciding() else {
         let history = history.ok_or_else(not_found)?;
@@ -372,16 +306,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         rows.issue_member().unwrap_or_default(),
         sentences.clone(),
     );
-    let recent_events = match found.running {
-        Some(r) => {
-            let skip = r.recent_events().len().saturating_sub(RECENT_EVENTS);
-            r.recent_events()
-                .skip(skip)
-                .map(|(seq, ev)| event_json::view_live(seq, ev))
-                .collect()
-        }
-        None => recorded_events(&conn, &issue_id)?,
-    };
+    let recent_events = recent_events(&conn, &found, &issue_id)?;
     let attempt = found
         .running
         .map(|r| r.attempt + 1)

@@ -106,7 +106,7 @@ pub fn max_streams(max_connections: usize) -> usize {
     (max_connections / 2).clamp(1, super::MAX_STREAMS)
 }
 
-fn envelope(_status: u16, code: &str, message: &str) -> String {
+pub(super) fn envelope(_status: u16, code: &str, message: &str) -> String {
     serde_json::to_string(&ErrorBody::new(code, message)).unwrap_or_else(|_| {
         r#"{"error":{"code":"internal_error","message":"response serialization failed"}}"#
             .to_string()
@@ -137,33 +137,6 @@ pub fn connection_caps(
         .unwrap_or_else(|| default_per_client(max))
         .clamp(1, max);
     (max, per_client)
-}
-
-/// The limits for tiny_http, with the hooks of [`super::admission`] over `state`.
-pub fn limits(
-    max_connections: usize,
-    per_client: usize,
-    state: std::sync::Arc<super::AppState>,
-) -> tiny_http::Limits {
-    let refused_state = state.clone();
-    tiny_http::Limits {
-        head_timeout: HEAD_TIMEOUT,
-        body_timeout: BODY_TIMEOUT,
-        admit: std::sync::Arc::new(move |head| super::admission::admit(&state, head)),
-        max_request_line: MAX_REQUEST_LINE,
-        max_head_line: MAX_HEAD_LINE,
-        max_head: MAX_HEAD,
-        max_connections,
-        max_connections_per_client: per_client,
-        probe_reserve: probe_reserve(max_connections),
-        probe_head_timeout: PROBE_HEAD_TIMEOUT,
-        is_probe: super::admission::is_probe,
-        on_refused: std::sync::Arc::new(move |why, peer| {
-            super::admission::refused(&refused_state, why, peer)
-        }),
-        error_body: envelope,
-        error_content_type: "application/json; charset=utf-8",
-    }
 }
 
 #[cfg(test)]

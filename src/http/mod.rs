@@ -28,6 +28,7 @@ pub mod event_json;
 pub mod host;
 pub mod issue_detail;
 pub mod limits;
+mod live_rows;
 pub mod notify_feed;
 pub mod openapi;
 pub mod operator_message;
@@ -237,7 +238,7 @@ pub fn start(
         webhooks: Arc::new(webhooks::Ingress::from_env()),
         refusals: Arc::default(),
     });
-    let limits = limits::limits(max_connections, per_client, state.clone());
+    let limits = admission::limits(max_connections, per_client, state.clone());
     let probe_reserve = limits.probe_reserve;
     let server = tiny_http::Server::from_listener_with_limits(listener, limits)
         .map(Arc::new)

@@ -7,7 +7,7 @@ use crate::store::{ReadConn, RuleFilter, RunFilter, RunRecord};
 
 use super::AppState;
 use super::event_json;
-use super::issue_detail::live_status;
+use super::live_rows::live_status;
 use super::query;
 use super::respond::{ApiError, JsonReply, echo};
 use super::views::run::{

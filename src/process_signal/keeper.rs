@@ -7,7 +7,7 @@
 //! The keeper instead holds the read end of a pipe whose only write end sortie holds (close on
 //! exec, so no child inherits it). The kernel closes that end when sortie's process ends, the
 //! keeper's read returns end-of-file, and the keeper stops every process that carries one of
-//! sortie's tokens ([`super::orphans::TOKEN_ENV`], inherited by every descendant even after
+//! sortie's tokens ([`super::token::TOKEN_ENV`], inherited by every descendant even after
 //! `setsid`): SIGTERM to each process group and process, up to the grace for them to end, then
 //! SIGKILL, repeated until none is left (bounded). A restart's own cleanup stays as a second
 //! line (`orphans::kill_instance`).
@@ -29,7 +29,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{Signal, orphans, proc_stat, signal_group};
+use super::{Signal, proc_stat, signal_group, token};
 
 /// The hidden first argument that makes the sortie binary run as a keeper.
 pub const ARG: &str = "__sortie-keeper";
@@ -126,7 +126,7 @@ impl Keeper {
         let child = Command::new("/proc/self/exe")
             .arg0("sortie-keeper")
             .arg(ARG)
-            .arg(orphans::instance_id())
+            .arg(token::instance_id())
             .arg(grace.as_millis().to_string())
             .arg(log_format)
             .env_clear()
@@ -361,10 +361,10 @@ pub fn stop_instance(instance: &str, sortie_pid: u32, grace: Duration) -> usize 
 /// `(pid, group)` of every live process carrying a token that starts with `prefix`.
 fn carriers(prefix: &str) -> Vec<(u32, u32)> {
     let me = std::process::id();
-    orphans::pids()
+    token::pids()
         .into_iter()
         .filter(|pid| *pid != me)
-        .filter(|pid| orphans::token_of(*pid).is_some_and(|t| t.starts_with(prefix)))
+        .filter(|pid| token::token_of(*pid).is_some_and(|t| t.starts_with(prefix)))
         .filter_map(|pid| proc_stat(pid).filter(|s| s.state != 'Z' && s.state != 'X'))
         .map(|s| (s.pid, s.pgrp))
         .collect()
@@ -429,7 +429,7 @@ mod tests {
         let spawn = |script: &str, n: u32| {
             Command::new("sh")
                 .args(["-c", script])
-                .env(orphans::TOKEN_ENV, format!("{instance}-{n}"))
+                .env(token::TOKEN_ENV, format!("{instance}-{n}"))
                 .process_group(0)
                 .spawn()
                 .unwrap()

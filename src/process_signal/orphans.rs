@@ -25,10 +25,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+pub use super::token::{TOKEN_ENV, instance_id};
+use super::token::{pids, token_of};
 use super::{Signal, proc_stat, signal_group};
-
-/// The environment variable that ties an agent process and its descendants to one turn.
-pub const TOKEN_ENV: &str = "SORTIE_AGENT_TOKEN";
 
 /// Marks a [`helper_token`] (after the instance and its `-`).
 const HELPER_MARK: char = 'h';
@@ -38,17 +37,6 @@ static LIVE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
 
 fn live() -> &'static Mutex<HashSet<String>> {
     LIVE.get_or_init(|| Mutex::new(HashSet::new()))
-}
-
-/// This sortie process: `<pid>-<start ticks>`, unique on the host across pid reuse.
-pub fn instance_id() -> String {
-    static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| {
-        let pid = std::process::id();
-        let start = proc_stat(pid).map(|s| s.start_ticks).unwrap_or(0);
-        format!("{pid}-{start}")
-    })
-    .clone()
 }
 
 /// A fresh token for one agent process, registered as live until [`end_token`].
@@ -100,24 +88,6 @@ pub fn kill_instance(instance: &str) -> usize {
 pub fn is_our_agent(pid: u32) -> bool {
     let prefix = format!("{}-", instance_id());
     token_of(pid).is_some_and(|t| t.starts_with(&prefix))
-}
-
-/// The token in `/proc/<pid>/environ`, if any (unreadable for other users' processes).
-pub(super) fn token_of(pid: u32) -> Option<String> {
-    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let key = format!("{TOKEN_ENV}=");
-    env.split(|b| *b == 0)
-        .find_map(|kv| kv.strip_prefix(key.as_bytes()))
-        .map(|v| String::from_utf8_lossy(v).into_owned())
-}
-
-pub(super) fn pids() -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
-        .collect()
 }
 
 fn kill_carriers(matches: impl Fn(&str) -> bool) -> usize {

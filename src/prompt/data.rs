@@ -1,12 +1,10 @@
 //! The root data map templates see (`.issue`, `.attempt`, `.run`), built from the normalized
 //! issue so every tracker's issues render alike.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use gotmpl::Value;
 
 use super::reaction::{ReactionContext, root_values};
+use super::value::{map, text};
 use crate::domain::{BlockerRef, Comment, Issue, IssueRef};
 
 /// Per-turn values exposed as `.run`.
@@ -96,20 +94,6 @@ pub(crate) const CI_FAILURE_KEYS: &[&str] = &[
     "failing_count",
     "ref",
 ];
-
-type Entries = Vec<(&'static str, Value)>;
-
-pub(super) fn map(entries: Entries) -> Value {
-    let map: BTreeMap<Arc<str>, Value> = entries
-        .into_iter()
-        .map(|(k, v)| (Arc::from(k), v))
-        .collect();
-    Value::Map(Arc::new(map))
-}
-
-pub(super) fn text(s: &str) -> Value {
-    Value::String(s.into())
-}
 
 fn parent_value(parent: &IssueRef) -> Value {
     map(vec![

@@ -11,6 +11,7 @@ mod locate;
 mod reaction;
 mod strict;
 mod turn;
+mod value;
 
 use std::collections::BTreeMap;
 

@@ -53,7 +53,7 @@ pub enum ReactionContext {
     ReviewComments(Vec<ReviewCommentContext>),
 }
 
-use super::data::{map, text};
+use super::value::{map, text};
 
 fn int(n: u64) -> Value {
     Value::Int(i64::try_from(n).unwrap_or(i64::MAX))

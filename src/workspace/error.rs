@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use super::hooks::HookKind;
+use super::hook_kind::HookKind;
 
 /// How much of a hook's captured output an error message shows: enough for the failing
 /// command's message, small enough to stay one readable log line.

@@ -2,11 +2,11 @@
 //! own process group, with a scrubbed environment, merged capped output and a hard timeout.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::Path;
 
 use super::command::{ShellEnd, ShellRun, run_shell};
 use super::error::{WorkspaceError, output_tail};
+pub use super::hook_kind::HookKind;
 use super::output_capture::{Captured, Keep};
 use super::process_group::WaitOutcome;
 use crate::mask::mask;
@@ -59,33 +59,6 @@ impl HookScripts {
         } else {
             self.timeout_ms
         }
-    }
-}
-
-/// Which lifecycle point a hook belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HookKind {
-    AfterCreate,
-    BeforeRun,
-    AfterRun,
-    BeforeRemove,
-}
-
-impl HookKind {
-    /// The config key / log name (`after_create`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HookKind::AfterCreate => "after_create",
-            HookKind::BeforeRun => "before_run",
-            HookKind::AfterRun => "after_run",
-            HookKind::BeforeRemove => "before_remove",
-        }
-    }
-}
-
-impl fmt::Display for HookKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

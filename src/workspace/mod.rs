@@ -8,6 +8,7 @@ mod cleanup;
 mod command;
 mod error;
 pub mod evidence;
+mod hook_kind;
 mod hooks;
 mod lock;
 mod output_capture;

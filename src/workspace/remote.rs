@@ -118,24 +118,7 @@ impl WorkspaceManager {
             }
         };
         super::status_file::remove_stale_status(&path);
-        let dot = quote(&path.join(".sortie").to_string_lossy());
-        let status = quote(&path.join(".sortie").join("status").to_string_lossy());
-        let script = format!("if [ -d {dot} ] && [ ! -L {dot} ]; then rm -f -- {status}; fi");
-        match host.run(&script, None, op_timeout(host)) {
-            Ok(out) if out.success() => {}
-            Ok(out) => log::warn!(
-                ssh_host:% = host.name(),
-                path:% = path.display(),
-                exit_code:% = crate::log_field::opt(&out.code);
-                "stale remote status file not removed"
-            ),
-            Err(e) => log::warn!(
-                ssh_host:% = host.name(),
-                path:% = path.display(),
-                error:% = e;
-                "stale remote status file not removed"
-            ),
-        }
+        remove_remote_stale_status(host, &path);
         Ok((
             Workspace {
                 path,
@@ -460,4 +443,27 @@ fn remove_remote_dir(host: &SshHost, path: &Path) -> Result<(), WorkspaceError> 
         out.code,
         out.last_stderr_line().unwrap_or_default()
     ))))
+}
+
+/// Removes the stale `.sortie/status` of the remote workspace at `path` (a symlinked
+/// `.sortie` is left alone); a failure is logged, the run goes on.
+fn remove_remote_stale_status(host: &SshHost, path: &Path) {
+    let dot = quote(&path.join(".sortie").to_string_lossy());
+    let status = quote(&path.join(".sortie").join("status").to_string_lossy());
+    let script = format!("if [ -d {dot} ] && [ ! -L {dot} ]; then rm -f -- {status}; fi");
+    match host.run(&script, None, op_timeout(host)) {
+        Ok(out) if out.success() => {}
+        Ok(out) => log::warn!(
+            ssh_host:% = host.name(),
+            path:% = path.display(),
+            exit_code:% = crate::log_field::opt(&out.code);
+            "stale remote status file not removed"
+        ),
+        Err(e) => log::warn!(
+            ssh_host:% = host.name(),
+            path:% = path.display(),
+            error:% = e;
+            "stale remote status file not removed"
+        ),
+    }
 }

@@ -7,61 +7,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rusqlite::Connection;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::super::error::{SqlContext, StoreError};
-use super::report::Group;
+use super::report::{ChainFunnel, ChainGroup, FunnelStage};
 use super::rows::{Outcome, StatRun};
 use super::tally::{Share, Tally};
 use crate::domain::stage::{HopResult, LivePassKind};
-
-/// One `by_chain` entry: a pass in which a hop was due or made. `name` is its `chain_id`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[schemars(rename = "StatsChainGroup")]
-pub struct ChainGroup {
-    #[serde(flatten)]
-    pub group: Group,
-    /// The identifier of the pass's issue.
-    pub issue_identifier: String,
-    /// The rules the pass's runs in the range ran on, in the order each first ended.
-    pub rules: Vec<String>,
-    /// Hops the pass's runs made (`advanced` or `partial`).
-    pub hops_made: u64,
-    /// Hops that were due and not made (`failed` or `ceiling`): the issue was handed off.
-    pub hops_not_made: u64,
-}
-
-/// One stage of a funnel. The first four count passes by their runs completed in the range;
-/// the last three are the passes on the stage at the time of the request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-#[schemars(rename = "StatsFunnelStage")]
-pub struct FunnelStage {
-    pub rule: String,
-    /// Passes with a run on the stage.
-    pub passes: u64,
-    /// Passes with a succeeded run on the stage.
-    pub succeeded: u64,
-    /// Passes whose run on the stage made the hop to the next one.
-    pub advanced: u64,
-    /// Passes whose run on the stage was due a hop that was not made.
-    pub not_advanced: u64,
-    /// Passes whose session on the stage is running now.
-    pub running: u64,
-    /// Passes queued for a retry on the stage now.
-    pub queued: u64,
-    /// Passes held by a budget on the stage now.
-    pub budget_held: u64,
-}
-
-/// The funnel of one chain of the dispatch rules in force.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-#[schemars(rename = "StatsChainFunnel")]
-pub struct ChainFunnel {
-    /// The chain's rule names in `next` order (a member of `config.dispatch.chains`).
-    pub chain: Vec<String>,
-    pub stages: Vec<FunnelStage>,
-}
 
 /// A pass's key: its chain id, or the run's issue for a run recorded without one.
 fn pass_key(r: &StatRun) -> String {

@@ -28,9 +28,9 @@ pub struct StatsReport {
     pub by_template: Vec<Group>,
     pub by_model: Vec<Group>,
     /// The passes in which a stage hop was due or made.
-    pub by_chain: Vec<super::chains::ChainGroup>,
+    pub by_chain: Vec<ChainGroup>,
     /// One funnel per stage chain of the dispatch rules in force.
-    pub chain_funnels: Vec<super::chains::ChainFunnel>,
+    pub chain_funnels: Vec<ChainFunnel>,
     pub by_trigger: Vec<Group>,
     pub by_origin: Vec<Group>,
     pub by_provenance: Vec<Group>,
@@ -201,4 +201,51 @@ pub fn usd(v: f64) -> f64 {
 /// `part / whole` to 4 decimals; `None` over nothing.
 pub fn ratio(part: u64, whole: u64) -> Option<f64> {
     (whole > 0).then(|| round(part as f64 / whole as f64, 4))
+}
+
+/// One `by_chain` entry: a pass in which a hop was due or made. `name` is its `chain_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "StatsChainGroup")]
+pub struct ChainGroup {
+    #[serde(flatten)]
+    pub group: Group,
+    /// The identifier of the pass's issue.
+    pub issue_identifier: String,
+    /// The rules the pass's runs in the range ran on, in the order each first ended.
+    pub rules: Vec<String>,
+    /// Hops the pass's runs made (`advanced` or `partial`).
+    pub hops_made: u64,
+    /// Hops that were due and not made (`failed` or `ceiling`): the issue was handed off.
+    pub hops_not_made: u64,
+}
+
+/// One stage of a funnel. The first four count passes by their runs completed in the range;
+/// the last three are the passes on the stage at the time of the request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "StatsFunnelStage")]
+pub struct FunnelStage {
+    pub rule: String,
+    /// Passes with a run on the stage.
+    pub passes: u64,
+    /// Passes with a succeeded run on the stage.
+    pub succeeded: u64,
+    /// Passes whose run on the stage made the hop to the next one.
+    pub advanced: u64,
+    /// Passes whose run on the stage was due a hop that was not made.
+    pub not_advanced: u64,
+    /// Passes whose session on the stage is running now.
+    pub running: u64,
+    /// Passes queued for a retry on the stage now.
+    pub queued: u64,
+    /// Passes held by a budget on the stage now.
+    pub budget_held: u64,
+}
+
+/// The funnel of one chain of the dispatch rules in force.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "StatsChainFunnel")]
+pub struct ChainFunnel {
+    /// The chain's rule names in `next` order (a member of `config.dispatch.chains`).
+    pub chain: Vec<String>,
+    pub stages: Vec<FunnelStage>,
 }
