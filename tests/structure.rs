@@ -11,18 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Import circles still known, each as its sorted member modules joined by `, `.
-const KNOWN_CIRCLES: &[&str] = &[
-    "config::build, config::dispatch_build, config::label_capability, config::price_table, config::reactions_build, config::sandbox, config::schema, config::self_review_build, config::token_rates, config::validate, config::worker",
-    "http::admission, http::limits, http::operator_message, http::router, http::webhooks",
-    "http::issue_detail, http::runs",
-    "orchestrator::exit_step, orchestrator::handoff_evidence, orchestrator::msg, orchestrator::persist, orchestrator::run_error, orchestrator::self_review, orchestrator::state",
-    "orchestrator::reactions::memory, orchestrator::reactions::triage",
-    "orchestrator::scheduler::reaction_pass, orchestrator::scheduler::reactions",
-    "process_signal::keeper, process_signal::orphans",
-    "prompt::data, prompt::reaction",
-    "store::stats::chains, store::stats::report, store::stats::tally",
-    "workspace::error, workspace::hooks",
-];
+const KNOWN_CIRCLES: &[&str] = &[];
 
 /// Functions that are declarative tables: long because they list data, not because they branch.
 const TABLES: &[&str] = &["http/openapi.rs::paths"];
@@ -30,24 +19,14 @@ const TABLES: &[&str] = &["http/openapi.rs::paths"];
 /// Production functions over the limit still known, as `file::name`.
 const KNOWN_LONG: &[&str] = &[
     "bin/fake-agent.rs::run_step",
-    "agent/process.rs::supervise",
-    "cli/dry_run.rs::run",
-    "cli/run.rs::run",
     "cli/run.rs::run_daemon",
     "config/build.rs::build_inner",
     "config/validate.rs::collect_warnings",
-    "http/issue_detail.rs::detail",
     "http/router.rs::handle",
     "http/views/state.rs::build",
     "metrics/mod.rs::new",
-    "orchestrator/dispatch_pass.rs::plan",
-    "orchestrator/persist.rs::load_warm_start",
-    "orchestrator/scheduler/dispatch.rs::dispatch",
-    "orchestrator/scheduler/events.rs::on_agent_event",
-    "orchestrator/scheduler/retry.rs::start_fetched",
     "ssh/run.rs::exec",
     "workspace/hooks.rs::run_invocation",
-    "workspace/remote.rs::prepare_on",
     "workspace/remote.rs::run_hook_cancellable_on",
 ];
 
@@ -430,6 +409,10 @@ fn imported_paths(code: &str) -> Vec<Vec<String>> {
             if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
                 continue;
             }
+            // `pub(in crate::x)` names a visibility, not an import.
+            if code[..start].trim_end().ends_with("(in") {
+                continue;
+            }
             let end = code[start..]
                 .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
                 .map_or(code.len(), |e| start + e);
@@ -704,11 +687,6 @@ fn string_errors_only_where_still_known() {
 
 /// Files whose production code still returns `Result<_, String>`.
 const KNOWN_STRING_ERRORS: &[&str] = &[
-    "agent/mcp_file.rs",
-    "agent/opencode/argv.rs",
-    "agent/opencode/parser.rs",
-    "agent/process.rs",
-    "agent/sortie_file.rs",
     "bin/fake-agent.rs",
     "bin/fake_agent/acp.rs",
     "bin/fake_agent/codex.rs",
@@ -716,53 +694,28 @@ const KNOWN_STRING_ERRORS: &[&str] = &[
     "bin/fake_agent/opencode.rs",
     "cli/demo.rs",
     "config/dispatch_build/templates.rs",
-    "config/env.rs",
-    "config/overrides.rs",
-    "config/server_bind.rs",
-    "config/workflow_file.rs",
     "http/mod.rs",
     "http_client/tuning.rs",
     "mcp/live.rs",
     "mcp/mod.rs",
     "notify/deliver.rs",
-    "orchestrator/handoff_evidence.rs",
-    "orchestrator/reactions/triage.rs",
-    "orchestrator/reactions/triage_run.rs",
-    "orchestrator/scheduler/attempt.rs",
-    "orchestrator/scheduler/exit.rs",
-    "orchestrator/scheduler/exit_calls.rs",
-    "orchestrator/scheduler/io.rs",
-    "orchestrator/scheduler/reaction_pass.rs",
-    "orchestrator/scheduler/reactions.rs",
-    "orchestrator/scheduler/retry.rs",
-    "orchestrator/scheduler/tick.rs",
-    "orchestrator/scheduler/triage.rs",
-    "orchestrator/self_review/mod.rs",
-    "orchestrator/self_review/prompt.rs",
-    "orchestrator/self_review/verdict.rs",
-    "orchestrator/supervisor.rs",
+    "orchestrator/core/run_record.rs",
+    "orchestrator/core/supervisor.rs",
+    "orchestrator/features/self_review/mod.rs",
+    "orchestrator/features/self_review/prompt.rs",
+    "orchestrator/features/self_review/verdict.rs",
     "pricing/board.rs",
     "pricing/embedded.rs",
     "pricing/fetch.rs",
     "pricing/sources.rs",
     "prompt/functions.rs",
-    "registry.rs",
+    "sandbox/allow.rs",
     "sandbox/argv.rs",
+    "sandbox/forward.rs",
     "sandbox/home.rs",
     "sandbox/probe.rs",
-    "scm/gitea/mod.rs",
-    "scm/github/mod.rs",
-    "scm/gitlab/mod.rs",
-    "scm/mod.rs",
+    "sandbox/proxy.rs",
     "store/price_cache.rs",
-    "tracker/file/document.rs",
-    "tracker/file/record.rs",
-    "tracker/gitea/settings.rs",
-    "tracker/gitlab/settings.rs",
-    "tracker/http_tuning.rs",
-    "tracker/jira/settings.rs",
-    "tracker/linear/settings.rs",
-    "tracker/query_params.rs",
     "workspace/evidence.rs",
 ];
 
