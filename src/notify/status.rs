@@ -50,37 +50,9 @@ pub fn generation() -> u64 {
     GENERATION.load(Ordering::Acquire)
 }
 
-/// Adds a destination (kept as it was when it is already there with the same kind).
-pub fn register(name: &str, kind: DestinationKind) {
-    let mut all = STATUS.lock().unwrap_or_else(|p| p.into_inner());
-    let fresh = DestinationStatus {
-        name: name.to_string(),
-        kind,
-        last_success_ms: None,
-        last_error: None,
-        last_error_ms: None,
-        failing_since_ms: None,
-        consecutive_failures: 0,
-        queued: 0,
-        disabled: None,
-        counts: BTreeMap::new(),
-    };
-    all.entry(name.to_string())
-        .and_modify(|s| {
-            if s.kind != kind || s.disabled.is_some() {
-                *s = fresh.clone();
-            }
-        })
-        .or_insert(fresh);
-    GENERATION.fetch_add(1, Ordering::AcqRel);
-}
-
-/// Adds (or keeps) a destination the configuration disabled, with the reason and since when.
-pub fn register_disabled(name: &str, kind: DestinationKind, why: &str, now_ms: i64) {
-    let mut all = STATUS.lock().unwrap_or_else(|p| p.into_inner());
-    let entry = all
-        .entry(name.to_string())
-        .or_insert_with(|| DestinationStatus {
+impl DestinationStatus {
+    fn fresh(name: &str, kind: DestinationKind) -> DestinationStatus {
+        DestinationStatus {
             name: name.to_string(),
             kind,
             last_success_ms: None,
@@ -91,7 +63,29 @@ pub fn register_disabled(name: &str, kind: DestinationKind, why: &str, now_ms: i
             queued: 0,
             disabled: None,
             counts: BTreeMap::new(),
-        });
+        }
+    }
+}
+
+/// Adds a destination (kept as it was when it is already there with the same kind).
+pub fn register(name: &str, kind: DestinationKind) {
+    let mut all = STATUS.lock().unwrap_or_else(|p| p.into_inner());
+    all.entry(name.to_string())
+        .and_modify(|s| {
+            if s.kind != kind || s.disabled.is_some() {
+                *s = DestinationStatus::fresh(name, kind);
+            }
+        })
+        .or_insert_with(|| DestinationStatus::fresh(name, kind));
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Adds (or keeps) a destination the configuration disabled, with the reason and since when.
+pub fn register_disabled(name: &str, kind: DestinationKind, why: &str, now_ms: i64) {
+    let mut all = STATUS.lock().unwrap_or_else(|p| p.into_inner());
+    let entry = all
+        .entry(name.to_string())
+        .or_insert_with(|| DestinationStatus::fresh(name, kind));
     entry.kind = kind;
     let since = match &entry.disabled {
         Some((old, since)) if old == why => *since,
