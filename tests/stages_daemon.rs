@@ -341,12 +341,17 @@ fn an_unconfirmed_hop_holds_and_the_ceiling_stops_a_loop() {
     let mut issues = p.read_issues();
     issues[0]["labels"] = json!(["stage-plan"]);
     p.issues(issues);
+    // The handoff write (tracker thread) and the run's stage columns (database writer) are
+    // applied by different threads: wait for both before reading the row.
     wait_for("the ceiling falls back to the handoff", LONG, || {
         let done = p.issue_state("1") == "Review";
         if !done {
             d.post("/api/v1/refresh");
         }
-        done.then_some(())
+        let recorded = runs(&p)
+            .last()
+            .is_some_and(|r| r[0] == "plan" && !r[5].is_empty());
+        (done && recorded).then_some(())
     });
     let rows = runs(&p);
     let last = rows.last().expect("runs");
