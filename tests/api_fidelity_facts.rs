@@ -221,6 +221,21 @@ fn usage_of(events: &[Value], kind: &str) -> Value {
         .unwrap_or_else(|| panic!("no {kind} in {events:?}"))
 }
 
+/// The run's events once every kind in `kinds` is among them: the events reach the store through
+/// the writer thread, which may lag the state the test waited for.
+fn run_events_with(d: &Daemon, dispatch: &str, kinds: &[&str]) -> Vec<Value> {
+    let path = format!("/api/v1/runs/{dispatch}/events");
+    let mut events = Vec::new();
+    d.wait_until("the run's events", WAIT, || {
+        events = d.get(&path).json()["events"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        kinds.iter().all(|k| events.iter().any(|e| e["event"] == *k))
+    });
+    events
+}
+
 fn sse_events(d: &Daemon, dispatch: &str, until: &str) -> Vec<Value> {
     let mut st = open_stream(d.port, &format!("/api/v1/events?run={dispatch}"), &[]);
     st.until(WAIT, |f| {
@@ -261,8 +276,7 @@ fn turn_ending_events_carry_the_run_totals_everywhere() {
         .unwrap_or_default()
         .to_string();
     // While the run runs: the events route, the recent events and the stream.
-    let live = d.get(&format!("/api/v1/runs/{dispatch}/events")).json();
-    let live = live["events"].as_array().cloned().unwrap_or_default();
+    let live = run_events_with(&d, &dispatch, &["turn_completed"]);
     assert_eq!(usage_of(&live, "turn_completed"), totals);
     let detail = d.get("/api/v1/T-5").json();
     let recent = detail["recent_events"]
@@ -280,8 +294,7 @@ fn turn_ending_events_carry_the_run_totals_everywhere() {
     std::fs::write(&gate, "").unwrap_or_else(|e| panic!("{e}"));
     d.wait_until("the run recorded", WAIT, || p.run_statuses("5").len() == 1);
     // Once recorded: the stored events and their replay on the stream.
-    let stored = d.get(&format!("/api/v1/runs/{dispatch}/events")).json();
-    let stored = stored["events"].as_array().cloned().unwrap_or_default();
+    let stored = run_events_with(&d, &dispatch, &["turn_completed", "turn_failed"]);
     assert_eq!(usage_of(&stored, "turn_completed"), totals);
     assert_eq!(usage_of(&stored, "turn_failed"), totals);
     let replay = sse_events(&d, &dispatch, "turn_failed");

@@ -36,13 +36,13 @@ fn a_second_sigterm_kills_agents_that_ignore_sigterm_and_records_their_runs() {
         s["counts"]["running"] == 1
     });
     let ws = p.path("ws");
-    wait_for("agent and grandchild", Duration::from_secs(10), || {
+    wait_for("agent and grandchild", Duration::from_secs(30), || {
         (agent_processes_in(&ws).len() >= 2).then_some(())
     });
 
     let pid = d.child.id();
     sigterm(pid);
-    wait_for("the drain", Duration::from_secs(10), || {
+    wait_for("the drain", Duration::from_secs(30), || {
         p.log().contains("draining").then_some(())
     });
     sigterm(pid);
@@ -53,11 +53,15 @@ fn a_second_sigterm_kills_agents_that_ignore_sigterm_and_records_their_runs() {
 
     assert!(status.success(), "exit status {status}");
     assert_eq!(p.run_statuses("1"), vec!["cancelled"]);
-    assert!(
-        processes_in(&ws).is_empty(),
-        "left behind: {:?}",
-        processes_in(&ws)
-    );
+    // SIGKILLed processes leave /proc once the kernel has torn them down, a moment after the
+    // signal: wait for that with a deadline.
+    if poll(Duration::from_secs(5), Duration::from_millis(50), || {
+        processes_in(&ws).is_empty().then_some(())
+    })
+    .is_none()
+    {
+        panic!("left behind: {:?}", processes_in(&ws));
+    }
     let log = p.log();
     assert!(log.contains("second signal received"), "{log}");
     assert!(
