@@ -352,12 +352,11 @@ impl Orchestrator {
                     transition,
                 },
             ) => self.hand_off_or_continue(entry, attempt, session_id, (step, hop, transition)),
-            (step, answers) => {
+            (step, _) => {
                 log::error!(
                     issue_id:% = issue.id,
                     issue_identifier:% = issue.identifier,
-                    step:? = step,
-                    answers:? = answers;
+                    step:% = step.word();
                     "exit answers do not match the step; releasing the claim"
                 );
                 self.release(&issue.id);

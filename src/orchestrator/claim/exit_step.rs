@@ -71,6 +71,25 @@ pub enum ExitStep {
     Continue { attempt: u32 },
 }
 
+impl ExitStep {
+    /// The step's name as a log field value (never Rust debug text).
+    pub fn word(&self) -> &'static str {
+        match self {
+            ExitStep::Nothing => "nothing",
+            ExitStep::KeepQueuedRetry => "keep_queued_retry",
+            ExitStep::Release => "release",
+            ExitStep::Retry { .. } => "retry",
+            ExitStep::RetryUnfixable { .. } => "retry_unfixable",
+            ExitStep::UsageLimited { .. } => "usage_limited",
+            ExitStep::AuthFailed { .. } => "auth_failed",
+            ExitStep::Park { .. } => "park",
+            ExitStep::Withheld { .. } => "withheld",
+            ExitStep::Declared { .. } => "declared",
+            ExitStep::Continue { .. } => "continue",
+        }
+    }
+}
+
 /// What [`decide_exit`] reads.
 pub struct ExitFacts<'a> {
     pub exit: &'a SupervisorExit,

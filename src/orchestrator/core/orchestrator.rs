@@ -513,7 +513,7 @@ impl Orchestrator {
             log::warn!(
                 issue_id:% = s.entry.facts.issue.id,
                 issue_identifier:% = s.entry.facts.issue.identifier,
-                step:? = s.step;
+                step:% = s.step.word();
                 "exit not applied at shutdown; the issue is read again at the next start"
             );
         }
