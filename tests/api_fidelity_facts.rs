@@ -231,7 +231,9 @@ fn run_events_with(d: &Daemon, dispatch: &str, kinds: &[&str]) -> Vec<Value> {
             .as_array()
             .cloned()
             .unwrap_or_default();
-        kinds.iter().all(|k| events.iter().any(|e| e["event"] == *k))
+        kinds
+            .iter()
+            .all(|k| events.iter().any(|e| e["event"] == *k))
     });
     events
 }

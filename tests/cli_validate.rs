@@ -256,3 +256,49 @@ fn the_claude_code_example_validates_in_place() {
         "{stderr}"
     );
 }
+
+/// Runs `sortie <args> WORKFLOW.md` under an open-file limit of `nofile` (soft and hard).
+fn run_with_nofile(p: &Project, nofile: u32, args: &[&str]) -> (i32, String) {
+    let probe = common::sortie_command();
+    let bin = probe.get_program().to_owned();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.current_dir(p.dir.path())
+        .env("IS_SANDBOX", "1")
+        .env("SORTIE_PRICE_TABLE_FETCH", "off")
+        .arg("-c")
+        .arg(format!("ulimit -n {nofile} && exec \"$0\" \"$@\""))
+        .arg(bin)
+        .args(args)
+        .arg(p.workflow());
+    let out = cmd.output().unwrap_or_else(|e| panic!("run sortie: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_concurrency_cap_beyond_the_hosts_limits_is_refused_with_the_number_it_can_hold() {
+    // (1000 open files - 256 kept for the daemon) / 6 per session = 124 sessions.
+    let fits = Project::new();
+    fits.issues(serde_json::json!([]));
+    fits.fake_agent_workflow("  max_concurrent_agents: 124\n", "");
+    let (code, stderr) = run_with_nofile(&fits, 1000, &["validate"]);
+    assert_eq!(code, 0, "{stderr}");
+
+    let over = Project::new();
+    over.issues(serde_json::json!([]));
+    over.fake_agent_workflow("  max_concurrent_agents: 125\n", "");
+    let want = "agent.max_concurrent_agents is 125, but this host can hold 124 sessions at once, bound by the open-file limit (1000";
+    let (code, stderr) = run_with_nofile(&over, 1000, &["validate"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains(want), "{stderr}");
+    assert!(stderr.contains("host_capacity"), "{stderr}");
+    // The daemon refuses to start with the same words, before it dispatches anything.
+    let (code, stderr) = run_with_nofile(&over, 1000, &[]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains(want), "{stderr}");
+    // With the host's own limits the same cap is accepted.
+    let (code, _, stderr) = validate(&over, &[]);
+    assert_eq!(code, 0, "{stderr}");
+}

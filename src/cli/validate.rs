@@ -92,6 +92,9 @@ pub fn validate(path: &std::path::Path, opts: &LoadOptions) -> Report {
     if let Some(p) = wf.config.sandbox_problem(true) {
         report.errors.push(diag(p.check, p.message));
     }
+    if let Some(p) = wf.config.host_capacity_problem(true) {
+        report.errors.push(diag(p.check, p.message));
+    }
     if let Some(p) = wf.config.tracker_data_file_problem() {
         report.errors.push(diag(p.check, p.message));
     }

@@ -33,6 +33,7 @@ mod dispatch_build;
 mod dotenv;
 mod env;
 mod error;
+mod host_capacity;
 pub mod label_capability;
 pub mod notifications;
 mod overrides;
@@ -60,6 +61,7 @@ pub use build::{
 pub use dotenv::parse_dotenv;
 pub use env::{Expanded, expand_env, expand_path, resolve_env_ref};
 pub use error::{ConfigError, ConfigWarning, PreflightProblem};
+pub use host_capacity::{Capacity, HOST_CAPACITY_CHECK, HostLimits};
 pub use overrides::override_vars;
 pub use price_table::is_replace_file_error;
 pub use schema::{

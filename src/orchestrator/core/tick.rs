@@ -88,6 +88,12 @@ impl Orchestrator {
                 .sandbox_problem(false)
                 .map(|p| p.message),
         );
+        problems.extend(
+            self.workflow
+                .config
+                .host_capacity_problem(false)
+                .map(|p| p.message),
+        );
         if let Err(e) = self.workspaces().preflight_root_writable() {
             problems.push(format!("workspace.root_writable: {e}"));
         }
