@@ -148,24 +148,104 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
+/// One edit of one issue object: `Ok(true)` when it changed the object. Owned (`'static`)
+/// because the thread that writes the file may be another caller's (see [`modify_issue`]).
+pub type Edit = Box<dyn FnOnce(&mut Map<String, Value>) -> TrackerResult<bool> + Send>;
+
+/// An edit waiting for the next rewrite, with where its answer goes.
+struct Queued {
+    path: PathBuf,
+    id: String,
+    edit: Edit,
+    answer: crossbeam_channel::Sender<TrackerResult<bool>>,
+}
+
+/// Edits queued for the next rewrite (see [`modify_issue`]).
+static QUEUE: Mutex<Vec<Queued>> = Mutex::new(Vec::new());
+
 /// Re-reads the file, applies `edit` to the first issue object whose `id` equals `id`, and
-/// rewrites the file when `edit` reports a change (`Ok(true)`). Unknown id → `NotFound`.
-pub fn modify_issue<F>(path: &Path, id: &str, edit: F) -> TrackerResult<bool>
-where
-    F: FnOnce(&mut Map<String, Value>) -> TrackerResult<bool>,
-{
-    let _guard = WRITE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let mut items = read_document(path)?;
+/// rewrites the file when an edit reports a change (`Ok(true)`). Unknown id → `NotFound`.
+///
+/// Edits that arrive while a rewrite is under way are applied together by the next one (a
+/// group commit): each caller queues its edit, then waits for the write lock; whoever takes it
+/// applies every queued edit in one read, one parse and one rewrite, and answers each. A
+/// caller whose edit an earlier holder already applied returns that answer. Each edit sees
+/// the edits queued before it, and one that fails leaves its issue as it was.
+pub fn modify_issue(path: &Path, id: &str, edit: Edit) -> TrackerResult<bool> {
+    let (answer, answered) = crossbeam_channel::bounded(1);
+    lock(&QUEUE).push(Queued {
+        path: path.to_path_buf(),
+        id: id.to_string(),
+        edit,
+        answer,
+    });
+    let _guard = lock(&WRITE_LOCK);
+    if let Ok(result) = answered.try_recv() {
+        return result;
+    }
+    let batch = std::mem::take(&mut *lock(&QUEUE));
+    apply_batch(batch);
+    answered
+        .try_recv()
+        .unwrap_or_else(|_| Err(payload("edit was not applied")))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Applies queued edits, one rewrite per file, and answers each. Called with the write lock.
+fn apply_batch(mut batch: Vec<Queued>) {
+    while let Some(first) = batch.first() {
+        let path = first.path.clone();
+        let (this, rest): (Vec<Queued>, Vec<Queued>) =
+            batch.into_iter().partition(|q| q.path == path);
+        batch = rest;
+        apply_to_file(&path, this);
+    }
+}
+
+fn apply_to_file(path: &Path, edits: Vec<Queued>) {
+    let mut items = match read_document(path) {
+        Ok(items) => items,
+        Err(e) => {
+            for q in edits {
+                let _ = q.answer.send(Err(e.clone()));
+            }
+            return;
+        }
+    };
+    let mut changed = Vec::new();
+    for q in edits {
+        match apply_one(&mut items, &q.id, q.edit) {
+            Ok(true) => changed.push(q.answer),
+            other => {
+                let _ = q.answer.send(other);
+            }
+        }
+    }
+    if changed.is_empty() {
+        return;
+    }
+    let written = write_atomic(path, &Value::Array(items)).map(|()| true);
+    for answer in changed {
+        let _ = answer.send(written.clone());
+    }
+}
+
+/// Applies `edit` to a copy of the first object with this id, kept only when the edit succeeds.
+fn apply_one(items: &mut [Value], id: &str, edit: Edit) -> TrackerResult<bool> {
     let target = items
         .iter_mut()
         .filter_map(Value::as_object_mut)
         .find(|obj| obj.get("id").and_then(Value::as_str) == Some(id))
         .ok_or_else(|| not_found(id))?;
-    if !edit(target)? {
-        return Ok(false);
+    let mut copy = target.clone();
+    let changed = edit(&mut copy)?;
+    if changed {
+        *target = copy;
     }
-    write_atomic(path, &Value::Array(items))?;
-    Ok(true)
+    Ok(changed)
 }
 
 /// Pretty-prints (2-space indent, trailing newline) to a temp file beside the real file,
@@ -235,6 +315,106 @@ mod tests {
             )
         );
         assert_eq!(parse_document(p, "[]").ok(), Some(vec![]));
+    }
+
+    fn queued(
+        path: &Path,
+        id: &str,
+        edit: Edit,
+    ) -> (Queued, crossbeam_channel::Receiver<TrackerResult<bool>>) {
+        let (answer, answered) = crossbeam_channel::bounded(1);
+        let q = Queued {
+            path: path.to_path_buf(),
+            id: id.to_string(),
+            edit,
+            answer,
+        };
+        (q, answered)
+    }
+
+    fn answer(rx: &crossbeam_channel::Receiver<TrackerResult<bool>>) -> Result<bool, String> {
+        rx.try_recv()
+            .unwrap_or_else(|e| panic!("no answer: {e}"))
+            .map_err(|e| e.message)
+    }
+
+    #[test]
+    fn a_batch_is_one_rewrite_and_each_edit_gets_its_own_answer() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("issues.json");
+        fs::write(
+            &path,
+            r#"[{"id": "1", "state": "a"}, {"id": "2", "state": "a"}]"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let set = |state: &'static str| -> Edit {
+            Box::new(move |m| {
+                m.insert("state".into(), Value::String(state.into()));
+                Ok(true)
+            })
+        };
+        let (q1, a1) = queued(&path, "1", set("b"));
+        let (q2, a2) = queued(&path, "nope", set("x"));
+        // A failing edit leaves its issue as it was, even after touching its copy.
+        let (q3, a3) = queued(
+            &path,
+            "2",
+            Box::new(|m| {
+                m.insert("state".into(), Value::String("broken".into()));
+                Err(payload("refused"))
+            }),
+        );
+        let (q4, a4) = queued(&path, "1", Box::new(|_| Ok(false)));
+        apply_batch(vec![q1, q2, q3, q4]);
+        assert_eq!(answer(&a1), Ok(true));
+        assert_eq!(answer(&a2), Err("issue not found: nope".to_string()));
+        assert_eq!(answer(&a3), Err("refused".to_string()));
+        assert_eq!(answer(&a4), Ok(false));
+        let items = read_document(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(items[0]["state"], "b");
+        assert_eq!(items[1]["state"], "a");
+    }
+
+    #[test]
+    fn a_batch_that_changes_nothing_does_not_rewrite() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("issues.json");
+        let text = r#"[{"id": "1"}]"#;
+        fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        let (q, a) = queued(&path, "1", Box::new(|_| Ok(false)));
+        apply_batch(vec![q]);
+        assert_eq!(answer(&a), Ok(false));
+        assert_eq!(fs::read_to_string(&path).ok().as_deref(), Some(text));
+    }
+
+    #[test]
+    fn concurrent_edits_all_land() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("issues.json");
+        let issues: Vec<Value> = (0..64)
+            .map(|i| serde_json::json!({"id": i.to_string(), "n": 0}))
+            .collect();
+        fs::write(&path, Value::Array(issues).to_string()).unwrap_or_else(|e| panic!("{e}"));
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let path = &path;
+                s.spawn(move || {
+                    for i in (t..64).step_by(8) {
+                        let r = modify_issue(
+                            path,
+                            &i.to_string(),
+                            Box::new(|m| {
+                                m.insert("n".into(), Value::from(1));
+                                Ok(true)
+                            }),
+                        );
+                        assert_eq!(r.map_err(|e| e.message), Ok(true));
+                    }
+                });
+            }
+        });
+        let items = read_document(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(items.iter().all(|v| v["n"] == 1), "{items:?}");
     }
 
     #[test]

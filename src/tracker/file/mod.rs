@@ -138,10 +138,7 @@ impl FileTracker {
     /// A rewrite of the file through [`document::modify_issue`], after which the cached parse
     /// is dropped (whether or not the write succeeded, since a failed one may have replaced
     /// the file).
-    fn modify<F>(&self, op: &str, id: &str, edit: F) -> TrackerResult<()>
-    where
-        F: FnOnce(&mut serde_json::Map<String, serde_json::Value>) -> TrackerResult<bool>,
-    {
+    fn modify(&self, op: &str, id: &str, edit: document::Edit) -> TrackerResult<()> {
         let result = document::modify_issue(&self.path, id, edit);
         self.cache.invalidate();
         let changed = result?;
@@ -252,23 +249,41 @@ impl TrackerAdapter for FileTracker {
 
     fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
         let now = self.now_rfc3339();
-        self.modify("transition", id, |m| Ok(edits::set_state(m, state, &now)))
+        let state = state.to_string();
+        self.modify(
+            "transition",
+            id,
+            Box::new(move |m| Ok(edits::set_state(m, &state, &now))),
+        )
     }
 
     fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
         let now = self.now_rfc3339();
         let now_ms = self.clock.now_ms();
-        self.modify("comment", id, |m| {
-            edits::append_comment(m, text, &now, now_ms)
-        })
+        let text = text.to_string();
+        self.modify(
+            "comment",
+            id,
+            Box::new(move |m| edits::append_comment(m, &text, &now, now_ms)),
+        )
     }
 
     fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        self.modify("add_label", id, |m| edits::add_label(m, label))
+        let label = label.to_string();
+        self.modify(
+            "add_label",
+            id,
+            Box::new(move |m| edits::add_label(m, &label)),
+        )
     }
 
     fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        self.modify("remove_label", id, |m| edits::remove_label(m, label))
+        let label = label.to_string();
+        self.modify(
+            "remove_label",
+            id,
+            Box::new(move |m| edits::remove_label(m, &label)),
+        )
     }
 
     fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
