@@ -66,11 +66,10 @@ fn build_inner(
     let shutdown = build_shutdown(section("shutdown"))?;
     let workspace = build_workspace(section("workspace"), ctx)?;
     let hooks = build_hooks(section("hooks"), warnings);
-    let mut agent = build_agent(section("agent"), warnings)?;
-    agent.env = super::agent_env_build::build_agent_env(
+    let agent = agent_with_env(
         section("agent"),
-        ctx.env,
-        tracker.api_key.as_deref(),
+        ctx,
+        &tracker,
         warnings,
         &mut secret_values,
     )?;
@@ -155,6 +154,25 @@ fn build_inner(
     };
     cfg.price_table.needs = Some(cfg.model_needs());
     Ok(cfg)
+}
+
+/// The `agent` section with its environment allowlist (the tracker's key kept out of it).
+fn agent_with_env(
+    section: &Map<String, Value>,
+    ctx: &BuildContext<'_>,
+    tracker: &TrackerConfig,
+    warnings: &mut Vec<ConfigWarning>,
+    secret_values: &mut Vec<String>,
+) -> Result<AgentConfig, ConfigError> {
+    let mut agent = build_agent(section, warnings)?;
+    agent.env = super::agent_env_build::build_agent_env(
+        section,
+        ctx.env,
+        tracker.api_key.as_deref(),
+        warnings,
+        secret_values,
+    )?;
+    Ok(agent)
 }
 
 /// Where the reactions' provider is reached: its own block ([`scm_access`]) when it is not
