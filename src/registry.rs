@@ -161,6 +161,19 @@ pub fn tracker_reads_key(kind: &str, key: &str) -> bool {
     tracker(kind).is_some_and(|d| d.reads_keys.contains(&key))
 }
 
+/// Every optional kind-specific `tracker.<key>` some registered kind reads (the descriptors'
+/// `reads_keys`), once each in registry order: the keys configuration accepts under `tracker`
+/// beside the common ones.
+pub fn tracker_kind_keys() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for key in TRACKERS.iter().flat_map(|d| d.reads_keys) {
+        if !out.contains(key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
 /// A kind's default states, so the orchestrator's dispatch and cleanup rules see the same
 /// lists as the adapter; `None` for kinds without defaults.
 pub fn default_tracker_states(kind: &str) -> Option<DefaultStates> {

@@ -14,21 +14,15 @@ use std::path::{Path, PathBuf};
 const KNOWN_CIRCLES: &[&str] = &[];
 
 /// Functions that are declarative tables: long because they list data, not because they branch.
-const TABLES: &[&str] = &["http/openapi.rs::paths"];
+const TABLES: &[&str] = &[
+    // Every API path with its operations, one entry each.
+    "http/openapi.rs::paths",
+    // Every metric's registration (name, help, label, label values), one field each.
+    "metrics/mod.rs::new",
+];
 
 /// Production functions over the limit still known, as `file::name`.
-const KNOWN_LONG: &[&str] = &[
-    "bin/fake-agent.rs::run_step",
-    "cli/run.rs::run_daemon",
-    "config/build.rs::build_inner",
-    "config/validate.rs::collect_warnings",
-    "http/router.rs::handle",
-    "http/views/state.rs::build",
-    "metrics/mod.rs::new",
-    "ssh/run.rs::exec",
-    "workspace/hooks.rs::run_invocation",
-    "workspace/remote.rs::run_hook_cancellable_on",
-];
+const KNOWN_LONG: &[&str] = &["workspace/hooks.rs::run_invocation"];
 
 /// The longest a production function may be, in lines from `fn` to its closing brace.
 const MAX_FN_LINES: usize = 100;
@@ -687,36 +681,17 @@ fn string_errors_only_where_still_known() {
 
 /// Files whose production code still returns `Result<_, String>`.
 const KNOWN_STRING_ERRORS: &[&str] = &[
-    "bin/fake-agent.rs",
-    "bin/fake_agent/acp.rs",
-    "bin/fake_agent/codex.rs",
-    "bin/fake_agent/copilot.rs",
-    "bin/fake_agent/opencode.rs",
-    "cli/demo.rs",
-    "config/dispatch_build/templates.rs",
-    "http/mod.rs",
-    "http_client/tuning.rs",
-    "mcp/live.rs",
-    "mcp/mod.rs",
-    "notify/deliver.rs",
     "orchestrator/core/run_record.rs",
     "orchestrator/core/supervisor.rs",
     "orchestrator/features/self_review/mod.rs",
     "orchestrator/features/self_review/prompt.rs",
     "orchestrator/features/self_review/verdict.rs",
-    "pricing/board.rs",
-    "pricing/embedded.rs",
-    "pricing/fetch.rs",
-    "pricing/sources.rs",
-    "prompt/functions.rs",
     "sandbox/allow.rs",
     "sandbox/argv.rs",
     "sandbox/forward.rs",
     "sandbox/home.rs",
     "sandbox/probe.rs",
     "sandbox/proxy.rs",
-    "store/price_cache.rs",
-    "workspace/evidence.rs",
 ];
 
 #[test]

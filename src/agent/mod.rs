@@ -6,6 +6,7 @@
 //! events into a crossbeam channel; another thread cancels through a [`CancelToken`].
 
 pub mod acp;
+pub mod block;
 pub mod cancel;
 pub mod claude;
 pub mod codex;
@@ -20,6 +21,7 @@ pub mod mcp_file;
 pub mod mock;
 pub mod opencode;
 pub mod path_error;
+pub mod per_turn;
 mod pipes;
 pub mod pr_record;
 pub mod process;
@@ -181,6 +183,32 @@ pub struct TurnResult {
     pub usage: Option<TokenUsage>,
     /// The model the agent reported running.
     pub model: Option<String>,
+}
+
+impl TurnResult {
+    /// The answer to a turn asked of a session already stopped: an error outcome, its terminal
+    /// event sent.
+    pub fn session_stopped(
+        clock: &dyn Clock,
+        session_id: Option<String>,
+        model: Option<String>,
+        events: &Sender<AgentEvent>,
+    ) -> TurnResult {
+        let outcome = TurnOutcome::EndedWithError {
+            message: "session already stopped".into(),
+            kind: AgentErrorKind::ResponseError,
+        };
+        let _ = events.send(AgentEvent::new(
+            clock.now_ms(),
+            outcome.terminal_event(None),
+        ));
+        TurnResult {
+            outcome,
+            session_id,
+            usage: None,
+            model,
+        }
+    }
 }
 
 /// One agent kind.

@@ -51,7 +51,8 @@
 //!
 //! After the last step the process exits 0.
 
-use serde_json::{Value, json};
+use error::FakeError;
+use serde_json::{Map, Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -94,6 +95,8 @@ mod acp;
 mod codex;
 #[path = "fake_agent/copilot.rs"]
 mod copilot;
+#[path = "fake_agent/error.rs"]
+mod error;
 #[path = "fake_agent/opencode.rs"]
 mod opencode;
 
@@ -147,7 +150,7 @@ fn claude_main() {
     }
 }
 
-fn parse_args() -> Result<Invocation, String> {
+fn parse_args() -> Result<Invocation, FakeError> {
     let argv: Vec<String> = std::env::args().collect();
     let mut prompt = None;
     let mut session_id = None;
@@ -163,7 +166,9 @@ fn parse_args() -> Result<Invocation, String> {
                 i += 1;
             }
         } else if VALUE_FLAGS.contains(&a) {
-            let v = argv.get(i + 1).ok_or(format!("{a} needs a value"))?;
+            let v = argv
+                .get(i + 1)
+                .ok_or_else(|| FakeError::Usage(format!("{a} needs a value")))?;
             match a {
                 "--session-id" => session_id = Some(v.clone()),
                 "--resume" => {
@@ -174,12 +179,12 @@ fn parse_args() -> Result<Invocation, String> {
             }
             i += 1;
         } else if !BARE_FLAGS.contains(&a) {
-            return Err(format!("unknown argument {a:?}"));
+            return Err(FakeError::Usage(format!("unknown argument {a:?}")));
         }
         i += 1;
     }
     if !saw_p {
-        return Err("-p is required".into());
+        return Err(FakeError::Usage("-p is required".into()));
     }
     let prompt_from_stdin = prompt.is_none();
     let prompt = match prompt {
@@ -188,7 +193,7 @@ fn parse_args() -> Result<Invocation, String> {
             let mut s = String::new();
             std::io::stdin()
                 .read_to_string(&mut s)
-                .map_err(|e| format!("reading the prompt from stdin: {e}"))?;
+                .map_err(|e| FakeError::Stdin("the prompt from stdin", e))?;
             s
         }
     };
@@ -244,24 +249,24 @@ fn log_invocation(inv: &Invocation, turn: u64) {
     }
 }
 
-fn load_steps(turn: u64) -> Result<Vec<Value>, String> {
+fn load_steps(turn: u64) -> Result<Vec<Value>, FakeError> {
     load_steps_for(turn, None)
 }
 
 /// The steps for this invocation: those without `turn` or with this turn, and, given the
 /// prompt, those without `prompt_contains` or whose text the prompt contains.
-fn load_steps_for(turn: u64, prompt: Option<&str>) -> Result<Vec<Value>, String> {
+fn load_steps_for(turn: u64, prompt: Option<&str>) -> Result<Vec<Value>, FakeError> {
     let Some(path) = std::env::var_os("FAKE_AGENT_SCENARIO") else {
         return Ok(Vec::new());
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+    let text = std::fs::read_to_string(&path).map_err(FakeError::Scenario)?;
     let mut steps = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let v: Value = serde_json::from_str(line).map_err(|e| FakeError::Line(n + 1, e))?;
         if v.get("turn")
             .and_then(Value::as_u64)
             .is_some_and(|t| t != turn)
@@ -277,6 +282,35 @@ fn load_steps_for(turn: u64, prompt: Option<&str>) -> Result<Vec<Value>, String>
         steps.push(v);
     }
     Ok(steps)
+}
+
+/// The merged `config` lines and the steps of one server process (`session`, counted from 1)
+/// of a persistent-server kind: lines without `session` or with this one.
+fn load_session(session: u64) -> Result<(Map<String, Value>, Vec<Value>), FakeError> {
+    let mut config = Map::new();
+    let mut steps = Vec::new();
+    let Some(path) = std::env::var_os("FAKE_AGENT_SCENARIO") else {
+        return Ok((config, steps));
+    };
+    let text = std::fs::read_to_string(&path).map_err(FakeError::Scenario)?;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| FakeError::Line(n + 1, e))?;
+        if v.get("session")
+            .and_then(Value::as_u64)
+            .is_some_and(|s| s != session)
+        {
+            continue;
+        }
+        match v.get("config").and_then(Value::as_object) {
+            Some(c) => config.extend(c.clone()),
+            None => steps.push(v),
+        }
+    }
+    Ok((config, steps))
 }
 
 fn default_steps() -> Vec<Value> {
@@ -487,39 +521,101 @@ fn text<'a>(v: &'a Value, k: &str, default: &'a str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or(default)
 }
 
+/// A stream-json `assistant` line: the step's text, an optional tool call, and usage.
+fn assistant_line(a: &Value, sid: &str) -> Value {
+    let mut content = vec![json!({"type": "text", "text": text(a, "text", "Working.")})];
+    if let Some(tool) = a.get("tool") {
+        content.push(json!({"type": "tool_use", "id": text(tool, "id", "toolu_fake_1"),
+            "name": text(tool, "name", "Bash"), "input": tool.get("input").cloned().unwrap_or(json!({}))}));
+    }
+    json!({"type": "assistant", "session_id": sid, "message": {
+        "id": text(a, "id", "msg_fake"), "type": "message", "role": "assistant",
+        "model": text(a, "model", "fake-model-1"), "content": content,
+        "usage": {"input_tokens": num(a, "input_tokens", 100), "output_tokens": num(a, "output_tokens", 20),
+                  "cache_read_input_tokens": num(a, "cache_read_tokens", 0),
+                  "cache_creation_input_tokens": num(a, "cache_write_tokens", 0)}}})
+}
+
+/// A stream-json `result` line; usage and cost only when the step names them.
+fn result_line(a: &Value, sid: &str) -> Value {
+    let subtype = text(a, "subtype", "success");
+    let is_error = a
+        .get("is_error")
+        .and_then(Value::as_bool)
+        .unwrap_or(subtype != "success");
+    let mut msg = json!({"type": "result", "subtype": subtype, "is_error": is_error,
+        "result": text(a, "text", "Done."), "session_id": sid, "duration_ms": 20, "duration_api_ms": 10, "num_turns": 1});
+    if a.get("input_tokens").is_some() || a.get("output_tokens").is_some() {
+        msg["usage"] = json!({"input_tokens": num(a, "input_tokens", 0), "output_tokens": num(a, "output_tokens", 0)});
+    }
+    if let Some(usd) = a.get("total_cost_usd") {
+        msg["total_cost_usd"] = usd.clone();
+    }
+    msg
+}
+
+/// Waits for `p` to exist; exits 9 after two minutes.
+fn wait_file(p: &Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !p.exists() {
+        if std::time::Instant::now() > deadline {
+            std::process::exit(9);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn write_file(w: &Value) {
+    let path = Path::new(text(w, "path", ".sortie/status")).to_path_buf();
+    if let Some(parent) = path.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    if let Err(e) = std::fs::write(&path, text(w, "content", "")) {
+        eprintln!("fake-agent: write {}: {e}", path.display());
+    }
+}
+
+fn run_sh(script: &str) {
+    match std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdout(std::process::Stdio::null())
+        .status()
+    {
+        Ok(st) if st.success() => {}
+        other => eprintln!("fake-agent: sh {script:?}: {other:?}"),
+    }
+}
+
+/// SIGKILL (`"KILL"`) or SIGTERM to itself, then waits for it.
+fn kill_self(sig: &str) {
+    let signal = if sig == "KILL" {
+        rustix::process::Signal::KILL
+    } else {
+        rustix::process::Signal::TERM
+    };
+    let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
+    sleep_forever();
+}
+
+/// With `pct` % chance, an error result and exit 1.
+fn fail_percent(pct: u64, sid: &str) {
+    if random_below(100) < pct {
+        out_line(&json!({"type": "result", "subtype": "error_during_execution", "is_error": true,
+            "result": "random failure", "session_id": sid, "duration_ms": 20, "duration_api_ms": 10, "num_turns": 1}).to_string());
+        std::process::exit(1);
+    }
+}
+
 fn run_step(step: &Value, sid: &str) {
     let step = substitute(step, sid);
     if let Some(a) = step.get("init") {
         let id = text(a, "session_id", sid);
         out_line(&json!({"type": "system", "subtype": "init", "session_id": id, "cwd": cwd(), "tools": ["Bash", "Read", "Edit"]}).to_string());
     } else if let Some(a) = step.get("assistant") {
-        let mut content = vec![json!({"type": "text", "text": text(a, "text", "Working.")})];
-        if let Some(tool) = a.get("tool") {
-            content.push(json!({"type": "tool_use", "id": text(tool, "id", "toolu_fake_1"),
-                "name": text(tool, "name", "Bash"), "input": tool.get("input").cloned().unwrap_or(json!({}))}));
-        }
-        let msg = json!({"type": "assistant", "session_id": sid, "message": {
-            "id": text(a, "id", "msg_fake"), "type": "message", "role": "assistant",
-            "model": text(a, "model", "fake-model-1"), "content": content,
-            "usage": {"input_tokens": num(a, "input_tokens", 100), "output_tokens": num(a, "output_tokens", 20),
-                      "cache_read_input_tokens": num(a, "cache_read_tokens", 0),
-                      "cache_creation_input_tokens": num(a, "cache_write_tokens", 0)}}});
-        out_line(&msg.to_string());
+        out_line(&assistant_line(a, sid).to_string());
     } else if let Some(a) = step.get("result") {
-        let subtype = text(a, "subtype", "success");
-        let is_error = a
-            .get("is_error")
-            .and_then(Value::as_bool)
-            .unwrap_or(subtype != "success");
-        let mut msg = json!({"type": "result", "subtype": subtype, "is_error": is_error,
-            "result": text(a, "text", "Done."), "session_id": sid, "duration_ms": 20, "duration_api_ms": 10, "num_turns": 1});
-        if a.get("input_tokens").is_some() || a.get("output_tokens").is_some() {
-            msg["usage"] = json!({"input_tokens": num(a, "input_tokens", 0), "output_tokens": num(a, "output_tokens", 0)});
-        }
-        if let Some(usd) = a.get("total_cost_usd") {
-            msg["total_cost_usd"] = usd.clone();
-        }
-        out_line(&msg.to_string());
+        out_line(&result_line(a, sid).to_string());
     } else if let Some(v) = step.get("emit") {
         out_line(&v.to_string());
     } else if let Some(s) = step.get("raw").and_then(Value::as_str) {
@@ -529,35 +625,15 @@ fn run_step(step: &Value, sid: &str) {
     } else if let Some(ms) = step.get("sleep_ms").and_then(Value::as_u64) {
         std::thread::sleep(Duration::from_millis(ms));
     } else if let Some(p) = step.get("wait_file").and_then(Value::as_str) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        while !Path::new(p).exists() {
-            if std::time::Instant::now() > deadline {
-                std::process::exit(9);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_file(Path::new(p));
     } else if let Some(n) = step.get("big_line_bytes").and_then(Value::as_u64) {
         big_line(n);
     } else if let Some(p) = step.get("cat_file").and_then(Value::as_str) {
         cat_file(Path::new(p));
     } else if let Some(w) = step.get("write_file") {
-        let path = Path::new(text(w, "path", ".sortie/status")).to_path_buf();
-        if let Some(parent) = path.parent() {
-            let _ = std::fs::create_dir_all(parent);
-        }
-        if let Err(e) = std::fs::write(&path, text(w, "content", "")) {
-            eprintln!("fake-agent: write {}: {e}", path.display());
-        }
+        write_file(w);
     } else if let Some(script) = step.get("sh").and_then(Value::as_str) {
-        match std::process::Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdout(std::process::Stdio::null())
-            .status()
-        {
-            Ok(st) if st.success() => {}
-            other => eprintln!("fake-agent: sh {script:?}: {other:?}"),
-        }
+        run_sh(script);
     } else if step.get("spawn_grandchild").is_some() {
         spawn_grandchild();
     } else if step.get("ignore_sigterm").is_some() {
@@ -567,19 +643,9 @@ fn run_step(step: &Value, sid: &str) {
     } else if let Some(code) = step.get("exit").and_then(Value::as_i64) {
         std::process::exit(i32::try_from(code).unwrap_or(1));
     } else if let Some(sig) = step.get("kill_self").and_then(Value::as_str) {
-        let signal = if sig == "KILL" {
-            rustix::process::Signal::KILL
-        } else {
-            rustix::process::Signal::TERM
-        };
-        let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
-        sleep_forever();
+        kill_self(sig);
     } else if let Some(pct) = step.get("fail_percent").and_then(Value::as_u64) {
-        if random_below(100) < pct {
-            out_line(&json!({"type": "result", "subtype": "error_during_execution", "is_error": true,
-                "result": "random failure", "session_id": sid, "duration_ms": 20, "duration_api_ms": 10, "num_turns": 1}).to_string());
-            std::process::exit(1);
-        }
+        fail_percent(pct, sid);
     } else if let Some(range) = step.get("sleep_random_ms").and_then(Value::as_array) {
         let lo = range.first().and_then(Value::as_u64).unwrap_or(0);
         let hi = range.get(1).and_then(Value::as_u64).unwrap_or(lo).max(lo);

@@ -125,17 +125,40 @@ pub fn reset(dir: &Path, workflow: bool, lock: &DbLock) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Why the demo could not be prepared; `dir` names the demo directory.
+#[derive(Debug)]
+enum PrepareError {
+    /// Another demo holds the database lock.
+    Locked(PathBuf, crate::store::StoreError),
+    Reset(PathBuf, std::io::Error),
+    Write(PathBuf, std::io::Error),
+}
+
+impl std::fmt::Display for PrepareError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PrepareError::Locked(dir, e) => write!(
+                f,
+                "{e}\nsortie demo: a demo is running in {}; nothing was changed (stop it first, or use another --dir)",
+                dir.display()
+            ),
+            PrepareError::Reset(dir, e) => {
+                write!(f, "cannot reset the demo in {}: {e}", dir.display())
+            }
+            PrepareError::Write(dir, e) => {
+                write!(f, "cannot write the demo into {}: {e}", dir.display())
+            }
+        }
+    }
+}
+
 /// Takes the demo's database lock, then starts afresh when asked (`reset`) or when nothing is
 /// left to dispatch, and writes the missing demo files. Returns the workflow and the held lock.
 /// A demo running in `here` holds the lock, so nothing is read for a reset, written or removed
 /// beside it. `dir` names the directory in messages.
-fn prepare(here: &Path, reset_asked: bool, dir: &Path) -> Result<(PathBuf, DbLock), String> {
-    let lock = crate::store::lock::acquire(&database(here)).map_err(|e| {
-        format!(
-            "{e}\nsortie demo: a demo is running in {}; nothing was changed (stop it first, or use another --dir)",
-            dir.display()
-        )
-    })?;
+fn prepare(here: &Path, reset_asked: bool, dir: &Path) -> Result<(PathBuf, DbLock), PrepareError> {
+    let lock = crate::store::lock::acquire(&database(here))
+        .map_err(|e| PrepareError::Locked(dir.to_path_buf(), e))?;
     let settled = here.join("WORKFLOW.md").is_file() && backlog_settled(&here.join("WORKFLOW.md"));
     if settled {
         eprintln!(
@@ -144,11 +167,9 @@ fn prepare(here: &Path, reset_asked: bool, dir: &Path) -> Result<(PathBuf, DbLoc
         );
     }
     if reset_asked || settled {
-        reset(here, reset_asked, &lock)
-            .map_err(|e| format!("cannot reset the demo in {}: {e}", dir.display()))?;
+        reset(here, reset_asked, &lock).map_err(|e| PrepareError::Reset(dir.to_path_buf(), e))?;
     }
-    let wf = materialize(here)
-        .map_err(|e| format!("cannot write the demo into {}: {e}", dir.display()))?;
+    let wf = materialize(here).map_err(|e| PrepareError::Write(dir.to_path_buf(), e))?;
     Ok((wf, lock))
 }
 
@@ -204,14 +225,26 @@ pub fn run(args: DemoArgs) -> i32 {
 /// The most `--speed` accepts: beyond it the demo's waits round to nothing.
 const MAX_SPEED: u32 = 100;
 
+/// A `--speed` value that is not a whole number from 1 to [`MAX_SPEED`], as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BadSpeed(String);
+
+impl std::fmt::Display for BadSpeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "invalid --speed value {:?}: a whole number from 1 to {MAX_SPEED}",
+            self.0
+        )
+    }
+}
+
 /// `--speed`: a whole number from 1 to [`MAX_SPEED`]; absent reads 1.
-fn parse_speed(value: Option<&str>) -> Result<u32, String> {
+fn parse_speed(value: Option<&str>) -> Result<u32, BadSpeed> {
     let Some(v) = value else { return Ok(1) };
     match v.trim().parse::<u32>() {
         Ok(n) if (1..=MAX_SPEED).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "invalid --speed value {v:?}: a whole number from 1 to {MAX_SPEED}"
-        )),
+        _ => Err(BadSpeed(v.to_string())),
     }
 }
 

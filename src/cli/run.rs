@@ -228,18 +228,7 @@ fn run_daemon(
 ) -> i32 {
     start_keeper(&wf, log_format);
     warn_agent_environment(&wf);
-    // Orphans of agents (a grandchild that escaped its group with `setsid`) are re-parented
-    // to sortie rather than init, so they are reaped here and killed by their turn's token.
-    match crate::process_signal::orphans::become_subreaper() {
-        Ok(()) => {
-            if let Err(e) =
-                crate::process_signal::orphans::spawn_reaper(std::time::Duration::from_secs(1))
-            {
-                log::warn!(error:% = e.to_string(); "reaper thread not started");
-            }
-        }
-        Err(e) => log::warn!(error:% = e.to_string(); "not a child subreaper; orphans go to init"),
-    }
+    adopt_orphans();
     log::info!(db_path:% = wf.config.db_path.display(); "database path resolved");
     // One daemon per database: held until this function returns (process exit). A lock the
     // caller holds on another database is released first.
@@ -268,46 +257,9 @@ fn run_daemon(
         Ok(a) => a,
         Err(e) => return fail(e),
     };
-    // The rates in force before anything is priced (the lost sessions below first): the
-    // workflow's token_rates, the table settings, then the copies kept by the previous process.
-    let prices = crate::pricing::PriceBoard::default();
-    prices.set_token_rates(wf.config.token_rates.clone());
-    prices.apply_settings(wf.config.price_table.clone(), clock.now_ms());
-    let price_fetch = crate::pricing::fetch::StopFlag::default();
-    if let Err(e) = crate::pricing::fetch::spawn(
-        prices.clone(),
-        clock.clone(),
-        crate::store::PriceCache::new(store.writer()),
-        price_fetch.clone(),
-    ) {
-        log::warn!(error:% = e.to_string(); "price table downloads not started");
-    }
-    // Sessions a killed process left running count toward the totals before anything reads them.
-    match store
-        .writer()
-        .absorb_lost_sessions(clock.now_ms(), prices.current())
-    {
-        Ok(0) => {}
-        Ok(n) => {
-            log::warn!(
-                count:% = n;
-                "sessions lost with the previous process recorded in the totals"
-            )
-        }
-        Err(e) => log::warn!(error:% = e.to_string(); "lost sessions not recorded"),
-    }
-    // Restart-surviving counters resume from the persisted aggregates (no cliff on restart).
-    let seed = store
-        .read_conn()
-        .and_then(|r| r.aggregate_totals())
-        .unwrap_or_else(|e| {
-            log::warn!(
-                error:% = e.to_string();
-                "aggregate counters not read; metrics start at zero"
-            );
-            Default::default()
-        });
-    let metrics = Arc::new(crate::metrics::Metrics::new(&seed));
+    let (prices, price_fetch) = start_prices(&wf, &clock, &store);
+    absorb_lost_sessions(&store, clock.as_ref(), &prices);
+    let metrics = seeded_metrics(&store);
     let workflow_path = wf.path.clone();
     let drain_budget = std::time::Duration::from_millis(wf.config.shutdown.drain_timeout_ms);
     let (mut orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
@@ -333,17 +285,7 @@ fn run_daemon(
     };
     orch.set_api_url(server.as_ref().map(|_| api_url(&bind)));
 
-    if let Err(e) =
-        crate::http::notify_feed::spawn(handle.clone(), crate::notify::Notifier::global().clone())
-    {
-        log::warn!(error:% = e.to_string(); "notification feed not started; no notifications");
-    }
-    if let Err(e) = orchestrator::watch::spawn(&workflow_path, handle.tx.clone()) {
-        log::warn!(
-            error:% = e.to_string();
-            "workflow watcher not started; relying on per-tick reload"
-        );
-    }
+    start_feeds(&handle, &workflow_path);
     let essential_panicked = install_essential_panic_hook(handle.tx.clone());
     let orch_thread = match std::thread::Builder::new()
         .name("orch".into())
@@ -374,6 +316,95 @@ fn run_daemon(
         joined.is_err(),
         essential_panicked.load(std::sync::atomic::Ordering::SeqCst),
     )
+}
+
+/// Orphans of agents (a grandchild that escaped its group with `setsid`) are re-parented to
+/// sortie rather than init, so they are reaped here and killed by their turn's token.
+fn adopt_orphans() {
+    match crate::process_signal::orphans::become_subreaper() {
+        Ok(()) => {
+            if let Err(e) =
+                crate::process_signal::orphans::spawn_reaper(std::time::Duration::from_secs(1))
+            {
+                log::warn!(error:% = e.to_string(); "reaper thread not started");
+            }
+        }
+        Err(e) => log::warn!(error:% = e.to_string(); "not a child subreaper; orphans go to init"),
+    }
+}
+
+/// The rates in force before anything is priced (the lost sessions first): the workflow's
+/// token_rates, the table settings, then the copies kept by the previous process; and the
+/// download thread, with the flag that stops it.
+fn start_prices(
+    wf: &Workflow,
+    clock: &Arc<dyn Clock>,
+    store: &Arc<crate::store::Store>,
+) -> (crate::pricing::PriceBoard, crate::pricing::fetch::StopFlag) {
+    let prices = crate::pricing::PriceBoard::default();
+    prices.set_token_rates(wf.config.token_rates.clone());
+    prices.apply_settings(wf.config.price_table.clone(), clock.now_ms());
+    let price_fetch = crate::pricing::fetch::StopFlag::default();
+    if let Err(e) = crate::pricing::fetch::spawn(
+        prices.clone(),
+        clock.clone(),
+        crate::store::PriceCache::new(store.writer()),
+        price_fetch.clone(),
+    ) {
+        log::warn!(error:% = e.to_string(); "price table downloads not started");
+    }
+    (prices, price_fetch)
+}
+
+/// Sessions a killed process left running count toward the totals before anything reads them.
+fn absorb_lost_sessions(
+    store: &crate::store::Store,
+    clock: &dyn Clock,
+    prices: &crate::pricing::PriceBoard,
+) {
+    match store
+        .writer()
+        .absorb_lost_sessions(clock.now_ms(), prices.current())
+    {
+        Ok(0) => {}
+        Ok(n) => {
+            log::warn!(
+                count:% = n;
+                "sessions lost with the previous process recorded in the totals"
+            )
+        }
+        Err(e) => log::warn!(error:% = e.to_string(); "lost sessions not recorded"),
+    }
+}
+
+/// Restart-surviving counters resume from the persisted aggregates (no cliff on restart).
+fn seeded_metrics(store: &crate::store::Store) -> Arc<crate::metrics::Metrics> {
+    let seed = store
+        .read_conn()
+        .and_then(|r| r.aggregate_totals())
+        .unwrap_or_else(|e| {
+            log::warn!(
+                error:% = e.to_string();
+                "aggregate counters not read; metrics start at zero"
+            );
+            Default::default()
+        });
+    Arc::new(crate::metrics::Metrics::new(&seed))
+}
+
+/// The notification feed and the workflow watcher; either missing only warns.
+fn start_feeds(handle: &orchestrator::OrchestratorHandle, workflow_path: &std::path::Path) {
+    if let Err(e) =
+        crate::http::notify_feed::spawn(handle.clone(), crate::notify::Notifier::global().clone())
+    {
+        log::warn!(error:% = e.to_string(); "notification feed not started; no notifications");
+    }
+    if let Err(e) = orchestrator::watch::spawn(workflow_path, handle.tx.clone()) {
+        log::warn!(
+            error:% = e.to_string();
+            "workflow watcher not started; relying on per-tick reload"
+        );
+    }
 }
 
 /// The base URL a local client reaches the server at: the bound address, or loopback when it

@@ -66,11 +66,10 @@ fn build_inner(
     let shutdown = build_shutdown(section("shutdown"))?;
     let workspace = build_workspace(section("workspace"), ctx)?;
     let hooks = build_hooks(section("hooks"), warnings);
-    let mut agent = build_agent(section("agent"), warnings)?;
-    agent.env = super::agent_env_build::build_agent_env(
+    let agent = agent_with_env(
         section("agent"),
-        ctx.env,
-        tracker.api_key.as_deref(),
+        ctx,
+        &tracker,
         warnings,
         &mut secret_values,
     )?;
@@ -86,10 +85,7 @@ fn build_inner(
     )?;
     worker.sandbox.hide =
         super::sandbox::hidden_paths(&db_path, ctx.workflow_dir, &workspace.root, ctx.home);
-    let tracker_path = match registry::tracker(&tracker.kind).and_then(|d| d.path_key) {
-        Some(key) => data_path(&raw, &tracker.kind, key, ctx, warnings)?,
-        None => None,
-    };
+    let tracker_path = tracker_data_path(&raw, &tracker.kind, ctx, warnings)?;
     validate_states_not_both_empty(&tracker)?;
     let (token_rates, token_rates_rejected) = super::token_rates::build_token_rates(&raw, warnings);
     let price_table =
@@ -106,9 +102,7 @@ fn build_inner(
     let self_review = super::self_review_build::build_self_review(&raw, warnings)?;
     let notifications =
         super::notifications::build_notifications(&raw, ctx.env, &mut secret_values, warnings)?;
-    if self_review.enabled && worker.remote() {
-        warnings.push(self_review_local_only());
-    }
+    warnings.extend(self_review_local_only(self_review.enabled, worker.remote()));
     let dispatch = super::dispatch_build::build_dispatch(
         &raw,
         &super::dispatch_build::DispatchInputs {
@@ -157,6 +151,39 @@ fn build_inner(
     Ok(cfg)
 }
 
+/// The data file of a tracker kind that reads one (its descriptor's `path_key`), resolved
+/// against the workflow's directory; `None` for the other kinds.
+fn tracker_data_path(
+    raw: &Map<String, Value>,
+    kind: &str,
+    ctx: &BuildContext<'_>,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<Option<PathBuf>, ConfigError> {
+    match registry::tracker(kind).and_then(|d| d.path_key) {
+        Some(key) => data_path(raw, kind, key, ctx, warnings),
+        None => Ok(None),
+    }
+}
+
+/// The `agent` section with its environment allowlist (the tracker's key kept out of it).
+fn agent_with_env(
+    section: &Map<String, Value>,
+    ctx: &BuildContext<'_>,
+    tracker: &TrackerConfig,
+    warnings: &mut Vec<ConfigWarning>,
+    secret_values: &mut Vec<String>,
+) -> Result<AgentConfig, ConfigError> {
+    let mut agent = build_agent(section, warnings)?;
+    agent.env = super::agent_env_build::build_agent_env(
+        section,
+        ctx.env,
+        tracker.api_key.as_deref(),
+        warnings,
+        secret_values,
+    )?;
+    Ok(agent)
+}
+
 /// Where the reactions' provider is reached: its own block ([`scm_access`]) when it is not
 /// the tracker's kind, else the tracker block (`None`).
 fn reactions_scm_access(
@@ -174,14 +201,17 @@ fn reactions_scm_access(
     }
 }
 
-/// Self-review never runs for a session on a worker host.
-fn self_review_local_only() -> ConfigWarning {
-    ConfigWarning::new(
-        "self_review_local_only",
-        "self_review",
-        "self-review runs only for sessions on this machine; sessions on worker.ssh_hosts \
-         end after their coding turns without it",
-    )
+/// Self-review never runs for a session on a worker host: the warning when it is enabled and
+/// sessions run on hosts.
+fn self_review_local_only(enabled: bool, remote: bool) -> Option<ConfigWarning> {
+    (enabled && remote).then(|| {
+        ConfigWarning::new(
+            "self_review_local_only",
+            "self_review",
+            "self-review runs only for sessions on this machine; sessions on worker.ssh_hosts \
+             end after their coding turns without it",
+        )
+    })
 }
 
 /// A reaction provider that is not the tracker's kind is reached through its own top-level

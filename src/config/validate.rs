@@ -98,9 +98,7 @@ const SECTION_KEYS: &[(&str, &[&str])] = &[
             "no_change_state",
             "comments",
             "max_poll_bytes",
-            "api_version",
             "handoff_evidence",
-            "user_agent",
             "path",
         ],
     ),
@@ -209,9 +207,6 @@ fn notification_key_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarni
     }
 }
 
-/// `tracker.*` keys only some kinds read (`registry::tracker_reads_key`).
-const KIND_KEYS: &[&str] = &["api_version", "user_agent"];
-
 fn unsupported(field: impl Into<String>, why: &str) -> ConfigWarning {
     ConfigWarning::new(
         UNSUPPORTED_KEY_CHECK,
@@ -241,9 +236,9 @@ fn unsupported_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) 
         .and_then(|t| t.get("kind"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    for key in KIND_KEYS {
+    for key in registry::tracker_kind_keys() {
         let set = tracker
-            .and_then(|t| t.get(*key))
+            .and_then(|t| t.get(key))
             .is_some_and(|v| !v.is_null());
         if set && !registry::tracker_reads_key(kind, key) {
             out.push(unsupported(
@@ -387,6 +382,25 @@ pub fn collect_warnings(
     scm_kind: Option<&str>,
 ) -> Vec<ConfigWarning> {
     let mut out = Vec::new();
+    top_level_warnings(raw, tracker_kind, agent_kind, scm_kind, &mut out);
+    section_key_warnings(raw, &mut out);
+    notification_key_warnings(raw, &mut out);
+    agent_block_warnings(raw, agent_kind, &mut out);
+    comment_key_warnings(raw, &mut out);
+    string_field_warnings(raw, &mut out);
+    unsupported_warnings(raw, &mut out);
+    list_field_warnings(raw, &mut out);
+    out
+}
+
+/// Unknown top-level keys, and selected sections that are not maps.
+fn top_level_warnings(
+    raw: &Map<String, Value>,
+    tracker_kind: &str,
+    agent_kind: &str,
+    scm_kind: Option<&str>,
+    out: &mut Vec<ConfigWarning>,
+) {
     let routed = dispatch_kinds(raw);
     for (key, value) in raw {
         let known = CORE_KEYS.contains(&key.as_str())
@@ -396,24 +410,11 @@ pub fn collect_warnings(
             || scm_kind == Some(key.as_str())
             || routed.contains(&key.as_str());
         if !known {
-            let adapter_kind = registry::TRACKERS
-                .iter()
-                .map(|d| d.kind)
-                .chain(registry::AGENTS.iter().map(|d| d.kind))
-                .any(|k| k == key);
-            let message = if adapter_kind {
-                // A pass-through block of a kind the workflow does not select.
-                "block of an adapter kind this workflow does not select; ignored".to_string()
-            } else {
-                let known_keys = CORE_KEYS
-                    .iter()
-                    .chain(EXTENSION_KEYS)
-                    .copied()
-                    .chain(registry::TRACKERS.iter().map(|d| d.kind))
-                    .chain(registry::AGENTS.iter().map(|d| d.kind));
-                unknown_message("not a recognised top-level key", closest(key, known_keys))
-            };
-            out.push(ConfigWarning::new("unknown_key", key.clone(), message));
+            out.push(ConfigWarning::new(
+                "unknown_key",
+                key.clone(),
+                unknown_top_level_message(key),
+            ));
         }
         let sectioned = MAP_SECTIONS.contains(&key.as_str())
             || (!tracker_kind.is_empty() && key == tracker_kind)
@@ -426,53 +427,99 @@ pub fn collect_warnings(
             ));
         }
     }
+}
+
+/// Why an unknown top-level key is ignored: the block of an adapter kind not selected, or a
+/// key that is nothing (with the closest known key).
+fn unknown_top_level_message(key: &str) -> String {
+    let adapter_kind = registry::TRACKERS
+        .iter()
+        .map(|d| d.kind)
+        .chain(registry::AGENTS.iter().map(|d| d.kind))
+        .any(|k| k == key);
+    if adapter_kind {
+        // A pass-through block of a kind the workflow does not select.
+        return "block of an adapter kind this workflow does not select; ignored".to_string();
+    }
+    let known_keys = CORE_KEYS
+        .iter()
+        .chain(EXTENSION_KEYS)
+        .copied()
+        .chain(registry::TRACKERS.iter().map(|d| d.kind))
+        .chain(registry::AGENTS.iter().map(|d| d.kind));
+    unknown_message("not a recognised top-level key", closest(key, known_keys))
+}
+
+/// Unknown keys inside the typed sections. `tracker` also takes the kind-specific keys the
+/// registered tracker kinds read (their descriptors' `reads_keys`); one written for a kind that
+/// ignores it is warned about by [`unsupported_warnings`].
+fn section_key_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) {
     for (section, keys) in SECTION_KEYS {
         let Some(m) = raw.get(*section).and_then(Value::as_object) else {
             continue;
         };
+        let kind_keys = if *section == "tracker" {
+            registry::tracker_kind_keys()
+        } else {
+            Vec::new()
+        };
+        let known = || keys.iter().chain(&kind_keys).copied();
         for key in m.keys() {
-            if !keys.contains(&key.as_str()) {
+            if !known().any(|k| k == key) {
                 out.push(ConfigWarning::new(
                     "unknown_key",
                     format!("{section}.{key}"),
-                    unknown_message("not a recognised key", closest(key, keys.iter().copied())),
+                    unknown_message("not a recognised key", closest(key, known())),
                 ));
             }
         }
     }
-    notification_key_warnings(raw, &mut out);
-    if let (Some(d), Some(block)) = (
+}
+
+/// Keys of the selected agent kind's block that the kind does not read.
+fn agent_block_warnings(raw: &Map<String, Value>, agent_kind: &str, out: &mut Vec<ConfigWarning>) {
+    let (Some(d), Some(block)) = (
         registry::agent(agent_kind),
         raw.get(agent_kind).and_then(Value::as_object),
-    ) {
-        for key in block.keys() {
-            if !d.block_keys.contains(&key.as_str()) {
-                out.push(ConfigWarning::new(
-                    "unknown_key",
-                    format!("{agent_kind}.{key}"),
-                    unknown_message(
-                        "not a key this agent kind reads",
-                        closest(key, d.block_keys.iter().copied()),
-                    ),
-                ));
-            }
+    ) else {
+        return;
+    };
+    for key in block.keys() {
+        if !d.block_keys.contains(&key.as_str()) {
+            out.push(ConfigWarning::new(
+                "unknown_key",
+                format!("{agent_kind}.{key}"),
+                unknown_message(
+                    "not a key this agent kind reads",
+                    closest(key, d.block_keys.iter().copied()),
+                ),
+            ));
         }
     }
-    if let Some(c) = raw
+}
+
+/// Unknown keys of `tracker.comments`.
+fn comment_key_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) {
+    let Some(c) = raw
         .get("tracker")
         .and_then(|t| t.get("comments"))
         .and_then(Value::as_object)
-    {
-        for key in c.keys() {
-            if !["on_dispatch", "on_completion", "on_failure"].contains(&key.as_str()) {
-                out.push(ConfigWarning::new(
-                    "unknown_key",
-                    format!("tracker.comments.{key}"),
-                    "not a recognised key; ignored",
-                ));
-            }
+    else {
+        return;
+    };
+    for key in c.keys() {
+        if !["on_dispatch", "on_completion", "on_failure"].contains(&key.as_str()) {
+            out.push(ConfigWarning::new(
+                "unknown_key",
+                format!("tracker.comments.{key}"),
+                "not a recognised key; ignored",
+            ));
         }
     }
+}
+
+/// String fields holding something else, which read as empty.
+fn string_field_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) {
     for (section, keys) in STRING_FIELDS {
         let Some(m) = raw.get(*section).and_then(Value::as_object) else {
             continue;
@@ -490,7 +537,10 @@ pub fn collect_warnings(
             }
         }
     }
-    unsupported_warnings(raw, &mut out);
+}
+
+/// List fields holding something else, which read as absent.
+fn list_field_warnings(raw: &Map<String, Value>, out: &mut Vec<ConfigWarning>) {
     for (section, key) in LIST_FIELDS {
         if let Some(v) = raw.get(*section).and_then(|m| m.get(*key))
             && !v.is_array()
@@ -503,7 +553,6 @@ pub fn collect_warnings(
             ));
         }
     }
-    out
 }
 
 /// The check id of a dispatch route to a kind with no settings block.
@@ -684,5 +733,45 @@ impl ServiceConfig {
     /// The messages of [`Self::preflight`], for callers that join them into one line.
     pub fn config_preflight(&self) -> Vec<String> {
         self.preflight().into_iter().map(|p| p.message).collect()
+    }
+}
+
+#[cfg(test)]
+mod kind_key_tests {
+    use super::*;
+
+    fn warnings_for(kind: &str, key: &str) -> Vec<ConfigWarning> {
+        let mut tracker = Map::new();
+        tracker.insert("kind".into(), Value::from(kind));
+        tracker.insert(key.into(), Value::from("x"));
+        let mut raw = Map::new();
+        raw.insert("tracker".into(), Value::Object(tracker));
+        collect_warnings(&raw, kind, "claude-code", None)
+            .into_iter()
+            .filter(|w| w.field == format!("tracker.{key}"))
+            .collect()
+    }
+
+    #[test]
+    fn a_key_a_tracker_kind_reads_is_accepted_for_that_kind_only() {
+        let keys = registry::tracker_kind_keys();
+        assert!(!keys.is_empty());
+        for d in registry::TRACKERS {
+            for key in d.reads_keys {
+                assert!(keys.contains(key), "{key}");
+                let w = warnings_for(d.kind, key);
+                assert!(w.is_empty(), "{} reads tracker.{key}: {w:?}", d.kind);
+            }
+        }
+        for key in keys {
+            for d in registry::TRACKERS
+                .iter()
+                .filter(|d| !d.reads_keys.contains(&key))
+            {
+                let w = warnings_for(d.kind, key);
+                let checks: Vec<&str> = w.iter().map(|w| w.check.as_str()).collect();
+                assert_eq!(checks, [UNSUPPORTED_KEY_CHECK], "{} tracker.{key}", d.kind);
+            }
+        }
     }
 }

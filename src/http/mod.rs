@@ -193,6 +193,32 @@ fn listen(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> 
     Ok(listener)
 }
 
+/// Why the server did not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// The explicitly chosen address cannot be bound.
+    Listen(std::net::SocketAddr, std::io::Error),
+    /// The server could not be built on the bound socket.
+    Server(
+        std::net::SocketAddr,
+        Box<dyn std::error::Error + Send + Sync>,
+    ),
+    /// A worker thread could not be spawned.
+    Thread(std::io::Error),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
+            StartError::Server(addr, e) => write!(f, "cannot start the http server on {addr}: {e}"),
+            StartError::Thread(e) => write!(f, "cannot start http thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
 /// Binds and starts the server. Port 0 disables it (`Ok(None)`). When the port was not chosen
 /// explicitly and the default is busy, sortie runs without a server (warning); an explicit
 /// port that cannot be bound is an error.
@@ -201,7 +227,7 @@ pub fn start(
     orch: OrchestratorHandle,
     store: Arc<Store>,
     clock: Arc<dyn Clock>,
-) -> Result<Option<HttpServer>, String> {
+) -> Result<Option<HttpServer>, StartError> {
     if bind.port == 0 {
         log::info!("http server disabled (port 0)");
         return Ok(None);
@@ -217,7 +243,7 @@ pub fn start(
             );
             return Ok(None);
         }
-        Err(e) => return Err(format!("cannot listen on {addr}: {e}")),
+        Err(e) => return Err(StartError::Listen(addr, e)),
     };
     raise_nofile_limit();
     let (max_connections, per_client) = limits::connection_caps(
@@ -242,7 +268,7 @@ pub fn start(
     let probe_reserve = limits.probe_reserve;
     let server = tiny_http::Server::from_listener_with_limits(listener, limits)
         .map(Arc::new)
-        .map_err(|e| format!("cannot start the http server on {addr}: {e}"))?;
+        .map_err(|e| StartError::Server(addr, e))?;
     let host_policy = host::HostPolicy::for_bind(bind.host, &bind.allowed_hosts);
     log::info!(
         addr:% = addr,
@@ -281,7 +307,7 @@ pub fn start(
                     }
                 }
             })
-            .map_err(|e| format!("cannot start http thread: {e}"))?;
+            .map_err(StartError::Thread)?;
         threads.push(t);
     }
     Ok(Some(HttpServer {

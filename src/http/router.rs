@@ -158,23 +158,25 @@ fn header_value<'a>(req: &'a Request, name: &'static str) -> Option<&'a str> {
         .map(|h| h.value.as_str())
 }
 
-/// Handles one request on a pool thread (an event stream moves to a thread of its own).
-pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
-    let url = req.url().to_string();
-    let path = url.split('?').next().unwrap_or("/").to_string();
-    let method = req.method().clone();
+/// The refusal of a request the server does not serve: no Host on HTTP/1.1, a host name not
+/// allowed, or a browser's state-changing request from another origin. Refusals are logged at
+/// most once per interval each (`state.refusals`).
+fn refusal(
+    state: &AppState,
+    host_policy: &HostPolicy,
+    req: &Request,
+    path: &str,
+    method: &tiny_http::Method,
+) -> Option<ApiError> {
     let http_1_0 = *req.http_version() == tiny_http::HTTPVersion(1, 0);
-    match host_policy.check(header_value(&req, "Host"), http_1_0) {
+    match host_policy.check(header_value(req, "Host"), http_1_0) {
         HostDecision::Served => {}
         HostDecision::Missing => {
-            return send_error(
-                req,
-                ApiError::new(
-                    400,
-                    "missing_host",
-                    "an HTTP/1.1 request must carry a Host header",
-                ),
-            );
+            return Some(ApiError::new(
+                400,
+                "missing_host",
+                "an HTTP/1.1 request must carry a Host header",
+            ));
         }
         HostDecision::NotAllowed => {
             if let Some(suppressed) = state
@@ -183,51 +185,56 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
             {
                 log::warn!(
                     method:% = method,
-                    path:% = echo(&path),
-                    host:% = echo(header_value(&req, "Host").unwrap_or("")),
+                    path:% = echo(path),
+                    host:% = echo(header_value(req, "Host").unwrap_or("")),
                     suppressed:% = suppressed;
                     "request for a host name not allowed rejected"
                 );
             }
-            return send_error(
-                req,
-                ApiError::new(
-                    403,
-                    "host_not_allowed",
-                    "the Host header names a host this server does not answer for (DNS rebinding protection; see server.allowed_hosts)",
-                ),
-            );
+            return Some(ApiError::new(
+                403,
+                "host_not_allowed",
+                "the Host header names a host this server does not answer for (DNS rebinding protection; see server.allowed_hosts)",
+            ));
         }
     }
     let decision = origin::check(
         method.as_str(),
-        header_value(&req, "Sec-Fetch-Site"),
-        header_value(&req, "Origin"),
-        header_value(&req, "Host"),
+        header_value(req, "Sec-Fetch-Site"),
+        header_value(req, "Origin"),
+        header_value(req, "Host"),
     );
-    if decision.refused() {
-        if let Some(suppressed) = state
-            .refusals
-            .note(("http", "cross_origin"), Instant::now())
-        {
-            log::warn!(
-                method:% = method,
-                path:% = echo(&path),
-                origin:% = echo(header_value(&req, "Origin").unwrap_or("")),
-                sec_fetch_site:% = echo(header_value(&req, "Sec-Fetch-Site").unwrap_or("")),
-                host:% = echo(header_value(&req, "Host").unwrap_or("")),
-                suppressed:% = suppressed;
-                "cross-origin request rejected"
-            );
-        }
-        return send_error(
-            req,
-            ApiError::new(
-                403,
-                "cross_origin_request_rejected",
-                "a browser sent a state-changing request from another origin; nothing changed",
-            ),
+    if !decision.refused() {
+        return None;
+    }
+    if let Some(suppressed) = state
+        .refusals
+        .note(("http", "cross_origin"), Instant::now())
+    {
+        log::warn!(
+            method:% = method,
+            path:% = echo(path),
+            origin:% = echo(header_value(req, "Origin").unwrap_or("")),
+            sec_fetch_site:% = echo(header_value(req, "Sec-Fetch-Site").unwrap_or("")),
+            host:% = echo(header_value(req, "Host").unwrap_or("")),
+            suppressed:% = suppressed;
+            "cross-origin request rejected"
         );
+    }
+    Some(ApiError::new(
+        403,
+        "cross_origin_request_rejected",
+        "a browser sent a state-changing request from another origin; nothing changed",
+    ))
+}
+
+/// Handles one request on a pool thread (an event stream moves to a thread of its own).
+pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
+    let url = req.url().to_string();
+    let path = url.split('?').next().unwrap_or("/").to_string();
+    let method = req.method().clone();
+    if let Some(e) = refusal(state, host_policy, &req, &path, &method) {
+        return send_error(req, e);
     }
     let r = route(&path);
     if r == Route::NotFound {

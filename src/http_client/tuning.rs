@@ -43,19 +43,33 @@ impl HttpTuning {
     }
 }
 
-/// A non-negative integer of kind `kind`'s block; `Ok(None)` when absent, the one-line problem
-/// (`<kind>.<key> must be …`) otherwise.
+/// A block key whose value is not a non-negative integer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadNumber {
+    /// `<kind>.<key>`.
+    pub field: String,
+}
+
+impl std::fmt::Display for BadNumber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} must be a non-negative integer", self.field)
+    }
+}
+
+impl std::error::Error for BadNumber {}
+
+/// A non-negative integer of kind `kind`'s block; `Ok(None)` when absent, the field that is
+/// wrong otherwise (shown as the one-line problem `<kind>.<key> must be …`).
 pub fn block_number(
     kind: &str,
     block: &Map<String, Value>,
     key: &str,
-) -> Result<Option<u64>, String> {
+) -> Result<Option<u64>, BadNumber> {
     match block.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| format!("{kind}.{key} must be a non-negative integer")),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| BadNumber {
+            field: format!("{kind}.{key}"),
+        }),
     }
 }
 
@@ -77,7 +91,7 @@ mod tests {
         assert_eq!((t.page_cap, t.timeout), (1, Duration::from_millis(5)));
         assert_eq!(t.retry_base, Duration::from_secs(2));
         assert_eq!(
-            block_number("k", &b, "retry_base_ms"),
+            block_number("k", &b, "retry_base_ms").map_err(|e| e.to_string()),
             Err("k.retry_base_ms must be a non-negative integer".into())
         );
     }

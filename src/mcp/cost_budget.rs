@@ -102,7 +102,7 @@ impl Tool for CostBudgetTool {
         };
         let live = match &self.daemon {
             Some(d) => d.issue(&self.issue_identifier),
-            None => Err("SORTIE_API_URL is not set".into()),
+            None => Err(super::live::LiveError::NotConfigured),
         };
         let base = stored.as_ref().map(Spend::of_database).unwrap_or_default();
         let (spend, live_error) = match &live {
@@ -119,7 +119,7 @@ impl Tool for CostBudgetTool {
                     "neither the database nor the daemon could be read: {e}"
                 )));
             }
-            Err(e) => (base, Some(e.clone())),
+            Err(e) => (base, Some(e.to_string())),
         };
         let b = self.budgets;
         let budget_usd = b.max_cost_usd.filter(|v| *v > 0.0).unwrap_or(0.0);

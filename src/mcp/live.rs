@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::clock::Clock;
-use crate::http_client::{ClientOptions, ErrorClass, HttpClient, Request, RetryPolicy};
+use crate::http_client::{ClientOptions, ErrorClass, HttpClient, HttpError, Request, RetryPolicy};
 
 /// How long one question to the daemon may take; an agent's tool call should not hang on it.
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -21,6 +21,26 @@ pub enum LiveIssue {
     /// The daemon answers but knows no such issue.
     Unknown,
 }
+
+/// Why the daemon could not be asked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LiveError {
+    /// `SORTIE_API_URL` names no daemon.
+    NotConfigured,
+    /// The request failed or the answer was not JSON.
+    Http(HttpError),
+}
+
+impl std::fmt::Display for LiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LiveError::NotConfigured => f.write_str("SORTIE_API_URL is not set"),
+            LiveError::Http(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for LiveError {}
 
 /// A client of the daemon's API.
 pub struct DaemonApi {
@@ -43,12 +63,12 @@ impl DaemonApi {
     }
 
     /// The issue's detail; `Err` with the reason when the daemon cannot be asked.
-    pub fn issue(&self, identifier: &str) -> Result<LiveIssue, String> {
+    pub fn issue(&self, identifier: &str) -> Result<LiveIssue, LiveError> {
         let path = format!("/api/v1/{}", crate::http_client::encode(identifier));
         match self.client.send(Request::get(path)) {
-            Ok(resp) => resp.json().map(LiveIssue::Known).map_err(|e| e.to_string()),
+            Ok(resp) => resp.json().map(LiveIssue::Known).map_err(LiveError::Http),
             Err(e) if e.class == ErrorClass::NotFound => Ok(LiveIssue::Unknown),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(LiveError::Http(e)),
         }
     }
 }

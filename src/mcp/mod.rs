@@ -37,9 +37,9 @@ use server::Server;
 use tool::Tool;
 
 /// Opens the database read-only and checks that it answers.
-fn open_db(path: &Path) -> Result<ReadConn, String> {
-    let conn = ReadConn::open(path).map_err(|e| e.to_string())?;
-    conn.ping().map_err(|e| e.to_string())?;
+fn open_db(path: &Path) -> Result<ReadConn, crate::store::StoreError> {
+    let conn = ReadConn::open(path)?;
+    conn.ping()?;
     Ok(conn)
 }
 

@@ -28,11 +28,21 @@ const STOP_CHECK: Duration = Duration::from_millis(500);
 const ERROR_BODY_CHARS: usize = 200;
 
 /// Why one attempt failed, and whether another may succeed.
+#[derive(Debug)]
 struct Failure {
+    /// What went wrong, secrets masked.
     error: String,
     retry: bool,
     retry_after: Option<Duration>,
 }
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.error)
+    }
+}
+
+impl std::error::Error for Failure {}
 
 /// Waits until the rate limit lets one delivery through, the notice counted as queued
 /// meanwhile; `false` when the destination stops first.
@@ -91,20 +101,20 @@ pub fn run(dest: Destination, queue: Arc<Queue>, stop: Arc<AtomicBool>) {
                     error:% = e;
                     "notification not delivered after retries"
                 );
-                status::failed(&dest.name, notice.event, &e, clock.now_ms());
+                status::failed(&dest.name, notice.event, &e.error, clock.now_ms());
             }
         }
     }
 }
 
 /// Posts until it succeeds, a failure says retrying is pointless, the retries are spent or
-/// the thread is asked to stop; the error is masked.
+/// the thread is asked to stop; the error is the last attempt's failure (masked).
 fn post_with_retries(
     agent: &ureq::Agent,
     dest: &Destination,
     p: &Payload,
     stop: &AtomicBool,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     let mut attempt = 0;
     loop {
         let f = match post(agent, dest, p) {
@@ -112,7 +122,7 @@ fn post_with_retries(
             Err(f) => f,
         };
         if !f.retry || attempt >= RETRIES || stop.load(Ordering::SeqCst) {
-            return Err(f.error);
+            return Err(f);
         }
         let backoff = BACKOFF_BASE.saturating_mul(1 << attempt);
         let wait = f
@@ -128,7 +138,7 @@ fn post_with_retries(
         let until = Instant::now() + wait;
         while Instant::now() < until {
             if stop.load(Ordering::SeqCst) {
-                return Err(f.error);
+                return Err(f);
             }
             std::thread::sleep(
                 until

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::book::RateBook;
 use super::entries::TokenRates;
 use super::settings::PriceTableSettings;
-use super::sources::{Feed, Job, Sources, SourcesState};
+use super::sources::{DownloadError, Feed, Job, Sources, SourcesState};
 use super::table::PriceTable;
 
 #[derive(Debug, Clone)]
@@ -108,7 +108,12 @@ impl PriceBoard {
     }
 
     /// Records a try's result; `false` when it was dropped.
-    pub fn finish(&self, job: &Job, result: Result<Arc<PriceTable>, String>, now_ms: i64) -> bool {
+    pub fn finish(
+        &self,
+        job: &Job,
+        result: Result<Arc<PriceTable>, DownloadError>,
+        now_ms: i64,
+    ) -> bool {
         self.with_sources(|s| s.finish(job, result, now_ms))
     }
 

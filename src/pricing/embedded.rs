@@ -35,10 +35,26 @@ pub fn embedded() -> Option<&'static (EmbeddedMeta, Arc<PriceTable>)> {
         .as_ref()
 }
 
-fn parse() -> Result<(EmbeddedMeta, Arc<PriceTable>), String> {
-    let meta: EmbeddedMeta = serde_json::from_slice(METADATA).map_err(|e| e.to_string())?;
+/// Why the built-in table did not load (a build defect: both parts are compiled in).
+#[derive(Debug)]
+enum EmbeddedError {
+    Metadata(serde_json::Error),
+    Table(super::table::TableError),
+}
+
+impl std::fmt::Display for EmbeddedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EmbeddedError::Metadata(e) => write!(f, "{e}"),
+            EmbeddedError::Table(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+fn parse() -> Result<(EmbeddedMeta, Arc<PriceTable>), EmbeddedError> {
+    let meta: EmbeddedMeta = serde_json::from_slice(METADATA).map_err(EmbeddedError::Metadata)?;
     let table =
-        PriceTable::parse(TableLayer::Embedded, &meta.as_of, BODY).map_err(|e| e.to_string())?;
+        PriceTable::parse(TableLayer::Embedded, &meta.as_of, BODY).map_err(EmbeddedError::Table)?;
     Ok((meta, Arc::new(table)))
 }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::board::PriceBoard;
-use super::sources::{Feed, Job, url_digest};
+use super::sources::{DownloadError, Feed, Job, url_digest};
 use super::table::PriceTable;
 use crate::clock::{Clock, rfc3339_ms};
 use crate::http_client::{ClientOptions, HttpClient, Request, RetryPolicy, ThreadSleeper};
@@ -27,10 +27,14 @@ pub struct KeptTable {
     pub body: Vec<u8>,
 }
 
-/// Where accepted downloads are kept across restarts (the database).
+/// Why the kept copies could not be read or written: the keeping layer's own error.
+pub type CacheError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Where accepted downloads are kept across restarts (the database). A failure is logged and
+/// the thread goes on: the copies only save the first download after a restart.
 pub trait TableCache: Send + Sync {
-    fn load(&self) -> Result<Vec<KeptTable>, String>;
-    fn save(&self, kept: KeptTable) -> Result<(), String>;
+    fn load(&self) -> Result<Vec<KeptTable>, CacheError>;
+    fn save(&self, kept: KeptTable) -> Result<(), CacheError>;
 }
 
 /// Stops the thread at its next look.
@@ -165,7 +169,10 @@ fn try_download(
         }
         Err(e) => Err(e.clone()),
     };
-    let failed = accepted.as_ref().err().map(|e| crate::mask::mask(e));
+    let failed = accepted
+        .as_ref()
+        .err()
+        .map(|e| crate::mask::mask(&e.to_string()));
     board.finish(job, accepted, now);
     if let Some(error) = failed {
         log_failure(board, job.feed, &error);
@@ -201,18 +208,18 @@ fn download(
     client: &HttpClient,
     job: &Job,
     now_ms: i64,
-) -> Result<(Arc<PriceTable>, Vec<u8>), String> {
+) -> Result<(Arc<PriceTable>, Vec<u8>), DownloadError> {
     if super::address::served_address(&job.url).is_none() {
-        return Err("invalid address".to_string());
+        return Err(DownloadError::InvalidAddress);
     }
     let resp = client
         .send(Request::get(job.url.trim()))
-        .map_err(|e| e.detail)?;
+        .map_err(|e| DownloadError::Transport(e.detail))?;
     if resp.status != 200 {
-        return Err(format!("status {}", resp.status));
+        return Err(DownloadError::Status(resp.status));
     }
     let table = PriceTable::parse(job.feed.layer(), &rfc3339_ms(now_ms), &resp.body)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| DownloadError::Refused(e.to_string()))?;
     Ok((Arc::new(table), resp.body))
 }
 
@@ -270,12 +277,14 @@ mod tests {
     #[test]
     fn a_refused_download_says_why() {
         let url = serve(vec![(500, "down"), (200, "[]")]);
-        let e = download(&client(), &job(&url), 0).unwrap_err();
+        let e = download(&client(), &job(&url), 0).unwrap_err().to_string();
         assert!(e.starts_with("status 500"), "{e}");
-        let e = download(&client(), &job(&url), 0).unwrap_err();
+        let e = download(&client(), &job(&url), 0).unwrap_err().to_string();
         assert_eq!(e, "price table is not a JSON object of models");
         assert_eq!(
-            download(&client(), &job("ftp://h/x"), 0).unwrap_err(),
+            download(&client(), &job("ftp://h/x"), 0)
+                .unwrap_err()
+                .to_string(),
             "invalid address"
         );
     }

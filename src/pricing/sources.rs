@@ -78,6 +78,33 @@ impl SourceStatus {
     }
 }
 
+/// Why a download try was refused, as the Prices screen and `GET /api/v1/prices` show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DownloadError {
+    /// The configured address is not one a download may go to.
+    InvalidAddress,
+    /// The request failed; the HTTP layer's detail (masked there).
+    Transport(String),
+    /// An answer other than 200.
+    Status(u16),
+    /// The body is not a usable price table: why.
+    Refused(String),
+}
+
+impl std::fmt::Display for DownloadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DownloadError::InvalidAddress => f.write_str("invalid address"),
+            DownloadError::Transport(detail) | DownloadError::Refused(detail) => {
+                f.write_str(detail)
+            }
+            DownloadError::Status(code) => write!(f, "status {code}"),
+        }
+    }
+}
+
+impl std::error::Error for DownloadError {}
+
 /// One source as the API states it (errors unmasked: the HTTP layer masks them).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceState {
@@ -347,7 +374,7 @@ impl Sources {
     pub fn finish(
         &mut self,
         job: &Job,
-        result: Result<Arc<PriceTable>, String>,
+        result: Result<Arc<PriceTable>, DownloadError>,
         now_ms: i64,
     ) -> bool {
         let Some(d) = self.download_mut(job.feed).filter(|d| d.url == job.url) else {
@@ -365,7 +392,7 @@ impl Sources {
             Err(e) => {
                 d.failures = d.failures.saturating_add(1);
                 d.failed_at_ms = Some(now_ms);
-                d.error = Some(e);
+                d.error = Some(e.to_string());
                 d.next_try_at_ms = Some(now_ms.saturating_add(backoff_ms(d.failures)));
             }
         }

@@ -69,7 +69,24 @@ fn to_json(args: &[Value]) -> Result<Value, TemplateError> {
     Ok(Value::String(go_html_escape_json(&text).into()))
 }
 
-fn to_serde_json(v: &Value) -> Result<serde_json::Value, String> {
+/// A template value JSON cannot carry, worded as Go's encoder words it.
+#[derive(Debug, Clone, PartialEq)]
+enum Unencodable {
+    /// NaN or an infinity.
+    Float(f64),
+    Function,
+}
+
+impl std::fmt::Display for Unencodable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unencodable::Float(x) => write!(f, "json: unsupported value: {x}"),
+            Unencodable::Function => f.write_str("json: unsupported type: func"),
+        }
+    }
+}
+
+fn to_serde_json(v: &Value) -> Result<serde_json::Value, Unencodable> {
     Ok(match v {
         Value::Nil => serde_json::Value::Null,
         Value::Bool(b) => serde_json::Value::Bool(*b),
@@ -77,7 +94,7 @@ fn to_serde_json(v: &Value) -> Result<serde_json::Value, String> {
         Value::Uint(n) => serde_json::Value::from(*n),
         Value::Float(f) => serde_json::Number::from_f64(*f)
             .map(serde_json::Value::Number)
-            .ok_or_else(|| format!("json: unsupported value: {f}"))?,
+            .ok_or(Unencodable::Float(*f))?,
         Value::String(s) => serde_json::Value::String(s.to_string()),
         Value::List(items) => serde_json::Value::Array(
             items
@@ -92,7 +109,7 @@ fn to_serde_json(v: &Value) -> Result<serde_json::Value, String> {
             }
             serde_json::Value::Object(out)
         }
-        Value::Function(_) => return Err("json: unsupported type: func".to_string()),
+        Value::Function(_) => return Err(Unencodable::Function),
     })
 }
 

@@ -246,46 +246,8 @@ impl SshHost {
                 let _ = pipe.write_all(&data);
             });
         }
-        let out = Arc::new(Mutex::new(Capture::default()));
-        let err = Arc::new(Mutex::new(Capture::default()));
-        let (done_tx, done_rx) = bounded::<()>(2);
-        for (pipe, sink, head) in [
-            (
-                child
-                    .stdout
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
-                Arc::clone(&out),
-                true,
-            ),
-            (
-                child
-                    .stderr
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
-                Arc::clone(&err),
-                false,
-            ),
-        ] {
-            let tx = done_tx.clone();
-            std::thread::spawn(move || {
-                if let Some(p) = pipe {
-                    drain(p, cap, head, &sink);
-                }
-                let _ = tx.send(());
-            });
-        }
-        drop(done_tx);
-        // Wait without reaping (WNOWAIT), so the group id stays ours while we may signal it.
-        let (exit_tx, exit_rx) = bounded::<()>(1);
-        let raw = Pid::from_child(&child);
-        std::thread::spawn(move || {
-            while let Err(Errno::INTR) = waitid(
-                WaitId::Pid(raw),
-                WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-            ) {}
-            let _ = exit_tx.send(());
-        });
+        let (out, err, done_rx) = capture_output(&mut child, cap);
+        let exit_rx = watch_exit(&child);
         let stopped = select! {
             recv(exit_rx) -> _ => None,
             recv(cancel) -> _ => Some(Ended::Cancelled),
@@ -309,20 +271,7 @@ impl SshHost {
             return Ok(stopped);
         }
         let status = status.map_err(|e| SshError::new(self, SshErrorKind::Spawn(e.to_string())))?;
-        let take = |c: &Mutex<Capture>| {
-            let c = c.lock().unwrap_or_else(|p| p.into_inner());
-            (c.bytes.clone(), c.truncated)
-        };
-        let (stdout, stdout_truncated) = take(&out);
-        let (stderr, stderr_truncated) = take(&err);
-        Ok(Ended::Exited(RemoteOutput {
-            code: status.code(),
-            signal: status.signal(),
-            stdout,
-            stderr,
-            stdout_truncated,
-            stderr_truncated,
-        }))
+        Ok(Ended::Exited(output(&status, &out, &err)))
     }
 
     /// Runs `script` with the remote user's shell on this host, feeding it `stdin`. Any exit
@@ -519,6 +468,71 @@ fn kill_group_script(workspace: &Path, signal: Signal) -> String {
          p=$(cat -- {file} 2>/dev/null); {forget}\
          case $p in ''|*[!0-9]*) exit 0;; esac; kill -{name} -- -\"$p\" 2>/dev/null; exit 0"
     )
+}
+
+/// One capture a pipe is drained into.
+type Sink = Arc<Mutex<Capture>>;
+
+/// Drains the child's stdout (its head) and stderr (its tail), each capped at `cap`, on two
+/// threads; the receiver hears once per pipe drained.
+fn capture_output(child: &mut std::process::Child, cap: usize) -> (Sink, Sink, Receiver<()>) {
+    let out = Arc::new(Mutex::new(Capture::default()));
+    let err = Arc::new(Mutex::new(Capture::default()));
+    let (done_tx, done_rx) = bounded::<()>(2);
+    let stdout = child
+        .stdout
+        .take()
+        .map(|p| Box::new(p) as Box<dyn Read + Send>);
+    let stderr = child
+        .stderr
+        .take()
+        .map(|p| Box::new(p) as Box<dyn Read + Send>);
+    for (pipe, sink, head) in [
+        (stdout, Arc::clone(&out), true),
+        (stderr, Arc::clone(&err), false),
+    ] {
+        let tx = done_tx.clone();
+        std::thread::spawn(move || {
+            if let Some(p) = pipe {
+                drain(p, cap, head, &sink);
+            }
+            let _ = tx.send(());
+        });
+    }
+    (out, err, done_rx)
+}
+
+/// Hears when the child exits, without reaping it (WNOWAIT), so the group id stays ours while
+/// it may be signalled.
+fn watch_exit(child: &std::process::Child) -> Receiver<()> {
+    let (exit_tx, exit_rx) = bounded::<()>(1);
+    let raw = Pid::from_child(child);
+    std::thread::spawn(move || {
+        while let Err(Errno::INTR) = waitid(
+            WaitId::Pid(raw),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        ) {}
+        let _ = exit_tx.send(());
+    });
+    exit_rx
+}
+
+/// The exited child's status with what its pipes captured.
+fn output(status: &std::process::ExitStatus, out: &Sink, err: &Sink) -> RemoteOutput {
+    let take = |c: &Mutex<Capture>| {
+        let c = c.lock().unwrap_or_else(|p| p.into_inner());
+        (c.bytes.clone(), c.truncated)
+    };
+    let (stdout, stdout_truncated) = take(out);
+    let (stderr, stderr_truncated) = take(err);
+    RemoteOutput {
+        code: status.code(),
+        signal: status.signal(),
+        stdout,
+        stderr,
+        stdout_truncated,
+        stderr_truncated,
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::writer::WriterHandle;
 use crate::pricing::Feed;
-use crate::pricing::fetch::{KeptTable, TableCache};
+use crate::pricing::fetch::{CacheError, KeptTable, TableCache};
 
 fn save(conn: &Connection, k: &KeptTable) -> Result<(), StoreError> {
     let version: String = Sha256::digest(&k.body)
@@ -77,14 +77,12 @@ impl PriceCache {
 }
 
 impl TableCache for PriceCache {
-    fn load(&self) -> Result<Vec<KeptTable>, String> {
-        self.writer.query(load).map_err(|e| e.to_string())
+    fn load(&self) -> Result<Vec<KeptTable>, CacheError> {
+        Ok(self.writer.query(load)?)
     }
 
-    fn save(&self, kept: KeptTable) -> Result<(), String> {
-        self.writer
-            .query(move |c| save(c, &kept))
-            .map_err(|e| e.to_string())
+    fn save(&self, kept: KeptTable) -> Result<(), CacheError> {
+        Ok(self.writer.query(move |c| save(c, &kept))?)
     }
 }
 

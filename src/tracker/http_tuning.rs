@@ -17,5 +17,5 @@ pub fn from_settings(s: &TrackerSettings) -> HttpTuning {
 /// `<kind>.<key>` (`<kind>.<key> must be …`) otherwise.
 pub fn block_number(s: &TrackerSettings, key: &str) -> Result<Option<u64>, SettingProblem> {
     crate::http_client::block_number(&s.kind, &s.block, key)
-        .map_err(|message| SettingProblem::new(format!("{}.{key}", s.kind), message))
+        .map_err(|e| SettingProblem::new(e.field.clone(), e.to_string()))
 }

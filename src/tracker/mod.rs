@@ -23,6 +23,7 @@ pub mod jira;
 pub mod label_state;
 pub mod linear;
 pub mod query_params;
+pub mod rest_labels;
 pub mod scope;
 pub mod settings_check;
 pub mod webhook;

@@ -58,6 +58,44 @@ pub struct Observed {
     pub files_changed: bool,
 }
 
+/// Why the workspace could not be read; masked where it quotes git's output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvidenceError {
+    /// The script exited non-zero (`None`: by a signal), with its output's tail.
+    GitFailed(Option<i32>, String),
+    /// The shell could not be started.
+    CouldNotRun(String),
+    TimedOut,
+    Cancelled,
+    /// The host could not be asked.
+    Remote(String),
+    /// The output is not the script's lines.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for EvidenceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EvidenceError::GitFailed(code, tail) => write!(
+                f,
+                "git exited with {}: {tail}",
+                code.map_or_else(|| "a signal".to_string(), |c| c.to_string())
+            ),
+            EvidenceError::CouldNotRun(e) => write!(f, "git could not run: {e}"),
+            EvidenceError::TimedOut => write!(
+                f,
+                "git did not finish within {} s",
+                EVIDENCE_TIMEOUT_MS / 1000
+            ),
+            EvidenceError::Cancelled => f.write_str("git was cancelled"),
+            EvidenceError::Remote(e) => f.write_str(e),
+            EvidenceError::Unreadable(text) => write!(f, "git gave no readable answer: {text}"),
+        }
+    }
+}
+
+impl std::error::Error for EvidenceError {}
+
 /// One read's parsed output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Read {
@@ -75,7 +113,7 @@ pub fn baseline(
     workspace: &Path,
     env: &HookEnv,
     host: Option<&SshHost>,
-) -> Result<Baseline, String> {
+) -> Result<Baseline, EvidenceError> {
     Ok(match read(workspaces, workspace, env, host, None)? {
         Read::NotRepository => Baseline::NotRepository,
         Read::Repository { head, tree, .. } => Baseline::Repository { head, tree },
@@ -90,7 +128,7 @@ pub fn observe(
     env: &HookEnv,
     host: Option<&SshHost>,
     start: &Baseline,
-) -> Result<Observed, String> {
+) -> Result<Observed, EvidenceError> {
     let start_head = match start {
         Baseline::Repository { head, .. } => head.as_deref(),
         Baseline::NotRepository => None,
@@ -141,7 +179,7 @@ fn read(
     env: &HookEnv,
     host: Option<&SshHost>,
     start: Option<&str>,
-) -> Result<Read, String> {
+) -> Result<Read, EvidenceError> {
     let start = start.and_then(commit_name).unwrap_or("");
     let script = format!("start='{start}'\n{SCRIPT}");
     let (code, output) = match host {
@@ -150,10 +188,9 @@ fn read(
     };
     if code != Some(0) {
         let tail = String::from_utf8_lossy(&output);
-        return Err(format!(
-            "git exited with {}: {}",
-            code.map_or_else(|| "a signal".to_string(), |c| c.to_string()),
-            crate::mask::mask(tail.trim())
+        return Err(EvidenceError::GitFailed(
+            code,
+            crate::mask::mask(tail.trim()),
         ));
     }
     parse(&String::from_utf8_lossy(&output))
@@ -164,7 +201,7 @@ fn run_here(
     workspace: &Path,
     env: &HookEnv,
     script: &str,
-) -> Result<(Option<i32>, Vec<u8>), String> {
+) -> Result<(Option<i32>, Vec<u8>), EvidenceError> {
     let command = OperatorCommand {
         script,
         timeout_ms: EVIDENCE_TIMEOUT_MS,
@@ -173,13 +210,10 @@ fn run_here(
     };
     let out = workspaces
         .run_command(workspace, &command, env, &crossbeam_channel::never())
-        .map_err(|e| format!("git could not run: {e}"))?;
+        .map_err(|e| EvidenceError::CouldNotRun(e.to_string()))?;
     match out.end {
-        super::ShellEnd::TimedOut => Err(format!(
-            "git did not finish within {} s",
-            EVIDENCE_TIMEOUT_MS / 1000
-        )),
-        super::ShellEnd::Cancelled => Err("git was cancelled".into()),
+        super::ShellEnd::TimedOut => Err(EvidenceError::TimedOut),
+        super::ShellEnd::Cancelled => Err(EvidenceError::Cancelled),
         super::ShellEnd::Exited(_) => Ok((out.exit_code(), out.output)),
     }
 }
@@ -188,7 +222,7 @@ fn run_on(
     host: &SshHost,
     workspace: &Path,
     script: &str,
-) -> Result<(Option<i32>, Vec<u8>), String> {
+) -> Result<(Option<i32>, Vec<u8>), EvidenceError> {
     let remote = format!(
         "cd -- {} && exec sh -c {} 2>&1",
         quote(&workspace.to_string_lossy()),
@@ -196,14 +230,14 @@ fn run_on(
     );
     let out = host
         .run(&remote, None, Duration::from_millis(EVIDENCE_TIMEOUT_MS))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| EvidenceError::Remote(e.to_string()))?;
     let mut stdout = out.stdout;
     stdout.truncate(OUTPUT_CAP);
     Ok((out.code, stdout))
 }
 
 /// Parses the script's lines (pure).
-fn parse(text: &str) -> Result<Read, String> {
+fn parse(text: &str) -> Result<Read, EvidenceError> {
     let mut head = None;
     let mut commits = None;
     let mut tree = None;
@@ -227,10 +261,7 @@ fn parse(text: &str) -> Result<Read, String> {
             commits,
             tree,
         }),
-        _ => Err(format!(
-            "git gave no readable answer: {}",
-            crate::mask::mask(text.trim())
-        )),
+        _ => Err(EvidenceError::Unreadable(crate::mask::mask(text.trim()))),
     }
 }
 

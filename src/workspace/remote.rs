@@ -226,114 +226,18 @@ impl WorkspaceManager {
                );
         let started = std::time::Instant::now();
         let ran = host.run_cancellable(&remote, None, Duration::from_millis(timeout_ms), cancel);
-        let duration_ms = started.elapsed().as_millis() as u64;
-        let out = match ran {
-            Ok(out) => out,
-            Err(e) => {
-                return Err(match e.kind {
-                    SshErrorKind::Timeout(_) => {
-                        log::warn!(
-                                                   hook:% = kind,
-                        issue_id:% = env.issue_id,
-                        issue_identifier:% = env.issue_identifier,
-                                                   ssh_host:% = host.name(),
-                                                   duration_ms:% = duration_ms,
-                                                   timeout_ms:% = timeout_ms,
-                                                   script:% = script_shown;
-                                                   "hook timed out"
-                                               );
-                        WorkspaceError::HookTimeout {
-                            hook: kind,
-                            timeout_ms,
-                            output: String::new(),
-                        }
-                    }
-                    SshErrorKind::Cancelled => {
-                        log::warn!(
-                                                   hook:% = kind,
-                        issue_id:% = env.issue_id,
-                        issue_identifier:% = env.issue_identifier,
-                                                   ssh_host:% = host.name(),
-                                                   duration_ms:% = duration_ms,
-                                                   script:% = script_shown;
-                                                   "hook cancelled"
-                                               );
-                        WorkspaceError::HookCancelled { hook: kind }
-                    }
-                    SshErrorKind::Connection(_) => {
-                        let output = mask(&e.to_string());
-                        log::warn!(
-                                                   hook:% = kind,
-                        issue_id:% = env.issue_id,
-                        issue_identifier:% = env.issue_identifier,
-                                                   ssh_host:% = host.name(),
-                                                   duration_ms:% = duration_ms,
-                                                   exit_code:% = "255",
-                                                   script:% = script_shown,
-                                                   output:% = output;
-                                                   "hook failed"
-                                               );
-                        WorkspaceError::HookFailed {
-                            hook: kind,
-                            exit_code: Some(crate::ssh::SSH_CONNECTION_FAILED),
-                            signal: None,
-                            output,
-                            output_truncated: false,
-                        }
-                    }
-                    _ => WorkspaceError::HookStart {
-                        hook: kind,
-                        source: ssh_io(&e),
-                    },
-                });
-            }
+        let run = RemoteHook {
+            kind,
+            env,
+            host,
+            duration_ms: started.elapsed().as_millis() as u64,
+            timeout_ms,
+            script_shown: &script_shown,
         };
-        let (bytes, truncated) = if out.stderr.len() > MAX_HOOK_OUTPUT_BYTES {
-            (
-                &out.stderr[out.stderr.len() - MAX_HOOK_OUTPUT_BYTES..],
-                true,
-            )
-        } else {
-            (&out.stderr[..], out.stderr_truncated)
-        };
-        let output = mask(&String::from_utf8_lossy(bytes));
-        if !out.success() {
-            let log_output = output_tail(output.trim_end()).0;
-            log::warn!(
-                           hook:% = kind,
-            issue_id:% = env.issue_id,
-            issue_identifier:% = env.issue_identifier,
-                           ssh_host:% = host.name(),
-                           duration_ms:% = duration_ms,
-                           exit_code:% = out.code
-                               .map_or_else(|| "none".to_string(), |c| c.to_string()),
-                           script:% = script_shown,
-                           output:% = log_output;
-                           "hook failed"
-                       );
-            return Err(WorkspaceError::HookFailed {
-                hook: kind,
-                exit_code: out.code,
-                signal: out.signal,
-                output,
-                output_truncated: truncated,
-            });
+        match ran {
+            Ok(out) => run.finished(&out),
+            Err(e) => Err(run.error(&e)),
         }
-        log::info!(
-                   hook:% = kind,
-        issue_id:% = env.issue_id,
-        issue_identifier:% = env.issue_identifier,
-                   ssh_host:% = host.name(),
-                   duration_ms:% = duration_ms,
-                   output_bytes:% = out.stderr.len();
-                   "hook completed"
-               );
-        Ok(HookOutput {
-            ran: true,
-            output,
-            truncated,
-            duration_ms,
-        })
     }
 
     /// [`remove`](Self::remove) for a workspace on `host` (`None` is exactly `remove`):
@@ -465,5 +369,131 @@ fn remove_remote_stale_status(host: &SshHost, path: &Path) {
             error:% = e;
             "stale remote status file not removed"
         ),
+    }
+}
+
+/// One hook run on a host, for its outcome and log lines.
+struct RemoteHook<'a> {
+    kind: HookKind,
+    env: &'a HookEnv,
+    host: &'a SshHost,
+    duration_ms: u64,
+    timeout_ms: u64,
+    script_shown: &'a str,
+}
+
+impl RemoteHook<'_> {
+    /// The hook's error for an ssh run that did not finish: timed out, cancelled, no
+    /// connection (ssh's 255, as a failed hook), or not started.
+    fn error(&self, e: &SshError) -> WorkspaceError {
+        let (kind, env) = (self.kind, self.env);
+        match e.kind {
+            SshErrorKind::Timeout(_) => {
+                log::warn!(
+                    hook:% = kind,
+                    issue_id:% = env.issue_id,
+                    issue_identifier:% = env.issue_identifier,
+                    ssh_host:% = self.host.name(),
+                    duration_ms:% = self.duration_ms,
+                    timeout_ms:% = self.timeout_ms,
+                    script:% = self.script_shown;
+                    "hook timed out"
+                );
+                WorkspaceError::HookTimeout {
+                    hook: kind,
+                    timeout_ms: self.timeout_ms,
+                    output: String::new(),
+                }
+            }
+            SshErrorKind::Cancelled => {
+                log::warn!(
+                    hook:% = kind,
+                    issue_id:% = env.issue_id,
+                    issue_identifier:% = env.issue_identifier,
+                    ssh_host:% = self.host.name(),
+                    duration_ms:% = self.duration_ms,
+                    script:% = self.script_shown;
+                    "hook cancelled"
+                );
+                WorkspaceError::HookCancelled { hook: kind }
+            }
+            SshErrorKind::Connection(_) => {
+                let output = mask(&e.to_string());
+                log::warn!(
+                    hook:% = kind,
+                    issue_id:% = env.issue_id,
+                    issue_identifier:% = env.issue_identifier,
+                    ssh_host:% = self.host.name(),
+                    duration_ms:% = self.duration_ms,
+                    exit_code:% = "255",
+                    script:% = self.script_shown,
+                    output:% = output;
+                    "hook failed"
+                );
+                WorkspaceError::HookFailed {
+                    hook: kind,
+                    exit_code: Some(crate::ssh::SSH_CONNECTION_FAILED),
+                    signal: None,
+                    output,
+                    output_truncated: false,
+                }
+            }
+            _ => WorkspaceError::HookStart {
+                hook: kind,
+                source: ssh_io(e),
+            },
+        }
+    }
+
+    /// The outcome of a hook that ran to its end: its output's tail (both streams, masked),
+    /// failed unless it exited 0.
+    fn finished(&self, out: &crate::ssh::RemoteOutput) -> Result<HookOutput, WorkspaceError> {
+        let (kind, env) = (self.kind, self.env);
+        let (bytes, truncated) = if out.stderr.len() > MAX_HOOK_OUTPUT_BYTES {
+            (
+                &out.stderr[out.stderr.len() - MAX_HOOK_OUTPUT_BYTES..],
+                true,
+            )
+        } else {
+            (&out.stderr[..], out.stderr_truncated)
+        };
+        let output = mask(&String::from_utf8_lossy(bytes));
+        if !out.success() {
+            let log_output = output_tail(output.trim_end()).0;
+            log::warn!(
+                hook:% = kind,
+                issue_id:% = env.issue_id,
+                issue_identifier:% = env.issue_identifier,
+                ssh_host:% = self.host.name(),
+                duration_ms:% = self.duration_ms,
+                exit_code:% = out.code
+                    .map_or_else(|| "none".to_string(), |c| c.to_string()),
+                script:% = self.script_shown,
+                output:% = log_output;
+                "hook failed"
+            );
+            return Err(WorkspaceError::HookFailed {
+                hook: kind,
+                exit_code: out.code,
+                signal: out.signal,
+                output,
+                output_truncated: truncated,
+            });
+        }
+        log::info!(
+            hook:% = kind,
+            issue_id:% = env.issue_id,
+            issue_identifier:% = env.issue_identifier,
+            ssh_host:% = self.host.name(),
+            duration_ms:% = self.duration_ms,
+            output_bytes:% = out.stderr.len();
+            "hook completed"
+        );
+        Ok(HookOutput {
+            ran: true,
+            output,
+            truncated,
+            duration_ms: self.duration_ms,
+        })
     }
 }

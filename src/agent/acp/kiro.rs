@@ -11,6 +11,7 @@
 //! and `XDG_*` are system basics every agent gets) and its own `KIRO_*` variables.
 
 use super::{AcpAdapter, CAPS};
+use crate::agent::block::BlockReader;
 use crate::agent::{AgentDescriptor, AgentSettings, SettingProblem};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -59,33 +60,14 @@ pub struct KiroConfig {
 impl KiroConfig {
     /// Reads the block; the problems list is empty when the session can run unattended.
     pub fn parse(block: &Map<String, Value>) -> (KiroConfig, Vec<SettingProblem>) {
-        let mut problems = Vec::new();
+        let mut r = BlockReader::new(KIND, block);
         let config = KiroConfig {
-            model: word(block, "model", &mut problems),
-            agent: word(block, "agent", &mut problems),
+            model: r.word("model"),
+            agent: r.word("agent"),
         };
-        let trust_all = match block.get("trust_all_tools") {
-            None | Some(Value::Null) => None,
-            Some(Value::Bool(b)) => Some(*b),
-            Some(other) => {
-                problems.push(problem(
-                    "trust_all_tools",
-                    format!("{KIND}.trust_all_tools must be true or false, got {other}"),
-                ));
-                None
-            }
-        };
-        let trust_tools = match block.get("trust_tools") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(items)) if items.iter().all(Value::is_string) => Some(items.len()),
-            Some(other) => {
-                problems.push(problem(
-                    "trust_tools",
-                    format!("{KIND}.trust_tools must be a list of tool names, got {other}"),
-                ));
-                None
-            }
-        };
+        let trust_all = r.bool("trust_all_tools");
+        let trust_tools = r.string_list_len("trust_tools", "tool names");
+        let mut problems = r.finish();
         problems.extend(trust_problem(trust_all, trust_tools));
         (config, problems)
     }
@@ -108,28 +90,6 @@ fn trust_problem(trust_all: Option<bool>, trust_tools: Option<usize>) -> Option<
                  leave trust_all_tools and trust_tools both unset"
             ),
         )),
-    }
-}
-
-/// An optional single-word string key (the command line is split on white space).
-fn word(
-    block: &Map<String, Value>,
-    key: &str,
-    problems: &mut Vec<SettingProblem>,
-) -> Option<String> {
-    match block.get(key) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(Value::String(s)) if !s.trim().contains(char::is_whitespace) => {
-            Some(s.trim().to_string())
-        }
-        Some(other) => {
-            problems.push(problem(
-                key,
-                format!("{KIND}.{key} must be one word (a name without spaces), got {other}"),
-            ));
-            None
-        }
     }
 }
 

@@ -4,15 +4,13 @@
 //! timeout, then the agent is stopped.
 
 use super::parser::{AcpParser, PromptContext};
-use crate::agent::jsonrpc::{Closed, Recv, RpcPeer};
+use crate::agent::jsonrpc::turn::{self, RpcTurnParser, TurnLog, send_all};
+use crate::agent::jsonrpc::{Message, RpcPeer, ServerReply};
 use crate::agent::stream::{StreamParser, TurnEnd};
-use crate::agent::{
-    AgentError, AgentErrorKind, AgentEvent, AgentSession, CancelReason, CancelToken, TurnOutcome,
-    TurnResult,
-};
+use crate::agent::{AgentError, AgentEvent, AgentSession, CancelToken, TurnResult};
 use crate::clock::Clock;
 use crossbeam_channel::Sender;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,53 +32,28 @@ pub struct AcpSession {
     pub(super) issue_identifier: String,
 }
 
-fn send_all(events: &Sender<AgentEvent>, evs: Vec<AgentEvent>) {
-    for ev in evs {
-        let _ = events.send(ev);
+impl RpcTurnParser for AcpParser {
+    fn on_message(&mut self, m: Message) -> Vec<AgentEvent> {
+        AcpParser::on_message(self, m)
     }
-}
-
-fn feed(
-    peer: &mut RpcPeer,
-    parser: &mut AcpParser,
-    events: &Sender<AgentEvent>,
-    m: crate::agent::jsonrpc::Message,
-) {
-    send_all(events, parser.on_message(m));
-    for (id, reply) in parser.take_replies() {
-        let _ = peer.respond(&id, reply);
+    fn take_replies(&mut self) -> Vec<(Value, ServerReply)> {
+        AcpParser::take_replies(self)
+    }
+    fn set_exit_hint(&mut self, hint: Option<String>) {
+        AcpParser::set_exit_hint(self, hint)
+    }
+    fn is_done(&self) -> bool {
+        AcpParser::is_done(self)
     }
 }
 
 impl AcpSession {
-    fn pump(
-        peer: &mut RpcPeer,
-        parser: &mut AcpParser,
-        events: &Sender<AgentEvent>,
-        cancel: &CancelToken,
-        deadline: Option<Instant>,
-        end: &mut TurnEnd,
-    ) {
-        while !parser.is_done() {
-            match peer.recv(deadline, Some(cancel.receiver())) {
-                Recv::Message(m) => feed(peer, parser, events, m),
-                Recv::TimedOut => {
-                    cancel.cancel(CancelReason::TurnTimeout);
-                    end.cancelled = cancel.reason();
-                    return;
-                }
-                Recv::Cancelled => {
-                    end.cancelled = Some(cancel.reason().unwrap_or(CancelReason::User));
-                    return;
-                }
-                Recv::Closed(c) => {
-                    if let Closed::ReadError(e) = c {
-                        end.read_error = Some(e);
-                    }
-                    parser.set_exit_hint(peer.child_stderr_hint());
-                    return;
-                }
-            }
+    fn log(&self) -> TurnLog<'_> {
+        TurnLog {
+            agent_kind: "agent-client-protocol",
+            issue_id: &self.issue_id,
+            issue_identifier: &self.issue_identifier,
+            session_id: &self.session_id,
         }
     }
 
@@ -100,26 +73,50 @@ impl AcpSession {
             return;
         }
         let deadline = Instant::now() + self.read_timeout;
-        while !parser.is_done() {
-            match peer.recv(Some(deadline), Some(cancel.urgent_receiver())) {
-                Recv::Message(m) => feed(peer, parser, events, m),
-                Recv::TimedOut | Recv::Cancelled | Recv::Closed(_) => return,
-            }
-        }
+        turn::drain(peer, parser, events, cancel, deadline, AcpParser::is_done);
     }
 
     fn stop_peer(&mut self, cancel: Option<&CancelToken>) {
-        if let Some(mut peer) = self.peer.take() {
-            let exit = peer.stop(self.stop_grace, cancel.map(|c| c.urgent_receiver()));
-            log::debug!(
-                agent_kind:% = "agent-client-protocol",
-                issue_id:% = self.issue_id,
-                issue_identifier:% = self.issue_identifier,
-                session_id:% = self.session_id,
-                exit:% = crate::log_field::opt(&exit);
-                "agent server stopped"
-            );
+        if let Some(peer) = self.peer.take() {
+            self.log().stop(peer, self.stop_grace, cancel);
         }
+    }
+
+    /// Sends the prompt and reads its answer; whether the agent is left running, and the
+    /// parser that read the turn.
+    fn drive(
+        &self,
+        peer: &mut RpcPeer,
+        prompt: &str,
+        first_turn: bool,
+        events: &Sender<AgentEvent>,
+        cancel: &CancelToken,
+        end: &mut TurnEnd,
+    ) -> (bool, AcpParser) {
+        let params =
+            json!({"sessionId": self.session_id, "prompt": [{"type": "text", "text": prompt}]});
+        let id = match peer.send_request("session/prompt", params) {
+            Err(_) => {
+                let mut p = self.parser(0, first_turn);
+                p.set_exit_hint(peer.child_stderr_hint());
+                return (false, p);
+            }
+            Ok(id) => id,
+        };
+        let mut p = self.parser(id, first_turn);
+        if let Some(reason) = cancel.reason() {
+            end.cancelled = Some(reason);
+        }
+        let deadline = self.turn_timeout.map(|t| Instant::now() + t);
+        if end.cancelled.is_none() {
+            turn::pump(peer, &mut p, events, cancel, deadline, end);
+        }
+        if end.cancelled.is_some() {
+            self.cancel_prompt(peer, &mut p, events, cancel);
+            return (false, p);
+        }
+        let done = p.is_done();
+        (done, p)
     }
 }
 
@@ -135,71 +132,18 @@ impl AgentSession for AcpSession {
         cancel: &CancelToken,
     ) -> TurnResult {
         let Some(mut peer) = self.peer.take() else {
-            let outcome = TurnOutcome::EndedWithError {
-                message: "session already stopped".into(),
-                kind: AgentErrorKind::ResponseError,
-            };
-            let _ = events.send(AgentEvent::new(
-                self.clock.now_ms(),
-                outcome.terminal_event(None),
-            ));
-            return TurnResult {
-                outcome,
-                session_id: Some(self.session_id.clone()),
-                usage: None,
-                model: None,
-            };
+            let id = Some(self.session_id.clone());
+            return TurnResult::session_stopped(self.clock.as_ref(), id, None, events);
         };
         let first_turn = self.turns_run == 0;
         self.turns_run += 1;
-        log::info!(
-            agent_kind:% = "agent-client-protocol",
-            issue_id:% = self.issue_id,
-            issue_identifier:% = self.issue_identifier,
-            session_id:% = self.session_id,
-            turn:% = self.turns_run;
-            "agent turn starting"
-        );
-        let params =
-            json!({"sessionId": self.session_id, "prompt": [{"type": "text", "text": prompt}]});
+        self.log().starting(self.turns_run);
         let mut end = TurnEnd::default();
-        let (keep, mut parser) = match peer.send_request("session/prompt", params) {
-            Err(_) => {
-                let mut p = self.parser(0, first_turn);
-                p.set_exit_hint(peer.child_stderr_hint());
-                (false, p)
-            }
-            Ok(id) => {
-                let mut p = self.parser(id, first_turn);
-                if let Some(reason) = cancel.reason() {
-                    end.cancelled = Some(reason);
-                }
-                let deadline = self.turn_timeout.map(|t| Instant::now() + t);
-                if end.cancelled.is_none() {
-                    Self::pump(&mut peer, &mut p, events, cancel, deadline, &mut end);
-                }
-                if end.cancelled.is_some() {
-                    self.cancel_prompt(&mut peer, &mut p, events, cancel);
-                    (false, p)
-                } else {
-                    let done = p.is_done();
-                    (done, p)
-                }
-            }
-        };
+        let (keep, mut parser) =
+            self.drive(&mut peer, prompt, first_turn, events, cancel, &mut end);
         let (outcome, evs) = parser.finish(&end);
         send_all(events, evs);
-        if !outcome.is_completed() {
-            log::warn!(
-                agent_kind:% = "agent-client-protocol",
-                issue_id:% = self.issue_id,
-                issue_identifier:% = self.issue_identifier,
-                session_id:% = self.session_id,
-                outcome:% = crate::log_field::opt(&outcome.error_kind().map(|k| k.code())),
-                stderr:% = crate::mask::mask(&peer.child().stderr_text());
-                "agent turn failed"
-            );
-        }
+        self.log().failed(&outcome, &mut peer);
         self.peer = Some(peer);
         if !keep {
             self.stop_peer(Some(cancel));

@@ -5,19 +5,17 @@ pub mod argv;
 pub mod parser;
 mod tools;
 
-use crate::agent::process::{
-    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, agent_program_on, session_workspace_on,
-};
+use crate::agent::per_turn::PerTurnSession;
+use crate::agent::process::{self, TurnLimits};
 use crate::agent::{
     AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentEvent,
-    AgentSession, AgentSettings, CancelToken, SettingProblem, StartSessionParams, TurnOutcome,
-    TurnResult, UsageArrival, UsageAttribution, UsageProvenance, UsageSource, UsageStrategy,
+    AgentSession, AgentSettings, CancelToken, SettingProblem, StartSessionParams, TurnResult,
+    UsageArrival, UsageAttribution, UsageProvenance, UsageSource, UsageStrategy,
 };
 use crate::clock::Clock;
 use argv::{SessionFlag, build_args};
 use crossbeam_channel::Sender;
 use parser::ClaudeParser;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The configuration name of this kind.
@@ -156,12 +154,12 @@ impl AgentAdapter for ClaudeAdapter {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let remote = params.remote.clone();
-        let workspace = session_workspace_on(&params.workspace, remote.as_ref())?;
-        let (program, command_args) = agent_program_on(
-            self.settings.command.as_deref(),
+        let base = PerTurnSession::start(
+            &self.settings,
+            &self.clock,
+            &params,
             DEFAULT_COMMAND,
-            remote.as_ref(),
+            ENV_VARS,
         )?;
         if self
             .settings
@@ -176,49 +174,25 @@ impl AgentAdapter for ClaudeAdapter {
                 "claude-code session_persistence is false: --resume will not work"
             );
         }
-        let env = crate::agent::env::session_env(&self.settings, ENV_VARS, &params);
         let new_session_id = new_uuid()?;
         let (session_id, resuming) = match params.resume_session_id.filter(|s| !s.is_empty()) {
             Some(id) => (id, true),
             None => (new_session_id, false),
         };
         Ok(Box::new(ClaudeSession {
-            settings: self.settings.clone(),
-            clock: Arc::clone(&self.clock),
-            workspace,
-            program,
-            command_args,
-            // The worker's MCP file is local; an agent on a host cannot read it.
-            mcp_config: params.mcp_config_path.filter(|_| remote.is_none()),
-            remote,
-            issue_id: params.issue_id,
-            issue_identifier: params.issue_identifier,
+            base,
             session_id,
             resume_next: resuming,
-            stopped: false,
-            env,
         }))
     }
 }
 
 /// One claude-code conversation.
 pub struct ClaudeSession {
-    settings: AgentSettings,
-    clock: Arc<dyn Clock>,
-    workspace: PathBuf,
-    program: String,
-    command_args: Vec<String>,
-    mcp_config: Option<PathBuf>,
-    /// The host the session's processes run on.
-    remote: Option<crate::ssh::SshHost>,
-    /// Every turn's environment (`agent::env`).
-    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    issue_id: String,
-    issue_identifier: String,
+    base: PerTurnSession,
     session_id: String,
     /// False only before the first turn of a brand-new conversation.
     resume_next: bool,
-    stopped: bool,
 }
 
 impl AgentSession for ClaudeSession {
@@ -232,60 +206,36 @@ impl AgentSession for ClaudeSession {
         events: &Sender<AgentEvent>,
         cancel: &CancelToken,
     ) -> TurnResult {
-        if self.stopped {
-            let outcome = TurnOutcome::EndedWithError {
-                message: "session already stopped".into(),
-                kind: AgentErrorKind::ResponseError,
-            };
-            let _ = events.send(AgentEvent::new(
-                self.clock.now_ms(),
-                outcome.terminal_event(None),
-            ));
-            return TurnResult {
-                outcome,
-                session_id: Some(self.session_id.clone()),
-                usage: None,
-                model: None,
-            };
+        let b = &self.base;
+        if b.stopped {
+            let id = Some(self.session_id.clone());
+            return TurnResult::session_stopped(b.clock.as_ref(), id, None, events);
         }
         let flag = if self.resume_next {
             SessionFlag::Resume(self.session_id.clone())
         } else {
             SessionFlag::New(self.session_id.clone())
         };
-        // The prompt (issue text) always travels on stdin, so `ps` never shows it.
-        let mut args = self.command_args.clone();
-        args.extend(build_args(
+        let args = build_args(
             None,
             &flag,
-            &self.settings.block,
-            &self.settings.workflow_dir,
-            self.mcp_config.as_deref(),
-        ));
-        let spec = ProcessSpec {
-            program: self.program.clone(),
-            args,
-            cwd: self.workspace.clone(),
-            stdin: Some(prompt.as_bytes().to_vec()),
-            base_env: Some(self.env.clone()),
-            env: Vec::new(),
-            env_remove: Vec::new(),
-            max_line_bytes: MAX_LINE_BYTES,
-            remote: self.remote.clone(),
-            sandbox: self.settings.sandbox.clone(),
-        };
-        let limits = TurnLimits::from_settings(&self.settings);
+            &b.settings.block,
+            &b.settings.workflow_dir,
+            b.mcp_config.as_deref(),
+        );
+        let spec = b.spec(args, prompt);
+        let limits = TurnLimits::from_settings(&b.settings);
         log::info!(
             agent_kind:% = KIND,
-            issue_id:% = self.issue_id,
-            issue_identifier:% = self.issue_identifier,
+            issue_id:% = b.issue_id,
+            issue_identifier:% = b.issue_identifier,
             session_id:% = self.session_id,
             resume:% = self.resume_next;
             "agent turn starting"
         );
         let mut parser = ClaudeParser::new(
-            Arc::clone(&self.clock),
-            self.workspace.clone(),
+            Arc::clone(&b.clock),
+            b.workspace.clone(),
             Some(self.session_id.clone()),
         );
         let turn = process::run_turn(&spec, &mut parser, events, cancel, limits);
@@ -308,7 +258,7 @@ impl AgentSession for ClaudeSession {
 
     fn stop(&mut self) -> Result<(), AgentError> {
         // Fork-per-turn: every process is gone when `run_turn` returns.
-        self.stopped = true;
+        self.base.stopped = true;
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! The `codex:` pass-through block: its keys, their checks, and how they become `thread/start`
 //! and `turn/start` parameters.
 
+use crate::agent::block::BlockReader;
 use crate::domain::SettingProblem;
 use serde_json::{Map, Value, json};
 use std::path::Path;
@@ -74,62 +75,14 @@ fn to_camel(s: &str) -> String {
     out
 }
 
-fn string_key(
-    block: &Map<String, Value>,
-    key: &str,
-    problems: &mut Vec<SettingProblem>,
-) -> Option<String> {
-    match block.get(key) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
-        Some(other) => {
-            problems.push(SettingProblem::new(
-                format!("codex.{key}"),
-                format!("codex.{key} must be a non-empty string, got {other}"),
-            ));
-            None
-        }
-    }
-}
-
-fn one_of(
-    block: &Map<String, Value>,
-    key: &str,
-    allowed: &[&str],
-    default: &str,
-    problems: &mut Vec<SettingProblem>,
-) -> String {
-    let Some(raw) = string_key(block, key, problems) else {
-        return default.to_string();
-    };
-    let value = camel_to_kebab(&raw);
-    if allowed.contains(&value.as_str()) {
-        value
-    } else {
-        problems.push(SettingProblem::new(
-            format!("codex.{key}"),
-            format!(
-                "codex.{key} is {raw:?}; allowed values: {}",
-                allowed.join(", ")
-            ),
-        ));
-        default.to_string()
-    }
-}
-
-fn policy_overrides(
-    block: &Map<String, Value>,
-    problems: &mut Vec<SettingProblem>,
-) -> Option<Map<String, Value>> {
+fn policy_overrides(r: &mut BlockReader) -> Option<Map<String, Value>> {
     let field = "codex.turn_sandbox_policy";
-    let raw = match block.get("turn_sandbox_policy") {
-        None | Some(Value::Null) => return None,
-        Some(Value::Object(m)) => m,
-        Some(other) => {
-            problems.push(SettingProblem::new(
-                field,
-                format!("{field} must be a mapping (e.g. networkAccess: true), got {other}"),
-            ));
+    let raw = match r.get("turn_sandbox_policy")? {
+        Value::Object(m) => m,
+        other => {
+            let message =
+                format!("{field} must be a mapping (e.g. networkAccess: true), got {other}");
+            r.problem("turn_sandbox_policy", message);
             return None;
         }
     };
@@ -140,13 +93,11 @@ fn policy_overrides(
             match v.as_str().map(|t| to_camel(&camel_to_kebab(t))) {
                 Some(t) if POLICY_TYPES.contains(&t.as_str()) => json!(t),
                 _ => {
-                    problems.push(SettingProblem::new(
-                        field,
-                        format!(
-                            "{field}.type is {v}; allowed values: {}",
-                            POLICY_TYPES.join(", ")
-                        ),
-                    ));
+                    let message = format!(
+                        "{field}.type is {v}; allowed values: {}",
+                        POLICY_TYPES.join(", ")
+                    );
+                    r.problem("turn_sandbox_policy", message);
                     continue;
                 }
             }
@@ -161,28 +112,26 @@ fn policy_overrides(
 impl CodexConfig {
     /// Reads the block; the problems list is empty when every key is usable.
     pub fn parse(block: &Map<String, Value>) -> (CodexConfig, Vec<SettingProblem>) {
-        let mut problems = Vec::new();
+        let mut r = BlockReader::new("codex", block);
         let config = CodexConfig {
-            model: string_key(block, "model", &mut problems),
-            effort: string_key(block, "effort", &mut problems),
-            personality: string_key(block, "personality", &mut problems),
-            approval_policy: one_of(
-                block,
+            model: r.string("model"),
+            effort: r.string("effort"),
+            personality: r.string("personality"),
+            approval_policy: r.one_of(
                 "approval_policy",
                 APPROVAL_POLICIES,
                 "never",
-                &mut problems,
+                camel_to_kebab,
             ),
-            thread_sandbox: one_of(
-                block,
+            thread_sandbox: r.one_of(
                 "thread_sandbox",
                 SANDBOX_MODES,
                 "workspace-write",
-                &mut problems,
+                camel_to_kebab,
             ),
-            turn_sandbox_policy: policy_overrides(block, &mut problems),
+            turn_sandbox_policy: policy_overrides(&mut r),
         };
-        (config, problems)
+        (config, r.finish())
     }
 
     /// `thread/start` parameters.

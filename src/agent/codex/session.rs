@@ -5,15 +5,13 @@
 
 use super::config::CodexConfig;
 use super::parser::{Approval, CodexParser, SessionCarry, TurnContext};
-use crate::agent::jsonrpc::{Closed, Recv, RpcPeer};
+use crate::agent::jsonrpc::turn::{self, RpcTurnParser, TurnLog, send_all};
+use crate::agent::jsonrpc::{Message, RpcPeer, ServerReply};
 use crate::agent::stream::{StreamParser, TurnEnd};
-use crate::agent::{
-    AgentError, AgentErrorKind, AgentEvent, AgentSession, CancelReason, CancelToken, TurnOutcome,
-    TurnResult,
-};
+use crate::agent::{AgentError, AgentEvent, AgentSession, CancelToken, TurnResult};
 use crate::clock::Clock;
 use crossbeam_channel::Sender;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,65 +34,28 @@ pub struct CodexSession {
     pub(super) issue_identifier: String,
 }
 
-fn send_all(events: &Sender<AgentEvent>, evs: Vec<AgentEvent>) {
-    for ev in evs {
-        // A dropped receiver only means nobody listens any more.
-        let _ = events.send(ev);
+impl RpcTurnParser for CodexParser {
+    fn on_message(&mut self, m: Message) -> Vec<AgentEvent> {
+        CodexParser::on_message(self, m)
+    }
+    fn take_replies(&mut self) -> Vec<(Value, ServerReply)> {
+        CodexParser::take_replies(self)
+    }
+    fn set_exit_hint(&mut self, hint: Option<String>) {
+        CodexParser::set_exit_hint(self, hint)
+    }
+    fn is_done(&self) -> bool {
+        CodexParser::is_done(self)
     }
 }
 
 impl CodexSession {
-    fn ended(&self, outcome: TurnOutcome, events: &Sender<AgentEvent>) -> TurnResult {
-        let _ = events.send(AgentEvent::new(
-            self.clock.now_ms(),
-            outcome.terminal_event(None),
-        ));
-        TurnResult {
-            outcome,
-            session_id: Some(self.thread_id.clone()),
-            usage: None,
-            model: self.carry.model.clone(),
-        }
-    }
-
-    /// Reads messages until the turn ends, the stream closes, or a cancel or the turn
-    /// deadline interrupts it.
-    fn pump(
-        peer: &mut RpcPeer,
-        parser: &mut CodexParser,
-        events: &Sender<AgentEvent>,
-        cancel: &CancelToken,
-        deadline: Option<Instant>,
-        end: &mut TurnEnd,
-    ) {
-        loop {
-            if parser.is_done() {
-                return;
-            }
-            match peer.recv(deadline, Some(cancel.receiver())) {
-                Recv::Message(m) => {
-                    send_all(events, parser.on_message(m));
-                    for (id, reply) in parser.take_replies() {
-                        let _ = peer.respond(&id, reply);
-                    }
-                }
-                Recv::TimedOut => {
-                    cancel.cancel(CancelReason::TurnTimeout);
-                    end.cancelled = cancel.reason();
-                    return;
-                }
-                Recv::Cancelled => {
-                    end.cancelled = Some(cancel.reason().unwrap_or(CancelReason::User));
-                    return;
-                }
-                Recv::Closed(c) => {
-                    if let Closed::ReadError(e) = c {
-                        end.read_error = Some(e);
-                    }
-                    parser.set_exit_hint(peer.child_stderr_hint());
-                    return;
-                }
-            }
+    fn log(&self) -> TurnLog<'_> {
+        TurnLog {
+            agent_kind: "codex",
+            issue_id: &self.issue_id,
+            issue_identifier: &self.issue_identifier,
+            session_id: &self.thread_id,
         }
     }
 
@@ -118,30 +79,70 @@ impl CodexSession {
             return false;
         }
         let deadline = Instant::now() + self.read_timeout;
-        while !parser.saw_completion() {
-            match peer.recv(Some(deadline), Some(cancel.urgent_receiver())) {
-                Recv::Message(m) => {
-                    send_all(events, parser.on_message(m));
-                    for (id, reply) in parser.take_replies() {
-                        let _ = peer.respond(&id, reply);
-                    }
-                }
-                Recv::TimedOut | Recv::Cancelled | Recv::Closed(_) => return false,
-            }
-        }
-        true
+        turn::drain(
+            peer,
+            parser,
+            events,
+            cancel,
+            deadline,
+            CodexParser::saw_completion,
+        )
     }
 
     fn stop_peer(&mut self, cancel: Option<&CancelToken>) {
-        if let Some(mut peer) = self.peer.take() {
-            let exit = peer.stop(self.stop_grace, cancel.map(|c| c.urgent_receiver()));
-            log::debug!(
-                issue_id:% = self.issue_id,
-                issue_identifier:% = self.issue_identifier,
-                session_id:% = self.thread_id,
-                exit:% = crate::log_field::opt(&exit);
-                "codex app-server stopped"
-            );
+        if let Some(peer) = self.peer.take() {
+            self.log().stop(peer, self.stop_grace, cancel);
+        }
+    }
+
+    fn parser(&self, first_turn: bool) -> CodexParser {
+        let approval = if self.config.approval_decision() == "decline" {
+            Approval::Decline
+        } else {
+            Approval::AcceptForSession
+        };
+        CodexParser::new(
+            Arc::clone(&self.clock),
+            TurnContext {
+                thread_id: self.thread_id.clone(),
+                pid: Some(self.pid),
+                first_turn,
+                workspace: self.workspace.clone(),
+                approval,
+            },
+            self.carry.clone(),
+        )
+    }
+
+    /// Starts the turn and reads it to its end; whether the server is left running.
+    fn drive(
+        &self,
+        peer: &mut RpcPeer,
+        parser: &mut CodexParser,
+        params: Value,
+        events: &Sender<AgentEvent>,
+        cancel: &CancelToken,
+        end: &mut TurnEnd,
+    ) -> bool {
+        if let Some(reason) = cancel.reason() {
+            end.cancelled = Some(reason);
+            return true;
+        }
+        if peer.send_request("turn/start", params).is_err() {
+            parser.set_exit_hint(peer.child_stderr_hint());
+            return false;
+        }
+        let deadline = self.turn_timeout.map(|t| Instant::now() + t);
+        turn::pump(peer, parser, events, cancel, deadline, end);
+        if end.cancelled.is_some() {
+            // A cancelled turn leaves nothing running.
+            self.interrupt(peer, parser, events, cancel);
+            false
+        } else if parser.needs_interrupt() {
+            self.interrupt(peer, parser, events, cancel)
+        } else {
+            // A closed stream has no server left to talk to.
+            parser.is_done()
         }
     }
 }
@@ -158,78 +159,23 @@ impl AgentSession for CodexSession {
         cancel: &CancelToken,
     ) -> TurnResult {
         let Some(mut peer) = self.peer.take() else {
-            return self.ended(
-                TurnOutcome::EndedWithError {
-                    message: "session already stopped".into(),
-                    kind: AgentErrorKind::ResponseError,
-                },
-                events,
-            );
+            let model = self.carry.model.clone();
+            let id = Some(self.thread_id.clone());
+            return TurnResult::session_stopped(self.clock.as_ref(), id, model, events);
         };
         let first_turn = self.turns_run == 0;
         self.turns_run += 1;
-        let approval = if self.config.approval_decision() == "decline" {
-            Approval::Decline
-        } else {
-            Approval::AcceptForSession
-        };
-        let mut parser = CodexParser::new(
-            Arc::clone(&self.clock),
-            TurnContext {
-                thread_id: self.thread_id.clone(),
-                pid: Some(self.pid),
-                first_turn,
-                workspace: self.workspace.clone(),
-                approval,
-            },
-            self.carry.clone(),
-        );
-        log::info!(
-            agent_kind:% = "codex",
-            issue_id:% = self.issue_id,
-            issue_identifier:% = self.issue_identifier,
-            session_id:% = self.thread_id,
-            turn:% = self.turns_run;
-            "agent turn starting"
-        );
+        let mut parser = self.parser(first_turn);
+        self.log().starting(self.turns_run);
         let mut end = TurnEnd::default();
         let params =
             self.config
                 .turn_start_params(&self.thread_id, prompt, &self.workspace, first_turn);
-        let keep_server = if let Some(reason) = cancel.reason() {
-            end.cancelled = Some(reason);
-            true
-        } else if peer.send_request("turn/start", params).is_err() {
-            parser.set_exit_hint(peer.child_stderr_hint());
-            false
-        } else {
-            let deadline = self.turn_timeout.map(|t| Instant::now() + t);
-            Self::pump(&mut peer, &mut parser, events, cancel, deadline, &mut end);
-            if end.cancelled.is_some() {
-                // A cancelled turn leaves nothing running.
-                self.interrupt(&mut peer, &mut parser, events, cancel);
-                false
-            } else if parser.needs_interrupt() {
-                self.interrupt(&mut peer, &mut parser, events, cancel)
-            } else {
-                // A closed stream has no server left to talk to.
-                parser.is_done()
-            }
-        };
+        let keep_server = self.drive(&mut peer, &mut parser, params, events, cancel, &mut end);
         let (outcome, evs) = parser.finish(&end);
         send_all(events, evs);
         self.carry = parser.carry().clone();
-        if !outcome.is_completed() {
-            log::warn!(
-                agent_kind:% = "codex",
-                issue_id:% = self.issue_id,
-                issue_identifier:% = self.issue_identifier,
-                session_id:% = self.thread_id,
-                outcome:% = crate::log_field::opt(&outcome.error_kind().map(|k| k.code())),
-                stderr:% = crate::mask::mask(&peer.child().stderr_text());
-                "agent turn failed"
-            );
-        }
+        self.log().failed(&outcome, &mut peer);
         self.peer = Some(peer);
         if !keep_server {
             self.stop_peer(Some(cancel));

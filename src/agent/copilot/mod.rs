@@ -8,20 +8,18 @@ pub mod preflight;
 pub mod quota;
 mod tools;
 
-use crate::agent::process::{
-    self, MAX_LINE_BYTES, ProcessSpec, TurnLimits, agent_program_on, session_workspace_on,
-};
+use crate::agent::per_turn::PerTurnSession;
+use crate::agent::process::{self, TurnLimits};
 use crate::agent::stream::StreamParser;
 use crate::agent::{
-    AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentErrorKind, AgentEvent,
-    AgentSession, AgentSettings, CancelToken, SettingProblem, StartSessionParams, TurnOutcome,
-    TurnResult, UsageArrival, UsageAttribution, UsageProvenance, UsageSource, UsageStrategy,
+    AdapterCaps, AgentAdapter, AgentDescriptor, AgentError, AgentEvent, AgentSession,
+    AgentSettings, CancelToken, SettingProblem, StartSessionParams, TurnResult, UsageArrival,
+    UsageAttribution, UsageProvenance, UsageSource, UsageStrategy,
 };
 use crate::clock::Clock;
 use argv::{Continuity, PromptArg, build_args};
 use crossbeam_channel::Sender;
 use parser::CopilotParser;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The configuration name of this kind.
@@ -135,17 +133,22 @@ impl AgentAdapter for CopilotAdapter {
         &self,
         params: StartSessionParams,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let remote = params.remote.clone();
-        let workspace = session_workspace_on(&params.workspace, remote.as_ref())?;
-        let (program, command_args) = agent_program_on(
-            self.settings.command.as_deref(),
+        let base = PerTurnSession::start(
+            &self.settings,
+            &self.clock,
+            &params,
             DEFAULT_COMMAND,
-            remote.as_ref(),
+            ENV_VARS,
         )?;
-        let env = crate::agent::env::session_env(&self.settings, ENV_VARS, &params);
         // The preflight runs the CLI here; on a host it is skipped.
-        if remote.is_none() {
-            preflight::check(&program, &command_args, &workspace, &env).inspect_err(|e| {
+        if base.remote.is_none() {
+            preflight::check(
+                &base.program,
+                &base.command_args,
+                &base.workspace,
+                &base.env,
+            )
+            .inspect_err(|e| {
                 log::warn!(
                     issue_id:% = params.issue_id,
                     issue_identifier:% = params.issue_identifier,
@@ -156,46 +159,23 @@ impl AgentAdapter for CopilotAdapter {
             })?;
         }
         Ok(Box::new(CopilotSession {
-            settings: self.settings.clone(),
-            clock: Arc::clone(&self.clock),
-            workspace,
-            program,
-            command_args,
-            // The worker's MCP file is local; an agent on a host cannot read it.
-            mcp_config: params.mcp_config_path.filter(|_| remote.is_none()),
-            remote,
-            issue_id: params.issue_id,
-            issue_identifier: params.issue_identifier,
+            base,
             session_id: params.resume_session_id.filter(|s| !s.trim().is_empty()),
             ran_before: false,
             premium_requests: 0,
-            stopped: false,
-            env,
         }))
     }
 }
 
 /// One copilot-cli conversation.
 pub struct CopilotSession {
-    settings: AgentSettings,
-    clock: Arc<dyn Clock>,
-    workspace: PathBuf,
-    program: String,
-    command_args: Vec<String>,
-    mcp_config: Option<PathBuf>,
-    /// The host the session's processes run on.
-    remote: Option<crate::ssh::SshHost>,
-    /// Every turn's environment (`agent::env`).
-    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    issue_id: String,
-    issue_identifier: String,
+    base: PerTurnSession,
     /// The id to resume: from an earlier attempt, then from each turn's `result` line.
     session_id: Option<String>,
     /// A turn's process ran in this session, so a conversation exists to continue.
     ran_before: bool,
     /// Premium requests reported by this session's turns so far.
     premium_requests: u64,
-    stopped: bool,
 }
 
 impl CopilotSession {
@@ -207,8 +187,17 @@ impl CopilotSession {
         }
     }
 
-    fn limits(&self) -> TurnLimits {
-        TurnLimits::from_settings(&self.settings)
+    /// Adds a turn's premium requests to the session's count, logged.
+    fn count_premium(&mut self, p: u64) {
+        self.premium_requests = self.premium_requests.saturating_add(p);
+        log::info!(
+            issue_id:% = self.base.issue_id,
+            issue_identifier:% = self.base.issue_identifier,
+            session_id:% = self.session_id.as_deref().unwrap_or(""),
+            premium_requests:% = p,
+            session_premium_requests:% = self.premium_requests;
+            "copilot turn premium requests"
+        );
     }
 }
 
@@ -223,58 +212,35 @@ impl AgentSession for CopilotSession {
         events: &Sender<AgentEvent>,
         cancel: &CancelToken,
     ) -> TurnResult {
-        if self.stopped {
-            let outcome = TurnOutcome::EndedWithError {
-                message: "session already stopped".into(),
-                kind: AgentErrorKind::ResponseError,
-            };
-            let _ = events.send(AgentEvent::new(
-                self.clock.now_ms(),
-                outcome.terminal_event(None),
-            ));
-            return TurnResult {
-                outcome,
-                session_id: self.session_id.clone(),
-                usage: None,
-                model: None,
-            };
+        let b = &self.base;
+        if b.stopped {
+            let id = self.session_id.clone();
+            return TurnResult::session_stopped(b.clock.as_ref(), id, None, events);
         }
         let continuity = self.continuity();
-        // The prompt (issue text) always travels on stdin, so `ps` never shows it.
-        let prompt_arg = PromptArg::Stdin;
-        let mut args = self.command_args.clone();
-        args.extend(build_args(
-            prompt_arg,
+        let args = build_args(
+            PromptArg::Stdin,
             &continuity,
-            &self.settings.block,
-            &self.settings.workflow_dir,
-            self.mcp_config.as_deref(),
-        ));
-        let spec = ProcessSpec {
-            program: self.program.clone(),
-            args,
-            cwd: self.workspace.clone(),
-            stdin: Some(prompt.as_bytes().to_vec()),
-            base_env: Some(self.env.clone()),
-            max_line_bytes: MAX_LINE_BYTES,
-            remote: self.remote.clone(),
-            sandbox: self.settings.sandbox.clone(),
-            ..ProcessSpec::default()
-        };
+            &b.settings.block,
+            &b.settings.workflow_dir,
+            b.mcp_config.as_deref(),
+        );
+        let spec = b.spec(args, prompt);
         log::info!(
             agent_kind:% = KIND,
-            issue_id:% = self.issue_id,
-            issue_identifier:% = self.issue_identifier,
+            issue_id:% = b.issue_id,
+            issue_identifier:% = b.issue_identifier,
             session_id:% = self.session_id.as_deref().unwrap_or(""),
             continuity:? = continuity;
             "agent turn starting"
         );
         let mut parser = CopilotParser::new(
-            Arc::clone(&self.clock),
-            self.workspace.clone(),
+            Arc::clone(&b.clock),
+            b.workspace.clone(),
             self.session_id.clone(),
         );
-        let turn = process::run_turn(&spec, &mut parser, events, cancel, self.limits());
+        let limits = TurnLimits::from_settings(&b.settings);
+        let turn = process::run_turn(&spec, &mut parser, events, cancel, limits);
         if let Some(sid) = parser.session_id().filter(|s| !s.is_empty()) {
             self.session_id = Some(sid);
         }
@@ -282,15 +248,7 @@ impl AgentSession for CopilotSession {
             self.ran_before = true;
         }
         if let Some(p) = parser.premium_requests() {
-            self.premium_requests = self.premium_requests.saturating_add(p);
-            log::info!(
-                issue_id:% = self.issue_id,
-                issue_identifier:% = self.issue_identifier,
-                session_id:% = self.session_id.as_deref().unwrap_or(""),
-                premium_requests:% = p,
-                session_premium_requests:% = self.premium_requests;
-                "copilot turn premium requests"
-            );
+            self.count_premium(p);
         }
         TurnResult {
             outcome: turn.outcome,
@@ -302,7 +260,7 @@ impl AgentSession for CopilotSession {
 
     fn stop(&mut self) -> Result<(), AgentError> {
         // Fork-per-turn: every process is gone when `run_turn` returns.
-        self.stopped = true;
+        self.base.stopped = true;
         Ok(())
     }
 }

@@ -13,6 +13,7 @@ pub mod child;
 pub mod launch;
 pub mod message;
 pub mod peer;
+pub mod turn;
 
 pub use child::{RpcChild, RpcSpec};
 pub use launch::launch;

@@ -65,7 +65,7 @@ pub fn run() {
             .collect();
         crate::append_line(Path::new(&p), &Value::Object(env).to_string());
     }
-    let (config, steps) = load(session).unwrap_or_else(|e| {
+    let (config, steps) = crate::load_session(session).unwrap_or_else(|e| {
         eprintln!("fake-agent: scenario: {e}");
         std::process::exit(3);
     });
@@ -103,33 +103,6 @@ fn next_session() -> u64 {
         + 1;
     let _ = std::fs::write(&path, n.to_string());
     n
-}
-
-fn load(session: u64) -> Result<(Map<String, Value>, Vec<Value>), String> {
-    let mut config = Map::new();
-    let mut steps = Vec::new();
-    let Some(path) = std::env::var_os("FAKE_AGENT_SCENARIO") else {
-        return Ok((config, steps));
-    };
-    let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
-        if v.get("session")
-            .and_then(Value::as_u64)
-            .is_some_and(|s| s != session)
-        {
-            continue;
-        }
-        match v.get("config").and_then(Value::as_object) {
-            Some(c) => config.extend(c.clone()),
-            None => steps.push(v),
-        }
-    }
-    Ok((config, steps))
 }
 
 fn rpc_log(rec: &Value) {

@@ -26,6 +26,7 @@
 //! `big_line_bytes`, `write_file`, `spawn_grandchild`, `ignore_sigterm`, `hang`, `exit`,
 //! `kill_self`, …; see the crate doc).
 
+use crate::error::FakeError;
 use serde_json::{Value, json};
 use std::io::Read;
 
@@ -85,7 +86,7 @@ pub fn run() {
     }
 }
 
-fn parse_args(argv: Vec<String>) -> Result<crate::Invocation, String> {
+fn parse_args(argv: Vec<String>) -> Result<crate::Invocation, FakeError> {
     let mut prompt = None;
     let mut session_id = None;
     let mut resume = false;
@@ -95,7 +96,9 @@ fn parse_args(argv: Vec<String>) -> Result<crate::Invocation, String> {
         if let Some(p) = a.strip_prefix("--prompt=") {
             prompt = Some(p.to_string());
         } else if VALUE_FLAGS.contains(&a) {
-            let v = argv.get(i + 1).ok_or(format!("{a} needs a value"))?;
+            let v = argv
+                .get(i + 1)
+                .ok_or_else(|| FakeError::Usage(format!("{a} needs a value")))?;
             match a {
                 "-p" => prompt = Some(v.clone()),
                 "--resume" => {
@@ -103,10 +106,14 @@ fn parse_args(argv: Vec<String>) -> Result<crate::Invocation, String> {
                     resume = true;
                 }
                 "--output-format" if v != "json" => {
-                    return Err(format!("--output-format {v:?}: only json is played"));
+                    return Err(FakeError::Usage(format!(
+                        "--output-format {v:?}: only json is played"
+                    )));
                 }
                 "--max-autopilot-continues" if v.parse::<u64>().is_err() => {
-                    return Err(format!("--max-autopilot-continues {v:?} is not a count"));
+                    return Err(FakeError::Usage(format!(
+                        "--max-autopilot-continues {v:?} is not a count"
+                    )));
                 }
                 _ => {}
             }
@@ -114,7 +121,7 @@ fn parse_args(argv: Vec<String>) -> Result<crate::Invocation, String> {
         } else if a == "--continue" {
             resume = true;
         } else if !BARE_FLAGS.contains(&a) {
-            return Err(format!("unknown argument {a:?}"));
+            return Err(FakeError::Usage(format!("unknown argument {a:?}")));
         }
         i += 1;
     }
@@ -125,7 +132,7 @@ fn parse_args(argv: Vec<String>) -> Result<crate::Invocation, String> {
             let mut s = String::new();
             std::io::stdin()
                 .read_to_string(&mut s)
-                .map_err(|e| format!("reading the prompt from stdin: {e}"))?;
+                .map_err(|e| FakeError::Stdin("the prompt from stdin", e))?;
             s
         }
     };

@@ -31,6 +31,7 @@
 //! Without scenario steps for the turn the default script runs: `step_start`, a `text`, a
 //! `step_finish` with 100 input and 20 output tokens, exit 0.
 
+use crate::error::FakeError;
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -57,7 +58,7 @@ pub fn run() {
         Some("--version") | Some("-v") => println!("1.18.33-fake"),
         Some("run") => match parse_run(&argv[2..]) {
             Ok(r) => play(&argv, r),
-            Err(m) => fail(&m),
+            Err(m) => fail(&m.to_string()),
         },
         Some("export") => export(&argv),
         other => fail(&format!("unknown command {other:?}")),
@@ -69,7 +70,7 @@ fn fail(message: &str) -> ! {
     std::process::exit(2);
 }
 
-fn parse_run(args: &[String]) -> Result<Run, String> {
+fn parse_run(args: &[String]) -> Result<Run, FakeError> {
     let mut run = Run {
         session: None,
         dir: None,
@@ -82,26 +83,32 @@ fn parse_run(args: &[String]) -> Result<Run, String> {
             run.prompt = args[i + 1..].join(" ");
             break;
         } else if RUN_VALUE_FLAGS.contains(&a) {
-            let v = args.get(i + 1).ok_or(format!("{a} needs a value"))?;
+            let v = args
+                .get(i + 1)
+                .ok_or_else(|| FakeError::Usage(format!("{a} needs a value")))?;
             match a {
-                "--format" if v != "json" => return Err(format!("--format {v} is not json")),
+                "--format" if v != "json" => {
+                    return Err(FakeError::Usage(format!("--format {v} is not json")));
+                }
                 "--session" => run.session = Some(v.clone()),
                 "--dir" => run.dir = Some(v.clone()),
                 _ => {}
             }
             i += 1;
         } else if !RUN_BARE_FLAGS.contains(&a) {
-            return Err(format!("unknown argument {a:?}"));
+            return Err(FakeError::Usage(format!("unknown argument {a:?}")));
         }
         i += 1;
     }
     if run.prompt.is_empty() {
         // OpenCode reads stdin too when it is not a terminal, and appends it to the message.
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut run.prompt)
-            .map_err(|e| format!("reading stdin: {e}"))?;
+            .map_err(|e| FakeError::Stdin("stdin", e))?;
     }
     if run.prompt.trim().is_empty() {
-        return Err("You must provide a message or a command".into());
+        return Err(FakeError::Usage(
+            "You must provide a message or a command".into(),
+        ));
     }
     Ok(run)
 }

@@ -137,16 +137,19 @@ fn active_cost(snap: &Snapshot, running: &[RunningView]) -> Option<f64> {
     (snap.has_rate_source && !priced.is_empty()).then(|| priced.iter().sum())
 }
 
-impl StateDoc {
-    /// `spend` holds the completed-session figures of each running issue (`None` when
-    /// unreadable); `attention` the current items.
-    pub fn build(
-        snap: &Snapshot,
-        version: &str,
-        spend: &BTreeMap<String, Option<IssueSpend>>,
-        attention: Vec<AttentionItemView>,
-        unacknowledged: usize,
-    ) -> StateDoc {
+/// The document's rows, each list in its API order.
+struct Rows {
+    running: Vec<RunningView>,
+    retrying: Vec<RetryView>,
+    budget: Vec<BudgetView>,
+    parked: Vec<ParkedView>,
+    held: Vec<HeldView>,
+    pending: Vec<PendingReactionView>,
+    between: Vec<BetweenStagesView>,
+}
+
+impl Rows {
+    fn of(snap: &Snapshot, spend: &BTreeMap<String, Option<IssueSpend>>) -> Rows {
         let now = snap.generated_at_ms;
         let cfg = &snap.config;
         let stages = Stages::of(snap);
@@ -182,37 +185,74 @@ impl StateDoc {
             .map(|h| HeldView::build(h, &slots))
             .collect();
         sort_by_issue(&mut held, |r| &r.issue);
-        let pending = pending_reaction::build_all(&snap.pending_reactions, now, &stages);
-        let between = between_stages::build_all(&snap.between_stages, cfg, &stages, &slots);
+        Rows {
+            running,
+            retrying,
+            budget,
+            parked,
+            held,
+            pending: pending_reaction::build_all(&snap.pending_reactions, now, &stages),
+            between: between_stages::build_all(&snap.between_stages, cfg, &stages, &slots),
+        }
+    }
+
+    /// Every issue with live work, one entry each, from the rows above.
+    fn active(&self, snap: &Snapshot) -> Vec<ActiveEntry> {
         let pending_sources: Vec<ActiveSource<'_>> =
-            pending_reaction::by_issue(&pending, &snap.pending_reactions)
+            pending_reaction::by_issue(&self.pending, &snap.pending_reactions)
                 .into_iter()
                 .flatten()
-                .map(|i| ActiveSource::from(&pending[i]))
+                .map(|i| ActiveSource::from(&self.pending[i]))
                 .collect();
-        let active = active(&[
+        active(&[
             (
                 LiveStatus::Running,
-                running.iter().map(ActiveSource::from).collect(),
+                self.running.iter().map(ActiveSource::from).collect(),
             ),
             (
                 LiveStatus::Retrying,
-                retrying.iter().map(ActiveSource::from).collect(),
+                self.retrying.iter().map(ActiveSource::from).collect(),
             ),
             (
                 LiveStatus::BudgetExhausted,
-                budget.iter().map(ActiveSource::from).collect(),
+                self.budget.iter().map(ActiveSource::from).collect(),
             ),
             (
                 LiveStatus::Parked,
-                parked.iter().map(ActiveSource::from).collect(),
+                self.parked.iter().map(ActiveSource::from).collect(),
             ),
             (LiveStatus::PendingReactions, pending_sources),
             (
                 LiveStatus::BetweenStages,
-                between.iter().map(ActiveSource::from).collect(),
+                self.between.iter().map(ActiveSource::from).collect(),
             ),
-        ]);
+        ])
+    }
+}
+
+impl StateDoc {
+    /// `spend` holds the completed-session figures of each running issue (`None` when
+    /// unreadable); `attention` the current items.
+    pub fn build(
+        snap: &Snapshot,
+        version: &str,
+        spend: &BTreeMap<String, Option<IssueSpend>>,
+        attention: Vec<AttentionItemView>,
+        unacknowledged: usize,
+    ) -> StateDoc {
+        let now = snap.generated_at_ms;
+        let cfg = &snap.config;
+        let rows = Rows::of(snap, spend);
+        let active = rows.active(snap);
+        let Rows {
+            running,
+            retrying,
+            budget,
+            parked,
+            held,
+            pending,
+            between,
+        } = rows;
         let active_estimated_cost_usd = active_cost(snap, &running);
         let cost_unpriced_running = snap.has_rate_source.then(|| {
             running

@@ -335,7 +335,8 @@ fn evidence_baseline(
         workspace,
         env,
         job.ssh_host.as_ref(),
-    );
+    )
+    .map_err(|e| e.to_string());
     if let Err(why) = &git {
         log::warn!(
             issue_id:% = job.issue.id,
@@ -369,6 +370,7 @@ fn evidence_after(
             job.ssh_host.as_ref(),
             &base,
         )
+        .map_err(|e| e.to_string())
     });
     let pr_record = crate::agent::pr_record::read_on(workspace, job.ssh_host.as_ref()).record;
     let new_pr_record = pr_record.is_some() && pr_record != start.pr_record;

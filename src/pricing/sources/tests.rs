@@ -67,7 +67,7 @@ fn failed_tries_count_back_off_and_leave_the_held_table_pricing() {
     let job = s.next_job(T0).unwrap();
     s.finish(&job, Ok(fetched_table()), T0);
     let job = s.next_job(T0 + REFRESH_MS).unwrap();
-    s.finish(&job, Err("status 500".into()), T0 + REFRESH_MS);
+    s.finish(&job, Err(DownloadError::Status(500)), T0 + REFRESH_MS);
     let st = s.state().fetched;
     assert_eq!(st.status, SourceStatus::Failing);
     assert_eq!(st.failures, 1);
@@ -84,7 +84,7 @@ fn failed_tries_count_back_off_and_leave_the_held_table_pricing() {
 fn turned_off_the_download_carries_no_table_facts_and_never_fails() {
     let mut s = Sources::new(PriceTableSettings::default(), T0);
     let job = s.next_job(T0).unwrap();
-    s.finish(&job, Err("boom".into()), T0);
+    s.finish(&job, Err(DownloadError::Transport("boom".into())), T0);
     let off = PriceTableSettings {
         fetch_off_by: Some(FetchOffBy::Env),
         embedded: false,

@@ -4,18 +4,23 @@
 //! state lists are warnings.
 
 use super::KIND;
-use crate::tracker::http_tuning::{self, HttpTuning, block_number};
+use crate::tracker::http_tuning::HttpTuning;
 use crate::tracker::label_state::StateWords;
-use crate::tracker::query_params;
-use crate::tracker::settings_check::{self, split_owner_repo};
+use crate::tracker::rest_labels::settings::{self as rest, OWNER_REPO_FORM, Rules, owner_repo_ok};
 use crate::tracker::{SettingProblem, TrackerError, TrackerSettings};
 
-/// State labels used when `tracker.active_states` is not set.
-pub const DEFAULT_ACTIVE: &[&str] = &["backlog", "in-progress", "review"];
-/// State labels used when `tracker.terminal_states` is not set.
-pub const DEFAULT_TERMINAL: &[&str] = &["done", "wontfix"];
+pub use rest::{DEFAULT_ACTIVE, DEFAULT_TERMINAL};
+
 /// The REST API's root below the instance URL.
 const API_ROOT: &str = "/api/v1";
+
+const RULES: Rules = Rules {
+    kind: KIND,
+    token_hint: "$GITEA_TOKEN (an access token with issue read and write)",
+    project_hint: "the repository as owner/repo",
+    project_ok: owner_repo_ok,
+    project_form: OWNER_REPO_FORM,
+};
 
 /// Everything the adapter needs, resolved.
 #[derive(Debug, Clone)]
@@ -26,9 +31,7 @@ pub struct GiteaConfig {
     pub owner: String,
     pub repo: String,
     /// Lowercased, config order.
-    pub active: Vec<String>,
-    pub terminal: Vec<String>,
-    pub handoff: Option<String>,
+    pub words: StateWords,
     /// Extra issue-list parameters for candidates (`tracker.query_filter`).
     pub filter: Vec<(String, String)>,
     pub tuning: HttpTuning,
@@ -48,73 +51,33 @@ pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
         )),
         Some(_) => {}
     }
-    if s.api_key.as_deref().is_none_or(|k| k.trim().is_empty()) {
-        out.push(SettingProblem::new(
-            "tracker.api_key",
-            "tracker.api_key is required for tracker kind \"gitea\": set it to $GITEA_TOKEN (an access token with issue read and write)",
-        ));
-    }
-    match s.project.as_deref() {
-        None => out.push(SettingProblem::new(
-            "tracker.project",
-            "tracker.project is required for tracker kind \"gitea\": the repository as owner/repo",
-        )),
-        Some(p) if split_owner_repo(p).is_none() => out.push(SettingProblem::new(
-            "tracker.project",
-            format!("tracker.project {p:?} must be owner/repo (exactly one '/', no spaces)"),
-        )),
-        Some(_) => {}
-    }
-    for key in http_tuning::KEYS {
-        if let Err(e) = block_number(s, key) {
-            out.push(e);
-        }
-    }
-    if let Some(Err(e)) = s.query_filter.as_deref().map(parse_filter) {
-        out.push(e);
-    }
+    out.extend(rest::required(s, &RULES));
+    out.extend(rest::numbers(s, &[]));
+    out.extend(rest::filter_problem(s, RESERVED_LIST_KEYS));
     out
 }
 
-/// Issue-list parameters the adapter sets itself (state, kind and paging).
+/// Issue-list parameters the adapter sets itself (state, kind and paging); the filter may set
+/// `q`, `labels`, `milestones`, `since`, `before`, `created_by`, `assigned_by`, `mentioned_by`.
 const RESERVED_LIST_KEYS: &[&str] = &["state", "type", "page", "limit"];
-
-/// `key=value&key=value` (`q`, `labels`, `milestones`, `since`, `before`, `created_by`,
-/// `assigned_by`, `mentioned_by`); blank means none.
-fn parse_filter(f: &str) -> Result<Vec<(String, String)>, SettingProblem> {
-    query_params::parse(f, RESERVED_LIST_KEYS)
-}
 
 /// Settings that work but are probably not what was meant.
 pub fn warnings(s: &TrackerSettings) -> Vec<String> {
-    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
-    words.warnings(s)
+    rest::words(s).warnings(s)
 }
 
 /// The resolved settings; the first problem is an error.
 pub fn parse(s: &TrackerSettings) -> Result<GiteaConfig, TrackerError> {
-    settings_check::first_problem(KIND, problems(s))?;
-    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
-    let (owner, repo) = s
-        .project
-        .as_deref()
-        .and_then(split_owner_repo)
-        .unwrap_or_default();
+    let common = rest::resolve(s, KIND, problems(s))?;
+    let (owner, repo) = rest::owner_repo(s);
     Ok(GiteaConfig {
         api_base: api_base(s.endpoint.as_deref().unwrap_or_default()),
         token: s.api_key.clone().unwrap_or_default(),
         owner,
         repo,
-        active: words.active,
-        terminal: words.terminal,
-        handoff: words.handoff,
-        filter: s
-            .query_filter
-            .as_deref()
-            .map(parse_filter)
-            .and_then(Result::ok)
-            .unwrap_or_default(),
-        tuning: http_tuning::from_settings(s),
+        words: common.words,
+        filter: rest::filter(s, RESERVED_LIST_KEYS),
+        tuning: common.tuning,
     })
 }
 
@@ -180,8 +143,8 @@ mod tests {
         s.handoff_state = Some("Review".into());
         let c = parse(&s).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c.api_base, "http://127.0.0.1:3000/api/v1");
-        assert_eq!(c.active, ["backlog", "in-progress", "review"]);
-        assert_eq!(c.terminal, ["done"]);
+        assert_eq!(c.words.active, ["backlog", "in-progress", "review"]);
+        assert_eq!(c.words.terminal, ["done"]);
         assert_eq!(c.tuning.page_cap, 200);
         let w = warnings(&s);
         assert!(w.iter().any(|w| w.contains("blank")), "{w:?}");

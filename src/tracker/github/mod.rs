@@ -9,23 +9,22 @@ mod normalize;
 mod settings;
 mod transition;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::domain::contract::Contract;
-use crate::domain::{Comment, Issue, IssueRef};
+use crate::domain::{BlockerRef, Comment, Issue};
 use crate::http_client::{ErrorClass, HttpError, RateLimitStatus};
 use crate::tracker::DefaultStates;
+use crate::tracker::label_state::StateWords;
+use crate::tracker::rest_labels::{Keep, LabelApi, LabelTracker, http_err};
 use crate::tracker::webhook::{self, Signature, WebhookScheme};
 use crate::tracker::{
-    Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
-    TrackerResult, TrackerSettings, scope,
+    SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerResult, TrackerSettings,
 };
 
-use crate::tracker::label_state::StateWords;
 use api::GithubApi;
 pub use settings::{DEFAULT_ACTIVE, DEFAULT_TERMINAL};
 
@@ -72,228 +71,122 @@ fn build(s: &TrackerSettings, clock: Arc<dyn Clock>) -> TrackerResult<Arc<dyn Tr
     }
     let c = settings::parse(s)?;
     crate::mask::register_secret(&c.token);
-    Ok(Arc::new(GithubTracker {
-        words: StateWords {
-            active: c.active.clone(),
-            terminal: c.terminal.clone(),
-            handoff: c.handoff.clone(),
-        },
+    let repo = Github {
         query_filter: c.query_filter.clone(),
         api: GithubApi::new(&c, clock),
-    }))
+    };
+    Ok(Arc::new(LabelTracker::new(repo, c.words)))
 }
 
 /// Tracker adapter over one GitHub repository.
-pub struct GithubTracker {
+pub type GithubTracker = LabelTracker<Github>;
+
+/// One GitHub repository's issues API, with the configured search filter.
+pub struct Github {
     api: GithubApi,
-    words: StateWords,
     query_filter: Option<String>,
 }
 
-fn err(e: HttpError) -> TrackerError {
-    TrackerError::from_http(KIND, &e)
-}
+impl LabelApi for Github {
+    const KIND: &'static str = KIND;
 
-impl GithubTracker {
-    /// The issue number an id names: `12`, `#12` or `<owner>/<repo>#12` of this repository;
-    /// anything else is refused before any request.
-    fn number(&self, id: &str) -> TrackerResult<String> {
-        scope::repo_number(KIND, id, &self.api.full_name)
-    }
-
-    /// A listed item as an issue; a pull request is none.
-    fn issue_of(&self, v: Value) -> Option<Issue> {
-        if normalize::is_pull_request(&v) {
-            return None;
-        }
-        normalize::issue(&v, &self.words, &self.api.full_name)
-    }
-
-    /// The issue JSON; a pull request or a 404 is `NotFound`.
-    fn issue_json(&self, id: &str) -> TrackerResult<Value> {
-        let v = self.api.get_issue(&self.number(id)?).map_err(err)?;
-        if normalize::is_pull_request(&v) {
-            return Err(TrackerError::new(
-                TrackerErrorKind::NotFound,
-                KIND,
-                format!("GET issue {id}: is a pull request, not an issue"),
-            ));
-        }
-        Ok(v)
-    }
-
-    fn states_of(&self, ids: &[String]) -> TrackerResult<BTreeMap<String, String>> {
-        let mut out = BTreeMap::new();
-        for id in ids {
-            match self.issue_json(id) {
-                Ok(v) => {
-                    out.insert(id.clone(), normalize::state(&v, &self.words));
-                }
-                Err(e) if scope::omitted(&e) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(out)
-    }
-
-    fn parent(&self, number: &str) -> TrackerResult<Option<crate::domain::IssueRef>> {
-        match self.api.get_parent(number) {
-            Ok(v) => Ok(normalize::parent(&v)),
-            Err(e) if e.class == ErrorClass::NotFound => Ok(None),
-            Err(e) => Err(err(e)),
-        }
-    }
-}
-
-impl TrackerAdapter for GithubTracker {
-    fn kind(&self) -> &'static str {
-        KIND
-    }
-
-    fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
-        let keep = |v| self.issue_of(v);
-        let mut issues = match &self.query_filter {
-            Some(f) => self.api.search(&format!("state:open {f}"), keep),
-            None => self.api.open_issues(keep),
-        }
-        .map_err(err)?;
-        issues.retain(|i| self.words.is_active(&i.state));
-        // GitHub lists an issue's blockers only through their own endpoint: the candidates
-        // leave them unread (unless the payload proves there are none), and the dispatch pass
-        // reads the few it reaches, within its per-pass budget.
-        Ok(issues)
-    }
-
-    fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
-        let v = self.issue_json(id)?;
-        let mut issue =
-            normalize::issue(&v, &self.words, &self.api.full_name).ok_or_else(|| {
-                TrackerError::new(
-                    TrackerErrorKind::Payload,
-                    KIND,
-                    format!("GET issue {id}: no number in the answer"),
-                )
-            })?;
-        issue.comments = Some(self.fetch_issue_comments(&issue.id)?);
-        issue.blocked_by = self.fetch_blockers(&issue.id)?.refs;
-        issue.blockers_read = crate::domain::BlockersRead::Complete;
-        issue.parent = self.parent(&issue.id)?;
-        Ok(issue)
-    }
-
-    fn fetch_issues_by_states(&self, states: &[String]) -> TrackerResult<Vec<Issue>> {
-        let wanted: Vec<String> = states.iter().map(|s| s.trim().to_lowercase()).collect();
-        if wanted.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut issues = Vec::new();
-        for t in wanted.iter().filter(|s| self.words.is_terminal(s)) {
-            let label = t.replace('"', "");
-            issues.extend(
-                self.api
-                    .search(&format!("state:closed label:\"{label}\""), |v| {
-                        self.issue_of(v)
-                    })
-                    .map_err(err)?,
-            );
-        }
-        // Open issues can carry any state label, a terminal one included.
-        issues.extend(self.api.open_issues(|v| self.issue_of(v)).map_err(err)?);
-        let mut seen = BTreeSet::new();
-        issues.retain(|i| wanted.contains(&i.state.to_lowercase()) && seen.insert(i.id.clone()));
-        Ok(issues)
-    }
-
-    fn fetch_issue_states_by_ids(&self, ids: &[String]) -> TrackerResult<BTreeMap<String, String>> {
-        self.states_of(ids)
-    }
-
-    fn fetch_issue_states_by_identifiers(
-        &self,
-        identifiers: &[String],
-    ) -> TrackerResult<BTreeMap<String, String>> {
-        self.states_of(identifiers)
-    }
-
-    fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
-        self.api
-            .list_issue_part(&self.number(id)?, "/comments", "comments", "id", |v| {
-                Some(normalize::comment(&v))
-            })
-            .map_err(err)
-    }
-
-    fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
-        let target = state.trim().to_lowercase();
-        if !self.words.is_state_label(&target) {
-            return Err(TrackerError::new(
-                TrackerErrorKind::Payload,
-                KIND,
-                format!(
-                    "transition of issue {id} to {state:?}: not an active, terminal or handoff state"
-                ),
-            ));
-        }
-        transition::apply(&self.api, &self.number(id)?, &target, &self.words).map_err(err)
-    }
-
-    fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
-        self.api.post_comment(&self.number(id)?, text).map_err(err)
-    }
-
-    fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        self.api.add_label(&self.number(id)?, label).map_err(err)
-    }
-
-    fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        self.api.remove_label(&self.number(id)?, label).map_err(err)
-    }
-
-    fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
-        // A 404 is an unknown issue or a repository without the dependencies API; the issue
-        // read tells them apart, so an unknown issue stays `NotFound`.
-        let number = self.number(id)?;
-        let refs = match self.api.list_issue_part(
-            &number,
-            "/dependencies/blocked_by",
-            "blockers",
-            "number",
-            |v| normalize::blocker(&v, &self.words),
-        ) {
-            Ok(refs) => refs,
-            Err(e) if e.class == ErrorClass::NotFound => {
-                self.issue_json(id)?;
-                Vec::new()
-            }
-            Err(e) => return Err(err(e)),
-        };
-        Ok(Blockers {
-            refs,
-            complete: true,
-        })
+    fn home(&self) -> &str {
+        &self.api.full_name
     }
 
     fn rate_limit(&self) -> Option<RateLimitStatus> {
         self.api.rate_limit()
     }
 
-    /// The issues path pins the repository, so an issue the number reads is this repository's;
-    /// with `tracker.query_filter` set, the filter's search must list it too.
-    fn resolve_in_scope(&self, id: &str) -> TrackerResult<IssueRef> {
-        let number = self.number(id)?;
-        self.issue_json(&number)?;
-        if let Some(filter) = &self.query_filter {
-            let listed = self
-                .api
-                .search(filter, |v| normalize::number(&v))
-                .map_err(err)?;
-            if !listed.contains(&number) {
-                return Err(scope::filtered_out(KIND, id, filter));
-            }
+    fn get_issue(&self, number: &str) -> Result<Value, HttpError> {
+        self.api.get_issue(number)
+    }
+
+    fn is_pull_request(v: &Value) -> bool {
+        normalize::is_pull_request(v)
+    }
+
+    fn issue(&self, v: &Value, words: &StateWords) -> Option<Issue> {
+        normalize::issue(v, words, &self.api.full_name)
+    }
+
+    fn state(v: &Value, words: &StateWords) -> String {
+        normalize::state(v, words)
+    }
+
+    fn candidates(&self, keep: Keep) -> Result<Vec<Issue>, HttpError> {
+        match &self.query_filter {
+            Some(f) => self.api.search(&format!("state:open {f}"), keep),
+            None => self.api.open_issues(keep),
         }
-        Ok(IssueRef {
-            id: number.clone(),
-            identifier: number,
-        })
+    }
+
+    fn closed_with_label(&self, label: &str, keep: Keep) -> Result<Vec<Issue>, HttpError> {
+        let label = label.replace('"', "");
+        self.api
+            .search(&format!("state:closed label:\"{label}\""), keep)
+    }
+
+    fn open_issues(&self, keep: Keep) -> Result<Vec<Issue>, HttpError> {
+        self.api.open_issues(keep)
+    }
+
+    fn comments(&self, number: &str) -> Result<Vec<Comment>, HttpError> {
+        self.api
+            .list_issue_part(number, "/comments", "comments", "id", |v| {
+                Some(normalize::comment(&v))
+            })
+    }
+
+    fn transition(&self, number: &str, target: &str, words: &StateWords) -> Result<(), HttpError> {
+        transition::apply(&self.api, number, target, words)
+    }
+
+    fn post_comment(&self, number: &str, text: &str) -> Result<(), HttpError> {
+        self.api.post_comment(number, text)
+    }
+
+    fn add_label(&self, number: &str, label: &str) -> Result<(), HttpError> {
+        self.api.add_label(number, label)
+    }
+
+    fn remove_label(t: &LabelTracker<Self>, id: &str, label: &str) -> TrackerResult<()> {
+        let number = t.number(id)?;
+        t.api
+            .api
+            .remove_label(&number, label)
+            .map_err(http_err::<Self>)
+    }
+
+    /// A 404 is an unknown issue or a repository without the dependencies API.
+    fn blockers(t: &LabelTracker<Self>, id: &str) -> TrackerResult<Vec<BlockerRef>> {
+        let number = t.number(id)?;
+        let listed = t.api.api.list_issue_part(
+            &number,
+            "/dependencies/blocked_by",
+            "blockers",
+            "number",
+            |v| normalize::blocker(&v, &t.words),
+        );
+        t.blockers_or_none(id, listed)
+    }
+
+    /// The parent issue, from its own endpoint (a 404 is none).
+    fn complete(&self, issue: &mut Issue) -> TrackerResult<()> {
+        issue.parent = match self.api.get_parent(&issue.id) {
+            Ok(v) => normalize::parent(&v),
+            Err(e) if e.class == ErrorClass::NotFound => None,
+            Err(e) => return Err(http_err::<Self>(e)),
+        };
+        Ok(())
+    }
+
+    /// The filter's search must list the issue.
+    fn filtered_out(&self, number: &str) -> Result<Option<String>, HttpError> {
+        let Some(filter) = &self.query_filter else {
+            return Ok(None);
+        };
+        let listed = self.api.search(filter, |v| normalize::number(&v))?;
+        Ok((!listed.iter().any(|n| n == number)).then(|| filter.clone()))
     }
 }

@@ -3,18 +3,24 @@
 //! lists are warnings.
 
 use super::KIND;
-use crate::tracker::http_tuning::{self, HttpTuning, block_number};
+use crate::tracker::http_tuning::{HttpTuning, block_number};
 use crate::tracker::label_state::StateWords;
-use crate::tracker::settings_check::{self, split_owner_repo};
+use crate::tracker::rest_labels::settings::{self as rest, OWNER_REPO_FORM, Rules, owner_repo_ok};
 use crate::tracker::{SettingProblem, TrackerError, TrackerSettings};
+
+pub use rest::{DEFAULT_ACTIVE, DEFAULT_TERMINAL};
 
 /// Where the API lives unless `tracker.endpoint` says otherwise.
 pub const DEFAULT_ENDPOINT: &str = "https://api.github.com";
-/// State labels used when `tracker.active_states` is not set.
-pub const DEFAULT_ACTIVE: &[&str] = &["backlog", "in-progress", "review"];
-/// State labels used when `tracker.terminal_states` is not set.
-pub const DEFAULT_TERMINAL: &[&str] = &["done", "wontfix"];
 const DEFAULT_ETAG_CACHE_SIZE: usize = 1000;
+
+const RULES: Rules = Rules {
+    kind: KIND,
+    token_hint: "$GITHUB_TOKEN (a token with Issues read/write and Metadata read)",
+    project_hint: "the repository as owner/repo",
+    project_ok: owner_repo_ok,
+    project_form: OWNER_REPO_FORM,
+};
 
 /// Everything the adapter needs, resolved.
 #[derive(Debug, Clone)]
@@ -24,9 +30,7 @@ pub struct GithubConfig {
     pub owner: String,
     pub repo: String,
     /// Lowercased, config order.
-    pub active: Vec<String>,
-    pub terminal: Vec<String>,
-    pub handoff: Option<String>,
+    pub words: StateWords,
     pub query_filter: Option<String>,
     pub etag_cache_size: usize,
     pub tuning: HttpTuning,
@@ -34,60 +38,27 @@ pub struct GithubConfig {
 
 /// The problems that stop the adapter from being built, one line each.
 pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
-    let mut out = Vec::new();
-    if s.api_key.as_deref().is_none_or(|k| k.trim().is_empty()) {
-        out.push(SettingProblem::new(
-            "tracker.api_key",
-            "tracker.api_key is required for tracker kind \"github\": set it to $GITHUB_TOKEN (a token with Issues read/write and Metadata read)",
-        ));
-    }
-    match s.project.as_deref() {
-        None => out.push(SettingProblem::new(
-            "tracker.project",
-            "tracker.project is required for tracker kind \"github\": the repository as owner/repo",
-        )),
-        Some(p) if split_owner_repo(p).is_none() => out.push(SettingProblem::new(
-            "tracker.project",
-            format!("tracker.project {p:?} must be owner/repo (exactly one '/', no spaces)"),
-        )),
-        Some(_) => {}
-    }
-    for key in std::iter::once("etag_cache_size").chain(http_tuning::KEYS) {
-        if let Err(e) = block_number(s, key) {
-            out.push(e);
-        }
-    }
+    let mut out = rest::required(s, &RULES);
+    out.extend(rest::numbers(s, &["etag_cache_size"]));
     out
 }
 
 /// Settings that work but are probably not what was meant.
 pub fn warnings(s: &TrackerSettings) -> Vec<String> {
-    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
-    words.warnings(s)
+    rest::words(s).warnings(s)
 }
 
 /// The resolved settings; the first problem is an error.
 pub fn parse(s: &TrackerSettings) -> Result<GithubConfig, TrackerError> {
-    settings_check::first_problem(KIND, problems(s))?;
-    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
-    let (owner, repo) = s
-        .project
-        .as_deref()
-        .and_then(split_owner_repo)
-        .unwrap_or_default();
-    let endpoint = s
-        .endpoint
-        .as_deref()
-        .filter(|e| !e.trim().is_empty())
-        .unwrap_or(DEFAULT_ENDPOINT);
+    let common = rest::resolve(s, KIND, problems(s))?;
+    let (owner, repo) = rest::owner_repo(s);
+    let endpoint = rest::endpoint_or(s, DEFAULT_ENDPOINT);
     Ok(GithubConfig {
         endpoint: endpoint.trim().trim_end_matches('/').to_string(),
         token: s.api_key.clone().unwrap_or_default(),
         owner,
         repo,
-        active: words.active,
-        terminal: words.terminal,
-        handoff: words.handoff,
+        words: common.words,
         query_filter: s.query_filter.clone().filter(|q| !q.trim().is_empty()),
         etag_cache_size: block_number(s, "etag_cache_size")
             .ok()
@@ -95,7 +66,7 @@ pub fn parse(s: &TrackerSettings) -> Result<GithubConfig, TrackerError> {
             .map_or(DEFAULT_ETAG_CACHE_SIZE, |n| {
                 usize::try_from(n).unwrap_or(usize::MAX)
             }),
-        tuning: http_tuning::from_settings(s),
+        tuning: common.tuning,
     })
 }
 
@@ -133,8 +104,8 @@ mod tests {
         s.handoff_state = Some("Review".into());
         let c = parse(&s).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c.endpoint, DEFAULT_ENDPOINT);
-        assert_eq!(c.active, ["backlog", "in-progress", "review"]);
-        assert_eq!(c.terminal, ["done"]);
+        assert_eq!(c.words.active, ["backlog", "in-progress", "review"]);
+        assert_eq!(c.words.terminal, ["done"]);
         assert_eq!((c.etag_cache_size, c.tuning.page_cap), (1000, 200));
         let w = warnings(&s);
         assert!(w.iter().any(|w| w.contains("blank")), "{w:?}");

@@ -14,23 +14,22 @@ mod normalize;
 mod settings;
 mod transition;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::domain::contract::Contract;
-use crate::domain::{Comment, Issue, IssueRef};
+use crate::domain::{BlockerRef, Comment, Issue};
 use crate::http_client::{HttpError, RateLimitStatus};
 use crate::tracker::DefaultStates;
+use crate::tracker::label_state::StateWords;
+use crate::tracker::rest_labels::{Keep, LabelApi, LabelTracker, http_err, shown_filter};
 use crate::tracker::webhook::{self, Signature, WebhookScheme};
 use crate::tracker::{
-    Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
-    TrackerResult, TrackerSettings, scope,
+    SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerResult, TrackerSettings,
 };
 
-use crate::tracker::label_state::StateWords;
 use api::{Edit, GitlabApi};
 pub use settings::{DEFAULT_ACTIVE, DEFAULT_TERMINAL};
 
@@ -74,123 +73,63 @@ fn build(s: &TrackerSettings, clock: Arc<dyn Clock>) -> TrackerResult<Arc<dyn Tr
     }
     let c = settings::parse(s)?;
     crate::mask::register_secret(&c.token);
-    Ok(Arc::new(GitlabTracker {
-        words: StateWords {
-            active: c.active.clone(),
-            terminal: c.terminal.clone(),
-            handoff: c.handoff.clone(),
-        },
+    let project = Gitlab {
         filter: c.filter.clone(),
         api: GitlabApi::new(&c, clock),
-    }))
+    };
+    Ok(Arc::new(LabelTracker::new(project, c.words)))
 }
 
 /// Tracker adapter over one GitLab project.
-pub struct GitlabTracker {
+pub type GitlabTracker = LabelTracker<Gitlab>;
+
+/// One GitLab project's issues API, with the configured list filter.
+pub struct Gitlab {
     api: GitlabApi,
-    words: StateWords,
     /// Extra issue-list parameters for candidates (`tracker.query_filter`).
     filter: Vec<(String, String)>,
 }
 
-fn err(e: HttpError) -> TrackerError {
-    TrackerError::from_http(KIND, &e)
-}
+impl LabelApi for Gitlab {
+    const KIND: &'static str = KIND;
+    const NUMBER_NAME: &'static str = "iid";
 
-impl GitlabTracker {
-    fn issue_of(&self, v: Value) -> Option<Issue> {
-        normalize::issue(&v, &self.words, &self.api.project)
+    fn home(&self) -> &str {
+        &self.api.project
     }
 
-    /// The issue JSON; an id that is not this project's issue number is refused without a
-    /// request.
-    fn issue_json(&self, id: &str) -> TrackerResult<Value> {
-        let iid = self.checked_iid(id)?;
-        self.api.get_issue(&iid).map_err(err)
+    fn rate_limit(&self) -> Option<RateLimitStatus> {
+        self.api.rate_limit()
     }
 
-    /// The `iid` an id names: `12`, `#12` or `<project>#12` of this project; anything else is
-    /// refused before any request.
-    fn checked_iid(&self, id: &str) -> TrackerResult<String> {
-        scope::repo_number(KIND, id, &self.api.project)
+    fn get_issue(&self, iid: &str) -> Result<Value, HttpError> {
+        self.api.get_issue(iid)
     }
 
-    fn states_of(&self, ids: &[String]) -> TrackerResult<BTreeMap<String, String>> {
-        let mut out = BTreeMap::new();
-        for id in ids {
-            match self.issue_json(id) {
-                Ok(v) => {
-                    out.insert(id.clone(), normalize::state(&v, &self.words));
-                }
-                Err(e) if scope::omitted(&e) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(out)
-    }
-}
-
-impl TrackerAdapter for GitlabTracker {
-    fn kind(&self) -> &'static str {
-        KIND
+    fn issue(&self, v: &Value, words: &StateWords) -> Option<Issue> {
+        normalize::issue(v, words, &self.api.project)
     }
 
-    fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
-        let mut issues = self
-            .api
-            .issues("opened", &self.filter, |v| self.issue_of(v))
-            .map_err(err)?;
-        issues.retain(|i| self.words.is_active(&i.state));
-        Ok(issues)
+    fn state(v: &Value, words: &StateWords) -> String {
+        normalize::state(v, words)
     }
 
-    fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
-        let v = self.issue_json(id)?;
-        let mut issue = normalize::issue(&v, &self.words, &self.api.project).ok_or_else(|| {
-            TrackerError::new(
-                TrackerErrorKind::Payload,
-                KIND,
-                format!("GET issue {id}: no iid in the answer"),
-            )
-        })?;
-        issue.comments = Some(self.fetch_issue_comments(&issue.id)?);
-        issue.blocked_by = self.fetch_blockers(&issue.id)?.refs;
-        issue.blockers_read = crate::domain::BlockersRead::Complete;
-        Ok(issue)
+    fn candidates(&self, keep: Keep) -> Result<Vec<Issue>, HttpError> {
+        self.api.issues("opened", &self.filter, keep)
     }
 
-    fn fetch_issues_by_states(&self, states: &[String]) -> TrackerResult<Vec<Issue>> {
-        let wanted: Vec<String> = states.iter().map(|s| s.trim().to_lowercase()).collect();
-        if wanted.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut issues = Vec::new();
-        let keep = |v| self.issue_of(v);
-        for t in wanted.iter().filter(|s| self.words.is_terminal(s)) {
-            let labels = [("labels".to_string(), t.clone())];
-            issues.extend(self.api.issues("closed", &labels, keep).map_err(err)?);
-        }
-        // Open issues can carry any state label, a terminal one included.
-        issues.extend(self.api.issues("opened", &[], keep).map_err(err)?);
-        let mut seen = BTreeSet::new();
-        issues.retain(|i| wanted.contains(&i.state.to_lowercase()) && seen.insert(i.id.clone()));
-        Ok(issues)
+    fn closed_with_label(&self, label: &str, keep: Keep) -> Result<Vec<Issue>, HttpError> {
+        let labels = [("labels".to_string(), label.to_string())];
+        self.api.issues("closed", &labels, keep)
     }
 
-    fn fetch_issue_states_by_ids(&self, ids: &[String]) -> TrackerResult<BTreeMap<String, String>> {
-        self.states_of(ids)
+    fn open_issues(&self, keep: Keep) -> Result<Vec<Issue>, HttpError> {
+        self.api.issues("opened", &[], keep)
     }
 
-    fn fetch_issue_states_by_identifiers(
-        &self,
-        identifiers: &[String],
-    ) -> TrackerResult<BTreeMap<String, String>> {
-        self.states_of(identifiers)
-    }
-
-    fn fetch_issue_comments(&self, id: &str) -> TrackerResult<Vec<Comment>> {
-        let iid = self.checked_iid(id)?;
-        let items = self.api.notes(&iid).map_err(err)?;
+    /// The issue's notes without system notes.
+    fn comments(&self, iid: &str) -> Result<Vec<Comment>, HttpError> {
+        let items = self.api.notes(iid)?;
         Ok(items
             .iter()
             .filter(|n| !normalize::is_system_note(n))
@@ -198,92 +137,58 @@ impl TrackerAdapter for GitlabTracker {
             .collect())
     }
 
-    fn transition_issue(&self, id: &str, state: &str) -> TrackerResult<()> {
-        let target = state.trim().to_lowercase();
-        if !self.words.is_state_label(&target) {
-            return Err(TrackerError::new(
-                TrackerErrorKind::Payload,
-                KIND,
-                format!(
-                    "transition of issue {id} to {state:?}: not an active, terminal or handoff state"
-                ),
-            ));
-        }
-        let iid = self.checked_iid(id)?;
-        transition::apply(&self.api, &iid, &target, &self.words).map_err(err)
+    fn transition(&self, iid: &str, target: &str, words: &StateWords) -> Result<(), HttpError> {
+        transition::apply(&self.api, iid, target, words)
     }
 
-    fn comment_issue(&self, id: &str, text: &str) -> TrackerResult<()> {
-        let iid = self.checked_iid(id)?;
-        self.api.post_note(&iid, text).map_err(err)
+    fn post_comment(&self, iid: &str, text: &str) -> Result<(), HttpError> {
+        self.api.post_note(iid, text)
     }
 
-    fn add_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        let iid = self.checked_iid(id)?;
+    fn add_label(&self, iid: &str, label: &str) -> Result<(), HttpError> {
         let edit = Edit {
             add_labels: vec![label.to_string()],
             ..Edit::default()
         };
-        self.api.edit(&iid, &edit).map_err(err)
+        self.api.edit(iid, &edit)
     }
 
-    fn remove_label(&self, id: &str, label: &str) -> TrackerResult<()> {
-        // GitLab ignores the removal of a label the issue does not carry.
-        let iid = self.checked_iid(id)?;
+    /// GitLab ignores the removal of a label the issue does not carry.
+    fn remove_label(t: &LabelTracker<Self>, id: &str, label: &str) -> TrackerResult<()> {
+        let iid = t.number(id)?;
         let edit = Edit {
             remove_labels: vec![label.to_string()],
             ..Edit::default()
         };
-        self.api.edit(&iid, &edit).map_err(err)
+        t.api.api.edit(&iid, &edit).map_err(http_err::<Self>)
     }
 
-    fn fetch_blockers(&self, id: &str) -> TrackerResult<Blockers> {
-        let iid = self.checked_iid(id)?;
-        let items = self.api.links(&iid).map_err(err)?;
-        Ok(Blockers {
-            refs: items
-                .iter()
-                .filter_map(|v| normalize::blocker(v, &self.words))
-                .collect(),
-            complete: true,
-        })
+    /// The issue links of type `is_blocked_by`.
+    fn blockers(t: &LabelTracker<Self>, id: &str) -> TrackerResult<Vec<BlockerRef>> {
+        let iid = t.number(id)?;
+        let items = t.api.api.links(&iid).map_err(http_err::<Self>)?;
+        Ok(items
+            .iter()
+            .filter_map(|v| normalize::blocker(v, &t.words))
+            .collect())
     }
 
-    fn rate_limit(&self) -> Option<RateLimitStatus> {
-        self.api.rate_limit()
-    }
-
-    /// The issues path pins the project, so an issue the iid reads is this project's; with a
-    /// configured filter, the filtered list (any state) must hold it too.
-    fn resolve_in_scope(&self, id: &str) -> TrackerResult<IssueRef> {
-        let iid = self.checked_iid(id)?;
-        self.issue_json(&iid)?;
-        if !self.filter.is_empty() {
-            let mut params = self.filter.clone();
-            params.push(("iids[]".into(), iid.clone()));
-            let listed = self
-                .api
-                .issues("all", &params, |v| normalize::iid(&v))
-                .map_err(err)?;
-            if !listed.contains(&iid) {
-                let shown: Vec<String> = self
-                    .filter
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                return Err(scope::filtered_out(KIND, id, &shown.join("&")));
-            }
+    /// The filtered list (any state), narrowed to the iid, must hold the issue.
+    fn filtered_out(&self, iid: &str) -> Result<Option<String>, HttpError> {
+        if self.filter.is_empty() {
+            return Ok(None);
         }
-        Ok(IssueRef {
-            id: iid.clone(),
-            identifier: iid,
-        })
+        let mut params = self.filter.clone();
+        params.push(("iids[]".into(), iid.to_string()));
+        let listed = self.api.issues("all", &params, |v| normalize::iid(&v))?;
+        Ok((!listed.iter().any(|n| n == iid)).then(|| shown_filter(&self.filter)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tracker::scope;
 
     #[test]
     fn ids_name_the_iid_of_this_project_only() {

@@ -10,20 +10,25 @@
 //! for OAuth tokens).
 
 use super::KIND;
-use crate::tracker::http_tuning::{self, HttpTuning, block_number};
+use crate::tracker::http_tuning::HttpTuning;
 use crate::tracker::label_state::StateWords;
-use crate::tracker::query_params;
-use crate::tracker::settings_check;
+use crate::tracker::rest_labels::settings::{self as rest, Rules};
 use crate::tracker::{SettingProblem, TrackerError, TrackerSettings};
+
+pub use rest::{DEFAULT_ACTIVE, DEFAULT_TERMINAL};
 
 /// Where the API lives unless `tracker.endpoint` says otherwise.
 pub const DEFAULT_ENDPOINT: &str = "https://gitlab.com";
 /// The REST API's path under the instance root.
 pub const API_PATH: &str = "/api/v4";
-/// State labels used when `tracker.active_states` is not set.
-pub const DEFAULT_ACTIVE: &[&str] = &["backlog", "in-progress", "review"];
-/// State labels used when `tracker.terminal_states` is not set.
-pub const DEFAULT_TERMINAL: &[&str] = &["done", "wontfix"];
+
+const RULES: Rules = Rules {
+    kind: KIND,
+    token_hint: "$GITLAB_TOKEN (a token with the api scope)",
+    project_hint: "the project path (group/project) or numeric id",
+    project_ok: valid_project,
+    project_form: "a project path like group/project (no spaces, no empty segments) or a numeric id",
+};
 
 /// Which header carries the token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,9 +49,7 @@ pub struct GitlabConfig {
     /// `tracker.project` as written (path or numeric id).
     pub project: String,
     /// Lowercased, config order.
-    pub active: Vec<String>,
-    pub terminal: Vec<String>,
-    pub handoff: Option<String>,
+    pub words: StateWords,
     /// Extra list parameters (`key=value&key=value`) from `tracker.query_filter`.
     pub filter: Vec<(String, String)>,
     pub tuning: HttpTuning,
@@ -54,37 +57,12 @@ pub struct GitlabConfig {
 
 /// The problems that stop the adapter from being built, one line each.
 pub fn problems(s: &TrackerSettings) -> Vec<SettingProblem> {
-    let mut out = Vec::new();
-    if s.api_key.as_deref().is_none_or(|k| k.trim().is_empty()) {
-        out.push(SettingProblem::new(
-            "tracker.api_key",
-            "tracker.api_key is required for tracker kind \"gitlab\": set it to $GITLAB_TOKEN (a token with the api scope)",
-        ));
-    }
-    match s.project.as_deref() {
-        None => out.push(SettingProblem::new(
-            "tracker.project",
-            "tracker.project is required for tracker kind \"gitlab\": the project path (group/project) or numeric id",
-        )),
-        Some(p) if !valid_project(p) => out.push(SettingProblem::new(
-            "tracker.project",
-            format!(
-                "tracker.project {p:?} must be a project path like group/project (no spaces, no empty segments) or a numeric id"
-            ),
-        )),
-        Some(_) => {}
-    }
+    let mut out = rest::required(s, &RULES);
     if let Err(e) = auth(s) {
         out.push(e);
     }
-    for key in http_tuning::KEYS {
-        if let Err(e) = block_number(s, key) {
-            out.push(e);
-        }
-    }
-    if let Some(Err(e)) = s.query_filter.as_deref().map(parse_filter) {
-        out.push(e);
-    }
+    out.extend(rest::numbers(s, &[]));
+    out.extend(rest::filter_problem(s, RESERVED_LIST_KEYS));
     out
 }
 
@@ -111,14 +89,9 @@ fn valid_project(p: &str) -> bool {
 /// Issue-list parameters the adapter sets itself (state, order and paging).
 const RESERVED_LIST_KEYS: &[&str] = &["state", "order_by", "sort", "page", "per_page"];
 
-/// `key=value&key=value`; blank means none.
-fn parse_filter(f: &str) -> Result<Vec<(String, String)>, SettingProblem> {
-    query_params::parse(f, RESERVED_LIST_KEYS)
-}
-
 /// Settings that work but are probably not what was meant.
 pub fn warnings(s: &TrackerSettings) -> Vec<String> {
-    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
+    let words = rest::words(s);
     let mut out = words.warnings(s);
     for st in words.active.iter().chain(&words.terminal) {
         if st.contains(',') {
@@ -132,29 +105,16 @@ pub fn warnings(s: &TrackerSettings) -> Vec<String> {
 
 /// The resolved settings; the first problem is an error.
 pub fn parse(s: &TrackerSettings) -> Result<GitlabConfig, TrackerError> {
-    settings_check::first_problem(KIND, problems(s))?;
-    let words = StateWords::configured(s, DEFAULT_ACTIVE, DEFAULT_TERMINAL);
-    let endpoint = s
-        .endpoint
-        .as_deref()
-        .filter(|e| !e.trim().is_empty())
-        .unwrap_or(DEFAULT_ENDPOINT);
-    let api_base = crate::http_client::with_api_root(endpoint, API_PATH);
+    let common = rest::resolve(s, KIND, problems(s))?;
+    let endpoint = rest::endpoint_or(s, DEFAULT_ENDPOINT);
     Ok(GitlabConfig {
-        api_base,
+        api_base: crate::http_client::with_api_root(endpoint, API_PATH),
         token: s.api_key.clone().unwrap_or_default().trim().to_string(),
         auth: auth(s).unwrap_or(Auth::PrivateToken),
         project: s.project.clone().unwrap_or_default().trim().to_string(),
-        active: words.active,
-        terminal: words.terminal,
-        handoff: words.handoff,
-        filter: s
-            .query_filter
-            .as_deref()
-            .map(parse_filter)
-            .and_then(Result::ok)
-            .unwrap_or_default(),
-        tuning: http_tuning::from_settings(s),
+        words: common.words,
+        filter: rest::filter(s, RESERVED_LIST_KEYS),
+        tuning: common.tuning,
     })
 }
 
@@ -193,8 +153,8 @@ mod tests {
         let c = parse(&s).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c.api_base, "https://gitlab.com/api/v4");
         assert_eq!(c.auth, Auth::PrivateToken);
-        assert_eq!(c.active, ["backlog", "in-progress", "review"]);
-        assert_eq!(c.terminal, ["done", "wontfix"]);
+        assert_eq!(c.words.active, ["backlog", "in-progress", "review"]);
+        assert_eq!(c.words.terminal, ["done", "wontfix"]);
         s.endpoint = Some("https://git.example.com/api/v4/".into());
         s.block.insert("auth".into(), "Bearer".into());
         s.query_filter = Some("labels=bug & milestone=v1".into());
