@@ -79,6 +79,17 @@ pub enum UsageSource {
     Journal,
 }
 
+impl UsageSource {
+    /// The word a log line carries (the serialized name).
+    pub fn word(self) -> &'static str {
+        match self {
+            UsageSource::Protocol => "protocol",
+            UsageSource::Output => "output",
+            UsageSource::Journal => "journal",
+        }
+    }
+}
+
 /// How a source's figures were read (a run's `usage_provenance` strategy).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -87,6 +98,16 @@ pub enum UsageStrategy {
     Live,
     /// Read from the session records when the turn ended.
     Records,
+}
+
+impl UsageStrategy {
+    /// The word a log line carries (the serialized name).
+    pub fn word(self) -> &'static str {
+        match self {
+            UsageStrategy::Live => "live",
+            UsageStrategy::Records => "records",
+        }
+    }
 }
 
 /// One source that settled a run's token figure.

@@ -109,7 +109,7 @@ impl WorkspaceManager {
                         counts.retained_locked += 1;
                         log::info!(
                             issue_identifier:% = dir,
-                            holder_pid:? = holder_pid;
+                            holder_pid:% = crate::log_field::opt(&holder_pid);
                             "aged-out workspace kept: another process holds its lock"
                         );
                     }

@@ -209,7 +209,7 @@ fn await_login(peer: &mut RpcPeer, timeout: Duration) -> Result<(), AgentError> 
                 peer.respond(&id, reply)
                     .map_err(|f| failure(peer, "login", &f))?;
             }
-            Recv::Message(other) => log::debug!(message:? = other; "codex message during login"),
+            Recv::Message(other) => log::debug!(message_kind:% = other.kind_word(); "codex message during login"),
             Recv::TimedOut | Recv::Cancelled => {
                 return Err(failure(
                     peer,
@@ -241,7 +241,7 @@ fn skip_buffered(peer: &mut RpcPeer) {
                 let reply = refuse(&method, &params);
                 let _ = peer.respond(&id, reply);
             }
-            other => log::debug!(message:? = other; "codex handshake"),
+            other => log::debug!(message_kind:% = other.kind_word(); "codex handshake"),
         }
     }
 }

@@ -90,6 +90,17 @@ pub enum Continuity {
     Resume(String),
 }
 
+impl Continuity {
+    /// The word a log line carries.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Continuity::New => "new",
+            Continuity::Continue => "continue",
+            Continuity::Resume(_) => "resume",
+        }
+    }
+}
+
 /// The argv after the program (and after any arguments `agent.command` carries).
 pub fn build_args(
     prompt: PromptArg<'_>,

@@ -231,7 +231,7 @@ impl AgentSession for CopilotSession {
             issue_id:% = b.issue_id,
             issue_identifier:% = b.issue_identifier,
             session_id:% = self.session_id.as_deref().unwrap_or(""),
-            continuity:? = continuity;
+            continuity:% = continuity.word();
             "agent turn starting"
         );
         let mut parser = CopilotParser::new(

@@ -48,6 +48,16 @@ pub enum Message {
 }
 
 impl Message {
+    /// What kind of message this is, for a log line.
+    pub fn kind_word(&self) -> &'static str {
+        match self {
+            Message::Notification { .. } => "notification",
+            Message::Request { .. } => "request",
+            Message::Response { .. } => "response",
+            Message::Malformed(_) => "malformed",
+        }
+    }
+
     /// Classifies one stdout line.
     pub fn parse(line: &[u8]) -> Message {
         let text = String::from_utf8_lossy(line);

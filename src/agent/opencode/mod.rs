@@ -323,8 +323,8 @@ impl AgentSession for OpencodeSession {
                 issue_id:% = self.issue_id,
                 issue_identifier:% = self.issue_identifier,
                 session_id:% = self.session_id.as_deref().unwrap_or(""),
-                source:? = EXPORT_PROVENANCE.source,
-                strategy:? = EXPORT_PROVENANCE.strategy;
+                source:% = EXPORT_PROVENANCE.source.word(),
+                strategy:% = EXPORT_PROVENANCE.strategy.word();
                 "opencode usage read from the session export"
             );
         }

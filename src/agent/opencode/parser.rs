@@ -318,7 +318,7 @@ impl OpencodeParser {
         }
         log::debug!(
             session_id:% = sid,
-            usage:? = usage,
+            total_tokens:% = crate::log_field::opt(&usage.map(|u| u.total_tokens)),
             cost_usd:% = crate::log_field::opt(&cost),
             model:% = crate::log_field::opt(&self.model);
             "opencode export read"
@@ -331,8 +331,8 @@ impl OpencodeParser {
             if usage != self.live && Some(usage) != self.last_step {
                 log::warn!(
                     session_id:% = sid,
-                    live:? = self.live,
-                    export:? = usage;
+                    live_total_tokens:% = self.live.total_tokens,
+                    export_total_tokens:% = usage.total_tokens;
                     "opencode export disagrees with the streamed usage, keeping the streamed sum"
                 );
             }
