@@ -709,12 +709,6 @@ const KNOWN_STRING_ERRORS: &[&str] = &[
     "pricing/fetch.rs",
     "pricing/sources.rs",
     "prompt/functions.rs",
-    "sandbox/allow.rs",
-    "sandbox/argv.rs",
-    "sandbox/forward.rs",
-    "sandbox/home.rs",
-    "sandbox/probe.rs",
-    "sandbox/proxy.rs",
     "store/price_cache.rs",
     "workspace/evidence.rs",
 ];

@@ -84,8 +84,13 @@ fn build_inner(
         ctx.workflow_dir,
         warnings,
     )?;
-    worker.sandbox.hide =
-        super::sandbox::hidden_paths(&db_path, ctx.workflow_dir, &workspace.root, ctx.home);
+    super::sandbox::seal(
+        &mut worker.sandbox,
+        &db_path,
+        ctx.workflow_dir,
+        &workspace.root,
+        ctx.home,
+    )?;
     let tracker_path = match registry::tracker(&tracker.kind).and_then(|d| d.path_key) {
         Some(key) => data_path(&raw, &tracker.kind, key, ctx, warnings)?,
         None => None,

@@ -171,6 +171,8 @@ pub(crate) struct HookInvocation<'a> {
     pub issue_identifier: &'a str,
     /// A message (or a dropped sender) kills the hook early.
     pub cancel: &'a Receiver<()>,
+    /// `worker.sandbox` with `hooks: true`: the hook runs under `bwrap` like an agent.
+    pub sandbox: Option<&'a crate::sandbox::Sandbox>,
 }
 
 /// A hook runs with the workspace as its working directory, so a missing one is a validation
@@ -209,6 +211,7 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
         cancel: inv.cancel,
         output_cap: MAX_HOOK_OUTPUT_BYTES,
         keep: Keep::Tail,
+        sandbox: inv.sandbox,
     })
     .map_err(|source| WorkspaceError::HookStart { hook: kind, source })?;
     let (status, stopped) = match ran.end {
