@@ -26,7 +26,6 @@ const KNOWN_LONG: &[&str] = &[
     "http/views/state.rs::build",
     "metrics/mod.rs::new",
     "ssh/run.rs::exec",
-    "workspace/hooks.rs::run_invocation",
     "workspace/remote.rs::run_hook_cancellable_on",
 ];
 

@@ -259,7 +259,9 @@ fn read_write(v: Option<&Value>, ctx: &SandboxInputs<'_>) -> Result<Vec<PathBuf>
         .collect()
 }
 
-/// Fills in the paths the sandbox hides ([`hidden_paths`]) and refuses a `read_write` entry
+/// Fills in the paths the sandbox hides ([`hidden_paths`]), refuses a `read_only` entry inside
+/// the workspace root (another issue's workspace; what it hides elsewhere is masked), and
+/// refuses a `read_write` entry
 /// that would hand one back: the database, its companion files, the workflow's `.env`, the
 /// workspace root and the daemon's home, or a directory holding any of them (a writable parent
 /// lets the agent create the database's `-wal` file or replace what is masked), or a path
@@ -273,6 +275,18 @@ pub(crate) fn seal(
 ) -> Result<(), ConfigError> {
     sb.hide = hidden_paths(db_path, workflow_dir, workspace_root, home);
     let root = resolved(workspace_root);
+    for (i, ro) in sb.read_only.iter().enumerate() {
+        if resolved(ro).starts_with(&root) {
+            return Err(ConfigError::field(
+                format!("worker.sandbox.read_only[{i}]"),
+                format!(
+                    "{} is inside the workspace root {}; each session sees only its own workspace",
+                    ro.display(),
+                    root.display()
+                ),
+            ));
+        }
+    }
     for (i, rw) in sb.read_write.iter().enumerate() {
         let field = format!("worker.sandbox.read_write[{i}]");
         if let Some(h) = sb.hide.iter().find(|h| resolved(h).starts_with(rw)) {
@@ -441,6 +455,12 @@ mod tests {
         assert!(rw(vec![&ws_root.join("A-1")]).is_err());
         assert!(rw(vec![Path::new("/")]).is_err());
         assert!(rw(vec![&base.join("missing")]).is_err());
+        let ro = |path: &Path| {
+            let mut sb = build(json!({"read_only": [path.display().to_string()]}))?;
+            seal(&mut sb, &base.join("db.sqlite"), &base, &ws_root, None)
+        };
+        assert!(ro(&ws_root.join("A-1")).is_err());
+        assert!(ro(&base).is_ok());
         assert!(build(json!({"read_write": ["relative/dir"]})).is_err());
         assert!(build(json!({"read_write": "/tmp"})).is_err());
         let _ = std::fs::remove_dir_all(&base);

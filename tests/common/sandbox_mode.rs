@@ -1,5 +1,5 @@
 //! The harness's sandbox mode: with `SORTIE_TEST_SANDBOX=bubblewrap` in the test process's
-//! environment (or [`force`] called by a test), every daemon [`super::daemon::spawn`] starts
+//! environment, or in the `sandbox_suite` test binary, every daemon [`super::daemon::spawn`] starts
 //! runs its agents under `worker.sandbox: bubblewrap`. The workflow file the daemon is given is
 //! rewritten just before the start: a `sandbox:` entry goes under `worker:` (created when
 //! missing), with `read_write` listing the paths the test hands the fake agent outside its
@@ -15,22 +15,21 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The variable that turns the mode on for a whole test run.
 pub const SWITCH: &str = "SORTIE_TEST_SANDBOX";
 
-static FORCED: AtomicBool = AtomicBool::new(false);
-
-/// Turns the mode on for every daemon this test process starts from now on.
-pub fn force() {
-    FORCED.store(true, Ordering::SeqCst);
-}
+/// The test binary whose daemons always start sandboxed (`tests/sandbox_suite.rs`).
+const SUITE: &str = "sandbox_suite";
 
 /// Whether daemons start sandboxed.
 pub fn enabled() -> bool {
-    FORCED.load(Ordering::SeqCst)
-        || std::env::var(SWITCH).is_ok_and(|v| v.trim().eq_ignore_ascii_case("bubblewrap"))
+    std::env::var(SWITCH).is_ok_and(|v| v.trim().eq_ignore_ascii_case("bubblewrap"))
+        || std::env::current_exe().is_ok_and(|exe| {
+            exe.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(SUITE))
+        })
 }
 
 /// Rewrites the workflow `cmd` is about to start with, when the mode is on.
