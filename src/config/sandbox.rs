@@ -77,6 +77,13 @@ pub(crate) fn build_sandbox(
             ),
         ));
     }
+    if kind == SandboxMode::None && m.get("hooks") == Some(&Value::Bool(true)) {
+        warnings.push(ConfigWarning::new(
+            "sandbox_hooks_unused",
+            "worker.sandbox.hooks",
+            "read only with kind: bubblewrap (kind is none); hooks run outside any sandbox",
+        ));
+    }
     Ok(Sandbox {
         mode: kind,
         network,
@@ -464,6 +471,24 @@ mod tests {
         assert!(build(json!({"read_write": ["relative/dir"]})).is_err());
         assert!(build(json!({"read_write": "/tmp"})).is_err());
         let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn hooks_without_a_sandbox_are_named() {
+        let env = BTreeMap::new();
+        let ctx = SandboxInputs {
+            home: None,
+            env: &env,
+            workflow_dir: Path::new("/srv/wf"),
+        };
+        let mut warnings = Vec::new();
+        let v = json!({"kind": "none", "hooks": true});
+        assert!(build_sandbox(Some(&v), &ctx, &mut warnings).is_ok());
+        assert_eq!(warnings.len(), 1);
+        let mut warnings = Vec::new();
+        let v = json!({"kind": "bubblewrap", "hooks": true});
+        assert!(build_sandbox(Some(&v), &ctx, &mut warnings).is_ok());
+        assert!(warnings.is_empty());
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub fn denied_for(issue_id: &str, attempt: u32) -> u64 {
 /// The counter a proxy of `issue_id`'s `attempt` adds to: the attempt's existing one (a
 /// session runs one process per turn), or a fresh one when the attempt changed.
 pub(super) fn counter_for(issue_id: &str, attempt: Option<u32>) -> Arc<AtomicU64> {
+    // A process of no issue (the readiness check) counts toward the total only.
+    if issue_id.is_empty() {
+        return Arc::new(AtomicU64::new(0));
+    }
     let Ok(mut guard) = TABLE.lock() else {
         return Arc::new(AtomicU64::new(0));
     };
