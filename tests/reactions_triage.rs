@@ -63,8 +63,9 @@ fn failing(fake: &FakeGithub, sha: &str) {
     });
 }
 
+/// In the fake agent's state directory, which a sandboxed run (`SORTIE_TEST_SANDBOX`) can see.
 fn release_file(p: &ReactionProject) -> PathBuf {
-    p.setup.path().join("release-triage")
+    p.setup.path().join("agent-state").join("release-triage")
 }
 
 fn touch(path: &Path) {

@@ -244,6 +244,78 @@ fn validate_and_readyz_fail_while_the_sandbox_cannot_start() {
     d.stop();
 }
 
+/// A `bwrap` on `PATH` that refuses to bind `refused` and runs the real one otherwise.
+fn picky_bwrap(p: &Project, refused: &Path) -> String {
+    p.write(
+        "fakebin/bwrap",
+        &format!(
+            "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = '{}' ]; then echo \"bwrap: Can't bind mount $a: Operation not permitted\" >&2; exit 1; fi\ndone\nexec /usr/bin/bwrap \"$@\"\n",
+            refused.display()
+        ),
+    );
+    let bin = p.path("fakebin");
+    let _ = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(bin.join("bwrap"))
+        .status();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn the_check_starts_the_configured_profile_not_only_the_namespaces() {
+    bwrap_present();
+    let p = Project::new();
+    one_issue(&p, "R-2");
+    let shared = p.path("shared");
+    std::fs::create_dir_all(&shared).unwrap_or_else(|e| panic!("{e}"));
+    let path = picky_bwrap(&p, &shared);
+    let validate = || {
+        common::sortie_command()
+            .current_dir(p.path(""))
+            .env("PATH", &path)
+            .arg("validate")
+            .arg(p.workflow())
+            .output()
+            .expect("run sortie validate")
+    };
+    // The same bwrap starts a profile without the mount.
+    workflow(&p, "", "  sandbox: bubblewrap\n");
+    let ok = validate();
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let sandbox = format!(
+        "  sandbox:\n    kind: bubblewrap\n    read_write: [{:?}]\n",
+        shared.display().to_string()
+    );
+    workflow(&p, "", &sandbox);
+    let bad = validate();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&bad.stdout),
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    assert_ne!(bad.status.code(), Some(0), "{said}");
+    assert!(said.contains("Can't bind mount"), "{said}");
+
+    let d = p.start_with_env(&[("PATH", &path)]);
+    let checks = wait_for("/readyz failing", Duration::from_secs(30), || {
+        let r = d.get("/readyz");
+        let v: Value = serde_json::from_str(&r.body).ok()?;
+        (r.status == 503).then(|| v["checks"].clone())
+    });
+    assert_eq!(checks["preflight"], "fail", "{checks}");
+    assert!(!p.path("ws/R-2").exists());
+    d.stop();
+}
+
 /// `(pid, turn token)` of the live processes of `p`'s sessions (their environment names the
 /// project's workspace root).
 fn session_processes(p: &Project) -> Vec<(u32, String)> {

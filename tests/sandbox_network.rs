@@ -61,6 +61,7 @@ struct Run {
     allowed: String,
     denied: String,
     denied_port: u16,
+    session_id: String,
 }
 
 /// Starts a session of `N-1` that fetches both servers (plainly, then through `CONNECT`),
@@ -75,10 +76,12 @@ fn start(network: &str) -> Run {
         json!([{"id": "1", "identifier": "N-1", "title": "Net", "state": "To Do", "priority": 1}]),
     );
     let release = p.path("ws/N-1/release").display().to_string();
+    let go = p.path("ws/N-1/go").display().to_string();
     p.scenario(
         "N-1",
         &[
             json!({"init": {}}),
+            json!({"wait_file": go}),
             json!({"http_get": {"urls": [allowed, denied], "report": "plain.json"}}),
             json!({"http_get": {"urls": [allowed, denied], "tunnel": true, "report": "tunnel.json"}}),
             json!({"probe_access": {"connect": [format!("127.0.0.1:{ok_port}")], "report": "direct.json"}}),
@@ -92,6 +95,13 @@ fn start(network: &str) -> Run {
     );
     p.fake_agent_workflow("  env: [FAKE_AGENT_SCENARIO]\n", &worker);
     let d = p.start();
+    // The requests wait until the daemon has taken the session's start, so a refusal's log
+    // line can name the session.
+    let session_id = wait_for("the session's id", Duration::from_secs(60), || {
+        let id = d.state()["running"][0]["session_id"].as_str()?.to_string();
+        (!id.is_empty()).then_some(id)
+    });
+    p.write("ws/N-1/go", "");
     wait_for("the agent's reports", Duration::from_secs(60), || {
         read_json(&p, "ws/N-1/direct.json")
     });
@@ -101,6 +111,7 @@ fn start(network: &str) -> Run {
         allowed,
         denied,
         denied_port,
+        session_id,
     }
 }
 
@@ -157,7 +168,7 @@ fn allowlist_lets_through_only_the_allowed_server() {
         for field in [
             "issue_id=1",
             "issue_identifier=N-1",
-            "session_id=",
+            &format!("session_id={}", run.session_id),
             "host=127.0.0.1",
             &format!("port={}", run.denied_port),
         ] {

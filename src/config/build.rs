@@ -83,8 +83,13 @@ fn build_inner(
         ctx.workflow_dir,
         warnings,
     )?;
-    worker.sandbox.hide =
-        super::sandbox::hidden_paths(&db_path, ctx.workflow_dir, &workspace.root, ctx.home);
+    super::sandbox::seal(
+        &mut worker.sandbox,
+        &db_path,
+        ctx.workflow_dir,
+        &workspace.root,
+        ctx.home,
+    )?;
     let tracker_path = tracker_data_path(&raw, &tracker.kind, ctx, warnings)?;
     validate_states_not_both_empty(&tracker)?;
     let (token_rates, token_rates_rejected) = super::token_rates::build_token_rates(&raw, warnings);

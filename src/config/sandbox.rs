@@ -1,5 +1,5 @@
 //! `worker.sandbox`: `none` (the default), `bubblewrap`, or a map with `kind`, `network`,
-//! `allow_hosts`, `home_seed`, `read_only` and `hooks`. A value this build cannot honour is a load error: a
+//! `allow_hosts`, `home_seed`, `read_only`, `read_write` and `hooks`. A value this build cannot honour is a load error: a
 //! daemon that silently ran agents unsandboxed, or with a wider network than written, would be
 //! worse than one that refuses to start.
 
@@ -20,6 +20,7 @@ const KEYS: &[&str] = &[
     "allow_hosts",
     "home_seed",
     "read_only",
+    "read_write",
     "hooks",
 ];
 
@@ -76,11 +77,11 @@ pub(crate) fn build_sandbox(
             ),
         ));
     }
-    if m.get("hooks") == Some(&Value::Bool(true)) {
+    if kind == SandboxMode::None && m.get("hooks") == Some(&Value::Bool(true)) {
         warnings.push(ConfigWarning::new(
-            super::validate::UNSUPPORTED_KEY_CHECK,
+            "sandbox_hooks_unused",
             "worker.sandbox.hooks",
-            "not supported by this build (hooks in the sandbox are not built yet; hooks run outside it)",
+            "read only with kind: bubblewrap (kind is none); hooks run outside any sandbox",
         ));
     }
     Ok(Sandbox {
@@ -89,6 +90,7 @@ pub(crate) fn build_sandbox(
         allow_hosts,
         home_seed: paths(m.get("home_seed"), "worker.sandbox.home_seed", ctx)?,
         read_only: paths(m.get("read_only"), "worker.sandbox.read_only", ctx)?,
+        read_write: read_write(m.get("read_write"), ctx)?,
         hooks: match m.get("hooks") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
@@ -146,7 +148,7 @@ fn allow_hosts(v: Option<&Value>) -> Result<Vec<HostPattern>, ConfigError> {
         .map(|(i, v)| {
             let f = format!("{FIELD}[{i}]");
             let s = v.as_str().ok_or_else(|| expected(&f, "a string", v))?;
-            HostPattern::parse(s).map_err(|e| ConfigError::field(&f, e))
+            HostPattern::parse(s).map_err(|e| ConfigError::field(&f, e.to_string()))
         })
         .collect()
 }
@@ -229,9 +231,119 @@ fn paths(
         .collect()
 }
 
+/// `read_write`: like [`paths`], but each must be absolute as written (after `~`/`$VAR`
+/// expansion) and exist now: a read-write grant is spelled out, never guessed from the
+/// workflow's directory, and a path `bwrap` cannot bind would fail every session later.
+fn read_write(v: Option<&Value>, ctx: &SandboxInputs<'_>) -> Result<Vec<PathBuf>, ConfigError> {
+    const FIELD: &str = "worker.sandbox.read_write";
+    let items = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(v) => return Err(expected(FIELD, "a list of absolute paths", v)),
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let f = format!("{FIELD}[{i}]");
+            let s = v
+                .as_str()
+                .filter(|s| !s.trim().is_empty())
+                .ok_or_else(|| expected(&f, "a non-empty string", v))?;
+            let p = PathBuf::from(
+                expand_path(s.trim(), ctx.home, true, ctx.env)
+                    .map_err(|e| ConfigError::field(&f, e))?,
+            );
+            if !p.is_absolute() {
+                return Err(ConfigError::field(
+                    &f,
+                    format!("{s:?} is not an absolute path"),
+                ));
+            }
+            std::fs::canonicalize(&p)
+                .map_err(|e| ConfigError::field(&f, format!("{}: {e}", p.display())))
+        })
+        .collect()
+}
+
+/// Fills in the paths the sandbox hides ([`hidden_paths`]), refuses a `read_only` entry inside
+/// the workspace root (another issue's workspace; what it hides elsewhere is masked), and
+/// refuses a `read_write` entry
+/// that would hand one back: the database, its companion files, the workflow's `.env`, the
+/// workspace root and the daemon's home, or a directory holding any of them (a writable parent
+/// lets the agent create the database's `-wal` file or replace what is masked), or a path
+/// inside the workspace root (another issue's workspace).
+pub(crate) fn seal(
+    sb: &mut Sandbox,
+    db_path: &Path,
+    workflow_dir: &Path,
+    workspace_root: &Path,
+    home: Option<&Path>,
+) -> Result<(), ConfigError> {
+    sb.hide = hidden_paths(db_path, workflow_dir, workspace_root, home);
+    let root = resolved(workspace_root);
+    for (i, ro) in sb.read_only.iter().enumerate() {
+        if resolved(ro).starts_with(&root) {
+            return Err(ConfigError::field(
+                format!("worker.sandbox.read_only[{i}]"),
+                format!(
+                    "{} is inside the workspace root {}; each session sees only its own workspace",
+                    ro.display(),
+                    root.display()
+                ),
+            ));
+        }
+    }
+    for (i, rw) in sb.read_write.iter().enumerate() {
+        let field = format!("worker.sandbox.read_write[{i}]");
+        if let Some(h) = sb.hide.iter().find(|h| resolved(h).starts_with(rw)) {
+            return Err(ConfigError::field(
+                &field,
+                format!(
+                    "{} holds {}, which the sandbox keeps from agents",
+                    rw.display(),
+                    h.display()
+                ),
+            ));
+        }
+        if rw.starts_with(&root) {
+            return Err(ConfigError::field(
+                &field,
+                format!(
+                    "{} is inside the workspace root {}; each session sees only its own workspace",
+                    rw.display(),
+                    root.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `p` with symlinks resolved as far as it exists (the rest appended as written).
+fn resolved(p: &Path) -> PathBuf {
+    let mut missing = Vec::new();
+    let mut cur = p.to_path_buf();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&cur) {
+            return missing
+                .iter()
+                .rev()
+                .fold(real, |acc: PathBuf, c| acc.join(c));
+        }
+        match (cur.file_name().map(|n| n.to_os_string()), cur.parent()) {
+            (Some(name), Some(parent)) => {
+                missing.push(name);
+                cur = parent.to_path_buf();
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
+}
+
 /// The paths the daemon keeps from agents: the database and its companion files, the
 /// workflow's `.env`, the workspace root and the daemon's home.
-pub(crate) fn hidden_paths(
+fn hidden_paths(
     db_path: &Path,
     workflow_dir: &Path,
     workspace_root: &Path,
@@ -327,6 +439,56 @@ mod tests {
         let all: Vec<&str> = crate::registry::AGENTS.iter().map(|d| d.kind).collect();
         add_default_hosts(&mut sb, &[], &all);
         assert!(!sb.allow_hosts.is_empty());
+    }
+
+    #[test]
+    fn read_write_must_be_absolute_existing_and_keep_clear_of_hidden_paths() {
+        let base = std::env::temp_dir().join(format!("sortie-cfg-rw-{}", std::process::id()));
+        let ws_root = base.join("ws");
+        let shared = base.join("shared");
+        let _ = std::fs::create_dir_all(ws_root.join("A-1"));
+        let _ = std::fs::create_dir_all(&shared);
+        let rw = |paths: Vec<&Path>| {
+            let list: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            let mut sb = build(json!({"read_write": list}))?;
+            seal(&mut sb, &base.join("db.sqlite"), &base, &ws_root, None).map(|()| sb)
+        };
+        let ok = rw(vec![&shared]).unwrap_or_default();
+        assert_eq!(ok.read_write.len(), 1);
+        assert!(ok.hide.contains(&base.join(".env")));
+        // The database's directory, the workspace root and a workspace inside it are refused.
+        assert!(rw(vec![&base]).is_err());
+        assert!(rw(vec![&ws_root]).is_err());
+        assert!(rw(vec![&ws_root.join("A-1")]).is_err());
+        assert!(rw(vec![Path::new("/")]).is_err());
+        assert!(rw(vec![&base.join("missing")]).is_err());
+        let ro = |path: &Path| {
+            let mut sb = build(json!({"read_only": [path.display().to_string()]}))?;
+            seal(&mut sb, &base.join("db.sqlite"), &base, &ws_root, None)
+        };
+        assert!(ro(&ws_root.join("A-1")).is_err());
+        assert!(ro(&base).is_ok());
+        assert!(build(json!({"read_write": ["relative/dir"]})).is_err());
+        assert!(build(json!({"read_write": "/tmp"})).is_err());
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn hooks_without_a_sandbox_are_named() {
+        let env = BTreeMap::new();
+        let ctx = SandboxInputs {
+            home: None,
+            env: &env,
+            workflow_dir: Path::new("/srv/wf"),
+        };
+        let mut warnings = Vec::new();
+        let v = json!({"kind": "none", "hooks": true});
+        assert!(build_sandbox(Some(&v), &ctx, &mut warnings).is_ok());
+        assert_eq!(warnings.len(), 1);
+        let mut warnings = Vec::new();
+        let v = json!({"kind": "bubblewrap", "hooks": true});
+        assert!(build_sandbox(Some(&v), &ctx, &mut warnings).is_ok());
+        assert!(warnings.is_empty());
     }
 
     #[test]

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use super::error::{HostPatternError, PatternFault};
+
 /// The longest host name accepted (RFC 1035's limit on a whole name).
 const MAX_HOST: usize = 253;
 
@@ -22,25 +24,23 @@ pub struct HostPattern {
 
 impl HostPattern {
     /// Parses one entry; the error says what is wrong with it.
-    pub fn parse(s: &str) -> Result<HostPattern, String> {
+    pub fn parse(s: &str) -> Result<HostPattern, HostPatternError> {
         let s = s.trim();
+        let fault = |reason| HostPatternError {
+            entry: s.to_string(),
+            reason,
+        };
         if s.contains("://") || s.contains('/') {
-            return Err(format!(
-                "{s:?} is not a host pattern (write a host name such as api.example.com, \
-                 *.example.com or host:443, without a scheme or path)"
-            ));
+            return Err(fault(PatternFault::NotAHost));
         }
-        let (host, port) = split_host_port(s)?;
+        let (host, port) = split_host_port(s).map_err(fault)?;
         let (host, wildcard) = match host.strip_prefix("*.") {
             Some(rest) => (rest, true),
             None => (host, false),
         };
         let host = normalize(host);
         if !valid_host(&host) {
-            return Err(format!(
-                "{s:?} is not a host pattern (a host name, an IP address, or *. followed by a \
-                 domain, optionally with :port)"
-            ));
+            return Err(fault(PatternFault::BadHost));
         }
         Ok(HostPattern {
             host,
@@ -92,8 +92,8 @@ fn normalize(host: &str) -> String {
 }
 
 /// `host[:port]` or `[v6][:port]`.
-fn split_host_port(s: &str) -> Result<(&str, Option<u16>), String> {
-    let bad_port = |p: &str| format!("{s:?}: {p:?} is not a port (1-65535)");
+fn split_host_port(s: &str) -> Result<(&str, Option<u16>), PatternFault> {
+    let bad_port = |p: &str| PatternFault::BadPort(p.to_string());
     let port = |p: &str| {
         p.parse::<u16>()
             .ok()
@@ -101,13 +101,11 @@ fn split_host_port(s: &str) -> Result<(&str, Option<u16>), String> {
             .ok_or_else(|| bad_port(p))
     };
     if let Some(rest) = s.strip_prefix('[') {
-        let (host, after) = rest
-            .split_once(']')
-            .ok_or_else(|| format!("{s:?}: an unclosed [ in an IPv6 address"))?;
+        let (host, after) = rest.split_once(']').ok_or(PatternFault::UnclosedBracket)?;
         return match after.strip_prefix(':') {
             Some(p) => Ok((host, Some(port(p)?))),
             None if after.is_empty() => Ok((host, None)),
-            None => Err(format!("{s:?}: unexpected {after:?} after the address")),
+            None => Err(PatternFault::AfterAddress(after.to_string())),
         };
     }
     match s.rsplit_once(':') {
@@ -192,7 +190,7 @@ mod tests {
         ] {
             assert!(HostPattern::parse(bad).is_err(), "{bad:?}");
         }
-        let e = HostPattern::parse("https://x.org").unwrap_err();
+        let e = HostPattern::parse("https://x.org").unwrap_err().to_string();
         assert!(e.contains("without a scheme"), "{e}");
     }
 }

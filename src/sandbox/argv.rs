@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::error::SandboxError;
 use super::{Network, Sandbox};
 
 /// System directories mounted read-only (a symlink, as on merged-`/usr` systems, is recreated
@@ -129,6 +130,14 @@ fn argv_with(
     for p in &sb.read_only {
         if p.exists() {
             a.ro_bind(p);
+        }
+    }
+    for p in &sb.read_write {
+        if p.exists() {
+            a.push(&["--bind"]);
+            a.path(p);
+            a.path(p);
+            a.mounted.push(p.clone());
         }
     }
     for p in &sb.hide {
@@ -296,14 +305,13 @@ pub fn wrap_command(
     args: &[String],
     workspace: &Path,
     env: Option<&[(OsString, OsString)]>,
-) -> Result<Command, String> {
-    let bwrap = super::find_bwrap()
-        .ok_or_else(|| format!("bwrap was not found in PATH; {}", super::PACKAGE_HINT))?;
+) -> Result<Command, SandboxError> {
+    let bwrap = super::find_bwrap().ok_or(SandboxError::NotInstalled)?;
     super::home::prepare(sb, workspace)?;
     let mut cmd = Command::new(bwrap);
     let argv = if sb.network == Network::Allowlist {
         let exe = std::env::current_exe()
-            .map_err(|e| format!("sortie's own binary (the network forwarder): {e}"))?;
+            .map_err(|e| SandboxError::setup("sortie's own binary (the network forwarder)", e))?;
         let socket = super::proxy::start(sb.allow_hosts.clone(), labels(env))?;
         let f = Forwarder {
             exe: &exe,

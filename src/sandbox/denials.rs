@@ -13,6 +13,8 @@ static TOTAL: AtomicU64 = AtomicU64::new(0);
 
 struct Entry {
     attempt: Option<u32>,
+    /// The agent's session id, once the orchestrator learns it ([`note_session`]).
+    session_id: String,
     /// Order of the last start, for eviction.
     started: u64,
     count: Arc<AtomicU64>,
@@ -44,6 +46,10 @@ pub fn denied_for(issue_id: &str, attempt: u32) -> u64 {
 /// The counter a proxy of `issue_id`'s `attempt` adds to: the attempt's existing one (a
 /// session runs one process per turn), or a fresh one when the attempt changed.
 pub(super) fn counter_for(issue_id: &str, attempt: Option<u32>) -> Arc<AtomicU64> {
+    // A process of no issue (the readiness check) counts toward the total only.
+    if issue_id.is_empty() {
+        return Arc::new(AtomicU64::new(0));
+    }
     let Ok(mut guard) = TABLE.lock() else {
         return Arc::new(AtomicU64::new(0));
     };
@@ -74,11 +80,37 @@ pub(super) fn counter_for(issue_id: &str, attempt: Option<u32>) -> Arc<AtomicU64
         issue_id.to_string(),
         Entry {
             attempt,
+            session_id: String::new(),
             started,
             count: count.clone(),
         },
     );
     count
+}
+
+/// Records `session_id` as the session of `issue_id`'s proxies: a session id is known only
+/// once the agent reports it, after its process (and its proxy) started. Only an issue with a
+/// proxy is recorded, so sessions outside an allowlisted sandbox cost nothing here.
+pub fn note_session(issue_id: &str, session_id: &str) {
+    let Ok(mut guard) = TABLE.lock() else {
+        return;
+    };
+    if let Some(e) = guard.as_mut().and_then(|t| t.by_issue.get_mut(issue_id))
+        && e.session_id != session_id
+    {
+        e.session_id = session_id.to_string();
+    }
+}
+
+/// The session id last noted for `issue_id` (empty when none).
+pub(super) fn session_of(issue_id: &str) -> String {
+    let Ok(t) = TABLE.lock() else {
+        return String::new();
+    };
+    t.as_ref()
+        .and_then(|t| t.by_issue.get(issue_id))
+        .map(|e| e.session_id.clone())
+        .unwrap_or_default()
 }
 
 /// Records one refusal on `count` and the total.
@@ -103,5 +135,11 @@ mod tests {
         assert_eq!(denied_for("denials-test-1", 1), 1);
         assert_eq!(denied_for("denials-test-1", 0), 0);
         assert!(denied_total() >= before + 3);
+        assert_eq!(session_of("denials-test-1"), "");
+        note_session("denials-test-1", "s-1");
+        assert_eq!(session_of("denials-test-1"), "s-1");
+        // A session id noted for an issue without a proxy is not kept.
+        note_session("denials-test-none", "s-2");
+        assert_eq!(session_of("denials-test-none"), "");
     }
 }

@@ -23,6 +23,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::error::SandboxError;
+
 /// The hidden argument of the forwarder mode.
 pub const FORWARD: &str = "__sandbox-forward";
 /// The hidden argument of the relay mode.
@@ -79,8 +81,8 @@ fn forward(args: &[OsString]) -> i32 {
 }
 
 /// Starts the relay as a child and returns the port it announced.
-fn start_relay(socket: &OsStr) -> Result<u16, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("own binary: {e}"))?;
+fn start_relay(socket: &OsStr) -> Result<u16, SandboxError> {
+    let exe = std::env::current_exe().map_err(|e| SandboxError::setup("own binary", e))?;
     // The relay is sortie's, not the agent's: without the turn's token, the turn's end does
     // not take it for an agent process that escaped (it dies with the sandbox regardless).
     let mut child = Command::new(exe)
@@ -90,14 +92,17 @@ fn start_relay(socket: &OsStr) -> Result<u16, String> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("relay: {e}"))?;
-    let out = child.stdout.take().ok_or("relay: no stdout")?;
+        .map_err(|e| SandboxError::setup("relay", e))?;
+    let out = child
+        .stdout
+        .take()
+        .ok_or_else(|| SandboxError::setup("relay", "no stdout"))?;
     let mut line = String::new();
     let _ = BufReader::new(std::io::Read::take(out, 16)).read_line(&mut line);
     line.trim().parse::<u16>().map_err(|_| {
         let _ = child.kill();
         let _ = child.wait();
-        "the relay exited before it listened".to_string()
+        SandboxError::setup("relay", "it exited before it listened")
     })
 }
 

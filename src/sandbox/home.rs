@@ -7,6 +7,7 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::Sandbox;
+use super::error::SandboxError;
 
 /// At most this many files are copied from `home_seed` per start.
 const MAX_FILES: usize = 4096;
@@ -21,13 +22,13 @@ struct Budget {
 }
 
 /// Creates the private home of `workspace` and seeds it.
-pub(super) fn prepare(sb: &Sandbox, workspace: &Path) -> Result<(), String> {
+pub(super) fn prepare(sb: &Sandbox, workspace: &Path) -> Result<(), SandboxError> {
     let home = Sandbox::home_in(workspace);
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(&home)
-        .map_err(|e| format!("sandbox home {}: {e}", home.display()))?;
+        .map_err(|e| SandboxError::io(&home, e))?;
     let mut budget = Budget {
         files: MAX_FILES,
         bytes: MAX_BYTES,
@@ -59,11 +60,16 @@ fn seed_dest(daemon_home: Option<&Path>, seed: &Path, home: &Path) -> Option<Pat
     Some(home.join(rel))
 }
 
-fn copy_tree(src: &Path, dest: &Path, depth: usize, budget: &mut Budget) -> Result<(), String> {
+fn copy_tree(
+    src: &Path,
+    dest: &Path,
+    depth: usize,
+    budget: &mut Budget,
+) -> Result<(), SandboxError> {
     let meta = match std::fs::symlink_metadata(src) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("{}: {e}", src.display())),
+        Err(e) => return Err(SandboxError::io(src, e)),
     };
     if meta.is_dir() {
         if depth >= MAX_DEPTH {
@@ -73,8 +79,8 @@ fn copy_tree(src: &Path, dest: &Path, depth: usize, budget: &mut Budget) -> Resu
             .recursive(true)
             .mode(0o700)
             .create(dest)
-            .map_err(|e| format!("{}: {e}", dest.display()))?;
-        let entries = std::fs::read_dir(src).map_err(|e| format!("{}: {e}", src.display()))?;
+            .map_err(|e| SandboxError::io(dest, e))?;
+        let entries = std::fs::read_dir(src).map_err(|e| SandboxError::io(src, e))?;
         for entry in entries.flatten() {
             copy_tree(
                 &entry.path(),
@@ -98,7 +104,7 @@ fn copy_file(
     dest: &Path,
     meta: &std::fs::Metadata,
     budget: &mut Budget,
-) -> Result<(), String> {
+) -> Result<(), SandboxError> {
     let newer = match (std::fs::metadata(dest), meta.modified()) {
         (Ok(d), Ok(s)) => d.modified().is_ok_and(|dm| s > dm),
         (Err(_), _) => true,
@@ -108,17 +114,20 @@ fn copy_file(
         return Ok(());
     }
     if budget.files == 0 || budget.bytes < meta.len() {
-        return Err(format!(
-            "the seed budget ({MAX_FILES} files, {} MiB) is spent",
-            MAX_BYTES >> 20
+        return Err(SandboxError::setup(
+            "home_seed",
+            format!(
+                "the seed budget ({MAX_FILES} files, {} MiB) is spent",
+                MAX_BYTES >> 20
+            ),
         ));
     }
     budget.files -= 1;
     budget.bytes -= meta.len();
-    std::fs::copy(src, dest).map_err(|e| format!("{}: {e}", src.display()))?;
+    std::fs::copy(src, dest).map_err(|e| SandboxError::io(src, e))?;
     let mode = meta.permissions().mode() & 0o700;
     std::fs::set_permissions(dest, std::fs::Permissions::from_mode(mode.max(0o400)))
-        .map_err(|e| format!("{}: {e}", dest.display()))
+        .map_err(|e| SandboxError::io(dest, e))
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 mod allow;
 mod argv;
 mod denials;
+mod error;
 pub mod forward;
 mod home;
 mod probe;
@@ -28,7 +29,8 @@ use std::path::{Path, PathBuf};
 
 pub use allow::HostPattern;
 pub use argv::{bwrap_argv, wrap_command};
-pub use denials::{denied_for, denied_total};
+pub use denials::{denied_for, denied_total, note_session};
+pub use error::{HostPatternError, PatternFault, RequestError, SandboxError};
 pub use probe::{PROBE_TIMEOUT, cached_problem, find_bwrap, probe_now};
 
 /// What runs sessions' processes.
@@ -77,6 +79,10 @@ pub struct Sandbox {
     /// Extra directories mounted read-only at the same path (an interpreter the agent CLI
     /// needs outside `/usr`, for instance).
     pub read_only: Vec<PathBuf>,
+    /// Directories and files mounted read-write at the same path (a shared cache, a log the
+    /// operator collects); absolute, existing, and never the daemon's own files or another
+    /// workspace (`config::sandbox` checks).
+    pub read_write: Vec<PathBuf>,
     /// Whether hooks run in the sandbox too.
     pub hooks: bool,
     /// The daemon's home, for `home_seed`'s relative placement; never mounted.

@@ -1,17 +1,21 @@
-//! Whether a sandbox can start here: `bwrap` runs `true` with the same namespaces and system
-//! mounts a session gets. `sortie validate` and startup run the check at once
+//! Whether a sandbox can start here: `true` runs under the very command line an agent gets
+//! from this configuration ([`super::wrap_command`]: the same namespaces, system view,
+//! `read_only`/`read_write` mounts, masks, and with `network: allowlist` the proxy and the
+//! forwarder), in a scratch workspace. `sortie validate` and startup run the check at once
 //! ([`probe_now`]); the dispatch preflight reads the last result ([`cached_problem`]), which a
 //! background thread refreshes every [`REFRESH`], so the orchestrator never waits on a
 //! process.
 
 use std::io::Read;
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{Network, PACKAGE_HINT, Sandbox};
+use super::Sandbox;
+use super::error::SandboxError;
 
 /// How long one check may take before it counts as failed.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -21,9 +25,10 @@ const REFRESH: Duration = Duration::from_secs(30);
 const STDERR_CAP: u64 = 2048;
 
 struct Cached {
-    network: Network,
+    /// The configuration checked ([`profile`]).
+    profile: Sandbox,
     at: Instant,
-    result: Result<(), String>,
+    result: Result<(), SandboxError>,
 }
 
 struct State {
@@ -46,11 +51,12 @@ pub fn find_bwrap() -> Option<PathBuf> {
 }
 
 /// Runs the check now and records its result for [`cached_problem`].
-pub fn probe_now(sb: &Sandbox) -> Result<(), String> {
-    let result = run_probe(sb.network);
+pub fn probe_now(sb: &Sandbox) -> Result<(), SandboxError> {
+    let profile = profile(sb);
+    let result = run_probe(&profile);
     if let Ok(mut s) = STATE.lock() {
         s.last = Some(Cached {
-            network: sb.network,
+            profile,
             at: Instant::now(),
             result: result.clone(),
         });
@@ -58,18 +64,31 @@ pub fn probe_now(sb: &Sandbox) -> Result<(), String> {
     result
 }
 
-/// The last check's problem for `sb`'s network mode; a check older than [`REFRESH`] is
-/// re-run on a thread of its own. With no result for this mode yet the sandbox counts as not
-/// ready ("still being checked") until the check ends.
-pub fn cached_problem(sb: &Sandbox) -> Option<String> {
+/// What the check runs with: `sb` without its home seeds, which are copied, not mounted (the
+/// check does not copy them every [`REFRESH`]).
+fn profile(sb: &Sandbox) -> Sandbox {
+    Sandbox {
+        home_seed: Vec::new(),
+        ..sb.clone()
+    }
+}
+
+/// The last check's problem for `sb`; a check older than [`REFRESH`] is re-run on a thread of
+/// its own. With no result for this configuration yet the sandbox counts as not ready
+/// ([`SandboxError::Checking`]) until the check ends.
+pub fn cached_problem(sb: &Sandbox) -> Option<SandboxError> {
     let Ok(mut s) = STATE.lock() else {
-        return Some("the sandbox check state is unavailable".into());
+        return Some(SandboxError::setup(
+            "the sandbox check",
+            "its state is unavailable",
+        ));
     };
-    let fresh = s.last.as_ref().filter(|c| c.network == sb.network);
+    let wanted = profile(sb);
+    let fresh = s.last.as_ref().filter(|c| c.profile == wanted);
     let stale = fresh.is_none_or(|c| c.at.elapsed() >= REFRESH);
     let answer = match fresh {
         Some(c) => c.result.clone().err(),
-        None => Some("the sandbox is still being checked".into()),
+        None => Some(SandboxError::Checking),
     };
     if stale && !s.refreshing {
         s.refreshing = true;
@@ -89,22 +108,43 @@ pub fn cached_problem(sb: &Sandbox) -> Option<String> {
     answer
 }
 
-fn run_probe(network: Network) -> Result<(), String> {
-    let bwrap =
-        find_bwrap().ok_or_else(|| format!("bwrap was not found in PATH; {PACKAGE_HINT}"))?;
-    let sb = Sandbox {
-        network,
-        ..Sandbox::default()
-    };
-    let mut child = Command::new(&bwrap)
-        .args(super::bwrap_argv(&sb, None, "true", &[]))
-        .current_dir("/")
+fn run_probe(sb: &Sandbox) -> Result<(), SandboxError> {
+    let bwrap = super::find_bwrap().ok_or(SandboxError::NotInstalled)?;
+    let scratch = scratch_dir()?;
+    let result = probe_in(sb, &bwrap, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+/// A fresh owner-only directory under the temporary directory, standing for a workspace.
+fn scratch_dir() -> Result<PathBuf, SandboxError> {
+    let mut r = [0u8; 8];
+    getrandom::fill(&mut r).map_err(|e| SandboxError::setup("random name", e))?;
+    let name = format!(
+        "sortie-sandbox-check-{}-{}",
+        std::process::id(),
+        r.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
+    let dir = std::env::temp_dir().join(name);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| SandboxError::io(&dir, e))?;
+    Ok(dir)
+}
+
+fn probe_in(sb: &Sandbox, bwrap: &Path, workspace: &Path) -> Result<(), SandboxError> {
+    let mut cmd = super::wrap_command(sb, "true", &[], workspace, None)?;
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("{}: {e}; {PACKAGE_HINT}", bwrap.display()))?;
+        .map_err(|e| SandboxError::CannotStart {
+            bwrap: bwrap.to_path_buf(),
+            detail: e.to_string(),
+        })?;
     let (tx, rx) = crossbeam_channel::bounded(1);
     if let Some(err) = child.stderr.take() {
         std::thread::spawn(move || {
@@ -113,21 +153,21 @@ fn run_probe(network: Network) -> Result<(), String> {
             let _ = tx.send(String::from_utf8_lossy(&buf).trim().to_string());
         });
     }
-    let status = wait_deadline(&mut child, &bwrap)?;
+    let status = wait_deadline(&mut child, bwrap)?;
     if status.success() {
         return Ok(());
     }
     let said = rx.recv_timeout(Duration::from_secs(1)).unwrap_or_default();
-    Err(format!(
-        "{} cannot start a sandbox ({status}): {said}; {PACKAGE_HINT}, and allow unprivileged user namespaces or run as root",
-        bwrap.display()
-    ))
+    Err(SandboxError::CannotStart {
+        bwrap: bwrap.to_path_buf(),
+        detail: format!("{status}: {said}"),
+    })
 }
 
 fn wait_deadline(
     child: &mut std::process::Child,
     bwrap: &Path,
-) -> Result<std::process::ExitStatus, String> {
+) -> Result<std::process::ExitStatus, SandboxError> {
     let deadline = Instant::now() + PROBE_TIMEOUT;
     loop {
         match child.try_wait() {
@@ -135,14 +175,13 @@ fn wait_deadline(
             Ok(None) if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "{} did not finish a trivial sandbox within {} s",
-                    bwrap.display(),
-                    PROBE_TIMEOUT.as_secs()
-                ));
+                return Err(SandboxError::Timeout {
+                    bwrap: bwrap.to_path_buf(),
+                    secs: PROBE_TIMEOUT.as_secs(),
+                });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(format!("{}: {e}", bwrap.display())),
+            Err(e) => return Err(SandboxError::io(bwrap, e)),
         }
     }
 }

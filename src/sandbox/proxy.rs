@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::allow::{HostPattern, allowed};
+use super::error::{RequestError, SandboxError};
 
 /// Connections served at once per proxy (the forwarder's `HOLD` included).
 pub const MAX_CONNECTIONS: usize = 64;
@@ -64,12 +65,12 @@ struct Shared {
 }
 
 /// Starts a proxy for one sandboxed process; returns its socket's path.
-pub fn start(allow: Vec<HostPattern>, labels: Labels) -> Result<PathBuf, String> {
+pub fn start(allow: Vec<HostPattern>, labels: Labels) -> Result<PathBuf, SandboxError> {
     let dir = socket_dir()?;
     let path = dir.join("proxy.sock");
     let listener = UnixListener::bind(&path)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
-        .map_err(|e| format!("proxy socket {}: {e}", path.display()))?;
+        .map_err(|e| SandboxError::io(&path, e))?;
     let shared = Arc::new(Shared {
         denied: super::denials::counter_for(&labels.issue_id, labels.attempt),
         allow,
@@ -87,15 +88,15 @@ pub fn start(allow: Vec<HostPattern>, labels: Labels) -> Result<PathBuf, String>
         })
         .map_err(|e| {
             let _ = std::fs::remove_dir_all(&dir);
-            format!("proxy thread: {e}")
+            SandboxError::setup("proxy thread", e)
         })?;
     Ok(path)
 }
 
 /// A fresh owner-only directory under the temporary directory.
-fn socket_dir() -> Result<PathBuf, String> {
+fn socket_dir() -> Result<PathBuf, SandboxError> {
     let mut r = [0u8; 8];
-    getrandom::fill(&mut r).map_err(|e| format!("random name: {e}"))?;
+    getrandom::fill(&mut r).map_err(|e| SandboxError::setup("random name", e))?;
     let name = format!(
         "sortie-proxy-{}-{}",
         std::process::id(),
@@ -105,7 +106,7 @@ fn socket_dir() -> Result<PathBuf, String> {
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(&dir)
-        .map_err(|e| format!("proxy directory {}: {e}", dir.display()))?;
+        .map_err(|e| SandboxError::io(&dir, e))?;
     Ok(dir)
 }
 
@@ -180,11 +181,11 @@ fn serve(mut client: UnixStream, s: &Shared) {
     let _ = client.set_write_timeout(Some(IDLE_TIMEOUT));
     let (head, rest) = match read_head(&mut client) {
         Ok(x) => x,
-        Err(e) => return reply(&mut client, 400, &e),
+        Err(e) => return reply(&mut client, 400, &e.to_string()),
     };
     let req = match parse(&head) {
         Ok(r) => r,
-        Err(e) => return reply(&mut client, 400, &e),
+        Err(e) => return reply(&mut client, 400, &e.to_string()),
     };
     let (host, port, first) = match req {
         Request::Hold => return hold(client, s),
@@ -222,10 +223,15 @@ fn serve(mut client: UnixStream, s: &Shared) {
 fn deny(client: &mut UnixStream, s: &Shared, host: &str, port: u16) {
     super::denials::record(&s.denied);
     let l = &s.labels;
+    let session_id = if l.session_id.is_empty() {
+        super::denials::session_of(&l.issue_id)
+    } else {
+        l.session_id.clone()
+    };
     log::warn!(
         issue_id:% = l.issue_id,
         issue_identifier:% = l.issue_identifier,
-        session_id:% = l.session_id,
+        session_id:% = session_id,
         host:% = host,
         port:% = port;
         "sandbox denied a connection (not in worker.sandbox.allow_hosts)"
@@ -271,7 +277,7 @@ fn reply(client: &mut UnixStream, status: u16, message: &str) {
 
 /// The request head (through the blank line) and whatever followed it in the same reads; at
 /// most [`MAX_HEAD`] bytes are read.
-fn read_head(r: &mut impl Read) -> Result<(Vec<u8>, Vec<u8>), String> {
+fn read_head(r: &mut impl Read) -> Result<(Vec<u8>, Vec<u8>), RequestError> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 2048];
     loop {
@@ -281,14 +287,14 @@ fn read_head(r: &mut impl Read) -> Result<(Vec<u8>, Vec<u8>), String> {
         }
         let room = MAX_HEAD - buf.len();
         if room == 0 {
-            return Err(format!("request head over {MAX_HEAD} bytes"));
+            return Err(RequestError::HeadTooLarge(MAX_HEAD));
         }
         let want = room.min(chunk.len());
         match r.read(&mut chunk[..want]) {
-            Ok(0) => return Err("the request ended before its head did".into()),
+            Ok(0) => return Err(RequestError::Truncated),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("reading the request: {e}")),
+            Err(e) => return Err(RequestError::Read(e.to_string())),
         }
     }
 }
@@ -297,26 +303,24 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-fn parse(head: &[u8]) -> Result<Request, String> {
-    let text = std::str::from_utf8(head).map_err(|_| "the request head is not UTF-8")?;
+fn parse(head: &[u8]) -> Result<Request, RequestError> {
+    let text = std::str::from_utf8(head).map_err(|_| RequestError::NotUtf8)?;
     let (line, headers) = text.split_once("\r\n").unwrap_or((text, ""));
     let mut words = line.split(' ');
     let (method, target, version) = match (words.next(), words.next(), words.next()) {
         (Some(m), _, _) if m == HOLD => return Ok(Request::Hold),
         (Some(m), Some(t), Some(v)) if words.next().is_none() => (m, t, v),
-        _ => return Err(format!("malformed request line {line:?}")),
+        _ => return Err(RequestError::MalformedLine(line.to_string())),
     };
     if !version.starts_with("HTTP/1.") {
-        return Err(format!("unsupported version {version:?}"));
+        return Err(RequestError::UnsupportedVersion(version.to_string()));
     }
     if method.eq_ignore_ascii_case("CONNECT") {
         let (host, port) = authority(target, None)?;
         return Ok(Request::Tunnel { host, port });
     }
     let Some(rest) = strip_prefix_ci(target, "http://") else {
-        return Err(format!(
-            "{target:?}: the proxy takes CONNECT host:port or an absolute http:// URI"
-        ));
+        return Err(RequestError::NotProxyTarget(target.to_string()));
     };
     let split = rest.find(['/', '?']).unwrap_or(rest.len());
     let (auth, path) = rest.split_at(split);
@@ -355,8 +359,8 @@ fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
 }
 
 /// `host:port`, `[v6]:port` (or without the port when `default` is given); no userinfo.
-fn authority(s: &str, default: Option<u16>) -> Result<(String, u16), String> {
-    let bad = || format!("{s:?} is not host:port");
+fn authority(s: &str, default: Option<u16>) -> Result<(String, u16), RequestError> {
+    let bad = || RequestError::BadAuthority(s.to_string());
     if s.contains('@') || s.is_empty() {
         return Err(bad());
     }

@@ -31,6 +31,8 @@ pub struct ShellRun<'a> {
     /// Bytes of merged output kept.
     pub output_cap: usize,
     pub keep: Keep,
+    /// Runs the shell under `bwrap` with this profile (the workspace read-write).
+    pub sandbox: Option<&'a crate::sandbox::Sandbox>,
 }
 
 /// How the command ended.
@@ -81,10 +83,8 @@ pub fn run_shell(run: ShellRun<'_>) -> io::Result<ShellOutcome> {
             format!("{} is not a directory", run.workspace.display()),
         ));
     }
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(run.script)
-        .current_dir(run.workspace)
+    let mut cmd = shell_command(&run)?;
+    cmd.current_dir(run.workspace)
         .env_clear()
         .envs(run.env)
         .stdin(Stdio::null());
@@ -120,6 +120,23 @@ pub fn run_shell(run: ShellRun<'_>) -> io::Result<ShellOutcome> {
     })
 }
 
+/// `sh -c script`, directly or under the sandbox (a sandbox that cannot be set up fails the
+/// start: the command never runs outside it).
+fn shell_command(run: &ShellRun<'_>) -> io::Result<Command> {
+    let args = ["-c".to_string(), run.script.to_string()];
+    match run.sandbox {
+        Some(sb) => {
+            crate::sandbox::wrap_command(sb, "sh", &args, run.workspace, Some(run.env.as_slice()))
+                .map_err(io::Error::other)
+        }
+        None => {
+            let mut cmd = Command::new("sh");
+            cmd.args(args);
+            Ok(cmd)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +152,7 @@ mod tests {
             cancel: &crossbeam_channel::never(),
             output_cap: cap,
             keep,
+            sandbox: None,
         })
         .unwrap_or_else(|e| panic!("{e}"))
     }

@@ -171,6 +171,8 @@ pub(crate) struct HookInvocation<'a> {
     pub issue_identifier: &'a str,
     /// A message (or a dropped sender) kills the hook early.
     pub cancel: &'a Receiver<()>,
+    /// `worker.sandbox` with `hooks: true`: the hook runs under `bwrap` like an agent.
+    pub sandbox: Option<&'a crate::sandbox::Sandbox>,
 }
 
 /// A hook runs with the workspace as its working directory, so a missing one is a validation
@@ -209,6 +211,7 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
         cancel: inv.cancel,
         output_cap: MAX_HOOK_OUTPUT_BYTES,
         keep: Keep::Tail,
+        sandbox: inv.sandbox,
     })
     .map_err(|source| WorkspaceError::HookStart { hook: kind, source })?;
     let (status, stopped) = match ran.end {
@@ -255,28 +258,17 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
             output,
         });
     }
-    let success = status.is_some_and(|s| s.success());
-    if !success {
-        use std::os::unix::process::ExitStatusExt;
-        let exit_code = status.and_then(|s| s.code());
-        let signal = status.and_then(|s| s.signal());
-        log::warn!(
-                   hook:% = kind,
-        issue_id:% = inv.issue_id,
-        issue_identifier:% = inv.issue_identifier,
-                   duration_ms:% = duration_ms,
-                   exit_code:% = exit_code.map_or_else(|| "none".to_string(), |c| c.to_string()),
-                   script:% = script_shown,
-                   output:% = log_output;
-                   "hook failed"
-               );
-        return Err(WorkspaceError::HookFailed {
-            hook: kind,
-            exit_code,
-            signal,
-            output,
-            output_truncated: captured.truncated,
-        });
+    if !status.is_some_and(|s| s.success()) {
+        let who = Who {
+            kind,
+            issue_id: inv.issue_id,
+            issue_identifier: inv.issue_identifier,
+        };
+        let shown = Shown {
+            script: &script_shown,
+            duration_ms,
+        };
+        return Err(failed(&who, status, shown, output, captured.truncated));
     }
     log::info!(
            hook:% = kind,
@@ -292,6 +284,48 @@ pub(crate) fn run_invocation(inv: HookInvocation<'_>) -> Result<HookOutput, Work
         truncated: captured.truncated,
         duration_ms,
     })
+}
+
+/// Which hook a log line is about.
+struct Who<'a> {
+    kind: HookKind,
+    issue_id: &'a str,
+    issue_identifier: &'a str,
+}
+
+/// What the log line of a finished hook shows besides its output.
+struct Shown<'a> {
+    script: &'a str,
+    duration_ms: u64,
+}
+
+/// Logs a hook that exited non-zero (or by a signal) and builds its error.
+fn failed(
+    who: &Who<'_>,
+    status: Option<std::process::ExitStatus>,
+    shown: Shown<'_>,
+    output: String,
+    output_truncated: bool,
+) -> WorkspaceError {
+    use std::os::unix::process::ExitStatusExt;
+    let exit_code = status.and_then(|s| s.code());
+    log::warn!(
+        hook:% = who.kind,
+        issue_id:% = who.issue_id,
+        issue_identifier:% = who.issue_identifier,
+        duration_ms:% = shown.duration_ms,
+        exit_code:% = exit_code.map_or_else(|| "none".to_string(), |c| c.to_string()),
+        script:% = shown.script,
+        output:% = output_tail(output.trim_end()).0;
+        "hook failed"
+    );
+    WorkspaceError::HookFailed {
+        hook: who.kind,
+        exit_code,
+        signal: status.and_then(|s| s.signal()),
+        output,
+        output_truncated,
+    }
 }
 
 #[cfg(test)]

@@ -72,6 +72,8 @@ pub struct WorkspaceManager {
     /// `None`: hooks inherit from the live process environment. `Some`: this snapshot is the
     /// source instead (startup snapshots, tests).
     parent_env: Option<Arc<Vec<(OsString, OsString)>>>,
+    /// Hooks run under `bwrap` with this profile (`worker.sandbox.hooks: true`).
+    sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 impl WorkspaceManager {
@@ -82,7 +84,16 @@ impl WorkspaceManager {
             root,
             hooks: Arc::new(hooks),
             parent_env: None,
+            sandbox: None,
         }
+    }
+
+    /// Runs every hook under `bwrap` with `sandbox`'s profile: the hook's workspace read-write,
+    /// the network as the profile says, the same timeout and cancel (the whole sandbox is in
+    /// the hook's process group). Operator commands ([`Self::run_command`]) stay outside.
+    pub fn with_sandbox(mut self, sandbox: Option<Arc<crate::sandbox::Sandbox>>) -> Self {
+        self.sandbox = sandbox;
+        self
     }
 
     /// Uses `env` instead of the process environment as the parent environment hooks filter
@@ -276,6 +287,7 @@ impl WorkspaceManager {
             issue_id: &env.issue_id,
             issue_identifier: &env.issue_identifier,
             cancel,
+            sandbox: self.sandbox.as_deref(),
         })
     }
 
@@ -303,6 +315,7 @@ impl WorkspaceManager {
             cancel,
             output_cap: command.output_cap,
             keep: command.keep,
+            sandbox: None,
         })
     }
 

@@ -58,7 +58,9 @@ pub fn spawn(
             .append(true)
             .open(log)
             .unwrap_or_else(|e| panic!("open {}: {e}", log.display()));
-        let child = command(port)
+        let mut cmd = command(port);
+        super::sandbox_mode::apply(&cmd);
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(out)

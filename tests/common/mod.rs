@@ -41,6 +41,7 @@ pub mod promtool;
 pub mod reactions;
 pub mod real_cli;
 pub mod receiver;
+pub mod sandbox_mode;
 pub mod schema_check;
 pub mod sshd;
 pub mod stages;

@@ -64,6 +64,7 @@ fn stop_at_budget(e: &mut RunningEntry, stop: BudgetStop) {
 /// Takes a session start: the session id, the agent's process and its group.
 fn take_session_start(e: &mut RunningEntry, session_id: &str, agent_pid: Option<u32>) {
     e.facts.session_id = Some(session_id.to_string());
+    crate::sandbox::note_session(&e.facts.issue.id, session_id);
     e.facts.agent_pid = agent_pid;
     // A new process (one per turn for claude-code): a new group to record.
     // Only a process carrying this sortie's token is recorded, so a pid an adapter

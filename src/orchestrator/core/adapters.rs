@@ -50,6 +50,10 @@ pub fn workspace_manager(workflow: &Workflow) -> WorkspaceManager {
             timeout_ms: cfg.hooks.timeout_ms,
         },
     )
+    .with_sandbox(
+        (cfg.worker.sandbox.enabled() && cfg.worker.sandbox.hooks)
+            .then(|| Arc::new(cfg.worker.sandbox.clone())),
+    )
 }
 
 /// Builds the forge adapter reactions use, when a provider applies. A provider that cannot be
