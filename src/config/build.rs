@@ -76,20 +76,7 @@ fn build_inner(
     let db_path = build_db_path(&raw, ctx)?;
     let server = build_server(section("server"))?;
     let logging = build_logging(section("logging"))?;
-    let mut worker = super::worker::build_worker(
-        section("worker"),
-        ctx.home,
-        ctx.env,
-        ctx.workflow_dir,
-        warnings,
-    )?;
-    super::sandbox::seal(
-        &mut worker.sandbox,
-        &db_path,
-        ctx.workflow_dir,
-        &workspace.root,
-        ctx.home,
-    )?;
+    let mut worker = sealed_worker(section("worker"), ctx, &db_path, &workspace.root, warnings)?;
     let tracker_path = tracker_data_path(&raw, &tracker.kind, ctx, warnings)?;
     validate_states_not_both_empty(&tracker)?;
     let (token_rates, token_rates_rejected) = super::token_rates::build_token_rates(&raw, warnings);
@@ -154,6 +141,26 @@ fn build_inner(
     };
     cfg.price_table.needs = Some(cfg.model_needs());
     Ok(cfg)
+}
+
+/// The `worker` block, its sandbox sealed against the paths it must never show (the database,
+/// the workflow's `.env`, the workspace root, the daemon's home).
+fn sealed_worker(
+    m: &Map<String, Value>,
+    ctx: &BuildContext<'_>,
+    db_path: &Path,
+    workspace_root: &Path,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<super::schema::WorkerConfig, ConfigError> {
+    let mut worker = super::worker::build_worker(m, ctx.home, ctx.env, ctx.workflow_dir, warnings)?;
+    super::sandbox::seal(
+        &mut worker.sandbox,
+        db_path,
+        ctx.workflow_dir,
+        workspace_root,
+        ctx.home,
+    )?;
+    Ok(worker)
 }
 
 /// The data file of a tracker kind that reads one (its descriptor's `path_key`), resolved

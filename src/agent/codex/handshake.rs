@@ -209,7 +209,9 @@ fn await_login(peer: &mut RpcPeer, timeout: Duration) -> Result<(), AgentError> 
                 peer.respond(&id, reply)
                     .map_err(|f| failure(peer, "login", &f))?;
             }
-            Recv::Message(other) => log::debug!(message_kind:% = other.kind_word(); "codex message during login"),
+            Recv::Message(other) => {
+                log::debug!(message_kind:% = other.kind_word(); "codex message during login")
+            }
             Recv::TimedOut | Recv::Cancelled => {
                 return Err(failure(
                     peer,
