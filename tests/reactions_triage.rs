@@ -353,3 +353,47 @@ fn a_triage_turn_past_its_deadline_asks_a_person() {
             .is_empty()
     });
 }
+
+/// A triage run is a run in history with the tokens it spent, counted against the issue's
+/// token budget: the first run's 15 tokens leave room under `max_tokens: 20`, the triage
+/// turn's 15 more do not, so the fix its `act` asks for is held at the budget.
+#[test]
+fn a_triage_runs_tokens_count_against_the_token_budget() {
+    let fake = fake_github::start(LABELS);
+    fake.with_state(|s| {
+        s.add_issue(1, "Add the export button", &["backlog"], false);
+        s.add_pull(PR, "sortie/1", "sha1");
+    });
+    failing(&fake, "sha1");
+    let p = ReactionProject::new(
+        &fake,
+        "  ci_failure:\n    provider: github\n    max_retries: 2\n    triage: true\n",
+    );
+    let workflow = p.setup.path().join("WORKFLOW.md");
+    let text = std::fs::read_to_string(&workflow).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        &workflow,
+        text.replace("  max_turns: 1\n", "  max_turns: 1\n  max_tokens: 20\n"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    triage_steps(&p, &[verdict("act")]);
+    let d = p.start();
+
+    let s = d.wait_state("the fix held at the token budget", WAIT, |s| {
+        s["budget_exhausted"]
+            .as_array()
+            .is_some_and(|b| b.iter().any(|r| r["reason"] == "token_budget"))
+    });
+    assert_eq!(triage_prompts(&p).len(), 1, "{s}");
+    assert_eq!(fix_prompts(&p).len(), 1, "no fix past the budget: {s}");
+    let runs = d.get("/api/v1/runs?limit=50").json();
+    let triage = runs["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["reaction_kind"] == "ci" && r["status"] == "succeeded")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(triage["tokens"]["total_tokens"], 15, "{runs}");
+    assert_eq!(triage["reaction_config_key"], "ci_failure", "{triage}");
+}

@@ -33,8 +33,77 @@ pub struct TriageJob {
 /// The verdict and its reason, or why there is none.
 pub type TriageResult = Result<(Verdict, String), TriageError>;
 
-/// Runs the triage turn and reads its verdict.
-pub fn run(job: &TriageJob) -> TriageResult {
+/// What a triage turn spent, summed from the agent's usage deltas, so it counts against the
+/// issue's budgets like any run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TriageSpend {
+    pub tokens: crate::agent::TokenUsage,
+    /// The agent reported usage at least once.
+    pub measured: bool,
+    /// The model the agent last named; `""` when none.
+    pub model: String,
+    pub started_at_ms: i64,
+    pub ended_at_ms: i64,
+}
+
+/// A finished triage run: its verdict and its spend (`None` when no agent session started).
+pub struct TriageDone {
+    pub result: TriageResult,
+    pub spend: Option<TriageSpend>,
+}
+
+/// Runs the triage turn, reads its verdict and sums what it spent; `now_ms` dates the run.
+pub fn run_counted(job: &TriageJob, now_ms: &dyn Fn() -> i64) -> TriageDone {
+    let started_at_ms = now_ms();
+    let spend = std::sync::Arc::new(std::sync::Mutex::new(None::<TriageSpend>));
+    let result = run(job, &spend);
+    let spend = spend
+        .lock()
+        .map(|mut s| s.take())
+        .unwrap_or_else(|p| p.into_inner().take())
+        .map(|mut s| {
+            s.started_at_ms = started_at_ms;
+            s.ended_at_ms = now_ms();
+            s
+        });
+    TriageDone { result, spend }
+}
+
+/// Sums the usage deltas of the turn's events into `spend`.
+fn drain_events(
+    rx: crossbeam_channel::Receiver<AgentEvent>,
+    spend: std::sync::Arc<std::sync::Mutex<Option<TriageSpend>>>,
+) {
+    let mut sum = TriageSpend::default();
+    for ev in rx {
+        if let crate::agent::AgentEventKind::TokenUsage { usage, model, .. } = ev.kind {
+            sum.measured = true;
+            sum.tokens.input_tokens = sum.tokens.input_tokens.saturating_add(usage.input_tokens);
+            sum.tokens.output_tokens = sum.tokens.output_tokens.saturating_add(usage.output_tokens);
+            sum.tokens.total_tokens = sum.tokens.total_tokens.saturating_add(usage.total_tokens);
+            sum.tokens.cache_read_tokens = sum
+                .tokens
+                .cache_read_tokens
+                .saturating_add(usage.cache_read_tokens);
+            sum.tokens.cache_write_tokens = sum
+                .tokens
+                .cache_write_tokens
+                .saturating_add(usage.cache_write_tokens);
+            if let Some(m) = model.filter(|m| !m.is_empty()) {
+                sum.model = m;
+            }
+        }
+    }
+    if let Ok(mut s) = spend.lock() {
+        *s = Some(sum);
+    }
+}
+
+/// Runs the triage turn and reads its verdict; the turn's spend lands in `spend`.
+fn run(
+    job: &TriageJob,
+    spend: &std::sync::Arc<std::sync::Mutex<Option<TriageSpend>>>,
+) -> TriageResult {
     let (workspace, _lock) = job
         .workspaces
         .lock_existing(&job.issue_identifier)
@@ -57,7 +126,10 @@ pub fn run(job: &TriageJob) -> TriageResult {
     let (ev_tx, ev_rx) = crossbeam_channel::bounded::<AgentEvent>(EVENT_CHANNEL);
     let drain = std::thread::Builder::new()
         .name("triage-events".into())
-        .spawn(move || for _ in ev_rx {})
+        .spawn({
+            let spend = spend.clone();
+            move || drain_events(ev_rx, spend)
+        })
         .map_err(|e| TriageError::EventDrain(e.to_string()))?;
     let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
     let cancel = job.cancel.clone();
