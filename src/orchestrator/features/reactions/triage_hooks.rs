@@ -50,6 +50,15 @@ impl Orchestrator {
             self.record_verdict(key, mem, fingerprint, Err(why));
             return;
         };
+        let host = match self.place(&issue) {
+            crate::orchestrator::features::hosts::hooks::Placement::Here => None,
+            crate::orchestrator::features::hosts::hooks::Placement::Host(h) => Some(h),
+            crate::orchestrator::features::hosts::hooks::Placement::NoRoom => {
+                let why = crate::orchestrator::features::reactions::triage::TriageError::NoSshHost;
+                self.record_verdict(key, mem, fingerprint, Err(why));
+                return;
+            }
+        };
         let turn_ms = self.workflow.config.agent.turn_timeout_ms;
         let cancel = CancelToken::new();
         let job = TriageJob {
@@ -64,6 +73,7 @@ impl Orchestrator {
                 turn_ms
             }),
             cancel: cancel.clone(),
+            host,
         };
         let name = supervisor::thread_name("triage-", &row.issue.identifier);
         let (k, fp) = (key.clone(), fingerprint.clone());
@@ -176,6 +186,7 @@ impl Orchestrator {
         run.cache_read_tokens = n(t.cache_read_tokens);
         run.cache_write_tokens = n(t.cache_write_tokens);
         run.tokens_measured = spend.measured;
+        run.ssh_host = spend.ssh_host.clone();
         run.usage_completeness = if spend.measured {
             "complete".into()
         } else {
