@@ -48,6 +48,19 @@ export function lastCheckSummary(kind, c) {
   return null;
 }
 
+/**
+ * What the row shows of its triage command: running while the row waits on it, "escalate"
+ * when its verdict began the standing escalation, "ignore (handled)" while bot review's
+ * answered comment set stands; null otherwise (an `act` verdict shows as the fix run it
+ * dispatched, in the runs).
+ */
+export function triageSummary(r) {
+  if (r.wait === "triage") return "running";
+  if (r.escalated_at && r.escalation_trigger === "triage") return "escalate: asked for a person";
+  if (r.last_check && r.last_check.handled) return "ignore (handled)";
+  return null;
+}
+
 /** The pull request as a link when the server has read its page, else `owner/repo#n`. */
 export function pullRequestLink(pr) {
   if (!pr) return null;
@@ -74,6 +87,7 @@ export function reactionRow(r, button, { withIssue = true } = {}) {
       ["tries", attempts(r.used_attempts, r.max_attempts)],
       ["next check", relative(r.next_poll_at)],
       ["last check", lastCheckSummary(r.kind, r.last_check)],
+      ["triage", triageSummary(r)],
       ["escalated", escalated ? relative(r.escalated_at) : null],
       ["watch ends", relative(r.watch_ends_at)],
     ]),

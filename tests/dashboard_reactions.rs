@@ -1,6 +1,7 @@
 //! The dashboard's pending-reaction rows (`assets/reactions.js`) under Node with a minimal DOM
-//! stand-in (tests/browser/reactions_test.mjs): the facts each row shows, the escalation
-//! highlight and trigger, the pull request link, and the request "Check now" sends. The
+//! stand-in (tests/browser/reactions_test.mjs): the facts each row shows (the triage verdict
+//! among them), the escalation highlight and trigger, the pull request link, and the request
+//! "Check now" sends. The
 //! browser test cannot show these rows, because a daemon without the reaction engine holds
 //! none.
 //!

@@ -378,3 +378,50 @@ fn on_an_ssh_worker_the_workspace_is_read_on_the_host() {
         p.log()
     );
 }
+
+/// The count of withheld handoffs in a row survives a restart: two withheld runs, a run the
+/// shutdown stops (which leaves the count as it is), then after the restart one more withheld
+/// run reaches the ceiling and parks the issue.
+#[test]
+fn the_withheld_count_survives_a_restart() {
+    let p = project(Some("strict"), &[("1", "R-1")]);
+    // The third invocation waits (for a file nobody writes) until the shutdown stops it.
+    let count = p.path("invocations");
+    let gate = p.path("never");
+    let wait_third = format!(
+        "n=$(cat '{c}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{c}'; if [ $n -eq 3 ]; then while [ ! -e '{g}' ]; do sleep 0.05; done; fi",
+        c = count.display(),
+        g = gate.display(),
+    );
+    scenario(&p, "R-1", &[json!({ "sh": wait_third })], None);
+    let d = p.start();
+    let withheld = |d: &Daemon| {
+        runs(d, "R-1")
+            .iter()
+            .filter(|r| r["error"] == WITHHELD_STRICT)
+            .count()
+    };
+    d.wait_until("two withheld runs", WAIT, || withheld(&d) >= 2);
+    d.wait_until("the third invocation", WAIT, || {
+        std::fs::read_to_string(&count).is_ok_and(|s| s.trim() == "3")
+    });
+    d.wait_until("the count on record", WAIT, || {
+        p.db_i64("SELECT withheld_in_a_row FROM handoff_absence WHERE issue_id = '1'") == 2
+    });
+    let s = d.state();
+    assert!(parked(&s, "R-1").is_none(), "{s}");
+    d.stop();
+
+    // After the restart one more withheld handoff is the third in a row.
+    let d = p.start();
+    let s = d.wait_state("R-1 parked", WAIT, |s| parked(s, "R-1").is_some());
+    assert_eq!(
+        parked(&s, "R-1").map(|r| r["reason"].clone()),
+        Some(json!("handoff_absence"))
+    );
+    assert_eq!(withheld(&d), 3, "{:?}", runs(&d, "R-1"));
+    d.wait_until("the count reset by the park", WAIT, || {
+        p.db_i64("SELECT COUNT(*) FROM handoff_absence") == 0
+    });
+    d.stop();
+}

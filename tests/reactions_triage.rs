@@ -354,3 +354,137 @@ fn a_triage_turn_past_its_deadline_asks_a_person() {
             .is_empty()
     });
 }
+
+/// A triage run is a run in history with the tokens it spent, counted against the issue's
+/// token budget: the first run's 15 tokens leave room under `max_tokens: 20`, the triage
+/// turn's 15 more do not, so the fix its `act` asks for is held at the budget.
+#[test]
+fn a_triage_runs_tokens_count_against_the_token_budget() {
+    let fake = fake_github::start(LABELS);
+    fake.with_state(|s| {
+        s.add_issue(1, "Add the export button", &["backlog"], false);
+        s.add_pull(PR, "sortie/1", "sha1");
+    });
+    failing(&fake, "sha1");
+    let p = ReactionProject::new(
+        &fake,
+        "  ci_failure:\n    provider: github\n    max_retries: 2\n    triage: true\n",
+    );
+    let workflow = p.setup.path().join("WORKFLOW.md");
+    let text = std::fs::read_to_string(&workflow).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        &workflow,
+        text.replace("  max_turns: 1\n", "  max_turns: 1\n  max_tokens: 20\n"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    triage_steps(&p, &[verdict("act")]);
+    let d = p.start();
+
+    // The hold is logged when the fix is refused; the issue waits in the handoff state, so the
+    // next poll tick does not list it among the budget holds.
+    d.wait_until("the fix held at the token budget", WAIT, || {
+        d.log_text().lines().any(|l| {
+            l.contains("effort budget exhausted, blocking re-dispatch")
+                && l.contains("reason=token_budget")
+        })
+    });
+    let reads = || {
+        fake.requests("GET", "/repos/owner/repo/commits/sha1/check-runs")
+            .len()
+    };
+    let before = reads();
+    d.wait_until("two more CI reads", WAIT, || reads() >= before + 2);
+    assert_eq!(triage_prompts(&p).len(), 1);
+    assert_eq!(fix_prompts(&p).len(), 1, "no fix past the budget");
+    let runs = d.get("/api/v1/runs?limit=50").json();
+    let triage = runs["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["reaction_kind"] == "ci" && r["status"] == "succeeded")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(triage["tokens"]["total_tokens"], 15, "{runs}");
+    assert_eq!(triage["reaction_config_key"], "ci_failure", "{triage}");
+}
+
+/// With SSH workers the triage turn runs on the host the issue's runs use, in the remote
+/// workspace, and its verdict is read there: the agent's environment is the host's (ssh sets
+/// `SSH_CONNECTION`), and the triage run is recorded with its `ssh_host`.
+#[test]
+fn on_an_ssh_worker_the_triage_runs_on_the_host() {
+    let Some(sshd) = common::sshd::Sshd::start_or_skip() else {
+        return;
+    };
+    let fake = fake_github::start(LABELS);
+    fake.with_state(|s| {
+        s.add_issue(1, "Add the export button", &["backlog"], false);
+        s.add_pull(PR, "sortie/1", "sha1");
+    });
+    failing(&fake, "sha1");
+    let p = ReactionProject::new(
+        &fake,
+        "  ci_failure:\n    provider: github\n    max_retries: 2\n    triage: true\n",
+    );
+    let dir = p.setup.path().to_path_buf();
+    let env_log = dir.join("env.jsonl");
+    // Sortie's environment does not reach the host: the command carries the fake's settings.
+    let workflow = dir.join("WORKFLOW.md");
+    let text = std::fs::read_to_string(&workflow).unwrap_or_else(|e| panic!("{e}"));
+    let command = format!(
+        "  command: env FAKE_AGENT_SCENARIO={s} FAKE_AGENT_ARGV_LOG={a} FAKE_AGENT_STATE_DIR={st} FAKE_AGENT_ENV_LOG={e} {agent}\n",
+        s = dir.join("scenario.jsonl").display(),
+        a = dir.join("argv.jsonl").display(),
+        st = dir.join("agent-state").display(),
+        e = env_log.display(),
+        agent = common::FAKE_AGENT,
+    );
+    let text = text
+        .replace(&format!("  command: {}\n", common::FAKE_AGENT), &command)
+        .replace(
+            "polling:\n",
+            &format!(
+                "worker:\n  ssh_hosts: [{}]\n  ssh_config_file: {}\npolling:\n",
+                common::sshd::HOST_ALIAS,
+                sshd.client_config.display()
+            ),
+        );
+    std::fs::write(&workflow, text).unwrap_or_else(|e| panic!("{e}"));
+    triage_steps(&p, &[verdict("act")]);
+    let d = p.start();
+
+    d.wait_until("the CI-fix run", WAIT, || fix_prompts(&p).len() >= 2);
+    let prompts = p.prompts();
+    let at = prompts
+        .iter()
+        .position(|x| x.starts_with(MARKER))
+        .unwrap_or_else(|| panic!("no triage turn: {prompts:?}"));
+    let envs: Vec<serde_json::Value> = std::fs::read_to_string(&env_log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let triage_env = envs.get(at).cloned().unwrap_or_default();
+    assert!(
+        triage_env.to_string().contains("SSH_CONNECTION"),
+        "the triage agent ran on the host: {triage_env}"
+    );
+    let mut triage = serde_json::Value::Null;
+    d.wait_until("the triage run recorded", WAIT, || {
+        let runs = d.get("/api/v1/runs?limit=50").json();
+        triage = runs["runs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| {
+                r["reaction_kind"] == "ci"
+                    && r["dispatch_id"].is_null()
+                    && r["status"] != "ci_failed"
+            })
+            .cloned()
+            .unwrap_or_default();
+        !triage.is_null()
+    });
+    assert_eq!(triage["ssh_host"], common::sshd::HOST_ALIAS, "{triage}");
+    assert_eq!(triage["status"], "succeeded", "{triage}");
+}

@@ -159,7 +159,8 @@ fn next_outcomes(snap: &Snapshot, found: &IssueRows<'_>) -> Vec<NextOutcome> {
         let (condition, text) =
             wording::between_stages_next(&b.hop.target_rule, &b.hop.target_label);
         add(condition, text);
-    } else if found.running.is_some() {
+    } else if found.running.is_some_and(|r| r.reaction.is_none()) {
+        // A reaction's continuation yields none: the pending reactions say what follows it.
         if let Some(h) = &cfg.handoff_state {
             add(
                 "If the run succeeds".into(),
@@ -176,6 +177,19 @@ fn next_outcomes(snap: &Snapshot, found: &IssueRows<'_>) -> Vec<NextOutcome> {
                 "Sortie stops the session and holds the issue at its token budget.".into(),
             );
         }
+    }
+    let facts = super::reaction_next::IssueFacts {
+        cfg: &cfg.reactions,
+        poll_interval_ms: cfg.poll_interval_ms,
+        now_ms: snap.generated_at_ms,
+        budget_hold: found.budget.map(|b| match b.reason {
+            crate::domain::BudgetReason::Money => "money budget",
+            crate::domain::BudgetReason::Token => "token budget",
+            crate::domain::BudgetReason::Session => "session budget",
+        }),
+    };
+    for (condition, text) in super::reaction_next::pairs(&found.pending, &facts) {
+        add(condition, text);
     }
     next
 }

@@ -36,6 +36,7 @@ pub mod origin;
 pub mod prices;
 pub mod probes;
 pub mod query;
+pub mod reaction_next;
 pub mod reaction_words;
 pub mod refusals;
 pub mod respond;

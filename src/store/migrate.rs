@@ -83,6 +83,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "013_stage_passes",
         sql: include_str!("../../sql/013_stage_passes.sql"),
     },
+    Migration {
+        version: 14,
+        name: "014_handoff_absence",
+        sql: include_str!("../../sql/014_handoff_absence.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.

@@ -12,6 +12,7 @@ mod event_retry;
 mod events;
 mod failure_holds;
 pub mod files;
+mod handoff_absence;
 mod json;
 pub mod live_figures;
 pub mod lock;
@@ -51,6 +52,7 @@ pub use event_retry::{
 };
 pub use events::{EventLimits, PruneReport, RunEvents, StoredEvent};
 pub use failure_holds::FailureHoldRow;
+pub use handoff_absence::HandoffAbsenceWrite;
 pub use lock::DbLock;
 pub use model_use::ModelUse;
 pub use outcomes::{IssueOutcome, replaces as outcome_replaces};

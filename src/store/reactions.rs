@@ -314,7 +314,9 @@ pub(crate) fn load_given(conn: &Connection) -> Result<Vec<GivenComments>, StoreE
     Ok(out)
 }
 
-/// Per issue, its newest run, when that run left a pull-request record and succeeded.
+/// Per issue, its newest run, when that run left a pull-request record and succeeded. A
+/// recorded CI result and a triage run (a reaction's row without a dispatch id) are not runs
+/// of the issue's work and are passed over.
 pub(crate) fn latest_pr_runs(conn: &Connection) -> Result<Vec<PrRun>, StoreError> {
     let mut stmt = conn
         .prepare(
@@ -323,7 +325,9 @@ pub(crate) fn latest_pr_runs(conn: &Connection) -> Result<Vec<PrRun>, StoreError
                     h.dispatched_at, h.pr_record
              FROM run_history h
              JOIN (SELECT issue_id, MAX(id) AS id FROM run_history
-                   WHERE status != 'ci_failed' GROUP BY issue_id) latest ON latest.id = h.id
+                   WHERE status != 'ci_failed'
+                     AND NOT (dispatch_id IS NULL AND COALESCE(reaction_kind, '') != '')
+                   GROUP BY issue_id) latest ON latest.id = h.id
              WHERE h.pr_record IS NOT NULL AND h.status = 'succeeded'
              ORDER BY h.identifier, h.issue_id",
         )

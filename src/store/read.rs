@@ -37,6 +37,8 @@ pub struct WarmStartSnapshot {
     pub reactions: ReactionsSnapshot,
     /// Every stored stage hop.
     pub stage_hops: Vec<crate::domain::stage::StageHop>,
+    /// Each issue's count of withheld handoffs in a row.
+    pub handoff_absence: Vec<(String, u32)>,
 }
 
 /// What pending reactions are rebuilt from.
@@ -186,6 +188,7 @@ pub(crate) fn warm_start_snapshot(conn: &Connection) -> Result<WarmStartSnapshot
             usage_holds: usage_holds::load_all(conn)?,
             failure_holds: failure_holds::load_all(conn)?,
             stage_hops: super::stage_hops::load_all(conn)?,
+            handoff_absence: super::handoff_absence::load_all(conn)?,
             reactions: ReactionsSnapshot {
                 escalations: reactions::load_escalations(conn)?,
                 fingerprints: reactions::load_fingerprints(conn)?,

@@ -17,6 +17,7 @@ use super::error::{SqlContext, StoreError};
 use super::event_retry::{EventRetryBuffer, PendingEvents, PendingSummary};
 use super::events::{EventLimits, StoredEvent};
 use super::failure_holds::{self, FailureHoldRow};
+use super::handoff_absence::{self, HandoffAbsenceWrite};
 use super::live_figures;
 use super::outcomes::{self, IssueOutcome};
 use super::parks::{self, ParkedIssue};
@@ -58,6 +59,7 @@ enum WriteOp {
     DeleteFailureHold(String),
     Reaction(ReactionWrite),
     StageHop(StageHopWrite),
+    HandoffAbsence(HandoffAbsenceWrite),
 }
 
 impl WriteOp {
@@ -79,6 +81,7 @@ impl WriteOp {
             DbCmd::DeleteFailureHold(id) => WriteOp::DeleteFailureHold(id),
             DbCmd::Reaction(w) => WriteOp::Reaction(w),
             DbCmd::StageHop(w) => WriteOp::StageHop(w),
+            DbCmd::HandoffAbsence(w) => WriteOp::HandoffAbsence(w),
             other => return Err(Box::new(other)),
         })
     }
@@ -100,6 +103,7 @@ impl WriteOp {
             WriteOp::DeleteFailureHold(id) => ("delete failure hold", id),
             WriteOp::Reaction(w) => ("save reaction state", w.issue_id()),
             WriteOp::StageHop(w) => ("save stage hop", w.key()),
+            WriteOp::HandoffAbsence(w) => ("save handoff absence count", &w.issue_id),
         }
     }
 }
@@ -126,6 +130,8 @@ pub enum DbCmd {
     Reaction(ReactionWrite),
     /// Stage hops and a run's hop result.
     StageHop(StageHopWrite),
+    /// An issue's count of withheld handoffs in a row.
+    HandoffAbsence(HandoffAbsenceWrite),
     /// Runs a read on the writer's connection, after every earlier write.
     Query(QueryFn),
     PendingEvents(Reply<Vec<PendingSummary>>),
@@ -229,6 +235,10 @@ impl WriterHandle {
     }
     pub fn reaction(&self, w: ReactionWrite) -> Result<(), StoreError> {
         self.send(DbCmd::Reaction(w))
+    }
+    /// Queues an issue's count of withheld handoffs in a row (0 removes it).
+    pub fn handoff_absence(&self, w: HandoffAbsenceWrite) -> Result<(), StoreError> {
+        self.send(DbCmd::HandoffAbsence(w))
     }
     /// Runs `f` on the writer's connection after every earlier command (read-your-writes).
     pub fn query<T, F>(&self, f: F) -> Result<T, StoreError>
@@ -463,6 +473,7 @@ impl Writer {
             DbCmd::DeleteFailureHold(id) => self.write(WriteOp::DeleteFailureHold(id)),
             DbCmd::Reaction(w) => self.write(WriteOp::Reaction(w)),
             DbCmd::StageHop(w) => self.write(WriteOp::StageHop(w)),
+            DbCmd::HandoffAbsence(w) => self.write(WriteOp::HandoffAbsence(w)),
             DbCmd::Query(f) => f(&self.conn),
             DbCmd::PendingEvents(reply) => {
                 let _ = reply.send(Ok(self.pending.summaries()));
@@ -650,6 +661,7 @@ impl Writer {
             WriteOp::DeleteFailureHold(id) => failure_holds::delete(&self.conn, id),
             WriteOp::Reaction(w) => reactions::apply(&self.conn, w),
             WriteOp::StageHop(w) => stage_hops::apply(&self.conn, w),
+            WriteOp::HandoffAbsence(w) => handoff_absence::apply(&self.conn, w),
         }
     }
 

@@ -98,4 +98,13 @@ assert.ok(!rebuilt.textContent.includes("tries"), rebuilt.textContent);
 assert.ok(rebuilt.textContent.includes("owner/repo#9"));
 await rebuilt.find((e) => e.tag === "button").listeners.click();
 assert.deepEqual(sent[1], ["POST", "/api/v1/reactions/owner%2Frepo%239/label-fix/check"]);
+// The triage verdict a row carries: running, escalate, ignore (bot review handled).
+assert.equal(r.triageSummary({ wait: "triage" }), "running");
+assert.equal(r.triageSummary({ escalated_at: "2026-01-01T00:00:00Z", escalation_trigger: "triage" }), "escalate: asked for a person");
+assert.equal(r.triageSummary({ escalated_at: "2026-01-01T00:00:00Z", escalation_trigger: "budget_exhausted" }), null);
+assert.equal(r.triageSummary({ last_check: { handled: true } }), "ignore (handled)");
+assert.equal(r.triageSummary({ wait: "poll_interval", last_check: null }), null);
+const triaging = r.reactionRow({ ...row, escalated_at: null, escalation_trigger: undefined, wait: "triage" }, button);
+assert.ok(triaging.textContent.includes("triage running"), triaging.textContent);
+assert.ok(!li.textContent.includes("triage"), "no triage fact without one: " + li.textContent);
 console.log("ok");

@@ -73,6 +73,18 @@ impl Orchestrator {
         }
     }
 
+    /// Counts `exit` in the issue's withheld handoffs in a row and stores a changed count, so
+    /// the ceiling counts across a restart.
+    fn count_withheld(&mut self, issue_id: &str, exit: &SupervisorExit) -> u32 {
+        let before = self.state.handoff_absence.get(issue_id);
+        let in_a_row = self.state.handoff_absence.after_exit(issue_id, exit);
+        let now = self.state.handoff_absence.get(issue_id);
+        if now != before {
+            persist::save_handoff_absence(&self.store, issue_id, now, self.clock.now_ms());
+        }
+        in_a_row
+    }
+
     /// After the run is recorded: cleanup, then the step [`decide_exit`] chooses. A step that
     /// needs tracker calls makes them off `orch` ([`ExitCalls`]) and ends in
     /// [`Orchestrator::settle_exit`].
@@ -80,10 +92,7 @@ impl Orchestrator {
         if entry.facts.pending_cleanup {
             self.remove_workspace(&entry);
         }
-        let withheld_in_a_row = self
-            .state
-            .handoff_absence
-            .after_exit(&entry.facts.issue.id, &result.exit);
+        let withheld_in_a_row = self.count_withheld(&entry.facts.issue.id, &result.exit);
         let step = decide_exit(&ExitFacts {
             exit: &result.exit,
             attempt: entry.facts.attempt,

@@ -89,7 +89,8 @@ pub fn withheld_exit(exit: SupervisorExit, missing: String) -> SupervisorExit {
     }
 }
 
-/// Each issue's count of withheld handoffs in a row (in memory: a restart starts it again).
+/// Each issue's count of withheld handoffs in a row, stored on every change
+/// (`handoff_absence`) and restored at start, so a restart does not start the sequence again.
 #[derive(Debug, Clone, Default)]
 pub struct AbsenceStreaks(HashMap<String, u32>);
 
@@ -114,6 +115,11 @@ impl AbsenceStreaks {
             }
             _ => 0,
         }
+    }
+
+    /// Takes the stored counts (issue id, count) as the warm start read them.
+    pub fn restore(&mut self, counts: Vec<(String, u32)>) {
+        self.0.extend(counts.into_iter().filter(|(_, n)| *n > 0));
     }
 
     /// The issue's current count.

@@ -281,6 +281,7 @@ impl Orchestrator {
                 for h in ws.stage_hops {
                     self.state.stage_hops.insert(h.issue_id.clone(), h);
                 }
+                self.state.handoff_absence.restore(ws.handoff_absence);
                 self.rebuild_reactions(ws.reactions);
                 log::info!(
                     retries:% = self.state.retries.len(),

@@ -36,6 +36,8 @@ pub struct WarmStart {
     pub usage_holds: Vec<UsageHold>,
     pub failure_holds: Vec<crate::orchestrator::claim::failure_holds::FailureHold>,
     pub stage_hops: Vec<crate::domain::stage::StageHop>,
+    /// Each issue's count of withheld handoffs in a row.
+    pub handoff_absence: Vec<(String, u32)>,
 }
 
 pub(crate) fn issue_from_parts(
@@ -160,6 +162,7 @@ pub fn load_warm_start(store: &Store) -> Result<WarmStart, PersistError> {
         failure_holds,
         reactions: snap.reactions,
         stage_hops: snap.stage_hops,
+        handoff_absence: snap.handoff_absence,
         retries,
         totals,
         parks,
@@ -398,6 +401,20 @@ pub fn save_failure_hold(
         since_ms: h.since_ms,
     };
     warn_on_err("save_failure_hold", store.writer().upsert_failure_hold(row));
+}
+
+/// Stores an issue's count of withheld handoffs in a row (0 removes it).
+pub fn save_handoff_absence(store: &Store, issue_id: &str, withheld_in_a_row: u32, now_ms: i64) {
+    warn_on_err(
+        "save_handoff_absence",
+        store
+            .writer()
+            .handoff_absence(crate::store::HandoffAbsenceWrite {
+                issue_id: issue_id.to_string(),
+                withheld_in_a_row,
+                at_ms: now_ms,
+            }),
+    );
 }
 
 pub fn delete_failure_hold(store: &Store, issue_id: &str) {

@@ -159,6 +159,8 @@ pub enum TriageError {
     UnknownVerdict(String),
     /// The triage run panicked (a bug).
     Panicked(String),
+    /// Every SSH host is at its session limit or out of service.
+    NoSshHost,
 }
 
 impl std::fmt::Display for TriageError {
@@ -192,6 +194,7 @@ impl std::fmt::Display for TriageError {
                 )
             }
             TriageError::Panicked(panic) => write!(f, "the triage run panicked: {panic}"),
+            TriageError::NoSshHost => f.write_str("no SSH host has room for the triage run"),
         }
     }
 }

@@ -10,7 +10,9 @@ use crate::domain::ReactionKind;
 use crate::orchestrator::core::orchestrator::*;
 use crate::orchestrator::features::reactions::pass::Checked;
 use crate::orchestrator::features::reactions::triage::{self, Verdict};
-use crate::orchestrator::features::reactions::triage_run::{self, TriageJob, TriageResult};
+use crate::orchestrator::features::reactions::triage_run::{
+    self, TriageDone, TriageJob, TriageResult, TriageSpend,
+};
 use crate::orchestrator::features::reactions::{FixContext, ReactionRow, RowMemory};
 use crate::store::{ReactionWrite, TriageAnswer};
 
@@ -48,6 +50,15 @@ impl Orchestrator {
             self.record_verdict(key, mem, fingerprint, Err(why));
             return;
         };
+        let host = match self.place(&issue) {
+            crate::orchestrator::features::hosts::hooks::Placement::Here => None,
+            crate::orchestrator::features::hosts::hooks::Placement::Host(h) => Some(h),
+            crate::orchestrator::features::hosts::hooks::Placement::NoRoom => {
+                let why = crate::orchestrator::features::reactions::triage::TriageError::NoSshHost;
+                self.record_verdict(key, mem, fingerprint, Err(why));
+                return;
+            }
+        };
         let turn_ms = self.workflow.config.agent.turn_timeout_ms;
         let cancel = CancelToken::new();
         let job = TriageJob {
@@ -62,12 +73,14 @@ impl Orchestrator {
                 turn_ms
             }),
             cancel: cancel.clone(),
+            host,
         };
         let name = supervisor::thread_name("triage-", &row.issue.identifier);
         let (k, fp) = (key.clone(), fingerprint.clone());
+        let clock = self.clock.clone();
         let started = self.spawn_thread(
             name,
-            move || triage_run::run(&job),
+            move || triage_run::run_counted(&job, &|| clock.now_ms()),
             move |o: &mut Orchestrator, r| o.finish_triage(k, fp, r),
         );
         if let Err(e) = started {
@@ -100,16 +113,21 @@ impl Orchestrator {
         &mut self,
         key: Key,
         fingerprint: String,
-        r: Result<TriageResult, crate::orchestrator::core::io_pool::CallPanicked>,
+        r: Result<TriageDone, crate::orchestrator::core::io_pool::CallPanicked>,
     ) {
         self.triage_runs.remove(&key);
-        let result = r.unwrap_or_else(|panic| {
-            Err(
+        let done = r.unwrap_or_else(|panic| TriageDone {
+            result: Err(
                 crate::orchestrator::features::reactions::triage::TriageError::Panicked(
                     panic.to_string(),
                 ),
-            )
+            ),
+            spend: None,
         });
+        if let Some(spend) = &done.spend {
+            self.record_triage_run(&key, spend, &done.result);
+        }
+        let result = done.result;
         let Some(mut mem) = self.state.reaction_memory.remove(&key) else {
             return;
         };
@@ -127,6 +145,65 @@ impl Orchestrator {
             }
         }
         self.state.reaction_memory.insert(key, mem);
+    }
+
+    /// A triage run that started its agent is a run-history row of the reaction's kind (no
+    /// dispatch id), so its tokens count against `agent.max_tokens` and its session against
+    /// `agent.max_sessions` like any run's. Its cost is not estimated (no price is frozen on
+    /// it), so it does not count against the money budget or the spend ceilings.
+    fn record_triage_run(&mut self, key: &Key, spend: &TriageSpend, result: &TriageResult) {
+        let Some(row) = self.state.reactions.get(key) else {
+            return;
+        };
+        let status = if result.is_ok() {
+            crate::domain::RunStatus::Succeeded
+        } else {
+            crate::domain::RunStatus::Failed
+        };
+        let mut run = crate::store::RunRecord::new(status);
+        run.issue_id = row.issue.id.clone();
+        run.identifier = row.issue.identifier.clone();
+        run.display_identifier = row.issue.display_identifier.clone();
+        run.issue_title = row.issue.title.clone();
+        run.issue_url = row.issue.url.clone();
+        run.started_at_ms = spend.started_at_ms;
+        run.completed_at_ms = spend.ended_at_ms;
+        run.dispatched_at_ms = row.dispatched_at_ms;
+        run.workflow_file = self.workflow.path.display().to_string();
+        run.agent_kind = row.agent_kind.clone();
+        run.rule_name = row.rule_name.clone();
+        run.configured_model = row.configured_model.clone();
+        run.reported_model = spend.model.clone();
+        run.turns_completed = i64::from(result.is_ok());
+        run.trigger = Some(String::new());
+        run.reaction_kind = Some(row.kind.as_str().into());
+        run.reaction_config_key = Some(row.kind.config_key().into());
+        let t = &spend.tokens;
+        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        run.input_tokens = n(t.input_tokens);
+        run.output_tokens = n(t.output_tokens);
+        run.total_tokens = n(t.total_tokens);
+        run.cache_read_tokens = n(t.cache_read_tokens);
+        run.cache_write_tokens = n(t.cache_write_tokens);
+        run.tokens_measured = spend.measured;
+        run.ssh_host = spend.ssh_host.clone();
+        run.usage_completeness = if spend.measured {
+            "complete".into()
+        } else {
+            "unmeasured".into()
+        };
+        run.error = result
+            .as_ref()
+            .err()
+            .map(|e| crate::mask::mask(&format!("triage run failed: {e}")));
+        if let Err(e) = self.store.writer().record_run(run, Vec::new()) {
+            log::warn!(
+                issue_id:% = key.0,
+                issue_identifier:% = row.issue.identifier,
+                error:% = e.to_string();
+                "triage run not recorded"
+            );
+        }
     }
 
     /// Keeps and stores the verdict of `fingerprint`; a failure is logged and answers
