@@ -719,3 +719,27 @@ fn the_scanner_reads_what_it_must() {
     edges.insert(segments("c"), BTreeSet::from([segments("a")]));
     assert_eq!(circles(&edges), [vec!["a".to_string(), "b".to_string()]]);
 }
+
+/// `name:? = value` in a log macro: the value is written as Rust debug text (`Some(…)`,
+/// `Continue { attempt: 1 }`), which a reader of the logs cannot rely on. Production code
+/// logs words and numbers (`:%` with a `word()`, `log_field::opt`, a count).
+fn debug_log_fields(sources: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in sources {
+        for (n, line) in s.code.lines().enumerate() {
+            if line.contains(":? =") {
+                out.push(format!("{}:{}: {}", s.rel, n + 1, line.trim()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_log_field_is_written_as_debug_text() {
+    let found = debug_log_fields(&sources());
+    assert!(
+        found.is_empty(),
+        "log fields written with `:?` (log a word or a number instead):\n{found:#?}"
+    );
+}

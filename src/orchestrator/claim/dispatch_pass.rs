@@ -290,6 +290,17 @@ pub enum Decision {
     Skip(SkipReason),
 }
 
+impl Decision {
+    /// The decision as a log field value: `dispatch`, the hold code, or the skip reason.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Decision::Dispatch => "dispatch",
+            Decision::Held(r) => r.code().as_str(),
+            Decision::Skip(s) => s.as_str(),
+        }
+    }
+}
+
 /// What the pass needs to know besides the candidates.
 #[derive(Debug, Clone, Default)]
 pub struct PassInput {

@@ -544,7 +544,7 @@ impl Orchestrator {
                 log::info!(
                     issue_id:% = id,
                     issue_identifier:% = issue.identifier,
-                    decision:? = decision;
+                    decision:% = decision.as_ref().map_or("none", Decision::word);
                     "retry released, issue not eligible"
                 );
                 persist::delete_retry(&self.store, &id);
