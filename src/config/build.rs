@@ -121,6 +121,31 @@ fn build_inner(
         warnings,
         &mut secret_values,
     )?;
+    worker.kubernetes = super::kubernetes::build_kubernetes(
+        section("worker"),
+        &super::kubernetes::KubeInputs {
+            home: ctx.home,
+            env: ctx.env,
+            workflow_dir: ctx.workflow_dir,
+            db_path: &db_path,
+            turn_timeout_ms: agent.turn_timeout_ms,
+            stop_grace_ms: agent.stop_grace_ms,
+        },
+    )?;
+    if let Some(k) = &worker.kubernetes {
+        if worker.sandbox.enabled() {
+            return Err(ConfigError::field(
+                "worker.sandbox",
+                "the sandbox runs sessions on this machine only; remove worker.kubernetes or set worker.sandbox to none",
+            ));
+        }
+        super::kubernetes::check_kinds(
+            k,
+            &super::sandbox::agent_kinds(&agent.kind, &dispatch),
+            &agent.kind,
+            agent.command.as_deref(),
+        )?;
+    }
     super::sandbox::add_default_hosts(
         &mut worker.sandbox,
         &[

@@ -33,6 +33,7 @@ mod dispatch_build;
 mod dotenv;
 mod env;
 mod error;
+pub mod kubernetes;
 pub mod label_capability;
 pub mod notifications;
 mod overrides;
