@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::fake_kube::FakeKube;
-use common::{FAKE_AGENT, Project};
+use common::{FAKE_AGENT, Project, wait_for};
 use serde_json::{Value, json};
 
 const T: Duration = Duration::from_secs(60);
@@ -171,5 +171,205 @@ fn a_session_runs_as_a_job_and_is_handed_off() {
         "this machine's basics stay here"
     );
     assert_eq!(events_with(&p, "working in the pod"), 1);
+    drop(d);
+}
+
+fn hanging(p: &Project) {
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"text": "started", "input_tokens": 1, "output_tokens": 1}}),
+            json!({"hang": true}),
+        ],
+    );
+}
+
+fn running_job(kube: &FakeKube) -> String {
+    wait_for("the agent's pod runs", T, || {
+        let s = kube.state();
+        let pods = s["pods"].as_object()?.values().cloned().collect::<Vec<_>>();
+        let running = pods.iter().find(|p| p["status"]["phase"] == "Running")?;
+        running["metadata"]["labels"]["job-name"]
+            .as_str()
+            .map(str::to_string)
+    })
+}
+
+fn deleted(kube: &FakeKube, job: &str) -> Vec<Value> {
+    kube.requests("DELETE", &format!("/jobs/{job}"))
+}
+
+#[test]
+fn a_cancelled_session_deletes_its_job_with_foreground_propagation() {
+    let kube = FakeKube::start();
+    let p = Project::new();
+    one_issue(&p);
+    hanging(&p);
+    workflow(&p, &kube, "");
+    let d = p.start();
+    let job = running_job(&kube);
+    d.wait_until("the agent's first line is seen", T, || {
+        events_with(&p, "started") > 0 || d.log_text().contains("started")
+    });
+    p.set_issue_state("101", "Done");
+    let del = wait_for("the Job is deleted", T, || {
+        deleted(&kube, &job).into_iter().next()
+    });
+    assert_eq!(del["query"]["propagationPolicy"], "Foreground");
+    assert!(jobs(&kube).is_empty(), "the Job is gone");
+    assert!(
+        kube.state()["secrets"].as_object().unwrap().is_empty(),
+        "its Secret went with it"
+    );
+    assert_all_valid(&kube);
+    drop(d);
+}
+
+#[test]
+fn a_restart_deletes_the_jobs_an_earlier_process_left_before_it_dispatches() {
+    let kube = FakeKube::start();
+    let orphan = |name: &str, daemon: &str| {
+        json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "agents", "labels": {
+                "app.kubernetes.io/managed-by": "sortie", "sortie.dev/daemon": daemon}},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}
+        })
+    };
+    kube.seed_job(&orphan("sortie-k-0-1-aaaaaa", "test-daemon"));
+    kube.seed_job(&orphan("sortie-other-1-bbbbbb", "another-daemon"));
+    let p = Project::new();
+    one_issue(&p);
+    hanging(&p);
+    workflow(&p, &kube, "");
+    let mut d = p.start();
+    let first = running_job(&kube);
+    // SIGKILL: the relay is left to the keeper, the Job to the next start.
+    d.kill9();
+    let d = p.start();
+    wait_for("a new Job after the restart", T, || {
+        (kube.requests("POST", "/namespaces/agents/jobs").len() >= 2).then_some(())
+    });
+    let journal = kube.state()["requests"].as_array().cloned().unwrap();
+    let at = |pred: &dyn Fn(&Value) -> bool| journal.iter().position(pred);
+    let posts: Vec<usize> = journal
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r["method"] == "POST" && r["path"].as_str().unwrap().ends_with("/jobs"))
+        .map(|(i, _)| i)
+        .collect();
+    let orphan_deleted = at(&|r| {
+        r["method"] == "DELETE"
+            && r["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("/jobs/sortie-k-0-1-aaaaaa")
+    })
+    .expect("the orphan is deleted");
+    assert!(
+        orphan_deleted < posts[0],
+        "deleted before the first dispatch"
+    );
+    let first_deleted = at(&|r| {
+        r["method"] == "DELETE"
+            && r["path"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("/jobs/{first}"))
+    })
+    .expect("the killed daemon's Job is deleted");
+    assert!(
+        first_deleted < posts[1],
+        "the killed daemon's Job is deleted before the restart dispatches"
+    );
+    assert!(
+        deleted(&kube, "sortie-other-1-bbbbbb").is_empty(),
+        "another daemon's Job is left alone"
+    );
+    assert_all_valid(&kube);
+    drop(d);
+}
+
+#[test]
+fn a_dropped_log_stream_resumes_without_repeating_an_event() {
+    let kube = FakeKube::start();
+    kube.drop_log_after(2);
+    let p = Project::new();
+    one_issue(&p);
+    let mut lines = vec![json!({"init": {}})];
+    for i in 1..=4 {
+        lines.push(json!({"assistant": {"text": format!("step-{i}-done"), "input_tokens": 1, "output_tokens": 1}}));
+    }
+    lines.push(json!({"result": {"subtype": "success", "text": "ok"}}));
+    p.scenario("default", &lines);
+    workflow(&p, &kube, "");
+    let d = p.start();
+    d.wait_until("handed off", T, || p.issue_state("101") == "Review");
+    let logs = kube.requests("GET", "/log");
+    assert!(logs.len() >= 2, "the stream was asked again: {logs:#?}");
+    assert!(
+        logs[1]["query"]["sinceTime"].is_string(),
+        "the resumed stream starts at the last line's second"
+    );
+    for i in 1..=4 {
+        assert_eq!(
+            events_with(&p, &format!("step-{i}-done")),
+            1,
+            "step {i} once"
+        );
+    }
+    assert_all_valid(&kube);
+    drop(d);
+}
+
+#[test]
+fn an_image_that_cannot_be_pulled_holds_the_issue_with_an_attention_item() {
+    let kube = FakeKube::start();
+    let p = Project::new();
+    one_issue(&p);
+    hanging(&p);
+    workflow(
+        &p,
+        &kube,
+        "    images: {claude-code: registry.example/pull-fails/claude:9}\n",
+    );
+    let d = p.start();
+    let held = wait_for("the issue is held", T, || {
+        let s = d.try_state()?;
+        s["held"]
+            .as_array()?
+            .iter()
+            .find(|h| h["issue_identifier"] == "K-1")
+            .cloned()
+    });
+    assert_eq!(held["hold"]["reason"], "failure_held", "{held:#}");
+    let s = d.state();
+    let item = s["attention"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == "failure_held")
+        .cloned()
+        .expect("an attention item");
+    assert_eq!(
+        item["evidence"]["cause"], "agent_image_unavailable",
+        "{item:#}"
+    );
+    assert!(
+        item.to_string()
+            .contains("registry.example/pull-fails/claude:9"),
+        "the item names the image: {item:#}"
+    );
+    assert_eq!(
+        kube.requests("POST", "/namespaces/agents/jobs").len(),
+        1,
+        "no retry loop"
+    );
+    assert!(
+        jobs(&kube).is_empty(),
+        "the Job that could not start is deleted"
+    );
+    assert_all_valid(&kube);
     drop(d);
 }

@@ -71,14 +71,23 @@ pub fn follow(
     let mut cursor = LogCursor::default();
     let mut failures = 0u32;
     let mut last_error = String::new();
+    // The end seen after a stream closed; the stream read after it is the whole rest of the
+    // log (a stream that dropped before the container ended may have left lines unread).
+    let mut end_seen: Option<PodEnd> = None;
     loop {
         match stream_once(client, &pod, &mut cursor, out) {
             Ok(true) => failures = 0,
             Ok(false) => failures += 1,
             Err(end) => return end,
         }
+        if let Some(end) = end_seen.take() {
+            return end;
+        }
         match ended(client, job, &pod) {
-            Some(end) => return end,
+            Some(end) => {
+                end_seen = Some(end);
+                continue;
+            }
             None if failures >= MAX_STREAM_FAILURES => {
                 return PodEnd::Failed(format!(
                     "the log of pod {pod} could not be read {failures} times in a row: {last_error}"
