@@ -79,6 +79,57 @@ fn assert_all_valid(kube: &FakeKube) {
         &json!([]),
         "objects the API would refuse: {invalid:#}"
     );
+    assert_rbac_covers(kube);
+}
+
+/// `(group, resource, verb)` of an API request as RBAC sees it.
+fn rbac_of(r: &Value) -> Option<(String, String, String)> {
+    let path = r["path"].as_str()?;
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, rest) = match parts.first()? {
+        &"api" => ("", &parts[2..]),
+        &"apis" => (parts[1], &parts[3..]),
+        _ => return None,
+    };
+    // namespaces/<ns>/<resource>[/<name>[/<sub>]]
+    let resource = match rest.get(4) {
+        Some(sub) => format!("{}/{sub}", rest[2]),
+        None => rest.get(2)?.to_string(),
+    };
+    let named = rest.len() > 3;
+    let verb = match (r["method"].as_str()?, named) {
+        ("POST", _) => "create",
+        ("DELETE", _) => "delete",
+        ("GET", true) => "get",
+        ("GET", false) => "list",
+        _ => return None,
+    };
+    Some((group.to_string(), resource, verb.to_string()))
+}
+
+/// Every request sortie made is allowed by the Role of `examples/k8s/agent-jobs-rbac.yaml`.
+fn assert_rbac_covers(kube: &FakeKube) {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/k8s/agent-jobs-rbac.yaml"),
+    )
+    .unwrap();
+    let role = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+        .find(|d| d["kind"] == "Role")
+        .expect("a Role");
+    let allowed = |(g, res, verb): &(String, String, String)| {
+        role["rules"].as_array().unwrap().iter().any(|rule| {
+            let has = |k: &str, v: &str| rule[k].as_array().unwrap().iter().any(|x| x == v);
+            has("apiGroups", g) && has("resources", res) && has("verbs", verb)
+        })
+    };
+    for r in kube.state()["requests"].as_array().unwrap() {
+        if r["path"].as_str().unwrap().starts_with("/_fake") {
+            continue;
+        }
+        let need = rbac_of(r).unwrap_or_else(|| panic!("an API request: {r}"));
+        assert!(allowed(&need), "the Role does not allow {need:?} ({r})");
+    }
 }
 
 fn events_with(p: &Project, text: &str) -> i64 {

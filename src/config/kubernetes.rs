@@ -59,7 +59,7 @@ pub struct KubeInputs<'a> {
 }
 
 fn err(field: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError::field(&format!("worker.kubernetes.{field}"), message)
+    ConfigError::field(format!("worker.kubernetes.{field}"), message)
 }
 
 /// The block, or `None` when absent.
