@@ -187,6 +187,11 @@ fn a_session_runs_as_a_job_and_is_handed_off() {
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
     let c = &pod["containers"][0];
     assert_eq!(c["image"], "registry.example/agents/claude:1");
+    assert!(
+        !c["args"].to_string().contains("mcp"),
+        "no MCP file of this machine is named to the pod: {}",
+        c["args"]
+    );
     assert_eq!(c["resources"]["limits"]["memory"], "2Gi");
     // The prompt and the session's variables travel in the Secret, never in the Job.
     let job_text = job.to_string();
