@@ -86,9 +86,9 @@ fn assert_all_valid(kube: &FakeKube) {
 fn rbac_of(r: &Value) -> Option<(String, String, String)> {
     let path = r["path"].as_str()?;
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let (group, rest) = match parts.first()? {
-        &"api" => ("", &parts[2..]),
-        &"apis" => (parts[1], &parts[3..]),
+    let (group, rest) = match *parts.first()? {
+        "api" => ("", &parts[2..]),
+        "apis" => (parts[1], &parts[3..]),
         _ => return None,
     };
     // namespaces/<ns>/<resource>[/<name>[/<sub>]]
@@ -425,6 +425,59 @@ fn an_image_that_cannot_be_pulled_holds_the_issue_with_an_attention_item() {
     assert!(
         jobs(&kube).is_empty(),
         "the Job that could not start is deleted"
+    );
+    assert_all_valid(&kube);
+    drop(d);
+}
+
+#[test]
+fn after_create_prepares_the_pods_workspace_in_an_init_container() {
+    let kube = FakeKube::start();
+    let p = Project::new();
+    p.issues(json!([
+        {"id": "101", "identifier": "K-1", "title": "Prepared", "state": "To Do", "priority": 1},
+        {"id": "102", "identifier": "K-2", "title": "Hook fails", "state": "To Do", "priority": 2}
+    ]));
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"text": "found the prepared workspace", "input_tokens": 1, "output_tokens": 1}}),
+            json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    workflow(&p, &kube, "");
+    // The agent reads its script from the workspace, where only the hook in the pod puts it.
+    let wf = std::fs::read_to_string(p.workflow()).unwrap();
+    let scenario = p.path("scenarios/default.jsonl").display().to_string();
+    let wf = wf
+        .replace(&format!("FAKE_AGENT_SCENARIO: {scenario}"), "FAKE_AGENT_SCENARIO: .scenario")
+        .replace(
+            "agent:\n",
+            &format!(
+                "hooks:\n  after_create: |\n    test \"$SORTIE_ISSUE_IDENTIFIER\" != K-2 || exit 3\n    cp '{scenario}' .scenario\nagent:\n"
+            ),
+        );
+    p.write("WORKFLOW.md", &wf);
+    let d = p.start();
+    d.wait_until("K-1 handed off", T, || p.issue_state("101") == "Review");
+    assert_eq!(events_with(&p, "found the prepared workspace"), 1);
+    assert!(
+        !p.workspace("K-1").join(".scenario").exists(),
+        "the hook ran in the pod, not here"
+    );
+    let err = wait_for("K-2's run fails", T, || {
+        let conn = p.db_conn();
+        conn.query_row(
+            "SELECT error FROM run_history WHERE issue_id = '102' AND error IS NOT NULL",
+            [],
+            |r| r.get::<_, String>(0),
+        )
+        .ok()
+    });
+    assert!(
+        err.contains("the after_create hook failed in the agent's pod"),
+        "{err}"
     );
     assert_all_valid(&kube);
     drop(d);

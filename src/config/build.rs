@@ -132,7 +132,8 @@ fn build_inner(
             stop_grace_ms: agent.stop_grace_ms,
         },
     )?;
-    if let Some(k) = &worker.kubernetes {
+    if let Some(k) = &mut worker.kubernetes {
+        k.settings.after_create = hooks.after_create.clone();
         if worker.sandbox.enabled() {
             return Err(ConfigError::field(
                 "worker.sandbox",

@@ -109,6 +109,7 @@ pub fn build_kubernetes(
             Some(d) => checked_label(&d)?,
             None => default_daemon_label(inputs.db_path),
         },
+        after_create: None,
         run_as_user: i64::try_from(
             positive(m, "run_as_user")?.unwrap_or(DEFAULT_RUN_AS_USER as u64),
         )

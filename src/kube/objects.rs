@@ -11,6 +11,8 @@ pub const SECRET_MOUNT: &str = "/var/run/sortie";
 pub const WORKSPACE_MOUNT: &str = "/workspace";
 /// The agent container's name.
 pub const CONTAINER: &str = "agent";
+/// The init container running `hooks.after_create`.
+pub const INIT_CONTAINER: &str = "after-create";
 /// The label every Job sortie creates carries, with [`MANAGED_BY_VALUE`].
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "sortie";
@@ -173,8 +175,25 @@ fn pod_spec(
                 "items": [{"key": "stdin", "path": "stdin"}],
             }},
         ],
+        "initContainers": init_containers(settings, job, &container),
         "containers": [container],
     })
+}
+
+/// `hooks.after_create` in the pod: the agent's image, its variables and workspace, `sh -c`.
+fn init_containers(settings: &KubeSettings, job: &SessionJob<'_>, agent: &Value) -> Value {
+    let Some(script) = &settings.after_create else {
+        return json!([]);
+    };
+    json!([{
+        "name": INIT_CONTAINER,
+        "image": job.image,
+        "command": ["/bin/sh", "-c", script],
+        "workingDir": WORKSPACE_MOUNT,
+        "env": agent["env"],
+        "securityContext": agent["securityContext"],
+        "volumeMounts": [{"name": "workspace", "mountPath": WORKSPACE_MOUNT}],
+    }])
 }
 
 /// The Secret key holding variable `name`.

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::client::{Group, KubeClient};
 use super::logs::{Line, LineReader, LogCursor, ReadLine};
-use super::objects::CONTAINER;
+use super::objects::{self, CONTAINER};
 use super::settings::KubeSettings;
 
 /// The pause between two reads of a pod's state, and between two log stream attempts.
@@ -154,7 +154,7 @@ fn wait_started(client: &KubeClient, settings: &KubeSettings, job: &str) -> Resu
         let listed = client.list(&pods, &format!("job-name={job}"));
         let pod = listed.ok().and_then(|l| l.into_iter().next());
         if let Some(p) = &pod {
-            if let Some(reason) = image_pull_failure(p) {
+            if let Some(reason) = image_pull_failure(p).or_else(|| init_failure(p)) {
                 return Err(PodEnd::Failed(reason));
             }
             let phase = p.pointer("/status/phase").and_then(Value::as_str);
@@ -204,6 +204,19 @@ fn image_pull_failure(pod: &Value) -> Option<String> {
     ))
 }
 
+/// The `after_create` init container ended with a failure.
+fn init_failure(pod: &Value) -> Option<String> {
+    let status = pod
+        .pointer("/status/initContainerStatuses")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(objects::INIT_CONTAINER))?;
+    let code = status
+        .pointer("/state/terminated/exitCode")
+        .and_then(Value::as_i64)?;
+    (code != 0).then(|| format!("the after_create hook failed in the agent's pod (exit {code})"))
+}
+
 fn pending_reason(pod: Option<&Value>, limit: Duration) -> String {
     let secs = limit.as_secs();
     let Some(pod) = pod else {
@@ -233,6 +246,9 @@ fn ended(client: &KubeClient, job: &str, pod_name: &str) -> Option<PodEnd> {
         }
         Err(_) => return None,
     };
+    if let Some(reason) = init_failure(&pod) {
+        return Some(PodEnd::Failed(reason));
+    }
     if pod.pointer("/status/reason").and_then(Value::as_str) == Some("Evicted") {
         let message = pod
             .pointer("/status/message")

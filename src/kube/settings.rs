@@ -64,6 +64,8 @@ pub struct KubeSettings {
     pub daemon: String,
     /// The non-root user the agent container runs as.
     pub run_as_user: i64,
+    /// `hooks.after_create`: run by an init container in the pod's workspace before the agent.
+    pub after_create: Option<String>,
 }
 
 /// The image the block's default names for `kind` before substitution.

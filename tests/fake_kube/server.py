@@ -185,28 +185,47 @@ def run_pod(job_name, pod_name, workdir):
         return
     data = secret.get("stringData") or {}
     base = os.path.join(workdir, pod_name)
-    mounts = {}
-    for m in c.get("volumeMounts", []):
-        local = os.path.join(base, m["name"])
-        os.makedirs(local, exist_ok=True)
-        vol = next(v for v in spec["volumes"] if v["name"] == m["name"])
-        if "secret" in vol:
-            for item in vol["secret"].get("items", []):
-                with open(os.path.join(local, item["path"]), "w") as f:
-                    f.write(data.get(item["key"], ""))
-        mounts[m["mountPath"]] = local
 
-    def local(s):
-        for mp in sorted(mounts, key=len, reverse=True):
-            s = s.replace(mp, mounts[mp])
-        return s
+    def prepared(ctr):
+        """The container's argv, cwd and env with its mounts made local directories."""
+        mounts = {}
+        for m in ctr.get("volumeMounts", []):
+            local_dir = os.path.join(base, m["name"])
+            os.makedirs(local_dir, exist_ok=True)
+            vol = next(v for v in spec["volumes"] if v["name"] == m["name"])
+            if "secret" in vol:
+                for item in vol["secret"].get("items", []):
+                    with open(os.path.join(local_dir, item["path"]), "w") as f:
+                        f.write(data.get(item["key"], ""))
+            mounts[m["mountPath"]] = local_dir
 
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": base}
-    for e in c.get("env", []):
-        ref = e["valueFrom"]["secretKeyRef"]
-        env[e["name"]] = data.get(ref["key"], "")
-    argv = [local(a) for a in c["command"] + c.get("args", [])]
-    cwd = local(c.get("workingDir", "/"))
+        def local(s):
+            for mp in sorted(mounts, key=len, reverse=True):
+                s = s.replace(mp, mounts[mp])
+            return s
+
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": base}
+        for e in ctr.get("env", []):
+            ref = e["valueFrom"]["secretKeyRef"]
+            env[e["name"]] = local(data.get(ref["key"], ""))
+        argv = [local(a) for a in ctr["command"] + ctr.get("args", [])]
+        return argv, local(ctr.get("workingDir", "/")), env
+
+    for init in spec.get("initContainers", []):
+        argv, cwd, env = prepared(init)
+        code = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=60).returncode
+        if code != 0:
+            with LOCK:
+                status["phase"] = "Failed"
+                status["initContainerStatuses"] = [{"name": init["name"], "image": init["image"], "imageID": "x",
+                                                    "ready": False, "restartCount": 0,
+                                                    "state": {"terminated": {"exitCode": code, "reason": "Error"}}}]
+                if job_name in STATE["jobs"]:
+                    set_job_condition(job, "Failed", "BackoffLimitExceeded")
+                LOCK.notify_all()
+            return
+    argv, cwd, env = prepared(c)
     with LOCK:
         if job_name not in STATE["jobs"]:
             return
@@ -372,7 +391,8 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 lines = STATE["log"].get(name, [])
                 pod = STATE["pods"].get(name)
-                done = pod is None or "terminated" in json.dumps(pod["status"].get("containerStatuses", []))
+                done = (pod is None or pod["status"].get("phase") in ("Succeeded", "Failed")
+                        or "terminated" in json.dumps(pod["status"].get("containerStatuses", [])))
                 batch = lines[i:]
                 i = len(lines)
                 if not batch and follow and not done:
