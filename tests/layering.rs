@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
         "process_signal",
     ],
     &["http_client", "sandbox", "ssh"],
-    &["agent", "prompt", "scm", "tracker", "ui", "workspace"],
+    &["agent", "kube", "prompt", "scm", "tracker", "ui", "workspace"],
     &["pricing", "registry"],
     &["config"],
     &["logging", "notify", "store"],

@@ -121,32 +121,12 @@ fn build_inner(
         warnings,
         &mut secret_values,
     )?;
-    worker.kubernetes = super::kubernetes::build_kubernetes(
+    super::kubernetes::attach(
+        &mut worker,
         section("worker"),
-        &super::kubernetes::KubeInputs {
-            home: ctx.home,
-            env: ctx.env,
-            workflow_dir: ctx.workflow_dir,
-            db_path: &db_path,
-            turn_timeout_ms: agent.turn_timeout_ms,
-            stop_grace_ms: agent.stop_grace_ms,
-        },
+        (ctx, &db_path),
+        (&hooks, &agent, &dispatch),
     )?;
-    if let Some(k) = &mut worker.kubernetes {
-        k.settings.after_create = hooks.after_create.clone();
-        if worker.sandbox.enabled() {
-            return Err(ConfigError::field(
-                "worker.sandbox",
-                "the sandbox runs sessions on this machine only; remove worker.kubernetes or set worker.sandbox to none",
-            ));
-        }
-        super::kubernetes::check_kinds(
-            k,
-            &super::sandbox::agent_kinds(&agent.kind, &dispatch),
-            &agent.kind,
-            agent.command.as_deref(),
-        )?;
-    }
     super::sandbox::add_default_hosts(
         &mut worker.sandbox,
         &[

@@ -6,7 +6,7 @@
 //! to its agent over stdin for the whole session, or runs no command).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
@@ -16,7 +16,7 @@ use super::error::ConfigError;
 use crate::kube::settings::{
     DEFAULT_IMAGE, DEFAULT_PENDING_TIMEOUT_MS, DEFAULT_RUN_AS_USER, DEFAULT_TTL_SECONDS,
 };
-use crate::kube::{KubeAuth, KubeSettings, Resources, WorkspaceVolume};
+use crate::kube::{KubeAuth, KubeSettings, KubeWorker, Resources, WorkspaceVolume};
 
 const KEYS: &[&str] = &[
     "namespace",
@@ -35,18 +35,6 @@ const KEYS: &[&str] = &[
 /// Where a pod's service account files are.
 const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-/// `worker.kubernetes` as built: the settings the relay gets and the command each kind runs
-/// in its image.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KubeWorker {
-    pub settings: KubeSettings,
-    /// `commands`: the command line a kind's image runs, by kind (`agent.command` for the
-    /// workflow's kind when absent).
-    pub commands: BTreeMap<String, String>,
-    /// This binary, which the relay runs as.
-    pub relay_exe: PathBuf,
-}
-
 /// What the block is built from besides itself.
 pub struct KubeInputs<'a> {
     pub home: Option<&'a Path>,
@@ -60,6 +48,45 @@ pub struct KubeInputs<'a> {
 
 fn err(field: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::field(format!("worker.kubernetes.{field}"), message)
+}
+
+/// Builds `worker.kubernetes` into `worker`: the block, `hooks.after_create` for its init
+/// container, and the checks against the sandbox and the agent kinds a dispatch can run.
+pub(crate) fn attach(
+    worker: &mut super::schema::WorkerConfig,
+    section: &Map<String, Value>,
+    (ctx, db_path): (&super::context::BuildContext<'_>, &Path),
+    (hooks, agent, dispatch): (
+        &super::schema::HooksConfig,
+        &super::schema::AgentConfig,
+        &super::dispatch::DispatchConfig,
+    ),
+) -> Result<(), ConfigError> {
+    let inputs = KubeInputs {
+        home: ctx.home,
+        env: ctx.env,
+        workflow_dir: ctx.workflow_dir,
+        db_path,
+        turn_timeout_ms: agent.turn_timeout_ms,
+        stop_grace_ms: agent.stop_grace_ms,
+    };
+    worker.kubernetes = build_kubernetes(section, &inputs)?;
+    let Some(k) = &mut worker.kubernetes else {
+        return Ok(());
+    };
+    k.settings.after_create = hooks.after_create.clone();
+    if worker.sandbox.enabled() {
+        return Err(ConfigError::field(
+            "worker.sandbox",
+            "the sandbox runs sessions on this machine only; remove worker.kubernetes or set worker.sandbox to none",
+        ));
+    }
+    check_kinds(
+        k,
+        &super::sandbox::agent_kinds(&agent.kind, dispatch),
+        &agent.kind,
+        agent.command.as_deref(),
+    )
 }
 
 /// The block, or `None` when absent.
@@ -363,26 +390,4 @@ pub fn check_kinds(
         }
     }
     Ok(())
-}
-
-impl KubeWorker {
-    /// The `agent.command` a session of `kind` runs here: the relay, then the image's command.
-    pub fn relay_command(&self, kind: &str, workflow_command: Option<&str>) -> Option<String> {
-        let inner = self
-            .commands
-            .get(kind)
-            .map(String::as_str)
-            .or(workflow_command)?;
-        let args = crate::kube::relay::RelayArgs {
-            settings: self.settings.clone(),
-            kind: kind.to_string(),
-            image: self.settings.image_for(kind),
-        };
-        Some(format!(
-            "{} {} {} -- {inner}",
-            self.relay_exe.display(),
-            crate::kube::relay::ARG,
-            args.encode()
-        ))
-    }
 }

@@ -33,7 +33,7 @@ pub struct WorkerConfig {
     /// database and workspace paths are known.
     pub sandbox: crate::sandbox::Sandbox,
     /// `worker.kubernetes` (`config::kubernetes`): sessions run as Jobs through the relay.
-    pub kubernetes: Option<super::kubernetes::KubeWorker>,
+    pub kubernetes: Option<crate::kube::KubeWorker>,
 }
 
 impl WorkerConfig {

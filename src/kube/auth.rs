@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::client::{KubeError, KubeErrorKind, shown};
+use super::error::{KubeError, KubeErrorKind, shown};
 use super::settings::KubeAuth;
 
 /// The largest credential or kubeconfig file read.

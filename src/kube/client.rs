@@ -5,12 +5,12 @@
 //! instead, and an in-cluster API server is verified against the service account's CA bundle.
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::auth::{Endpoint, TokenSource};
+use super::error::{KubeError, KubeErrorKind};
 use super::settings::KubeSettings;
 
 /// The deadline of one JSON call.
@@ -19,50 +19,6 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 pub const MAX_ANSWER_BYTES: u64 = 8 << 20;
 /// How long a log stream may stay silent before it is dropped and resumed.
 pub const STREAM_READ_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Why a call failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KubeErrorKind {
-    /// The settings or a credential file cannot be used.
-    Config,
-    /// No answer: connection, TLS or deadline.
-    Transport,
-    /// The API answered with this status.
-    Status(u16),
-    /// The answer was not the JSON expected, or too large.
-    Decode,
-}
-
-/// A failed call, with what it was and what came back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KubeError {
-    pub kind: KubeErrorKind,
-    pub message: String,
-}
-
-impl KubeError {
-    pub fn new(kind: KubeErrorKind, message: impl Into<String>) -> KubeError {
-        KubeError {
-            kind,
-            message: message.into(),
-        }
-    }
-
-    pub fn status(&self) -> Option<u16> {
-        match self.kind {
-            KubeErrorKind::Status(s) => Some(s),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for KubeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for KubeError {}
 
 /// One API server, one namespace.
 pub struct KubeClient {
@@ -279,9 +235,4 @@ fn enc(s: &str) -> String {
         }
     }
     out
-}
-
-/// A file path as the error messages show it.
-pub(crate) fn shown(p: &std::path::Path) -> String {
-    PathBuf::from(p).display().to_string()
 }

@@ -4,11 +4,13 @@
 
 pub mod auth;
 pub mod client;
+pub mod error;
 pub mod logs;
 pub mod objects;
 pub mod pod;
 pub mod relay;
 pub mod settings;
 
-pub use client::{KubeClient, KubeError, KubeErrorKind};
-pub use settings::{KubeAuth, KubeSettings, Resources, WorkspaceVolume};
+pub use client::KubeClient;
+pub use error::{KubeError, KubeErrorKind, RelayError};
+pub use settings::{KubeAuth, KubeSettings, KubeWorker, Resources, WorkspaceVolume};

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::client::{Group, KubeClient, KubeError};
+use super::client::{Group, KubeClient};
+use super::error::{KubeError, RelayError};
 use super::objects::{self, SessionJob};
 use super::pod::{self, PodEnd};
 use super::settings::KubeSettings;
@@ -90,14 +91,16 @@ fn session_env() -> Vec<(String, String)> {
         .collect()
 }
 
-fn read_stdin() -> Result<Option<String>, String> {
+fn read_stdin() -> Result<Option<String>, RelayError> {
     let mut buf = Vec::new();
     std::io::stdin()
         .take(MAX_STDIN_BYTES + 1)
         .read_to_end(&mut buf)
         .map_err(|e| format!("reading the prompt: {e}"))?;
     if buf.len() as u64 > MAX_STDIN_BYTES {
-        return Err("the prompt is larger than a Secret can carry (768 KiB)".into());
+        return Err(RelayError::from(
+            "the prompt is larger than a Secret can carry (768 KiB)",
+        ));
     }
     Ok((!buf.is_empty()).then(|| String::from_utf8_lossy(&buf).into_owned()))
 }
@@ -105,14 +108,14 @@ fn read_stdin() -> Result<Option<String>, String> {
 fn run(relay: &RelayArgs, argv: &[String]) -> i32 {
     let stdin = match read_stdin() {
         Ok(s) => s,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     let client = match KubeClient::new(&relay.settings) {
         Ok(c) => Arc::new(c),
         Err(e) => return fail(&format!("kubernetes: {e}")),
     };
     if let Err(e) = room_in_namespace(&client, &relay.settings) {
-        return fail(&e);
+        return fail(&e.to_string());
     }
     let env = session_env();
     let var = |k: &str| std::env::var(k).unwrap_or_default();
@@ -138,7 +141,7 @@ fn run(relay: &RelayArgs, argv: &[String]) -> i32 {
         Ok(()) => {}
         Err(e) => {
             delete_job(&client, &job.name);
-            return fail(&e);
+            return fail(&e.to_string());
         }
     }
     let end = pod::follow(&client, &relay.settings, &job.name, &mut std::io::stdout());
@@ -169,7 +172,7 @@ fn start(
     settings: &KubeSettings,
     job: &SessionJob<'_>,
     created: &Mutex<Created>,
-) -> Result<(), String> {
+) -> Result<(), RelayError> {
     let jobs = client.path(Group::Batch, "jobs", None);
     let made = client
         .create(&jobs, &objects::job(settings, job))
@@ -222,7 +225,7 @@ fn watch_signals(client: Arc<KubeClient>, created: Arc<Mutex<Created>>) {
 }
 
 /// Refuses a new Job while the namespace holds `max_jobs_per_namespace` active sortie Jobs.
-fn room_in_namespace(client: &KubeClient, settings: &KubeSettings) -> Result<(), String> {
+fn room_in_namespace(client: &KubeClient, settings: &KubeSettings) -> Result<(), RelayError> {
     let Some(cap) = settings.max_jobs_per_namespace else {
         return Ok(());
     };
@@ -232,10 +235,10 @@ fn room_in_namespace(client: &KubeClient, settings: &KubeSettings) -> Result<(),
         .map_err(|e: KubeError| format!("listing Jobs: {e}"))?;
     let active = jobs.iter().filter(|j| pod::job_active(j)).count();
     if active >= cap as usize {
-        return Err(format!(
+        return Err(RelayError(format!(
             "namespace {} already runs {active} sortie Jobs (worker.kubernetes.max_jobs_per_namespace: {cap}); the run is retried later",
             settings.namespace
-        ));
+        )));
     }
     Ok(())
 }
@@ -273,4 +276,26 @@ pub fn delete_orphans(settings: &KubeSettings) -> Result<Vec<String>, KubeError>
         deleted.push(name.to_string());
     }
     Ok(deleted)
+}
+
+impl super::settings::KubeWorker {
+    /// The `agent.command` a session of `kind` runs here: the relay, then the image's command.
+    pub fn relay_command(&self, kind: &str, workflow_command: Option<&str>) -> Option<String> {
+        let inner = self
+            .commands
+            .get(kind)
+            .map(String::as_str)
+            .or(workflow_command)?;
+        let args = RelayArgs {
+            settings: self.settings.clone(),
+            kind: kind.to_string(),
+            image: self.settings.image_for(kind),
+        };
+        Some(format!(
+            "{} {} {} -- {inner}",
+            self.relay_exe.display(),
+            ARG,
+            args.encode()
+        ))
+    }
 }

@@ -89,3 +89,15 @@ impl KubeSettings {
         }
     }
 }
+
+/// `worker.kubernetes` as built: the settings the relay gets and the command each kind runs
+/// in its image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeWorker {
+    pub settings: KubeSettings,
+    /// `commands`: the command line a kind's image runs, by kind (`agent.command` for the
+    /// workflow's kind when absent).
+    pub commands: BTreeMap<String, String>,
+    /// This binary, which the relay runs as.
+    pub relay_exe: PathBuf,
+}
