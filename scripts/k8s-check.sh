@@ -18,7 +18,7 @@ PY=$(scripts/lib/packaging-venv.sh)
 
 echo "== kubernetes-validate --strict"
 "$(dirname "$PY")/kubernetes-validate" --strict --quiet \
-  examples/k8s/sortie.yaml examples/k8s/secret.example.yaml
+  examples/k8s/sortie.yaml examples/k8s/secret.example.yaml examples/k8s/agent-jobs-rbac.yaml
 echo "k8s check: schema valid (kubernetes-validate $("$(dirname "$PY")/kubernetes-validate" --version), strict)"
 "$PY" scripts/lib/k8s_check.py static examples/k8s "$IMAGE"
 

@@ -6,7 +6,7 @@
 //!
 //! 0. `build_info`, `child_env`, `clock`, `domain`, `log_field`, `mask`, `process_signal`
 //! 1. `http_client`, `sandbox`, `ssh`
-//! 2. `agent`, `prompt`, `scm`, `tracker`, `ui`, `workspace`
+//! 2. `agent`, `kube`, `prompt`, `scm`, `tracker`, `ui`, `workspace`
 //! 3. `pricing`, `registry`
 //! 4. `config`
 //! 5. `logging`, `notify`, `store`
@@ -24,6 +24,7 @@ pub mod config;
 pub mod domain;
 pub mod http;
 pub mod http_client;
+pub mod kube;
 pub mod log_field;
 pub mod logging;
 pub mod mask;

@@ -81,9 +81,20 @@ fn a_session_killed_with_sortie_counts_toward_the_session_budget_and_keeps_its_t
             .then_some(())
         },
     );
-    let served = d.state()["agent_totals"]["input_tokens"].as_u64().unwrap();
-    let scraped = metric(&d, "sortie_tokens_total{type=\"input\"}");
-    assert_eq!((served, scraped), (700, 700.0));
+    // The served and scraped totals follow the stored figures at the next publish.
+    let figures = |d: &Daemon| {
+        (
+            d.state()["agent_totals"]["input_tokens"]
+                .as_u64()
+                .unwrap_or(0),
+            metric(d, "sortie_tokens_total{type=\"input\"}"),
+        )
+    };
+    wait_for("the served figures", Duration::from_secs(30), || {
+        (figures(&d) == (700, 700.0)).then_some(())
+    });
+    let (served, _) = figures(&d);
+    assert_eq!(served, 700);
     // The keeper stops the agent once sortie is gone; whether it has yet is a race this test
     // does not depend on: the restart must count the session either way.
     d.kill9();

@@ -19,15 +19,18 @@ pub enum FailureClass {
     Unreachable,
     /// The account's quota or billing stops every request.
     QuotaOrBilling,
+    /// The image the agent runs in cannot be pulled (a session run as a Kubernetes Job).
+    ImageUnavailable,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 5] = [
+    pub const ALL: [FailureClass; 6] = [
         FailureClass::NotLoggedIn,
         FailureClass::UnsupportedToken,
         FailureClass::NoProvider,
         FailureClass::Unreachable,
         FailureClass::QuotaOrBilling,
+        FailureClass::ImageUnavailable,
     ];
 
     /// The stable snake_case code (stored with a hold, served as its `cause`).
@@ -38,6 +41,7 @@ impl FailureClass {
             FailureClass::NoProvider => "no_provider",
             FailureClass::Unreachable => "provider_unreachable",
             FailureClass::QuotaOrBilling => "quota_or_billing",
+            FailureClass::ImageUnavailable => "agent_image_unavailable",
         }
     }
 
@@ -57,6 +61,7 @@ impl FailureClass {
             FailureClass::QuotaOrBilling => {
                 "the agent's account is out of quota or has a billing problem"
             }
+            FailureClass::ImageUnavailable => "the agent's container image cannot be pulled",
         }
     }
 
@@ -74,6 +79,9 @@ impl FailureClass {
                 "check the network, DNS and proxy settings between this host and the model API"
             }
             FailureClass::QuotaOrBilling => "check the account's quota, plan and billing",
+            FailureClass::ImageUnavailable => {
+                "check worker.kubernetes.image (or images), that it exists, and the cluster's pull credentials"
+            }
         }
     }
 }
@@ -110,10 +118,16 @@ const QUOTA_WORDS: &[&str] = &[
     "payment required",
 ];
 
-/// The kind-neutral recogniser: network failure names and common quota/billing words, in any
-/// case, anywhere in `text`.
+/// What the Kubernetes relay says when a session's image cannot be pulled.
+const IMAGE_WORDS: &[&str] = &["agent image cannot be pulled"];
+
+/// The kind-neutral recogniser: an image that cannot be pulled, network failure names and
+/// common quota/billing words, in any case, anywhere in `text`.
 pub fn classify_common(text: &str) -> Option<FailureClass> {
     let t = text.to_ascii_lowercase();
+    if IMAGE_WORDS.iter().any(|w| t.contains(w)) {
+        return Some(FailureClass::ImageUnavailable);
+    }
     if UNREACHABLE_WORDS.iter().any(|w| t.contains(w)) {
         return Some(FailureClass::Unreachable);
     }

@@ -57,6 +57,7 @@ pub const CAPS: AdapterCaps = AdapterCaps {
     }),
     resumable: true,
     requires_command: false,
+    stdin_session: false,
 };
 
 /// This kind as the registry lists it; building parses the `mock:` block.

@@ -128,6 +128,9 @@ pub struct AdapterCaps {
     pub resumable: bool,
     /// The kind runs an external command (`agent.command`).
     pub requires_command: bool,
+    /// The kind talks to its agent over stdin for the whole session (JSON-RPC), so it cannot
+    /// run where only the agent's output comes back (a Kubernetes Job's log).
+    pub stdin_session: bool,
 }
 
 impl AdapterCaps {

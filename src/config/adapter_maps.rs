@@ -76,10 +76,10 @@ impl ServiceConfig {
         let a = &self.agent;
         AgentSettings {
             kind: kind.to_string(),
-            command: if kind == a.kind {
-                a.command.clone()
-            } else {
-                None
+            command: match &self.worker.kubernetes {
+                Some(k) => k.relay_command(kind, a.command.as_deref().filter(|_| kind == a.kind)),
+                None if kind == a.kind => a.command.clone(),
+                None => None,
             },
             turn_timeout_ms: a.turn_timeout_ms,
             read_timeout_ms: a.read_timeout_ms,

@@ -107,6 +107,12 @@ fn build_inner(
         warnings,
         &mut secret_values,
     )?;
+    super::kubernetes::attach(
+        &mut worker,
+        section("worker"),
+        (ctx, &db_path),
+        (&hooks, &agent, &dispatch),
+    )?;
     super::sandbox::add_default_hosts(
         &mut worker.sandbox,
         &[

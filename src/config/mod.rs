@@ -34,6 +34,7 @@ mod dotenv;
 mod env;
 mod error;
 mod host_capacity;
+pub mod kubernetes;
 pub mod label_capability;
 pub mod notifications;
 mod overrides;

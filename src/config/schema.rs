@@ -32,6 +32,8 @@ pub struct WorkerConfig {
     /// `worker.sandbox` (`config::sandbox`); the paths it hides are filled in once the
     /// database and workspace paths are known.
     pub sandbox: crate::sandbox::Sandbox,
+    /// `worker.kubernetes` (`config::kubernetes`): sessions run as Jobs through the relay.
+    pub kubernetes: Option<crate::kube::KubeWorker>,
 }
 
 impl WorkerConfig {

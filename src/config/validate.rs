@@ -79,6 +79,7 @@ const WORKER_KEYS: &[&str] = &[
     "ssh_strict_host_key_checking",
     "ssh_config_file",
     "sandbox",
+    "kubernetes",
 ];
 
 /// Known keys inside each typed section; anything else is reported as `unknown_key`.

@@ -61,6 +61,7 @@ pub(crate) fn build_worker(
         max_per_host: max_per_host(m, warnings),
         options,
         sandbox,
+        kubernetes: None,
     })
 }
 

@@ -13,6 +13,7 @@
 //! - [`fake_gitea`]: a fake Gitea REST API on the fake-server framework;
 //! - [`fake_github`]: a fake GitHub REST API on the fake-server framework;
 //! - [`fake_jira`]: a fake Jira Cloud REST API on the fake-server framework;
+//! - [`fake_kube`]: a fake Kubernetes API (Jobs, pods and their logs, Secrets) validating what it gets;
 //! - [`fake_linear`]: a fake Linear GraphQL API on the fake-server framework;
 //! - [`fake_server`]: a fake HTTP API with a fault queue and a request journal;
 //! - [`receiver`]: notification receivers (a Slack incoming webhook, a signed generic webhook);
@@ -30,6 +31,7 @@ pub mod fake_gitea;
 pub mod fake_github;
 pub mod fake_gitlab;
 pub mod fake_jira;
+pub mod fake_kube;
 pub mod fake_linear;
 pub mod fake_server;
 pub mod http;

@@ -41,6 +41,7 @@ pub const CAPS: AdapterCaps = AdapterCaps {
     }),
     resumable: true,
     requires_command: true,
+    stdin_session: true,
 };
 
 /// What the usual ACP agents need from sortie's environment besides the basics: Gemini CLI's

@@ -30,6 +30,7 @@ pub const CAPS: AdapterCaps = AdapterCaps {
     }),
     resumable: true,
     requires_command: true,
+    stdin_session: false,
 };
 const DEFAULT_COMMAND: &str = "claude";
 

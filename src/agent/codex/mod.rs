@@ -46,6 +46,7 @@ pub const CAPS: AdapterCaps = AdapterCaps {
     }),
     resumable: true,
     requires_command: true,
+    stdin_session: true,
 };
 
 /// What a Codex CLI needs from sortie's environment besides the basics: its OpenAI credentials

@@ -42,6 +42,7 @@ pub const CAPS: AdapterCaps = AdapterCaps {
     }),
     resumable: true,
     requires_command: true,
+    stdin_session: false,
 };
 /// Where the figure comes from on a turn whose stream carried no tokens and the export did.
 /// Only logged: a run's recorded provenance is the kind's static [`CAPS`] one, so such a turn

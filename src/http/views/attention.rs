@@ -215,7 +215,7 @@ pub struct AttentionEvidence {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_kind: Option<String>,
     /// A failure_held item's cause: a failure class (`not_logged_in`, `unsupported_token`,
-    /// `no_provider`, `provider_unreachable`, `quota_or_billing`) or the repeated error code.
+    /// `no_provider`, `provider_unreachable`, `quota_or_billing`, `agent_image_unavailable`) or the repeated error code.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
     /// A failure_held item's consecutive runs that ended with the cause.

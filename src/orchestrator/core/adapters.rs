@@ -43,7 +43,12 @@ pub fn workspace_manager(workflow: &Workflow) -> WorkspaceManager {
     WorkspaceManager::new(
         cfg.workspace.root.clone(),
         HookScripts {
-            after_create: cfg.hooks.after_create.clone(),
+            // With worker.kubernetes the hook prepares the pod's workspace (an init container).
+            after_create: cfg
+                .hooks
+                .after_create
+                .clone()
+                .filter(|_| cfg.worker.kubernetes.is_none()),
             before_run: cfg.hooks.before_run.clone(),
             after_run: cfg.hooks.after_run.clone(),
             before_remove: cfg.hooks.before_remove.clone(),

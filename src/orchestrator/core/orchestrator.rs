@@ -296,7 +296,31 @@ impl Orchestrator {
             Err(e) => log::warn!(error:% = e.to_string(); "warm start failed; starting empty"),
         }
         self.recover_interrupted_sessions();
+        self.delete_orphaned_jobs();
         self.sweep_terminal_workspaces();
+    }
+
+    /// With `worker.kubernetes`, deletes the Jobs an earlier process of this daemon left (a
+    /// SIGKILL gives its relays no chance to), before anything is dispatched. The calls carry
+    /// the client's deadline; a cluster that cannot be reached is logged and the start goes on.
+    fn delete_orphaned_jobs(&self) {
+        let Some(k) = &self.workflow.config.worker.kubernetes else {
+            return;
+        };
+        match crate::kube::relay::delete_orphans(&k.settings) {
+            Ok(names) if names.is_empty() => {}
+            Ok(names) => log::warn!(
+                namespace:% = k.settings.namespace,
+                jobs:% = names.join(","),
+                count:% = names.len();
+                "orphaned agent Jobs of an earlier process deleted"
+            ),
+            Err(e) => log::error!(
+                namespace:% = k.settings.namespace,
+                error:% = e.to_string();
+                "orphaned agent Jobs not listed or deleted"
+            ),
+        }
     }
 
     /// Sessions the previous process left running (recorded at open as `cancelled` runs with

@@ -443,11 +443,15 @@ fn run_session(
         remote: job.ssh_host.clone(),
         attempt: Some(job.attempt),
     };
-    params.mcp_config_path = match mcp_file::prepare(job.agent.as_ref(), &params, &mcp_context(job))
-    {
-        Ok(path) => path,
-        Err(e) => return error_exit(ErrorCode::Workspace, e.to_string(), true),
-    };
+    // The worker's MCP server runs beside the agent from this machine's files; an agent in a
+    // Kubernetes pod cannot start it, so it gets none.
+    if job.workflow.config.worker.kubernetes.is_none() {
+        params.mcp_config_path =
+            match mcp_file::prepare(job.agent.as_ref(), &params, &mcp_context(job)) {
+                Ok(path) => path,
+                Err(e) => return error_exit(ErrorCode::Workspace, e.to_string(), true),
+            };
+    }
     let wrote_mcp = params.mcp_config_path.is_some();
     let exit = run_started_session(job, p, params, workspace, hook_env);
     if wrote_mcp && let Err(e) = mcp_file::remove(workspace) {
