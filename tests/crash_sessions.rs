@@ -93,8 +93,8 @@ fn a_session_killed_with_sortie_counts_toward_the_session_budget_and_keeps_its_t
     wait_for("the served figures", Duration::from_secs(30), || {
         (figures(&d) == (700, 700.0)).then_some(())
     });
-    let (served, _) = figures(&d);
-    assert_eq!(served, 700);
+    let (served, scraped) = figures(&d);
+    assert_eq!((served, scraped), (700, 700.0));
     // The keeper stops the agent once sortie is gone; whether it has yet is a race this test
     // does not depend on: the restart must count the session either way.
     d.kill9();
