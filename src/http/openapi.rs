@@ -709,8 +709,8 @@ fn operator_message_path() -> Value {
         "requestBody": {"required": true, "content": {"application/json": {"schema": {
             "type": "object", "required": ["issue_identifier", "message"],
             "properties": {
-                "issue_identifier": {"type": "string", "minLength": 1},
-                "message": {"type": "string", "minLength": 1, "maxLength": 2000},
+                "issue_identifier": {"type": "string", "minLength": 1, "pattern": NOT_BLANK},
+                "message": {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": NOT_BLANK},
             }}}}},
         "responses": {
             "202": json_response("Taken; queued for the destinations that take operator messages (none when destinations is 0).", reply,
@@ -730,6 +730,9 @@ fn operator_message_path() -> Value {
         },
     }})
 }
+
+/// A string with a character other than ASCII white space (what the server trims).
+const NOT_BLANK: &str = "[^\\t\\n\\x0b\\f\\r ]";
 
 /// A stats range bound: empty (open), an RFC 3339 timestamp with an offset, a calendar date,
 /// or a positive Go duration (a zero one, or one reaching before year -9999, answers 400).

@@ -55,7 +55,14 @@ fn invalid(message: &str) -> Refusal {
 fn accept(state: &AppState, body: &[u8]) -> Result<JsonReply, Refusal> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|_| invalid("the body must be a JSON object with issue_identifier and message"))?;
-    let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::trim);
+    // Blank means ASCII white space only, the set the OpenAPI document's pattern names, so a
+    // value the document allows is never refused as missing.
+    let blank = |c: char| matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r');
+    let text = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .map(|s| s.trim_matches(blank))
+    };
     let identifier = text("issue_identifier")
         .filter(|s| !s.is_empty())
         .ok_or_else(|| invalid("issue_identifier is required (a string)"))?;
