@@ -385,9 +385,10 @@ fn on_an_ssh_worker_the_workspace_is_read_on_the_host() {
 #[test]
 fn the_withheld_count_survives_a_restart() {
     let p = project(Some("strict"), &[("1", "R-1")]);
-    // The third invocation waits (for a file nobody writes) until the shutdown stops it.
-    let count = p.path("invocations");
-    let gate = p.path("never");
+    // The third invocation waits (for a file nobody writes) until the shutdown stops it. Both
+    // files live in the markers directory, which a sandboxed agent may write too.
+    let count = p.path("markers/invocations");
+    let gate = p.path("markers/never");
     let wait_third = format!(
         "n=$(cat '{c}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{c}'; if [ $n -eq 3 ]; then while [ ! -e '{g}' ]; do sleep 0.05; done; fi",
         c = count.display(),
