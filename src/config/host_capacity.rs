@@ -44,8 +44,9 @@ pub struct Capacity {
 }
 
 impl HostLimits {
-    /// Reads the limits of this process and host.
-    pub fn read() -> HostLimits {
+    /// Reads the limits of this process and, with `kernel`, the host's free task slots (three
+    /// `/proc` files, read only when asked).
+    pub fn read(kernel: bool) -> HostLimits {
         use rustix::process::{Resource, getrlimit};
         let root = rustix::process::geteuid().is_root();
         HostLimits {
@@ -55,7 +56,7 @@ impl HostLimits {
             } else {
                 getrlimit(Resource::Nproc).current
             },
-            kernel_tasks: kernel_tasks_left(),
+            kernel_tasks: if kernel { kernel_tasks_left() } else { None },
         }
     }
 
@@ -132,10 +133,7 @@ impl ServiceConfig {
         if !runs_processes {
             return None;
         }
-        let mut limits = HostLimits::read();
-        if !at_load {
-            limits.kernel_tasks = None;
-        }
+        let limits = HostLimits::read(at_load);
         capacity_problem(u64::from(self.agent.max_concurrent_agents), &limits)
     }
 }

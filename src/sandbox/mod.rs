@@ -24,6 +24,7 @@ pub mod forward;
 mod home;
 mod probe;
 pub mod proxy;
+mod temp_dir;
 
 use std::path::{Path, PathBuf};
 

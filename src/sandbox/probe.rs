@@ -7,7 +7,6 @@
 //! process.
 
 use std::io::Read;
-use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -110,29 +109,13 @@ pub fn cached_problem(sb: &Sandbox) -> Option<SandboxError> {
 
 fn run_probe(sb: &Sandbox) -> Result<(), SandboxError> {
     let bwrap = super::find_bwrap().ok_or(SandboxError::NotInstalled)?;
-    let scratch = scratch_dir()?;
+    let scratch = super::temp_dir::private_temp_dir("sortie-sandbox-check")?;
     let result = probe_in(sb, &bwrap, &scratch);
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
 
 /// A fresh owner-only directory under the temporary directory, standing for a workspace.
-fn scratch_dir() -> Result<PathBuf, SandboxError> {
-    let mut r = [0u8; 8];
-    getrandom::fill(&mut r).map_err(|e| SandboxError::setup("random name", e))?;
-    let name = format!(
-        "sortie-sandbox-check-{}-{}",
-        std::process::id(),
-        r.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    );
-    let dir = std::env::temp_dir().join(name);
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .map_err(|e| SandboxError::io(&dir, e))?;
-    Ok(dir)
-}
-
 fn probe_in(sb: &Sandbox, bwrap: &Path, workspace: &Path) -> Result<(), SandboxError> {
     let mut cmd = super::wrap_command(sb, "true", &[], workspace, None)?;
     let mut child = cmd

@@ -15,7 +15,6 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
-use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -66,7 +65,7 @@ struct Shared {
 
 /// Starts a proxy for one sandboxed process; returns its socket's path.
 pub fn start(allow: Vec<HostPattern>, labels: Labels) -> Result<PathBuf, SandboxError> {
-    let dir = socket_dir()?;
+    let dir = super::temp_dir::private_temp_dir("sortie-proxy")?;
     let path = dir.join("proxy.sock");
     let listener = UnixListener::bind(&path)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
@@ -94,22 +93,6 @@ pub fn start(allow: Vec<HostPattern>, labels: Labels) -> Result<PathBuf, Sandbox
 }
 
 /// A fresh owner-only directory under the temporary directory.
-fn socket_dir() -> Result<PathBuf, SandboxError> {
-    let mut r = [0u8; 8];
-    getrandom::fill(&mut r).map_err(|e| SandboxError::setup("random name", e))?;
-    let name = format!(
-        "sortie-proxy-{}-{}",
-        std::process::id(),
-        r.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    );
-    let dir = std::env::temp_dir().join(name);
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .map_err(|e| SandboxError::io(&dir, e))?;
-    Ok(dir)
-}
-
 fn accept_loop(listener: &UnixListener, shared: &Arc<Shared>) {
     let started = Instant::now();
     loop {
