@@ -123,7 +123,7 @@ fn ingest_once(dir: &Path, messages: u64) -> Duration {
             "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\n\
              \x20 handoff_state: Review\nfile:\n  path: ./issues.json\npolling:\n  interval_ms: 60000\n\
              workspace:\n  root: {}\nagent:\n  kind: claude-code\n  command: {FAKE_AGENT}\n\
-             \x20 max_turns: 1\n---\nDo {{{{ .issue.identifier }}}}\n",
+             \x20 env: [FAKE_AGENT_*]\n  max_turns: 1\nclaude-code:\n  permission_mode: acceptEdits\n---\nDo {{{{ .issue.identifier }}}}\n",
             dir.join("ws").display()
         ),
     )

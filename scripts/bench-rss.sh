@@ -112,8 +112,11 @@ workspace:
 agent:
   kind: claude-code
   command: $FAKE
+  env: [FAKE_AGENT_*]
   max_turns: 1
   max_concurrent_agents: $N
+claude-code:
+  permission_mode: acceptEdits
 server:
   port: $PORT
 ---

@@ -37,7 +37,9 @@ FAKE="$PWD/$BIN/fake-agent"
 
 DIR="$(mktemp -d)"
 PID=""
+BARE_PIDS=""
 cleanup() {
+  for p in $BARE_PIDS; do pkill -TERM -P "$p" 2>/dev/null || true; kill -TERM "$p" 2>/dev/null || true; done
   if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
     kill -TERM "$PID" 2>/dev/null || true
     wait "$PID" 2>/dev/null || true
@@ -63,9 +65,12 @@ workspace:
 agent:
   kind: claude-code
   command: $FAKE
+  env: [FAKE_AGENT_*]
   max_turns: 1
   max_concurrent_agents: $RUNNING
   max_retry_backoff_ms: 86400000
+claude-code:
+  permission_mode: acceptEdits
 ---
 Work on {{ .issue.identifier }}.
 EOF
@@ -123,13 +128,27 @@ ETAG="$(curl -fsS -o /dev/null -D - "$URL/api/v1/state" | tr -d '\r' | sed -n 's
 GZSIZE="$(curl -fsS -H 'Accept-Encoding: gzip' "$URL/api/v1/state" | wc -c)"
 echo "state document: $SIZE bytes ($GZSIZE gzip), ETag $ETAG"
 
+# The floor for the same bytes: a bare server (benches/bare_http.rs) answering every request
+# with the identity document, and one with its gzip encoding, in one write each.
+curl -fsS "$URL/api/v1/state" -o "$DIR/state.json"
+curl -fsS -H 'Accept-Encoding: gzip' "$URL/api/v1/state" -o "$DIR/state.json.gz"
+cargo bench --bench bare_http --no-run --quiet 2>/dev/null
+BARE_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+BARE_GZ_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+cargo bench --bench bare_http --quiet -- "$BARE_PORT" "$DIR/state.json" >/dev/null 2>&1 &
+BARE_PIDS="$!"
+cargo bench --bench bare_http --quiet -- "$BARE_GZ_PORT" "$DIR/state.json.gz" gzip >/dev/null 2>&1 &
+BARE_PIDS="$BARE_PIDS $!"
+wait_for "http://127.0.0.1:$BARE_PORT/"
+wait_for "http://127.0.0.1:$BARE_GZ_PORT/"
+
 # 4. Load: wrk with CLIENTS keep-alive connections per route, ROUNDS rounds.
 THREADS=$((CLIENTS < 2 ? CLIENTS : 2))
-run_wrk() { # label path [header]
+run_wrk() { # label path [header] [base-url]
   local out
   local args=(-t"$THREADS" -c"$CLIENTS" -d"${SECONDS_PER_ROUTE}s" --latency)
   if [ -n "${3:-}" ]; then args+=(-H "$3"); fi
-  out="$(wrk "${args[@]}" "$URL$2")"
+  out="$(wrk "${args[@]}" "${4:-$URL}$2")"
   if grep -q "Non-2xx or 3xx responses" <<<"$out"; then
     echo "bench: $2 answered errors:" >&2
     echo "$out" >&2
@@ -142,6 +161,8 @@ for round in $(seq 1 "$ROUNDS"); do
   run_wrk "state $round" /api/v1/state
   run_wrk "state-gzip $round" /api/v1/state "Accept-Encoding: gzip"
   run_wrk "state-304 $round" /api/v1/state "If-None-Match: $ETAG"
+  run_wrk "bare $round" / "" "http://127.0.0.1:$BARE_PORT"
+  run_wrk "bare-gzip $round" / "" "http://127.0.0.1:$BARE_GZ_PORT"
 done
 
 python3 - "$DIR/wrk.txt" "$ROUNDS" <<'EOF'
@@ -149,7 +170,8 @@ import re, statistics, sys
 text, rounds = open(sys.argv[1]).read(), int(sys.argv[2])
 UNIT = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 PATHS = {"livez": "/livez", "state": "/api/v1/state", "state-gzip": "/api/v1/state (gzip)",
-         "state-304": "/api/v1/state (304)"}
+         "state-304": "/api/v1/state (304)", "bare": "bare write (identity)",
+         "bare-gzip": "bare write (gzip)"}
 
 def ms(v):
     m = re.fullmatch(r"([\d.]+)(us|ms|s)", v)
@@ -171,11 +193,15 @@ for i in range(rounds):
         rps, p50, p99 = rows[i]
         print(f"{PATHS[kind]:<22}{i + 1:>6}{rps:>11.0f}{p50:>9.2f}{p99:>9.2f}{rps / base:>8.3f}")
 for kind, rows in runs.items():
-    if kind == "livez":
+    if kind == "livez" or kind.startswith("bare"):
         continue
     ratios = [rows[i][0] / runs["livez"][i][0] for i in range(rounds)]
     p99s = [r[2] for r in rows]
     print(f"{PATHS[kind]}: throughput ratio to /livez min {min(ratios):.3f} median "
           f"{statistics.median(ratios):.3f}; p99 min {min(p99s):.2f} ms median "
           f"{statistics.median(p99s):.2f} ms")
+for kind, floor in (("state", "bare"), ("state-gzip", "bare-gzip")):
+    ratios = [runs[kind][i][0] / runs[floor][i][0] for i in range(rounds)]
+    print(f"{PATHS[kind]}: throughput ratio to a {PATHS[floor]} of the same bytes "
+          f"min {min(ratios):.3f} median {statistics.median(ratios):.3f}")
 EOF

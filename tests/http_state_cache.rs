@@ -188,3 +188,87 @@ fn the_real_binary_answers_a_matching_if_none_match_with_304() {
     assert_eq!(changed.json()["counts"]["running"], 2);
     assert_ne!(changed.header("ETag"), Some(etag.as_str()));
 }
+
+/// A document larger than the head-and-body single write (64 KiB) goes out as the head and then
+/// the body straight from the cached bytes: two answers on one keep-alive connection, each
+/// framed by its `Content-Length`, carry the whole document, and the gzip encoding too.
+#[test]
+fn a_large_document_is_framed_whole_on_a_keep_alive_connection() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let titled: Vec<Value> = (1..=4)
+        .map(|n| {
+            serde_json::json!({
+                "id": n.to_string(), "identifier": format!("L-{n}"),
+                "title": format!("{n}{}", "long title ".repeat(3_000)),
+                "state": "To Do", "priority": 1, "labels": [], "issue_type": "Bug",
+                "url": format!("https://tracker.example/L-{n}"),
+                "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            })
+        })
+        .collect();
+    let s = Setup::new(
+        &mock_workflow("  max_turns: 1\n", "  turn_delay_ms: 600000\n"),
+        &serde_json::to_string(&titled).unwrap_or_default(),
+    );
+    let d = s.start(&[]);
+    d.wait_state("four running sessions", T, |st| {
+        st["counts"]["running"] == 4
+    });
+
+    let stream = std::net::TcpStream::connect(("127.0.0.1", d.port))
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    stream
+        .set_read_timeout(Some(T))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut out = stream.try_clone().unwrap_or_else(|e| panic!("{e}"));
+    let mut reader = BufReader::new(stream);
+    let mut read_answer = |extra: &str| -> (Vec<(String, String)>, Vec<u8>) {
+        write!(
+            out,
+            "GET /api/v1/state HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\n"
+        )
+        .unwrap_or_else(|e| panic!("write: {e}"));
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            reader
+                .read_line(&mut line)
+                .unwrap_or_else(|e| panic!("read head: {e}"));
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(": ") {
+                headers.push((k.to_ascii_lowercase(), v.to_string()));
+            }
+        }
+        let len: usize = headers
+            .iter()
+            .find(|(k, _)| k == "content-length")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or_else(|| panic!("no Content-Length in {headers:?}"));
+        let mut body = vec![0u8; len];
+        reader
+            .read_exact(&mut body)
+            .unwrap_or_else(|e| panic!("read body of {len} bytes: {e}"));
+        (headers, body)
+    };
+    for _ in 0..2 {
+        let (_, body) = read_answer("");
+        assert!(body.len() > 64 * 1024, "document of {} bytes", body.len());
+        assert_eq!(json(&body)["counts"]["running"], 4);
+    }
+    let (headers, gz) = read_answer("Accept-Encoding: gzip\r\n");
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "content-encoding" && v == "gzip")
+    );
+    let mut unzipped = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut unzipped)
+        .unwrap_or_else(|e| panic!("gunzip: {e}"));
+    assert_eq!(json(&unzipped)["counts"]["running"], 4);
+    let (_, again) = read_answer("");
+    assert_eq!(json(&again)["counts"]["running"], 4);
+}

@@ -180,7 +180,8 @@ pub fn send_json(req: Request, reply: JsonReply, allow: Option<&str>) {
     send_text(req, reply.status, text, allow);
 }
 
-/// Sends JSON text as it is (no masking: for a route whose body is unmasked by design).
+/// Sends JSON text as it is (no masking: for a route whose body is unmasked by design), head
+/// and body in one write.
 pub fn send_text(req: Request, status: u16, text: String, allow: Option<&str>) {
     let mut resp = Response::from_string(text).with_status_code(status);
     for h in [
@@ -196,7 +197,7 @@ pub fn send_text(req: Request, status: u16, text: String, allow: Option<&str>) {
     if let Some(a) = allow.and_then(|a| header("Allow", a)) {
         resp.add_header(a);
     }
-    if let Err(e) = req.respond(resp) {
+    if let Err(e) = req.respond_buffered(resp) {
         log::debug!(error:% = e; "http response not delivered");
     }
 }
@@ -212,9 +213,11 @@ pub struct Tagged<'a> {
 /// Sends a shared document with its strong `ETag`, or `304 Not Modified` without a body when
 /// the client's copy is `fresh` (its `If-None-Match` named a tag of this document). `no-cache`
 /// lets a client keep the body and revalidate it; `Vary` because the encoding follows
-/// `Accept-Encoding`. The bytes go out with a `Content-Length` (no chunking) straight from the
-/// shared buffer: `io::copy` hands a byte slice to the socket in one write. tiny_http leaves
-/// the body out of an answer to HEAD itself.
+/// `Accept-Encoding`. The bytes go out with a `Content-Length` (no chunking), head and body in
+/// one write, a large body in one write of its own after the head, never copied
+/// (`respond_slice`: tiny_http's plain `respond` makes a system call for the head
+/// and one per 8 KiB of body, each waking the client). tiny_http leaves the body out of an
+/// answer to HEAD itself.
 pub fn send_tagged(req: Request, doc: Tagged<'_>, fresh: bool) {
     let mut headers: Vec<Header> = [
         header("Cache-Control", "no-cache"),
@@ -235,7 +238,7 @@ pub fn send_tagged(req: Request, doc: Tagged<'_>, fresh: bool) {
     let status = StatusCode(if fresh { 304 } else { 200 });
     let resp = Response::new(status, headers, body, Some(body.len()), None)
         .with_chunked_threshold(usize::MAX);
-    if let Err(e) = req.respond(resp) {
+    if let Err(e) = req.respond_slice(resp) {
         log::debug!(error:% = e; "http response not delivered");
     }
 }

@@ -518,6 +518,68 @@ impl Request {
         res
     }
 
+    /// Sends a response formatted whole in memory first (head and body), handed to the socket
+    /// in one write: for a body already in memory, one system call where [`Request::respond`]
+    /// makes one for the head and one per 8 KiB of body (each waking the client). Same
+    /// headers and framing as `respond`.
+    pub fn respond_buffered<R>(self, response: Response<R>) -> Result<(), IoError>
+    where
+        R: Read,
+    {
+        let mut bytes = Vec::with_capacity(response.data_length().unwrap_or(0) + 512);
+        self.send_formatted(response, &mut bytes, None)
+    }
+
+    /// Sends an answer whose body is a byte slice with no copy of a large body: a body up to
+    /// 64 KiB goes out with the head in one write, a larger one in one write of its own after
+    /// the head. The slice's length must be the response's data length (`Response::new` with
+    /// `Some(body.len())`), so the framing is `Content-Length`.
+    pub fn respond_slice(self, response: Response<&[u8]>) -> Result<(), IoError> {
+        const INLINE: usize = 64 * 1024;
+        let (head, body) = response.split_body();
+        let mut bytes = Vec::with_capacity(512 + if body.len() <= INLINE { body.len() } else { 0 });
+        let after = (body.len() > INLINE).then_some(body);
+        if after.is_none() {
+            let head = head.with_data(body, Some(body.len()));
+            return self.send_formatted(head, &mut bytes, None);
+        }
+        self.send_formatted(head.with_data(io::empty(), Some(body.len())), &mut bytes, after)
+    }
+
+    /// Formats `response` into `bytes` (without its body when `after` is given, which is
+    /// then written right after the head), writes them and flushes.
+    fn send_formatted<R: Read>(
+        mut self,
+        response: Response<R>,
+        bytes: &mut Vec<u8>,
+        after: Option<&[u8]>,
+    ) -> Result<(), IoError> {
+        let head_request = self.method == Method::Head;
+        let bodyless_status = matches!(response.status_code().0, 100..=199 | 204 | 304);
+        let res = response
+            .raw_print(
+                &mut *bytes,
+                self.http_version.clone(),
+                &self.headers,
+                head_request || after.is_some(),
+                None,
+            )
+            .and_then(|()| {
+                let mut writer = self.extract_writer_impl();
+                let body = after.filter(|_| !head_request && !bodyless_status);
+                Self::ignore_client_closing_errors(
+                    writer
+                        .write_all(bytes)
+                        .and_then(|()| body.map_or(Ok(()), |b| writer.write_all(b)))
+                        .and_then(|()| writer.flush()),
+                )
+            });
+        if let Some(sender) = self.notify_when_responded.take() {
+            sender.send(()).unwrap();
+        }
+        res
+    }
+
     fn respond_impl<R>(&mut self, response: Response<R>) -> Result<(), IoError>
     where
         R: Read,
