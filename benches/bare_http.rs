@@ -5,6 +5,9 @@
 //! left is the kernel's cost of moving the bytes. Not part of the test suite.
 //!
 //!   cargo bench --bench bare_http -- <port> <body-file> [gzip]
+//!
+//! `BARE_SEND_BUFFER=<bytes>` gives its sockets a fixed send buffer, as sortie's have (128 KiB),
+//! instead of the kernel's autotuned one.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -45,6 +48,11 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(size) = std::env::var("BARE_SEND_BUFFER").ok().and_then(|v| v.parse().ok()) {
+        if let Err(e) = rustix::net::sockopt::set_socket_send_buffer_size(&listener, size) {
+            eprintln!("bare_http: send buffer: {e}");
+        }
+    }
     for stream in listener.incoming().flatten() {
         let answer = Arc::clone(&answer);
         std::thread::spawn(move || serve(stream, &answer));
