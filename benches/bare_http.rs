@@ -48,10 +48,11 @@ fn main() {
             std::process::exit(2);
         }
     };
-    if let Some(size) = std::env::var("BARE_SEND_BUFFER").ok().and_then(|v| v.parse().ok()) {
-        if let Err(e) = rustix::net::sockopt::set_socket_send_buffer_size(&listener, size) {
-            eprintln!("bare_http: send buffer: {e}");
-        }
+    let send_buffer = std::env::var("BARE_SEND_BUFFER").ok();
+    if let Some(size) = send_buffer.and_then(|v| v.parse().ok())
+        && let Err(e) = rustix::net::sockopt::set_socket_send_buffer_size(&listener, size)
+    {
+        eprintln!("bare_http: send buffer: {e}");
     }
     for stream in listener.incoming().flatten() {
         let answer = Arc::clone(&answer);
