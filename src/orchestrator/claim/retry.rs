@@ -211,7 +211,7 @@ impl Orchestrator {
     /// current across them.
     fn fire_retries(&mut self, infos: Vec<RetryInfo>) {
         // A retry check evaluates the spend windows, as a poll tick does.
-        self.evaluate_spend_ceilings();
+        self.features_on_tick();
         let usage = self.usage_for_batch(infos.len());
         let ready: Vec<RetryInfo> = infos
             .into_iter()
@@ -255,11 +255,9 @@ impl Orchestrator {
                 blockers: Default::default(),
             }
         });
-        let mut input = self.pass_input();
         // The refused issue's own retry is due at the reset, so a retry honours a usage hold
         // only until then (no poll-interval grace).
-        input.agent_hold = self.agent_hold(0);
-        input.spend_hold = self.spend_hold();
+        let mut input = self.gated_pass_input(crate::orchestrator::core::feature::PassKind::Retry);
         for info in ready {
             let id = info.issue.id.clone();
             if !self.state.retries_firing.remove(&id) {
