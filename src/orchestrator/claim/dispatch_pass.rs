@@ -228,6 +228,39 @@ pub enum HoldReason {
     /// (`failure_holds::FailureHold`): `cause` is a failure class or a repeated error code,
     /// `runs` the consecutive runs that ended with it.
     FailureHeld { cause: String, runs: u32 },
+    /// A hold a feature words itself: a new hold of a feature is made in the feature's folder
+    /// with its word of the `HoldCode` vocabulary, and the pass, the API, `--dry-run` and the
+    /// retry path take it with no new arm.
+    Feature(FeatureHold),
+}
+
+/// Everything the daemon says and does about a feature's hold, decided by the feature.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeatureHold {
+    pub code: HoldCode,
+    /// The held row's sentences as the API serves them: the reason, what releases it, and the
+    /// long sentence.
+    pub reason_text: String,
+    pub release_text: String,
+    pub full_text: String,
+    /// What `sortie --dry-run` prints for it.
+    pub dry_run_text: String,
+    /// When the hold ends by itself, if it does (the API's `resets_at`).
+    pub resets_at_ms: Option<i64>,
+    /// What a due retry it stops does.
+    pub on_retry: OnRetry,
+}
+
+/// What a due retry a feature's hold stops does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnRetry {
+    /// The claim is released; the next poll tick lists the hold and dispatches once it ends.
+    Release,
+    /// The retry waits in the queue until `due_at_ms`, keeping its attempt.
+    WaitUntil {
+        reason: crate::domain::RescheduleReason,
+        due_at_ms: i64,
+    },
 }
 
 impl HoldReason {
@@ -248,6 +281,7 @@ impl HoldReason {
             HoldReason::ParkCommentsUnread => HoldCode::ParkCommentsUnread,
             HoldReason::SshHostsFull => HoldCode::SshHostsFull,
             HoldReason::FailureHeld { .. } => HoldCode::FailureHeld,
+            HoldReason::Feature(h) => h.code,
         }
     }
 }
@@ -765,6 +799,33 @@ mod tests {
         assert_eq!(d[1], Decision::Held(hold.clone()));
         assert_eq!(d[2], Decision::Skip(SkipReason::BudgetExhausted));
         assert_eq!(hold.code().as_str(), "daily_spend_ceiling");
+    }
+
+    #[test]
+    fn standing_gates_hold_in_their_declared_order_and_a_feature_hold_keeps_its_code() {
+        let v = vec![issue("1", None, ""), issue("2", None, "")];
+        let feature = HoldReason::Feature(FeatureHold {
+            code: HoldCode::StageHopUnconfirmed,
+            reason_text: String::new(),
+            release_text: String::new(),
+            full_text: String::new(),
+            dry_run_text: String::new(),
+            resets_at_ms: None,
+            on_retry: OnRetry::Release,
+        });
+        let mut inp = input(5);
+        inp.gates = vec![
+            Gate::Issues(BTreeMap::from([(
+                "2".to_string(),
+                HoldReason::ParkCommentsUnread,
+            )])),
+            Gate::Every(feature.clone()),
+        ];
+        let d = plan(&v, &inp, &mut unread);
+        assert_eq!(d[0], Decision::Held(feature.clone()));
+        assert_eq!(d[1], Decision::Held(HoldReason::ParkCommentsUnread));
+        assert_eq!(feature.code().as_str(), "stage_hop_unconfirmed");
+        assert_eq!(d[0].word(), "stage_hop_unconfirmed");
     }
 
     #[test]
