@@ -370,7 +370,6 @@ vocabulary! {
         StageHopUnconfirmed = "stage_hop_unconfirmed",
         ParkCommentsUnread = "park_comments_unread",
         FailureHeld = "failure_held",
-        ScratchHold = "scratch_hold",
     }
 }
 

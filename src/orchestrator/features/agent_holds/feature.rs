@@ -118,21 +118,6 @@ impl Feature for AgentHoldsFeature {
     /// The hold on the workflow's agent kind (and configured model): a poll tick's pass honours
     /// a usage hold one poll interval past its reset, a retry only until the reset.
     fn gate(&self, cx: &Cx<'_>, pass: PassKind) -> Option<Gate> {
-        if cx.workflow.config.agent.kind == "scratch" {
-            return Some(Gate::Every(
-                crate::orchestrator::claim::dispatch_pass::HoldReason::Feature(
-                    crate::orchestrator::claim::dispatch_pass::FeatureHold {
-                        code: crate::domain::HoldCode::ScratchHold,
-                        reason_text: "Scratch hold".into(),
-                        release_text: "Released never.".into(),
-                        full_text: "Scratch hold. A throwaway.".into(),
-                        dry_run_text: "scratch hold".into(),
-                        resets_at_ms: None,
-                        on_retry: crate::orchestrator::claim::dispatch_pass::OnRetry::Release,
-                    },
-                ),
-            ));
-        }
         let grace = match pass {
             PassKind::Tick => cx.poll_grace_ms(),
             PassKind::Retry => 0,
