@@ -351,8 +351,9 @@ vocabulary! {
 
 vocabulary! {
     /// Why a dispatch pass held an issue back: the API's `hold.reason`, the `reason` label of
-    /// `sortie_candidate_holds_total`. A new hold is one line here plus its variant of the
-    /// orchestrator's `HoldReason`; the metric label set and the OpenAPI enum follow from it.
+    /// `sortie_candidate_holds_total`. A new hold is one line here plus, for a converted
+    /// feature, the `FeatureHold` its gate returns (else a variant of the orchestrator's
+    /// `HoldReason`); the metric label set and the OpenAPI enum follow from it.
     HoldCode {
         BlockedBy = "blocked_by",
         BlockersUnresolved = "blockers_unresolved",

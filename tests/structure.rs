@@ -680,13 +680,7 @@ fn string_errors_only_where_still_known() {
 }
 
 /// Files whose production code still returns `Result<_, String>`.
-const KNOWN_STRING_ERRORS: &[&str] = &[
-    "orchestrator/core/run_record.rs",
-    "orchestrator/core/supervisor.rs",
-    "orchestrator/features/self_review/mod.rs",
-    "orchestrator/features/self_review/prompt.rs",
-    "orchestrator/features/self_review/verdict.rs",
-];
+const KNOWN_STRING_ERRORS: &[&str] = &[];
 
 #[test]
 fn the_scanner_reads_what_it_must() {

@@ -179,5 +179,6 @@ fn hold_text(reason: &HoldReason) -> String {
         HoldReason::FailureHeld { cause, runs } => {
             format!("held after {runs} failed run(s) with {cause}")
         }
+        HoldReason::Feature(h) => h.dry_run_text.clone(),
     }
 }

@@ -112,22 +112,8 @@ impl HoldView {
         let mut agent = AgentHoldFields::default();
         let (blockers, slot, words) = match reason {
             HoldReason::BlockedBy(bs) => {
-                let list = bs
-                    .iter()
-                    .map(|b| BlockerView {
-                        issue_id: b.id.clone(),
-                        issue_identifier: b.identifier.clone(),
-                        state: nonempty(&b.state),
-                    })
-                    .collect();
-                let names: Vec<BlockerWords<'_>> = bs
-                    .iter()
-                    .map(|b| BlockerWords {
-                        identifier: &b.identifier,
-                        state: &b.state,
-                    })
-                    .collect();
-                (Some(list), None, wording::blocked_by(&names))
+                let (list, words) = blocked_by(bs);
+                (Some(list), None, words)
             }
             HoldReason::AgentSlotsFull { scope, limit, .. } => {
                 let used = slots.used(scope);
@@ -187,6 +173,15 @@ impl HoldView {
             HoldReason::FailureHeld { cause, runs } => {
                 (None, None, wording::failure_held(cause, *runs))
             }
+            HoldReason::Feature(h) => {
+                agent.resets_at = h.resets_at_ms.map(ts);
+                let words = (
+                    h.reason_text.clone(),
+                    h.release_text.clone(),
+                    h.full_text.clone(),
+                );
+                (None, None, words)
+            }
         };
         let (reason_text, release_text, full) = words;
         let hold = HoldView {
@@ -203,6 +198,26 @@ impl HoldView {
         };
         (hold, full)
     }
+}
+
+/// A `blocked_by` hold's blockers and sentences.
+fn blocked_by(bs: &[crate::domain::BlockerRef]) -> (Vec<BlockerView>, (String, String, String)) {
+    let list = bs
+        .iter()
+        .map(|b| BlockerView {
+            issue_id: b.id.clone(),
+            issue_identifier: b.identifier.clone(),
+            state: nonempty(&b.state),
+        })
+        .collect();
+    let names: Vec<BlockerWords<'_>> = bs
+        .iter()
+        .map(|b| BlockerWords {
+            identifier: &b.identifier,
+            state: &b.state,
+        })
+        .collect();
+    (list, wording::blocked_by(&names))
 }
 
 /// The members of a hold on a whole agent kind.
@@ -223,5 +238,34 @@ impl HeldView {
             hold,
             status_text_full: full,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orchestrator::dispatch_pass::{FeatureHold, OnRetry};
+
+    #[test]
+    fn a_feature_hold_serves_its_own_code_words_and_reset() {
+        let hold = HoldReason::Feature(FeatureHold {
+            code: crate::domain::HoldCode::UsageLimit,
+            reason_text: "Reason".into(),
+            release_text: "Released later.".into(),
+            full_text: "Reason. More.".into(),
+            dry_run_text: "reason".into(),
+            resets_at_ms: Some(0),
+            on_retry: OnRetry::Release,
+        });
+        let slots = SlotUse::of(&Snapshot::default());
+        let (view, full) = HoldView::build(&hold, 0, &slots);
+        assert_eq!(view.reason.as_str(), "usage_limit");
+        assert_eq!(
+            (view.reason_text.as_str(), view.release_text.as_str()),
+            ("Reason", "Released later.")
+        );
+        assert_eq!(full, "Reason. More.");
+        assert_eq!(view.resets_at, Some(crate::clock::rfc3339_ms(0)));
+        assert!(view.blockers.is_none() && view.slot.is_none() && view.agent_kind.is_none());
     }
 }

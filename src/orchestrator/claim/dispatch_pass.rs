@@ -228,6 +228,39 @@ pub enum HoldReason {
     /// (`failure_holds::FailureHold`): `cause` is a failure class or a repeated error code,
     /// `runs` the consecutive runs that ended with it.
     FailureHeld { cause: String, runs: u32 },
+    /// A hold a feature words itself: a new hold of a feature is made in the feature's folder
+    /// with its word of the `HoldCode` vocabulary, and the pass, the API, `--dry-run` and the
+    /// retry path take it with no new arm.
+    Feature(FeatureHold),
+}
+
+/// Everything the daemon says and does about a feature's hold, decided by the feature.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeatureHold {
+    pub code: HoldCode,
+    /// The held row's sentences as the API serves them: the reason, what releases it, and the
+    /// long sentence.
+    pub reason_text: String,
+    pub release_text: String,
+    pub full_text: String,
+    /// What `sortie --dry-run` prints for it.
+    pub dry_run_text: String,
+    /// When the hold ends by itself, if it does (the API's `resets_at`).
+    pub resets_at_ms: Option<i64>,
+    /// What a due retry it stops does.
+    pub on_retry: OnRetry,
+}
+
+/// What a due retry a feature's hold stops does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnRetry {
+    /// The claim is released; the next poll tick lists the hold and dispatches once it ends.
+    Release,
+    /// The retry waits in the queue until `due_at_ms`, keeping its attempt.
+    WaitUntil {
+        reason: crate::domain::RescheduleReason,
+        due_at_ms: i64,
+    },
 }
 
 impl HoldReason {
@@ -248,6 +281,7 @@ impl HoldReason {
             HoldReason::ParkCommentsUnread => HoldCode::ParkCommentsUnread,
             HoldReason::SshHostsFull => HoldCode::SshHostsFull,
             HoldReason::FailureHeld { .. } => HoldCode::FailureHeld,
+            HoldReason::Feature(h) => h.code,
         }
     }
 }
@@ -278,6 +312,25 @@ impl SkipReason {
 impl std::fmt::Display for SkipReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// One standing gate's holds in a pass (a feature's, the failure breaker's, a stage hop's):
+/// on every candidate the earlier gates let through, or on some issues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    Every(HoldReason),
+    /// Issue id → its hold.
+    Issues(BTreeMap<String, HoldReason>),
+}
+
+impl Gate {
+    /// The hold this gate puts on the issue, if any.
+    pub fn hold(&self, issue_id: &str) -> Option<&HoldReason> {
+        match self {
+            Gate::Every(hold) => Some(hold),
+            Gate::Issues(holds) => holds.get(issue_id),
+        }
     }
 }
 
@@ -324,16 +377,10 @@ pub struct PassInput {
     pub workspace_locked: BTreeMap<String, Option<u32>>,
     /// Identifier → issue id of every claimed issue (one workspace directory per identifier).
     pub claimed_identifiers: BTreeMap<String, String>,
-    /// A hold on the workflow's agent kind (usage limit, failed login): it stops every
-    /// candidate the earlier gates let through. `None` for a dry run.
-    pub agent_hold: Option<HoldReason>,
-    /// A spend window that holds dispatch: it stops every candidate the earlier gates let
-    /// through, before any other hold. `None` for a dry run.
-    pub spend_hold: Option<HoldReason>,
-    /// Issues whose stage hop no read has confirmed yet (`stage_hop_unconfirmed`).
-    pub hop_unconfirmed: BTreeMap<String, HoldReason>,
-    /// Issues the failure breaker holds (`failure_held`).
-    pub failure_held: BTreeMap<String, HoldReason>,
+    /// The standing gates' holds, in the order their reasons win: the caller asks each gate
+    /// in its declared order (`features::Features`), and an issue takes the first hold it
+    /// meets. Empty for a dry run.
+    pub gates: Vec<Gate>,
     /// How many more sessions the SSH hosts take (`host_pool::HostPool::room`); `None` when
     /// sessions run here.
     pub ssh_room: Option<usize>,
@@ -371,10 +418,7 @@ impl PassInput {
             parked: live.parked,
             workspace_locked: BTreeMap::new(),
             claimed_identifiers: live.claimed_identifiers,
-            agent_hold: None,
-            spend_hold: None,
-            hop_unconfirmed: BTreeMap::new(),
-            failure_held: BTreeMap::new(),
+            gates: Vec::new(),
             ssh_room: None,
             active_states: cfg.tracker.active_states.clone(),
             terminal_states: cfg.tracker.terminal_states.clone(),
@@ -457,22 +501,9 @@ fn standing_gate(issue: &Issue, input: &PassInput) -> Option<Decision> {
     if input.budget_held.contains(&issue.id) {
         return Some(Decision::Skip(SkipReason::BudgetExhausted));
     }
-    // Only a person (or a reload) releases it: no other gate's reason matters.
-    if let Some(hold) = input.failure_held.get(&issue.id) {
-        return Some(Decision::Held(hold.clone()));
-    }
-    // A spend window holds every dispatch: a freed slot or host would not dispatch the
-    // issue, so its reason wins over every later one.
-    if let Some(hold) = &input.spend_hold {
-        return Some(Decision::Held(hold.clone()));
-    }
-    // The agent kind itself is held: a freed slot or a closed blocker would not dispatch
-    // the issue, so this reason wins over theirs.
-    if let Some(hold) = &input.agent_hold {
-        return Some(Decision::Held(hold.clone()));
-    }
-    // A stage hop not yet seen on the issue: its next stage waits for a confirming read.
-    if let Some(hold) = input.hop_unconfirmed.get(&issue.id) {
+    // The standing gates, in their declared order: a freed slot, host or closed blocker
+    // would not dispatch an issue one of them holds, so their reasons win over those.
+    if let Some(hold) = input.gates.iter().find_map(|g| g.hold(&issue.id)) {
         return Some(Decision::Held(hold.clone()));
     }
     // A session elsewhere holds the workspace: never a second one in it (takes no slot).
@@ -761,13 +792,40 @@ mod tests {
             window: crate::domain::SpendWindow::Daily,
             resets_at_ms: 5,
         };
-        inp.spend_hold = Some(hold.clone());
+        inp.gates = vec![Gate::Every(hold.clone())];
         v.push(issue("3", None, ""));
         let d = plan(&v, &inp, &mut unread);
         assert_eq!(d[0], Decision::Held(hold.clone()));
         assert_eq!(d[1], Decision::Held(hold.clone()));
         assert_eq!(d[2], Decision::Skip(SkipReason::BudgetExhausted));
         assert_eq!(hold.code().as_str(), "daily_spend_ceiling");
+    }
+
+    #[test]
+    fn standing_gates_hold_in_their_declared_order_and_a_feature_hold_keeps_its_code() {
+        let v = vec![issue("1", None, ""), issue("2", None, "")];
+        let feature = HoldReason::Feature(FeatureHold {
+            code: HoldCode::StageHopUnconfirmed,
+            reason_text: String::new(),
+            release_text: String::new(),
+            full_text: String::new(),
+            dry_run_text: String::new(),
+            resets_at_ms: None,
+            on_retry: OnRetry::Release,
+        });
+        let mut inp = input(5);
+        inp.gates = vec![
+            Gate::Issues(BTreeMap::from([(
+                "2".to_string(),
+                HoldReason::ParkCommentsUnread,
+            )])),
+            Gate::Every(feature.clone()),
+        ];
+        let d = plan(&v, &inp, &mut unread);
+        assert_eq!(d[0], Decision::Held(feature.clone()));
+        assert_eq!(d[1], Decision::Held(HoldReason::ParkCommentsUnread));
+        assert_eq!(feature.code().as_str(), "stage_hop_unconfirmed");
+        assert_eq!(d[0].word(), "stage_hop_unconfirmed");
     }
 
     #[test]

@@ -200,7 +200,7 @@ impl Orchestrator {
                     .or_default() += amount;
             }
             AgentEventKind::RateLimits { windows } => {
-                Arc::make_mut(&mut self.state.rate_limits).record(
+                self.features.agent_holds.record_rate_limits(
                     self.agent.kind(),
                     windows,
                     event.at_ms,

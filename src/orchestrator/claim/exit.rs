@@ -30,12 +30,7 @@ impl Orchestrator {
         let Some(mut entry) = self.state.running.remove(&issue_id) else {
             return;
         };
-        if let Some(host) = entry.facts.ssh_host.clone() {
-            self.host_session_ended(
-                &host,
-                crate::orchestrator::features::hosts::hooks::host_unreachable(&result.exit),
-            );
-        }
+        self.features_on_exit(&entry.facts, &result);
         if entry.facts.workspace_path.is_none() {
             entry.facts.workspace_path = result.workspace_path.clone();
         }
@@ -250,7 +245,7 @@ impl Orchestrator {
         );
         let host = self.host_named(entry.facts.ssh_host.as_deref());
         let path = entry.facts.workspace_path.clone();
-        self.state.hosts.unstick(&id);
+        self.features.hosts.pool.unstick(&id);
         let label = crate::orchestrator::core::io_pool::JobLabel::new(
             "workspace removal",
             identifier.clone(),

@@ -189,7 +189,9 @@ mod tests {
         );
         // A workspace that could not be read shows nothing, and says why.
         let unreadable = WorkspaceEvidence {
-            git: Err("git timed out".into()),
+            git: Err(crate::workspace::evidence::EvidenceError::Remote(
+                "git timed out".into(),
+            )),
             new_pr_record: false,
         };
         assert_eq!(

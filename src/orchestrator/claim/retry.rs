@@ -1,6 +1,7 @@
 //! The retry queue: scheduling with backoff, the timer path that fires due retries, and
 //! retry-now requests.
 
+use crate::orchestrator::claim::dispatch_pass::{FeatureHold, OnRetry};
 use crate::orchestrator::claim::retry_queue::RetryNowPutBack;
 use crate::orchestrator::claim::run_error::RetryError;
 use crate::orchestrator::core::orchestrator::*;
@@ -211,7 +212,7 @@ impl Orchestrator {
     /// current across them.
     fn fire_retries(&mut self, infos: Vec<RetryInfo>) {
         // A retry check evaluates the spend windows, as a poll tick does.
-        self.evaluate_spend_ceilings();
+        self.features_on_tick();
         let usage = self.usage_for_batch(infos.len());
         let ready: Vec<RetryInfo> = infos
             .into_iter()
@@ -255,11 +256,9 @@ impl Orchestrator {
                 blockers: Default::default(),
             }
         });
-        let mut input = self.pass_input();
         // The refused issue's own retry is due at the reset, so a retry honours a usage hold
         // only until then (no poll-interval grace).
-        input.agent_hold = self.agent_hold(0);
-        input.spend_hold = self.spend_hold();
+        let mut input = self.gated_pass_input(crate::orchestrator::core::feature::PassKind::Retry);
         for info in ready {
             let id = info.issue.id.clone();
             if !self.state.retries_firing.remove(&id) {
@@ -522,6 +521,15 @@ impl Orchestrator {
                 let due = self.spend_retry_due_ms(a, resets_at_ms);
                 self.reschedule_at(info, a, RescheduleReason::SpendCeiling, Some(due));
             }
+            Some(Decision::Held(HoldReason::Feature(FeatureHold {
+                on_retry: OnRetry::WaitUntil { reason, due_at_ms },
+                ..
+            }))) => {
+                // A feature's timed hold: the retry waits for its end.
+                input.note_queued(&id, &info.issue.identifier);
+                let a = info.attempt;
+                self.reschedule_at(info, a, reason, Some(due_at_ms));
+            }
             Some(Decision::Held(HoldReason::BlockedBy(_))) if info.reaction.is_some() => {
                 // An open blocking issue pauses a reaction's retry instead of dropping it.
                 input.note_queued(&id, &info.issue.identifier);
@@ -536,6 +544,10 @@ impl Orchestrator {
             | Some(Decision::Held(HoldReason::WorkspaceLocked { .. }))
             | Some(Decision::Held(HoldReason::AgentAuthFailed { .. }))
             | Some(Decision::Held(HoldReason::FailureHeld { .. }))
+            | Some(Decision::Held(HoldReason::Feature(FeatureHold {
+                on_retry: OnRetry::Release,
+                ..
+            })))
             | Some(Decision::Skip(_))
             | None => {
                 // Blocked, parked, its workspace locked elsewhere, its agent not logged in or

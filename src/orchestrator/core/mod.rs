@@ -3,6 +3,9 @@
 //! slow calls to.
 
 pub mod adapters;
+mod apply;
+pub mod effect;
+pub mod feature;
 pub(crate) mod io;
 mod io_calls;
 pub mod io_pool;

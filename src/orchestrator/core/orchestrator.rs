@@ -122,6 +122,8 @@ pub struct Orchestrator {
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
     pub(crate) prices: crate::pricing::PriceBoard,
     pub(crate) state: State,
+    /// The converted features, each with its slice of state (`features::Features`).
+    pub(crate) features: crate::orchestrator::features::Features,
     pub(crate) tx: Sender<OrchMsg>,
     pub(crate) rx: Receiver<OrchMsg>,
     pub(crate) published: Arc<RwLock<Arc<Snapshot>>>,
@@ -197,6 +199,7 @@ impl Orchestrator {
             store: deps.store,
             clock: deps.clock.clone(),
             state,
+            features: Default::default(),
             tx: tx.clone(),
             rx,
             published: published.clone(),
@@ -272,9 +275,7 @@ impl Orchestrator {
                 for a in ws.acks {
                     self.state.acks.insert(a.item_id.clone(), a);
                 }
-                for h in ws.usage_holds {
-                    self.state.agent_holds.note_usage_limit(h);
-                }
+                self.features.agent_holds.restore(ws.usage_holds);
                 for h in ws.failure_holds {
                     self.state.failure_held.insert(h.issue.id.clone(), h);
                 }
@@ -287,7 +288,7 @@ impl Orchestrator {
                     retries:% = self.state.retries.len(),
                     parked:% = self.state.parked.len(),
                     stage_hops:% = self.state.stage_hops.len(),
-                    usage_holds:% = self.state.agent_holds.usage.len(),
+                    usage_holds:% = self.features.agent_holds.usage_holds(),
                     failure_holds:% = self.state.failure_held.len(),
                     dispatches_total:% = self.state.totals.dispatches;
                     "warm start restored"
@@ -857,6 +858,10 @@ impl Orchestrator {
             self.draining.is_some(),
         )
         .price_running(&self.prices.current());
+        let now = self.clock.now_ms();
+        for feature in self.features.in_order() {
+            feature.snapshot(&mut snap, now);
+        }
         // `config.reactions` serves what the process applies, not what a reload says.
         snap.config.reactions = self.reaction_config();
         self.store_snapshot(snap);
@@ -871,8 +876,11 @@ impl Orchestrator {
             .map(|s| Arc::clone(&s))
             .unwrap_or_else(|p| Arc::clone(&p.into_inner()));
         self.state.revision += 1;
-        let snap = Snapshot::with_running(&prev, &self.state, self.clock.now_ms())
+        let mut snap = Snapshot::with_running(&prev, &self.state, self.clock.now_ms())
             .price_running(&self.prices.current());
+        for feature in self.features.in_order() {
+            feature.snapshot_running(&mut snap);
+        }
         self.store_snapshot(snap);
     }
 

@@ -335,31 +335,6 @@ pub fn park(store: &Store, p: &Park) {
     );
 }
 
-fn usage_hold_row(h: &UsageHold) -> crate::store::UsageHoldRow {
-    crate::store::UsageHoldRow {
-        agent_kind: h.agent_kind.clone(),
-        model_only: h.model_only,
-        model: h.model.clone().unwrap_or_default(),
-        resets_at_ms: h.resets_at_ms,
-        since_ms: h.since_ms,
-    }
-}
-
-/// Stores a usage hold, so a restart before the reset starts no session of the kind.
-pub fn save_usage_hold(store: &Store, h: &UsageHold) {
-    warn_on_err(
-        "save_usage_hold",
-        store.writer().upsert_usage_hold(usage_hold_row(h)),
-    );
-}
-
-pub fn delete_usage_hold(store: &Store, h: &UsageHold) {
-    warn_on_err(
-        "delete_usage_hold",
-        store.writer().delete_usage_hold(usage_hold_row(h)),
-    );
-}
-
 fn failure_hold_of(
     r: crate::store::FailureHoldRow,
 ) -> crate::orchestrator::claim::failure_holds::FailureHold {

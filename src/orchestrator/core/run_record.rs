@@ -6,7 +6,7 @@
 use crate::agent::status_file::DeclaredOutcome;
 use crate::agent::{AgentErrorKind, CancelReason};
 use crate::store::StoreError;
-use crate::workspace::evidence::Observed;
+use crate::workspace::evidence::{EvidenceError, Observed};
 
 /// Why an attempt failed: the agent's own error kind, or a step the supervisor runs
 /// around the agent. Its text starts the run's stored error (`code: message`).
@@ -157,7 +157,7 @@ impl std::error::Error for PersistError {}
 pub struct WorkspaceEvidence {
     /// What git showed, or why the workspace could not be read (git missing or failing, a
     /// timeout, the SSH host).
-    pub git: Result<Observed, String>,
+    pub git: Result<Observed, EvidenceError>,
     /// The run left a pull-request record other than the one the session started with.
     pub new_pr_record: bool,
 }

@@ -420,9 +420,9 @@ impl Snapshot {
             ),
             totals: served_totals(state),
             health: state.health.clone(),
-            rate_limits: Arc::clone(&state.rate_limits),
-            auth_holds: auth_holds(state),
-            spend_ceiling: state.spend.clone(),
+            rate_limits: Arc::default(),
+            auth_holds: Arc::default(),
+            spend_ceiling: None,
             outcomes: Arc::new(
                 state
                     .outcomes
@@ -438,7 +438,7 @@ impl Snapshot {
             config: ConfigView::from_workflow(workflow),
             running_costs: Arc::default(),
             has_rate_source: false,
-            ssh_hosts_out: Arc::new(state.hosts.out_of_service(now_ms)),
+            ssh_hosts_out: Arc::default(),
         }
     }
 
@@ -461,8 +461,8 @@ impl Snapshot {
             hop_counts: Arc::clone(&prev.hop_counts),
             totals: served_totals(state),
             health: prev.health.clone(),
-            rate_limits: Arc::clone(&state.rate_limits),
-            auth_holds: auth_holds(state),
+            rate_limits: Arc::clone(&prev.rate_limits),
+            auth_holds: Arc::clone(&prev.auth_holds),
             acks: Arc::clone(&prev.acks),
             spend_ceiling: prev.spend_ceiling.clone(),
             outcomes: Arc::clone(&prev.outcomes),
@@ -477,11 +477,6 @@ impl Snapshot {
             ssh_hosts_out: Arc::clone(&prev.ssh_hosts_out),
         }
     }
-}
-
-/// The login holds in force, by agent kind (few: one per kind at most).
-fn auth_holds(state: &State) -> Arc<Vec<crate::orchestrator::features::agent_holds::AuthHold>> {
-    Arc::new(state.agent_holds.auth.values().cloned().collect())
 }
 
 /// The running sessions' facts by identifier; each copy shares its event ring.

@@ -689,11 +689,6 @@ pub struct State {
     pub acks: BTreeMap<String, crate::store::AttentionAck>,
     /// Bumped on every published change (the SSE `change` revision).
     pub revision: u64,
-    /// Usage limits the agents reported; shared with published snapshots.
-    pub rate_limits:
-        std::sync::Arc<crate::orchestrator::features::agent_holds::rate_limits::RateLimits>,
-    /// Holds on a whole agent kind (usage limit, failed login).
-    pub agent_holds: crate::orchestrator::features::agent_holds::AgentHolds,
     /// Issues the failure breaker holds, by issue id.
     pub failure_held: BTreeMap<String, crate::orchestrator::claim::failure_holds::FailureHold>,
     /// The live stage passes last written to the database, by issue id.
@@ -702,9 +697,6 @@ pub struct State {
     pub failure_streaks: crate::orchestrator::claim::failure_holds::Streaks,
     /// Each issue's count of withheld handoffs in a row.
     pub handoff_absence: crate::orchestrator::claim::handoff_evidence::AbsenceStreaks,
-    /// The spend windows as of the latest poll tick or retry check; `None` while no spend
-    /// ceiling is set (or before the first evaluation).
-    pub spend: Option<crate::orchestrator::features::spend::ceiling::SpendCeilings>,
     /// Pending pull-request reactions by (issue id, kind).
     pub reactions: BTreeMap<
         (String, crate::domain::ReactionKind),
@@ -723,8 +715,6 @@ pub struct State {
         (String, crate::domain::ReactionKind),
         crate::orchestrator::features::reactions::RowMemory,
     >,
-    /// SSH host placement and health.
-    pub hosts: crate::orchestrator::features::hosts::pool::HostPool,
 }
 
 impl State {

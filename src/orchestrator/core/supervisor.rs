@@ -335,8 +335,7 @@ fn evidence_baseline(
         workspace,
         env,
         job.ssh_host.as_ref(),
-    )
-    .map_err(|e| e.to_string());
+    );
     if let Err(why) = &git {
         log::warn!(
             issue_id:% = job.issue.id,
@@ -351,7 +350,7 @@ fn evidence_baseline(
 
 /// What [`evidence_baseline`] read.
 struct EvidenceStart {
-    git: Result<crate::workspace::evidence::Baseline, String>,
+    git: Result<crate::workspace::evidence::Baseline, crate::workspace::evidence::EvidenceError>,
     pr_record: Option<crate::agent::pr_record::PrRecord>,
 }
 
@@ -370,7 +369,6 @@ fn evidence_after(
             job.ssh_host.as_ref(),
             &base,
         )
-        .map_err(|e| e.to_string())
     });
     let pr_record = crate::agent::pr_record::read_on(workspace, job.ssh_host.as_ref()).record;
     let new_pr_record = pr_record.is_some() && pr_record != start.pr_record;

@@ -54,7 +54,7 @@ impl Orchestrator {
                 self.template = Arc::new(template);
                 self.state.health.workflow.record(now, Ok(()));
                 if changed || written {
-                    self.lift_auth_holds_after_reload();
+                    self.features_on_reload();
                     self.release_failure_holds_after_reload();
                 }
                 true
@@ -183,10 +183,7 @@ impl Orchestrator {
     /// What the candidate read needs from `orch`: the pass input the blocker lists are read
     /// ahead for, the parks a listing may lift, and the stage hops a read must confirm.
     fn candidate_ask(&mut self) -> CandidateAsk {
-        let mut input = self.pass_input();
-        self.prune_agent_holds();
-        input.agent_hold = self.agent_hold(self.poll_grace_ms());
-        input.spend_hold = self.spend_hold();
+        let input = self.gated_pass_input(crate::orchestrator::core::feature::PassKind::Tick);
         let hops = self
             .state
             .stage_hops
@@ -286,7 +283,7 @@ impl Orchestrator {
         };
         // Budget holds, spend windows and park releases.
         self.rebuild_budget_holds(&candidates);
-        self.evaluate_spend_ceilings();
+        self.features_on_tick();
         self.release_parks(&candidates);
         self.release_failure_holds_of_inactive(&candidates);
         // The dispatch pass, unless the database cannot take writes or a budget read failed.
@@ -321,11 +318,13 @@ impl Orchestrator {
         mut comments: CommentReads,
         now: i64,
     ) -> usize {
-        let mut input = self.pass_input();
-        input.hop_unconfirmed = unconfirmed;
-        self.prune_agent_holds();
-        input.agent_hold = self.agent_hold(self.poll_grace_ms());
-        input.spend_hold = self.spend_hold();
+        let mut input = self.gated_pass_input(crate::orchestrator::core::feature::PassKind::Tick);
+        // A stage hop not yet seen on the issue: its next stage waits for a confirming read.
+        input
+            .gates
+            .push(crate::orchestrator::claim::dispatch_pass::Gate::Issues(
+                unconfirmed,
+            ));
         let workspaces = self.workspaces();
         // A workspace that does not exist has no lock: one listing of the root spares a probe
         // (a path resolution and an open) per candidate.
@@ -432,11 +431,18 @@ impl Orchestrator {
 
     pub(crate) fn pass_input(&self) -> PassInput {
         let mut input = self.pass_input_without_hosts();
-        input.ssh_room = self.state.hosts.room(
-            &self.workflow.config.worker,
-            &self.state.host_usage(),
-            self.clock.now_ms(),
-        );
+        input.ssh_room = self.features.hosts.room(&self.cx());
+        input
+    }
+
+    /// The pass input with every standing gate in its declared order: the failure breaker's
+    /// (from [`Orchestrator::pass_input`]), then the features' (`features::Features`).
+    pub(crate) fn gated_pass_input(
+        &self,
+        pass: crate::orchestrator::core::feature::PassKind,
+    ) -> PassInput {
+        let mut input = self.pass_input();
+        input.gates.extend(self.feature_gates(pass));
         input
     }
 
@@ -456,12 +462,16 @@ impl Orchestrator {
                 claimed_identifiers: self.state.claimed_identifiers(),
             },
         );
-        input.failure_held = self
-            .state
-            .failure_held
-            .iter()
-            .map(|(id, h)| (id.clone(), h.hold_reason()))
-            .collect();
+        // Only a person (or a reload) releases it: no other gate's reason matters.
+        input
+            .gates
+            .push(crate::orchestrator::claim::dispatch_pass::Gate::Issues(
+                self.state
+                    .failure_held
+                    .iter()
+                    .map(|(id, h)| (id.clone(), h.hold_reason()))
+                    .collect(),
+            ));
         input
     }
 

@@ -1,5 +1,7 @@
-//! The orchestrator's features, one folder each (ARCHITECTURE.md, "Where the orchestrator's
-//! features live"). Each owns its slice of scheduling state and the orchestrator's hooks for it.
+//! The orchestrator's features, one folder each (ARCHITECTURE.md, "The orchestrator's
+//! layout"). A converted feature owns its slice of scheduling state and implements
+//! `core::feature::Feature` in its `feature.rs`; the loop applies the effects it returns.
+//! `reactions`, `stages` and `self_review` still run as `impl Orchestrator` hooks.
 
 pub mod agent_holds;
 pub mod hosts;
@@ -7,3 +9,29 @@ pub mod reactions;
 pub mod self_review;
 pub mod spend;
 pub mod stages;
+
+use crate::orchestrator::core::feature::Feature;
+
+/// The converted features, owned by the loop.
+#[derive(Debug, Default)]
+pub struct Features {
+    pub spend: spend::feature::SpendFeature,
+    pub agent_holds: agent_holds::feature::AgentHoldsFeature,
+    pub hosts: hosts::feature::HostsFeature,
+}
+
+impl Features {
+    /// Every converted feature in its declared order: the order the dispatch pass asks their
+    /// gates in, so the order their hold reasons win. The failure breaker's gate (claim core)
+    /// comes before them, an unconfirmed stage hop's after them. A spend window holds every
+    /// dispatch, and an agent-kind hold every dispatch of the kind: a freed slot, host or
+    /// closed blocker would not dispatch the issue, so their reasons win over those.
+    pub fn in_order(&self) -> [&dyn Feature; 3] {
+        [&self.spend, &self.agent_holds, &self.hosts]
+    }
+
+    /// [`Features::in_order`], to call the methods that change a feature's state.
+    pub fn in_order_mut(&mut self) -> [&mut dyn Feature; 3] {
+        [&mut self.spend, &mut self.agent_holds, &mut self.hosts]
+    }
+}

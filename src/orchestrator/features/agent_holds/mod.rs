@@ -11,6 +11,7 @@
 //! - A login hold is not stored: it lifts on every successful workflow load, and a restart
 //!   loads the workflow, so a stored one would be lifted at once.
 
+pub mod feature;
 pub(crate) mod hooks;
 pub mod rate_limits;
 

@@ -1,21 +1,8 @@
 //! Placing a dispatch on an SSH host, and what a session's end says about its host
 //! (`hosts::pool`).
 
-use crate::orchestrator::core::msg::ErrorCode;
 use crate::orchestrator::core::orchestrator::*;
 use crate::ssh::SshHost;
-
-/// Whether a session's end says its host could not be reached: `ssh` itself failed (exit
-/// 255, the agent's `port_exit`) or the workspace could not be prepared there.
-pub(crate) fn host_unreachable(exit: &SupervisorExit) -> bool {
-    matches!(
-        exit,
-        SupervisorExit::Error {
-            code: ErrorCode::Agent(crate::agent::AgentErrorKind::PortExit) | ErrorCode::Workspace,
-            ..
-        }
-    )
-}
 
 /// Where a dispatch runs.
 pub(crate) enum Placement {
@@ -33,6 +20,7 @@ impl Orchestrator {
             return Placement::Here;
         }
         let usage = self.state.host_usage();
+        let pool = &mut self.features.hosts.pool;
         let store = &self.store;
         let last_host =
             || match persist::last_ssh_host(store, crate::store::IssueKey::Id, &issue.id) {
@@ -48,14 +36,12 @@ impl Orchestrator {
                 }
             };
         let now = self.clock.now_ms();
-        let picked = self
-            .state
-            .hosts
+        let picked = pool
             .pick(worker, &usage, &issue.id, last_host, now)
             .cloned();
         match picked {
             Some(h) => {
-                self.state.hosts.stick(&issue.id, h.name());
+                pool.stick(&issue.id, h.name());
                 Placement::Host(h)
             }
             None => Placement::NoRoom,
@@ -65,25 +51,6 @@ impl Orchestrator {
     /// The configured host of that name ([`host_named_in`]).
     pub(crate) fn host_named(&self, name: Option<&str>) -> Option<SshHost> {
         host_named_in(&self.workflow.config.worker, name)
-    }
-
-    /// A session on `host` ended: whether it reached the host feeds the host's health.
-    pub(crate) fn host_session_ended(&mut self, host: &str, unreachable: bool) {
-        if !unreachable {
-            self.state.hosts.record_reached(host);
-            return;
-        }
-        let now = self.clock.now_ms();
-        if let Some(until) = self.state.hosts.record_unreachable(host, now) {
-            log::warn!(
-                ssh_host:% = host,
-                until:% = crate::clock::rfc3339_ms(until),
-                failures_in_a_row:% = crate::orchestrator::features::hosts::pool::FAILURES_BEFORE_OUT;
-                "ssh host out of service"
-            );
-        } else {
-            log::warn!(ssh_host:% = host; "ssh host unreachable");
-        }
     }
 }
 

@@ -253,7 +253,7 @@ fn run_commands(input: &PhaseInput<'_>, host: &dyn ReviewHost) -> Vec<verify::Co
 }
 
 /// Fills the record's verdict members from the verdict file.
-fn judge(rec: &mut IterationRecord, verdict: &Result<verdict::Verdict, String>) {
+fn judge(rec: &mut IterationRecord, verdict: &Result<verdict::Verdict, verdict::VerdictError>) {
     let commands_passed = rec.verification.iter().all(verify::CommandResult::passed);
     let word = verdict.as_ref().ok().map(|v| v.word);
     rec.verdict = record::iteration_verdict(word, commands_passed);
@@ -263,7 +263,7 @@ fn judge(rec: &mut IterationRecord, verdict: &Result<verdict::Verdict, String>) 
             rec.summary = crate::mask::mask(&v.summary);
             rec.findings = v.findings.len();
         }
-        Err(reason) => rec.verdict_error = Some(crate::mask::mask(reason)),
+        Err(reason) => rec.verdict_error = Some(crate::mask::mask(&reason.to_string())),
     }
 }
 

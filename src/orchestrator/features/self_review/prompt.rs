@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::diff::Diff;
-use super::verdict::{Finding, Verdict};
+use super::verdict::{Finding, Verdict, VerdictError};
 use super::verify::CommandResult;
 use crate::agent::text::cut_chars;
 use crate::domain::Issue;
@@ -109,7 +109,11 @@ fn command_section(s: &mut String, c: &CommandResult) {
 }
 
 /// The fix turn: what the review found, or why it gave no verdict, and the failing commands.
-pub fn fix(verdict: &Result<Verdict, String>, commands: &[CommandResult], at: Position) -> String {
+pub fn fix(
+    verdict: &Result<Verdict, VerdictError>,
+    commands: &[CommandResult],
+    at: Position,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -252,11 +256,7 @@ mod tests {
             p.contains("two problems") && p.contains("assertion failed"),
             "{p}"
         );
-        let p = fix(
-            &Err("no .sortie/review_verdict.json was written".into()),
-            &[],
-            at,
-        );
+        let p = fix(&Err(VerdictError::NotWritten), &[], at);
         assert!(
             p.contains("no usable verdict (no .sortie/review_verdict.json"),
             "{p}"

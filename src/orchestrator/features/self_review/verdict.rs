@@ -54,36 +54,68 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
 }
 
+/// Why a review turn left no usable verdict. The text goes into the fix turn's prompt and
+/// (masked) into the iteration's `verdict_error`; the review is then judged by its commands
+/// alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerdictError {
+    /// No verdict file was written.
+    NotWritten,
+    /// The `.sortie` reader refused the file (a link, too large, unreadable).
+    Refused(crate::agent::path_error::PathError),
+    /// The content is not JSON; the parser's message.
+    NotJson(String),
+    NotObject,
+    NoVerdictMember,
+    VerdictNotString,
+    /// A verdict word other than `pass` or `iterate` (its first 40 chars).
+    Unrecognized(String),
+}
+
+impl std::fmt::Display for VerdictError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VerdictError::NotWritten => write!(f, "no .sortie/{VERDICT_FILE} was written"),
+            VerdictError::Refused(reason) => write!(f, "verdict file refused: {reason}"),
+            VerdictError::NotJson(e) => write!(f, "verdict file is not valid JSON: {e}"),
+            VerdictError::NotObject => f.write_str("verdict file is not a JSON object"),
+            VerdictError::NoVerdictMember => f.write_str("the verdict file has no verdict member"),
+            VerdictError::VerdictNotString => f.write_str("the verdict member is not a string"),
+            VerdictError::Unrecognized(word) => write!(
+                f,
+                "unrecognized verdict {word:?} (expected \"pass\" or \"iterate\")"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for VerdictError {}
+
 /// Reads the verdict the last review turn wrote; `Err` says why there is none.
-pub fn read(workspace: &Path) -> Result<Verdict, String> {
+pub fn read(workspace: &Path) -> Result<Verdict, VerdictError> {
     match sortie_file::read(workspace, VERDICT_FILE, MAX_VERDICT_BYTES) {
         Ok(Some(bytes)) => parse(&bytes),
-        Ok(None) => Err(format!("no .sortie/{VERDICT_FILE} was written")),
-        Err(reason) => Err(format!("verdict file refused: {reason}")),
+        Ok(None) => Err(VerdictError::NotWritten),
+        Err(reason) => Err(VerdictError::Refused(reason)),
     }
 }
 
 /// Parses verdict file content (pure). The verdict word is trimmed and case-folded; every
 /// other member is optional and bounded.
-pub fn parse(bytes: &[u8]) -> Result<Verdict, String> {
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| format!("verdict file is not valid JSON: {e}"))?;
+pub fn parse(bytes: &[u8]) -> Result<Verdict, VerdictError> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| VerdictError::NotJson(e.to_string()))?;
     let Value::Object(map) = value else {
-        return Err("verdict file is not a JSON object".into());
+        return Err(VerdictError::NotObject);
     };
     let word = match map.get("verdict") {
         Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
             "pass" => VerdictWord::Pass,
             "iterate" => VerdictWord::Iterate,
-            other => {
-                return Err(format!(
-                    "unrecognized verdict {:?} (expected \"pass\" or \"iterate\")",
-                    cut_chars(other, 40)
-                ));
-            }
+            other => return Err(VerdictError::Unrecognized(cut_chars(other, 40))),
         },
-        Some(_) => return Err("the verdict member is not a string".into()),
-        None => return Err("the verdict file has no verdict member".into()),
+        Some(_) => return Err(VerdictError::VerdictNotString),
+        None => return Err(VerdictError::NoVerdictMember),
     };
     let findings = match map.get("issues") {
         Some(Value::Array(items)) => items.iter().take(MAX_FINDINGS).map(finding).collect(),
@@ -159,7 +191,7 @@ mod tests {
                 "unrecognized verdict \"approve\"",
             ),
         ] {
-            let e = parse(body).err().unwrap_or_default();
+            let e = parse(body).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(e.contains(reason), "{e}");
         }
     }
@@ -181,12 +213,13 @@ mod tests {
     #[test]
     fn the_file_is_read_safely() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        assert!(read(d.path()).is_err_and(|e| e.contains("no .sortie/review_verdict.json")));
+        let read_text = |d: &Path| read(d).map_err(|e| e.to_string());
+        assert!(read_text(d.path()).is_err_and(|e| e.contains("no .sortie/review_verdict.json")));
         sortie_file::write(d.path(), VERDICT_FILE, br#"{"verdict": "pass"}"#)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(read(d.path()).map(|v| v.word), Ok(VerdictWord::Pass));
         let big = vec![b' '; MAX_VERDICT_BYTES as usize + 1];
         sortie_file::write(d.path(), VERDICT_FILE, &big).unwrap_or_else(|e| panic!("{e}"));
-        assert!(read(d.path()).is_err_and(|e| e.contains("refused")));
+        assert!(read_text(d.path()).is_err_and(|e| e.contains("refused")));
     }
 }

@@ -1,0 +1,109 @@
+//! The one place effects are applied. Features decide from a read-only [`Cx`] and return
+//! [`Effect`]s; the loop runs them here, in the order given.
+
+use crate::orchestrator::core::effect::{Effect, Write};
+use crate::orchestrator::core::feature::{Cx, ExitView, PassKind};
+use crate::orchestrator::core::orchestrator::*;
+use crate::orchestrator::features::Features;
+
+impl Orchestrator {
+    /// The read-only view features decide from.
+    pub(crate) fn cx(&self) -> Cx<'_> {
+        Cx {
+            now_ms: self.clock.now_ms(),
+            workflow: &self.workflow,
+            state: &self.state,
+            store: &self.store,
+            prices: &self.prices,
+        }
+    }
+
+    /// Runs `f` over the features with a read-only view of the rest of the loop, then
+    /// applies the effects it returns.
+    pub(crate) fn with_features(&mut self, f: impl FnOnce(&mut Features, &Cx<'_>) -> Vec<Effect>) {
+        let cx = Cx {
+            now_ms: self.clock.now_ms(),
+            workflow: &self.workflow,
+            state: &self.state,
+            store: &self.store,
+            prices: &self.prices,
+        };
+        let effects = f(&mut self.features, &cx);
+        self.apply(effects);
+    }
+
+    /// Applies effects in order.
+    pub(crate) fn apply(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Write(w) => self.write(w),
+                Effect::ReadFailed(e) => {
+                    let now = self.clock.now_ms();
+                    self.state.health.budget_read_failure = Some(e.clone());
+                    self.state.health.database.record(now, Err(e));
+                }
+            }
+        }
+    }
+
+    fn write(&self, w: Write) {
+        let writer = self.store.writer();
+        let (op, queued) = match w {
+            Write::SaveUsageHold(row) => ("save_usage_hold", writer.upsert_usage_hold(row)),
+            Write::DeleteUsageHold(row) => ("delete_usage_hold", writer.delete_usage_hold(row)),
+        };
+        if let Err(e) = queued {
+            log::error!(op:% = op, error:% = e.to_string(); "database write failed");
+        }
+    }
+
+    /// Every feature's `on_tick`, before a dispatch decision (a poll tick's pass, a due
+    /// retry's check).
+    pub(crate) fn features_on_tick(&mut self) {
+        self.with_features(|f, cx| {
+            f.in_order_mut()
+                .into_iter()
+                .flat_map(|feature| feature.on_tick(cx))
+                .collect()
+        });
+    }
+
+    /// Every feature's `on_exit`, for a session that ended (before its run is recorded).
+    pub(crate) fn features_on_exit(
+        &mut self,
+        facts: &crate::orchestrator::core::state::RunFacts,
+        result: &SupervisorResult,
+    ) {
+        let exit = ExitView { facts, result };
+        self.with_features(|f, cx| {
+            f.in_order_mut()
+                .into_iter()
+                .flat_map(|feature| feature.on_exit(&exit, cx))
+                .collect()
+        });
+    }
+
+    /// Every feature's `on_reload`, after the workflow loaded with a change or its file was
+    /// written.
+    pub(crate) fn features_on_reload(&mut self) {
+        self.with_features(|f, cx| {
+            f.in_order_mut()
+                .into_iter()
+                .flat_map(|feature| feature.on_reload(cx))
+                .collect()
+        });
+    }
+
+    /// The features' gates for a pass, in their declared order.
+    pub(crate) fn feature_gates(
+        &self,
+        pass: PassKind,
+    ) -> Vec<crate::orchestrator::claim::dispatch_pass::Gate> {
+        let cx = self.cx();
+        self.features
+            .in_order()
+            .into_iter()
+            .filter_map(|feature| feature.gate(&cx, pass))
+            .collect()
+    }
+}

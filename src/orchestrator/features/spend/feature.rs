@@ -1,0 +1,115 @@
+//! Spend ceilings as a feature: it owns the latest evaluation of the spend windows. Each poll
+//! tick and each retry check evaluates them (`on_tick`, pure rules in `spend::ceiling`), and
+//! while a window holds, its gate holds every candidate: no new agent session starts, running
+//! sessions go on. The evaluation reaches the snapshot.
+
+use crate::orchestrator::claim::dispatch_pass::Gate;
+use crate::orchestrator::core::effect::Effect;
+use crate::orchestrator::core::feature::{Cx, Feature, PassKind};
+use crate::orchestrator::core::snapshot::Snapshot;
+use crate::orchestrator::features::spend::ceiling::{
+    self as spend_ceiling, Ceilings, LiveSpend, SpendCeilings,
+};
+use crate::orchestrator::features::spend::session_cost::session_price;
+use crate::pricing::CostStatus;
+
+/// The spend feature's slice of state.
+#[derive(Debug, Default)]
+pub struct SpendFeature {
+    /// The spend windows as of the latest poll tick or retry check; `None` while no spend
+    /// ceiling is set (or before the first evaluation).
+    ceilings: Option<SpendCeilings>,
+}
+
+impl Feature for SpendFeature {
+    /// The hold the latest evaluation puts on every dispatch.
+    fn gate(&self, _cx: &Cx<'_>, _pass: PassKind) -> Option<Gate> {
+        self.ceilings
+            .as_ref()
+            .and_then(SpendCeilings::hold)
+            .map(Gate::Every)
+    }
+
+    /// Evaluates the spend windows now. A failed read keeps the previous evaluation and fails
+    /// closed: the database check fails with the error, so nothing is dispatched until a read
+    /// succeeds.
+    fn on_tick(&mut self, cx: &Cx<'_>) -> Vec<Effect> {
+        let ceilings = Ceilings::from_config(&cx.workflow.config.agent);
+        let live = if ceilings.any() {
+            live_spend(cx)
+        } else {
+            LiveSpend::default()
+        };
+        let evaluated =
+            spend_ceiling::evaluate(ceilings, cx.now_ms, live, self.ceilings.as_ref(), |s, e| {
+                crate::orchestrator::core::persist::window_spend(cx.store, s, e)
+            });
+        match evaluated {
+            Ok(next) => {
+                log_spend_changes(self.ceilings.as_ref(), next.as_ref());
+                self.ceilings = next;
+                Vec::new()
+            }
+            Err(e) => {
+                log::error!(
+                    error:% = e;
+                    "spend window read failed; keeping the previous evaluation, dispatching nothing"
+                );
+                vec![Effect::ReadFailed(e)]
+            }
+        }
+    }
+
+    fn snapshot(&self, snap: &mut Snapshot, _now_ms: i64) {
+        snap.spend_ceiling = self.ceilings.clone();
+    }
+}
+
+/// The live estimate of every session running now (and of those whose run record has not
+/// committed yet), priced under the rates in force.
+fn live_spend(cx: &Cx<'_>) -> LiveSpend {
+    let book = cx.prices.current();
+    let kind = &cx.workflow.config.agent.kind;
+    let sessions = cx
+        .state
+        .running
+        .values()
+        .map(|e| &e.facts)
+        .chain(cx.state.awaiting_record.values().map(|a| &a.entry.facts));
+    let mut live = LiveSpend::default();
+    for facts in sessions {
+        let price = session_price(facts, kind, &book);
+        live.usd += price.cost_usd.unwrap_or(0.0);
+        live.complete &= price.status == CostStatus::Estimated;
+    }
+    live
+}
+
+/// Logs a window that began or stopped holding dispatch (not every evaluation).
+fn log_spend_changes(before: Option<&SpendCeilings>, after: Option<&SpendCeilings>) {
+    let holding = |s: Option<&SpendCeilings>, w| {
+        s.and_then(|s| s.of(w))
+            .filter(|w| w.holds_dispatch)
+            .map(|w| (w.start_ms, w.budget_usd))
+    };
+    for &window in crate::domain::SpendWindow::ALL {
+        let (was, is) = (holding(before, window), holding(after, window));
+        if was == is {
+            continue;
+        }
+        match after
+            .and_then(|s| s.of(window))
+            .filter(|w| w.holds_dispatch)
+        {
+            Some(w) => log::warn!(
+                window:% = window,
+                used_usd:% = format!("{:.4}", w.used_usd),
+                used_usd_complete:% = w.used_usd_complete,
+                budget_usd:% = w.budget_usd,
+                resets_at:% = crate::clock::rfc3339_ms(w.resets_at_ms);
+                "spend ceiling reached, holding every dispatch"
+            ),
+            None => log::info!(window:% = window; "spend ceiling hold lifted"),
+        }
+    }
+}
