@@ -6,7 +6,9 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use serde_json::Value;
+use serde_json::{Value, json};
+
+use super::{FAKE_AGENT, Project};
 
 pub const TOKEN: &str = "fake-kube-token-7f3a";
 
@@ -117,4 +119,133 @@ impl Drop for FakeKube {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A file-tracker workflow whose sessions run as Jobs on `kube` (the fake agent as the
+/// image's command); `extra_kube` is more of the `worker.kubernetes` block, indented.
+pub fn workflow(p: &Project, kube: &FakeKube, extra_kube: &str) {
+    let wf = format!(
+        r#"---
+tracker:
+  kind: file
+  active_states: [To Do, In Progress]
+  terminal_states: [Done, Cancelled]
+  handoff_state: Review
+file:
+  path: ./issues.json
+polling:
+  interval_ms: 200
+workspace:
+  root: {root}
+agent:
+  kind: claude-code
+  command: {agent}
+  max_turns: 1
+  stall_timeout_ms: 60000
+  env: [{{FAKE_AGENT_SCENARIO: {scenario}}}]
+worker:
+  kubernetes:
+    kubeconfig: {kubeconfig}
+    namespace: agents
+    image: registry.example/agents/claude:1
+    daemon_label: test-daemon
+    pending_timeout_ms: 5000
+    resources:
+      requests: {{cpu: 500m, memory: 1Gi}}
+      limits: {{memory: 2Gi}}
+{extra_kube}server:
+  port: {port}
+---
+Work on {{{{ .issue.identifier }}}}: {{{{ .issue.title }}}}
+"#,
+        root = p.path("ws").display(),
+        agent = FAKE_AGENT,
+        scenario = p.path("scenarios/default.jsonl").display(),
+        kubeconfig = kube.kubeconfig().display(),
+        port = p.port(),
+    );
+    p.write("WORKFLOW.md", &wf);
+}
+
+/// One issue, K-1 (id 101), ready for dispatch.
+pub fn one_issue(p: &Project) {
+    p.issues(json!([
+        {"id": "101", "identifier": "K-1", "title": "Runs as a Job", "state": "To Do", "priority": 1}
+    ]));
+}
+
+/// The Jobs the fake API server holds now.
+pub fn jobs(kube: &FakeKube) -> Vec<Value> {
+    kube.state()["jobs"]
+        .as_object()
+        .map(|m| m.values().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// No object sortie created was refused, and every request is one the example Role allows.
+pub fn assert_all_valid(kube: &FakeKube) {
+    let invalid = &kube.state()["invalid"];
+    assert_eq!(
+        invalid,
+        &json!([]),
+        "objects the API would refuse: {invalid:#}"
+    );
+    assert_rbac_covers(kube);
+}
+
+/// `(group, resource, verb)` of an API request as RBAC sees it.
+fn rbac_of(r: &Value) -> Option<(String, String, String)> {
+    let path = r["path"].as_str()?;
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, rest) = match *parts.first()? {
+        "api" => ("", &parts[2..]),
+        "apis" => (parts[1], &parts[3..]),
+        _ => return None,
+    };
+    // namespaces/<ns>/<resource>[/<name>[/<sub>]]
+    let resource = match rest.get(4) {
+        Some(sub) => format!("{}/{sub}", rest[2]),
+        None => rest.get(2)?.to_string(),
+    };
+    let named = rest.len() > 3;
+    let verb = match (r["method"].as_str()?, named) {
+        ("POST", _) => "create",
+        ("DELETE", _) => "delete",
+        ("GET", true) => "get",
+        ("GET", false) => "list",
+        _ => return None,
+    };
+    Some((group.to_string(), resource, verb.to_string()))
+}
+
+/// Every request sortie made is allowed by the Role of `examples/k8s/agent-jobs-rbac.yaml`.
+pub fn assert_rbac_covers(kube: &FakeKube) {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/k8s/agent-jobs-rbac.yaml"),
+    )
+    .unwrap();
+    let role = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+        .find(|d| d["kind"] == "Role")
+        .expect("a Role");
+    let allowed = |(g, res, verb): &(String, String, String)| {
+        role["rules"].as_array().unwrap().iter().any(|rule| {
+            let has = |k: &str, v: &str| rule[k].as_array().unwrap().iter().any(|x| x == v);
+            has("apiGroups", g) && has("resources", res) && has("verbs", verb)
+        })
+    };
+    for r in kube.state()["requests"].as_array().unwrap() {
+        if r["path"].as_str().unwrap().starts_with("/_fake") {
+            continue;
+        }
+        let need = rbac_of(r).unwrap_or_else(|| panic!("an API request: {r}"));
+        assert!(allowed(&need), "the Role does not allow {need:?} ({r})");
+    }
+}
+
+/// How many stored agent events carry `text`.
+pub fn events_with(p: &Project, text: &str) -> i64 {
+    p.db_i64(&format!(
+        "SELECT COUNT(*) FROM agent_events WHERE payload LIKE '%{text}%'"
+    ))
 }

@@ -11,7 +11,12 @@ The pod lifecycle is simulated by running the Job's container here: its command 
 a local process with the environment its secretKeyRef entries name, its Secret volume written
 to a directory and its mount paths replaced by local directories; its stdout and stderr become
 the pod log. An image whose name contains "pull-fails" never pulls (ErrImagePull, then
-ImagePullBackOff); one containing "unschedulable" is never scheduled.
+ImagePullBackOff); one containing "unschedulable" is never scheduled. Once the container has
+written two lines, an image containing "oom-killed" has it killed for memory (OOMKilled, exit
+137), one containing "evicted" has its pod evicted by the kubelet (phase Failed, reason Evicted),
+and one containing "past-deadline" has its Job stopped by the Job controller as past its
+activeDeadlineSeconds (conditions FailureTarget then Failed with reason DeadlineExceeded, the pod
+deleted), each reported the way the API server reports it.
 
 Usage: server.py TOKEN WORKDIR   (prints the port on its first line)
 Test hooks: GET /_fake/state, POST /_fake/config {"drop_log_after": N} (the next log stream
@@ -236,8 +241,13 @@ def run_pod(job_name, pod_name, workdir):
         status["conditions"] = [{"type": "PodScheduled", "status": "True"}]
         status["containerStatuses"] = [{"name": c["name"], "image": c["image"], "imageID": "x", "ready": True,
                                         "restartCount": 0, "state": {"running": {"startedAt": now_text()[:19] + "Z"}}}]
+    fault = next((f for f in FAULTS if f in c["image"]), None)
+    seen = 0
     for raw in proc.stdout:
         append_log(pod_name, raw.decode("utf-8", "replace").rstrip("\n"))
+        seen += 1
+        if fault is not None and seen == 2:
+            return inject_fault(fault, job_name, pod_name, proc)
     code = proc.wait()
     with LOCK:
         status["phase"] = "Succeeded" if code == 0 else "Failed"
@@ -247,6 +257,55 @@ def run_pod(job_name, pod_name, workdir):
         if job_name in STATE["jobs"]:
             set_job_condition(job, "Complete" if code == 0 else "Failed",
                               "" if code == 0 else "BackoffLimitExceeded")
+        LOCK.notify_all()
+
+
+FAULTS = ("oom-killed", "evicted", "past-deadline")
+BACKOFF_LIMIT = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+
+
+def inject_fault(fault, job_name, pod_name, proc):
+    """Ends a running pod the way the kubelet or the Job controller would for `fault`."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    stamp = now_text()[:19] + "Z"
+    with LOCK:
+        job = STATE["jobs"].get(job_name)
+        pod = STATE["pods"].get(pod_name)
+        if job is None or pod is None:
+            return
+        status = pod["status"]
+        cstatus = status["containerStatuses"][0]
+        cstatus["ready"] = False
+        job["status"].update({"active": 0, "failed": 1})
+        if fault == "oom-killed":
+            status["phase"] = "Failed"
+            cstatus["state"] = {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                                               "startedAt": stamp, "finishedAt": stamp}}
+            set_job_condition(job, "FailureTarget", *BACKOFF_LIMIT)
+            set_job_condition(job, "Failed", *BACKOFF_LIMIT)
+        elif fault == "evicted":
+            status["phase"] = "Failed"
+            status["reason"] = "Evicted"
+            status["message"] = ("The node was low on resource: memory. Threshold quantity: 100Mi, available: 61Mi. "
+                                 "Container agent was using 1853Mi, request is 1Gi, has larger consumption of memory. ")
+            status.setdefault("conditions", []).append(
+                {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+                 "message": "The node was low on resource: memory.", "lastTransitionTime": stamp})
+            cstatus["state"] = {"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+                                               "message": "The container could not be located when the pod was terminated",
+                                               "startedAt": stamp, "finishedAt": stamp}}
+            set_job_condition(job, "FailureTarget", *BACKOFF_LIMIT)
+            set_job_condition(job, "Failed", *BACKOFF_LIMIT)
+        else:
+            deadline = ("DeadlineExceeded", "Job was active longer than specified deadline")
+            set_job_condition(job, "FailureTarget", *deadline)
+            set_job_condition(job, "Failed", *deadline)
+            STATE["pods"].pop(pod_name, None)
+        STATE["procs"].pop(job_name, None)
         LOCK.notify_all()
 
 
