@@ -90,6 +90,18 @@ fn each_problem_is_an_error_naming_its_field() {
         "positive",
     );
     refused(
+        "dispatch:\n  rules:\n    - {name: big, match: {labels: [big]}, claude-code: {kubernetes: {image: ''}}}\n",
+        "",
+        "dispatch.rules[0].claude-code.kubernetes.image",
+        "image reference",
+    );
+    refused(
+        "dispatch:\n  rules:\n    - {name: big, match: {labels: [big]}, claude-code: {kubernetes: {image: a, pull: always}}}\n",
+        "",
+        "dispatch.rules[0].claude-code.kubernetes.pull",
+        "unknown key",
+    );
+    refused(
         "  ssh_hosts: [build1]\n",
         "",
         "worker.kubernetes",
@@ -145,4 +157,32 @@ fn a_kind_that_needs_a_stdin_session_cannot_run_as_a_job() {
         "{stderr}"
     );
     assert!(stderr.contains("over stdin"), "{stderr}");
+}
+
+#[test]
+fn a_rule_image_needs_jobs() {
+    let p = Project::new();
+    p.issues(serde_json::json!([]));
+    p.fake_agent_workflow(
+        "",
+        "dispatch:\n  rules:\n    - {name: big, match: {labels: [big]}, claude-code: {kubernetes: {image: x/y:1}}}\n",
+    );
+    let (code, stderr) = validate(&p);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("dispatch.rules[0].claude-code.kubernetes"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no worker.kubernetes"), "{stderr}");
+}
+
+#[test]
+fn a_rule_image_passes_with_jobs_and_is_no_unknown_key() {
+    let p = project(
+        "dispatch:\n  rules:\n    - {name: big, match: {labels: [big]}, claude-code: {kubernetes: {image: x/y:1}}}\n",
+        "",
+    );
+    let (code, stderr) = validate(&p);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("unknown"), "{stderr}");
 }

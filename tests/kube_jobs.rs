@@ -426,3 +426,55 @@ fn the_relays_command_line_carries_no_secret() {
     );
     drop(d);
 }
+
+/// A dispatch rule's settings block names the image of its Jobs (`kubernetes.image`); the
+/// issues it does not route keep the kind's image, and the adapter never sees the key.
+#[test]
+fn a_dispatch_rule_runs_its_jobs_from_its_own_image() {
+    let kube = FakeKube::start();
+    let p = Project::new();
+    p.issues(json!([
+        {"id": "101", "identifier": "K-1", "title": "Big", "state": "To Do", "priority": 1, "labels": ["big"]},
+        {"id": "102", "identifier": "K-2", "title": "Small", "state": "To Do", "priority": 2}
+    ]));
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    workflow(
+        &p,
+        &kube,
+        "dispatch:\n  rules:\n    - name: big\n      match: {labels: [big]}\n      claude-code: {kubernetes: {image: registry.example/agents/claude-big:2}}\n",
+    );
+    let d = p.start();
+    d.wait_until("both handed off", T, || {
+        p.issue_state("101") == "Review" && p.issue_state("102") == "Review"
+    });
+    let image_of = |issue: &str| {
+        jobs(&kube)
+            .into_iter()
+            .find(|j| j["metadata"]["labels"]["sortie.dev/issue"] == issue)
+            .map(|j| j["spec"]["template"]["spec"]["containers"][0]["image"].clone())
+    };
+    assert_eq!(
+        image_of("101").unwrap(),
+        "registry.example/agents/claude-big:2"
+    );
+    assert_eq!(image_of("102").unwrap(), "registry.example/agents/claude:1");
+    assert!(
+        !jobs(&kube)
+            .iter()
+            .any(|j| j.to_string().contains("\"kubernetes\"")),
+        "the key stays out of the agent's command line"
+    );
+    assert!(
+        !d.log_text().contains("unknown_key"),
+        "the key is known: {}",
+        d.log_text()
+    );
+    assert_all_valid(&kube);
+    drop(d);
+}

@@ -32,6 +32,9 @@ const KEYS: &[&str] = &[
     "daemon_label",
     "run_as_user",
 ];
+/// The key of a dispatch rule's settings block that names the image of the rule's Jobs
+/// (`<kind>: {kubernetes: {image: …}}`).
+pub const RULE_SETTINGS_KEY: &str = "kubernetes";
 /// Where a pod's service account files are.
 const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -62,6 +65,7 @@ pub(crate) fn attach(
         &super::dispatch::DispatchConfig,
     ),
 ) -> Result<(), ConfigError> {
+    check_rule_images(dispatch, &agent.kind, section)?;
     let inputs = KubeInputs {
         home: ctx.home,
         env: ctx.env,
@@ -87,6 +91,84 @@ pub(crate) fn attach(
         &agent.kind,
         agent.command.as_deref(),
     )
+}
+
+/// The image a dispatch rule names for its Jobs of `kind` (`None`: the kind's image).
+pub fn rule_image(
+    dispatch: &super::dispatch::DispatchConfig,
+    kind: &str,
+    rule_name: &str,
+    workflow_kind: &str,
+) -> Option<String> {
+    let rule = dispatch
+        .rule(rule_name)
+        .filter(|r| dispatch.rule_kind(r, workflow_kind) == kind)?;
+    rule.settings
+        .as_ref()?
+        .get(RULE_SETTINGS_KEY)?
+        .get("image")?
+        .as_str()
+        .map(|s| s.trim().to_string())
+}
+
+/// Each rule's `<kind>.kubernetes`: a map whose only key is `image`, a non-empty string, and
+/// only where sessions run as Jobs.
+fn check_rule_images(
+    dispatch: &super::dispatch::DispatchConfig,
+    workflow_kind: &str,
+    worker: &Map<String, Value>,
+) -> Result<(), ConfigError> {
+    let kube_on = worker.get("kubernetes").is_some_and(|v| !v.is_null());
+    for (i, rule) in dispatch.rules.iter().enumerate() {
+        let kind = dispatch.rule_kind(rule, workflow_kind);
+        let Some(v) = rule
+            .settings
+            .as_ref()
+            .and_then(|s| s.get(RULE_SETTINGS_KEY))
+        else {
+            continue;
+        };
+        if v.is_null() {
+            continue;
+        }
+        let field = format!("dispatch.rules[{i}].{kind}.{RULE_SETTINGS_KEY}");
+        if !kube_on {
+            return Err(ConfigError::field(
+                field,
+                "names the image of the rule's Kubernetes Jobs, but sessions do not run as Jobs (no worker.kubernetes)",
+            ));
+        }
+        let Value::Object(m) = v else {
+            return Err(ConfigError::field(
+                field,
+                format!("expected a map, got {}", type_name(v)),
+            ));
+        };
+        if let Some(k) = m.keys().find(|k| k.as_str() != "image") {
+            return Err(ConfigError::field(
+                format!("{field}.{k}"),
+                "unknown key (known: image)",
+            ));
+        }
+        match m.get("image") {
+            Some(Value::String(s)) if image_ok(s.trim()) => {}
+            other => {
+                return Err(ConfigError::field(
+                    format!("{field}.image"),
+                    format!(
+                        "expected an image reference (e.g. ghcr.io/acme/agent:1), got {}",
+                        other.map_or("nothing".to_string(), |v| v.to_string())
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An image reference as a container's `image` takes it: non-empty, no white space.
+fn image_ok(s: &str) -> bool {
+    !s.is_empty() && !s.contains(char::is_whitespace)
 }
 
 /// The block, or `None` when absent.

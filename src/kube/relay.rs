@@ -280,7 +280,13 @@ pub fn delete_orphans(settings: &KubeSettings) -> Result<Vec<String>, KubeError>
 
 impl super::settings::KubeWorker {
     /// The `agent.command` a session of `kind` runs here: the relay, then the image's command.
-    pub fn relay_command(&self, kind: &str, workflow_command: Option<&str>) -> Option<String> {
+    /// `image` is a dispatch rule's own image for its sessions; `None` takes the kind's.
+    pub fn relay_command(
+        &self,
+        kind: &str,
+        image: Option<&str>,
+        workflow_command: Option<&str>,
+    ) -> Option<String> {
         let inner = self
             .commands
             .get(kind)
@@ -289,7 +295,9 @@ impl super::settings::KubeWorker {
         let args = RelayArgs {
             settings: self.settings.clone(),
             kind: kind.to_string(),
-            image: self.settings.image_for(kind),
+            image: image
+                .map(str::to_string)
+                .unwrap_or_else(|| self.settings.image_for(kind)),
         };
         Some(format!(
             "{} {} {} -- {inner}",
