@@ -49,7 +49,7 @@ fn refused(kube_yaml: &str, agent_yaml: &str, field: &str, words: &str) {
 #[test]
 fn a_usable_block_passes() {
     let p = project(
-        "    namespace: agents\n    resources: {requests: {cpu: 500m, memory: 1Gi}, limits: {memory: 2Gi}}\n    max_jobs_per_namespace: 8\n",
+        "    namespace: agents\n    resources: {requests: {cpu: 500m, memory: 1Gi}, limits: {memory: 2Gi}}\n    max_jobs_per_namespace: 8\n    workspace: pvc\n    pvc: {size: 20Gi, storage_class: fast-ssd}\n",
         "",
     );
     let (code, stderr) = validate(&p);
@@ -72,10 +72,28 @@ fn each_problem_is_an_error_naming_its_field() {
         "DNS label",
     );
     refused(
-        "    workspace: pvc\n",
+        "    workspace: volume\n",
         "",
         "worker.kubernetes.workspace",
-        "not supported yet",
+        "expected emptydir or pvc",
+    );
+    refused(
+        "    workspace: pvc\n    pvc: {size: lots}\n",
+        "",
+        "worker.kubernetes.pvc.size",
+        "quantity",
+    );
+    refused(
+        "    workspace: pvc\n    pvc: {storage_class: Fast_SSD}\n",
+        "",
+        "worker.kubernetes.pvc.storage_class",
+        "storage class name",
+    );
+    refused(
+        "    pvc: {size: 1Gi}\n",
+        "",
+        "worker.kubernetes.pvc",
+        "only with workspace: pvc",
     );
     refused(
         "    resources: {limits: {memory: lots}}\n",

@@ -97,6 +97,16 @@ impl FakeKube {
         );
     }
 
+    /// A deleted Job stays, marked, with its pod running, for `ms` before it goes (the pod's
+    /// termination grace under foreground deletion).
+    pub fn deletion_grace_ms(&self, ms: u64) {
+        self.call(
+            "POST",
+            "/_fake/config",
+            Some(&serde_json::json!({"deletion_grace_ms": ms})),
+        );
+    }
+
     /// Stores a Job as an earlier sortie process would have left it.
     pub fn seed_job(&self, job: &Value) {
         self.call("POST", "/_fake/job", Some(job));

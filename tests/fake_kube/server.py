@@ -1,7 +1,7 @@
 """A fake Kubernetes API server for sortie's tests (worker.kubernetes).
 
-Serves the batch/v1 Jobs and core/v1 Pods, pod logs (follow, timestamps, sinceTime) and Secrets
-of the upstream OpenAPI descriptions, list by label selector, and delete with a propagation
+Serves the batch/v1 Jobs and core/v1 Pods, pod logs (follow, timestamps, sinceTime), Secrets and
+PersistentVolumeClaims of the upstream OpenAPI descriptions, list by label selector, and delete with a propagation
 policy. Every object a client creates is validated with kubernetes-validate (strict, the pinned
 schema version) plus the name, label and key rules the real API server enforces; an object the
 real API would refuse is answered 422 and recorded under /_fake/state "invalid", which the tests
@@ -18,9 +18,16 @@ and one containing "past-deadline" has its Job stopped by the Job controller as 
 activeDeadlineSeconds (conditions FailureTarget then Failed with reason DeadlineExceeded, the pod
 deleted), each reported the way the API server reports it.
 
+A claim's volume is the directory WORKDIR/claims/<name> (a mount's subPath below it), kept while
+the claim exists; a pod whose claim does not exist is not scheduled. Deleting a claim a running
+pod still mounts marks it (deletionTimestamp, the kubernetes.io/pvc-protection finalizer) and
+removes it once no such pod is left, as the API server does, and records its name under
+"claims_deleted_in_use", which the tests assert empty.
+
 Usage: server.py TOKEN WORKDIR   (prints the port on its first line)
 Test hooks: GET /_fake/state, POST /_fake/config {"drop_log_after": N} (the next log stream
-closes after N lines, once).
+closes after N lines, once), {"deletion_grace_ms": N} (a deleted Job stays, marked, with its
+pod running, for N ms).
 """
 
 import datetime
@@ -50,11 +57,14 @@ STATE = {
     "jobs": {},
     "pods": {},
     "secrets": {},
+    "pvcs": {},
+    "claims_deleted_in_use": [],
     "log": {},  # pod name -> [(timestamp text, line)]
     "procs": {},  # job name -> Popen
     "requests": [],
     "invalid": [],
     "drop_log_after": None,
+    "deletion_grace_ms": 0,
 }
 
 
@@ -157,6 +167,10 @@ def run_pod(job_name, pod_name, workdir):
     if job is None or pod is None:
         return
     spec = pod["spec"]
+
+    def claim_dir(name):
+        return os.path.join(workdir, "claims", name)
+
     c = spec["containers"][0]
     status = pod["status"]
     if "unschedulable" in c["image"]:
@@ -173,6 +187,14 @@ def run_pod(job_name, pod_name, workdir):
                                           "message": 'failed to pull image "%s": not found' % c["image"]}}}]
             time.sleep(0.2)
         return
+    missing = [v["persistentVolumeClaim"]["claimName"] for v in spec.get("volumes", [])
+               if "persistentVolumeClaim" in v]
+    with LOCK:
+        missing = [c for c in missing if c not in STATE["pvcs"]]
+        if missing:
+            status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                     "message": 'persistentvolumeclaim "%s" not found' % missing[0]}]
+            return
     secret_name = None
     for v in spec.get("volumes", []):
         if "secret" in v:
@@ -195,9 +217,12 @@ def run_pod(job_name, pod_name, workdir):
         """The container's argv, cwd and env with its mounts made local directories."""
         mounts = {}
         for m in ctr.get("volumeMounts", []):
-            local_dir = os.path.join(base, m["name"])
-            os.makedirs(local_dir, exist_ok=True)
             vol = next(v for v in spec["volumes"] if v["name"] == m["name"])
+            if "persistentVolumeClaim" in vol:
+                local_dir = os.path.join(claim_dir(vol["persistentVolumeClaim"]["claimName"]), m.get("subPath", ""))
+            else:
+                local_dir = os.path.join(base, m["name"])
+            os.makedirs(local_dir, exist_ok=True)
             if "secret" in vol:
                 for item in vol["secret"].get("items", []):
                     with open(os.path.join(local_dir, item["path"]), "w") as f:
@@ -257,6 +282,7 @@ def run_pod(job_name, pod_name, workdir):
         if job_name in STATE["jobs"]:
             set_job_condition(job, "Complete" if code == 0 else "Failed",
                               "" if code == 0 else "BackoffLimitExceeded")
+        finalize_claims()
         LOCK.notify_all()
 
 
@@ -309,6 +335,60 @@ def inject_fault(fault, job_name, pod_name, proc):
         LOCK.notify_all()
 
 
+def claim_in_use(name):
+    """Whether a pod that has not ended mounts the claim `name` (LOCK held)."""
+    for pod in STATE["pods"].values():
+        if pod["status"].get("phase") in ("Succeeded", "Failed"):
+            continue
+        for v in pod["spec"].get("volumes", []):
+            if (v.get("persistentVolumeClaim") or {}).get("claimName") == name:
+                return True
+    return False
+
+
+def finalize_claims():
+    """Removes the claims marked for deletion that no pod uses any more (LOCK held)."""
+    for name in [n for n, c in STATE["pvcs"].items()
+                 if c["metadata"].get("deletionTimestamp") and not claim_in_use(n)]:
+        STATE["pvcs"].pop(name)
+
+
+def delete_claim(name):
+    with LOCK:
+        claim = STATE["pvcs"].get(name)
+        if claim is None:
+            return None
+        if claim_in_use(name):
+            STATE["claims_deleted_in_use"].append(name)
+            claim["metadata"]["deletionTimestamp"] = now_text()[:19] + "Z"
+            claim["metadata"]["finalizers"] = ["kubernetes.io/pvc-protection"]
+        else:
+            STATE["pvcs"].pop(name)
+        return claim
+
+
+def delete_job_gracefully(name, policy):
+    """Foreground deletion as the API server does it: the Job is marked (deletionTimestamp,
+    the foregroundDeletion finalizer) and stays, its pod running out its termination grace,
+    until the grace (`deletion_grace_ms`) has passed; then it goes with what it owns."""
+    with LOCK:
+        grace = STATE["deletion_grace_ms"]
+        job = STATE["jobs"].get(name)
+        if job is None:
+            return False
+        if grace <= 0:
+            marked = None
+        else:
+            marked = job["metadata"].get("deletionTimestamp")
+            job["metadata"]["deletionTimestamp"] = marked or now_text()[:19] + "Z"
+            job["metadata"]["finalizers"] = ["foregroundDeletion"]
+    if grace <= 0:
+        return delete_job(name, policy)
+    if marked is None:
+        threading.Timer(grace / 1000.0, delete_job, args=(name, policy)).start()
+    return True
+
+
 def delete_job(name, policy):
     with LOCK:
         job = STATE["jobs"].pop(name, None)
@@ -321,6 +401,7 @@ def delete_job(name, policy):
         for sname in [s for s, o in STATE["secrets"].items()
                       if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])]:
             STATE["secrets"].pop(sname)
+        finalize_claims()
         LOCK.notify_all()
     if proc is not None and proc.poll() is None:
         try:
@@ -365,7 +446,7 @@ class Handler(BaseHTTPRequestHandler):
         if len(p) < 3 or p[0] != "namespaces":
             return self.status(404, "NotFound", "no route")
         ns, res, rest = p[1], p[2], p[3:]
-        store = {"jobs": "jobs", "pods": "pods", "secrets": "secrets"}.get(res)
+        store = {"jobs": "jobs", "pods": "pods", "secrets": "secrets", "persistentvolumeclaims": "pvcs"}.get(res)
         if store is None:
             return self.status(404, "NotFound", "unknown resource " + res)
         if method == "POST" and not rest:
@@ -385,9 +466,14 @@ class Handler(BaseHTTPRequestHandler):
             if obj is None:
                 return self.status(404, "NotFound", '%s "%s" not found' % (res, name))
             return self.send_json(200, obj)
+        if method == "DELETE" and store == "pvcs":
+            claim = delete_claim(name)
+            if claim is None:
+                return self.status(404, "NotFound", 'persistentvolumeclaims "%s" not found' % name)
+            return self.send_json(200, claim)
         if method == "DELETE" and store == "jobs":
             policy = q.get("propagationPolicy")
-            if not delete_job(name, policy):
+            if not delete_job_gracefully(name, policy):
                 return self.status(404, "NotFound", 'jobs.batch "%s" not found' % name)
             return self.send_json(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
         return self.status(405, "MethodNotAllowed", method)
@@ -399,7 +485,7 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             return self.status(400, "BadRequest", "body is not JSON")
         problems = validate(obj)
-        want_kind = {"jobs": "Job", "secrets": "Secret", "pods": "Pod"}[store]
+        want_kind = {"jobs": "Job", "secrets": "Secret", "pods": "Pod", "pvcs": "PersistentVolumeClaim"}[store]
         if obj.get("kind") != want_kind:
             problems.append("kind %r posted to %s" % (obj.get("kind"), store))
         if obj.get("metadata", {}).get("namespace") not in (None, ns):
@@ -413,6 +499,10 @@ class Handler(BaseHTTPRequestHandler):
             if name in STATE[store]:
                 return self.status(409, "AlreadyExists", "%s %s exists" % (store, name))
             meta_new(obj, ns)
+            if store == "pvcs":
+                obj["status"] = {"phase": "Bound", "accessModes": obj["spec"].get("accessModes", []),
+                                 "capacity": {"storage": obj["spec"]["resources"]["requests"]["storage"]}}
+                obj["spec"]["volumeName"] = "pvc-" + obj["metadata"]["uid"]
             STATE[store][name] = obj
             if store == "jobs":
                 obj["status"] = {"active": 1}
@@ -477,13 +567,16 @@ class Handler(BaseHTTPRequestHandler):
     def fake(self, method, what):
         if what == "state":
             with LOCK:
-                snap = {k: STATE[k] for k in ("jobs", "pods", "secrets", "requests", "invalid")}
+                snap = {k: STATE[k] for k in ("jobs", "pods", "secrets", "pvcs", "claims_deleted_in_use",
+                                              "requests", "invalid")}
                 return self.send_json(200, json.loads(json.dumps(snap)))
         if what == "config" and method == "POST":
             length = int(self.headers.get("Content-Length") or 0)
             cfg = json.loads(self.rfile.read(length) or b"{}")
             with LOCK:
-                STATE["drop_log_after"] = cfg.get("drop_log_after")
+                for key in ("drop_log_after", "deletion_grace_ms"):
+                    if key in cfg:
+                        STATE[key] = cfg[key]
             return self.send_json(200, {})
         if what == "job" and method == "POST":
             # Creates a Job as an earlier sortie would have, without validation or a pod.
