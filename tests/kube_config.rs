@@ -137,14 +137,43 @@ fn a_kubeconfig_that_cannot_be_used_is_refused() {
     assert!(stderr.contains("no current-context"), "{stderr}");
     p.write(
         "kubeconfig",
-        &KUBECONFIG.replace("{tokenFile: token}", "{client-certificate: c.pem}"),
+        &KUBECONFIG.replace(
+            "{tokenFile: token}",
+            "{client-certificate: c.pem, client-key: c.key}",
+        ),
     );
     let (code, stderr) = validate(&p);
     assert_eq!(code, 1, "{stderr}");
     assert!(
-        stderr.contains("client-certificate is not supported"),
-        "{stderr}"
+        stderr.contains("c.pem"),
+        "the missing file is named: {stderr}"
     );
+    p.write("c.pem", "not a certificate\n");
+    p.write(
+        "kubeconfig",
+        &KUBECONFIG.replace("{tokenFile: token}", "{client-certificate: c.pem}"),
+    );
+    let (code, stderr) = validate(&p);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("no client-key"), "{stderr}");
+    p.write("c.key", "not a key\n");
+    p.write(
+        "kubeconfig",
+        &KUBECONFIG.replace(
+            "{tokenFile: token}",
+            "{client-certificate: c.pem, client-key: c.key}",
+        ),
+    );
+    let (code, stderr) = validate(&p);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("holds no certificate"), "{stderr}");
+    p.write(
+        "kubeconfig",
+        &KUBECONFIG.replace("{tokenFile: token}", "{exec: {command: aws}}"),
+    );
+    let (code, stderr) = validate(&p);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("exec is not supported"), "{stderr}");
 }
 
 #[test]

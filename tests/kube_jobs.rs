@@ -478,3 +478,32 @@ fn a_dispatch_rule_runs_its_jobs_from_its_own_image() {
     assert_all_valid(&kube);
     drop(d);
 }
+
+/// A kubeconfig whose user is a client certificate and key (the fake API over HTTPS requires
+/// one, and no token): the daemon and the relay present it and verify the server by the
+/// kubeconfig's CA.
+#[test]
+fn a_session_runs_as_a_job_over_tls_with_a_client_certificate() {
+    let kube = FakeKube::start_tls();
+    let p = Project::new();
+    one_issue(&p);
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"text": "working over tls", "input_tokens": 1, "output_tokens": 1}}),
+            json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    workflow(&p, &kube, "");
+    let d = p.start();
+    d.wait_until("handed off", T, || p.issue_state("101") == "Review");
+    assert_eq!(events_with(&p, "working over tls"), 1);
+    assert_eq!(
+        kube.requests("POST", "/namespaces/agents/jobs").len(),
+        1,
+        "the Job was created over HTTPS"
+    );
+    assert_all_valid(&kube);
+    drop(d);
+}

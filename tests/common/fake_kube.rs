@@ -14,8 +14,41 @@ pub const TOKEN: &str = "fake-kube-token-7f3a";
 
 pub struct FakeKube {
     child: Child,
+    /// The API's port.
     pub port: u16,
+    /// The test hooks' port (the API's, unless the API is HTTPS).
+    control_port: u16,
     pub dir: tempfile::TempDir,
+    tls: bool,
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate it signed, by `openssl`.
+fn make_certificates(dir: &Path) {
+    let script = r#"set -e
+ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+openssl req -x509 $ec -keyout ca.key -out ca.crt -days 2 -subj /CN=fake-kube-ca \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+for who in server client; do
+  openssl req $ec -keyout $who.key -out $who.csr -subj /CN=$who
+done
+printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' > server.ext
+printf 'extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n' > client.ext
+for who in server client; do
+  openssl x509 -req -in $who.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+    -extfile $who.ext -out $who.crt
+done
+"#;
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .output()
+        .expect("openssl runs");
+    assert!(
+        out.status.success(),
+        "certificates: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The packaging venv's Python, created on first use.
@@ -34,12 +67,26 @@ fn venv_python() -> PathBuf {
 
 impl FakeKube {
     pub fn start() -> FakeKube {
+        Self::launch(false)
+    }
+
+    /// The API over HTTPS, requiring a client certificate (and no token): the kubeconfig
+    /// trusts the fake's CA from a file and presents a certificate inline and its key from a
+    /// file, as `kubectl` writes them.
+    pub fn start_tls() -> FakeKube {
+        Self::launch(true)
+    }
+
+    fn launch(tls: bool) -> FakeKube {
         let dir = tempfile::tempdir().expect("tempdir");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_kube/server.py");
-        let mut child = Command::new(venv_python())
-            .arg(script)
-            .arg(TOKEN)
-            .arg(dir.path())
+        let mut cmd = Command::new(venv_python());
+        cmd.arg(script).arg(TOKEN).arg(dir.path());
+        if tls {
+            make_certificates(dir.path());
+            cmd.args(["server.crt", "server.key", "ca.crt"].map(|f| dir.path().join(f)));
+        }
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -48,8 +95,16 @@ impl FakeKube {
         BufReader::new(child.stdout.take().expect("stdout"))
             .read_line(&mut line)
             .expect("port line");
-        let port = line.trim().parse().expect("a port");
-        let fk = FakeKube { child, port, dir };
+        let mut ports = line.split_whitespace().map(|p| p.parse().expect("a port"));
+        let port = ports.next().expect("the API's port");
+        let control_port = ports.next().unwrap_or(port);
+        let fk = FakeKube {
+            child,
+            port,
+            control_port,
+            dir,
+            tls,
+        };
         std::fs::write(fk.dir.path().join("token"), TOKEN).expect("token file");
         std::fs::write(fk.kubeconfig(), fk.kubeconfig_text()).expect("kubeconfig");
         fk
@@ -60,6 +115,14 @@ impl FakeKube {
     }
 
     fn kubeconfig_text(&self) -> String {
+        if self.tls {
+            let cert = std::fs::read(self.dir.path().join("client.crt")).expect("client.crt");
+            return format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: fake\ncontexts:\n- name: fake\n  context: {{cluster: fake, user: fake}}\nclusters:\n- name: fake\n  cluster: {{server: 'https://127.0.0.1:{}', certificate-authority: ca.crt}}\nusers:\n- name: fake\n  user: {{client-certificate-data: {}, client-key: client.key}}\n",
+                self.port,
+                data_encoding::BASE64.encode(&cert)
+            );
+        }
         format!(
             "apiVersion: v1\nkind: Config\ncurrent-context: fake\ncontexts:\n- name: fake\n  context: {{cluster: fake, user: fake}}\nclusters:\n- name: fake\n  cluster: {{server: 'http://127.0.0.1:{}'}}\nusers:\n- name: fake\n  user: {{tokenFile: token}}\n",
             self.port
@@ -67,7 +130,7 @@ impl FakeKube {
     }
 
     fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
-        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        let url = format!("http://127.0.0.1:{}{path}", self.control_port);
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(std::time::Duration::from_secs(10)))

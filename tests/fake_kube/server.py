@@ -24,7 +24,10 @@ pod still mounts marks it (deletionTimestamp, the kubernetes.io/pvc-protection f
 removes it once no such pod is left, as the API server does, and records its name under
 "claims_deleted_in_use", which the tests assert empty.
 
-Usage: server.py TOKEN WORKDIR   (prints the port on its first line)
+Usage: server.py TOKEN WORKDIR [CERT KEY CLIENT_CA]
+(prints the API's port and the test hooks' port on its first line)
+With CERT, KEY and CLIENT_CA it serves HTTPS and requires a client certificate CLIENT_CA signed,
+which then authenticates a request as a bearer token does.
 Test hooks: GET /_fake/state, POST /_fake/config {"drop_log_after": N} (the next log stream
 closes after N lines, once), {"deletion_grace_ms": N} (a deleted Job stays, marked, with its
 pod running, for N ms).
@@ -35,6 +38,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -439,7 +443,8 @@ class Handler(BaseHTTPRequestHandler):
             STATE["requests"].append({"method": method, "path": url.path, "query": q})
         if parts[0] == "_fake":
             return self.fake(method, parts[1])
-        if self.headers.get("Authorization") != "Bearer " + self.token:
+        by_cert = hasattr(self.connection, "getpeercert") and bool(self.connection.getpeercert())
+        if not by_cert and self.headers.get("Authorization") != "Bearer " + self.token:
             return self.status(401, "Unauthorized", "Unauthorized")
         # /api/v1/namespaces/NS/RES[/NAME[/log]] or /apis/batch/v1/namespaces/NS/RES[/NAME]
         p = parts[2:] if parts[0] == "api" else parts[3:]
@@ -602,7 +607,18 @@ def main():
     Handler.workdir = sys.argv[2]
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    print(server.server_address[1], flush=True)
+    control = server
+    if len(sys.argv) > 5:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+        ctx.load_verify_locations(sys.argv[5])
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        # The test hooks stay on plain HTTP, on a port of their own.
+        control = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        control.daemon_threads = True
+        threading.Thread(target=control.serve_forever, daemon=True).start()
+    print(server.server_address[1], control.server_address[1], flush=True)
     try:
         server.serve_forever()
     finally:
