@@ -49,7 +49,7 @@ fn refused(kube_yaml: &str, agent_yaml: &str, field: &str, words: &str) {
 #[test]
 fn a_usable_block_passes() {
     let p = project(
-        "    namespace: agents\n    resources: {requests: {cpu: 500m, memory: 1Gi}, limits: {memory: 2Gi}}\n    max_jobs_per_namespace: 8\n",
+        "    namespace: agents\n    resources: {requests: {cpu: 500m, memory: 1Gi}, limits: {memory: 2Gi}}\n    max_jobs_per_namespace: 8\n    workspace: pvc\n    pvc: {size: 20Gi, storage_class: fast-ssd}\n",
         "",
     );
     let (code, stderr) = validate(&p);
@@ -72,10 +72,28 @@ fn each_problem_is_an_error_naming_its_field() {
         "DNS label",
     );
     refused(
-        "    workspace: pvc\n",
+        "    workspace: volume\n",
         "",
         "worker.kubernetes.workspace",
-        "not supported yet",
+        "expected emptydir or pvc",
+    );
+    refused(
+        "    workspace: pvc\n    pvc: {size: lots}\n",
+        "",
+        "worker.kubernetes.pvc.size",
+        "quantity",
+    );
+    refused(
+        "    workspace: pvc\n    pvc: {storage_class: Fast_SSD}\n",
+        "",
+        "worker.kubernetes.pvc.storage_class",
+        "storage class name",
+    );
+    refused(
+        "    pvc: {size: 1Gi}\n",
+        "",
+        "worker.kubernetes.pvc",
+        "only with workspace: pvc",
     );
     refused(
         "    resources: {limits: {memory: lots}}\n",
@@ -88,6 +106,18 @@ fn each_problem_is_an_error_naming_its_field() {
         "",
         "worker.kubernetes.run_as_user",
         "positive",
+    );
+    refused(
+        "dispatch:\n  rules:\n    - {name: big, match: {labels: [big]}, claude-code: {kubernetes: {image: ''}}}\n",
+        "",
+        "dispatch.rules[0].claude-code.kubernetes.image",
+        "image reference",
+    );
+    refused(
+        "dispatch:\n  rules:\n    - {name: big, match: {labels: [big]}, claude-code: {kubernetes: {image: a, pull: always}}}\n",
+        "",
+        "dispatch.rules[0].claude-code.kubernetes.pull",
+        "unknown key",
     );
     refused(
         "  ssh_hosts: [build1]\n",
@@ -107,14 +137,43 @@ fn a_kubeconfig_that_cannot_be_used_is_refused() {
     assert!(stderr.contains("no current-context"), "{stderr}");
     p.write(
         "kubeconfig",
-        &KUBECONFIG.replace("{tokenFile: token}", "{client-certificate: c.pem}"),
+        &KUBECONFIG.replace(
+            "{tokenFile: token}",
+            "{client-certificate: c.pem, client-key: c.key}",
+        ),
     );
     let (code, stderr) = validate(&p);
     assert_eq!(code, 1, "{stderr}");
     assert!(
-        stderr.contains("client-certificate is not supported"),
-        "{stderr}"
+        stderr.contains("c.pem"),
+        "the missing file is named: {stderr}"
     );
+    p.write("c.pem", "not a certificate\n");
+    p.write(
+        "kubeconfig",
+        &KUBECONFIG.replace("{tokenFile: token}", "{client-certificate: c.pem}"),
+    );
+    let (code, stderr) = validate(&p);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("no client-key"), "{stderr}");
+    p.write("c.key", "not a key\n");
+    p.write(
+        "kubeconfig",
+        &KUBECONFIG.replace(
+            "{tokenFile: token}",
+            "{client-certificate: c.pem, client-key: c.key}",
+        ),
+    );
+    let (code, stderr) = validate(&p);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("holds no certificate"), "{stderr}");
+    p.write(
+        "kubeconfig",
+        &KUBECONFIG.replace("{tokenFile: token}", "{exec: {command: aws}}"),
+    );
+    let (code, stderr) = validate(&p);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("exec is not supported"), "{stderr}");
 }
 
 #[test]
@@ -145,4 +204,32 @@ fn a_kind_that_needs_a_stdin_session_cannot_run_as_a_job() {
         "{stderr}"
     );
     assert!(stderr.contains("over stdin"), "{stderr}");
+}
+
+#[test]
+fn a_rule_image_needs_jobs() {
+    let p = Project::new();
+    p.issues(serde_json::json!([]));
+    p.fake_agent_workflow(
+        "",
+        "dispatch:\n  rules:\n    - {name: big, match: {labels: [big]}, claude-code: {kubernetes: {image: x/y:1}}}\n",
+    );
+    let (code, stderr) = validate(&p);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("dispatch.rules[0].claude-code.kubernetes"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no worker.kubernetes"), "{stderr}");
+}
+
+#[test]
+fn a_rule_image_passes_with_jobs_and_is_no_unknown_key() {
+    let p = project(
+        "dispatch:\n  rules:\n    - {name: big, match: {labels: [big]}, claude-code: {kubernetes: {image: x/y:1}}}\n",
+        "",
+    );
+    let (code, stderr) = validate(&p);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("unknown"), "{stderr}");
 }

@@ -9,134 +9,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::fake_kube::FakeKube;
-use common::{FAKE_AGENT, Project, wait_for};
+use common::fake_kube::{FakeKube, assert_all_valid, events_with, jobs, one_issue, workflow};
+use common::{Project, wait_for};
 use serde_json::{Value, json};
 
 const T: Duration = Duration::from_secs(60);
-
-fn workflow(p: &Project, kube: &FakeKube, extra_kube: &str) {
-    let wf = format!(
-        r#"---
-tracker:
-  kind: file
-  active_states: [To Do, In Progress]
-  terminal_states: [Done, Cancelled]
-  handoff_state: Review
-file:
-  path: ./issues.json
-polling:
-  interval_ms: 200
-workspace:
-  root: {root}
-agent:
-  kind: claude-code
-  command: {agent}
-  max_turns: 1
-  stall_timeout_ms: 60000
-  env: [{{FAKE_AGENT_SCENARIO: {scenario}}}]
-worker:
-  kubernetes:
-    kubeconfig: {kubeconfig}
-    namespace: agents
-    image: registry.example/agents/claude:1
-    daemon_label: test-daemon
-    pending_timeout_ms: 5000
-    resources:
-      requests: {{cpu: 500m, memory: 1Gi}}
-      limits: {{memory: 2Gi}}
-{extra_kube}server:
-  port: {port}
----
-Work on {{{{ .issue.identifier }}}}: {{{{ .issue.title }}}}
-"#,
-        root = p.path("ws").display(),
-        agent = FAKE_AGENT,
-        scenario = p.path("scenarios/default.jsonl").display(),
-        kubeconfig = kube.kubeconfig().display(),
-        port = p.port(),
-    );
-    p.write("WORKFLOW.md", &wf);
-}
-
-fn one_issue(p: &Project) {
-    p.issues(json!([
-        {"id": "101", "identifier": "K-1", "title": "Runs as a Job", "state": "To Do", "priority": 1}
-    ]));
-}
-
-fn jobs(kube: &FakeKube) -> Vec<Value> {
-    kube.state()["jobs"]
-        .as_object()
-        .map(|m| m.values().cloned().collect())
-        .unwrap_or_default()
-}
-
-fn assert_all_valid(kube: &FakeKube) {
-    let invalid = &kube.state()["invalid"];
-    assert_eq!(
-        invalid,
-        &json!([]),
-        "objects the API would refuse: {invalid:#}"
-    );
-    assert_rbac_covers(kube);
-}
-
-/// `(group, resource, verb)` of an API request as RBAC sees it.
-fn rbac_of(r: &Value) -> Option<(String, String, String)> {
-    let path = r["path"].as_str()?;
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let (group, rest) = match *parts.first()? {
-        "api" => ("", &parts[2..]),
-        "apis" => (parts[1], &parts[3..]),
-        _ => return None,
-    };
-    // namespaces/<ns>/<resource>[/<name>[/<sub>]]
-    let resource = match rest.get(4) {
-        Some(sub) => format!("{}/{sub}", rest[2]),
-        None => rest.get(2)?.to_string(),
-    };
-    let named = rest.len() > 3;
-    let verb = match (r["method"].as_str()?, named) {
-        ("POST", _) => "create",
-        ("DELETE", _) => "delete",
-        ("GET", true) => "get",
-        ("GET", false) => "list",
-        _ => return None,
-    };
-    Some((group.to_string(), resource, verb.to_string()))
-}
-
-/// Every request sortie made is allowed by the Role of `examples/k8s/agent-jobs-rbac.yaml`.
-fn assert_rbac_covers(kube: &FakeKube) {
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/k8s/agent-jobs-rbac.yaml"),
-    )
-    .unwrap();
-    let role = serde_yaml::Deserializer::from_str(&text)
-        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
-        .find(|d| d["kind"] == "Role")
-        .expect("a Role");
-    let allowed = |(g, res, verb): &(String, String, String)| {
-        role["rules"].as_array().unwrap().iter().any(|rule| {
-            let has = |k: &str, v: &str| rule[k].as_array().unwrap().iter().any(|x| x == v);
-            has("apiGroups", g) && has("resources", res) && has("verbs", verb)
-        })
-    };
-    for r in kube.state()["requests"].as_array().unwrap() {
-        if r["path"].as_str().unwrap().starts_with("/_fake") {
-            continue;
-        }
-        let need = rbac_of(r).unwrap_or_else(|| panic!("an API request: {r}"));
-        assert!(allowed(&need), "the Role does not allow {need:?} ({r})");
-    }
-}
-
-fn events_with(p: &Project, text: &str) -> i64 {
-    p.db_i64(&format!(
-        "SELECT COUNT(*) FROM agent_events WHERE payload LIKE '%{text}%'"
-    ))
-}
 
 #[test]
 fn a_session_runs_as_a_job_and_is_handed_off() {
@@ -478,6 +355,154 @@ fn after_create_prepares_the_pods_workspace_in_an_init_container() {
     assert!(
         err.contains("the after_create hook failed in the agent's pod"),
         "{err}"
+    );
+    assert_all_valid(&kube);
+    drop(d);
+}
+
+/// The relay's command line is readable by every user of this machine
+/// (`/proc/<pid>/cmdline`): it carries the image's command and the block's settings, never
+/// the prompt, the issue's text, the session's variables or the cluster credential; those
+/// reach the pod through the session's Secret.
+#[test]
+fn the_relays_command_line_carries_no_secret() {
+    const KEY: &str = "ak-relay-argv-4f2c9e";
+    const TITLE_TOKEN: &str = "ghp_RELAYTITLE0123456789abcdef";
+    let kube = FakeKube::start();
+    let p = Project::new();
+    p.issues(
+        json!([{"id": "101", "identifier": "K-1", "priority": 1, "state": "To Do",
+        "title": format!("Rotate {TITLE_TOKEN}")}]),
+    );
+    hanging(&p);
+    workflow(&p, &kube, "");
+    let wf = std::fs::read_to_string(p.workflow()).unwrap();
+    p.write(
+        "WORKFLOW.md",
+        &wf.replace(
+            "env: [{FAKE_AGENT_SCENARIO",
+            "env: [ANTHROPIC_API_KEY, {FAKE_AGENT_SCENARIO",
+        ),
+    );
+    let d = p.start_with_env(&[("ANTHROPIC_API_KEY", KEY)]);
+    running_job(&kube);
+    let relay = wait_for("the relay runs", T, || {
+        common::procs::processes_in(&p.path("ws"))
+            .into_iter()
+            .filter_map(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .find(|c| c.contains("__sortie-kube-run"))
+    });
+    for secret in [KEY, TITLE_TOKEN, "Rotate", common::fake_kube::TOKEN] {
+        assert!(
+            !relay.contains(secret),
+            "{secret:?} in the relay's argv: {relay}"
+        );
+    }
+    let encoded = relay
+        .split(' ')
+        .skip_while(|a| *a != "__sortie-kube-run")
+        .nth(1)
+        .expect("the settings argument");
+    let settings = data_encoding::BASE64URL_NOPAD
+        .decode(encoded.as_bytes())
+        .expect("base64url");
+    let settings = String::from_utf8_lossy(&settings);
+    for secret in [KEY, TITLE_TOKEN, common::fake_kube::TOKEN] {
+        assert!(
+            !settings.contains(secret),
+            "{secret:?} in the relay's settings: {settings}"
+        );
+    }
+    let s = kube.state();
+    let secret = s["secrets"].as_object().unwrap().values().next().cloned();
+    let secret = secret.expect("the session's Secret");
+    assert_eq!(secret["stringData"]["env.ANTHROPIC_API_KEY"], KEY);
+    assert!(
+        secret["stringData"]["stdin"]
+            .as_str()
+            .unwrap()
+            .contains(TITLE_TOKEN)
+    );
+    drop(d);
+}
+
+/// A dispatch rule's settings block names the image of its Jobs (`kubernetes.image`); the
+/// issues it does not route keep the kind's image, and the adapter never sees the key.
+#[test]
+fn a_dispatch_rule_runs_its_jobs_from_its_own_image() {
+    let kube = FakeKube::start();
+    let p = Project::new();
+    p.issues(json!([
+        {"id": "101", "identifier": "K-1", "title": "Big", "state": "To Do", "priority": 1, "labels": ["big"]},
+        {"id": "102", "identifier": "K-2", "title": "Small", "state": "To Do", "priority": 2}
+    ]));
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    workflow(
+        &p,
+        &kube,
+        "dispatch:\n  rules:\n    - name: big\n      match: {labels: [big]}\n      claude-code: {kubernetes: {image: registry.example/agents/claude-big:2}}\n",
+    );
+    let d = p.start();
+    d.wait_until("both handed off", T, || {
+        p.issue_state("101") == "Review" && p.issue_state("102") == "Review"
+    });
+    let image_of = |issue: &str| {
+        jobs(&kube)
+            .into_iter()
+            .find(|j| j["metadata"]["labels"]["sortie.dev/issue"] == issue)
+            .map(|j| j["spec"]["template"]["spec"]["containers"][0]["image"].clone())
+    };
+    assert_eq!(
+        image_of("101").unwrap(),
+        "registry.example/agents/claude-big:2"
+    );
+    assert_eq!(image_of("102").unwrap(), "registry.example/agents/claude:1");
+    assert!(
+        !jobs(&kube)
+            .iter()
+            .any(|j| j.to_string().contains("\"kubernetes\"")),
+        "the key stays out of the agent's command line"
+    );
+    assert!(
+        !d.log_text().contains("unknown_key"),
+        "the key is known: {}",
+        d.log_text()
+    );
+    assert_all_valid(&kube);
+    drop(d);
+}
+
+/// A kubeconfig whose user is a client certificate and key (the fake API over HTTPS requires
+/// one, and no token): the daemon and the relay present it and verify the server by the
+/// kubeconfig's CA.
+#[test]
+fn a_session_runs_as_a_job_over_tls_with_a_client_certificate() {
+    let kube = FakeKube::start_tls();
+    let p = Project::new();
+    one_issue(&p);
+    p.scenario(
+        "default",
+        &[
+            json!({"init": {}}),
+            json!({"assistant": {"text": "working over tls", "input_tokens": 1, "output_tokens": 1}}),
+            json!({"result": {"subtype": "success", "text": "ok"}}),
+        ],
+    );
+    workflow(&p, &kube, "");
+    let d = p.start();
+    d.wait_until("handed off", T, || p.issue_state("101") == "Review");
+    assert_eq!(events_with(&p, "working over tls"), 1);
+    assert_eq!(
+        kube.requests("POST", "/namespaces/agents/jobs").len(),
+        1,
+        "the Job was created over HTTPS"
     );
     assert_all_valid(&kube);
     drop(d);

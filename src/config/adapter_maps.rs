@@ -74,17 +74,25 @@ impl ServiceConfig {
         workflow_dir: &Path,
     ) -> AgentSettings {
         let a = &self.agent;
+        let mut block = self.resolved_block(kind, rule_name);
+        // `kubernetes` in a rule's settings block is for its Jobs, never for the adapter.
+        block.remove(super::kubernetes::RULE_SETTINGS_KEY);
+        let rule_image = super::kubernetes::rule_image(&self.dispatch, kind, rule_name, &a.kind);
         AgentSettings {
             kind: kind.to_string(),
             command: match &self.worker.kubernetes {
-                Some(k) => k.relay_command(kind, a.command.as_deref().filter(|_| kind == a.kind)),
+                Some(k) => k.relay_command(
+                    kind,
+                    rule_image.as_deref(),
+                    a.command.as_deref().filter(|_| kind == a.kind),
+                ),
                 None if kind == a.kind => a.command.clone(),
                 None => None,
             },
             turn_timeout_ms: a.turn_timeout_ms,
             read_timeout_ms: a.read_timeout_ms,
             stop_grace_ms: a.stop_grace_ms,
-            block: self.resolved_block(kind, rule_name),
+            block,
             workflow_dir: workflow_dir.to_path_buf(),
             env: a.env.clone(),
             sandbox: self

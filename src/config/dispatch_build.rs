@@ -127,14 +127,16 @@ fn max_sessions_advisory(cfg: &DispatchConfig, agent: &AgentConfig, out: &mut Ve
 }
 
 /// `unknown_key` for a settings-block key the rule's kind does not read, as for a top-level
-/// block.
+/// block (`kubernetes`, the image of the rule's Jobs, is checked with `worker.kubernetes`).
 fn settings_key_warnings(cfg: &DispatchConfig, workflow_kind: &str, out: &mut Vec<ConfigWarning>) {
     for (i, rule) in cfg.rules.iter().enumerate() {
         let kind = cfg.rule_kind(rule, workflow_kind);
         let (Some(d), Some(block)) = (crate::registry::agent(kind), rule.settings.as_ref()) else {
             continue;
         };
-        for key in block.keys().filter(|k| !d.block_keys.contains(&k.as_str())) {
+        let known =
+            |k: &str| d.block_keys.contains(&k) || k == super::kubernetes::RULE_SETTINGS_KEY;
+        for key in block.keys().filter(|k| !known(k)) {
             out.push(ConfigWarning::new(
                 "unknown_key",
                 format!("dispatch.rules[{i}].{kind}.{key}"),

@@ -1,8 +1,8 @@
 //! `worker.kubernetes`: agent sessions as Kubernetes Jobs (`crate::kube`). Every problem is a
 //! load error naming its field, so `sortie validate` reports it and a daemon never starts with
 //! a block it would half honour: an unknown key, a kubeconfig that cannot be read or needs a
-//! credential the client does not support, no cluster to reach, a root user, the `pvc`
-//! workspace (not built), and an agent kind that cannot run from a log stream (one that talks
+//! credential the client does not support, no cluster to reach, a root user, a `pvc` block
+//! that does not go with `workspace: pvc`, and an agent kind that cannot run from a log stream (one that talks
 //! to its agent over stdin for the whole session, or runs no command).
 
 use std::collections::BTreeMap;
@@ -14,9 +14,10 @@ use super::coerce::{coerce_int, type_name};
 use super::env::expand_path;
 use super::error::ConfigError;
 use crate::kube::settings::{
-    DEFAULT_IMAGE, DEFAULT_PENDING_TIMEOUT_MS, DEFAULT_RUN_AS_USER, DEFAULT_TTL_SECONDS,
+    DEFAULT_CLAIM_SIZE, DEFAULT_IMAGE, DEFAULT_PENDING_TIMEOUT_MS, DEFAULT_RUN_AS_USER,
+    DEFAULT_TTL_SECONDS,
 };
-use crate::kube::{KubeAuth, KubeSettings, KubeWorker, Resources, WorkspaceVolume};
+use crate::kube::{ClaimSettings, KubeAuth, KubeSettings, KubeWorker, Resources, WorkspaceVolume};
 
 const KEYS: &[&str] = &[
     "namespace",
@@ -28,10 +29,14 @@ const KEYS: &[&str] = &[
     "pending_timeout_ms",
     "ttl_seconds_after_finished",
     "workspace",
+    "pvc",
     "max_jobs_per_namespace",
     "daemon_label",
     "run_as_user",
 ];
+/// The key of a dispatch rule's settings block that names the image of the rule's Jobs
+/// (`<kind>: {kubernetes: {image: …}}`).
+pub const RULE_SETTINGS_KEY: &str = "kubernetes";
 /// Where a pod's service account files are.
 const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -62,6 +67,7 @@ pub(crate) fn attach(
         &super::dispatch::DispatchConfig,
     ),
 ) -> Result<(), ConfigError> {
+    check_rule_images(dispatch, &agent.kind, section)?;
     let inputs = KubeInputs {
         home: ctx.home,
         env: ctx.env,
@@ -87,6 +93,84 @@ pub(crate) fn attach(
         &agent.kind,
         agent.command.as_deref(),
     )
+}
+
+/// The image a dispatch rule names for its Jobs of `kind` (`None`: the kind's image).
+pub fn rule_image(
+    dispatch: &super::dispatch::DispatchConfig,
+    kind: &str,
+    rule_name: &str,
+    workflow_kind: &str,
+) -> Option<String> {
+    let rule = dispatch
+        .rule(rule_name)
+        .filter(|r| dispatch.rule_kind(r, workflow_kind) == kind)?;
+    rule.settings
+        .as_ref()?
+        .get(RULE_SETTINGS_KEY)?
+        .get("image")?
+        .as_str()
+        .map(|s| s.trim().to_string())
+}
+
+/// Each rule's `<kind>.kubernetes`: a map whose only key is `image`, a non-empty string, and
+/// only where sessions run as Jobs.
+fn check_rule_images(
+    dispatch: &super::dispatch::DispatchConfig,
+    workflow_kind: &str,
+    worker: &Map<String, Value>,
+) -> Result<(), ConfigError> {
+    let kube_on = worker.get("kubernetes").is_some_and(|v| !v.is_null());
+    for (i, rule) in dispatch.rules.iter().enumerate() {
+        let kind = dispatch.rule_kind(rule, workflow_kind);
+        let Some(v) = rule
+            .settings
+            .as_ref()
+            .and_then(|s| s.get(RULE_SETTINGS_KEY))
+        else {
+            continue;
+        };
+        if v.is_null() {
+            continue;
+        }
+        let field = format!("dispatch.rules[{i}].{kind}.{RULE_SETTINGS_KEY}");
+        if !kube_on {
+            return Err(ConfigError::field(
+                field,
+                "names the image of the rule's Kubernetes Jobs, but sessions do not run as Jobs (no worker.kubernetes)",
+            ));
+        }
+        let Value::Object(m) = v else {
+            return Err(ConfigError::field(
+                field,
+                format!("expected a map, got {}", type_name(v)),
+            ));
+        };
+        if let Some(k) = m.keys().find(|k| k.as_str() != "image") {
+            return Err(ConfigError::field(
+                format!("{field}.{k}"),
+                "unknown key (known: image)",
+            ));
+        }
+        match m.get("image") {
+            Some(Value::String(s)) if image_ok(s.trim()) => {}
+            other => {
+                return Err(ConfigError::field(
+                    format!("{field}.image"),
+                    format!(
+                        "expected an image reference (e.g. ghcr.io/acme/agent:1), got {}",
+                        other.map_or("nothing".to_string(), |v| v.to_string())
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An image reference as a container's `image` takes it: non-empty, no white space.
+fn image_ok(s: &str) -> bool {
+    !s.is_empty() && !s.contains(char::is_whitespace)
 }
 
 /// The block, or `None` when absent.
@@ -130,6 +214,7 @@ pub fn build_kubernetes(
             (inputs.turn_timeout_ms + inputs.stop_grace_ms + pending_timeout_ms).div_ceil(1000)
         }),
         workspace: workspace(m)?,
+        claim: claim(m)?,
         max_jobs_per_namespace: positive(m, "max_jobs_per_namespace")?
             .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
         daemon: match string(m, "daemon_label")? {
@@ -227,17 +312,73 @@ fn auth(m: &Map<String, Value>, inputs: &KubeInputs<'_>) -> Result<KubeAuth, Con
 }
 
 fn workspace(m: &Map<String, Value>) -> Result<WorkspaceVolume, ConfigError> {
-    match string(m, "workspace")?.as_deref() {
-        None | Some("emptydir") => Ok(WorkspaceVolume::EmptyDir),
-        Some("pvc") => Err(err(
-            "workspace",
-            "pvc is not supported yet; use emptydir (each turn starts from the hook-prepared workspace)",
-        )),
-        Some(other) => Err(err(
-            "workspace",
-            format!("{other:?}: expected emptydir or pvc"),
-        )),
+    let volume = match string(m, "workspace")?.as_deref() {
+        None | Some("emptydir") => WorkspaceVolume::EmptyDir,
+        Some("pvc") => WorkspaceVolume::Pvc,
+        Some(other) => {
+            return Err(err(
+                "workspace",
+                format!("{other:?}: expected emptydir or pvc"),
+            ));
+        }
+    };
+    if volume == WorkspaceVolume::EmptyDir && m.get("pvc").is_some_and(|v| !v.is_null()) {
+        return Err(err(
+            "pvc",
+            "the claim's settings apply only with workspace: pvc",
+        ));
     }
+    Ok(volume)
+}
+
+/// `pvc`: `size` (a quantity) and `storage_class` (absent: the cluster's default class).
+fn claim(m: &Map<String, Value>) -> Result<ClaimSettings, ConfigError> {
+    let Some(v) = m.get("pvc").filter(|v| !v.is_null()) else {
+        return Ok(ClaimSettings::default());
+    };
+    let Value::Object(c) = v else {
+        return Err(err("pvc", format!("expected a map, got {}", type_name(v))));
+    };
+    if let Some(k) = c
+        .keys()
+        .find(|k| !matches!(k.as_str(), "size" | "storage_class"))
+    {
+        return Err(err(
+            &format!("pvc.{k}"),
+            "unknown key (known: size, storage_class)",
+        ));
+    }
+    let size = match c.get("size").filter(|v| !v.is_null()) {
+        None => DEFAULT_CLAIM_SIZE.to_string(),
+        Some(Value::String(s)) if quantity_ok(s.trim()) => s.trim().to_string(),
+        Some(other) => {
+            return Err(err(
+                "pvc.size",
+                format!("{other} is not a Kubernetes quantity (e.g. 10Gi)"),
+            ));
+        }
+    };
+    let storage_class = string(c, "storage_class")
+        .map_err(|_| err("pvc.storage_class", "expected a storage class name"))?;
+    if let Some(sc) = &storage_class
+        && (sc.len() > 253
+            || !sc.split('.').all(|l| {
+                !l.is_empty()
+                    && l.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+            }))
+    {
+        return Err(err(
+            "pvc.storage_class",
+            format!("{sc:?} is not a storage class name (a DNS subdomain)"),
+        ));
+    }
+    Ok(ClaimSettings {
+        storage_class,
+        size,
+    })
 }
 
 fn resources(m: &Map<String, Value>) -> Result<Resources, ConfigError> {

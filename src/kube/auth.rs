@@ -1,6 +1,7 @@
 //! Reaching the API server: the in-cluster service account or a kubeconfig file's current
-//! context (server, CA, bearer token inline or in a `tokenFile`). Client certificates and exec
-//! plugins are not supported; a kubeconfig that needs them is refused by name.
+//! context (server, CA, a bearer token inline or in a `tokenFile`, a client certificate and key
+//! inline or in files). Exec plugins and auth providers are not supported; a kubeconfig that
+//! needs them is refused by name.
 
 use std::path::{Path, PathBuf};
 
@@ -92,47 +93,100 @@ pub fn from_kubeconfig(path: &Path) -> Result<Endpoint, KubeError> {
     let server = field(&cluster, "server")
         .ok_or_else(|| cfg_err(format!("{}: cluster has no server", shown(path))))?;
     let base = path.parent().unwrap_or(Path::new("/"));
-    let tls = cluster_tls(&cluster, base)?;
-    let token = match field(&context, "user") {
-        None => TokenSource::None,
-        Some(user) => user_token(&named("users", &user, "user")?, base, path)?,
+    let roots = match inline_or_file(&cluster, "certificate-authority", base)? {
+        Some(pem) => Some(roots_of(&pem)?),
+        None => None,
     };
-    Ok(Endpoint { server, token, tls })
+    let (token, cert) = match field(&context, "user") {
+        None => (TokenSource::None, None),
+        Some(user) => {
+            let user = named("users", &user, "user")?;
+            (
+                user_token(&user, base, path)?,
+                client_cert(&user, base, path)?,
+            )
+        }
+    };
+    let mut tls = ureq::tls::TlsConfig::builder().client_cert(cert);
+    if let Some(r) = roots {
+        tls = tls.root_certs(r);
+    }
+    Ok(Endpoint {
+        server,
+        token,
+        tls: tls.build(),
+    })
 }
 
-fn cluster_tls(cluster: &Value, base: &Path) -> Result<ureq::tls::TlsConfig, KubeError> {
-    if let Some(data) = cluster
-        .get("certificate-authority-data")
-        .and_then(Value::as_str)
-    {
-        let pem = data_encoding::BASE64
+/// The PEM of `<key>-data` (base64) or of the file `<key>` names (relative to `base`).
+fn inline_or_file(v: &Value, key: &str, base: &Path) -> Result<Option<Vec<u8>>, KubeError> {
+    if let Some(data) = v.get(format!("{key}-data")).and_then(Value::as_str) {
+        return data_encoding::BASE64
             .decode(data.trim().as_bytes())
+            .map(Some)
             .map_err(|e| {
                 KubeError::new(
                     KubeErrorKind::Config,
-                    format!("certificate-authority-data is not base64: {e}"),
+                    format!("{key}-data is not base64: {e}"),
                 )
-            })?;
-        return tls_with_roots(&pem);
+            });
     }
-    if let Some(file) = cluster.get("certificate-authority").and_then(Value::as_str) {
-        return tls_with_roots(&read_small(&base.join(file))?);
+    match v.get(key).and_then(Value::as_str) {
+        Some(file) => read_small(&base.join(file)).map(Some),
+        None => Ok(None),
     }
-    Ok(ureq::tls::TlsConfig::default())
+}
+
+/// The user's client certificate and key, both or neither.
+fn client_cert(
+    user: &Value,
+    base: &Path,
+    path: &Path,
+) -> Result<Option<ureq::tls::ClientCert>, KubeError> {
+    let cert = inline_or_file(user, "client-certificate", base)?;
+    let key = inline_or_file(user, "client-key", base)?;
+    let cfg_err = |m: &str| KubeError::new(KubeErrorKind::Config, format!("{}: {m}", shown(path)));
+    let (cert, key) = match (cert, key) {
+        (None, None) => return Ok(None),
+        (Some(c), Some(k)) => (c, k),
+        (Some(_), None) => {
+            return Err(cfg_err(
+                "the user has a client-certificate but no client-key",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(cfg_err(
+                "the user has a client-key but no client-certificate",
+            ));
+        }
+    };
+    let chain: Vec<_> = ureq::tls::parse_pem(&cert)
+        .filter_map(|item| match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+            _ => None,
+        })
+        .collect();
+    if chain.is_empty() {
+        return Err(cfg_err(
+            "the user's client-certificate holds no certificate",
+        ));
+    }
+    let key = ureq::tls::parse_pem(&key)
+        .find_map(|item| match item {
+            Ok(ureq::tls::PemItem::PrivateKey(k)) => Some(k),
+            _ => None,
+        })
+        .ok_or_else(|| cfg_err("the user's client-key holds no private key"))?;
+    Ok(Some(ureq::tls::ClientCert::new_with_certs(&chain, key)))
 }
 
 fn user_token(user: &Value, base: &Path, path: &Path) -> Result<TokenSource, KubeError> {
-    for unsupported in [
-        "client-certificate",
-        "client-certificate-data",
-        "exec",
-        "auth-provider",
-    ] {
+    for unsupported in ["exec", "auth-provider"] {
         if user.get(unsupported).is_some() {
             return Err(KubeError::new(
                 KubeErrorKind::Config,
                 format!(
-                    "{}: the user's {unsupported} is not supported; give it a bearer token (token or tokenFile), e.g. a service account's",
+                    "{}: the user's {unsupported} is not supported; give it a bearer token (token or tokenFile), e.g. a service account's, or a client certificate and key",
                     shown(path)
                 ),
             ));
@@ -150,6 +204,13 @@ fn user_token(user: &Value, base: &Path, path: &Path) -> Result<TokenSource, Kub
 
 /// TLS that trusts only the certificates of `pem`.
 fn tls_with_roots(pem: &[u8]) -> Result<ureq::tls::TlsConfig, KubeError> {
+    Ok(ureq::tls::TlsConfig::builder()
+        .root_certs(roots_of(pem)?)
+        .build())
+}
+
+/// The certificates of `pem` as the only roots trusted.
+fn roots_of(pem: &[u8]) -> Result<ureq::tls::RootCerts, KubeError> {
     let certs: Vec<_> = ureq::tls::parse_pem(pem)
         .filter_map(|item| match item {
             Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
@@ -162,9 +223,7 @@ fn tls_with_roots(pem: &[u8]) -> Result<ureq::tls::TlsConfig, KubeError> {
             "the CA bundle holds no certificate",
         ));
     }
-    Ok(ureq::tls::TlsConfig::builder()
-        .root_certs(ureq::tls::RootCerts::new_with_certs(&certs))
-        .build())
+    Ok(ureq::tls::RootCerts::new_with_certs(&certs))
 }
 
 fn read_small(path: &Path) -> Result<Vec<u8>, KubeError> {

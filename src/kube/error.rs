@@ -13,6 +13,8 @@ pub enum KubeErrorKind {
     Status(u16),
     /// The answer was not the JSON expected, or too large.
     Decode,
+    /// The object is still used by something that must end first.
+    InUse,
 }
 
 /// A failed call, with what it was and what came back.

@@ -1,5 +1,6 @@
-//! The objects a session creates: its Job and the Secret that carries its prompt and
-//! environment (owned by the Job, so deleting the Job deletes it).
+//! The objects a session creates: its Job, the Secret that carries its prompt and environment
+//! (owned by the Job, so deleting the Job deletes it), and with `workspace: pvc` its issue's
+//! workspace claim (kept across turns and runs, deleted with the issue's workspace).
 
 use serde_json::{Map, Value, json};
 
@@ -9,6 +10,13 @@ use super::settings::KubeSettings;
 pub const SECRET_MOUNT: &str = "/var/run/sortie";
 /// The workspace volume's mount path and the agent's working directory.
 pub const WORKSPACE_MOUNT: &str = "/workspace";
+/// Where the init container sees the whole workspace claim; the workspace is its `workspace`
+/// directory, so the marker of a prepared claim stays out of the agent's sight.
+pub const CLAIM_ROOT_MOUNT: &str = "/var/run/sortie-claim";
+/// The claim's directory the workspace lives in.
+pub const CLAIM_WORKSPACE_DIR: &str = "workspace";
+/// The marker `after_create` leaves in a claim once it succeeded there.
+pub const CLAIM_PREPARED_MARKER: &str = "after-create.done";
 /// The agent container's name.
 pub const CONTAINER: &str = "agent";
 /// The init container running `hooks.after_create`.
@@ -31,6 +39,8 @@ pub struct SessionJob<'a> {
     pub issue_id: &'a str,
     pub issue_identifier: &'a str,
     pub attempt: &'a str,
+    /// The issue's workspace claim (`workspace: pvc`); `None`: an `emptyDir`.
+    pub claim: Option<String>,
 }
 
 /// A name fit for a label value: at most 63 characters of `[A-Za-z0-9._-]`, starting and
@@ -68,12 +78,58 @@ pub fn job_name(identifier: &str, attempt: &str, suffix: &str) -> String {
     name.replace("--", "-")
 }
 
+/// The workspace claim of the issue `identifier` for `daemon`: keyed like the local workspace
+/// directory, a DNS label with a digest that keeps two daemons' and two identifiers' apart.
+pub fn claim_name(daemon: &str, identifier: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("{daemon}\0{identifier}").as_bytes());
+    let hex: String = digest.iter().take(5).map(|b| format!("{b:02x}")).collect();
+    let ident: String = identifier
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .take(63 - "sortie-ws--".len() - hex.len())
+        .collect();
+    let ident = ident.trim_matches('-');
+    format!("sortie-ws-{ident}-{hex}").replace("--", "-")
+}
+
+/// The issue's workspace claim: labelled with the daemon and the issue, not owned by any Job.
+pub fn claim(settings: &KubeSettings, job: &SessionJob<'_>, name: &str) -> Value {
+    let mut labels = Map::new();
+    labels.insert(MANAGED_BY.into(), MANAGED_BY_VALUE.into());
+    labels.insert(DAEMON_LABEL.into(), label_value(&settings.daemon).into());
+    labels.insert(ISSUE_LABEL.into(), label_value(job.issue_id).into());
+    labels.retain(|_, v| v.as_str().is_some_and(|s| !s.is_empty()));
+    let mut spec = json!({
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": settings.claim.size}},
+    });
+    if let (Some(sc), Some(m)) = (&settings.claim.storage_class, spec.as_object_mut()) {
+        m.insert("storageClassName".into(), sc.clone().into());
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": name,
+            "namespace": settings.namespace,
+            "labels": labels,
+            "annotations": {"sortie.dev/issue-identifier": job.issue_identifier},
+        },
+        "spec": spec,
+    })
+}
+
+/// The label naming the issue a Job or claim is for.
+pub const ISSUE_LABEL: &str = "sortie.dev/issue";
+
 /// The labels of a session's Job, pods and Secret.
 pub fn labels(settings: &KubeSettings, job: &SessionJob<'_>) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert(MANAGED_BY.into(), MANAGED_BY_VALUE.into());
     m.insert(DAEMON_LABEL.into(), label_value(&settings.daemon).into());
-    m.insert("sortie.dev/issue".into(), label_value(job.issue_id).into());
+    m.insert(ISSUE_LABEL.into(), label_value(job.issue_id).into());
     m.insert("sortie.dev/attempt".into(), label_value(job.attempt).into());
     m.insert("sortie.dev/agent-kind".into(), label_value(job.kind).into());
     m.retain(|_, v| v.as_str().is_some_and(|s| !s.is_empty()));
@@ -139,7 +195,7 @@ fn pod_spec(
             "runAsNonRoot": true,
         },
         "volumeMounts": [
-            {"name": "workspace", "mountPath": WORKSPACE_MOUNT},
+            workspace_mount(job),
             {"name": "session", "mountPath": SECRET_MOUNT, "readOnly": true},
         ],
     });
@@ -168,7 +224,7 @@ fn pod_spec(
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "volumes": [
-            {"name": "workspace", "emptyDir": {}},
+            workspace_volume(job),
             {"name": "session", "secret": {
                 "secretName": job.name,
                 "defaultMode": 0o400,
@@ -180,19 +236,58 @@ fn pod_spec(
     })
 }
 
+/// The workspace volume: the issue's claim, or an `emptyDir` the pod's life long.
+fn workspace_volume(job: &SessionJob<'_>) -> Value {
+    match &job.claim {
+        Some(c) => json!({"name": "workspace", "persistentVolumeClaim": {"claimName": c}}),
+        None => json!({"name": "workspace", "emptyDir": {}}),
+    }
+}
+
+/// The workspace at [`WORKSPACE_MOUNT`]: a claim's [`CLAIM_WORKSPACE_DIR`], or the whole
+/// `emptyDir`.
+fn workspace_mount(job: &SessionJob<'_>) -> Value {
+    match job.claim {
+        Some(_) => {
+            json!({"name": "workspace", "mountPath": WORKSPACE_MOUNT, "subPath": CLAIM_WORKSPACE_DIR})
+        }
+        None => json!({"name": "workspace", "mountPath": WORKSPACE_MOUNT}),
+    }
+}
+
 /// `hooks.after_create` in the pod: the agent's image, its variables and workspace, `sh -c`.
+/// On a claim it runs until it has once succeeded there (the marker beside the workspace), as
+/// a local workspace's hook runs when the directory is created.
 fn init_containers(settings: &KubeSettings, job: &SessionJob<'_>, agent: &Value) -> Value {
     let Some(script) = &settings.after_create else {
         return json!([]);
     };
+    let (command, mounts) = match job.claim {
+        None => (
+            json!(["/bin/sh", "-c", script]),
+            json!([{"name": "workspace", "mountPath": WORKSPACE_MOUNT}]),
+        ),
+        Some(_) => {
+            let marker = format!("{CLAIM_ROOT_MOUNT}/{CLAIM_PREPARED_MARKER}");
+            let once =
+                format!("[ -e '{marker}' ] && exit 0; /bin/sh -c \"$1\" || exit; : > '{marker}'");
+            (
+                json!(["/bin/sh", "-c", once, "sortie-after-create", script]),
+                json!([
+                    workspace_mount(job),
+                    {"name": "workspace", "mountPath": CLAIM_ROOT_MOUNT},
+                ]),
+            )
+        }
+    };
     json!([{
         "name": INIT_CONTAINER,
         "image": job.image,
-        "command": ["/bin/sh", "-c", script],
+        "command": command,
         "workingDir": WORKSPACE_MOUNT,
         "env": agent["env"],
         "securityContext": agent["securityContext"],
-        "volumeMounts": [{"name": "workspace", "mountPath": WORKSPACE_MOUNT}],
+        "volumeMounts": mounts,
     }])
 }
 
@@ -249,6 +344,16 @@ mod tests {
         assert!(n.ends_with("-12-a1b2c3"));
         assert!(!n.contains("--"));
         assert_eq!(job_name("ABC-1", "1", "x"), "sortie-abc-1-1-x");
+    }
+
+    #[test]
+    fn claim_names_are_dns_labels_apart_per_daemon_and_issue() {
+        let n = claim_name("d", &"Very/Long_Identifier ".repeat(10));
+        assert!(n.len() <= 63 && n.starts_with("sortie-ws-very-long"), "{n}");
+        assert!(!n.contains("--") && !n.ends_with('-'), "{n}");
+        assert_ne!(claim_name("a", "K-1"), claim_name("b", "K-1"));
+        assert_ne!(claim_name("a", "K-1"), claim_name("a", "K_1"));
+        assert_eq!(claim_name("a", "K-1"), claim_name("a", "K-1"));
     }
 
     #[test]

@@ -12,11 +12,12 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+use super::claims;
 use super::client::{Group, KubeClient};
 use super::error::{KubeError, RelayError};
 use super::objects::{self, SessionJob};
 use super::pod::{self, PodEnd};
-use super::settings::KubeSettings;
+use super::settings::{KubeSettings, WorkspaceVolume};
 
 /// The hidden first argument of the relay mode.
 pub const ARG: &str = "__sortie-kube-run";
@@ -124,7 +125,7 @@ fn run(relay: &RelayArgs, argv: &[String]) -> i32 {
         var("SORTIE_ISSUE_IDENTIFIER"),
         var("SORTIE_ATTEMPT"),
     );
-    let job = SessionJob {
+    let mut job = SessionJob {
         name: objects::job_name(&identifier, attempt_or(&attempt), &suffix()),
         image: &relay.image,
         kind: &relay.kind,
@@ -134,7 +135,14 @@ fn run(relay: &RelayArgs, argv: &[String]) -> i32 {
         issue_id: &issue_id,
         issue_identifier: &identifier,
         attempt: attempt_or(&attempt),
+        claim: None,
     };
+    if relay.settings.workspace == WorkspaceVolume::Pvc {
+        match claims::ensure(&client, &relay.settings, &job, &workspace_key()) {
+            Ok(name) => job.claim = Some(name),
+            Err(e) => return fail(&e.to_string()),
+        }
+    }
     let created = Arc::new(Mutex::new(Created::default()));
     watch_signals(Arc::clone(&client), Arc::clone(&created));
     match start(&client, &relay.settings, &job, &created) {
@@ -153,6 +161,18 @@ fn run(relay: &RelayArgs, argv: &[String]) -> i32 {
             fail(&message)
         }
     }
+}
+
+/// The name of the issue's workspace directory on sortie's machine (the relay runs in it):
+/// the key its claim is named from, as the workspace removal names it.
+fn workspace_key() -> String {
+    let dir = std::env::var_os("SORTIE_WORKSPACE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_default();
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| std::env::var("SORTIE_ISSUE_IDENTIFIER").unwrap_or_default())
 }
 
 fn attempt_or(a: &str) -> &str {
@@ -280,7 +300,13 @@ pub fn delete_orphans(settings: &KubeSettings) -> Result<Vec<String>, KubeError>
 
 impl super::settings::KubeWorker {
     /// The `agent.command` a session of `kind` runs here: the relay, then the image's command.
-    pub fn relay_command(&self, kind: &str, workflow_command: Option<&str>) -> Option<String> {
+    /// `image` is a dispatch rule's own image for its sessions; `None` takes the kind's.
+    pub fn relay_command(
+        &self,
+        kind: &str,
+        image: Option<&str>,
+        workflow_command: Option<&str>,
+    ) -> Option<String> {
         let inner = self
             .commands
             .get(kind)
@@ -289,7 +315,9 @@ impl super::settings::KubeWorker {
         let args = RelayArgs {
             settings: self.settings.clone(),
             kind: kind.to_string(),
-            image: self.settings.image_for(kind),
+            image: image
+                .map(str::to_string)
+                .unwrap_or_else(|| self.settings.image_for(kind)),
         };
         Some(format!(
             "{} {} {} -- {inner}",

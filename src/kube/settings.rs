@@ -34,6 +34,27 @@ pub enum WorkspaceVolume {
     Pvc,
 }
 
+/// The per-issue PersistentVolumeClaim of `workspace: pvc`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimSettings {
+    /// `storageClassName`; `None` takes the cluster's default class.
+    pub storage_class: Option<String>,
+    /// The storage requested, a quantity (`10Gi`).
+    pub size: String,
+}
+
+/// `pvc.size` when absent.
+pub const DEFAULT_CLAIM_SIZE: &str = "10Gi";
+
+impl Default for ClaimSettings {
+    fn default() -> ClaimSettings {
+        ClaimSettings {
+            storage_class: None,
+            size: DEFAULT_CLAIM_SIZE.into(),
+        }
+    }
+}
+
 /// Container resources, as Kubernetes quantities (`cpu: "1"`, `memory: 2Gi`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Resources {
@@ -58,6 +79,9 @@ pub struct KubeSettings {
     /// turns have no deadline.
     pub active_deadline_seconds: Option<u64>,
     pub workspace: WorkspaceVolume,
+    /// The claim of `workspace: pvc` (unused with `emptydir`).
+    #[serde(default)]
+    pub claim: ClaimSettings,
     /// Most sortie Jobs active at once in the namespace, every daemon's counted.
     pub max_jobs_per_namespace: Option<u32>,
     /// The `sortie.dev/daemon` label value naming this daemon's Jobs.

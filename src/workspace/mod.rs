@@ -74,6 +74,22 @@ pub struct WorkspaceManager {
     parent_env: Option<Arc<Vec<(OsString, OsString)>>>,
     /// Hooks run under `bwrap` with this profile (`worker.sandbox.hooks: true`).
     sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// What else a removed workspace had, removed after its directory.
+    also_remove: Option<AlsoRemove>,
+}
+
+/// Removes what a workspace has besides its directory (a remote volume), given the issue id
+/// and the workspace directory's name; it logs its own outcome.
+#[derive(Clone)]
+pub struct AlsoRemove(pub Arc<AlsoRemoveFn>);
+
+/// The function behind [`AlsoRemove`]: `(issue_id, workspace directory name)`.
+pub type AlsoRemoveFn = dyn Fn(&str, &str) + Send + Sync;
+
+impl std::fmt::Debug for AlsoRemove {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AlsoRemove")
+    }
 }
 
 impl WorkspaceManager {
@@ -85,7 +101,14 @@ impl WorkspaceManager {
             hooks: Arc::new(hooks),
             parent_env: None,
             sandbox: None,
+            also_remove: None,
         }
+    }
+
+    /// Runs `also` for every workspace removed here, after its directory is gone.
+    pub fn with_also_remove(mut self, also: Option<AlsoRemove>) -> Self {
+        self.also_remove = also;
+        self
     }
 
     /// Runs every hook under `bwrap` with `sandbox`'s profile: the hook's workspace read-write,
@@ -394,6 +417,9 @@ impl WorkspaceManager {
          issue_identifier:% = identifier;
                     "workspace removed"
         );
+        if let (Some(also), Some(key)) = (&self.also_remove, path.file_name()) {
+            (also.0)(issue_id, &key.to_string_lossy());
+        }
         Ok(true)
     }
 }

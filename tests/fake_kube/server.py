@@ -1,7 +1,7 @@
 """A fake Kubernetes API server for sortie's tests (worker.kubernetes).
 
-Serves the batch/v1 Jobs and core/v1 Pods, pod logs (follow, timestamps, sinceTime) and Secrets
-of the upstream OpenAPI descriptions, list by label selector, and delete with a propagation
+Serves the batch/v1 Jobs and core/v1 Pods, pod logs (follow, timestamps, sinceTime), Secrets and
+PersistentVolumeClaims of the upstream OpenAPI descriptions, list by label selector, and delete with a propagation
 policy. Every object a client creates is validated with kubernetes-validate (strict, the pinned
 schema version) plus the name, label and key rules the real API server enforces; an object the
 real API would refuse is answered 422 and recorded under /_fake/state "invalid", which the tests
@@ -11,11 +11,26 @@ The pod lifecycle is simulated by running the Job's container here: its command 
 a local process with the environment its secretKeyRef entries name, its Secret volume written
 to a directory and its mount paths replaced by local directories; its stdout and stderr become
 the pod log. An image whose name contains "pull-fails" never pulls (ErrImagePull, then
-ImagePullBackOff); one containing "unschedulable" is never scheduled.
+ImagePullBackOff); one containing "unschedulable" is never scheduled. Once the container has
+written two lines, an image containing "oom-killed" has it killed for memory (OOMKilled, exit
+137), one containing "evicted" has its pod evicted by the kubelet (phase Failed, reason Evicted),
+and one containing "past-deadline" has its Job stopped by the Job controller as past its
+activeDeadlineSeconds (conditions FailureTarget then Failed with reason DeadlineExceeded, the pod
+deleted), each reported the way the API server reports it.
 
-Usage: server.py TOKEN WORKDIR   (prints the port on its first line)
+A claim's volume is the directory WORKDIR/claims/<name> (a mount's subPath below it), kept while
+the claim exists; a pod whose claim does not exist is not scheduled. Deleting a claim a running
+pod still mounts marks it (deletionTimestamp, the kubernetes.io/pvc-protection finalizer) and
+removes it once no such pod is left, as the API server does, and records its name under
+"claims_deleted_in_use", which the tests assert empty.
+
+Usage: server.py TOKEN WORKDIR [CERT KEY CLIENT_CA]
+(prints the API's port and the test hooks' port on its first line)
+With CERT, KEY and CLIENT_CA it serves HTTPS and requires a client certificate CLIENT_CA signed,
+which then authenticates a request as a bearer token does.
 Test hooks: GET /_fake/state, POST /_fake/config {"drop_log_after": N} (the next log stream
-closes after N lines, once).
+closes after N lines, once), {"deletion_grace_ms": N} (a deleted Job stays, marked, with its
+pod running, for N ms).
 """
 
 import datetime
@@ -23,6 +38,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -45,11 +61,14 @@ STATE = {
     "jobs": {},
     "pods": {},
     "secrets": {},
+    "pvcs": {},
+    "claims_deleted_in_use": [],
     "log": {},  # pod name -> [(timestamp text, line)]
     "procs": {},  # job name -> Popen
     "requests": [],
     "invalid": [],
     "drop_log_after": None,
+    "deletion_grace_ms": 0,
 }
 
 
@@ -152,6 +171,10 @@ def run_pod(job_name, pod_name, workdir):
     if job is None or pod is None:
         return
     spec = pod["spec"]
+
+    def claim_dir(name):
+        return os.path.join(workdir, "claims", name)
+
     c = spec["containers"][0]
     status = pod["status"]
     if "unschedulable" in c["image"]:
@@ -168,6 +191,14 @@ def run_pod(job_name, pod_name, workdir):
                                           "message": 'failed to pull image "%s": not found' % c["image"]}}}]
             time.sleep(0.2)
         return
+    missing = [v["persistentVolumeClaim"]["claimName"] for v in spec.get("volumes", [])
+               if "persistentVolumeClaim" in v]
+    with LOCK:
+        missing = [c for c in missing if c not in STATE["pvcs"]]
+        if missing:
+            status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                     "message": 'persistentvolumeclaim "%s" not found' % missing[0]}]
+            return
     secret_name = None
     for v in spec.get("volumes", []):
         if "secret" in v:
@@ -190,9 +221,12 @@ def run_pod(job_name, pod_name, workdir):
         """The container's argv, cwd and env with its mounts made local directories."""
         mounts = {}
         for m in ctr.get("volumeMounts", []):
-            local_dir = os.path.join(base, m["name"])
-            os.makedirs(local_dir, exist_ok=True)
             vol = next(v for v in spec["volumes"] if v["name"] == m["name"])
+            if "persistentVolumeClaim" in vol:
+                local_dir = os.path.join(claim_dir(vol["persistentVolumeClaim"]["claimName"]), m.get("subPath", ""))
+            else:
+                local_dir = os.path.join(base, m["name"])
+            os.makedirs(local_dir, exist_ok=True)
             if "secret" in vol:
                 for item in vol["secret"].get("items", []):
                     with open(os.path.join(local_dir, item["path"]), "w") as f:
@@ -236,8 +270,13 @@ def run_pod(job_name, pod_name, workdir):
         status["conditions"] = [{"type": "PodScheduled", "status": "True"}]
         status["containerStatuses"] = [{"name": c["name"], "image": c["image"], "imageID": "x", "ready": True,
                                         "restartCount": 0, "state": {"running": {"startedAt": now_text()[:19] + "Z"}}}]
+    fault = next((f for f in FAULTS if f in c["image"]), None)
+    seen = 0
     for raw in proc.stdout:
         append_log(pod_name, raw.decode("utf-8", "replace").rstrip("\n"))
+        seen += 1
+        if fault is not None and seen == 2:
+            return inject_fault(fault, job_name, pod_name, proc)
     code = proc.wait()
     with LOCK:
         status["phase"] = "Succeeded" if code == 0 else "Failed"
@@ -247,7 +286,111 @@ def run_pod(job_name, pod_name, workdir):
         if job_name in STATE["jobs"]:
             set_job_condition(job, "Complete" if code == 0 else "Failed",
                               "" if code == 0 else "BackoffLimitExceeded")
+        finalize_claims()
         LOCK.notify_all()
+
+
+FAULTS = ("oom-killed", "evicted", "past-deadline")
+BACKOFF_LIMIT = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+
+
+def inject_fault(fault, job_name, pod_name, proc):
+    """Ends a running pod the way the kubelet or the Job controller would for `fault`."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    stamp = now_text()[:19] + "Z"
+    with LOCK:
+        job = STATE["jobs"].get(job_name)
+        pod = STATE["pods"].get(pod_name)
+        if job is None or pod is None:
+            return
+        status = pod["status"]
+        cstatus = status["containerStatuses"][0]
+        cstatus["ready"] = False
+        job["status"].update({"active": 0, "failed": 1})
+        if fault == "oom-killed":
+            status["phase"] = "Failed"
+            cstatus["state"] = {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                                               "startedAt": stamp, "finishedAt": stamp}}
+            set_job_condition(job, "FailureTarget", *BACKOFF_LIMIT)
+            set_job_condition(job, "Failed", *BACKOFF_LIMIT)
+        elif fault == "evicted":
+            status["phase"] = "Failed"
+            status["reason"] = "Evicted"
+            status["message"] = ("The node was low on resource: memory. Threshold quantity: 100Mi, available: 61Mi. "
+                                 "Container agent was using 1853Mi, request is 1Gi, has larger consumption of memory. ")
+            status.setdefault("conditions", []).append(
+                {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+                 "message": "The node was low on resource: memory.", "lastTransitionTime": stamp})
+            cstatus["state"] = {"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+                                               "message": "The container could not be located when the pod was terminated",
+                                               "startedAt": stamp, "finishedAt": stamp}}
+            set_job_condition(job, "FailureTarget", *BACKOFF_LIMIT)
+            set_job_condition(job, "Failed", *BACKOFF_LIMIT)
+        else:
+            deadline = ("DeadlineExceeded", "Job was active longer than specified deadline")
+            set_job_condition(job, "FailureTarget", *deadline)
+            set_job_condition(job, "Failed", *deadline)
+            STATE["pods"].pop(pod_name, None)
+        STATE["procs"].pop(job_name, None)
+        LOCK.notify_all()
+
+
+def claim_in_use(name):
+    """Whether a pod that has not ended mounts the claim `name` (LOCK held)."""
+    for pod in STATE["pods"].values():
+        if pod["status"].get("phase") in ("Succeeded", "Failed"):
+            continue
+        for v in pod["spec"].get("volumes", []):
+            if (v.get("persistentVolumeClaim") or {}).get("claimName") == name:
+                return True
+    return False
+
+
+def finalize_claims():
+    """Removes the claims marked for deletion that no pod uses any more (LOCK held)."""
+    for name in [n for n, c in STATE["pvcs"].items()
+                 if c["metadata"].get("deletionTimestamp") and not claim_in_use(n)]:
+        STATE["pvcs"].pop(name)
+
+
+def delete_claim(name):
+    with LOCK:
+        claim = STATE["pvcs"].get(name)
+        if claim is None:
+            return None
+        if claim_in_use(name):
+            STATE["claims_deleted_in_use"].append(name)
+            claim["metadata"]["deletionTimestamp"] = now_text()[:19] + "Z"
+            claim["metadata"]["finalizers"] = ["kubernetes.io/pvc-protection"]
+        else:
+            STATE["pvcs"].pop(name)
+        return claim
+
+
+def delete_job_gracefully(name, policy):
+    """Foreground deletion as the API server does it: the Job is marked (deletionTimestamp,
+    the foregroundDeletion finalizer) and stays, its pod running out its termination grace,
+    until the grace (`deletion_grace_ms`) has passed; then it goes with what it owns."""
+    with LOCK:
+        grace = STATE["deletion_grace_ms"]
+        job = STATE["jobs"].get(name)
+        if job is None:
+            return False
+        if grace <= 0:
+            marked = None
+        else:
+            marked = job["metadata"].get("deletionTimestamp")
+            job["metadata"]["deletionTimestamp"] = marked or now_text()[:19] + "Z"
+            job["metadata"]["finalizers"] = ["foregroundDeletion"]
+    if grace <= 0:
+        return delete_job(name, policy)
+    if marked is None:
+        threading.Timer(grace / 1000.0, delete_job, args=(name, policy)).start()
+    return True
 
 
 def delete_job(name, policy):
@@ -262,6 +405,7 @@ def delete_job(name, policy):
         for sname in [s for s, o in STATE["secrets"].items()
                       if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])]:
             STATE["secrets"].pop(sname)
+        finalize_claims()
         LOCK.notify_all()
     if proc is not None and proc.poll() is None:
         try:
@@ -299,14 +443,15 @@ class Handler(BaseHTTPRequestHandler):
             STATE["requests"].append({"method": method, "path": url.path, "query": q})
         if parts[0] == "_fake":
             return self.fake(method, parts[1])
-        if self.headers.get("Authorization") != "Bearer " + self.token:
+        by_cert = hasattr(self.connection, "getpeercert") and bool(self.connection.getpeercert())
+        if not by_cert and self.headers.get("Authorization") != "Bearer " + self.token:
             return self.status(401, "Unauthorized", "Unauthorized")
         # /api/v1/namespaces/NS/RES[/NAME[/log]] or /apis/batch/v1/namespaces/NS/RES[/NAME]
         p = parts[2:] if parts[0] == "api" else parts[3:]
         if len(p) < 3 or p[0] != "namespaces":
             return self.status(404, "NotFound", "no route")
         ns, res, rest = p[1], p[2], p[3:]
-        store = {"jobs": "jobs", "pods": "pods", "secrets": "secrets"}.get(res)
+        store = {"jobs": "jobs", "pods": "pods", "secrets": "secrets", "persistentvolumeclaims": "pvcs"}.get(res)
         if store is None:
             return self.status(404, "NotFound", "unknown resource " + res)
         if method == "POST" and not rest:
@@ -326,9 +471,14 @@ class Handler(BaseHTTPRequestHandler):
             if obj is None:
                 return self.status(404, "NotFound", '%s "%s" not found' % (res, name))
             return self.send_json(200, obj)
+        if method == "DELETE" and store == "pvcs":
+            claim = delete_claim(name)
+            if claim is None:
+                return self.status(404, "NotFound", 'persistentvolumeclaims "%s" not found' % name)
+            return self.send_json(200, claim)
         if method == "DELETE" and store == "jobs":
             policy = q.get("propagationPolicy")
-            if not delete_job(name, policy):
+            if not delete_job_gracefully(name, policy):
                 return self.status(404, "NotFound", 'jobs.batch "%s" not found' % name)
             return self.send_json(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
         return self.status(405, "MethodNotAllowed", method)
@@ -340,7 +490,7 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             return self.status(400, "BadRequest", "body is not JSON")
         problems = validate(obj)
-        want_kind = {"jobs": "Job", "secrets": "Secret", "pods": "Pod"}[store]
+        want_kind = {"jobs": "Job", "secrets": "Secret", "pods": "Pod", "pvcs": "PersistentVolumeClaim"}[store]
         if obj.get("kind") != want_kind:
             problems.append("kind %r posted to %s" % (obj.get("kind"), store))
         if obj.get("metadata", {}).get("namespace") not in (None, ns):
@@ -354,6 +504,10 @@ class Handler(BaseHTTPRequestHandler):
             if name in STATE[store]:
                 return self.status(409, "AlreadyExists", "%s %s exists" % (store, name))
             meta_new(obj, ns)
+            if store == "pvcs":
+                obj["status"] = {"phase": "Bound", "accessModes": obj["spec"].get("accessModes", []),
+                                 "capacity": {"storage": obj["spec"]["resources"]["requests"]["storage"]}}
+                obj["spec"]["volumeName"] = "pvc-" + obj["metadata"]["uid"]
             STATE[store][name] = obj
             if store == "jobs":
                 obj["status"] = {"active": 1}
@@ -418,13 +572,16 @@ class Handler(BaseHTTPRequestHandler):
     def fake(self, method, what):
         if what == "state":
             with LOCK:
-                snap = {k: STATE[k] for k in ("jobs", "pods", "secrets", "requests", "invalid")}
+                snap = {k: STATE[k] for k in ("jobs", "pods", "secrets", "pvcs", "claims_deleted_in_use",
+                                              "requests", "invalid")}
                 return self.send_json(200, json.loads(json.dumps(snap)))
         if what == "config" and method == "POST":
             length = int(self.headers.get("Content-Length") or 0)
             cfg = json.loads(self.rfile.read(length) or b"{}")
             with LOCK:
-                STATE["drop_log_after"] = cfg.get("drop_log_after")
+                for key in ("drop_log_after", "deletion_grace_ms"):
+                    if key in cfg:
+                        STATE[key] = cfg[key]
             return self.send_json(200, {})
         if what == "job" and method == "POST":
             # Creates a Job as an earlier sortie would have, without validation or a pod.
@@ -450,7 +607,18 @@ def main():
     Handler.workdir = sys.argv[2]
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    print(server.server_address[1], flush=True)
+    control = server
+    if len(sys.argv) > 5:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+        ctx.load_verify_locations(sys.argv[5])
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        # The test hooks stay on plain HTTP, on a port of their own.
+        control = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        control.daemon_threads = True
+        threading.Thread(target=control.serve_forever, daemon=True).start()
+    print(server.server_address[1], control.server_address[1], flush=True)
     try:
         server.serve_forever()
     finally:

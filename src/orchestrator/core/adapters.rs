@@ -59,6 +59,37 @@ pub fn workspace_manager(workflow: &Workflow) -> WorkspaceManager {
         (cfg.worker.sandbox.enabled() && cfg.worker.sandbox.hooks)
             .then(|| Arc::new(cfg.worker.sandbox.clone())),
     )
+    .with_also_remove(workspace_claim_removal(cfg))
+}
+
+/// With `worker.kubernetes.workspace: pvc`, a removed workspace's claim goes with it (on the
+/// thread that removes the workspace, waiting for the Jobs still using the claim).
+fn workspace_claim_removal(
+    cfg: &crate::config::ServiceConfig,
+) -> Option<crate::workspace::AlsoRemove> {
+    let k = cfg.worker.kubernetes.as_ref()?;
+    if k.settings.workspace != crate::kube::WorkspaceVolume::Pvc {
+        return None;
+    }
+    let settings = k.settings.clone();
+    Some(crate::workspace::AlsoRemove(Arc::new(
+        move |issue_id: &str, key: &str| match crate::kube::claims::remove(&settings, key) {
+            Ok(true) => log::info!(
+                issue_id:% = issue_id,
+                issue_identifier:% = key,
+                namespace:% = settings.namespace;
+                "workspace claim deleted"
+            ),
+            Ok(false) => {}
+            Err(e) => log::warn!(
+                issue_id:% = issue_id,
+                issue_identifier:% = key,
+                namespace:% = settings.namespace,
+                error:% = e.to_string();
+                "workspace claim not deleted"
+            ),
+        },
+    )))
 }
 
 /// Builds the forge adapter reactions use, when a provider applies. A provider that cannot be
