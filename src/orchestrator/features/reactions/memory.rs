@@ -22,6 +22,8 @@ pub struct RowMemory {
     pub merged_seen_at_ms: Option<i64>,
     /// The kind's triage run and verdict (`orch`'s; see `reactions::triage`).
     pub triage: TriageMemory,
+    /// The pass (`chain_id`) whose quiet check is already recorded (`pr_loop`).
+    pub quiet_noted: Option<String>,
 }
 
 impl RowMemory {

@@ -7,6 +7,7 @@
 //! ([`cx::CheckCx`]); it returns a [`step::Step`] that `features::reactions::hooks`
 //! applies (retries, escalation writes, outcomes, persistence).
 
+mod activity;
 pub mod check_now;
 pub(crate) mod check_request;
 mod ci;
