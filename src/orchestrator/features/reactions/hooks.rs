@@ -570,6 +570,7 @@ impl Orchestrator {
                 route: row.route(),
             },
         );
+        mem.last_context = context.clone();
         if let Some(info) = self.state.retries.get_mut(&issue.id) {
             info.reaction = Some(reaction);
             info.reaction_context = context;

@@ -24,6 +24,9 @@ pub struct RowMemory {
     pub triage: TriageMemory,
     /// The pass (`chain_id`) whose quiet check is already recorded (`pr_loop`).
     pub quiet_noted: Option<String>,
+    /// The context the latest run dispatched for the kind carried, so a retry of that run
+    /// after a failure or stall carries it again.
+    pub last_context: Option<super::FixContext>,
 }
 
 impl RowMemory {

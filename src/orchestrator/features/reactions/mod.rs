@@ -15,6 +15,7 @@ mod completion;
 mod conflict;
 pub mod cx;
 pub mod escalation;
+mod holds;
 pub(crate) mod hooks;
 mod labels;
 pub mod memory;
