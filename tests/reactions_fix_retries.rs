@@ -103,12 +103,12 @@ fn a_fix_held_by_the_session_budget_stays_served_while_it_holds() {
         s["active"][0]["issue_identifier"]
     );
     // Several poll ticks later the hold is still served, and the fix counts.
-    let polls = |d: &common::Daemon| fake.requests("GET", "/repos/owner/repo/issues").len();
-    let start = polls(&d);
+    let polls = || fake.requests("GET", "/repos/owner/repo/issues").len();
+    let start = polls();
     for n in 1..=3 {
         d.wait_until(&format!("poll tick {n}"), WAIT, || {
             let _ = d.post("/api/v1/refresh");
-            polls(&d) >= start + n
+            polls() >= start + n
         });
         let s = d.state();
         assert!(held(&s), "tick {n}: {s}");
