@@ -221,6 +221,9 @@ impl Orchestrator {
             if !pending {
                 continue;
             }
+            if let Some(live) = self.state.reactions.get(&c.key) {
+                c.keep_live_seed(live, self.state.reaction_memory.get(&c.key));
+            }
             let answered = self.keep_live_triage(&mut c);
             let key = c.key.clone();
             self.state.reactions.remove(&c.key);
