@@ -10,7 +10,7 @@
 import * as api from "./api.js";
 import { h, panel, rows, facts, tokens, duration, when, relative, parseTime, clear, cost, measureFrom, compact, num } from "./dom.js";
 import { actionButton, attentionRow } from "./overview.js";
-import { reactionRow, kindLabel } from "./reactions.js";
+import { reactionRow, kindLabel, prLoopList } from "./reactions.js";
 import { betweenRow, stageText } from "./stages.js";
 
 export const title = "Issue";
@@ -131,6 +131,7 @@ function view(identifier, d, notFound, listed, list, ctx) {
     d && (d.pending_reactions || []).length ? panel("Pull request reactions",
       rows(d.pending_reactions, (r) => reactionRow(r, (label, action, attrs) => actionButton(label, action, ctx, attrs), { withIssue: false })),
       { id: "reactions", count: d.pending_reactions.length }) : null,
+    d ? prLoopPanel(d.pr_loop) : null,
     d && d.between_stages ? panel("Between stages", h("ul", { class: "rows" }, betweenRow(d.between_stages)), { id: "between" }) : null,
     panel("What happens next", next.length ? rows(next, (o) =>
       h("li", {}, h("b", {}, o.condition || ""), h("div", {}, o.text || ""))) : held ? rows([held.hold || {}], (hold) =>
@@ -151,6 +152,12 @@ function view(identifier, d, notFound, listed, list, ctx) {
     d && d.history ? spent(d.history.totals) : null,
     panel("Run history", history((d && d.history && d.history.runs) || []), { id: "history", empty: "No finished run yet." }),
   ];
+}
+
+/** What each configured reaction recorded in the issue's pass (`pr_loop`). */
+function prLoopPanel(loop) {
+  const list = prLoopList(loop);
+  return list ? panel("Reactions in this pass", list, { id: "pr-loop" }) : null;
 }
 
 /** The hold of an issue the latest dispatch pass held back, and what releases it. */

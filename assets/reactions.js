@@ -93,3 +93,35 @@ export function reactionRow(r, button, { withIssue = true } = {}) {
     ]),
     h("div", {}, button("Check now", check, { "data-action": "check-now", "data-identifier": r.issue_identifier, "data-kind": r.kind })));
 }
+
+const PR_LOOP_LABELS = {
+  ci_failure: "CI failure",
+  review_comments: "Review comments",
+  bot_review: "Bot review",
+  merge_conflicts: "Merge conflicts",
+  auto_merge: "Auto-merge",
+  merge_completion: "Merge completion",
+  label_commands: "Label commands",
+};
+
+const PR_LOOP_WORDS = {
+  escalated: "escalated to a person",
+  acted: "acted",
+  quiet: "watched, nothing to act on",
+  unrecorded: "nothing recorded",
+};
+
+/** One line per configured reaction of a pass's `pr_loop`: what it recorded and the runs it
+ * scheduled; null when no reaction is configured or the activity could not be read. */
+export function prLoopList(loop) {
+  const keys = loop ? Object.keys(loop) : [];
+  if (!keys.length) return null;
+  return h("ul", { class: "rows" }, keys.map((k) => {
+    const m = loop[k] || {};
+    const n = m.continuations || 0;
+    const runs = n ? `, ${n} run${n === 1 ? "" : "s"} scheduled` : "";
+    return h("li", { dataset: { reaction: k, result: m.result || "" } },
+      h("b", {}, PR_LOOP_LABELS[k] || k), " ",
+      h("span", { class: `status ${m.result || ""}` }, `${PR_LOOP_WORDS[m.result] || m.result || ""}${runs}`));
+  }));
+}

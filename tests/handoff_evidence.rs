@@ -426,3 +426,34 @@ fn the_withheld_count_survives_a_restart() {
     });
     d.stop();
 }
+
+/// A withheld count ends with the claim: an issue moved to a terminal state while its next run
+/// is out is stopped and released, and its stored count is removed with it.
+#[test]
+fn the_withheld_count_ends_when_the_issue_ends_abnormally() {
+    let p = project(Some("strict"), &[("1", "R-1")]);
+    // The second invocation waits (for a file nobody writes) until it is stopped.
+    let count = p.path("markers/invocations");
+    let gate = p.path("markers/never");
+    let wait_second = format!(
+        "n=$(cat '{c}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{c}'; if [ $n -eq 2 ]; then while [ ! -e '{g}' ]; do sleep 0.05; done; fi",
+        c = count.display(),
+        g = gate.display(),
+    );
+    scenario(&p, "R-1", &[json!({ "sh": wait_second })], None);
+    let d = p.start();
+    d.wait_until("the second invocation", WAIT, || {
+        std::fs::read_to_string(&count).is_ok_and(|s| s.trim() == "2")
+    });
+    d.wait_until("the count on record", WAIT, || {
+        p.db_i64("SELECT withheld_in_a_row FROM handoff_absence WHERE issue_id = '1'") == 1
+    });
+    p.set_issue_state("1", "Done");
+    d.wait_state("R-1 released", WAIT, |s| {
+        s["active"].as_array().is_some_and(|a| a.is_empty())
+    });
+    d.wait_until("the count removed", WAIT, || {
+        p.db_i64("SELECT COUNT(*) FROM handoff_absence") == 0
+    });
+    d.stop();
+}

@@ -488,3 +488,102 @@ fn on_an_ssh_worker_the_triage_runs_on_the_host() {
     assert_eq!(triage["ssh_host"], common::sshd::HOST_ALIAS, "{triage}");
     assert_eq!(triage["status"], "succeeded", "{triage}");
 }
+
+/// Waits until the UTC day has at least two minutes left, so a daily window cannot turn
+/// while the test runs.
+fn away_from_midnight() {
+    use sortie::clock::{Clock, SystemClock};
+    const DAY_MS: i64 = 86_400_000;
+    let left = |now: i64| DAY_MS - now.rem_euclid(DAY_MS);
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    while left(SystemClock.now_ms()) < 120_000 {
+        assert!(std::time::Instant::now() < deadline, "the day never turned");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// A triage run is priced like any run (under the rates for the model it used) and counts
+/// against the spend ceiling: its spend alone reaches the daily ceiling, so the fix its `act`
+/// asks for waits for the window instead of starting.
+#[test]
+fn triage_spend_is_priced_and_a_spend_ceiling_holds_after_it() {
+    away_from_midnight();
+    let fake = fake_github::start(LABELS);
+    fake.with_state(|s| {
+        s.add_issue(1, "Add the export button", &["backlog"], false);
+        s.add_pull(PR, "sortie/1", "sha1");
+    });
+    failing(&fake, "sha1");
+    let forge = common::reactions::Forge {
+        kind: "github",
+        url: &fake.url,
+        token: fake_github::TOKEN,
+        project: "owner/repo",
+        owner: "owner",
+        repo: "repo",
+    };
+    // A dollar per million tokens: the coding run's 15 tokens are far below the ceiling, the
+    // triage turn's million input tokens are above it.
+    let wf = common::reactions::workflow(
+        &forge,
+        "  ci_failure:\n    provider: github\n    max_retries: 2\n    triage: true\n",
+    )
+    .replace(
+        "  max_turns: 1\n",
+        "  max_turns: 1\n  max_daily_cost_usd: 0.5\n",
+    )
+    .replace(
+        "reactions:\n",
+        "token_rates:\n  claude-code: {input_per_mtok: 1, output_per_mtok: 1}\nreactions:\n",
+    );
+    let p = ReactionProject::with_workflow(
+        &wf,
+        &forge,
+        vec![(
+            common::reactions::token_env(&forge),
+            fake_github::TOKEN.to_string(),
+        )],
+    );
+    triage_steps(
+        &p,
+        &[
+            json!({"assistant": {"text": "looked", "input_tokens": 1_000_000, "output_tokens": 0}}),
+            verdict("act"),
+        ],
+    );
+    let d = p.start();
+
+    let s = d.wait_state("the daily ceiling reached by the triage", WAIT, |s| {
+        s["spend_ceiling"]["daily"]["holds_dispatch"] == true
+    });
+    assert_eq!(triage_prompts(&p).len(), 1, "{s}");
+    let runs = d.get("/api/v1/runs?limit=50").json();
+    let triage_run = runs["runs"]
+        .as_array()
+        .and_then(|r| {
+            r.iter()
+                .find(|x| {
+                    x["reaction_kind"] == "ci"
+                        && x["dispatch_id"].is_null()
+                        && x["status"] == "succeeded"
+                })
+                .cloned()
+        })
+        .unwrap_or_default();
+    assert_eq!(triage_run["cost_status"], "estimated", "{runs}");
+    let usd = triage_run["estimated_cost_usd"]
+        .as_f64()
+        .unwrap_or_default();
+    assert!((1.0..1.01).contains(&usd), "{triage_run}");
+
+    // The fix the verdict asks for waits for the window: several checks later no fix ran.
+    let reads = || {
+        fake.requests("GET", "/repos/owner/repo/commits/sha1/check-runs")
+            .len()
+    };
+    let before = reads();
+    d.wait_until("two more CI reads", WAIT, || reads() >= before + 2);
+    let s = d.state();
+    assert_eq!(fix_prompts(&p).len(), 1, "no fix past the ceiling: {s}");
+    assert!(s["running"].as_array().is_some_and(|r| r.is_empty()), "{s}");
+}

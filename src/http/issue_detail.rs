@@ -15,6 +15,7 @@ use super::views::issue_detail::{
     AttemptsView, HistoryView, HopView, IssueDetailView, IssueMember, LastStageView, NextOutcome,
     WorkspaceView,
 };
+use super::views::pr_loop::PrLoopView;
 use super::views::run::{IssueTotalsView, OutcomeView, RunView};
 use super::views::{EmptyObject, IssueRows, IssueStatus, nonempty, to_value, ts};
 use super::wording;
@@ -197,12 +198,19 @@ fn next_outcomes(snap: &Snapshot, found: &IssueRows<'_>) -> Vec<NextOutcome> {
 /// The detail of an issue only run history holds.
 fn history_only(
     conn: &ReadConn,
+    snap: &Snapshot,
     identifier: &str,
     issue_id: String,
     history: HistoryView,
     outcome: Option<&OutcomeView>,
 ) -> Result<IssueDetailView, ApiError> {
     let head = history.runs.first();
+    let pass = head.and_then(|h| {
+        let chain = h.stage.chain_id.as_deref().unwrap_or("");
+        (!chain.is_empty() && h.dispatched_at.is_some())
+            .then(|| (h.issue_id.clone(), chain.to_string()))
+    });
+    let pr_loop = pr_loop_of(conn, snap, pass)?;
     let pair = wording::history(
         outcome.map(|o| o.kind.as_str()),
         outcome.and_then(|o| o.state.as_deref()).unwrap_or(""),
@@ -232,11 +240,22 @@ fn history_only(
         between_stages: None,
         recent_events: recorded_events(conn, &issue_id)?,
         last_error: None,
-        pr_loop: EmptyObject,
+        pr_loop,
         tracked: EmptyObject,
         history: Some(history),
         issue_id,
     })
+}
+
+/// `pr_loop` of `pass`; a failed read answers `history_unavailable`.
+fn pr_loop_of(
+    conn: &ReadConn,
+    snap: &Snapshot,
+    pass: Option<super::pr_loop::PassKey>,
+) -> Result<PrLoopView, ApiError> {
+    let passes = [pass];
+    let activity = super::pr_loop::read(conn, &passes).map_err(ApiError::history_unavailable)?;
+    Ok(super::pr_loop::view(snap, passes[0].as_ref(), &activity))
 }
 
 /// The issue figures of a running row; unreadable history leaves them `null`.
@@ -312,7 +331,14 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
     let rows = LiveRows::build(&snap, &found, spend);
     let Some((status, fields, sentences)) = rows.deciding() else {
         let history = history.ok_or_else(not_found)?;
-        let view = history_only(&conn, identifier, issue_id, history, outcome.as_ref())?;
+        let view = history_only(
+            &conn,
+            &snap,
+            identifier,
+            issue_id,
+            history,
+            outcome.as_ref(),
+        )?;
         return Ok(JsonReply::ok(to_value(&view)));
     };
     let (issue_identifier, issue, sentences) = (
@@ -321,6 +347,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         sentences.clone(),
     );
     let recent_events = recent_events(&conn, &found, &issue_id)?;
+    let pr_loop = pr_loop_of(&conn, &snap, super::pr_loop::live_pass(&found))?;
     let attempt = found
         .running
         .map(|r| r.attempt + 1)
@@ -353,7 +380,7 @@ pub fn detail(state: &AppState, identifier: &str) -> Result<JsonReply, ApiError>
         between_stages: rows.between,
         recent_events,
         last_error,
-        pr_loop: EmptyObject,
+        pr_loop,
         tracked: EmptyObject,
         history,
     };

@@ -33,6 +33,7 @@ pub mod notify_feed;
 pub mod openapi;
 pub mod operator_message;
 pub mod origin;
+pub mod pr_loop;
 pub mod prices;
 pub mod probes;
 pub mod query;

@@ -286,6 +286,7 @@ fn pending_example(at: &dyn Fn(&str) -> i64) -> Vec<crate::orchestrator::reactio
         },
         created_at_ms: at("2026-03-26T14:09:30Z"),
         dispatched_at_ms: Some(at("2026-03-26T13:58:03Z")),
+        chain_id: String::new(),
         next_poll_at_ms: at("2026-03-26T14:31:40Z"),
         wait: Some(ReactionWait::PollInterval),
         used_attempts: Some(2),

@@ -107,12 +107,17 @@ pub fn list_runs(state: &AppState, url: &str) -> Result<JsonReply, ApiError> {
         .list_runs(&filter, cursor, limit)
         .map_err(ApiError::history_unavailable)?;
     let outcomes = outcomes_for(&conn, &page.runs)?;
+    let passes: Vec<_> = page.runs.iter().map(super::pr_loop::run_pass).collect();
+    let activity = super::pr_loop::read(&conn, &passes).map_err(ApiError::history_unavailable)?;
     let runs = page
         .runs
         .iter()
-        .map(|r| {
+        .zip(&passes)
+        .map(|(r, pass)| {
             let o = outcomes.get(&r.issue_id).and_then(Option::as_ref);
-            RunView::build(r, o, false, &snap.config.dispatch)
+            let mut v = RunView::build(r, o, false, &snap.config.dispatch);
+            v.pr_loop = Some(super::pr_loop::view(&snap, pass.as_ref(), &activity));
+            v
         })
         .collect();
     Ok(JsonReply::ok(to_value(&RunsPage {

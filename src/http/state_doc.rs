@@ -63,10 +63,10 @@ pub fn view(state: &AppState, snap: &Snapshot) -> (StateDoc, bool) {
         .filter(|i| i.view.acknowledged_at.is_none())
         .count();
     let items = items.into_iter().map(|i| i.view).collect();
-    (
-        StateDoc::build(snap, state.version, &spend, items, unacked),
-        complete,
-    )
+    let mut doc = StateDoc::build(snap, state.version, &spend, items, unacked);
+    let pr_loop = super::pr_loop::for_state(state, snap);
+    doc.set_pr_loop(pr_loop.as_ref());
+    (doc, complete && pr_loop.is_some())
 }
 
 /// The served document: masked JSON bytes with their strong entity tag, and the gzip
@@ -142,16 +142,16 @@ pub fn serve(state: &AppState, req: Request) {
 }
 
 /// What the cached body was built from: the published snapshot (by identity), the set of
-/// registered secrets it was masked against and the notification destinations' state (health
-/// rows and attention items read it).
+/// registered secrets it was masked against, the notification destinations' state (health
+/// rows and attention items read it) and the reaction activity committed (`pr_loop` reads it).
 struct Cached {
     snap: Arc<Snapshot>,
-    mask_generation: (u64, u64),
+    mask_generation: (u64, u64, u64),
     body: Arc<StateBody>,
 }
 
 impl Cached {
-    fn serves(&self, snap: &Arc<Snapshot>, mask_generation: (u64, u64)) -> bool {
+    fn serves(&self, snap: &Arc<Snapshot>, mask_generation: (u64, u64, u64)) -> bool {
         Arc::ptr_eq(&self.snap, snap) && self.mask_generation == mask_generation
     }
 }
@@ -173,6 +173,7 @@ impl StateCache {
         let generation = (
             crate::mask::generation(),
             crate::notify::status::generation(),
+            crate::store::pr_loop::generation(),
         );
         if let Some(c) = slot.as_ref().filter(|c| c.serves(&snap, generation)) {
             return Arc::clone(&c.body);

@@ -88,6 +88,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "014_handoff_absence",
         sql: include_str!("../../sql/014_handoff_absence.sql"),
     },
+    Migration {
+        version: 15,
+        name: "015_pr_loop",
+        sql: include_str!("../../sql/015_pr_loop.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.

@@ -20,6 +20,7 @@ pub mod migrate;
 mod model_use;
 mod outcomes;
 mod parks;
+pub mod pr_loop;
 mod price_cache;
 mod queries;
 mod reactions;
@@ -57,6 +58,7 @@ pub use lock::DbLock;
 pub use model_use::ModelUse;
 pub use outcomes::{IssueOutcome, replaces as outcome_replaces};
 pub use parks::ParkedIssue;
+pub use pr_loop::{PassActivity, PrLoopActivity, PrLoopMark, PrLoopWrite};
 pub use price_cache::PriceCache;
 pub use queries::{IssueSpend, IssueTotalsRow, OutcomeRow, StoredCost};
 pub use reactions::{

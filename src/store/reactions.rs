@@ -70,6 +70,7 @@ pub struct PrRun {
     pub agent_adapter: String,
     pub configured_model: String,
     pub dispatched_at_ms: Option<i64>,
+    pub chain_id: String,
     /// The record's JSON.
     pub pr_record: String,
 }
@@ -84,8 +85,11 @@ pub enum ReactionWrite {
     GiveComments(GivenComments),
     SaveTriageAnswer(TriageAnswer),
     DeleteTriageAnswer(String, ReactionKind),
-    /// Forget everything stored for an issue's reactions.
+    /// Forget everything stored for an issue's reactions (its `pr_loop` activity is history
+    /// and stays).
     ClearIssue(String),
+    /// One mark of a reaction's activity in a pass.
+    PrLoop(super::PrLoopWrite),
 }
 
 impl ReactionWrite {
@@ -99,6 +103,7 @@ impl ReactionWrite {
             ReactionWrite::SaveFingerprint(f, _) => &f.issue_id,
             ReactionWrite::GiveComments(g) => &g.issue_id,
             ReactionWrite::ClearIssue(id) => id,
+            ReactionWrite::PrLoop(w) => &w.issue_id,
         }
     }
 }
@@ -131,6 +136,7 @@ pub(crate) fn apply(conn: &Connection, w: &ReactionWrite) -> Result<(), StoreErr
         .map(|_| ())
         .ctx("delete triage answer"),
         ReactionWrite::ClearIssue(id) => clear_issue(conn, id),
+        ReactionWrite::PrLoop(w) => super::pr_loop::apply(conn, w),
     }
 }
 
@@ -322,7 +328,7 @@ pub(crate) fn latest_pr_runs(conn: &Connection) -> Result<Vec<PrRun>, StoreError
         .prepare(
             "SELECT h.issue_id, h.identifier, h.display_identifier, h.issue_title, h.issue_url,
                     h.attempt, h.session_id, h.rule_name, h.agent_adapter, h.configured_model,
-                    h.dispatched_at, h.pr_record
+                    h.dispatched_at, h.pr_record, COALESCE(h.chain_id, '')
              FROM run_history h
              JOIN (SELECT issue_id, MAX(id) AS id FROM run_history
                    WHERE status != 'ci_failed'
@@ -349,6 +355,7 @@ pub(crate) fn latest_pr_runs(conn: &Connection) -> Result<Vec<PrRun>, StoreError
                 dispatched_at_ms: dispatched
                     .and_then(|d| super::time::from_text("dispatched_at", &d).ok()),
                 pr_record: r.get(11)?,
+                chain_id: r.get(12)?,
             })
         })
         .ctx("load pull-request runs")?;

@@ -64,6 +64,13 @@ impl ReadConn {
         })
     }
 
+    /// Pull-request reaction activity of each pass `(issue_id, chain_id)` asked for.
+    pub fn pr_loop(
+        &self,
+        passes: &[(String, String)],
+    ) -> Result<std::collections::BTreeMap<(String, String), super::PassActivity>, StoreError> {
+        super::pr_loop::read(&self.conn, passes)
+    }
     pub fn load_retry_entries(&self) -> Result<Vec<RetryEntry>, StoreError> {
         retry::load_all(&self.conn)
     }

@@ -902,6 +902,7 @@ fn committed(op: &WriteOp) {
             }
         }
         WriteOp::Record(w, _) => forget_live(w),
+        WriteOp::Reaction(ReactionWrite::PrLoop(_)) => super::pr_loop::note_committed(),
         _ => {}
     }
 }

@@ -107,4 +107,20 @@ assert.equal(r.triageSummary({ wait: "poll_interval", last_check: null }), null)
 const triaging = r.reactionRow({ ...row, escalated_at: null, escalation_trigger: undefined, wait: "triage" }, button);
 assert.ok(triaging.textContent.includes("triage running"), triaging.textContent);
 assert.ok(!li.textContent.includes("triage"), "no triage fact without one: " + li.textContent);
+// What each reaction recorded in the issue's pass (`pr_loop`).
+assert.equal(r.prLoopList({}), null);
+assert.equal(r.prLoopList(null), null);
+const loop = r.prLoopList({
+  ci_failure: { result: "escalated", continuations: 2 },
+  review_comments: { result: "acted", continuations: 1 },
+  bot_review: { result: "quiet", continuations: 0 },
+  auto_merge: { result: "unrecorded", continuations: 0 },
+});
+assert.equal(loop.children.length, 4);
+assert.equal(loop.children[0].dataset.reaction, "ci_failure");
+assert.equal(loop.children[0].dataset.result, "escalated");
+assert.equal(loop.children[0].textContent, "CI failure escalated to a person, 2 runs scheduled");
+assert.equal(loop.children[1].textContent, "Review comments acted, 1 run scheduled");
+assert.equal(loop.children[2].textContent, "Bot review watched, nothing to act on");
+assert.equal(loop.children[3].textContent, "Auto-merge nothing recorded");
 console.log("ok");

@@ -11,10 +11,11 @@ use super::between_stages::BetweenStagesView;
 use super::budget::BudgetView;
 use super::parked::ParkedView;
 use super::pending_reaction::PendingReactionView;
+use super::pr_loop::PrLoopView;
 use super::retry::RetryView;
 use super::running::RunningView;
 use super::stage::StagePosition;
-use super::{EmptyObject, IssueFields, Sentences};
+use super::{IssueFields, Sentences};
 
 /// Which live list decided an issue's status.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
@@ -54,7 +55,10 @@ pub struct ActiveEntry {
     pub dispatched_at: Option<String>,
     #[serde(flatten)]
     pub sentences: Sentences,
-    pub pr_loop: EmptyObject,
+    /// What each configured reaction recorded in the pass of the deciding row (for pending
+    /// reactions: the first escalated row, else the first); `null` when reaction activity
+    /// could not be read.
+    pub pr_loop: Option<PrLoopView>,
 }
 
 /// What the `active` list reads from one live row.
@@ -179,7 +183,7 @@ impl ActiveEntry {
                 .filter(|_| status == LiveStatus::PendingReactions),
             dispatched_at: src.dispatched_at.map(str::to_string),
             sentences: src.sentences.clone(),
-            pr_loop: EmptyObject,
+            pr_loop: Some(PrLoopView::default()),
         }
     }
 }

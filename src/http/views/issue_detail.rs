@@ -9,6 +9,7 @@ use super::event::EventView;
 use super::issue::IssueStatus;
 use super::parked::ParkedView;
 use super::pending_reaction::PendingReactionView;
+use super::pr_loop::PrLoopView;
 use super::retry::RetryView;
 use super::run::{IssueTotalsView, OutcomeView, RunView};
 use super::running::RunningView;
@@ -133,7 +134,9 @@ pub struct IssueDetailView {
     pub between_stages: Option<BetweenStagesView>,
     pub recent_events: Vec<EventView>,
     pub last_error: Option<String>,
-    pub pr_loop: EmptyObject,
+    /// What each configured reaction recorded in the pass of the deciding row, or of the
+    /// newest run for an issue only history knows.
+    pub pr_loop: PrLoopView,
     pub tracked: EmptyObject,
     pub history: Option<HistoryView>,
 }

@@ -21,6 +21,7 @@ pub mod issue;
 pub mod issue_detail;
 pub mod parked;
 pub mod pending_reaction;
+pub mod pr_loop;
 pub mod prices;
 pub mod probe;
 pub mod rate_limits;

@@ -38,6 +38,7 @@ pub(crate) fn seed_ci_row() -> ReactionRow {
         },
         created_at_ms: at("2026-03-26T14:09:30Z"),
         dispatched_at_ms: Some(at("2026-03-26T13:58:03Z")),
+        chain_id: String::new(),
         next_poll_at_ms: at("2026-03-26T14:31:40Z"),
         wait: Some(ReactionWait::PollInterval),
         used_attempts: Some(2),

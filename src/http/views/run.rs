@@ -11,9 +11,10 @@ use crate::store::{IssueTotalsRow, OutcomeRow, RunRecord};
 use super::super::wording;
 use super::event::EventView;
 use super::issue::IssueStatus;
+use super::pr_loop::PrLoopView;
 use super::running::CostStatus;
 use super::tokens::TokensView;
-use super::{EmptyObject, Sentences, nonempty, opt_ts, stored_json_schema, ts};
+use super::{Sentences, nonempty, opt_ts, stored_json_schema, ts};
 use crate::config::dispatch::DispatchConfig;
 
 /// The pull request a merged issue ended with.
@@ -138,8 +139,9 @@ pub struct RunView {
     pub self_review: Option<SelfReviewView>,
     #[serde(flatten)]
     pub origin: OriginFields,
-    /// `{}` on the runs route (no reactions in this build), `null` in groups and issue history.
-    pub pr_loop: Option<EmptyObject>,
+    /// What each configured reaction recorded in the pass the run's `chain_id` names; `null`
+    /// in groups and issue history.
+    pub pr_loop: Option<PrLoopView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "stored_json_schema")]
     pub skills: Option<Value>,
@@ -337,7 +339,7 @@ impl RunView {
             stage_chain: stage_chain(r, dispatch),
             self_review: self_review(&r.review_metadata),
             origin: OriginFields::of(r),
-            pr_loop: (!in_group).then_some(EmptyObject),
+            pr_loop: (!in_group).then(PrLoopView::default),
             skills: r
                 .skills
                 .clone()

@@ -17,6 +17,7 @@ use super::health::HealthView;
 use super::held::{HeldView, SlotUse};
 use super::parked::ParkedView;
 use super::pending_reaction::{self, PendingReactionView};
+use super::pr_loop::PrLoopView;
 use super::retry::RetryView;
 use super::running::{CostStatus, RunningView, row_usage, session_kind};
 use super::stage::Stages;
@@ -231,6 +232,19 @@ impl Rows {
 }
 
 impl StateDoc {
+    /// Serves each active entry's `pr_loop` from `by_issue` (issue id → value); `None`, when
+    /// reaction activity could not be read, serves `null` on every entry.
+    pub fn set_pr_loop(&mut self, by_issue: Option<&BTreeMap<String, PrLoopView>>) {
+        for e in &mut self.active {
+            e.pr_loop = match by_issue {
+                None => None,
+                Some(m) => m.get(&e.issue_id).cloned().or(e.pr_loop.take()),
+            };
+        }
+    }
+}
+
+impl StateDoc {
     /// `spend` holds the completed-session figures of each running issue (`None` when
     /// unreadable); `attention` the current items.
     pub fn build(
@@ -243,7 +257,11 @@ impl StateDoc {
         let now = snap.generated_at_ms;
         let cfg = &snap.config;
         let rows = Rows::of(snap, spend);
-        let active = rows.active(snap);
+        let mut active = rows.active(snap);
+        let unrecorded = PrLoopView::build(&cfg.reactions, None);
+        for e in &mut active {
+            e.pr_loop = Some(unrecorded.clone());
+        }
         let Rows {
             running,
             retrying,

@@ -448,6 +448,7 @@ impl Orchestrator {
             None,
             entry.facts.pass(),
         );
+        self.keep_retry_reaction(&issue.id, entry.facts.reaction.clone());
     }
 
     /// Holds the agent kind until the reset and queues the refused issue's retry at it.
@@ -473,6 +474,7 @@ impl Orchestrator {
             entry.facts.session_id.clone(),
             entry.facts.pass(),
         );
+        self.keep_retry_reaction(&issue.id, entry.facts.reaction.clone());
     }
 
     /// After a session that ended without a declaration: release an issue that left the active

@@ -122,6 +122,11 @@ impl AbsenceStreaks {
         self.0.extend(counts.into_iter().filter(|(_, n)| *n > 0));
     }
 
+    /// Ends the issue's sequence; `true` when it had one (its stored row is then removed).
+    pub fn forget(&mut self, issue_id: &str) -> bool {
+        self.0.remove(issue_id).is_some()
+    }
+
     /// The issue's current count.
     pub fn get(&self, issue_id: &str) -> u32 {
         self.0.get(issue_id).copied().unwrap_or(0)

@@ -45,6 +45,7 @@ impl Orchestrator {
             let issue = e.facts.issue.clone();
             let next = e.facts.attempt + 1;
             let pass = e.facts.pass();
+            let reaction = e.facts.reaction.clone();
             self.schedule_retry(
                 &issue,
                 next,
@@ -54,6 +55,7 @@ impl Orchestrator {
                 None,
                 pass,
             );
+            self.keep_retry_reaction(&id, reaction);
         }
         any
     }

@@ -74,7 +74,8 @@ impl Orchestrator {
         // A spent budget holds the issue now rather than queueing a retry that could only be
         // refused when it fires.
         // (A failed budget read queues the retry; it is checked again when it fires.)
-        if let Ok(Some(hold)) = self.budget_hold_for(issue, None, Some(dispatched_at_ms)) {
+        if let Ok(Some(mut hold)) = self.budget_hold_for(issue, None, Some(dispatched_at_ms)) {
+            hold.route = Some(route.clone());
             log::warn!(
                 issue_id:% = issue.id,
                 issue_identifier:% = issue.identifier,
@@ -113,6 +114,33 @@ impl Orchestrator {
         self.state.retries.insert(issue.id.clone(), info);
     }
 
+    /// The retry just queued for a reaction's run that failed or stalled continues the same
+    /// reaction: its kind, try and pull request, and the context the run was given while the
+    /// reaction is still pending.
+    pub(crate) fn keep_retry_reaction(
+        &mut self,
+        issue_id: &str,
+        reaction: Option<crate::orchestrator::features::reactions::RunReaction>,
+    ) {
+        let Some(reaction) = reaction else {
+            return;
+        };
+        let context = self
+            .state
+            .reaction_memory
+            .get(&(issue_id.to_string(), reaction.kind))
+            .and_then(|m| m.last_context.clone());
+        let Some(info) = self.state.retries.get_mut(issue_id) else {
+            return;
+        };
+        if info.reaction.is_some() {
+            return;
+        }
+        info.reaction = Some(reaction);
+        info.reaction_context = context;
+        persist::save_retry(&self.store, info, &self.workflow);
+    }
+
     pub(crate) fn cancel_retry(&mut self, issue_id: &str) {
         self.state.retries_firing.remove(issue_id);
         if self.state.retries.remove(issue_id).is_some() {
@@ -122,9 +150,19 @@ impl Orchestrator {
     }
 
     /// Releases the claim of an issue whose supervisor has exited: with its running entry gone, a
-    /// queued retry is all that still claims it.
+    /// queued retry is all that still claims it. Its withheld handoffs in a row end with the
+    /// claim (a terminal state, a cancellation, a release), so a later claim starts counting
+    /// afresh and no stored count outlives the issue's work.
     pub(crate) fn release(&mut self, issue_id: &str) {
         self.cancel_retry(issue_id);
+        self.end_absence_streak(issue_id);
+    }
+
+    /// Ends the issue's withheld handoffs in a row with its claim, removing the stored count.
+    fn end_absence_streak(&mut self, issue_id: &str) {
+        if self.state.handoff_absence.forget(issue_id) {
+            persist::save_handoff_absence(&self.store, issue_id, 0, self.clock.now_ms());
+        }
     }
 
     pub(crate) fn fire_due_retries(&mut self) -> bool {
@@ -318,7 +356,8 @@ impl Orchestrator {
         }
         let used = usage.map(|u| u.get(&id).copied().unwrap_or_default());
         match self.budget_hold_for(&info.issue, used, Some(info.dispatched_at_ms)) {
-            Ok(Some(h)) => {
+            Ok(Some(mut h)) => {
+                h.route = Some(info.route.clone());
                 self.state.budget_held.insert(id.clone(), h);
                 persist::delete_retry(&self.store, &id);
                 None
@@ -372,6 +411,7 @@ impl Orchestrator {
         }
         if !issue.is_dispatchable_shape() || !eligible_state || terminal {
             persist::delete_retry(&self.store, &id);
+            self.end_absence_streak(&id);
             return;
         }
         let decision = Self::plan_retry(
@@ -404,6 +444,7 @@ impl Orchestrator {
                     "retry released, issue not found in the tracker"
                 );
                 persist::delete_retry(&self.store, &id);
+                self.end_absence_streak(&id);
                 None
             }
             Err(e) => {
@@ -560,6 +601,7 @@ impl Orchestrator {
                     "retry released, issue not eligible"
                 );
                 persist::delete_retry(&self.store, &id);
+                self.end_absence_streak(&id);
             }
         }
     }

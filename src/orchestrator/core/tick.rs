@@ -609,6 +609,7 @@ impl Orchestrator {
                 holds.insert(issue.id.clone(), h);
             }
         }
+        self.keep_reaction_budget_holds(&mut holds, &usage);
         self.replace_budget_holds(holds);
     }
 

@@ -103,6 +103,7 @@ mod tests {
             },
             created_at_ms: 0,
             dispatched_at_ms: None,
+            chain_id: String::new(),
             next_poll_at_ms,
             wait: None,
             used_attempts: None,

@@ -51,5 +51,6 @@ pub fn check(row: &mut ReactionRow, mem: &mut RowMemory, cx: &mut CheckCx<'_>) -
     Step::Merged {
         merge_path: "merge_completion",
         transition_to: Some(cfg.target_state.clone()),
+        merged_here: false,
     }
 }

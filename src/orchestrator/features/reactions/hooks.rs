@@ -54,6 +54,7 @@ impl Orchestrator {
             issue: seed::issue_of(issue, &state),
             record,
             dispatched_at_ms: Some(entry.facts.dispatched_at_ms),
+            chain_id: entry.facts.route.chain_id.clone(),
             rule_name: entry.facts.route.rule_name.clone(),
             agent_kind: persist::route_kind(&entry.facts.route, &self.workflow).to_string(),
             configured_model: entry.facts.route.configured_model.clone(),
@@ -220,11 +221,15 @@ impl Orchestrator {
             if !pending {
                 continue;
             }
+            if let Some(live) = self.state.reactions.get(&c.key) {
+                c.keep_live_seed(live, self.state.reaction_memory.get(&c.key));
+            }
             let answered = self.keep_live_triage(&mut c);
             let key = c.key.clone();
             self.state.reactions.remove(&c.key);
             self.state.reaction_memory.remove(&c.key);
             self.count_check(&c.row, &c.step);
+            self.note_quiet_check(&c.row, &mut c.mem, &c.step);
             if c.was_escalated && c.row.escalated_at_ms.is_none() {
                 self.escalation_ended(&c.row);
             }
@@ -461,7 +466,15 @@ impl Orchestrator {
                 );
                 self.forget_row(&row);
             }
-            Step::Merged { merge_path, .. } => {
+            Step::Merged {
+                merge_path,
+                merged_here,
+                ..
+            } => {
+                let moved = matches!(transition, Some(Ok(())));
+                if merged_here || moved {
+                    self.note_pr_loop(&row, crate::store::PrLoopMark::Acted);
+                }
                 self.reaction_merged(key, row, mem, merge_path, transition, cfg)
             }
         }
@@ -560,6 +573,7 @@ impl Orchestrator {
                 route: row.route(),
             },
         );
+        mem.last_context = context.clone();
         if let Some(info) = self.state.retries.get_mut(&issue.id) {
             info.reaction = Some(reaction);
             info.reaction_context = context;
@@ -569,6 +583,7 @@ impl Orchestrator {
             row.used_attempts = Some(used);
         }
         mem.run_attempt = attempt + 1;
+        self.note_pr_loop(row, crate::store::PrLoopMark::Continuation);
         self.note_dispatched(row, mem, fingerprint, given, now);
         log::info!(
             issue_id:% = row.issue.id,
@@ -634,6 +649,7 @@ impl Orchestrator {
         run.started_at_ms = now;
         run.completed_at_ms = now;
         run.dispatched_at_ms = row.dispatched_at_ms;
+        run.chain_id = row.chain_id.clone();
         run.workflow_file = self.workflow.path.display().to_string();
         run.trigger = Some(String::new());
         run.reaction_kind = Some(ReactionKind::Ci.as_str().into());
@@ -671,6 +687,7 @@ impl Orchestrator {
         row.escalated_at_ms = Some(now);
         row.escalation_trigger = Some(trigger);
         persist::reaction_write(&self.store, ReactionWrite::SaveEscalation(stored(row)));
+        self.note_pr_loop(row, crate::store::PrLoopMark::Escalated);
         log::warn!(
             issue_id:% = row.issue.id,
             issue_identifier:% = row.issue.identifier,
@@ -855,6 +872,7 @@ fn rebuilt_run(run: &crate::store::PrRun) -> Option<SeedRun> {
         },
         record,
         dispatched_at_ms: run.dispatched_at_ms,
+        chain_id: run.chain_id.clone(),
         rule_name: run.rule_name.clone(),
         agent_kind: run.agent_adapter.clone(),
         configured_model: run.configured_model.clone(),

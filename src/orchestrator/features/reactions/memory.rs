@@ -22,6 +22,11 @@ pub struct RowMemory {
     pub merged_seen_at_ms: Option<i64>,
     /// The kind's triage run and verdict (`orch`'s; see `reactions::triage`).
     pub triage: TriageMemory,
+    /// The pass (`chain_id`) whose quiet check is already recorded (`pr_loop`).
+    pub quiet_noted: Option<String>,
+    /// The context the latest run dispatched for the kind carried, so a retry of that run
+    /// after a failure or stall carries it again.
+    pub last_context: Option<super::FixContext>,
 }
 
 impl RowMemory {

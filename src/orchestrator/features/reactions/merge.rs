@@ -28,6 +28,7 @@ pub fn check(row: &mut ReactionRow, _mem: &mut RowMemory, cx: &mut CheckCx<'_>) 
         return Step::Merged {
             merge_path: "auto_merge",
             transition_to: None,
+            merged_here: false,
         };
     }
     if !info.open {
@@ -56,6 +57,7 @@ pub fn check(row: &mut ReactionRow, _mem: &mut RowMemory, cx: &mut CheckCx<'_>) 
             Step::Merged {
                 merge_path: "auto_merge",
                 transition_to: None,
+                merged_here: true,
             }
         }
         Ok(MergeOutcome::Refused(_)) => Step::Escalate {

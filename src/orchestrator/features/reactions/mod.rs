@@ -7,6 +7,7 @@
 //! ([`cx::CheckCx`]); it returns a [`step::Step`] that `features::reactions::hooks`
 //! applies (retries, escalation writes, outcomes, persistence).
 
+mod activity;
 pub mod check_now;
 pub(crate) mod check_request;
 mod ci;
@@ -14,6 +15,7 @@ mod completion;
 mod conflict;
 pub mod cx;
 pub mod escalation;
+mod holds;
 pub(crate) mod hooks;
 mod labels;
 pub mod memory;

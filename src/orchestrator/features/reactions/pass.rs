@@ -65,6 +65,28 @@ pub(crate) struct Checked {
     pub transition: Option<TrackerResult<()>>,
 }
 
+impl Checked {
+    /// What a run's exit seeded while the pass was out is `orch`'s, not the pass's copy: the
+    /// row follows the newest run (its pass, selection, issue, branch and head) and the memory
+    /// keeps the session to resume, the next attempt and every head Sortie's runs recorded, so
+    /// the step does not treat the run's own head as someone else's push.
+    pub(crate) fn keep_live_seed(&mut self, live: &ReactionRow, live_mem: Option<&RowMemory>) {
+        self.row.issue = live.issue.clone();
+        self.row.dispatched_at_ms = live.dispatched_at_ms;
+        self.row.chain_id = live.chain_id.clone();
+        self.row.rule_name = live.rule_name.clone();
+        self.row.agent_kind = live.agent_kind.clone();
+        self.row.configured_model = live.configured_model.clone();
+        self.row.pr.branch = live.pr.branch.clone();
+        self.row.pr.head_sha = live.pr.head_sha.clone();
+        if let Some(m) = live_mem {
+            self.mem.run_attempt = m.run_attempt;
+            self.mem.session_id = m.session_id.clone();
+            self.mem.own_heads.extend(m.own_heads.iter().cloned());
+        }
+    }
+}
+
 /// What the pass found.
 pub(crate) struct PassDone {
     pub due: Vec<Key>,

@@ -85,6 +85,9 @@ pub struct ReactionRow {
     pub created_at_ms: i64,
     /// The first dispatch of the pass of the run the reaction follows; `None`: undated.
     pub dispatched_at_ms: Option<i64>,
+    /// The pass (`chain_id`) of the run the reaction follows: its continuations run in it and
+    /// its activity (`pr_loop`) is recorded under it; `""` for a pass recorded without one.
+    pub chain_id: String,
     pub next_poll_at_ms: i64,
     /// `None` until a pass first returns the row to the pending set.
     pub wait: Option<ReactionWait>,
@@ -115,6 +118,7 @@ impl ReactionRow {
             rule_name: self.rule_name.clone(),
             agent_kind: self.agent_kind.clone(),
             configured_model: self.configured_model.clone(),
+            chain_id: self.chain_id.clone(),
             ..Default::default()
         }
     }

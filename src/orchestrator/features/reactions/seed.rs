@@ -15,6 +15,8 @@ pub struct SeedRun {
     pub issue: ReactionIssue,
     pub record: PrRecord,
     pub dispatched_at_ms: Option<i64>,
+    /// The run's pass; `""` when it was recorded without one.
+    pub chain_id: String,
     pub rule_name: String,
     pub agent_kind: String,
     pub configured_model: String,
@@ -105,6 +107,7 @@ pub fn new_row(
         },
         created_at_ms: now_ms,
         dispatched_at_ms: run.dispatched_at_ms,
+        chain_id: run.chain_id.clone(),
         next_poll_at_ms: now_ms,
         wait: None,
         used_attempts: counts.then_some(0),
@@ -128,6 +131,9 @@ pub fn new_row(
 pub fn refresh_row(row: &mut ReactionRow, run: &SeedRun, now_ms: i64) {
     row.issue = run.issue.clone();
     row.dispatched_at_ms = run.dispatched_at_ms.or(row.dispatched_at_ms);
+    if !run.chain_id.is_empty() {
+        row.chain_id = run.chain_id.clone();
+    }
     row.rule_name = run.rule_name.clone();
     row.agent_kind = run.agent_kind.clone();
     row.configured_model = run.configured_model.clone();

@@ -36,6 +36,8 @@ pub enum Step {
         merge_path: &'static str,
         /// Move the issue to this state first (merge completion).
         transition_to: Option<String>,
+        /// Sortie's own merge call merged it (`false`: it was found merged).
+        merged_here: bool,
     },
 }
 

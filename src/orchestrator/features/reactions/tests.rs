@@ -129,6 +129,7 @@ fn run(sha: &str) -> SeedRun {
             ..Default::default()
         },
         dispatched_at_ms: Some(NOW),
+        chain_id: String::new(),
         rule_name: String::new(),
         agent_kind: "claude-code".into(),
         configured_model: String::new(),
@@ -413,7 +414,8 @@ fn a_merge_without_its_commit_escalates_after_the_grace() {
         step,
         Step::Merged {
             merge_path: "merge_completion",
-            transition_to: Some("done".into())
+            transition_to: Some("done".into()),
+            merged_here: false,
         }
     );
 }

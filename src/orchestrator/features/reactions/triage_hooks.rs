@@ -149,8 +149,9 @@ impl Orchestrator {
 
     /// A triage run that started its agent is a run-history row of the reaction's kind (no
     /// dispatch id), so its tokens count against `agent.max_tokens` and its session against
-    /// `agent.max_sessions` like any run's. Its cost is not estimated (no price is frozen on
-    /// it), so it does not count against the money budget or the spend ceilings.
+    /// `agent.max_sessions` like any run's, and its cost, priced as any session's under the
+    /// rates in force for the model it used and frozen on the row, against the money budget
+    /// and the spend ceilings.
     fn record_triage_run(&mut self, key: &Key, spend: &TriageSpend, result: &TriageResult) {
         let Some(row) = self.state.reactions.get(key) else {
             return;
@@ -169,6 +170,7 @@ impl Orchestrator {
         run.started_at_ms = spend.started_at_ms;
         run.completed_at_ms = spend.ended_at_ms;
         run.dispatched_at_ms = row.dispatched_at_ms;
+        run.chain_id = row.chain_id.clone();
         run.workflow_file = self.workflow.path.display().to_string();
         run.agent_kind = row.agent_kind.clone();
         run.rule_name = row.rule_name.clone();
@@ -196,6 +198,11 @@ impl Orchestrator {
             .as_ref()
             .err()
             .map(|e| crate::mask::mask(&format!("triage run failed: {e}")));
+        let price = self.triage_price(row, spend);
+        if let Some(usd) = price.cost_usd {
+            self.metrics.estimated_cost(usd);
+        }
+        let run = run.with_price(&price);
         if let Err(e) = self.store.writer().record_run(run, Vec::new()) {
             log::warn!(
                 issue_id:% = key.0,
@@ -204,6 +211,28 @@ impl Orchestrator {
                 "triage run not recorded"
             );
         }
+    }
+
+    /// The triage session's spend priced under the rates in force: one part under the model
+    /// the agent named, for the reaction's agent kind (the workflow's when it names none).
+    fn triage_price(&self, row: &ReactionRow, spend: &TriageSpend) -> crate::pricing::RunPrice {
+        let kind = if row.agent_kind.is_empty() {
+            self.workflow.config.agent.kind.as_str()
+        } else {
+            row.agent_kind.as_str()
+        };
+        let completeness = if spend.measured {
+            crate::pricing::UsageCompleteness::Complete
+        } else {
+            crate::pricing::UsageCompleteness::Unmeasured
+        };
+        self.prices.current().price_run(
+            kind,
+            completeness,
+            &spend.tokens,
+            &[(spend.model.clone(), spend.tokens)],
+            &std::collections::BTreeMap::new(),
+        )
     }
 
     /// Keeps and stores the verdict of `fingerprint`; a failure is logged and answers
@@ -252,6 +281,9 @@ impl Orchestrator {
             answered_at_ms: self.clock.now_ms(),
         };
         persist::reaction_write(&self.store, ReactionWrite::SaveTriageAnswer(answer));
+        if let Some(row) = self.state.reactions.get(key) {
+            self.note_pr_loop(row, crate::store::PrLoopMark::Acted);
+        }
         mem.triage.answer = Some((fingerprint, verdict));
     }
 
