@@ -19,6 +19,9 @@ use std::process::{Child, ChildStderr, ChildStdout};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+/// Stack of the short helper threads (an agent's stdin writer, the exit waiter where no pidfd
+/// exists): they only copy bytes or wait, far below this.
+pub(crate) const SMALL_STACK: usize = 64 << 10;
 /// How often a held sink is offered its lines again.
 const RETRY: Duration = Duration::from_millis(2);
 /// Bytes read from one pipe per readiness.
@@ -47,7 +50,7 @@ struct Hub {
     wake: OwnedFd,
 }
 
-static HUB: OnceLock<Result<Hub, String>> = OnceLock::new();
+static HUB: OnceLock<std::io::Result<Hub>> = OnceLock::new();
 
 /// Hands `watch` to the hub thread (started on first use). On failure the child is killed
 /// and reaped, and the error says why.
@@ -59,7 +62,10 @@ pub(crate) fn watch(watch: Watch) -> std::io::Result<()> {
             let mut child = watch.child;
             let _ = child.kill();
             let _ = child.wait();
-            return Err(std::io::Error::other(format!("agent pipe thread: {e}")));
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("agent pipe thread: {e}"),
+            ));
         }
     };
     if let Err(e) = hub.tx.send(watch) {
@@ -73,23 +79,21 @@ pub(crate) fn watch(watch: Watch) -> std::io::Result<()> {
     Ok(())
 }
 
-fn start() -> Result<Hub, String> {
-    let ep = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| format!("epoll: {e}"))?;
+fn start() -> std::io::Result<Hub> {
+    let ep = epoll::create(epoll::CreateFlags::CLOEXEC)?;
     let flags = rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK;
-    let wake = rustix::event::eventfd(0, flags).map_err(|e| format!("eventfd: {e}"))?;
+    let wake = rustix::event::eventfd(0, flags)?;
     epoll::add(
         &ep,
         &wake,
         epoll::EventData::new_u64(WAKE),
         epoll::EventFlags::IN,
-    )
-    .map_err(|e| format!("epoll add: {e}"))?;
-    let wake_reader = wake.try_clone().map_err(|e| format!("eventfd dup: {e}"))?;
+    )?;
+    let wake_reader = wake.try_clone()?;
     let (tx, rx) = crossbeam_channel::unbounded();
     std::thread::Builder::new()
         .name("agent-pipes".into())
-        .spawn(move || Loop::new(ep, wake_reader, rx).run())
-        .map_err(|e| format!("spawn: {e}"))?;
+        .spawn(move || Loop::new(ep, wake_reader, rx).run())?;
     Ok(Hub { tx, wake })
 }
 
@@ -417,7 +421,7 @@ fn pidfd(child: &Child) -> Option<OwnedFd> {
 fn spawn_waiter(mut child: Child, exit_tx: Sender<ExitInfo>) {
     let spawned = std::thread::Builder::new()
         .name("agent-wait".into())
-        .stack_size(super::process::SMALL_STACK)
+        .stack_size(SMALL_STACK)
         .spawn(move || {
             let info = match child.wait() {
                 Ok(st) => ExitInfo {
@@ -436,8 +440,56 @@ fn spawn_waiter(mut child: Child, exit_tx: Sender<ExitInfo>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::process::{StdoutItem, StdoutSink};
+    use std::collections::VecDeque;
     use std::process::{Command, Stdio};
+
+    /// Whole chunks into a bounded channel, `None` at the end; holds what the channel refuses.
+    struct Chunks {
+        tx: Sender<Option<Vec<u8>>>,
+        pending: VecDeque<Option<Vec<u8>>>,
+    }
+    impl Chunks {
+        fn new(tx: Sender<Option<Vec<u8>>>) -> Chunks {
+            Chunks {
+                tx,
+                pending: VecDeque::new(),
+            }
+        }
+    }
+    impl PipeSink for Chunks {
+        fn data(&mut self, chunk: &[u8]) -> bool {
+            self.pending.push_back(Some(chunk.to_vec()));
+            true
+        }
+        fn end(&mut self, _error: Option<std::io::Error>) {
+            self.pending.push_back(None);
+        }
+        fn flush(&mut self) -> Flush {
+            while let Some(item) = self.pending.pop_front() {
+                match self.tx.try_send(item) {
+                    Ok(()) => {}
+                    Err(crossbeam_channel::TrySendError::Full(item)) => {
+                        self.pending.push_front(item);
+                        return Flush::Held;
+                    }
+                    Err(crossbeam_channel::TrySendError::Disconnected(_)) => return Flush::Gone,
+                }
+            }
+            Flush::Clear
+        }
+    }
+
+    /// Everything a [`Chunks`] receiver gets until the end.
+    fn collect(rx: &Receiver<Option<Vec<u8>>>) -> Vec<u8> {
+        let mut all = Vec::new();
+        loop {
+            match rx.recv_timeout(Duration::from_secs(30)) {
+                Ok(Some(chunk)) => all.extend_from_slice(&chunk),
+                Ok(None) => return all,
+                Err(e) => panic!("no end of stream: {e}"),
+            }
+        }
+    }
 
     struct Collect(std::sync::Arc<std::sync::Mutex<(Vec<u8>, bool)>>);
     impl PipeSink for Collect {
@@ -477,7 +529,7 @@ mod tests {
             child,
             stdout,
             stderr,
-            out_sink: Box::new(StdoutSink::new(1024, out_tx)),
+            out_sink: Box::new(Chunks::new(out_tx)),
             err_sink: Box::new(Collect(err.clone())),
             exit_tx,
             pipes_done: Some(done_tx),
@@ -486,15 +538,7 @@ mod tests {
         let exit = exit_rx.recv_timeout(Duration::from_secs(30)).expect("exit");
         assert_eq!(exit.code, Some(3));
         assert!(done_rx.recv_timeout(Duration::from_secs(30)).is_err());
-        let lines: Vec<String> = out_rx
-            .try_iter()
-            .map(|i| match i {
-                StdoutItem::Line(l) => String::from_utf8_lossy(&l).into_owned(),
-                StdoutItem::Error(e) => format!("error {e}"),
-                StdoutItem::Eof => "eof".into(),
-            })
-            .collect();
-        assert_eq!(lines, ["out", "out2", "eof"]);
+        assert_eq!(collect(&out_rx), b"out\nout2\n");
         let err = err.lock().expect("lock");
         assert_eq!(err.0, b"err\n");
         assert!(err.1, "stderr ended cleanly");
@@ -502,7 +546,7 @@ mod tests {
 
     #[test]
     fn a_full_consumer_holds_its_pipe_and_loses_no_line() {
-        // 2000 lines through a 4-line channel read slowly: every line arrives, in order.
+        // 2000 lines through a 4-chunk channel: every line arrives, in order.
         let (child, stdout, stderr) =
             sh("i=0; while [ $i -lt 2000 ]; do echo $i; i=$((i+1)); done");
         let (out_tx, out_rx) = crossbeam_channel::bounded(4);
@@ -512,21 +556,14 @@ mod tests {
             child,
             stdout,
             stderr,
-            out_sink: Box::new(StdoutSink::new(1024, out_tx)),
+            out_sink: Box::new(Chunks::new(out_tx)),
             err_sink: Box::new(Collect(err)),
             exit_tx,
             pipes_done: None,
         })
         .expect("watch");
-        let mut got = Vec::new();
-        loop {
-            match out_rx.recv_timeout(Duration::from_secs(30)) {
-                Ok(StdoutItem::Line(l)) => got.push(String::from_utf8_lossy(&l).into_owned()),
-                Ok(StdoutItem::Eof) => break,
-                other => panic!("unexpected {:?}", other.is_ok()),
-            }
-        }
-        let want: Vec<String> = (0..2000).map(|i| i.to_string()).collect();
+        let got = String::from_utf8(collect(&out_rx)).expect("utf-8");
+        let want: String = (0..2000).map(|i| format!("{i}\n")).collect();
         assert_eq!(got, want);
     }
 }

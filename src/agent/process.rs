@@ -31,9 +31,7 @@ const STDERR_HEAD_LINES: usize = 500;
 const STDERR_TAIL_LINES: usize = 500;
 const STDERR_MAX_BYTES: usize = 5 << 20;
 const STDERR_MAX_LINE: usize = 64 << 10;
-/// Stack of the short helper threads (an agent's stdin writer, the exit waiter where no pidfd
-/// exists): they only copy bytes or wait, far below this.
-pub(crate) const SMALL_STACK: usize = 64 << 10;
+pub(crate) use super::pipe_hub::SMALL_STACK;
 /// SIGKILL cannot be ignored; this only guards against a process stuck in the kernel.
 pub(crate) const KILL_WAIT: Duration = Duration::from_secs(10);
 
