@@ -2,7 +2,9 @@
 # How far one host goes: N concurrent fake agents (the scripted fake, one assistant event a
 # second with tokens on every event) over a 20,000-issue file backlog, for N = 100, 300, 1000,
 # each held 60 s, one fresh daemon per N. Reports per N: the daemon's peak RSS and threads, its
-# CPU (cores, and microseconds per agent event), the tracker poll's mean duration, gzip
+# CPU (cores, and microseconds per agent event), the tracker poll's mean duration, the p99 of
+# the orchestrator's dispatch pass (sortie_dispatch_pass_duration_seconds) and of the database
+# writer's commands (sortie_store_command_duration_seconds) since start, gzip
 # /api/v1/state p50/p99 under 8 readers, the time until 50 event streams all had a change
 # after a refresh, the WAL's peak size, events lost (stored event counts that differ or skip,
 # plus shed events), whether every run's token totals are exact, and the SIGTERM-to-exit time

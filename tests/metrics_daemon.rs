@@ -177,6 +177,13 @@ fn scrapes_pass_promtool_and_counters_survive_a_restart() {
     assert!(sample(&before, "sortie_tokens_total{type=\"input\"}").unwrap_or(0.0) >= 2500.0);
     assert_eq!(sample(&before, "sortie_slots_available"), Some(1.0));
     assert!(sample(&before, "sortie_active_sessions_elapsed_seconds").unwrap_or(0.0) > 0.0);
+    // The tick's dispatch pass and the database writer's commands are timed.
+    for count in [
+        "sortie_dispatch_pass_duration_seconds_count",
+        "sortie_store_command_duration_seconds_count",
+    ] {
+        assert!(sample(&before, count).unwrap_or(0.0) >= 1.0, "{count}");
+    }
     check_with_promtool(&before, "scrape while agents run");
     assert_no_issue_labels(&before);
     stop(d);

@@ -52,6 +52,29 @@ def metric_sum(text, name):
     return total
 
 
+def hist_quantile(text, name, q):
+    """The q-quantile (ms) of histogram `name` in an exposition text, interpolated inside its
+    bucket as Prometheus' histogram_quantile does; nan without observations."""
+    buckets = []
+    for line in text.splitlines():
+        if line.startswith(name + "_bucket{"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.rsplit(" ", 1)[1])))
+    buckets.sort()
+    if not buckets or buckets[-1][1] == 0:
+        return float("nan")
+    rank = q * buckets[-1][1]
+    lower, below = 0.0, 0.0
+    for le, count in buckets:
+        if count >= rank:
+            if le == float("inf"):
+                return lower * 1000
+            inside = count - below
+            return (lower + (le - lower) * ((rank - below) / inside if inside else 1.0)) * 1000
+        lower, below = le, count
+    return float("nan")
+
+
 def metrics(port):
     return get(port, "/metrics").decode()
 
@@ -320,7 +343,11 @@ def measure(proc, port, d, gate, n, hold):
         return done >= n
 
     wait_for("the first wave recorded", hold + 300, wave_done, every=1)
-    shed = metric_sum(metrics(port), "sortie_agent_events_shed_total")
+    m2 = metrics(port)
+    shed = metric_sum(m2, "sortie_agent_events_shed_total")
+    # Since the daemon started: the ramp's dispatch passes and every write of the first wave.
+    tick_p99 = hist_quantile(m2, "sortie_dispatch_pass_duration_seconds", 0.99)
+    write_p99 = hist_quantile(m2, "sortie_store_command_duration_seconds", 0.99)
     runs, lost, exact = first_wave_checks(db_path, hold)
     # The second wave starts at once (the gate stays open); stop the daemon while it runs.
     wait_for("the second wave running", 300, lambda: state(port)["counts"]["running"] >= n, every=1)
@@ -335,6 +362,7 @@ def measure(proc, port, d, gate, n, hold):
     return {
         "n": n, "ramp_s": ramp, "rss_mib": sampler.rss / 1024, "threads": sampler.threads,
         "cpu_cores": cpu_cores, "cpu_us_per_event": cpu_per_event_us, "poll_ms": poll_ms,
+        "tick_p99_ms": tick_p99, "write_p99_ms": write_p99,
         "state_p50_ms": p50, "state_p99_ms": p99, "state_errors": state_errors,
         "sse_s": sse, "wal_mib": sampler.wal_bytes / (1 << 20), "runs": runs,
         "events_lost": int(lost + shed), "tokens_exact": exact and runs >= n, "stop_s": stop_s,
@@ -349,6 +377,7 @@ def report(rows):
     cols = [("n", "N", "{:d}"), ("ramp_s", "ramp s", "{:.1f}"), ("rss_mib", "RSS MiB", "{:.1f}"),
             ("threads", "threads", "{:d}"), ("cpu_cores", "CPU cores", "{:.2f}"),
             ("cpu_us_per_event", "CPU us/event", "{:.0f}"), ("poll_ms", "poll ms", "{:.1f}"),
+            ("tick_p99_ms", "tick p99 ms", "{:.1f}"), ("write_p99_ms", "write p99 ms", "{:.1f}"),
             ("state_p50_ms", "state p50", "{:.1f}"), ("state_p99_ms", "state p99", "{:.1f}"),
             ("sse_s", "SSE s", "{:.2f}"), ("wal_mib", "WAL MiB", "{:.1f}"),
             ("events_lost", "lost", "{:d}"), ("tokens_exact", "tokens exact", "{}"),

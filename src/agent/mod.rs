@@ -22,6 +22,7 @@ pub mod mock;
 pub mod opencode;
 pub mod path_error;
 pub mod per_turn;
+mod pipe_hub;
 mod pipes;
 pub mod pr_record;
 pub mod process;

@@ -7,14 +7,16 @@ use super::cancel::{CancelReason, CancelToken};
 use super::error::{AgentError, AgentErrorKind};
 use super::event::{AgentEvent, AgentEventKind, TurnOutcome};
 use super::path_error::{PathError, PathProblem};
-use super::pipes::{self, LineSplitter, PipeSink};
+use super::pipes::{Flush, LineSplitter, PipeSink};
 use super::stream::{ExitInfo, SpawnError, StreamParser, TurnEnd};
 use crate::process_signal::{Signal, orphans, signal_group};
 use crate::ssh::SshHost;
 use crossbeam_channel::{Receiver, Sender, never, select};
 use std::collections::VecDeque;
-use std::io::{Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+#[cfg(test)]
+use std::io::Read;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -29,6 +31,7 @@ const STDERR_HEAD_LINES: usize = 500;
 const STDERR_TAIL_LINES: usize = 500;
 const STDERR_MAX_BYTES: usize = 5 << 20;
 const STDERR_MAX_LINE: usize = 64 << 10;
+pub(crate) use super::pipe_hub::SMALL_STACK;
 /// SIGKILL cannot be ignored; this only guards against a process stuck in the kernel.
 pub(crate) const KILL_WAIT: Duration = Duration::from_secs(10);
 
@@ -325,42 +328,22 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
     let pid = child.id();
 
     if let (Some(mut stdin), Some(data)) = (child.stdin.take(), spec.stdin.clone()) {
-        std::thread::spawn(move || {
-            // The agent may exit without reading; a broken pipe is not our failure.
-            let _ = stdin.write_all(&data);
-        });
+        // The agent may exit without reading; a broken pipe is not our failure.
+        let writer = std::thread::Builder::new()
+            .name("agent-stdin".into())
+            .stack_size(SMALL_STACK)
+            .spawn(move || {
+                let _ = stdin.write_all(&data);
+            });
+        if let Err(e) = writer {
+            log::warn!(pid:% = pid, error:% = e; "agent stdin writer not started");
+        }
     }
 
-    // One thread reads both pipes (`agent::pipes`); stdout lines wait in a bounded channel,
-    // so a flooding agent blocks on its pipe instead of growing our memory.
-    let (stdout_tx, stdout_rx) = crossbeam_channel::bounded(256);
-    let stderr = Arc::new(Mutex::new(StderrTail::default()));
-    let (stderr_done_tx, stderr_done) = crossbeam_channel::bounded(1);
-    let mut out_sink = StdoutSink::new(spec.max_line_bytes, stdout_tx);
-    let mut err_sink = StderrSink::new(Arc::clone(&stderr), stderr_done_tx);
-    let (out, err) = (child.stdout.take(), child.stderr.take());
-    std::thread::spawn(move || match (out, err) {
-        (Some(out), Some(err)) => pipes::read_both(out, &mut out_sink, err, &mut err_sink),
-        (out, err) => {
-            // Not reached with both pipes requested; each missing pipe ends at once.
-            read_all(out, &mut out_sink);
-            read_all(err, &mut err_sink);
-        }
-    });
-
-    let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
-    std::thread::spawn(move || {
-        // This thread owns the child and reaps it, so no zombie is left behind.
-        let info = match child.wait() {
-            Ok(st) => ExitInfo {
-                code: st.code(),
-                signal: st.signal(),
-            },
-            Err(_) => ExitInfo::default(),
-        };
-        let _ = exit_tx.send(info);
-    });
-
+    let (stdout_rx, exit_rx, stderr_done, stderr) = watch_child(child, spec.max_line_bytes, None)
+        .inspect_err(|_| {
+        orphans::end_token(&token);
+    })?;
     Ok(Running {
         pid,
         token,
@@ -369,6 +352,44 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         stderr_done,
         stderr,
     })
+}
+
+/// What [`watch_child`] hands back: stdout lines, the exit, the end of stderr, its tail.
+pub(crate) type Watched = (
+    Receiver<StdoutItem>,
+    Receiver<ExitInfo>,
+    Receiver<()>,
+    Arc<Mutex<StderrTail>>,
+);
+
+/// Gives the child's pipes and exit to the shared pipe thread (`agent::pipe_hub`): stdout
+/// lines wait in a bounded channel, stderr goes into a bounded tail. `pipes_done` is dropped
+/// when both pipes have ended. Without both pipes the child is killed and the spawn fails.
+pub(crate) fn watch_child(
+    mut child: std::process::Child,
+    max_line_bytes: usize,
+    pipes_done: Option<Sender<()>>,
+) -> Result<Watched, SpawnError> {
+    let (stdout_tx, stdout_rx) = crossbeam_channel::bounded(256);
+    let stderr = Arc::new(Mutex::new(StderrTail::default()));
+    let (stderr_done_tx, stderr_done) = crossbeam_channel::bounded(1);
+    let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
+    let (Some(stdout), Some(stderr_pipe)) = (child.stdout.take(), child.stderr.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(SpawnError::Other("agent started without its pipes".into()));
+    };
+    super::pipe_hub::watch(super::pipe_hub::Watch {
+        child,
+        stdout,
+        stderr: stderr_pipe,
+        out_sink: Box::new(StdoutSink::new(max_line_bytes, stdout_tx)),
+        err_sink: Box::new(StderrSink::new(Arc::clone(&stderr), stderr_done_tx)),
+        exit_tx,
+        pipes_done,
+    })
+    .map_err(|e| SpawnError::Other(e.to_string()))?;
+    Ok((stdout_rx, exit_rx, stderr_done, stderr))
 }
 
 /// The command that runs `program args` in `cwd` here: directly, or under `bwrap` when a
@@ -826,37 +847,45 @@ pub(crate) fn kill_group(pid: u32, signal: Signal) {
     }
 }
 
-/// The stdout rules on their own, over any reader (the daemon reads through `pipes::read_both`).
+/// The stdout rules on their own, over any reader (the daemon reads through `pipe_hub`).
 #[cfg(test)]
 fn read_capped_lines(stdout: impl Read, max: usize, tx: &Sender<StdoutItem>) {
-    read_all(Some(stdout), &mut StdoutSink::new(max, tx.clone()));
+    read_all(stdout, &mut StdoutSink::new(max, tx.clone()));
 }
 
-/// Reads one pipe to its end into `sink`; a missing pipe ends at once.
-fn read_all(pipe: Option<impl Read>, sink: &mut dyn PipeSink) {
-    let Some(mut pipe) = pipe else {
-        sink.end(None);
-        return;
-    };
+/// Reads one pipe to its end into `sink` (blocking; the test of the stdout rules only).
+#[cfg(test)]
+fn read_all(mut pipe: impl Read, sink: &mut dyn PipeSink) {
     let mut buf = vec![0u8; 64 << 10];
     loop {
         match pipe.read(&mut buf) {
-            Ok(0) => return sink.end(None),
+            Ok(0) => {
+                sink.end(None);
+                break;
+            }
             Ok(n) => {
                 if !sink.data(&buf[..n]) {
-                    return;
+                    break;
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return sink.end(Some(e)),
+            Err(e) => {
+                sink.end(Some(e));
+                break;
+            }
         }
+        sink.flush();
     }
+    sink.flush();
 }
 
-/// Stdout: capped lines to the supervisor, then `Eof` (or the first error).
+/// Stdout: capped lines to the supervisor, then `Eof` (or the first error). Lines the
+/// supervisor's bounded channel cannot take yet wait here ([`Flush::Held`]); their pipe is not
+/// read meanwhile, so a flooding agent blocks on its pipe instead of growing our memory.
 pub(crate) struct StdoutSink {
     split: LineSplitter,
     tx: Sender<StdoutItem>,
+    pending: VecDeque<StdoutItem>,
 }
 
 impl StdoutSink {
@@ -864,20 +893,21 @@ impl StdoutSink {
         StdoutSink {
             split: LineSplitter::new(max),
             tx,
+            pending: VecDeque::new(),
         }
     }
 }
 
 impl PipeSink for StdoutSink {
     fn data(&mut self, chunk: &[u8]) -> bool {
-        let tx = &self.tx;
-        match self
-            .split
-            .feed(chunk, &mut |line| tx.send(StdoutItem::Line(line)).is_ok())
-        {
+        let pending = &mut self.pending;
+        match self.split.feed(chunk, &mut |line| {
+            pending.push_back(StdoutItem::Line(line));
+            true
+        }) {
             Ok(go_on) => go_on,
             Err(too_long) => {
-                let _ = tx.send(StdoutItem::Error(too_long.to_string()));
+                pending.push_back(StdoutItem::Error(too_long.to_string()));
                 false
             }
         }
@@ -885,15 +915,30 @@ impl PipeSink for StdoutSink {
 
     fn end(&mut self, error: Option<std::io::Error>) {
         if let Some(e) = error {
-            let _ = self.tx.send(StdoutItem::Error(e.to_string()));
+            self.pending.push_back(StdoutItem::Error(e.to_string()));
             return;
         }
-        if let Some(rest) = self.split.finish()
-            && self.tx.send(StdoutItem::Line(rest)).is_err()
-        {
-            return;
+        if let Some(rest) = self.split.finish() {
+            self.pending.push_back(StdoutItem::Line(rest));
         }
-        let _ = self.tx.send(StdoutItem::Eof);
+        self.pending.push_back(StdoutItem::Eof);
+    }
+
+    fn flush(&mut self) -> Flush {
+        while let Some(item) = self.pending.pop_front() {
+            match self.tx.try_send(item) {
+                Ok(()) => {}
+                Err(crossbeam_channel::TrySendError::Full(item)) => {
+                    self.pending.push_front(item);
+                    return Flush::Held;
+                }
+                Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
+                    self.pending.clear();
+                    return Flush::Gone;
+                }
+            }
+        }
+        Flush::Clear
     }
 }
 

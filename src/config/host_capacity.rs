@@ -1,6 +1,6 @@
 //! Whether this host can hold `agent.max_concurrent_agents` sessions at once. Each session
-//! costs the daemon open files (the agent's pipes, the workspace lock, a hook's pipes while it
-//! runs) and threads (the supervisor and its stream readers), and its processes count
+//! costs the daemon open files (the agent's pipes and pidfd, the workspace lock, a hook's pipes
+//! while it runs) and threads (the supervisor and its event forwarder), and its processes count
 //! against the user's and the kernel's task limits. A cap the host cannot meet is refused at
 //! load with the number it can hold, instead of surfacing as spawn failures under load.
 //!
@@ -11,12 +11,15 @@
 use super::PreflightProblem;
 use super::schema::ServiceConfig;
 
-/// Open files one session holds in the daemon: stdout and stderr pipes, the workspace lock
-/// (measured: 3), plus a hook's two pipes while one runs and one spare.
+/// Open files one session holds in the daemon: stdout and stderr pipes, the agent's pidfd
+/// (its exit is noticed through it) and the workspace lock (measured: 4), plus a hook's two
+/// pipes while one runs (a hook never runs while the agent's pipes are open, so these also
+/// cover the stdin pipe of a turn's prompt while it is written).
 pub const FILES_PER_SESSION: u64 = 6;
-/// Tasks one session costs: four daemon threads (measured) plus the agent process and the
+/// Tasks one session costs: two daemon threads, the supervisor and its event forwarder
+/// (measured; every agent's pipes and exit share one thread), plus the agent process and the
 /// children it starts, counted as four.
-pub const TASKS_PER_SESSION: u64 = 8;
+pub const TASKS_PER_SESSION: u64 = 6;
 /// Open files the daemon keeps for itself, HTTP connections included.
 pub const RESERVED_FILES: u64 = 256;
 /// Tasks the daemon keeps for itself (its fixed threads and HTTP connection threads).

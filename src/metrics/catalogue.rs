@@ -91,6 +91,13 @@ pub fn poll_buckets() -> Vec<f64> {
     (0..10).map(|k| 0.1 * f64::from(1u32 << k)).collect()
 }
 
+/// `sortie_dispatch_pass_duration_seconds`: 0.001·2^k, k = 0..12 (1 ms … 4.1 s). The store's
+/// `sortie_store_command_duration_seconds` keeps its buckets with the writer
+/// (`store::write_latency::buckets`), which starts before this registry.
+pub fn dispatch_pass_buckets() -> Vec<f64> {
+    (0..13).map(|k| 0.001 * f64::from(1u32 << k)).collect()
+}
+
 /// `sortie_worker_duration_seconds` and the verification histogram: 10·2^k, k = 0..11.
 pub fn worker_buckets() -> Vec<f64> {
     (0..12).map(|k| 10.0 * f64::from(1u32 << k)).collect()
@@ -144,6 +151,9 @@ mod tests {
         let w = worker_buckets();
         assert_eq!(w.len(), 12);
         assert_eq!((w[0], w[11]), (10.0, 20480.0));
+        let d = dispatch_pass_buckets();
+        assert_eq!(d.len(), 13);
+        assert!((d[0] - 0.001).abs() < 1e-12 && (d[12] - 4.096).abs() < 1e-9);
     }
 
     #[test]

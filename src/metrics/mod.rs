@@ -64,6 +64,7 @@ pub struct Metrics {
     sandbox_denied: IntCounter,
     sandbox_sync: std::sync::Mutex<()>,
     poll_duration: Histogram,
+    dispatch_pass_duration: Histogram,
     worker_duration: HistogramVec,
     verification_duration: HistogramVec,
     tool_names: FreeLabel,
@@ -239,6 +240,11 @@ impl Metrics {
                 "Poll tick duration in seconds.",
                 poll_buckets(),
             ),
+            dispatch_pass_duration: reg.histogram(
+                "sortie_dispatch_pass_duration_seconds",
+                "Orchestrator time applying one poll's candidate reads (holds, parks, the dispatch pass), in seconds.",
+                dispatch_pass_buckets(),
+            ),
             worker_duration: reg.histogram_vec(
                 "sortie_worker_duration_seconds",
                 "Agent session duration from spawn to exit in seconds, by exit type.",
@@ -257,6 +263,9 @@ impl Metrics {
             verdicts: FreeLabel::default(),
             reg,
         };
+        if let Some(h) = crate::store::write_latency::histogram() {
+            m.reg.take(h.clone());
+        }
         m.seed(seed);
         m
     }
@@ -380,6 +389,14 @@ impl Metrics {
             .inc();
         if duration_secs.is_finite() && duration_secs >= 0.0 {
             self.poll_duration.observe(duration_secs);
+        }
+    }
+
+    /// The orchestrator's part of one poll tick: applying the candidate reads, the dispatch
+    /// pass included (the tracker reads themselves run off the orchestrator thread).
+    pub fn dispatch_pass(&self, duration_secs: f64) {
+        if duration_secs.is_finite() && duration_secs >= 0.0 {
+            self.dispatch_pass_duration.observe(duration_secs);
         }
     }
 

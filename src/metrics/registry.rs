@@ -23,6 +23,11 @@ impl Reg {
         m
     }
 
+    /// Registers a collector built elsewhere (one that must exist before this registry).
+    pub fn take<M: prometheus::core::Collector + Clone + 'static>(&self, m: M) {
+        self.add(m);
+    }
+
     pub fn counter(&self, name: &str, help: &str) -> IntCounter {
         self.add(built(IntCounter::new(name, help)))
     }

@@ -39,6 +39,7 @@ mod time;
 mod usage_holds;
 mod vocabulary;
 mod write_backlog;
+pub mod write_latency;
 mod writer;
 
 use std::path::{Path, PathBuf};

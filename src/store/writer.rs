@@ -392,7 +392,7 @@ impl Writer {
                     let _ = reply.send(Ok(()));
                     return;
                 }
-                carried = self.dispatch(cmd, &rx);
+                carried = self.timed_dispatch(cmd, &rx);
                 continue;
             }
             if self.scrub.is_some() && self.backlog.is_empty() && rx.is_empty() {
@@ -428,7 +428,7 @@ impl Writer {
                 let _ = reply.send(Ok(()));
                 return;
             }
-            carried = self.dispatch(cmd, &rx);
+            carried = self.timed_dispatch(cmd, &rx);
         }
         self.pending.drop_all("writer stopped");
         self.drop_backlog("writer stopped");
@@ -501,6 +501,14 @@ impl Writer {
                 let _ = reply.send(Ok(()));
             }
         }
+    }
+
+    /// [`Writer::dispatch`], timed for `sortie_store_command_duration_seconds`.
+    fn timed_dispatch(&mut self, cmd: DbCmd, rx: &Receiver<DbCmd>) -> Option<DbCmd> {
+        let started = std::time::Instant::now();
+        let carried = self.dispatch(cmd, rx);
+        super::write_latency::observe(started.elapsed());
+        carried
     }
 
     /// Handles one command; a write also takes the writes already queued behind it (see

@@ -3,17 +3,16 @@
 //! supervisor's sinks), stdin fed by a writer thread so a peer that stops reading never blocks
 //! the session, and a stop that leaves nothing of the group behind.
 
-use crate::agent::pipes;
 use crate::agent::process::{
-    KILL_WAIT, StderrSink, StderrTail, StdoutItem, StdoutSink, TurnGroup, forwarded_env,
-    local_command, register_remote, remote_command, set_base_env, spawn_error, verify_workspace,
+    KILL_WAIT, SMALL_STACK, StderrTail, StdoutItem, TurnGroup, forwarded_env, local_command,
+    register_remote, remote_command, set_base_env, spawn_error, verify_workspace, watch_child,
     without_nul,
 };
 use crate::agent::stream::{ExitInfo, SpawnError};
 use crate::process_signal::{Signal, orphans};
 use crossbeam_channel::{Receiver, Sender, select};
 use std::io::Write;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -105,42 +104,30 @@ impl RpcChild {
 
         let (stdin_tx, stdin_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
         if let Some(mut stdin) = child.stdin.take() {
-            std::thread::spawn(move || {
-                for bytes in stdin_rx.iter() {
-                    // A peer that closed its stdin is gone; the reader reports how.
-                    if stdin.write_all(&bytes).and_then(|_| stdin.flush()).is_err() {
-                        return;
+            let writer = std::thread::Builder::new()
+                .name("rpc-stdin".into())
+                .stack_size(SMALL_STACK)
+                .spawn(move || {
+                    for bytes in stdin_rx.iter() {
+                        // A peer that closed its stdin is gone; the reader reports how.
+                        if stdin.write_all(&bytes).and_then(|_| stdin.flush()).is_err() {
+                            return;
+                        }
                     }
-                }
-            });
+                });
+            if let Err(e) = writer {
+                let _ = child.kill();
+                let _ = child.wait();
+                orphans::end_token(&token);
+                return Err(SpawnError::Other(format!("stdin writer thread: {e}")));
+            }
         }
 
-        let (stdout_tx, stdout_rx) = crossbeam_channel::bounded(256);
-        let stderr = Arc::new(Mutex::new(StderrTail::default()));
-        let (stderr_done_tx, stderr_done) = crossbeam_channel::bounded(1);
         let (reader_done_tx, reader_done) = crossbeam_channel::bounded::<()>(1);
-        let mut out_sink = StdoutSink::new(spec.max_line_bytes, stdout_tx);
-        let mut err_sink = StderrSink::new(Arc::clone(&stderr), stderr_done_tx);
-        let (out, err) = (child.stdout.take(), child.stderr.take());
-        std::thread::spawn(move || {
-            if let (Some(out), Some(err)) = (out, err) {
-                pipes::read_both(out, &mut out_sink, err, &mut err_sink);
-            }
-            drop(reader_done_tx);
-        });
-
-        let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
-        std::thread::spawn(move || {
-            // This thread owns the child and reaps it, so no zombie is left behind.
-            let info = match child.wait() {
-                Ok(st) => ExitInfo {
-                    code: st.code(),
-                    signal: st.signal(),
-                },
-                Err(_) => ExitInfo::default(),
-            };
-            let _ = exit_tx.send(info);
-        });
+        let (stdout_rx, exit_rx, stderr_done, stderr) =
+            watch_child(child, spec.max_line_bytes, Some(reader_done_tx)).inspect_err(|_| {
+                orphans::end_token(&token);
+            })?;
 
         Ok(RpcChild {
             pid,

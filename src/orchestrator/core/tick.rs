@@ -241,7 +241,14 @@ impl Orchestrator {
         let Some(c) = read.candidates else {
             return;
         };
+        let pass_started = self.clock.instant();
         self.finish_candidates(c, now);
+        self.metrics.dispatch_pass(
+            self.clock
+                .instant()
+                .saturating_duration_since(pass_started)
+                .as_secs_f64(),
+        );
         let result = match self.state.health.poll.outcome {
             Some(PollOutcome::Ok) => "success",
             Some(PollOutcome::PreflightFailed) => "skipped",
