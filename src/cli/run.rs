@@ -423,7 +423,7 @@ fn api_url(bind: &ServerBind) -> String {
 /// daemon down (agents stopped, runs recorded) and the process exits non-zero, so a service
 /// manager's `Restart=on-failure` restarts it.
 /// The HTTP accept loop reports its end through the server's fatal channel instead.
-const ESSENTIAL_THREADS: &[&str] = &["orch", "db-writer", "tracker-ops", "watch"];
+const ESSENTIAL_THREADS: &[&str] = &["orch", "db-writer", "tracker-ops", "watch", "agent-pipes"];
 
 /// The process status after `orch` ended: 1 when it or another essential thread panicked
 /// (the default panic exit would otherwise be a clean 0 from `main`), 0 after a drain.
@@ -571,7 +571,7 @@ mod tests {
 
     #[test]
     fn essential_threads_are_named_exactly() {
-        for name in ["orch", "db-writer", "tracker-ops", "watch"] {
+        for name in ["orch", "db-writer", "tracker-ops", "watch", "agent-pipes"] {
             assert!(is_essential(name), "{name}");
         }
         for name in ["sup-orch", "evt-x", "http-0", "sse-1", "signals", "main"] {

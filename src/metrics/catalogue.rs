@@ -91,11 +91,12 @@ pub fn poll_buckets() -> Vec<f64> {
     (0..10).map(|k| 0.1 * f64::from(1u32 << k)).collect()
 }
 
-/// `sortie_dispatch_pass_duration_seconds`: 0.001·2^k, k = 0..12 (1 ms … 4.1 s). The store's
+/// `sortie_dispatch_pass_duration_seconds`: 0.001·2^k, k = 0..15 (1 ms … 32.8 s: a pass that
+/// dispatches hundreds of issues at once takes seconds). The store's
 /// `sortie_store_command_duration_seconds` keeps its buckets with the writer
 /// (`store::write_latency::buckets`), which starts before this registry.
 pub fn dispatch_pass_buckets() -> Vec<f64> {
-    (0..13).map(|k| 0.001 * f64::from(1u32 << k)).collect()
+    (0..16).map(|k| 0.001 * f64::from(1u32 << k)).collect()
 }
 
 /// `sortie_worker_duration_seconds` and the verification histogram: 10·2^k, k = 0..11.
@@ -152,8 +153,8 @@ mod tests {
         assert_eq!(w.len(), 12);
         assert_eq!((w[0], w[11]), (10.0, 20480.0));
         let d = dispatch_pass_buckets();
-        assert_eq!(d.len(), 13);
-        assert!((d[0] - 0.001).abs() < 1e-12 && (d[12] - 4.096).abs() < 1e-9);
+        assert_eq!(d.len(), 16);
+        assert!((d[0] - 0.001).abs() < 1e-12 && (d[15] - 32.768).abs() < 1e-9);
     }
 
     #[test]

@@ -57,13 +57,15 @@ pub struct JobReaction {
     pub context: Option<crate::orchestrator::features::reactions::FixContext>,
 }
 
-/// Stack of a `sup-*` thread. Measured from `/proc/<pid>/smaps` under the scale bench (debug
-/// build, 100 sessions): at most 64 KiB of it is ever touched. It runs the session's tracker
-/// calls (TLS included), hooks and prompt rendering, hence sixteen times that.
-pub const SUPERVISOR_STACK: usize = 1 << 20;
+/// Stack of a `sup-*` thread: the standard library's default. Measured from `/proc/<pid>/smaps`
+/// under the scale bench (debug build, 100 sessions), at most 64 KiB of it is ever touched,
+/// and only touched pages are resident, so a smaller stack would save address space, not
+/// memory, while an overflow (the session's tracker calls run TLS here) aborts the daemon.
+pub const SUPERVISOR_STACK: usize = 2 << 20;
 /// Stack of an `evt-*` thread, which only forwards events and writes the state file: measured
-/// at most 24 KiB touched (as above).
-pub const FORWARDER_STACK: usize = 256 << 10;
+/// at most 24 KiB touched (as above); twenty times that leaves room for serializing an event
+/// nested to the JSON parser's depth limit.
+pub const FORWARDER_STACK: usize = 512 << 10;
 
 /// Starts the supervisor thread for `job`.
 pub fn spawn(job: SupervisorJob) -> std::io::Result<std::thread::JoinHandle<()>> {
