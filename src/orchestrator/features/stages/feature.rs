@@ -213,7 +213,6 @@ impl StagesFeature {
                 continue;
             }
             let label = hop.target_label.clone();
-            let rule = hop.target_rule.clone();
             let carries = |labels: &[String]| labels.iter().any(|l| l.eq_ignore_ascii_case(&label));
             if carries(&issue.labels) {
                 effects.extend(self.mark_observed(&issue.id));
@@ -261,7 +260,7 @@ impl StagesFeature {
                             "stage hop target read failed, holding issue"
                         );
                     }
-                    held.insert(issue.id.clone(), unconfirmed_hold(rule, label));
+                    held.insert(issue.id.clone(), stages::unconfirmed_hold(&label));
                 }
             }
         }
@@ -504,10 +503,162 @@ fn decided(
     ]
 }
 
-/// The hold of an issue whose hop no read has confirmed yet.
-fn unconfirmed_hold(target_rule: String, target_label: String) -> HoldReason {
-    HoldReason::StageHopUnconfirmed {
-        target_rule,
-        target_label,
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orchestrator::core::snapshot::RetryRow;
+    use crate::orchestrator::core::state::State;
+
+    /// What a [`Cx`] borrows.
+    struct World {
+        workflow: crate::config::Workflow,
+        state: State,
+        store: crate::store::Store,
+        prices: crate::pricing::PriceBoard,
+        _dir: tempfile::TempDir,
+    }
+
+    fn world() -> World {
+        let text = "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nagent:\n  kind: mock\n---\nHello\n";
+        let opts = crate::config::LoadOptions {
+            env_file: None,
+            env: Default::default(),
+            cwd: "/run/cwd".into(),
+            home: None,
+        };
+        let workflow =
+            crate::config::parse_workflow(text, std::path::Path::new("/srv/WORKFLOW.md"), &opts)
+                .unwrap_or_else(|e| panic!("the test workflow loads: {e}"));
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let clock: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::ManualClock::new(1_000));
+        let store = crate::store::Store::open(&dir.path().join("sortie.db"), clock)
+            .unwrap_or_else(|e| panic!("{e}"));
+        World {
+            workflow,
+            state: State::default(),
+            store,
+            prices: crate::pricing::PriceBoard::default(),
+            _dir: dir,
+        }
+    }
+
+    fn cx(w: &World) -> Cx<'_> {
+        Cx {
+            now_ms: 1_000,
+            workflow: &w.workflow,
+            state: &w.state,
+            store: &w.store,
+            prices: &w.prices,
+        }
+    }
+
+    fn hop(id: &str) -> StageHop {
+        StageHop {
+            issue_id: id.into(),
+            identifier: format!("T-{id}"),
+            hop_count: 1,
+            source_rule: "specify".into(),
+            target_rule: "implement".into(),
+            target_label: "stage-implement".into(),
+            ..Default::default()
+        }
+    }
+
+    fn issue(id: &str, labels: &[&str]) -> Issue {
+        Issue {
+            id: id.into(),
+            identifier: format!("T-{id}"),
+            title: "t".into(),
+            state: "To Do".into(),
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_hops_a_poll_left_unconfirmed_hold_the_pass_after_its_reads_alone() {
+        let w = world();
+        let mut f = StagesFeature::default();
+        f.restore(vec![hop("1"), hop("2"), hop("3")]);
+        let mut candidates = vec![
+            issue("1", &["Stage-Implement"]),
+            issue("2", &[]),
+            issue("3", &[]),
+        ];
+        let done = Issue {
+            state: "Done".into(),
+            ..issue("3", &[])
+        };
+        let reads = BTreeMap::from([("3".to_string(), Ok(done))]);
+        let effects = f.confirm(&mut candidates, reads, "file", &cx(&w));
+        // 1: the listing shows the label; 3: the read finds it terminal; 2: not read.
+        assert_eq!(effects.len(), 2, "{effects:?}");
+        assert!(matches!(
+            &effects[0],
+            Effect::Write(Write::StageHop(StageHopWrite::Save(h)))
+                if h.issue_id == "1" && h.target_observed
+        ));
+        assert_eq!(effects[1], write(StageHopWrite::Delete("3".into())));
+        let held = BTreeMap::from([("2".to_string(), stages::unconfirmed_hold("stage-implement"))]);
+        assert_eq!(f.gate(&cx(&w), PassKind::Tick), Some(Gate::Issues(held)));
+        assert_eq!(f.gate(&cx(&w), PassKind::Retry), None);
+        f.end_pass();
+        assert_eq!(
+            f.gate(&cx(&w), PassKind::Tick),
+            None,
+            "the next tick's blocker read-ahead holds nothing"
+        );
+        let targets: Vec<String> = f.unconfirmed_targets().into_keys().collect();
+        assert_eq!(targets, vec!["2"]);
+        assert_eq!(f.hop_count(), 2);
+        let hold = stages::unconfirmed_hold("stage-implement");
+        assert_eq!(hold.code().as_str(), "stage_hop_unconfirmed");
+    }
+
+    #[test]
+    fn between_stages_lists_the_unclaimed_hops_with_their_pass_holds() {
+        let mut f = StagesFeature::default();
+        let picked = StageHop {
+            picked_up: true,
+            ..hop("3")
+        };
+        f.restore(vec![hop("1"), hop("2"), picked]);
+        let held_row = |id: &str| Held {
+            issue: issue(id, &[]),
+            reason: stages::unconfirmed_hold("stage-implement"),
+            since_ms: 5,
+        };
+        let mut held = BTreeMap::from([
+            ("1".to_string(), held_row("1")),
+            ("9".to_string(), held_row("9")),
+        ]);
+        f.split_between_holds(&mut held);
+        assert_eq!(held.keys().collect::<Vec<_>>(), vec!["9"]);
+        let mut snap = Snapshot {
+            retrying: Arc::new(vec![RetryRow {
+                issue: issue("2", &[]),
+                attempt: 1,
+                due_at_ms: 0,
+                error: None,
+                trigger: crate::domain::RetryTrigger::Timer,
+                dispatched_at_ms: 0,
+                route: Default::default(),
+                reaction: None,
+            }]),
+            ..Default::default()
+        };
+        f.snapshot(&mut snap, 0);
+        let rows: Vec<(&str, bool)> = snap
+            .between_stages
+            .iter()
+            .map(|r| (r.hop.issue_id.as_str(), r.hold.is_some()))
+            .collect();
+        assert_eq!(rows, vec![("1", true)]);
+        assert_eq!(snap.hop_counts.len(), 3);
+        // A dispatch picks the hop up once: its row is saved, and it leaves `between_stages`.
+        assert_eq!(f.picked_up("1").len(), 1);
+        assert!(f.picked_up("1").is_empty());
+        f.snapshot(&mut snap, 0);
+        assert!(snap.between_stages.is_empty());
     }
 }

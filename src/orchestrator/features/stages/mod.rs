@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::config::ServiceConfig;
-use crate::domain::Issue;
 use crate::domain::stage::{HopResult, LivePass, LivePassKind, Route, StageHop};
+use crate::domain::{HoldCode, Issue};
+use crate::orchestrator::claim::dispatch_pass::{FeatureHold, HoldReason, OnRetry};
 
 use crate::orchestrator::core::state::State;
 
@@ -129,6 +130,28 @@ pub fn live_passes(
         out.insert(id, p);
     }
     out
+}
+
+/// The `stage_hop_unconfirmed` hold: a stage hop added `target_label`, and no read has shown
+/// it yet, so the issue's next stage waits (the retry path never meets it: only a poll tick's
+/// pass is gated by it).
+pub fn unconfirmed_hold(target_label: &str) -> HoldReason {
+    let reason_text = format!("Stage label {target_label} not seen on the issue yet");
+    let release_text = format!(
+        "Released when a poll reads the issue with the label {target_label}, or finds it outside the active states."
+    );
+    let full_text = format!(
+        "{reason_text}. Sortie moved the issue to its next stage and starts that stage once a read confirms the move."
+    );
+    HoldReason::Feature(FeatureHold {
+        code: HoldCode::StageHopUnconfirmed,
+        reason_text,
+        release_text,
+        full_text,
+        dry_run_text: format!("stage label {target_label} not seen yet"),
+        resets_at_ms: None,
+        on_retry: OnRetry::Release,
+    })
 }
 
 /// The members both stage events carry.
