@@ -1,7 +1,7 @@
 //! The orchestrator's features, one folder each (ARCHITECTURE.md, "The orchestrator's
 //! layout"). A converted feature owns its slice of scheduling state and implements
 //! `core::feature::Feature` in its `feature.rs`; the loop applies the effects it returns.
-//! `reactions`, `stages` and `self_review` still run as `impl Orchestrator` hooks.
+//! `reactions` and `self_review` still run as `impl Orchestrator` hooks.
 
 pub mod agent_holds;
 pub mod hosts;
@@ -24,9 +24,9 @@ pub struct Features {
 impl Features {
     /// Every converted feature in its declared order: the order the dispatch pass asks their
     /// gates in, so the order their hold reasons win. The failure breaker's gate (claim core)
-    /// comes before them, an unconfirmed stage hop's after them. A spend window holds every
-    /// dispatch, and an agent-kind hold every dispatch of the kind: a freed slot, host or
-    /// closed blocker would not dispatch the issue, so their reasons win over those.
+    /// comes before them. A spend window holds every dispatch, and an agent-kind hold every
+    /// dispatch of the kind: a freed slot, host or closed blocker would not dispatch the
+    /// issue, so their reasons win over those; an unconfirmed stage hop's comes last.
     pub fn in_order(&self) -> [&dyn Feature; 4] {
         [&self.spend, &self.agent_holds, &self.hosts, &self.stages]
     }
