@@ -171,9 +171,6 @@ fn hold_text(reason: &HoldReason) -> String {
         HoldReason::BlockersUnresolved => "blockers could not be read".to_string(),
         HoldReason::BlockersNotRead => "blockers not read in this pass".to_string(),
         HoldReason::BlockersIncomplete => "blocker list incomplete".to_string(),
-        HoldReason::StageHopUnconfirmed { target_label, .. } => {
-            format!("stage label {target_label} not seen yet")
-        }
         HoldReason::ParkCommentsUnread => "comments of the released park unread".to_string(),
         HoldReason::SshHostsFull => "every SSH host at its session limit".to_string(),
         HoldReason::FailureHeld { cause, runs } => {

@@ -481,18 +481,6 @@ pub fn blockers_incomplete() -> (String, String, String) {
     (reason, release, full)
 }
 
-/// A stage hop added `target_label`, and no read has shown it yet.
-pub fn stage_hop_unconfirmed(target_label: &str) -> (String, String, String) {
-    let reason = format!("Stage label {target_label} not seen on the issue yet");
-    let release = format!(
-        "Released when a poll reads the issue with the label {target_label}, or finds it outside the active states."
-    );
-    let full = format!(
-        "{reason}. Sortie moved the issue to its next stage and starts that stage once a read confirms the move."
-    );
-    (reason, release, full)
-}
-
 /// An issue a stage hop moved from `source` to `target` (adding `label`) that no run has
 /// picked up yet. The pair is the same whether or not a pass holds the issue: the row's hold
 /// carries its own sentences.

@@ -10,7 +10,6 @@ use serde_json::json;
 use sortie::config::dispatch::{DispatchConfig, DispatchRule, RuleMatch};
 use sortie::domain::stage::{Route, StageHop, StageLineage, StageOutcome};
 use sortie::domain::{Issue, ParkReason, RetryTrigger, RunStatus};
-use sortie::orchestrator::dispatch_pass::HoldReason;
 use sortie::orchestrator::snapshot::{BetweenStagesRow, ConfigView, RetryRow, Snapshot};
 use sortie::orchestrator::state::{DispatchCause, Held, Park, RunFacts};
 use sortie::store::RunRecord;
@@ -152,10 +151,7 @@ pub fn snapshot() -> Snapshot {
     let now = at("2026-03-26T14:30:00Z");
     let unconfirmed = Held {
         issue: issue("stu901", "MT-655", "Plan the export schema"),
-        reason: HoldReason::StageHopUnconfirmed {
-            target_rule: "implement".into(),
-            target_label: "stage-implement".into(),
-        },
+        reason: sortie::orchestrator::stages::unconfirmed_hold("stage-implement"),
         since_ms: at("2026-03-26T14:29:00Z"),
     };
     Snapshot {

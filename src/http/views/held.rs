@@ -165,9 +165,6 @@ impl HoldView {
             HoldReason::BlockersUnresolved => (None, None, wording::blockers_unresolved()),
             HoldReason::BlockersNotRead => (None, None, wording::blockers_not_read()),
             HoldReason::BlockersIncomplete => (None, None, wording::blockers_incomplete()),
-            HoldReason::StageHopUnconfirmed { target_label, .. } => {
-                (None, None, wording::stage_hop_unconfirmed(target_label))
-            }
             HoldReason::ParkCommentsUnread => (None, None, wording::park_comments_unread()),
             HoldReason::SshHostsFull => (None, None, wording::ssh_hosts_full()),
             HoldReason::FailureHeld { cause, runs } => {

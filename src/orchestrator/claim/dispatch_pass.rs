@@ -212,12 +212,6 @@ pub enum HoldReason {
     BlockersNotRead,
     /// The tracker declared the blocker list incomplete.
     BlockersIncomplete,
-    /// No read has shown the label of the stage hop yet (the hop's target rule and
-    /// label).
-    StageHopUnconfirmed {
-        target_rule: String,
-        target_label: String,
-    },
     /// A person released the park, and reading the comments its next run receives
     /// failed.
     ParkCommentsUnread,
@@ -277,7 +271,6 @@ impl HoldReason {
             HoldReason::BlockersUnresolved => HoldCode::BlockersUnresolved,
             HoldReason::BlockersNotRead => HoldCode::BlockersNotRead,
             HoldReason::BlockersIncomplete => HoldCode::BlockersIncomplete,
-            HoldReason::StageHopUnconfirmed { .. } => HoldCode::StageHopUnconfirmed,
             HoldReason::ParkCommentsUnread => HoldCode::ParkCommentsUnread,
             HoldReason::SshHostsFull => HoldCode::SshHostsFull,
             HoldReason::FailureHeld { .. } => HoldCode::FailureHeld,

@@ -405,10 +405,22 @@ impl Orchestrator {
 
     /// Applies a hop's writes with the plan in force now; `true` when the hop was made.
     fn apply_hop(&mut self, entry: &RunningEntry, write: HopWrite, outcome: StageOutcome) -> bool {
-        match self.plan_stage_hop(entry) {
+        let made = match self.plan_stage_hop(entry) {
             Some(plan) => self.apply_stage_hop(entry, &plan, write, outcome),
             None => false,
+        };
+        if made {
+            self.drop_issue_reactions(&entry.facts.issue.id);
         }
+        made
+    }
+
+    /// A hop releases the claim: the claim's pending reactions go with it.
+    fn drop_issue_reactions(&mut self, issue_id: &str) {
+        self.state.reactions.retain(|(id, _), _| id != issue_id);
+        self.state
+            .reaction_memory
+            .retain(|(id, _), _| id != issue_id);
     }
 
     /// Queues the failure retry `decide_exit` chose; an unfixable-looking failure is logged as

@@ -580,7 +580,6 @@ impl Orchestrator {
             | Some(Decision::Held(HoldReason::BlockersUnresolved))
             | Some(Decision::Held(HoldReason::BlockersNotRead))
             | Some(Decision::Held(HoldReason::BlockersIncomplete))
-            | Some(Decision::Held(HoldReason::StageHopUnconfirmed { .. }))
             | Some(Decision::Held(HoldReason::ParkCommentsUnread))
             | Some(Decision::Held(HoldReason::WorkspaceLocked { .. }))
             | Some(Decision::Held(HoldReason::AgentAuthFailed { .. }))

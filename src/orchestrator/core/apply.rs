@@ -51,6 +51,7 @@ impl Orchestrator {
         let (op, queued) = match w {
             Write::SaveUsageHold(row) => ("save_usage_hold", writer.upsert_usage_hold(row)),
             Write::DeleteUsageHold(row) => ("delete_usage_hold", writer.delete_usage_hold(row)),
+            Write::StageHop(w) => (stage_write_op(&w), writer.stage_hop(w)),
         };
         if let Err(e) = queued {
             log::error!(op:% = op, error:% = e.to_string(); "database write failed");
@@ -105,5 +106,19 @@ impl Orchestrator {
             .into_iter()
             .filter_map(|feature| feature.gate(&cx, pass))
             .collect()
+    }
+}
+
+/// The `op` a failed stage write is logged with.
+fn stage_write_op(w: &crate::store::StageHopWrite) -> &'static str {
+    use crate::store::StageHopWrite as W;
+    match w {
+        W::Save(_) => "save_stage_hop",
+        W::Delete(_) => "delete_stage_hop",
+        W::RunStage { .. } => "set_run_stage",
+        W::LivePass(_) => "save_live_stage_pass",
+        W::EndLivePass(_) => "end_live_stage_pass",
+        W::ClearLivePasses => "clear_live_stage_passes",
+        W::RunEvent { .. } => "save_stage_event",
     }
 }

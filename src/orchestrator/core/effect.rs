@@ -25,4 +25,6 @@ pub enum Write {
     SaveUsageHold(crate::store::UsageHoldRow),
     /// Deletes an ended usage hold's row.
     DeleteUsageHold(crate::store::UsageHoldRow),
+    /// A stage hop, a run's hop result or stage event, or a live stage pass.
+    StageHop(crate::store::StageHopWrite),
 }

@@ -279,15 +279,13 @@ impl Orchestrator {
                 for h in ws.failure_holds {
                     self.state.failure_held.insert(h.issue.id.clone(), h);
                 }
-                for h in ws.stage_hops {
-                    self.state.stage_hops.insert(h.issue_id.clone(), h);
-                }
+                self.features.stages.restore(ws.stage_hops);
                 self.state.handoff_absence.restore(ws.handoff_absence);
                 self.rebuild_reactions(ws.reactions);
                 log::info!(
                     retries:% = self.state.retries.len(),
                     parked:% = self.state.parked.len(),
-                    stage_hops:% = self.state.stage_hops.len(),
+                    stage_hops:% = self.features.stages.hop_count(),
                     usage_holds:% = self.features.agent_holds.usage_holds(),
                     failure_holds:% = self.state.failure_held.len(),
                     dispatches_total:% = self.state.totals.dispatches;

@@ -3,7 +3,7 @@
 //! recorded (row, events, aggregates, session) in one transaction before any retry for it is
 //! scheduled.
 
-use crate::domain::stage::{HopResult, Route, StageLineage, StageOutcome};
+use crate::domain::stage::{Route, StageLineage, StageOutcome};
 use std::collections::HashMap;
 
 use crate::agent::status_file::DeclaredOutcome;
@@ -813,24 +813,4 @@ pub fn set_merged_outcome(
 /// A reaction write (escalations, fingerprints, given comments).
 pub fn reaction_write(store: &Store, w: crate::store::ReactionWrite) {
     warn_on_err("reaction", store.writer().reaction(w));
-}
-
-pub fn save_stage_hop(store: &Store, hop: &crate::domain::stage::StageHop) {
-    let w = crate::store::StageHopWrite::Save(Box::new(hop.clone()));
-    warn_on_err("save_stage_hop", store.writer().stage_hop(w));
-}
-
-pub fn delete_stage_hop(store: &Store, issue_id: &str) {
-    let w = crate::store::StageHopWrite::Delete(issue_id.to_string());
-    warn_on_err("delete_stage_hop", store.writer().stage_hop(w));
-}
-
-/// Records on the run row which stage its exit targeted and what became of the hop.
-pub fn set_run_stage(store: &Store, dispatch_id: &str, target: &str, result: HopResult) {
-    let w = crate::store::StageHopWrite::RunStage {
-        dispatch_id: dispatch_id.to_string(),
-        target: target.to_string(),
-        result: result.as_str().to_string(),
-    };
-    warn_on_err("set_run_stage", store.writer().stage_hop(w));
 }

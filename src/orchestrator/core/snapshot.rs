@@ -410,14 +410,9 @@ impl Snapshot {
             failure_held: Arc::new(state.failure_held.values().cloned().collect()),
             parked: Arc::new(state.parked.values().cloned().collect()),
             pending_reactions: Arc::new(pending_reactions(state)),
-            between_stages: Arc::new(between_stages(state)),
-            hop_counts: Arc::new(
-                state
-                    .stage_hops
-                    .iter()
-                    .map(|(id, h)| (id.clone(), h.hop_count))
-                    .collect(),
-            ),
+            // The stages feature's part (`Feature::snapshot`).
+            between_stages: Arc::default(),
+            hop_counts: Arc::default(),
             totals: served_totals(state),
             health: state.health.clone(),
             rate_limits: Arc::default(),
@@ -541,30 +536,6 @@ fn served_totals(state: &State) -> AgentTotals {
 fn pending_reactions(state: &State) -> Vec<crate::orchestrator::features::reactions::ReactionRow> {
     let mut rows: Vec<_> = state.reactions.values().cloned().collect();
     rows.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-    rows
-}
-
-/// The hops no run has picked up, for issues neither running nor queued for a retry, sorted
-/// by identifier then issue id.
-fn between_stages(state: &State) -> Vec<BetweenStagesRow> {
-    let mut rows: Vec<BetweenStagesRow> = state
-        .stage_hops
-        .values()
-        .filter(|h| h.between_stages())
-        .filter(|h| {
-            !state.running.contains_key(&h.issue_id) && !state.retries.contains_key(&h.issue_id)
-        })
-        .map(|h| BetweenStagesRow {
-            hop: h.clone(),
-            hold: state.between_holds.get(&h.issue_id).cloned(),
-        })
-        .collect();
-    rows.sort_by(|a, b| {
-        a.hop
-            .identifier
-            .cmp(&b.hop.identifier)
-            .then_with(|| a.hop.issue_id.cmp(&b.hop.issue_id))
-    });
     rows
 }
 

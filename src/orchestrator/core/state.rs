@@ -691,8 +691,6 @@ pub struct State {
     pub revision: u64,
     /// Issues the failure breaker holds, by issue id.
     pub failure_held: BTreeMap<String, crate::orchestrator::claim::failure_holds::FailureHold>,
-    /// The live stage passes last written to the database, by issue id.
-    pub live_passes: BTreeMap<String, crate::domain::stage::LivePass>,
     /// Each issue's streak of failed runs with one cause.
     pub failure_streaks: crate::orchestrator::claim::failure_holds::Streaks,
     /// Each issue's count of withheld handoffs in a row.
@@ -702,11 +700,6 @@ pub struct State {
         (String, crate::domain::ReactionKind),
         crate::orchestrator::features::reactions::ReactionRow,
     >,
-    /// Each issue's latest stage hop, until its consecutive-hop count resets (issue id →
-    /// hop); the ones no run has picked up since are `between_stages[]`.
-    pub stage_hops: BTreeMap<String, crate::domain::stage::StageHop>,
-    /// The latest pass's hold of each issue between stages (`between_stages[].hold`).
-    pub between_holds: BTreeMap<String, Held>,
     /// Issues whose park a person released and whose next run has not been dispatched yet:
     /// the pass reads their comments first (`park_comments_unread` when that read fails).
     pub park_released: std::collections::BTreeSet<String>,

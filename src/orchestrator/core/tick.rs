@@ -184,13 +184,7 @@ impl Orchestrator {
     /// ahead for, the parks a listing may lift, and the stage hops a read must confirm.
     fn candidate_ask(&mut self) -> CandidateAsk {
         let input = self.gated_pass_input(crate::orchestrator::core::feature::PassKind::Tick);
-        let hops = self
-            .state
-            .stage_hops
-            .iter()
-            .filter(|(_, h)| !h.target_observed && !h.picked_up)
-            .map(|(id, h)| (id.clone(), h.target_label.clone()))
-            .collect();
+        let hops = self.features.stages.unconfirmed_targets();
         CandidateAsk {
             input,
             parked: self.state.parked.values().cloned().collect(),
@@ -297,8 +291,8 @@ impl Orchestrator {
         let dispatched = if self.store_blocks_dispatch() {
             0
         } else {
-            let unconfirmed = self.confirm_hops(&mut candidates, c.hop_reads);
-            self.run_pass(&candidates, unconfirmed, &c.blockers, c.comments, now)
+            self.confirm_hops(&mut candidates, c.hop_reads);
+            self.run_pass(&candidates, &c.blockers, c.comments, now)
         };
         self.state
             .health
@@ -320,18 +314,12 @@ impl Orchestrator {
     fn run_pass(
         &mut self,
         candidates: &[Issue],
-        unconfirmed: std::collections::BTreeMap<String, HoldReason>,
         blockers: &BlockerLists,
         mut comments: CommentReads,
         now: i64,
     ) -> usize {
         let mut input = self.gated_pass_input(crate::orchestrator::core::feature::PassKind::Tick);
-        // A stage hop not yet seen on the issue: its next stage waits for a confirming read.
-        input
-            .gates
-            .push(crate::orchestrator::claim::dispatch_pass::Gate::Issues(
-                unconfirmed,
-            ));
+        self.features.stages.end_pass();
         let workspaces = self.workspaces();
         // A workspace that does not exist has no lock: one listing of the root spares a probe
         // (a path resolution and an open) per candidate.

@@ -1,7 +1,7 @@
 //! The orchestrator's features, one folder each (ARCHITECTURE.md, "The orchestrator's
 //! layout"). A converted feature owns its slice of scheduling state and implements
 //! `core::feature::Feature` in its `feature.rs`; the loop applies the effects it returns.
-//! `reactions`, `stages` and `self_review` still run as `impl Orchestrator` hooks.
+//! `reactions` and `self_review` still run as `impl Orchestrator` hooks.
 
 pub mod agent_holds;
 pub mod hosts;
@@ -18,20 +18,26 @@ pub struct Features {
     pub spend: spend::feature::SpendFeature,
     pub agent_holds: agent_holds::feature::AgentHoldsFeature,
     pub hosts: hosts::feature::HostsFeature,
+    pub stages: stages::feature::StagesFeature,
 }
 
 impl Features {
     /// Every converted feature in its declared order: the order the dispatch pass asks their
     /// gates in, so the order their hold reasons win. The failure breaker's gate (claim core)
-    /// comes before them, an unconfirmed stage hop's after them. A spend window holds every
-    /// dispatch, and an agent-kind hold every dispatch of the kind: a freed slot, host or
-    /// closed blocker would not dispatch the issue, so their reasons win over those.
-    pub fn in_order(&self) -> [&dyn Feature; 3] {
-        [&self.spend, &self.agent_holds, &self.hosts]
+    /// comes before them. A spend window holds every dispatch, and an agent-kind hold every
+    /// dispatch of the kind: a freed slot, host or closed blocker would not dispatch the
+    /// issue, so their reasons win over those; an unconfirmed stage hop's comes last.
+    pub fn in_order(&self) -> [&dyn Feature; 4] {
+        [&self.spend, &self.agent_holds, &self.hosts, &self.stages]
     }
 
     /// [`Features::in_order`], to call the methods that change a feature's state.
-    pub fn in_order_mut(&mut self) -> [&mut dyn Feature; 3] {
-        [&mut self.spend, &mut self.agent_holds, &mut self.hosts]
+    pub fn in_order_mut(&mut self) -> [&mut dyn Feature; 4] {
+        [
+            &mut self.spend,
+            &mut self.agent_holds,
+            &mut self.hosts,
+            &mut self.stages,
+        ]
     }
 }

@@ -1,10 +1,13 @@
-//! Stage chain observability, as pure functions of the orchestrator's state: the live stage
-//! passes the database keeps for `sortie stats` (a running session of a stage rule, a budget
-//! hold on one), and the `stage.advanced` / `stage.not_advanced` events a hop decision adds to
-//! the run that reached it.
+//! Stage chains: routing (the rule an issue dispatches on, `routing/`), the hops between
+//! stages (`feature.rs`: the stages feature, which owns them; `hop.rs`: a hop's plan and
+//! label writes; `hooks.rs`: where the loop and the claim core reach the feature), and as pure
+//! functions here, the live stage passes the database keeps for `sortie stats` (a running
+//! session of a stage rule, a budget hold on one) and the `stage.advanced` /
+//! `stage.not_advanced` events a hop decision adds to the run that reached it.
 
+pub mod feature;
+pub(crate) mod hooks;
 pub(crate) mod hop;
-pub(crate) mod passes;
 pub mod routing;
 
 use std::collections::BTreeMap;
@@ -12,8 +15,9 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::config::ServiceConfig;
-use crate::domain::Issue;
 use crate::domain::stage::{HopResult, LivePass, LivePassKind, Route, StageHop};
+use crate::domain::{HoldCode, Issue};
+use crate::orchestrator::claim::dispatch_pass::{FeatureHold, HoldReason, OnRetry};
 
 use crate::orchestrator::core::state::State;
 
@@ -79,11 +83,17 @@ fn held_route(
 }
 
 /// The live stage passes the state holds now: every running session whose rule is on a
-/// chain, and every budget hold whose stage is. A pass already written keeps its `since_ms`.
-pub fn live_passes(state: &State, cfg: &ServiceConfig, now_ms: i64) -> BTreeMap<String, LivePass> {
+/// chain, and every budget hold whose stage is (`hops`: each issue's latest hop). A pass
+/// already `written` keeps its `since_ms`.
+pub fn live_passes(
+    state: &State,
+    hops: &BTreeMap<String, StageHop>,
+    written: &BTreeMap<String, LivePass>,
+    cfg: &ServiceConfig,
+    now_ms: i64,
+) -> BTreeMap<String, LivePass> {
     let since = |id: &str, kind: LivePassKind, default: i64| {
-        state
-            .live_passes
+        written
             .get(id)
             .filter(|p| p.kind == kind)
             .map_or(default, |p| p.since_ms)
@@ -111,7 +121,7 @@ pub fn live_passes(state: &State, cfg: &ServiceConfig, now_ms: i64) -> BTreeMap<
         if out.contains_key(id) {
             continue;
         }
-        let (route, via) = held_route(&h.issue, h.route.as_ref(), state.stage_hops.get(id), cfg);
+        let (route, via) = held_route(&h.issue, h.route.as_ref(), hops.get(id), cfg);
         if !on_chain(cfg, &route.rule_name) {
             continue;
         }
@@ -120,6 +130,28 @@ pub fn live_passes(state: &State, cfg: &ServiceConfig, now_ms: i64) -> BTreeMap<
         out.insert(id, p);
     }
     out
+}
+
+/// The `stage_hop_unconfirmed` hold: a stage hop added `target_label`, and no read has shown
+/// it yet, so the issue's next stage waits (the retry path never meets it: only a poll tick's
+/// pass is gated by it).
+pub fn unconfirmed_hold(target_label: &str) -> HoldReason {
+    let reason_text = format!("Stage label {target_label} not seen on the issue yet");
+    let release_text = format!(
+        "Released when a poll reads the issue with the label {target_label}, or finds it outside the active states."
+    );
+    let full_text = format!(
+        "{reason_text}. Sortie moved the issue to its next stage and starts that stage once a read confirms the move."
+    );
+    HoldReason::Feature(FeatureHold {
+        code: HoldCode::StageHopUnconfirmed,
+        reason_text,
+        release_text,
+        full_text,
+        dry_run_text: format!("stage label {target_label} not seen yet"),
+        resets_at_ms: None,
+        on_retry: OnRetry::Release,
+    })
 }
 
 /// The members both stage events carry.
