@@ -42,6 +42,14 @@ impl Orchestrator {
                     self.state.health.budget_read_failure = Some(e.clone());
                     self.state.health.database.record(now, Err(e));
                 }
+                Effect::ReviewMetadata {
+                    dispatch_id,
+                    metadata,
+                } => {
+                    if let Some(e) = self.running_by_dispatch(&dispatch_id) {
+                        e.facts.review_metadata = metadata;
+                    }
+                }
             }
         }
     }

@@ -15,6 +15,12 @@ pub enum Effect {
     /// A read the feature's decision rests on failed: the database check fails with it, and
     /// nothing is dispatched until such a read succeeds (spend and budgets fail closed).
     ReadFailed(PersistError),
+    /// The running session's self-review phase ended with this audit trail: its run record
+    /// stores it (`review_metadata`).
+    ReviewMetadata {
+        dispatch_id: String,
+        metadata: Option<serde_json::Value>,
+    },
 }
 
 /// A durable write a feature asks for.

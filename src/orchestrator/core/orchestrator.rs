@@ -701,11 +701,13 @@ impl Orchestrator {
                 let now = self.clock.now_ms();
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {
                     e.facts.turn_started(turn, now);
+                    self.features.self_review.turn_started(&dispatch_id, now);
                 }
             }
             OrchMsg::SelfReview { dispatch_id, phase } => {
-                if let Some(e) = self.running_by_dispatch(&dispatch_id) {
-                    e.facts.apply_self_review(phase);
+                if self.running_by_dispatch(&dispatch_id).is_some() {
+                    let effects = self.features.self_review.report(&dispatch_id, phase);
+                    self.apply(effects);
                 }
             }
             OrchMsg::Exit(result) => self.on_exit(*result),

@@ -247,6 +247,9 @@ pub struct Snapshot {
     pub has_rate_source: bool,
     /// SSH hosts out of service as of the last scheduling change → until when (epoch ms).
     pub ssh_hosts_out: Arc<Vec<(String, i64)>>,
+    /// The running sessions' self-review progress by dispatch id (absent: never in the phase).
+    pub self_review:
+        Arc<BTreeMap<String, crate::orchestrator::features::self_review::progress::ReviewProgress>>,
 }
 
 impl ConfigView {
@@ -329,6 +332,17 @@ impl Snapshot {
         self.running_costs = Arc::new(costs);
         self.has_rate_source = book.has_rate_source();
         self
+    }
+
+    /// The self-review progress of the running session `dispatch_id`.
+    pub fn self_review_of(
+        &self,
+        dispatch_id: &str,
+    ) -> crate::orchestrator::features::self_review::progress::ReviewProgress {
+        self.self_review
+            .get(dispatch_id)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// The live price of a running session.
@@ -439,6 +453,7 @@ impl Snapshot {
             running_costs: Arc::default(),
             has_rate_source: false,
             ssh_hosts_out: Arc::default(),
+            self_review: Arc::default(),
         }
     }
 
@@ -475,6 +490,7 @@ impl Snapshot {
             running_costs: Arc::default(),
             has_rate_source: false,
             ssh_hosts_out: Arc::clone(&prev.ssh_hosts_out),
+            self_review: Arc::clone(&prev.self_review),
         }
     }
 }
