@@ -423,7 +423,7 @@ impl Snapshot {
             budget_exhausted: Arc::new(state.budget_held.values().cloned().collect()),
             failure_held: Arc::new(state.failure_held.values().cloned().collect()),
             parked: Arc::new(state.parked.values().cloned().collect()),
-            pending_reactions: Arc::new(pending_reactions(state)),
+            pending_reactions: Arc::default(),
             between_stages: Arc::new(between_stages(state)),
             hop_counts: Arc::new(
                 state
@@ -551,13 +551,6 @@ fn served_totals(state: &State) -> AgentTotals {
         ));
     }
     t
-}
-
-/// The rows of `pending_reactions` in the reference's order.
-fn pending_reactions(state: &State) -> Vec<crate::orchestrator::features::reactions::ReactionRow> {
-    let mut rows: Vec<_> = state.reactions.values().cloned().collect();
-    rows.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-    rows
 }
 
 /// The hops no run has picked up, for issues neither running nor queued for a retry, sorted

@@ -656,11 +656,6 @@ pub struct State {
     pub failure_streaks: crate::orchestrator::claim::failure_holds::Streaks,
     /// Each issue's count of withheld handoffs in a row.
     pub handoff_absence: crate::orchestrator::claim::handoff_evidence::AbsenceStreaks,
-    /// Pending pull-request reactions by (issue id, kind).
-    pub reactions: BTreeMap<
-        (String, crate::domain::ReactionKind),
-        crate::orchestrator::features::reactions::ReactionRow,
-    >,
     /// Each issue's latest stage hop, until its consecutive-hop count resets (issue id →
     /// hop); the ones no run has picked up since are `between_stages[]`.
     pub stage_hops: BTreeMap<String, crate::domain::stage::StageHop>,
@@ -669,11 +664,6 @@ pub struct State {
     /// Issues whose park a person released and whose next run has not been dispatched yet:
     /// the pass reads their comments first (`park_comments_unread` when that read fails).
     pub park_released: std::collections::BTreeSet<String>,
-    /// The engine's memory of each pending reaction (not served).
-    pub reaction_memory: BTreeMap<
-        (String, crate::domain::ReactionKind),
-        crate::orchestrator::features::reactions::RowMemory,
-    >,
 }
 
 impl State {

@@ -19,6 +19,7 @@ pub struct Features {
     pub agent_holds: agent_holds::feature::AgentHoldsFeature,
     pub hosts: hosts::feature::HostsFeature,
     pub self_review: self_review::feature::SelfReviewFeature,
+    pub reactions: reactions::feature::ReactionsFeature,
 }
 
 impl Features {
@@ -27,22 +28,24 @@ impl Features {
     /// comes before them, an unconfirmed stage hop's after them. A spend window holds every
     /// dispatch, and an agent-kind hold every dispatch of the kind: a freed slot, host or
     /// closed blocker would not dispatch the issue, so their reasons win over those.
-    pub fn in_order(&self) -> [&dyn Feature; 4] {
+    pub fn in_order(&self) -> [&dyn Feature; 5] {
         [
             &self.spend,
             &self.agent_holds,
             &self.hosts,
             &self.self_review,
+            &self.reactions,
         ]
     }
 
     /// [`Features::in_order`], to call the methods that change a feature's state.
-    pub fn in_order_mut(&mut self) -> [&mut dyn Feature; 4] {
+    pub fn in_order_mut(&mut self) -> [&mut dyn Feature; 5] {
         [
             &mut self.spend,
             &mut self.agent_holds,
             &mut self.hosts,
             &mut self.self_review,
+            &mut self.reactions,
         ]
     }
 }

@@ -89,15 +89,15 @@ impl Orchestrator {
         now: i64,
         cfg: &ReactionsConfig,
     ) {
-        match self.state.reactions.get_mut(&key) {
+        match self.features.reactions.rows.get_mut(&key) {
             Some(row) if row.pr.pr == *pr => seed::refresh_row(row, run, now),
             _ => {
                 let row = seed::new_row(key.1, run, pr.clone(), now, cfg);
-                self.state.reactions.insert(key.clone(), row);
-                self.state.reaction_memory.remove(&key);
+                self.features.reactions.rows.insert(key.clone(), row);
+                self.features.reactions.memory.remove(&key);
             }
         }
-        let mem = self.state.reaction_memory.entry(key).or_default();
+        let mem = self.features.reactions.memory.entry(key).or_default();
         seed::remember_run(mem, run);
     }
 
@@ -108,21 +108,23 @@ impl Orchestrator {
         let Some(scm) = self.scm.clone() else {
             return;
         };
-        if self.reactions_out {
+        if self.features.reactions.pass_out {
             return;
         }
         let now = self.clock.now_ms();
         let rows: Vec<DueRow> = self
-            .state
+            .features
             .reactions
+            .rows
             .iter()
             .filter(|(_, r)| r.next_poll_at_ms <= now)
             .map(|(k, row)| DueRow {
                 key: k.clone(),
                 row: row.clone(),
                 mem: self
-                    .state
-                    .reaction_memory
+                    .features
+                    .reactions
+                    .memory
                     .get(k)
                     .cloned()
                     .unwrap_or_default(),
@@ -133,8 +135,9 @@ impl Orchestrator {
             return;
         }
         let merge_rows = self
-            .state
+            .features
             .reactions
+            .rows
             .values()
             .filter(|r| matches!(r.kind, ReactionKind::Merge | ReactionKind::MergeCompletion))
             .map(|r| (r.issue.id.clone(), (r.kind, r.pr.pr.clone())))
@@ -157,7 +160,7 @@ impl Orchestrator {
             merge_rows,
             health,
         };
-        self.reactions_out = true;
+        self.features.reactions.pass_out = true;
         self.spawn_io(
             crate::orchestrator::core::io::Lane::Work,
             crate::orchestrator::core::io_pool::JobLabel::new("reaction checks", ""),
@@ -173,7 +176,7 @@ impl Orchestrator {
         &mut self,
         done: Result<PassDone, crate::orchestrator::core::io_pool::CallPanicked>,
     ) {
-        self.reactions_out = false;
+        self.features.reactions.pass_out = false;
         let done = match done {
             Ok(d) => d,
             Err(panic) => {
@@ -200,8 +203,8 @@ impl Orchestrator {
             }
         }
         for key in done.expired {
-            if let Some(row) = self.state.reactions.remove(&key) {
-                self.state.reaction_memory.remove(&key);
+            if let Some(row) = self.features.reactions.rows.remove(&key) {
+                self.features.reactions.memory.remove(&key);
                 log::warn!(
                     issue_id:% = row.issue.id,
                     issue_identifier:% = row.issue.identifier,
@@ -214,27 +217,28 @@ impl Orchestrator {
         let cfg = self.reaction_config();
         for mut c in done.checked {
             let pending = self
-                .state
+                .features
                 .reactions
+                .rows
                 .get(&c.key)
                 .is_some_and(|r| r.pr.pr == c.row.pr.pr);
             if !pending {
                 continue;
             }
-            if let Some(live) = self.state.reactions.get(&c.key) {
-                c.keep_live_seed(live, self.state.reaction_memory.get(&c.key));
+            if let Some(live) = self.features.reactions.rows.get(&c.key) {
+                c.keep_live_seed(live, self.features.reactions.memory.get(&c.key));
             }
             let answered = self.keep_live_triage(&mut c);
             let key = c.key.clone();
-            self.state.reactions.remove(&c.key);
-            self.state.reaction_memory.remove(&c.key);
+            self.features.reactions.rows.remove(&c.key);
+            self.features.reactions.memory.remove(&c.key);
             self.count_check(&c.row, &c.step);
             self.note_quiet_check(&c.row, &mut c.mem, &c.step);
             if c.was_escalated && c.row.escalated_at_ms.is_none() {
                 self.escalation_ended(&c.row);
             }
             self.apply_reaction_step(c, done.started_ms, &cfg);
-            if let (true, Some(row)) = (answered, self.state.reactions.get_mut(&key)) {
+            if let (true, Some(row)) = (answered, self.features.reactions.rows.get_mut(&key)) {
                 row.next_poll_at_ms = row.next_poll_at_ms.min(done.started_ms);
             }
         }
@@ -287,7 +291,7 @@ impl Orchestrator {
         let now = self.clock.now_ms();
         let base = self.workflow.config.polling.interval_ms;
         for key in due {
-            if let Some(row) = self.state.reactions.get_mut(key) {
+            if let Some(row) = self.features.reactions.rows.get_mut(key) {
                 row.backoff_count += 1;
                 let factor = 1u64 << row.backoff_count.min(16);
                 let delay = base
@@ -345,8 +349,9 @@ impl Orchestrator {
     /// Drops every row of the issue and what is stored for them.
     fn end_issue_reactions(&mut self, issue_id: &str, why: &str) {
         let keys: Vec<Key> = self
-            .state
+            .features
             .reactions
+            .rows
             .keys()
             .filter(|k| k.0 == issue_id)
             .cloned()
@@ -356,12 +361,12 @@ impl Orchestrator {
         }
         let identifier = keys
             .first()
-            .and_then(|k| self.state.reactions.get(k))
+            .and_then(|k| self.features.reactions.rows.get(k))
             .map(|r| r.issue.identifier.clone())
             .unwrap_or_default();
         for key in &keys {
-            self.state.reactions.remove(key);
-            self.state.reaction_memory.remove(key);
+            self.features.reactions.rows.remove(key);
+            self.features.reactions.memory.remove(key);
         }
         log::info!(
             issue_id:% = issue_id,
@@ -389,7 +394,7 @@ impl Orchestrator {
             &self.store,
             ReactionWrite::DeleteTriageAnswer(id.clone(), row.kind),
         );
-        if !self.state.reactions.keys().any(|k| k.0 == id) {
+        if !self.features.reactions.rows.keys().any(|k| k.0 == id) {
             persist::reaction_write(&self.store, ReactionWrite::ClearIssue(id));
         }
     }
@@ -520,8 +525,8 @@ impl Orchestrator {
     /// replaced time back.
     fn keep_row(&mut self, key: Key, mut row: ReactionRow, mem: RowMemory, started_ms: i64) {
         crate::orchestrator::features::reactions::check_now::settle_check_now(&mut row, started_ms);
-        self.state.reactions.insert(key.clone(), row);
-        self.state.reaction_memory.insert(key, mem);
+        self.features.reactions.rows.insert(key.clone(), row);
+        self.features.reactions.memory.insert(key, mem);
     }
 
     /// Queues the continuation run a check asked for. A budget hold may keep it from
@@ -729,20 +734,22 @@ impl Orchestrator {
             "pull request merged"
         );
         let completion = (row.issue.id.clone(), ReactionKind::MergeCompletion);
-        if row.kind == ReactionKind::Merge && self.state.reactions.contains_key(&completion) {
-            if let Some(c) = self.state.reactions.get_mut(&completion) {
+        if row.kind == ReactionKind::Merge && self.features.reactions.rows.contains_key(&completion)
+        {
+            if let Some(c) = self.features.reactions.rows.get_mut(&completion) {
                 c.next_poll_at_ms = self.clock.now_ms();
             }
             let others: Vec<Key> = self
-                .state
+                .features
                 .reactions
+                .rows
                 .keys()
                 .filter(|k| k.0 == row.issue.id && k.1 != ReactionKind::MergeCompletion)
                 .cloned()
                 .collect();
             for k in others {
-                self.state.reactions.remove(&k);
-                self.state.reaction_memory.remove(&k);
+                self.features.reactions.rows.remove(&k);
+                self.features.reactions.memory.remove(&k);
             }
             row.escalated_at_ms = None;
             self.forget_row(&row);
@@ -827,7 +834,12 @@ impl Orchestrator {
 
     fn restore_reaction_memory(&mut self, snap: &crate::store::ReactionsSnapshot) {
         for e in &snap.escalations {
-            if let Some(row) = self.state.reactions.get_mut(&(e.issue_id.clone(), e.kind)) {
+            if let Some(row) = self
+                .features
+                .reactions
+                .rows
+                .get_mut(&(e.issue_id.clone(), e.kind))
+            {
                 row.escalated_at_ms = Some(e.escalated_at_ms);
                 row.escalation_trigger = Some(e.trigger);
                 row.used_attempts = e.used_attempts.map(|n| n.max(0) as u32);
@@ -835,8 +847,9 @@ impl Orchestrator {
         }
         for f in &snap.fingerprints {
             if let Some(mem) = self
-                .state
-                .reaction_memory
+                .features
+                .reactions
+                .memory
                 .get_mut(&(f.issue_id.clone(), f.kind))
             {
                 mem.fingerprint = Some((f.fingerprint.clone(), f.dispatched));
@@ -845,8 +858,9 @@ impl Orchestrator {
         for g in &snap.given {
             for kind in [ReactionKind::Review, ReactionKind::BotReview] {
                 if let Some(mem) = self
-                    .state
-                    .reaction_memory
+                    .features
+                    .reactions
+                    .memory
                     .get_mut(&(g.issue_id.clone(), kind))
                 {
                     mem.given.extend(g.comment_ids.iter().cloned());

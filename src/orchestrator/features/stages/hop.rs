@@ -236,10 +236,7 @@ impl Orchestrator {
 
     /// The hop belongs to the claim being released: its pending reactions go with it.
     fn drop_issue_reactions(&mut self, issue_id: &str) {
-        self.state.reactions.retain(|(id, _), _| id != issue_id);
-        self.state
-            .reaction_memory
-            .retain(|(id, _), _| id != issue_id);
+        self.features.reactions.drop_issue(issue_id);
     }
 
     /// Whether the exit of `entry` made a hop (its reactions are not seeded).
