@@ -7,7 +7,7 @@
 use crate::orchestrator::core::run_record::PersistError;
 
 /// One side effect a feature asks for.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum Effect {
     /// A durable write, queued on the writer thread in order (not awaited: a failure is
     /// logged).
@@ -21,6 +21,9 @@ pub enum Effect {
         dispatch_id: String,
         metadata: Option<serde_json::Value>,
     },
+    /// A pull-request reactions check pass: run on a `work` thread (its forge and tracker
+    /// calls have deadlines), its result applied by the loop to the rows still pending.
+    CheckReactions(Box<crate::orchestrator::features::reactions::pass::ReactionPass>),
 }
 
 /// A durable write a feature asks for.

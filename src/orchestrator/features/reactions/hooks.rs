@@ -7,9 +7,8 @@ use crate::config::reactions::ReactionsConfig;
 use crate::domain::{CiStatus, EscalationTrigger, ReactionKind, ReactionWait};
 use crate::orchestrator::core::orchestrator::*;
 use crate::orchestrator::features::reactions::escalation;
-use crate::orchestrator::features::reactions::pass::{
-    Checked, DueRow, Ending, PassDone, ReactionPass,
-};
+use crate::orchestrator::features::reactions::feature::PassSources;
+use crate::orchestrator::features::reactions::pass::{Checked, Ending, PassDone};
 use crate::orchestrator::features::reactions::seed::{self, SeedRun};
 use crate::orchestrator::features::reactions::step::Step;
 use crate::orchestrator::features::reactions::{
@@ -71,7 +70,9 @@ impl Orchestrator {
         };
         let now = self.clock.now_ms();
         for kind in kinds {
-            self.seed_one((issue.id.clone(), kind), &run, &pr, now, &cfg);
+            self.features
+                .reactions
+                .seed((issue.id.clone(), kind), &run, &pr, now, &cfg);
         }
         log::info!(
             issue_id:% = issue.id,
@@ -81,98 +82,26 @@ impl Orchestrator {
         );
     }
 
-    fn seed_one(
-        &mut self,
-        key: Key,
-        run: &SeedRun,
-        pr: &crate::scm::PullRequestRef,
-        now: i64,
-        cfg: &ReactionsConfig,
-    ) {
-        match self.features.reactions.rows.get_mut(&key) {
-            Some(row) if row.pr.pr == *pr => seed::refresh_row(row, run, now),
-            _ => {
-                let row = seed::new_row(key.1, run, pr.clone(), now, cfg);
-                self.features.reactions.rows.insert(key.clone(), row);
-                self.features.reactions.memory.remove(&key);
-            }
-        }
-        let mem = self.features.reactions.memory.entry(key).or_default();
-        seed::remember_run(mem, run);
-    }
-
-    /// Checks every due row (the reconcile part of a poll tick): one pass at a time, on a
-    /// `work` thread ([`crate::orchestrator::features::reactions::pass`]), applied by
+    /// Checks every due row (the reconcile part of a poll tick): the feature decides the
+    /// pass ([`ReactionsFeature::due_pass`](super::feature::ReactionsFeature::due_pass)), the
+    /// loop runs it on a `work` thread and applies it in
     /// [`Orchestrator::finish_reaction_pass`].
     pub(crate) fn check_reactions(&mut self) {
         let Some(scm) = self.scm.clone() else {
             return;
         };
-        if self.features.reactions.pass_out {
-            return;
-        }
-        let now = self.clock.now_ms();
-        let rows: Vec<DueRow> = self
-            .features
-            .reactions
-            .rows
-            .iter()
-            .filter(|(_, r)| r.next_poll_at_ms <= now)
-            .map(|(k, row)| DueRow {
-                key: k.clone(),
-                row: row.clone(),
-                mem: self
-                    .features
-                    .reactions
-                    .memory
-                    .get(k)
-                    .cloned()
-                    .unwrap_or_default(),
-                slot_busy: self.slot_busy(&k.0),
-            })
-            .collect();
-        if rows.is_empty() {
-            return;
-        }
-        let merge_rows = self
-            .features
-            .reactions
-            .rows
-            .values()
-            .filter(|r| matches!(r.kind, ReactionKind::Merge | ReactionKind::MergeCompletion))
-            .map(|r| (r.issue.id.clone(), (r.kind, r.pr.pr.clone())))
-            .collect();
-        let health = self
-            .state
-            .health
-            .scm
-            .as_ref()
-            .map(|h| h.check.clone())
-            .unwrap_or_default();
-        let pass = ReactionPass {
+        let sources = PassSources {
             scm,
             tracker: self.tracker.clone(),
             cfg: self.reaction_config(),
-            tracker_cfg: self.workflow.config.tracker.clone(),
-            poll_interval_ms: self.workflow.config.polling.interval_ms,
-            now_ms: now,
-            rows,
-            merge_rows,
-            health,
         };
-        self.features.reactions.pass_out = true;
-        self.spawn_io(
-            crate::orchestrator::core::io::Lane::Work,
-            crate::orchestrator::core::io_pool::JobLabel::new("reaction checks", ""),
-            move || pass.run(),
-            |o: &mut Orchestrator, done| o.finish_reaction_pass(done),
-        );
+        self.with_features(|f, cx| f.reactions.due_pass(cx, sources));
     }
 
     /// Applies a reaction pass to the rows still pending: ended issues, expired watches, and
     /// each checked row's step. A row that left the pending set while the pass was out (its
     /// issue hopped, or a new run re-seeded it for another pull request) is not touched.
-    fn finish_reaction_pass(
+    pub(crate) fn finish_reaction_pass(
         &mut self,
         done: Result<PassDone, crate::orchestrator::core::io_pool::CallPanicked>,
     ) {
@@ -276,32 +205,14 @@ impl Orchestrator {
 
     /// Whether a session of the issue runs or a retry holds its one slot.
     fn slot_busy(&self, issue_id: &str) -> bool {
-        self.state.running.contains_key(issue_id)
-            || self.state.retries.contains_key(issue_id)
-            || self
-                .state
-                .awaiting_record
-                .values()
-                .any(|a| a.entry.facts.issue.id == issue_id)
-            || self.triage_running(issue_id)
+        self.features.reactions.slot_busy(&self.state, issue_id)
     }
 
     /// A tracker read failed: the due rows wait a backoff.
     fn back_off_rows(&mut self, due: &[Key]) {
         let now = self.clock.now_ms();
         let base = self.workflow.config.polling.interval_ms;
-        for key in due {
-            if let Some(row) = self.features.reactions.rows.get_mut(key) {
-                row.backoff_count += 1;
-                let factor = 1u64 << row.backoff_count.min(16);
-                let delay = base
-                    .max(1_000)
-                    .saturating_mul(factor)
-                    .min(crate::orchestrator::features::reactions::cx::MAX_BACKOFF_MS);
-                row.wait = Some(ReactionWait::Backoff);
-                row.next_poll_at_ms = now + delay as i64;
-            }
-        }
+        self.features.reactions.back_off(due, now, base);
     }
 
     /// Records how an issue a reaction watches ended: `merged` when the pass read its merge
@@ -521,12 +432,9 @@ impl Orchestrator {
         self.keep_row(key, row, mem, started_ms);
     }
 
-    /// The row stays pending; a check that a request to check now brought forward gives the
-    /// replaced time back.
-    fn keep_row(&mut self, key: Key, mut row: ReactionRow, mem: RowMemory, started_ms: i64) {
-        crate::orchestrator::features::reactions::check_now::settle_check_now(&mut row, started_ms);
-        self.features.reactions.rows.insert(key.clone(), row);
-        self.features.reactions.memory.insert(key, mem);
+    /// The row stays pending ([`ReactionsFeature::keep`](super::feature::ReactionsFeature::keep)).
+    fn keep_row(&mut self, key: Key, row: ReactionRow, mem: RowMemory, started_ms: i64) {
+        self.features.reactions.keep(key, row, mem, started_ms);
     }
 
     /// Queues the continuation run a check asked for. A budget hold may keep it from
@@ -825,7 +733,13 @@ impl Orchestrator {
                 continue;
             };
             for kind in &kinds {
-                self.seed_one((run.issue_id.clone(), *kind), &seed_run, &pr, now, &cfg);
+                self.features.reactions.seed(
+                    (run.issue_id.clone(), *kind),
+                    &seed_run,
+                    &pr,
+                    now,
+                    &cfg,
+                );
             }
         }
         self.restore_reaction_memory(&snap);
