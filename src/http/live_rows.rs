@@ -38,7 +38,9 @@ impl LiveRows {
         let st = Stages::of(snap);
         LiveRows {
             running: found.running.map(|r| {
-                RunningView::build(r, cfg, spend, snap.running_cost(&r.dispatch_id), now, &st)
+                let review = snap.self_review_of(&r.dispatch_id);
+                let price = snap.running_cost(&r.dispatch_id);
+                RunningView::build(r, review, cfg, spend, price, now, &st)
             }),
             retry: found.retry.map(|r| RetryView::build(r, cfg, now, &st)),
             budget: found.budget.map(|b| BudgetView::build(b, cfg, &st)),

@@ -116,10 +116,7 @@ pub fn running(now: i64) -> RunFacts {
         route: route("implement", Some("specify"), "7q2m4x9b1k5d8f3h6j0n2p4rst"),
         ssh_host: None,
         reaction: None,
-        self_review: None,
         review_metadata: None,
-        checks_running: false,
-        stall_floor_ms: 0,
     }
 }
 

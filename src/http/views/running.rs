@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::agent::{UsageArrival, UsageAttribution};
+use crate::orchestrator::self_review::progress::ReviewProgress;
 use crate::orchestrator::snapshot::{ConfigView, RunningRow};
 pub use crate::pricing::CostStatus;
 use crate::pricing::{IssueCostParts, RunPrice};
@@ -232,9 +233,11 @@ pub struct StallView {
 }
 
 impl RunningView {
-    /// `price` is the session's live price, `None` when it was not priced.
+    /// `price` is the session's live price, `None` when it was not priced; `review` its
+    /// self-review progress (`Snapshot::self_review_of`).
     pub fn build(
         r: &RunningRow,
+        review: ReviewProgress,
         cfg: &ConfigView,
         spend: Option<IssueSpend>,
         price: Option<&RunPrice>,
@@ -258,7 +261,7 @@ impl RunningView {
                     .map(|(model, part)| (model.clone(), part.requests))
                     .collect()
             });
-        let waiting = r.waiting_for_first_output(cfg.read_timeout_ms, now_ms);
+        let waiting = review.waiting_for_first_output(r, cfg.read_timeout_ms, now_ms);
         RunningView {
             issue: IssueFields::of(&r.issue),
             // A running row names its stage only while it has a position.
@@ -273,8 +276,8 @@ impl RunningView {
             session_id: r.session_id.clone(),
             ssh_host: r.ssh_host.clone(),
             turn_count: r.turn,
-            self_review_active: r.self_review.is_some(),
-            self_review_iteration: r.self_review.unwrap_or(0),
+            self_review_active: review.iteration.is_some(),
+            self_review_iteration: review.iteration.unwrap_or(0),
             last_event: r.last_event_type.clone(),
             last_message: r.last_message.clone().unwrap_or_default(),
             started_at: ts(r.started_at_ms),
@@ -321,7 +324,7 @@ impl RunningView {
                 api_requests_measured: requests_measured,
             },
             spend: IssueFigures::build(r, cfg, spend, price, usage),
-            stall: StallView::build(r, cfg, now_ms),
+            stall: StallView::build(r, review, cfg, now_ms),
         }
     }
 }
@@ -389,7 +392,7 @@ impl IssueFigures {
 }
 
 impl StallView {
-    fn build(r: &RunningRow, cfg: &ConfigView, now_ms: i64) -> StallView {
+    fn build(r: &RunningRow, review: ReviewProgress, cfg: &ConfigView, now_ms: i64) -> StallView {
         let Some(stall) = cfg.stall_timeout_ms else {
             return StallView {
                 quiet_at: None,
@@ -403,10 +406,7 @@ impl StallView {
             };
         };
         // The stall clock restarts at the first turn after self-review's own checks.
-        let base = r
-            .last_event_at_ms
-            .unwrap_or(r.started_at_ms)
-            .max(r.stall_floor_ms);
+        let base = review.stall_base_ms(r);
         let quiet_at = base + (stall / 2) as i64;
         let (text, full) = if now_ms >= quiet_at {
             let silent = wording::duration(now_ms - base);
@@ -477,10 +477,7 @@ mod tests {
             live_row_dirty: false,
             cause: crate::orchestrator::state::DispatchCause::PollTick,
             reaction: None,
-            self_review: None,
             review_metadata: None,
-            checks_running: false,
-            stall_floor_ms: 0,
             route: Default::default(),
             hop_first: false,
         }
@@ -500,7 +497,8 @@ mod tests {
             dispatch: &c.dispatch,
             hop_counts: &hops,
         };
-        super::super::to_value(&RunningView::build(r, c, s, None, now, &stages))
+        let review = Default::default();
+        super::super::to_value(&RunningView::build(r, review, c, s, None, now, &stages))
     }
 
     #[test]
@@ -651,23 +649,31 @@ mod tests {
     #[test]
     fn the_stall_clock_waits_out_self_review_checks_and_restarts_at_the_next_turn() {
         use crate::orchestrator::self_review::SelfReviewPhase;
+        use crate::orchestrator::self_review::feature::SelfReviewFeature;
         let mut facts = row(None, 1, 0);
-        assert_eq!(facts.stall_reference_ms(), Some(0));
-        facts.apply_self_review(SelfReviewPhase::Started);
-        facts.apply_self_review(SelfReviewPhase::Checking);
+        let mut review = SelfReviewFeature::default();
+        let id = facts.dispatch_id.clone();
+        assert_eq!(review.progress(&id).stall_reference_ms(&facts), Some(0));
+        review.report(&id, SelfReviewPhase::Started);
+        review.report(&id, SelfReviewPhase::Checking);
         assert_eq!(
-            facts.stall_reference_ms(),
+            review.progress(&id).stall_reference_ms(&facts),
             None,
             "no stall while sortie checks"
         );
         facts.turn_started(2, 90_000);
-        assert_eq!(facts.stall_reference_ms(), Some(90_000));
+        review.turn_started(&id, 90_000);
+        assert_eq!(
+            review.progress(&id).stall_reference_ms(&facts),
+            Some(90_000)
+        );
         let (c, hops) = (cfg(), Default::default());
         let stages = Stages {
             dispatch: &c.dispatch,
             hop_counts: &hops,
         };
-        let served = RunningView::build(&facts, &c, None, None, 90_000, &stages);
+        let progress = review.progress(&id);
+        let served = RunningView::build(&facts, progress, &c, None, None, 90_000, &stages);
         assert_eq!(
             (
                 served.turn_count,
@@ -676,9 +682,19 @@ mod tests {
             ),
             (2, true, 0)
         );
-        facts.apply_self_review(SelfReviewPhase::Iteration(1));
-        assert_eq!(facts.self_review, Some(1));
-        facts.apply_self_review(SelfReviewPhase::Done(None));
-        assert_eq!(facts.self_review, None);
+        review.report(&id, SelfReviewPhase::Iteration(1));
+        assert_eq!(review.progress(&id).iteration, Some(1));
+        let done = review.report(&id, SelfReviewPhase::Done(None));
+        assert_eq!(review.progress(&id).iteration, None);
+        assert!(
+            matches!(
+                done.as_slice(),
+                [crate::orchestrator::core::effect::Effect::ReviewMetadata {
+                    dispatch_id,
+                    metadata: None
+                }] if *dispatch_id == id
+            ),
+            "{done:?}"
+        );
     }
 }

@@ -159,7 +159,9 @@ impl Rows {
             .iter()
             .map(|r| {
                 let s = spend.get(&r.issue.id).copied().flatten();
-                RunningView::build(r, cfg, s, snap.running_cost(&r.dispatch_id), now, &stages)
+                let review = snap.self_review_of(&r.dispatch_id);
+                let price = snap.running_cost(&r.dispatch_id);
+                RunningView::build(r, review, cfg, s, price, now, &stages)
             })
             .collect();
         let retrying: Vec<RetryView> = snap

@@ -409,18 +409,11 @@ impl Orchestrator {
             Some(plan) => self.apply_stage_hop(entry, &plan, write, outcome),
             None => false,
         };
+        // A hop releases the claim: the claim's pending reactions go with it.
         if made {
-            self.drop_issue_reactions(&entry.facts.issue.id);
+            self.features.reactions.drop_issue(&entry.facts.issue.id);
         }
         made
-    }
-
-    /// A hop releases the claim: the claim's pending reactions go with it.
-    fn drop_issue_reactions(&mut self, issue_id: &str) {
-        self.state.reactions.retain(|(id, _), _| id != issue_id);
-        self.state
-            .reaction_memory
-            .retain(|(id, _), _| id != issue_id);
     }
 
     /// Queues the failure retry `decide_exit` chose; an unfixable-looking failure is logged as

@@ -21,7 +21,8 @@ impl Orchestrator {
         };
         let mut stalled = Vec::new();
         for e in self.state.running.values() {
-            let Some(reference) = e.facts.stall_reference_ms() else {
+            let review = self.features.self_review.progress(&e.facts.dispatch_id);
+            let Some(reference) = review.stall_reference_ms(&e.facts) else {
                 continue;
             };
             let elapsed = now - reference;
@@ -72,7 +73,10 @@ impl Orchestrator {
             .running
             .values()
             .filter(|e| e.handles.cancel.reason().is_none())
-            .filter_map(|e| e.facts.stall_reference_ms())
+            .filter_map(|e| {
+                let review = self.features.self_review.progress(&e.facts.dispatch_id);
+                review.stall_reference_ms(&e.facts)
+            })
             .min()
             .map(|reference| reference.saturating_add(stall as i64))
     }

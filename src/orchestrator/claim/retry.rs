@@ -126,10 +126,9 @@ impl Orchestrator {
             return;
         };
         let context = self
-            .state
-            .reaction_memory
-            .get(&(issue_id.to_string(), reaction.kind))
-            .and_then(|m| m.last_context.clone());
+            .features
+            .reactions
+            .last_context(issue_id, reaction.kind);
         let Some(info) = self.state.retries.get_mut(issue_id) else {
             return;
         };

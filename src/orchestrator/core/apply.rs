@@ -42,6 +42,20 @@ impl Orchestrator {
                     self.state.health.budget_read_failure = Some(e.clone());
                     self.state.health.database.record(now, Err(e));
                 }
+                Effect::CheckReactions(pass) => self.spawn_io(
+                    crate::orchestrator::core::io::Lane::Work,
+                    crate::orchestrator::core::io_pool::JobLabel::new("reaction checks", ""),
+                    move || pass.run(),
+                    |o: &mut Orchestrator, done| o.finish_reaction_pass(done),
+                ),
+                Effect::ReviewMetadata {
+                    dispatch_id,
+                    metadata,
+                } => {
+                    if let Some(e) = self.running_by_dispatch(&dispatch_id) {
+                        e.facts.review_metadata = metadata;
+                    }
+                }
             }
         }
     }

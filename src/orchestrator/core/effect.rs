@@ -7,7 +7,7 @@
 use crate::orchestrator::core::run_record::PersistError;
 
 /// One side effect a feature asks for.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum Effect {
     /// A durable write, queued on the writer thread in order (not awaited: a failure is
     /// logged).
@@ -15,6 +15,15 @@ pub enum Effect {
     /// A read the feature's decision rests on failed: the database check fails with it, and
     /// nothing is dispatched until such a read succeeds (spend and budgets fail closed).
     ReadFailed(PersistError),
+    /// The running session's self-review phase ended with this audit trail: its run record
+    /// stores it (`review_metadata`).
+    ReviewMetadata {
+        dispatch_id: String,
+        metadata: Option<serde_json::Value>,
+    },
+    /// A pull-request reactions check pass: run on a `work` thread (its forge and tracker
+    /// calls have deadlines), its result applied by the loop to the rows still pending.
+    CheckReactions(Box<crate::orchestrator::features::reactions::pass::ReactionPass>),
 }
 
 /// A durable write a feature asks for.

@@ -138,11 +138,6 @@ pub struct Orchestrator {
     pub(crate) skipped_while_out: u64,
     /// A terminal-workspace sweep is out.
     pub(crate) sweep_out: bool,
-    /// A reaction pass is out.
-    pub(crate) reactions_out: bool,
-    /// The reactions' triage runs that are out, by row: cancelled at shutdown.
-    pub(crate) triage_runs:
-        std::collections::BTreeMap<(String, crate::domain::ReactionKind), CancelToken>,
     /// The threads that make the tracker and forge calls.
     pub(crate) lanes: super::io::Lanes<Orchestrator>,
     /// The sessions' drain deadline (`None` until shutdown begins).
@@ -210,8 +205,6 @@ impl Orchestrator {
             poll_out: None,
             skipped_while_out: 0,
             sweep_out: false,
-            reactions_out: false,
-            triage_runs: std::collections::BTreeMap::new(),
             lanes: super::io::Lanes::spawn(),
             draining: None,
             shutdown_deadline: None,
@@ -699,11 +692,13 @@ impl Orchestrator {
                 let now = self.clock.now_ms();
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {
                     e.facts.turn_started(turn, now);
+                    self.features.self_review.turn_started(&dispatch_id, now);
                 }
             }
             OrchMsg::SelfReview { dispatch_id, phase } => {
-                if let Some(e) = self.running_by_dispatch(&dispatch_id) {
-                    e.facts.apply_self_review(phase);
+                if self.running_by_dispatch(&dispatch_id).is_some() {
+                    let effects = self.features.self_review.report(&dispatch_id, phase);
+                    self.apply(effects);
                 }
             }
             OrchMsg::Exit(result) => self.on_exit(*result),
@@ -797,7 +792,7 @@ impl Orchestrator {
         for e in self.state.running.values() {
             e.handles.cancel.cancel(CancelReason::Shutdown);
         }
-        for cancel in self.triage_runs.values() {
+        for cancel in self.features.reactions.triage_runs.values() {
             cancel.cancel(CancelReason::Shutdown);
         }
         self.publish();

@@ -247,6 +247,9 @@ pub struct Snapshot {
     pub has_rate_source: bool,
     /// SSH hosts out of service as of the last scheduling change → until when (epoch ms).
     pub ssh_hosts_out: Arc<Vec<(String, i64)>>,
+    /// The running sessions' self-review progress by dispatch id (absent: never in the phase).
+    pub self_review:
+        Arc<BTreeMap<String, crate::orchestrator::features::self_review::progress::ReviewProgress>>,
 }
 
 impl ConfigView {
@@ -331,6 +334,17 @@ impl Snapshot {
         self
     }
 
+    /// The self-review progress of the running session `dispatch_id`.
+    pub fn self_review_of(
+        &self,
+        dispatch_id: &str,
+    ) -> crate::orchestrator::features::self_review::progress::ReviewProgress {
+        self.self_review
+            .get(dispatch_id)
+            .copied()
+            .unwrap_or_default()
+    }
+
     /// The live price of a running session.
     pub fn running_cost(&self, dispatch_id: &str) -> Option<&crate::pricing::RunPrice> {
         self.running_costs.get(dispatch_id)
@@ -409,8 +423,8 @@ impl Snapshot {
             budget_exhausted: Arc::new(state.budget_held.values().cloned().collect()),
             failure_held: Arc::new(state.failure_held.values().cloned().collect()),
             parked: Arc::new(state.parked.values().cloned().collect()),
-            pending_reactions: Arc::new(pending_reactions(state)),
-            // The stages feature's part (`Feature::snapshot`).
+            // The reactions and stages features' parts (`Feature::snapshot`).
+            pending_reactions: Arc::default(),
             between_stages: Arc::default(),
             hop_counts: Arc::default(),
             totals: served_totals(state),
@@ -434,6 +448,7 @@ impl Snapshot {
             running_costs: Arc::default(),
             has_rate_source: false,
             ssh_hosts_out: Arc::default(),
+            self_review: Arc::default(),
         }
     }
 
@@ -470,6 +485,7 @@ impl Snapshot {
             running_costs: Arc::default(),
             has_rate_source: false,
             ssh_hosts_out: Arc::clone(&prev.ssh_hosts_out),
+            self_review: Arc::clone(&prev.self_review),
         }
     }
 }
@@ -530,13 +546,6 @@ fn served_totals(state: &State) -> AgentTotals {
         ));
     }
     t
-}
-
-/// The rows of `pending_reactions` in the reference's order.
-fn pending_reactions(state: &State) -> Vec<crate::orchestrator::features::reactions::ReactionRow> {
-    let mut rows: Vec<_> = state.reactions.values().cloned().collect();
-    rows.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-    rows
 }
 
 #[cfg(test)]

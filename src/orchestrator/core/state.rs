@@ -95,15 +95,9 @@ pub struct RunFacts {
     pub hop_first: bool,
     /// The pull-request reaction this run continues, if any.
     pub reaction: Option<crate::orchestrator::features::reactions::RunReaction>,
-    /// The session is in its self-review phase, and how many iterations have completed.
-    pub self_review: Option<u32>,
-    /// The self-review audit trail, once the phase ended (the run's `review_metadata`).
+    /// The self-review audit trail, once the phase ended (the run's `review_metadata`; the
+    /// phase's progress is the self-review feature's).
     pub review_metadata: Option<serde_json::Value>,
-    /// Sortie itself is working between turns (self-review's diff and verification commands,
-    /// each bounded by its own timeout): the agent's silence is not a stall meanwhile, and the
-    /// stall clock restarts at the next turn start (`stall_floor_ms`).
-    pub checks_running: bool,
-    pub stall_floor_ms: i64,
 }
 
 impl RunFacts {
@@ -152,10 +146,7 @@ impl RunFacts {
             ssh_host: None,
             hop_first: false,
             reaction: None,
-            self_review: None,
             review_metadata: None,
-            checks_running: false,
-            stall_floor_ms: 0,
         }
     }
 }
@@ -179,45 +170,20 @@ impl DispatchCause {
 }
 
 impl RunFacts {
-    /// Takes a self-review phase report: the running row's facts, and at the end the audit
-    /// trail (the row then reads as outside the phase again).
-    pub fn apply_self_review(
-        &mut self,
-        phase: crate::orchestrator::core::run_record::SelfReviewPhase,
-    ) {
-        // Any report other than `Checking` comes after the checks.
-        self.checks_running = false;
-        use crate::orchestrator::core::run_record::SelfReviewPhase;
-        match phase {
-            SelfReviewPhase::Started => self.self_review = Some(0),
-            SelfReviewPhase::Checking => self.checks_running = true,
-            SelfReviewPhase::Iteration(n) => self.self_review = Some(n),
-            SelfReviewPhase::Done(meta) => {
-                self.checks_running = false;
-                self.self_review = None;
-                self.review_metadata = meta.map(|m| *m);
-            }
-        }
-    }
-
     /// The supervisor's transition to the in-progress state succeeded: the issue is in
     /// `state` now (the dispatch read's labels stay, a transition changes none).
     pub fn moved_to(&mut self, state: String) {
         self.issue.state = state;
     }
 
-    /// A turn started (turn numbers count every turn of the session, self-review's included);
-    /// checks that ran before it are over, and the stall clock starts again at `now_ms`.
+    /// A turn started (turn numbers count every turn of the session, self-review's included).
     pub fn turn_started(&mut self, turn: u32, now_ms: i64) {
         self.turn = turn;
         self.turn_started_at_ms = now_ms;
-        if self.checks_running {
-            self.checks_running = false;
-            self.stall_floor_ms = now_ms;
-        }
     }
 
-    /// The current turn has run `read_timeout_ms` or longer without any event from the agent.
+    /// The current turn has run `read_timeout_ms` or longer without any event from the agent
+    /// (self-review's checks between turns are the feature's: `ReviewProgress`).
     pub fn waiting_for_first_output(&self, read_timeout_ms: u64, now_ms: i64) -> bool {
         let silent = self
             .last_event_at_ms
@@ -225,15 +191,8 @@ impl RunFacts {
         let waited = now_ms.saturating_sub(self.turn_started_at_ms);
         read_timeout_ms > 0
             && self.turn > 0
-            && !self.checks_running
             && silent
             && waited >= i64::try_from(read_timeout_ms).unwrap_or(i64::MAX)
-    }
-
-    /// Where the stall timeout counts from, `None` while sortie's own checks run.
-    pub fn stall_reference_ms(&self) -> Option<i64> {
-        let reference = self.last_event_at_ms.unwrap_or(self.started_at_ms);
-        (!self.checks_running).then_some(reference.max(self.stall_floor_ms))
     }
 
     /// The session's token figures, `None` while it has reported none.
@@ -695,19 +654,9 @@ pub struct State {
     pub failure_streaks: crate::orchestrator::claim::failure_holds::Streaks,
     /// Each issue's count of withheld handoffs in a row.
     pub handoff_absence: crate::orchestrator::claim::handoff_evidence::AbsenceStreaks,
-    /// Pending pull-request reactions by (issue id, kind).
-    pub reactions: BTreeMap<
-        (String, crate::domain::ReactionKind),
-        crate::orchestrator::features::reactions::ReactionRow,
-    >,
     /// Issues whose park a person released and whose next run has not been dispatched yet:
     /// the pass reads their comments first (`park_comments_unread` when that read fails).
     pub park_released: std::collections::BTreeSet<String>,
-    /// The engine's memory of each pending reaction (not served).
-    pub reaction_memory: BTreeMap<
-        (String, crate::domain::ReactionKind),
-        crate::orchestrator::features::reactions::RowMemory,
-    >,
 }
 
 impl State {

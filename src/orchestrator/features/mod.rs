@@ -1,7 +1,8 @@
 //! The orchestrator's features, one folder each (ARCHITECTURE.md, "The orchestrator's
 //! layout"). A converted feature owns its slice of scheduling state and implements
 //! `core::feature::Feature` in its `feature.rs`; the loop applies the effects it returns.
-//! `reactions` and `self_review` still run as `impl Orchestrator` hooks.
+//! `reactions` owns its state and decides its check pass, while applying a pass, seeding,
+//! triage and check-now are still `impl Orchestrator` hooks.
 
 pub mod agent_holds;
 pub mod hosts;
@@ -18,6 +19,8 @@ pub struct Features {
     pub spend: spend::feature::SpendFeature,
     pub agent_holds: agent_holds::feature::AgentHoldsFeature,
     pub hosts: hosts::feature::HostsFeature,
+    pub self_review: self_review::feature::SelfReviewFeature,
+    pub reactions: reactions::feature::ReactionsFeature,
     pub stages: stages::feature::StagesFeature,
 }
 
@@ -27,16 +30,25 @@ impl Features {
     /// comes before them. A spend window holds every dispatch, and an agent-kind hold every
     /// dispatch of the kind: a freed slot, host or closed blocker would not dispatch the
     /// issue, so their reasons win over those; an unconfirmed stage hop's comes last.
-    pub fn in_order(&self) -> [&dyn Feature; 4] {
-        [&self.spend, &self.agent_holds, &self.hosts, &self.stages]
+    pub fn in_order(&self) -> [&dyn Feature; 6] {
+        [
+            &self.spend,
+            &self.agent_holds,
+            &self.hosts,
+            &self.self_review,
+            &self.reactions,
+            &self.stages,
+        ]
     }
 
     /// [`Features::in_order`], to call the methods that change a feature's state.
-    pub fn in_order_mut(&mut self) -> [&mut dyn Feature; 4] {
+    pub fn in_order_mut(&mut self) -> [&mut dyn Feature; 6] {
         [
             &mut self.spend,
             &mut self.agent_holds,
             &mut self.hosts,
+            &mut self.self_review,
+            &mut self.reactions,
             &mut self.stages,
         ]
     }

@@ -61,7 +61,7 @@ impl Orchestrator {
             return CheckNowOutcome::Draining;
         }
         let now = self.clock.now_ms();
-        let Some(made) = make_due(&mut self.state.reactions, identifier, kind, now) else {
+        let Some(made) = make_due(&mut self.features.reactions.rows, identifier, kind, now) else {
             return CheckNowOutcome::NotFound;
         };
         if let Some(replaced) = made.replaced_next_poll_at_ms {

@@ -7,9 +7,8 @@ use crate::config::reactions::ReactionsConfig;
 use crate::domain::{CiStatus, EscalationTrigger, ReactionKind, ReactionWait};
 use crate::orchestrator::core::orchestrator::*;
 use crate::orchestrator::features::reactions::escalation;
-use crate::orchestrator::features::reactions::pass::{
-    Checked, DueRow, Ending, PassDone, ReactionPass,
-};
+use crate::orchestrator::features::reactions::feature::PassSources;
+use crate::orchestrator::features::reactions::pass::{Checked, Ending, PassDone};
 use crate::orchestrator::features::reactions::seed::{self, SeedRun};
 use crate::orchestrator::features::reactions::step::Step;
 use crate::orchestrator::features::reactions::{
@@ -71,7 +70,9 @@ impl Orchestrator {
         };
         let now = self.clock.now_ms();
         for kind in kinds {
-            self.seed_one((issue.id.clone(), kind), &run, &pr, now, &cfg);
+            self.features
+                .reactions
+                .seed((issue.id.clone(), kind), &run, &pr, now, &cfg);
         }
         log::info!(
             issue_id:% = issue.id,
@@ -81,99 +82,30 @@ impl Orchestrator {
         );
     }
 
-    fn seed_one(
-        &mut self,
-        key: Key,
-        run: &SeedRun,
-        pr: &crate::scm::PullRequestRef,
-        now: i64,
-        cfg: &ReactionsConfig,
-    ) {
-        match self.state.reactions.get_mut(&key) {
-            Some(row) if row.pr.pr == *pr => seed::refresh_row(row, run, now),
-            _ => {
-                let row = seed::new_row(key.1, run, pr.clone(), now, cfg);
-                self.state.reactions.insert(key.clone(), row);
-                self.state.reaction_memory.remove(&key);
-            }
-        }
-        let mem = self.state.reaction_memory.entry(key).or_default();
-        seed::remember_run(mem, run);
-    }
-
-    /// Checks every due row (the reconcile part of a poll tick): one pass at a time, on a
-    /// `work` thread ([`crate::orchestrator::features::reactions::pass`]), applied by
+    /// Checks every due row (the reconcile part of a poll tick): the feature decides the
+    /// pass ([`ReactionsFeature::due_pass`](super::feature::ReactionsFeature::due_pass)), the
+    /// loop runs it on a `work` thread and applies it in
     /// [`Orchestrator::finish_reaction_pass`].
     pub(crate) fn check_reactions(&mut self) {
         let Some(scm) = self.scm.clone() else {
             return;
         };
-        if self.reactions_out {
-            return;
-        }
-        let now = self.clock.now_ms();
-        let rows: Vec<DueRow> = self
-            .state
-            .reactions
-            .iter()
-            .filter(|(_, r)| r.next_poll_at_ms <= now)
-            .map(|(k, row)| DueRow {
-                key: k.clone(),
-                row: row.clone(),
-                mem: self
-                    .state
-                    .reaction_memory
-                    .get(k)
-                    .cloned()
-                    .unwrap_or_default(),
-                slot_busy: self.slot_busy(&k.0),
-            })
-            .collect();
-        if rows.is_empty() {
-            return;
-        }
-        let merge_rows = self
-            .state
-            .reactions
-            .values()
-            .filter(|r| matches!(r.kind, ReactionKind::Merge | ReactionKind::MergeCompletion))
-            .map(|r| (r.issue.id.clone(), (r.kind, r.pr.pr.clone())))
-            .collect();
-        let health = self
-            .state
-            .health
-            .scm
-            .as_ref()
-            .map(|h| h.check.clone())
-            .unwrap_or_default();
-        let pass = ReactionPass {
+        let sources = PassSources {
             scm,
             tracker: self.tracker.clone(),
             cfg: self.reaction_config(),
-            tracker_cfg: self.workflow.config.tracker.clone(),
-            poll_interval_ms: self.workflow.config.polling.interval_ms,
-            now_ms: now,
-            rows,
-            merge_rows,
-            health,
         };
-        self.reactions_out = true;
-        self.spawn_io(
-            crate::orchestrator::core::io::Lane::Work,
-            crate::orchestrator::core::io_pool::JobLabel::new("reaction checks", ""),
-            move || pass.run(),
-            |o: &mut Orchestrator, done| o.finish_reaction_pass(done),
-        );
+        self.with_features(|f, cx| f.reactions.due_pass(cx, sources));
     }
 
     /// Applies a reaction pass to the rows still pending: ended issues, expired watches, and
     /// each checked row's step. A row that left the pending set while the pass was out (its
     /// issue hopped, or a new run re-seeded it for another pull request) is not touched.
-    fn finish_reaction_pass(
+    pub(crate) fn finish_reaction_pass(
         &mut self,
         done: Result<PassDone, crate::orchestrator::core::io_pool::CallPanicked>,
     ) {
-        self.reactions_out = false;
+        self.features.reactions.pass_out = false;
         let done = match done {
             Ok(d) => d,
             Err(panic) => {
@@ -200,8 +132,8 @@ impl Orchestrator {
             }
         }
         for key in done.expired {
-            if let Some(row) = self.state.reactions.remove(&key) {
-                self.state.reaction_memory.remove(&key);
+            if let Some(row) = self.features.reactions.rows.remove(&key) {
+                self.features.reactions.memory.remove(&key);
                 log::warn!(
                     issue_id:% = row.issue.id,
                     issue_identifier:% = row.issue.identifier,
@@ -214,27 +146,28 @@ impl Orchestrator {
         let cfg = self.reaction_config();
         for mut c in done.checked {
             let pending = self
-                .state
+                .features
                 .reactions
+                .rows
                 .get(&c.key)
                 .is_some_and(|r| r.pr.pr == c.row.pr.pr);
             if !pending {
                 continue;
             }
-            if let Some(live) = self.state.reactions.get(&c.key) {
-                c.keep_live_seed(live, self.state.reaction_memory.get(&c.key));
+            if let Some(live) = self.features.reactions.rows.get(&c.key) {
+                c.keep_live_seed(live, self.features.reactions.memory.get(&c.key));
             }
             let answered = self.keep_live_triage(&mut c);
             let key = c.key.clone();
-            self.state.reactions.remove(&c.key);
-            self.state.reaction_memory.remove(&c.key);
+            self.features.reactions.rows.remove(&c.key);
+            self.features.reactions.memory.remove(&c.key);
             self.count_check(&c.row, &c.step);
             self.note_quiet_check(&c.row, &mut c.mem, &c.step);
             if c.was_escalated && c.row.escalated_at_ms.is_none() {
                 self.escalation_ended(&c.row);
             }
             self.apply_reaction_step(c, done.started_ms, &cfg);
-            if let (true, Some(row)) = (answered, self.state.reactions.get_mut(&key)) {
+            if let (true, Some(row)) = (answered, self.features.reactions.rows.get_mut(&key)) {
                 row.next_poll_at_ms = row.next_poll_at_ms.min(done.started_ms);
             }
         }
@@ -272,32 +205,14 @@ impl Orchestrator {
 
     /// Whether a session of the issue runs or a retry holds its one slot.
     fn slot_busy(&self, issue_id: &str) -> bool {
-        self.state.running.contains_key(issue_id)
-            || self.state.retries.contains_key(issue_id)
-            || self
-                .state
-                .awaiting_record
-                .values()
-                .any(|a| a.entry.facts.issue.id == issue_id)
-            || self.triage_running(issue_id)
+        self.features.reactions.slot_busy(&self.state, issue_id)
     }
 
     /// A tracker read failed: the due rows wait a backoff.
     fn back_off_rows(&mut self, due: &[Key]) {
         let now = self.clock.now_ms();
         let base = self.workflow.config.polling.interval_ms;
-        for key in due {
-            if let Some(row) = self.state.reactions.get_mut(key) {
-                row.backoff_count += 1;
-                let factor = 1u64 << row.backoff_count.min(16);
-                let delay = base
-                    .max(1_000)
-                    .saturating_mul(factor)
-                    .min(crate::orchestrator::features::reactions::cx::MAX_BACKOFF_MS);
-                row.wait = Some(ReactionWait::Backoff);
-                row.next_poll_at_ms = now + delay as i64;
-            }
-        }
+        self.features.reactions.back_off(due, now, base);
     }
 
     /// Records how an issue a reaction watches ended: `merged` when the pass read its merge
@@ -345,8 +260,9 @@ impl Orchestrator {
     /// Drops every row of the issue and what is stored for them.
     fn end_issue_reactions(&mut self, issue_id: &str, why: &str) {
         let keys: Vec<Key> = self
-            .state
+            .features
             .reactions
+            .rows
             .keys()
             .filter(|k| k.0 == issue_id)
             .cloned()
@@ -356,12 +272,12 @@ impl Orchestrator {
         }
         let identifier = keys
             .first()
-            .and_then(|k| self.state.reactions.get(k))
+            .and_then(|k| self.features.reactions.rows.get(k))
             .map(|r| r.issue.identifier.clone())
             .unwrap_or_default();
         for key in &keys {
-            self.state.reactions.remove(key);
-            self.state.reaction_memory.remove(key);
+            self.features.reactions.rows.remove(key);
+            self.features.reactions.memory.remove(key);
         }
         log::info!(
             issue_id:% = issue_id,
@@ -389,7 +305,7 @@ impl Orchestrator {
             &self.store,
             ReactionWrite::DeleteTriageAnswer(id.clone(), row.kind),
         );
-        if !self.state.reactions.keys().any(|k| k.0 == id) {
+        if !self.features.reactions.rows.keys().any(|k| k.0 == id) {
             persist::reaction_write(&self.store, ReactionWrite::ClearIssue(id));
         }
     }
@@ -516,12 +432,9 @@ impl Orchestrator {
         self.keep_row(key, row, mem, started_ms);
     }
 
-    /// The row stays pending; a check that a request to check now brought forward gives the
-    /// replaced time back.
-    fn keep_row(&mut self, key: Key, mut row: ReactionRow, mem: RowMemory, started_ms: i64) {
-        crate::orchestrator::features::reactions::check_now::settle_check_now(&mut row, started_ms);
-        self.state.reactions.insert(key.clone(), row);
-        self.state.reaction_memory.insert(key, mem);
+    /// The row stays pending ([`ReactionsFeature::keep`](super::feature::ReactionsFeature::keep)).
+    fn keep_row(&mut self, key: Key, row: ReactionRow, mem: RowMemory, started_ms: i64) {
+        self.features.reactions.keep(key, row, mem, started_ms);
     }
 
     /// Queues the continuation run a check asked for. A budget hold may keep it from
@@ -729,20 +642,22 @@ impl Orchestrator {
             "pull request merged"
         );
         let completion = (row.issue.id.clone(), ReactionKind::MergeCompletion);
-        if row.kind == ReactionKind::Merge && self.state.reactions.contains_key(&completion) {
-            if let Some(c) = self.state.reactions.get_mut(&completion) {
+        if row.kind == ReactionKind::Merge && self.features.reactions.rows.contains_key(&completion)
+        {
+            if let Some(c) = self.features.reactions.rows.get_mut(&completion) {
                 c.next_poll_at_ms = self.clock.now_ms();
             }
             let others: Vec<Key> = self
-                .state
+                .features
                 .reactions
+                .rows
                 .keys()
                 .filter(|k| k.0 == row.issue.id && k.1 != ReactionKind::MergeCompletion)
                 .cloned()
                 .collect();
             for k in others {
-                self.state.reactions.remove(&k);
-                self.state.reaction_memory.remove(&k);
+                self.features.reactions.rows.remove(&k);
+                self.features.reactions.memory.remove(&k);
             }
             row.escalated_at_ms = None;
             self.forget_row(&row);
@@ -818,7 +733,13 @@ impl Orchestrator {
                 continue;
             };
             for kind in &kinds {
-                self.seed_one((run.issue_id.clone(), *kind), &seed_run, &pr, now, &cfg);
+                self.features.reactions.seed(
+                    (run.issue_id.clone(), *kind),
+                    &seed_run,
+                    &pr,
+                    now,
+                    &cfg,
+                );
             }
         }
         self.restore_reaction_memory(&snap);
@@ -827,7 +748,12 @@ impl Orchestrator {
 
     fn restore_reaction_memory(&mut self, snap: &crate::store::ReactionsSnapshot) {
         for e in &snap.escalations {
-            if let Some(row) = self.state.reactions.get_mut(&(e.issue_id.clone(), e.kind)) {
+            if let Some(row) = self
+                .features
+                .reactions
+                .rows
+                .get_mut(&(e.issue_id.clone(), e.kind))
+            {
                 row.escalated_at_ms = Some(e.escalated_at_ms);
                 row.escalation_trigger = Some(e.trigger);
                 row.used_attempts = e.used_attempts.map(|n| n.max(0) as u32);
@@ -835,8 +761,9 @@ impl Orchestrator {
         }
         for f in &snap.fingerprints {
             if let Some(mem) = self
-                .state
-                .reaction_memory
+                .features
+                .reactions
+                .memory
                 .get_mut(&(f.issue_id.clone(), f.kind))
             {
                 mem.fingerprint = Some((f.fingerprint.clone(), f.dispatched));
@@ -845,8 +772,9 @@ impl Orchestrator {
         for g in &snap.given {
             for kind in [ReactionKind::Review, ReactionKind::BotReview] {
                 if let Some(mem) = self
-                    .state
-                    .reaction_memory
+                    .features
+                    .reactions
+                    .memory
                     .get_mut(&(g.issue_id.clone(), kind))
                 {
                     mem.given.extend(g.comment_ids.iter().cloned());

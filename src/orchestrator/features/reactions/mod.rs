@@ -15,6 +15,7 @@ mod completion;
 mod conflict;
 pub mod cx;
 pub mod escalation;
+pub mod feature;
 mod holds;
 pub(crate) mod hooks;
 mod labels;

@@ -5,21 +5,22 @@
 //! still pending.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::config::reactions::ReactionsConfig;
-use crate::domain::ReactionKind;
-use crate::orchestrator::core::orchestrator::*;
+use crate::domain::{ReactionKind, state_eq, state_in};
 use crate::orchestrator::core::state::CheckHealth;
 use crate::orchestrator::features::reactions::cx::CheckCx;
 use crate::orchestrator::features::reactions::step::Step;
 use crate::orchestrator::features::reactions::{ReactionRow, RowMemory};
 use crate::scm::{PullRequestRef, ScmAdapter, ScmError};
-use crate::tracker::TrackerResult;
+use crate::tracker::{TrackerAdapter, TrackerResult};
 
-pub(crate) type Key = (String, ReactionKind);
+/// A pending reaction's key: (issue id, kind).
+pub type Key = (String, ReactionKind);
 
 /// A due row as the pass checks it.
-pub(crate) struct DueRow {
+pub struct DueRow {
     pub key: Key,
     pub row: ReactionRow,
     pub mem: RowMemory,
@@ -27,8 +28,8 @@ pub(crate) struct DueRow {
     pub slot_busy: bool,
 }
 
-/// What the pass needs, gathered on `orch`.
-pub(crate) struct ReactionPass {
+/// What the pass needs, gathered on `orch` ([`ReactionsFeature::due_pass`](super::feature::ReactionsFeature::due_pass)).
+pub struct ReactionPass {
     pub scm: Arc<dyn ScmAdapter>,
     pub tracker: Arc<dyn TrackerAdapter>,
     pub cfg: ReactionsConfig,
@@ -97,6 +98,15 @@ pub(crate) struct PassDone {
     pub checked: Vec<Checked>,
     pub health: CheckHealth<ScmError>,
     pub started_ms: i64,
+}
+
+impl std::fmt::Debug for ReactionPass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReactionPass")
+            .field("now_ms", &self.now_ms)
+            .field("due_rows", &self.rows.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ReactionPass {

@@ -32,7 +32,7 @@ impl Orchestrator {
         fingerprint: String,
         context: Option<FixContext>,
     ) {
-        if mem.triage.in_flight.is_some() || self.triage_runs.contains_key(key) {
+        if mem.triage.in_flight.is_some() || self.features.reactions.triage_runs.contains_key(key) {
             return;
         }
         let issue = persist::issue_from_parts(
@@ -97,7 +97,10 @@ impl Orchestrator {
             return;
         }
         mem.triage.in_flight = Some(fingerprint);
-        self.triage_runs.insert(key.clone(), cancel);
+        self.features
+            .reactions
+            .triage_runs
+            .insert(key.clone(), cancel);
         log::info!(
             issue_id:% = row.issue.id,
             issue_identifier:% = row.issue.identifier,
@@ -115,7 +118,7 @@ impl Orchestrator {
         fingerprint: String,
         r: Result<TriageDone, crate::orchestrator::core::io_pool::CallPanicked>,
     ) {
-        self.triage_runs.remove(&key);
+        self.features.reactions.triage_runs.remove(&key);
         let done = r.unwrap_or_else(|panic| TriageDone {
             result: Err(
                 crate::orchestrator::features::reactions::triage::TriageError::Panicked(
@@ -128,7 +131,7 @@ impl Orchestrator {
             self.record_triage_run(&key, spend, &done.result);
         }
         let result = done.result;
-        let Some(mut mem) = self.state.reaction_memory.remove(&key) else {
+        let Some(mut mem) = self.features.reactions.memory.remove(&key) else {
             return;
         };
         let current = mem.triage.in_flight.as_deref() == Some(fingerprint.as_str());
@@ -140,11 +143,11 @@ impl Orchestrator {
         if current && self.draining.is_none() {
             self.record_verdict(&key, &mut mem, fingerprint, result);
             let now = self.clock.now_ms();
-            if let Some(row) = self.state.reactions.get_mut(&key) {
+            if let Some(row) = self.features.reactions.rows.get_mut(&key) {
                 row.next_poll_at_ms = row.next_poll_at_ms.min(now);
             }
         }
-        self.state.reaction_memory.insert(key, mem);
+        self.features.reactions.memory.insert(key, mem);
     }
 
     /// A triage run that started its agent is a run-history row of the reaction's kind (no
@@ -153,7 +156,7 @@ impl Orchestrator {
     /// rates in force for the model it used and frozen on the row, against the money budget
     /// and the spend ceilings.
     fn record_triage_run(&mut self, key: &Key, spend: &TriageSpend, result: &TriageResult) {
-        let Some(row) = self.state.reactions.get(key) else {
+        let Some(row) = self.features.reactions.rows.get(key) else {
             return;
         };
         let status = if result.is_ok() {
@@ -245,8 +248,9 @@ impl Orchestrator {
         result: TriageResult,
     ) {
         let identifier = self
-            .state
+            .features
             .reactions
+            .rows
             .get(key)
             .map(|r| r.issue.identifier.clone())
             .unwrap_or_default();
@@ -281,7 +285,7 @@ impl Orchestrator {
             answered_at_ms: self.clock.now_ms(),
         };
         persist::reaction_write(&self.store, ReactionWrite::SaveTriageAnswer(answer));
-        if let Some(row) = self.state.reactions.get(key) {
+        if let Some(row) = self.features.reactions.rows.get(key) {
             self.note_pr_loop(row, crate::store::PrLoopMark::Acted);
         }
         mem.triage.answer = Some((fingerprint, verdict));
@@ -291,8 +295,9 @@ impl Orchestrator {
     /// arrived while the pass was out (the row is then checked again at once).
     pub(crate) fn keep_live_triage(&self, c: &mut Checked) -> bool {
         let live = self
-            .state
-            .reaction_memory
+            .features
+            .reactions
+            .memory
             .get(&c.key)
             .map(|m| m.triage.clone())
             .unwrap_or_default();
@@ -308,8 +313,9 @@ impl Orchestrator {
                 continue;
             };
             if let Some(mem) = self
-                .state
-                .reaction_memory
+                .features
+                .reactions
+                .memory
                 .get_mut(&(a.issue_id.clone(), a.kind))
             {
                 mem.triage.answer = Some((a.fingerprint.clone(), verdict));
@@ -319,6 +325,6 @@ impl Orchestrator {
 
     /// Whether a triage run of the issue is out.
     pub(crate) fn triage_running(&self, issue_id: &str) -> bool {
-        self.triage_runs.keys().any(|k| k.0 == issue_id)
+        self.features.reactions.triage_running(issue_id)
     }
 }

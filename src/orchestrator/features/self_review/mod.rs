@@ -13,6 +13,8 @@
 //! The supervisor runs the turns ([`ReviewHost`]); this module decides everything else.
 
 pub mod diff;
+pub mod feature;
+pub mod progress;
 pub mod prompt;
 pub mod record;
 pub mod verdict;
