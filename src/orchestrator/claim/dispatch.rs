@@ -4,16 +4,31 @@ use crate::orchestrator::core::orchestrator::*;
 use crate::orchestrator::core::state::{DispatchCause, RunFacts, RunHandles};
 use crate::orchestrator::features::hosts::hooks::Placement;
 
-/// A session whose row is being committed: its supervisor starts on the writer's reply.
-pub(crate) struct Unstarted {
-    job: SupervisorJob,
-    route: crate::domain::stage::Route,
-    dispatched_at_ms: i64,
+use crate::orchestrator::core::supervisor::Unstarted;
+
+/// Posts the writer's reply to a started-session row to the loop. Dropped unanswered (the
+/// writer ended before it ran the write), it posts a failure, so no session waits for ever.
+struct RowReply(Option<(Sender<OrchMsg>, String)>);
+
+impl RowReply {
+    fn send(mut self, result: Result<(), persist::PersistError>) {
+        self.post(result);
+    }
+
+    fn post(&mut self, result: Result<(), persist::PersistError>) {
+        if let Some((tx, dispatch_id)) = self.0.take() {
+            let _ = tx.send(OrchMsg::SessionRecorded {
+                dispatch_id,
+                result,
+            });
+        }
+    }
 }
 
-impl Unstarted {
-    pub(crate) fn issue_id(&self) -> &str {
-        &self.job.issue.id
+impl Drop for RowReply {
+    fn drop(&mut self) {
+        let gone = persist::PersistError::store("record started session");
+        self.post(Err(gone(crate::store::StoreError::WriterGone)));
     }
 }
 
@@ -182,17 +197,12 @@ impl Orchestrator {
             self.spawn_supervisor(start);
             return;
         };
-        let tx = self.tx.clone();
         let dispatch_id = start.job.dispatch_id.clone();
-        let queued = persist::write_started_session(&self.store, e, &self.workflow, now, {
-            let dispatch_id = dispatch_id.clone();
-            move |result| {
-                let _ = tx.send(OrchMsg::SessionRecorded {
-                    dispatch_id,
-                    result,
-                });
-            }
-        });
+        let reply = RowReply(Some((self.tx.clone(), dispatch_id.clone())));
+        let queued =
+            persist::write_started_session(&self.store, e, &self.workflow, now, move |result| {
+                reply.send(result)
+            });
         match queued {
             Ok(()) => {
                 self.unstarted.insert(dispatch_id, start);

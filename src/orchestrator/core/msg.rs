@@ -173,7 +173,7 @@ pub enum OrchMsg {
     /// supervisor may start.
     SessionRecorded {
         dispatch_id: String,
-        result: Result<(), crate::orchestrator::core::persist::PersistError>,
+        result: Result<(), PersistError>,
     },
     /// Run a tick now (coalesced).
     Refresh {

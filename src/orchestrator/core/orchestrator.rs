@@ -171,8 +171,7 @@ pub struct Orchestrator {
     pub(crate) mcp_daemon: crate::agent::mcp_file::DaemonFacts,
     /// Dispatched sessions whose row is being committed, by dispatch id: each supervisor
     /// starts on the writer's reply (`claim::dispatch`).
-    pub(crate) unstarted:
-        std::collections::HashMap<String, crate::orchestrator::claim::dispatch::Unstarted>,
+    pub(crate) unstarted: std::collections::HashMap<String, supervisor::Unstarted>,
 }
 
 impl Orchestrator {
