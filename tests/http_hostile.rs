@@ -254,7 +254,14 @@ fn raise_nofile() {
 
 /// Keeps `n` sockets from `127.0.0.<client>` open and idle, re-opening every one the server
 /// closes, until `stop`; counts the 503 `too_many_connections` answers it reads.
-fn hog(client: u8, port: u16, n: usize, opened: &AtomicUsize, stop: &AtomicBool) -> usize {
+fn hog(
+    client: u8,
+    port: u16,
+    n: usize,
+    opened: &AtomicUsize,
+    refused: &AtomicUsize,
+    stop: &AtomicBool,
+) {
     let open = || {
         let s = connect_as(client, port);
         s.set_nonblocking(true).unwrap_or_else(|e| panic!("{e}"));
@@ -262,7 +269,6 @@ fn hog(client: u8, port: u16, n: usize, opened: &AtomicUsize, stop: &AtomicBool)
     };
     let mut socks: Vec<TcpStream> = (0..n).map(|_| open()).collect();
     opened.store(n, Ordering::SeqCst);
-    let mut refused = 0;
     let mut buf = [0u8; 4096];
     while !stop.load(Ordering::SeqCst) {
         for s in socks.iter_mut() {
@@ -270,7 +276,7 @@ fn hog(client: u8, port: u16, n: usize, opened: &AtomicUsize, stop: &AtomicBool)
                 Ok(0) => *s = open(),
                 Ok(n) => {
                     if String::from_utf8_lossy(&buf[..n]).contains("too_many_connections") {
-                        refused += 1;
+                        refused.fetch_add(1, Ordering::SeqCst);
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -279,7 +285,6 @@ fn hog(client: u8, port: u16, n: usize, opened: &AtomicUsize, stop: &AtomicBool)
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    refused
 }
 
 /// Sends request heads one byte every 200 ms on `n` connections from `127.0.0.<client>`,
@@ -313,9 +318,10 @@ fn one_address_holding_a_thousand_sockets_does_not_stop_probes_from_another() {
     let port = p.port();
     let stop = Arc::new(AtomicBool::new(false));
     let opened = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
     let hog_thread = {
-        let (stop, opened) = (stop.clone(), opened.clone());
-        std::thread::spawn(move || hog(2, port, 1000, &opened, &stop))
+        let (stop, opened, refused) = (stop.clone(), opened.clone(), refused.clone());
+        std::thread::spawn(move || hog(2, port, 1000, &opened, &refused, &stop))
     };
     let slow_thread = {
         let stop = stop.clone();
@@ -335,11 +341,19 @@ fn one_address_holding_a_thousand_sockets_does_not_stop_probes_from_another() {
         let r = request(port, "GET", path, &[]).unwrap_or_else(|| panic!("{path}: no answer"));
         assert_eq!(r.status, 200, "{path}: {}", r.body);
     }
+    // The hog reads its sockets every 200 ms: a refusal the server already sent may not have
+    // been read yet, so wait for it rather than read the count once.
+    wait_for(
+        "the server to refuse the hog",
+        Duration::from_secs(30),
+        || (refused.load(Ordering::SeqCst) > 0).then_some(()),
+    );
     stop.store(true, Ordering::SeqCst);
-    let refused = hog_thread.join().unwrap_or_else(|_| panic!("hog panicked"));
+    hog_thread.join().unwrap_or_else(|_| panic!("hog panicked"));
     slow_thread
         .join()
         .unwrap_or_else(|_| panic!("trickle panicked"));
+    let refused = refused.load(Ordering::SeqCst);
     assert!(refused > 0, "the server never refused the hog's sockets");
 }
 

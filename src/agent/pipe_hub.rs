@@ -6,24 +6,31 @@
 //! Per pipe, bytes reach its [`PipeSink`] in the order they were read; a sink that cannot pass
 //! its lines on (the consumer's bounded channel is full) holds them, and its pipe leaves the set
 //! until they are taken, so a flooding agent blocks on its own pipe without stalling the others.
-//! A held sink is retried every [`RETRY`].
+//! The consumer wakes the hub through a [`Resume`] once it has taken its channel down to half,
+//! so a held sink is offered again at once; the [`RETRY`] timer is only the fallback for a
+//! consumer that takes lines without saying so. A stalled consumer costs nothing: its pipe is
+//! out of the set and no wake comes.
 
 use super::pipes::{Flush, PipeSink};
 use super::stream::ExitInfo;
 use crossbeam_channel::{Receiver, Sender};
 use rustix::event::epoll;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ChildStderr, ChildStdout};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Stack of the short helper threads (an agent's stdin writer, the exit waiter where no pidfd
 /// exists): they only copy bytes or wait, far below this.
 pub(crate) const SMALL_STACK: usize = 64 << 10;
-/// How often a held sink is offered its lines again.
+/// How often a held sink is offered its lines again when no [`Resume`] wake came.
 const RETRY: Duration = Duration::from_millis(2);
+/// [`RETRY`] in nanoseconds, as the hub thread reads it at each wait (a test turns the timer
+/// off to show that the wakes alone carry a held sink through).
+static RETRY_NS: AtomicU64 = AtomicU64::new(RETRY.as_nanos() as u64);
 /// Bytes read from one pipe per readiness.
 const READ_CHUNK: usize = 64 << 10;
 /// Readiness events taken per wait.
@@ -52,6 +59,45 @@ struct Hub {
 
 static HUB: OnceLock<std::io::Result<Hub>> = OnceLock::new();
 
+/// Shared by a sink and the consumer of its bounded channel: the sink marks that it holds
+/// lines ([`Resume::hold`]), the consumer, having taken its channel down to half, wakes the
+/// hub ([`Resume::taken`]), which then offers the held lines again: a refill of half a channel
+/// per wake, not a wake per line.
+///
+/// No wake is lost: the sink marks, then offers once more before it reports
+/// [`Flush::Held`]; the consumer takes, then reads the mark. With a sequentially consistent
+/// fence between the two steps on each side, either the sink's second offer finds room or the
+/// consumer's read finds the mark.
+#[derive(Clone, Default)]
+pub(crate) struct Resume(Arc<AtomicBool>);
+
+impl Resume {
+    /// The sink's side: its channel refused a line. The caller offers once more afterwards.
+    pub(crate) fn hold(&self) {
+        self.0.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+    }
+
+    /// The consumer's side, after each item it took: `len` items of `cap` are left.
+    pub(crate) fn taken(&self, len: usize, cap: usize) {
+        if len > cap / 2 {
+            return;
+        }
+        fence(Ordering::SeqCst);
+        if self.0.load(Ordering::Relaxed) && self.0.swap(false, Ordering::Relaxed) {
+            wake_hub();
+        }
+    }
+}
+
+/// Makes the hub thread look at its held sinks (and new watches) now.
+fn wake_hub() {
+    if let Some(Ok(hub)) = HUB.get() {
+        // The counter only has to become non-zero; an overflow (EAGAIN) means it already is.
+        let _ = rustix::io::write(&hub.wake, &1u64.to_ne_bytes());
+    }
+}
+
 /// Hands `watch` to the hub thread (started on first use). On failure the child is killed
 /// and reaped, and the error says why.
 pub(crate) fn watch(watch: Watch) -> std::io::Result<()> {
@@ -74,8 +120,7 @@ pub(crate) fn watch(watch: Watch) -> std::io::Result<()> {
         let _ = child.wait();
         return Err(std::io::Error::other("agent pipe thread has ended"));
     }
-    // The counter only has to become non-zero; an overflow (EAGAIN) means it already is.
-    let _ = rustix::io::write(&hub.wake, &1u64.to_ne_bytes());
+    wake_hub();
     Ok(())
 }
 
@@ -168,6 +213,10 @@ struct Loop {
     wake: OwnedFd,
     rx: Receiver<Watch>,
     entries: HashMap<u64, Entry>,
+    /// The entries with a held sink.
+    held: BTreeSet<u64>,
+    /// Scratch list of [`Self::held`] for one retry round (kept to save an allocation).
+    retrying: Vec<u64>,
     next_id: u64,
     buf: Vec<u8>,
 }
@@ -179,6 +228,8 @@ impl Loop {
             wake,
             rx,
             entries: HashMap::new(),
+            held: BTreeSet::new(),
+            retrying: Vec::new(),
             next_id: 0,
             buf: vec![0u8; READ_CHUNK],
         }
@@ -186,12 +237,13 @@ impl Loop {
 
     fn run(mut self) {
         let mut events: Vec<epoll::Event> = Vec::with_capacity(EVENTS_PER_WAIT);
-        let retry = rustix::event::Timespec {
-            tv_sec: 0,
-            tv_nsec: RETRY.as_nanos() as _,
-        };
         loop {
-            let any_held = self.entries.values().any(|e| e.out.held || e.err.held);
+            let any_held = !self.held.is_empty();
+            let retry = Duration::from_nanos(RETRY_NS.load(Ordering::Relaxed));
+            let retry = rustix::event::Timespec {
+                tv_sec: retry.as_secs() as _,
+                tv_nsec: retry.subsec_nanos() as _,
+            };
             events.clear();
             let timeout = any_held.then_some(&retry);
             match epoll::wait(
@@ -281,13 +333,10 @@ impl Loop {
     }
 
     fn retry_held(&mut self) {
-        let held: Vec<u64> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.out.held || e.err.held)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in held {
+        let mut held = std::mem::take(&mut self.retrying);
+        held.clear();
+        held.extend(self.held.iter().copied());
+        for &id in &held {
             if let Some(entry) = self.entries.get_mut(&id) {
                 for slot in [Slot::Out, Slot::Err] {
                     let pipe = entry.pipe(slot);
@@ -298,13 +347,21 @@ impl Loop {
             }
             self.settle(id);
         }
+        self.retrying = held;
     }
 
-    /// Signals the end of the pipes, and forgets an entry that has nothing left to do.
+    /// Notes whether the entry holds lines, signals the end of its pipes, and forgets an entry
+    /// that has nothing left to do.
     fn settle(&mut self, id: u64) {
         let Some(entry) = self.entries.get_mut(&id) else {
+            self.held.remove(&id);
             return;
         };
+        if entry.out.held || entry.err.held {
+            self.held.insert(id);
+        } else {
+            self.held.remove(&id);
+        }
         let pipes_finished = entry.out.finished() && entry.err.finished();
         if pipes_finished {
             entry.pipes_done = None;
@@ -437,6 +494,13 @@ fn spawn_waiter(mut child: Child, exit_tx: Sender<ExitInfo>) {
     }
 }
 
+/// Turns the fallback timer off for the rest of the process (an hour instead of [`RETRY`]):
+/// from then on only a [`Resume`] wake offers a held sink its lines again.
+#[cfg(test)]
+pub(crate) fn retry_timer_off() {
+    RETRY_NS.store(3_600_000_000_000, Ordering::Relaxed);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,12 +511,14 @@ mod tests {
     struct Chunks {
         tx: Sender<Option<Vec<u8>>>,
         pending: VecDeque<Option<Vec<u8>>>,
+        resume: Resume,
     }
     impl Chunks {
-        fn new(tx: Sender<Option<Vec<u8>>>) -> Chunks {
+        fn new(tx: Sender<Option<Vec<u8>>>, resume: Resume) -> Chunks {
             Chunks {
                 tx,
                 pending: VecDeque::new(),
+                resume,
             }
         }
     }
@@ -466,7 +532,14 @@ mod tests {
         }
         fn flush(&mut self) -> Flush {
             while let Some(item) = self.pending.pop_front() {
-                match self.tx.try_send(item) {
+                let sent = match self.tx.try_send(item) {
+                    Err(crossbeam_channel::TrySendError::Full(item)) => {
+                        self.resume.hold();
+                        self.tx.try_send(item)
+                    }
+                    other => other,
+                };
+                match sent {
                     Ok(()) => {}
                     Err(crossbeam_channel::TrySendError::Full(item)) => {
                         self.pending.push_front(item);
@@ -480,10 +553,12 @@ mod tests {
     }
 
     /// Everything a [`Chunks`] receiver gets until the end.
-    fn collect(rx: &Receiver<Option<Vec<u8>>>) -> Vec<u8> {
+    fn collect(rx: &Receiver<Option<Vec<u8>>>, resume: &Resume) -> Vec<u8> {
         let mut all = Vec::new();
         loop {
-            match rx.recv_timeout(Duration::from_secs(30)) {
+            let item = rx.recv_timeout(Duration::from_secs(30));
+            resume.taken(rx.len(), rx.capacity().unwrap_or(0));
+            match item {
                 Ok(Some(chunk)) => all.extend_from_slice(&chunk),
                 Ok(None) => return all,
                 Err(e) => panic!("no end of stream: {e}"),
@@ -525,11 +600,12 @@ mod tests {
         let err = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), false)));
         let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
         let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
+        let resume = Resume::default();
         watch(Watch {
             child,
             stdout,
             stderr,
-            out_sink: Box::new(Chunks::new(out_tx)),
+            out_sink: Box::new(Chunks::new(out_tx, resume.clone())),
             err_sink: Box::new(Collect(err.clone())),
             exit_tx,
             pipes_done: Some(done_tx),
@@ -538,7 +614,7 @@ mod tests {
         let exit = exit_rx.recv_timeout(Duration::from_secs(30)).expect("exit");
         assert_eq!(exit.code, Some(3));
         assert!(done_rx.recv_timeout(Duration::from_secs(30)).is_err());
-        assert_eq!(collect(&out_rx), b"out\nout2\n");
+        assert_eq!(collect(&out_rx, &resume), b"out\nout2\n");
         let err = err.lock().expect("lock");
         assert_eq!(err.0, b"err\n");
         assert!(err.1, "stderr ended cleanly");
@@ -552,17 +628,18 @@ mod tests {
         let (out_tx, out_rx) = crossbeam_channel::bounded(4);
         let err = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), false)));
         let (exit_tx, _exit_rx) = crossbeam_channel::bounded(1);
+        let resume = Resume::default();
         watch(Watch {
             child,
             stdout,
             stderr,
-            out_sink: Box::new(Chunks::new(out_tx)),
+            out_sink: Box::new(Chunks::new(out_tx, resume.clone())),
             err_sink: Box::new(Collect(err)),
             exit_tx,
             pipes_done: None,
         })
         .expect("watch");
-        let got = String::from_utf8(collect(&out_rx)).expect("utf-8");
+        let got = String::from_utf8(collect(&out_rx, &resume)).expect("utf-8");
         let want: String = (0..2000).map(|i| format!("{i}\n")).collect();
         assert_eq!(got, want);
     }

@@ -202,6 +202,38 @@ pub(crate) enum StdoutItem {
     Eof,
 }
 
+/// Room for stdout lines between the pipe thread and the consumer.
+const STDOUT_CHANNEL: usize = 256;
+
+/// The consumer's end of an agent's stdout: lines, then `Eof` (or the first error). Whoever
+/// takes an item from [`Self::receiver`] calls [`Self::took`], which wakes the pipe thread when
+/// the stdout sink holds lines and the channel has room for them again.
+pub(crate) struct StdoutLines {
+    rx: Receiver<StdoutItem>,
+    resume: super::pipe_hub::Resume,
+}
+
+impl StdoutLines {
+    /// The channel, for `select!`; follow each item taken with [`Self::took`].
+    pub(crate) fn receiver(&self) -> &Receiver<StdoutItem> {
+        &self.rx
+    }
+
+    /// An item was taken from [`Self::receiver`].
+    pub(crate) fn took(&self) {
+        self.resume.taken(self.rx.len(), STDOUT_CHANNEL);
+    }
+
+    pub(crate) fn recv_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<StdoutItem, crossbeam_channel::RecvTimeoutError> {
+        let item = self.rx.recv_timeout(timeout)?;
+        self.took();
+        Ok(item)
+    }
+}
+
 /// Runs one turn: spawn, stream, decide. Always emits exactly one terminal event.
 pub fn run_turn(
     spec: &ProcessSpec,
@@ -266,7 +298,7 @@ struct Running {
     pid: u32,
     /// Ties the process and every descendant (even one that left the group) to this turn.
     token: String,
-    stdout_rx: Receiver<StdoutItem>,
+    stdout: StdoutLines,
     exit_rx: Receiver<ExitInfo>,
     stderr_done: Receiver<()>,
     stderr: Arc<Mutex<StderrTail>>,
@@ -340,14 +372,14 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
         }
     }
 
-    let (stdout_rx, exit_rx, stderr_done, stderr) = watch_child(child, spec.max_line_bytes, None)
+    let (stdout, exit_rx, stderr_done, stderr) = watch_child(child, spec.max_line_bytes, None)
         .inspect_err(|_| {
-        orphans::end_token(&token);
-    })?;
+            orphans::end_token(&token);
+        })?;
     Ok(Running {
         pid,
         token,
-        stdout_rx,
+        stdout,
         exit_rx,
         stderr_done,
         stderr,
@@ -356,7 +388,7 @@ fn spawn(spec: &ProcessSpec) -> Result<Running, SpawnError> {
 
 /// What [`watch_child`] hands back: stdout lines, the exit, the end of stderr, its tail.
 pub(crate) type Watched = (
-    Receiver<StdoutItem>,
+    StdoutLines,
     Receiver<ExitInfo>,
     Receiver<()>,
     Arc<Mutex<StderrTail>>,
@@ -370,7 +402,8 @@ pub(crate) fn watch_child(
     max_line_bytes: usize,
     pipes_done: Option<Sender<()>>,
 ) -> Result<Watched, SpawnError> {
-    let (stdout_tx, stdout_rx) = crossbeam_channel::bounded(256);
+    let (stdout_tx, stdout_rx) = crossbeam_channel::bounded(STDOUT_CHANNEL);
+    let resume = super::pipe_hub::Resume::default();
     let stderr = Arc::new(Mutex::new(StderrTail::default()));
     let (stderr_done_tx, stderr_done) = crossbeam_channel::bounded(1);
     let (exit_tx, exit_rx) = crossbeam_channel::bounded(1);
@@ -383,13 +416,17 @@ pub(crate) fn watch_child(
         child,
         stdout,
         stderr: stderr_pipe,
-        out_sink: Box::new(StdoutSink::new(max_line_bytes, stdout_tx)),
+        out_sink: Box::new(StdoutSink::new(max_line_bytes, stdout_tx, resume.clone())),
         err_sink: Box::new(StderrSink::new(Arc::clone(&stderr), stderr_done_tx)),
         exit_tx,
         pipes_done,
     })
     .map_err(|e| SpawnError::Other(e.to_string()))?;
-    Ok((stdout_rx, exit_rx, stderr_done, stderr))
+    let stdout = StdoutLines {
+        rx: stdout_rx,
+        resume,
+    };
+    Ok((stdout, exit_rx, stderr_done, stderr))
 }
 
 /// The command that runs `program args` in `cwd` here: directly, or under `bwrap` when a
@@ -668,7 +705,7 @@ fn supervise(
     let pid = running.pid;
     let group = TurnGroup::new(pid, spec.remote.as_ref().map(|h| (h, spec.cwd.as_path())));
     let deadline = limits.turn_timeout.map(|t| Instant::now() + t);
-    let stdout_rx = running.stdout_rx.clone();
+    let stdout_rx = running.stdout.receiver();
     let no_stdout = never();
     let mut stdout_open = true;
     let mut startup = limits.first_line_timeout.map(|t| (t, Instant::now() + t));
@@ -681,9 +718,9 @@ fn supervise(
         let timeout = next
             .map(|d| d.saturating_duration_since(Instant::now()))
             .unwrap_or(Duration::from_secs(3600));
-        let out = if stdout_open { &stdout_rx } else { &no_stdout };
+        let out = if stdout_open { stdout_rx } else { &no_stdout };
         select! {
-            recv(out) -> item => match item {
+            recv(out) -> item => match item.inspect(|_| running.stdout.took()) {
                 Ok(StdoutItem::Line(line)) => {
                     output.note_stdout(&line);
                     emit(parser.on_line(&line));
@@ -770,7 +807,7 @@ fn finish(
         limits,
     } = *turn;
     let pid = running.pid;
-    let stdout_rx = &running.stdout_rx;
+    let stdout = &running.stdout;
     // Every exit: kill whatever is left of the group (grandchildren, MCP sidecars; on a host
     // the remote group too), so the pipes close and nothing outlives the turn.
     group.signal(Signal::KILL);
@@ -789,7 +826,7 @@ fn finish(
         let drain_until = Instant::now() + limits.drain_timeout;
         loop {
             let left = drain_until.saturating_duration_since(Instant::now());
-            match stdout_rx.recv_timeout(left) {
+            match stdout.recv_timeout(left) {
                 Ok(StdoutItem::Line(line)) => {
                     output.note_stdout(&line);
                     emit(parser.on_line(&line));
@@ -850,7 +887,8 @@ pub(crate) fn kill_group(pid: u32, signal: Signal) {
 /// The stdout rules on their own, over any reader (the daemon reads through `pipe_hub`).
 #[cfg(test)]
 fn read_capped_lines(stdout: impl Read, max: usize, tx: &Sender<StdoutItem>) {
-    read_all(stdout, &mut StdoutSink::new(max, tx.clone()));
+    let resume = super::pipe_hub::Resume::default();
+    read_all(stdout, &mut StdoutSink::new(max, tx.clone(), resume));
 }
 
 /// Reads one pipe to its end into `sink` (blocking; the test of the stdout rules only).
@@ -886,14 +924,32 @@ pub(crate) struct StdoutSink {
     split: LineSplitter,
     tx: Sender<StdoutItem>,
     pending: VecDeque<StdoutItem>,
+    /// Marked while lines are held, so the consumer wakes the pipe thread when it has room.
+    resume: super::pipe_hub::Resume,
 }
 
 impl StdoutSink {
-    pub(crate) fn new(max: usize, tx: Sender<StdoutItem>) -> StdoutSink {
+    pub(crate) fn new(
+        max: usize,
+        tx: Sender<StdoutItem>,
+        resume: super::pipe_hub::Resume,
+    ) -> StdoutSink {
         StdoutSink {
             split: LineSplitter::new(max),
             tx,
             pending: VecDeque::new(),
+            resume,
+        }
+    }
+
+    /// Passes `item` on; a full channel is marked for a wake and offered once more.
+    fn send(&self, item: StdoutItem) -> Result<(), crossbeam_channel::TrySendError<StdoutItem>> {
+        match self.tx.try_send(item) {
+            Err(crossbeam_channel::TrySendError::Full(item)) => {
+                self.resume.hold();
+                self.tx.try_send(item)
+            }
+            other => other,
         }
     }
 }
@@ -926,7 +982,7 @@ impl PipeSink for StdoutSink {
 
     fn flush(&mut self) -> Flush {
         while let Some(item) = self.pending.pop_front() {
-            match self.tx.try_send(item) {
+            match self.send(item) {
                 Ok(()) => {}
                 Err(crossbeam_channel::TrySendError::Full(item)) => {
                     self.pending.push_front(item);
@@ -1138,6 +1194,36 @@ mod tests {
         let long = [b'x'; 100];
         read_capped_lines(&long[..], 16, &tx);
         assert!(matches!(rx.try_recv(), Ok(StdoutItem::Error(_))));
+    }
+
+    #[test]
+    fn stdout_lines_far_beyond_the_channel_arrive_by_the_consumer_s_wakes() {
+        // The pipe thread's fallback timer is off: each refill of the 256-line channel comes
+        // from the consumer's wake as it takes the channel down to half.
+        super::super::pipe_hub::retry_timer_off();
+        let child = Command::new("seq")
+            .args(["1", "20000"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn seq");
+        let (lines, exit, _, _) = watch_child(child, 1 << 10, None).expect("watch");
+        let mut n = 0u32;
+        loop {
+            match lines.recv_timeout(Duration::from_secs(30)) {
+                Ok(StdoutItem::Line(l)) => {
+                    n += 1;
+                    assert_eq!(l, n.to_string().into_bytes());
+                }
+                Ok(StdoutItem::Eof) => break,
+                Ok(StdoutItem::Error(e)) => panic!("read error: {e}"),
+                Err(e) => panic!("stuck after {n} lines: {e}"),
+            }
+        }
+        assert_eq!(n, 20_000);
+        let exit = exit.recv_timeout(Duration::from_secs(30)).expect("exit");
+        assert_eq!(exit.code, Some(0));
     }
 
     /// A parser that counts lines and starts only on a line `go`.

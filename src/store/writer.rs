@@ -276,6 +276,17 @@ impl WriterHandle {
     pub fn upsert_session_wait(&self, session: SessionMeta) -> Result<(), StoreError> {
         self.query(move |c| sessions::upsert(c, &session))
     }
+    /// Queues a session row without waiting; `done` gets the outcome on the writer thread once
+    /// it is committed (or failed), after every earlier write.
+    pub fn upsert_session_then(
+        &self,
+        session: SessionMeta,
+        done: impl FnOnce(Result<(), StoreError>) + Send + 'static,
+    ) -> Result<(), StoreError> {
+        self.send(DbCmd::Query(Box::new(move |c| {
+            done(sessions::upsert(c, &session))
+        })))
+    }
     /// Sessions a restart recorded as interrupted whose processes are not stopped yet.
     pub fn interrupted_sessions(&self) -> Result<Vec<SessionMeta>, StoreError> {
         self.query(sessions::recovery_pending)

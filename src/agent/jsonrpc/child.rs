@@ -4,7 +4,7 @@
 //! the session, and a stop that leaves nothing of the group behind.
 
 use crate::agent::process::{
-    KILL_WAIT, SMALL_STACK, StderrTail, StdoutItem, TurnGroup, forwarded_env, local_command,
+    KILL_WAIT, SMALL_STACK, StderrTail, StdoutLines, TurnGroup, forwarded_env, local_command,
     register_remote, remote_command, set_base_env, spawn_error, verify_workspace, watch_child,
     without_nul,
 };
@@ -50,7 +50,7 @@ pub struct RpcChild {
     /// Ties every descendant (even one that left the group) to this session.
     token: String,
     stdin: Option<Sender<Vec<u8>>>,
-    pub(super) stdout: Receiver<StdoutItem>,
+    pub(super) stdout: StdoutLines,
     exit: Receiver<ExitInfo>,
     exit_info: Option<ExitInfo>,
     stderr: Arc<Mutex<StderrTail>>,

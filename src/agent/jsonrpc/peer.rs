@@ -212,7 +212,7 @@ impl RpcPeer {
             .map(|d| d.saturating_duration_since(Instant::now()))
             .unwrap_or(Duration::from_secs(86_400));
         let item = select! {
-            recv(self.child.stdout) -> item => item,
+            recv(self.child.stdout.receiver()) -> item => item.inspect(|_| self.child.stdout.took()),
             recv(cancel) -> _ => return Recv::Cancelled,
             default(timeout) => return Recv::TimedOut,
         };

@@ -4,6 +4,34 @@ use crate::orchestrator::core::orchestrator::*;
 use crate::orchestrator::core::state::{DispatchCause, RunFacts, RunHandles};
 use crate::orchestrator::features::hosts::hooks::Placement;
 
+use crate::orchestrator::core::supervisor::Unstarted;
+
+/// Posts the writer's reply to a started-session row to the loop. Dropped unanswered (the
+/// writer ended before it ran the write), it posts a failure, so no session waits for ever.
+struct RowReply(Option<(Sender<OrchMsg>, String)>);
+
+impl RowReply {
+    fn send(mut self, result: Result<(), persist::PersistError>) {
+        self.post(result);
+    }
+
+    fn post(&mut self, result: Result<(), persist::PersistError>) {
+        if let Some((tx, dispatch_id)) = self.0.take() {
+            let _ = tx.send(OrchMsg::SessionRecorded {
+                dispatch_id,
+                result,
+            });
+        }
+    }
+}
+
+impl Drop for RowReply {
+    fn drop(&mut self) {
+        let gone = persist::PersistError::store("record started session");
+        self.post(Err(gone(crate::store::StoreError::WriterGone)));
+    }
+}
+
 /// A dispatch that continues a pull-request reaction.
 pub(crate) struct ReactionDispatch {
     pub reaction: crate::orchestrator::features::reactions::RunReaction,
@@ -136,8 +164,16 @@ impl Orchestrator {
         (tokens_used_before, usage_before)
     }
 
-    /// Counts the dispatch, commits the session's row and spawns its supervisor; a session
-    /// that cannot be recorded or spawned is undone ([`Self::unspawned`]).
+    /// Counts the dispatch and queues the session's row; its supervisor is spawned when the
+    /// row has committed ([`Self::on_session_recorded`]). A session that cannot be recorded or
+    /// spawned is undone ([`Self::unspawned`]).
+    ///
+    /// Ordering: the supervisor (and with it every process of the session) starts only on
+    /// the writer's success reply, so a crash at any moment leaves no agent without its row,
+    /// exactly as when this thread waited for the commit; meanwhile the loop goes on (the
+    /// session is running, without a supervisor yet). The writer's FIFO puts every later
+    /// write of the session behind the row. A cancel in between (reconcile, shutdown) reaches
+    /// the supervisor through its token, already set when it starts.
     fn start_session(
         &mut self,
         job: SupervisorJob,
@@ -146,37 +182,81 @@ impl Orchestrator {
         cause: DispatchCause,
         now: i64,
     ) {
-        let issue = job.issue.clone();
-        let dispatch_id = job.dispatch_id.clone();
-        let attempt = job.attempt;
         self.state.totals.dispatches += 1;
         // A poll-tick dispatch is where a claim's selection is resolved; retries and
         // continuations reuse the frozen one.
         if cause == DispatchCause::PollTick {
             self.metrics.dispatch_rule_match(&attempt_route.rule_name);
         }
-        // The session counts from here on, whatever happens to sortie: its row (with the
-        // dispatch id) is committed before the agent can be spawned.
-        if let Some(e) = self.state.running.get(&issue.id)
-            && let Err(err) = persist::write_started_session(&self.store, e, &self.workflow, now)
-        {
-            log::error!(
-                issue_id:% = issue.id,
-                issue_identifier:% = issue.identifier,
-                dispatch_id:% = dispatch_id,
-                error:% = err.to_string();
-                "session not recorded, agent not started"
-            );
-            self.metrics.dispatch("error");
-            self.unspawned(
-                &issue,
-                &dispatch_id,
-                attempt,
-                attempt_route.clone(),
-                dispatched_at_ms,
-            );
+        let start = Unstarted {
+            job,
+            route: attempt_route,
+            dispatched_at_ms,
+        };
+        let Some(e) = self.state.running.get(&start.job.issue.id) else {
+            self.spawn_supervisor(start);
             return;
+        };
+        let dispatch_id = start.job.dispatch_id.clone();
+        let reply = RowReply(Some((self.tx.clone(), dispatch_id.clone())));
+        let queued =
+            persist::write_started_session(&self.store, e, &self.workflow, now, move |result| {
+                reply.send(result)
+            });
+        match queued {
+            Ok(()) => {
+                self.unstarted.insert(dispatch_id, start);
+            }
+            Err(err) => self.unrecorded(start, &err),
         }
+    }
+
+    /// The writer's reply to a started-session row: spawns the waiting supervisor, or undoes
+    /// the session when its row could not be committed.
+    pub(crate) fn on_session_recorded(
+        &mut self,
+        dispatch_id: &str,
+        result: Result<(), persist::PersistError>,
+    ) {
+        let Some(start) = self.unstarted.remove(dispatch_id) else {
+            return;
+        };
+        match result {
+            Ok(()) => self.spawn_supervisor(start),
+            Err(err) => self.unrecorded(start, &err),
+        }
+    }
+
+    /// The session's row was not committed: its agent is never started.
+    fn unrecorded(&mut self, start: Unstarted, err: &persist::PersistError) {
+        let issue = &start.job.issue;
+        log::error!(
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            dispatch_id:% = start.job.dispatch_id,
+            error:% = err.to_string();
+            "session not recorded, agent not started"
+        );
+        self.metrics.dispatch("error");
+        self.unspawned(
+            issue,
+            &start.job.dispatch_id,
+            start.job.attempt,
+            start.route,
+            start.dispatched_at_ms,
+        );
+    }
+
+    /// Posts the optional dispatch comment and spawns the session's supervisor.
+    fn spawn_supervisor(&mut self, start: Unstarted) {
+        let Unstarted {
+            job,
+            route,
+            dispatched_at_ms,
+        } = start;
+        let issue = job.issue.clone();
+        let dispatch_id = job.dispatch_id.clone();
+        let attempt = job.attempt;
         if self.workflow.config.tracker.comments.on_dispatch {
             self.comment_dispatch(&issue, &dispatch_id);
         }
@@ -190,13 +270,7 @@ impl Orchestrator {
                 error:% = e.to_string();
                 "failed to spawn agent"
             );
-            self.unspawned(
-                &issue,
-                &dispatch_id,
-                attempt,
-                attempt_route.clone(),
-                dispatched_at_ms,
-            );
+            self.unspawned(&issue, &dispatch_id, attempt, route, dispatched_at_ms);
         }
     }
 

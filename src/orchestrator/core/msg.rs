@@ -169,6 +169,12 @@ pub enum OrchMsg {
     /// The run record of this dispatch, kept for retry when the database could not take it,
     /// has committed (sent by the writer thread).
     RunRecorded { dispatch_id: String },
+    /// The session row of this dispatch has committed (or failed) on the writer thread: its
+    /// supervisor may start.
+    SessionRecorded {
+        dispatch_id: String,
+        result: Result<(), PersistError>,
+    },
     /// Run a tick now (coalesced).
     Refresh {
         reply: Option<Sender<RefreshOutcome>>,

@@ -164,6 +164,9 @@ pub struct Orchestrator {
     /// What each session's MCP server learns about this process: the `.env` it loaded, and
     /// the HTTP API's base URL once the server listens (the server asks it for live figures).
     pub(crate) mcp_daemon: crate::agent::mcp_file::DaemonFacts,
+    /// Dispatched sessions whose row is being committed, by dispatch id: each supervisor
+    /// starts on the writer's reply (`claim::dispatch`).
+    pub(crate) unstarted: std::collections::HashMap<String, supervisor::Unstarted>,
 }
 
 impl Orchestrator {
@@ -224,6 +227,7 @@ impl Orchestrator {
                 api_url: None,
                 env_file,
             },
+            unstarted: Default::default(),
         };
         o.scm = crate::orchestrator::core::adapters::build_scm(&o.workflow, o.clock.clone());
         if let Some(scm) = &o.scm {
@@ -435,6 +439,10 @@ impl Orchestrator {
         );
         for e in self.state.running.values() {
             e.handles.cancel.cancel(CancelReason::Shutdown);
+        }
+        // A session whose row is still being committed has no supervisor to report.
+        for start in std::mem::take(&mut self.unstarted).into_values() {
+            self.state.running.remove(start.issue_id());
         }
         let deadline = Instant::now() + PANIC_DRAIN_TIMEOUT;
         while !self.state.running.is_empty() {
@@ -703,6 +711,10 @@ impl Orchestrator {
             }
             OrchMsg::Exit(result) => self.on_exit(*result),
             OrchMsg::RunRecorded { dispatch_id } => self.on_run_recorded(&dispatch_id),
+            OrchMsg::SessionRecorded {
+                dispatch_id,
+                result,
+            } => self.on_session_recorded(&dispatch_id, result),
             OrchMsg::Refresh { reply } => {
                 let outcome = if self.draining.is_some() {
                     RefreshOutcome::Draining

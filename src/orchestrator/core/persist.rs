@@ -693,25 +693,25 @@ pub fn write_live_session(store: &Store, e: &RunningEntry, wf: &Workflow, now_ms
     );
 }
 
-/// The live session row of a dispatch, committed before its agent is spawned: from then on
-/// the session counts toward `max_sessions` whatever happens to sortie (a restart records a
-/// row left naming its dispatch as an interrupted run, see
-/// `store::aggregates::absorb_lost_sessions`).
+/// Queues the live session row of a dispatch without waiting for the disk; `committed` runs
+/// on the writer thread with the outcome once the row is on record (or failed). Its agent is
+/// started only after `committed` reported success: from then on the session counts toward
+/// `max_sessions` whatever happens to sortie (a restart records a row left naming its dispatch
+/// as an interrupted run, see `store::aggregates::absorb_lost_sessions`). The writer's FIFO
+/// puts every later write of the session (live rows, the run record) behind this one.
 pub fn write_started_session(
     store: &Store,
     e: &RunningEntry,
     wf: &Workflow,
     now_ms: i64,
+    committed: impl FnOnce(Result<(), PersistError>) + Send + 'static,
 ) -> Result<(), PersistError> {
+    let row = session_meta(e, wf, now_ms, None, Some(e.facts.dispatch_id.clone()));
     store
         .writer()
-        .upsert_session_wait(session_meta(
-            e,
-            wf,
-            now_ms,
-            None,
-            Some(e.facts.dispatch_id.clone()),
-        ))
+        .upsert_session_then(row, move |r| {
+            committed(r.map_err(PersistError::store("record started session")))
+        })
         .map_err(PersistError::store("record started session"))
 }
 

@@ -51,6 +51,20 @@ pub struct SupervisorJob {
     pub ssh_host: Option<crate::ssh::SshHost>,
 }
 
+/// A dispatched session whose row is being committed: its supervisor starts on the writer's
+/// reply (`claim::dispatch`).
+pub(crate) struct Unstarted {
+    pub job: SupervisorJob,
+    pub route: crate::domain::stage::Route,
+    pub dispatched_at_ms: i64,
+}
+
+impl Unstarted {
+    pub(crate) fn issue_id(&self) -> &str {
+        &self.job.issue.id
+    }
+}
+
 /// A reaction run's part of the job.
 #[derive(Debug, Clone)]
 pub struct JobReaction {
