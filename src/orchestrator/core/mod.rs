@@ -13,6 +13,7 @@ pub mod msg;
 pub(crate) mod orchestrator;
 pub mod persist;
 pub mod reload;
+pub mod slots;
 pub mod run_record;
 pub mod snapshot;
 pub mod state;
