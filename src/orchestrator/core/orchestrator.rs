@@ -169,6 +169,9 @@ pub struct Orchestrator {
     /// What each session's MCP server learns about this process: the `.env` it loaded, and
     /// the HTTP API's base URL once the server listens (the server asks it for live figures).
     pub(crate) mcp_daemon: crate::agent::mcp_file::DaemonFacts,
+    /// The agent cap shared with the daemon's other workflows (`None`: this workflow's own
+    /// caps only).
+    pub(crate) daemon_slots: Option<crate::orchestrator::core::slots::DaemonSlots>,
 }
 
 impl Orchestrator {
@@ -231,6 +234,7 @@ impl Orchestrator {
                 api_url: None,
                 env_file,
             },
+            daemon_slots: None,
         };
         o.scm = crate::orchestrator::core::adapters::build_scm(&o.workflow, o.clock.clone());
         if let Some(scm) = &o.scm {
@@ -421,6 +425,12 @@ impl Orchestrator {
     /// it to their MCP server.
     pub fn set_api_url(&mut self, url: Option<String>) {
         self.mcp_daemon.api_url = url;
+    }
+
+    /// Puts this workflow under the cap the daemon's workflows share (set before
+    /// [`Orchestrator::run`]).
+    pub fn set_daemon_slots(&mut self, slots: crate::orchestrator::core::slots::DaemonSlots) {
+        self.daemon_slots = Some(slots);
     }
 
     /// The loop: messages, due retries and ticks, until shutdown completes. A panic in the

@@ -89,6 +89,32 @@ pub struct SlotBroker {
     inner: Arc<Mutex<Inner>>,
 }
 
+/// One workflow's handle on the shared cap: the broker and the name it is known by there.
+#[derive(Debug, Clone)]
+pub struct DaemonSlots {
+    pub broker: SlotBroker,
+    pub workflow: String,
+}
+
+impl DaemonSlots {
+    /// This workflow's room as a dispatch pass sees it.
+    pub fn pass_room(&self, now_ms: i64) -> crate::orchestrator::claim::dispatch_pass::DaemonRoom {
+        crate::orchestrator::claim::dispatch_pass::DaemonRoom {
+            room: self.broker.room(&self.workflow, now_ms),
+            used: self.broker.in_use(),
+            cap: self.broker.cap(),
+        }
+    }
+
+    pub fn try_acquire(&self, now_ms: i64) -> Option<Slot> {
+        self.broker.try_acquire(&self.workflow, now_ms)
+    }
+
+    pub fn declare_demand(&self, wanted: usize, now_ms: i64) {
+        self.broker.declare_demand(&self.workflow, wanted, now_ms);
+    }
+}
+
 /// One slot, given back on drop.
 #[derive(Debug)]
 pub struct Slot {
@@ -163,16 +189,6 @@ impl SlotBroker {
             broker: self.clone(),
             workflow: workflow.to_string(),
         })
-    }
-
-    /// Counts a session that is already running (adopted at start) against the cap, even
-    /// past it: it cannot be refused.
-    pub fn adopt(&self, workflow: &str) -> Slot {
-        *self.lock().held.entry(workflow.to_string()).or_insert(0) += 1;
-        Slot {
-            broker: self.clone(),
-            workflow: workflow.to_string(),
-        }
     }
 }
 
@@ -261,14 +277,5 @@ mod tests {
         b.declare_demand("b", 9, 0);
         assert_eq!(b.room("a", 1), 1);
         assert_eq!(b.room("a", DEMAND_TTL_MS + 1), 2);
-    }
-
-    #[test]
-    fn adopted_sessions_count_even_past_the_cap() {
-        let b = SlotBroker::new(1);
-        let _x = b.adopt("a");
-        let _y = b.adopt("a");
-        assert_eq!(b.in_use(), 2);
-        assert!(b.try_acquire("b", 0).is_none());
     }
 }
