@@ -9,6 +9,7 @@ use argh::FromArgs;
 #[argh(
     description = "sortie: turns issue-tracker tickets into coding-agent sessions",
     example = "sortie --port 9090 WORKFLOW.md",
+    example = "sortie --workflows ./workflows --port 9090",
     note = "Subcommands: `sortie validate [--format text|json] [WORKFLOW.md]`, `sortie demo [--dir DIR]`, `sortie stats [--since X] [--until Y] [--format table|json] [WORKFLOW.md]`, `sortie mcp-server --workflow WORKFLOW.md`, `sortie scrub [WORKFLOW.md]`, `sortie version`."
 )]
 pub struct RunArgs {
@@ -33,9 +34,15 @@ pub struct RunArgs {
     /// print the version banner and exit
     #[argh(switch, short = 'V')]
     pub version: bool,
-    /// path of the workflow file (default ./WORKFLOW.md)
+    /// serve every workflow file (*.md with front matter) in this folder; its sortie.yaml, if any, holds the shared settings
+    #[argh(option)]
+    pub workflows: Option<String>,
+    /// the shared settings of several workflows (max_concurrent_agents, spend ceilings, server, logging, db_path)
+    #[argh(option)]
+    pub config: Option<String>,
+    /// path of the workflow file (default ./WORKFLOW.md); several serve several workflows under one daemon
     #[argh(positional)]
-    pub workflow: Option<String>,
+    pub workflow: Vec<String>,
 }
 
 /// Check a workflow file without running anything.
@@ -174,6 +181,8 @@ const LONG_FLAGS: &[&str] = &[
     "since",
     "until",
     "workflow",
+    "workflows",
+    "config",
     "help",
 ];
 
@@ -340,7 +349,7 @@ mod tests {
         match parse(&s(&["--port", "9090", "WORKFLOW.md"])) {
             Parsed::Command(Command::Run(r)) => {
                 assert_eq!(r.port.as_deref(), Some("9090"));
-                assert_eq!(r.workflow.as_deref(), Some("WORKFLOW.md"));
+                assert_eq!(r.workflow.first().map(String::as_str), Some("WORKFLOW.md"));
             }
             other => panic!("{other:?}"),
         }
@@ -396,7 +405,7 @@ mod tests {
     #[test]
     fn switches_take_go_boolean_values() {
         let dry = |a: &[&str]| match parse(&s(a)) {
-            Parsed::Command(Command::Run(r)) => Some((r.dry_run, r.workflow)),
+            Parsed::Command(Command::Run(r)) => Some((r.dry_run, r.workflow.first().cloned())),
             _ => None,
         };
         assert_eq!(

@@ -103,7 +103,11 @@ impl std::fmt::Display for DaemonConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Folder { path, reason } => {
-                write!(f, "cannot list workflow folder {}: {reason}", path.display())
+                write!(
+                    f,
+                    "cannot list workflow folder {}: {reason}",
+                    path.display()
+                )
             }
             Self::NoWorkflows { path } => write!(
                 f,
@@ -250,8 +254,8 @@ pub fn load_shared(path: &Path, opts: &LoadOptions) -> Result<SharedConfig, Daem
         path: abs.clone(),
         reason,
     };
-    let bytes = super::workflow_file::read_regular_file(&abs, MAX_SHARED_BYTES)
-        .map_err(|e| match e {
+    let bytes =
+        super::workflow_file::read_regular_file(&abs, MAX_SHARED_BYTES).map_err(|e| match e {
             super::workflow_file::FileReadError::NotFound(r)
             | super::workflow_file::FileReadError::Unreadable(r) => file_err(r),
         })?;

@@ -455,7 +455,9 @@ pub fn slots_full(state: Option<&str>, used: usize, limit: usize) -> (String, St
 /// share of it while another workflow waits.
 pub fn daemon_slots_full(used: usize, limit: usize) -> (String, String, String) {
     let reason = if used < limit {
-        format!("This workflow is at its fair share of the {limit} agent slots its daemon's workflows share")
+        format!(
+            "This workflow is at its fair share of the {limit} agent slots its daemon's workflows share"
+        )
     } else {
         format!("All {limit} agent slots this daemon's workflows share are in use")
     };

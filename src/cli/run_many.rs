@@ -1,0 +1,475 @@
+//! Several workflows under one daemon (`sortie A.md B.md`, `sortie --workflows DIR`,
+//! `--config sortie.yaml`): one orchestrator thread per workflow (`orch-<name>`), each the
+//! sole owner of its workflow's scheduling state, over one database (every row keyed by the
+//! workflow's name), one HTTP port and one process.
+//!
+//! What the workflows share comes from `sortie.yaml` (`config::daemon`): the agent cap across
+//! workflows (with its fair share, `orchestrator::core::slots`), the server, logging and the
+//! database. Everything else (tracker, agent, rules, reactions, budgets, hooks, workspace root)
+//! stays each workflow's own. A workflow that does not load or fails its preflight at start
+//! is reported and left out; the others run. With exactly one workflow loaded this is the
+//! plain single-workflow daemon (`cli::run`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::daemon::{self, DaemonConfigError, SharedConfig, WorkflowSource};
+use crate::config::{LoadOptions, LogFormat, LogLevel, ServerBind, Workflow, load_workflow};
+use crate::orchestrator::core::slots::{DaemonSlots, SlotBroker};
+use crate::orchestrator::{self, adapters};
+use crate::prompt::PromptTemplate;
+
+use super::run::{self as single, fail};
+
+/// `sortie` with several workflows.
+pub struct ManyOptions {
+    /// Workflow files named on the command line.
+    pub files: Vec<PathBuf>,
+    /// `--workflows DIR`.
+    pub dir: Option<PathBuf>,
+    /// `--config FILE` (else `sortie.yaml` in the `--workflows` folder, when there).
+    pub config: Option<PathBuf>,
+    pub port: Option<String>,
+    pub host: Option<String>,
+    pub log_level: Option<String>,
+    pub log_format: Option<String>,
+    pub env_file: Option<PathBuf>,
+    pub dry_run: bool,
+}
+
+/// One workflow ready to run: loaded, named, its prompt parsed and its preflight passed.
+pub struct Loaded {
+    pub source: WorkflowSource,
+    pub workflow: Workflow,
+    pub template: PromptTemplate,
+}
+
+/// A workflow left out at start, and why.
+pub struct LeftOut {
+    pub source: WorkflowSource,
+    pub error: String,
+}
+
+/// Runs several workflows; returns the process exit code.
+pub fn run(opts: ManyOptions) -> i32 {
+    let (level, format) = match super::run::log_flags(&opts.log_level, &opts.log_format) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    if opts.dry_run {
+        return fail("--dry-run takes one workflow file");
+    }
+    let load_options = LoadOptions::from_process(opts.env_file.clone());
+    let shared = match shared_config(&opts, &load_options) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let paths = match workflow_paths(&opts) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let (loaded, left_out) = match load_all(&paths, &load_options) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let level = level.or(shared.logging.level).unwrap_or(LogLevel::Info);
+    let format = format.or(shared.logging.format).unwrap_or(LogFormat::Text);
+    crate::logging::init(level, format);
+    for l in &left_out {
+        log::error!(
+            workflow:% = l.source.name,
+            workflow_path:% = l.source.path.display(),
+            error:% = l.error;
+            "workflow not loaded; the others run"
+        );
+    }
+    if loaded.is_empty() {
+        return fail("no workflow could be loaded");
+    }
+    let bind = match ServerBind::resolve(opts.port.as_deref(), opts.host.as_deref(), &shared.server)
+    {
+        Ok(b) => b,
+        Err(e) => return fail(e),
+    };
+    let db_path = match daemon::shared_db(
+        &shared,
+        &loaded.iter().map(|l| &l.workflow).collect::<Vec<_>>(),
+    ) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    for l in &loaded {
+        for key in ["server", "logging", "db_path"]
+            .into_iter()
+            .filter(|k| l.workflow.config.raw.contains_key(*k))
+        {
+            log::warn!(
+                workflow:% = l.source.name,
+                field:% = key;
+                "a workflow's own setting is not used with several workflows; set it in sortie.yaml"
+            );
+        }
+        for w in &l.workflow.warnings {
+            log::warn!(
+                workflow:% = l.source.name,
+                check:% = w.check,
+                field:% = w.field,
+                message:% = w.message;
+                "workflow warning"
+            );
+        }
+    }
+    log::info!(
+        version:% = crate::build_info::VERSION,
+        workflows:% = loaded.iter().map(|l| l.source.name.as_str()).collect::<Vec<_>>().join(","),
+        server_addr:% = format!("{}:{}", bind.host, bind.port);
+        "sortie starting"
+    );
+    run_daemon(Daemon {
+        loaded,
+        left_out,
+        shared,
+        db_path,
+        load_options,
+        bind,
+        log_format: format,
+    })
+}
+
+/// `sortie.yaml`: the `--config` file, else the one in the `--workflows` folder, else none.
+fn shared_config(
+    opts: &ManyOptions,
+    load_options: &LoadOptions,
+) -> Result<SharedConfig, DaemonConfigError> {
+    let path = opts.config.clone().or_else(|| {
+        opts.dir
+            .as_ref()
+            .map(|d| d.join(daemon::SHARED_FILE))
+            .filter(|p| p.exists())
+    });
+    match path {
+        Some(p) => daemon::load_shared(&p, load_options),
+        None => Ok(SharedConfig::default()),
+    }
+}
+
+/// The workflow files: the folder's (with `--workflows`) and the ones named.
+fn workflow_paths(opts: &ManyOptions) -> Result<Vec<PathBuf>, DaemonConfigError> {
+    let mut paths = match &opts.dir {
+        Some(d) => daemon::discover(d)?,
+        None => Vec::new(),
+    };
+    paths.extend(opts.files.iter().cloned());
+    if paths.is_empty() {
+        paths.push(single::default_workflow());
+    }
+    if paths.len() > daemon::MAX_WORKFLOWS {
+        return Err(DaemonConfigError::TooMany { count: paths.len() });
+    }
+    Ok(paths)
+}
+
+/// Loads, names and checks every workflow. A duplicate name stops the start (which of the
+/// two is meant cannot be guessed); a workflow that fails to load or its preflight is left out.
+fn load_all(
+    paths: &[PathBuf],
+    load_options: &LoadOptions,
+) -> Result<(Vec<Loaded>, Vec<LeftOut>), DaemonConfigError> {
+    let mut loaded = Vec::new();
+    let mut left_out = Vec::new();
+    for path in paths {
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match load_one(path, load_options) {
+            Ok(l) => loaded.push(l),
+            Err((name, error)) => left_out.push(LeftOut {
+                source: WorkflowSource {
+                    name: name.unwrap_or(stem),
+                    path: load_options.cwd.join(path),
+                },
+                error,
+            }),
+        }
+    }
+    let sources: Vec<WorkflowSource> = loaded
+        .iter()
+        .map(|l| l.source.clone())
+        .chain(left_out.iter().map(|l| l.source.clone()))
+        .collect();
+    daemon::check_unique(&sources)?;
+    Ok((loaded, left_out))
+}
+
+/// One workflow: loaded, named, prompt parsed, preflight passed. On failure, the name when
+/// it is known and the error.
+fn load_one(
+    path: &std::path::Path,
+    load_options: &LoadOptions,
+) -> Result<Loaded, (Option<String>, String)> {
+    let wf = load_workflow(path, load_options).map_err(|e| (None, e.to_string()))?;
+    let name = daemon::workflow_name(&wf).map_err(|e| (None, e.to_string()))?;
+    let named = |e: String| (Some(name.clone()), e);
+    let template = PromptTemplate::parse(
+        &wf.prompt_template,
+        &wf.path.display().to_string(),
+        wf.prompt_line_offset,
+    )
+    .map_err(|e| named(e.to_string()))?;
+    let mut report = super::validate::validate(&wf.path, load_options);
+    single::log_held_back_problems(&mut report);
+    if !report.errors.is_empty() {
+        let joined: Vec<String> = report.errors.iter().map(|d| d.message.clone()).collect();
+        return Err(named(format!(
+            "dispatch preflight failed: {}",
+            joined.join("; ")
+        )));
+    }
+    Ok(Loaded {
+        source: WorkflowSource {
+            name: name.clone(),
+            path: wf.path.clone(),
+        },
+        workflow: wf,
+        template,
+    })
+}
+
+/// Everything the daemon starts from.
+struct Daemon {
+    loaded: Vec<Loaded>,
+    left_out: Vec<LeftOut>,
+    shared: SharedConfig,
+    db_path: PathBuf,
+    load_options: LoadOptions,
+    bind: ServerBind,
+    log_format: LogFormat,
+}
+
+/// One workflow's running orchestrator.
+struct Running {
+    thread: std::thread::JoinHandle<()>,
+    price_fetch: crate::pricing::fetch::StopFlag,
+}
+
+fn run_daemon(d: Daemon) -> i32 {
+    let Some(first) = d.loaded.first() else {
+        return fail("no workflow could be loaded");
+    };
+    single::start_keeper(&first.workflow, d.log_format);
+    for l in &d.loaded {
+        single::warn_agent_environment(&l.workflow);
+    }
+    single::adopt_orphans();
+    log::info!(db_path:% = d.db_path.display(); "database path resolved");
+    let _db_lock = match crate::store::lock::acquire(&d.db_path) {
+        Ok(l) => l,
+        Err(e) => {
+            log::error!(
+                db_path:% = d.db_path.display().to_string(),
+                error:% = e.to_string();
+                "database lock not acquired"
+            );
+            return fail(e);
+        }
+    };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let store = match crate::store::Store::open(&d.db_path, clock.clone()) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let broker = d
+        .shared
+        .max_concurrent_agents
+        .map(|n| SlotBroker::new(n as usize));
+    let drain_budget = d
+        .loaded
+        .iter()
+        .map(|l| std::time::Duration::from_millis(l.workflow.config.shutdown.drain_timeout_ms))
+        .max()
+        .unwrap_or_default();
+    let mut built = Vec::new();
+    for l in d.loaded {
+        match build_one(l, &store, &clock, &d.load_options, broker.as_ref()) {
+            Ok(b) => built.push(b),
+            Err(e) => return fail(e),
+        }
+    }
+    let txs: Vec<_> = built.iter().map(|b| b.1.tx.clone()).collect();
+    if let Err(e) = single::install_signal_handlers(txs.clone(), drain_budget) {
+        return fail(format!("cannot install signal handlers: {e}"));
+    }
+    let served: Vec<crate::http::ServedWorkflow> = built
+        .iter()
+        .map(|b| crate::http::ServedWorkflow {
+            name: b.2.name.clone(),
+            path: b.2.path.display().to_string(),
+            orch: b.1.clone(),
+            store: b.2.store.clone(),
+        })
+        .collect();
+    let left_out: Vec<crate::http::LeftOutWorkflow> = d
+        .left_out
+        .iter()
+        .map(|l| crate::http::LeftOutWorkflow {
+            name: l.source.name.clone(),
+            path: l.source.path.display().to_string(),
+            error: l.error.clone(),
+        })
+        .collect();
+    let server = match crate::http::start_many(&d.bind, served, left_out, clock.clone()) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let essential_panicked = single::install_essential_panic_hook(txs.clone());
+    let mut running = Vec::new();
+    for (orch, handle, meta) in built {
+        match spawn_orch(orch, handle, meta, &d.bind, server.is_some()) {
+            Ok(r) => running.push(r),
+            Err(e) => {
+                for tx in &txs {
+                    let _ = tx.send(orchestrator::OrchMsg::Shutdown);
+                }
+                return fail(e);
+            }
+        }
+    }
+    log::info!(workflows:% = running.len(); "sortie started");
+    wait_for_end(running, server, &txs, essential_panicked)
+}
+
+/// What a built workflow keeps until its thread starts.
+struct Meta {
+    name: String,
+    path: PathBuf,
+    store: Arc<crate::store::Store>,
+    price_fetch: crate::pricing::fetch::StopFlag,
+}
+
+/// Builds one workflow's orchestrator over its scope of the shared database.
+fn build_one(
+    l: Loaded,
+    store: &crate::store::Store,
+    clock: &Arc<dyn Clock>,
+    load_options: &LoadOptions,
+    broker: Option<&SlotBroker>,
+) -> Result<
+    (
+        orchestrator::Orchestrator,
+        orchestrator::OrchestratorHandle,
+        Meta,
+    ),
+    String,
+> {
+    let name = l.source.name.clone();
+    let in_workflow = |e: &dyn std::fmt::Display| format!("workflow {name}: {e}");
+    let store = Arc::new(store.scoped(&name));
+    let tracker =
+        adapters::build_tracker(&l.workflow, clock.clone()).map_err(|e| in_workflow(&e))?;
+    let agent = adapters::build_agent(&l.workflow, clock.clone()).map_err(|e| in_workflow(&e))?;
+    let (prices, price_fetch) = single::start_prices(&l.workflow, clock, &store);
+    single::absorb_lost_sessions(&store, clock.as_ref(), &prices);
+    let metrics = single::seeded_metrics(&store);
+    let path = l.workflow.path.clone();
+    let (mut orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
+        workflow: Arc::new(l.workflow),
+        template: Arc::new(l.template),
+        load_options: load_options.clone(),
+        tracker,
+        agent,
+        store: store.clone(),
+        clock: clock.clone(),
+        metrics,
+        prices,
+    });
+    if let Some(b) = broker {
+        orch.set_daemon_slots(DaemonSlots {
+            broker: b.clone(),
+            workflow: name.clone(),
+        });
+    }
+    Ok((
+        orch,
+        handle,
+        Meta {
+            name,
+            path,
+            store,
+            price_fetch,
+        },
+    ))
+}
+
+/// Starts one workflow's watcher and orchestrator thread.
+fn spawn_orch(
+    mut orch: orchestrator::Orchestrator,
+    handle: orchestrator::OrchestratorHandle,
+    meta: Meta,
+    bind: &ServerBind,
+    serving: bool,
+) -> Result<Running, String> {
+    orch.set_api_url(serving.then(|| single::api_url(bind)));
+    if let Err(e) = orchestrator::watch::spawn(&meta.path, handle.tx.clone()) {
+        log::warn!(
+            workflow:% = meta.name,
+            error:% = e.to_string();
+            "workflow watcher not started; relying on per-tick reload"
+        );
+    }
+    let thread = std::thread::Builder::new()
+        .name(format!("{}{}", single::WORKFLOW_ORCH_PREFIX, meta.name))
+        .spawn(move || orch.run())
+        .map_err(|e| format!("cannot start the orchestrator thread of {}: {e}", meta.name))?;
+    Ok(Running {
+        thread,
+        price_fetch: meta.price_fetch,
+    })
+}
+
+/// Waits for every orchestrator to finish (or the HTTP accept loop to die), then stops the
+/// rest; the exit code as for one workflow.
+fn wait_for_end(
+    running: Vec<Running>,
+    server: Option<crate::http::HttpServer>,
+    txs: &[crossbeam_channel::Sender<orchestrator::OrchMsg>],
+    essential_panicked: Arc<std::sync::atomic::AtomicBool>,
+) -> i32 {
+    let shutdown_all = || {
+        for tx in txs {
+            let _ = tx.send(orchestrator::OrchMsg::Shutdown);
+        }
+    };
+    let fatal = server.as_ref().map(|s| s.fatal_receiver());
+    let mut http_died = false;
+    // One workflow's loop ending (its drain after a signal) does not end the others': they
+    // each get the signal. Until all have ended, the server keeps answering.
+    while running.iter().any(|r| !r.thread.is_finished()) {
+        match &fatal {
+            Some(rx) => {
+                if let Ok(msg) = rx.recv_timeout(std::time::Duration::from_millis(200)) {
+                    log::error!(error:% = msg.to_string(); "http server stopped");
+                    http_died = true;
+                    shutdown_all();
+                }
+            }
+            None => std::thread::sleep(std::time::Duration::from_millis(200)),
+        }
+    }
+    let mut panicked = false;
+    for r in running {
+        panicked |= r.thread.join().is_err();
+        r.price_fetch.stop();
+    }
+    if let Some(s) = server {
+        s.shutdown();
+    }
+    if http_died {
+        return 1;
+    }
+    single::exit_code(
+        panicked,
+        essential_panicked.load(std::sync::atomic::Ordering::SeqCst),
+    )
+}

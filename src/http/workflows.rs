@@ -1,0 +1,269 @@
+//! The workflows one server answers for. With one workflow every route answers for it, as
+//! it always has (`?workflow=` is not read). With several, each workflow has its own
+//! [`AppState`] (its orchestrator, its scope of the database, its cached state document) and
+//! the routes that answer for one workflow name it with `?workflow=NAME` (the parameter is
+//! taken off before the route's own parameters are read); `GET /api/v1/workflows` lists them
+//! with their health; the probes, `/metrics`, the dashboard and the OpenAPI document answer
+//! for the daemon.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::AppState;
+use super::respond::{ApiError, JsonReply};
+use super::router::Route;
+
+/// The query parameter naming a workflow.
+pub const PARAM: &str = "workflow";
+
+/// One workflow the server answers for.
+pub struct ServedWorkflow {
+    pub name: String,
+    /// Its file, as the daemon loaded it.
+    pub path: String,
+    pub orch: crate::orchestrator::OrchestratorHandle,
+    /// Its scope of the daemon's database.
+    pub store: Arc<crate::store::Store>,
+}
+
+/// A workflow file the daemon could not load at start.
+#[derive(Debug, Clone)]
+pub struct LeftOutWorkflow {
+    pub name: String,
+    pub path: String,
+    pub error: String,
+}
+
+/// What the request threads answer for.
+pub struct Served {
+    /// In the order the daemon loaded them; the first answers the daemon-wide routes.
+    pub workflows: Vec<(String, String, Arc<AppState>)>,
+    pub left_out: Vec<LeftOutWorkflow>,
+}
+
+impl Served {
+    /// The state the daemon-wide routes use (probes, connection accounting, refusals).
+    pub fn primary(&self) -> Option<&Arc<AppState>> {
+        self.workflows.first().map(|(_, _, s)| s)
+    }
+
+    /// More than one workflow configured (loaded or not): `?workflow=` is needed.
+    pub fn several(&self) -> bool {
+        self.workflows.len() + self.left_out.len() > 1
+    }
+
+    /// The state a request is answered from, and its URL without `workflow=`.
+    pub fn pick(&self, route: &Route, url: &str) -> Result<(&Arc<AppState>, String), ApiError> {
+        let primary = self
+            .primary()
+            .ok_or_else(|| ApiError::new(503, "no_workflow", "no workflow is loaded"))?;
+        if !self.several() || daemon_wide(route) {
+            return Ok((primary, url.to_string()));
+        }
+        let (name, rest) = take_param(url);
+        let Some(name) = name else {
+            return Err(ApiError::new(
+                400,
+                "workflow_required",
+                format!(
+                    "this daemon serves several workflows: name one with ?workflow= ({})",
+                    self.names().join(", ")
+                ),
+            ));
+        };
+        match self.workflows.iter().find(|(n, _, _)| *n == name) {
+            Some((_, _, s)) => Ok((s, rest)),
+            None if self.left_out.iter().any(|l| l.name == name) => Err(ApiError::new(
+                503,
+                "workflow_not_loaded",
+                format!("workflow {name:?} did not load; GET /api/v1/workflows says why"),
+            )),
+            None => Err(ApiError::new(
+                404,
+                "unknown_workflow",
+                format!(
+                    "no workflow named {:?}; this daemon serves: {}",
+                    super::respond::echo(&name),
+                    self.names().join(", ")
+                ),
+            )),
+        }
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.workflows
+            .iter()
+            .map(|(n, _, _)| n.clone())
+            .chain(self.left_out.iter().map(|l| l.name.clone()))
+            .collect()
+    }
+
+    /// `GET /api/v1/workflows`.
+    pub fn list(&self) -> JsonReply {
+        let mut rows: Vec<WorkflowRow> = self
+            .workflows
+            .iter()
+            .map(|(name, path, state)| WorkflowRow::loaded(name, path, state))
+            .collect();
+        rows.extend(self.left_out.iter().map(WorkflowRow::left_out));
+        let doc = WorkflowsDoc { workflows: rows };
+        JsonReply::ok(serde_json::to_value(&doc).unwrap_or_default())
+    }
+}
+
+/// Routes that answer for the daemon, not one workflow.
+fn daemon_wide(route: &Route) -> bool {
+    matches!(
+        route,
+        Route::Root
+            | Route::Livez
+            | Route::Readyz
+            | Route::Metrics
+            | Route::Dashboard
+            | Route::Favicon
+            | Route::OpenApi
+            | Route::Workflows
+            | Route::NotFound
+    )
+}
+
+/// Takes `workflow=…` off a URL's query: the (decoded) name, and the URL without it.
+fn take_param(url: &str) -> (Option<String>, String) {
+    let Some((path, query)) = url.split_once('?') else {
+        return (None, url.to_string());
+    };
+    let mut name = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.split_once('=') {
+            Some((k, v)) if k == PARAM && name.is_none() => {
+                name = Some(super::query::percent_decode(v));
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    let rest = if kept.iter().all(|p| p.is_empty()) {
+        path.to_string()
+    } else {
+        format!("{path}?{}", kept.join("&"))
+    };
+    (name, rest)
+}
+
+/// `GET /api/v1/workflows`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WorkflowsDoc {
+    pub workflows: Vec<WorkflowRow>,
+}
+
+/// Overall health of one workflow.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkflowStatus {
+    /// Every check passes.
+    Ok,
+    /// It runs, but a check fails (the tracker, the database, the preflight, or the last
+    /// reload, which left the last good configuration in force).
+    Degraded,
+    /// It did not load at start: it runs nothing.
+    NotLoaded,
+}
+
+/// One workflow.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WorkflowRow {
+    pub name: String,
+    pub path: String,
+    pub status: WorkflowStatus,
+    /// What fails (empty when every check passes).
+    pub problems: Vec<String>,
+    pub running: usize,
+    pub retrying: usize,
+    pub held: usize,
+    pub max_concurrent_agents: Option<u32>,
+}
+
+impl WorkflowRow {
+    fn loaded(name: &str, path: &str, state: &AppState) -> WorkflowRow {
+        let snap = state.orch.snapshot();
+        let h = &snap.health;
+        let mut problems = Vec::new();
+        let mut check = |ok: bool, what: &str, error: Option<&String>| {
+            if !ok {
+                problems.push(match error {
+                    Some(e) => format!("{what}: {e}"),
+                    None => what.to_string(),
+                });
+            }
+        };
+        check(
+            h.database.failing_streak == 0,
+            "database",
+            h.database.error.as_ref(),
+        );
+        check(
+            h.preflight.failing_streak == 0,
+            "preflight",
+            h.preflight.error.as_ref(),
+        );
+        check(
+            h.workflow.failing_streak == 0,
+            "reload",
+            h.workflow.error.as_ref(),
+        );
+        check(h.poll.failing_streak == 0, "poll", h.poll.error.as_ref());
+        WorkflowRow {
+            name: name.to_string(),
+            path: path.to_string(),
+            status: if problems.is_empty() {
+                WorkflowStatus::Ok
+            } else {
+                WorkflowStatus::Degraded
+            },
+            problems,
+            running: snap.running.len(),
+            retrying: snap.retrying.len(),
+            held: snap.held.len(),
+            max_concurrent_agents: Some(snap.max_concurrent_agents),
+        }
+    }
+
+    fn left_out(l: &LeftOutWorkflow) -> WorkflowRow {
+        WorkflowRow {
+            name: l.name.clone(),
+            path: l.path.clone(),
+            status: WorkflowStatus::NotLoaded,
+            problems: vec![l.error.clone()],
+            running: 0,
+            retrying: 0,
+            held: 0,
+            max_concurrent_agents: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::take_param;
+
+    #[test]
+    fn the_workflow_parameter_is_taken_off_the_query() {
+        assert_eq!(
+            take_param("/api/v1/runs?workflow=a&limit=5"),
+            (Some("a".into()), "/api/v1/runs?limit=5".into())
+        );
+        assert_eq!(
+            take_param("/api/v1/state?workflow=web%2D1"),
+            (Some("web-1".into()), "/api/v1/state".into())
+        );
+        assert_eq!(take_param("/api/v1/state"), (None, "/api/v1/state".into()));
+        // A second one stays, for the route to refuse as repeated.
+        assert_eq!(
+            take_param("/x?workflow=a&workflow=b"),
+            (Some("a".into()), "/x?workflow=b".into())
+        );
+    }
+}
