@@ -66,7 +66,11 @@ pub fn run(opts: ManyOptions) -> i32 {
         Err(e) => return fail(e),
     };
     let paths = match workflow_paths(&opts) {
-        Ok(p) => p,
+        // Absolute and without `.` parts: the paths are shown and watched.
+        Ok(p) => p
+            .into_iter()
+            .map(|p| load_options.cwd.join(p).components().collect::<PathBuf>())
+            .collect::<Vec<_>>(),
         Err(e) => return fail(e),
     };
     let (loaded, left_out) = match load_all(&paths, &load_options) {
@@ -188,7 +192,7 @@ fn load_all(
             Err((name, error)) => left_out.push(LeftOut {
                 source: WorkflowSource {
                     name: name.unwrap_or(stem),
-                    path: load_options.cwd.join(path),
+                    path: path.clone(),
                 },
                 error,
             }),
@@ -337,7 +341,12 @@ fn run_daemon(d: Daemon) -> i32 {
         }
     }
     log::info!(workflows:% = running.len(); "sortie started");
-    wait_for_end(running, server, &txs, essential_panicked)
+    let code = wait_for_end(running, server, &txs, essential_panicked);
+    // Every workflow has flushed its writes; the writer they share stops last.
+    if let Err(e) = store.close() {
+        log::error!(error:% = e.to_string(); "database close failed");
+    }
+    code
 }
 
 /// What a built workflow keeps until its thread starts.
@@ -384,6 +393,7 @@ fn build_one(
         metrics,
         prices,
     });
+    orch.set_store_shared();
     if let Some(b) = broker {
         orch.set_daemon_slots(DaemonSlots {
             broker: b.clone(),

@@ -172,6 +172,9 @@ pub struct Orchestrator {
     /// The agent cap shared with the daemon's other workflows (`None`: this workflow's own
     /// caps only).
     pub(crate) daemon_slots: Option<crate::orchestrator::core::slots::DaemonSlots>,
+    /// The database writer serves other workflows too: the shutdown flushes it, and the
+    /// daemon stops it once every workflow has ended.
+    pub(crate) store_shared: bool,
 }
 
 impl Orchestrator {
@@ -235,6 +238,7 @@ impl Orchestrator {
                 env_file,
             },
             daemon_slots: None,
+            store_shared: false,
         };
         o.scm = crate::orchestrator::core::adapters::build_scm(&o.workflow, o.clock.clone());
         if let Some(scm) = &o.scm {
@@ -433,6 +437,12 @@ impl Orchestrator {
         self.daemon_slots = Some(slots);
     }
 
+    /// Says that other workflows write through the same database writer (set before
+    /// [`Orchestrator::run`]): the shutdown flushes it instead of stopping it.
+    pub fn set_store_shared(&mut self) {
+        self.store_shared = true;
+    }
+
     /// The loop: messages, due retries and ticks, until shutdown completes. A panic in the
     /// loop stops every running agent first (cancel, then wait up to the drain timeout for the
     /// supervisors to report) and then continues unwinding, so the thread's join sees it and
@@ -553,7 +563,11 @@ impl Orchestrator {
                 "exit not applied at shutdown; the issue is read again at the next start"
             );
         }
-        persist::shutdown(&self.store);
+        if self.store_shared {
+            persist::flush(&self.store);
+        } else {
+            persist::shutdown(&self.store);
+        }
         log::info!("shutting down");
     }
 

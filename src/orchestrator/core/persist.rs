@@ -301,6 +301,12 @@ pub fn shutdown(store: &Store) {
     warn_on_err("shutdown", store.writer().shutdown());
 }
 
+/// Applies every queued write, leaving the writer running for the other workflows that
+/// share it.
+pub fn flush(store: &Store) {
+    warn_on_err("flush", store.writer().flush());
+}
+
 pub fn park(store: &Store, p: &Park) {
     warn_on_err(
         "park",
