@@ -265,6 +265,44 @@ fn a_broken_reload_of_one_workflow_leaves_the_others_dispatching() {
     }
 }
 
+/// The daemon-wide daily ceiling: every session costs $1.20 (3 turns of 400k input tokens at
+/// $1 per million), the ceiling is $2, so after two or three sessions of any workflows every
+/// workflow's remaining issues are held for it.
+#[test]
+fn a_spend_ceiling_reached_across_workflows_holds_all_three() {
+    let t = three("max_concurrent_agents: 2\nmax_daily_cost_usd: 2\n");
+    for f in ["local.md", "hub.md", "jira.md"] {
+        let path = t.dir.path().join(f);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let text = text.replacen(
+            "mock:\n  model_name: mock-model\n",
+            "mock:\n  model_name: mock-model\n  input_tokens_per_turn: 400000\ntoken_rates:\n  mock: {input_per_mtok: 1, output_per_mtok: 1}\n",
+            1,
+        );
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let d = start(t.dir.path());
+    let names = ["gh", "jira", "local"];
+    d.wait_until("every workflow held by the shared ceiling", WAIT, || {
+        names.iter().all(|n| {
+            d.get_ok(&format!("/api/v1/state?workflow={n}"))
+                .and_then(|b| serde_json::from_str::<Value>(&b).ok())
+                .is_some_and(|s| {
+                    s["held"].as_array().is_some_and(|h| {
+                        !h.is_empty()
+                            && h.iter()
+                                .all(|r| r["hold"]["reason"] == "daily_spend_ceiling")
+                    })
+                })
+        })
+    });
+    let ran: usize = names.iter().map(|n| runs(&d, n).len()).sum();
+    assert!(
+        (2..=4).contains(&ran),
+        "{ran} sessions ran under a $2 ceiling at $1.20 each"
+    );
+}
+
 #[test]
 fn two_workflows_with_one_name_are_refused_with_both_files() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

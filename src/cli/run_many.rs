@@ -17,6 +17,8 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::daemon::{self, DaemonConfigError, SharedConfig, WorkflowSource};
 use crate::config::{LoadOptions, LogFormat, LogLevel, ServerBind, Workflow, load_workflow};
 use crate::orchestrator::core::slots::{DaemonSlots, SlotBroker};
+use crate::orchestrator::features::spend::ceiling::Ceilings;
+use crate::orchestrator::features::spend::daemon::DaemonSpend;
 use crate::orchestrator::{self, adapters};
 use crate::prompt::PromptTemplate;
 
@@ -288,6 +290,13 @@ fn run_daemon(d: Daemon) -> i32 {
         .shared
         .max_concurrent_agents
         .map(|n| SlotBroker::new(n as usize));
+    let spend = d.shared.spend.any().then(|| {
+        DaemonSpend::new(Ceilings {
+            daily: d.shared.spend.daily_usd,
+            weekly: d.shared.spend.weekly_usd,
+            monthly: d.shared.spend.monthly_usd,
+        })
+    });
     let drain_budget = d
         .loaded
         .iter()
@@ -296,7 +305,14 @@ fn run_daemon(d: Daemon) -> i32 {
         .unwrap_or_default();
     let mut built = Vec::new();
     for l in d.loaded {
-        match build_one(l, &store, &clock, &d.load_options, broker.as_ref()) {
+        match build_one(
+            l,
+            &store,
+            &clock,
+            &d.load_options,
+            broker.as_ref(),
+            spend.as_ref(),
+        ) {
             Ok(b) => built.push(b),
             Err(e) => return fail(e),
         }
@@ -364,6 +380,7 @@ fn build_one(
     clock: &Arc<dyn Clock>,
     load_options: &LoadOptions,
     broker: Option<&SlotBroker>,
+    spend: Option<&DaemonSpend>,
 ) -> Result<
     (
         orchestrator::Orchestrator,
@@ -394,6 +411,9 @@ fn build_one(
         prices,
     });
     orch.set_store_shared();
+    if let Some(s) = spend {
+        orch.set_daemon_spend(s.for_workflow(&name));
+    }
     if let Some(b) = broker {
         orch.set_daemon_slots(DaemonSlots {
             broker: b.clone(),

@@ -437,6 +437,15 @@ impl Orchestrator {
         self.daemon_slots = Some(slots);
     }
 
+    /// Puts this workflow under the spend ceilings the daemon's workflows share (set before
+    /// [`Orchestrator::run`]).
+    pub fn set_daemon_spend(
+        &mut self,
+        spend: crate::orchestrator::features::spend::daemon::DaemonSpend,
+    ) {
+        self.features.spend.set_daemon(spend);
+    }
+
     /// Says that other workflows write through the same database writer (set before
     /// [`Orchestrator::run`]): the shutdown flushes it instead of stopping it.
     pub fn set_store_shared(&mut self) {

@@ -672,6 +672,18 @@ pub fn usage_by_issue(
 }
 
 /// The recorded spend of the runs that ended in `[start_ms, end_ms)` (a spend window).
+/// [`window_spend`] over every workflow of the database.
+pub fn window_spend_all(
+    store: &Store,
+    start_ms: i64,
+    end_ms: i64,
+) -> Result<crate::store::RecordedSpend, PersistError> {
+    store
+        .writer()
+        .window_spend_across(start_ms, end_ms)
+        .map_err(PersistError::store("read spend window of every workflow"))
+}
+
 pub fn window_spend(
     store: &Store,
     start_ms: i64,
