@@ -208,9 +208,31 @@ fn three_workflows_share_a_cap_of_two_and_each_gets_work() {
     );
     let _ = &t.jira;
     // Each workflow's answers are its own.
-    let r = d.get("/api/v1/state");
+    let r = d.get("/api/v1/runs");
     assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(r.json()["error"]["code"], "workflow_required");
+    // The state across every workflow: each row says whose it is.
+    let all = d.get("/api/v1/state").json();
+    let held: Vec<&str> = all["held"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["workflow"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        all["held"]
+            .as_array()
+            .is_some_and(|a| a.len() == held.len()),
+        "{all}"
+    );
+    let kinds: Vec<&str> = all["workflows"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|w| w["config"]["tracker"]["kind"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(kinds, ["github", "jira", "file"], "{all}");
+    assert_eq!(all["counts"]["running"], 0, "{all}");
     let r = d.get("/api/v1/state?workflow=nope");
     assert_eq!(r.status, 404, "{}", r.body);
     let s = d.get("/api/v1/state?workflow=jira").json();

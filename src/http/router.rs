@@ -257,12 +257,16 @@ pub fn handle(served: &Served, host_policy: &HostPolicy, req: Request) {
             ApiError::method_not_allowed(method.as_str(), r.allow()),
         );
     }
+    let across_all = served.several() && r == Route::State && !super::workflows::names_one(&url);
     let (state, url) = match served.pick(&r, &url) {
         Ok(picked) => picked,
         Err(e) => return send_error(req, e),
     };
     if served.several() && r == Route::Metrics {
         return scrape::serve_many(served, req);
+    }
+    if across_all {
+        return send_json(req, served.aggregate_state(), None);
     }
     let result: Result<JsonReply, ApiError> = match &r {
         Route::Root => {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::{Map, Value, json};
 
 use super::AppState;
 use super::respond::{ApiError, JsonReply};
@@ -64,6 +65,10 @@ impl Served {
         }
         let (name, rest) = take_param(url);
         let Some(name) = name else {
+            if *route == Route::State {
+                // Answered across every workflow by the router (`Served::aggregate_state`).
+                return Ok((primary, url.to_string()));
+            }
             return Err(ApiError::new(
                 400,
                 "workflow_required",
@@ -100,6 +105,63 @@ impl Served {
             .collect()
     }
 
+    /// `GET /api/v1/state` without `?workflow=` when several workflows run: every workflow's
+    /// rows in one document, each row with its `workflow`; counts and agent totals summed;
+    /// each workflow's config and health under `workflows`.
+    pub fn aggregate_state(&self) -> JsonReply {
+        let mut lists: Map<String, Value> = Map::new();
+        let mut counts = Map::new();
+        let mut totals = Map::new();
+        let mut per_workflow = Vec::new();
+        let mut generated_at = String::new();
+        for (name, _, state) in &self.workflows {
+            let snap = state.orch.snapshot();
+            let (doc, _) = super::state_doc::view(state, &snap);
+            let Ok(Value::Object(doc)) = serde_json::to_value(&doc) else {
+                continue;
+            };
+            for (key, value) in doc {
+                match (key.as_str(), value) {
+                    ("generated_at", Value::String(t)) => generated_at = generated_at.max(t),
+                    ("counts", Value::Object(m)) => add_numbers(&mut counts, m),
+                    ("agent_totals", Value::Object(m)) => add_numbers(&mut totals, m),
+                    (_, Value::Array(rows)) => {
+                        let list = lists
+                            .entry(key.clone())
+                            .or_insert_with(|| Value::Array(Vec::new()));
+                        if let Value::Array(list) = list {
+                            list.extend(rows.into_iter().map(|r| with_workflow(r, name)));
+                        }
+                    }
+                    ("config" | "health" | "spend_ceiling" | "rate_limits", v) => {
+                        per_workflow.push((name.clone(), key, v));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut workflows: Map<String, Value> = Map::new();
+        for (name, key, v) in per_workflow {
+            if let Value::Object(m) = workflows
+                .entry(name.clone())
+                .or_insert_with(|| json!({"name": name}))
+            {
+                m.insert(key, v);
+            }
+        }
+        let mut doc = Map::new();
+        doc.insert("generated_at".into(), Value::String(generated_at));
+        doc.insert("version".into(), json!(crate::build_info::VERSION));
+        doc.insert("counts".into(), Value::Object(counts));
+        doc.extend(lists);
+        doc.insert("agent_totals".into(), Value::Object(totals));
+        doc.insert(
+            "workflows".into(),
+            Value::Array(workflows.into_iter().map(|(_, v)| v).collect()),
+        );
+        JsonReply::ok(Value::Object(doc))
+    }
+
     /// `GET /api/v1/workflows`.
     pub fn list(&self) -> JsonReply {
         let mut rows: Vec<WorkflowRow> = self
@@ -110,6 +172,38 @@ impl Served {
         rows.extend(self.left_out.iter().map(WorkflowRow::left_out));
         let doc = WorkflowsDoc { workflows: rows };
         JsonReply::ok(serde_json::to_value(&doc).unwrap_or_default())
+    }
+}
+
+/// Adds `from`'s numbers into `into`, key by key (other values: the first seen).
+fn add_numbers(into: &mut Map<String, Value>, from: Map<String, Value>) {
+    for (k, v) in from {
+        match (into.get(&k), &v) {
+            (Some(Value::Number(a)), Value::Number(b)) => {
+                let sum = match (a.as_u64(), b.as_u64()) {
+                    (Some(x), Some(y)) => json!(x.saturating_add(y)),
+                    _ => json!(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)),
+                };
+                into.insert(k, sum);
+            }
+            (None, _) => {
+                into.insert(k, v);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A row of one workflow's list, with the workflow's name first.
+fn with_workflow(row: Value, name: &str) -> Value {
+    match row {
+        Value::Object(m) => {
+            let mut out = Map::with_capacity(m.len() + 1);
+            out.insert(PARAM.into(), Value::String(name.to_string()));
+            out.extend(m);
+            Value::Object(out)
+        }
+        other => other,
     }
 }
 
@@ -127,6 +221,11 @@ fn daemon_wide(route: &Route) -> bool {
             | Route::Workflows
             | Route::NotFound
     )
+}
+
+/// Whether the URL names a workflow (`workflow=…` in its query).
+pub fn names_one(url: &str) -> bool {
+    take_param(url).0.is_some()
 }
 
 /// Takes `workflow=…` off a URL's query: the (decoded) name, and the URL without it.
