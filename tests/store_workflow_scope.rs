@@ -197,6 +197,20 @@ fn a_read_across_workflows_returns_both_with_their_workflow() {
         ["a", "b"]
     );
     assert_eq!(all.sessions_in().unwrap().len(), 2);
+    let pooled = store.read_pool_in(Scope::All).with(|c| c.issue_spend("i1"));
+    assert_eq!(pooled.unwrap().sessions, 2);
+    let (a_spend, all_spend) = (
+        store
+            .scoped("a")
+            .writer()
+            .window_spend(T0, T0 + DAY_MS)
+            .unwrap(),
+        store
+            .writer()
+            .window_spend_in(Scope::All, T0, T0 + DAY_MS)
+            .unwrap(),
+    );
+    assert_eq!((a_spend.runs, all_spend.runs), (1, 2));
 
     let totals = all.aggregate_totals().unwrap();
     assert_eq!((totals.dispatches, totals.input_tokens), (2, 3));
