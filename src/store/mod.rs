@@ -181,6 +181,12 @@ impl Store {
         self.shared.pool.scoped(self.scope())
     }
 
+    /// Pooled read-only connections reading `scope` (every workflow, for an answer that
+    /// aggregates them).
+    pub fn read_pool_in(&self, scope: Scope) -> ScopedPool<'_> {
+        self.shared.pool.scoped(scope)
+    }
+
     pub fn path(&self) -> &Path {
         &self.shared.path
     }

@@ -332,8 +332,16 @@ impl WriterHandle {
         start_ms: i64,
         end_ms: i64,
     ) -> Result<super::spend_window::RecordedSpend, StoreError> {
-        let sc = self.scope();
-        self.query(move |c| super::spend_window::window_spend(c, &sc, start_ms, end_ms))
+        self.window_spend_in(self.scope(), start_ms, end_ms)
+    }
+    /// [`window_spend`](Self::window_spend) of `scope` (every workflow, for a shared ceiling).
+    pub fn window_spend_in(
+        &self,
+        scope: Scope,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<super::spend_window::RecordedSpend, StoreError> {
+        self.query(move |c| super::spend_window::window_spend(c, &scope, start_ms, end_ms))
     }
     /// [`WriterHandle::window_spend`] over every workflow, after every earlier write.
     pub fn window_spend_across(

@@ -177,7 +177,7 @@ pub fn read_live(conn: &Connection, sc: &Scope) -> Result<LiveStages, StoreError
     };
     let mut stmt = conn
         .prepare(&format!(
-            "SELECT {col} FROM retry_entries{passes} ORDER BY 1"
+            "SELECT DISTINCT {col} FROM retry_entries{passes} ORDER BY 1"
         ))
         .ctx("prepare list workflows with live passes")?;
     let names = stmt
