@@ -343,14 +343,6 @@ impl WriterHandle {
     ) -> Result<super::spend_window::RecordedSpend, StoreError> {
         self.query(move |c| super::spend_window::window_spend(c, &scope, start_ms, end_ms))
     }
-    /// [`WriterHandle::window_spend`] over every workflow, after every earlier write.
-    pub fn window_spend_across(
-        &self,
-        start_ms: i64,
-        end_ms: i64,
-    ) -> Result<super::spend_window::RecordedSpend, StoreError> {
-        self.query(move |c| super::spend_window::window_spend(c, &Scope::All, start_ms, end_ms))
-    }
     /// Runs whose events await a retried write.
     pub fn pending_event_writes(&self) -> Result<Vec<PendingSummary>, StoreError> {
         self.call(DbCmd::PendingEvents)

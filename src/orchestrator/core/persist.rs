@@ -680,7 +680,7 @@ pub fn window_spend_all(
 ) -> Result<crate::store::RecordedSpend, PersistError> {
     store
         .writer()
-        .window_spend_across(start_ms, end_ms)
+        .window_spend_in(crate::store::Scope::All, start_ms, end_ms)
         .map_err(PersistError::store("read spend window of every workflow"))
 }
 
