@@ -325,6 +325,52 @@ fn a_spend_ceiling_reached_across_workflows_holds_all_three() {
     );
 }
 
+/// A database one workflow used alone: served next to another workflow, the workflow whose
+/// file it was keeps its history (its runs are listed under its name).
+#[test]
+fn the_history_of_a_single_workflow_goes_to_that_workflow() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.path().join("WORKFLOW.md"), file_workflow())
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.path().join("issues.json"), local_issues(1))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let log = dir.path().join("single.log");
+    let d = common::daemon::spawn(&log, None, |port| {
+        let mut cmd = common::sortie_command();
+        cmd.arg("--port")
+            .arg(port.to_string())
+            .arg(dir.path().join("WORKFLOW.md"))
+            .current_dir(dir.path());
+        cmd
+    });
+    d.wait_until("the single workflow's run", WAIT, || {
+        d.get_ok("/api/v1/runs")
+            .is_some_and(|b| b.contains("\"LOC-1\""))
+    });
+    assert_eq!(d.stop(), Some(0));
+    let other = file_workflow()
+        .replace("./issues.json", "./other.json")
+        .replace("./ws-local", "./ws-other");
+    std::fs::write(dir.path().join("other.md"), other).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.path().join("other.json"), "[]").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.path().join("sortie.yaml"),
+        format!("db_path: {}\n", dir.path().join(".sortie.db").display()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let d = start(dir.path());
+    let kept = runs(&d, "WORKFLOW");
+    assert_eq!(kept.len(), 1, "{kept:?}\n{}", d.log_text());
+    assert_eq!(kept[0].0, "LOC-1");
+    assert!(runs(&d, "other").is_empty());
+    assert!(
+        d.log_text()
+            .contains("history of the single workflow adopted"),
+        "{}",
+        d.log_text()
+    );
+}
+
 #[test]
 fn two_workflows_with_one_name_are_refused_with_both_files() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

@@ -286,6 +286,7 @@ fn run_daemon(d: Daemon) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
+    adopt_unnamed(&store, &d.shared, &d.loaded);
     let broker = d
         .shared
         .max_concurrent_agents
@@ -363,6 +364,72 @@ fn run_daemon(d: Daemon) -> i32 {
         log::error!(error:% = e.to_string(); "database close failed");
     }
     code
+}
+
+/// The rows a database kept for the one workflow that used it alone (`''`) go to that
+/// workflow: the one `sortie.yaml`'s `unnamed_history` names, else the loaded workflow whose
+/// file the newest of those runs recorded (its path, else its file name when exactly one
+/// workflow's file has it). Otherwise they
+/// stay unnamed (a warning says how to adopt them); nothing is guessed.
+fn adopt_unnamed(store: &crate::store::Store, shared: &SharedConfig, loaded: &[Loaded]) {
+    let found = match store.writer().unnamed_rows() {
+        Ok(f) if f.rows > 0 => f,
+        Ok(_) => return,
+        Err(e) => {
+            log::warn!(error:% = e.to_string(); "rows of a single workflow not looked for");
+            return;
+        }
+    };
+    // The recorded path itself, else its file name when exactly one workflow has it.
+    let by_file = |file: &str| {
+        let recorded = std::path::Path::new(file);
+        if let Some(l) = loaded.iter().find(|l| l.workflow.path == recorded) {
+            return Some(l.source.name.clone());
+        }
+        let mut matching = loaded
+            .iter()
+            .filter(|l| l.workflow.path.file_name() == recorded.file_name());
+        match (matching.next(), matching.next()) {
+            (Some(l), None) => Some(l.source.name.clone()),
+            _ => None,
+        }
+    };
+    let target = shared
+        .unnamed_history
+        .clone()
+        .or_else(|| found.workflow_file.as_deref().and_then(by_file));
+    let target = target.filter(|n| {
+        let known = loaded.iter().any(|l| l.source.name == *n);
+        if !known {
+            log::warn!(workflow:% = n; "unnamed_history names no loaded workflow; history not adopted");
+        }
+        known
+    });
+    let Some(name) = target else {
+        log::warn!(
+            rows:% = found.rows,
+            workflow_file:% = found.workflow_file.as_deref().unwrap_or("");
+            "the database holds the history of a single workflow that no loaded workflow adopts; name it with unnamed_history in sortie.yaml"
+        );
+        return;
+    };
+    match store.writer().adopt_unnamed(&name) {
+        Ok(Some(n)) => log::info!(
+            workflow:% = name,
+            rows:% = n;
+            "history of the single workflow adopted"
+        ),
+        Ok(None) => log::warn!(
+            workflow:% = name,
+            rows:% = found.rows;
+            "the single workflow's history is not adopted: this workflow has history of its own"
+        ),
+        Err(e) => log::error!(
+            workflow:% = name,
+            error:% = e.to_string();
+            "the single workflow's history could not be adopted"
+        ),
+    }
 }
 
 /// What a built workflow keeps until its thread starts.

@@ -60,6 +60,9 @@ pub struct SharedConfig {
     /// The one database (absolute); `None`: `.sortie.db` beside `sortie.yaml`, or in the
     /// folder of the first workflow.
     pub db_path: Option<PathBuf>,
+    /// The workflow that adopts the history a single workflow left in the database
+    /// (`cli::run_many`); `None`: the one whose file name matches, if exactly one does.
+    pub unnamed_history: Option<String>,
 }
 
 /// Why the workflow list or `sortie.yaml` cannot be used.
@@ -281,6 +284,7 @@ const SHARED_KEYS: &[&str] = &[
     "server",
     "logging",
     "db_path",
+    "unnamed_history",
 ];
 
 fn parse_shared(
@@ -329,7 +333,23 @@ fn parse_shared(
         server,
         logging,
         db_path: shared_db_path(map, path, dir)?,
+        unnamed_history: unnamed_history(map, path)?,
     })
+}
+
+fn unnamed_history(
+    map: &Map<String, Value>,
+    path: &Path,
+) -> Result<Option<String>, DaemonConfigError> {
+    match map.get("unnamed_history") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if check_name(s.trim()).is_ok() => Ok(Some(s.trim().to_string())),
+        Some(v) => Err(DaemonConfigError::SharedField {
+            path: path.to_path_buf(),
+            field: "unnamed_history".into(),
+            message: format!("invalid value {v} (expected a workflow name)"),
+        }),
+    }
 }
 
 fn agent_cap(map: &Map<String, Value>, path: &Path) -> Result<Option<u32>, DaemonConfigError> {

@@ -3,6 +3,7 @@
 //! warm start: retries keep their absolute due times, budgets count run history, counters
 //! resume, and finished runs stay queryable.
 
+pub mod adopt;
 mod aggregates;
 mod attention;
 mod bind;

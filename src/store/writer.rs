@@ -343,6 +343,16 @@ impl WriterHandle {
     ) -> Result<super::spend_window::RecordedSpend, StoreError> {
         self.query(move |c| super::spend_window::window_spend(c, &scope, start_ms, end_ms))
     }
+    /// What the unnamed (single) workflow left in the database.
+    pub fn unnamed_rows(&self) -> Result<super::adopt::UnnamedRows, StoreError> {
+        self.query(super::adopt::unnamed_rows)
+    }
+    /// Moves the unnamed workflow's rows to `name` (`None`: `name` has rows already, nothing
+    /// moved).
+    pub fn adopt_unnamed(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        let name = name.to_string();
+        self.query(move |c| super::adopt::adopt_unnamed(c, &name))
+    }
     /// Runs whose events await a retried write.
     pub fn pending_event_writes(&self) -> Result<Vec<PendingSummary>, StoreError> {
         self.call(DbCmd::PendingEvents)
