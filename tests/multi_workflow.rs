@@ -109,7 +109,7 @@ fn runs(d: &Daemon, workflow: &str) -> Vec<(String, i64, i64)> {
     let v: Value = serde_json::from_str(&body).unwrap_or_default();
     let ms = |s: &Value| {
         s.as_str()
-            .and_then(|t| chrono_ms(t))
+            .and_then(chrono_ms)
             .unwrap_or_else(|| panic!("not a time: {s}"))
     };
     v["runs"]
@@ -366,6 +366,66 @@ fn the_history_of_a_single_workflow_goes_to_that_workflow() {
     assert!(
         d.log_text()
             .contains("history of the single workflow adopted"),
+        "{}",
+        d.log_text()
+    );
+}
+
+/// A file workflow of its own issues file and workspace root.
+fn own_file_workflow(dir: &Path, name: &str, issues: u64) {
+    let text = file_workflow()
+        .replace("./issues.json", &format!("./{name}.json"))
+        .replace("./ws-local", &format!("./ws-{name}"));
+    let list = local_issues(issues).replace("LOC-", &format!("{}-", name.to_uppercase()));
+    std::fs::write(dir.join(format!("{name}.json")), list).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join(format!("{name}.md")), text).unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn row(d: &Daemon, name: &str) -> Option<Value> {
+    workflows(d)["workflows"]
+        .as_array()
+        .and_then(|a| a.iter().find(|w| w["name"] == name).cloned())
+}
+
+/// The `--workflows` folder while the daemon runs: a file added is started, one that does
+/// not load is listed and started once fixed, one removed is drained and no longer served.
+#[test]
+fn workflow_files_added_and_removed_while_running_start_and_drain() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    own_file_workflow(dir.path(), "one", 1);
+    own_file_workflow(dir.path(), "two", 1);
+    let d = start(dir.path());
+    d.wait_until("both workflows ran their issue", WAIT, || {
+        runs(&d, "one").len() == 1 && runs(&d, "two").len() == 1
+    });
+    own_file_workflow(dir.path(), "three", 2);
+    d.wait_until("the added workflow's issues ran", WAIT, || {
+        runs(&d, "three").len() == 2
+    });
+    std::fs::write(dir.path().join("four.md"), "---\ntracker:\n  kind: nosuch\n  active_states: [To Do]\n  terminal_states: [Done]\n---\nx\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    d.wait_until("the broken file listed", WAIT, || {
+        row(&d, "four").is_some_and(|r| r["status"] == "not_loaded")
+    });
+    own_file_workflow(dir.path(), "four", 1);
+    d.wait_until("the fixed file started", WAIT, || {
+        row(&d, "four").is_some_and(|r| r["status"] == "ok") && runs(&d, "four").len() == 1
+    });
+    std::fs::remove_file(dir.path().join("one.md")).unwrap_or_else(|e| panic!("{e}"));
+    d.wait_until("the removed workflow drained", WAIT, || {
+        row(&d, "one").is_none()
+    });
+    let r = d.get("/api/v1/state?workflow=one");
+    assert_eq!(r.status, 404, "{}", r.body);
+    // The others go on: new work for two is picked up.
+    std::fs::write(
+        dir.path().join("two.json"),
+        local_issues(2).replace("LOC-", "TWO-"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    d.wait_until("two's new issue ran", WAIT, || runs(&d, "two").len() == 2);
+    assert!(
+        d.log_text().contains("workflow drained and removed"),
         "{}",
         d.log_text()
     );

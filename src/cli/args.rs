@@ -189,6 +189,16 @@ const LONG_FLAGS: &[&str] = &[
 /// Flags that take no value. Go's `flag` also accepts `-name=true`/`-name=false` for them.
 const SWITCHES: &[&str] = &["dry-run", "version", "reset", "help"];
 
+/// The subcommands, recognised in first position only.
+const SUBCOMMANDS: &[&str] = &[
+    "validate",
+    "demo",
+    "stats",
+    "scrub",
+    "version",
+    "mcp-server",
+];
+
 /// Go `strconv.ParseBool`, the values `-dry-run=…` accepts.
 fn parse_go_bool(v: &str) -> Option<bool> {
     match v {
@@ -255,11 +265,25 @@ pub fn parse(args: &[String]) -> Parsed {
         return Parsed::Command(Command::DumpVersion);
     }
     let (sub, rest): (Option<&str>, &[String]) = match args.first().map(String::as_str) {
-        Some(s @ ("validate" | "demo" | "stats" | "scrub" | "version" | "mcp-server")) => {
-            (Some(s), &args[1..])
-        }
+        Some(s) if SUBCOMMANDS.contains(&s) => (Some(s), &args[1..]),
         _ => (None, args),
     };
+    // Several workflow files are accepted, so a subcommand typed after one would be read as
+    // another workflow: it is refused as the misplaced subcommand it is.
+    if let Some(misplaced) = rest
+        .iter()
+        .skip(1)
+        .find(|a| SUBCOMMANDS.contains(&a.as_str()))
+        && sub.is_none()
+    {
+        return Parsed::Exit {
+            stdout: String::new(),
+            stderr: format!(
+                "Unrecognized argument: {misplaced}\nsortie: a subcommand comes first (sortie {misplaced} …)\n"
+            ),
+            code: 1,
+        };
+    }
     let norm = normalize(rest);
     let strs: Vec<&str> = norm.iter().map(String::as_str).collect();
     let parsed = match sub {

@@ -10,6 +10,8 @@ pub mod scrub;
 pub mod stats;
 pub mod stats_table;
 pub mod validate;
+pub mod workflow_dir;
+pub mod workflow_set;
 
 use crate::build_info::VERSION;
 use args::{Command, Parsed};

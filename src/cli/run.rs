@@ -245,19 +245,10 @@ fn run_daemon(
     log::info!(db_path:% = wf.config.db_path.display(); "database path resolved");
     // One daemon per database: held until this function returns (process exit). A lock the
     // caller holds on another database is released first.
-    let held_lock = held_lock.filter(|l| l.guards(&wf.config.db_path));
-    let _db_lock =
-        match held_lock.map_or_else(|| crate::store::lock::acquire(&wf.config.db_path), Ok) {
-            Ok(l) => l,
-            Err(e) => {
-                log::error!(
-                    db_path:% = wf.config.db_path.display().to_string(),
-                    error:% = e.to_string();
-                    "database lock not acquired"
-                );
-                return fail(e);
-            }
-        };
+    let _db_lock = match lock_database(&wf.config.db_path, held_lock) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
     let store = match crate::store::Store::open(&wf.config.db_path, clock.clone()) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(e),
@@ -289,7 +280,8 @@ fn run_daemon(
 
     // Before the server makes this process observable: a SIGTERM that arrives as soon as
     // `/livez` answers must drain, not kill the process with the default action.
-    if let Err(e) = install_signal_handlers(vec![handle.tx.clone()], drain_budget) {
+    let inboxes: Inboxes = Arc::new(std::sync::Mutex::new(vec![handle.tx.clone()]));
+    if let Err(e) = install_signal_handlers(inboxes.clone(), drain_budget) {
         return fail(format!("cannot install signal handlers: {e}"));
     }
     let server = match crate::http::start(&bind, handle.clone(), store.clone(), clock.clone()) {
@@ -299,7 +291,7 @@ fn run_daemon(
     orch.set_api_url(server.as_ref().map(|_| api_url(&bind)));
 
     start_feeds(&handle, &workflow_path);
-    let essential_panicked = install_essential_panic_hook(vec![handle.tx.clone()]);
+    let essential_panicked = install_essential_panic_hook(inboxes);
     let orch_thread = match std::thread::Builder::new()
         .name("orch".into())
         .spawn(move || orch.run())
@@ -329,6 +321,24 @@ fn run_daemon(
         joined.is_err(),
         essential_panicked.load(std::sync::atomic::Ordering::SeqCst),
     )
+}
+
+/// The database's lock: the one `held` when it guards `db_path`, else taken now; the exit
+/// code after saying why it was not.
+pub(super) fn lock_database(
+    db_path: &Path,
+    held: Option<crate::store::lock::DbLock>,
+) -> Result<crate::store::lock::DbLock, i32> {
+    let held = held.filter(|l| l.guards(db_path));
+    held.map_or_else(|| crate::store::lock::acquire(db_path), Ok)
+        .map_err(|e| {
+            log::error!(
+                db_path:% = db_path.display().to_string(),
+                error:% = e.to_string();
+                "database lock not acquired"
+            );
+            fail(e)
+        })
 }
 
 /// Orphans of agents (a grandchild that escaped its group with `setsid`) are re-parented to
@@ -454,9 +464,7 @@ pub(super) fn exit_code(orch_panicked: bool, essential_panicked: bool) -> i32 {
 /// Chains a panic hook that notices panics in [`ESSENTIAL_THREADS`]: it logs them, sets the
 /// returned flag and asks `orch` to shut down. Other threads (a supervisor, an HTTP handler)
 /// keep the default behaviour: their panic is printed and contained.
-pub(super) fn install_essential_panic_hook(
-    txs: Vec<crossbeam_channel::Sender<orchestrator::OrchMsg>>,
-) -> Arc<std::sync::atomic::AtomicBool> {
+pub(super) fn install_essential_panic_hook(txs: Inboxes) -> Arc<std::sync::atomic::AtomicBool> {
     let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let seen = flag.clone();
     let previous = std::panic::take_hook();
@@ -471,9 +479,7 @@ pub(super) fn install_essential_panic_hook(
                 panic:% = info.to_string();
                 "essential thread panicked; shutting down"
             );
-            for tx in &txs {
-                let _ = tx.send(orchestrator::OrchMsg::Shutdown);
-            }
+            tell_all(&txs, || orchestrator::OrchMsg::Shutdown);
         }
     }));
     flag
@@ -494,14 +500,10 @@ pub(super) const WORKFLOW_ORCH_PREFIX: &str = "orch-";
 /// finished its drain `drain_budget` plus a margin later (for an orchestrator that never takes
 /// the message; its own watchdog covers the budget it reads when it does).
 pub(super) fn install_signal_handlers(
-    txs: Vec<crossbeam_channel::Sender<orchestrator::OrchMsg>>,
+    txs: Inboxes,
     drain_budget: std::time::Duration,
 ) -> std::io::Result<()> {
-    let send = move |msg: fn() -> orchestrator::OrchMsg| {
-        for tx in &txs {
-            let _ = tx.send(msg());
-        }
-    };
+    let send = move |msg: fn() -> orchestrator::OrchMsg| tell_all(&txs, msg);
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
     std::thread::Builder::new()
@@ -518,7 +520,8 @@ pub(super) fn install_signal_handlers(
                             "signal received, initiating shutdown"
                         );
                         send(|| orchestrator::OrchMsg::Shutdown);
-                        orchestrator::spawn_shutdown_watchdog(
+                        // Never stood down: the whole process is shutting down.
+                        let _ = orchestrator::spawn_shutdown_watchdog(
                             drain_budget + std::time::Duration::from_secs(10),
                         );
                     }
@@ -537,6 +540,19 @@ pub(super) fn install_signal_handlers(
             }
         })?;
     Ok(())
+}
+
+/// The inboxes of the orchestrators running (one per workflow); workflows started or ended
+/// while the daemon runs are added or dropped.
+pub(super) type Inboxes =
+    Arc<std::sync::Mutex<Vec<crossbeam_channel::Sender<orchestrator::OrchMsg>>>>;
+
+/// Sends `msg()` to every orchestrator.
+pub(super) fn tell_all(txs: &Inboxes, msg: impl Fn() -> orchestrator::OrchMsg) {
+    let txs = txs.lock().unwrap_or_else(|p| p.into_inner());
+    for tx in txs.iter() {
+        let _ = tx.send(msg());
+    }
 }
 
 /// The default workflow path.
@@ -559,7 +575,10 @@ mod tests {
     #[test]
     fn the_hook_flags_an_essential_panic_and_asks_orch_to_shut_down() {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let flag = super::install_essential_panic_hook(vec![tx]);
+        let flag =
+            super::install_essential_panic_hook(std::sync::Arc::new(std::sync::Mutex::new(vec![
+                tx,
+            ])));
         let panics_in = |name: &str| {
             std::thread::Builder::new()
                 .name(name.into())

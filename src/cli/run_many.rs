@@ -15,14 +15,14 @@ use std::sync::Arc;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::daemon::{self, DaemonConfigError, SharedConfig, WorkflowSource};
-use crate::config::{LoadOptions, LogFormat, LogLevel, ServerBind, Workflow, load_workflow};
-use crate::orchestrator::core::slots::{DaemonSlots, SlotBroker};
+use crate::config::{LoadOptions, LogFormat, LogLevel, ServerBind};
+use crate::orchestrator;
+use crate::orchestrator::core::slots::SlotBroker;
 use crate::orchestrator::features::spend::ceiling::Ceilings;
 use crate::orchestrator::features::spend::daemon::DaemonSpend;
-use crate::orchestrator::{self, adapters};
-use crate::prompt::PromptTemplate;
 
 use super::run::{self as single, fail};
+use super::workflow_set::{Built, Context, Loaded, WorkflowSet, load_one};
 
 /// `sortie` with several workflows.
 pub struct ManyOptions {
@@ -38,13 +38,6 @@ pub struct ManyOptions {
     pub log_format: Option<String>,
     pub env_file: Option<PathBuf>,
     pub dry_run: bool,
-}
-
-/// One workflow ready to run: loaded, named, its prompt parsed and its preflight passed.
-pub struct Loaded {
-    pub source: WorkflowSource,
-    pub workflow: Workflow,
-    pub template: PromptTemplate,
 }
 
 /// A workflow left out at start, and why.
@@ -132,6 +125,10 @@ pub fn run(opts: ManyOptions) -> i32 {
         server_addr:% = format!("{}:{}", bind.host, bind.port);
         "sortie starting"
     );
+    let dir = opts
+        .dir
+        .as_ref()
+        .map(|d| load_options.cwd.join(d).components().collect());
     run_daemon(Daemon {
         loaded,
         left_out,
@@ -140,6 +137,7 @@ pub fn run(opts: ManyOptions) -> i32 {
         load_options,
         bind,
         log_format: format,
+        dir,
     })
 }
 
@@ -209,40 +207,6 @@ fn load_all(
     Ok((loaded, left_out))
 }
 
-/// One workflow: loaded, named, prompt parsed, preflight passed. On failure, the name when
-/// it is known and the error.
-fn load_one(
-    path: &std::path::Path,
-    load_options: &LoadOptions,
-) -> Result<Loaded, (Option<String>, String)> {
-    let wf = load_workflow(path, load_options).map_err(|e| (None, e.to_string()))?;
-    let name = daemon::workflow_name(&wf).map_err(|e| (None, e.to_string()))?;
-    let named = |e: String| (Some(name.clone()), e);
-    let template = PromptTemplate::parse(
-        &wf.prompt_template,
-        &wf.path.display().to_string(),
-        wf.prompt_line_offset,
-    )
-    .map_err(|e| named(e.to_string()))?;
-    let mut report = super::validate::validate(&wf.path, load_options);
-    single::log_held_back_problems(&mut report);
-    if !report.errors.is_empty() {
-        let joined: Vec<String> = report.errors.iter().map(|d| d.message.clone()).collect();
-        return Err(named(format!(
-            "dispatch preflight failed: {}",
-            joined.join("; ")
-        )));
-    }
-    Ok(Loaded {
-        source: WorkflowSource {
-            name: name.clone(),
-            path: wf.path.clone(),
-        },
-        workflow: wf,
-        template,
-    })
-}
-
 /// Everything the daemon starts from.
 struct Daemon {
     loaded: Vec<Loaded>,
@@ -252,12 +216,8 @@ struct Daemon {
     load_options: LoadOptions,
     bind: ServerBind,
     log_format: LogFormat,
-}
-
-/// One workflow's running orchestrator.
-struct Running {
-    thread: std::thread::JoinHandle<()>,
-    price_fetch: crate::pricing::fetch::StopFlag,
+    /// The `--workflows` folder, watched for files added and removed.
+    dir: Option<PathBuf>,
 }
 
 fn run_daemon(d: Daemon) -> i32 {
@@ -270,16 +230,9 @@ fn run_daemon(d: Daemon) -> i32 {
     }
     single::adopt_orphans();
     log::info!(db_path:% = d.db_path.display(); "database path resolved");
-    let _db_lock = match crate::store::lock::acquire(&d.db_path) {
+    let _db_lock = match single::lock_database(&d.db_path, None) {
         Ok(l) => l,
-        Err(e) => {
-            log::error!(
-                db_path:% = d.db_path.display().to_string(),
-                error:% = e.to_string();
-                "database lock not acquired"
-            );
-            return fail(e);
-        }
+        Err(code) => return code,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let store = match crate::store::Store::open(&d.db_path, clock.clone()) {
@@ -287,52 +240,53 @@ fn run_daemon(d: Daemon) -> i32 {
         Err(e) => return fail(e),
     };
     adopt_unnamed(&store, &d.shared, &d.loaded);
-    let broker = d
-        .shared
-        .max_concurrent_agents
-        .map(|n| SlotBroker::new(n as usize));
-    let spend = d.shared.spend.any().then(|| {
-        DaemonSpend::new(Ceilings {
-            daily: d.shared.spend.daily_usd,
-            weekly: d.shared.spend.weekly_usd,
-            monthly: d.shared.spend.monthly_usd,
-        })
-    });
-    let drain_budget = d
-        .loaded
+    let ctx = Context {
+        store: store.scoped(""),
+        clock,
+        load_options: d.load_options,
+        broker: d
+            .shared
+            .max_concurrent_agents
+            .map(|n| SlotBroker::new(n as usize)),
+        spend: d.shared.spend.any().then(|| {
+            DaemonSpend::new(Ceilings {
+                daily: d.shared.spend.daily_usd,
+                weekly: d.shared.spend.weekly_usd,
+                monthly: d.shared.spend.monthly_usd,
+            })
+        }),
+        bind: d.bind,
+    };
+    let code = serve(ctx, d.loaded, d.left_out, d.dir);
+    // Every workflow has flushed its writes; the writer they share stops last.
+    if let Err(e) = store.close() {
+        log::error!(error:% = e.to_string(); "database close failed");
+    }
+    code
+}
+
+/// Builds every workflow, starts the server and the orchestrators, and supervises them until
+/// they end; the exit code.
+fn serve(ctx: Context, loaded: Vec<Loaded>, left_out: Vec<LeftOut>, dir: Option<PathBuf>) -> i32 {
+    let drain_budget = loaded
         .iter()
         .map(|l| std::time::Duration::from_millis(l.workflow.config.shutdown.drain_timeout_ms))
         .max()
         .unwrap_or_default();
     let mut built = Vec::new();
-    for l in d.loaded {
-        match build_one(
-            l,
-            &store,
-            &clock,
-            &d.load_options,
-            broker.as_ref(),
-            spend.as_ref(),
-        ) {
+    for l in loaded {
+        match WorkflowSet::build(&ctx, l) {
             Ok(b) => built.push(b),
             Err(e) => return fail(e),
         }
     }
-    let txs: Vec<_> = built.iter().map(|b| b.1.tx.clone()).collect();
-    if let Err(e) = single::install_signal_handlers(txs.clone(), drain_budget) {
+    let inboxes: single::Inboxes = Arc::new(std::sync::Mutex::new(
+        built.iter().map(|b| b.handle.tx.clone()).collect(),
+    ));
+    if let Err(e) = single::install_signal_handlers(inboxes.clone(), drain_budget) {
         return fail(format!("cannot install signal handlers: {e}"));
     }
-    let served: Vec<crate::http::ServedWorkflow> = built
-        .iter()
-        .map(|b| crate::http::ServedWorkflow {
-            name: b.2.name.clone(),
-            path: b.2.path.display().to_string(),
-            orch: b.1.clone(),
-            store: b.2.store.clone(),
-        })
-        .collect();
-    let left_out: Vec<crate::http::LeftOutWorkflow> = d
-        .left_out
+    let listed: Vec<crate::http::LeftOutWorkflow> = left_out
         .iter()
         .map(|l| crate::http::LeftOutWorkflow {
             name: l.source.name.clone(),
@@ -340,30 +294,56 @@ fn run_daemon(d: Daemon) -> i32 {
             error: l.error.clone(),
         })
         .collect();
-    let server = match crate::http::start_many(&d.bind, served, left_out, clock.clone()) {
+    let server = match crate::http::start_many(
+        &ctx.bind,
+        built.iter().map(Built::served).collect(),
+        listed,
+        ctx.clock.clone(),
+    ) {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let essential_panicked = single::install_essential_panic_hook(txs.clone());
-    let mut running = Vec::new();
-    for (orch, handle, meta) in built {
-        match spawn_orch(orch, handle, meta, &d.bind, server.is_some()) {
-            Ok(r) => running.push(r),
-            Err(e) => {
-                for tx in &txs {
-                    let _ = tx.send(orchestrator::OrchMsg::Shutdown);
-                }
-                return fail(e);
-            }
+    let essential_panicked = single::install_essential_panic_hook(inboxes.clone());
+    let known: std::collections::BTreeSet<PathBuf> = built
+        .iter()
+        .map(|b| b.path.clone())
+        .chain(left_out.iter().map(|l| l.source.path.clone()))
+        .collect();
+    let left_out = left_out
+        .into_iter()
+        .map(|l| (l.source.path, l.source.name))
+        .collect();
+    let mut set = WorkflowSet::new(
+        ctx,
+        server.as_ref().map(|s| s.served()),
+        inboxes.clone(),
+        left_out,
+    );
+    for b in built {
+        if let Err(e) = set.launch(b, true) {
+            single::tell_all(&inboxes, || orchestrator::OrchMsg::Shutdown);
+            return fail(e);
         }
     }
-    log::info!(workflows:% = running.len(); "sortie started");
-    let code = wait_for_end(running, server, &txs, essential_panicked);
-    // Every workflow has flushed its writes; the writer they share stops last.
-    if let Err(e) = store.close() {
-        log::error!(error:% = e.to_string(); "database close failed");
+    let folder = dir.and_then(|d| match super::workflow_dir::spawn(&d, known) {
+        Ok(rx) => Some(rx),
+        Err(e) => {
+            log::warn!(error:% = e; "workflow folder not watched; files added or removed need a restart");
+            None
+        }
+    });
+    log::info!("sortie started");
+    let ended = set.supervise(server.as_ref().map(|s| s.fatal_receiver()), folder);
+    if let Some(s) = server {
+        s.shutdown();
     }
-    code
+    if ended.http_died {
+        return 1;
+    }
+    single::exit_code(
+        ended.panicked,
+        essential_panicked.load(std::sync::atomic::Ordering::SeqCst),
+    )
 }
 
 /// The rows a database kept for the one workflow that used it alone (`''`) go to that
@@ -430,143 +410,4 @@ fn adopt_unnamed(store: &crate::store::Store, shared: &SharedConfig, loaded: &[L
             "the single workflow's history could not be adopted"
         ),
     }
-}
-
-/// What a built workflow keeps until its thread starts.
-struct Meta {
-    name: String,
-    path: PathBuf,
-    store: Arc<crate::store::Store>,
-    price_fetch: crate::pricing::fetch::StopFlag,
-}
-
-/// Builds one workflow's orchestrator over its scope of the shared database.
-fn build_one(
-    l: Loaded,
-    store: &crate::store::Store,
-    clock: &Arc<dyn Clock>,
-    load_options: &LoadOptions,
-    broker: Option<&SlotBroker>,
-    spend: Option<&DaemonSpend>,
-) -> Result<
-    (
-        orchestrator::Orchestrator,
-        orchestrator::OrchestratorHandle,
-        Meta,
-    ),
-    String,
-> {
-    let name = l.source.name.clone();
-    let in_workflow = |e: &dyn std::fmt::Display| format!("workflow {name}: {e}");
-    let store = Arc::new(store.scoped(&name));
-    let tracker =
-        adapters::build_tracker(&l.workflow, clock.clone()).map_err(|e| in_workflow(&e))?;
-    let agent = adapters::build_agent(&l.workflow, clock.clone()).map_err(|e| in_workflow(&e))?;
-    let (prices, price_fetch) = single::start_prices(&l.workflow, clock, &store);
-    single::absorb_lost_sessions(&store, clock.as_ref(), &prices);
-    let metrics = single::seeded_metrics(&store);
-    let path = l.workflow.path.clone();
-    let (mut orch, handle) = orchestrator::Orchestrator::new(orchestrator::OrchestratorDeps {
-        workflow: Arc::new(l.workflow),
-        template: Arc::new(l.template),
-        load_options: load_options.clone(),
-        tracker,
-        agent,
-        store: store.clone(),
-        clock: clock.clone(),
-        metrics,
-        prices,
-    });
-    orch.set_store_shared();
-    if let Some(s) = spend {
-        orch.set_daemon_spend(s.for_workflow(&name));
-    }
-    if let Some(b) = broker {
-        orch.set_daemon_slots(DaemonSlots {
-            broker: b.clone(),
-            workflow: name.clone(),
-        });
-    }
-    Ok((
-        orch,
-        handle,
-        Meta {
-            name,
-            path,
-            store,
-            price_fetch,
-        },
-    ))
-}
-
-/// Starts one workflow's watcher and orchestrator thread.
-fn spawn_orch(
-    mut orch: orchestrator::Orchestrator,
-    handle: orchestrator::OrchestratorHandle,
-    meta: Meta,
-    bind: &ServerBind,
-    serving: bool,
-) -> Result<Running, String> {
-    orch.set_api_url(serving.then(|| single::api_url(bind)));
-    if let Err(e) = orchestrator::watch::spawn(&meta.path, handle.tx.clone()) {
-        log::warn!(
-            workflow:% = meta.name,
-            error:% = e.to_string();
-            "workflow watcher not started; relying on per-tick reload"
-        );
-    }
-    let thread = std::thread::Builder::new()
-        .name(format!("{}{}", single::WORKFLOW_ORCH_PREFIX, meta.name))
-        .spawn(move || orch.run())
-        .map_err(|e| format!("cannot start the orchestrator thread of {}: {e}", meta.name))?;
-    Ok(Running {
-        thread,
-        price_fetch: meta.price_fetch,
-    })
-}
-
-/// Waits for every orchestrator to finish (or the HTTP accept loop to die), then stops the
-/// rest; the exit code as for one workflow.
-fn wait_for_end(
-    running: Vec<Running>,
-    server: Option<crate::http::HttpServer>,
-    txs: &[crossbeam_channel::Sender<orchestrator::OrchMsg>],
-    essential_panicked: Arc<std::sync::atomic::AtomicBool>,
-) -> i32 {
-    let shutdown_all = || {
-        for tx in txs {
-            let _ = tx.send(orchestrator::OrchMsg::Shutdown);
-        }
-    };
-    let fatal = server.as_ref().map(|s| s.fatal_receiver());
-    let mut http_died = false;
-    // One workflow's loop ending (its drain after a signal) does not end the others': they
-    // each get the signal. Until all have ended, the server keeps answering.
-    while running.iter().any(|r| !r.thread.is_finished()) {
-        match &fatal {
-            Some(rx) => {
-                if let Ok(msg) = rx.recv_timeout(std::time::Duration::from_millis(200)) {
-                    log::error!(error:% = msg.to_string(); "http server stopped");
-                    http_died = true;
-                    shutdown_all();
-                }
-            }
-            None => std::thread::sleep(std::time::Duration::from_millis(200)),
-        }
-    }
-    let mut panicked = false;
-    for r in running {
-        panicked |= r.thread.join().is_err();
-        r.price_fetch.stop();
-    }
-    if let Some(s) = server {
-        s.shutdown();
-    }
-    if http_died {
-        return 1;
-    }
-    single::exit_code(
-        panicked,
-        essential_panicked.load(std::sync::atomic::Ordering::SeqCst),
-    )
 }

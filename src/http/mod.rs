@@ -90,11 +90,17 @@ const SEND_BUFFER: usize = 128 * 1024;
 pub struct HttpServer {
     server: Arc<tiny_http::Server>,
     state: Arc<AppState>,
+    served: Arc<workflows::Served>,
     fatal: Receiver<String>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl HttpServer {
+    /// The workflows it answers for (workflows are added and removed there).
+    pub fn served(&self) -> Arc<workflows::Served> {
+        self.served.clone()
+    }
+
     /// Receives a message when the accept loop ends unexpectedly (exit non-zero).
     pub fn fatal_receiver(&self) -> Receiver<String> {
         self.fatal.clone()
@@ -130,34 +136,16 @@ fn served(
     clock: Arc<dyn Clock>,
     max_connections: usize,
 ) -> workflows::Served {
-    let stopping = Arc::new(AtomicBool::new(false));
-    let sse_open = Arc::new(AtomicUsize::new(0));
-    let sse_serial = Arc::new(AtomicUsize::new(0));
-    let webhooks = Arc::new(webhooks::Ingress::from_env());
-    let refusals: Arc<refusals::Refusals> = Arc::default();
-    let states = workflows
-        .into_iter()
-        .map(|w| {
-            let state = Arc::new(AppState {
-                orch: w.orch,
-                store: w.store,
-                clock: clock.clone(),
-                version: crate::build_info::VERSION,
-                stopping: stopping.clone(),
-                sse_open: sse_open.clone(),
-                sse_serial: sse_serial.clone(),
-                max_streams: limits::max_streams(max_connections),
-                state_cache: state_doc::StateCache::default(),
-                webhooks: webhooks.clone(),
-                refusals: refusals.clone(),
-            });
-            (w.name, w.path, state)
-        })
-        .collect();
-    workflows::Served {
-        workflows: states,
-        left_out,
-    }
+    let shared = workflows::Shared {
+        clock,
+        stopping: Arc::new(AtomicBool::new(false)),
+        sse_open: Arc::new(AtomicUsize::new(0)),
+        sse_serial: Arc::new(AtomicUsize::new(0)),
+        max_streams: limits::max_streams(max_connections),
+        webhooks: Arc::new(webhooks::Ingress::from_env()),
+        refusals: Arc::default(),
+    };
+    workflows::Served::new(workflows, left_out, shared)
 }
 
 /// Shared by the request and stream threads.
@@ -316,7 +304,7 @@ pub fn start_many(
         current_nofile_limit(),
     );
     let served = Arc::new(served(workflows, left_out, clock, max_connections));
-    let Some(state) = served.primary().cloned() else {
+    let Some(state) = served.primary() else {
         return Err(StartError::NoWorkflow);
     };
     let limits = admission::limits(max_connections, per_client, state.clone());
@@ -369,6 +357,7 @@ pub fn start_many(
     Ok(Some(HttpServer {
         server,
         state,
+        served,
         fatal: fatal_rx,
         threads,
     }))

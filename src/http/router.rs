@@ -96,6 +96,22 @@ impl Route {
         })
     }
 
+    /// Answered for the daemon, not one workflow (`?workflow=` is not read).
+    fn daemon_wide(&self) -> bool {
+        matches!(
+            self,
+            Route::Root
+                | Route::Livez
+                | Route::Readyz
+                | Route::Metrics
+                | Route::Dashboard
+                | Route::Favicon
+                | Route::OpenApi
+                | Route::Workflows
+                | Route::NotFound
+        )
+    }
+
     fn accepts(&self, m: &Method) -> bool {
         self.allow().split(", ").any(|a| a == m.as_str())
     }
@@ -244,7 +260,7 @@ pub fn handle(served: &Served, host_policy: &HostPolicy, req: Request) {
     let url = req.url().to_string();
     let path = url.split('?').next().unwrap_or("/").to_string();
     let method = req.method().clone();
-    if let Some(e) = refusal(primary, host_policy, &req, &path, &method) {
+    if let Some(e) = refusal(&primary, host_policy, &req, &path, &method) {
         return send_error(req, e);
     }
     let r = route(&path);
@@ -258,10 +274,11 @@ pub fn handle(served: &Served, host_policy: &HostPolicy, req: Request) {
         );
     }
     let across_all = served.several() && r == Route::State && !super::workflows::names_one(&url);
-    let (state, url) = match served.pick(&r, &url) {
+    let (state, url) = match served.pick(r.daemon_wide(), r == Route::State, &url) {
         Ok(picked) => picked,
         Err(e) => return send_error(req, e),
     };
+    let state = &state;
     if served.several() && r == Route::Metrics {
         return scrape::serve_many(served, req);
     }

@@ -14,7 +14,6 @@ use serde_json::{Map, Value, json};
 
 use super::AppState;
 use super::respond::{ApiError, JsonReply};
-use super::router::Route;
 
 /// The query parameter naming a workflow.
 pub const PARAM: &str = "workflow";
@@ -37,35 +36,134 @@ pub struct LeftOutWorkflow {
     pub error: String,
 }
 
-/// What the request threads answer for.
-pub struct Served {
+/// The daemon-wide parts every workflow's [`AppState`] shares, to build the state of a
+/// workflow added while the server runs.
+pub struct Shared {
+    pub clock: Arc<dyn crate::clock::Clock>,
+    pub stopping: Arc<std::sync::atomic::AtomicBool>,
+    pub sse_open: Arc<std::sync::atomic::AtomicUsize>,
+    pub sse_serial: Arc<std::sync::atomic::AtomicUsize>,
+    pub max_streams: usize,
+    pub webhooks: Arc<super::webhooks::Ingress>,
+    pub refusals: Arc<super::refusals::Refusals>,
+}
+
+impl Shared {
+    fn state(&self, w: ServedWorkflow) -> (String, String, Arc<AppState>) {
+        let state = Arc::new(AppState {
+            orch: w.orch,
+            store: w.store,
+            clock: self.clock.clone(),
+            version: crate::build_info::VERSION,
+            stopping: self.stopping.clone(),
+            sse_open: self.sse_open.clone(),
+            sse_serial: self.sse_serial.clone(),
+            max_streams: self.max_streams,
+            state_cache: super::state_doc::StateCache::default(),
+            webhooks: self.webhooks.clone(),
+            refusals: self.refusals.clone(),
+        });
+        (w.name, w.path, state)
+    }
+}
+
+type Entry = (String, String, Arc<AppState>);
+
+#[derive(Default)]
+struct Entries {
     /// In the order the daemon loaded them; the first answers the daemon-wide routes.
-    pub workflows: Vec<(String, String, Arc<AppState>)>,
-    pub left_out: Vec<LeftOutWorkflow>,
+    workflows: Vec<Entry>,
+    left_out: Vec<LeftOutWorkflow>,
+}
+
+/// What the request threads answer for; workflows come and go while a `--workflows` folder
+/// changes.
+pub struct Served {
+    entries: std::sync::RwLock<Entries>,
+    shared: Shared,
 }
 
 impl Served {
+    pub fn new(
+        workflows: Vec<ServedWorkflow>,
+        left_out: Vec<LeftOutWorkflow>,
+        shared: Shared,
+    ) -> Served {
+        let workflows = workflows.into_iter().map(|w| shared.state(w)).collect();
+        Served {
+            entries: std::sync::RwLock::new(Entries {
+                workflows,
+                left_out,
+            }),
+            shared,
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Entries> {
+        self.entries.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Entries> {
+        self.entries.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every loaded workflow: name, path, state.
+    pub fn workflows(&self) -> Vec<Entry> {
+        self.read().workflows.clone()
+    }
+
+    /// Serves a workflow started while the server runs (it replaces a left-out one of its name).
+    pub fn add(&self, w: ServedWorkflow) {
+        let entry = self.shared.state(w);
+        let mut e = self.write();
+        e.left_out.retain(|l| l.name != entry.0);
+        e.workflows.retain(|x| x.0 != entry.0);
+        e.workflows.push(entry);
+    }
+
+    /// Stops serving a workflow that ended.
+    pub fn remove(&self, name: &str) {
+        let mut e = self.write();
+        e.workflows.retain(|x| x.0 != name);
+        e.left_out.retain(|l| l.name != name);
+    }
+
+    /// Lists a workflow that did not load (replacing an earlier entry of its name).
+    pub fn set_left_out(&self, l: LeftOutWorkflow) {
+        let mut e = self.write();
+        e.left_out.retain(|x| x.name != l.name);
+        e.left_out.push(l);
+    }
+
     /// The state the daemon-wide routes use (probes, connection accounting, refusals).
-    pub fn primary(&self) -> Option<&Arc<AppState>> {
-        self.workflows.first().map(|(_, _, s)| s)
+    pub fn primary(&self) -> Option<Arc<AppState>> {
+        self.read().workflows.first().map(|(_, _, s)| s.clone())
     }
 
     /// More than one workflow configured (loaded or not): `?workflow=` is needed.
     pub fn several(&self) -> bool {
-        self.workflows.len() + self.left_out.len() > 1
+        let e = self.read();
+        e.workflows.len() + e.left_out.len() > 1
     }
 
-    /// The state a request is answered from, and its URL without `workflow=`.
-    pub fn pick(&self, route: &Route, url: &str) -> Result<(&Arc<AppState>, String), ApiError> {
+    /// The state a request is answered from, and its URL without `workflow=`. A
+    /// `daemon_wide` route answers from the first workflow's state; one that answers
+    /// `across` every workflow without `?workflow=` too (the router builds that answer).
+    pub fn pick(
+        &self,
+        daemon_wide: bool,
+        across: bool,
+        url: &str,
+    ) -> Result<(Arc<AppState>, String), ApiError> {
         let primary = self
             .primary()
             .ok_or_else(|| ApiError::new(503, "no_workflow", "no workflow is loaded"))?;
-        if !self.several() || daemon_wide(route) {
+        if !self.several() || daemon_wide {
             return Ok((primary, url.to_string()));
         }
         let (name, rest) = take_param(url);
         let Some(name) = name else {
-            if *route == Route::State {
+            if across {
                 // Answered across every workflow by the router (`Served::aggregate_state`).
                 return Ok((primary, url.to_string()));
             }
@@ -78,9 +176,10 @@ impl Served {
                 ),
             ));
         };
-        match self.workflows.iter().find(|(n, _, _)| *n == name) {
-            Some((_, _, s)) => Ok((s, rest)),
-            None if self.left_out.iter().any(|l| l.name == name) => Err(ApiError::new(
+        let e = self.read();
+        match e.workflows.iter().find(|(n, _, _)| *n == name) {
+            Some((_, _, s)) => Ok((s.clone(), rest)),
+            None if e.left_out.iter().any(|l| l.name == name) => Err(ApiError::new(
                 503,
                 "workflow_not_loaded",
                 format!("workflow {name:?} did not load; GET /api/v1/workflows says why"),
@@ -98,10 +197,11 @@ impl Served {
     }
 
     fn names(&self) -> Vec<String> {
-        self.workflows
+        let e = self.read();
+        e.workflows
             .iter()
             .map(|(n, _, _)| n.clone())
-            .chain(self.left_out.iter().map(|l| l.name.clone()))
+            .chain(e.left_out.iter().map(|l| l.name.clone()))
             .collect()
     }
 
@@ -114,7 +214,7 @@ impl Served {
         let mut totals = Map::new();
         let mut per_workflow = Vec::new();
         let mut generated_at = String::new();
-        for (name, _, state) in &self.workflows {
+        for (name, _, state) in &self.workflows() {
             let snap = state.orch.snapshot();
             let (doc, _) = super::state_doc::view(state, &snap);
             let Ok(Value::Object(doc)) = serde_json::to_value(&doc) else {
@@ -164,12 +264,13 @@ impl Served {
 
     /// `GET /api/v1/workflows`.
     pub fn list(&self) -> JsonReply {
-        let mut rows: Vec<WorkflowRow> = self
+        let e = self.read();
+        let mut rows: Vec<WorkflowRow> = e
             .workflows
             .iter()
             .map(|(name, path, state)| WorkflowRow::loaded(name, path, state))
             .collect();
-        rows.extend(self.left_out.iter().map(WorkflowRow::left_out));
+        rows.extend(e.left_out.iter().map(WorkflowRow::left_out));
         let doc = WorkflowsDoc { workflows: rows };
         JsonReply::ok(serde_json::to_value(&doc).unwrap_or_default())
     }
@@ -205,22 +306,6 @@ fn with_workflow(row: Value, name: &str) -> Value {
         }
         other => other,
     }
-}
-
-/// Routes that answer for the daemon, not one workflow.
-fn daemon_wide(route: &Route) -> bool {
-    matches!(
-        route,
-        Route::Root
-            | Route::Livez
-            | Route::Readyz
-            | Route::Metrics
-            | Route::Dashboard
-            | Route::Favicon
-            | Route::OpenApi
-            | Route::Workflows
-            | Route::NotFound
-    )
 }
 
 /// Whether the URL names a workflow (`workflow=…` in its query).

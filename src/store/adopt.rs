@@ -85,12 +85,12 @@ pub(crate) fn adopt_unnamed(conn: &Connection, name: &str) -> Result<Option<i64>
         .ctx("begin adopting the unnamed workflow")?;
     let mut moved = 0;
     for t in &tables {
-        moved += tx
-            .execute(
-                &format!("UPDATE \"{t}\" SET workflow = ?1 WHERE workflow = ''"),
-                [name],
-            )
-            .ctx("adopt the unnamed workflow's rows")? as i64;
+        moved += super::bind::execute(
+            &tx,
+            &format!("UPDATE \"{t}\" SET workflow = ?1 WHERE workflow = ''"),
+            &[&name as &dyn rusqlite::ToSql][..],
+        )
+        .ctx("adopt the unnamed workflow's rows")? as i64;
     }
     tx.commit().ctx("commit adopting the unnamed workflow")?;
     Ok(Some(moved))

@@ -36,12 +36,8 @@ impl Orchestrator {
         reaction: Option<ReactionDispatch>,
     ) {
         let now = self.clock.now_ms();
-        let daemon_slot = match self.daemon_slot(now) {
-            Ok(slot) => slot,
-            Err(()) => {
-                self.no_daemon_slot(&issue, attempt, resume_session_id, pass, cause);
-                return;
-            }
+        let Ok(daemon_slot) = self.daemon_slot(now) else {
+            return self.no_daemon_slot(&issue, attempt, resume_session_id, pass, cause);
         };
         let Some((attempt_route, template, agent)) = self.attempt_resources(&issue, &pass.route)
         else {
@@ -120,11 +116,7 @@ impl Orchestrator {
             issue.id.clone(),
             RunningEntry {
                 facts,
-                handles: RunHandles {
-                    cancel,
-                    workspaces,
-                    daemon_slot,
-                },
+                handles: RunHandles::new(cancel, workspaces, daemon_slot),
             },
         );
         self.start_session(job, attempt_route, dispatched_at_ms, cause, now);

@@ -175,6 +175,8 @@ pub struct Orchestrator {
     /// The database writer serves other workflows too: the shutdown flushes it, and the
     /// daemon stops it once every workflow has ended.
     pub(crate) store_shared: bool,
+    /// Set once the shutdown is over: the watchdog the drain started stands down.
+    pub(crate) watchdog_done: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Orchestrator {
@@ -239,6 +241,7 @@ impl Orchestrator {
             },
             daemon_slots: None,
             store_shared: false,
+            watchdog_done: None,
         };
         o.scm = crate::orchestrator::core::adapters::build_scm(&o.workflow, o.clock.clone());
         if let Some(scm) = &o.scm {
@@ -577,6 +580,9 @@ impl Orchestrator {
         } else {
             persist::shutdown(&self.store);
         }
+        if let Some(done) = &self.watchdog_done {
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         log::info!("shutting down");
     }
 
@@ -828,7 +834,7 @@ impl Orchestrator {
         );
         self.shutdown_deadline = Some(now + budget);
         self.draining = Some(now + budget.saturating_sub(reserve));
-        spawn_shutdown_watchdog(budget + WATCHDOG_MARGIN);
+        self.watchdog_done = Some(spawn_shutdown_watchdog(budget + WATCHDOG_MARGIN));
         for e in self.state.running.values() {
             e.handles.cancel.cancel(CancelReason::Shutdown);
         }
@@ -933,11 +939,18 @@ pub(crate) const WATCHDOG_MARGIN: Duration = Duration::from_secs(2);
 /// does not finish in time, so only a wedged dependency (a disk that does not answer, a
 /// thread that never returns) reaches it, and a service manager's stop timeout is never what
 /// ends sortie.
-pub fn spawn_shutdown_watchdog(after: Duration) {
+pub fn spawn_shutdown_watchdog(after: Duration) -> Arc<std::sync::atomic::AtomicBool> {
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = done.clone();
     let spawned = std::thread::Builder::new()
         .name("shutdown-watchdog".into())
         .spawn(move || {
             std::thread::sleep(after);
+            // An orchestrator that finished its drain (one workflow of several removed, say)
+            // is no reason to end the process.
+            if seen.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
             log::error!(
                 budget_ms:% = after.as_millis();
                 "shutdown did not finish within its budget; exiting now"
@@ -947,6 +960,7 @@ pub fn spawn_shutdown_watchdog(after: Duration) {
     if let Err(e) = spawned {
         log::error!(error:% = e.to_string(); "shutdown watchdog not started");
     }
+    done
 }
 
 /// Messages handled before timers get their turn.

@@ -298,6 +298,20 @@ pub struct RunHandles {
     pub daemon_slot: Option<crate::orchestrator::core::slots::Slot>,
 }
 
+impl RunHandles {
+    pub fn new(
+        cancel: CancelToken,
+        workspaces: std::sync::Arc<crate::workspace::WorkspaceManager>,
+        daemon_slot: Option<crate::orchestrator::core::slots::Slot>,
+    ) -> RunHandles {
+        RunHandles {
+            cancel,
+            workspaces,
+            daemon_slot,
+        }
+    }
+}
+
 /// The in-memory event list of a live run: the events the API serves and that are stored with
 /// the run. Token usage events (totals ride on the run), blank heartbeats and repeats of the
 /// newest kept message are not kept: they would crowd out the events a person reads.

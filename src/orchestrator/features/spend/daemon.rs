@@ -37,6 +37,14 @@ impl DaemonSpend {
         }
     }
 
+    /// Drops a removed workflow's live estimate.
+    pub fn forget(&self, name: &str) {
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+    }
+
     /// Records this workflow's live estimate and answers every workflow's together.
     pub fn live_total(&self, own: LiveSpend) -> LiveSpend {
         let mut board = self.live.lock().unwrap_or_else(|p| p.into_inner());
