@@ -128,7 +128,7 @@ function runningRow(name, r) {
       id ? h("a", { class: "id", href: hrefFor(`/ui/issues/${encodeURIComponent(id)}`, name), "data-nav": true }, id) : null,
       h("span", { class: "title" }, r.issue_title || ""),
       r.state ? h("span", { class: "muted" }, r.state) : null),
-    r.status_text ? h("div", {}, r.status_text) : null,
+    r.status_text_full || r.status_text ? h("div", {}, r.status_text_full || r.status_text) : null,
     facts([
       ["turn", r.turn_count],
       ["tokens", r.tokens_measured === false ? "not reported" : tokens(r.tokens)],

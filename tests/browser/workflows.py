@@ -161,6 +161,19 @@ def several(b, base, out):
     b.screenshot(os.path.join(out, "broken.png"))
     print("broken chosen: its problem")
 
+    # The "all" screen and the switcher at phone width, dark: nothing scrolls sideways.
+    b.emulate("Emulation.setDeviceMetricsOverride",
+              {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+    b.emulate("Emulation.setEmulatedMedia",
+              {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    choose(b, "")
+    b.wait("the all screen on a phone", "location.search === '' && "
+           "document.querySelectorAll('#running-all li[data-running]').length === 3")
+    wide = b.eval("document.documentElement.scrollWidth > window.innerWidth + 1")
+    b.screenshot(os.path.join(out, "all-phone-dark.png"))
+    if wide:
+        raise Failure("the all screen scrolls sideways at phone width")
+
     # Every call named its workflow and none was refused.
     reqs = api_requests(b)
     unnamed = [u for u, _ in reqs if "/api/v1/workflows" not in u
