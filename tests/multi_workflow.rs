@@ -109,7 +109,7 @@ fn runs(d: &Daemon, workflow: &str) -> Vec<(String, i64, i64)> {
     let v: Value = serde_json::from_str(&body).unwrap_or_default();
     let ms = |s: &Value| {
         s.as_str()
-            .and_then(|t| chrono_ms(t))
+            .and_then(chrono_ms)
             .unwrap_or_else(|| panic!("not a time: {s}"))
     };
     v["runs"]

@@ -86,9 +86,7 @@ fn merge_labelled(families: &mut Vec<(String, String, Vec<String>)>, text: &str,
 
 /// `name{a="b"} 1` → `name{workflow="w",a="b"} 1`; `name 1` → `name{workflow="w"} 1`.
 fn with_label(sample: &str, workflow: &str) -> String {
-    let name_end = sample
-        .find(|c: char| c == '{' || c == ' ')
-        .unwrap_or(sample.len());
+    let name_end = sample.find(['{', ' ']).unwrap_or(sample.len());
     let (name, rest) = sample.split_at(name_end);
     match rest.strip_prefix('{') {
         Some(labels) if labels.starts_with('}') => {
