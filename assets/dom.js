@@ -1,5 +1,7 @@
 // DOM and formatting helpers. Everything the API returns is inserted as text, never as HTML.
 
+import { uiHref } from "./workflow.js";
+
 /** Builds an element: h("a", {href: "/x", class: "y"}, "text", childNode, [more]). */
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -45,9 +47,9 @@ export function facts(pairs) {
   return parts.length ? h("div", { class: "facts" }, parts) : null;
 }
 
-/** Link to an issue's screen. */
+/** Link to an issue's screen, in the chosen workflow. */
 export function issueLink(identifier) {
-  return h("a", { class: "id", href: `/ui/issues/${encodeURIComponent(identifier)}`, "data-nav": true }, identifier);
+  return h("a", { class: "id", href: uiHref(`/ui/issues/${encodeURIComponent(identifier)}`), "data-nav": true }, identifier);
 }
 
 const NUM = new Intl.NumberFormat();

@@ -1,6 +1,11 @@
 // The change stream (GET /api/v1/events): refetch on `change`, live agent events for the runs a
 // screen subscribes to (`run=<dispatch_id>:<seq>`), reconnect with backoff after an error, and
 // treat 45 s without any frame (the server sends a heartbeat every 15 s) as a dead stream.
+// The stream is the chosen workflow's (?workflow=NAME when the daemon serves several); with
+// several and none chosen, or a chosen one that did not load, there is no stream to open and
+// the screen reads on a timer instead (status "polling").
+
+import { scope, streamable } from "./workflow.js";
 
 const SILENCE_MS = 45000;
 const BACKOFF_MIN_MS = 1000;
@@ -9,7 +14,7 @@ const BACKOFF_MAX_MS = 30000;
 export class ChangeStream {
   /**
    * @param {object} handlers onChange(), onAgentEvent(event), onRunEnded(data), onStatus(state)
-   *   where state is "connecting" | "live" | "down".
+   *   where state is "connecting" | "live" | "down" | "polling".
    */
   constructor(handlers) {
     this.handlers = handlers;
@@ -32,7 +37,7 @@ export class ChangeStream {
   }
 
   url() {
-    const q = new URLSearchParams();
+    const q = new URLSearchParams(scope());
     for (const [id, seq] of this.runs) q.append("run", seq > 0 ? `${id}:${seq}` : id);
     const s = q.toString();
     return s ? `/api/v1/events?${s}` : "/api/v1/events";
@@ -40,6 +45,10 @@ export class ChangeStream {
 
   open() {
     this.close();
+    if (!streamable()) {
+      this.status("polling");
+      return;
+    }
     this.status("connecting");
     // A stream opened while the page is still loading holds the load event open in some
     // browsers (the page never reads "complete"); open it once loading is over.

@@ -16,6 +16,10 @@
 #   KEEP [0]             1: keep the temp directory even when every check passed
 #   SORTIE_BIN []        run this sortie binary instead of building one (the fake agent is
 #                        then the debug build)
+#   WORKFLOWS [1]        workflows under the one daemon; above 1, a folder of that many
+#                        workflows (each ISSUES issues of its own, identifiers W<k>-<n>) is run
+#                        with `--workflows` and a sortie.yaml capping agents at MAX_CONCURRENT
+#                        across them, and every check covers every workflow
 #
 # Checks, from the agents' own logs (not the database) where it matters:
 #   runs lost            agent sessions per issue (fake-agent `log_turn` records, one session
@@ -60,6 +64,7 @@ MAX_CONCURRENT=${MAX_CONCURRENT:-3}
 FAIL_PERCENT=${FAIL_PERCENT:-15}
 FINISH_TIMEOUT=${FINISH_TIMEOUT:-600}
 KEEP=${KEEP:-0}
+WORKFLOWS=${WORKFLOWS:-1}
 
 command -v python3 >/dev/null || {
     echo "python3 is required" >&2
@@ -106,16 +111,19 @@ cleanup() {
 trap cleanup EXIT
 
 # --- the project ---------------------------------------------------------------------------
-python3 - "$DIR/issues.json" "$ISSUES" <<'PY'
+# write_issues PATH PREFIX: the backlog of one workflow.
+write_issues() {
+    python3 - "$1" "$ISSUES" "$2" <<'PY'
 import json, sys
-path, n = sys.argv[1], int(sys.argv[2])
+path, n, prefix = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 issues = [{
-    "id": str(i), "identifier": f"T-{i}", "title": f"Torture issue {i}", "state": "To Do",
+    "id": str(i), "identifier": f"{prefix}-{i}", "title": f"Torture issue {i}", "state": "To Do",
     "priority": 1 + i % 4, "labels": [], "created_at": "2026-01-01T00:00:00Z",
     "updated_at": "2026-01-01T00:00:00Z",
 } for i in range(1, n + 1)]
 json.dump(issues, open(path, "w"), indent=1)
 PY
+}
 
 cat >"$DIR/scenario.jsonl" <<EOF
 {"log_turn": {"path": "$DIR/turns.log", "phase": "start"}}
@@ -127,7 +135,9 @@ cat >"$DIR/scenario.jsonl" <<EOF
 {"log_turn": {"path": "$DIR/turns.log", "phase": "end"}}
 EOF
 
-cat >"$DIR/WORKFLOW.md" <<EOF
+# write_workflow PATH ISSUES_PATH: one workflow file.
+write_workflow() {
+    cat >"$1" <<EOF
 ---
 tracker:
   kind: file
@@ -135,7 +145,7 @@ tracker:
   terminal_states: [Done, Cancelled]
   handoff_state: Review
 file:
-  path: ./issues.json
+  path: $2
 polling:
   interval_ms: 500
 workspace:
@@ -151,13 +161,32 @@ agent:
 ---
 Work on {{ .issue.identifier }}: {{ .issue.title }}
 EOF
+}
+
+# The names `?workflow=` takes (`-`: the single workflow, asked without the parameter).
+if [ "$WORKFLOWS" -gt 1 ]; then
+    mkdir -p "$DIR/wf"
+    NAMES=""
+    for k in $(seq 1 "$WORKFLOWS"); do
+        write_issues "$DIR/issues-w$k.json" "W$k"
+        write_workflow "$DIR/wf/w$k.md" "$DIR/issues-w$k.json"
+        NAMES="$NAMES w$k"
+    done
+    printf 'max_concurrent_agents: %s\ndb_path: %s\n' "$MAX_CONCURRENT" "$DIR/.sortie.db" >"$DIR/wf/sortie.yaml"
+    TARGET=(--workflows "$DIR/wf")
+else
+    write_issues "$DIR/issues.json" T
+    write_workflow "$DIR/WORKFLOW.md" ./issues.json
+    NAMES="-"
+    TARGET=("$DIR/WORKFLOW.md")
+fi
 
 # --- helpers -------------------------------------------------------------------------------
 start_daemon() {
     (
         cd "$DIR"
         exec env IS_SANDBOX=1 FAKE_AGENT_SCENARIO="$DIR/scenario.jsonl" FAKE_AGENT_ARGV_LOG="$DIR/argv.log" \
-            "$SORTIE" --port "$PORT" "$DIR/WORKFLOW.md" >>"$DIR/sortie.log" 2>&1
+            "$SORTIE" --port "$PORT" "${TARGET[@]}" >>"$DIR/sortie.log" 2>&1
     ) &
     DAEMON_PID=$!
     local deadline=$((SECONDS + 30))
@@ -175,9 +204,15 @@ start_daemon() {
     done
 }
 
-# state_sample NAME: saves /api/v1/state as $SAMPLES/NAME.json (empty when not answered).
+# state_sample NAME: saves each workflow's /api/v1/state as $SAMPLES/NAME@<workflow>.json
+# (empty when not answered).
 state_sample() {
-    curl -fsS -m 3 "$BASE/api/v1/state" >"$SAMPLES/$1.json" 2>/dev/null || : >"$SAMPLES/$1.json"
+    local w q
+    for w in $NAMES; do
+        q=""
+        [ "$w" = - ] || q="?workflow=$w"
+        curl -fsS -m 3 "$BASE/api/v1/state$q" >"$SAMPLES/$1@$w.json" 2>/dev/null || : >"$SAMPLES/$1@$w.json"
+    done
 }
 
 # proc_sample WHEN: live fake-agent processes grouped by cwd; more than one per cwd is a
@@ -206,6 +241,13 @@ PY
 # one that came due meanwhile may have been rescheduled (no free slot) at the same attempt,
 # which moves its due_at legitimately, restart or not.
 compare_samples() {
+    local w
+    for w in $NAMES; do
+        compare_sample "$1@$w" "$2@$w" "$3 workflow=$w"
+    done
+}
+
+compare_sample() {
     python3 - "$SAMPLES/$1.json" "$SAMPLES/$2.json" "$3" "$VIOLATIONS" <<'PY'
 import json, sys
 from datetime import datetime
@@ -270,7 +312,7 @@ rand_delay() {
 }
 
 # --- the torture ---------------------------------------------------------------------------
-echo "torture dir: $DIR (port $PORT, kills $KILLS, issues $ISSUES)"
+echo "torture dir: $DIR (port $PORT, kills $KILLS, issues $ISSUES, workflows $WORKFLOWS)"
 start_daemon
 for i in $(seq 1 "$KILLS"); do
     sleep "$(rand_delay)"
@@ -297,9 +339,9 @@ while [ "$SECONDS" -lt "$deadline" ]; do
     proc_sample settle
     if python3 -c '
 import json, sys
-d = json.load(open(sys.argv[1]))
-sys.exit(0 if d["counts"]["running"] == 0 and d["counts"]["retrying"] == 0 else 1)
-' "$SAMPLES/final.json" 2>/dev/null; then
+docs = [json.load(open(p)) for p in sys.argv[1:]]
+sys.exit(0 if all(d["counts"]["running"] == 0 and d["counts"]["retrying"] == 0 for d in docs) else 1)
+' "$SAMPLES"/final@*.json 2>/dev/null; then
         settled=$((settled + 1))
         [ "$settled" -ge 3 ] && break
     else

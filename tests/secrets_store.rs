@@ -422,7 +422,7 @@ fn sortie_scrub_masks_what_the_daemon_did_not_know_and_refuses_beside_a_daemon()
     {
         let conn = rusqlite::Connection::open(&db).expect("open");
         conn.execute(
-            "INSERT INTO attention_acks VALUES (?1, 'k', 0)",
+            "INSERT INTO attention_acks (item_id, kind, acknowledged_at_ms) VALUES (?1, 'k', 0)",
             [format!("item {}", late.1)],
         )
         .expect("insert");

@@ -9,6 +9,7 @@ use argh::FromArgs;
 #[argh(
     description = "sortie: turns issue-tracker tickets into coding-agent sessions",
     example = "sortie --port 9090 WORKFLOW.md",
+    example = "sortie --workflows ./workflows --port 9090",
     note = "Subcommands: `sortie validate [--format text|json] [WORKFLOW.md]`, `sortie demo [--dir DIR]`, `sortie stats [--since X] [--until Y] [--format table|json] [WORKFLOW.md]`, `sortie mcp-server --workflow WORKFLOW.md`, `sortie scrub [WORKFLOW.md]`, `sortie version`."
 )]
 pub struct RunArgs {
@@ -33,9 +34,15 @@ pub struct RunArgs {
     /// print the version banner and exit
     #[argh(switch, short = 'V')]
     pub version: bool,
-    /// path of the workflow file (default ./WORKFLOW.md)
+    /// serve every workflow file (*.md with front matter) in this folder; its sortie.yaml, if any, holds the shared settings
+    #[argh(option)]
+    pub workflows: Option<String>,
+    /// the shared settings of several workflows (max_concurrent_agents, spend ceilings, server, logging, db_path)
+    #[argh(option)]
+    pub config: Option<String>,
+    /// path of the workflow file (default ./WORKFLOW.md); several serve several workflows under one daemon
     #[argh(positional)]
-    pub workflow: Option<String>,
+    pub workflow: Vec<String>,
 }
 
 /// Check a workflow file without running anything.
@@ -174,11 +181,23 @@ const LONG_FLAGS: &[&str] = &[
     "since",
     "until",
     "workflow",
+    "workflows",
+    "config",
     "help",
 ];
 
 /// Flags that take no value. Go's `flag` also accepts `-name=true`/`-name=false` for them.
 const SWITCHES: &[&str] = &["dry-run", "version", "reset", "help"];
+
+/// The subcommands, recognised in first position only.
+const SUBCOMMANDS: &[&str] = &[
+    "validate",
+    "demo",
+    "stats",
+    "scrub",
+    "version",
+    "mcp-server",
+];
 
 /// Go `strconv.ParseBool`, the values `-dry-run=…` accepts.
 fn parse_go_bool(v: &str) -> Option<bool> {
@@ -246,11 +265,25 @@ pub fn parse(args: &[String]) -> Parsed {
         return Parsed::Command(Command::DumpVersion);
     }
     let (sub, rest): (Option<&str>, &[String]) = match args.first().map(String::as_str) {
-        Some(s @ ("validate" | "demo" | "stats" | "scrub" | "version" | "mcp-server")) => {
-            (Some(s), &args[1..])
-        }
+        Some(s) if SUBCOMMANDS.contains(&s) => (Some(s), &args[1..]),
         _ => (None, args),
     };
+    // Several workflow files are accepted, so a subcommand typed after one would be read as
+    // another workflow: it is refused as the misplaced subcommand it is.
+    if let Some(misplaced) = rest
+        .iter()
+        .skip(1)
+        .find(|a| SUBCOMMANDS.contains(&a.as_str()))
+        && sub.is_none()
+    {
+        return Parsed::Exit {
+            stdout: String::new(),
+            stderr: format!(
+                "Unrecognized argument: {misplaced}\nsortie: a subcommand comes first (sortie {misplaced} …)\n"
+            ),
+            code: 1,
+        };
+    }
     let norm = normalize(rest);
     let strs: Vec<&str> = norm.iter().map(String::as_str).collect();
     let parsed = match sub {
@@ -340,7 +373,7 @@ mod tests {
         match parse(&s(&["--port", "9090", "WORKFLOW.md"])) {
             Parsed::Command(Command::Run(r)) => {
                 assert_eq!(r.port.as_deref(), Some("9090"));
-                assert_eq!(r.workflow.as_deref(), Some("WORKFLOW.md"));
+                assert_eq!(r.workflow.first().map(String::as_str), Some("WORKFLOW.md"));
             }
             other => panic!("{other:?}"),
         }
@@ -396,7 +429,7 @@ mod tests {
     #[test]
     fn switches_take_go_boolean_values() {
         let dry = |a: &[&str]| match parse(&s(a)) {
-            Parsed::Command(Command::Run(r)) => Some((r.dry_run, r.workflow)),
+            Parsed::Command(Command::Run(r)) => Some((r.dry_run, r.workflow.first().cloned())),
             _ => None,
         };
         assert_eq!(

@@ -155,6 +155,9 @@ fn hold_text(reason: &HoldReason) -> String {
         HoldReason::AgentSlotsFull { scope, used, limit } => match scope {
             SlotScope::Global => format!("all {limit} agent slots taken ({used} used)"),
             SlotScope::State(s) => format!("agent slots of state {s:?} taken ({used}/{limit})"),
+            SlotScope::Daemon => {
+                format!("the daemon's {limit} shared agent slots taken ({used} used)")
+            }
         },
         HoldReason::WorkspaceLocked { holder_pid } => match holder_pid {
             Some(pid) => format!("workspace locked by pid {pid}"),

@@ -5,10 +5,13 @@ pub mod args;
 pub mod demo;
 pub mod dry_run;
 pub mod run;
+pub mod run_many;
 pub mod scrub;
 pub mod stats;
 pub mod stats_table;
 pub mod validate;
+pub mod workflow_dir;
+pub mod workflow_set;
 
 use crate::build_info::VERSION;
 use args::{Command, Parsed};
@@ -78,9 +81,26 @@ pub fn main() -> i32 {
         Parsed::Command(Command::McpServer(a)) => {
             crate::mcp::run(std::path::Path::new(&a.workflow))
         }
+        Parsed::Command(Command::Run(r))
+            if r.workflow.len() > 1 || r.workflows.is_some() || r.config.is_some() =>
+        {
+            run_many::run(run_many::ManyOptions {
+                files: r.workflow.iter().map(std::path::PathBuf::from).collect(),
+                dir: r.workflows.map(std::path::PathBuf::from),
+                config: r.config.map(std::path::PathBuf::from),
+                port: r.port,
+                host: r.host,
+                log_level: r.log_level,
+                log_format: r.log_format,
+                env_file: r.env_file.map(std::path::PathBuf::from),
+                dry_run: r.dry_run,
+            })
+        }
         Parsed::Command(Command::Run(r)) => run::run(run::RunOptions {
             workflow: r
                 .workflow
+                .into_iter()
+                .next()
                 .map(std::path::PathBuf::from)
                 .unwrap_or_else(run::default_workflow),
             port: r.port,

@@ -30,14 +30,14 @@ pub struct RunOptions {
     pub db_lock: Option<crate::store::lock::DbLock>,
 }
 
-fn fail(msg: impl std::fmt::Display) -> i32 {
+pub(super) fn fail(msg: impl std::fmt::Display) -> i32 {
     eprintln!("sortie: {msg}");
     1
 }
 
 /// Starts the keeper process that stops sortie's agents, hooks and helpers if sortie dies
 /// without draining (`process_signal::keeper`), before anything can start one.
-fn start_keeper(wf: &Workflow, log_format: LogFormat) {
+pub(super) fn start_keeper(wf: &Workflow, log_format: LogFormat) {
     let grace = crate::agent::AgentSettings {
         stop_grace_ms: wf.config.agent.stop_grace_ms,
         ..Default::default()
@@ -61,7 +61,7 @@ fn start_keeper(wf: &Workflow, log_format: LogFormat) {
 /// (names only, never values): with `agent.inherit_env` the secret-looking variables and
 /// sortie's own secrets it exposes; otherwise the variables the agent kind needs that are
 /// withheld because they hold the tracker token or a webhook secret.
-fn warn_agent_environment(wf: &Workflow) {
+pub(super) fn warn_agent_environment(wf: &Workflow) {
     let policy = &wf.config.agent.env;
     let kind_vars = crate::registry::agent(&wf.config.agent.kind)
         .map(|d| d.env_vars)
@@ -110,7 +110,7 @@ fn warn_agent_environment(wf: &Workflow) {
 /// `/readyz` 503, an attention item). A sandbox that cannot start likewise (bubblewrap may
 /// be installed, user namespaces allowed). A missing tracker data file likewise: it may be
 /// created later, and meanwhile each poll fails and says so.
-fn log_held_back_problems(report: &mut super::validate::Report) {
+pub(super) fn log_held_back_problems(report: &mut super::validate::Report) {
     report.errors.retain(|d| {
         let consequence = match d.check.as_str() {
             crate::config::AGENT_COMMAND_CHECK => {
@@ -129,26 +129,39 @@ fn log_held_back_problems(report: &mut super::validate::Report) {
     });
 }
 
-/// Runs sortie; returns the process exit code.
-pub fn run(opts: RunOptions) -> i32 {
-    // Flag values are checked before anything else.
-    let flag_level = match opts.log_level.as_deref().map(|l| (l, LogLevel::parse(l))) {
+/// `--log-level` and `--log-format` as typed: their values, or the exit code after saying
+/// which value is not accepted.
+pub(super) fn log_flags(
+    level: &Option<String>,
+    format: &Option<String>,
+) -> Result<(Option<LogLevel>, Option<LogFormat>), i32> {
+    let level = match level.as_deref().map(|l| (l, LogLevel::parse(l))) {
         Some((l, None)) => {
-            return fail(format!(
+            return Err(fail(format!(
                 "unknown log level {l:?}: accepted values are debug, info, warn, error"
-            ));
+            )));
         }
         Some((_, Some(v))) => Some(v),
         None => None,
     };
-    let flag_format = match opts.log_format.as_deref().map(|f| (f, LogFormat::parse(f))) {
+    let format = match format.as_deref().map(|f| (f, LogFormat::parse(f))) {
         Some((f, None)) => {
-            return fail(format!(
+            return Err(fail(format!(
                 "unknown log format {f:?}: accepted values are text, json"
-            ));
+            )));
         }
         Some((_, Some(v))) => Some(v),
         None => None,
+    };
+    Ok((level, format))
+}
+
+/// Runs sortie; returns the process exit code.
+pub fn run(opts: RunOptions) -> i32 {
+    // Flag values are checked before anything else.
+    let (flag_level, flag_format) = match log_flags(&opts.log_level, &opts.log_format) {
+        Ok(v) => v,
+        Err(code) => return code,
     };
 
     let mut load_options = LoadOptions::from_process(opts.env_file.clone());
@@ -232,19 +245,10 @@ fn run_daemon(
     log::info!(db_path:% = wf.config.db_path.display(); "database path resolved");
     // One daemon per database: held until this function returns (process exit). A lock the
     // caller holds on another database is released first.
-    let held_lock = held_lock.filter(|l| l.guards(&wf.config.db_path));
-    let _db_lock =
-        match held_lock.map_or_else(|| crate::store::lock::acquire(&wf.config.db_path), Ok) {
-            Ok(l) => l,
-            Err(e) => {
-                log::error!(
-                    db_path:% = wf.config.db_path.display().to_string(),
-                    error:% = e.to_string();
-                    "database lock not acquired"
-                );
-                return fail(e);
-            }
-        };
+    let _db_lock = match lock_database(&wf.config.db_path, held_lock) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
     let store = match crate::store::Store::open(&wf.config.db_path, clock.clone()) {
         Ok(s) => Arc::new(s),
         Err(e) => return fail(e),
@@ -276,7 +280,8 @@ fn run_daemon(
 
     // Before the server makes this process observable: a SIGTERM that arrives as soon as
     // `/livez` answers must drain, not kill the process with the default action.
-    if let Err(e) = install_signal_handlers(handle.tx.clone(), drain_budget) {
+    let inboxes: Inboxes = Arc::new(std::sync::Mutex::new(vec![handle.tx.clone()]));
+    if let Err(e) = install_signal_handlers(inboxes.clone(), drain_budget) {
         return fail(format!("cannot install signal handlers: {e}"));
     }
     let server = match crate::http::start(&bind, handle.clone(), store.clone(), clock.clone()) {
@@ -286,7 +291,7 @@ fn run_daemon(
     orch.set_api_url(server.as_ref().map(|_| api_url(&bind)));
 
     start_feeds(&handle, &workflow_path);
-    let essential_panicked = install_essential_panic_hook(handle.tx.clone());
+    let essential_panicked = install_essential_panic_hook(inboxes);
     let orch_thread = match std::thread::Builder::new()
         .name("orch".into())
         .spawn(move || orch.run())
@@ -318,9 +323,27 @@ fn run_daemon(
     )
 }
 
+/// The database's lock: the one `held` when it guards `db_path`, else taken now; the exit
+/// code after saying why it was not.
+pub(super) fn lock_database(
+    db_path: &Path,
+    held: Option<crate::store::lock::DbLock>,
+) -> Result<crate::store::lock::DbLock, i32> {
+    let held = held.filter(|l| l.guards(db_path));
+    held.map_or_else(|| crate::store::lock::acquire(db_path), Ok)
+        .map_err(|e| {
+            log::error!(
+                db_path:% = db_path.display().to_string(),
+                error:% = e.to_string();
+                "database lock not acquired"
+            );
+            fail(e)
+        })
+}
+
 /// Orphans of agents (a grandchild that escaped its group with `setsid`) are re-parented to
 /// sortie rather than init, so they are reaped here and killed by their turn's token.
-fn adopt_orphans() {
+pub(super) fn adopt_orphans() {
     match crate::process_signal::orphans::become_subreaper() {
         Ok(()) => {
             if let Err(e) =
@@ -336,7 +359,7 @@ fn adopt_orphans() {
 /// The rates in force before anything is priced (the lost sessions first): the workflow's
 /// token_rates, the table settings, then the copies kept by the previous process; and the
 /// download thread, with the flag that stops it.
-fn start_prices(
+pub(super) fn start_prices(
     wf: &Workflow,
     clock: &Arc<dyn Clock>,
     store: &Arc<crate::store::Store>,
@@ -357,7 +380,7 @@ fn start_prices(
 }
 
 /// Sessions a killed process left running count toward the totals before anything reads them.
-fn absorb_lost_sessions(
+pub(super) fn absorb_lost_sessions(
     store: &crate::store::Store,
     clock: &dyn Clock,
     prices: &crate::pricing::PriceBoard,
@@ -378,7 +401,7 @@ fn absorb_lost_sessions(
 }
 
 /// Restart-surviving counters resume from the persisted aggregates (no cliff on restart).
-fn seeded_metrics(store: &crate::store::Store) -> Arc<crate::metrics::Metrics> {
+pub(super) fn seeded_metrics(store: &crate::store::Store) -> Arc<crate::metrics::Metrics> {
     let seed = store
         .read_conn()
         .and_then(|r| r.aggregate_totals())
@@ -393,7 +416,10 @@ fn seeded_metrics(store: &crate::store::Store) -> Arc<crate::metrics::Metrics> {
 }
 
 /// The notification feed and the workflow watcher; either missing only warns.
-fn start_feeds(handle: &orchestrator::OrchestratorHandle, workflow_path: &std::path::Path) {
+pub(super) fn start_feeds(
+    handle: &orchestrator::OrchestratorHandle,
+    workflow_path: &std::path::Path,
+) {
     if let Err(e) =
         crate::http::notify_feed::spawn(handle.clone(), crate::notify::Notifier::global().clone())
     {
@@ -409,7 +435,7 @@ fn start_feeds(handle: &orchestrator::OrchestratorHandle, workflow_path: &std::p
 
 /// The base URL a local client reaches the server at: the bound address, or loopback when it
 /// is bound to every address.
-fn api_url(bind: &ServerBind) -> String {
+pub(super) fn api_url(bind: &ServerBind) -> String {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
     let host = match bind.host {
         IpAddr::V4(a) if a.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -427,7 +453,7 @@ const ESSENTIAL_THREADS: &[&str] = &["orch", "db-writer", "tracker-ops", "watch"
 
 /// The process status after `orch` ended: 1 when it or another essential thread panicked
 /// (the default panic exit would otherwise be a clean 0 from `main`), 0 after a drain.
-fn exit_code(orch_panicked: bool, essential_panicked: bool) -> i32 {
+pub(super) fn exit_code(orch_panicked: bool, essential_panicked: bool) -> i32 {
     if orch_panicked || essential_panicked {
         1
     } else {
@@ -438,9 +464,7 @@ fn exit_code(orch_panicked: bool, essential_panicked: bool) -> i32 {
 /// Chains a panic hook that notices panics in [`ESSENTIAL_THREADS`]: it logs them, sets the
 /// returned flag and asks `orch` to shut down. Other threads (a supervisor, an HTTP handler)
 /// keep the default behaviour: their panic is printed and contained.
-fn install_essential_panic_hook(
-    tx: crossbeam_channel::Sender<orchestrator::OrchMsg>,
-) -> Arc<std::sync::atomic::AtomicBool> {
+pub(super) fn install_essential_panic_hook(txs: Inboxes) -> Arc<std::sync::atomic::AtomicBool> {
     let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let seen = flag.clone();
     let previous = std::panic::take_hook();
@@ -455,15 +479,19 @@ fn install_essential_panic_hook(
                 panic:% = info.to_string();
                 "essential thread panicked; shutting down"
             );
-            let _ = tx.send(orchestrator::OrchMsg::Shutdown);
+            tell_all(&txs, || orchestrator::OrchMsg::Shutdown);
         }
     }));
     flag
 }
 
 fn is_essential(thread_name: &str) -> bool {
-    ESSENTIAL_THREADS.contains(&thread_name)
+    ESSENTIAL_THREADS.contains(&thread_name) || thread_name.starts_with(WORKFLOW_ORCH_PREFIX)
 }
+
+/// The orchestrator thread of one of several workflows is `orch-<name>` (one workflow's is
+/// `orch`).
+pub(super) const WORKFLOW_ORCH_PREFIX: &str = "orch-";
 
 /// SIGTERM/SIGINT start a graceful shutdown; a second signal cuts the agents' SIGTERM grace
 /// short (SIGKILL to every agent process group, runs still recorded, then exit); a third exits
@@ -471,10 +499,11 @@ fn is_essential(thread_name: &str) -> bool {
 /// The first signal also starts a watchdog that ends the process if the orchestrator has not
 /// finished its drain `drain_budget` plus a margin later (for an orchestrator that never takes
 /// the message; its own watchdog covers the budget it reads when it does).
-fn install_signal_handlers(
-    tx: crossbeam_channel::Sender<orchestrator::OrchMsg>,
+pub(super) fn install_signal_handlers(
+    txs: Inboxes,
     drain_budget: std::time::Duration,
 ) -> std::io::Result<()> {
+    let send = move |msg: fn() -> orchestrator::OrchMsg| tell_all(&txs, msg);
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
     std::thread::Builder::new()
@@ -490,8 +519,9 @@ fn install_signal_handlers(
                             pid:% = std::process::id();
                             "signal received, initiating shutdown"
                         );
-                        let _ = tx.send(orchestrator::OrchMsg::Shutdown);
-                        orchestrator::spawn_shutdown_watchdog(
+                        send(|| orchestrator::OrchMsg::Shutdown);
+                        // Never stood down: the whole process is shutting down.
+                        let _ = orchestrator::spawn_shutdown_watchdog(
                             drain_budget + std::time::Duration::from_secs(10),
                         );
                     }
@@ -500,7 +530,7 @@ fn install_signal_handlers(
                             signal:% = sig;
                             "second signal received, killing agents and shutting down"
                         );
-                        let _ = tx.send(orchestrator::OrchMsg::ShutdownNow);
+                        send(|| orchestrator::OrchMsg::ShutdownNow);
                     }
                     _ => {
                         log::warn!(signal:% = sig; "third signal received, exiting now");
@@ -510,6 +540,19 @@ fn install_signal_handlers(
             }
         })?;
     Ok(())
+}
+
+/// The inboxes of the orchestrators running (one per workflow); workflows started or ended
+/// while the daemon runs are added or dropped.
+pub(super) type Inboxes =
+    Arc<std::sync::Mutex<Vec<crossbeam_channel::Sender<orchestrator::OrchMsg>>>>;
+
+/// Sends `msg()` to every orchestrator.
+pub(super) fn tell_all(txs: &Inboxes, msg: impl Fn() -> orchestrator::OrchMsg) {
+    let txs = txs.lock().unwrap_or_else(|p| p.into_inner());
+    for tx in txs.iter() {
+        let _ = tx.send(msg());
+    }
 }
 
 /// The default workflow path.
@@ -532,7 +575,10 @@ mod tests {
     #[test]
     fn the_hook_flags_an_essential_panic_and_asks_orch_to_shut_down() {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let flag = super::install_essential_panic_hook(tx);
+        let flag =
+            super::install_essential_panic_hook(std::sync::Arc::new(std::sync::Mutex::new(vec![
+                tx,
+            ])));
         let panics_in = |name: &str| {
             std::thread::Builder::new()
                 .name(name.into())

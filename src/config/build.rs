@@ -562,7 +562,7 @@ fn budget(m: &Map<String, Value>, key: &str) -> Result<Option<u64>, ConfigError>
 }
 
 /// A USD ceiling: YAML number or numeric string; 0/absent = none; negative is an error.
-fn usd(m: &Map<String, Value>, key: &str) -> Result<Option<f64>, ConfigError> {
+pub(super) fn usd(m: &Map<String, Value>, key: &str) -> Result<Option<f64>, ConfigError> {
     let field = format!("agent.{key}");
     let v = match m.get(key) {
         None | Some(Value::Null) => return Ok(None),
@@ -733,7 +733,7 @@ fn build_db_path(raw: &Map<String, Value>, ctx: &BuildContext<'_>) -> Result<Pat
     Ok(absolute(ctx.workflow_dir, &expanded))
 }
 
-fn build_server(m: &Map<String, Value>) -> Result<ServerConfig, ConfigError> {
+pub(super) fn build_server(m: &Map<String, Value>) -> Result<ServerConfig, ConfigError> {
     let port = match m.get("port") {
         None | Some(Value::Null) => None,
         // Only a YAML int or integral float; a quoted port is refused so a typo is not
@@ -837,7 +837,7 @@ fn bad_port(v: &Value) -> ConfigError {
     )
 }
 
-fn build_logging(m: &Map<String, Value>) -> Result<LoggingConfig, ConfigError> {
+pub(super) fn build_logging(m: &Map<String, Value>) -> Result<LoggingConfig, ConfigError> {
     let level = match strict_string_field(m, "level", "logging.level")? {
         None => None,
         Some(s) => Some(LogLevel::parse(&s).ok_or_else(|| {

@@ -28,6 +28,7 @@ mod agent_env_build;
 mod build;
 mod coerce;
 mod context;
+pub mod daemon;
 pub mod dispatch;
 mod dispatch_build;
 mod dotenv;

@@ -25,6 +25,7 @@ const CORE_KEYS: &[&str] = &[
 
 /// Extensions read by the CLI/orchestrator/server.
 const EXTENSION_KEYS: &[&str] = &[
+    "name",
     "server",
     "logging",
     "worker",

@@ -50,6 +50,9 @@ pub mod stats;
 pub mod views;
 pub mod webhooks;
 pub mod wording;
+pub mod workflows;
+
+pub use workflows::{LeftOutWorkflow, ServedWorkflow};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -87,11 +90,17 @@ const SEND_BUFFER: usize = 128 * 1024;
 pub struct HttpServer {
     server: Arc<tiny_http::Server>,
     state: Arc<AppState>,
+    served: Arc<workflows::Served>,
     fatal: Receiver<String>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl HttpServer {
+    /// The workflows it answers for (workflows are added and removed there).
+    pub fn served(&self) -> Arc<workflows::Served> {
+        self.served.clone()
+    }
+
     /// Receives a message when the accept loop ends unexpectedly (exit non-zero).
     pub fn fatal_receiver(&self) -> Receiver<String> {
         self.fatal.clone()
@@ -119,16 +128,37 @@ impl HttpServer {
     }
 }
 
+/// One [`AppState`] per workflow, sharing the daemon-wide parts (shutdown flag, stream
+/// counts, webhook ingress, refusal log).
+fn served(
+    workflows: Vec<ServedWorkflow>,
+    left_out: Vec<LeftOutWorkflow>,
+    clock: Arc<dyn Clock>,
+    max_connections: usize,
+) -> workflows::Served {
+    let shared = workflows::Shared {
+        clock,
+        stopping: Arc::new(AtomicBool::new(false)),
+        sse_open: Arc::new(AtomicUsize::new(0)),
+        sse_serial: Arc::new(AtomicUsize::new(0)),
+        max_streams: limits::max_streams(max_connections),
+        webhooks: Arc::new(webhooks::Ingress::from_env()),
+        refusals: Arc::default(),
+    };
+    workflows::Served::new(workflows, left_out, shared)
+}
+
 /// Shared by the request and stream threads.
 pub struct AppState {
     pub orch: OrchestratorHandle,
     pub store: Arc<Store>,
     pub clock: Arc<dyn Clock>,
     pub version: &'static str,
-    /// Set at shutdown: streams end, pool threads exit quietly.
-    pub stopping: AtomicBool,
-    pub sse_open: AtomicUsize,
-    pub sse_serial: AtomicUsize,
+    /// Set at shutdown: streams end, pool threads exit quietly. Shared by every workflow's
+    /// state, like the stream counts.
+    pub stopping: Arc<AtomicBool>,
+    pub sse_open: Arc<AtomicUsize>,
+    pub sse_serial: Arc<AtomicUsize>,
     pub max_streams: usize,
     /// `GET /api/v1/state`'s document, built once per published snapshot.
     pub state_cache: state_doc::StateCache,
@@ -207,6 +237,8 @@ pub enum StartError {
     ),
     /// A worker thread could not be spawned.
     Thread(std::io::Error),
+    /// There is no workflow to answer for.
+    NoWorkflow,
 }
 
 impl std::fmt::Display for StartError {
@@ -215,6 +247,7 @@ impl std::fmt::Display for StartError {
             StartError::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
             StartError::Server(addr, e) => write!(f, "cannot start the http server on {addr}: {e}"),
             StartError::Thread(e) => write!(f, "cannot start http thread: {e}"),
+            StartError::NoWorkflow => write!(f, "no workflow to serve"),
         }
     }
 }
@@ -228,6 +261,23 @@ pub fn start(
     bind: &ServerBind,
     orch: OrchestratorHandle,
     store: Arc<Store>,
+    clock: Arc<dyn Clock>,
+) -> Result<Option<HttpServer>, StartError> {
+    let one = ServedWorkflow {
+        name: String::new(),
+        path: String::new(),
+        orch,
+        store,
+    };
+    start_many(bind, vec![one], Vec::new(), clock)
+}
+
+/// [`start`] for several workflows (`workflows`): each answers under `?workflow=NAME`;
+/// `left_out` are listed by `GET /api/v1/workflows` only.
+pub fn start_many(
+    bind: &ServerBind,
+    workflows: Vec<ServedWorkflow>,
+    left_out: Vec<LeftOutWorkflow>,
     clock: Arc<dyn Clock>,
 ) -> Result<Option<HttpServer>, StartError> {
     if bind.port == 0 {
@@ -253,19 +303,10 @@ pub fn start(
         bind.max_connections_per_client,
         current_nofile_limit(),
     );
-    let state = Arc::new(AppState {
-        orch,
-        store,
-        clock,
-        version: crate::build_info::VERSION,
-        stopping: AtomicBool::new(false),
-        sse_open: AtomicUsize::new(0),
-        sse_serial: AtomicUsize::new(0),
-        max_streams: limits::max_streams(max_connections),
-        state_cache: state_doc::StateCache::default(),
-        webhooks: Arc::new(webhooks::Ingress::from_env()),
-        refusals: Arc::default(),
-    });
+    let served = Arc::new(served(workflows, left_out, clock, max_connections));
+    let Some(state) = served.primary() else {
+        return Err(StartError::NoWorkflow);
+    };
     let limits = admission::limits(max_connections, per_client, state.clone());
     let probe_reserve = limits.probe_reserve;
     let server = tiny_http::Server::from_listener_with_limits(listener, limits)
@@ -291,6 +332,7 @@ pub fn start(
     for n in 0..POOL_SIZE {
         let server = server.clone();
         let state = state.clone();
+        let served = served.clone();
         let fatal_tx = fatal_tx.clone();
         let host_policy = host_policy.clone();
         let t = std::thread::Builder::new()
@@ -298,7 +340,7 @@ pub fn start(
             .spawn(move || {
                 loop {
                     match server.recv_timeout(IDLE_FLUSH) {
-                        Ok(Some(req)) => router::handle(&state, &host_policy, req),
+                        Ok(Some(req)) => router::handle(&served, &host_policy, req),
                         Ok(None) if state.stopping.load(Ordering::SeqCst) => break,
                         Ok(None) => state.refusals.flush(Instant::now()),
                         Err(_) if state.stopping.load(Ordering::SeqCst) => break,
@@ -315,6 +357,7 @@ pub fn start(
     Ok(Some(HttpServer {
         server,
         state,
+        served,
         fatal: fatal_rx,
         threads,
     }))

@@ -32,6 +32,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/events"),
     ("get", "/openapi.json"),
     ("get", "/api/v1/{identifier}"),
+    ("get", "/api/v1/workflows"),
     ("post", "/api/v1/refresh"),
     ("post", "/api/v1/retries/{identifier}/run"),
     ("post", "/api/v1/reactions/{identifier}/{kind}/check"),
@@ -367,6 +368,7 @@ struct Refs {
     acknowledge: Value,
     stats: Value,
     prices: Value,
+    workflows: Value,
 }
 
 /// The generator of the component schemas: JSON Schema 2020-12 (what OpenAPI 3.1 uses), for
@@ -403,6 +405,9 @@ impl Refs {
             acknowledge: g.subschema_for::<AcknowledgeReply>().to_value(),
             stats: g.subschema_for::<StatsReport>().to_value(),
             prices: g.subschema_for::<PricesDoc>().to_value(),
+            workflows: g
+                .subschema_for::<super::workflows::WorkflowsDoc>()
+                .to_value(),
         }
     }
 }
@@ -601,6 +606,10 @@ fn paths(s: &Refs) -> Value {
             "405": method_not_allowed(), "503": history_unavailable.clone(),
         }}},
         "/api/v1/stats": stats_path(s),
+        "/api/v1/workflows": {"get": {"summary": "The workflows this daemon serves, with their health", "description": "One row per workflow file the daemon was started with (one row for a daemon of one workflow). With several workflows, every route under /api/v1/ other than this one (and the event stream) answers for one workflow named by the query parameter workflow=NAME: without it 400 workflow_required, with an unknown name 404 unknown_workflow, with one that did not load 503 workflow_not_loaded. With one workflow the parameter is not read.", "responses": {
+            "200": json_response("The workflows.", s.workflows.clone(), json!({"workflows": [{"name": "web", "path": "/srv/sortie/web.md", "status": "ok", "problems": [], "running": 1, "retrying": 0, "held": 2, "max_concurrent_agents": 4}, {"name": "api", "path": "/srv/sortie/api.md", "status": "not_loaded", "problems": ["config: tracker.kind: required"], "running": 0, "retrying": 0, "held": 0, "max_concurrent_agents": null}]})),
+            "405": method_not_allowed(),
+        }}},
         "/api/v1/prices": {"get": {"summary": "The rates in force per agent kind and model, and the state of every price source", "responses": {
             "200": json_response("Rates and sources returned.", s.prices.clone(), prices_example()),
             "405": method_not_allowed(), "503": history_unavailable.clone(),
@@ -897,6 +906,7 @@ mod tests {
             "/api/v1/attention/00ff/acknowledge",
             "/api/v1/webhooks/github",
             "/api/v1/notifications",
+            "/api/v1/workflows",
             "/openapi.json",
             "/api/v1/X-1",
         ];

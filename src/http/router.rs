@@ -2,7 +2,6 @@
 //! path), then the route table with method enforcement (405 + `Allow` + the JSON envelope),
 //! then the handler.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use tiny_http::{Method, Request, Response};
@@ -12,6 +11,7 @@ use super::host::{HostDecision, HostPolicy};
 use super::origin;
 use super::query::percent_decode;
 use super::respond::{self, ApiError, JsonReply, echo, send_error, send_json};
+use super::workflows::Served;
 use super::{
     actions, dashboard, issue_detail, openapi, operator_message, prices, probes, runs, scrape, sse,
     state_doc, stats, webhooks,
@@ -46,6 +46,8 @@ pub enum Route {
     /// `/favicon.ico`, served with the dashboard's files.
     Favicon,
     Issue(String),
+    /// `/api/v1/workflows`: the workflows the daemon serves ([`super::workflows`]).
+    Workflows,
     NotFound,
 }
 
@@ -89,8 +91,25 @@ impl Route {
             Route::OperatorMessage => ("post", "/api/v1/notifications"),
             Route::OpenApi => ("get", "/openapi.json"),
             Route::Issue(_) => ("get", "/api/v1/{identifier}"),
+            Route::Workflows => ("get", "/api/v1/workflows"),
             Route::Metrics | Route::Dashboard | Route::Favicon | Route::NotFound => return None,
         })
+    }
+
+    /// Answered for the daemon, not one workflow (`?workflow=` is not read).
+    fn daemon_wide(&self) -> bool {
+        matches!(
+            self,
+            Route::Root
+                | Route::Livez
+                | Route::Readyz
+                | Route::Metrics
+                | Route::Dashboard
+                | Route::Favicon
+                | Route::OpenApi
+                | Route::Workflows
+                | Route::NotFound
+        )
     }
 
     fn accepts(&self, m: &Method) -> bool {
@@ -108,6 +127,7 @@ const FIXED: &[&str] = &[
     "events",
     "refresh",
     "notifications",
+    "workflows",
 ];
 
 /// Maps a path (without query) to its route.
@@ -140,6 +160,7 @@ pub fn route(path: &str) -> Route {
         ["prices"] => Route::Prices,
         ["refresh"] => Route::Refresh,
         ["notifications"] => Route::OperatorMessage,
+        ["workflows"] => Route::Workflows,
         ["retries", id, "run"] if !id.is_empty() => Route::RetryNow(id.to_string()),
         ["reactions", id, kind, "check"] if !id.is_empty() && !kind.is_empty() => {
             Route::ReactionCheck(id.to_string(), kind.to_string())
@@ -229,11 +250,17 @@ fn refusal(
 }
 
 /// Handles one request on a pool thread (an event stream moves to a thread of its own).
-pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
+pub fn handle(served: &Served, host_policy: &HostPolicy, req: Request) {
+    let Some(primary) = served.primary() else {
+        return send_error(
+            req,
+            ApiError::new(503, "no_workflow", "no workflow is loaded"),
+        );
+    };
     let url = req.url().to_string();
     let path = url.split('?').next().unwrap_or("/").to_string();
     let method = req.method().clone();
-    if let Some(e) = refusal(state, host_policy, &req, &path, &method) {
+    if let Some(e) = refusal(&primary, host_policy, &req, &path, &method) {
         return send_error(req, e);
     }
     let r = route(&path);
@@ -245,6 +272,18 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
             req,
             ApiError::method_not_allowed(method.as_str(), r.allow()),
         );
+    }
+    let across_all = served.several() && r == Route::State && !super::workflows::names_one(&url);
+    let (state, url) = match served.pick(r.daemon_wide(), r == Route::State, &url) {
+        Ok(picked) => picked,
+        Err(e) => return send_error(req, e),
+    };
+    let state = &state;
+    if served.several() && r == Route::Metrics {
+        return scrape::serve_many(served, req);
+    }
+    if across_all {
+        return send_json(req, served.aggregate_state(), None);
     }
     let result: Result<JsonReply, ApiError> = match &r {
         Route::Root => {
@@ -274,6 +313,7 @@ pub fn handle(state: &Arc<AppState>, host_policy: &HostPolicy, req: Request) {
         Route::OperatorMessage => return operator_message::serve(state, req),
         Route::OpenApi => Ok(JsonReply::ok(openapi::document())),
         Route::Issue(id) => issue_detail::detail(state, id),
+        Route::Workflows => Ok(served.list()),
         Route::NotFound => Err(ApiError::no_route(&path)),
     };
     match result {

@@ -451,6 +451,24 @@ pub fn slots_full(state: Option<&str>, used: usize, limit: usize) -> (String, St
     (reason, release, full)
 }
 
+/// The daemon-wide cap shared by several workflows is full, or this workflow is at its fair
+/// share of it while another workflow waits.
+pub fn daemon_slots_full(used: usize, limit: usize) -> (String, String, String) {
+    let reason = if used < limit {
+        format!(
+            "This workflow is at its fair share of the {limit} agent slots its daemon's workflows share"
+        )
+    } else {
+        format!("All {limit} agent slots this daemon's workflows share are in use")
+    };
+    let release =
+        "Released when a session of any workflow ends and the slot falls to this one.".to_string();
+    let full = format!(
+        "{reason}. Sortie dispatches the issue when a shared slot frees up and no workflow with fewer sessions is waiting for it."
+    );
+    (reason, release, full)
+}
+
 /// The blocker read of the issue failed, or an earlier failure ended the pass's reads.
 pub fn blockers_unresolved() -> (String, String, String) {
     let reason = "Blockers could not be read".to_string();

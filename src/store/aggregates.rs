@@ -9,6 +9,7 @@ use rusqlite::{Connection, params};
 use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::runs::{self, RunRecord};
+use super::scope::{self, InWorkflow, Scope};
 use super::sessions::{self, SessionMeta};
 use crate::domain::RunStatus;
 
@@ -35,14 +36,14 @@ pub struct AggregateTotals {
 }
 
 /// Adds `d` to the counter row (creating it on first use); `d.exits` is not read here.
-fn add(conn: &Connection, d: &AggregateTotals) -> rusqlite::Result<usize> {
+fn add(conn: &Connection, wf: &str, d: &AggregateTotals) -> rusqlite::Result<usize> {
     bind::execute(
         conn,
         "INSERT INTO aggregate_metrics (key, input_tokens, output_tokens, total_tokens,
              cache_read_tokens, cache_write_tokens, dispatches, seconds_running,
-             unmeasured_sessions, updated_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-         ON CONFLICT(key) DO UPDATE SET
+             unmeasured_sessions, updated_at_ms, workflow)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         ON CONFLICT(workflow, key) DO UPDATE SET
              input_tokens = input_tokens + excluded.input_tokens,
              output_tokens = output_tokens + excluded.output_tokens,
              total_tokens = total_tokens + excluded.total_tokens,
@@ -62,14 +63,20 @@ fn add(conn: &Connection, d: &AggregateTotals) -> rusqlite::Result<usize> {
             d.dispatches,
             d.seconds_running,
             d.unmeasured_sessions,
-            d.updated_at_ms
+            d.updated_at_ms,
+            wf
         ],
     )
 }
 
 /// Adds one finished run. Recorded CI results are not sessions and add nothing; an unmeasured
 /// run adds no tokens (its spend is unknown) but counts as an unmeasured session.
-pub(crate) fn add_run(conn: &Connection, r: &RunRecord, now_ms: i64) -> Result<(), StoreError> {
+pub(crate) fn add_run(
+    conn: &Connection,
+    wf: &str,
+    r: &RunRecord,
+    now_ms: i64,
+) -> Result<(), StoreError> {
     if !r.status.is_session() {
         return Ok(());
     }
@@ -87,12 +94,12 @@ pub(crate) fn add_run(conn: &Connection, r: &RunRecord, now_ms: i64) -> Result<(
         exits: BTreeMap::new(),
         updated_at_ms: now_ms,
     };
-    add(conn, &delta).ctx("add run to aggregate metrics")?;
+    add(conn, wf, &delta).ctx("add run to aggregate metrics")?;
     bind::execute(
         conn,
-        "INSERT INTO aggregate_exits (exit_type, count) VALUES (?1, 1)
-         ON CONFLICT(exit_type) DO UPDATE SET count = count + 1",
-        rusqlite::params![r.status],
+        "INSERT INTO aggregate_exits (workflow, exit_type, count) VALUES (?1, ?2, 1)
+         ON CONFLICT(workflow, exit_type) DO UPDATE SET count = count + 1",
+        rusqlite::params![wf, r.status],
     )
     .ctx("count worker exit")?;
     Ok(())
@@ -115,13 +122,14 @@ pub const INTERRUPTED_ERROR: &str = "interrupted: sortie restarted";
 /// it is never recorded twice. Returns how many sessions were recorded.
 pub(crate) fn absorb_lost_sessions(
     conn: &Connection,
+    wf: &str,
     now_ms: i64,
     book: &crate::pricing::RateBook,
 ) -> Result<i64, StoreError> {
     let tx = conn
         .unchecked_transaction()
         .ctx("begin absorbing lost sessions")?;
-    let lost: Vec<SessionMeta> = sessions::load_all(&tx)?
+    let lost: Vec<SessionMeta> = sessions::load_all(&tx, &Scope::One(wf.into()))?
         .into_iter()
         .filter(|s| s.dispatch_id.is_some())
         .collect();
@@ -130,14 +138,14 @@ pub(crate) fn absorb_lost_sessions(
     }
     for s in &lost {
         let run = interrupted_run(s, now_ms, book);
-        runs::insert(&tx, &run)?;
-        add_run(&tx, &run, now_ms)?;
+        runs::insert(&tx, wf, &run)?;
+        add_run(&tx, wf, &run, now_ms)?;
     }
     bind::execute(
         &tx,
         "UPDATE session_metadata SET dispatch_id = NULL, exit_type = 'lost', recovery_pending = 1
-         WHERE dispatch_id IS NOT NULL",
-        params![],
+         WHERE dispatch_id IS NOT NULL AND workflow = ?1",
+        params![wf],
     )
     .ctx("mark lost sessions")?;
     tx.commit().ctx("commit absorbing lost sessions")?;
@@ -215,15 +223,21 @@ fn lost_session_price(
     )
 }
 
-/// The counters; zeros when nothing was ever recorded.
-pub(crate) fn load(conn: &Connection) -> Result<AggregateTotals, StoreError> {
+/// The counters of the scope (summed across workflows for [`Scope::All`]); zeros when
+/// nothing was ever recorded.
+pub(crate) fn load(conn: &Connection, sc: &Scope) -> Result<AggregateTotals, StoreError> {
     let mut t = conn
         .query_row(
-            "SELECT input_tokens, output_tokens, total_tokens, cache_read_tokens,
-                 cache_write_tokens, dispatches, seconds_running, unmeasured_sessions,
-                 updated_at_ms
-             FROM aggregate_metrics WHERE key = ?1",
-            [KEY],
+            &format!(
+                "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+                     COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cache_read_tokens), 0),
+                     COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(dispatches), 0),
+                     COALESCE(SUM(seconds_running), 0.0),
+                     COALESCE(SUM(unmeasured_sessions), 0), COALESCE(MAX(updated_at_ms), 0)
+                 FROM aggregate_metrics WHERE key = ?1 AND {}",
+                scope::filter("workflow", 2)
+            ),
+            rusqlite::params![KEY, sc.bound()],
             |r| {
                 Ok(AggregateTotals {
                     input_tokens: r.get(0)?,
@@ -240,27 +254,60 @@ pub(crate) fn load(conn: &Connection) -> Result<AggregateTotals, StoreError> {
                 })
             },
         )
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(AggregateTotals::default()),
-            e => Err(e),
-        })
         .ctx("load aggregate metrics")?;
     t.estimated_cost_usd = conn
         .query_row(
-            "SELECT COALESCE(SUM(estimated_cost_usd), 0.0) FROM run_history WHERE status <> ?1",
-            [RunStatus::CiFailed],
+            &format!(
+                "SELECT COALESCE(SUM(estimated_cost_usd), 0.0) FROM run_history
+                 WHERE status <> ?1 AND {}",
+                scope::filter("workflow", 2)
+            ),
+            rusqlite::params![RunStatus::CiFailed, sc.bound()],
             |r| r.get(0),
         )
         .ctx("sum recorded run costs")?;
     let mut stmt = conn
-        .prepare("SELECT exit_type, count FROM aggregate_exits")
+        .prepare(&format!(
+            "SELECT exit_type, SUM(count) FROM aggregate_exits WHERE {} GROUP BY exit_type",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load worker exits")?;
     let rows = stmt
-        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+        .query_map([sc.bound()], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })
         .ctx("load worker exits")?;
     for row in rows {
         let (k, v) = row.ctx("read worker exit count")?;
         t.exits.insert(k, v);
     }
     Ok(t)
+}
+
+/// The counters of each workflow of the scope that has any, by workflow name.
+pub(crate) fn load_by_workflow(
+    conn: &Connection,
+    sc: &Scope,
+) -> Result<Vec<InWorkflow<AggregateTotals>>, StoreError> {
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT workflow FROM aggregate_metrics WHERE {}
+             UNION SELECT workflow FROM run_history WHERE {}
+             ORDER BY 1",
+            scope::filter("workflow", 1),
+            scope::filter("workflow", 1)
+        ))
+        .ctx("prepare list workflows with counters")?;
+    let names = stmt
+        .query_map([sc.bound()], |r| r.get::<_, String>(0))
+        .ctx("list workflows with counters")?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .ctx("read workflow with counters")?;
+    names
+        .into_iter()
+        .map(|workflow| {
+            let row = load(conn, &Scope::one(&workflow))?;
+            Ok(InWorkflow { workflow, row })
+        })
+        .collect()
 }

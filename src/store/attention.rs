@@ -5,6 +5,7 @@ use rusqlite::{Connection, Row, params};
 
 use super::bind;
 use super::error::{SqlContext, StoreError};
+use super::scope::{self, InWorkflow, Scope};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AttentionAck {
@@ -15,40 +16,66 @@ pub struct AttentionAck {
 }
 
 /// Stores the acknowledgement unless one exists; returns the stored row (the first one).
-pub(crate) fn acknowledge(conn: &Connection, a: &AttentionAck) -> Result<AttentionAck, StoreError> {
+pub(crate) fn acknowledge(
+    conn: &Connection,
+    wf: &str,
+    a: &AttentionAck,
+) -> Result<AttentionAck, StoreError> {
     bind::execute(
         conn,
-        "INSERT OR IGNORE INTO attention_acks (item_id, kind, acknowledged_at_ms)
-         VALUES (?1, ?2, ?3)",
-        params![a.item_id, a.kind, a.acknowledged_at_ms],
+        "INSERT OR IGNORE INTO attention_acks (workflow, item_id, kind, acknowledged_at_ms)
+         VALUES (?1, ?2, ?3, ?4)",
+        params![wf, a.item_id, a.kind, a.acknowledged_at_ms],
     )
     .ctx("save acknowledgement")?;
     conn.query_row(
-        "SELECT * FROM attention_acks WHERE item_id = ?1",
-        [&a.item_id],
+        "SELECT * FROM attention_acks WHERE workflow = ?1 AND item_id = ?2",
+        [wf, &a.item_id],
         from_row,
     )
     .ctx("read acknowledgement")
 }
 
-pub(crate) fn delete(conn: &Connection, item_ids: &[String]) -> Result<usize, StoreError> {
+pub(crate) fn delete(
+    conn: &Connection,
+    wf: &str,
+    item_ids: &[String],
+) -> Result<usize, StoreError> {
     let mut n = 0;
     for id in item_ids {
         n += bind::execute(
             conn,
-            "DELETE FROM attention_acks WHERE item_id = ?1",
-            params![id],
+            "DELETE FROM attention_acks WHERE workflow = ?1 AND item_id = ?2",
+            params![wf, id],
         )
         .ctx("delete acknowledgement")?;
     }
     Ok(n)
 }
 
-pub(crate) fn load_all(conn: &Connection) -> Result<Vec<AttentionAck>, StoreError> {
+pub(crate) fn load_all(conn: &Connection, sc: &Scope) -> Result<Vec<AttentionAck>, StoreError> {
+    load_in(conn, sc).map(scope::rows)
+}
+
+/// The scope's acknowledgements, each with its workflow.
+pub(crate) fn load_in(
+    conn: &Connection,
+    sc: &Scope,
+) -> Result<Vec<InWorkflow<AttentionAck>>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT * FROM attention_acks ORDER BY item_id")
+        .prepare(&format!(
+            "SELECT * FROM attention_acks WHERE {} ORDER BY item_id, workflow",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load acknowledgements")?;
-    let rows = stmt.query_map([], from_row).ctx("load acknowledgements")?;
+    let rows = stmt
+        .query_map([sc.bound()], |r| {
+            Ok(InWorkflow {
+                workflow: r.get("workflow")?,
+                row: from_row(r)?,
+            })
+        })
+        .ctx("load acknowledgements")?;
     let mut out = Vec::new();
     for r in rows {
         out.push(r.ctx("read acknowledgement")?);

@@ -5,6 +5,7 @@ use rusqlite::{Connection, Row, named_params};
 
 use super::bind;
 use super::error::{SqlContext, StoreError};
+use super::scope::{self, InWorkflow, Scope};
 
 /// One stored hold; `message` is already masked.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -22,15 +23,16 @@ pub struct FailureHoldRow {
     pub since_ms: i64,
 }
 
-pub(crate) fn upsert(conn: &Connection, h: &FailureHoldRow) -> Result<(), StoreError> {
+pub(crate) fn upsert(conn: &Connection, wf: &str, h: &FailureHoldRow) -> Result<(), StoreError> {
     bind::execute(
         conn,
-        "INSERT OR REPLACE INTO failure_holds (issue_id, identifier, issue_title, issue_url,
-             issue_state, agent_kind, cause, classified, runs, message, since_ms)
-         VALUES (:issue_id, :identifier, :issue_title, :issue_url, :issue_state, :agent_kind,
+        "INSERT OR REPLACE INTO failure_holds (workflow, issue_id, identifier, issue_title,
+             issue_url, issue_state, agent_kind, cause, classified, runs, message, since_ms)
+         VALUES (:workflow, :issue_id, :identifier, :issue_title, :issue_url, :issue_state, :agent_kind,
              :cause, :classified, :runs, :message, :since_ms)",
         named_params! {
-            ":issue_id": h.issue_id, ":identifier": h.identifier, ":issue_title": h.issue_title,
+            ":workflow": wf, ":issue_id": h.issue_id, ":identifier": h.identifier,
+            ":issue_title": h.issue_title,
             ":issue_url": h.issue_url, ":issue_state": h.issue_state,
             ":agent_kind": h.agent_kind, ":cause": h.cause, ":classified": h.classified,
             ":runs": h.runs, ":message": h.message, ":since_ms": h.since_ms,
@@ -40,21 +42,39 @@ pub(crate) fn upsert(conn: &Connection, h: &FailureHoldRow) -> Result<(), StoreE
     Ok(())
 }
 
-pub(crate) fn delete(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
+pub(crate) fn delete(conn: &Connection, wf: &str, issue_id: &str) -> Result<(), StoreError> {
     bind::execute(
         conn,
-        "DELETE FROM failure_holds WHERE issue_id = ?1",
-        rusqlite::params![issue_id],
+        "DELETE FROM failure_holds WHERE workflow = ?1 AND issue_id = ?2",
+        rusqlite::params![wf, issue_id],
     )
     .ctx("delete failure hold")?;
     Ok(())
 }
 
-pub(crate) fn load_all(conn: &Connection) -> Result<Vec<FailureHoldRow>, StoreError> {
+pub(crate) fn load_all(conn: &Connection, sc: &Scope) -> Result<Vec<FailureHoldRow>, StoreError> {
+    load_in(conn, sc).map(scope::rows)
+}
+
+/// The scope's failure holds, each with its workflow.
+pub(crate) fn load_in(
+    conn: &Connection,
+    sc: &Scope,
+) -> Result<Vec<InWorkflow<FailureHoldRow>>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT * FROM failure_holds ORDER BY since_ms, issue_id")
+        .prepare(&format!(
+            "SELECT * FROM failure_holds WHERE {} ORDER BY since_ms, workflow, issue_id",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load failure holds")?;
-    let rows = stmt.query_map([], from_row).ctx("load failure holds")?;
+    let rows = stmt
+        .query_map([sc.bound()], |r| {
+            Ok(InWorkflow {
+                workflow: r.get("workflow")?,
+                row: from_row(r)?,
+            })
+        })
+        .ctx("load failure holds")?;
     let mut out = Vec::new();
     for r in rows {
         out.push(r.ctx("read failure hold")?);

@@ -93,6 +93,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "015_pr_loop",
         sql: include_str!("../../sql/015_pr_loop.sql"),
     },
+    Migration {
+        version: 16,
+        name: "016_workflow_keys",
+        sql: include_str!("../../sql/016_workflow_keys.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.
@@ -164,6 +169,15 @@ fn ensure_table(conn: &Connection) -> Result<(), StoreError> {
          )",
     )
     .ctx("create schema_migrations")
+}
+
+/// An in-memory database at the newest schema, for unit tests.
+#[cfg(test)]
+pub(crate) fn test_db() -> Connection {
+    let mut conn = Connection::open_in_memory().unwrap_or_else(|e| panic!("open: {e}"));
+    apply(&mut conn, MIGRATIONS, &crate::clock::ManualClock::new(0))
+        .unwrap_or_else(|e| panic!("migrate: {e}"));
+    conn
 }
 
 #[cfg(test)]

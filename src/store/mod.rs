@@ -3,6 +3,7 @@
 //! warm start: retries keep their absolute due times, budgets count run history, counters
 //! resume, and finished runs stay queryable.
 
+pub mod adopt;
 mod aggregates;
 mod attention;
 mod bind;
@@ -29,6 +30,7 @@ mod read_pool;
 mod record;
 mod retry;
 mod runs;
+mod scope;
 pub mod scrub;
 mod sessions;
 mod spend_window;
@@ -43,7 +45,7 @@ pub mod write_latency;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 pub use aggregates::{AggregateTotals, INTERRUPTED_ERROR};
@@ -66,17 +68,18 @@ pub use reactions::{
     Fingerprint, GivenComments, PrRun, ReactionWrite, StoredEscalation, TriageAnswer,
 };
 pub use read::{ReactionsSnapshot, ReadConn, WarmStartSnapshot};
-pub use read_pool::ReadPool;
+pub use read_pool::{ReadPool, ScopedPool};
 pub use record::{RecordOutcome, RunWrite};
 pub use retry::RetryEntry;
 pub use runs::{IssueGroupPage, IssueKey, IssueUsage, RuleFilter, RunFilter, RunPage, RunRecord};
+pub use scope::{InWorkflow, Scope};
 pub use sessions::SessionMeta;
 pub use spend_window::RecordedSpend;
 pub use stage_hops::StageHopWrite;
 pub use usage_holds::UsageHoldRow;
 pub use vocabulary::unknown_word;
 pub use write_backlog::{BACKLOG_DELAYS_MS, WriteFailure};
-pub use writer::{DbCmd, OnCommit, WriterHandle};
+pub use writer::{OnCommit, WriterHandle};
 
 use crate::clock::Clock;
 
@@ -97,19 +100,25 @@ impl Default for StoreOptions {
     }
 }
 
-/// The open database: its writer thread, the path readers open and the pool request
-/// handlers read through.
+/// A handle on the open database: its writer thread, the path readers open and the pool request
+/// handlers read through, shared by every handle, and the workflow this handle reads and writes
+/// (see [`Scope`]). The writer stops when the last handle drops, or at [`Store::close`].
 pub struct Store {
+    shared: Arc<Shared>,
+    workflow: Arc<str>,
+}
+
+struct Shared {
     path: PathBuf,
     pool: ReadPool,
     writer: WriterHandle,
-    thread: Option<JoinHandle<()>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Store {
     /// Opens (creating file and directory if needed), enables WAL, applies pending migrations
     /// and starts the writer thread. A database newer than this binary is refused with
-    /// [`StoreError::SchemaTooNew`].
+    /// [`StoreError::SchemaTooNew`]. The handle is scoped to the single workflow (`''`).
     pub fn open(path: &Path, clock: Arc<dyn Clock>) -> Result<Store, StoreError> {
         Self::open_with(path, clock, StoreOptions::default())
     }
@@ -127,40 +136,75 @@ impl Store {
             options.event_limits,
             options.event_retry_buffer_bytes,
         )?;
+        let workflow: Arc<str> = Arc::from("");
         Ok(Store {
-            path: path.to_path_buf(),
-            pool: ReadPool::new(path),
-            writer,
-            thread: Some(thread),
+            shared: Arc::new(Shared {
+                path: path.to_path_buf(),
+                pool: ReadPool::new(path),
+                writer: writer.scoped(workflow.clone()),
+                thread: Mutex::new(Some(thread)),
+            }),
+            workflow,
         })
     }
 
-    /// A handle to the single writer (cloneable, `Send`).
+    /// A handle on the same writer and read pool that reads and writes `workflow`'s rows.
+    pub fn scoped(&self, workflow: &str) -> Store {
+        Store {
+            shared: self.shared.clone(),
+            workflow: Arc::from(workflow),
+        }
+    }
+
+    /// The workflow this handle reads and writes (`''`: the single workflow).
+    pub fn workflow(&self) -> &str {
+        &self.workflow
+    }
+
+    /// This handle's scope.
+    pub fn scope(&self) -> Scope {
+        Scope::One(self.workflow.clone())
+    }
+
+    /// A handle to the single writer (cloneable, `Send`), writing this handle's workflow.
     pub fn writer(&self) -> WriterHandle {
-        self.writer.clone()
+        self.shared.writer.scoped(self.workflow.clone())
     }
 
-    /// A new read-only connection (one per thread/request).
+    /// A new read-only connection (one per thread/request), reading this handle's workflow.
     pub fn read_conn(&self) -> Result<ReadConn, StoreError> {
-        ReadConn::open(&self.path)
+        Ok(ReadConn::open(&self.shared.path)?.with_scope(self.scope()))
     }
 
-    /// Pooled read-only connections, for request handlers that read on every request.
-    pub fn read_pool(&self) -> &ReadPool {
-        &self.pool
+    /// Pooled read-only connections, for request handlers that read on every request; they
+    /// read this handle's workflow.
+    pub fn read_pool(&self) -> ScopedPool<'_> {
+        self.shared.pool.scoped(self.scope())
+    }
+
+    /// Pooled read-only connections reading `scope` (every workflow, for an answer that
+    /// aggregates them).
+    pub fn read_pool_in(&self, scope: Scope) -> ScopedPool<'_> {
+        self.shared.pool.scoped(scope)
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.shared.path
     }
 
-    /// Applies every queued write, stops the writer and waits for it.
-    pub fn close(mut self) -> Result<(), StoreError> {
-        self.stop()
+    /// Applies every queued write, stops the writer (for every handle) and waits for it.
+    pub fn close(self) -> Result<(), StoreError> {
+        self.shared.stop()
     }
+}
 
-    fn stop(&mut self) -> Result<(), StoreError> {
-        let Some(thread) = self.thread.take() else {
+impl Shared {
+    fn stop(&self) -> Result<(), StoreError> {
+        let thread = match self.thread.lock() {
+            Ok(mut t) => t.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        let Some(thread) = thread else {
             return Ok(());
         };
         // Already stopped (an explicit writer shutdown) is fine.
@@ -175,7 +219,7 @@ impl Store {
     }
 }
 
-impl Drop for Store {
+impl Drop for Shared {
     fn drop(&mut self) {
         if let Err(e) = self.stop() {
             log::warn!(error:% = e; "database close failed");

@@ -5,6 +5,7 @@
 use rusqlite::Connection;
 
 use super::error::{SqlContext, StoreError};
+use super::scope::{self, Scope};
 
 /// One agent kind and model with recorded spend.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,23 +26,25 @@ const PARTS: &str = "CASE WHEN json_valid(r.model_usage) THEN \
      ELSE '[]' END";
 
 /// Every kind and model with recorded spend, latest use first, then kind and model.
-pub(crate) fn load(conn: &Connection) -> Result<Vec<ModelUse>, StoreError> {
+pub(crate) fn load(conn: &Connection, sc: &Scope) -> Result<Vec<ModelUse>, StoreError> {
+    let in_scope = scope::filter("r.workflow", 1);
     let sql = format!(
         "SELECT agent_adapter, model, COUNT(*), MAX(completed_at) FROM (
              SELECT r.id, r.agent_adapter,
                     COALESCE(json_extract(j.value, '$.model'), '') AS model, r.completed_at
                FROM run_history r, json_each({PARTS}) j
+              WHERE {in_scope}
              UNION
              SELECT r.id, r.agent_adapter, r.reported_model AS model, r.completed_at
                FROM run_history r
-              WHERE r.total_tokens > 0 AND json_array_length({PARTS}) = 0
+              WHERE r.total_tokens > 0 AND json_array_length({PARTS}) = 0 AND {in_scope}
          )
          GROUP BY agent_adapter, model
          ORDER BY MAX(completed_at) DESC, agent_adapter, model"
     );
     let mut stmt = conn.prepare(&sql).ctx("prepare model use")?;
     let rows = stmt
-        .query_map([], |r| {
+        .query_map([sc.bound()], |r| {
             Ok(ModelUse {
                 agent_kind: r.get(0)?,
                 model: r.get(1)?,

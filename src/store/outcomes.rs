@@ -6,6 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
 use super::bind;
 use super::error::{SqlContext, StoreError};
+use super::scope::{self, Scope};
 use super::vocabulary::unknown_word;
 
 use crate::domain::OutcomeKind;
@@ -55,11 +56,11 @@ pub fn replaces(stored: OutcomeKind, new: OutcomeKind) -> bool {
 }
 
 /// Records an observation; returns whether it was stored (false when the stored one stays).
-pub(crate) fn set(conn: &Connection, o: &IssueOutcome) -> Result<bool, StoreError> {
+pub(crate) fn set(conn: &Connection, wf: &str, o: &IssueOutcome) -> Result<bool, StoreError> {
     let stored = conn
         .query_row(
-            "SELECT kind FROM issue_outcomes WHERE issue_id = ?1",
-            [&o.issue_id],
+            "SELECT kind FROM issue_outcomes WHERE workflow = ?1 AND issue_id = ?2",
+            [wf, &o.issue_id],
             |r| r.get::<_, OutcomeKind>(0),
         )
         .optional();
@@ -76,12 +77,12 @@ pub(crate) fn set(conn: &Connection, o: &IssueOutcome) -> Result<bool, StoreErro
     }
     bind::execute(
         conn,
-        "INSERT OR REPLACE INTO issue_outcomes (issue_id, kind, observed_at_ms, state,
+        "INSERT OR REPLACE INTO issue_outcomes (workflow, issue_id, kind, observed_at_ms, state,
              merge_path, pr_number, pr_repository)
-         VALUES (:issue_id, :kind, :observed_at_ms, :state, :merge_path, :pr_number,
+         VALUES (:workflow, :issue_id, :kind, :observed_at_ms, :state, :merge_path, :pr_number,
              :pr_repository)",
         named_params! {
-            ":issue_id": o.issue_id, ":kind": o.kind, ":observed_at_ms": o.observed_at_ms,
+            ":workflow": wf, ":issue_id": o.issue_id, ":kind": o.kind, ":observed_at_ms": o.observed_at_ms,
             ":state": o.state, ":merge_path": o.merge_path, ":pr_number": o.pr_number,
             ":pr_repository": o.pr_repository,
         },
@@ -90,21 +91,26 @@ pub(crate) fn set(conn: &Connection, o: &IssueOutcome) -> Result<bool, StoreErro
     Ok(true)
 }
 
-pub(crate) fn clear(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
+pub(crate) fn clear(conn: &Connection, wf: &str, issue_id: &str) -> Result<(), StoreError> {
     bind::execute(
         conn,
-        "DELETE FROM issue_outcomes WHERE issue_id = ?1",
-        rusqlite::params![issue_id],
+        "DELETE FROM issue_outcomes WHERE workflow = ?1 AND issue_id = ?2",
+        rusqlite::params![wf, issue_id],
     )
     .ctx("clear issue outcome")?;
     Ok(())
 }
 
-pub(crate) fn load_all(conn: &Connection) -> Result<Vec<IssueOutcome>, StoreError> {
+pub(crate) fn load_all(conn: &Connection, sc: &Scope) -> Result<Vec<IssueOutcome>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT * FROM issue_outcomes ORDER BY issue_id")
+        .prepare(&format!(
+            "SELECT * FROM issue_outcomes WHERE {} ORDER BY issue_id, workflow",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load issue outcomes")?;
-    let rows = stmt.query_map([], from_row).ctx("load issue outcomes")?;
+    let rows = stmt
+        .query_map([sc.bound()], from_row)
+        .ctx("load issue outcomes")?;
     let mut out = Vec::new();
     for r in rows {
         out.push(r.ctx("read issue outcome")?);

@@ -6,6 +6,7 @@ use rusqlite::{Connection, Row, named_params};
 use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::json;
+use super::scope::{self, InWorkflow, Scope};
 
 use crate::domain::ParkReason;
 
@@ -56,18 +57,19 @@ impl ParkedIssue {
     }
 }
 
-pub(crate) fn park(conn: &Connection, p: &ParkedIssue) -> Result<(), StoreError> {
+pub(crate) fn park(conn: &Connection, wf: &str, p: &ParkedIssue) -> Result<(), StoreError> {
     let labels = json::encode("encode parked issue labels", &p.issue_labels)?;
     bind::execute(
         conn,
-        "INSERT OR REPLACE INTO parked_issues (issue_id, identifier, reason, label,
+        "INSERT OR REPLACE INTO parked_issues (workflow, issue_id, identifier, reason, label,
              label_applied, parked_state, parked_at_ms, issue_title, issue_url, issue_type,
              issue_labels, run_id, rule_name, agent_kind, configured_model, dispatched_at_ms)
-         VALUES (:issue_id, :identifier, :reason, :label, :label_applied, :parked_state,
+         VALUES (:workflow, :issue_id, :identifier, :reason, :label, :label_applied, :parked_state,
              :parked_at_ms, :issue_title, :issue_url, :issue_type, :issue_labels, :run_id,
              :rule_name, :agent_kind, :configured_model, :dispatched_at_ms)",
         named_params! {
-            ":issue_id": p.issue_id, ":identifier": p.identifier, ":reason": p.reason,
+            ":workflow": wf, ":issue_id": p.issue_id, ":identifier": p.identifier,
+            ":reason": p.reason,
             ":label": p.label, ":label_applied": p.label_applied,
             ":parked_state": p.parked_state,
             ":parked_at_ms": p.parked_at_ms - p.parked_at_ms.rem_euclid(1000),
@@ -81,24 +83,38 @@ pub(crate) fn park(conn: &Connection, p: &ParkedIssue) -> Result<(), StoreError>
     Ok(())
 }
 
-pub(crate) fn unpark(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
+pub(crate) fn unpark(conn: &Connection, wf: &str, issue_id: &str) -> Result<(), StoreError> {
     bind::execute(
         conn,
-        "DELETE FROM parked_issues WHERE issue_id = ?1",
-        rusqlite::params![issue_id],
+        "DELETE FROM parked_issues WHERE workflow = ?1 AND issue_id = ?2",
+        rusqlite::params![wf, issue_id],
     )
     .ctx("delete parked issue")?;
     Ok(())
 }
 
-pub(crate) fn load_all(conn: &Connection) -> Result<Vec<ParkedIssue>, StoreError> {
+pub(crate) fn load_all(conn: &Connection, sc: &Scope) -> Result<Vec<ParkedIssue>, StoreError> {
+    load_in(conn, sc).map(scope::rows)
+}
+
+/// The scope's parked issues, each with its workflow.
+pub(crate) fn load_in(
+    conn: &Connection,
+    sc: &Scope,
+) -> Result<Vec<InWorkflow<ParkedIssue>>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT * FROM parked_issues ORDER BY parked_at_ms, issue_id")
+        .prepare(&format!(
+            "SELECT * FROM parked_issues WHERE {} ORDER BY parked_at_ms, workflow, issue_id",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load parked issues")?;
-    let mut rows = stmt.query([]).ctx("load parked issues")?;
+    let mut rows = stmt.query([sc.bound()]).ctx("load parked issues")?;
     let mut out = Vec::new();
     while let Some(r) = rows.next().ctx("read parked issue")? {
-        out.push(from_row(r)?);
+        out.push(InWorkflow {
+            workflow: r.get("workflow").ctx("read parked issue workflow")?,
+            row: from_row(r)?,
+        });
     }
     Ok(out)
 }

@@ -10,6 +10,7 @@ use rusqlite::{Connection, params};
 
 use super::bind;
 use super::error::{SqlContext, StoreError};
+use super::scope::{self, Scope};
 
 /// What one reaction did in a pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +62,7 @@ pub(crate) fn note_committed() {
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
-pub(crate) fn apply(conn: &Connection, w: &PrLoopWrite) -> Result<(), StoreError> {
+pub(crate) fn apply(conn: &Connection, wf: &str, w: &PrLoopWrite) -> Result<(), StoreError> {
     let (escalated, acted, quiet, continuations) = match w.mark {
         PrLoopMark::Escalated => (1, 0, 0, 0),
         PrLoopMark::Acted => (0, 1, 0, 0),
@@ -71,9 +72,9 @@ pub(crate) fn apply(conn: &Connection, w: &PrLoopWrite) -> Result<(), StoreError
     bind::execute(
         conn,
         "INSERT INTO pr_loop (issue_id, chain_id, reaction_key, escalated, acted, quiet,
-                              continuations, updated_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-         ON CONFLICT (issue_id, chain_id, reaction_key) DO UPDATE SET
+                              continuations, updated_at_ms, workflow)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         ON CONFLICT (workflow, issue_id, chain_id, reaction_key) DO UPDATE SET
              escalated = MAX(escalated, excluded.escalated),
              acted = MAX(acted, excluded.acted),
              quiet = MAX(quiet, excluded.quiet),
@@ -87,7 +88,8 @@ pub(crate) fn apply(conn: &Connection, w: &PrLoopWrite) -> Result<(), StoreError
             acted,
             quiet,
             continuations,
-            w.at_ms
+            w.at_ms,
+            wf
         ],
     )
     .ctx("save pull request reaction activity")?;
@@ -97,21 +99,24 @@ pub(crate) fn apply(conn: &Connection, w: &PrLoopWrite) -> Result<(), StoreError
 /// The activity of each pass `(issue_id, chain_id)` asked for; a pass with none is absent.
 pub(crate) fn read(
     conn: &Connection,
+    sc: &Scope,
     passes: &[(String, String)],
 ) -> Result<BTreeMap<(String, String), PassActivity>, StoreError> {
     let mut out: BTreeMap<(String, String), PassActivity> = BTreeMap::new();
     let mut stmt = conn
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT reaction_key, escalated, acted, quiet, continuations FROM pr_loop
-             WHERE issue_id = ?1 AND chain_id = ?2",
-        )
+             WHERE issue_id = ?1 AND chain_id = ?2 AND {}
+             ORDER BY reaction_key, workflow",
+            scope::filter("workflow", 3)
+        ))
         .ctx("prepare read pull request reaction activity")?;
     let mut asked: Vec<&(String, String)> = passes.iter().collect();
     asked.sort();
     asked.dedup();
     for (issue_id, chain_id) in asked {
         let rows = stmt
-            .query_map(params![issue_id, chain_id], |r| {
+            .query_map(params![issue_id, chain_id, sc.bound()], |r| {
                 let n: i64 = r.get(4)?;
                 Ok((
                     r.get::<_, String>(0)?,
@@ -150,9 +155,7 @@ mod tests {
 
     #[test]
     fn marks_accumulate_per_pass_and_key() {
-        let conn = Connection::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
-        conn.execute_batch(include_str!("../../sql/015_pr_loop.sql"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let conn = crate::store::migrate::test_db();
         for w in [
             mark("ci_failure", PrLoopMark::Quiet),
             mark("ci_failure", PrLoopMark::Continuation),
@@ -160,13 +163,13 @@ mod tests {
             mark("ci_failure", PrLoopMark::Escalated),
             mark("auto_merge", PrLoopMark::Acted),
         ] {
-            apply(&conn, &w).unwrap_or_else(|e| panic!("{e}"));
+            apply(&conn, "", &w).unwrap_or_else(|e| panic!("{e}"));
         }
         let passes = [
             ("1".to_string(), "c1".to_string()),
             ("1".to_string(), "c2".to_string()),
         ];
-        let got = read(&conn, &passes).unwrap_or_else(|e| panic!("{e}"));
+        let got = read(&conn, &Scope::single(), &passes).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(got.len(), 1, "a pass with no activity is absent");
         let pass = &got[&passes[0]];
         assert_eq!(

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use rusqlite::{Connection, OptionalExtension};
 
 use super::error::{SqlContext, StoreError};
+use super::scope::{self, Scope};
 
 use crate::domain::OutcomeKind;
 
@@ -94,14 +95,19 @@ fn spend_at(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<IssueSpend>
 }
 
 /// One issue's completed-session figures.
-pub fn issue_spend(conn: &Connection, issue_id: &str) -> Result<IssueSpend, StoreError> {
+pub fn issue_spend(
+    conn: &Connection,
+    sc: &Scope,
+    issue_id: &str,
+) -> Result<IssueSpend, StoreError> {
     conn.query_row(
         &format!(
             "SELECT {} FROM run_history
-             WHERE issue_id = ?1 AND status <> 'ci_failed'",
-            spend_columns()
+             WHERE issue_id = ?1 AND status <> 'ci_failed' AND {}",
+            spend_columns(),
+            scope::filter("workflow", 2)
         ),
-        [issue_id],
+        rusqlite::params![issue_id, sc.bound()],
         |r| spend_at(r, 0),
     )
     .ctx("read issue spend")
@@ -112,6 +118,7 @@ pub fn issue_spend(conn: &Connection, issue_id: &str) -> Result<IssueSpend, Stor
 /// connection's statement cache.
 pub fn issue_spend_many(
     conn: &Connection,
+    sc: &Scope,
     issue_ids: &[&str],
 ) -> Result<BTreeMap<String, IssueSpend>, StoreError> {
     let mut out: BTreeMap<String, IssueSpend> = issue_ids
@@ -129,12 +136,16 @@ pub fn issue_spend_many(
         .prepare_cached(&format!(
             "SELECT issue_id, {} FROM run_history
              WHERE status <> 'ci_failed' AND issue_id IN (SELECT value FROM json_each(?1))
+               AND {}
              GROUP BY issue_id",
-            spend_columns()
+            spend_columns(),
+            scope::filter("workflow", 2)
         ))
         .ctx("prepare issue spend")?;
     let rows = stmt
-        .query_map([ids], |r| Ok((r.get::<_, String>(0)?, spend_at(r, 1)?)))
+        .query_map(rusqlite::params![ids, sc.bound()], |r| {
+            Ok((r.get::<_, String>(0)?, spend_at(r, 1)?))
+        })
         .ctx("read issue spend")?;
     for row in rows {
         let (id, spend) = row.ctx("read issue spend row")?;
@@ -154,11 +165,18 @@ pub struct OutcomeRow {
     pub pr_repository: String,
 }
 
-pub fn issue_outcome(conn: &Connection, issue_id: &str) -> Result<Option<OutcomeRow>, StoreError> {
+pub fn issue_outcome(
+    conn: &Connection,
+    sc: &Scope,
+    issue_id: &str,
+) -> Result<Option<OutcomeRow>, StoreError> {
     conn.query_row(
-        "SELECT kind, observed_at_ms, state, merge_path, pr_number, pr_repository
-         FROM issue_outcomes WHERE issue_id = ?1",
-        [issue_id],
+        &format!(
+            "SELECT kind, observed_at_ms, state, merge_path, pr_number, pr_repository
+             FROM issue_outcomes WHERE issue_id = ?1 AND {} ORDER BY workflow LIMIT 1",
+            scope::filter("workflow", 2)
+        ),
+        rusqlite::params![issue_id, sc.bound()],
         |r| {
             Ok(OutcomeRow {
                 kind: r.get(0)?,
@@ -211,7 +229,12 @@ pub struct VendorAmountSum {
     pub lower_bound: bool,
 }
 
-pub fn issue_totals(conn: &Connection, issue_id: &str) -> Result<IssueTotalsRow, StoreError> {
+pub fn issue_totals(
+    conn: &Connection,
+    sc: &Scope,
+    issue_id: &str,
+) -> Result<IssueTotalsRow, StoreError> {
+    let in_scope = scope::filter("workflow", 2);
     let mut totals = conn
         .query_row(
             &format!(
@@ -223,9 +246,9 @@ pub fn issue_totals(conn: &Connection, issue_id: &str) -> Result<IssueTotalsRow,
                     COALESCE(SUM(MAX(total_tokens - cache_read_tokens, 0)), 0),
                     COALESCE(SUM(usage_completeness <> 'complete' AND status <> 'ci_failed'), 0),
                     SUM(estimated_cost_usd), {COST_COLUMNS}
-             FROM run_history WHERE issue_id = ?1"
+             FROM run_history WHERE issue_id = ?1 AND {in_scope}"
             ),
-            [issue_id],
+            rusqlite::params![issue_id, sc.bound()],
             |r| {
                 Ok(IssueTotalsRow {
                     run_count: r.get(0)?,
@@ -245,35 +268,45 @@ pub fn issue_totals(conn: &Connection, issue_id: &str) -> Result<IssueTotalsRow,
         )
         .ctx("read issue totals")?;
     let mut stmt = conn
-        .prepare(
+        .prepare(&format!(
             "SELECT DISTINCT COALESCE(unmeasured_cause, '') FROM run_history
-             WHERE issue_id = ?1 AND tokens_measured = 0 AND status <> 'ci_failed'",
-        )
+             WHERE issue_id = ?1 AND tokens_measured = 0 AND status <> 'ci_failed'
+               AND {in_scope}"
+        ))
         .ctx("prepare unmeasured causes")?;
     let rows = stmt
-        .query_map([issue_id], |r| r.get::<_, String>(0))
+        .query_map(rusqlite::params![issue_id, sc.bound()], |r| {
+            r.get::<_, String>(0)
+        })
         .ctx("read unmeasured causes")?;
     // A row that cannot be read is skipped, as a cause that was never recorded.
     totals.unmeasured_causes = rows.filter_map(Result::ok).collect();
-    totals.vendor_amounts = vendor_amount_sums(conn, issue_id)?;
-    totals.unmeasured_units = amounts_only_units(conn, issue_id)?;
-    (totals.agent_priced_usd, totals.agent_priced_models) = agent_priced(conn, issue_id)?;
+    totals.vendor_amounts = vendor_amount_sums(conn, sc, issue_id)?;
+    totals.unmeasured_units = amounts_only_units(conn, sc, issue_id)?;
+    (totals.agent_priced_usd, totals.agent_priced_models) = agent_priced(conn, sc, issue_id)?;
     Ok(totals)
 }
 
 /// The distinct units the issue's `amounts_only` runs reported, ascending.
-fn amounts_only_units(conn: &Connection, issue_id: &str) -> Result<Vec<String>, StoreError> {
+fn amounts_only_units(
+    conn: &Connection,
+    sc: &Scope,
+    issue_id: &str,
+) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT DISTINCT COALESCE(json_extract(a.value, '$.unit'), '')
              FROM run_history AS r, json_each(r.vendor_amounts) AS a
-             WHERE r.issue_id = ?1 AND r.unmeasured_cause = 'amounts_only'
+             WHERE r.issue_id = ?1 AND r.unmeasured_cause = 'amounts_only' AND {}
                AND json_valid(r.vendor_amounts) AND json_type(r.vendor_amounts) = 'array'
              ORDER BY 1",
-        )
+            scope::filter("r.workflow", 2)
+        ))
         .ctx("prepare amounts-only units")?;
     let rows = stmt
-        .query_map([issue_id], |r| r.get::<_, String>(0))
+        .query_map(rusqlite::params![issue_id, sc.bound()], |r| {
+            r.get::<_, String>(0)
+        })
         .ctx("read amounts-only units")?;
     rows.collect::<Result<Vec<_>, _>>()
         .ctx("read amounts-only units")
@@ -282,21 +315,23 @@ fn amounts_only_units(conn: &Connection, issue_id: &str) -> Result<Vec<String>, 
 /// Σ and models of the issue's model parts priced from the agent's US-dollar amounts.
 fn agent_priced(
     conn: &Connection,
+    sc: &Scope,
     issue_id: &str,
 ) -> Result<(Option<f64>, Vec<String>), StoreError> {
     let mut stmt = conn
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT COALESCE(json_extract(p.value, '$.model'), ''),
                     COALESCE(SUM(json_extract(p.value, '$.estimated_cost_usd')), 0.0)
              FROM run_history AS r, json_each(r.model_usage) AS p
-             WHERE r.issue_id = ?1 AND json_valid(r.model_usage)
+             WHERE r.issue_id = ?1 AND {} AND json_valid(r.model_usage)
                AND json_type(r.model_usage) = 'array'
                AND json_extract(p.value, '$.price_source') = 'agent'
              GROUP BY 1 ORDER BY 1",
-        )
+            scope::filter("r.workflow", 2)
+        ))
         .ctx("prepare agent-priced parts")?;
     let rows = stmt
-        .query_map([issue_id], |r| {
+        .query_map(rusqlite::params![issue_id, sc.bound()], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))
         })
         .ctx("read agent-priced parts")?;
@@ -314,23 +349,25 @@ fn agent_priced(
 /// value that is not a JSON array (a row written before they were kept) adds nothing.
 fn vendor_amount_sums(
     conn: &Connection,
+    sc: &Scope,
     issue_id: &str,
 ) -> Result<Vec<VendorAmountSum>, StoreError> {
     let mut stmt = conn
-        .prepare(
+        .prepare(&format!(
             "SELECT COALESCE(json_extract(a.value, '$.unit'), ''),
                     COALESCE(json_extract(a.value, '$.model'), ''),
                     COALESCE(SUM(json_extract(a.value, '$.amount')), 0.0),
                     COALESCE(MAX(json_extract(a.value, '$.lower_bound')), 0)
              FROM run_history AS r, json_each(r.vendor_amounts) AS a
-             WHERE r.issue_id = ?1 AND json_valid(r.vendor_amounts)
+             WHERE r.issue_id = ?1 AND {} AND json_valid(r.vendor_amounts)
                AND json_type(r.vendor_amounts) = 'array'
                AND COALESCE(json_extract(a.value, '$.unit'), '') <> 'USD'
              GROUP BY 1, 2 ORDER BY 1, 2",
-        )
+            scope::filter("r.workflow", 2)
+        ))
         .ctx("prepare vendor amounts")?;
     let rows = stmt
-        .query_map([issue_id], |r| {
+        .query_map(rusqlite::params![issue_id, sc.bound()], |r| {
             Ok(VendorAmountSum {
                 unit: r.get(0)?,
                 model: r.get(1)?,
@@ -344,12 +381,19 @@ fn vendor_amount_sums(
 }
 
 /// The dispatch id of the issue's newest run that has one.
-pub fn newest_dispatch_id(conn: &Connection, issue_id: &str) -> Result<Option<String>, StoreError> {
+pub fn newest_dispatch_id(
+    conn: &Connection,
+    sc: &Scope,
+    issue_id: &str,
+) -> Result<Option<String>, StoreError> {
     conn.query_row(
-        "SELECT dispatch_id FROM run_history
-         WHERE issue_id = ?1 AND dispatch_id IS NOT NULL AND dispatch_id <> ''
-         ORDER BY id DESC LIMIT 1",
-        [issue_id],
+        &format!(
+            "SELECT dispatch_id FROM run_history
+             WHERE issue_id = ?1 AND dispatch_id IS NOT NULL AND dispatch_id <> '' AND {}
+             ORDER BY id DESC LIMIT 1",
+            scope::filter("workflow", 2)
+        ),
+        rusqlite::params![issue_id, sc.bound()],
         |r| r.get(0),
     )
     .optional()
@@ -359,11 +403,16 @@ pub fn newest_dispatch_id(conn: &Connection, issue_id: &str) -> Result<Option<St
 /// The issue id of the newest run recorded under `identifier` (finds a renamed issue).
 pub fn issue_id_by_identifier(
     conn: &Connection,
+    sc: &Scope,
     identifier: &str,
 ) -> Result<Option<String>, StoreError> {
     conn.query_row(
-        "SELECT issue_id FROM run_history WHERE identifier = ?1 ORDER BY id DESC LIMIT 1",
-        [identifier],
+        &format!(
+            "SELECT issue_id FROM run_history WHERE identifier = ?1 AND {}
+             ORDER BY id DESC LIMIT 1",
+            scope::filter("workflow", 2)
+        ),
+        rusqlite::params![identifier, sc.bound()],
         |r| r.get(0),
     )
     .optional()
@@ -375,12 +424,18 @@ pub fn issue_id_by_identifier(
 /// retention reads as a workspace's latest activity. A row whose time does not parse is skipped.
 pub fn workspace_last_activity(
     conn: &Connection,
+    sc: &Scope,
 ) -> Result<std::collections::HashMap<String, i64>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT workspace, MAX(completed_at) FROM run_history GROUP BY workspace")
+        .prepare(&format!(
+            "SELECT workspace, MAX(completed_at) FROM run_history WHERE {} GROUP BY workspace",
+            scope::filter("workflow", 1)
+        ))
         .ctx("read workspace activity")?;
     let rows = stmt
-        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .query_map([sc.bound()], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })
         .ctx("read workspace activity")?;
     let mut out = std::collections::HashMap::new();
     for row in rows {

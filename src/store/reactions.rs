@@ -7,6 +7,7 @@ use rusqlite::{Connection, Row, named_params};
 
 use super::bind;
 use super::error::{SqlContext, StoreError};
+use super::scope::{self, Scope};
 use crate::domain::{EscalationTrigger, ReactionKind};
 
 /// A standing escalation, with what a rebuilt row serves.
@@ -108,48 +109,49 @@ impl ReactionWrite {
     }
 }
 
-pub(crate) fn apply(conn: &Connection, w: &ReactionWrite) -> Result<(), StoreError> {
+pub(crate) fn apply(conn: &Connection, wf: &str, w: &ReactionWrite) -> Result<(), StoreError> {
     match w {
-        ReactionWrite::SaveEscalation(e) => save_escalation(conn, e),
+        ReactionWrite::SaveEscalation(e) => save_escalation(conn, wf, e),
         ReactionWrite::DeleteEscalation(id, kind) => bind::execute(
             conn,
-            "DELETE FROM reaction_escalations WHERE issue_id = ?1 AND kind = ?2",
-            rusqlite::params![id, kind],
+            "DELETE FROM reaction_escalations WHERE workflow = ?1 AND issue_id = ?2 AND kind = ?3",
+            rusqlite::params![wf, id, kind],
         )
         .map(|_| ())
         .ctx("delete reaction escalation"),
-        ReactionWrite::SaveFingerprint(f, at) => save_fingerprint(conn, f, *at),
+        ReactionWrite::SaveFingerprint(f, at) => save_fingerprint(conn, wf, f, *at),
         ReactionWrite::DeleteFingerprint(id, kind) => bind::execute(
             conn,
-            "DELETE FROM reaction_fingerprints WHERE issue_id = ?1 AND kind = ?2",
-            rusqlite::params![id, kind],
+            "DELETE FROM reaction_fingerprints WHERE workflow = ?1 AND issue_id = ?2 AND kind = ?3",
+            rusqlite::params![wf, id, kind],
         )
         .map(|_| ())
         .ctx("delete reaction fingerprint"),
-        ReactionWrite::GiveComments(g) => give_comments(conn, g),
-        ReactionWrite::SaveTriageAnswer(a) => save_triage_answer(conn, a),
+        ReactionWrite::GiveComments(g) => give_comments(conn, wf, g),
+        ReactionWrite::SaveTriageAnswer(a) => save_triage_answer(conn, wf, a),
         ReactionWrite::DeleteTriageAnswer(id, kind) => bind::execute(
             conn,
-            "DELETE FROM triage_answers WHERE issue_id = ?1 AND kind = ?2",
-            rusqlite::params![id, kind],
+            "DELETE FROM triage_answers WHERE workflow = ?1 AND issue_id = ?2 AND kind = ?3",
+            rusqlite::params![wf, id, kind],
         )
         .map(|_| ())
         .ctx("delete triage answer"),
-        ReactionWrite::ClearIssue(id) => clear_issue(conn, id),
-        ReactionWrite::PrLoop(w) => super::pr_loop::apply(conn, w),
+        ReactionWrite::ClearIssue(id) => clear_issue(conn, wf, id),
+        ReactionWrite::PrLoop(w) => super::pr_loop::apply(conn, wf, w),
     }
 }
 
-fn save_escalation(conn: &Connection, e: &StoredEscalation) -> Result<(), StoreError> {
+fn save_escalation(conn: &Connection, wf: &str, e: &StoredEscalation) -> Result<(), StoreError> {
     bind::execute(
         conn,
-        "INSERT OR REPLACE INTO reaction_escalations (issue_id, kind, escalated_at_ms,
+        "INSERT OR REPLACE INTO reaction_escalations (workflow, issue_id, kind, escalated_at_ms,
              escalation_trigger, used_attempts, identifier, display_identifier, issue_title,
              issue_url, pr_owner, pr_repo, pr_number, pr_branch, pr_head_sha)
-         VALUES (:issue_id, :kind, :at, :trigger, :used, :identifier, :display, :title, :url,
+         VALUES (:workflow, :issue_id, :kind, :at, :trigger, :used, :identifier, :display, :title, :url,
              :owner, :repo, :number, :branch, :sha)",
         named_params! {
-            ":issue_id": e.issue_id, ":kind": e.kind, ":at": e.escalated_at_ms,
+            ":workflow": wf, ":issue_id": e.issue_id, ":kind": e.kind,
+            ":at": e.escalated_at_ms,
             ":trigger": e.trigger, ":used": e.used_attempts, ":identifier": e.identifier,
             ":display": e.display_identifier, ":title": e.issue_title, ":url": e.issue_url,
             ":owner": e.pr_owner, ":repo": e.pr_repo, ":number": e.pr_number,
@@ -160,23 +162,29 @@ fn save_escalation(conn: &Connection, e: &StoredEscalation) -> Result<(), StoreE
     Ok(())
 }
 
-fn save_fingerprint(conn: &Connection, f: &Fingerprint, at_ms: i64) -> Result<(), StoreError> {
+fn save_fingerprint(
+    conn: &Connection,
+    wf: &str,
+    f: &Fingerprint,
+    at_ms: i64,
+) -> Result<(), StoreError> {
     bind::execute(
         conn,
-        "INSERT OR REPLACE INTO reaction_fingerprints (issue_id, kind, fingerprint, dispatched,
-             updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-        rusqlite::params![f.issue_id, f.kind, f.fingerprint, f.dispatched, at_ms],
+        "INSERT OR REPLACE INTO reaction_fingerprints (workflow, issue_id, kind, fingerprint,
+             dispatched, updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        rusqlite::params![wf, f.issue_id, f.kind, f.fingerprint, f.dispatched, at_ms],
     )
     .ctx("save reaction fingerprint")?;
     Ok(())
 }
 
-fn save_triage_answer(conn: &Connection, a: &TriageAnswer) -> Result<(), StoreError> {
+fn save_triage_answer(conn: &Connection, wf: &str, a: &TriageAnswer) -> Result<(), StoreError> {
     bind::execute(
         conn,
-        "INSERT OR REPLACE INTO triage_answers (issue_id, kind, fingerprint, answer,
-             answered_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT OR REPLACE INTO triage_answers (workflow, issue_id, kind, fingerprint, answer,
+             answered_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         rusqlite::params![
+            wf,
             a.issue_id,
             a.kind,
             a.fingerprint,
@@ -188,21 +196,21 @@ fn save_triage_answer(conn: &Connection, a: &TriageAnswer) -> Result<(), StoreEr
     Ok(())
 }
 
-fn give_comments(conn: &Connection, g: &GivenComments) -> Result<(), StoreError> {
+fn give_comments(conn: &Connection, wf: &str, g: &GivenComments) -> Result<(), StoreError> {
     let mut stmt = conn
         .prepare_cached(
-            "INSERT OR IGNORE INTO reaction_given_comments (issue_id, pr_key, comment_id)
-             VALUES (?1, ?2, ?3)",
+            "INSERT OR IGNORE INTO reaction_given_comments (workflow, issue_id, pr_key, comment_id)
+             VALUES (?1, ?2, ?3, ?4)",
         )
         .ctx("prepare save given comments")?;
     for id in &g.comment_ids {
-        bind::execute_stmt(&mut stmt, rusqlite::params![g.issue_id, g.pr_key, id])
+        bind::execute_stmt(&mut stmt, rusqlite::params![wf, g.issue_id, g.pr_key, id])
             .ctx("save given comment")?;
     }
     Ok(())
 }
 
-fn clear_issue(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
+fn clear_issue(conn: &Connection, wf: &str, issue_id: &str) -> Result<(), StoreError> {
     for table in [
         "reaction_escalations",
         "reaction_fingerprints",
@@ -211,20 +219,26 @@ fn clear_issue(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
     ] {
         bind::execute(
             conn,
-            &format!("DELETE FROM {table} WHERE issue_id = ?1"),
-            rusqlite::params![issue_id],
+            &format!("DELETE FROM {table} WHERE workflow = ?1 AND issue_id = ?2"),
+            rusqlite::params![wf, issue_id],
         )
         .ctx("clear issue reactions")?;
     }
     Ok(())
 }
 
-pub(crate) fn load_escalations(conn: &Connection) -> Result<Vec<StoredEscalation>, StoreError> {
+pub(crate) fn load_escalations(
+    conn: &Connection,
+    sc: &Scope,
+) -> Result<Vec<StoredEscalation>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT * FROM reaction_escalations ORDER BY issue_id, kind")
+        .prepare(&format!(
+            "SELECT * FROM reaction_escalations WHERE {} ORDER BY issue_id, kind, workflow",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load reaction escalations")?;
     let rows = stmt
-        .query_map([], escalation_row)
+        .query_map([sc.bound()], escalation_row)
         .ctx("load reaction escalations")?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .ctx("read reaction escalation")
@@ -249,12 +263,19 @@ fn escalation_row(r: &Row<'_>) -> rusqlite::Result<StoredEscalation> {
     })
 }
 
-pub(crate) fn load_fingerprints(conn: &Connection) -> Result<Vec<Fingerprint>, StoreError> {
+pub(crate) fn load_fingerprints(
+    conn: &Connection,
+    sc: &Scope,
+) -> Result<Vec<Fingerprint>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT issue_id, kind, fingerprint, dispatched FROM reaction_fingerprints")
+        .prepare(&format!(
+            "SELECT issue_id, kind, fingerprint, dispatched FROM reaction_fingerprints
+             WHERE {}",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load reaction fingerprints")?;
     let rows = stmt
-        .query_map([], |r| {
+        .query_map([sc.bound()], |r| {
             Ok(Fingerprint {
                 issue_id: r.get(0)?,
                 kind: r.get(1)?,
@@ -267,15 +288,19 @@ pub(crate) fn load_fingerprints(conn: &Connection) -> Result<Vec<Fingerprint>, S
         .ctx("read reaction fingerprint")
 }
 
-pub(crate) fn load_triage_answers(conn: &Connection) -> Result<Vec<TriageAnswer>, StoreError> {
+pub(crate) fn load_triage_answers(
+    conn: &Connection,
+    sc: &Scope,
+) -> Result<Vec<TriageAnswer>, StoreError> {
     let mut stmt = conn
-        .prepare(
+        .prepare(&format!(
             "SELECT issue_id, kind, fingerprint, answer, answered_at_ms FROM triage_answers
-             ORDER BY issue_id, kind",
-        )
+             WHERE {} ORDER BY issue_id, kind, workflow",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load triage answers")?;
     let rows = stmt
-        .query_map([], |r| {
+        .query_map([sc.bound()], |r| {
             Ok(TriageAnswer {
                 issue_id: r.get(0)?,
                 kind: r.get(1)?,
@@ -289,15 +314,16 @@ pub(crate) fn load_triage_answers(conn: &Connection) -> Result<Vec<TriageAnswer>
         .ctx("read triage answer")
 }
 
-pub(crate) fn load_given(conn: &Connection) -> Result<Vec<GivenComments>, StoreError> {
+pub(crate) fn load_given(conn: &Connection, sc: &Scope) -> Result<Vec<GivenComments>, StoreError> {
     let mut stmt = conn
-        .prepare(
+        .prepare(&format!(
             "SELECT issue_id, pr_key, comment_id FROM reaction_given_comments
-             ORDER BY issue_id, pr_key, comment_id",
-        )
+             WHERE {} ORDER BY issue_id, pr_key, workflow, comment_id",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load given comments")?;
     let rows = stmt
-        .query_map([], |r| {
+        .query_map([sc.bound()], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
@@ -323,23 +349,24 @@ pub(crate) fn load_given(conn: &Connection) -> Result<Vec<GivenComments>, StoreE
 /// Per issue, its newest run, when that run left a pull-request record and succeeded. A
 /// recorded CI result and a triage run (a reaction's row without a dispatch id) are not runs
 /// of the issue's work and are passed over.
-pub(crate) fn latest_pr_runs(conn: &Connection) -> Result<Vec<PrRun>, StoreError> {
+pub(crate) fn latest_pr_runs(conn: &Connection, sc: &Scope) -> Result<Vec<PrRun>, StoreError> {
     let mut stmt = conn
-        .prepare(
+        .prepare(&format!(
             "SELECT h.issue_id, h.identifier, h.display_identifier, h.issue_title, h.issue_url,
                     h.attempt, h.session_id, h.rule_name, h.agent_adapter, h.configured_model,
                     h.dispatched_at, h.pr_record, COALESCE(h.chain_id, '')
              FROM run_history h
-             JOIN (SELECT issue_id, MAX(id) AS id FROM run_history
-                   WHERE status != 'ci_failed'
+             JOIN (SELECT workflow, issue_id, MAX(id) AS id FROM run_history
+                   WHERE status != 'ci_failed' AND {}
                      AND NOT (dispatch_id IS NULL AND COALESCE(reaction_kind, '') != '')
-                   GROUP BY issue_id) latest ON latest.id = h.id
+                   GROUP BY workflow, issue_id) latest ON latest.id = h.id
              WHERE h.pr_record IS NOT NULL AND h.status = 'succeeded'
-             ORDER BY h.identifier, h.issue_id",
-        )
+             ORDER BY h.identifier, h.issue_id, h.workflow",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load pull-request runs")?;
     let rows = stmt
-        .query_map([], |r| {
+        .query_map([sc.bound()], |r| {
             let dispatched: Option<String> = r.get(10)?;
             Ok(PrRun {
                 issue_id: r.get(0)?,

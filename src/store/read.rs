@@ -17,6 +17,7 @@ use super::queries::{self, IssueSpend, IssueTotalsRow, OutcomeRow};
 use super::reactions::{self, Fingerprint, GivenComments, PrRun, StoredEscalation};
 use super::retry::{self, RetryEntry};
 use super::runs::{self, IssueGroupPage, RunFilter, RunPage, RunRecord};
+use super::scope::{InWorkflow, Scope};
 use super::sessions::{self, SessionMeta};
 use super::usage_holds::{self, UsageHoldRow};
 
@@ -51,17 +52,33 @@ pub struct ReactionsSnapshot {
     pub pr_runs: Vec<PrRun>,
 }
 
-/// A read-only connection. Not `Sync`: open one per thread or request.
+/// A read-only connection, reading one scope's rows (see [`Scope`]). Not `Sync`: open one per
+/// thread or request.
 pub struct ReadConn {
     conn: Connection,
+    scope: Scope,
 }
 
 impl ReadConn {
-    /// Opens the database read-only; it must already exist (the writer creates it).
+    /// Opens the database read-only, reading the single workflow; it must already exist (the
+    /// writer creates it).
     pub fn open(path: &Path) -> Result<ReadConn, StoreError> {
         Ok(ReadConn {
             conn: connection::open_read_only(path)?,
+            scope: Scope::single(),
         })
+    }
+
+    /// The same connection, reading `scope`'s rows. Across every workflow ([`Scope::All`]) a
+    /// lookup of one issue answers with the first workflow's row by name, and lists carry each
+    /// row's workflow (`RunRecord::workflow`, the `*_in` reads).
+    pub fn with_scope(mut self, scope: Scope) -> ReadConn {
+        self.scope = scope;
+        self
+    }
+
+    pub fn scope(&self) -> &Scope {
+        &self.scope
     }
 
     /// Pull-request reaction activity of each pass `(issue_id, chain_id)` asked for.
@@ -69,32 +86,32 @@ impl ReadConn {
         &self,
         passes: &[(String, String)],
     ) -> Result<std::collections::BTreeMap<(String, String), super::PassActivity>, StoreError> {
-        super::pr_loop::read(&self.conn, passes)
+        super::pr_loop::read(&self.conn, &self.scope, passes)
     }
     pub fn load_retry_entries(&self) -> Result<Vec<RetryEntry>, StoreError> {
-        retry::load_all(&self.conn)
+        retry::load_all(&self.conn, &self.scope)
     }
     pub fn count_runs_for_issue(&self, issue_id: &str) -> Result<i64, StoreError> {
-        runs::count_for_issue(&self.conn, issue_id)
+        runs::count_for_issue(&self.conn, &self.scope, issue_id)
     }
     pub fn uncached_tokens_for_issue(&self, issue_id: &str) -> Result<i64, StoreError> {
-        runs::uncached_tokens_for_issue(&self.conn, issue_id)
+        runs::uncached_tokens_for_issue(&self.conn, &self.scope, issue_id)
     }
     pub fn aggregate_totals(&self) -> Result<AggregateTotals, StoreError> {
-        aggregates::load(&self.conn)
+        aggregates::load(&self.conn, &self.scope)
     }
     /// The agent kinds and models run history records spend on.
     pub fn model_use(&self) -> Result<Vec<super::ModelUse>, StoreError> {
-        super::model_use::load(&self.conn)
+        super::model_use::load(&self.conn, &self.scope)
     }
     pub fn load_outcomes(&self) -> Result<Vec<IssueOutcome>, StoreError> {
-        outcomes::load_all(&self.conn)
+        outcomes::load_all(&self.conn, &self.scope)
     }
     pub fn load_acknowledgements(&self) -> Result<Vec<AttentionAck>, StoreError> {
-        attention::load_all(&self.conn)
+        attention::load_all(&self.conn, &self.scope)
     }
     pub fn session(&self, issue_id: &str) -> Result<Option<SessionMeta>, StoreError> {
-        sessions::get(&self.conn, issue_id)
+        sessions::get(&self.conn, &self.scope, issue_id)
     }
     /// Runs matching `filter` recorded before `cursor`, newest first, `limit` per page.
     pub fn list_runs(
@@ -103,7 +120,7 @@ impl ReadConn {
         cursor: Option<i64>,
         limit: usize,
     ) -> Result<RunPage, StoreError> {
-        runs::list(&self.conn, filter, cursor, limit)
+        runs::list(&self.conn, &self.scope, filter, cursor, limit)
     }
     /// Issues by their newest matching run (for `GET /api/v1/runs/issues`).
     pub fn list_issue_groups(
@@ -112,10 +129,10 @@ impl ReadConn {
         cursor: Option<i64>,
         limit: usize,
     ) -> Result<IssueGroupPage, StoreError> {
-        runs::list_issue_groups(&self.conn, filter, cursor, limit)
+        runs::list_issue_groups(&self.conn, &self.scope, filter, cursor, limit)
     }
     pub fn run(&self, run_id: i64) -> Result<Option<RunRecord>, StoreError> {
-        runs::get(&self.conn, run_id)
+        runs::get(&self.conn, &self.scope, run_id)
     }
     /// The stored events of a finished run; `None` when none are retained.
     pub fn run_events(&self, dispatch_id: &str) -> Result<Option<RunEvents>, StoreError> {
@@ -128,7 +145,7 @@ impl ReadConn {
         events::has_events(&self.conn, dispatch_id)
     }
     pub fn warm_start_snapshot(&self) -> Result<WarmStartSnapshot, StoreError> {
-        warm_start_snapshot(&self.conn)
+        warm_start_snapshot(&self.conn, &self.scope)
     }
     /// Whether the database answers a trivial query (the readiness probe).
     pub fn ping(&self) -> Result<(), StoreError> {
@@ -140,36 +157,66 @@ impl ReadConn {
     }
     /// One issue's completed-session figures.
     pub fn issue_spend(&self, issue_id: &str) -> Result<IssueSpend, StoreError> {
-        queries::issue_spend(&self.conn, issue_id)
+        queries::issue_spend(&self.conn, &self.scope, issue_id)
     }
     /// Several issues' completed-session figures in one query.
     pub fn issue_spend_many(
         &self,
         issue_ids: &[&str],
     ) -> Result<std::collections::BTreeMap<String, IssueSpend>, StoreError> {
-        queries::issue_spend_many(&self.conn, issue_ids)
+        queries::issue_spend_many(&self.conn, &self.scope, issue_ids)
     }
     /// How the issue ended, if it did.
     pub fn issue_outcome(&self, issue_id: &str) -> Result<Option<OutcomeRow>, StoreError> {
-        queries::issue_outcome(&self.conn, issue_id)
+        queries::issue_outcome(&self.conn, &self.scope, issue_id)
     }
     /// The issue's spend over all of its runs.
     pub fn issue_totals(&self, issue_id: &str) -> Result<IssueTotalsRow, StoreError> {
-        queries::issue_totals(&self.conn, issue_id)
+        queries::issue_totals(&self.conn, &self.scope, issue_id)
     }
     /// The dispatch id of the issue's newest run that has one.
     pub fn newest_dispatch_id(&self, issue_id: &str) -> Result<Option<String>, StoreError> {
-        queries::newest_dispatch_id(&self.conn, issue_id)
+        queries::newest_dispatch_id(&self.conn, &self.scope, issue_id)
     }
     /// The issue id of the newest run recorded under `identifier`.
     pub fn issue_id_by_identifier(&self, identifier: &str) -> Result<Option<String>, StoreError> {
-        queries::issue_id_by_identifier(&self.conn, identifier)
+        queries::issue_id_by_identifier(&self.conn, &self.scope, identifier)
     }
     /// The newest run end per workspace directory name (workspace retention).
     pub fn workspace_last_activity(
         &self,
     ) -> Result<std::collections::HashMap<String, i64>, StoreError> {
-        queries::workspace_last_activity(&self.conn)
+        queries::workspace_last_activity(&self.conn, &self.scope)
+    }
+    /// The scope's queued retries, each with its workflow, soonest first.
+    pub fn retries_in(&self) -> Result<Vec<InWorkflow<RetryEntry>>, StoreError> {
+        retry::load_in(&self.conn, &self.scope)
+    }
+    /// The scope's parked issues, each with its workflow.
+    pub fn parks_in(&self) -> Result<Vec<InWorkflow<ParkedIssue>>, StoreError> {
+        parks::load_in(&self.conn, &self.scope)
+    }
+    /// The scope's failure holds, each with its workflow.
+    pub fn failure_holds_in(&self) -> Result<Vec<InWorkflow<FailureHoldRow>>, StoreError> {
+        failure_holds::load_in(&self.conn, &self.scope)
+    }
+    /// The scope's usage holds, each with its workflow.
+    pub fn usage_holds_in(&self) -> Result<Vec<InWorkflow<UsageHoldRow>>, StoreError> {
+        usage_holds::load_in(&self.conn, &self.scope)
+    }
+    /// The scope's attention acknowledgements, each with its workflow.
+    pub fn acknowledgements_in(&self) -> Result<Vec<InWorkflow<AttentionAck>>, StoreError> {
+        attention::load_in(&self.conn, &self.scope)
+    }
+    /// The scope's session rows, each with its workflow.
+    pub fn sessions_in(&self) -> Result<Vec<InWorkflow<SessionMeta>>, StoreError> {
+        sessions::load_in(&self.conn, &self.scope)
+    }
+    /// The counters of each workflow of the scope that has any.
+    pub fn aggregate_totals_by_workflow(
+        &self,
+    ) -> Result<Vec<InWorkflow<AggregateTotals>>, StoreError> {
+        aggregates::load_by_workflow(&self.conn, &self.scope)
     }
     pub fn integrity_check(&self) -> Result<String, StoreError> {
         connection::integrity_check(&self.conn)
@@ -180,28 +227,31 @@ impl ReadConn {
 }
 
 /// Reads the warm-start state inside one read transaction.
-pub(crate) fn warm_start_snapshot(conn: &Connection) -> Result<WarmStartSnapshot, StoreError> {
+pub(crate) fn warm_start_snapshot(
+    conn: &Connection,
+    sc: &Scope,
+) -> Result<WarmStartSnapshot, StoreError> {
     use super::error::SqlContext;
     conn.execute_batch("BEGIN DEFERRED")
         .ctx("begin snapshot read")?;
     let snap = (|| {
         Ok(WarmStartSnapshot {
-            retries: retry::load_all(conn)?,
-            totals: aggregates::load(conn)?,
-            parks: parks::load_all(conn)?,
-            outcomes: outcomes::load_all(conn)?,
-            acknowledgements: attention::load_all(conn)?,
-            sessions: sessions::load_all(conn)?,
-            usage_holds: usage_holds::load_all(conn)?,
-            failure_holds: failure_holds::load_all(conn)?,
-            stage_hops: super::stage_hops::load_all(conn)?,
-            handoff_absence: super::handoff_absence::load_all(conn)?,
+            retries: retry::load_all(conn, sc)?,
+            totals: aggregates::load(conn, sc)?,
+            parks: parks::load_all(conn, sc)?,
+            outcomes: outcomes::load_all(conn, sc)?,
+            acknowledgements: attention::load_all(conn, sc)?,
+            sessions: sessions::load_all(conn, sc)?,
+            usage_holds: usage_holds::load_all(conn, sc)?,
+            failure_holds: failure_holds::load_all(conn, sc)?,
+            stage_hops: super::stage_hops::load_all(conn, sc)?,
+            handoff_absence: super::handoff_absence::load_all(conn, sc)?,
             reactions: ReactionsSnapshot {
-                escalations: reactions::load_escalations(conn)?,
-                fingerprints: reactions::load_fingerprints(conn)?,
-                given: reactions::load_given(conn)?,
-                triage_answers: reactions::load_triage_answers(conn)?,
-                pr_runs: reactions::latest_pr_runs(conn)?,
+                escalations: reactions::load_escalations(conn, sc)?,
+                fingerprints: reactions::load_fingerprints(conn, sc)?,
+                given: reactions::load_given(conn, sc)?,
+                triage_answers: reactions::load_triage_answers(conn, sc)?,
+                pr_runs: reactions::latest_pr_runs(conn, sc)?,
             },
         })
     })();

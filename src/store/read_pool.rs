@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use super::error::StoreError;
 use super::read::ReadConn;
+use super::scope::Scope;
 
 /// Idle connections kept; one per request thread is enough, more are opened on demand and
 /// closed when returned.
@@ -27,12 +28,23 @@ impl ReadPool {
         }
     }
 
-    /// A connection from the pool (or a new one); it goes back when the guard drops.
+    /// This pool's connections, reading `scope`'s rows.
+    pub fn scoped(&self, scope: Scope) -> ScopedPool<'_> {
+        ScopedPool { pool: self, scope }
+    }
+
+    /// A connection from the pool (or a new one), reading the single workflow; it goes back
+    /// when the guard drops.
     pub fn get(&self) -> Result<PooledRead<'_>, StoreError> {
+        self.get_in(Scope::single())
+    }
+
+    fn get_in(&self, scope: Scope) -> Result<PooledRead<'_>, StoreError> {
         let conn = match self.take_idle() {
             Some(c) => c,
             None => ReadConn::open(&self.path)?,
-        };
+        }
+        .with_scope(scope);
         Ok(PooledRead {
             pool: self,
             conn: Some(conn),
@@ -46,7 +58,15 @@ impl ReadPool {
         &self,
         read: impl FnOnce(&ReadConn) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut guard = self.get()?;
+        self.with_in(Scope::single(), read)
+    }
+
+    fn with_in<T>(
+        &self,
+        scope: Scope,
+        read: impl FnOnce(&ReadConn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut guard = self.get_in(scope)?;
         let result = read(&guard);
         guard.keep = result.is_ok();
         result
@@ -67,6 +87,27 @@ impl ReadPool {
         {
             v.push(conn);
         }
+    }
+}
+
+/// A pool whose connections read one scope's rows (see [`Scope`]).
+pub struct ScopedPool<'a> {
+    pool: &'a ReadPool,
+    scope: Scope,
+}
+
+impl<'a> ScopedPool<'a> {
+    /// A connection from the pool (or a new one); it goes back when the guard drops.
+    pub fn get(&self) -> Result<PooledRead<'a>, StoreError> {
+        self.pool.get_in(self.scope.clone())
+    }
+
+    /// [`ReadPool::with`], reading this scope.
+    pub fn with<T>(
+        &self,
+        read: impl FnOnce(&ReadConn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.pool.with_in(self.scope.clone(), read)
     }
 }
 

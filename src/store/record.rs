@@ -33,13 +33,14 @@ pub struct RecordOutcome {
 /// One transaction: run row (+ events and pruning when `with_events`) + aggregates + session.
 pub(crate) fn record(
     conn: &mut Connection,
+    wf: &str,
     w: &RunWrite,
     with_events: bool,
     limits: &EventLimits,
     now_ms: i64,
 ) -> Result<(i64, PruneReport), StoreError> {
     let tx = conn.transaction().ctx("begin run transaction")?;
-    let run_id = runs::insert(&tx, &w.run)?;
+    let run_id = runs::insert(&tx, wf, &w.run)?;
     let mut pruned = PruneReport::default();
     if with_events && let Some(dispatch_id) = w.run.dispatch_id.as_deref() {
         pruned = events::write_run_events(
@@ -51,9 +52,9 @@ pub(crate) fn record(
             limits,
         )?;
     }
-    aggregates::add_run(&tx, &w.run, now_ms)?;
+    aggregates::add_run(&tx, wf, &w.run, now_ms)?;
     if let Some(s) = &w.session {
-        sessions::upsert(&tx, s)?;
+        sessions::upsert(&tx, wf, s)?;
     }
     tx.commit().ctx("commit run transaction")?;
     Ok((run_id, pruned))

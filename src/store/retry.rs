@@ -7,6 +7,7 @@ use rusqlite::{Connection, Row, named_params};
 use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::json;
+use super::scope::{self, InWorkflow, Scope};
 
 use crate::domain::RetryTrigger;
 
@@ -54,21 +55,21 @@ impl RetryEntry {
     }
 }
 
-pub(crate) fn upsert(conn: &Connection, e: &RetryEntry) -> Result<(), StoreError> {
+pub(crate) fn upsert(conn: &Connection, wf: &str, e: &RetryEntry) -> Result<(), StoreError> {
     let labels = json::encode("encode retry issue labels", &e.issue_labels)?;
     bind::execute(
         conn,
-        "INSERT INTO retry_entries (issue_id, identifier, display_identifier, attempt, due_at_ms,
+        "INSERT INTO retry_entries (workflow, issue_id, identifier, display_identifier, attempt, due_at_ms,
              error, session_id, agent_kind, template, rule_name, chain_id, stage_previous,
              stage_previous_outcome, retry_trigger, reaction_kind, reaction_config_key,
              issue_title, issue_url, issue_type, issue_labels, issue_state, configured_model,
              dispatched_at_ms, reaction_context)
-         VALUES (:issue_id, :identifier, :display_identifier, :attempt, :due_at_ms,
+         VALUES (:workflow, :issue_id, :identifier, :display_identifier, :attempt, :due_at_ms,
              :error, :session_id, :agent_kind, :template, :rule_name, :chain_id, :stage_previous,
              :stage_previous_outcome, :trigger, :reaction_kind, :reaction_config_key,
              :issue_title, :issue_url, :issue_type, :issue_labels, :issue_state, :configured_model,
              :dispatched_at_ms, :reaction_context)
-         ON CONFLICT(issue_id) DO UPDATE SET
+         ON CONFLICT(workflow, issue_id) DO UPDATE SET
              identifier = excluded.identifier, display_identifier = excluded.display_identifier,
              attempt = excluded.attempt, due_at_ms = excluded.due_at_ms, error = excluded.error,
              session_id = excluded.session_id, agent_kind = excluded.agent_kind,
@@ -83,7 +84,7 @@ pub(crate) fn upsert(conn: &Connection, e: &RetryEntry) -> Result<(), StoreError
              dispatched_at_ms = excluded.dispatched_at_ms,
              reaction_context = excluded.reaction_context",
         named_params! {
-            ":issue_id": e.issue_id, ":identifier": e.identifier,
+            ":workflow": wf, ":issue_id": e.issue_id, ":identifier": e.identifier,
             ":display_identifier": e.display_identifier, ":attempt": e.attempt,
             ":due_at_ms": e.due_at_ms, ":error": e.error, ":session_id": e.session_id,
             ":agent_kind": e.agent_kind, ":template": e.template, ":rule_name": e.rule_name,
@@ -100,25 +101,39 @@ pub(crate) fn upsert(conn: &Connection, e: &RetryEntry) -> Result<(), StoreError
     Ok(())
 }
 
-pub(crate) fn delete(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
+pub(crate) fn delete(conn: &Connection, wf: &str, issue_id: &str) -> Result<(), StoreError> {
     bind::execute(
         conn,
-        "DELETE FROM retry_entries WHERE issue_id = ?1",
-        rusqlite::params![issue_id],
+        "DELETE FROM retry_entries WHERE workflow = ?1 AND issue_id = ?2",
+        rusqlite::params![wf, issue_id],
     )
     .ctx("delete retry entry")?;
     Ok(())
 }
 
-/// Every queued retry, soonest first.
-pub(crate) fn load_all(conn: &Connection) -> Result<Vec<RetryEntry>, StoreError> {
+/// Every queued retry of the scope, soonest first.
+pub(crate) fn load_all(conn: &Connection, sc: &Scope) -> Result<Vec<RetryEntry>, StoreError> {
+    load_in(conn, sc).map(scope::rows)
+}
+
+/// [`load_all`], each entry with its workflow.
+pub(crate) fn load_in(
+    conn: &Connection,
+    sc: &Scope,
+) -> Result<Vec<InWorkflow<RetryEntry>>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT * FROM retry_entries ORDER BY due_at_ms, issue_id")
+        .prepare(&format!(
+            "SELECT * FROM retry_entries WHERE {} ORDER BY due_at_ms, workflow, issue_id",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load retry entries")?;
-    let mut rows = stmt.query([]).ctx("load retry entries")?;
+    let mut rows = stmt.query([sc.bound()]).ctx("load retry entries")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().ctx("read retry entry")? {
-        out.push(from_row(row)?);
+        out.push(InWorkflow {
+            workflow: row.get("workflow").ctx("read retry entry workflow")?,
+            row: from_row(row)?,
+        });
     }
     Ok(out)
 }

@@ -6,6 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
 use super::bind;
 use super::error::{SqlContext, StoreError};
+use super::scope::{self, Scope};
 use super::{json, time};
 
 use crate::domain::RunStatus;
@@ -17,6 +18,9 @@ use crate::domain::RunStatus;
 pub struct RunRecord {
     /// Row id (API `run_id`); ignored on insert, set on read.
     pub run_id: i64,
+    /// The workflow the run belongs to; set on read. A write stores its handle's workflow,
+    /// whatever this holds.
+    pub workflow: String,
     pub issue_id: String,
     pub identifier: String,
     pub display_identifier: String,
@@ -104,6 +108,7 @@ impl RunRecord {
     pub fn new(status: RunStatus) -> RunRecord {
         RunRecord {
             run_id: 0,
+            workflow: String::new(),
             issue_id: String::new(),
             identifier: String::new(),
             display_identifier: String::new(),
@@ -168,7 +173,7 @@ impl RunRecord {
 }
 
 /// Inserts the row and returns its id. Runs inside the caller's transaction.
-pub(crate) fn insert(conn: &Connection, r: &RunRecord) -> Result<i64, StoreError> {
+pub(crate) fn insert(conn: &Connection, wf: &str, r: &RunRecord) -> Result<i64, StoreError> {
     let review = json::encode_opt("encode review_metadata", &r.review_metadata)?;
     let provenance = json::encode_opt("encode usage_provenance", &r.usage_provenance)?;
     let vendor = json::encode_opt("encode vendor_amounts", &r.vendor_amounts)?;
@@ -187,7 +192,7 @@ pub(crate) fn insert(conn: &Connection, r: &RunRecord) -> Result<i64, StoreError
              stage_previous_outcome, stage_target, stage_result, hop_first, agent_blocked,
              review_metadata, usage_completeness, unmeasured_cause, usage_provenance,
              vendor_amounts, model_usage, skills, estimated_cost_usd, cost_status,
-             price_source, rates_version, pr_record)
+             price_source, rates_version, pr_record, workflow)
          VALUES (:issue_id, :identifier, :display_identifier, :issue_title,
              :issue_url, :attempt, :status, :error, :declared_outcome, :agent_text, :started_at,
              :completed_at, :dispatched_at, :workflow_file, :agent_adapter, :rule_name, :template,
@@ -198,7 +203,7 @@ pub(crate) fn insert(conn: &Connection, r: &RunRecord) -> Result<i64, StoreError
              :stage_previous_outcome, :stage_target, :stage_result, :hop_first, :agent_blocked,
              :review_metadata, :usage_completeness, :unmeasured_cause, :usage_provenance,
              :vendor_amounts, :model_usage, :skills, :estimated_cost_usd, :cost_status,
-             :price_source, :rates_version, :pr_record)",
+             :price_source, :rates_version, :pr_record, :workflow)",
         named_params! {
             ":issue_id": r.issue_id, ":identifier": r.identifier,
             ":display_identifier": r.display_identifier, ":issue_title": r.issue_title,
@@ -228,7 +233,7 @@ pub(crate) fn insert(conn: &Connection, r: &RunRecord) -> Result<i64, StoreError
             ":vendor_amounts": vendor, ":model_usage": model_usage, ":skills": skills,
             ":estimated_cost_usd": r.estimated_cost_usd, ":cost_status": r.cost_status,
             ":price_source": r.price_source, ":rates_version": r.rates_version,
-            ":pr_record": pr_record,
+            ":pr_record": pr_record, ":workflow": wf,
         },
     )
     .ctx("insert run history row")?;
@@ -236,10 +241,17 @@ pub(crate) fn insert(conn: &Connection, r: &RunRecord) -> Result<i64, StoreError
 }
 
 /// Sessions an issue has spent: its run rows, recorded CI results excluded.
-pub(crate) fn count_for_issue(conn: &Connection, issue_id: &str) -> Result<i64, StoreError> {
+pub(crate) fn count_for_issue(
+    conn: &Connection,
+    sc: &Scope,
+    issue_id: &str,
+) -> Result<i64, StoreError> {
     conn.query_row(
-        "SELECT COUNT(*) FROM run_history WHERE issue_id = ?1 AND status <> ?2",
-        rusqlite::params![issue_id, RunStatus::CiFailed],
+        &format!(
+            "SELECT COUNT(*) FROM run_history WHERE issue_id = ?1 AND status <> ?2 AND {}",
+            scope::filter("workflow", 3)
+        ),
+        rusqlite::params![issue_id, RunStatus::CiFailed, sc.bound()],
         |r| r.get(0),
     )
     .ctx("count runs for issue")
@@ -249,12 +261,16 @@ pub(crate) fn count_for_issue(conn: &Connection, issue_id: &str) -> Result<i64, 
 /// spent; unmeasured runs add nothing because their spend is unknown.
 pub(crate) fn uncached_tokens_for_issue(
     conn: &Connection,
+    sc: &Scope,
     issue_id: &str,
 ) -> Result<i64, StoreError> {
     conn.query_row(
-        "SELECT COALESCE(SUM(MAX(total_tokens - cache_read_tokens, 0)), 0)
-         FROM run_history WHERE issue_id = ?1 AND tokens_measured = 1",
-        [issue_id],
+        &format!(
+            "SELECT COALESCE(SUM(MAX(total_tokens - cache_read_tokens, 0)), 0)
+             FROM run_history WHERE issue_id = ?1 AND tokens_measured = 1 AND {}",
+            scope::filter("workflow", 2)
+        ),
+        rusqlite::params![issue_id, sc.bound()],
         |r| r.get(0),
     )
     .ctx("sum uncached tokens for issue")
@@ -280,12 +296,19 @@ pub struct IssueUsage {
 }
 
 /// The columns of [`IssueUsage`] over the `run_history` rows of one group (`?1` is the
-/// recorded-CI-result status), then the newest agent run's dispatch time, then the
-/// [`COST_COLUMNS`](super::queries::COST_COLUMNS).
-fn usage_columns() -> String {
-    format!("{USAGE_TOKEN_COLUMNS}, {}", super::queries::COST_COLUMNS)
+/// recorded-CI-result status, `?{scope_arg}` the scope), then the newest agent run's dispatch
+/// time, then the [`COST_COLUMNS`](super::queries::COST_COLUMNS).
+fn usage_columns(scope_arg: usize) -> String {
+    format!(
+        "{USAGE_TOKEN_COLUMNS}
+         AND {}
+         ORDER BY n.id DESC LIMIT 1), {}",
+        scope::filter("n.workflow", scope_arg),
+        super::queries::COST_COLUMNS
+    )
 }
 
+/// The head of [`usage_columns`]: its dispatch-time subquery continues there.
 const USAGE_TOKEN_COLUMNS: &str = "SUM(CASE WHEN status <> ?1 THEN 1 ELSE 0 END),
     COALESCE(SUM(CASE WHEN tokens_measured = 1
                       THEN MAX(total_tokens - cache_read_tokens, 0) END), 0),
@@ -293,8 +316,7 @@ const USAGE_TOKEN_COLUMNS: &str = "SUM(CASE WHEN status <> ?1 THEN 1 ELSE 0 END)
     COALESCE(SUM(unaccounted_turns > 0 AND status <> ?1), 0),
     COALESCE(SUM(status = 'budget_stopped'), 0),
     (SELECT n.dispatched_at FROM run_history n
-     WHERE n.issue_id = run_history.issue_id AND n.status <> ?1
-     ORDER BY n.id DESC LIMIT 1)";
+     WHERE n.issue_id = run_history.issue_id AND n.status <> ?1";
 
 fn usage_at(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<(IssueUsage, Option<String>)> {
     Ok((
@@ -320,17 +342,23 @@ fn dated((mut usage, dispatched): (IssueUsage, Option<String>)) -> Result<IssueU
 }
 
 /// Budget usage of one issue (all zeros for an issue without runs).
-pub(crate) fn usage_for_issue(conn: &Connection, issue_id: &str) -> Result<IssueUsage, StoreError> {
+pub(crate) fn usage_for_issue(
+    conn: &Connection,
+    sc: &Scope,
+    issue_id: &str,
+) -> Result<IssueUsage, StoreError> {
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT {} FROM run_history WHERE issue_id = ?2 GROUP BY issue_id",
-            usage_columns()
+            "SELECT {} FROM run_history WHERE issue_id = ?2 AND {} GROUP BY issue_id",
+            usage_columns(3),
+            scope::filter("workflow", 3)
         ))
         .ctx("prepare usage of issue")?;
     let row = st
-        .query_row(rusqlite::params![RunStatus::CiFailed, issue_id], |r| {
-            usage_at(r, 0)
-        })
+        .query_row(
+            rusqlite::params![RunStatus::CiFailed, issue_id, sc.bound()],
+            |r| usage_at(r, 0),
+        )
         .optional()
         .ctx("query usage of issue")?;
     row.map(dated).transpose().map(Option::unwrap_or_default)
@@ -346,20 +374,21 @@ pub enum IssueKey {
 /// The SSH host of the issue's newest run: `None` when it has none or ran here (`""`).
 pub(crate) fn last_ssh_host(
     conn: &Connection,
+    sc: &Scope,
     key: IssueKey,
     value: &str,
 ) -> Result<Option<String>, StoreError> {
-    let sql = match key {
-        IssueKey::Id => {
-            "SELECT ssh_host FROM run_history WHERE issue_id = ?1 ORDER BY id DESC LIMIT 1"
-        }
-        IssueKey::Identifier => {
-            "SELECT ssh_host FROM run_history WHERE identifier = ?1 ORDER BY id DESC LIMIT 1"
-        }
+    let column = match key {
+        IssueKey::Id => "issue_id",
+        IssueKey::Identifier => "identifier",
     };
-    let mut st = conn.prepare_cached(sql).ctx("prepare last ssh host")?;
+    let sql = format!(
+        "SELECT ssh_host FROM run_history WHERE {column} = ?1 AND {} ORDER BY id DESC LIMIT 1",
+        scope::filter("workflow", 2)
+    );
+    let mut st = conn.prepare_cached(&sql).ctx("prepare last ssh host")?;
     let host: Option<Option<String>> = st
-        .query_row([value], |r| r.get(0))
+        .query_row(rusqlite::params![value, sc.bound()], |r| r.get(0))
         .optional()
         .ctx("query last ssh host")?;
     Ok(host.flatten().filter(|h| !h.is_empty()))
@@ -369,15 +398,17 @@ pub(crate) fn last_ssh_host(
 /// per tick instead of once per candidate).
 pub(crate) fn usage_by_issue(
     conn: &Connection,
+    sc: &Scope,
 ) -> Result<std::collections::HashMap<String, IssueUsage>, StoreError> {
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT issue_id, {} FROM run_history GROUP BY issue_id",
-            usage_columns()
+            "SELECT issue_id, {} FROM run_history WHERE {} GROUP BY issue_id",
+            usage_columns(2),
+            scope::filter("workflow", 2)
         ))
         .ctx("prepare usage by issue")?;
     let rows = st
-        .query_map([RunStatus::CiFailed], |r| {
+        .query_map(rusqlite::params![RunStatus::CiFailed, sc.bound()], |r| {
             Ok((r.get::<_, String>(0)?, usage_at(r, 1)?))
         })
         .ctx("query usage by issue")?;
@@ -460,8 +491,13 @@ impl Conditions {
     }
 }
 
-fn conditions(f: &RunFilter, identifier_or_display: bool) -> Conditions {
+fn conditions(sc: &Scope, f: &RunFilter, identifier_or_display: bool) -> Conditions {
     let mut c = Conditions::default();
+    let n = c.arg(
+        sc.bound()
+            .map_or(Value::Null, |w| Value::Text(w.to_string())),
+    );
+    c.sql.push(scope::filter("workflow", n));
     if let Some(v) = &f.issue_identifier {
         let n = c.arg(Value::Text(v.clone()));
         c.sql.push(if identifier_or_display {
@@ -490,7 +526,9 @@ fn conditions(f: &RunFilter, identifier_or_display: bool) -> Conditions {
         c.sql.push(format!("completed_at < ?{n}"));
     }
     if f.ended_since_ms.is_some() || f.ended_until_ms.is_some() {
-        let mut cond = vec!["o.issue_id = run_history.issue_id".to_string()];
+        let mut cond = vec![
+            "o.issue_id = run_history.issue_id AND o.workflow = run_history.workflow".to_string(),
+        ];
         if let Some(ms) = f.ended_since_ms {
             let n = c.arg(Value::Integer(ms));
             cond.push(format!("o.observed_at_ms >= ?{n}"));
@@ -510,11 +548,12 @@ fn conditions(f: &RunFilter, identifier_or_display: bool) -> Conditions {
 /// Runs matching `filter`, recorded before `cursor` (a run id), newest first, at most `limit`.
 pub(crate) fn list(
     conn: &Connection,
+    sc: &Scope,
     filter: &RunFilter,
     cursor: Option<i64>,
     limit: usize,
 ) -> Result<RunPage, StoreError> {
-    let mut c = conditions(filter, false);
+    let mut c = conditions(sc, filter, false);
     if let Some(cur) = cursor {
         let n = c.arg(Value::Integer(cur));
         c.sql.push(format!("id < ?{n}"));
@@ -547,11 +586,12 @@ pub(crate) fn list(
 /// `cursor` selects issues whose newest matching run is older than it.
 pub(crate) fn list_issue_groups(
     conn: &Connection,
+    sc: &Scope,
     filter: &RunFilter,
     cursor: Option<i64>,
     limit: usize,
 ) -> Result<IssueGroupPage, StoreError> {
-    let mut c = conditions(filter, true);
+    let mut c = conditions(sc, filter, true);
     let mut having = String::new();
     if let Some(cur) = cursor {
         let n = c.arg(Value::Integer(cur));
@@ -561,7 +601,7 @@ pub(crate) fn list_issue_groups(
     let n = c.arg(Value::Integer(limit as i64 + 1));
     let sql = format!(
         "SELECT issue_id, MAX(id) AS newest FROM run_history WHERE {}
-         GROUP BY issue_id {having} ORDER BY newest DESC LIMIT ?{n}",
+         GROUP BY workflow, issue_id {having} ORDER BY newest DESC LIMIT ?{n}",
         c.joined()
     );
     let args = c.args;
@@ -588,11 +628,20 @@ pub(crate) fn list_issue_groups(
 }
 
 /// One run by id.
-pub(crate) fn get(conn: &Connection, run_id: i64) -> Result<Option<RunRecord>, StoreError> {
+pub(crate) fn get(
+    conn: &Connection,
+    sc: &Scope,
+    run_id: i64,
+) -> Result<Option<RunRecord>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT * FROM run_history WHERE id = ?1")
+        .prepare(&format!(
+            "SELECT * FROM run_history WHERE id = ?1 AND {}",
+            scope::filter("workflow", 2)
+        ))
         .ctx("prepare get run")?;
-    let mut rows = stmt.query([run_id]).ctx("get run")?;
+    let mut rows = stmt
+        .query(rusqlite::params![run_id, sc.bound()])
+        .ctx("get run")?;
     match rows.next().ctx("read run row")? {
         Some(row) => Ok(Some(from_row(row)?)),
         None => Ok(None),
@@ -604,6 +653,7 @@ fn from_row(r: &Row<'_>) -> Result<RunRecord, StoreError> {
     let get = |r: &Row<'_>| -> rusqlite::Result<(RunRecord, Texts, [Option<String>; 6])> {
         let rec = RunRecord {
             run_id: r.get("id")?,
+            workflow: r.get("workflow")?,
             issue_id: r.get("issue_id")?,
             identifier: r.get("identifier")?,
             display_identifier: r.get("display_identifier")?,

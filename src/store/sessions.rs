@@ -5,6 +5,7 @@ use rusqlite::{Connection, Row, named_params};
 
 use super::bind;
 use super::error::{SqlContext, StoreError};
+use super::scope::{self, InWorkflow, Scope};
 
 /// The current session row of one issue.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -46,20 +47,20 @@ pub struct SessionMeta {
     pub recovery_pending: bool,
 }
 
-pub(crate) fn upsert(conn: &Connection, s: &SessionMeta) -> Result<(), StoreError> {
+pub(crate) fn upsert(conn: &Connection, wf: &str, s: &SessionMeta) -> Result<(), StoreError> {
     bind::execute(
         conn,
-        "INSERT INTO session_metadata (issue_id, session_id, agent_pid, input_tokens,
+        "INSERT INTO session_metadata (workflow, issue_id, session_id, agent_pid, input_tokens,
              output_tokens, total_tokens, cache_read_tokens, cache_write_tokens, model_name,
              api_request_count, api_requests_measured, started_at_ms, updated_at_ms, exit_type,
              dispatch_id, agent_pgid, agent_start_ticks, identifier, attempt, workspace,
              agent_kind, workflow_file, sortie_instance, recovery_pending)
-         VALUES (:issue_id, :session_id, :agent_pid, :input_tokens, :output_tokens,
+         VALUES (:workflow, :issue_id, :session_id, :agent_pid, :input_tokens, :output_tokens,
              :total_tokens, :cache_read_tokens, :cache_write_tokens, :model_name,
              :api_request_count, :api_requests_measured, :started_at_ms, :updated_at_ms,
              :exit_type, :dispatch_id, :agent_pgid, :agent_start_ticks, :identifier, :attempt,
              :workspace, :agent_kind, :workflow_file, :sortie_instance, :recovery_pending)
-         ON CONFLICT(issue_id) DO UPDATE SET
+         ON CONFLICT(workflow, issue_id) DO UPDATE SET
              session_id = excluded.session_id, agent_pid = excluded.agent_pid,
              input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
              total_tokens = excluded.total_tokens,
@@ -76,7 +77,8 @@ pub(crate) fn upsert(conn: &Connection, s: &SessionMeta) -> Result<(), StoreErro
              sortie_instance = excluded.sortie_instance,
              recovery_pending = excluded.recovery_pending",
         named_params! {
-            ":issue_id": s.issue_id, ":session_id": s.session_id, ":agent_pid": s.agent_pid,
+            ":workflow": wf, ":issue_id": s.issue_id, ":session_id": s.session_id,
+            ":agent_pid": s.agent_pid,
             ":input_tokens": s.input_tokens, ":output_tokens": s.output_tokens,
             ":total_tokens": s.total_tokens, ":cache_read_tokens": s.cache_read_tokens,
             ":cache_write_tokens": s.cache_write_tokens, ":model_name": s.model_name,
@@ -94,22 +96,50 @@ pub(crate) fn upsert(conn: &Connection, s: &SessionMeta) -> Result<(), StoreErro
     Ok(())
 }
 
-pub(crate) fn get(conn: &Connection, issue_id: &str) -> Result<Option<SessionMeta>, StoreError> {
+/// The issue's session row (across workflows: the first workflow's by name that has one).
+pub(crate) fn get(
+    conn: &Connection,
+    sc: &Scope,
+    issue_id: &str,
+) -> Result<Option<SessionMeta>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT * FROM session_metadata WHERE issue_id = ?1")
+        .prepare(&format!(
+            "SELECT * FROM session_metadata WHERE {} AND issue_id = ?2 ORDER BY workflow LIMIT 1",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare get session metadata")?;
-    let mut rows = stmt.query([issue_id]).ctx("get session metadata")?;
+    let mut rows = stmt
+        .query(rusqlite::params![sc.bound(), issue_id])
+        .ctx("get session metadata")?;
     match rows.next().ctx("read session metadata")? {
         Some(r) => Ok(Some(from_row(r).ctx("read session metadata")?)),
         None => Ok(None),
     }
 }
 
-pub(crate) fn load_all(conn: &Connection) -> Result<Vec<SessionMeta>, StoreError> {
+pub(crate) fn load_all(conn: &Connection, sc: &Scope) -> Result<Vec<SessionMeta>, StoreError> {
+    load_in(conn, sc).map(scope::rows)
+}
+
+/// The scope's session rows, each with its workflow.
+pub(crate) fn load_in(
+    conn: &Connection,
+    sc: &Scope,
+) -> Result<Vec<InWorkflow<SessionMeta>>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT * FROM session_metadata ORDER BY issue_id")
+        .prepare(&format!(
+            "SELECT * FROM session_metadata WHERE {} ORDER BY issue_id, workflow",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load session metadata")?;
-    let rows = stmt.query_map([], from_row).ctx("load session metadata")?;
+    let rows = stmt
+        .query_map([sc.bound()], |r| {
+            Ok(InWorkflow {
+                workflow: r.get("workflow")?,
+                row: from_row(r)?,
+            })
+        })
+        .ctx("load session metadata")?;
     let mut out = Vec::new();
     for r in rows {
         out.push(r.ctx("read session metadata")?);
@@ -148,12 +178,19 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionMeta> {
 
 /// Sessions a restart recorded as interrupted whose processes the warm start has not yet
 /// stopped.
-pub(crate) fn recovery_pending(conn: &Connection) -> Result<Vec<SessionMeta>, StoreError> {
+pub(crate) fn recovery_pending(
+    conn: &Connection,
+    sc: &Scope,
+) -> Result<Vec<SessionMeta>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT * FROM session_metadata WHERE recovery_pending = 1 ORDER BY issue_id")
+        .prepare(&format!(
+            "SELECT * FROM session_metadata WHERE recovery_pending = 1 AND {}
+             ORDER BY issue_id, workflow",
+            scope::filter("workflow", 1)
+        ))
         .ctx("prepare load interrupted sessions")?;
     let rows = stmt
-        .query_map([], from_row)
+        .query_map([sc.bound()], from_row)
         .ctx("load interrupted sessions")?;
     let mut out = Vec::new();
     for r in rows {
@@ -163,13 +200,13 @@ pub(crate) fn recovery_pending(conn: &Connection) -> Result<Vec<SessionMeta>, St
 }
 
 /// Marks an interrupted session as handled: its processes are stopped.
-pub(crate) fn recovered(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
+pub(crate) fn recovered(conn: &Connection, wf: &str, issue_id: &str) -> Result<(), StoreError> {
     bind::execute(
         conn,
         "UPDATE session_metadata SET recovery_pending = 0, agent_pgid = NULL,
              agent_start_ticks = NULL
-         WHERE issue_id = ?1 AND recovery_pending = 1",
-        rusqlite::params![issue_id],
+         WHERE workflow = ?1 AND issue_id = ?2 AND recovery_pending = 1",
+        rusqlite::params![wf, issue_id],
     )
     .ctx("mark interrupted session recovered")?;
     Ok(())

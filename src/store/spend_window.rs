@@ -5,6 +5,7 @@
 use rusqlite::Connection;
 
 use super::error::{SqlContext, StoreError};
+use super::scope::{self, Scope};
 use super::time;
 
 use crate::domain::RunStatus;
@@ -24,11 +25,12 @@ pub struct RecordedSpend {
 /// The recorded spend of runs that ended in `[start_ms, end_ms)`.
 pub(crate) fn window_spend(
     conn: &Connection,
+    sc: &Scope,
     start_ms: i64,
     end_ms: i64,
 ) -> Result<RecordedSpend, StoreError> {
     let mut st = conn
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT COALESCE(SUM(estimated_cost_usd), 0.0), COUNT(*),
                  COALESCE(SUM(CASE
                      WHEN cost_status = 'estimated' THEN 0
@@ -36,14 +38,16 @@ pub(crate) fn window_spend(
                           AND unaccounted_turns = 0 THEN 0
                      ELSE 1 END), 0)
              FROM run_history
-             WHERE completed_at >= ?1 AND completed_at < ?2 AND status != ?3",
-        )
+             WHERE completed_at >= ?1 AND completed_at < ?2 AND status != ?3 AND {}",
+            scope::filter("workflow", 4)
+        ))
         .ctx("prepare window spend")?;
     st.query_row(
         rusqlite::params![
             time::to_text(start_ms),
             time::to_text(end_ms),
-            RunStatus::CiFailed
+            RunStatus::CiFailed,
+            sc.bound()
         ],
         |r| {
             Ok(RecordedSpend {

@@ -6,6 +6,7 @@ use rusqlite::{Connection, Row, named_params};
 use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::json;
+use super::scope::{self, Scope};
 use super::stage_passes;
 
 use crate::domain::stage::{StageHop, StageOutcome};
@@ -53,14 +54,14 @@ impl StageHopWrite {
     }
 }
 
-pub(crate) fn apply(conn: &Connection, w: &StageHopWrite) -> Result<(), StoreError> {
+pub(crate) fn apply(conn: &Connection, wf: &str, w: &StageHopWrite) -> Result<(), StoreError> {
     match w {
-        StageHopWrite::Save(h) => save(conn, h),
+        StageHopWrite::Save(h) => save(conn, wf, h),
         StageHopWrite::Delete(id) => {
             bind::execute(
                 conn,
-                "DELETE FROM stage_hops WHERE issue_id = ?1",
-                rusqlite::params![id],
+                "DELETE FROM stage_hops WHERE workflow = ?1 AND issue_id = ?2",
+                rusqlite::params![wf, id],
             )
             .ctx("delete stage hop")?;
             Ok(())
@@ -70,16 +71,18 @@ pub(crate) fn apply(conn: &Connection, w: &StageHopWrite) -> Result<(), StoreErr
             target,
             result,
         } => {
-            bind::execute(conn,
-                "UPDATE run_history SET stage_target = ?2, stage_result = ?3 WHERE dispatch_id = ?1",
-                rusqlite::params![dispatch_id, target, result],
+            bind::execute(
+                conn,
+                "UPDATE run_history SET stage_target = ?2, stage_result = ?3
+                 WHERE dispatch_id = ?1 AND workflow = ?4",
+                rusqlite::params![dispatch_id, target, result, wf],
             )
             .ctx("record the run's stage hop")?;
             Ok(())
         }
-        StageHopWrite::LivePass(p) => stage_passes::save(conn, p),
-        StageHopWrite::EndLivePass(id) => stage_passes::end(conn, id),
-        StageHopWrite::ClearLivePasses => stage_passes::clear(conn),
+        StageHopWrite::LivePass(p) => stage_passes::save(conn, wf, p),
+        StageHopWrite::EndLivePass(id) => stage_passes::end(conn, wf, id),
+        StageHopWrite::ClearLivePasses => stage_passes::clear(conn, wf),
         StageHopWrite::RunEvent {
             dispatch_id,
             at_ms,
@@ -98,23 +101,25 @@ pub(crate) fn apply(conn: &Connection, w: &StageHopWrite) -> Result<(), StoreErr
     }
 }
 
-fn save(conn: &Connection, h: &StageHop) -> Result<(), StoreError> {
+fn save(conn: &Connection, wf: &str, h: &StageHop) -> Result<(), StoreError> {
     let labels = match &h.issue_labels {
         Some(l) => Some(json::encode("encode stage hop labels", l)?),
         None => None,
     };
     bind::execute(
         conn,
-        "INSERT OR REPLACE INTO stage_hops (issue_id, identifier, display_identifier, hop_count,
+        "INSERT OR REPLACE INTO stage_hops (workflow, issue_id, identifier, display_identifier,
+             hop_count,
              source_rule, target_rule, target_label, previous_outcome, source_dispatch_id,
              chain_id, dispatched_at_ms, hopped_at_ms, target_observed, picked_up, issue_title,
              issue_url, issue_type, state, issue_labels)
-         VALUES (:issue_id, :identifier, :display_identifier, :hop_count, :source_rule,
+         VALUES (:workflow, :issue_id, :identifier, :display_identifier, :hop_count,
+             :source_rule,
              :target_rule, :target_label, :previous_outcome, :source_dispatch_id, :chain_id,
              :dispatched_at_ms, :hopped_at_ms, :target_observed, :picked_up, :issue_title,
              :issue_url, :issue_type, :state, :issue_labels)",
         named_params! {
-            ":issue_id": h.issue_id, ":identifier": h.identifier,
+            ":workflow": wf, ":issue_id": h.issue_id, ":identifier": h.identifier,
             ":display_identifier": h.display_identifier, ":hop_count": h.hop_count,
             ":source_rule": h.source_rule, ":target_rule": h.target_rule,
             ":target_label": h.target_label,
@@ -130,12 +135,17 @@ fn save(conn: &Connection, h: &StageHop) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Every stored hop, by issue id.
-pub(crate) fn load_all(conn: &Connection) -> Result<Vec<StageHop>, StoreError> {
+/// Every stored hop of the scope, by issue id.
+pub(crate) fn load_all(conn: &Connection, sc: &Scope) -> Result<Vec<StageHop>, StoreError> {
     let mut stmt = conn
-        .prepare("SELECT * FROM stage_hops ORDER BY issue_id")
+        .prepare(&format!(
+            "SELECT * FROM stage_hops WHERE {} ORDER BY issue_id, workflow",
+            scope::filter("workflow", 1)
+        ))
         .ctx("read stage hops")?;
-    let rows = stmt.query_map([], from_row).ctx("read stage hops")?;
+    let rows = stmt
+        .query_map([sc.bound()], from_row)
+        .ctx("read stage hops")?;
     let mut out = Vec::new();
     for row in rows {
         out.push(row.ctx("read stage hop")?);

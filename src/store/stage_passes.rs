@@ -8,18 +8,20 @@ use super::bind;
 use super::error::{SqlContext, StoreError};
 use super::events::StoredEvent;
 use super::json;
+use super::scope::{self, Scope};
 
 use crate::domain::stage::{LivePass, LivePassKind};
 
 /// Saves (replaces) the issue's live pass.
-pub(crate) fn save(conn: &Connection, p: &LivePass) -> Result<(), StoreError> {
+pub(crate) fn save(conn: &Connection, wf: &str, p: &LivePass) -> Result<(), StoreError> {
     bind::execute(
         conn,
-        "INSERT OR REPLACE INTO live_stage_passes (issue_id, identifier, kind, chain_id,
-             rule_name, via_rule, since_ms)
-         VALUES (:issue_id, :identifier, :kind, :chain_id, :rule_name, :via_rule, :since_ms)",
+        "INSERT OR REPLACE INTO live_stage_passes (workflow, issue_id, identifier, kind,
+             chain_id, rule_name, via_rule, since_ms)
+         VALUES (:workflow, :issue_id, :identifier, :kind, :chain_id, :rule_name, :via_rule,
+             :since_ms)",
         named_params! {
-            ":issue_id": p.issue_id, ":identifier": p.identifier, ":kind": p.kind.as_str(),
+            ":workflow": wf, ":issue_id": p.issue_id, ":identifier": p.identifier, ":kind": p.kind.as_str(),
             ":chain_id": p.chain_id, ":rule_name": p.rule_name, ":via_rule": p.via_rule,
             ":since_ms": p.since_ms,
         },
@@ -29,25 +31,29 @@ pub(crate) fn save(conn: &Connection, p: &LivePass) -> Result<(), StoreError> {
 }
 
 /// Drops the issue's live pass.
-pub(crate) fn end(conn: &Connection, issue_id: &str) -> Result<(), StoreError> {
+pub(crate) fn end(conn: &Connection, wf: &str, issue_id: &str) -> Result<(), StoreError> {
     bind::execute(
         conn,
-        "DELETE FROM live_stage_passes WHERE issue_id = ?1",
-        params![issue_id],
+        "DELETE FROM live_stage_passes WHERE workflow = ?1 AND issue_id = ?2",
+        params![wf, issue_id],
     )
     .ctx("end live stage pass")?;
     Ok(())
 }
 
-/// Empties the table (daemon start: nothing is restored from it).
-pub(crate) fn clear(conn: &Connection) -> Result<(), StoreError> {
-    bind::execute(conn, "DELETE FROM live_stage_passes", params![])
-        .ctx("empty live stage passes")?;
+/// Empties the workflow's passes (its start: nothing is restored from them).
+pub(crate) fn clear(conn: &Connection, wf: &str) -> Result<(), StoreError> {
+    bind::execute(
+        conn,
+        "DELETE FROM live_stage_passes WHERE workflow = ?1",
+        params![wf],
+    )
+    .ctx("empty live stage passes")?;
     Ok(())
 }
 
-/// Every live pass; `[]` on a database that predates the table.
-pub(crate) fn load_all(conn: &Connection) -> Result<Vec<LivePass>, StoreError> {
+/// Every live pass of the scope; `[]` on a database that predates the table.
+pub(crate) fn load_all(conn: &Connection, sc: &Scope) -> Result<Vec<LivePass>, StoreError> {
     let present: Option<i64> = conn
         .query_row(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'live_stage_passes'",
@@ -59,14 +65,16 @@ pub(crate) fn load_all(conn: &Connection) -> Result<Vec<LivePass>, StoreError> {
     if present.is_none() {
         return Ok(Vec::new());
     }
+    let col = scope::column(conn, "live_stage_passes")?;
     let mut stmt = conn
-        .prepare(
+        .prepare(&format!(
             "SELECT issue_id, identifier, kind, chain_id, rule_name, via_rule, since_ms
-             FROM live_stage_passes ORDER BY issue_id",
-        )
+             FROM live_stage_passes WHERE {} ORDER BY issue_id, {col}",
+            scope::filter(col, 1)
+        ))
         .ctx("prepare live stage passes")?;
     let rows = stmt
-        .query_map([], |r| {
+        .query_map([sc.bound()], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,

@@ -25,6 +25,7 @@ use super::reactions::{self, ReactionWrite};
 use super::record::{self, RecordOutcome, RunWrite};
 use super::retry::{self, RetryEntry};
 use super::runs::RunRecord;
+use super::scope::Scope;
 use super::scrub::{self, Scrub};
 use super::sessions::{self, SessionMeta};
 use super::stage_hops::{self, StageHopWrite};
@@ -42,8 +43,14 @@ type QueryFn = Box<dyn FnOnce(&Connection) + Send>;
 /// Called on the writer thread once a run record that was kept for retry has committed.
 pub type OnCommit = Box<dyn FnOnce(RecordOutcome) + Send>;
 
-/// A write the writer may keep for retry.
-enum WriteOp {
+/// A write the writer may keep for retry, with the workflow it writes.
+pub struct WriteOp {
+    wf: Arc<str>,
+    op: Op,
+}
+
+/// What a [`WriteOp`] writes.
+enum Op {
     UpsertRetry(RetryEntry),
     DeleteRetry(String),
     Record(Box<RunWrite>, Option<OnCommit>),
@@ -63,75 +70,49 @@ enum WriteOp {
 }
 
 impl WriteOp {
-    /// The write a fire-and-forget command carries; commands with a reply, reads and control
-    /// commands are handed back.
-    fn from_cmd(cmd: DbCmd) -> Result<WriteOp, Box<DbCmd>> {
-        Ok(match cmd {
-            DbCmd::UpsertRetry(e) => WriteOp::UpsertRetry(e),
-            DbCmd::DeleteRetry(id) => WriteOp::DeleteRetry(id),
-            DbCmd::UpsertSession(s) => WriteOp::UpsertSession(s),
-            DbCmd::Park(p) => WriteOp::Park(p),
-            DbCmd::Unpark(id) => WriteOp::Unpark(id),
-            DbCmd::SetOutcome(o, None) => WriteOp::SetOutcome(o),
-            DbCmd::ClearOutcome(id) => WriteOp::ClearOutcome(id),
-            DbCmd::DeleteAcks(ids) => WriteOp::DeleteAcks(ids),
-            DbCmd::UpsertUsageHold(h) => WriteOp::UpsertUsageHold(h),
-            DbCmd::DeleteUsageHold(h) => WriteOp::DeleteUsageHold(h),
-            DbCmd::UpsertFailureHold(h) => WriteOp::UpsertFailureHold(h),
-            DbCmd::DeleteFailureHold(id) => WriteOp::DeleteFailureHold(id),
-            DbCmd::Reaction(w) => WriteOp::Reaction(w),
-            DbCmd::StageHop(w) => WriteOp::StageHop(w),
-            DbCmd::HandoffAbsence(w) => WriteOp::HandoffAbsence(w),
-            other => return Err(Box::new(other)),
-        })
+    fn describe(&self) -> (&'static str, &str) {
+        self.op.describe()
     }
+}
 
+impl Op {
     fn describe(&self) -> (&'static str, &str) {
         match self {
-            WriteOp::UpsertRetry(e) => ("save retry entry", &e.issue_id),
-            WriteOp::DeleteRetry(id) => ("delete retry entry", id),
-            WriteOp::Record(w, _) => ("record run", &w.run.issue_id),
-            WriteOp::UpsertSession(s) => ("save session metadata", &s.issue_id),
-            WriteOp::Park(p) => ("save parked issue", &p.issue_id),
-            WriteOp::Unpark(id) => ("delete parked issue", id),
-            WriteOp::SetOutcome(o) => ("save issue outcome", &o.issue_id),
-            WriteOp::ClearOutcome(id) => ("clear issue outcome", id),
-            WriteOp::DeleteAcks(_) => ("delete acknowledgements", ""),
-            WriteOp::UpsertUsageHold(h) => ("save usage hold", &h.agent_kind),
-            WriteOp::DeleteUsageHold(h) => ("delete usage hold", &h.agent_kind),
-            WriteOp::UpsertFailureHold(h) => ("save failure hold", &h.issue_id),
-            WriteOp::DeleteFailureHold(id) => ("delete failure hold", id),
-            WriteOp::Reaction(w) => ("save reaction state", w.issue_id()),
-            WriteOp::StageHop(w) => ("save stage hop", w.key()),
-            WriteOp::HandoffAbsence(w) => ("save handoff absence count", &w.issue_id),
+            Op::UpsertRetry(e) => ("save retry entry", &e.issue_id),
+            Op::DeleteRetry(id) => ("delete retry entry", id),
+            Op::Record(w, _) => ("record run", &w.run.issue_id),
+            Op::UpsertSession(s) => ("save session metadata", &s.issue_id),
+            Op::Park(p) => ("save parked issue", &p.issue_id),
+            Op::Unpark(id) => ("delete parked issue", id),
+            Op::SetOutcome(o) => ("save issue outcome", &o.issue_id),
+            Op::ClearOutcome(id) => ("clear issue outcome", id),
+            Op::DeleteAcks(_) => ("delete acknowledgements", ""),
+            Op::UpsertUsageHold(h) => ("save usage hold", &h.agent_kind),
+            Op::DeleteUsageHold(h) => ("delete usage hold", &h.agent_kind),
+            Op::UpsertFailureHold(h) => ("save failure hold", &h.issue_id),
+            Op::DeleteFailureHold(id) => ("delete failure hold", id),
+            Op::Reaction(w) => ("save reaction state", w.issue_id()),
+            Op::StageHop(w) => ("save stage hop", w.key()),
+            Op::HandoffAbsence(w) => ("save handoff absence count", &w.issue_id),
         }
     }
 }
 
 /// A command for the writer thread. Commands without a reply log their failures at WARN.
 pub enum DbCmd {
-    UpsertRetry(RetryEntry),
-    DeleteRetry(String),
-    /// A run record; when it is kept for retry the reply is [`StoreError::WriteKept`] and
-    /// the `OnCommit` runs once it commits.
-    RecordRun(Box<RunWrite>, Reply<RecordOutcome>, Option<OnCommit>),
-    UpsertSession(SessionMeta),
-    Park(ParkedIssue),
-    Unpark(String),
-    SetOutcome(IssueOutcome, Option<Reply<bool>>),
-    ClearOutcome(String),
-    Acknowledge(AttentionAck, Reply<AttentionAck>),
-    DeleteAcks(Vec<String>),
-    UpsertUsageHold(UsageHoldRow),
-    DeleteUsageHold(UsageHoldRow),
-    UpsertFailureHold(FailureHoldRow),
-    DeleteFailureHold(String),
-    /// Standing escalations, fingerprints, given comments.
-    Reaction(ReactionWrite),
-    /// Stage hops and a run's hop result.
-    StageHop(StageHopWrite),
-    /// An issue's count of withheld handoffs in a row.
-    HandoffAbsence(HandoffAbsenceWrite),
+    /// A write that is not awaited (failures are logged at WARN).
+    Write(Box<WriteOp>),
+    /// A run record of a workflow; when it is kept for retry the reply is
+    /// [`StoreError::WriteKept`] and the `OnCommit` runs once it commits.
+    RecordRun(
+        Arc<str>,
+        Box<RunWrite>,
+        Reply<RecordOutcome>,
+        Option<OnCommit>,
+    ),
+    /// An outcome observation, answered with whether it replaced the stored one.
+    SetOutcomeWait(Arc<str>, IssueOutcome, Reply<bool>),
+    Acknowledge(Arc<str>, AttentionAck, Reply<AttentionAck>),
     /// Runs a read on the writer's connection, after every earlier write.
     Query(QueryFn),
     PendingEvents(Reply<Vec<PendingSummary>>),
@@ -144,11 +125,37 @@ pub enum DbCmd {
 #[derive(Clone)]
 pub struct WriterHandle {
     tx: Sender<DbCmd>,
+    /// The workflow every write of this handle stores and every read filters by.
+    workflow: Arc<str>,
 }
 
 impl WriterHandle {
+    /// The same writer, writing `workflow`'s rows.
+    pub(crate) fn scoped(&self, workflow: Arc<str>) -> WriterHandle {
+        WriterHandle {
+            tx: self.tx.clone(),
+            workflow,
+        }
+    }
+
+    /// The workflow this handle writes.
+    pub fn workflow(&self) -> &str {
+        &self.workflow
+    }
+
     fn send(&self, cmd: DbCmd) -> Result<(), StoreError> {
         self.tx.send(cmd).map_err(|_| StoreError::WriterGone)
+    }
+
+    fn write(&self, op: Op) -> Result<(), StoreError> {
+        self.send(DbCmd::Write(Box::new(WriteOp {
+            wf: self.workflow.clone(),
+            op,
+        })))
+    }
+
+    fn scope(&self) -> Scope {
+        Scope::One(self.workflow.clone())
     }
 
     fn call<T>(&self, make: impl FnOnce(Reply<T>) -> DbCmd) -> Result<T, StoreError> {
@@ -159,10 +166,10 @@ impl WriterHandle {
 
     /// Queues a retry upsert (not awaited; failures are logged).
     pub fn upsert_retry(&self, entry: RetryEntry) -> Result<(), StoreError> {
-        self.send(DbCmd::UpsertRetry(entry))
+        self.write(Op::UpsertRetry(entry))
     }
     pub fn delete_retry(&self, issue_id: &str) -> Result<(), StoreError> {
-        self.send(DbCmd::DeleteRetry(issue_id.to_string()))
+        self.write(Op::DeleteRetry(issue_id.to_string()))
     }
     /// Records a finished run with its events and aggregate increments; returns once committed
     /// (the run is durable from then on) with the new run id.
@@ -176,7 +183,8 @@ impl WriterHandle {
     }
     /// [`record_run`](Self::record_run) with the session row and the full outcome.
     pub fn record(&self, write: RunWrite) -> Result<RecordOutcome, StoreError> {
-        self.call(|r| DbCmd::RecordRun(Box::new(write), r, None))
+        let wf = self.workflow.clone();
+        self.call(|r| DbCmd::RecordRun(wf, Box::new(write), r, None))
     }
     /// [`record`](Self::record); when the database cannot take it now the answer is
     /// [`StoreError::WriteKept`]: the record is kept in order and `on_commit` runs (on the
@@ -186,59 +194,62 @@ impl WriterHandle {
         write: RunWrite,
         on_commit: OnCommit,
     ) -> Result<RecordOutcome, StoreError> {
-        self.call(|r| DbCmd::RecordRun(Box::new(write), r, Some(on_commit)))
+        let wf = self.workflow.clone();
+        self.call(|r| DbCmd::RecordRun(wf, Box::new(write), r, Some(on_commit)))
     }
     pub fn upsert_session(&self, session: SessionMeta) -> Result<(), StoreError> {
-        self.send(DbCmd::UpsertSession(session))
+        self.write(Op::UpsertSession(session))
     }
     pub fn park(&self, parked: ParkedIssue) -> Result<(), StoreError> {
-        self.send(DbCmd::Park(parked))
+        self.write(Op::Park(parked))
     }
     pub fn unpark(&self, issue_id: &str) -> Result<(), StoreError> {
-        self.send(DbCmd::Unpark(issue_id.to_string()))
+        self.write(Op::Unpark(issue_id.to_string()))
     }
     /// Queues an outcome observation (replacement rules apply; failures are logged).
     pub fn set_outcome(&self, outcome: IssueOutcome) -> Result<(), StoreError> {
-        self.send(DbCmd::SetOutcome(outcome, None))
+        self.write(Op::SetOutcome(outcome))
     }
     /// Records an outcome observation and waits; returns whether it replaced the stored one.
     pub fn set_outcome_wait(&self, outcome: IssueOutcome) -> Result<bool, StoreError> {
-        self.call(|r| DbCmd::SetOutcome(outcome, Some(r)))
+        let wf = self.workflow.clone();
+        self.call(|r| DbCmd::SetOutcomeWait(wf, outcome, r))
     }
     pub fn clear_outcome(&self, issue_id: &str) -> Result<(), StoreError> {
-        self.send(DbCmd::ClearOutcome(issue_id.to_string()))
+        self.write(Op::ClearOutcome(issue_id.to_string()))
     }
     /// Stores an acknowledgement and returns once committed, with the stored row (the first
     /// acknowledgement's time is kept).
     pub fn acknowledge(&self, ack: AttentionAck) -> Result<AttentionAck, StoreError> {
-        self.call(|r| DbCmd::Acknowledge(ack, r))
+        let wf = self.workflow.clone();
+        self.call(|r| DbCmd::Acknowledge(wf, ack, r))
     }
     pub fn delete_acks(&self, item_ids: Vec<String>) -> Result<(), StoreError> {
-        self.send(DbCmd::DeleteAcks(item_ids))
+        self.write(Op::DeleteAcks(item_ids))
     }
     /// Queues a usage hold's save (the later reset wins for a stored scope).
     pub fn upsert_usage_hold(&self, hold: UsageHoldRow) -> Result<(), StoreError> {
-        self.send(DbCmd::UpsertUsageHold(hold))
+        self.write(Op::UpsertUsageHold(hold))
     }
     pub fn delete_usage_hold(&self, hold: UsageHoldRow) -> Result<(), StoreError> {
-        self.send(DbCmd::DeleteUsageHold(hold))
+        self.write(Op::DeleteUsageHold(hold))
     }
     /// Queues a failure hold's save (one row per issue; a new hold replaces the old).
     pub fn upsert_failure_hold(&self, hold: FailureHoldRow) -> Result<(), StoreError> {
-        self.send(DbCmd::UpsertFailureHold(hold))
+        self.write(Op::UpsertFailureHold(hold))
     }
     pub fn delete_failure_hold(&self, issue_id: String) -> Result<(), StoreError> {
-        self.send(DbCmd::DeleteFailureHold(issue_id))
+        self.write(Op::DeleteFailureHold(issue_id))
     }
     pub fn stage_hop(&self, w: StageHopWrite) -> Result<(), StoreError> {
-        self.send(DbCmd::StageHop(w))
+        self.write(Op::StageHop(w))
     }
     pub fn reaction(&self, w: ReactionWrite) -> Result<(), StoreError> {
-        self.send(DbCmd::Reaction(w))
+        self.write(Op::Reaction(w))
     }
     /// Queues an issue's count of withheld handoffs in a row (0 removes it).
     pub fn handoff_absence(&self, w: HandoffAbsenceWrite) -> Result<(), StoreError> {
-        self.send(DbCmd::HandoffAbsence(w))
+        self.write(Op::HandoffAbsence(w))
     }
     /// Runs `f` on the writer's connection after every earlier command (read-your-writes).
     pub fn query<T, F>(&self, f: F) -> Result<T, StoreError>
@@ -255,12 +266,14 @@ impl WriterHandle {
     /// Sessions spent by the issue, after every earlier write.
     pub fn count_runs_for_issue(&self, issue_id: &str) -> Result<i64, StoreError> {
         let id = issue_id.to_string();
-        self.query(move |c| super::runs::count_for_issue(c, &id))
+        let sc = self.scope();
+        self.query(move |c| super::runs::count_for_issue(c, &sc, &id))
     }
     /// Uncached tokens the issue spent, after every earlier write.
     pub fn uncached_tokens_for_issue(&self, issue_id: &str) -> Result<i64, StoreError> {
         let id = issue_id.to_string();
-        self.query(move |c| super::runs::uncached_tokens_for_issue(c, &id))
+        let sc = self.scope();
+        self.query(move |c| super::runs::uncached_tokens_for_issue(c, &sc, &id))
     }
     /// Folds sessions left running by a killed process into the counters (see
     /// `aggregates::absorb_lost_sessions`); returns how many there were.
@@ -269,12 +282,14 @@ impl WriterHandle {
         now_ms: i64,
         book: std::sync::Arc<crate::pricing::RateBook>,
     ) -> Result<i64, StoreError> {
-        self.query(move |c| super::aggregates::absorb_lost_sessions(c, now_ms, &book))
+        let wf = self.workflow.clone();
+        self.query(move |c| super::aggregates::absorb_lost_sessions(c, &wf, now_ms, &book))
     }
     /// Saves a session row and returns once it is committed (the dispatch's row, which must be
     /// on record before the agent is spawned).
     pub fn upsert_session_wait(&self, session: SessionMeta) -> Result<(), StoreError> {
-        self.query(move |c| sessions::upsert(c, &session))
+        let wf = self.workflow.clone();
+        self.query(move |c| sessions::upsert(c, &wf, &session))
     }
     /// Queues a session row without waiting; `done` gets the outcome on the writer thread once
     /// it is committed (or failed), after every earlier write.
@@ -283,23 +298,27 @@ impl WriterHandle {
         session: SessionMeta,
         done: impl FnOnce(Result<(), StoreError>) + Send + 'static,
     ) -> Result<(), StoreError> {
+        let wf = self.workflow.clone();
         self.send(DbCmd::Query(Box::new(move |c| {
-            done(sessions::upsert(c, &session))
+            done(sessions::upsert(c, &wf, &session))
         })))
     }
     /// Sessions a restart recorded as interrupted whose processes are not stopped yet.
     pub fn interrupted_sessions(&self) -> Result<Vec<SessionMeta>, StoreError> {
-        self.query(sessions::recovery_pending)
+        let sc = self.scope();
+        self.query(move |c| sessions::recovery_pending(c, &sc))
     }
     /// Marks an interrupted session's processes as stopped; returns once committed.
     pub fn session_recovered(&self, issue_id: &str) -> Result<(), StoreError> {
         let id = issue_id.to_string();
-        self.query(move |c| sessions::recovered(c, &id))
+        let wf = self.workflow.clone();
+        self.query(move |c| sessions::recovered(c, &wf, &id))
     }
     /// Budget usage of one issue, after every earlier write.
     pub fn usage_for_issue(&self, issue_id: &str) -> Result<super::runs::IssueUsage, StoreError> {
         let id = issue_id.to_string();
-        self.query(move |c| super::runs::usage_for_issue(c, &id))
+        let sc = self.scope();
+        self.query(move |c| super::runs::usage_for_issue(c, &sc, &id))
     }
     /// The SSH host of the issue's newest run, after every earlier write.
     pub fn last_ssh_host(
@@ -308,13 +327,15 @@ impl WriterHandle {
         value: &str,
     ) -> Result<Option<String>, StoreError> {
         let value = value.to_string();
-        self.query(move |c| super::runs::last_ssh_host(c, key, &value))
+        let sc = self.scope();
+        self.query(move |c| super::runs::last_ssh_host(c, &sc, key, &value))
     }
     /// Budget usage of every issue with runs, after every earlier write.
     pub fn usage_by_issue(
         &self,
     ) -> Result<std::collections::HashMap<String, super::runs::IssueUsage>, StoreError> {
-        self.query(super::runs::usage_by_issue)
+        let sc = self.scope();
+        self.query(move |c| super::runs::usage_by_issue(c, &sc))
     }
     /// The recorded spend of the runs that ended in `[start_ms, end_ms)` (a spend window),
     /// after every earlier write.
@@ -323,7 +344,26 @@ impl WriterHandle {
         start_ms: i64,
         end_ms: i64,
     ) -> Result<super::spend_window::RecordedSpend, StoreError> {
-        self.query(move |c| super::spend_window::window_spend(c, start_ms, end_ms))
+        self.window_spend_in(self.scope(), start_ms, end_ms)
+    }
+    /// [`window_spend`](Self::window_spend) of `scope` (every workflow, for a shared ceiling).
+    pub fn window_spend_in(
+        &self,
+        scope: Scope,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<super::spend_window::RecordedSpend, StoreError> {
+        self.query(move |c| super::spend_window::window_spend(c, &scope, start_ms, end_ms))
+    }
+    /// What the unnamed (single) workflow left in the database.
+    pub fn unnamed_rows(&self) -> Result<super::adopt::UnnamedRows, StoreError> {
+        self.query(super::adopt::unnamed_rows)
+    }
+    /// Moves the unnamed workflow's rows to `name` (`None`: `name` has rows already, nothing
+    /// moved).
+    pub fn adopt_unnamed(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        let name = name.to_string();
+        self.query(move |c| super::adopt::adopt_unnamed(c, &name))
     }
     /// Runs whose events await a retried write.
     pub fn pending_event_writes(&self) -> Result<Vec<PendingSummary>, StoreError> {
@@ -377,7 +417,13 @@ pub(crate) fn spawn(
             path: "db-writer thread".into(),
             source: Box::new(e),
         })?;
-    Ok((WriterHandle { tx }, join))
+    Ok((
+        WriterHandle {
+            tx,
+            workflow: Arc::from(""),
+        },
+        join,
+    ))
 }
 
 struct Writer {
@@ -447,44 +493,39 @@ impl Writer {
 
     fn handle(&mut self, cmd: DbCmd) {
         match cmd {
-            DbCmd::UpsertRetry(e) => self.write(WriteOp::UpsertRetry(e)),
-            DbCmd::DeleteRetry(id) => self.write(WriteOp::DeleteRetry(id)),
-            DbCmd::RecordRun(w, reply, on_commit) => {
-                let r = self.record_or_keep(w, on_commit);
+            DbCmd::Write(op) => self.write(*op),
+            DbCmd::RecordRun(wf, w, reply, on_commit) => {
+                let r = self.record_or_keep(wf, w, on_commit);
                 let _ = reply.send(r);
             }
-            DbCmd::UpsertSession(s) => self.write(WriteOp::UpsertSession(s)),
-            DbCmd::Park(p) => self.write(WriteOp::Park(p)),
-            DbCmd::Unpark(id) => self.write(WriteOp::Unpark(id)),
-            DbCmd::SetOutcome(o, None) => self.write(WriteOp::SetOutcome(o)),
-            DbCmd::SetOutcome(o, Some(reply)) => {
+            DbCmd::SetOutcomeWait(wf, o, reply) => {
                 let r = if self.backlog.is_empty() {
-                    match outcomes::set(&self.conn, &o) {
+                    match outcomes::set(&self.conn, &wf, &o) {
                         Err(e) if e.is_transient() => {
                             let error = e.to_string();
-                            self.keep(WriteOp::SetOutcome(o), error.clone());
+                            self.keep(
+                                WriteOp {
+                                    wf,
+                                    op: Op::SetOutcome(o),
+                                },
+                                error.clone(),
+                            );
                             Err(StoreError::WriteKept { error })
                         }
                         r => r,
                     }
                 } else {
-                    self.backlog.push_behind(WriteOp::SetOutcome(o));
+                    self.backlog.push_behind(WriteOp {
+                        wf,
+                        op: Op::SetOutcome(o),
+                    });
                     Err(self.kept_error())
                 };
                 let _ = reply.send(r);
             }
-            DbCmd::ClearOutcome(id) => self.write(WriteOp::ClearOutcome(id)),
-            DbCmd::Acknowledge(a, reply) => {
-                let _ = reply.send(attention::acknowledge(&self.conn, &a));
+            DbCmd::Acknowledge(wf, a, reply) => {
+                let _ = reply.send(attention::acknowledge(&self.conn, &wf, &a));
             }
-            DbCmd::DeleteAcks(ids) => self.write(WriteOp::DeleteAcks(ids)),
-            DbCmd::UpsertUsageHold(h) => self.write(WriteOp::UpsertUsageHold(h)),
-            DbCmd::DeleteUsageHold(h) => self.write(WriteOp::DeleteUsageHold(h)),
-            DbCmd::UpsertFailureHold(h) => self.write(WriteOp::UpsertFailureHold(h)),
-            DbCmd::DeleteFailureHold(id) => self.write(WriteOp::DeleteFailureHold(id)),
-            DbCmd::Reaction(w) => self.write(WriteOp::Reaction(w)),
-            DbCmd::StageHop(w) => self.write(WriteOp::StageHop(w)),
-            DbCmd::HandoffAbsence(w) => self.write(WriteOp::HandoffAbsence(w)),
             DbCmd::Query(f) => f(&self.conn),
             DbCmd::PendingEvents(reply) => {
                 let _ = reply.send(Ok(self.pending.summaries()));
@@ -525,10 +566,10 @@ impl Writer {
     /// Handles one command; a write also takes the writes already queued behind it (see
     /// [`Writer::write_group`]). Returns the command that ended the group, to handle next.
     fn dispatch(&mut self, cmd: DbCmd, rx: &Receiver<DbCmd>) -> Option<DbCmd> {
-        match WriteOp::from_cmd(cmd) {
-            Ok(op) => self.write_group(op, rx),
-            Err(cmd) => {
-                self.handle(*cmd);
+        match cmd {
+            DbCmd::Write(op) => self.write_group(*op, rx),
+            cmd => {
+                self.handle(cmd);
                 None
             }
         }
@@ -545,10 +586,10 @@ impl Writer {
         let mut carried = None;
         while ops.len() < MAX_GROUP {
             let Ok(cmd) = rx.try_recv() else { break };
-            match WriteOp::from_cmd(cmd) {
-                Ok(op) => ops.push(op),
-                Err(cmd) => {
-                    carried = Some(*cmd);
+            match cmd {
+                DbCmd::Write(op) => ops.push(*op),
+                cmd => {
+                    carried = Some(cmd);
                     break;
                 }
             }
@@ -609,18 +650,23 @@ impl Writer {
     /// A run record: committed, kept for retry (`WriteKept`) or failed for good.
     fn record_or_keep(
         &mut self,
+        wf: Arc<str>,
         w: Box<RunWrite>,
         on_commit: Option<OnCommit>,
     ) -> Result<RecordOutcome, StoreError> {
         if !self.backlog.is_empty() {
-            self.backlog.push_behind(WriteOp::Record(w, on_commit));
+            self.backlog.push_behind(WriteOp {
+                wf,
+                op: Op::Record(w, on_commit),
+            });
             return Err(self.kept_error());
         }
-        match self.record_run(&w) {
+        match self.record_run(&wf, &w) {
             Ok(o) => Ok(o),
             Err(e) if e.is_transient() => {
                 let error = e.to_string();
-                self.keep(WriteOp::Record(w, on_commit), error.clone());
+                let op = Op::Record(w, on_commit);
+                self.keep(WriteOp { wf, op }, error.clone());
                 Err(StoreError::WriteKept { error })
             }
             Err(e) => Err(e),
@@ -663,24 +709,25 @@ impl Writer {
         }
     }
 
-    fn run_op(&mut self, op: &WriteOp) -> Result<(), StoreError> {
-        match op {
-            WriteOp::UpsertRetry(e) => retry::upsert(&self.conn, e),
-            WriteOp::DeleteRetry(id) => retry::delete(&self.conn, id),
-            WriteOp::Record(w, _) => self.record_run(w).map(|_| ()),
-            WriteOp::UpsertSession(s) => sessions::upsert(&self.conn, s),
-            WriteOp::Park(p) => parks::park(&self.conn, p),
-            WriteOp::Unpark(id) => parks::unpark(&self.conn, id),
-            WriteOp::SetOutcome(o) => outcomes::set(&self.conn, o).map(|_| ()),
-            WriteOp::ClearOutcome(id) => outcomes::clear(&self.conn, id),
-            WriteOp::DeleteAcks(ids) => attention::delete(&self.conn, ids).map(|_| ()),
-            WriteOp::UpsertUsageHold(h) => usage_holds::upsert(&self.conn, h),
-            WriteOp::DeleteUsageHold(h) => usage_holds::delete(&self.conn, h),
-            WriteOp::UpsertFailureHold(h) => failure_holds::upsert(&self.conn, h),
-            WriteOp::DeleteFailureHold(id) => failure_holds::delete(&self.conn, id),
-            WriteOp::Reaction(w) => reactions::apply(&self.conn, w),
-            WriteOp::StageHop(w) => stage_hops::apply(&self.conn, w),
-            WriteOp::HandoffAbsence(w) => handoff_absence::apply(&self.conn, w),
+    fn run_op(&mut self, w: &WriteOp) -> Result<(), StoreError> {
+        let (c, wf) = (&self.conn, &*w.wf);
+        match &w.op {
+            Op::UpsertRetry(e) => retry::upsert(c, wf, e),
+            Op::DeleteRetry(id) => retry::delete(c, wf, id),
+            Op::Record(r, _) => self.record_run(wf, r).map(|_| ()),
+            Op::UpsertSession(s) => sessions::upsert(c, wf, s),
+            Op::Park(p) => parks::park(c, wf, p),
+            Op::Unpark(id) => parks::unpark(c, wf, id),
+            Op::SetOutcome(o) => outcomes::set(c, wf, o).map(|_| ()),
+            Op::ClearOutcome(id) => outcomes::clear(c, wf, id),
+            Op::DeleteAcks(ids) => attention::delete(c, wf, ids).map(|_| ()),
+            Op::UpsertUsageHold(h) => usage_holds::upsert(c, wf, h),
+            Op::DeleteUsageHold(h) => usage_holds::delete(c, wf, h),
+            Op::UpsertFailureHold(h) => failure_holds::upsert(c, wf, h),
+            Op::DeleteFailureHold(id) => failure_holds::delete(c, wf, id),
+            Op::Reaction(r) => reactions::apply(c, wf, r),
+            Op::StageHop(h) => stage_hops::apply(c, wf, h),
+            Op::HandoffAbsence(h) => handoff_absence::apply(c, wf, h),
         }
     }
 
@@ -692,8 +739,9 @@ impl Writer {
             let Some(op) = self.backlog.take_due(now) else {
                 return;
             };
+            let WriteOp { wf, op } = op;
             let r = match op {
-                WriteOp::Record(w, on_commit) => match self.record_run(&w) {
+                Op::Record(w, on_commit) => match self.record_run(&wf, &w) {
                     Ok(outcome) => {
                         log::info!(
                             issue_id:% = w.run.issue_id,
@@ -706,7 +754,10 @@ impl Writer {
                         }
                         Ok(())
                     }
-                    Err(e) if e.is_transient() => Err(Box::new((WriteOp::Record(w, on_commit), e))),
+                    Err(e) if e.is_transient() => {
+                        let op = Op::Record(w, on_commit);
+                        Err(Box::new((WriteOp { wf, op }, e)))
+                    }
                     Err(e) => {
                         log::error!(
                             issue_id:% = w.run.issue_id,
@@ -717,7 +768,7 @@ impl Writer {
                         Ok(())
                     }
                 },
-                op => self.apply(op),
+                op => self.apply(WriteOp { wf, op }),
             };
             match r {
                 Ok(()) => {
@@ -751,13 +802,14 @@ impl Writer {
         for op in self.backlog.drain() {
             let (what, issue_id) = op.describe();
             let issue_id = issue_id.to_string();
+            let WriteOp { wf, op } = op;
             let r = match op {
-                WriteOp::Record(w, on_commit) => self.record_run(&w).map(|o| {
+                Op::Record(w, on_commit) => self.record_run(&wf, &w).map(|o| {
                     if let Some(f) = on_commit {
                         f(o);
                     }
                 }),
-                op => self.apply(op).map_err(|failed| failed.1),
+                op => self.apply(WriteOp { wf, op }).map_err(|failed| failed.1),
             };
             if let Err(e) = r {
                 log::error!(
@@ -773,11 +825,11 @@ impl Writer {
 
     /// The run with its events in one transaction; if that fails and there were events, the
     /// run without them (events queued for retry); if that fails too, the error.
-    fn record_run(&mut self, w: &RunWrite) -> Result<RecordOutcome, StoreError> {
+    fn record_run(&mut self, wf: &str, w: &RunWrite) -> Result<RecordOutcome, StoreError> {
         let now = self.clock.now_ms();
         let has_events =
             !w.events.is_empty() && w.run.dispatch_id.as_deref().is_some_and(|d| !d.is_empty());
-        match record::record(&mut self.conn, w, has_events, &self.limits, now) {
+        match record::record(&mut self.conn, wf, w, has_events, &self.limits, now) {
             Ok((run_id, pruned)) => {
                 forget_live(w);
                 if pruned.aged_runs + pruned.size_runs > 0 {
@@ -802,7 +854,8 @@ impl Writer {
                     error:% = first;
                     "run events not written, storing run without them"
                 );
-                let (run_id, pruned) = record::record(&mut self.conn, w, false, &self.limits, now)?;
+                let (run_id, pruned) =
+                    record::record(&mut self.conn, wf, w, false, &self.limits, now)?;
                 forget_live(w);
                 let dispatch_id = w.run.dispatch_id.clone().unwrap_or_default();
                 self.pending.push_failed(
@@ -913,15 +966,15 @@ impl Writer {
 
 /// A committed write's effect on the served live figures: a live session row's figures are
 /// on record now (`live_figures`); a run record's come with the aggregate totals.
-fn committed(op: &WriteOp) {
-    match op {
-        WriteOp::UpsertSession(s) if s.exit_type.is_none() => {
+fn committed(w: &WriteOp) {
+    match &w.op {
+        Op::UpsertSession(s) if s.exit_type.is_none() => {
             if let Some(id) = s.dispatch_id.as_deref() {
                 live_figures::note_committed(id, live_figures::of_row(s));
             }
         }
-        WriteOp::Record(w, _) => forget_live(w),
-        WriteOp::Reaction(ReactionWrite::PrLoop(_)) => super::pr_loop::note_committed(),
+        Op::Record(w, _) => forget_live(w),
+        Op::Reaction(ReactionWrite::PrLoop(_)) => super::pr_loop::note_committed(),
         _ => {}
     }
 }

@@ -29,6 +29,11 @@ const SOURCES: &[Source] = &[
         content_type: CSS,
     },
     Source {
+        name: "workflow.js",
+        body: include_bytes!("../../assets/workflow.js"),
+        content_type: JS,
+    },
+    Source {
         name: "dom.js",
         body: include_bytes!("../../assets/dom.js"),
         content_type: JS,
@@ -81,6 +86,11 @@ const SOURCES: &[Source] = &[
     Source {
         name: "prices.js",
         body: include_bytes!("../../assets/prices.js"),
+        content_type: JS,
+    },
+    Source {
+        name: "workflows.js",
+        body: include_bytes!("../../assets/workflows.js"),
         content_type: JS,
     },
     Source {

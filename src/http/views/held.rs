@@ -40,6 +40,8 @@ impl SlotUse {
         match scope {
             SlotScope::Global => self.total,
             SlotScope::State(s) => self.by_state.get(&state_key(s)).copied().unwrap_or(0),
+            // Counted across workflows: only the pass saw it.
+            SlotScope::Daemon => 0,
         }
     }
 }
@@ -58,6 +60,8 @@ pub struct BlockerView {
 pub enum SlotScopeName {
     Global,
     State,
+    /// The cap every workflow of the daemon shares (several workflows only).
+    Daemon,
 }
 
 /// The agent-slot limit that is full.
@@ -115,13 +119,23 @@ impl HoldView {
                 let (list, words) = blocked_by(bs);
                 (Some(list), None, words)
             }
-            HoldReason::AgentSlotsFull { scope, limit, .. } => {
-                let used = slots.used(scope);
+            HoldReason::AgentSlotsFull { scope, limit, used } => {
+                let (used, words) = match scope {
+                    SlotScope::Daemon => (*used, wording::daemon_slots_full(*used, *limit)),
+                    SlotScope::Global => {
+                        let used = slots.used(scope);
+                        (used, wording::slots_full(None, used, *limit))
+                    }
+                    SlotScope::State(s) => {
+                        let used = slots.used(scope);
+                        (used, wording::slots_full(Some(s), used, *limit))
+                    }
+                };
                 let (scope, state) = match scope {
                     SlotScope::Global => (SlotScopeName::Global, None),
                     SlotScope::State(s) => (SlotScopeName::State, Some(s.clone())),
+                    SlotScope::Daemon => (SlotScopeName::Daemon, None),
                 };
-                let words = wording::slots_full(state.as_deref(), used, *limit);
                 let slot = SlotView {
                     scope,
                     state,

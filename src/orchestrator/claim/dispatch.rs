@@ -64,6 +64,9 @@ impl Orchestrator {
         reaction: Option<ReactionDispatch>,
     ) {
         let now = self.clock.now_ms();
+        let Ok(daemon_slot) = self.daemon_slot(now) else {
+            return self.no_daemon_slot(&issue, attempt, resume_session_id, pass, cause);
+        };
         let Some((attempt_route, template, agent)) = self.attempt_resources(&issue, &pass.route)
         else {
             self.refused_attempt(&issue, attempt, resume_session_id, pass, cause);
@@ -141,7 +144,7 @@ impl Orchestrator {
             issue.id.clone(),
             RunningEntry {
                 facts,
-                handles: RunHandles { cancel, workspaces },
+                handles: RunHandles::new(cancel, workspaces, daemon_slot),
             },
         );
         self.start_session(job, attempt_route, dispatched_at_ms, cause, now);
@@ -332,6 +335,46 @@ impl Orchestrator {
             RetryTrigger::Error,
             Some(crate::domain::RescheduleReason::NoSshHosts.as_str().into()),
             None,
+            pass,
+        );
+    }
+
+    /// A slot under the daemon-wide cap: `Ok(None)` without one, `Err` when another
+    /// workflow took the room this pass counted on.
+    fn daemon_slot(&self, now: i64) -> Result<Option<crate::orchestrator::core::slots::Slot>, ()> {
+        match &self.daemon_slots {
+            None => Ok(None),
+            Some(d) => d.try_acquire(now).map(Some).ok_or(()),
+        }
+    }
+
+    /// The shared cap filled between the pass and the dispatch: a poll-tick candidate is left
+    /// unclaimed for the next pass; any other dispatch (a retry, a continuation) waits as a
+    /// retry for a free slot, its attempt unchanged.
+    fn no_daemon_slot(
+        &mut self,
+        issue: &Issue,
+        attempt: u32,
+        resume_session_id: Option<String>,
+        pass: Pass,
+        cause: DispatchCause,
+    ) {
+        log::info!(
+            issue_id:% = issue.id,
+            issue_identifier:% = issue.identifier,
+            attempt:% = attempt;
+            "shared agent slots taken by another workflow; not dispatched now"
+        );
+        if cause == DispatchCause::PollTick {
+            return;
+        }
+        self.schedule_retry(
+            issue,
+            attempt,
+            failure_delay_ms(attempt.max(1), self.backoff_cap()),
+            RetryTrigger::Error,
+            Some(crate::domain::RescheduleReason::NoSlots.as_str().into()),
+            resume_session_id,
             pass,
         );
     }

@@ -167,6 +167,9 @@ pub enum SlotScope {
     Global,
     /// The issue's state as the pass read it.
     State(String),
+    /// The cap every workflow of the daemon shares (`sortie.yaml`), or this workflow's fair
+    /// share of it while another workflow waits (`core::slots`).
+    Daemon,
 }
 
 /// Why a pass held an issue back (the API's `hold.reason` values this build can produce).
@@ -377,6 +380,19 @@ pub struct PassInput {
     /// How many more sessions the SSH hosts take (`host_pool::HostPool::room`); `None` when
     /// sessions run here.
     pub ssh_room: Option<usize>,
+    /// What the daemon-wide cap leaves this workflow now (`core::slots`); `None` without one.
+    pub daemon: Option<DaemonRoom>,
+}
+
+/// This workflow's room under the daemon-wide agent cap, as the pass starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DaemonRoom {
+    /// More sessions this workflow may start now (its fair share, `core::slots`).
+    pub room: usize,
+    /// Sessions running in every workflow.
+    pub used: usize,
+    /// The cap.
+    pub cap: usize,
 }
 
 /// What is live when a pass runs. A dry run has nothing live (`LiveClaims::default()`).
@@ -413,6 +429,7 @@ impl PassInput {
             claimed_identifiers: live.claimed_identifiers,
             gates: Vec::new(),
             ssh_room: None,
+            daemon: None,
             active_states: cfg.tracker.active_states.clone(),
             terminal_states: cfg.tracker.terminal_states.clone(),
             max_concurrent_agents: cfg.agent.max_concurrent_agents as usize,
@@ -440,6 +457,10 @@ impl PassInput {
             .insert(issue.identifier.clone(), issue.id.clone());
         if let Some(room) = &mut self.ssh_room {
             *room = room.saturating_sub(1);
+        }
+        if let Some(d) = &mut self.daemon {
+            d.room = d.room.saturating_sub(1);
+            d.used += 1;
         }
     }
 
@@ -521,6 +542,7 @@ pub fn plan(
     let mut by_state = input.running_by_state.clone();
     let mut global_full = false;
     let mut ssh_room = input.ssh_room;
+    let mut daemon = input.daemon;
     let mut identifiers = input.claimed_identifiers.clone();
     let mut out = Vec::with_capacity(candidates.len());
     for issue in candidates {
@@ -553,6 +575,15 @@ pub fn plan(
             out.push(Decision::Held(HoldReason::SshHostsFull));
             continue;
         }
+        // Nor does the daemon-wide cap (or this workflow's fair share of it).
+        if let Some(d) = daemon.filter(|d| d.room == 0) {
+            out.push(Decision::Held(HoldReason::AgentSlotsFull {
+                scope: SlotScope::Daemon,
+                used: d.used,
+                limit: d.cap,
+            }));
+            continue;
+        }
         let state_key = crate::domain::state_key(&issue.state);
         if let Some(&limit) = input.max_by_state.get(&state_key) {
             let used = by_state.get(&state_key).copied().unwrap_or(0);
@@ -572,6 +603,10 @@ pub fn plan(
         running_total += 1;
         if let Some(room) = &mut ssh_room {
             *room = room.saturating_sub(1);
+        }
+        if let Some(d) = &mut daemon {
+            d.room = d.room.saturating_sub(1);
+            d.used += 1;
         }
         *by_state.entry(state_key).or_insert(0) += 1;
         identifiers.insert(issue.identifier.clone(), issue.id.clone());

@@ -14,6 +14,7 @@ pub(crate) mod orchestrator;
 pub mod persist;
 pub mod reload;
 pub mod run_record;
+pub mod slots;
 pub mod snapshot;
 pub mod state;
 pub mod supervisor;

@@ -167,6 +167,14 @@ pub struct Orchestrator {
     /// Dispatched sessions whose row is being committed, by dispatch id: each supervisor
     /// starts on the writer's reply (`claim::dispatch`).
     pub(crate) unstarted: std::collections::HashMap<String, supervisor::Unstarted>,
+    /// The agent cap shared with the daemon's other workflows (`None`: this workflow's own
+    /// caps only).
+    pub(crate) daemon_slots: Option<crate::orchestrator::core::slots::DaemonSlots>,
+    /// The database writer serves other workflows too: the shutdown flushes it, and the
+    /// daemon stops it once every workflow has ended.
+    pub(crate) store_shared: bool,
+    /// Set once the shutdown is over: the watchdog the drain started stands down.
+    pub(crate) watchdog_done: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Orchestrator {
@@ -228,6 +236,9 @@ impl Orchestrator {
                 env_file,
             },
             unstarted: Default::default(),
+            daemon_slots: None,
+            store_shared: false,
+            watchdog_done: None,
         };
         o.scm = crate::orchestrator::core::adapters::build_scm(&o.workflow, o.clock.clone());
         if let Some(scm) = &o.scm {
@@ -418,6 +429,27 @@ impl Orchestrator {
         self.mcp_daemon.api_url = url;
     }
 
+    /// Puts this workflow under the cap the daemon's workflows share (set before
+    /// [`Orchestrator::run`]).
+    pub fn set_daemon_slots(&mut self, slots: crate::orchestrator::core::slots::DaemonSlots) {
+        self.daemon_slots = Some(slots);
+    }
+
+    /// Puts this workflow under the spend ceilings the daemon's workflows share (set before
+    /// [`Orchestrator::run`]).
+    pub fn set_daemon_spend(
+        &mut self,
+        spend: crate::orchestrator::features::spend::daemon::DaemonSpend,
+    ) {
+        self.features.spend.set_daemon(spend);
+    }
+
+    /// Says that other workflows write through the same database writer (set before
+    /// [`Orchestrator::run`]): the shutdown flushes it instead of stopping it.
+    pub fn set_store_shared(&mut self) {
+        self.store_shared = true;
+    }
+
     /// The loop: messages, due retries and ticks, until shutdown completes. A panic in the
     /// loop stops every running agent first (cancel, then wait up to the drain timeout for the
     /// supervisors to report) and then continues unwinding, so the thread's join sees it and
@@ -542,7 +574,14 @@ impl Orchestrator {
                 "exit not applied at shutdown; the issue is read again at the next start"
             );
         }
-        persist::shutdown(&self.store);
+        if self.store_shared {
+            persist::flush(&self.store);
+        } else {
+            persist::shutdown(&self.store);
+        }
+        if let Some(done) = &self.watchdog_done {
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         log::info!("shutting down");
     }
 
@@ -800,7 +839,7 @@ impl Orchestrator {
         );
         self.shutdown_deadline = Some(now + budget);
         self.draining = Some(now + budget.saturating_sub(reserve));
-        spawn_shutdown_watchdog(budget + WATCHDOG_MARGIN);
+        self.watchdog_done = Some(spawn_shutdown_watchdog(budget + WATCHDOG_MARGIN));
         for e in self.state.running.values() {
             e.handles.cancel.cancel(CancelReason::Shutdown);
         }
@@ -905,11 +944,18 @@ pub(crate) const WATCHDOG_MARGIN: Duration = Duration::from_secs(2);
 /// does not finish in time, so only a wedged dependency (a disk that does not answer, a
 /// thread that never returns) reaches it, and a service manager's stop timeout is never what
 /// ends sortie.
-pub fn spawn_shutdown_watchdog(after: Duration) {
+pub fn spawn_shutdown_watchdog(after: Duration) -> Arc<std::sync::atomic::AtomicBool> {
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = done.clone();
     let spawned = std::thread::Builder::new()
         .name("shutdown-watchdog".into())
         .spawn(move || {
             std::thread::sleep(after);
+            // An orchestrator that finished its drain (one workflow of several removed, say)
+            // is no reason to end the process.
+            if seen.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
             log::error!(
                 budget_ms:% = after.as_millis();
                 "shutdown did not finish within its budget; exiting now"
@@ -919,6 +965,7 @@ pub fn spawn_shutdown_watchdog(after: Duration) {
     if let Err(e) = spawned {
         log::error!(error:% = e.to_string(); "shutdown watchdog not started");
     }
+    done
 }
 
 /// Messages handled before timers get their turn.

@@ -301,6 +301,12 @@ pub fn shutdown(store: &Store) {
     warn_on_err("shutdown", store.writer().shutdown());
 }
 
+/// Applies every queued write, leaving the writer running for the other workflows that
+/// share it.
+pub fn flush(store: &Store) {
+    warn_on_err("flush", store.writer().flush());
+}
+
 pub fn park(store: &Store, p: &Park) {
     warn_on_err(
         "park",
@@ -666,6 +672,18 @@ pub fn usage_by_issue(
 }
 
 /// The recorded spend of the runs that ended in `[start_ms, end_ms)` (a spend window).
+/// [`window_spend`] over every workflow of the database.
+pub fn window_spend_all(
+    store: &Store,
+    start_ms: i64,
+    end_ms: i64,
+) -> Result<crate::store::RecordedSpend, PersistError> {
+    store
+        .writer()
+        .window_spend_in(crate::store::Scope::All, start_ms, end_ms)
+        .map_err(PersistError::store("read spend window of every workflow"))
+}
+
 pub fn window_spend(
     store: &Store,
     start_ms: i64,

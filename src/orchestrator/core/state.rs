@@ -252,6 +252,23 @@ pub struct RunHandles {
     /// The workspace manager the session was dispatched with: its root and hooks, so a
     /// reload that moves `workspace.root` does not strand the cleanup of this workspace.
     pub workspaces: std::sync::Arc<crate::workspace::WorkspaceManager>,
+    /// The session's slot under the daemon-wide cap, given back when the entry is dropped
+    /// (its exit applied).
+    pub daemon_slot: Option<crate::orchestrator::core::slots::Slot>,
+}
+
+impl RunHandles {
+    pub fn new(
+        cancel: CancelToken,
+        workspaces: std::sync::Arc<crate::workspace::WorkspaceManager>,
+        daemon_slot: Option<crate::orchestrator::core::slots::Slot>,
+    ) -> RunHandles {
+        RunHandles {
+            cancel,
+            workspaces,
+            daemon_slot,
+        }
+    }
 }
 
 /// The in-memory event list of a live run: the events the API serves and that are stored with

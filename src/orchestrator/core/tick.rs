@@ -342,6 +342,7 @@ impl Orchestrator {
                 got
             })
         };
+        self.declare_demand(&decisions, &input);
         let mut dispatched = 0;
         let mut previous = std::mem::take(&mut self.state.held);
         let mut held = std::collections::BTreeMap::new();
@@ -424,9 +425,38 @@ impl Orchestrator {
         }
     }
 
+    /// Tells the daemon-wide cap how many sessions this pass would start: the ones it
+    /// dispatches and the ones only the shared cap holds back, within this workflow's own cap.
+    fn declare_demand(&self, decisions: &[Decision], input: &PassInput) {
+        let Some(slots) = &self.daemon_slots else {
+            return;
+        };
+        let wanted = decisions
+            .iter()
+            .filter(|d| {
+                matches!(
+                    d,
+                    Decision::Dispatch
+                        | Decision::Held(HoldReason::AgentSlotsFull {
+                            scope: crate::orchestrator::claim::dispatch_pass::SlotScope::Daemon,
+                            ..
+                        })
+                )
+            })
+            .count();
+        let own_room = input
+            .max_concurrent_agents
+            .saturating_sub(input.running_total);
+        slots.declare_demand(wanted.min(own_room), self.clock.now_ms());
+    }
+
     pub(crate) fn pass_input(&self) -> PassInput {
         let mut input = self.pass_input_without_hosts();
         input.ssh_room = self.features.hosts.room(&self.cx());
+        input.daemon = self
+            .daemon_slots
+            .as_ref()
+            .map(|d| d.pass_room(self.clock.now_ms()));
         input
     }
 

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rusqlite::Connection;
 
 use super::super::error::{SqlContext, StoreError};
+use super::super::scope::{self, Scope};
 use super::report::{ChainFunnel, ChainGroup, FunnelStage};
 use super::rows::{Outcome, StatRun};
 use super::tally::{Share, Tally};
@@ -163,10 +164,43 @@ impl ChainTally {
 
 /// The passes on each stage now: the live stage passes the daemon keeps (running sessions,
 /// budget holds) and the queued retries, each issue once (a session, then a hold, then a
-/// retry). A database that predates the live passes table reads as holding none.
-pub fn read_live(conn: &Connection) -> Result<LiveStages, StoreError> {
+/// retry). A database that predates the live passes table reads as holding none. Across
+/// workflows each workflow's passes count, added together.
+pub fn read_live(conn: &Connection, sc: &Scope) -> Result<LiveStages, StoreError> {
+    if *sc != Scope::All {
+        return read_live_in(conn, sc);
+    }
+    let col = scope::column(conn, "retry_entries")?;
+    let passes = match scope::column(conn, "live_stage_passes") {
+        Ok("workflow") => " UNION SELECT workflow FROM live_stage_passes",
+        _ => "",
+    };
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT DISTINCT {col} FROM retry_entries{passes} ORDER BY 1"
+        ))
+        .ctx("prepare list workflows with live passes")?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .ctx("list workflows with live passes")?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .ctx("read workflow with live passes")?;
+    let mut live = LiveStages::new();
+    for name in names {
+        for (rule, counts) in read_live_in(conn, &Scope::one(&name))? {
+            let sum = live.entry(rule).or_default();
+            for (s, c) in sum.iter_mut().zip(counts) {
+                *s += c;
+            }
+        }
+    }
+    Ok(live)
+}
+
+/// [`read_live`] of one workflow.
+fn read_live_in(conn: &Connection, sc: &Scope) -> Result<LiveStages, StoreError> {
     let mut by_issue: BTreeMap<String, (usize, String)> = BTreeMap::new();
-    for p in super::super::stage_passes::load_all(conn)? {
+    for p in super::super::stage_passes::load_all(conn, sc)? {
         let slot = match p.kind {
             LivePassKind::Session => 0,
             LivePassKind::BudgetHold => 2,
@@ -174,10 +208,15 @@ pub fn read_live(conn: &Connection) -> Result<LiveStages, StoreError> {
         by_issue.insert(p.issue_id, (slot, p.rule_name));
     }
     let mut stmt = conn
-        .prepare("SELECT issue_id, rule_name FROM retry_entries WHERE rule_name <> ''")
+        .prepare(&format!(
+            "SELECT issue_id, rule_name FROM retry_entries WHERE rule_name <> '' AND {}",
+            scope::filter(scope::column(conn, "retry_entries")?, 1)
+        ))
         .ctx("prepare queued retries")?;
     let rows = stmt
-        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .query_map([sc.bound()], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })
         .ctx("read queued retries")?;
     for row in rows {
         let (issue_id, rule) = row.ctx("read queued retry")?;

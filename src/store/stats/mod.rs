@@ -31,6 +31,7 @@ use rusqlite::Connection;
 use super::connection;
 use super::error::{SqlContext, StoreError};
 use super::migrate;
+use super::scope::Scope;
 
 pub use aggregate::Header;
 pub use range::{Range, RangeError};
@@ -90,11 +91,21 @@ pub fn build(req: &StatsRequest<'_>) -> Result<StatsReport, StatsError> {
 /// [`build`] with the spend buckets of `period` (`None`: by the range's span). The caller
 /// checks [`Period::fits`] first.
 pub fn build_by(req: &StatsRequest<'_>, period: Option<Period>) -> Result<StatsReport, StatsError> {
+    build_in(req, period, &Scope::single())
+}
+
+/// [`build_by`] over the runs and live passes of `scope` (the single workflow for
+/// [`build_by`]; every workflow for [`Scope::All`]).
+pub fn build_in(
+    req: &StatsRequest<'_>,
+    period: Option<Period>,
+    scope: &Scope,
+) -> Result<StatsReport, StatsError> {
     let conn = connection::open_read_only(req.db_path)?;
     let warnings = schema_warnings(&conn)?;
     let mut agg = aggregate::Aggregate::new(period, req.chains);
-    rows::for_each_run(&conn, &req.range, |r| agg.add(&r))?;
-    let live = chains::read_live(&conn)?;
+    rows::for_each_run(&conn, scope, &req.range, |r| agg.add(&r))?;
+    let live = chains::read_live(&conn, scope)?;
     let header = Header {
         generated_at: instant_text(req.now_ms).unwrap_or_default(),
         workflow_path: req.workflow_path.to_string(),

@@ -6,6 +6,7 @@ use rusqlite::{Connection, Row};
 use serde::Deserialize;
 
 use super::super::error::{SqlContext, StoreError};
+use super::super::scope::{self, Scope};
 use super::super::time;
 use super::range::Range;
 use crate::domain::RunStatus;
@@ -139,15 +140,20 @@ const COLUMNS: &str = "issue_id, status, started_at, completed_at, turns_complet
 /// Calls `each` with every run completed in `range`, in the order SQLite scans them.
 pub fn for_each_run(
     conn: &Connection,
+    sc: &Scope,
     range: &Range,
     mut each: impl FnMut(StatRun),
 ) -> Result<(), StoreError> {
     let since = range.since_ms.map(time::to_text);
     let until = range.until_ms.map(time::to_text);
     // Only the bounds given become conditions, so a bounded scan walks the completion index.
-    let mut sql = format!("SELECT {COLUMNS} FROM run_history WHERE status <> ?1");
-    let mut args: Vec<rusqlite::types::Value> =
-        vec![RunStatus::CiFailed.as_str().to_string().into()];
+    let in_scope = scope::filter(scope::column(conn, "run_history")?, 2);
+    let mut sql = format!("SELECT {COLUMNS} FROM run_history WHERE status <> ?1 AND {in_scope}");
+    let mut args: Vec<rusqlite::types::Value> = vec![
+        RunStatus::CiFailed.as_str().to_string().into(),
+        sc.bound()
+            .map_or(rusqlite::types::Value::Null, |w| w.to_string().into()),
+    ];
     for (bound, op) in [(since, ">="), (until, "<")] {
         if let Some(t) = bound {
             args.push(rusqlite::types::Value::Text(t));

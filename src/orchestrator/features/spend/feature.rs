@@ -19,6 +19,46 @@ pub struct SpendFeature {
     /// The spend windows as of the latest poll tick or retry check; `None` while no spend
     /// ceiling is set (or before the first evaluation).
     ceilings: Option<SpendCeilings>,
+    /// The ceilings every workflow of the daemon shares (`None`: none set).
+    daemon: Option<super::daemon::DaemonSpend>,
+    /// Their windows as of the latest evaluation.
+    daemon_ceilings: Option<SpendCeilings>,
+}
+
+impl SpendFeature {
+    /// Puts this workflow under the daemon-wide ceilings too.
+    pub fn set_daemon(&mut self, daemon: super::daemon::DaemonSpend) {
+        self.daemon = Some(daemon);
+    }
+
+    /// Evaluates the daemon-wide windows: every workflow's recorded runs and live sessions.
+    fn evaluate_daemon(&mut self, cx: &Cx<'_>, own_live: LiveSpend) -> Vec<Effect> {
+        let Some(daemon) = &self.daemon else {
+            return Vec::new();
+        };
+        let live = daemon.live_total(own_live);
+        let evaluated = spend_ceiling::evaluate(
+            daemon.ceilings,
+            cx.now_ms,
+            live,
+            self.daemon_ceilings.as_ref(),
+            |s, e| crate::orchestrator::core::persist::window_spend_all(cx.store, s, e),
+        );
+        match evaluated {
+            Ok(next) => {
+                log_spend_changes(self.daemon_ceilings.as_ref(), next.as_ref());
+                self.daemon_ceilings = next;
+                Vec::new()
+            }
+            Err(e) => {
+                log::error!(
+                    error:% = e;
+                    "daemon-wide spend window read failed; keeping the previous evaluation, dispatching nothing"
+                );
+                vec![Effect::ReadFailed(e)]
+            }
+        }
+    }
 }
 
 impl Feature for SpendFeature {
@@ -27,6 +67,7 @@ impl Feature for SpendFeature {
         self.ceilings
             .as_ref()
             .and_then(SpendCeilings::hold)
+            .or_else(|| self.daemon_ceilings.as_ref().and_then(SpendCeilings::hold))
             .map(Gate::Every)
     }
 
@@ -35,11 +76,15 @@ impl Feature for SpendFeature {
     /// succeeds.
     fn on_tick(&mut self, cx: &Cx<'_>) -> Vec<Effect> {
         let ceilings = Ceilings::from_config(&cx.workflow.config.agent);
-        let live = if ceilings.any() {
+        let live = if ceilings.any() || self.daemon.is_some() {
             live_spend(cx)
         } else {
             LiveSpend::default()
         };
+        let daemon_effects = self.evaluate_daemon(cx, live);
+        if !daemon_effects.is_empty() {
+            return daemon_effects;
+        }
         let evaluated =
             spend_ceiling::evaluate(ceilings, cx.now_ms, live, self.ceilings.as_ref(), |s, e| {
                 crate::orchestrator::core::persist::window_spend(cx.store, s, e)
@@ -60,8 +105,12 @@ impl Feature for SpendFeature {
         }
     }
 
+    /// The workflow's own windows, else the daemon-wide ones.
     fn snapshot(&self, snap: &mut Snapshot, _now_ms: i64) {
-        snap.spend_ceiling = self.ceilings.clone();
+        snap.spend_ceiling = self
+            .ceilings
+            .clone()
+            .or_else(|| self.daemon_ceilings.clone());
     }
 }
 

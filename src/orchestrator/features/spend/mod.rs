@@ -2,6 +2,7 @@
 //! run, and what a session costs.
 
 pub mod ceiling;
+pub mod daemon;
 pub mod feature;
 pub(crate) mod hooks;
 pub mod money_budget;
