@@ -37,26 +37,41 @@ impl SpendFeature {
             return Vec::new();
         };
         let live = daemon.live_total(own_live);
-        let evaluated = spend_ceiling::evaluate(
-            daemon.ceilings,
-            cx.now_ms,
-            live,
-            self.daemon_ceilings.as_ref(),
-            |s, e| crate::orchestrator::core::persist::window_spend_all(cx.store, s, e),
-        );
-        match evaluated {
-            Ok(next) => {
-                log_spend_changes(self.daemon_ceilings.as_ref(), next.as_ref());
-                self.daemon_ceilings = next;
-                Vec::new()
-            }
-            Err(e) => {
-                log::error!(
-                    error:% = e;
-                    "daemon-wide spend window read failed; keeping the previous evaluation, dispatching nothing"
-                );
-                vec![Effect::ReadFailed(e)]
-            }
+        let ceilings = daemon.ceilings;
+        refresh(&mut self.daemon_ceilings, "daemon-wide", |previous| {
+            spend_ceiling::evaluate(ceilings, cx.now_ms, live, previous, |s, e| {
+                crate::orchestrator::core::persist::window_spend_all(cx.store, s, e)
+            })
+        })
+    }
+}
+
+/// Replaces `windows` with a new evaluation and logs the holds that began or ended; a failed
+/// read keeps the previous evaluation and becomes [`Effect::ReadFailed`] (`which` names the
+/// windows in the log).
+fn refresh(
+    windows: &mut Option<SpendCeilings>,
+    which: &str,
+    evaluate: impl FnOnce(
+        Option<&SpendCeilings>,
+    ) -> Result<
+        Option<SpendCeilings>,
+        crate::orchestrator::core::run_record::PersistError,
+    >,
+) -> Vec<Effect> {
+    match evaluate(windows.as_ref()) {
+        Ok(next) => {
+            log_spend_changes(windows.as_ref(), next.as_ref());
+            *windows = next;
+            Vec::new()
+        }
+        Err(e) => {
+            log::error!(
+                windows:% = which,
+                error:% = e;
+                "spend window read failed; keeping the previous evaluation, dispatching nothing"
+            );
+            vec![Effect::ReadFailed(e)]
         }
     }
 }
@@ -85,24 +100,11 @@ impl Feature for SpendFeature {
         if !daemon_effects.is_empty() {
             return daemon_effects;
         }
-        let evaluated =
-            spend_ceiling::evaluate(ceilings, cx.now_ms, live, self.ceilings.as_ref(), |s, e| {
+        refresh(&mut self.ceilings, "workflow", |previous| {
+            spend_ceiling::evaluate(ceilings, cx.now_ms, live, previous, |s, e| {
                 crate::orchestrator::core::persist::window_spend(cx.store, s, e)
-            });
-        match evaluated {
-            Ok(next) => {
-                log_spend_changes(self.ceilings.as_ref(), next.as_ref());
-                self.ceilings = next;
-                Vec::new()
-            }
-            Err(e) => {
-                log::error!(
-                    error:% = e;
-                    "spend window read failed; keeping the previous evaluation, dispatching nothing"
-                );
-                vec![Effect::ReadFailed(e)]
-            }
-        }
+            })
+        })
     }
 
     /// The workflow's own windows, else the daemon-wide ones.
