@@ -931,3 +931,73 @@ fn a_jira_session_reaches_only_its_own_projects_issues() {
     );
     assert_eq!(c.finish(), Some(0));
 }
+
+/// With several workflows in one database, the session tools read their own workflow's rows
+/// (`SORTIE_WORKFLOW`, set by a daemon of several workflows): another workflow's runs of the
+/// same issue id are not its history.
+#[test]
+fn the_history_is_the_named_workflow_s_own() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let root = dir.path();
+    std::fs::write(
+        root.join("WORKFLOW.md"),
+        "---\ntracker:\n  kind: file\n  project: MT\n  active_states: [To Do]\n  terminal_states: [Done]\nfile:\n  path: ./issues.json\nagent:\n  kind: mock\n---\nWork.\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(root.join("issues.json"), issues_json().to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let db = root.join("sortie.db");
+    {
+        let clock = std::sync::Arc::new(sortie::clock::ManualClock::new(1_774_533_600_000));
+        let store = Store::open(&db, clock).unwrap_or_else(|e| panic!("open store: {e}"));
+        let web = store.scoped("web");
+        let api = store.scoped("api");
+        web.writer()
+            .record_run(
+                stored_run("MT-1", 1, RunStatus::Succeeded, 1_774_533_600_000),
+                Vec::new(),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        for attempt in [1, 2] {
+            api.writer()
+                .record_run(
+                    RunRecord {
+                        // Dispatch ids are unique across the database.
+                        dispatch_id: Some(format!("API-{attempt}")),
+                        ..stored_run(
+                            "MT-1",
+                            attempt,
+                            RunStatus::Failed,
+                            1_774_533_700_000 + attempt,
+                        )
+                    },
+                    Vec::new(),
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        store.close().unwrap_or_else(|e| panic!("close store: {e}"));
+    }
+    let history_of = |workflow: Option<&str>| {
+        let mut cmd = Command::new(SORTIE);
+        cmd.current_dir(root)
+            .args(["mcp-server", "--workflow", "WORKFLOW.md"])
+            .env("SORTIE_ISSUE_ID", "MT-1")
+            .env("SORTIE_DB_PATH", &db);
+        if let Some(w) = workflow {
+            cmd.env("SORTIE_WORKFLOW", w);
+        }
+        let mut c = Client::spawn(cmd);
+        c.request(
+            "initialize",
+            json!({"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        let (_, history) = c.call("workspace_history", json!({}));
+        history["entries"].as_array().cloned().unwrap_or_default()
+    };
+    let web = history_of(Some("web"));
+    assert_eq!(web.len(), 1, "{web:?}");
+    assert_eq!(web[0]["status"], "succeeded");
+    assert_eq!(history_of(Some("api")).len(), 2);
+    // Without the variable: the single workflow's rows, none here.
+    assert!(history_of(None).is_empty());
+}

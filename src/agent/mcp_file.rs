@@ -105,6 +105,9 @@ pub struct DaemonFacts {
     /// The absolute `.env` file the daemon loaded (`--env-file` or `SORTIE_ENV_FILE`), so the
     /// server, started elsewhere, loads the same overrides (`SORTIE_ENV_FILE`).
     pub env_file: Option<PathBuf>,
+    /// The workflow's name when the daemon serves several (`SORTIE_WORKFLOW`): the session
+    /// tools read that workflow's rows of the shared database and name it to the API.
+    pub workflow: Option<String>,
 }
 
 /// The operator's own MCP servers (`<kind>.mcp_config`): a file, or inline JSON.
@@ -202,6 +205,9 @@ pub fn server_env(
     }
     if let Some(file) = &ctx.daemon.env_file {
         set("SORTIE_ENV_FILE", file.to_string_lossy().into_owned());
+    }
+    if let Some(name) = &ctx.daemon.workflow {
+        set("SORTIE_WORKFLOW", name.clone());
     }
     env
 }
@@ -334,6 +340,7 @@ mod tests {
             daemon: DaemonFacts {
                 api_url: Some("http://127.0.0.1:7678".into()),
                 env_file: Some("/srv/.env".into()),
+                workflow: None,
             },
             needs: SidecarNeeds {
                 names: vec![
@@ -381,6 +388,15 @@ mod tests {
             &McpContext::default(),
         );
         assert!(!bare.contains_key("SORTIE_ATTEMPT") && !bare.contains_key("SORTIE_API_URL"));
+        assert!(!env.contains_key("SORTIE_WORKFLOW"));
+    }
+
+    #[test]
+    fn a_workflow_of_several_is_named_to_the_server() {
+        let mut c = ctx();
+        c.daemon.workflow = Some("web".into());
+        let env = server_env(Vec::new(), &params(Path::new("/ws/MT-7")), &c);
+        assert_eq!(env["SORTIE_WORKFLOW"], "web");
     }
 
     #[test]

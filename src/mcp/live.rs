@@ -45,10 +45,14 @@ impl std::error::Error for LiveError {}
 /// A client of the daemon's API.
 pub struct DaemonApi {
     client: HttpClient,
+    /// `?workflow=NAME` when the daemon serves several workflows, else empty.
+    query: String,
 }
 
 impl DaemonApi {
-    pub fn new(base_url: &str, clock: Arc<dyn Clock>) -> DaemonApi {
+    /// `workflow`: the name the API knows this session's workflow by when the daemon serves
+    /// several (`?workflow=`).
+    pub fn new(base_url: &str, workflow: Option<&str>, clock: Arc<dyn Clock>) -> DaemonApi {
         let mut opts = ClientOptions::new(base_url);
         opts.timeout = TIMEOUT;
         opts.retry = RetryPolicy {
@@ -59,12 +63,19 @@ impl DaemonApi {
             .push(("Accept".into(), "application/json".into()));
         DaemonApi {
             client: HttpClient::new(opts, clock, Arc::new(crate::http_client::ThreadSleeper)),
+            query: workflow
+                .map(|w| format!("?workflow={}", crate::http_client::encode(w)))
+                .unwrap_or_default(),
         }
     }
 
     /// The issue's detail; `Err` with the reason when the daemon cannot be asked.
     pub fn issue(&self, identifier: &str) -> Result<LiveIssue, LiveError> {
-        let path = format!("/api/v1/{}", crate::http_client::encode(identifier));
+        let path = format!(
+            "/api/v1/{}{}",
+            crate::http_client::encode(identifier),
+            self.query
+        );
         match self.client.send(Request::get(path)) {
             Ok(resp) => resp.json().map(LiveIssue::Known).map_err(LiveError::Http),
             Err(e) if e.class == ErrorClass::NotFound => Ok(LiveIssue::Unknown),

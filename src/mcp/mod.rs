@@ -36,9 +36,13 @@ use crate::store::ReadConn;
 use server::Server;
 use tool::Tool;
 
-/// Opens the database read-only and checks that it answers.
-fn open_db(path: &Path) -> Result<ReadConn, crate::store::StoreError> {
-    let conn = ReadConn::open(path)?;
+/// Opens the database read-only, reading `workflow`'s rows (the single workflow's when
+/// `None`), and checks that it answers.
+fn open_db(path: &Path, workflow: Option<&str>) -> Result<ReadConn, crate::store::StoreError> {
+    let mut conn = ReadConn::open(path)?;
+    if let Some(name) = workflow {
+        conn = conn.with_scope(crate::store::Scope::one(name));
+    }
     conn.ping()?;
     Ok(conn)
 }
@@ -74,7 +78,9 @@ pub fn tools(
     let issue_id = var("SORTIE_ISSUE_ID");
     let db_path = var("SORTIE_DB_PATH").map(PathBuf::from);
     let db = || match (&db_path, issue_id) {
-        (Some(p), Some(_)) => open_db(p).map_err(|e| format!("database {}: {e}", p.display())),
+        (Some(p), Some(_)) => {
+            open_db(p, var("SORTIE_WORKFLOW")).map_err(|e| format!("database {}: {e}", p.display()))
+        }
         (None, _) => Err("SORTIE_DB_PATH is not set".into()),
         (_, None) => Err("SORTIE_ISSUE_ID is not set".into()),
     };
@@ -103,7 +109,8 @@ pub fn tools(
                         max_sessions: a.max_sessions,
                     },
                     db: conn.ok(),
-                    daemon: api_url.map(|u| live::DaemonApi::new(u, clock.clone())),
+                    daemon: api_url
+                        .map(|u| live::DaemonApi::new(u, var("SORTIE_WORKFLOW"), clock.clone())),
                 }));
             }
         }
@@ -136,9 +143,14 @@ fn notify_tool<'a>(
         (false, ..) => {
             notes.push("notify_operator: no notification destination takes operator_message".into())
         }
-        (true, Some(url), Some(identifier)) => tools.push(Box::new(
-            notify_operator::NotifyOperatorTool::new(url, identifier, clock),
-        )),
+        (true, Some(url), Some(identifier)) => {
+            tools.push(Box::new(notify_operator::NotifyOperatorTool::new(
+                url,
+                identifier,
+                var("SORTIE_WORKFLOW"),
+                clock,
+            )))
+        }
         _ => notes
             .push("notify_operator: SORTIE_API_URL or SORTIE_ISSUE_IDENTIFIER is not set".into()),
     }

@@ -19,10 +19,17 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 pub struct NotifyOperatorTool {
     pub issue_identifier: String,
     client: HttpClient,
+    /// The route, with `?workflow=NAME` when the daemon serves several workflows.
+    path: String,
 }
 
 impl NotifyOperatorTool {
-    pub fn new(api_url: &str, issue_identifier: &str, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(
+        api_url: &str,
+        issue_identifier: &str,
+        workflow: Option<&str>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         let mut opts = ClientOptions::new(api_url);
         opts.timeout = TIMEOUT;
         opts.retry = RetryPolicy {
@@ -32,6 +39,13 @@ impl NotifyOperatorTool {
         NotifyOperatorTool {
             issue_identifier: issue_identifier.to_string(),
             client: HttpClient::new(opts, clock, Arc::new(crate::http_client::ThreadSleeper)),
+            path: match workflow {
+                Some(w) => format!(
+                    "/api/v1/notifications?workflow={}",
+                    crate::http_client::encode(w)
+                ),
+                None => "/api/v1/notifications".to_string(),
+            },
         }
     }
 }
@@ -81,7 +95,7 @@ impl Tool for NotifyOperatorTool {
             )));
         }
         let body = json!({"issue_identifier": self.issue_identifier, "message": message});
-        let req = Request::new(Method::Post, "/api/v1/notifications").json(&body);
+        let req = Request::new(Method::Post, self.path.clone()).json(&body);
         match self.client.send(req) {
             Ok(resp) => {
                 let v = resp.json().unwrap_or(Value::Null);

@@ -196,6 +196,8 @@ impl Orchestrator {
             .set_token_rates(deps.workflow.config.token_rates.clone());
         deps.prices
             .apply_settings(deps.workflow.config.price_table.clone(), now);
+        // Named only when the daemon serves several workflows (`''` is the single one).
+        let workflow_name = Some(deps.store.workflow().to_string()).filter(|w| !w.is_empty());
         let mut o = Orchestrator {
             workflow: deps.workflow,
             template: deps.template,
@@ -234,6 +236,7 @@ impl Orchestrator {
             mcp_daemon: crate::agent::mcp_file::DaemonFacts {
                 api_url: None,
                 env_file,
+                workflow: workflow_name,
             },
             unstarted: Default::default(),
             daemon_slots: None,
