@@ -2,7 +2,26 @@
 //! nothing (never Rust's `Some(…)`), a list is its items joined by `,`. The logger quotes and
 //! escapes whatever these produce.
 
+use std::cell::RefCell;
 use std::fmt;
+use std::sync::Arc;
+
+thread_local! {
+    static WORKFLOW: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+}
+
+/// Names the workflow this thread works for, when the daemon serves several: the logger adds
+/// it to each of the thread's records as `workflow=` (one workflow's daemon sets nothing, so
+/// its lines are as they were). A thread spawned for the workflow is handed it by its spawner
+/// ([`thread_workflow`]), as thread-locals are not inherited.
+pub fn set_thread_workflow(name: Option<Arc<str>>) {
+    WORKFLOW.with(|w| *w.borrow_mut() = name);
+}
+
+/// The workflow [`set_thread_workflow`] named on this thread.
+pub fn thread_workflow() -> Option<Arc<str>> {
+    WORKFLOW.with(|w| w.borrow().clone())
+}
 
 /// An optional value as a log field: the value, or empty when absent.
 pub struct Opt<'a, T>(&'a Option<T>);

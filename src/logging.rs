@@ -39,7 +39,13 @@ pub fn init(level: LogLevel, format: LogFormat) {
         .filter_module("notify", log::LevelFilter::Warn)
         .target(env_logger::Target::Stderr)
         .format(move |buf, record| {
-            let line = render(record, format, crate::clock::now_rfc3339());
+            let workflow = crate::log_field::thread_workflow();
+            let line = render_in(
+                record,
+                format,
+                crate::clock::now_rfc3339(),
+                workflow.as_deref(),
+            );
             writeln!(buf, "{}", crate::mask::mask(&line))
         });
     if let Ok(spec) = std::env::var("RUST_LOG") {
@@ -53,9 +59,25 @@ const RESERVED: [&str; 3] = ["time", "level", "msg"];
 
 /// Renders one record (pure; unit-tested).
 pub fn render(record: &log::Record<'_>, format: LogFormat, time: String) -> String {
+    render_in(record, format, time, None)
+}
+
+/// Renders one record written on a thread of `workflow` (one of several the daemon serves):
+/// the record gains a `workflow` field unless it carries one itself.
+pub fn render_in(
+    record: &log::Record<'_>,
+    format: LogFormat,
+    time: String,
+    workflow: Option<&str>,
+) -> String {
     let msg = crate::mask::mask(&record.args().to_string());
     let mut kv = KvCollector(Vec::new());
     let _ = record.key_values().visit(&mut kv);
+    if let Some(name) = workflow
+        && !kv.0.iter().any(|(k, _)| k == "workflow")
+    {
+        kv.0.push(("workflow".into(), name.into()));
+    }
     // Masked before rendering, too: escaping `"` and `\` would keep a secret holding one from
     // matching in the finished line.
     let fields = kv.0.into_iter().map(|(k, v)| {
@@ -160,6 +182,30 @@ mod tests {
             .key_values(&pairs)
             .build();
         render(&record, f, "T".into())
+    }
+
+    #[test]
+    fn a_workflow_thread_s_records_name_the_workflow_once() {
+        let one = |kvs: &[(&str, &str)]| {
+            let kvs: Vec<(&str, log::kv::Value<'_>)> = kvs
+                .iter()
+                .map(|(k, v)| (*k, log::kv::Value::from(*v)))
+                .collect();
+            let r = log::Record::builder()
+                .args(format_args!("tick"))
+                .level(log::Level::Info)
+                .key_values(&kvs)
+                .build();
+            render_in(&r, LogFormat::Text, "t".into(), Some("web app"))
+        };
+        assert_eq!(
+            one(&[("issue_id", "1")]),
+            "time=t level=INFO msg=tick issue_id=1 workflow=\"web app\""
+        );
+        assert_eq!(
+            one(&[("workflow", "other")]),
+            "time=t level=INFO msg=tick workflow=other"
+        );
     }
 
     #[test]

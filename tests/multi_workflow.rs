@@ -246,6 +246,18 @@ fn three_workflows_share_a_cap_of_two_and_each_gets_work() {
             "{n} in metrics:\n{metrics}"
         );
     }
+    // Every record about an issue names the workflow it belongs to.
+    let log = d.log_text();
+    let issue_lines: Vec<&str> = log.lines().filter(|l| l.contains(" issue_id=")).collect();
+    assert!(!issue_lines.is_empty(), "{log}");
+    let unnamed: Vec<&&str> = issue_lines
+        .iter()
+        .filter(|l| !names.iter().any(|n| l.contains(&format!(" workflow={n}"))))
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "records without their workflow: {unnamed:#?}"
+    );
 }
 
 #[test]

@@ -12,8 +12,13 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use notify::{RecursiveMode, Watcher};
 
+use crate::orchestrator::watch::EventQueue;
+
 /// Quiet time after the last event before the folder is listed again.
 const DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// Folder changes not yet taken by the daemon; the watcher waits when it is full.
+const CHANGE_QUEUE: usize = 64;
 
 /// What changed in the folder's set of workflow files.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,28 +52,16 @@ pub fn spawn(
     known: BTreeSet<PathBuf>,
 ) -> Result<Receiver<FolderChange>, crate::orchestrator::watch::WatchError> {
     use crate::orchestrator::watch::WatchError;
-    let (ev_tx, ev_rx) = crossbeam_channel::unbounded::<Vec<PathBuf>>();
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res
-            && matches!(
-                ev.kind,
-                notify::EventKind::Create(_)
-                    | notify::EventKind::Modify(_)
-                    | notify::EventKind::Remove(_)
-            )
-        {
-            let _ = ev_tx.send(ev.paths);
-        }
-    })
-    .map_err(WatchError::Notify)?;
+    let (on_event, events) = crate::orchestrator::watch::event_queue();
+    let mut watcher = notify::recommended_watcher(on_event).map_err(WatchError::Notify)?;
     watcher
         .watch(dir, RecursiveMode::NonRecursive)
         .map_err(WatchError::Notify)?;
-    let (tx, rx) = crossbeam_channel::unbounded();
+    let (tx, rx) = crossbeam_channel::bounded(CHANGE_QUEUE);
     let dir = dir.to_path_buf();
     std::thread::Builder::new()
         .name("workflows-watch".into())
-        .spawn(move || run(&dir, watcher, &ev_rx, &tx, known))
+        .spawn(move || run(&dir, watcher, &events, &tx, known))
         .map_err(WatchError::Thread)?;
     Ok(rx)
 }
@@ -76,14 +69,28 @@ pub fn spawn(
 fn run(
     dir: &Path,
     _watcher: notify::RecommendedWatcher,
-    events: &Receiver<Vec<PathBuf>>,
+    events: &EventQueue,
     tx: &Sender<FolderChange>,
     mut known: BTreeSet<PathBuf>,
 ) {
-    while let Ok(first) = events.recv() {
-        let mut touched: BTreeSet<PathBuf> = first.into_iter().collect();
-        while let Ok(more) = events.recv_timeout(DEBOUNCE) {
-            touched.extend(more);
+    loop {
+        let mut touched = BTreeSet::new();
+        let writes = |ev: notify::Event| {
+            if matches!(
+                ev.kind,
+                notify::EventKind::Create(_)
+                    | notify::EventKind::Modify(_)
+                    | notify::EventKind::Remove(_)
+            ) {
+                touched.extend(ev.paths.into_iter().filter(|p| known.contains(p)));
+            }
+        };
+        let Some(overflowed) = events.recv_burst(DEBOUNCE, writes) else {
+            return;
+        };
+        if overflowed {
+            // Events were dropped: any known file may have been written.
+            touched.extend(known.iter().cloned());
         }
         let now = listing(dir);
         let written = touched

@@ -175,8 +175,16 @@ impl WorkflowSet {
         }
     }
 
-    /// Builds one workflow's orchestrator over its scope of the shared database.
+    /// Builds one workflow's orchestrator over its scope of the shared database. The threads
+    /// started on the way (tracker lanes, price fetch) log under the workflow's name.
     pub fn build(ctx: &Context, l: Loaded) -> Result<Built, StartError> {
+        crate::log_field::set_thread_workflow(Some(l.source.name.as_str().into()));
+        let built = Self::build_named(ctx, l);
+        crate::log_field::set_thread_workflow(None);
+        built
+    }
+
+    fn build_named(ctx: &Context, l: Loaded) -> Result<Built, StartError> {
         let name = l.source.name.clone();
         let in_workflow = |e: &dyn std::fmt::Display| StartError::Adapter {
             workflow: name.clone(),
@@ -248,7 +256,13 @@ impl WorkflowSet {
         let tx = handle.tx.clone();
         let thread = std::thread::Builder::new()
             .name(format!("{}{}", single::WORKFLOW_ORCH_PREFIX, name))
-            .spawn(move || orch.run())
+            .spawn({
+                let workflow = Some(name.as_str().into());
+                move || {
+                    crate::log_field::set_thread_workflow(workflow);
+                    orch.run()
+                }
+            })
             .map_err(|error| StartError::Thread {
                 workflow: name.clone(),
                 error,

@@ -38,7 +38,9 @@ impl Orchestrator {
         apply: impl FnOnce(&mut Orchestrator, Result<R, CallPanicked>) + Send + 'static,
     ) -> std::io::Result<()> {
         let tx = self.lanes.tx.clone();
+        let workflow = crate::log_field::thread_workflow();
         std::thread::Builder::new().name(name).spawn(move || {
+            crate::log_field::set_thread_workflow(workflow);
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(io)).map_err(|p| {
                 CallPanicked {
                     message: panic_text(&*p),

@@ -68,9 +68,13 @@ impl<T: Send + 'static> IoPool<T> {
                 format!("{name}-{n}")
             };
             let (rx, results, outstanding) = (rx.clone(), results.clone(), outstanding.clone());
+            let workflow = crate::log_field::thread_workflow();
             let spawned = std::thread::Builder::new()
                 .name(thread_name.clone())
-                .spawn(move || work(&rx, &results, &outstanding));
+                .spawn(move || {
+                    crate::log_field::set_thread_workflow(workflow);
+                    work(&rx, &results, &outstanding)
+                });
             if let Err(e) = spawned {
                 log::error!(
                     thread:% = thread_name,

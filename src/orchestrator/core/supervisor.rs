@@ -87,7 +87,9 @@ pub fn spawn(job: SupervisorJob) -> std::io::Result<std::thread::JoinHandle<()>>
     let builder = std::thread::Builder::new()
         .name(name)
         .stack_size(SUPERVISOR_STACK);
+    let workflow = crate::log_field::thread_workflow();
     builder.spawn(move || {
+        crate::log_field::set_thread_workflow(workflow);
         let tx = job.tx.clone();
         // A panic must still end the run, or the issue would stay claimed as running forever.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&job)))
@@ -666,10 +668,12 @@ fn spawn_forwarder(
     let clock = job.clock.clone();
     let identifier = job.issue.identifier.clone();
     let metrics = job.metrics.clone();
+    let workflow = crate::log_field::thread_workflow();
     let handle = std::thread::Builder::new()
         .name(thread_name("evt-", &job.issue.identifier))
         .stack_size(FORWARDER_STACK)
         .spawn(move || {
+            crate::log_field::set_thread_workflow(workflow);
             let mut gate = EventGate::new(EVENTS_IN_FLIGHT);
             for event in ev_rx.iter() {
                 track_state(&state, &event.kind, clock.instant());

@@ -5,9 +5,11 @@
 //! event only delays a reload.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use super::msg::OrchMsg;
@@ -43,6 +45,57 @@ impl std::fmt::Display for WatchError {
 
 impl std::error::Error for WatchError {}
 
+/// How many file events wait for a watcher thread. Past it events are dropped and the burst
+/// they belonged to counts as touching every file: a flood of writes in the folder never
+/// grows memory, and a dropped event still leads to a re-read.
+const EVENT_QUEUE: usize = 256;
+
+/// The longest a burst is collected before it is acted on, so a folder that never goes quiet
+/// still has its changes applied.
+const MAX_BURST: Duration = Duration::from_secs(2);
+
+/// The receiving side of notify's events, bounded (`EVENT_QUEUE`).
+pub struct EventQueue {
+    rx: Receiver<notify::Event>,
+    overflowed: Arc<AtomicBool>,
+}
+
+/// notify's callback (it runs on notify's own thread and never blocks) and the queue it
+/// feeds.
+pub fn event_queue() -> (
+    impl FnMut(notify::Result<notify::Event>) + Send + 'static,
+    EventQueue,
+) {
+    let (tx, rx) = crossbeam_channel::bounded(EVENT_QUEUE);
+    let overflowed = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&overflowed);
+    let on_event = move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res
+            && let Err(TrySendError::Full(_)) = tx.try_send(ev)
+        {
+            flag.store(true, Ordering::Relaxed);
+        }
+    };
+    (on_event, EventQueue { rx, overflowed })
+}
+
+impl EventQueue {
+    /// Waits for an event, then hands `each` every event until `quiet` passes without one
+    /// (or `MAX_BURST` is over). `Some(true)` when events were dropped since the last burst;
+    /// `None` once notify is gone.
+    pub fn recv_burst(&self, quiet: Duration, mut each: impl FnMut(notify::Event)) -> Option<bool> {
+        each(self.rx.recv().ok()?);
+        let until = Instant::now() + MAX_BURST;
+        while let Ok(ev) = self.rx.recv_timeout(quiet) {
+            each(ev);
+            if Instant::now() >= until {
+                break;
+            }
+        }
+        Some(self.overflowed.swap(false, Ordering::Relaxed))
+    }
+}
+
 /// Starts the watcher thread.
 pub fn spawn(workflow: &Path, tx: Sender<OrchMsg>) -> Result<(), WatchError> {
     let bad_path = |missing| WatchError::BadPath {
@@ -57,13 +110,8 @@ pub fn spawn(workflow: &Path, tx: Sender<OrchMsg>) -> Result<(), WatchError> {
         .file_name()
         .ok_or_else(|| bad_path("file name"))?
         .to_os_string();
-    let (ev_tx, ev_rx) = crossbeam_channel::unbounded();
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res {
-            let _ = ev_tx.send(ev);
-        }
-    })
-    .map_err(WatchError::Notify)?;
+    let (on_event, events) = event_queue();
+    let mut watcher = notify::recommended_watcher(on_event).map_err(WatchError::Notify)?;
     watcher
         .watch(&dir, RecursiveMode::NonRecursive)
         .map_err(WatchError::Notify)?;
@@ -81,17 +129,45 @@ pub fn spawn(workflow: &Path, tx: Sender<OrchMsg>) -> Result<(), WatchError> {
                     .iter()
                     .any(|p| p.file_name() == Some(name.as_os_str()))
             };
-            while let Ok(ev) = ev_rx.recv() {
-                if !relevant(&ev) {
-                    continue;
-                }
-                // Debounce: wait until the burst is over.
-                while let Ok(_more) = ev_rx.recv_timeout(DEBOUNCE) {}
-                if tx.send(OrchMsg::WorkflowChanged).is_err() {
+            loop {
+                let mut hit = false;
+                let Some(overflowed) = events.recv_burst(DEBOUNCE, |ev| hit |= relevant(&ev))
+                else {
+                    break;
+                };
+                if (hit || overflowed) && tx.send(OrchMsg::WorkflowChanged).is_err() {
                     break;
                 }
             }
         })
         .map_err(WatchError::Thread)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_event(i: usize) -> notify::Result<notify::Event> {
+        Ok(
+            notify::Event::new(EventKind::Modify(notify::event::ModifyKind::Any))
+                .add_path(PathBuf::from(format!("/w/{i}.md"))),
+        )
+    }
+
+    #[test]
+    fn a_flood_is_capped_and_the_next_burst_says_events_were_dropped() {
+        let (mut on_event, queue) = event_queue();
+        for i in 0..EVENT_QUEUE + 50 {
+            on_event(write_event(i));
+        }
+        let mut seen = 0;
+        let dropped = queue.recv_burst(Duration::from_millis(1), |_| seen += 1);
+        assert_eq!((seen, dropped), (EVENT_QUEUE, Some(true)));
+        on_event(write_event(0));
+        let dropped = queue.recv_burst(Duration::from_millis(1), |_| seen += 1);
+        assert_eq!((seen, dropped), (EVENT_QUEUE + 1, Some(false)));
+        drop(on_event);
+        assert_eq!(queue.recv_burst(Duration::from_millis(1), |_| ()), None);
+    }
 }
