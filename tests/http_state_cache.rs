@@ -195,21 +195,7 @@ fn the_real_binary_answers_a_matching_if_none_match_with_304() {
 #[test]
 fn a_large_document_is_framed_whole_on_a_keep_alive_connection() {
     use std::io::{BufRead, BufReader, Read, Write};
-    let titled: Vec<Value> = (1..=4)
-        .map(|n| {
-            serde_json::json!({
-                "id": n.to_string(), "identifier": format!("L-{n}"),
-                "title": format!("{n}{}", "long title ".repeat(3_000)),
-                "state": "To Do", "priority": 1, "labels": [], "issue_type": "Bug",
-                "url": format!("https://tracker.example/L-{n}"),
-                "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
-            })
-        })
-        .collect();
-    let s = Setup::new(
-        &mock_workflow("  max_turns: 1\n", "  turn_delay_ms: 600000\n"),
-        &serde_json::to_string(&titled).unwrap_or_default(),
-    );
+    let s = four_running_with_titles_of(3_000);
     let d = s.start(&[]);
     d.wait_state("four running sessions", T, |st| {
         st["counts"]["running"] == 4
@@ -271,4 +257,113 @@ fn a_large_document_is_framed_whole_on_a_keep_alive_connection() {
     assert_eq!(json(&unzipped)["counts"]["running"], 4);
     let (_, again) = read_answer("");
     assert_eq!(json(&again)["counts"]["running"], 4);
+}
+
+/// A backlog of four issues whose titles repeat "long title " `repeat` times, each worked on by
+/// a session that does not end.
+fn four_running_with_titles_of(repeat: usize) -> Setup {
+    let titled: Vec<Value> = (1..=4)
+        .map(|n| {
+            serde_json::json!({
+                "id": n.to_string(), "identifier": format!("L-{n}"),
+                "title": format!("{n}{}", "long title ".repeat(repeat)),
+                "state": "To Do", "priority": 1, "labels": [], "issue_type": "Bug",
+                "url": format!("https://tracker.example/L-{n}"),
+                "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            })
+        })
+        .collect();
+    Setup::new(
+        &mock_workflow("  max_turns: 1\n", "  turn_delay_ms: 600000\n"),
+        &serde_json::to_string(&titled).unwrap_or_default(),
+    )
+}
+
+/// The kernel's send buffer (`tb`, bytes) of the daemon's end of the connection from
+/// `client_port`, as `ss` reports it; `None` while there is no such connection.
+fn server_send_buffer(port: u16, client_port: u16) -> Option<usize> {
+    let out = std::process::Command::new("ss")
+        .args(["-tmnH", "state", "established"])
+        .arg(format!("( sport = :{port} and dport = :{client_port} )"))
+        .output()
+        .unwrap_or_else(|e| panic!("ss (iproute2) is needed: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text.find(",tb")? + 3;
+    let digits: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// A document larger than the sockets' fixed send buffer raises its socket's buffer while it is
+/// written (one write wakes the server once rather than once per buffer's worth), and the
+/// buffer is put back once it is written, so an event stream later on the same connection
+/// still has the small one its stall detection rests on.
+#[test]
+fn a_large_document_raises_its_socket_s_send_buffer_while_it_is_written() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    // Four titles of 1.4 MB: a document larger than the most one answer raises the buffer to
+    // (4 MiB), so the write waits, with the buffer raised, for the client to read.
+    let s = four_running_with_titles_of(130_000);
+    let d = s.start(&[]);
+    d.wait_state("four running sessions", T, |st| {
+        st["counts"]["running"] == 4
+    });
+    let stream = std::net::TcpStream::connect(("127.0.0.1", d.port))
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let client_port = stream.local_addr().unwrap_or_else(|e| panic!("{e}")).port();
+    stream
+        .set_read_timeout(Some(T))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut out = stream.try_clone().unwrap_or_else(|e| panic!("{e}"));
+    let mut reader = BufReader::new(stream);
+    let mut ask = |path: &str| {
+        write!(out, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .unwrap_or_else(|e| panic!("write: {e}"));
+    };
+    let mut read_answer = || -> Vec<u8> {
+        let mut len = 0usize;
+        loop {
+            let mut line = String::new();
+            reader
+                .read_line(&mut line)
+                .unwrap_or_else(|e| panic!("read head: {e}"));
+            let line = line.trim_end().to_ascii_lowercase();
+            if line.is_empty() {
+                break;
+            }
+            if let Some(v) = line.strip_prefix("content-length: ") {
+                len = v.parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0u8; len];
+        reader
+            .read_exact(&mut body)
+            .unwrap_or_else(|e| panic!("read body of {len} bytes: {e}"));
+        body
+    };
+    ask("/livez");
+    read_answer();
+    let fixed = server_send_buffer(d.port, client_port)
+        .unwrap_or_else(|| panic!("ss shows no connection from port {client_port}"));
+
+    ask("/api/v1/state");
+    let deadline = std::time::Instant::now() + T;
+    let raised = loop {
+        match server_send_buffer(d.port, client_port) {
+            Some(b) if b > fixed => break b,
+            _ if std::time::Instant::now() > deadline => panic!("the send buffer stayed {fixed}"),
+            _ => std::thread::yield_now(),
+        }
+    };
+    assert!(raised >= 4 * 1024 * 1024, "raised to {raised} only");
+    let body = read_answer();
+    assert!(body.len() > 5_000_000, "document of {} bytes", body.len());
+    assert_eq!(json(&body)["counts"]["running"], 4);
+    // Written: the buffer is back to its fixed size (the next answer on the connection shows
+    // the restore has happened, as it is made before the writer is let go).
+    ask("/livez");
+    read_answer();
+    assert_eq!(server_send_buffer(d.port, client_port), Some(fixed));
 }

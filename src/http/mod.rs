@@ -83,7 +83,8 @@ const LISTEN_BACKLOG: i32 = 1024;
 const SEND_TIMEOUT: Duration = Duration::from_millis(500);
 /// Send buffer of every accepted socket (the kernel doubles it). A fixed size keeps a client
 /// that stops reading from absorbing megabytes of autotuned buffer before its frame deadline
-/// can notice; it is ample for the largest JSON response.
+/// can notice. An answer larger than it raises its own socket's buffer while it is written
+/// (the vendored tiny_http's `send_buffer`), so a large document goes out in one write.
 const SEND_BUFFER: usize = 128 * 1024;
 
 /// A running server.

@@ -137,9 +137,10 @@ impl ClientConnection {
         let mut source = SequentialReaderBuilder::new(BufReader::with_capacity(1024, read_socket));
         let first_header = source.next().unwrap();
 
+        let sink = SequentialWriterBuilder::new(BufWriter::with_capacity(1024, write_socket));
         ClientConnection {
             source,
-            sink: SequentialWriterBuilder::new(BufWriter::with_capacity(1024, write_socket)),
+            sink,
             remote_addr,
             next_header_source: first_header,
             no_more_requests: false,
@@ -414,7 +415,8 @@ impl ClientConnection {
                 }
             }
         })?
-        .with_detach_notice(detach_notice);
+        .with_detach_notice(detach_notice)
+        .with_send_buffer(crate::send_buffer::SendBuffer::new(self.sink.shared()));
         self.set_deadline(DeadlineState::Off);
 
         // return the request

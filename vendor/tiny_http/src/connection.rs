@@ -78,6 +78,15 @@ impl std::io::Write for Connection {
     }
 }
 impl Connection {
+    /// sortie patch: the TCP socket (none for a Unix socket), for `send_buffer`.
+    pub(crate) fn tcp(&self) -> Option<&TcpStream> {
+        match self {
+            Self::Tcp(s) => Some(s),
+            #[cfg(unix)]
+            Self::Unix(_) => None,
+        }
+    }
+
     /// Gets the peer's address. Some for TCP, None for Unix sockets.
     pub(crate) fn peer_addr(&mut self) -> std::io::Result<Option<SocketAddr>> {
         match self {

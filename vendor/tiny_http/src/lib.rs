@@ -126,6 +126,7 @@ mod connection;
 mod limits;
 mod request;
 mod response;
+mod send_buffer;
 mod ssl;
 mod refuser;
 mod slots;

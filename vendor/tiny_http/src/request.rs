@@ -81,6 +81,9 @@ pub struct Request {
     // sortie patch: told when `into_writer` takes the connection over
     detach_notice: Option<Sender<Handoff>>,
 
+    // sortie patch: the connection's socket, whose send buffer a large answer raises
+    send_buffer: Option<crate::send_buffer::SendBuffer>,
+
     // sortie patch: the body read by the connection (servers with limits), until
     // `as_reader` turns it into `data_reader`
     body: Option<BodyBuf>,
@@ -238,6 +241,7 @@ where
             must_send_continue: false,
             notify_when_responded: None,
             detach_notice: None,
+            send_buffer: None,
             body: Some(body),
             _hold: hold,
         });
@@ -299,6 +303,7 @@ where
         must_send_continue: expects_continue,
         notify_when_responded: None,
         detach_notice: None,
+        send_buffer: None,
         body: None,
         _hold: hold,
     })
@@ -567,12 +572,18 @@ impl Request {
             .and_then(|()| {
                 let mut writer = self.extract_writer_impl();
                 let body = after.filter(|_| !head_request && !bodyless_status);
-                Self::ignore_client_closing_errors(
+                let len = bytes.len() + body.map_or(0, <[u8]>::len);
+                let raised = self.send_buffer.as_ref().and_then(|b| b.raise(len));
+                let written = Self::ignore_client_closing_errors(
                     writer
                         .write_all(bytes)
                         .and_then(|()| body.map_or(Ok(()), |b| writer.write_all(b)))
                         .and_then(|()| writer.flush()),
-                )
+                );
+                if let (Some(b), Some(r)) = (&self.send_buffer, raised) {
+                    b.restore(r);
+                }
+                written
             });
         if let Some(sender) = self.notify_when_responded.take() {
             sender.send(()).unwrap();
@@ -611,6 +622,12 @@ impl Request {
 
     pub(crate) fn with_notify_sender(mut self, sender: Sender<()>) -> Self {
         self.notify_when_responded = Some(sender);
+        self
+    }
+
+    /// sortie patch: a large answer raises `buffer` while it is written.
+    pub(crate) fn with_send_buffer(mut self, buffer: crate::send_buffer::SendBuffer) -> Self {
+        self.send_buffer = Some(buffer);
         self
     }
 

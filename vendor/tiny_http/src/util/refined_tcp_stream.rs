@@ -186,6 +186,15 @@ impl RefinedTcpStream {
         self.stream.peer_addr()
     }
 
+    /// sortie patch: the plain TCP socket (`None` over TLS or a Unix socket).
+    pub(crate) fn tcp(&self) -> Option<&std::net::TcpStream> {
+        match &self.stream {
+            Stream::Http(c) => c.tcp(),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => None,
+        }
+    }
+
     /// sortie patch: reads of this stream obey `deadline`.
     pub(crate) fn set_deadline(&mut self, deadline: Arc<ReadDeadline>) {
         self.deadline = Some(deadline);

@@ -65,6 +65,11 @@ impl<R: Read + Send> SequentialReaderBuilder<R> {
 }
 
 impl<W: Write + Send> SequentialWriterBuilder<W> {
+    /// sortie patch: the writer every `SequentialWriter` of this builder writes to.
+    pub fn shared(&self) -> Arc<Mutex<W>> {
+        Arc::clone(&self.writer)
+    }
+
     pub fn new(writer: W) -> SequentialWriterBuilder<W> {
         SequentialWriterBuilder {
             writer: Arc::new(Mutex::new(writer)),
