@@ -20,6 +20,8 @@ mod conflict;
 pub mod cx;
 pub mod escalation;
 pub mod feature;
+#[cfg(test)]
+mod feature_tests;
 mod holds;
 pub(crate) mod hooks;
 mod labels;
