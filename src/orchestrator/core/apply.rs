@@ -1,7 +1,7 @@
 //! The one place effects are applied. Features decide from a read-only [`Cx`] and return
 //! [`Effect`]s; the loop runs them here, in the order given.
 
-use crate::orchestrator::core::effect::{Effect, Write};
+use crate::orchestrator::core::effect::{Count, Effect, ReactionDispatch, Write};
 use crate::orchestrator::core::feature::{Cx, ExitView, PassKind};
 use crate::orchestrator::core::orchestrator::*;
 use crate::orchestrator::features::Features;
@@ -56,7 +56,84 @@ impl Orchestrator {
                         e.facts.review_metadata = metadata;
                     }
                 }
+                Effect::RecordRun { run, what } => self.record_run(*run, what),
+                Effect::Outcome {
+                    issue_id,
+                    kind,
+                    state,
+                } => {
+                    persist::set_outcome(&self.store, &issue_id, kind, &state);
+                    self.state.outcomes.insert(issue_id, (kind, state));
+                }
+                Effect::Merged {
+                    issue_id,
+                    merge_path,
+                    pr,
+                } => self.merged_outcome(issue_id, merge_path, &pr),
+                Effect::Tracker(op) => self.tracker_ops.submit(op),
+                Effect::Count(c) => self.count(c),
+                Effect::DispatchReaction(d) => self.queue_reaction_run(*d),
+                Effect::StartTriage(t) => self.start_triage(*t),
             }
+        }
+    }
+
+    fn record_run(&self, run: crate::store::RunRecord, what: &'static str) {
+        let (issue_id, identifier) = (run.issue_id.clone(), run.identifier.clone());
+        if let Err(e) = self.store.writer().record_run(run, Vec::new()) {
+            log::warn!(
+                issue_id:% = issue_id,
+                issue_identifier:% = identifier,
+                error:% = e.to_string();
+                "{what} not recorded"
+            );
+        }
+    }
+
+    /// A `merged` outcome replaces in memory only the outcomes it outranks; the stored one
+    /// is always written.
+    fn merged_outcome(&mut self, issue_id: String, path: &str, pr: &crate::scm::PullRequestRef) {
+        persist::set_merged_outcome(&self.store, &issue_id, path, pr);
+        let replace = self
+            .state
+            .outcomes
+            .get(&issue_id)
+            .is_none_or(|(k, _)| crate::store::outcome_replaces(*k, OutcomeKind::Merged));
+        if replace {
+            self.state
+                .outcomes
+                .insert(issue_id, (OutcomeKind::Merged, String::new()));
+        }
+    }
+
+    fn count(&self, c: Count) {
+        match c {
+            Count::CiStatusCheck(result) => self.metrics.ci_status_check(result),
+            Count::ReviewCheck(result) => self.metrics.review_check(result),
+            Count::EstimatedCost(usd) => self.metrics.estimated_cost(usd),
+        }
+    }
+
+    /// A reaction's fix run replaces the issue's queued retry. A budget hold may keep it from
+    /// queueing; otherwise the retry carries the reaction and its context.
+    fn queue_reaction_run(&mut self, d: ReactionDispatch) {
+        self.cancel_retry(&d.issue.id);
+        self.schedule_retry(
+            &d.issue,
+            d.attempt,
+            d.delay_ms,
+            d.trigger,
+            None,
+            d.session_id,
+            Pass {
+                dispatched_at_ms: d.dispatched_at_ms,
+                route: d.route,
+            },
+        );
+        if let Some(info) = self.state.retries.get_mut(&d.issue.id) {
+            info.reaction = Some(d.reaction);
+            info.reaction_context = d.context;
+            persist::save_retry(&self.store, info, &self.workflow);
         }
     }
 
@@ -66,6 +143,7 @@ impl Orchestrator {
             Write::SaveUsageHold(row) => ("save_usage_hold", writer.upsert_usage_hold(row)),
             Write::DeleteUsageHold(row) => ("delete_usage_hold", writer.delete_usage_hold(row)),
             Write::StageHop(w) => (stage_write_op(&w), writer.stage_hop(w)),
+            Write::Reaction(w) => return persist::reaction_write(&self.store, w),
         };
         if let Err(e) = queued {
             log::error!(op:% = op, error:% = e.to_string(); "database write failed");

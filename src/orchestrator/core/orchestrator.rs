@@ -7,7 +7,6 @@ pub(crate) use std::time::{Duration, Instant};
 
 pub(crate) use crossbeam_channel::{Receiver, Sender, select};
 
-pub(crate) use crate::agent::status_file::DeclaredOutcome;
 pub(crate) use crate::agent::{AgentAdapter, AgentEventKind, CancelReason, CancelToken};
 pub(crate) use crate::clock::Clock;
 pub(crate) use crate::config::{LoadOptions, Workflow};

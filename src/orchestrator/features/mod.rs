@@ -1,8 +1,6 @@
 //! The orchestrator's features, one folder each (ARCHITECTURE.md, "The orchestrator's
 //! layout"). A converted feature owns its slice of scheduling state and implements
 //! `core::feature::Feature` in its `feature.rs`; the loop applies the effects it returns.
-//! `reactions` owns its state and decides its check pass, while applying a pass, seeding,
-//! triage and check-now are still `impl Orchestrator` hooks.
 
 pub mod agent_holds;
 pub mod hosts;

@@ -1,5 +1,6 @@
 //! `POST /api/v1/reactions/{identifier}/{kind}/check`: brings a pending reaction's next check
-//! forward to now. The reaction pass runs it on the next tick; what the request replaced is
+//! forward to now (`ReactionsFeature::check_now`; the loop only refuses while it drains).
+//! The reaction pass runs it on the next tick; what the request replaced is
 //! kept on the row so that pass can give it back (`reactions::check_now::settle_check_now`).
 
 use std::collections::BTreeMap;
@@ -9,6 +10,7 @@ use crate::orchestrator::core::msg::{CheckNowOutcome, DueReaction};
 use crate::orchestrator::features::reactions::{CheckNow, ReactionRow};
 
 use crate::orchestrator::core::orchestrator::Orchestrator;
+use crate::orchestrator::features::reactions::feature::ReactionsFeature;
 
 /// What a request did to the row it found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,18 +52,15 @@ pub(crate) fn make_due(
     })
 }
 
-impl Orchestrator {
-    /// Handles a check-now request; the loop publishes the change after any message.
-    pub(crate) fn reaction_check(
+impl ReactionsFeature {
+    /// A check-now request while the process runs: the row's next check moves to now.
+    pub(crate) fn check_now(
         &mut self,
         identifier: &str,
         kind: ReactionKind,
+        now_ms: i64,
     ) -> CheckNowOutcome {
-        if self.draining.is_some() {
-            return CheckNowOutcome::Draining;
-        }
-        let now = self.clock.now_ms();
-        let Some(made) = make_due(&mut self.features.reactions.rows, identifier, kind, now) else {
+        let Some(made) = make_due(&mut self.rows, identifier, kind, now_ms) else {
             return CheckNowOutcome::NotFound;
         };
         if let Some(replaced) = made.replaced_next_poll_at_ms {
@@ -74,6 +73,22 @@ impl Orchestrator {
             );
         }
         CheckNowOutcome::Due(made.due)
+    }
+}
+
+impl Orchestrator {
+    /// Handles a check-now request (`ReactionsFeature::check_now`); none while the process
+    /// drains. The loop publishes the change after any message.
+    pub(crate) fn reaction_check(
+        &mut self,
+        identifier: &str,
+        kind: ReactionKind,
+    ) -> CheckNowOutcome {
+        if self.draining.is_some() {
+            return CheckNowOutcome::Draining;
+        }
+        let now = self.clock.now_ms();
+        self.features.reactions.check_now(identifier, kind, now)
     }
 }
 

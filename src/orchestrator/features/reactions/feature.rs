@@ -1,8 +1,9 @@
 //! Pull-request reactions as a feature: it owns the pending rows, the engine's memory of each,
 //! whether a check pass is out and the triage runs that are out. The rows reach the snapshot
-//! (`pending_reactions`). Seeding at an exit, the pass's application and triage verdicts are
-//! still `impl Orchestrator` hooks (`hooks.rs`, `triage_hooks.rs`) that change this state
-//! through `Orchestrator::features`.
+//! (`pending_reactions`). Its other decisions are methods in the files beside it (a returned
+//! pass: `apply_pass.rs`, `act.rs`; seeding: `rebuild.rs`; triage: `triage_verdict.rs`;
+//! check-now: `check_request.rs`), each returning the effects the loop applies; `hooks.rs` and
+//! `triage_hooks.rs` are where the loop calls them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -104,8 +105,8 @@ impl ReactionsFeature {
 
     /// The check pass of the rows due now, as an effect the loop runs on a `work` thread (one
     /// pass at a time: none while one is out, none when nothing is due). The rows and their
-    /// memory go as copies; the loop applies what the pass found to the rows still pending
-    /// then (`Orchestrator::finish_reaction_pass`).
+    /// memory go as copies; what the pass found is applied to the rows still pending then
+    /// (`ReactionsFeature::pass_returned`, `apply_checked`).
     pub fn due_pass(&mut self, cx: &Cx<'_>, sources: PassSources) -> Vec<Effect> {
         if self.pass_out {
             return Vec::new();

@@ -17,7 +17,7 @@ impl Orchestrator {
         usage: &HashMap<String, IssueUsage>,
     ) {
         for (id, prev) in &self.state.budget_held {
-            let watched = self.features.reactions.rows.keys().any(|k| k.0 == *id);
+            let watched = self.features.reactions.watches(id);
             if holds.contains_key(id) || !watched || self.state.running.contains_key(id) {
                 continue;
             }

@@ -4,10 +4,14 @@
 //! budget is spent.
 //!
 //! Each kind's check is a function of the row, the engine's memory and the forge
-//! ([`cx::CheckCx`]); it returns a [`step::Step`] that `features::reactions::hooks`
-//! applies (retries, escalation writes, outcomes, persistence).
+//! ([`cx::CheckCx`]); it returns a [`step::Step`] that the feature turns into effects
+//! (`apply_pass.rs`, `act.rs`: retries, escalation writes, outcomes, persistence), applied by
+//! the loop.
 
+mod act;
 mod activity;
+mod apply_pass;
+mod cadence;
 pub mod check_now;
 pub(crate) mod check_request;
 mod ci;
@@ -16,12 +20,15 @@ mod conflict;
 pub mod cx;
 pub mod escalation;
 pub mod feature;
+#[cfg(test)]
+mod feature_tests;
 mod holds;
 pub(crate) mod hooks;
 mod labels;
 pub mod memory;
 mod merge;
 pub(crate) mod pass;
+mod rebuild;
 mod review;
 pub mod row;
 pub mod seed;
@@ -31,6 +38,7 @@ mod tests;
 pub mod triage;
 pub(crate) mod triage_hooks;
 pub mod triage_run;
+mod triage_verdict;
 
 pub use memory::RowMemory;
 pub use row::{CheckNow, LastCheck, ReactionIssue, ReactionPr, ReactionRow, RunReaction};

@@ -1,8 +1,8 @@
 //! One pass over the due pull-request reactions, off `orch`: the tracker read of their
 //! issues' states, the forge reads of each check (and the writes a check makes: a merge, a
 //! branch deletion, a label removal), and a merge completion's transition. The rows are
-//! copies; [`Orchestrator::finish_reaction_pass`] applies what the pass decided to the rows
-//! still pending.
+//! copies; the feature applies what the pass decided to the rows still pending
+//! (`apply_pass.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
