@@ -518,3 +518,38 @@ fn times_read_back() {
         2
     );
 }
+
+#[test]
+fn a_dry_run_over_a_folder_reports_each_workflow_and_the_one_that_did_not_load() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    own_file_workflow(dir.path(), "alpha", 2);
+    own_file_workflow(dir.path(), "beta", 1);
+    std::fs::write(dir.path().join("broken.md"), "---\ntracker: [\n---\nx\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = common::sortie_command()
+        .arg("--dry-run")
+        .arg("--workflows")
+        .arg(dir.path())
+        .current_dir(dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The broken file is reported, so the run says it is not all well.
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let alpha = stdout.find("== workflow alpha (");
+    let beta = stdout.find("== workflow beta (");
+    assert!(alpha.is_some() && beta > alpha, "{stdout}");
+    assert!(
+        stdout.contains("ALPHA-1") && stdout.contains("ALPHA-2") && stdout.contains("BETA-1"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("dry run complete:").count(), 2, "{stdout}");
+    assert!(
+        stdout.contains("== workflow broken (") && stdout.contains("not loaded:"),
+        "{stdout}"
+    );
+    // A dry run starts nothing: no database, no issue workspace.
+    assert!(!dir.path().join(".sortie.db").exists());
+    assert!(!dir.path().join("ws-alpha/ALPHA-1").exists());
+}

@@ -46,15 +46,33 @@ pub struct LeftOut {
     pub error: String,
 }
 
+/// `--dry-run` over several workflows: each one's dry run in turn under a heading naming it,
+/// then the ones that did not load with why. Exit 1 when one did not load or its dry run
+/// failed.
+fn dry_run_each(loaded: &[Loaded], left_out: &[LeftOut]) -> i32 {
+    use std::io::Write;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut code = 0;
+    for l in loaded {
+        let (name, path) = (&l.source.name, l.source.path.display());
+        let _ = writeln!(out, "== workflow {name} ({path})");
+        code = code.max(super::dry_run::run(&l.workflow, &l.template, &mut out));
+    }
+    for l in left_out {
+        let (name, path) = (&l.source.name, l.source.path.display());
+        let _ = writeln!(out, "== workflow {name} ({path}): not loaded: {}", l.error);
+        code = 1;
+    }
+    code
+}
+
 /// Runs several workflows; returns the process exit code.
 pub fn run(opts: ManyOptions) -> i32 {
     let (level, format) = match super::run::log_flags(&opts.log_level, &opts.log_format) {
         Ok(v) => v,
         Err(code) => return code,
     };
-    if opts.dry_run {
-        return fail("--dry-run takes one workflow file");
-    }
     let load_options = LoadOptions::from_process(opts.env_file.clone());
     let shared = match shared_config(&opts, &load_options) {
         Ok(s) => s,
@@ -75,6 +93,9 @@ pub fn run(opts: ManyOptions) -> i32 {
     let level = level.or(shared.logging.level).unwrap_or(LogLevel::Info);
     let format = format.or(shared.logging.format).unwrap_or(LogFormat::Text);
     crate::logging::init(level, format);
+    if opts.dry_run {
+        return dry_run_each(&loaded, &left_out);
+    }
     for l in &left_out {
         log::error!(
             workflow:% = l.source.name,
