@@ -32,6 +32,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::tracker::TrackerResult;
 
 use super::document;
+use super::heap;
 use super::index::ParsedFile;
 use super::parse::parse_issues;
 
@@ -136,9 +137,14 @@ impl FileCache {
         self.reads.fetch_add(1, Ordering::Relaxed);
         let key = (self.probes.key)(&meta);
         let certain = key.certain_at(read_at);
-        let parsed = match previous {
-            Some(e) if e.bytes.as_deref() == Some(bytes.as_slice()) => e.parsed,
-            _ => Arc::new(ParsedFile::new(parse_issues(path, &bytes)?)),
+        let (parsed, fresh) = match previous {
+            Some(e) if e.bytes.as_deref() == Some(bytes.as_slice()) => (e.parsed, false),
+            previous => {
+                // The previous parse goes first, so its memory counts as free for the trim.
+                drop(previous);
+                let parsed = Arc::new(ParsedFile::new(parse_issues(path, &bytes)?));
+                (parsed, bytes.len() >= heap::LARGE_FILE)
+            }
         };
         *slot = Some(Entry {
             key,
@@ -146,6 +152,10 @@ impl FileCache {
             parsed: parsed.clone(),
             bytes: (!certain).then_some(bytes),
         });
+        drop(slot);
+        if fresh {
+            heap::release_free_pages();
+        }
         Ok(parsed)
     }
 
