@@ -287,6 +287,37 @@ mod tests {
     }
 
     #[test]
+    fn a_large_file_is_parsed_again_after_a_change() {
+        let doc = |state: &str| -> String {
+            let issues: Vec<String> = (0..5_000)
+                .map(|i| {
+                    format!(
+                        r#"{{"id": "{i}", "title": "{:0>200}", "state": "{state}"}}"#,
+                        i
+                    )
+                })
+                .collect();
+            format!("[{}]", issues.join(","))
+        };
+        let first = doc("A");
+        assert!(
+            first.len() >= heap::LARGE_FILE,
+            "the parse is followed by a trim"
+        );
+        let (_dir, path) = setup(&first);
+        let cache = FileCache::with_probes(Probes {
+            now: later,
+            ..Probes::default()
+        });
+        assert!(states(&cache, &path).iter().all(|s| s == "A"));
+        std::fs::write(&path, doc("B")).ok();
+        cache.invalidate();
+        let second = states(&cache, &path);
+        assert_eq!(second.len(), 5_000);
+        assert!(second.iter().all(|s| s == "B"));
+    }
+
+    #[test]
     fn a_failed_read_is_not_cached() {
         let (_dir, path) = setup("[{]");
         let cache = FileCache::with_probes(Probes {

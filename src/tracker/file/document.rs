@@ -265,12 +265,12 @@ fn apply_to_file(path: &Path, edits: Vec<Queued>) {
     }
 }
 
+/// By id: the position of the first object with that id, and the object (edited in place).
+type Targets = HashMap<String, (usize, Map<String, Value>)>;
+
 /// The first object with each id the edits name, with its position; `None` when the text is
 /// not one JSON array.
-fn find_targets(
-    text: &str,
-    edits: &[Queued],
-) -> Option<HashMap<String, (usize, Map<String, Value>)>> {
+fn find_targets(text: &str, edits: &[Queued]) -> Option<Targets> {
     let wanted: HashSet<&str> = edits.iter().map(|q| q.id.as_str()).collect();
     let mut found = HashMap::new();
     let walked = stream::walk(text, |index, element| {
@@ -287,11 +287,7 @@ fn find_targets(
 }
 
 /// Applies `edit` to a copy of its target, kept only when the edit succeeds.
-fn apply_to_target(
-    targets: &mut HashMap<String, (usize, Map<String, Value>)>,
-    id: &str,
-    edit: Edit,
-) -> TrackerResult<bool> {
+fn apply_to_target(targets: &mut Targets, id: &str, edit: Edit) -> TrackerResult<bool> {
     let (_, target) = targets.get_mut(id).ok_or_else(|| not_found(id))?;
     let mut copy = target.clone();
     let changed = edit(&mut copy)?;
@@ -441,6 +437,48 @@ mod tests {
         let items = read_document(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(items[0]["state"], "b");
         assert_eq!(items[1]["state"], "a");
+    }
+
+    #[test]
+    fn a_rewrite_edits_the_first_object_with_the_id_and_keeps_every_other_element() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("issues.json");
+        fs::write(
+            &path,
+            r#"[3, {"id": "1", "state": "a", "x": {"y": [1, 2.5, {}]}}, "s",
+                {"id": "1", "state": "a"}, null, []]"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (q, a) = queued(
+            &path,
+            "1",
+            Box::new(|m| {
+                m.insert("state".into(), Value::String("b".into()));
+                Ok(true)
+            }),
+        );
+        apply_batch(vec![q]);
+        assert_eq!(answer(&a), Ok(true));
+        let expected = serde_json::json!([3, {"id": "1", "state": "b", "x": {"y": [1, 2.5, {}]}},
+            "s", {"id": "1", "state": "a"}, null, []]);
+        let mut text = serde_json::to_string_pretty(&expected).unwrap_or_default();
+        text.push('\n');
+        assert_eq!(fs::read_to_string(&path).ok(), Some(text));
+    }
+
+    #[test]
+    fn a_file_that_is_not_one_array_answers_its_parse_error() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("issues.json");
+        for text in [r#"{"id": "1"}"#, r#"[{"id": "1"}"#] {
+            fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+            let (q, a) = queued(&path, "1", Box::new(|_| Ok(true)));
+            apply_batch(vec![q]);
+            let whole = parse_document(&path, text).err().map(|e| e.message);
+            assert!(whole.is_some());
+            assert_eq!(answer(&a).err(), whole);
+            assert_eq!(fs::read_to_string(&path).ok().as_deref(), Some(text));
+        }
     }
 
     #[test]

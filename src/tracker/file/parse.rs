@@ -94,6 +94,16 @@ mod tests {
     }
 
     #[test]
+    fn the_issues_hold_no_spare_room() {
+        let text: Vec<String> = (0..100)
+            .map(|i| format!(r#"{{"id": "{i}", "title": "t", "labels": ["a"]}}"#))
+            .collect();
+        let issues = parse(&format!("[{}]", text.join(","))).unwrap_or_default();
+        assert_eq!(issues.len(), 100);
+        assert_eq!(issues.capacity(), issues.len());
+    }
+
+    #[test]
     fn a_repeated_key_keeps_its_last_value_and_a_bom_is_skipped() {
         let text = "\u{feff}[{\"id\": \"1\", \"state\": \"To Do\", \"state\": \"Done\"}]";
         let issues = parse(text).ok().unwrap_or_default();
