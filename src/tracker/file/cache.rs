@@ -32,6 +32,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::tracker::TrackerResult;
 
 use super::document;
+use super::heap;
 use super::index::ParsedFile;
 use super::parse::parse_issues;
 
@@ -136,9 +137,14 @@ impl FileCache {
         self.reads.fetch_add(1, Ordering::Relaxed);
         let key = (self.probes.key)(&meta);
         let certain = key.certain_at(read_at);
-        let parsed = match previous {
-            Some(e) if e.bytes.as_deref() == Some(bytes.as_slice()) => e.parsed,
-            _ => Arc::new(ParsedFile::new(parse_issues(path, &bytes)?)),
+        let (parsed, fresh) = match previous {
+            Some(e) if e.bytes.as_deref() == Some(bytes.as_slice()) => (e.parsed, false),
+            previous => {
+                // The previous parse goes first, so its memory counts as free for the trim.
+                drop(previous);
+                let parsed = Arc::new(ParsedFile::new(parse_issues(path, &bytes)?));
+                (parsed, bytes.len() >= heap::LARGE_FILE)
+            }
         };
         *slot = Some(Entry {
             key,
@@ -146,6 +152,10 @@ impl FileCache {
             parsed: parsed.clone(),
             bytes: (!certain).then_some(bytes),
         });
+        drop(slot);
+        if fresh {
+            heap::release_free_pages();
+        }
         Ok(parsed)
     }
 
@@ -274,6 +284,37 @@ mod tests {
         assert_eq!(states(&cache, &path), ["AAAA"], "a stat that never changes");
         cache.invalidate();
         assert_eq!(states(&cache, &path), ["B"]);
+    }
+
+    #[test]
+    fn a_large_file_is_parsed_again_after_a_change() {
+        let doc = |state: &str| -> String {
+            let issues: Vec<String> = (0..5_000)
+                .map(|i| {
+                    format!(
+                        r#"{{"id": "{i}", "title": "{:0>200}", "state": "{state}"}}"#,
+                        i
+                    )
+                })
+                .collect();
+            format!("[{}]", issues.join(","))
+        };
+        let first = doc("A");
+        assert!(
+            first.len() >= heap::LARGE_FILE,
+            "the parse is followed by a trim"
+        );
+        let (_dir, path) = setup(&first);
+        let cache = FileCache::with_probes(Probes {
+            now: later,
+            ..Probes::default()
+        });
+        assert!(states(&cache, &path).iter().all(|s| s == "A"));
+        std::fs::write(&path, doc("B")).ok();
+        cache.invalidate();
+        let second = states(&cache, &path);
+        assert_eq!(second.len(), 5_000);
+        assert!(second.iter().all(|s| s == "B"));
     }
 
     #[test]

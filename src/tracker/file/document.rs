@@ -1,12 +1,14 @@
 //! The tracker file as a JSON document on disk: read, parse, and atomic rewrite.
 //!
 //! Write-back works on `serde_json::Value` (with `preserve_order`), never on the typed record,
-//! so unknown keys and key order survive. A write re-reads the file under a process-wide lock
+//! so unknown keys and key order survive; the document is walked and rewritten one element at
+//! a time (`stream`), so a rewrite of a large file holds one issue's tree, not the file's. A write re-reads the file under a process-wide lock
 //! right before editing, so a person's hand edit made since the last read is not clobbered, and
 //! replaces the file by rename so a concurrent reader sees either the old or the new document.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +19,10 @@ use crate::tracker::{TrackerError, TrackerErrorKind, TrackerResult};
 
 // The adapter name in every error this module raises.
 use super::KIND as TRACKER;
+use super::stream::{self, ArrayWriter, WalkError};
+
+/// The buffer between a rewrite's elements and the temp file.
+const WRITE_BUFFER: usize = 64 << 10;
 
 /// Serializes read-modify-write cycles of every file tracker in the process (there is normally
 /// one file; a single lock keeps two adapters on the same file from interleaving).
@@ -118,6 +124,7 @@ pub fn decode_text<'a>(path: &Path, bytes: &'a [u8]) -> TrackerResult<&'a str> {
 }
 
 /// Reads and parses the file; the top level must be an array.
+#[cfg(test)]
 pub fn read_document(path: &Path) -> TrackerResult<Vec<Value>> {
     let (bytes, _) = read_bytes(path)?;
     parse_document(path, decode_text(path, &bytes)?)
@@ -205,19 +212,29 @@ fn apply_batch(mut batch: Vec<Queued>) {
     }
 }
 
+/// One file's queued edits in two streamed passes over its text (see [`super::stream`]): the
+/// first keeps only the objects the edits name, the second, run only when an edit changed
+/// something, writes every element with the edited objects in place.
 fn apply_to_file(path: &Path, edits: Vec<Queued>) {
-    let mut items = match read_document(path) {
-        Ok(items) => items,
-        Err(e) => {
-            for q in edits {
-                let _ = q.answer.send(Err(e.clone()));
-            }
-            return;
+    let answer_all = |edits: Vec<Queued>, e: TrackerError| {
+        for q in edits {
+            let _ = q.answer.send(Err(e.clone()));
         }
+    };
+    let (bytes, _) = match read_bytes(path) {
+        Ok(read) => read,
+        Err(e) => return answer_all(edits, e),
+    };
+    let text = match decode_text(path, &bytes) {
+        Ok(text) => text,
+        Err(e) => return answer_all(edits, e),
+    };
+    let Some(mut targets) = find_targets(text, &edits) else {
+        return answer_all(edits, refusal(path, text));
     };
     let mut changed = Vec::new();
     for q in edits {
-        match apply_one(&mut items, &q.id, q.edit) {
+        match apply_to_target(&mut targets, &q.id, q.edit) {
             Ok(true) => changed.push(q.answer),
             other => {
                 let _ = q.answer.send(other);
@@ -227,19 +244,51 @@ fn apply_to_file(path: &Path, edits: Vec<Queued>) {
     if changed.is_empty() {
         return;
     }
-    let written = write_atomic(path, &Value::Array(items)).map(|()| true);
+    let mut by_index: HashMap<usize, Value> = targets
+        .into_values()
+        .map(|(index, obj)| (index, Value::Object(obj)))
+        .collect();
+    let written = write_atomic(path, |out| {
+        let mut writer = ArrayWriter::new(out);
+        stream::walk(text, |index, element| {
+            writer.push(by_index.remove(&index).as_ref().unwrap_or(&element))
+        })
+        .map_err(|e| match e {
+            WalkError::Io(e) => e,
+            WalkError::Json(e) => e.into(),
+        })?;
+        writer.finish().map(drop)
+    })
+    .map(|()| true);
     for answer in changed {
         let _ = answer.send(written.clone());
     }
 }
 
-/// Applies `edit` to a copy of the first object with this id, kept only when the edit succeeds.
-fn apply_one(items: &mut [Value], id: &str, edit: Edit) -> TrackerResult<bool> {
-    let target = items
-        .iter_mut()
-        .filter_map(Value::as_object_mut)
-        .find(|obj| obj.get("id").and_then(Value::as_str) == Some(id))
-        .ok_or_else(|| not_found(id))?;
+/// By id: the position of the first object with that id, and the object (edited in place).
+type Targets = HashMap<String, (usize, Map<String, Value>)>;
+
+/// The first object with each id the edits name, with its position; `None` when the text is
+/// not one JSON array.
+fn find_targets(text: &str, edits: &[Queued]) -> Option<Targets> {
+    let wanted: HashSet<&str> = edits.iter().map(|q| q.id.as_str()).collect();
+    let mut found = HashMap::new();
+    let walked = stream::walk(text, |index, element| {
+        if let Value::Object(obj) = element
+            && let Some(id) = obj.get("id").and_then(Value::as_str)
+            && wanted.contains(id)
+            && !found.contains_key(id)
+        {
+            found.insert(id.to_string(), (index, obj));
+        }
+        Ok(())
+    });
+    walked.ok().map(|()| found)
+}
+
+/// Applies `edit` to a copy of its target, kept only when the edit succeeds.
+fn apply_to_target(targets: &mut Targets, id: &str, edit: Edit) -> TrackerResult<bool> {
+    let (_, target) = targets.get_mut(id).ok_or_else(|| not_found(id))?;
     let mut copy = target.clone();
     let changed = edit(&mut copy)?;
     if changed {
@@ -248,26 +297,41 @@ fn apply_one(items: &mut [Value], id: &str, edit: Edit) -> TrackerResult<bool> {
     Ok(changed)
 }
 
-/// Pretty-prints (2-space indent, trailing newline) to a temp file beside the real file,
+/// The error of text the streamed walk refused: the whole-document parse's, whose message
+/// names the problem as a read of the file does.
+fn refusal(path: &Path, text: &str) -> TrackerError {
+    match parse_document(path, text) {
+        Err(e) => e,
+        Ok(_) => payload(format!(
+            "failed to parse file: {}: not one JSON array",
+            path.display()
+        )),
+    }
+}
+
+/// Writes `body` (2-space pretty print, trailing newline) to a temp file beside the real file,
 /// fsyncs it, gives it the original's permissions, renames it over the original and fsyncs the
 /// directory. A symlinked path is resolved first so the link keeps pointing at the data.
-fn write_atomic(path: &Path, doc: &Value) -> TrackerResult<()> {
+fn write_atomic(
+    path: &Path,
+    body: impl FnOnce(&mut BufWriter<&mut File>) -> std::io::Result<()>,
+) -> TrackerResult<()> {
     let write_err =
         |cause: String| payload(format!("failed to write file: {}: {cause}", path.display()));
     let target = fs::canonicalize(path).map_err(|e| write_err(e.to_string()))?;
     let permissions = fs::metadata(&target)
         .map_err(|e| write_err(e.to_string()))?
         .permissions();
-    let mut bytes = serde_json::to_vec_pretty(doc).map_err(|e| write_err(e.to_string()))?;
-    bytes.push(b'\n');
-
     let temp = temp_path(&target);
     let result = (|| -> std::io::Result<()> {
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&temp)?;
-        file.write_all(&bytes)?;
+        let mut out = BufWriter::with_capacity(WRITE_BUFFER, &mut file);
+        body(&mut out)?;
+        out.flush()?;
+        drop(out);
         file.set_permissions(permissions)?;
         file.sync_all()?;
         drop(file);
@@ -373,6 +437,48 @@ mod tests {
         let items = read_document(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(items[0]["state"], "b");
         assert_eq!(items[1]["state"], "a");
+    }
+
+    #[test]
+    fn a_rewrite_edits_the_first_object_with_the_id_and_keeps_every_other_element() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("issues.json");
+        fs::write(
+            &path,
+            r#"[3, {"id": "1", "state": "a", "x": {"y": [1, 2.5, {}]}}, "s",
+                {"id": "1", "state": "a"}, null, []]"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (q, a) = queued(
+            &path,
+            "1",
+            Box::new(|m| {
+                m.insert("state".into(), Value::String("b".into()));
+                Ok(true)
+            }),
+        );
+        apply_batch(vec![q]);
+        assert_eq!(answer(&a), Ok(true));
+        let expected = serde_json::json!([3, {"id": "1", "state": "b", "x": {"y": [1, 2.5, {}]}},
+            "s", {"id": "1", "state": "a"}, null, []]);
+        let mut text = serde_json::to_string_pretty(&expected).unwrap_or_default();
+        text.push('\n');
+        assert_eq!(fs::read_to_string(&path).ok(), Some(text));
+    }
+
+    #[test]
+    fn a_file_that_is_not_one_array_answers_its_parse_error() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("issues.json");
+        for text in [r#"{"id": "1"}"#, r#"[{"id": "1"}"#] {
+            fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+            let (q, a) = queued(&path, "1", Box::new(|_| Ok(true)));
+            apply_batch(vec![q]);
+            let whole = parse_document(&path, text).err().map(|e| e.message);
+            assert!(whole.is_some());
+            assert_eq!(answer(&a).err(), whole);
+            assert_eq!(fs::read_to_string(&path).ok().as_deref(), Some(text));
+        }
     }
 
     #[test]

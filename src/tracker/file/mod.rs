@@ -21,9 +21,11 @@
 mod cache;
 mod document;
 mod edits;
+mod heap;
 mod index;
 mod parse;
 mod record;
+mod stream;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

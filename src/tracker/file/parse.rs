@@ -18,7 +18,12 @@ use super::record::{self, ObjectRecord};
 pub fn parse_issues(path: &Path, bytes: &[u8]) -> TrackerResult<Vec<Issue>> {
     let text = document::decode_text(path, bytes)?;
     if let Ok(records) = serde_json::from_str::<Vec<ObjectRecord>>(text) {
-        return Ok(records.into_iter().map(ObjectRecord::into_issue).collect());
+        // Collected in place, the issues keep the records' larger allocation (about 800
+        // bytes an issue instead of 450: 7 MB more for 20,000 issues, kept as long as the
+        // parse is cached); shrinking gives the difference back.
+        let mut issues: Vec<Issue> = records.into_iter().map(ObjectRecord::into_issue).collect();
+        issues.shrink_to_fit();
+        return Ok(issues);
     }
     let raw = document::parse_document(path, text)?;
     raw.iter()
@@ -86,6 +91,16 @@ mod tests {
             m.starts_with("failed to read file: /x/issues.json: not valid UTF-8"),
             "{m}"
         );
+    }
+
+    #[test]
+    fn the_issues_hold_no_spare_room() {
+        let text: Vec<String> = (0..100)
+            .map(|i| format!(r#"{{"id": "{i}", "title": "t", "labels": ["a"]}}"#))
+            .collect();
+        let issues = parse(&format!("[{}]", text.join(","))).unwrap_or_default();
+        assert_eq!(issues.len(), 100);
+        assert_eq!(issues.capacity(), issues.len());
     }
 
     #[test]
