@@ -2,6 +2,7 @@
 //! object per line in, normalized events out. Usage is tracked per message id so repeated
 //! snapshots count once, emitted as deltas, and reconciled with `result.usage` at the end.
 
+use super::fast;
 use super::tools::classify;
 use crate::agent::error::AgentErrorKind;
 use crate::agent::event::{
@@ -185,36 +186,13 @@ impl ClaudeParser {
                 message: "assistant".into(),
             })];
         };
-        // `<synthetic>` marks a message Claude Code wrote itself, not a model's.
-        if let Some(model) = msg
-            .get("model")
-            .and_then(Value::as_str)
-            .filter(|m| !m.starts_with('<'))
-        {
-            self.model = Some(model.to_string());
-        }
+        self.note_model(msg.get("model").and_then(Value::as_str));
         if v.get("error").and_then(Value::as_str) == Some("authentication_failed") {
             self.auth_failure = Some(message_text(msg));
         }
         if let Some(usage) = msg.get("usage").filter(|u| u.is_object()) {
-            let id = match msg.get("id").and_then(Value::as_str) {
-                Some(id) => id.to_string(),
-                None => {
-                    self.anonymous_messages += 1;
-                    format!("\u{0}anonymous-{}", self.anonymous_messages)
-                }
-            };
             let raw = RawUsage::from_json(usage);
-            let prev = self.usage_by_message.get(&id).copied().unwrap_or_default();
-            let delta = raw.minus(&prev);
-            self.usage_by_message.insert(id, prev.max(&raw));
-            self.add_usage(delta);
-            // Hold input-only figures until the turn has output, so no zero-output event.
-            if self.turn_usage.output > 0
-                && let Some(ev) = self.flush_usage()
-            {
-                out.push(ev);
-            }
+            self.take_message_usage(msg.get("id").and_then(Value::as_str), raw, &mut out);
         }
         let mut parts = Vec::new();
         for block in msg
@@ -257,10 +235,86 @@ impl ClaudeParser {
                 _ => {}
             }
         }
-        if !parts.is_empty() {
-            out.push(self.notification(parts.join(" ")));
-        }
+        self.push_parts(parts, &mut out);
         out
+    }
+
+    /// An assistant line read by [`fast::assistant`]: the same steps as [`Self::on_assistant`]
+    /// for a message of text blocks.
+    fn on_fast_assistant(&mut self, line: fast::AssistantLine<'_>) -> Vec<AgentEvent> {
+        let mut out = Vec::new();
+        self.note_model(line.model.as_ref().map(|m| &*m.0));
+        if let Some(u) = line.usage {
+            let raw = RawUsage {
+                input: u.input,
+                output: u.output,
+                cache_read: u.cache_read,
+                cache_creation: u.cache_creation,
+            };
+            self.take_message_usage(line.id.as_ref().map(|id| &*id.0), raw, &mut out);
+        }
+        let parts = line
+            .texts
+            .iter()
+            .map(|t| t.0.trim())
+            .filter(|t| !t.is_empty())
+            .map(|t| cut_chars(t, MESSAGE_CHARS))
+            .collect();
+        self.push_parts(parts, &mut out);
+        out
+    }
+
+    /// The model an assistant message names; `<synthetic>` marks a message Claude Code wrote
+    /// itself, not a model's.
+    fn note_model(&mut self, model: Option<&str>) {
+        if let Some(model) = model.filter(|m| !m.starts_with('<'))
+            && self.model.as_deref() != Some(model)
+        {
+            self.model = Some(model.to_string());
+        }
+    }
+
+    /// Counts a message's usage snapshot once: only what it adds to the message's previous
+    /// snapshot (by id) is new.
+    fn take_message_usage(&mut self, id: Option<&str>, raw: RawUsage, out: &mut Vec<AgentEvent>) {
+        // A repeated snapshot of a known message updates its entry in place.
+        let known = id.and_then(|id| self.usage_by_message.get_mut(id));
+        let delta = match (id, known) {
+            (_, Some(prev)) => {
+                let delta = raw.minus(prev);
+                *prev = prev.max(&raw);
+                delta
+            }
+            (Some(id), None) => {
+                self.usage_by_message.insert(id.to_string(), raw);
+                raw
+            }
+            (None, None) => {
+                self.anonymous_messages += 1;
+                let id = format!("\u{0}anonymous-{}", self.anonymous_messages);
+                self.usage_by_message.insert(id, raw);
+                raw
+            }
+        };
+        self.add_usage(delta);
+        // Hold input-only figures until the turn has output, so no zero-output event.
+        if self.turn_usage.output > 0
+            && let Some(ev) = self.flush_usage()
+        {
+            out.push(ev);
+        }
+    }
+
+    /// The message's parts as one notification (none when it has none).
+    fn push_parts(&self, mut parts: Vec<String>, out: &mut Vec<AgentEvent>) {
+        let text = if parts.len() == 1 {
+            parts.pop()
+        } else {
+            (!parts.is_empty()).then(|| parts.join(" "))
+        };
+        if let Some(text) = text {
+            out.push(self.notification(text));
+        }
     }
 
     fn on_user(&mut self, v: &Value) -> Vec<AgentEvent> {
@@ -582,6 +636,9 @@ impl StreamParser for ClaudeParser {
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return Vec::new();
+        }
+        if let Some(line) = fast::assistant(trimmed) {
+            return self.on_fast_assistant(line);
         }
         match serde_json::from_str::<Value>(trimmed) {
             Ok(v) if v.is_object() => self.parse(&v),

@@ -601,6 +601,7 @@ impl Orchestrator {
         let deferrable = matches!(
             m,
             OrchMsg::Agent { .. }
+                | OrchMsg::AgentBatch { .. }
                 | OrchMsg::TurnStarted { .. }
                 | OrchMsg::WorkspaceReady { .. }
                 | OrchMsg::SelfReview { .. }
@@ -725,6 +726,14 @@ impl Orchestrator {
             } => {
                 self.on_agent_event(&dispatch_id, event);
                 drop(slot);
+            }
+            OrchMsg::AgentBatch {
+                dispatch_id,
+                events,
+                slots,
+            } => {
+                self.on_agent_events(&dispatch_id, events);
+                drop(slots);
             }
             OrchMsg::WorkspaceReady { dispatch_id, path } => {
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {
