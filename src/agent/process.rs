@@ -724,13 +724,7 @@ fn supervise(
         let item = match queued {
             Some(item) => Ok(item),
             None => {
-                let next = match (deadline, startup.map(|(_, d)| d)) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                let timeout = next
-                    .map(|d| d.saturating_duration_since(Instant::now()))
-                    .unwrap_or(Duration::from_secs(3600));
+                let timeout = until_next(deadline, startup.map(|(_, d)| d));
                 let out = if stdout_open { stdout_rx } else { &no_stdout };
                 select! {
                     recv(out) -> item => item,
@@ -796,6 +790,17 @@ fn supervise(
     finish(&turn, parser, emit, end, stdout_open, &mut output);
     log::debug!(program:% = spec.program, pid:% = pid, exit:% = crate::log_field::opt(&end.exit); "agent process ended");
     output
+}
+
+/// How long until the earlier of the turn deadline and the startup deadline (an hour when
+/// neither is set).
+fn until_next(deadline: Option<Instant>, startup: Option<Instant>) -> Duration {
+    let next = match (deadline, startup) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    next.map(|d| d.saturating_duration_since(Instant::now()))
+        .unwrap_or(Duration::from_secs(3600))
 }
 
 /// One supervised turn's process, its group, spec and limits.
