@@ -657,6 +657,10 @@ impl ProcessOutput {
 
     /// Keeps a plain stdout line (cut, so a flood of long lines costs little).
     fn note_stdout(&mut self, line: &[u8]) {
+        // A JSON object line (nearly every line) is not kept: known without decoding the text.
+        if line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+            return;
+        }
         let head = &line[..line.len().min(REASON_CHARS * 4)];
         let text = String::from_utf8_lossy(head);
         let text = text.trim();
