@@ -16,8 +16,8 @@ pub(super) struct AssistantLine<'a> {
     pub id: Option<Text<'a>>,
     /// `message.usage` when it is an object; its counters as `Value::as_u64` reads them.
     pub usage: Option<Usage>,
-    /// The trimmed-later text of each `text` block, in order.
-    pub texts: Vec<Text<'a>>,
+    /// The text of each `text` block, in order (untrimmed).
+    pub texts: Texts<'a>,
 }
 
 /// `message.usage`'s counters; a missing or null one is 0.
@@ -27,6 +27,28 @@ pub(super) struct Usage {
     pub output: u64,
     pub cache_read: u64,
     pub cache_creation: u64,
+}
+
+/// The text blocks' texts: the first one kept inline, since a message rarely has more.
+#[derive(Debug, Default)]
+pub(super) struct Texts<'a> {
+    first: Option<Text<'a>>,
+    rest: Vec<Text<'a>>,
+}
+
+impl<'a> Texts<'a> {
+    fn push(&mut self, text: Text<'a>) {
+        if self.first.is_none() {
+            self.first = Some(text);
+        } else {
+            self.rest.push(text);
+        }
+    }
+
+    /// Every text, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.first.iter().chain(&self.rest).map(|t| &*t.0)
+    }
 }
 
 /// A string member, borrowed from the line when it holds no escape.
@@ -137,8 +159,9 @@ impl<'de> Visitor<'de> for MessageSeed {
                 }
                 "content" => {
                     seen.first(8)?;
-                    let blocks = map.next_value::<Option<Vec<Block<'de>>>>()?;
-                    out.texts = blocks.into_iter().flatten().filter_map(|b| b.0).collect();
+                    if let Some(Blocks(texts)) = map.next_value::<Option<Blocks<'de>>>()? {
+                        out.texts = texts;
+                    }
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -185,6 +208,35 @@ impl<'de> Visitor<'de> for UsageVisitor {
             *slot = map.next_value::<Option<u64>>()?.unwrap_or(0);
         }
         Ok(UsageMap(u))
+    }
+}
+
+/// `content`, an array of blocks: the text blocks' texts.
+struct Blocks<'a>(Texts<'a>);
+
+impl<'de> de::Deserialize<'de> for Blocks<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_seq(BlocksVisitor)
+    }
+}
+
+struct BlocksVisitor;
+
+impl<'de> Visitor<'de> for BlocksVisitor {
+    type Value = Blocks<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of content blocks")
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Blocks<'de>, A::Error> {
+        let mut texts = Texts::default();
+        while let Some(Block(text)) = seq.next_element::<Block<'de>>()? {
+            if let Some(text) = text {
+                texts.push(text);
+            }
+        }
+        Ok(Blocks(texts))
     }
 }
 

@@ -19,6 +19,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const TOOL_ERROR_BYTES: usize = 2048;
+/// Message ids per generation whose usage snapshots the parser remembers.
+const MESSAGE_IDS: usize = 1024;
 
 /// Claude's raw counters: `input` excludes both cache terms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -100,7 +102,10 @@ pub struct ClaudeParser {
     api_timer: Option<Instant>,
     sent_api_timing: bool,
     tools: HashMap<String, OpenTool>,
+    /// Each message's latest usage snapshot by id, the newest [`MESSAGE_IDS`] at most; the
+    /// generation before them in `older_messages`.
     usage_by_message: HashMap<String, RawUsage>,
+    older_messages: HashMap<String, RawUsage>,
     anonymous_messages: u64,
     turn_usage: RawUsage,
     pending: RawUsage,
@@ -127,6 +132,7 @@ impl ClaudeParser {
             sent_api_timing: false,
             tools: HashMap::new(),
             usage_by_message: HashMap::new(),
+            older_messages: HashMap::new(),
             anonymous_messages: 0,
             turn_usage: RawUsage::default(),
             pending: RawUsage::default(),
@@ -253,14 +259,21 @@ impl ClaudeParser {
             };
             self.take_message_usage(line.id.as_ref().map(|id| &*id.0), raw, &mut out);
         }
-        let parts = line
-            .texts
-            .iter()
-            .map(|t| t.0.trim())
-            .filter(|t| !t.is_empty())
-            .map(|t| cut_chars(t, MESSAGE_CHARS))
-            .collect();
-        self.push_parts(parts, &mut out);
+        // The parts joined as `push_parts` joins them, without a list of parts.
+        let mut text: Option<String> = None;
+        for part in line.texts.iter().map(str::trim).filter(|t| !t.is_empty()) {
+            let part = cut_chars(part, MESSAGE_CHARS);
+            match &mut text {
+                Some(text) => {
+                    text.push(' ');
+                    text.push_str(&part);
+                }
+                None => text = Some(part),
+            }
+        }
+        if let Some(text) = text {
+            out.push(self.notification(text));
+        }
         out
     }
 
@@ -278,7 +291,11 @@ impl ClaudeParser {
     /// snapshot (by id) is new.
     fn take_message_usage(&mut self, id: Option<&str>, raw: RawUsage, out: &mut Vec<AgentEvent>) {
         // A repeated snapshot of a known message updates its entry in place.
-        let known = id.and_then(|id| self.usage_by_message.get_mut(id));
+        let (newer, older) = (&mut self.usage_by_message, &mut self.older_messages);
+        let known = id.and_then(|id| match newer.get_mut(id) {
+            Some(prev) => Some(prev),
+            None => older.get_mut(id),
+        });
         let delta = match (id, known) {
             (_, Some(prev)) => {
                 let delta = raw.minus(prev);
@@ -286,13 +303,13 @@ impl ClaudeParser {
                 delta
             }
             (Some(id), None) => {
-                self.usage_by_message.insert(id.to_string(), raw);
+                self.remember_message(id.to_string(), raw);
                 raw
             }
             (None, None) => {
                 self.anonymous_messages += 1;
                 let id = format!("\u{0}anonymous-{}", self.anonymous_messages);
-                self.usage_by_message.insert(id, raw);
+                self.remember_message(id, raw);
                 raw
             }
         };
@@ -303,6 +320,17 @@ impl ClaudeParser {
         {
             out.push(ev);
         }
+    }
+
+    /// Remembers a new message's snapshot. A full generation becomes the older one (the oldest
+    /// is forgotten, its room reused): a message's snapshots come together, and a flood of
+    /// message ids does not grow the parser without limit.
+    fn remember_message(&mut self, id: String, raw: RawUsage) {
+        if self.usage_by_message.len() >= MESSAGE_IDS {
+            std::mem::swap(&mut self.usage_by_message, &mut self.older_messages);
+            self.usage_by_message.clear();
+        }
+        self.usage_by_message.insert(id, raw);
     }
 
     /// The message's parts as one notification (none when it has none).
@@ -632,7 +660,11 @@ impl StreamParser for ClaudeParser {
     }
 
     fn on_line(&mut self, line: &[u8]) -> Vec<AgentEvent> {
-        let text = String::from_utf8_lossy(line);
+        // The plain check is much faster than the lossy decoding it spares a valid line.
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(line),
+        };
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return Vec::new();

@@ -164,19 +164,22 @@ fn set_text(slot: &mut Option<String>, text: &str) {
 impl Orchestrator {
     pub(crate) fn on_agent_event(&mut self, dispatch_id: &str, event: crate::agent::AgentEvent) {
         let mut usage = crate::agent::TokenUsage::default();
-        self.take_agent_event(dispatch_id, event, &mut usage);
+        let now = self.clock.now_ms();
+        self.take_agent_event(dispatch_id, event, now, &mut usage);
         self.metrics.token_usage(&usage);
     }
 
-    /// A burst of one dispatch's events, in order; the token metrics move once for all.
+    /// A burst of one dispatch's events, in order, taken at one time; the token metrics move
+    /// once for all.
     pub(crate) fn on_agent_events(
         &mut self,
         dispatch_id: &str,
         events: Vec<crate::agent::AgentEvent>,
     ) {
         let mut usage = crate::agent::TokenUsage::default();
+        let now = self.clock.now_ms();
         for event in events {
-            self.take_agent_event(dispatch_id, event, &mut usage);
+            self.take_agent_event(dispatch_id, event, now, &mut usage);
         }
         self.metrics.token_usage(&usage);
     }
@@ -185,6 +188,7 @@ impl Orchestrator {
         &mut self,
         dispatch_id: &str,
         event: crate::agent::AgentEvent,
+        now: i64,
         for_metrics: &mut crate::agent::TokenUsage,
     ) {
         let max_tokens = self.workflow.config.agent.max_tokens.unwrap_or(0);
@@ -264,7 +268,6 @@ impl Orchestrator {
                 ceiling,
             );
         }
-        let now = self.clock.now_ms();
         write_live_row_if_due(
             &self.store,
             &self.workflow,
