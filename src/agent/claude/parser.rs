@@ -764,3 +764,32 @@ fn result_cost_usd(v: &Value) -> Option<f64> {
         .collect();
     (!costs.is_empty()).then(|| costs.iter().sum())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    fn assistant(id: usize, output: u64) -> String {
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"m{id}","content":[],"usage":{{"input_tokens":1,"output_tokens":{output}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn message_ids_stay_bounded_and_a_recent_snapshot_counts_once() {
+        let mut p = ClaudeParser::new(Arc::new(ManualClock::new(0)), "/ws".into(), None);
+        for id in 0..5 * MESSAGE_IDS {
+            p.on_line(assistant(id, 2).as_bytes());
+        }
+        assert!(p.usage_by_message.len() + p.older_messages.len() <= 2 * MESSAGE_IDS);
+        let before = p.usage().expect("usage");
+        // The newest message again, grown: only the growth counts.
+        let last = 5 * MESSAGE_IDS - 1;
+        p.on_line(assistant(last, 3).as_bytes());
+        let after = p.usage().expect("usage");
+        assert_eq!(after.output_tokens, before.output_tokens + 1);
+        assert_eq!(after.input_tokens, before.input_tokens);
+        assert_eq!(before.output_tokens, 2 * 5 * MESSAGE_IDS as u64);
+    }
+}
