@@ -204,6 +204,9 @@ pub(crate) enum StdoutItem {
 
 /// Room for stdout lines between the pipe thread and the consumer.
 const STDOUT_CHANNEL: usize = 256;
+/// Most queued stdout lines the supervisor takes in a row before it looks at the process's
+/// exit, a cancel and the deadlines again.
+const LINE_BURST: usize = 64;
 
 /// The consumer's end of an agent's stdout: lines, then `Eof` (or the first error). Whoever
 /// takes an item from [`Self::receiver`] calls [`Self::took`], which wakes the pipe thread when
@@ -654,6 +657,10 @@ impl ProcessOutput {
 
     /// Keeps a plain stdout line (cut, so a flood of long lines costs little).
     fn note_stdout(&mut self, line: &[u8]) {
+        // A JSON object line (nearly every line) is not kept: known without decoding the text.
+        if line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+            return;
+        }
         let head = &line[..line.len().min(REASON_CHARS * 4)];
         let text = String::from_utf8_lossy(head);
         let text = text.trim();
@@ -710,64 +717,72 @@ fn supervise(
     let mut stdout_open = true;
     let mut startup = limits.first_line_timeout.map(|t| (t, Instant::now() + t));
 
+    let mut burst = 0;
     loop {
-        let next = match (deadline, startup.map(|(_, d)| d)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        // Lines already queued are taken without a select: the exit, a cancel and the deadlines
+        // are looked at again after at most `LINE_BURST` of them.
+        let queued = (stdout_open && burst < LINE_BURST)
+            .then(|| stdout_rx.try_recv().ok())
+            .flatten();
+        burst = if queued.is_some() { burst + 1 } else { 0 };
+        let item = match queued {
+            Some(item) => Ok(item),
+            None => {
+                let timeout = until_next(deadline, startup.map(|(_, d)| d));
+                let out = if stdout_open { stdout_rx } else { &no_stdout };
+                select! {
+                    recv(out) -> item => item,
+                    recv(running.exit_rx) -> info => {
+                        end.exit = Some(info.unwrap_or_default());
+                        break;
+                    },
+                    recv(cancel.receiver()) -> _ => {
+                        end.cancelled = Some(cancel.reason().unwrap_or(CancelReason::User));
+                        end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
+                        break;
+                    },
+                    default(timeout) => {
+                        if let Some((t, d)) = startup
+                            && Instant::now() >= d
+                        {
+                            log::warn!(
+                                program:% = spec.program,
+                                pid:% = pid,
+                                timeout_ms:% = t.as_millis();
+                                "agent printed nothing usable before the startup deadline, killing its group"
+                            );
+                            end.first_line_timeout = Some(t);
+                            end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
+                            break;
+                        }
+                        if deadline.is_some_and(|d| Instant::now() >= d) {
+                            cancel.cancel(CancelReason::TurnTimeout);
+                            end.cancelled = cancel.reason();
+                            end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
+                            break;
+                        }
+                        continue;
+                    },
+                }
+            }
         };
-        let timeout = next
-            .map(|d| d.saturating_duration_since(Instant::now()))
-            .unwrap_or(Duration::from_secs(3600));
-        let out = if stdout_open { stdout_rx } else { &no_stdout };
-        select! {
-            recv(out) -> item => match item.inspect(|_| running.stdout.took()) {
-                Ok(StdoutItem::Line(line)) => {
-                    output.note_stdout(&line);
-                    emit(parser.on_line(&line));
-                    startup = startup
-                        .filter(|_| !parser.started())
-                        .map(|(t, _)| (t, Instant::now() + t));
-                }
-                Ok(StdoutItem::Error(e)) => {
-                    end.read_error = Some(e);
-                    end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
-                    stdout_open = false;
-                    break;
-                }
-                Ok(StdoutItem::Eof) | Err(_) => {
-                    stdout_open = false;
-                }
-            },
-            recv(running.exit_rx) -> info => {
-                end.exit = Some(info.unwrap_or_default());
-                break;
-            },
-            recv(cancel.receiver()) -> _ => {
-                end.cancelled = Some(cancel.reason().unwrap_or(CancelReason::User));
+        match item.inspect(|_| running.stdout.took()) {
+            Ok(StdoutItem::Line(line)) => {
+                output.note_stdout(&line);
+                emit(parser.on_line(&line));
+                startup = startup
+                    .filter(|_| !parser.started())
+                    .map(|(t, _)| (t, Instant::now() + t));
+            }
+            Ok(StdoutItem::Error(e)) => {
+                end.read_error = Some(e);
                 end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
+                stdout_open = false;
                 break;
-            },
-            default(timeout) => {
-                if let Some((t, d)) = startup
-                    && Instant::now() >= d
-                {
-                    log::warn!(
-                        program:% = spec.program,
-                        pid:% = pid,
-                        timeout_ms:% = t.as_millis();
-                        "agent printed nothing usable before the startup deadline, killing its group"
-                    );
-                    end.first_line_timeout = Some(t);
-                    end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
-                    break;
-                }
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    cancel.cancel(CancelReason::TurnTimeout);
-                    end.cancelled = cancel.reason();
-                    end.exit = Some(terminate(&group, &running.exit_rx, limits.grace, cancel));
-                    break;
-                }
-            },
+            }
+            Ok(StdoutItem::Eof) | Err(_) => {
+                stdout_open = false;
+            }
         }
     }
     let turn = Turn {
@@ -779,6 +794,17 @@ fn supervise(
     finish(&turn, parser, emit, end, stdout_open, &mut output);
     log::debug!(program:% = spec.program, pid:% = pid, exit:% = crate::log_field::opt(&end.exit); "agent process ended");
     output
+}
+
+/// How long until the earlier of the turn deadline and the startup deadline (an hour when
+/// neither is set).
+fn until_next(deadline: Option<Instant>, startup: Option<Instant>) -> Duration {
+    let next = match (deadline, startup) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    next.map(|d| d.saturating_duration_since(Instant::now()))
+        .unwrap_or(Duration::from_secs(3600))
 }
 
 /// One supervised turn's process, its group, spec and limits.

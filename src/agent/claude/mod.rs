@@ -2,6 +2,7 @@
 //! `--session-id` on a new conversation's first turn and `--resume` afterwards.
 
 pub mod argv;
+mod fast;
 pub mod parser;
 mod tools;
 

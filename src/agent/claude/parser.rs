@@ -2,6 +2,7 @@
 //! object per line in, normalized events out. Usage is tracked per message id so repeated
 //! snapshots count once, emitted as deltas, and reconciled with `result.usage` at the end.
 
+use super::fast;
 use super::tools::classify;
 use crate::agent::error::AgentErrorKind;
 use crate::agent::event::{
@@ -18,6 +19,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const TOOL_ERROR_BYTES: usize = 2048;
+/// Message ids per generation whose usage snapshots the parser remembers.
+const MESSAGE_IDS: usize = 1024;
 
 /// Claude's raw counters: `input` excludes both cache terms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -99,7 +102,10 @@ pub struct ClaudeParser {
     api_timer: Option<Instant>,
     sent_api_timing: bool,
     tools: HashMap<String, OpenTool>,
+    /// Each message's latest usage snapshot by id, the newest [`MESSAGE_IDS`] at most; the
+    /// generation before them in `older_messages`.
     usage_by_message: HashMap<String, RawUsage>,
+    older_messages: HashMap<String, RawUsage>,
     anonymous_messages: u64,
     turn_usage: RawUsage,
     pending: RawUsage,
@@ -126,6 +132,7 @@ impl ClaudeParser {
             sent_api_timing: false,
             tools: HashMap::new(),
             usage_by_message: HashMap::new(),
+            older_messages: HashMap::new(),
             anonymous_messages: 0,
             turn_usage: RawUsage::default(),
             pending: RawUsage::default(),
@@ -185,36 +192,13 @@ impl ClaudeParser {
                 message: "assistant".into(),
             })];
         };
-        // `<synthetic>` marks a message Claude Code wrote itself, not a model's.
-        if let Some(model) = msg
-            .get("model")
-            .and_then(Value::as_str)
-            .filter(|m| !m.starts_with('<'))
-        {
-            self.model = Some(model.to_string());
-        }
+        self.note_model(msg.get("model").and_then(Value::as_str));
         if v.get("error").and_then(Value::as_str) == Some("authentication_failed") {
             self.auth_failure = Some(message_text(msg));
         }
         if let Some(usage) = msg.get("usage").filter(|u| u.is_object()) {
-            let id = match msg.get("id").and_then(Value::as_str) {
-                Some(id) => id.to_string(),
-                None => {
-                    self.anonymous_messages += 1;
-                    format!("\u{0}anonymous-{}", self.anonymous_messages)
-                }
-            };
             let raw = RawUsage::from_json(usage);
-            let prev = self.usage_by_message.get(&id).copied().unwrap_or_default();
-            let delta = raw.minus(&prev);
-            self.usage_by_message.insert(id, prev.max(&raw));
-            self.add_usage(delta);
-            // Hold input-only figures until the turn has output, so no zero-output event.
-            if self.turn_usage.output > 0
-                && let Some(ev) = self.flush_usage()
-            {
-                out.push(ev);
-            }
+            self.take_message_usage(msg.get("id").and_then(Value::as_str), raw, &mut out);
         }
         let mut parts = Vec::new();
         for block in msg
@@ -257,10 +241,108 @@ impl ClaudeParser {
                 _ => {}
             }
         }
-        if !parts.is_empty() {
-            out.push(self.notification(parts.join(" ")));
+        self.push_parts(parts, &mut out);
+        out
+    }
+
+    /// An assistant line read by [`fast::assistant`]: the same steps as [`Self::on_assistant`]
+    /// for a message of text blocks.
+    fn on_fast_assistant(&mut self, line: fast::AssistantLine<'_>) -> Vec<AgentEvent> {
+        let mut out = Vec::new();
+        self.note_model(line.model.as_ref().map(|m| &*m.0));
+        if let Some(u) = line.usage {
+            let raw = RawUsage {
+                input: u.input,
+                output: u.output,
+                cache_read: u.cache_read,
+                cache_creation: u.cache_creation,
+            };
+            self.take_message_usage(line.id.as_ref().map(|id| &*id.0), raw, &mut out);
+        }
+        // The parts joined as `push_parts` joins them, without a list of parts.
+        let mut text: Option<String> = None;
+        for part in line.texts.iter().map(str::trim).filter(|t| !t.is_empty()) {
+            let part = cut_chars(part, MESSAGE_CHARS);
+            match &mut text {
+                Some(text) => {
+                    text.push(' ');
+                    text.push_str(&part);
+                }
+                None => text = Some(part),
+            }
+        }
+        if let Some(text) = text {
+            out.push(self.notification(text));
         }
         out
+    }
+
+    /// The model an assistant message names; `<synthetic>` marks a message Claude Code wrote
+    /// itself, not a model's.
+    fn note_model(&mut self, model: Option<&str>) {
+        if let Some(model) = model.filter(|m| !m.starts_with('<'))
+            && self.model.as_deref() != Some(model)
+        {
+            self.model = Some(model.to_string());
+        }
+    }
+
+    /// Counts a message's usage snapshot once: only what it adds to the message's previous
+    /// snapshot (by id) is new.
+    fn take_message_usage(&mut self, id: Option<&str>, raw: RawUsage, out: &mut Vec<AgentEvent>) {
+        // A repeated snapshot of a known message updates its entry in place.
+        let (newer, older) = (&mut self.usage_by_message, &mut self.older_messages);
+        let known = id.and_then(|id| match newer.get_mut(id) {
+            Some(prev) => Some(prev),
+            None => older.get_mut(id),
+        });
+        let delta = match (id, known) {
+            (_, Some(prev)) => {
+                let delta = raw.minus(prev);
+                *prev = prev.max(&raw);
+                delta
+            }
+            (Some(id), None) => {
+                self.remember_message(id.to_string(), raw);
+                raw
+            }
+            (None, None) => {
+                self.anonymous_messages += 1;
+                let id = format!("\u{0}anonymous-{}", self.anonymous_messages);
+                self.remember_message(id, raw);
+                raw
+            }
+        };
+        self.add_usage(delta);
+        // Hold input-only figures until the turn has output, so no zero-output event.
+        if self.turn_usage.output > 0
+            && let Some(ev) = self.flush_usage()
+        {
+            out.push(ev);
+        }
+    }
+
+    /// Remembers a new message's snapshot. A full generation becomes the older one (the oldest
+    /// is forgotten, its room reused): a message's snapshots come together, and a flood of
+    /// message ids does not grow the parser without limit.
+    fn remember_message(&mut self, id: String, raw: RawUsage) {
+        if self.usage_by_message.len() >= MESSAGE_IDS {
+            std::mem::swap(&mut self.usage_by_message, &mut self.older_messages);
+            self.usage_by_message.clear();
+        }
+        self.usage_by_message.insert(id, raw);
+    }
+
+    /// The message's parts as one notification (none when it has none).
+    fn push_parts(&self, mut parts: Vec<String>, out: &mut Vec<AgentEvent>) {
+        let text = if parts.len() == 1 {
+            parts.pop()
+        } else {
+            (!parts.is_empty()).then(|| parts.join(" "))
+        };
+        if let Some(text) = text {
+            out.push(self.notification(text));
+        }
     }
 
     fn on_user(&mut self, v: &Value) -> Vec<AgentEvent> {
@@ -578,10 +660,17 @@ impl StreamParser for ClaudeParser {
     }
 
     fn on_line(&mut self, line: &[u8]) -> Vec<AgentEvent> {
-        let text = String::from_utf8_lossy(line);
+        // The plain check is much faster than the lossy decoding it spares a valid line.
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(line),
+        };
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return Vec::new();
+        }
+        if let Some(line) = fast::assistant(trimmed) {
+            return self.on_fast_assistant(line);
         }
         match serde_json::from_str::<Value>(trimmed) {
             Ok(v) if v.is_object() => self.parse(&v),
@@ -674,4 +763,33 @@ fn result_cost_usd(v: &Value) -> Option<f64> {
         .filter(|n| valid(*n))
         .collect();
     (!costs.is_empty()).then(|| costs.iter().sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    fn assistant(id: usize, output: u64) -> String {
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"m{id}","content":[],"usage":{{"input_tokens":1,"output_tokens":{output}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn message_ids_stay_bounded_and_a_recent_snapshot_counts_once() {
+        let mut p = ClaudeParser::new(Arc::new(ManualClock::new(0)), "/ws".into(), None);
+        for id in 0..5 * MESSAGE_IDS {
+            p.on_line(assistant(id, 2).as_bytes());
+        }
+        assert!(p.usage_by_message.len() + p.older_messages.len() <= 2 * MESSAGE_IDS);
+        let before = p.usage().expect("usage");
+        // The newest message again, grown: only the growth counts.
+        let last = 5 * MESSAGE_IDS - 1;
+        p.on_line(assistant(last, 3).as_bytes());
+        let after = p.usage().expect("usage");
+        assert_eq!(after.output_tokens, before.output_tokens + 1);
+        assert_eq!(after.input_tokens, before.input_tokens);
+        assert_eq!(before.output_tokens, 2 * 5 * MESSAGE_IDS as u64);
+    }
 }

@@ -77,29 +77,30 @@ fn take_session_start(e: &mut RunningEntry, session_id: &str, agent_pid: Option<
 }
 
 /// Takes one token-usage report: the session's, the model's and the agent totals' figures, and
-/// the stop at `agent.max_tokens` (0: none) once the issue's runs reach it.
+/// the stop at `agent.max_tokens` (0: none) once the issue's runs reach it. The metrics'
+/// share is added to `for_metrics`, counted once per message.
 fn take_token_usage(
     e: &mut RunningEntry,
     totals: &mut crate::orchestrator::core::state::AgentTotals,
-    metrics: &crate::metrics::Metrics,
+    for_metrics: &mut crate::agent::TokenUsage,
     usage: &crate::agent::TokenUsage,
     model: &Option<String>,
     max_tokens: u64,
 ) {
-    metrics.token_usage(usage);
+    *for_metrics = for_metrics.plus(usage);
     e.facts.tokens = e.facts.tokens.plus(usage);
     e.facts.tokens_measured = true;
     e.facts.turn_had_usage = true;
     e.facts.api_request_count += 1;
     e.facts.live_row_dirty = true;
-    if model.is_some() {
+    if model.is_some() && e.facts.reported_model != *model {
         e.facts.reported_model = model.clone();
     }
-    let part = e
-        .facts
-        .by_model
-        .entry(model.clone().unwrap_or_default())
-        .or_default();
+    let key = model.as_deref().unwrap_or_default();
+    let part = match e.facts.by_model.get_mut(key) {
+        Some(part) => part,
+        None => e.facts.by_model.entry(key.to_string()).or_default(),
+    };
     part.tokens = part.tokens.plus(usage);
     part.requests += 1;
     let t = totals;
@@ -147,8 +148,49 @@ fn keep_event(e: &mut RunningEntry, mut event: crate::agent::AgentEvent) {
     Arc::make_mut(&mut e.facts.events).push_owned(event);
 }
 
+/// Replaces `slot`'s text with `text`, reusing its buffer (the last event's type and message
+/// change with nearly every event).
+fn set_text(slot: &mut Option<String>, text: &str) {
+    match slot {
+        Some(s) if s == text => {}
+        Some(s) => {
+            s.clear();
+            s.push_str(text);
+        }
+        None => *slot = Some(text.to_string()),
+    }
+}
+
 impl Orchestrator {
     pub(crate) fn on_agent_event(&mut self, dispatch_id: &str, event: crate::agent::AgentEvent) {
+        let mut usage = crate::agent::TokenUsage::default();
+        let now = self.clock.now_ms();
+        self.take_agent_event(dispatch_id, event, now, &mut usage);
+        self.metrics.token_usage(&usage);
+    }
+
+    /// A burst of one dispatch's events, in order, taken at one time; the token metrics move
+    /// once for all.
+    pub(crate) fn on_agent_events(
+        &mut self,
+        dispatch_id: &str,
+        events: Vec<crate::agent::AgentEvent>,
+    ) {
+        let mut usage = crate::agent::TokenUsage::default();
+        let now = self.clock.now_ms();
+        for event in events {
+            self.take_agent_event(dispatch_id, event, now, &mut usage);
+        }
+        self.metrics.token_usage(&usage);
+    }
+
+    fn take_agent_event(
+        &mut self,
+        dispatch_id: &str,
+        event: crate::agent::AgentEvent,
+        now: i64,
+        for_metrics: &mut crate::agent::TokenUsage,
+    ) {
         let max_tokens = self.workflow.config.agent.max_tokens.unwrap_or(0);
         let Some(issue_id) = self.state.dispatch_index.get(dispatch_id) else {
             return;
@@ -158,13 +200,10 @@ impl Orchestrator {
         };
         e.facts.last_event_at_ms = Some(event.at_ms);
         let turn_completed = matches!(event.kind, AgentEventKind::TurnCompleted { .. });
-        let type_name = event.kind.type_name();
-        if e.facts.last_event_type.as_deref() != Some(type_name) {
-            e.facts.last_event_type = Some(type_name.to_string());
-        }
+        set_text(&mut e.facts.last_event_type, event.kind.type_name());
         let msg = event.kind.message();
         if !msg.trim().is_empty() {
-            e.facts.last_message = Some(crate::mask::mask(msg));
+            set_text(&mut e.facts.last_message, &crate::mask::mask_cow(msg));
         }
         match &event.kind {
             AgentEventKind::SessionStarted {
@@ -184,7 +223,7 @@ impl Orchestrator {
             AgentEventKind::TokenUsage { usage, model, .. } => take_token_usage(
                 e,
                 &mut self.state.totals,
-                &self.metrics,
+                for_metrics,
                 usage,
                 model,
                 max_tokens,
@@ -229,7 +268,6 @@ impl Orchestrator {
                 ceiling,
             );
         }
-        let now = self.clock.now_ms();
         write_live_row_if_due(
             &self.store,
             &self.workflow,

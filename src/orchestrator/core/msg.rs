@@ -1,6 +1,6 @@
 //! Messages into the orchestrator thread (ARCHITECTURE.md, "Threads": threads talk only through channels).
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Sender;
 
 use crate::agent::AgentEvent;
 
@@ -93,44 +93,135 @@ pub const EVENTS_IN_FLIGHT: usize = 1_024;
 /// sheddable event (`AgentEventKind::is_sheddable`: messages and tool chatter) is dropped
 /// and counted; any other event (usage, rate limits, session start, turn end, failures) waits
 /// for a slot, which pushes back through the bounded channels to the agent's stdout pipe.
+///
+/// Slots are a count under a lock rather than one channel operation each, so a batch of
+/// events ([`OrchMsg::AgentBatch`]) takes and frees its slots together.
 pub struct EventGate {
-    slots: Sender<()>,
-    release: Receiver<()>,
+    slots: std::sync::Arc<Slots>,
+    capacity: usize,
     shed: u64,
 }
 
-/// One taken slot; dropping it (the orchestrator handled or discarded the message) frees it.
-pub struct InFlight(Receiver<()>);
+/// The count of a gate's taken slots, and the wake of a sender waiting for one.
+#[derive(Default)]
+struct Slots {
+    count: std::sync::Mutex<Count>,
+    freed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Count {
+    taken: usize,
+    /// The sender waits for a slot: only then does freeing one signal (a futex call).
+    waiting: bool,
+}
+
+impl Slots {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Count> {
+        self.count.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Taken slots (one per event they cover); dropping them (the orchestrator handled or
+/// discarded the message) frees them.
+pub struct InFlight {
+    slots: std::sync::Arc<Slots>,
+    count: usize,
+}
+
+impl InFlight {
+    /// How many events these slots cover.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let _ = self.0.try_recv();
+        if self.count == 0 {
+            return;
+        }
+        let mut count = self.slots.lock();
+        count.taken = count.taken.saturating_sub(self.count);
+        let waiting = std::mem::take(&mut count.waiting);
+        drop(count);
+        if waiting {
+            self.slots.freed.notify_all();
+        }
     }
+}
+
+/// What [`EventGate::try_admit`] did with one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admitted {
+    /// The event has its slot (added to the given [`InFlight`]).
+    Taken,
+    /// A sheddable event found the gate full: dropped and counted.
+    Shed,
+    /// An essential event found the gate full: it must wait ([`EventGate::admit`]).
+    Full,
 }
 
 impl EventGate {
     pub fn new(capacity: usize) -> EventGate {
-        let (slots, release) = crossbeam_channel::bounded(capacity.max(1));
         EventGate {
-            slots,
-            release,
+            slots: std::sync::Arc::default(),
+            capacity: capacity.max(1),
             shed: 0,
         }
     }
 
-    /// A slot for one event, or `None` when a sheddable event is dropped.
-    pub fn admit(&mut self, sheddable: bool) -> Option<InFlight> {
-        let taken = if sheddable {
-            self.slots.try_send(()).is_ok()
-        } else {
-            // The gate holds the receiving end, so this send only waits, it cannot fail.
-            self.slots.send(()).is_ok()
-        };
-        if !taken {
-            self.shed += 1;
-            return None;
+    /// No slots yet: the start of a batch.
+    pub fn none(&self) -> InFlight {
+        InFlight {
+            slots: std::sync::Arc::clone(&self.slots),
+            count: 0,
         }
-        Some(InFlight(self.release.clone()))
+    }
+
+    /// A slot for one event, or `None` when a sheddable event is dropped. An essential event
+    /// waits for a slot.
+    pub fn admit(&mut self, sheddable: bool) -> Option<InFlight> {
+        let mut slot = self.none();
+        match self.try_admit(&mut slot, sheddable) {
+            Admitted::Taken => Some(slot),
+            Admitted::Shed => None,
+            Admitted::Full => {
+                self.wait_admit(&mut slot);
+                Some(slot)
+            }
+        }
+    }
+
+    /// Adds a slot for one event to `batch` if one is free; never waits.
+    pub fn try_admit(&mut self, batch: &mut InFlight, sheddable: bool) -> Admitted {
+        let mut count = self.slots.lock();
+        if count.taken < self.capacity {
+            count.taken += 1;
+            batch.count += 1;
+            return Admitted::Taken;
+        }
+        if sheddable {
+            self.shed += 1;
+            return Admitted::Shed;
+        }
+        Admitted::Full
+    }
+
+    /// Waits until a slot is free and adds it to `batch`. The caller holds no unsent slots
+    /// (they could be the ones it waits for).
+    pub fn wait_admit(&mut self, batch: &mut InFlight) {
+        let mut count = self.slots.lock();
+        while count.taken >= self.capacity {
+            count.waiting = true;
+            count = self
+                .slots
+                .freed
+                .wait(count)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        count.taken += 1;
+        batch.count += 1;
     }
 
     /// Sheddable events dropped so far.
@@ -148,6 +239,14 @@ pub enum OrchMsg {
         event: AgentEvent,
         /// The event's slot in its session's [`EventGate`], freed when the message is dropped.
         slot: InFlight,
+    },
+    /// Agent events of a running dispatch in the order they came: what the forwarder drained
+    /// in one go, so the orchestrator takes a burst with one message.
+    AgentBatch {
+        dispatch_id: std::sync::Arc<str>,
+        events: Vec<AgentEvent>,
+        /// One [`EventGate`] slot per event, freed when the message is dropped.
+        slots: InFlight,
     },
     /// A supervisor prepared the session's workspace at `path`.
     WorkspaceReady {

@@ -600,6 +600,7 @@ impl Orchestrator {
         let deferrable = matches!(
             m,
             OrchMsg::Agent { .. }
+                | OrchMsg::AgentBatch { .. }
                 | OrchMsg::TurnStarted { .. }
                 | OrchMsg::WorkspaceReady { .. }
                 | OrchMsg::SelfReview { .. }
@@ -717,14 +718,15 @@ impl Orchestrator {
 
     pub(crate) fn handle(&mut self, msg: OrchMsg) {
         match msg {
+            // The events' gate slots go with the rest of the message, once they are handled.
             OrchMsg::Agent {
+                dispatch_id, event, ..
+            } => self.on_agent_event(&dispatch_id, event),
+            OrchMsg::AgentBatch {
                 dispatch_id,
-                event,
-                slot,
-            } => {
-                self.on_agent_event(&dispatch_id, event);
-                drop(slot);
-            }
+                events,
+                ..
+            } => self.on_agent_events(&dispatch_id, events),
             OrchMsg::WorkspaceReady { dispatch_id, path } => {
                 if let Some(e) = self.running_by_dispatch(&dispatch_id) {
                     e.facts.workspace_path = Some(path);

@@ -21,7 +21,8 @@ use crate::tracker::TrackerAdapter;
 use crate::workspace::{HookEnv, HookKind, WorkspaceManager};
 
 use super::msg::{
-    EVENTS_IN_FLIGHT, ErrorCode, EventGate, OrchMsg, SupervisorExit, SupervisorResult,
+    Admitted, EVENTS_IN_FLIGHT, ErrorCode, EventGate, InFlight, OrchMsg, SupervisorExit,
+    SupervisorResult,
 };
 
 /// Everything one attempt needs, frozen at dispatch (a reload does not change a running attempt).
@@ -668,10 +669,16 @@ fn spawn_forwarder(
     std::io::Result<std::thread::JoinHandle<()>>,
 ) {
     let (ev_tx, ev_rx) = crossbeam_channel::bounded::<AgentEvent>(FORWARD_CHANNEL);
-    let tx = job.tx.clone();
-    let dispatch_id: Arc<str> = Arc::from(job.dispatch_id.as_str());
-    let state = state.clone();
-    let clock = job.clock.clone();
+    let mut forwarder = Forwarder {
+        tx: job.tx.clone(),
+        dispatch_id: Arc::from(job.dispatch_id.as_str()),
+        state: state.clone(),
+        clock: job.clock.clone(),
+        gate: EventGate::new(EVENTS_IN_FLIGHT),
+        events: Vec::with_capacity(FORWARD_BATCH),
+        slots: None,
+        usage: None,
+    };
     let identifier = job.issue.identifier.clone();
     let metrics = job.metrics.clone();
     let workflow = crate::log_field::thread_workflow();
@@ -680,25 +687,24 @@ fn spawn_forwarder(
         .stack_size(FORWARDER_STACK)
         .spawn(move || {
             crate::log_field::set_thread_workflow(workflow);
-            let mut gate = EventGate::new(EVENTS_IN_FLIGHT);
-            for event in ev_rx.iter() {
-                track_state(&state, &event.kind, clock.instant());
-                let Some(slot) = gate.admit(event.kind.is_sheddable()) else {
-                    continue;
-                };
-                let _ = tx.send(OrchMsg::Agent {
-                    dispatch_id: Arc::clone(&dispatch_id),
-                    event,
-                    slot,
-                });
+            while let Ok(first) = ev_rx.recv() {
+                forwarder.take(first);
+                // The rest of the burst goes with it, as one message.
+                while forwarder.events.len() < FORWARD_BATCH
+                    && let Ok(event) = ev_rx.try_recv()
+                {
+                    forwarder.take(event);
+                }
+                forwarder.send();
             }
-            with_state(&state, |f| f.flush(clock.instant()));
-            if gate.shed() > 0 {
-                metrics.events_shed(gate.shed());
+            with_state(&forwarder.state, |f| f.flush(forwarder.clock.instant()));
+            let shed = forwarder.gate.shed();
+            if shed > 0 {
+                metrics.events_shed(shed);
                 log::info!(
                     issue_identifier:% = identifier,
-                    dispatch_id:% = dispatch_id,
-                    shed:% = gate.shed();
+                    dispatch_id:% = forwarder.dispatch_id,
+                    shed:% = shed;
                     "agent events shed under backpressure"
                 );
             }
@@ -706,12 +712,97 @@ fn spawn_forwarder(
     (ev_tx, handle)
 }
 
-/// Usage figures update the state file (throttled); a turn's end writes it.
-fn track_state(state: &SharedState, kind: &AgentEventKind, now: std::time::Instant) {
-    match kind {
-        AgentEventKind::TokenUsage { usage, .. } => with_state(state, |f| f.add_usage(usage, now)),
-        k if k.is_terminal() => with_state(state, |f| f.flush(now)),
-        _ => {}
+/// Most events the forwarder sends in one message.
+const FORWARD_BATCH: usize = 256;
+
+/// The forwarder's state between two messages to the orchestrator: the events drained so far,
+/// their gate slots, and the usage they carry that the state file has not taken yet.
+struct Forwarder {
+    tx: Sender<OrchMsg>,
+    dispatch_id: Arc<str>,
+    state: SharedState,
+    clock: Arc<dyn crate::clock::Clock>,
+    gate: EventGate,
+    events: Vec<AgentEvent>,
+    slots: Option<InFlight>,
+    usage: Option<crate::agent::TokenUsage>,
+}
+
+impl Forwarder {
+    /// Adds one event to the batch under the shedding rule; an essential event that finds the
+    /// gate full sends the batch first (its slots may be the ones it waits for), then waits.
+    fn take(&mut self, event: AgentEvent) {
+        match &event.kind {
+            AgentEventKind::TokenUsage { usage, .. } => {
+                self.usage = Some(self.usage.map_or(*usage, |u| u.plus(usage)));
+            }
+            k if k.is_terminal() => self.update_state(true),
+            _ => {}
+        }
+        let mut slots = self.slots.take().unwrap_or_else(|| self.gate.none());
+        match self.gate.try_admit(&mut slots, event.kind.is_sheddable()) {
+            Admitted::Taken => {}
+            Admitted::Shed => {
+                self.slots = Some(slots);
+                return;
+            }
+            Admitted::Full => {
+                self.slots = Some(slots);
+                self.send();
+                let mut slots = self.gate.none();
+                self.gate.wait_admit(&mut slots);
+                self.slots = Some(slots);
+                self.events.push(event);
+                return;
+            }
+        }
+        self.slots = Some(slots);
+        self.events.push(event);
+    }
+
+    /// Sends the batch (one message, or the plain one for a single event) and hands the state
+    /// file the usage it carried, under one lock.
+    fn send(&mut self) {
+        self.update_state(false);
+        let Some(slots) = self.slots.take() else {
+            return;
+        };
+        let dispatch_id = Arc::clone(&self.dispatch_id);
+        let msg = if self.events.len() == 1
+            && let Some(event) = self.events.pop()
+        {
+            OrchMsg::Agent {
+                dispatch_id,
+                event,
+                slot: slots,
+            }
+        } else if self.events.is_empty() {
+            return;
+        } else {
+            OrchMsg::AgentBatch {
+                dispatch_id,
+                events: std::mem::replace(&mut self.events, Vec::with_capacity(FORWARD_BATCH)),
+                slots,
+            }
+        };
+        let _ = self.tx.send(msg);
+    }
+
+    /// Usage figures update the state file (throttled); a turn's end writes it.
+    fn update_state(&mut self, turn_ended: bool) {
+        let usage = self.usage.take();
+        if usage.is_none() && !turn_ended {
+            return;
+        }
+        let now = self.clock.instant();
+        with_state(&self.state, |f| {
+            if let Some(u) = &usage {
+                f.add_usage(u, now);
+            }
+            if turn_ended {
+                f.flush(now);
+            }
+        });
     }
 }
 
