@@ -122,9 +122,10 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 /// Answers `GET`/`HEAD /api/v1/state` from the cached document: gzip when the client accepts
 /// it, 304 when its `If-None-Match` names the current document.
 pub fn serve(state: &AppState, req: Request) {
-    let body = state.state_cache.current(state);
+    let wants_gzip = accepts_gzip(&req);
+    let body = state.state_cache.current_for(state, wants_gzip);
     let fresh = if_none_match(&req).is_some_and(|h| body.matches(h));
-    let gzipped = if accepts_gzip(&req) { body.gzip() } else { &[] };
+    let gzipped = if wants_gzip { body.gzip() } else { &[] };
     let doc = if gzipped.is_empty() {
         Tagged {
             body: &body.json,
@@ -141,46 +142,83 @@ pub fn serve(state: &AppState, req: Request) {
     send_tagged(req, doc, fresh);
 }
 
-/// What the cached body was built from: the published snapshot (by identity), the set of
-/// registered secrets it was masked against, the notification destinations' state (health
-/// rows and attention items read it) and the reaction activity committed (`pr_loop` reads it).
+/// What a cached body was built from: the secret registry's generation it was masked
+/// against, the notification destinations' state (health rows and attention items read it)
+/// and the reaction activity committed (`pr_loop` reads it).
+type Generation = (u64, u64, u64);
+
+fn generation_now() -> Generation {
+    (
+        crate::mask::generation(),
+        crate::notify::status::generation(),
+        crate::store::pr_loop::generation(),
+    )
+}
+
+/// What the cached body was built from: the published snapshot (by identity) and the
+/// [`Generation`].
 struct Cached {
     snap: Arc<Snapshot>,
-    mask_generation: (u64, u64, u64),
+    generation: Generation,
     body: Arc<StateBody>,
 }
 
 impl Cached {
-    fn serves(&self, snap: &Arc<Snapshot>, mask_generation: (u64, u64, u64)) -> bool {
-        Arc::ptr_eq(&self.snap, snap) && self.mask_generation == mask_generation
+    fn serves(&self, snap: &Arc<Snapshot>, generation: Generation) -> bool {
+        Arc::ptr_eq(&self.snap, snap) && self.generation == generation
     }
 }
 
 /// The state document of the latest published snapshot, built at most once per publish.
+///
+/// At a thousand running sessions snapshots publish every few tens of milliseconds and a
+/// build takes milliseconds, so readers must not queue behind builds: one request builds,
+/// and requests arriving meanwhile are served the previous document (as if they had come a
+/// build's time earlier) unless it was masked against an older secret registry.
 #[derive(Default)]
 pub struct StateCache {
     slot: Mutex<Option<Cached>>,
+    /// Held by the one request building a document.
+    building: Mutex<()>,
 }
 
 impl StateCache {
-    /// The body for the snapshot published now. The lock is held while building, so requests
-    /// arriving during a rebuild wait for it instead of building the same document again; the
-    /// snapshot is read under the lock, so a slower request never replaces a newer document
-    /// with an older one. A document whose run-history read failed is served but not kept.
+    /// The body for the snapshot published now, as [`StateCache::current_for`] gives it to a
+    /// client that does not ask for gzip.
     pub fn current(&self, state: &AppState) -> Arc<StateBody> {
-        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
-        let snap = state.orch.snapshot();
-        let generation = (
-            crate::mask::generation(),
-            crate::notify::status::generation(),
-            crate::store::pr_loop::generation(),
-        );
-        if let Some(c) = slot.as_ref().filter(|c| c.serves(&snap, generation)) {
-            return Arc::clone(&c.body);
+        self.current_for(state, false)
+    }
+
+    /// The body for the snapshot published now; with `gzip` its gzip encoding is ready. The
+    /// snapshot is read under the build lock, so a slower request never replaces a newer
+    /// document with an older one. A document whose run-history read failed is served but
+    /// not kept.
+    pub fn current_for(&self, state: &AppState, gzip: bool) -> Arc<StateBody> {
+        let (snap, generation) = (state.orch.snapshot(), generation_now());
+        let previous = match self.lookup(&snap, generation) {
+            Ok(body) => return body,
+            Err(previous) => previous,
+        };
+        let _building = match self.building.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if let Some(body) = previous {
+                    return body;
+                }
+                self.building.lock().unwrap_or_else(|p| p.into_inner())
+            }
+        };
+        let (snap, generation) = (state.orch.snapshot(), generation_now());
+        if let Ok(body) = self.lookup(&snap, generation) {
+            return body;
         }
         let started = Instant::now();
         let (doc, complete) = view(state, &snap);
         let body = Arc::new(StateBody::new(masked_json(&doc)));
+        if gzip {
+            body.gzip();
+        }
         log::debug!(
             revision:% = snap.revision,
             bytes:% = body.json.len(),
@@ -188,12 +226,28 @@ impl StateCache {
             complete:% = complete;
             "state document built"
         );
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
         *slot = complete.then(|| Cached {
             snap,
-            mask_generation: generation,
+            generation,
             body: Arc::clone(&body),
         });
         body
+    }
+
+    /// The cached body when it serves `snap` at `generation`; otherwise the cached body a
+    /// concurrent build may serve instead (one masked against the same secrets), if any.
+    fn lookup(
+        &self,
+        snap: &Arc<Snapshot>,
+        generation: Generation,
+    ) -> Result<Arc<StateBody>, Option<Arc<StateBody>>> {
+        let slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.as_ref() {
+            Some(c) if c.serves(snap, generation) => Ok(Arc::clone(&c.body)),
+            Some(c) if c.generation.0 == generation.0 => Err(Some(Arc::clone(&c.body))),
+            _ => Err(None),
+        }
     }
 }
 

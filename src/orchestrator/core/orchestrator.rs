@@ -136,6 +136,8 @@ pub struct Orchestrator {
     pub(crate) poll_out: Option<Instant>,
     /// Ticks skipped while the current poll is out (logged when it comes back).
     pub(crate) skipped_while_out: u64,
+    /// A database ping of its own (one not carried by a poll) is out.
+    pub(crate) ping_out: bool,
     /// A terminal-workspace sweep is out.
     pub(crate) sweep_out: bool,
     /// The threads that make the tracker and forge calls.
@@ -217,6 +219,7 @@ impl Orchestrator {
             last_poll_at: None,
             poll_out: None,
             skipped_while_out: 0,
+            ping_out: false,
             sweep_out: false,
             lanes: super::io::Lanes::spawn(),
             draining: None,

@@ -419,7 +419,7 @@ impl Snapshot {
             draining,
             running: running_rows(state),
             retrying: Arc::new(retrying),
-            held: Arc::new(state.held.values().cloned().collect()),
+            held: state.held.rows(),
             budget_exhausted: Arc::new(state.budget_held.values().cloned().collect()),
             failure_held: Arc::new(state.failure_held.values().cloned().collect()),
             parked: Arc::new(state.parked.values().cloned().collect()),
