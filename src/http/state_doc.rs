@@ -258,6 +258,37 @@ mod tests {
     use crate::domain::{Issue, RetryTrigger};
     use crate::orchestrator::snapshot::RetryRow;
 
+    /// While another request builds, a reader may be served the previous body, but never
+    /// one masked against an older secret registry.
+    #[test]
+    fn a_build_in_progress_serves_the_previous_body_masked_the_same_way() {
+        let cache = StateCache::default();
+        let first = Arc::new(Snapshot::default());
+        let body = Arc::new(StateBody::new(b"{}".to_vec()));
+        *cache.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(Cached {
+            snap: Arc::clone(&first),
+            generation: (1, 1, 1),
+            body: Arc::clone(&body),
+        });
+        let served = |r: Result<Arc<StateBody>, Option<Arc<StateBody>>>| match r {
+            Ok(b) => ("current", Some(b)),
+            Err(b) => ("stale", b),
+        };
+        let (kind, b) = served(cache.lookup(&first, (1, 1, 1)));
+        assert_eq!(kind, "current");
+        assert!(b.is_some_and(|b| Arc::ptr_eq(&b, &body)));
+        let next = Arc::new(Snapshot::default());
+        let (kind, b) = served(cache.lookup(&next, (1, 2, 3)));
+        assert_eq!(kind, "stale");
+        assert!(b.is_some_and(|b| Arc::ptr_eq(&b, &body)));
+        let (kind, b) = served(cache.lookup(&first, (2, 1, 1)));
+        assert_eq!(kind, "stale");
+        assert!(
+            b.is_none(),
+            "a body masked against older secrets is never served"
+        );
+    }
+
     /// Serializing the view directly gives the bytes the `Value` round trip used to give.
     #[test]
     fn direct_serialization_matches_the_value_tree() {

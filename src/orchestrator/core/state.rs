@@ -796,6 +796,47 @@ impl State {
 mod tests {
     use super::*;
 
+    fn hold(id: &str) -> Held {
+        Held {
+            issue: Issue {
+                id: id.into(),
+                ..Default::default()
+            },
+            reason: HoldReason::BlockersNotRead,
+            since_ms: 1,
+        }
+    }
+
+    #[test]
+    fn the_served_hold_list_is_shared_until_a_hold_changes() {
+        use std::sync::Arc;
+        let mut m: HeldMap = [("1".to_string(), hold("1"))].into_iter().collect();
+        let a = m.rows();
+        assert!(Arc::ptr_eq(&a, &m.rows()));
+        // A pass that kept every hold as it was keeps the list.
+        let (map, rows) = m.take();
+        m.replace(map, rows, true);
+        assert!(Arc::ptr_eq(&a, &m.rows()));
+        // One that changed any builds it again.
+        let (map, rows) = m.take();
+        m.replace(map, rows, false);
+        let b = m.rows();
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert_eq!(b.len(), 1);
+        m.insert("2".into(), hold("2"));
+        let c = m.rows();
+        assert_eq!(
+            c.iter().map(|h| h.issue.id.as_str()).collect::<Vec<_>>(),
+            ["1", "2"]
+        );
+        // Removing an issue that is not held changes nothing; removing a held one does.
+        assert!(m.remove("9").is_none());
+        assert!(Arc::ptr_eq(&c, &m.rows()));
+        assert!(m.remove("1").is_some());
+        assert_eq!(m.rows().len(), 1);
+        assert_eq!(m.len(), 1);
+    }
+
     #[test]
     fn poll_health_tracks_streaks_and_last_success() {
         let mut p = PollHealth::default();
