@@ -10,8 +10,9 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -171,15 +172,62 @@ impl Cached {
 
 /// The state document of the latest published snapshot, built at most once per publish.
 ///
-/// At a thousand running sessions snapshots publish every few tens of milliseconds and a
-/// build takes milliseconds, so readers must not queue behind builds: one request builds,
-/// and requests arriving meanwhile are served the previous document (as if they had come a
-/// build's time earlier) unless it was masked against an older secret registry.
+/// At a thousand running sessions agent events publish a snapshot every 50 ms and a build
+/// takes milliseconds, so readers must not queue behind builds of those: while one is built
+/// (by [`spawn_builder`]'s thread, or a request), a reader is served the previous document
+/// when only agent events separate the two ([`Snapshot::same_schedule`]) and it was built
+/// under the same generations (secrets, notifications, reactions), as if the reader had come
+/// a build's time earlier. After a scheduling change (a dispatch, an exit, a tick, an
+/// acknowledgement) readers wait for the new document.
 #[derive(Default)]
 pub struct StateCache {
     slot: Mutex<Option<Cached>>,
-    /// Held by the one request building a document.
+    /// Held by the one thread building a document.
     building: Mutex<()>,
+    /// Milliseconds since [`demand_epoch`] of the latest request (0: none yet).
+    demanded_at_ms: AtomicU64,
+}
+
+/// How long after the latest request the builder thread keeps the document current.
+const DEMAND_WINDOW_MS: u64 = 2_000;
+
+fn demand_epoch() -> &'static Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now)
+}
+
+fn demand_clock_ms() -> u64 {
+    // Never 0, which means "no request yet".
+    demand_epoch().elapsed().as_millis() as u64 + 1
+}
+
+/// Starts the thread that builds `state`'s document after each publish while it is being
+/// requested (within [`DEMAND_WINDOW_MS`] of the latest request), so requests find it built
+/// and rarely pay for a build themselves. It ends with the server (`stopping`) or when the
+/// workflow's state is dropped.
+pub fn spawn_builder(state: &Arc<AppState>) {
+    let weak = Arc::downgrade(state);
+    let spawned = std::thread::Builder::new()
+        .name("state-doc".into())
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let mut seen = crate::orchestrator::snapshot::published_count();
+            loop {
+                seen = crate::orchestrator::snapshot::wait_published(seen, Duration::from_secs(1));
+                let Some(state) = weak.upgrade() else {
+                    return;
+                };
+                if state.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                if state.state_cache.demanded() {
+                    state.state_cache.refresh(&state);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        log::warn!(error:% = e; "state document builder not started; requests build it");
+    }
 }
 
 impl StateCache {
@@ -194,12 +242,14 @@ impl StateCache {
     /// document with an older one. A document whose run-history read failed is served but
     /// not kept.
     pub fn current_for(&self, state: &AppState, gzip: bool) -> Arc<StateBody> {
+        self.demanded_at_ms
+            .store(demand_clock_ms(), Ordering::Relaxed);
         let (snap, generation) = (state.orch.snapshot(), generation_now());
         let previous = match self.lookup(&snap, generation) {
             Ok(body) => return body,
             Err(previous) => previous,
         };
-        let _building = match self.building.try_lock() {
+        let building = match self.building.try_lock() {
             Ok(guard) => guard,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => {
@@ -209,6 +259,32 @@ impl StateCache {
                 self.building.lock().unwrap_or_else(|p| p.into_inner())
             }
         };
+        self.build(state, gzip, building)
+    }
+
+    /// Whether a request came within the demand window.
+    fn demanded(&self) -> bool {
+        let at = self.demanded_at_ms.load(Ordering::Relaxed);
+        at != 0 && demand_clock_ms().saturating_sub(at) < DEMAND_WINDOW_MS
+    }
+
+    /// Builds the document of the snapshot published now (with its gzip encoding), unless it
+    /// is built or being built.
+    fn refresh(&self, state: &AppState) {
+        if let Ok(building) = self.building.try_lock() {
+            self.build(state, true, building);
+        }
+    }
+
+    /// The body of the snapshot published now, built under the `building` lock unless a
+    /// build that ended meanwhile made it. The snapshot is read under the lock, so a slower
+    /// build never replaces a newer document with an older one.
+    fn build(
+        &self,
+        state: &AppState,
+        gzip: bool,
+        _building: std::sync::MutexGuard<'_, ()>,
+    ) -> Arc<StateBody> {
         let (snap, generation) = (state.orch.snapshot(), generation_now());
         if let Ok(body) = self.lookup(&snap, generation) {
             return body;
@@ -236,7 +312,7 @@ impl StateCache {
     }
 
     /// The cached body when it serves `snap` at `generation`; otherwise the cached body a
-    /// concurrent build may serve instead (one masked against the same secrets), if any.
+    /// concurrent build may serve instead (see [`StateCache`]), if any.
     fn lookup(
         &self,
         snap: &Arc<Snapshot>,
@@ -245,7 +321,9 @@ impl StateCache {
         let slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
         match slot.as_ref() {
             Some(c) if c.serves(snap, generation) => Ok(Arc::clone(&c.body)),
-            Some(c) if c.generation.0 == generation.0 => Err(Some(Arc::clone(&c.body))),
+            Some(c) if c.generation == generation && c.snap.same_schedule(snap) => {
+                Err(Some(Arc::clone(&c.body)))
+            }
             _ => Err(None),
         }
     }
@@ -258,34 +336,50 @@ mod tests {
     use crate::domain::{Issue, RetryTrigger};
     use crate::orchestrator::snapshot::RetryRow;
 
-    /// While another request builds, a reader may be served the previous body, but never
-    /// one masked against an older secret registry.
+    /// While another thread builds, a reader may be served the previous body when only
+    /// agent events separate the snapshots and the generations are the same; never one
+    /// masked against an older secret registry, nor one from before a scheduling change.
     #[test]
-    fn a_build_in_progress_serves_the_previous_body_masked_the_same_way() {
+    fn a_build_in_progress_serves_the_previous_body_only_across_agent_events() {
+        let snapshot = |revision, schedule_revision| {
+            Arc::new(Snapshot {
+                revision,
+                schedule_revision,
+                ..Default::default()
+            })
+        };
         let cache = StateCache::default();
-        let first = Arc::new(Snapshot::default());
+        let first = snapshot(10, 10);
         let body = Arc::new(StateBody::new(b"{}".to_vec()));
         *cache.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(Cached {
             snap: Arc::clone(&first),
             generation: (1, 1, 1),
             body: Arc::clone(&body),
         });
-        let served = |r: Result<Arc<StateBody>, Option<Arc<StateBody>>>| match r {
-            Ok(b) => ("current", Some(b)),
-            Err(b) => ("stale", b),
+        let kind = |r: Result<Arc<StateBody>, Option<Arc<StateBody>>>| match r {
+            Ok(b) if Arc::ptr_eq(&b, &body) => "current",
+            Err(Some(b)) if Arc::ptr_eq(&b, &body) => "previous",
+            Err(None) => "wait",
+            _ => "other",
         };
-        let (kind, b) = served(cache.lookup(&first, (1, 1, 1)));
-        assert_eq!(kind, "current");
-        assert!(b.is_some_and(|b| Arc::ptr_eq(&b, &body)));
-        let next = Arc::new(Snapshot::default());
-        let (kind, b) = served(cache.lookup(&next, (1, 2, 3)));
-        assert_eq!(kind, "stale");
-        assert!(b.is_some_and(|b| Arc::ptr_eq(&b, &body)));
-        let (kind, b) = served(cache.lookup(&first, (2, 1, 1)));
-        assert_eq!(kind, "stale");
-        assert!(
-            b.is_none(),
-            "a body masked against older secrets is never served"
+        assert_eq!(kind(cache.lookup(&first, (1, 1, 1))), "current");
+        let events = snapshot(11, 10);
+        assert_eq!(kind(cache.lookup(&events, (1, 1, 1))), "previous");
+        assert_eq!(kind(cache.lookup(&events, (2, 1, 1))), "wait", "new secret");
+        assert_eq!(
+            kind(cache.lookup(&events, (1, 2, 1))),
+            "wait",
+            "notifications"
+        );
+        assert_eq!(
+            kind(cache.lookup(&snapshot(12, 12), (1, 1, 1))),
+            "wait",
+            "a dispatch"
+        );
+        assert_eq!(
+            kind(cache.lookup(&snapshot(11, 0), (1, 1, 1))),
+            "wait",
+            "built by hand"
         );
     }
 

@@ -529,10 +529,19 @@ impl Orchestrator {
                 changed.note(false);
             }
             if let Some(deadline) = self.draining {
+                // A thousand sessions stopping end a thousand passes: their changes are
+                // published together, at most one snapshot per publish delay.
+                let now = self.clock.instant();
                 if changed.any() {
+                    self.pacer.defer(now);
+                }
+                if self.pacer.due(now) {
                     self.publish();
                 }
                 if self.state.running.is_empty() && self.state.settling.is_empty() {
+                    if self.pacer.wait(now).is_some() {
+                        self.publish();
+                    }
                     break;
                 }
                 if self.clock.instant() >= deadline {
@@ -689,9 +698,11 @@ impl Orchestrator {
     pub(crate) fn next_wakeup(&mut self) -> Duration {
         let now = self.clock.instant();
         if let Some(deadline) = self.draining {
+            let publish = self.pacer.wait(now).unwrap_or(Duration::from_millis(200));
             return deadline
                 .saturating_duration_since(now)
-                .min(Duration::from_millis(200));
+                .min(Duration::from_millis(200))
+                .min(publish);
         }
         let mut wait = self.next_tick_at.saturating_duration_since(now);
         // A refresh waits for the floor (one during an outstanding poll is woken by the poll's
