@@ -209,7 +209,6 @@ pub fn spawn_builder(state: &Arc<AppState>) {
     let weak = Arc::downgrade(state);
     let spawned = std::thread::Builder::new()
         .name("state-doc".into())
-        .stack_size(256 * 1024)
         .spawn(move || {
             let mut seen = crate::orchestrator::snapshot::published_count();
             loop {
