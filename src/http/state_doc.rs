@@ -10,8 +10,9 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -122,9 +123,10 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 /// Answers `GET`/`HEAD /api/v1/state` from the cached document: gzip when the client accepts
 /// it, 304 when its `If-None-Match` names the current document.
 pub fn serve(state: &AppState, req: Request) {
-    let body = state.state_cache.current(state);
+    let wants_gzip = accepts_gzip(&req);
+    let body = state.state_cache.current_for(state, wants_gzip);
     let fresh = if_none_match(&req).is_some_and(|h| body.matches(h));
-    let gzipped = if accepts_gzip(&req) { body.gzip() } else { &[] };
+    let gzipped = if wants_gzip { body.gzip() } else { &[] };
     let doc = if gzipped.is_empty() {
         Tagged {
             body: &body.json,
@@ -141,46 +143,157 @@ pub fn serve(state: &AppState, req: Request) {
     send_tagged(req, doc, fresh);
 }
 
-/// What the cached body was built from: the published snapshot (by identity), the set of
-/// registered secrets it was masked against, the notification destinations' state (health
-/// rows and attention items read it) and the reaction activity committed (`pr_loop` reads it).
+/// What a cached body was built from: the secret registry's generation it was masked
+/// against, the notification destinations' state (health rows and attention items read it)
+/// and the reaction activity committed (`pr_loop` reads it).
+type Generation = (u64, u64, u64);
+
+fn generation_now() -> Generation {
+    (
+        crate::mask::generation(),
+        crate::notify::status::generation(),
+        crate::store::pr_loop::generation(),
+    )
+}
+
+/// What the cached body was built from: the published snapshot (by identity) and the
+/// [`Generation`].
 struct Cached {
     snap: Arc<Snapshot>,
-    mask_generation: (u64, u64, u64),
+    generation: Generation,
     body: Arc<StateBody>,
 }
 
 impl Cached {
-    fn serves(&self, snap: &Arc<Snapshot>, mask_generation: (u64, u64, u64)) -> bool {
-        Arc::ptr_eq(&self.snap, snap) && self.mask_generation == mask_generation
+    fn serves(&self, snap: &Arc<Snapshot>, generation: Generation) -> bool {
+        Arc::ptr_eq(&self.snap, snap) && self.generation == generation
     }
 }
 
 /// The state document of the latest published snapshot, built at most once per publish.
+///
+/// At a thousand running sessions agent events publish a snapshot every 50 ms and a build
+/// takes milliseconds, so readers must not queue behind builds of those: while one is built
+/// (by [`spawn_builder`]'s thread, or a request), a reader is served the previous document
+/// when only agent events separate the two ([`Snapshot::same_schedule`]) and it was built
+/// under the same generations (secrets, notifications, reactions), as if the reader had come
+/// a build's time earlier. After a scheduling change (a dispatch, an exit, a tick, an
+/// acknowledgement) readers wait for the new document.
 #[derive(Default)]
 pub struct StateCache {
     slot: Mutex<Option<Cached>>,
+    /// Held by the one thread building a document.
+    building: Mutex<()>,
+    /// Milliseconds since [`demand_epoch`] of the latest request (0: none yet).
+    demanded_at_ms: AtomicU64,
+}
+
+/// How long after the latest request the builder thread keeps the document current.
+const DEMAND_WINDOW_MS: u64 = 2_000;
+
+fn demand_epoch() -> &'static Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now)
+}
+
+fn demand_clock_ms() -> u64 {
+    // Never 0, which means "no request yet".
+    demand_epoch().elapsed().as_millis() as u64 + 1
+}
+
+/// Starts the thread that builds `state`'s document after each publish while it is being
+/// requested (within [`DEMAND_WINDOW_MS`] of the latest request), so requests find it built
+/// and rarely pay for a build themselves. It ends with the server (`stopping`) or when the
+/// workflow's state is dropped.
+pub fn spawn_builder(state: &Arc<AppState>) {
+    let weak = Arc::downgrade(state);
+    let spawned = std::thread::Builder::new()
+        .name("state-doc".into())
+        .spawn(move || {
+            let mut seen = crate::orchestrator::snapshot::published_count();
+            loop {
+                seen = crate::orchestrator::snapshot::wait_published(seen, Duration::from_secs(1));
+                let Some(state) = weak.upgrade() else {
+                    return;
+                };
+                if state.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                if state.state_cache.demanded() {
+                    state.state_cache.refresh(&state);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        log::warn!(error:% = e; "state document builder not started; requests build it");
+    }
 }
 
 impl StateCache {
-    /// The body for the snapshot published now. The lock is held while building, so requests
-    /// arriving during a rebuild wait for it instead of building the same document again; the
-    /// snapshot is read under the lock, so a slower request never replaces a newer document
-    /// with an older one. A document whose run-history read failed is served but not kept.
+    /// The body for the snapshot published now, as [`StateCache::current_for`] gives it to a
+    /// client that does not ask for gzip.
     pub fn current(&self, state: &AppState) -> Arc<StateBody> {
-        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
-        let snap = state.orch.snapshot();
-        let generation = (
-            crate::mask::generation(),
-            crate::notify::status::generation(),
-            crate::store::pr_loop::generation(),
-        );
-        if let Some(c) = slot.as_ref().filter(|c| c.serves(&snap, generation)) {
-            return Arc::clone(&c.body);
+        self.current_for(state, false)
+    }
+
+    /// The body for the snapshot published now; with `gzip` its gzip encoding is ready. The
+    /// snapshot is read under the build lock, so a slower request never replaces a newer
+    /// document with an older one. A document whose run-history read failed is served but
+    /// not kept.
+    pub fn current_for(&self, state: &AppState, gzip: bool) -> Arc<StateBody> {
+        self.demanded_at_ms
+            .store(demand_clock_ms(), Ordering::Relaxed);
+        let (snap, generation) = (state.orch.snapshot(), generation_now());
+        let previous = match self.lookup(&snap, generation) {
+            Ok(body) => return body,
+            Err(previous) => previous,
+        };
+        let building = match self.building.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if let Some(body) = previous {
+                    return body;
+                }
+                self.building.lock().unwrap_or_else(|p| p.into_inner())
+            }
+        };
+        self.build(state, gzip, building)
+    }
+
+    /// Whether a request came within the demand window.
+    fn demanded(&self) -> bool {
+        let at = self.demanded_at_ms.load(Ordering::Relaxed);
+        at != 0 && demand_clock_ms().saturating_sub(at) < DEMAND_WINDOW_MS
+    }
+
+    /// Builds the document of the snapshot published now (with its gzip encoding), unless it
+    /// is built or being built.
+    fn refresh(&self, state: &AppState) {
+        if let Ok(building) = self.building.try_lock() {
+            self.build(state, true, building);
+        }
+    }
+
+    /// The body of the snapshot published now, built under the `building` lock unless a
+    /// build that ended meanwhile made it. The snapshot is read under the lock, so a slower
+    /// build never replaces a newer document with an older one.
+    fn build(
+        &self,
+        state: &AppState,
+        gzip: bool,
+        _building: std::sync::MutexGuard<'_, ()>,
+    ) -> Arc<StateBody> {
+        let (snap, generation) = (state.orch.snapshot(), generation_now());
+        if let Ok(body) = self.lookup(&snap, generation) {
+            return body;
         }
         let started = Instant::now();
         let (doc, complete) = view(state, &snap);
         let body = Arc::new(StateBody::new(masked_json(&doc)));
+        if gzip {
+            body.gzip();
+        }
         log::debug!(
             revision:% = snap.revision,
             bytes:% = body.json.len(),
@@ -188,12 +301,30 @@ impl StateCache {
             complete:% = complete;
             "state document built"
         );
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
         *slot = complete.then(|| Cached {
             snap,
-            mask_generation: generation,
+            generation,
             body: Arc::clone(&body),
         });
         body
+    }
+
+    /// The cached body when it serves `snap` at `generation`; otherwise the cached body a
+    /// concurrent build may serve instead (see [`StateCache`]), if any.
+    fn lookup(
+        &self,
+        snap: &Arc<Snapshot>,
+        generation: Generation,
+    ) -> Result<Arc<StateBody>, Option<Arc<StateBody>>> {
+        let slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.as_ref() {
+            Some(c) if c.serves(snap, generation) => Ok(Arc::clone(&c.body)),
+            Some(c) if c.generation == generation && c.snap.same_schedule(snap) => {
+                Err(Some(Arc::clone(&c.body)))
+            }
+            _ => Err(None),
+        }
     }
 }
 
@@ -203,6 +334,53 @@ mod tests {
     use super::*;
     use crate::domain::{Issue, RetryTrigger};
     use crate::orchestrator::snapshot::RetryRow;
+
+    /// While another thread builds, a reader may be served the previous body when only
+    /// agent events separate the snapshots and the generations are the same; never one
+    /// masked against an older secret registry, nor one from before a scheduling change.
+    #[test]
+    fn a_build_in_progress_serves_the_previous_body_only_across_agent_events() {
+        let snapshot = |revision, schedule_revision| {
+            Arc::new(Snapshot {
+                revision,
+                schedule_revision,
+                ..Default::default()
+            })
+        };
+        let cache = StateCache::default();
+        let first = snapshot(10, 10);
+        let body = Arc::new(StateBody::new(b"{}".to_vec()));
+        *cache.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(Cached {
+            snap: Arc::clone(&first),
+            generation: (1, 1, 1),
+            body: Arc::clone(&body),
+        });
+        let kind = |r: Result<Arc<StateBody>, Option<Arc<StateBody>>>| match r {
+            Ok(b) if Arc::ptr_eq(&b, &body) => "current",
+            Err(Some(b)) if Arc::ptr_eq(&b, &body) => "previous",
+            Err(None) => "wait",
+            _ => "other",
+        };
+        assert_eq!(kind(cache.lookup(&first, (1, 1, 1))), "current");
+        let events = snapshot(11, 10);
+        assert_eq!(kind(cache.lookup(&events, (1, 1, 1))), "previous");
+        assert_eq!(kind(cache.lookup(&events, (2, 1, 1))), "wait", "new secret");
+        assert_eq!(
+            kind(cache.lookup(&events, (1, 2, 1))),
+            "wait",
+            "notifications"
+        );
+        assert_eq!(
+            kind(cache.lookup(&snapshot(12, 12), (1, 1, 1))),
+            "wait",
+            "a dispatch"
+        );
+        assert_eq!(
+            kind(cache.lookup(&snapshot(11, 0), (1, 1, 1))),
+            "wait",
+            "built by hand"
+        );
+    }
 
     /// Serializing the view directly gives the bytes the `Value` round trip used to give.
     #[test]

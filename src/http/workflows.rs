@@ -63,6 +63,7 @@ impl Shared {
             webhooks: self.webhooks.clone(),
             refusals: self.refusals.clone(),
         });
+        super::state_doc::spawn_builder(&state);
         (w.name, w.path, state)
     }
 }

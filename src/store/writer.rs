@@ -374,6 +374,13 @@ impl WriterHandle {
     pub fn ping(&self) -> Result<(), StoreError> {
         self.call(DbCmd::Ping)
     }
+    /// Queues a ping without waiting: the answer arrives on the returned channel once every
+    /// earlier command has been applied, so a caller that must not block reads it later.
+    pub fn ping_queued(&self) -> Result<Receiver<Result<(), StoreError>>, StoreError> {
+        let (tx, rx) = bounded(1);
+        self.send(DbCmd::Ping(tx))?;
+        Ok(rx)
+    }
     /// Returns once every earlier command has been applied.
     pub fn flush(&self) -> Result<(), StoreError> {
         self.call(DbCmd::Flush)

@@ -135,6 +135,8 @@ pub struct Orchestrator {
     pub(crate) poll_out: Option<Instant>,
     /// Ticks skipped while the current poll is out (logged when it comes back).
     pub(crate) skipped_while_out: u64,
+    /// A database ping of its own (one not carried by a poll) is out.
+    pub(crate) ping_out: bool,
     /// A terminal-workspace sweep is out.
     pub(crate) sweep_out: bool,
     /// The threads that make the tracker and forge calls.
@@ -216,6 +218,7 @@ impl Orchestrator {
             last_poll_at: None,
             poll_out: None,
             skipped_while_out: 0,
+            ping_out: false,
             sweep_out: false,
             lanes: super::io::Lanes::spawn(),
             draining: None,
@@ -525,10 +528,19 @@ impl Orchestrator {
                 changed.note(false);
             }
             if let Some(deadline) = self.draining {
+                // A thousand sessions stopping end a thousand passes: their changes are
+                // published together, at most one snapshot per publish delay.
+                let now = self.clock.instant();
                 if changed.any() {
+                    self.pacer.defer(now);
+                }
+                if self.pacer.due(now) {
                     self.publish();
                 }
                 if self.state.running.is_empty() && self.state.settling.is_empty() {
+                    if self.pacer.wait(now).is_some() {
+                        self.publish();
+                    }
                     break;
                 }
                 if self.clock.instant() >= deadline {
@@ -686,9 +698,11 @@ impl Orchestrator {
     pub(crate) fn next_wakeup(&mut self) -> Duration {
         let now = self.clock.instant();
         if let Some(deadline) = self.draining {
+            let publish = self.pacer.wait(now).unwrap_or(Duration::from_millis(200));
             return deadline
                 .saturating_duration_since(now)
-                .min(Duration::from_millis(200));
+                .min(Duration::from_millis(200))
+                .min(publish);
         }
         let mut wait = self.next_tick_at.saturating_duration_since(now);
         // A refresh waits for the floor (one during an outstanding poll is woken by the poll's

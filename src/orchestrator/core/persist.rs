@@ -296,6 +296,26 @@ pub fn ping(store: &Store) -> Result<(), PersistError> {
     store.writer().ping().map_err(PersistError::store("ping"))
 }
 
+/// A database ping queued behind the writes before it; [`PendingPing::wait`] gives its answer.
+pub struct PendingPing(Result<crossbeam_channel::Receiver<Result<(), StoreError>>, StoreError>);
+
+/// Queues a ping without waiting for it: the writer answers once the writes queued before it
+/// are applied, which may take a while when many are queued.
+pub fn ping_queued(store: &Store) -> PendingPing {
+    PendingPing(store.writer().ping_queued())
+}
+
+impl PendingPing {
+    /// Waits for the writer's answer (a writer that ended answers `WriterGone`).
+    pub fn wait(self) -> Result<(), PersistError> {
+        let answer = match self.0 {
+            Ok(rx) => rx.recv().unwrap_or(Err(StoreError::WriterGone)),
+            Err(e) => Err(e),
+        };
+        answer.map_err(PersistError::store("ping"))
+    }
+}
+
 pub fn shutdown(store: &Store) {
     warn_on_err("flush", store.writer().flush());
     warn_on_err("shutdown", store.writer().shutdown());

@@ -202,6 +202,9 @@ pub struct Snapshot {
     /// Increases with every published change; seeded from the clock at start so a restarted
     /// daemon never repeats an earlier process's revision.
     pub revision: u64,
+    /// The revision of the latest full publish (a scheduling change); a publish of agent
+    /// events alone keeps it. 0 in a snapshot built by hand.
+    pub schedule_revision: u64,
     pub generated_at_ms: i64,
     pub started_at_ms: i64,
     pub draining: bool,
@@ -334,6 +337,12 @@ impl Snapshot {
         self
     }
 
+    /// Whether `self` and `other` differ at most by agent events (running rows, totals):
+    /// both come from the same full publish.
+    pub fn same_schedule(&self, other: &Snapshot) -> bool {
+        self.schedule_revision != 0 && self.schedule_revision == other.schedule_revision
+    }
+
     /// The self-review progress of the running session `dispatch_id`.
     pub fn self_review_of(
         &self,
@@ -413,13 +422,14 @@ impl Snapshot {
         });
         Snapshot {
             revision: state.revision,
+            schedule_revision: state.revision,
             acks: Arc::new(state.acks.clone()),
             generated_at_ms: now_ms,
             started_at_ms,
             draining,
             running: running_rows(state),
             retrying: Arc::new(retrying),
-            held: Arc::new(state.held.values().cloned().collect()),
+            held: state.held.rows(),
             budget_exhausted: Arc::new(state.budget_held.values().cloned().collect()),
             failure_held: Arc::new(state.failure_held.values().cloned().collect()),
             parked: Arc::new(state.parked.values().cloned().collect()),
@@ -457,6 +467,7 @@ impl Snapshot {
     pub fn with_running(prev: &Snapshot, state: &State, now_ms: i64) -> Snapshot {
         Snapshot {
             revision: state.revision,
+            schedule_revision: prev.schedule_revision,
             generated_at_ms: now_ms,
             started_at_ms: prev.started_at_ms,
             draining: prev.draining,

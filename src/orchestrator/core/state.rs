@@ -462,6 +462,78 @@ pub struct Held {
     pub since_ms: i64,
 }
 
+/// The pass holds by issue id, and the list of them a snapshot serves, built on first demand
+/// and kept until a hold changes: a tick over a large backlog that holds the same issues for
+/// the same reasons publishes the previous list instead of a copy of every held issue.
+#[derive(Debug, Default)]
+pub struct HeldMap {
+    map: BTreeMap<String, Held>,
+    rows: std::sync::OnceLock<std::sync::Arc<Vec<Held>>>,
+}
+
+impl std::ops::Deref for HeldMap {
+    type Target = BTreeMap<String, Held>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl HeldMap {
+    pub fn insert(&mut self, id: String, hold: Held) -> Option<Held> {
+        self.rows = Default::default();
+        self.map.insert(id, hold)
+    }
+
+    pub fn remove(&mut self, id: &str) -> Option<Held> {
+        let removed = self.map.remove(id);
+        if removed.is_some() {
+            self.rows = Default::default();
+        }
+        removed
+    }
+
+    /// Takes every hold out for a pass to rebuild; [`HeldMap::replace`] puts the result back.
+    pub fn take(&mut self) -> (BTreeMap<String, Held>, HeldRows) {
+        (
+            std::mem::take(&mut self.map),
+            HeldRows(std::mem::take(&mut self.rows)),
+        )
+    }
+
+    /// Installs a pass's holds; `unchanged` when they equal the ones [`HeldMap::take`] gave
+    /// (same issues, reasons and times), whose served list `rows` is then kept.
+    pub fn replace(&mut self, map: BTreeMap<String, Held>, rows: HeldRows, unchanged: bool) {
+        self.map = map;
+        self.rows = if unchanged {
+            rows.0
+        } else {
+            Default::default()
+        };
+    }
+
+    /// The holds in issue-id order, shared until one changes.
+    pub fn rows(&self) -> std::sync::Arc<Vec<Held>> {
+        std::sync::Arc::clone(
+            self.rows
+                .get_or_init(|| std::sync::Arc::new(self.map.values().cloned().collect())),
+        )
+    }
+}
+
+impl FromIterator<(String, Held)> for HeldMap {
+    fn from_iter<I: IntoIterator<Item = (String, Held)>>(iter: I) -> HeldMap {
+        HeldMap {
+            map: iter.into_iter().collect(),
+            rows: Default::default(),
+        }
+    }
+}
+
+/// The served list of holds a pass took out with them ([`HeldMap::take`]).
+#[derive(Debug, Default)]
+pub struct HeldRows(std::sync::OnceLock<std::sync::Arc<Vec<Held>>>);
+
 /// Outcome of one of the orchestrator's own checks. `E` is the check's typed error: the latest
 /// one is kept as `failure`, so readers decide by its variant, never by its text.
 #[derive(Debug, Clone)]
@@ -650,7 +722,7 @@ pub struct State {
     pub retry_queue: RetryQueue,
     pub budget_held: BTreeMap<String, BudgetHold>,
     pub parked: BTreeMap<String, Park>,
-    pub held: BTreeMap<String, Held>,
+    pub held: HeldMap,
     /// Sessions that ended while the database could not take their run record: dispatch id →
     /// the exit, applied (hand-off, retry, park…) once the writer reports the record committed.
     /// Their issues stay claimed meanwhile.
@@ -723,6 +795,47 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hold(id: &str) -> Held {
+        Held {
+            issue: Issue {
+                id: id.into(),
+                ..Default::default()
+            },
+            reason: HoldReason::BlockersNotRead,
+            since_ms: 1,
+        }
+    }
+
+    #[test]
+    fn the_served_hold_list_is_shared_until_a_hold_changes() {
+        use std::sync::Arc;
+        let mut m: HeldMap = [("1".to_string(), hold("1"))].into_iter().collect();
+        let a = m.rows();
+        assert!(Arc::ptr_eq(&a, &m.rows()));
+        // A pass that kept every hold as it was keeps the list.
+        let (map, rows) = m.take();
+        m.replace(map, rows, true);
+        assert!(Arc::ptr_eq(&a, &m.rows()));
+        // One that changed any builds it again.
+        let (map, rows) = m.take();
+        m.replace(map, rows, false);
+        let b = m.rows();
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert_eq!(b.len(), 1);
+        m.insert("2".into(), hold("2"));
+        let c = m.rows();
+        assert_eq!(
+            c.iter().map(|h| h.issue.id.as_str()).collect::<Vec<_>>(),
+            ["1", "2"]
+        );
+        // Removing an issue that is not held changes nothing; removing a held one does.
+        assert!(m.remove("9").is_none());
+        assert!(Arc::ptr_eq(&c, &m.rows()));
+        assert!(m.remove("1").is_some());
+        assert_eq!(m.rows().len(), 1);
+        assert_eq!(m.len(), 1);
+    }
 
     #[test]
     fn poll_health_tracks_streaks_and_last_success() {

@@ -114,17 +114,13 @@ impl Orchestrator {
         // Reload. A failure keeps the last good workflow in effect: the workflow health check
         // fails with the error, and dispatch continues under the last good config.
         self.reload_workflow();
-        // Database ping and preflight.
-        let db = persist::ping(&self.store).and_then(|()| {
-            match self.state.health.budget_read_failure.clone() {
-                Some(e) => Err(e),
-                None => Ok(()),
-            }
-        });
-        self.state.health.database.record(now, db);
+        // Database ping (queued behind the writes before it; answered off this thread) and
+        // preflight.
+        let ping = persist::ping_queued(&self.store);
         let preflight = self.preflight();
         self.state.health.preflight.record(now, preflight.clone());
         if self.poll_out.is_some() {
+            self.ping_alone(ping, now);
             self.state.health.poll.ticks_skipped += 1;
             self.skipped_while_out += 1;
             self.metrics.poll_skipped();
@@ -162,10 +158,12 @@ impl Orchestrator {
         };
         let running_ids: Vec<String> = self.state.running.keys().cloned().collect();
         if candidates.is_none() && running_ids.is_empty() {
+            self.ping_alone(ping, now);
             return;
         }
         let ask = PollAsk {
             tracker: self.tracker.clone(),
+            ping,
             running_ids,
             candidates,
         };
@@ -176,8 +174,40 @@ impl Orchestrator {
             super::io::Lane::Poll,
             crate::orchestrator::core::io_pool::JobLabel::new("poll", ""),
             move || poll_reads(ask),
-            move |o: &mut Orchestrator, read| o.finish_poll(read, started),
+            move |o: &mut Orchestrator, read| o.finish_poll(read, started, now),
         );
+    }
+
+    /// Waits for a ping no poll carries on a work lane and records its answer; while one is
+    /// still out, a newer one is dropped (its answer would say the same).
+    fn ping_alone(&mut self, ping: persist::PendingPing, at: i64) {
+        if self.ping_out {
+            return;
+        }
+        self.ping_out = true;
+        self.spawn_io(
+            super::io::Lane::Work,
+            crate::orchestrator::core::io_pool::JobLabel::new("database ping", ""),
+            move || ping.wait(),
+            move |o: &mut Orchestrator, answer| {
+                o.ping_out = false;
+                let answer = answer.unwrap_or_else(|panic| {
+                    log::error!(panic:% = panic; "database ping panicked");
+                    Err(ping_lost())
+                });
+                o.record_database_check(at, answer);
+            },
+        );
+    }
+
+    /// Records the database check of the tick at `at`: the writer's ping answer, failed too
+    /// while the last budget read failed.
+    fn record_database_check(&mut self, at: i64, ping: Result<(), persist::PersistError>) {
+        let db = ping.and_then(|()| match self.state.health.budget_read_failure.clone() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        });
+        self.state.health.database.record(at, db);
     }
 
     /// What the candidate read needs from `orch`: the pass input the blocker lists are read
@@ -200,6 +230,7 @@ impl Orchestrator {
         &mut self,
         read: Result<PollRead, crate::orchestrator::core::io_pool::CallPanicked>,
         started: Instant,
+        tick_at: i64,
     ) {
         self.poll_out = None;
         self.state.health.poll.in_flight_since_ms = None;
@@ -219,6 +250,7 @@ impl Orchestrator {
             Ok(r) => r,
             Err(panic) => {
                 log::error!(panic:% = panic; "poll reads panicked");
+                self.record_database_check(tick_at, Err(ping_lost()));
                 self.state.health.poll.record(
                     now,
                     PollOutcome::TrackerFailed,
@@ -229,6 +261,7 @@ impl Orchestrator {
                 return;
             }
         };
+        self.record_database_check(tick_at, read.ping);
         if let Some(states) = read.running_states {
             self.refresh_running_states(read.running_ids, states);
         }
@@ -326,6 +359,9 @@ impl Orchestrator {
         let existing: std::collections::HashSet<String> =
             workspaces.list_workspace_dirs().into_iter().collect();
         probe_workspace_locks(candidates, &mut input, |identifier| {
+            if existing.is_empty() {
+                return None;
+            }
             WorkspaceManager::sanitize_key(identifier)
                 .is_ok_and(|key| existing.contains(&key))
                 .then(|| workspaces.lock_holder(identifier))
@@ -344,27 +380,31 @@ impl Orchestrator {
         };
         self.declare_demand(&decisions, &input);
         let mut dispatched = 0;
-        let mut previous = std::mem::take(&mut self.state.held);
+        let (mut previous, rows) = self.state.held.take();
+        let previous_len = previous.len();
+        let mut kept_all = true;
         let mut held = std::collections::BTreeMap::new();
-        for (issue, decision) in candidates.iter().zip(decisions) {
-            let mut issue = issue.clone();
-            if let Some(list) = read_lists.remove(&issue.id) {
+        for (listed, decision) in candidates.iter().zip(decisions) {
+            // Copied only when it changes or leaves for a dispatch or a new hold.
+            let mut issue = std::borrow::Cow::Borrowed(listed);
+            if let Some(list) = read_lists.remove(&listed.id) {
+                let issue = issue.to_mut();
                 issue.blocked_by = list;
                 issue.blockers_read = crate::domain::BlockersRead::Complete;
             }
             let decision = match decision {
                 Decision::Dispatch => {
-                    let read = comments.remove(&issue.id);
-                    self.released_park_comments(&mut issue, read)
+                    let read = comments.remove(&listed.id);
+                    self.released_park_comments(issue.to_mut(), read)
                 }
                 other => other,
             };
             match decision {
                 Decision::Dispatch => {
-                    self.state.park_released.remove(&issue.id);
+                    self.state.park_released.remove(&listed.id);
                     let pass = self.poll_pass(&issue, now);
                     self.dispatch(
-                        issue,
+                        issue.into_owned(),
                         0,
                         None,
                         pass,
@@ -375,7 +415,8 @@ impl Orchestrator {
                 }
                 Decision::Held(reason) => {
                     self.metrics.candidate_hold(reason.code().as_str());
-                    let (id, row) = next_hold(&mut previous, &issue, reason, now);
+                    let (id, row, kept) = next_hold(&mut previous, &issue, reason, now);
+                    kept_all &= kept;
                     held.insert(id, row);
                 }
                 Decision::Skip(_) => {}
@@ -383,7 +424,9 @@ impl Orchestrator {
         }
         log_holds_ended(&previous);
         self.split_between_holds(&mut held);
-        self.state.held = held;
+        // Every hold kept as it was and none ended: the served list stays valid.
+        let unchanged = kept_all && previous.is_empty() && held.len() == previous_len;
+        self.state.held.replace(held, rows, unchanged);
         dispatched
     }
 
@@ -683,17 +726,17 @@ impl Orchestrator {
     }
 }
 
-/// This tick's hold of `issue`, taken from `previous` when nothing about it changed; a hold
-/// that began or changed reason is logged (one that stays as it was is not logged again) and
-/// keeps the time it began.
+/// This tick's hold of `issue`, taken from `previous` when nothing about it changed (then
+/// `true`); a hold that began or changed reason is logged (one that stays as it was is not
+/// logged again) and keeps the time it began.
 fn next_hold(
     previous: &mut std::collections::BTreeMap<String, Held>,
     issue: &Issue,
     reason: HoldReason,
     now: i64,
-) -> (String, Held) {
+) -> (String, Held, bool) {
     match previous.remove_entry(&issue.id) {
-        Some((id, prev)) if prev.reason == reason && prev.issue == *issue => (id, prev),
+        Some((id, prev)) if prev.reason == reason && prev.issue == *issue => (id, prev, true),
         prev => {
             let prev = prev.map(|(_, p)| p);
             if prev.as_ref().map(|p| p.reason.code()) != Some(reason.code()) {
@@ -709,7 +752,7 @@ fn next_hold(
                 reason,
                 since_ms: prev.map(|p| p.since_ms).unwrap_or(now),
             };
-            (issue.id.clone(), row)
+            (issue.id.clone(), row, false)
         }
     }
 }
@@ -738,6 +781,11 @@ fn park_lifts(p: &Park, issue: &Issue) -> bool {
     state_moved || label_removed
 }
 
+/// The database check's failure when the thread waiting for the ping's answer panicked.
+fn ping_lost() -> persist::PersistError {
+    persist::PersistError::store("ping")(crate::store::StoreError::WriterGone)
+}
+
 /// Blocker lists the poll read ahead of the pass.
 type BlockerLists = std::collections::BTreeMap<
     String,
@@ -751,6 +799,8 @@ type CommentReads =
 /// What a poll tick reads, gathered on `orch` when it starts.
 struct PollAsk {
     tracker: Arc<dyn TrackerAdapter>,
+    /// The tick's database ping, waited for here rather than on `orch`.
+    ping: persist::PendingPing,
     /// The running issues, whose states reconciliation reads.
     running_ids: Vec<String>,
     /// `None` when preflight failed: only the running issues are read.
@@ -769,6 +819,8 @@ struct CandidateAsk {
 
 /// What a poll read.
 struct PollRead {
+    /// The writer's answer to the tick's ping.
+    ping: Result<(), persist::PersistError>,
     running_ids: Vec<String>,
     running_states:
         Option<crate::tracker::TrackerResult<std::collections::BTreeMap<String, String>>>,
@@ -791,10 +843,13 @@ fn poll_reads(ask: PollAsk) -> PollRead {
     let tracker = ask.tracker.as_ref();
     let running_states =
         (!ask.running_ids.is_empty()).then(|| tracker.fetch_issue_states_by_ids(&ask.running_ids));
+    let candidates = ask.candidates.map(|c| candidate_reads(tracker, c));
     PollRead {
+        // Last: the writer works through the writes queued before it meanwhile.
+        ping: ask.ping.wait(),
         running_ids: ask.running_ids,
         running_states,
-        candidates: ask.candidates.map(|c| candidate_reads(tracker, c)),
+        candidates,
     }
 }
 
