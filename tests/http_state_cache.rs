@@ -194,7 +194,7 @@ fn the_real_binary_answers_a_matching_if_none_match_with_304() {
 /// framed by its `Content-Length`, carry the whole document, and the gzip encoding too.
 #[test]
 fn a_large_document_is_framed_whole_on_a_keep_alive_connection() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{BufReader, Read, Write};
     let s = four_running_with_titles_of(3_000);
     let d = s.start(&[]);
     d.wait_state("four running sessions", T, |st| {
@@ -214,30 +214,7 @@ fn a_large_document_is_framed_whole_on_a_keep_alive_connection() {
             "GET /api/v1/state HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\n"
         )
         .unwrap_or_else(|e| panic!("write: {e}"));
-        let mut headers = Vec::new();
-        loop {
-            let mut line = String::new();
-            reader
-                .read_line(&mut line)
-                .unwrap_or_else(|e| panic!("read head: {e}"));
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = line.split_once(": ") {
-                headers.push((k.to_ascii_lowercase(), v.to_string()));
-            }
-        }
-        let len: usize = headers
-            .iter()
-            .find(|(k, _)| k == "content-length")
-            .and_then(|(_, v)| v.parse().ok())
-            .unwrap_or_else(|| panic!("no Content-Length in {headers:?}"));
-        let mut body = vec![0u8; len];
-        reader
-            .read_exact(&mut body)
-            .unwrap_or_else(|e| panic!("read body of {len} bytes: {e}"));
-        (headers, body)
+        read_http_answer(&mut reader)
     };
     for _ in 0..2 {
         let (_, body) = read_answer("");
@@ -257,6 +234,34 @@ fn a_large_document_is_framed_whole_on_a_keep_alive_connection() {
     assert_eq!(json(&unzipped)["counts"]["running"], 4);
     let (_, again) = read_answer("");
     assert_eq!(json(&again)["counts"]["running"], 4);
+}
+
+/// One answer's head fields (lower-case names) and its `Content-Length` body.
+fn read_http_answer(reader: &mut impl std::io::BufRead) -> (Vec<(String, String)>, Vec<u8>) {
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("read head: {e}"));
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(": ") {
+            headers.push((k.to_ascii_lowercase(), v.to_string()));
+        }
+    }
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or_else(|| panic!("no Content-Length in {headers:?}"));
+    let mut body = vec![0u8; len];
+    reader
+        .read_exact(&mut body)
+        .unwrap_or_else(|e| panic!("read body of {len} bytes: {e}"));
+    (headers, body)
 }
 
 /// A backlog of four issues whose titles repeat "long title " `repeat` times, each worked on by
@@ -302,7 +307,7 @@ fn server_send_buffer(port: u16, client_port: u16) -> Option<usize> {
 /// still has the small one its stall detection rests on.
 #[test]
 fn a_large_document_raises_its_socket_s_send_buffer_while_it_is_written() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{BufReader, Write};
     // Four titles of 1.4 MB: a document larger than the most one answer raises the buffer to
     // (4 MiB), so the write waits, with the buffer raised, for the client to read.
     let s = four_running_with_titles_of(130_000);
@@ -322,27 +327,7 @@ fn a_large_document_raises_its_socket_s_send_buffer_while_it_is_written() {
         write!(out, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             .unwrap_or_else(|e| panic!("write: {e}"));
     };
-    let mut read_answer = || -> Vec<u8> {
-        let mut len = 0usize;
-        loop {
-            let mut line = String::new();
-            reader
-                .read_line(&mut line)
-                .unwrap_or_else(|e| panic!("read head: {e}"));
-            let line = line.trim_end().to_ascii_lowercase();
-            if line.is_empty() {
-                break;
-            }
-            if let Some(v) = line.strip_prefix("content-length: ") {
-                len = v.parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0u8; len];
-        reader
-            .read_exact(&mut body)
-            .unwrap_or_else(|e| panic!("read body of {len} bytes: {e}"));
-        body
-    };
+    let mut read_answer = || read_http_answer(&mut reader).1;
     ask("/livez");
     read_answer();
     let fixed = server_send_buffer(d.port, client_port)
