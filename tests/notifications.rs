@@ -275,6 +275,13 @@ fn every_subscribed_event_reaches_both_receivers_shaped_and_signed() {
         assert_eq!(r["status"], "pass", "{r}");
         assert!(r["last_success_at"].is_string(), "{r}");
     }
+    // The team's queue drains once its last delivery is out (a later event may still be on
+    // its way when the health rows already pass).
+    d.wait_until("the team's queue drained", T, || {
+        d.get("/metrics")
+            .body
+            .contains("sortie_notifications_queued{destination=\"team\"} 0")
+    });
     let metrics = d.get("/metrics").body;
     assert!(
         metrics.contains(

@@ -92,7 +92,15 @@ fn a_failing_check_gets_one_fix_run_then_escalates_and_clears_when_it_passes() {
     assert_eq!(p.prompts().len(), 2, "no run after the budget is spent");
     let escalated_at = ci["escalated_at"].clone();
 
-    // A restart keeps the standing escalation.
+    // A restart keeps the standing escalation. The state shows it as soon as it is decided;
+    // its row is queued to the database writer then, so wait for the commit before the kill.
+    let db = p.setup.path().join(".sortie.db");
+    d.wait_until("the escalation committed", WAIT, || {
+        common::store::count(
+            &common::store::raw(&db),
+            "SELECT COUNT(*) FROM reaction_escalations",
+        ) == 1
+    });
     drop(d);
     let d = p.start();
     let s = d.wait_state("the escalation after a restart", WAIT, |s| {
