@@ -675,7 +675,7 @@ fn spawn_forwarder(
         state: state.clone(),
         clock: job.clock.clone(),
         gate: EventGate::new(EVENTS_IN_FLIGHT),
-        events: Vec::with_capacity(FORWARD_BATCH),
+        events: Vec::new(),
         slots: None,
         usage: None,
     };
@@ -781,7 +781,9 @@ impl Forwarder {
         } else {
             OrchMsg::AgentBatch {
                 dispatch_id,
-                events: std::mem::replace(&mut self.events, Vec::with_capacity(FORWARD_BATCH)),
+                // The next burst grows its own list: at one event a second a session keeps
+                // no room for 256 (about 40 KiB each, 40 MiB over 1,000 sessions).
+                events: std::mem::take(&mut self.events),
                 slots,
             }
         };
