@@ -180,7 +180,13 @@ fn allowlist_lets_through_only_the_allowed_server() {
         metrics.contains("\nsortie_sandbox_denied_connections_total 2\n"),
         "{metrics}"
     );
-    let state = run.d.state();
+    // The state document may be one build behind the agent's events (readers are served the
+    // previous document while the next is built), so wait for one built after the denials.
+    let state = run.d.wait_state(
+        "the denials on the running row",
+        Duration::from_secs(30),
+        |s| s["running"][0]["sandbox_denied_connections"] == 2,
+    );
     assert_eq!(
         state["running"][0]["sandbox_denied_connections"], 2,
         "{state}"
