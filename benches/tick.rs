@@ -164,7 +164,7 @@ fn case(n: usize, blockers: bool) {
     }
     let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     println!(
-        "ratio tick/bare parse after a change: min {:.2} median {:.2} (target <= 3)",
+        "ratio tick/bare parse after a change: min {:.2} median {:.2} (target <= 1.5)",
         min(&ratios.0),
         median(ratios.0.clone())
     );

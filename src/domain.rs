@@ -130,9 +130,34 @@ pub fn state_key(s: &str) -> String {
     s.trim().to_lowercase()
 }
 
-/// Tracker states compare case-insensitively (after trimming).
+/// Tracker states compare case-insensitively (after trimming). Two ASCII states (nearly all)
+/// compare without allocating: a poll compares every candidate's state this way.
 pub fn state_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim(), b.trim());
+    if a.is_ascii() && b.is_ascii() {
+        return a.eq_ignore_ascii_case(b);
+    }
     state_key(a) == state_key(b)
+}
+
+/// The order candidates are dispatched in: priority ascending (none last), then `created_at`
+/// oldest first (empty last), then identifier. Trackers that hand out a sorted list use it.
+pub fn dispatch_order(a: &Issue, b: &Issue) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let pri = match (a.priority, b.priority) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => Ordering::Equal,
+    };
+    let created = match (a.created_at.is_empty(), b.created_at.is_empty()) {
+        (false, false) => a.created_at.cmp(&b.created_at),
+        (false, true) => Ordering::Less,
+        (true, false) => Ordering::Greater,
+        (true, true) => Ordering::Equal,
+    };
+    pri.then(created)
+        .then_with(|| a.identifier.cmp(&b.identifier))
 }
 
 /// True when `state` is one of `states` (case-insensitive).

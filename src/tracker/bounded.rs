@@ -45,6 +45,9 @@ impl TrackerAdapter for Bounded {
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>> {
         self.read(|t| t.fetch_candidate_issues())
     }
+    fn fetch_sorted_candidates(&self) -> TrackerResult<super::CandidateList> {
+        self.read(|t| t.fetch_sorted_candidates())
+    }
     fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
         self.read(|t| t.fetch_issue_by_id(id))
     }

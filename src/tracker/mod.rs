@@ -144,6 +144,9 @@ pub struct Blockers {
     pub complete: bool,
 }
 
+/// Candidate issues in dispatch order, each shared with the tracker that listed it.
+pub type CandidateList = Arc<[Arc<Issue>]>;
+
 /// One tracker. Implementations are shared between threads (the orchestrator and the
 /// best-effort tracker-ops thread), so every method takes `&self`.
 ///
@@ -172,6 +175,15 @@ pub trait TrackerAdapter: Send + Sync {
     fn kind(&self) -> &'static str;
     /// Issues in the active states (comments not fetched: `None`).
     fn fetch_candidate_issues(&self) -> TrackerResult<Vec<Issue>>;
+    /// [`Self::fetch_candidate_issues`] in [`crate::domain::dispatch_order`], shared. A tracker
+    /// that keeps its listing between calls answers the same issues (the same pointers) while
+    /// they did not change, so a poll over a large backlog neither copies nor sorts them again
+    /// and its pass tells an unchanged issue by pointer; the default sorts a fresh listing.
+    fn fetch_sorted_candidates(&self) -> TrackerResult<CandidateList> {
+        let mut issues = self.fetch_candidate_issues()?;
+        issues.sort_by(crate::domain::dispatch_order);
+        Ok(issues.into_iter().map(Arc::new).collect())
+    }
     /// One issue with its comments; unknown id → `NotFound`.
     fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue>;
     /// Several issues with their comments, each answered as [`Self::fetch_issue_by_id`] would

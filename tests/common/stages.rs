@@ -147,7 +147,7 @@ pub fn hop(id: &str, identifier: &str, dispatched_at: &str) -> StageHop {
 pub fn snapshot() -> Snapshot {
     let now = at("2026-03-26T14:30:00Z");
     let unconfirmed = Held {
-        issue: issue("stu901", "MT-655", "Plan the export schema"),
+        issue: issue("stu901", "MT-655", "Plan the export schema").into(),
         reason: sortie::orchestrator::stages::unconfirmed_hold("stage-implement"),
         since_ms: at("2026-03-26T14:29:00Z"),
     };

@@ -10,7 +10,7 @@
 //! blocker gate, and at most [`BLOCKER_READS_PER_PASS`] times per pass: a pass over a large
 //! backlog costs a bounded number of tracker calls, and a full slot limit costs none.
 
-use std::cmp::Ordering;
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashSet};
 
 use crate::domain::{BlockerRef, BlockersRead, HoldCode, Issue, state_in};
@@ -54,12 +54,17 @@ pub fn tracker_reader(
 /// Blocker lists read ahead of a pass, off the orchestrator thread: the pass runs over the
 /// candidates with `input` and every list it asks for is read (and kept). The orchestrator
 /// then runs the real pass over [`read_ahead_reader`], which answers from what was kept.
-pub fn read_blockers_ahead(
-    candidates: &[Issue],
+pub fn read_blockers_ahead<I: Borrow<Issue>>(
+    candidates: &[I],
     input: &PassInput,
     tracker: &dyn crate::tracker::TrackerAdapter,
 ) -> BTreeMap<String, Result<Blockers, BlockerMiss>> {
     let mut kept = BTreeMap::new();
+    // Only an unread list is ever read: a listing that carries every list needs no pre-pass.
+    let unread = |i: &I| i.borrow().blockers_read == BlockersRead::Unread;
+    if !candidates.iter().any(unread) {
+        return kept;
+    }
     let mut read = tracker_reader(tracker);
     plan(candidates, input, &mut |issue: &Issue| {
         let got = read(issue);
@@ -138,27 +143,9 @@ impl BlockerGate {
     }
 }
 
-/// Sorts candidates: priority ascending (none last), then `created_at` oldest first (empty
-/// last), then identifier. Stable.
-pub fn sort_candidates(issues: &mut [Issue]) {
-    issues.sort_by(compare_for_dispatch);
-}
-
-fn compare_for_dispatch(a: &Issue, b: &Issue) -> Ordering {
-    let pri = match (a.priority, b.priority) {
-        (Some(x), Some(y)) => x.cmp(&y),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => Ordering::Equal,
-    };
-    let created = match (a.created_at.is_empty(), b.created_at.is_empty()) {
-        (false, false) => a.created_at.cmp(&b.created_at),
-        (false, true) => Ordering::Less,
-        (true, false) => Ordering::Greater,
-        (true, true) => Ordering::Equal,
-    };
-    pri.then(created)
-        .then_with(|| a.identifier.cmp(&b.identifier))
+/// Sorts candidates in [`crate::domain::dispatch_order`]. Stable.
+pub fn sort_candidates<I: Borrow<Issue>>(issues: &mut [I]) {
+    issues.sort_by(|a, b| crate::domain::dispatch_order(a.borrow(), b.borrow()));
 }
 
 /// The scope of a full agent slot limit.
@@ -477,14 +464,15 @@ impl PassInput {
 /// Fills `input.workspace_locked` for the candidates a pass could dispatch (right shape,
 /// active, unclaimed): `holder(identifier)` says whether someone else holds that workspace's
 /// lock. Claimed issues are never probed: their lock is this process's own supervisor's.
-pub fn probe_workspace_locks(
-    candidates: &[Issue],
+pub fn probe_workspace_locks<I: Borrow<Issue>>(
+    candidates: &[I],
     input: &mut PassInput,
     holder: impl Fn(&str) -> Option<Option<u32>>,
 ) {
     input.workspace_locked = candidates
         .iter()
-        .filter(|i| {
+        .map(Borrow::borrow)
+        .filter(|i: &&Issue| {
             i.is_dispatchable_shape()
                 && state_in(&i.state, &input.active_states)
                 && !state_in(&i.state, &input.terminal_states)
@@ -532,8 +520,8 @@ fn standing_gate(issue: &Issue, input: &PassInput) -> Option<Decision> {
 /// Runs the gates over already-sorted candidates. Slots are consumed as issues are dispatched,
 /// so the result is exactly what a tick would do with this input. `read` resolves unread
 /// blocker lists (see the module docs).
-pub fn plan(
-    candidates: &[Issue],
+pub fn plan<I: Borrow<Issue>>(
+    candidates: &[I],
     input: &PassInput,
     read: &mut BlockerReader<'_>,
 ) -> Vec<Decision> {
@@ -545,7 +533,7 @@ pub fn plan(
     let mut daemon = input.daemon;
     let mut identifiers = input.claimed_identifiers.clone();
     let mut out = Vec::with_capacity(candidates.len());
-    for issue in candidates {
+    for issue in candidates.iter().map(Borrow::borrow) {
         if let Some(d) = standing_gate(issue, input) {
             out.push(d);
             continue;

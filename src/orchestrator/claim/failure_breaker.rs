@@ -98,7 +98,7 @@ impl Orchestrator {
         self.state.held.insert(
             issue.id.clone(),
             crate::orchestrator::core::state::Held {
-                issue: issue.clone(),
+                issue: Arc::new(issue.clone()),
                 reason: hold.hold_reason(),
                 since_ms: hold.since_ms,
             },
@@ -149,7 +149,7 @@ impl Orchestrator {
 
     /// A held issue the tracker no longer lists among the active candidates (done, cancelled,
     /// moved out of the active states) needs no person any more: its hold ends.
-    pub(crate) fn release_failure_holds_of_inactive(&mut self, candidates: &[Issue]) {
+    pub(crate) fn release_failure_holds_of_inactive(&mut self, candidates: &[Arc<Issue>]) {
         let active: std::collections::HashSet<&str> =
             candidates.iter().map(|i| i.id.as_str()).collect();
         let gone: Vec<String> = self

@@ -33,7 +33,7 @@ pub(crate) use super::supervisor::{self, SupervisorJob};
 pub(crate) use super::tracker_ops::Lifecycle;
 pub(crate) use crate::orchestrator::claim::backoff::{CONTINUATION_DELAY_MS, failure_delay_ms};
 pub(crate) use crate::orchestrator::claim::dispatch_pass::{
-    Decision, HoldReason, LiveClaims, PassInput, plan, probe_workspace_locks, sort_candidates,
+    Decision, HoldReason, LiveClaims, PassInput, plan, probe_workspace_locks,
 };
 
 /// After a panic in the loop: how long supervisors get to report their stopped runs.

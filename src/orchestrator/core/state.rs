@@ -457,7 +457,8 @@ pub struct Park {
 /// A pass's hold of one issue.
 #[derive(Debug, Clone)]
 pub struct Held {
-    pub issue: Issue,
+    /// Shared: the served list and the next pass's copy of an unchanged hold point at it.
+    pub issue: std::sync::Arc<Issue>,
     pub reason: HoldReason,
     pub since_ms: i64,
 }
@@ -467,12 +468,13 @@ pub struct Held {
 /// the same reasons publishes the previous list instead of a copy of every held issue.
 #[derive(Debug, Default)]
 pub struct HeldMap {
-    map: BTreeMap<String, Held>,
+    /// Hashed: a pass looks up every candidate's previous hold.
+    map: HashMap<String, Held>,
     rows: std::sync::OnceLock<std::sync::Arc<Vec<Held>>>,
 }
 
 impl std::ops::Deref for HeldMap {
-    type Target = BTreeMap<String, Held>;
+    type Target = HashMap<String, Held>;
 
     fn deref(&self) -> &Self::Target {
         &self.map
@@ -494,7 +496,7 @@ impl HeldMap {
     }
 
     /// Takes every hold out for a pass to rebuild; [`HeldMap::replace`] puts the result back.
-    pub fn take(&mut self) -> (BTreeMap<String, Held>, HeldRows) {
+    pub fn take(&mut self) -> (HashMap<String, Held>, HeldRows) {
         (
             std::mem::take(&mut self.map),
             HeldRows(std::mem::take(&mut self.rows)),
@@ -503,7 +505,7 @@ impl HeldMap {
 
     /// Installs a pass's holds; `unchanged` when they equal the ones [`HeldMap::take`] gave
     /// (same issues, reasons and times), whose served list `rows` is then kept.
-    pub fn replace(&mut self, map: BTreeMap<String, Held>, rows: HeldRows, unchanged: bool) {
+    pub fn replace(&mut self, map: HashMap<String, Held>, rows: HeldRows, unchanged: bool) {
         self.map = map;
         self.rows = if unchanged {
             rows.0
@@ -514,10 +516,11 @@ impl HeldMap {
 
     /// The holds in issue-id order, shared until one changes.
     pub fn rows(&self) -> std::sync::Arc<Vec<Held>> {
-        std::sync::Arc::clone(
-            self.rows
-                .get_or_init(|| std::sync::Arc::new(self.map.values().cloned().collect())),
-        )
+        std::sync::Arc::clone(self.rows.get_or_init(|| {
+            let mut by_id: Vec<(&String, &Held)> = self.map.iter().collect();
+            by_id.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            std::sync::Arc::new(by_id.into_iter().map(|(_, h)| h.clone()).collect())
+        }))
     }
 }
 
@@ -798,10 +801,10 @@ mod tests {
 
     fn hold(id: &str) -> Held {
         Held {
-            issue: Issue {
+            issue: std::sync::Arc::new(Issue {
                 id: id.into(),
                 ..Default::default()
-            },
+            }),
             reason: HoldReason::BlockersNotRead,
             since_ms: 1,
         }

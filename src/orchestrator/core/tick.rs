@@ -301,7 +301,7 @@ impl Orchestrator {
                     .tracker_request("fetch_blockers", if result { "success" } else { "error" });
             }
         }
-        let mut candidates = match c.issues {
+        let candidates = match c.issues {
             Ok(c) => c,
             Err(e) => {
                 log::warn!(error:% = e; "failed to fetch candidate issues");
@@ -324,6 +324,7 @@ impl Orchestrator {
         let dispatched = if self.store_blocks_dispatch() {
             0
         } else {
+            let mut candidates = candidates.to_vec();
             self.confirm_hops(&mut candidates, c.hop_reads);
             self.run_pass(&candidates, &c.blockers, c.comments, now)
         };
@@ -346,7 +347,7 @@ impl Orchestrator {
     /// comments come from the poll's reads.
     fn run_pass(
         &mut self,
-        candidates: &[Issue],
+        candidates: &[Arc<Issue>],
         blockers: &BlockerLists,
         mut comments: CommentReads,
         now: i64,
@@ -383,10 +384,10 @@ impl Orchestrator {
         let (mut previous, rows) = self.state.held.take();
         let previous_len = previous.len();
         let mut kept_all = true;
-        let mut held = std::collections::BTreeMap::new();
+        let mut held = std::collections::HashMap::with_capacity(previous_len);
         for (listed, decision) in candidates.iter().zip(decisions) {
-            // Copied only when it changes or leaves for a dispatch or a new hold.
-            let mut issue = std::borrow::Cow::Borrowed(listed);
+            // Copied only when it changes or leaves for a dispatch.
+            let mut issue = std::borrow::Cow::Borrowed(&**listed);
             if let Some(list) = read_lists.remove(&listed.id) {
                 let issue = issue.to_mut();
                 issue.blocked_by = list;
@@ -415,7 +416,11 @@ impl Orchestrator {
                 }
                 Decision::Held(reason) => {
                     self.metrics.candidate_hold(reason.code().as_str());
-                    let (id, row, kept) = next_hold(&mut previous, &issue, reason, now);
+                    let shared = match issue {
+                        std::borrow::Cow::Borrowed(_) => Arc::clone(listed),
+                        std::borrow::Cow::Owned(changed) => Arc::new(changed),
+                    };
+                    let (id, row, kept) = next_hold(&mut previous, shared, reason, now);
                     kept_all &= kept;
                     held.insert(id, row);
                 }
@@ -621,7 +626,7 @@ impl Orchestrator {
         Ok(None)
     }
 
-    pub(crate) fn rebuild_budget_holds(&mut self, candidates: &[Issue]) {
+    pub(crate) fn rebuild_budget_holds(&mut self, candidates: &[Arc<Issue>]) {
         let cfg = &self.workflow.config.agent;
         if cfg.max_tokens.unwrap_or(0) == 0
             && cfg.max_sessions.unwrap_or(0) == 0
@@ -698,7 +703,7 @@ impl Orchestrator {
 
     /// A park lifts when the issue's state changed since it was parked, or when a person
     /// removed the label Sortie applied ([`park_lifts`]).
-    pub(crate) fn release_parks(&mut self, candidates: &[Issue]) {
+    pub(crate) fn release_parks(&mut self, candidates: &[Arc<Issue>]) {
         let mut lifted = Vec::new();
         for issue in candidates {
             if let Some(p) = self.state.parked.get(&issue.id)
@@ -728,15 +733,20 @@ impl Orchestrator {
 
 /// This tick's hold of `issue`, taken from `previous` when nothing about it changed (then
 /// `true`); a hold that began or changed reason is logged (one that stays as it was is not
-/// logged again) and keeps the time it began.
+/// logged again) and keeps the time it began. An issue is unchanged when it is the one the
+/// previous hold shares (a tracker that keeps its listing hands out the same issue until it
+/// changes); anything else makes a new row, which costs a copy of the served list, never a
+/// wrong one.
 fn next_hold(
-    previous: &mut std::collections::BTreeMap<String, Held>,
-    issue: &Issue,
+    previous: &mut std::collections::HashMap<String, Held>,
+    issue: Arc<Issue>,
     reason: HoldReason,
     now: i64,
 ) -> (String, Held, bool) {
     match previous.remove_entry(&issue.id) {
-        Some((id, prev)) if prev.reason == reason && prev.issue == *issue => (id, prev, true),
+        Some((id, prev)) if prev.reason == reason && Arc::ptr_eq(&prev.issue, &issue) => {
+            (id, prev, true)
+        }
         prev => {
             let prev = prev.map(|(_, p)| p);
             if prev.as_ref().map(|p| p.reason.code()) != Some(reason.code()) {
@@ -747,18 +757,21 @@ fn next_hold(
                     "issue held"
                 );
             }
+            let id = issue.id.clone();
             let row = Held {
-                issue: issue.clone(),
+                issue,
                 reason,
                 since_ms: prev.map(|p| p.since_ms).unwrap_or(now),
             };
-            (issue.id.clone(), row, false)
+            (id, row, false)
         }
     }
 }
 
 /// Logs the holds of the previous tick that this tick did not keep.
-fn log_holds_ended(ended: &std::collections::BTreeMap<String, Held>) {
+fn log_holds_ended(ended: &std::collections::HashMap<String, Held>) {
+    let mut ended: Vec<(&String, &Held)> = ended.iter().collect();
+    ended.sort_unstable_by(|a, b| a.0.cmp(b.0));
     for (id, h) in ended {
         log::info!(
             issue_id:% = id,
@@ -829,7 +842,7 @@ struct PollRead {
 
 struct CandidatesRead {
     /// Sorted for dispatch.
-    issues: crate::tracker::TrackerResult<Vec<Issue>>,
+    issues: crate::tracker::TrackerResult<crate::tracker::CandidateList>,
     rate_limit: Option<crate::http_client::RateLimitStatus>,
     blockers: BlockerLists,
     /// Blocker reads made: (succeeded, failed).
@@ -854,25 +867,24 @@ fn poll_reads(ask: PollAsk) -> PollRead {
 }
 
 fn candidate_reads(tracker: &dyn TrackerAdapter, mut ask: CandidateAsk) -> CandidatesRead {
-    let fetched = tracker.fetch_candidate_issues();
+    let fetched = tracker.fetch_sorted_candidates();
     let rate_limit = tracker.rate_limit();
     let mut read = CandidatesRead {
-        issues: Ok(Vec::new()),
+        issues: Ok(Vec::new().into()),
         rate_limit,
         blockers: Default::default(),
         blocker_reads: (0, 0),
         comments: Default::default(),
         hop_reads: Default::default(),
     };
-    let mut issues = match fetched {
+    let issues = match fetched {
         Ok(i) => i,
         Err(e) => {
             read.issues = Err(e);
             return read;
         }
     };
-    sort_candidates(&mut issues);
-    for issue in &issues {
+    for issue in issues.iter() {
         let lifts = ask
             .parked
             .iter()

@@ -13,8 +13,16 @@
 //! and ctime) was at least [`RACY_WINDOW`] before the moment the read began; any later change
 //! then carries a newer timestamp and shows in the stat. An uncertain entry is re-read on
 //! every call: when the bytes equal the cached ones the parse is kept (a `memcmp`, not a
-//! parse) and the entry may become certain; otherwise the new bytes are parsed. Only an
-//! uncertain entry keeps its bytes. A change time in the future (clock skew) keeps the entry
+//! parse) and the entry may become certain; otherwise the new bytes are parsed.
+//!
+//! **A changed file parses only what changed.** The entry keeps the bytes it was parsed from
+//! (one copy of the file) and where each array element lies in them. New bytes are split into
+//! their elements without parsing (`elements`); an element whose bytes are those of a previous
+//! element takes over that element's issue (shared, not copied), and only the others are
+//! parsed. Blockers are resolved again over the whole file. So an edit to one issue of a
+//! 10,000-issue file costs a split, a `memcmp` and one element's parse, and the issues a poll
+//! hands out stay the same issues (a pass tells them unchanged by pointer). Anything the split
+//! or a lone element's parse does not take is parsed whole, as before. A change time in the future (clock skew) keeps the entry
 //! uncertain. A tool that rewrites the file in place with the same size and then forges both
 //! timestamps back cannot be told apart; the ctime cannot be set from user space, so this
 //! takes root.
@@ -34,7 +42,19 @@ use crate::tracker::TrackerResult;
 use super::document;
 use super::heap;
 use super::index::ParsedFile;
-use super::parse::parse_issues;
+use super::parse::{changed_elements, element_spans, parse_issues};
+
+/// The version of the file in `bytes` built from `previous`, parsing only the elements whose
+/// bytes changed; `None` when the whole file must be parsed.
+fn changed(
+    previous: &Entry,
+    bytes: &[u8],
+    spans: Option<&[std::ops::Range<usize>]>,
+) -> Option<ParsedFile> {
+    let old_spans = previous.spans.as_deref()?;
+    let elements = changed_elements(bytes, spans?, &previous.bytes, old_spans)?;
+    Some(ParsedFile::rebuild(elements, &previous.parsed))
+}
 
 /// How long after its last change a file's stat is trusted to reveal the next change. Two
 /// seconds covers filesystems with two-second timestamps (FAT) as well as the kernel's coarse
@@ -101,8 +121,10 @@ struct Entry {
     key: FileKey,
     certain: bool,
     parsed: Arc<ParsedFile>,
-    /// The bytes the parse came from, kept only while the entry is uncertain.
-    bytes: Option<Vec<u8>>,
+    /// The bytes the parse came from.
+    bytes: Vec<u8>,
+    /// Where each element of `parsed` lies in `bytes`; `None` when they do not split cleanly.
+    spans: Option<Vec<std::ops::Range<usize>>>,
 }
 
 /// One file's cached parse. Calls are serialized: two threads asking at once share one read.
@@ -137,20 +159,29 @@ impl FileCache {
         self.reads.fetch_add(1, Ordering::Relaxed);
         let key = (self.probes.key)(&meta);
         let certain = key.certain_at(read_at);
-        let (parsed, fresh) = match previous {
-            Some(e) if e.bytes.as_deref() == Some(bytes.as_slice()) => (e.parsed, false),
+        let (parsed, spans, fresh) = match previous {
+            Some(e) if e.bytes == bytes => (e.parsed, e.spans, false),
             previous => {
+                let spans = element_spans(&bytes);
+                let reused = previous
+                    .as_ref()
+                    .and_then(|e| changed(e, &bytes, spans.as_deref()));
                 // The previous parse goes first, so its memory counts as free for the trim.
                 drop(previous);
-                let parsed = Arc::new(ParsedFile::new(parse_issues(path, &bytes)?));
-                (parsed, bytes.len() >= heap::LARGE_FILE)
+                let parsed = match reused {
+                    Some(p) => Arc::new(p),
+                    None => Arc::new(ParsedFile::new(parse_issues(path, &bytes)?)),
+                };
+                let spans = spans.filter(|s| s.len() == parsed.issues().len());
+                (parsed, spans, bytes.len() >= heap::LARGE_FILE)
             }
         };
         *slot = Some(Entry {
             key,
             certain,
             parsed: parsed.clone(),
-            bytes: (!certain).then_some(bytes),
+            bytes,
+            spans,
         });
         drop(slot);
         if fresh {
@@ -159,9 +190,12 @@ impl FileCache {
         Ok(parsed)
     }
 
-    /// Forgets the cached parse: the next call reads the file.
+    /// Makes the next call read the file whatever its stat says (it then parses only what
+    /// changed).
     pub fn invalidate(&self) {
-        *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        if let Some(e) = self.slot.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            e.certain = false;
+        }
     }
 
     /// How many times the file's bytes were read (a hit reads none).
@@ -327,5 +361,103 @@ mod tests {
         assert!(cache.get(&path).is_err());
         std::fs::write(&path, r#"[{"id": "1"}]"#).ok();
         assert!(cache.get(&path).is_ok());
+    }
+
+    /// The cache's parse of each text in turn, next to a whole parse of the same text.
+    fn versions(texts: &[&str]) -> Vec<(Arc<ParsedFile>, ParsedFile)> {
+        let (_dir, path) = setup(texts[0]);
+        let cache = FileCache::with_probes(Probes {
+            now: later,
+            ..Probes::default()
+        });
+        texts
+            .iter()
+            .map(|text| {
+                std::fs::write(&path, text).unwrap_or_else(|e| panic!("write: {e}"));
+                cache.invalidate();
+                let cached = cache.get(&path).unwrap_or_else(|e| panic!("read: {e}"));
+                let whole = parse_issues(&path, text.as_bytes())
+                    .map(ParsedFile::new)
+                    .unwrap_or_else(|e| panic!("parse: {e}"));
+                (cached, whole)
+            })
+            .collect()
+    }
+
+    fn same_issues(a: &ParsedFile, b: &ParsedFile) -> bool {
+        a.full_issues().collect::<Vec<_>>() == b.full_issues().collect::<Vec<_>>()
+    }
+
+    #[test]
+    fn a_changed_file_parses_only_the_changed_elements_and_shares_the_rest() {
+        let v = versions(&[
+            r#"[{"id": "1", "state": "To Do", "comments": [{"body": "c"}]}, {"id": "2", "state": "To Do"}]"#,
+            r#"[{"id": "1", "state": "To Do", "comments": [{"body": "c"}]}, {"id": "2", "state": "Done"}]"#,
+            // An element added in front: the others are found where they moved.
+            r#"[{"id": "0"}, {"id": "1", "state": "To Do", "comments": [{"body": "c"}]}, {"id": "2", "state": "Done"}]"#,
+        ]);
+        for (cached, whole) in &v {
+            assert!(same_issues(cached, whole));
+        }
+        let (a, b, c) = (&v[0].0, &v[1].0, &v[2].0);
+        assert!(Arc::ptr_eq(&a.issues()[0], &b.issues()[0]));
+        assert!(!Arc::ptr_eq(&a.issues()[1], &b.issues()[1]));
+        assert!(Arc::ptr_eq(&b.issues()[0], &c.issues()[1]));
+        assert!(Arc::ptr_eq(&b.issues()[1], &c.issues()[2]));
+    }
+
+    #[test]
+    fn an_unchanged_issue_whose_blocker_changed_is_resolved_again() {
+        let v = versions(&[
+            r#"[{"id": "1", "state": "To Do"}, {"id": "2", "blocked_by": [{"id": "1"}, {"identifier": "X-9", "state": "Open"}]}]"#,
+            r#"[{"id": "1", "state": "Done"}, {"id": "2", "blocked_by": [{"id": "1"}, {"identifier": "X-9", "state": "Open"}]}]"#,
+            r#"[{"id": "1", "state": "Done", "title": "t"}, {"id": "2", "blocked_by": [{"id": "1"}, {"identifier": "X-9", "state": "Open"}]}]"#,
+            r#"[{"id": "2", "blocked_by": [{"id": "1"}, {"identifier": "X-9", "state": "Open"}]}]"#,
+        ]);
+        for (cached, whole) in &v {
+            assert!(same_issues(cached, whole));
+        }
+        let states = |p: &ParsedFile| -> Vec<String> {
+            p.issues()[p.issues().len() - 1]
+                .blocked_by
+                .iter()
+                .map(|b| b.state.clone())
+                .collect()
+        };
+        assert_eq!(states(&v[0].0), ["To Do", "Open"]);
+        assert_eq!(states(&v[1].0), ["Done", "Open"]);
+        // Its blocker's state is as it was: the dependent is shared again.
+        assert!(Arc::ptr_eq(&v[1].0.issues()[1], &v[2].0.issues()[1]));
+        // The blocker left the file: the state written in the list stands again.
+        assert_eq!(states(&v[3].0), ["", "Open"]);
+    }
+
+    #[test]
+    fn what_a_lone_element_does_not_take_is_parsed_whole() {
+        let (_dir, path) = setup(r#"[{"id": "1", "state": "To Do"}, {"id": "2"}]"#);
+        let cache = FileCache::with_probes(Probes {
+            now: later,
+            ..Probes::default()
+        });
+        assert_eq!(states(&cache, &path), ["To Do", ""]);
+        // A repeated key: only the whole parse's lenient path takes it (the last one wins).
+        std::fs::write(
+            &path,
+            r#"[{"id": "1", "state": "To Do"}, {"id": "2", "state": "A", "state": "B"}]"#,
+        )
+        .ok();
+        assert_eq!(states(&cache, &path), ["To Do", "B"]);
+        // A broken element: the whole parse names it.
+        std::fs::write(
+            &path,
+            r#"[{"id": "1", "state": "To Do"}, {"id": 2, "title": 5}]"#,
+        )
+        .ok();
+        let err = cache
+            .get(&path)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert!(err.contains("issue [1]"), "{err}");
     }
 }

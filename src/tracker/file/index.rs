@@ -3,6 +3,7 @@
 //! (behind an `Arc`) by every read until the file changes. Pure: no I/O here.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::domain::{BlockerRef, Comment, Issue};
 
@@ -15,12 +16,12 @@ struct Lookup {
 }
 
 impl Lookup {
-    fn new(issues: &[Issue]) -> Lookup {
+    fn new<'a>(issues: impl ExactSizeIterator<Item = &'a Issue>) -> Lookup {
         let mut lookup = Lookup {
             by_id: HashMap::with_capacity(issues.len()),
             by_identifier: HashMap::with_capacity(issues.len()),
         };
-        for (pos, issue) in issues.iter().enumerate() {
+        for (pos, issue) in issues.enumerate() {
             lookup.by_id.entry(issue.id.clone()).or_insert(pos);
             lookup
                 .by_identifier
@@ -47,34 +48,127 @@ impl Lookup {
 /// the calls that never return comments (candidates) do not copy them.
 #[derive(Debug, Default)]
 pub struct ParsedFile {
-    /// File order, blockers resolved, `comments` always `None`.
-    issues: Vec<Issue>,
+    /// File order, blockers resolved, `comments` always `None`; shared with the candidate
+    /// lists handed out and with the next version of the file where an issue's bytes did not
+    /// change, so an unchanged issue is never copied.
+    issues: Vec<Arc<Issue>>,
     /// The comments of `issues[i]` as written (`None` when the record has no `comments`).
-    comments: Vec<Option<Vec<Comment>>>,
+    comments: Vec<Option<Arc<[Comment]>>>,
+    /// `issues[i].blocked_by` as written, where resolution changed it (`None`: as it stands),
+    /// so the next version resolves it again against the issues it then references.
+    written_blockers: Vec<Option<Arc<[BlockerRef]>>>,
     lookup: Lookup,
+}
+
+/// One element of a version of the file.
+pub enum Element {
+    /// The same bytes as this element of the previous version.
+    Same(usize),
+    /// Parsed now (blockers not resolved yet).
+    New(Box<Issue>),
+}
+
+impl Element {
+    fn issue<'a>(&'a self, previous: &'a ParsedFile) -> &'a Issue {
+        match self {
+            Element::Same(j) => &previous.issues[*j],
+            Element::New(issue) => issue,
+        }
+    }
+
+    /// Its `blocked_by` as written.
+    fn written<'a>(&'a self, previous: &'a ParsedFile) -> &'a [BlockerRef] {
+        match self {
+            Element::Same(j) => previous.written_blockers[*j]
+                .as_deref()
+                .unwrap_or(&previous.issues[*j].blocked_by),
+            Element::New(issue) => &issue.blocked_by,
+        }
+    }
 }
 
 impl ParsedFile {
     /// Indexes freshly normalized issues and resolves their blockers.
-    pub fn new(mut issues: Vec<Issue>) -> ParsedFile {
-        let lookup = Lookup::new(&issues);
-        resolve_with(&mut issues, &lookup);
-        let comments = issues.iter_mut().map(|i| i.comments.take()).collect();
-        ParsedFile {
-            issues,
-            comments,
+    pub fn new(issues: Vec<Issue>) -> ParsedFile {
+        ParsedFile::rebuild(
+            issues
+                .into_iter()
+                .map(|i| Element::New(Box::new(i)))
+                .collect(),
+            &ParsedFile::default(),
+        )
+    }
+
+    /// The version made of `elements`: an element with the bytes of one of `previous` shares
+    /// its issue (a new one only when its blockers now resolve differently); every blocker
+    /// list is resolved again, since the issue it references may have changed. Every
+    /// `Element::Same` index must be one of `previous`'s.
+    pub fn rebuild(elements: Vec<Element>, previous: &ParsedFile) -> ParsedFile {
+        let lookup = Lookup::new(elements.iter().map(|e| e.issue(previous)));
+        let issue_at = |pos: usize| elements[pos].issue(previous);
+        let resolved: Vec<Option<Vec<BlockerRef>>> = elements
+            .iter()
+            .map(|e| {
+                let written = e.written(previous);
+                (!written.is_empty()).then(|| resolve_refs(written, &lookup, &issue_at))
+            })
+            .collect();
+        let n = elements.len();
+        let mut file = ParsedFile {
+            issues: Vec::with_capacity(n),
+            comments: Vec::with_capacity(n),
+            written_blockers: Vec::with_capacity(n),
             lookup,
+        };
+        for (element, resolved) in elements.into_iter().zip(resolved) {
+            match element {
+                Element::Same(j) => file.take_over(previous, j, resolved),
+                Element::New(issue) => file.push_new(*issue, resolved),
+            }
         }
+        file
+    }
+
+    /// Shares issue `j` of `previous`, or copies it when its blockers resolve differently now.
+    fn take_over(&mut self, previous: &ParsedFile, j: usize, resolved: Option<Vec<BlockerRef>>) {
+        let shared = &previous.issues[j];
+        let mut written = previous.written_blockers[j].clone();
+        let issue = match resolved {
+            Some(list) if list != shared.blocked_by => {
+                written.get_or_insert_with(|| Arc::from(shared.blocked_by.as_slice()));
+                Arc::new(Issue {
+                    blocked_by: list,
+                    ..Issue::clone(shared)
+                })
+            }
+            _ => Arc::clone(shared),
+        };
+        self.issues.push(issue);
+        self.comments.push(previous.comments[j].clone());
+        self.written_blockers.push(written);
+    }
+
+    fn push_new(&mut self, mut issue: Issue, resolved: Option<Vec<BlockerRef>>) {
+        let comments = issue.comments.take().map(Arc::from);
+        let written = match resolved {
+            Some(list) if list != issue.blocked_by => {
+                Some(Arc::from(std::mem::replace(&mut issue.blocked_by, list)))
+            }
+            _ => None,
+        };
+        self.issues.push(Arc::new(issue));
+        self.comments.push(comments);
+        self.written_blockers.push(written);
     }
 
     /// Issues in file order, without comments.
-    pub fn issues(&self) -> &[Issue] {
+    pub fn issues(&self) -> &[Arc<Issue>] {
         &self.issues
     }
 
     /// The first issue with this id, without comments.
     pub fn by_id(&self, id: &str) -> Option<&Issue> {
-        self.lookup.by_id.get(id).map(|&pos| &self.issues[pos])
+        self.lookup.by_id.get(id).map(|&pos| &*self.issues[pos])
     }
 
     /// The first issue with this identifier, without comments.
@@ -82,7 +176,7 @@ impl ParsedFile {
         self.lookup
             .by_identifier
             .get(identifier)
-            .map(|&pos| &self.issues[pos])
+            .map(|&pos| &*self.issues[pos])
     }
 
     /// The first issue with this id, with its comments as written.
@@ -97,45 +191,41 @@ impl ParsedFile {
 
     fn full(&self, pos: usize) -> Issue {
         Issue {
-            comments: self.comments[pos].clone(),
-            ..self.issues[pos].clone()
+            comments: self.comments[pos].as_deref().map(<[Comment]>::to_vec),
+            ..Issue::clone(&self.issues[pos])
         }
     }
 }
 
-/// Replaces each blocker's state with the live state of the referenced issue when that issue
-/// is in the same file (matched by id, else by identifier), so moving the blocker to a
-/// terminal state in the file unblocks its dependents. Blockers that reference nothing in
-/// the file keep the state written inside `blocked_by`. A missing id or identifier of the
+/// `written` resolved: each blocker takes the live state of the issue it references when
+/// that issue is in the same file (matched by id, else by identifier), so moving the blocker
+/// to a terminal state in the file unblocks its dependents. Blockers that reference nothing
+/// in the file keep the state written inside `blocked_by`. A missing id or identifier of the
 /// reference is filled in from the matched issue.
 ///
 /// One hash lookup per blocker. Resolution reads only the issues' own id, identifier and
-/// state and writes only blocker refs, so the order issues are visited in does not matter.
-fn resolve_with(issues: &mut [Issue], lookup: &Lookup) {
-    for pos in 0..issues.len() {
-        for k in 0..issues[pos].blocked_by.len() {
-            let Some(target) = lookup.blocker_target(&issues[pos].blocked_by[k]) else {
-                continue;
-            };
-            let (id, identifier, state) = {
-                let t = &issues[target];
-                let b = &issues[pos].blocked_by[k];
-                (
-                    b.id.is_empty().then(|| t.id.clone()),
-                    b.identifier.is_empty().then(|| t.identifier.clone()),
-                    t.state.clone(),
-                )
-            };
-            let b = &mut issues[pos].blocked_by[k];
-            b.state = state;
-            if let Some(id) = id {
-                b.id = id;
+/// state and writes only blocker refs, so the order issues are resolved in does not matter.
+fn resolve_refs<'a>(
+    written: &[BlockerRef],
+    lookup: &Lookup,
+    issue_at: &impl Fn(usize) -> &'a Issue,
+) -> Vec<BlockerRef> {
+    written
+        .iter()
+        .map(|b| {
+            let mut b = b.clone();
+            if let Some(t) = lookup.blocker_target(&b).map(issue_at) {
+                b.state = t.state.clone();
+                if b.id.is_empty() {
+                    b.id = t.id.clone();
+                }
+                if b.identifier.is_empty() {
+                    b.identifier = t.identifier.clone();
+                }
             }
-            if let Some(identifier) = identifier {
-                b.identifier = identifier;
-            }
-        }
-    }
+            b
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -145,8 +235,10 @@ mod tests {
     use serde_json::{Value, json};
 
     fn resolve_blockers(issues: &mut [Issue]) {
-        let lookup = Lookup::new(issues);
-        resolve_with(issues, &lookup);
+        let file = ParsedFile::new(issues.to_vec());
+        for (issue, resolved) in issues.iter_mut().zip(file.issues()) {
+            issue.blocked_by = resolved.blocked_by.clone();
+        }
     }
 
     fn norm(v: Value) -> Issue {

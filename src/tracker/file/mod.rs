@@ -21,6 +21,7 @@
 mod cache;
 mod document;
 mod edits;
+mod elements;
 mod heap;
 mod index;
 mod parse;
@@ -29,7 +30,7 @@ mod stream;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::clock::Clock;
 use crate::domain::contract::Contract;
@@ -38,8 +39,8 @@ use cache::FileCache;
 use index::ParsedFile;
 
 use crate::tracker::{
-    Blockers, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError, TrackerErrorKind,
-    TrackerResult, TrackerSettings, scope,
+    Blockers, CandidateList, SettingProblem, TrackerAdapter, TrackerDescriptor, TrackerError,
+    TrackerErrorKind, TrackerResult, TrackerSettings, scope,
 };
 
 pub use edits::COMMENT_AUTHOR;
@@ -97,6 +98,9 @@ pub struct FileTracker {
     active_states: Vec<String>,
     clock: Arc<dyn Clock>,
     cache: FileCache,
+    /// The sorted candidate list of the parse it was built from (held weakly: a parse the
+    /// cache let go of is freed, and its address is not reused while this is held).
+    sorted: Mutex<Option<(Weak<ParsedFile>, CandidateList)>>,
     /// `tracker.project`: the identifier prefix of the issues in scope; `None` = every issue.
     project: Option<String>,
 }
@@ -108,6 +112,7 @@ impl FileTracker {
             active_states,
             clock,
             cache: FileCache::default(),
+            sorted: Mutex::new(None),
             project: None,
         }
     }
@@ -119,6 +124,11 @@ impl FileTracker {
             .filter(|p| !p.is_empty())
             .map(String::from);
         self
+    }
+
+    /// Whether the issue is in an active state (every issue is when none is configured).
+    fn is_candidate(&self, issue: &Issue) -> bool {
+        self.active_states.is_empty() || state_in(&issue.state, &self.active_states)
     }
 
     /// The file this adapter reads and writes.
@@ -173,9 +183,30 @@ impl TrackerAdapter for FileTracker {
             .load()?
             .issues()
             .iter()
-            .filter(|i| self.active_states.is_empty() || state_in(&i.state, &self.active_states))
-            .cloned()
+            .filter(|i| self.is_candidate(i))
+            .map(|i| Issue::clone(i))
             .collect())
+    }
+
+    /// Built once per version of the file and handed out again until the file changes.
+    fn fetch_sorted_candidates(&self) -> TrackerResult<CandidateList> {
+        let parsed = self.load()?;
+        let mut sorted = self.sorted.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((of, list)) = sorted.as_ref()
+            && std::ptr::eq(of.as_ptr(), Arc::as_ptr(&parsed))
+        {
+            return Ok(list.clone());
+        }
+        let mut list: Vec<Arc<Issue>> = parsed
+            .issues()
+            .iter()
+            .filter(|i| self.is_candidate(i))
+            .cloned()
+            .collect();
+        list.sort_by(|a, b| crate::domain::dispatch_order(a, b));
+        let list: CandidateList = list.into();
+        *sorted = Some((Arc::downgrade(&parsed), list.clone()));
+        Ok(list)
     }
 
     fn fetch_issue_by_id(&self, id: &str) -> TrackerResult<Issue> {
@@ -310,6 +341,7 @@ impl TrackerAdapter for FileTracker {
                     .issues()
                     .iter()
                     .find(|i| i.identifier.eq_ignore_ascii_case(wanted))
+                    .map(|i| &**i)
             })
             .ok_or_else(|| document::not_found(id))?;
         if let Some(project) = &self.project {

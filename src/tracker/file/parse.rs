@@ -6,13 +6,19 @@
 //! …`) and accepts what a `Value` accepts (a repeated key keeps its last value), so errors and
 //! leniency are those of reading each element on its own.
 
+use std::collections::HashMap;
+use std::ops::Range;
 use std::path::Path;
 
 use crate::domain::Issue;
 use crate::tracker::TrackerResult;
 
 use super::document::{self, payload};
+use super::elements;
+use super::index::Element;
 use super::record::{self, ObjectRecord};
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Decodes the file's bytes into issues in file order (blockers not resolved yet).
 pub fn parse_issues(path: &Path, bytes: &[u8]) -> TrackerResult<Vec<Issue>> {
@@ -31,6 +37,61 @@ pub fn parse_issues(path: &Path, bytes: &[u8]) -> TrackerResult<Vec<Issue>> {
         .map(|(i, v)| record::normalize_record(i, v))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|cause| payload(format!("failed to parse file: {}: {cause}", path.display())))
+}
+
+/// The byte ranges of the file's elements (after a BOM), when it splits cleanly.
+pub fn element_spans(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
+    let at = if bytes.starts_with(BOM) { BOM.len() } else { 0 };
+    let spans = elements::element_spans(bytes.get(at..)?)?;
+    Some(
+        spans
+            .into_iter()
+            .map(|r| r.start + at..r.end + at)
+            .collect(),
+    )
+}
+
+/// A new version's elements (`spans` of `bytes`) told against the previous version's (`old`,
+/// `old_spans`): an element with the bytes of a previous one (at the same position, else
+/// anywhere) is `Same`; only the others are parsed, each on its own. `None` when a changed
+/// element does not decode on its own: the whole file is then parsed, which accepts what it
+/// accepts and names what it refuses.
+pub fn changed_elements(
+    bytes: &[u8],
+    spans: &[Range<usize>],
+    old: &[u8],
+    old_spans: &[Range<usize>],
+) -> Option<Vec<Element>> {
+    let mut by_bytes: Option<HashMap<&[u8], usize>> = None;
+    let mut out = Vec::with_capacity(spans.len());
+    for (i, span) in spans.iter().enumerate() {
+        let new = bytes.get(span.clone())?;
+        let in_place = old_spans
+            .get(i)
+            .is_some_and(|r| old.get(r.clone()) == Some(new));
+        let same = if in_place {
+            Some(i)
+        } else {
+            let index = by_bytes.get_or_insert_with(|| {
+                let mut m = HashMap::with_capacity(old_spans.len());
+                for (j, r) in old_spans.iter().enumerate() {
+                    if let Some(b) = old.get(r.clone()) {
+                        m.entry(b).or_insert(j);
+                    }
+                }
+                m
+            });
+            index.get(new).copied()
+        };
+        out.push(match same {
+            Some(j) => Element::Same(j),
+            None => {
+                let record = serde_json::from_slice::<ObjectRecord>(new).ok()?;
+                Element::New(Box::new(record.into_issue()))
+            }
+        });
+    }
+    Some(out)
 }
 
 #[cfg(test)]

@@ -198,7 +198,7 @@ impl StagesFeature {
     /// stage label) are held by the gate of the pass that follows.
     pub(crate) fn confirm(
         &mut self,
-        candidates: &mut [Issue],
+        candidates: &mut [std::sync::Arc<Issue>],
         mut reads: BTreeMap<String, crate::tracker::TrackerResult<Issue>>,
         tracker_kind: &str,
         cx: &Cx<'_>,
@@ -247,7 +247,7 @@ impl StagesFeature {
                             "stage hop target label absent, another stage label found, hold released"
                         );
                     }
-                    issue.labels = r.labels;
+                    std::sync::Arc::make_mut(issue).labels = r.labels;
                     effects.extend(self.mark_observed(&issue.id));
                 }
                 outcome => {
@@ -363,7 +363,10 @@ impl StagesFeature {
     }
 
     /// Moves the pass holds of issues between stages to their `between_stages[]` rows.
-    pub(crate) fn split_between_holds(&mut self, held: &mut BTreeMap<String, Held>) {
+    pub(crate) fn split_between_holds(
+        &mut self,
+        held: &mut std::collections::HashMap<String, Held>,
+    ) {
         let between: Vec<String> = held
             .keys()
             .filter(|id| self.hops.get(*id).is_some_and(|h| !h.picked_up))
@@ -581,9 +584,9 @@ mod tests {
         let mut f = StagesFeature::default();
         f.restore(vec![hop("1"), hop("2"), hop("3")]);
         let mut candidates = vec![
-            issue("1", &["Stage-Implement"]),
-            issue("2", &[]),
-            issue("3", &[]),
+            Arc::new(issue("1", &["Stage-Implement"])),
+            Arc::new(issue("2", &[])),
+            Arc::new(issue("3", &[])),
         ];
         let done = Issue {
             state: "Done".into(),
@@ -630,11 +633,11 @@ mod tests {
         };
         f.restore(vec![hop("1"), hop("2"), picked]);
         let held_row = |id: &str| Held {
-            issue: issue(id, &[]),
+            issue: Arc::new(issue(id, &[])),
             reason: stages::unconfirmed_hold("stage-implement"),
             since_ms: 5,
         };
-        let mut held = BTreeMap::from([
+        let mut held = std::collections::HashMap::from([
             ("1".to_string(), held_row("1")),
             ("9".to_string(), held_row("9")),
         ]);

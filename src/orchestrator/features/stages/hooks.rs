@@ -60,7 +60,7 @@ impl Orchestrator {
     /// the pass that follows.
     pub(crate) fn confirm_hops(
         &mut self,
-        candidates: &mut [Issue],
+        candidates: &mut [Arc<Issue>],
         reads: BTreeMap<String, crate::tracker::TrackerResult<Issue>>,
     ) {
         let kind = self.tracker.kind();
@@ -82,7 +82,10 @@ impl Orchestrator {
     }
 
     /// Moves the pass holds of issues between stages to their `between_stages[]` rows.
-    pub(crate) fn split_between_holds(&mut self, held: &mut BTreeMap<String, Held>) {
+    pub(crate) fn split_between_holds(
+        &mut self,
+        held: &mut std::collections::HashMap<String, Held>,
+    ) {
         self.features.stages.split_between_holds(held);
     }
 
