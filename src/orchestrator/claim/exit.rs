@@ -144,6 +144,9 @@ impl Orchestrator {
             )
         });
         self.apply_answers(&s.entry, s.step, answers, s.result.session_id.clone());
+        if self.poll_out.is_some() {
+            self.settled_while_polling.insert(issue_id.to_string());
+        }
         self.exit_done(&s.entry, &s.result);
     }
 

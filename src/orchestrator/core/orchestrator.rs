@@ -133,6 +133,9 @@ pub struct Orchestrator {
     pub(crate) last_poll_at: Option<Instant>,
     /// When the poll whose tracker reads are out started (`None`: none is out).
     pub(crate) poll_out: Option<Instant>,
+    /// Issues whose exit's tracker calls (a hand-off's transition) came back while the poll
+    /// out now was reading: its listing may predate them, so its pass leaves them to the next.
+    pub(crate) settled_while_polling: std::collections::HashSet<String>,
     /// Ticks skipped while the current poll is out (logged when it comes back).
     pub(crate) skipped_while_out: u64,
     /// A database ping of its own (one not carried by a poll) is out.
@@ -217,6 +220,7 @@ impl Orchestrator {
             refresh_pending: false,
             last_poll_at: None,
             poll_out: None,
+            settled_while_polling: Default::default(),
             skipped_while_out: 0,
             ping_out: false,
             sweep_out: false,

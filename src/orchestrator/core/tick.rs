@@ -169,6 +169,7 @@ impl Orchestrator {
         };
         let started = self.clock.instant();
         self.poll_out = Some(started);
+        self.settled_while_polling.clear();
         self.state.health.poll.in_flight_since_ms = Some(now);
         self.spawn_io(
             super::io::Lane::Poll,
@@ -353,6 +354,8 @@ impl Orchestrator {
         now: i64,
     ) -> usize {
         let mut input = self.gated_pass_input(crate::orchestrator::core::feature::PassKind::Tick);
+        // Claimed until their exits settled after this poll's reads began: left to the next.
+        input.claimed.extend(self.settled_while_polling.drain());
         self.features.stages.end_pass();
         let workspaces = self.workspaces();
         // A workspace that does not exist has no lock: one listing of the root spares a probe
