@@ -75,6 +75,8 @@ pub fn limits(
         on_refused: std::sync::Arc::new(move |why, peer| refused(&refused_state, why, peer)),
         error_body: envelope,
         error_content_type: "application/json; charset=utf-8",
+        // Set by the server once it knows what it serves (`router::serve_inline`).
+        inline: None,
     }
 }
 

@@ -308,12 +308,16 @@ pub fn start_many(
     let Some(state) = served.primary() else {
         return Err(StartError::NoWorkflow);
     };
-    let limits = admission::limits(max_connections, per_client, state.clone());
+    let host_policy = host::HostPolicy::for_bind(bind.host, &bind.allowed_hosts);
+    let mut limits = admission::limits(max_connections, per_client, state.clone());
     let probe_reserve = limits.probe_reserve;
+    let (inline_served, inline_policy) = (served.clone(), Arc::new(host_policy.clone()));
+    limits.inline = Some(Arc::new(move |req| {
+        router::serve_inline(&inline_served, &inline_policy, req)
+    }));
     let server = tiny_http::Server::from_listener_with_limits(listener, limits)
         .map(Arc::new)
         .map_err(|e| StartError::Server(addr, e))?;
-    let host_policy = host::HostPolicy::for_bind(bind.host, &bind.allowed_hosts);
     log::info!(
         addr:% = addr,
         max_connections:% = max_connections,

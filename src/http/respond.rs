@@ -214,9 +214,8 @@ pub struct Tagged<'a> {
 /// the client's copy is `fresh` (its `If-None-Match` named a tag of this document). `no-cache`
 /// lets a client keep the body and revalidate it; `Vary` because the encoding follows
 /// `Accept-Encoding`. The bytes go out with a `Content-Length` (no chunking), head and body in
-/// one write, a large body in one write of its own after the head, never copied
-/// (`respond_slice`: tiny_http's plain `respond` makes a system call for the head
-/// and one per 8 KiB of body, each waking the client). tiny_http leaves the body out of an
+/// one vectored write, the body never copied (`respond_slice`: tiny_http's plain `respond`
+/// makes a system call for the head and one per 8 KiB of body, each waking the client). tiny_http leaves the body out of an
 /// answer to HEAD itself.
 pub fn send_tagged(req: Request, doc: Tagged<'_>, fresh: bool) {
     let mut headers: Vec<Header> = [

@@ -81,6 +81,9 @@ impl<W: Write> Write for DoneOnDrop<W> {
     fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
         self.inner.write(buf)
     }
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> IoResult<usize> {
+        self.inner.write_vectored(bufs)
+    }
     fn flush(&mut self) -> IoResult<()> {
         self.inner.flush()
     }

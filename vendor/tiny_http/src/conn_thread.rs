@@ -10,12 +10,17 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 use crate::client::ClientConnection;
+use crate::limits::InlineFn;
 use crate::util::MessagesQueue;
 use crate::Message;
 
 /// Serves `client` on a new thread. When no thread can be started the client is answered
 /// 503 (with limits) and closed.
-pub(crate) fn spawn(client: ClientConnection, messages: Arc<MessagesQueue<Message>>) {
+pub(crate) fn spawn(
+    client: ClientConnection,
+    messages: Arc<MessagesQueue<Message>>,
+    inline: Option<Arc<InlineFn>>,
+) {
     let slot = Arc::new(Mutex::new(Some(client)));
     let theirs = slot.clone();
     let spawned = thread::Builder::new()
@@ -23,7 +28,7 @@ pub(crate) fn spawn(client: ClientConnection, messages: Arc<MessagesQueue<Messag
         .spawn(move || {
             let client = theirs.lock().ok().and_then(|mut c| c.take());
             if let Some(client) = client {
-                serve(client, &messages);
+                serve(client, &messages, inline.as_deref());
             }
         });
     if spawned.is_err() {
@@ -34,8 +39,9 @@ pub(crate) fn spawn(client: ClientConnection, messages: Arc<MessagesQueue<Messag
     }
 }
 
-/// Reads the connection's requests in turn and queues them for `Server::recv`.
-fn serve(client: ClientConnection, messages: &MessagesQueue<Message>) {
+/// Reads the connection's requests in turn and queues them for `Server::recv`, except the
+/// ones `inline` answers here.
+fn serve(client: ClientConnection, messages: &MessagesQueue<Message>, inline: Option<&InlineFn>) {
     // Synchronization is needed for HTTPS requests to avoid a deadlock
     if client.secure() {
         let (sender, receiver) = mpsc::channel();
@@ -47,6 +53,13 @@ fn serve(client: ClientConnection, messages: &MessagesQueue<Message>) {
         }
     } else {
         for rq in client {
+            let rq = match inline {
+                Some(serve_here) => match serve_here(rq) {
+                    Some(rq) => rq,
+                    None => continue,
+                },
+                None => rq,
+            };
             messages.push(rq.into());
         }
     }

@@ -113,7 +113,9 @@ use util::MessagesQueue;
 
 pub use common::{HTTPVersion, Header, HeaderField, Method, StatusCode};
 pub use connection::{ConfigListenAddr, ListenAddr, Listener};
-pub use limits::{client_key, Admission, ConnRefusal, Head, Limits, Refusal, PROBE_SLOTS_PER_CLIENT};
+pub use limits::{
+    client_key, Admission, ConnRefusal, Head, InlineFn, Limits, Refusal, PROBE_SLOTS_PER_CLIENT,
+};
 pub use request::{ReadWrite, Request};
 pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
@@ -360,7 +362,11 @@ impl Server {
                 };
 
                 match new_client {
-                    Ok(client) => conn_thread::spawn(client, inside_messages.clone()),
+                    Ok(client) => conn_thread::spawn(
+                        client,
+                        inside_messages.clone(),
+                        limits.as_ref().and_then(|l| l.inline.clone()),
+                    ),
 
                     Err(e) => {
                         log::error!("Error accepting new client: {}", e);

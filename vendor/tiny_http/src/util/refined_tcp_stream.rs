@@ -75,6 +75,15 @@ impl Write for Stream {
         }
     }
 
+    // sortie patch: a head and its body go out in one system call.
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> IoResult<usize> {
+        match self {
+            Stream::Http(tcp_stream) => tcp_stream.write_vectored(bufs),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(ssl_stream) => ssl_stream.write_vectored(bufs),
+        }
+    }
+
     fn flush(&mut self) -> IoResult<()> {
         match self {
             Stream::Http(tcp_stream) => tcp_stream.flush(),
@@ -247,6 +256,10 @@ impl Read for RefinedTcpStream {
 impl Write for RefinedTcpStream {
     fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
         self.stream.write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> IoResult<usize> {
+        self.stream.write_vectored(bufs)
     }
 
     fn flush(&mut self) -> IoResult<()> {

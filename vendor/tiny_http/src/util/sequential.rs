@@ -139,6 +139,16 @@ impl<W: Write + Send> Write for SequentialWriter<W> {
         self.writer.lock().unwrap().write(buf)
     }
 
+    // sortie patch: forwarded, so a head and its body go out in one system call.
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> IoResult<usize> {
+        if let Some(v) = self.trigger.as_mut() {
+            v.recv().unwrap()
+        }
+        self.trigger = None;
+
+        self.writer.lock().unwrap().write_vectored(bufs)
+    }
+
     fn flush(&mut self) -> IoResult<()> {
         if let Some(v) = self.trigger.as_mut() {
             v.recv().unwrap()
