@@ -45,15 +45,7 @@ pub(crate) fn dispatch(
     }
     let attempt = mem.run_attempt.max(1);
     effects.push(Effect::DispatchReaction(Box::new(ReactionDispatch {
-        issue: crate::orchestrator::core::persist::issue_from_parts(
-            &row.issue.id,
-            &row.issue.identifier,
-            &row.issue.title,
-            &row.issue.url,
-            row.issue.issue_type.as_deref().unwrap_or(""),
-            row.issue.labels.as_deref().unwrap_or(&[]),
-            &row.issue.state,
-        ),
+        issue: row.recorded_issue(),
         attempt,
         delay_ms: REACTION_RETRY_DELAY_MS,
         trigger: if row.kind == ReactionKind::Ci {

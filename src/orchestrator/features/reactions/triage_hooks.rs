@@ -23,15 +23,7 @@ impl Orchestrator {
             fingerprint,
             context,
         } = t;
-        let issue = persist::issue_from_parts(
-            &row.issue.id,
-            &row.issue.identifier,
-            &row.issue.title,
-            &row.issue.url,
-            row.issue.issue_type.as_deref().unwrap_or(""),
-            row.issue.labels.as_deref().unwrap_or(&[]),
-            &row.issue.state,
-        );
+        let issue = row.recorded_issue();
         let Some((_, _, agent)) = self.attempt_resources(&issue, &row.route()) else {
             return self.triage_not_started(&key, fingerprint, TriageError::AgentUnavailable);
         };
