@@ -133,10 +133,19 @@ fn a_burst_of_event_streams_all_get_the_next_change() {
 
     // A connection thread left waiting for a next request would stay for the 10 s head
     // timeout; the deadline is shorter.
-    common::wait_for("one thread per open stream", Duration::from_secs(8), || {
+    let settled = common::wait::poll(Duration::from_secs(8), common::wait::POLL, || {
         (count_threads(pid, "sse-") == STREAMS && thread_names(pid).len() <= before + STREAMS)
             .then_some(())
     });
+    if settled.is_none() {
+        let mut names = thread_names(pid);
+        names.sort();
+        panic!(
+            "timed out waiting for one thread per open stream: {} threads (before the streams: \
+             {before}): {names:?}",
+            names.len()
+        );
+    }
     assert_eq!(d.get("/livez").status, 200);
     assert_eq!(d.get("/api/v1/state").status, 200);
 

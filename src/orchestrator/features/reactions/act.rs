@@ -45,7 +45,7 @@ pub(crate) fn dispatch(
     }
     let attempt = mem.run_attempt.max(1);
     effects.push(Effect::DispatchReaction(Box::new(ReactionDispatch {
-        issue: row.recorded_issue(),
+        issue: recorded_issue(row),
         attempt,
         delay_ms: REACTION_RETRY_DELAY_MS,
         trigger: if row.kind == ReactionKind::Ci {
@@ -308,4 +308,17 @@ fn stored(row: &ReactionRow) -> StoredEscalation {
         pr_branch: row.pr.branch.clone(),
         pr_head_sha: row.pr.head_sha.clone(),
     }
+}
+
+/// The issue as a reaction row recorded it, for a run the reaction starts (a fix, a triage).
+pub(crate) fn recorded_issue(row: &ReactionRow) -> crate::domain::Issue {
+    crate::orchestrator::core::persist::issue_from_parts(
+        &row.issue.id,
+        &row.issue.identifier,
+        &row.issue.title,
+        &row.issue.url,
+        row.issue.issue_type.as_deref().unwrap_or(""),
+        row.issue.labels.as_deref().unwrap_or(&[]),
+        &row.issue.state,
+    )
 }

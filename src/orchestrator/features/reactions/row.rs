@@ -111,19 +111,6 @@ pub struct ReactionRow {
 }
 
 impl ReactionRow {
-    /// The issue as the row recorded it, for a run the reaction starts (a fix, a triage).
-    pub(crate) fn recorded_issue(&self) -> crate::domain::Issue {
-        crate::orchestrator::core::persist::issue_from_parts(
-            &self.issue.id,
-            &self.issue.identifier,
-            &self.issue.title,
-            &self.issue.url,
-            self.issue.issue_type.as_deref().unwrap_or(""),
-            self.issue.labels.as_deref().unwrap_or(&[]),
-            &self.issue.state,
-        )
-    }
-
     /// The selection the reaction's continuation runs on: the rule, kind and model of the run
     /// it follows (the template comes from the rule at the attempt).
     pub fn route(&self) -> crate::domain::stage::Route {

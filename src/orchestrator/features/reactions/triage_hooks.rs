@@ -23,7 +23,7 @@ impl Orchestrator {
             fingerprint,
             context,
         } = t;
-        let issue = row.recorded_issue();
+        let issue = super::act::recorded_issue(&row);
         let Some((_, _, agent)) = self.attempt_resources(&issue, &row.route()) else {
             return self.triage_not_started(&key, fingerprint, TriageError::AgentUnavailable);
         };
