@@ -98,8 +98,9 @@ pub struct FileTracker {
     active_states: Vec<String>,
     clock: Arc<dyn Clock>,
     cache: FileCache,
-    /// The sorted candidate list of the parse it was built from (held weakly: a parse the
-    /// cache let go of is freed, and its address is not reused while this is held).
+    /// The sorted candidate list and the parse it was built from, held weakly: the address
+    /// is not reused while this is held, so a pointer match means the same parse. The list
+    /// keeps its issues alive until the next call replaces it.
     sorted: Mutex<Option<(Weak<ParsedFile>, CandidateList)>>,
     /// `tracker.project`: the identifier prefix of the issues in scope; `None` = every issue.
     project: Option<String>,
