@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-use tiny_http::{Header, Request, Response, StatusCode};
+use tiny_http::{Header, PreparedFields, Request, Response, StatusCode};
 
 use crate::mask::mask_with_cow;
 
@@ -202,42 +202,51 @@ pub fn send_text(req: Request, status: u16, text: String, allow: Option<&str>) {
     }
 }
 
-/// One stored encoding of a document shared between requests (already masked JSON).
-pub struct Tagged<'a> {
-    pub body: &'a [u8],
-    /// Quoted strong tag of this encoding.
-    pub etag: &'a str,
-    pub gzip: bool,
+/// The header lines of one stored encoding of a shared document (already masked JSON),
+/// rendered once with it: for a full answer and for `304 Not Modified`. `no-cache` lets a
+/// client keep the body and revalidate it with the strong `etag`; `Vary` because the
+/// encoding follows `Accept-Encoding`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaggedHead {
+    full: PreparedFields,
+    not_modified: PreparedFields,
 }
 
-/// Sends a shared document with its strong `ETag`, or `304 Not Modified` without a body when
-/// the client's copy is `fresh` (its `If-None-Match` named a tag of this document). `no-cache`
-/// lets a client keep the body and revalidate it; `Vary` because the encoding follows
-/// `Accept-Encoding`. The bytes go out with a `Content-Length` (no chunking), head and body in
-/// one vectored write, the body never copied (`respond_slice`: tiny_http's plain `respond`
-/// makes a system call for the head and one per 8 KiB of body, each waking the client). tiny_http leaves the body out of an
-/// answer to HEAD itself.
-pub fn send_tagged(req: Request, doc: Tagged<'_>, fresh: bool) {
-    let mut headers: Vec<Header> = [
-        header("Cache-Control", "no-cache"),
-        header("ETag", doc.etag),
-        header("Vary", "Accept-Encoding"),
-        header("X-Content-Type-Options", "nosniff"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let body: &[u8] = if fresh { &[] } else { doc.body };
-    if !fresh {
-        headers.extend(header("Content-Type", "application/json; charset=utf-8"));
-        if doc.gzip {
-            headers.extend(header("Content-Encoding", "gzip"));
+impl TaggedHead {
+    /// `etag`: the encoding's quoted strong tag.
+    pub fn new(etag: &str, gzip: bool) -> TaggedHead {
+        let common = [
+            header("Cache-Control", "no-cache"),
+            header("ETag", etag),
+            header("Vary", "Accept-Encoding"),
+            header("X-Content-Type-Options", "nosniff"),
+        ];
+        let content = [
+            header("Content-Type", "application/json; charset=utf-8"),
+            gzip.then(|| header("Content-Encoding", "gzip")).flatten(),
+        ];
+        let full: Vec<Header> = common.iter().chain(&content).flatten().cloned().collect();
+        let not_modified: Vec<Header> = common.into_iter().flatten().collect();
+        TaggedHead {
+            full: PreparedFields::new(&full),
+            not_modified: PreparedFields::new(&not_modified),
         }
     }
-    let status = StatusCode(if fresh { 304 } else { 200 });
-    let resp = Response::new(status, headers, body, Some(body.len()), None)
-        .with_chunked_threshold(usize::MAX);
-    if let Err(e) = req.respond_slice(resp) {
+}
+
+/// Sends a shared document's `body` under its `head`, or `304 Not Modified` without a body
+/// when the client's copy is `fresh` (its `If-None-Match` named a tag of this document). The
+/// bytes go out with a `Content-Length` (no chunking), head and body in one vectored write, the
+/// body never copied and no header built per answer (`respond_prepared`: tiny_http's plain
+/// `respond` makes a system call for the head and one per 8 KiB of body, each waking the
+/// client). tiny_http leaves the body out of an answer to HEAD itself.
+pub fn send_tagged(req: Request, head: &TaggedHead, body: &[u8], fresh: bool) {
+    let sent = if fresh {
+        req.respond_prepared(StatusCode(304), &head.not_modified, &[])
+    } else {
+        req.respond_prepared(StatusCode(200), &head.full, body)
+    };
+    if let Err(e) = sent {
         log::debug!(error:% = e; "http response not delivered");
     }
 }

@@ -25,7 +25,7 @@ use crate::ui::etag;
 
 use super::AppState;
 use super::attention;
-use super::respond::{Tagged, accepts_gzip, if_none_match, masked_json, send_tagged};
+use super::respond::{TaggedHead, accepts_gzip, if_none_match, masked_json, send_tagged};
 use super::views::state::StateDoc;
 
 /// Completed-session figures of every running issue (`None` per issue when unreadable), and
@@ -83,14 +83,20 @@ pub struct StateBody {
     /// The gzip encoding's own strong tag, as RFC 9110 asks of a different encoding.
     pub gzip_etag: String,
     gzip: OnceLock<Vec<u8>>,
+    /// Each encoding's headers, rendered once for every answer that sends it.
+    identity_head: TaggedHead,
+    gzip_head: TaggedHead,
 }
 
 impl StateBody {
     fn new(json: Vec<u8>) -> StateBody {
         let hash = data_encoding::HEXLOWER.encode(&Sha256::digest(&json)[..12]);
+        let (etag, gzip_etag) = (format!("\"{hash}\""), format!("\"{hash}-gzip\""));
         StateBody {
-            etag: format!("\"{hash}\""),
-            gzip_etag: format!("\"{hash}-gzip\""),
+            identity_head: TaggedHead::new(&etag, false),
+            gzip_head: TaggedHead::new(&gzip_etag, true),
+            etag,
+            gzip_etag,
             json,
             gzip: OnceLock::new(),
         }
@@ -127,20 +133,11 @@ pub fn serve(state: &AppState, req: Request) {
     let body = state.state_cache.current_for(state, wants_gzip);
     let fresh = if_none_match(&req).is_some_and(|h| body.matches(h));
     let gzipped = if wants_gzip { body.gzip() } else { &[] };
-    let doc = if gzipped.is_empty() {
-        Tagged {
-            body: &body.json,
-            etag: &body.etag,
-            gzip: false,
-        }
+    if gzipped.is_empty() {
+        send_tagged(req, &body.identity_head, &body.json, fresh);
     } else {
-        Tagged {
-            body: gzipped,
-            etag: &body.gzip_etag,
-            gzip: true,
-        }
-    };
-    send_tagged(req, doc, fresh);
+        send_tagged(req, &body.gzip_head, gzipped, fresh);
+    }
 }
 
 /// What a cached body was built from: the secret registry's generation it was masked

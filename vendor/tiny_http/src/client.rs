@@ -2,7 +2,7 @@ use ascii::AsciiString;
 
 use std::io::Error as IoError;
 use std::io::Result as IoResult;
-use std::io::{BufReader, BufWriter, ErrorKind, Read};
+use std::io::{BufReader, ErrorKind, Read};
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -16,7 +16,7 @@ use crate::util::refined_tcp_stream::{DeadlineState, ReadDeadline};
 
 use crate::common::{HTTPVersion, Method};
 use crate::util::RefinedTcpStream;
-use crate::util::{SequentialReader, SequentialReaderBuilder, SequentialWriterBuilder};
+use crate::util::{SequentialReader, SequentialReaderBuilder, SequentialWriterBuilder, SocketWriter};
 use crate::Request;
 
 /// A ClientConnection is an object that will store a socket to a client
@@ -36,7 +36,7 @@ pub struct ClientConnection {
 
     // sequence of Writers to the stream, to avoid writing response #2 before
     //  response #1
-    sink: SequentialWriterBuilder<BufWriter<RefinedTcpStream>>,
+    sink: SequentialWriterBuilder<SocketWriter<RefinedTcpStream>>,
 
     // Reader to read the next header from
     next_header_source: SequentialReader<BufReader<RefinedTcpStream>>,
@@ -140,7 +140,7 @@ impl ClientConnection {
         let mut source = SequentialReaderBuilder::new(BufReader::with_capacity(1024, read_socket));
         let first_header = source.next().unwrap();
 
-        let sink = SequentialWriterBuilder::new(BufWriter::with_capacity(1024, write_socket));
+        let sink = SequentialWriterBuilder::new(SocketWriter::with_capacity(1024, write_socket));
         ClientConnection {
             source,
             sink,

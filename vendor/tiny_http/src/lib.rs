@@ -116,6 +116,7 @@ pub use connection::{ConfigListenAddr, ListenAddr, Listener};
 pub use limits::{
     client_key, Admission, ConnRefusal, Head, InlineFn, Limits, Refusal, PROBE_SLOTS_PER_CLIENT,
 };
+pub use prepared::PreparedFields;
 pub use request::{ReadWrite, Request};
 pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
@@ -126,6 +127,7 @@ mod common;
 mod conn_thread;
 mod connection;
 mod limits;
+mod prepared;
 mod request;
 mod response;
 mod send_buffer;

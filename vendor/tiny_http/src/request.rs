@@ -545,38 +545,63 @@ impl Request {
         self.send_formatted(head.with_data(io::empty(), Some(body.len())), &mut bytes, Some(body))
     }
 
+    /// sortie patch: sends `status` with header lines rendered once by the caller and a body
+    /// slice, building no `Header`: the status line, `Server` and `Date`, then `fields`, then
+    /// `Content-Length`, the head and body in one vectored write. As with
+    /// [`Request::respond_slice`], the body is left out for HEAD and for a bodyless status
+    /// (its length still announced).
+    pub fn respond_prepared(
+        self,
+        status: StatusCode,
+        fields: &crate::PreparedFields,
+        body: &[u8],
+    ) -> Result<(), IoError> {
+        let mut opening = Vec::with_capacity(96);
+        crate::prepared::write_opening(&mut opening, &self.http_version, status);
+        let mut closing = Vec::with_capacity(32);
+        crate::prepared::write_closing(&mut closing, body.len());
+        let sent = !(self.method == Method::Head || matches!(status.0, 100..=199 | 204 | 304));
+        let body = if sent { body } else { &[] };
+        self.send_parts(Ok(()), &[&opening, fields.as_bytes(), &closing, body])
+    }
+
     /// Formats `response` into `bytes` (without its body when `after` is given, which is
     /// then written right after the head), writes them and flushes.
     fn send_formatted<R: Read>(
-        mut self,
+        self,
         response: Response<R>,
         bytes: &mut Vec<u8>,
         after: Option<&[u8]>,
     ) -> Result<(), IoError> {
         let head_request = self.method == Method::Head;
         let bodyless_status = matches!(response.status_code().0, 100..=199 | 204 | 304);
-        let res = response
-            .raw_print(
-                &mut *bytes,
-                self.http_version.clone(),
-                &self.headers,
-                head_request || after.is_some(),
-                None,
-            )
-            .and_then(|()| {
-                let mut writer = self.extract_writer_impl();
-                let body = after.filter(|_| !head_request && !bodyless_status);
-                let len = bytes.len() + body.map_or(0, <[u8]>::len);
-                let raised = self.send_buffer.as_ref().and_then(|b| b.raise(len));
-                let written = Self::ignore_client_closing_errors(
-                    write_all_of(&mut writer, bytes, body.unwrap_or(&[]))
-                        .and_then(|()| writer.flush()),
-                );
-                if let (Some(b), Some(r)) = (&self.send_buffer, raised) {
-                    b.restore(r);
-                }
-                written
-            });
+        let printed = response.raw_print(
+            &mut *bytes,
+            self.http_version.clone(),
+            &self.headers,
+            head_request || after.is_some(),
+            None,
+        );
+        let body = after.filter(|_| !head_request && !bodyless_status);
+        self.send_parts(printed, &[bytes, body.unwrap_or(&[])])
+    }
+
+    /// Writes `parts` (a head and a body, in pieces) once `formatted` says the head was made,
+    /// with the send buffer raised for a large answer, flushes, and tells the connection the
+    /// answer is done.
+    fn send_parts(mut self, formatted: io::Result<()>, parts: &[&[u8]]) -> Result<(), IoError> {
+        let res = formatted.and_then(|()| {
+            let mut writer = self.extract_writer_impl();
+            let len = parts.iter().map(|p| p.len()).fold(0usize, usize::saturating_add);
+            let raised = self.send_buffer.as_ref().and_then(|b| b.raise(len));
+            let written = Self::ignore_client_closing_errors(
+                write_all_of(&mut writer, parts).and_then(|()| writer.flush()),
+            );
+            if let (Some(b), Some(r)) = (&self.send_buffer, raised) {
+                b.restore(r);
+            }
+            written
+        });
         if let Some(sender) = self.notify_when_responded.take() {
             sender.send(()).unwrap();
         }
@@ -658,10 +683,10 @@ impl Drop for Request {
 pub trait ReadWrite: Read + Write {}
 impl<T> ReadWrite for T where T: Read + Write {}
 
-/// sortie patch: writes `head` then `body` with vectored writes (one system call for both when
-/// the socket takes them), never copying the body.
-fn write_all_of(writer: &mut dyn Write, head: &[u8], body: &[u8]) -> Result<(), IoError> {
-    let mut slices = [io::IoSlice::new(head), io::IoSlice::new(body)];
+/// sortie patch: writes `parts` in order with vectored writes (one system call for all when
+/// the socket takes them), never copying them.
+fn write_all_of(writer: &mut dyn Write, parts: &[&[u8]]) -> Result<(), IoError> {
+    let mut slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
     let mut left = &mut slices[..];
     io::IoSlice::advance_slices(&mut left, 0);
     while !left.is_empty() {

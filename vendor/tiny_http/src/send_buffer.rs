@@ -5,11 +5,10 @@
 //! concern, and through the small buffer its write woke the server once per buffer's worth
 //! while the client read.
 
-use std::io::BufWriter;
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 
-use crate::util::RefinedTcpStream;
+use crate::util::{RefinedTcpStream, SocketWriter};
 
 /// Raising starts above this size: a smaller answer fits any socket's buffer.
 const FROM: usize = 64 * 1024;
@@ -18,13 +17,13 @@ const FROM: usize = 64 * 1024;
 const MAX: usize = 4 * 1024 * 1024;
 
 /// A connection's socket, reached through the writer its answers share.
-pub(crate) struct SendBuffer(Arc<Mutex<BufWriter<RefinedTcpStream>>>);
+pub(crate) struct SendBuffer(Arc<Mutex<SocketWriter<RefinedTcpStream>>>);
 
 /// A raised buffer: the size to put back.
 pub(crate) struct Raised(usize);
 
 impl SendBuffer {
-    pub(crate) fn new(writer: Arc<Mutex<BufWriter<RefinedTcpStream>>>) -> SendBuffer {
+    pub(crate) fn new(writer: Arc<Mutex<SocketWriter<RefinedTcpStream>>>) -> SendBuffer {
         SendBuffer(writer)
     }
 

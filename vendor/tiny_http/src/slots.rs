@@ -124,6 +124,7 @@ mod tests {
             on_refused: Arc::new(|_, _| {}),
             error_body: |_, _, _| String::new(),
             error_content_type: "text/plain",
+            inline: None,
         }
     }
 

@@ -5,6 +5,7 @@ pub use self::messages_queue::MessagesQueue;
 pub use self::refined_tcp_stream::RefinedTcpStream;
 pub use self::sequential::{SequentialReader, SequentialReaderBuilder};
 pub use self::sequential::{SequentialWriter, SequentialWriterBuilder};
+pub use self::socket_writer::SocketWriter;
 
 use std::str::FromStr;
 
@@ -14,6 +15,7 @@ mod fused_reader;
 mod messages_queue;
 pub(crate) mod refined_tcp_stream;
 mod sequential;
+mod socket_writer;
 
 /// Parses a the value of a header.
 /// Suitable for `Accept-*`, `TE`, etc.

@@ -210,7 +210,7 @@ impl RefinedTcpStream {
     }
 
     fn apply_timeout(&mut self, t: Option<Duration>) -> IoResult<()> {
-        if t == self.applied_timeout {
+        if close_enough(self.applied_timeout, t) {
             return Ok(());
         }
         match &self.stream {
@@ -220,6 +220,19 @@ impl RefinedTcpStream {
         }
         self.applied_timeout = t;
         Ok(())
+    }
+}
+
+/// How far the socket's timeout may be from the time left before it is set again. A deadline
+/// armed afresh for each request head is a few microseconds short of the one before, so an
+/// exact comparison set `SO_RCVTIMEO` on nearly every request; within this a read ends at
+/// most this much off its deadline.
+const TIMEOUT_SLACK: Duration = Duration::from_millis(1);
+
+fn close_enough(applied: Option<Duration>, wanted: Option<Duration>) -> bool {
+    match (applied, wanted) {
+        (Some(a), Some(w)) => a.abs_diff(w) <= TIMEOUT_SLACK,
+        (a, w) => a == w,
     }
 }
 
@@ -264,5 +277,23 @@ impl Write for RefinedTcpStream {
 
     fn flush(&mut self) -> IoResult<()> {
         self.stream.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::close_enough;
+    use std::time::Duration;
+
+    #[test]
+    fn a_timeout_is_set_again_only_when_it_moved() {
+        let ms = Duration::from_millis;
+        let us = Duration::from_micros;
+        assert!(close_enough(None, None));
+        assert!(close_enough(Some(ms(10_000)), Some(ms(10_000) - us(7))));
+        assert!(close_enough(Some(ms(10_000) - us(7)), Some(ms(10_000))));
+        assert!(!close_enough(Some(ms(10_000)), Some(ms(9_990))));
+        assert!(!close_enough(Some(ms(10_000)), None));
+        assert!(!close_enough(None, Some(ms(10_000))));
     }
 }
