@@ -5,9 +5,10 @@
 # loads /livez, then /api/v1/state as a plain client asks for it (identity encoding), as a
 # browser asks for it (`Accept-Encoding: gzip`), and with the `If-None-Match` of the last
 # answer (a revalidating client); the summary gives the minimum and the median of the ratios
-# over the rounds. Not part of the test suite.
+# over the rounds (five by default: on a small shared host one 5 s window can differ from the
+# next by a sixth, with or without a body to send). Not part of the test suite.
 #
-#   scripts/bench-state.sh                 # release build, 3 rounds of 5 s per route
+#   scripts/bench-state.sh                 # release build, 5 rounds of 5 s per route
 #   BENCH_PROFILE=debug scripts/bench-state.sh
 #   BENCH_SECONDS=10 BENCH_CLIENTS=8 BENCH_ROUNDS=5 scripts/bench-state.sh
 #
@@ -21,7 +22,7 @@ command -v wrk >/dev/null || { echo "bench: wrk not found (apt-get install -y wr
 PROFILE="${BENCH_PROFILE:-release}"
 SECONDS_PER_ROUTE="${BENCH_SECONDS:-5}"
 CLIENTS="${BENCH_CLIENTS:-8}"
-ROUNDS="${BENCH_ROUNDS:-3}"
+ROUNDS="${BENCH_ROUNDS:-5}"
 RUNNING=50
 RETRIES=500
 

@@ -220,13 +220,15 @@ fn next_turn(resume: bool) -> u64 {
     n
 }
 
+/// Appends `line` and its newline in one write: several agents started together append to
+/// the same log, and a line written apart from its newline could be joined with another's.
 fn append_line(path: &Path, line: &str) {
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
     {
-        let _ = writeln!(f, "{line}");
+        let _ = f.write_all(format!("{line}\n").as_bytes());
     }
 }
 

@@ -325,9 +325,18 @@ impl Orchestrator {
         let dispatched = if self.store_blocks_dispatch() {
             0
         } else {
-            let mut candidates = candidates.to_vec();
-            self.confirm_hops(&mut candidates, c.hop_reads);
-            self.run_pass(&candidates, &c.blockers, c.comments, now)
+            // The shared listing is copied only when a hop confirmation may relabel an issue.
+            let confirmed: Vec<Arc<Issue>>;
+            let listing: &[Arc<Issue>] = if self.features.stages.awaits_confirmation() {
+                let mut copy = candidates.to_vec();
+                self.confirm_hops(&mut copy, c.hop_reads);
+                confirmed = copy;
+                &confirmed
+            } else {
+                self.confirm_hops(&mut [], c.hop_reads);
+                &candidates
+            };
+            self.run_pass(listing, &c.blockers, c.comments, now)
         };
         self.state
             .health

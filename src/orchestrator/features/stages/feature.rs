@@ -268,6 +268,15 @@ impl StagesFeature {
         effects
     }
 
+    /// Whether some hop still waits for its target to be seen: only then can
+    /// [`StagesFeature::confirm`] change a candidate or hold one; otherwise it would walk
+    /// the listing for nothing.
+    pub(crate) fn awaits_confirmation(&self) -> bool {
+        self.hops
+            .values()
+            .any(|hop| !hop.target_observed && !hop.picked_up)
+    }
+
     /// The pass the confirmation was for has its input: its holds are spent.
     pub(crate) fn end_pass(&mut self) {
         self.unconfirmed.clear();
