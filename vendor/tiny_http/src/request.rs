@@ -532,24 +532,13 @@ impl Request {
         R: Read,
     {
         let mut bytes = Vec::with_capacity(response.data_length().unwrap_or(0) + 512);
-        self.send_formatted(response, &mut bytes, None)
-    }
-
-    /// Sends an answer whose body is a byte slice without copying it: the head is formatted
-    /// and handed to the socket together with the body in one vectored write. The slice's
-    /// length must be the response's data length (`Response::new` with `Some(body.len())`),
-    /// so the framing is `Content-Length`.
-    pub fn respond_slice(self, response: Response<&[u8]>) -> Result<(), IoError> {
-        let (head, body) = response.split_body();
-        let mut bytes = Vec::with_capacity(512);
-        self.send_formatted(head.with_data(io::empty(), Some(body.len())), &mut bytes, Some(body))
+        self.send_formatted(response, &mut bytes)
     }
 
     /// sortie patch: sends `status` with header lines rendered once by the caller and a body
     /// slice, building no `Header`: the status line, `Server` and `Date`, then `fields`, then
-    /// `Content-Length`, the head and body in one vectored write. As with
-    /// [`Request::respond_slice`], the body is left out for HEAD and for a bodyless status
-    /// (its length still announced).
+    /// `Content-Length`, the head and body in one vectored write, the body never copied. The
+    /// body is left out for HEAD and for a bodyless status (its length still announced).
     pub fn respond_prepared(
         self,
         status: StatusCode,
@@ -565,25 +554,20 @@ impl Request {
         self.send_parts(Ok(()), &[&opening, fields.as_bytes(), &closing, body])
     }
 
-    /// Formats `response` into `bytes` (without its body when `after` is given, which is
-    /// then written right after the head), writes them and flushes.
+    /// Formats `response` (head and body) into `bytes`, writes them and flushes.
     fn send_formatted<R: Read>(
         self,
         response: Response<R>,
         bytes: &mut Vec<u8>,
-        after: Option<&[u8]>,
     ) -> Result<(), IoError> {
-        let head_request = self.method == Method::Head;
-        let bodyless_status = matches!(response.status_code().0, 100..=199 | 204 | 304);
         let printed = response.raw_print(
             &mut *bytes,
             self.http_version.clone(),
             &self.headers,
-            head_request || after.is_some(),
+            self.method == Method::Head,
             None,
         );
-        let body = after.filter(|_| !head_request && !bodyless_status);
-        self.send_parts(printed, &[bytes, body.unwrap_or(&[])])
+        self.send_parts(printed, &[bytes])
     }
 
     /// Writes `parts` (a head and a body, in pieces) once `formatted` says the head was made,

@@ -45,21 +45,6 @@ pub struct Response<R> {
     chunked_threshold: Option<usize>,
 }
 
-impl<'a> Response<&'a [u8]> {
-    /// The head of this answer (status, headers, the body's length) with no reader, and the
-    /// body's bytes, so a caller can write the body straight from its slice.
-    pub(crate) fn split_body(self) -> (Response<io::Empty>, &'a [u8]) {
-        let head = Response {
-            reader: io::empty(),
-            status_code: self.status_code,
-            headers: self.headers,
-            data_length: self.data_length,
-            chunked_threshold: self.chunked_threshold,
-        };
-        (head, self.reader)
-    }
-}
-
 /// A `Response` without a template parameter.
 pub type ResponseBox = Response<Box<dyn Read + Send>>;
 
