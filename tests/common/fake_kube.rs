@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -110,6 +111,11 @@ impl FakeKube {
         fk
     }
 
+    /// The server's directory: the pods' working directories are under it.
+    pub fn workdir(&self) -> &Path {
+        self.dir.path()
+    }
+
     pub fn kubeconfig(&self) -> PathBuf {
         self.dir.path().join("kubeconfig")
     }
@@ -188,9 +194,20 @@ impl FakeKube {
 }
 
 impl Drop for FakeKube {
+    /// SIGINT first: the server then kills the pods it started, each in a session of its own
+    /// that would outlive it (a pod still running when a test ends was left behind after the
+    /// suite). SIGKILL if it has not ended within 10 s.
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+        }
+        let ended = super::wait::poll(Duration::from_secs(10), super::wait::POLL, || {
+            self.child.try_wait().ok().flatten()
+        });
+        if ended.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 

@@ -621,6 +621,8 @@ def main():
     print(server.server_address[1], control.server_address[1], flush=True)
     try:
         server.serve_forever()
+    except KeyboardInterrupt:
+        pass  # The test ends (SIGINT): stop the pods below.
     finally:
         for p in list(STATE["procs"].values()):
             try:
