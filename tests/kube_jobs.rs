@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::fake_kube::{FakeKube, assert_all_valid, events_with, jobs, one_issue, workflow};
-use common::{Project, wait_for};
+use common::{Daemon, Project, wait_for};
 use serde_json::{Value, json};
 
 const T: Duration = Duration::from_secs(60);
@@ -120,6 +120,17 @@ fn hanging(p: &Project) {
     );
 }
 
+/// K-1 dispatched to the fake cluster, its agent hanging after its first line.
+fn hanging_session() -> (FakeKube, Project, Daemon) {
+    let kube = FakeKube::start();
+    let p = Project::new();
+    one_issue(&p);
+    hanging(&p);
+    workflow(&p, &kube, "");
+    let d = p.start();
+    (kube, p, d)
+}
+
 fn running_job(kube: &FakeKube) -> String {
     wait_for("the agent's pod runs", T, || {
         let s = kube.state();
@@ -161,12 +172,7 @@ fn ended(pid: u32) -> bool {
 /// outlived its test before).
 #[test]
 fn dropping_the_fake_cluster_stops_the_pods_it_runs() {
-    let kube = FakeKube::start();
-    let p = Project::new();
-    one_issue(&p);
-    hanging(&p);
-    workflow(&p, &kube, "");
-    let d = p.start();
+    let (kube, _project, d) = hanging_session();
     running_job(&kube);
     let dir = kube.workdir().to_path_buf();
     let pods = wait_for("the pod's process", T, || {
@@ -186,12 +192,7 @@ fn deleted(kube: &FakeKube, job: &str) -> Vec<Value> {
 
 #[test]
 fn a_cancelled_session_deletes_its_job_with_foreground_propagation() {
-    let kube = FakeKube::start();
-    let p = Project::new();
-    one_issue(&p);
-    hanging(&p);
-    workflow(&p, &kube, "");
-    let d = p.start();
+    let (kube, p, d) = hanging_session();
     let job = running_job(&kube);
     d.wait_until("the agent's first line is seen", T, || {
         events_with(&p, "started") > 0 || d.log_text().contains("started")
