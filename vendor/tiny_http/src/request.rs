@@ -551,7 +551,7 @@ impl Request {
         crate::prepared::write_closing(&mut closing, body.len());
         let sent = !(self.method == Method::Head || matches!(status.0, 100..=199 | 204 | 304));
         let body = if sent { body } else { &[] };
-        self.send_parts(Ok(()), &[&opening, fields.as_bytes(), &closing, body])
+        self.send_parts(Ok(()), [&opening, fields.as_bytes(), &closing, body])
     }
 
     /// Formats `response` (head and body) into `bytes`, writes them and flushes.
@@ -567,13 +567,17 @@ impl Request {
             self.method == Method::Head,
             None,
         );
-        self.send_parts(printed, &[bytes])
+        self.send_parts(printed, [bytes])
     }
 
     /// Writes `parts` (a head and a body, in pieces) once `formatted` says the head was made,
     /// with the send buffer raised for a large answer, flushes, and tells the connection the
     /// answer is done.
-    fn send_parts(mut self, formatted: io::Result<()>, parts: &[&[u8]]) -> Result<(), IoError> {
+    fn send_parts<const N: usize>(
+        mut self,
+        formatted: io::Result<()>,
+        parts: [&[u8]; N],
+    ) -> Result<(), IoError> {
         let res = formatted.and_then(|()| {
             let mut writer = self.extract_writer_impl();
             let len = parts.iter().map(|p| p.len()).fold(0usize, usize::saturating_add);
@@ -668,9 +672,9 @@ pub trait ReadWrite: Read + Write {}
 impl<T> ReadWrite for T where T: Read + Write {}
 
 /// sortie patch: writes `parts` in order with vectored writes (one system call for all when
-/// the socket takes them), never copying them.
-fn write_all_of(writer: &mut dyn Write, parts: &[&[u8]]) -> Result<(), IoError> {
-    let mut slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
+/// the socket takes them), never copying them; the slices live on the stack.
+fn write_all_of<const N: usize>(writer: &mut dyn Write, parts: [&[u8]; N]) -> Result<(), IoError> {
+    let mut slices = parts.map(io::IoSlice::new);
     let mut left = &mut slices[..];
     io::IoSlice::advance_slices(&mut left, 0);
     while !left.is_empty() {
