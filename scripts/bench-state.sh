@@ -6,8 +6,9 @@
 # it (`Accept-Encoding: gzip`), and with the `If-None-Match` of the last answer (a revalidating
 # client), each window between two /livez windows; a ratio is taken against the mean of the
 # /livez windows either side of it. The summary gives the minimum and the median of the ratios
-# over the rounds (five by default: on a small shared host one 5 s window can differ from the
-# next by a sixth, with or without a body to send). Not part of the test suite.
+# over the rounds, and the ratio of all rounds' requests together (five rounds by default: on
+# a small shared host one 5 s window can differ from the next by a sixth, with or without a
+# body to send). Not part of the test suite.
 #
 #   scripts/bench-state.sh                 # release build, 5 rounds of 5 s per route
 #   BENCH_PROFILE=debug scripts/bench-state.sh
@@ -214,10 +215,11 @@ for kind, rows in runs.items():
     if not kind.startswith("state"):
         continue
     ratios = [r[2] / r[5] for r in rows]
+    overall = sum(r[2] for r in rows) / sum(r[5] for r in rows)
     p99s = [r[4] for r in rows]
     print(f"{PATHS[kind]}: throughput ratio to /livez (the windows either side) min "
-          f"{min(ratios):.3f} median {statistics.median(ratios):.3f}; p99 min {min(p99s):.2f} ms "
-          f"median {statistics.median(p99s):.2f} ms")
+          f"{min(ratios):.3f} median {statistics.median(ratios):.3f} all rounds {overall:.3f}; "
+          f"p99 min {min(p99s):.2f} ms median {statistics.median(p99s):.2f} ms")
 for kind, floor in (("state", "bare"), ("state-gzip", "bare-gzip")):
     ratios = [runs[kind][i][2] / runs[floor][i][2] for i in range(rounds)]
     print(f"{PATHS[kind]}: throughput ratio to a {PATHS[floor]} of the same bytes "
