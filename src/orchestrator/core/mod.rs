@@ -6,6 +6,8 @@ pub mod adapters;
 mod apply;
 pub mod effect;
 pub mod feature;
+#[cfg(test)]
+pub(crate) mod feature_world;
 pub(crate) mod io;
 mod io_calls;
 pub mod io_pool;

@@ -1,15 +1,12 @@
 //! The feature's decisions over a returned pass and a triage run that could not start, as
 //! the effects it asks the loop for.
 
-use std::sync::Arc;
-
 use crate::config::reactions::{
     CiFailureConfig, Escalation, ReactionsConfig, ReviewCommentsConfig,
 };
 use crate::domain::{EscalationTrigger, ReactionKind, ReactionWait, RetryTrigger};
 use crate::orchestrator::core::effect::{Count, Effect, Write};
-use crate::orchestrator::core::feature::Cx;
-use crate::orchestrator::core::state::State;
+use crate::orchestrator::core::feature_world::World;
 use crate::orchestrator::core::tracker_ops::TrackerOp;
 use crate::store::{PrLoopMark, ReactionWrite};
 
@@ -22,47 +19,8 @@ use super::{ReactionIssue, ReactionRow, RowMemory};
 
 const NOW: i64 = 1_000;
 
-/// What a [`Cx`] borrows.
-struct World {
-    workflow: crate::config::Workflow,
-    state: State,
-    store: crate::store::Store,
-    prices: crate::pricing::PriceBoard,
-    _dir: tempfile::TempDir,
-}
-
 fn world() -> World {
-    let text = "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nagent:\n  kind: mock\n---\nHello\n";
-    let opts = crate::config::LoadOptions {
-        env_file: None,
-        env: Default::default(),
-        cwd: "/run/cwd".into(),
-        home: None,
-    };
-    let workflow =
-        crate::config::parse_workflow(text, std::path::Path::new("/srv/WORKFLOW.md"), &opts)
-            .unwrap_or_else(|e| panic!("the test workflow loads: {e}"));
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let clock: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::ManualClock::new(NOW));
-    let store = crate::store::Store::open(&dir.path().join("sortie.db"), clock)
-        .unwrap_or_else(|e| panic!("{e}"));
-    World {
-        workflow,
-        state: State::default(),
-        store,
-        prices: crate::pricing::PriceBoard::default(),
-        _dir: dir,
-    }
-}
-
-fn cx(w: &World) -> Cx<'_> {
-    Cx {
-        now_ms: NOW,
-        workflow: &w.workflow,
-        state: &w.state,
-        store: &w.store,
-        prices: &w.prices,
-    }
+    World::at(NOW)
 }
 
 fn cfg() -> ReactionsConfig {
@@ -143,7 +101,7 @@ fn a_fix_asks_for_a_continuation_and_the_row_keeps_its_cadence() {
     let w = world();
     let mut f = ReactionsFeature::default();
     let (row, mem) = seeded(&mut f, ReactionKind::Review);
-    let effects = f.apply_checked(checked(row, mem, review_fix()), NOW, &cx(&w), &cfg());
+    let effects = f.apply_checked(checked(row, mem, review_fix()), NOW, &w.cx(), &cfg());
     assert_eq!(effects.len(), 5, "{effects:?}");
     assert!(matches!(
         &effects[0],
@@ -195,7 +153,7 @@ fn a_fix_waits_for_the_slot_while_a_triage_run_of_the_issue_is_out() {
         ("1".into(), ReactionKind::Ci),
         crate::agent::CancelToken::new(),
     );
-    let effects = f.apply_checked(checked(row, mem, review_fix()), NOW, &cx(&w), &cfg());
+    let effects = f.apply_checked(checked(row, mem, review_fix()), NOW, &w.cx(), &cfg());
     assert_eq!(effects.len(), 1, "only the check is counted: {effects:?}");
     let row = &f.rows[&("1".to_string(), ReactionKind::Review)];
     assert_eq!(row.wait, Some(ReactionWait::RetrySlot));
@@ -210,7 +168,7 @@ fn an_escalation_is_stored_before_its_tracker_write() {
     let step = Step::Escalate {
         trigger: EscalationTrigger::BudgetExhausted,
     };
-    let effects = f.apply_checked(checked(row, mem, step), NOW, &cx(&w), &cfg());
+    let effects = f.apply_checked(checked(row, mem, step), NOW, &w.cx(), &cfg());
     assert_eq!(effects.len(), 5, "{effects:?}");
     assert!(matches!(
         &effects[0],
@@ -247,7 +205,7 @@ fn a_row_that_left_while_the_pass_was_out_takes_nothing() {
     let mut f = ReactionsFeature::default();
     let (row, mem) = seeded(&mut f, ReactionKind::Review);
     f.drop_issue("1");
-    let effects = f.apply_checked(checked(row, mem, review_fix()), NOW, &cx(&w), &cfg());
+    let effects = f.apply_checked(checked(row, mem, review_fix()), NOW, &w.cx(), &cfg());
     assert!(effects.is_empty(), "{effects:?}");
     assert!(f.rows.is_empty() && f.memory.is_empty());
 }
@@ -258,7 +216,7 @@ fn a_triage_run_that_cannot_start_answers_escalate_without_a_pass_mark() {
     let mut f = ReactionsFeature::default();
     seeded(&mut f, ReactionKind::Review);
     let key = ("1".to_string(), ReactionKind::Review);
-    let effects = f.triage_not_started(&key, "fp".into(), TriageError::AgentUnavailable, &cx(&w));
+    let effects = f.triage_not_started(&key, "fp".into(), TriageError::AgentUnavailable, &w.cx());
     assert_eq!(effects.len(), 1, "{effects:?}");
     assert!(matches!(
         &effects[0],

@@ -518,50 +518,11 @@ fn decided(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::orchestrator::core::feature_world::World;
     use crate::orchestrator::core::snapshot::RetryRow;
-    use crate::orchestrator::core::state::State;
-
-    /// What a [`Cx`] borrows.
-    struct World {
-        workflow: crate::config::Workflow,
-        state: State,
-        store: crate::store::Store,
-        prices: crate::pricing::PriceBoard,
-        _dir: tempfile::TempDir,
-    }
 
     fn world() -> World {
-        let text = "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nagent:\n  kind: mock\n---\nHello\n";
-        let opts = crate::config::LoadOptions {
-            env_file: None,
-            env: Default::default(),
-            cwd: "/run/cwd".into(),
-            home: None,
-        };
-        let workflow =
-            crate::config::parse_workflow(text, std::path::Path::new("/srv/WORKFLOW.md"), &opts)
-                .unwrap_or_else(|e| panic!("the test workflow loads: {e}"));
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let clock: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::ManualClock::new(1_000));
-        let store = crate::store::Store::open(&dir.path().join("sortie.db"), clock)
-            .unwrap_or_else(|e| panic!("{e}"));
-        World {
-            workflow,
-            state: State::default(),
-            store,
-            prices: crate::pricing::PriceBoard::default(),
-            _dir: dir,
-        }
-    }
-
-    fn cx(w: &World) -> Cx<'_> {
-        Cx {
-            now_ms: 1_000,
-            workflow: &w.workflow,
-            state: &w.state,
-            store: &w.store,
-            prices: &w.prices,
-        }
+        World::at(1_000)
     }
 
     fn hop(id: &str) -> StageHop {
@@ -602,7 +563,7 @@ mod tests {
             ..issue("3", &[])
         };
         let reads = BTreeMap::from([("3".to_string(), Ok(done))]);
-        let effects = f.confirm(&mut candidates, reads, "file", &cx(&w));
+        let effects = f.confirm(&mut candidates, reads, "file", &w.cx());
         // 1: the listing shows the label; 3: the read finds it terminal; 2: not read.
         assert_eq!(effects.len(), 2, "{effects:?}");
         assert!(matches!(
@@ -618,11 +579,11 @@ mod tests {
             "{effects:?}"
         );
         let held = BTreeMap::from([("2".to_string(), stages::unconfirmed_hold("stage-implement"))]);
-        assert_eq!(f.gate(&cx(&w), PassKind::Tick), Some(Gate::Issues(held)));
-        assert_eq!(f.gate(&cx(&w), PassKind::Retry), None);
+        assert_eq!(f.gate(&w.cx(), PassKind::Tick), Some(Gate::Issues(held)));
+        assert_eq!(f.gate(&w.cx(), PassKind::Retry), None);
         f.end_pass();
         assert_eq!(
-            f.gate(&cx(&w), PassKind::Tick),
+            f.gate(&w.cx(), PassKind::Tick),
             None,
             "the next tick's blocker read-ahead holds nothing"
         );
