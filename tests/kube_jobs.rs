@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use common::fake_kube::{FakeKube, assert_all_valid, events_with, jobs, one_issue, workflow};
@@ -142,31 +141,6 @@ fn running_job(kube: &FakeKube) -> String {
     })
 }
 
-/// Processes whose working directory is under `dir`, and not ended (a zombie has ended).
-fn processes_under(dir: &Path) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
-                && !ended(*pid)
-        })
-        .collect()
-}
-
-fn ended(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
-        Err(_) => true,
-    }
-}
-
 /// Pods run in sessions of their own, as a cluster's are not the server's children: the fake
 /// cluster dropped at a test's end stops the pods still running (one agent a suite run
 /// outlived its test before).
@@ -176,12 +150,14 @@ fn dropping_the_fake_cluster_stops_the_pods_it_runs() {
     running_job(&kube);
     let dir = kube.workdir().to_path_buf();
     let pods = wait_for("the pod's process", T, || {
-        let pids = processes_under(&dir);
+        let pids = common::procs::processes_in(&dir);
         (!pids.is_empty()).then_some(pids)
     });
     drop(kube);
     wait_for("the pods end with the fake cluster", T, || {
-        pods.iter().all(|pid| ended(*pid)).then_some(())
+        pods.iter()
+            .all(|pid| pid.parse().is_ok_and(|pid| !common::procs::alive(pid)))
+            .then_some(())
     });
     drop(d);
 }

@@ -6,6 +6,7 @@
 mod common;
 
 use common::FAKE_AGENT;
+use common::procs::{alive, group_members};
 use common::sshd::Sshd;
 use crossbeam_channel::unbounded;
 use sortie::agent::{
@@ -610,37 +611,6 @@ fn a_failed_after_create_on_the_host_removes_the_remote_workspace() {
         other => panic!("{other:?}"),
     }
     assert!(!root.join("PROJ-3").exists());
-}
-
-/// Live (not zombie) members of process group `pgid`.
-fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    let rest = s.rsplit_once(')')?.1.split_whitespace().collect::<Vec<_>>();
-                    Some(rest.first() != Some(&"Z") && rest.get(2)?.parse::<i32>().ok()? == pgid)
-                })
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie has exited; only a running process counts.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
 }
 
 /// A port nothing listens on: bound, then released.
