@@ -19,16 +19,7 @@ pub(crate) struct World {
 impl World {
     /// A world whose clock reads `now_ms`.
     pub(crate) fn at(now_ms: i64) -> World {
-        let text = "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nagent:\n  kind: mock\n---\nHello\n";
-        let opts = crate::config::LoadOptions {
-            env_file: None,
-            env: Default::default(),
-            cwd: "/run/cwd".into(),
-            home: None,
-        };
-        let workflow =
-            crate::config::parse_workflow(text, std::path::Path::new("/srv/WORKFLOW.md"), &opts)
-                .unwrap_or_else(|e| panic!("the test workflow loads: {e}"));
+        let workflow = workflow();
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let clock: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::ManualClock::new(now_ms));
         let store = crate::store::Store::open(&dir.path().join("sortie.db"), clock)
@@ -52,4 +43,18 @@ impl World {
             prices: &self.prices,
         }
     }
+}
+
+/// The test workflow: a file tracker (`To Do` active, `Done` terminal) and the mock agent,
+/// loaded as from `/srv/WORKFLOW.md`.
+pub(crate) fn workflow() -> crate::config::Workflow {
+    let text = "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nagent:\n  kind: mock\n---\nHello\n";
+    let opts = crate::config::LoadOptions {
+        env_file: None,
+        env: Default::default(),
+        cwd: "/run/cwd".into(),
+        home: None,
+    };
+    crate::config::parse_workflow(text, std::path::Path::new("/srv/WORKFLOW.md"), &opts)
+        .unwrap_or_else(|e| panic!("the test workflow loads: {e}"))
 }

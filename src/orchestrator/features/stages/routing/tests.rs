@@ -3,15 +3,7 @@ use crate::config::dispatch::{DispatchRule, DispatchSelection, PriorityPredicate
 use crate::domain::stage::StageOutcome;
 
 fn cfg(rules: Vec<DispatchRule>, default: DispatchSelection) -> ServiceConfig {
-    let text = "---\ntracker:\n  kind: file\n  active_states: [To Do]\n  terminal_states: [Done]\nagent:\n  kind: mock\n---\nHello\n";
-    let opts = crate::config::LoadOptions {
-        env_file: None,
-        env: Default::default(),
-        cwd: "/run/cwd".into(),
-        home: None,
-    };
-    let wf = crate::config::parse_workflow(text, std::path::Path::new("/srv/WORKFLOW.md"), &opts)
-        .expect("the test workflow loads");
+    let wf = crate::orchestrator::core::feature_world::workflow();
     let mut c = wf.config;
     c.dispatch.rules = rules;
     c.dispatch.default = default;
