@@ -10,7 +10,6 @@ use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Map, Value};
@@ -19,14 +18,11 @@ use crate::tracker::{TrackerError, TrackerErrorKind, TrackerResult};
 
 // The adapter name in every error this module raises.
 use super::KIND as TRACKER;
+use super::group_commit::GroupCommit;
 use super::stream::{self, ArrayWriter, WalkError};
 
 /// The buffer between a rewrite's elements and the temp file.
 const WRITE_BUFFER: usize = 64 << 10;
-
-/// Serializes read-modify-write cycles of every file tracker in the process (there is normally
-/// one file; a single lock keeps two adapters on the same file from interleaving).
-static WRITE_LOCK: Mutex<()> = Mutex::new(());
 
 /// Distinguishes temp files of concurrent writers within this process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -167,41 +163,34 @@ struct Queued {
     answer: crossbeam_channel::Sender<TrackerResult<bool>>,
 }
 
-/// Edits queued for the next rewrite (see [`modify_issue`]).
-static QUEUE: Mutex<Vec<Queued>> = Mutex::new(Vec::new());
+/// Edits queued for the next rewrite (see [`modify_issue`]). One for every file tracker in the
+/// process, so read-modify-write cycles never interleave (there is normally one file; two
+/// adapters on the same file are kept apart too).
+static EDITS: GroupCommit<Queued> = GroupCommit::new();
 
 /// Re-reads the file, applies `edit` to the first issue object whose `id` equals `id`, and
 /// rewrites the file when an edit reports a change (`Ok(true)`). Unknown id → `NotFound`.
 ///
 /// Edits that arrive while a rewrite is under way are applied together by the next one (a
-/// group commit): each caller queues its edit, then waits for the write lock; whoever takes it
-/// applies every queued edit in one read, one parse and one rewrite, and answers each. A
-/// caller whose edit an earlier holder already applied returns that answer. Each edit sees
-/// the edits queued before it, and one that fails leaves its issue as it was.
+/// group commit, [`GroupCommit`]): the caller that finds no rewrite under way applies every
+/// queued edit in one read, one parse and one rewrite, and answers each; a caller whose edit
+/// another's rewrite applied returns its answer as that rewrite ends. Each edit sees the edits
+/// queued before it, and one that fails leaves its issue as it was.
 pub fn modify_issue(path: &Path, id: &str, edit: Edit) -> TrackerResult<bool> {
     let (answer, answered) = crossbeam_channel::bounded(1);
-    lock(&QUEUE).push(Queued {
+    let queued = Queued {
         path: path.to_path_buf(),
         id: id.to_string(),
         edit,
         answer,
-    });
-    let _guard = lock(&WRITE_LOCK);
-    if let Ok(result) = answered.try_recv() {
-        return result;
-    }
-    let batch = std::mem::take(&mut *lock(&QUEUE));
-    apply_batch(batch);
-    answered
-        .try_recv()
-        .unwrap_or_else(|_| Err(payload("edit was not applied")))
+    };
+    EDITS
+        .submit(queued, &answered, apply_batch)
+        .unwrap_or_else(|| Err(payload("edit was not applied")))
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Applies queued edits, one rewrite per file, and answers each. Called with the write lock.
+/// Applies queued edits, one rewrite per file, and answers each. Called by one caller at a
+/// time ([`GroupCommit`]).
 fn apply_batch(mut batch: Vec<Queued>) {
     while let Some(first) = batch.first() {
         let path = first.path.clone();

@@ -22,6 +22,7 @@ mod cache;
 mod document;
 mod edits;
 mod elements;
+mod group_commit;
 mod heap;
 mod index;
 mod parse;
