@@ -172,7 +172,14 @@ fn the_real_binary_answers_a_matching_if_none_match_with_304() {
         (r.status == 304).then_some(())
     });
 
-    // A change in the backlog publishes a new snapshot: the old tag no longer matches.
+    // A change in the backlog publishes a new snapshot: the old tag no longer matches. The
+    // daemon's own write (E-1 to In Progress) goes first, so the test's write is the later one.
+    let issues_file = s.path().join("issues.json");
+    common::wait_for("E-1 moved to In Progress in the file", T, || {
+        let text = std::fs::read_to_string(&issues_file).ok()?;
+        let items: Value = serde_json::from_str(&text).ok()?;
+        (items[0]["state"] == "In Progress").then_some(())
+    });
     std::fs::write(
         s.path().join("issues.json"),
         issues(&[("1", "E-1", "To Do"), ("2", "E-2", "To Do")]),

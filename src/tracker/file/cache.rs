@@ -91,7 +91,7 @@ impl FileKey {
 
     /// Whether a read that began at `read_at` can be trusted to be told apart from any later
     /// change by the stat alone (see the module docs).
-    fn certain_at(&self, read_at: SystemTime) -> bool {
+    pub fn certain_at(&self, read_at: SystemTime) -> bool {
         let now_ns = match read_at.duration_since(UNIX_EPOCH) {
             Ok(d) => d.as_nanos() as i128,
             Err(_) => return false,

@@ -2,15 +2,20 @@
 //!
 //! Write-back works on `serde_json::Value` (with `preserve_order`), never on the typed record,
 //! so unknown keys and key order survive; the document is walked and rewritten one element at
-//! a time (`stream`), so a rewrite of a large file holds one issue's tree, not the file's. A write re-reads the file under a process-wide lock
-//! right before editing, so a person's hand edit made since the last read is not clobbered, and
-//! replaces the file by rename so a concurrent reader sees either the old or the new document.
+//! a time (`stream`), so a rewrite of a large file holds one issue's tree, not the file's.
+//!
+//! A rewrite re-reads the file right before editing (rewrites in this process take turns), so a
+//! person's hand edit made since the last poll is kept; it checks right before its rename that
+//! the file is still what it read, and starts over when not, so an edit made *during* the
+//! rewrite is kept too. The rename means a concurrent reader sees either the old or the new
+//! document.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 
@@ -18,6 +23,7 @@ use crate::tracker::{TrackerError, TrackerErrorKind, TrackerResult};
 
 // The adapter name in every error this module raises.
 use super::KIND as TRACKER;
+use super::cache::FileKey;
 use super::group_commit::GroupCommit;
 use super::stream::{self, ArrayWriter, WalkError};
 
@@ -152,8 +158,9 @@ fn json_type(v: &Value) -> &'static str {
 }
 
 /// One edit of one issue object: `Ok(true)` when it changed the object. Owned (`'static`)
-/// because the thread that writes the file may be another caller's (see [`modify_issue`]).
-pub type Edit = Box<dyn FnOnce(&mut Map<String, Value>) -> TrackerResult<bool> + Send>;
+/// because the thread that writes the file may be another caller's (see [`modify_issue`]);
+/// `Fn` because a rewrite that finds the file changed under it applies its edits again.
+pub type Edit = Box<dyn Fn(&mut Map<String, Value>) -> TrackerResult<bool> + Send>;
 
 /// An edit waiting for the next rewrite, with where its answer goes.
 struct Queued {
@@ -201,43 +208,68 @@ fn apply_batch(mut batch: Vec<Queued>) {
     }
 }
 
-/// One file's queued edits in two streamed passes over its text (see [`super::stream`]): the
-/// first keeps only the objects the edits name, the second, run only when an edit changed
-/// something, writes every element with the edited objects in place.
+/// How many times one batch's rewrite starts over because the file changed between its read
+/// and its rename, before the batch is answered with an error.
+const REWRITE_ATTEMPTS: usize = 8;
+
+/// One file's queued edits, rewritten once, and answered. A rewrite whose file changed after
+/// it was read (a person's edit, another program's write) replaces nothing and starts over
+/// from the new text, so that change is kept; a file that changes during every attempt is
+/// left as its writers made it and the edits are answered with an error.
 fn apply_to_file(path: &Path, edits: Vec<Queued>) {
-    let answer_all = |edits: Vec<Queued>, e: TrackerError| {
-        for q in edits {
-            let _ = q.answer.send(Err(e.clone()));
+    for _ in 0..REWRITE_ATTEMPTS {
+        if let Some(answers) = rewrite_once(path, &edits) {
+            for (q, answer) in edits.into_iter().zip(answers) {
+                let _ = q.answer.send(answer);
+            }
+            return;
         }
-    };
-    let (bytes, _) = match read_bytes(path) {
+    }
+    let e = payload(format!(
+        "failed to write file: {}: it changed during each of {REWRITE_ATTEMPTS} rewrites; \
+         the edit was not applied",
+        path.display()
+    ));
+    for q in edits {
+        let _ = q.answer.send(Err(e.clone()));
+    }
+}
+
+/// One read, edit and rewrite in two streamed passes over the text (see [`super::stream`]):
+/// the first keeps only the objects the edits name, the second, run only when an edit changed
+/// something, writes every element with the edited objects in place. Answers each edit, or
+/// `None` when the file changed before the rename (nothing was replaced).
+fn rewrite_once(path: &Path, edits: &[Queued]) -> Option<Vec<TrackerResult<bool>>> {
+    let every = |e: TrackerError| Some(vec![Err(e); edits.len()]);
+    let read_at = SystemTime::now();
+    let (bytes, meta) = match read_bytes(path) {
         Ok(read) => read,
-        Err(e) => return answer_all(edits, e),
+        Err(e) => return every(e),
     };
     let text = match decode_text(path, &bytes) {
         Ok(text) => text,
-        Err(e) => return answer_all(edits, e),
+        Err(e) => return every(e),
     };
-    let Some(mut targets) = find_targets(text, &edits) else {
-        return answer_all(edits, refusal(path, text));
+    let Some(mut targets) = find_targets(text, edits) else {
+        return every(refusal(path, text));
     };
-    let mut changed = Vec::new();
-    for q in edits {
-        match apply_to_target(&mut targets, &q.id, q.edit) {
-            Ok(true) => changed.push(q.answer),
-            other => {
-                let _ = q.answer.send(other);
-            }
-        }
-    }
-    if changed.is_empty() {
-        return;
+    let mut answers: Vec<TrackerResult<bool>> = edits
+        .iter()
+        .map(|q| apply_to_target(&mut targets, &q.id, &q.edit))
+        .collect();
+    if !answers.iter().any(|a| matches!(a, Ok(true))) {
+        return Some(answers);
     }
     let mut by_index: HashMap<usize, Value> = targets
         .into_values()
         .map(|(index, obj)| (index, Value::Object(obj)))
         .collect();
-    let written = write_atomic(path, |out| {
+    let read = ReadVersion {
+        key: FileKey::of(&meta),
+        bytes: &bytes,
+        read_at,
+    };
+    let written = match write_atomic(path, &read, |out| {
         let mut writer = ArrayWriter::new(out);
         stream::walk(text, |index, element| {
             writer.push(by_index.remove(&index).as_ref().unwrap_or(&element))
@@ -247,11 +279,15 @@ fn apply_to_file(path: &Path, edits: Vec<Queued>) {
             WalkError::Json(e) => e.into(),
         })?;
         writer.finish().map(drop)
-    })
-    .map(|()| true);
-    for answer in changed {
-        let _ = answer.send(written.clone());
+    }) {
+        Ok(()) => Ok(true),
+        Err(WriteFailure::Changed) => return None,
+        Err(WriteFailure::Failed(e)) => Err(e),
+    };
+    for answer in answers.iter_mut().filter(|a| matches!(a, Ok(true))) {
+        *answer = written.clone();
     }
+    Some(answers)
 }
 
 /// By id: the position of the first object with that id, and the object (edited in place).
@@ -276,7 +312,7 @@ fn find_targets(text: &str, edits: &[Queued]) -> Option<Targets> {
 }
 
 /// Applies `edit` to a copy of its target, kept only when the edit succeeds.
-fn apply_to_target(targets: &mut Targets, id: &str, edit: Edit) -> TrackerResult<bool> {
+fn apply_to_target(targets: &mut Targets, id: &str, edit: &Edit) -> TrackerResult<bool> {
     let (_, target) = targets.get_mut(id).ok_or_else(|| not_found(id))?;
     let mut copy = target.clone();
     let changed = edit(&mut copy)?;
@@ -298,21 +334,60 @@ fn refusal(path: &Path, text: &str) -> TrackerError {
     }
 }
 
+/// The version of the file a rewrite was built from.
+struct ReadVersion<'a> {
+    /// The stat of the descriptor the bytes were read from.
+    key: FileKey,
+    bytes: &'a [u8],
+    /// When the read began.
+    read_at: SystemTime,
+}
+
+impl ReadVersion<'_> {
+    /// Whether the file at `target` is still this version: the same stat and, when the read
+    /// began within the racy window of the file's previous change (where a same-size rewrite
+    /// can keep every stat field, see [`super::cache`]), the same bytes. A file that cannot be
+    /// looked at counts as changed; the next attempt's read reports why.
+    fn still_at(&self, target: &Path) -> bool {
+        let same_stat = fs::metadata(target).is_ok_and(|m| FileKey::of(&m) == self.key);
+        if !same_stat {
+            return false;
+        }
+        self.key.certain_at(self.read_at)
+            || read_bytes(target).is_ok_and(|(now, _)| now == self.bytes)
+    }
+}
+
+/// Why [`write_atomic`] replaced nothing.
+enum WriteFailure {
+    /// The file is no longer the version the new text was built from.
+    Changed,
+    Failed(TrackerError),
+}
+
 /// Writes `body` (2-space pretty print, trailing newline) to a temp file beside the real file,
-/// fsyncs it, gives it the original's permissions, renames it over the original and fsyncs the
-/// directory. A symlinked path is resolved first so the link keeps pointing at the data.
+/// fsyncs it, gives it the original's permissions, and — when the file is still the version
+/// `read` describes — renames it over the original and fsyncs the directory. The check sits
+/// right before the rename, so a change made while the new text was built and synced is seen;
+/// one landing between the check and the rename (microseconds) is not: a rename cannot be made
+/// conditional. A symlinked path is resolved first so the link keeps pointing at the data.
 fn write_atomic(
     path: &Path,
+    read: &ReadVersion<'_>,
     body: impl FnOnce(&mut BufWriter<&mut File>) -> std::io::Result<()>,
-) -> TrackerResult<()> {
-    let write_err =
-        |cause: String| payload(format!("failed to write file: {}: {cause}", path.display()));
+) -> Result<(), WriteFailure> {
+    let write_err = |cause: String| {
+        WriteFailure::Failed(payload(format!(
+            "failed to write file: {}: {cause}",
+            path.display()
+        )))
+    };
     let target = fs::canonicalize(path).map_err(|e| write_err(e.to_string()))?;
     let permissions = fs::metadata(&target)
         .map_err(|e| write_err(e.to_string()))?
         .permissions();
     let temp = temp_path(&target);
-    let result = (|| -> std::io::Result<()> {
+    let result = (|| -> std::io::Result<bool> {
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -324,13 +399,23 @@ fn write_atomic(
         file.set_permissions(permissions)?;
         file.sync_all()?;
         drop(file);
+        if !read.still_at(&target) {
+            return Ok(false);
+        }
         fs::rename(&temp, &target)?;
-        Ok(())
+        Ok(true)
     })();
-    if let Err(e) = result {
-        // Best effort: a leftover temp file is harmless but untidy.
-        let _ = fs::remove_file(&temp);
-        return Err(write_err(e.to_string()));
+    match result {
+        Ok(true) => {}
+        Ok(false) => {
+            let _ = fs::remove_file(&temp);
+            return Err(WriteFailure::Changed);
+        }
+        Err(e) => {
+            // Best effort: a leftover temp file is harmless but untidy.
+            let _ = fs::remove_file(&temp);
+            return Err(write_err(e.to_string()));
+        }
     }
     if let Some(dir) = target.parent() {
         // Makes the rename itself durable; some filesystems refuse to open a directory, and
@@ -355,6 +440,9 @@ fn temp_path(target: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn top_level_must_be_an_array() {
@@ -510,6 +598,133 @@ mod tests {
         });
         let items = read_document(&path).unwrap_or_else(|e| panic!("{e}"));
         assert!(items.iter().all(|v| v["n"] == 1), "{items:?}");
+    }
+
+    /// An edit that, each time it is applied, first rewrites the file in place as another
+    /// program would (the text `write(n)` for the n-th call), while the batch holds its read.
+    fn meddling_edit(path: &Path, write: fn(usize) -> Option<String>) -> (Edit, Arc<AtomicUsize>) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (path, seen) = (path.to_path_buf(), Arc::clone(&calls));
+        let edit: Edit = Box::new(move |m| {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            if let Some(text) = write(n) {
+                fs::write(&path, text).map_err(|e| payload(e.to_string()))?;
+            }
+            m.insert("state".into(), Value::String("b".into()));
+            Ok(true)
+        });
+        (edit, calls)
+    }
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".tmp"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_change_made_during_the_rewrite_is_kept_and_the_edit_applied_to_it() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("issues.json");
+        // Same size, moments after the file's last change (the stat may or may not show it).
+        fs::write(&path, r#"[{"id": "1", "state": "a", "n": 1}]"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (edit, calls) = meddling_edit(&path, |n| {
+            (n == 0).then(|| r#"[{"id": "1", "state": "a", "n": 2}]"#.to_string())
+        });
+        let (q, a) = queued(&path, "1", edit);
+        apply_batch(vec![q]);
+        assert_eq!(answer(&a), Ok(true));
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            2,
+            "applied again to the new text"
+        );
+        let items = read_document(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            items,
+            vec![serde_json::json!({"id": "1", "state": "b", "n": 2})]
+        );
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+
+        // A change that adds an element (another size) is seen by the stat alone.
+        let (edit, calls) = meddling_edit(&path, |n| {
+            (n == 0).then(|| r#"[{"id": "1", "state": "a"}, {"id": "2", "state": "new"}]"#.into())
+        });
+        let (q, a) = queued(&path, "1", edit);
+        apply_batch(vec![q]);
+        assert_eq!(answer(&a), Ok(true));
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        let items = read_document(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            items,
+            vec![
+                serde_json::json!({"id": "1", "state": "b"}),
+                serde_json::json!({"id": "2", "state": "new"})
+            ]
+        );
+    }
+
+    /// Where the stat cannot be trusted to show a change (a read within the racy window of the
+    /// file's previous change), the bytes are compared; outside it, the stat is enough.
+    #[test]
+    fn a_version_read_within_the_racy_window_is_compared_by_its_bytes() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("issues.json");
+        fs::write(&path, "[1]").unwrap_or_else(|e| panic!("{e}"));
+        let key = fs::metadata(&path)
+            .map(|m| FileKey::of(&m))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let changed_at =
+            UNIX_EPOCH + std::time::Duration::new(key.mtime.0.max(key.ctime.0) as u64, 999_999_999);
+        // The stat matches, as after a same-size rewrite in the same timestamp granule.
+        let racy = |bytes: &'static [u8]| ReadVersion {
+            key,
+            bytes,
+            read_at: changed_at,
+        };
+        assert!(racy(b"[1]").still_at(&path));
+        assert!(!racy(b"[2]").still_at(&path));
+        let settled = ReadVersion {
+            read_at: changed_at + super::super::cache::RACY_WINDOW,
+            ..racy(b"[2]")
+        };
+        assert!(settled.still_at(&path), "the stat alone is trusted");
+        let moved = ReadVersion {
+            key: FileKey { size: 4, ..key },
+            ..racy(b"[1]")
+        };
+        assert!(!moved.still_at(&path));
+        assert!(!racy(b"[1]").still_at(&dir.path().join("gone.json")));
+    }
+
+    #[test]
+    fn a_file_that_changes_during_every_rewrite_is_left_as_its_writer_made_it() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("issues.json");
+        fs::write(&path, r#"[{"id": "1", "state": "a"}]"#).unwrap_or_else(|e| panic!("{e}"));
+        let (edit, calls) = meddling_edit(&path, |n| {
+            Some(format!(r#"[{{"id": "1", "state": "a", "n": {n}}}]"#))
+        });
+        let (q, a) = queued(&path, "1", edit);
+        apply_batch(vec![q]);
+        let message = answer(&a).err().unwrap_or_default();
+        assert!(
+            message.contains("it changed during each of 8 rewrites; the edit was not applied"),
+            "{message}"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), REWRITE_ATTEMPTS);
+        let items = read_document(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            items,
+            vec![serde_json::json!({"id": "1", "state": "a", "n": 7})]
+        );
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
     }
 
     #[test]
