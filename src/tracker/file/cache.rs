@@ -10,7 +10,7 @@
 //! in the same timestamp granule as the read before it leaves every stat field as it was: the
 //! kernel stamps files from a coarse clock, and some filesystems keep whole or even-numbered
 //! seconds. So an entry is certain only when the file's last change (the later of its mtime
-//! and ctime) was at least [`RACY_WINDOW`] before the moment the read began; any later change
+//! and ctime) was at least [`RACY_WINDOW`](super::file_key::RACY_WINDOW) before the moment the read began; any later change
 //! then carries a newer timestamp and shows in the stat. An uncertain entry is re-read on
 //! every call: when the bytes equal the cached ones the parse is kept (a `memcmp`, not a
 //! parse) and the entry may become certain; otherwise the new bytes are parsed.
@@ -31,15 +31,15 @@
 //! [`FileCache::invalidate`], so they are seen by the next call whatever the stat says.
 
 use std::fs::{self, Metadata};
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use crate::tracker::TrackerResult;
 
 use super::document;
+use super::file_key::FileKey;
 use super::heap;
 use super::index::ParsedFile;
 use super::parse::{changed_elements, element_spans, parse_issues};
@@ -54,50 +54,6 @@ fn changed(
     let old_spans = previous.spans.as_deref()?;
     let elements = changed_elements(bytes, spans?, &previous.bytes, old_spans)?;
     Some(ParsedFile::rebuild(elements, &previous.parsed))
-}
-
-/// How long after its last change a file's stat is trusted to reveal the next change. Two
-/// seconds covers filesystems with two-second timestamps (FAT) as well as the kernel's coarse
-/// file clock.
-pub const RACY_WINDOW: Duration = Duration::from_secs(2);
-
-/// What identifies one version of the file without reading it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FileKey {
-    pub dev: u64,
-    pub ino: u64,
-    pub size: u64,
-    /// Seconds and nanoseconds since the epoch.
-    pub mtime: (i64, i64),
-    pub ctime: (i64, i64),
-}
-
-impl FileKey {
-    pub fn of(meta: &Metadata) -> FileKey {
-        FileKey {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
-    }
-
-    /// The later of the two timestamps, in nanoseconds since the epoch.
-    fn changed_ns(&self) -> i128 {
-        let ns = |(s, n): (i64, i64)| i128::from(s) * 1_000_000_000 + i128::from(n);
-        ns(self.mtime).max(ns(self.ctime))
-    }
-
-    /// Whether a read that began at `read_at` can be trusted to be told apart from any later
-    /// change by the stat alone (see the module docs).
-    pub fn certain_at(&self, read_at: SystemTime) -> bool {
-        let now_ns = match read_at.duration_since(UNIX_EPOCH) {
-            Ok(d) => d.as_nanos() as i128,
-            Err(_) => return false,
-        };
-        now_ns - self.changed_ns() >= RACY_WINDOW.as_nanos() as i128
-    }
 }
 
 /// How the cache looks at the filesystem and the time; tests replace them to play a coarse
@@ -207,6 +163,8 @@ impl FileCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
+    use std::time::{Duration, UNIX_EPOCH};
 
     fn later() -> SystemTime {
         SystemTime::now() + Duration::from_secs(60)

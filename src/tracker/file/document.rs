@@ -23,7 +23,7 @@ use crate::tracker::{TrackerError, TrackerErrorKind, TrackerResult};
 
 // The adapter name in every error this module raises.
 use super::KIND as TRACKER;
-use super::cache::FileKey;
+use super::file_key::FileKey;
 use super::group_commit::GroupCommit;
 use super::stream::{self, ArrayWriter, WalkError};
 
@@ -691,7 +691,7 @@ mod tests {
         assert!(racy(b"[1]").still_at(&path));
         assert!(!racy(b"[2]").still_at(&path));
         let settled = ReadVersion {
-            read_at: changed_at + super::super::cache::RACY_WINDOW,
+            read_at: changed_at + super::super::file_key::RACY_WINDOW,
             ..racy(b"[2]")
         };
         assert!(settled.still_at(&path), "the stat alone is trusted");

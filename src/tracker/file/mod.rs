@@ -22,6 +22,7 @@ mod cache;
 mod document;
 mod edits;
 mod elements;
+mod file_key;
 mod group_commit;
 mod heap;
 mod index;
@@ -362,7 +363,8 @@ mod tests {
     use std::os::unix::fs::MetadataExt;
     use std::time::{Duration, UNIX_EPOCH};
 
-    use super::cache::{FileKey, Probes};
+    use super::cache::Probes;
+    use super::file_key::FileKey;
     use super::*;
     use crate::clock::ManualClock;
 
