@@ -373,7 +373,11 @@ fn acknowledgement_survives_a_restart() {
         .json();
     assert_eq!(again["already_acknowledged"], true);
     assert_eq!(again["acknowledged_at"], first_at);
-    let st = d.state();
+    // The state document follows the next published snapshot (a request arriving while it is
+    // being rebuilt is served the previous one), so it is waited for.
+    let st = d.wait_state("the acknowledgement in the state", T, |s| {
+        s["counts"]["attention"] == 0
+    });
     assert_eq!(st["counts"]["attention"], 0);
     assert_eq!(st["attention"][0]["acknowledged_at"], first_at);
     assert_eq!(d.stop(), Some(0));
