@@ -136,6 +136,15 @@ mod tests {
             })
         }
 
+        /// Submits `n` as the first caller, whose batch is held open until a message on the
+        /// returned sender; returns once that batch is being applied.
+        fn submit_held(&self, n: u32) -> (Sender<()>, JoinHandle<Option<Vec<u32>>>) {
+            let (open, gate) = crossbeam_channel::bounded(1);
+            let handle = self.submit(n, Some(gate));
+            self.wait_for(0);
+            (open, handle)
+        }
+
         /// Waits until a batch is being applied and `queued` items wait for the next one.
         fn wait_for(&self, queued: usize) {
             let start = Instant::now();
@@ -162,9 +171,7 @@ mod tests {
     #[test]
     fn items_queued_while_a_batch_is_applied_go_together_into_the_next() {
         let bench = Bench::new();
-        let (open, gate) = crossbeam_channel::bounded(1);
-        let first = bench.submit(1, Some(gate));
-        bench.wait_for(0);
+        let (open, first) = bench.submit_held(1);
         let others: Vec<_> = (2..=4).map(|n| bench.submit(n, None)).collect();
         bench.wait_for(3);
         open.send(()).unwrap_or_else(|e| panic!("{e}"));
@@ -180,9 +187,7 @@ mod tests {
     #[test]
     fn a_caller_answered_by_another_callers_batch_returns_while_the_next_batch_is_applied() {
         let bench = Bench::new();
-        let (open_first, first_gate) = crossbeam_channel::bounded(1);
-        let first = bench.submit(1, Some(first_gate));
-        bench.wait_for(0);
+        let (open_first, first) = bench.submit_held(1);
         // Items 2 and 3 wait; whichever caller applies their batch holds it at `second`.
         let (open_second, second_gate) = crossbeam_channel::unbounded();
         let pair = [
